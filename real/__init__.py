@@ -1,0 +1,1 @@
+"""real: real GRPO/PPO runs and microbenchmarks on torch and vLLM that produce rlsim's measurements (not built yet)."""

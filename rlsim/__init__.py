@@ -1,0 +1,33 @@
+"""rlsim: predict step time, throughput and time-to-target of LLM reinforcement-learning runs.
+
+Python API (mirrors the CLI)::
+
+    import rlsim
+    scenario = rlsim.load_scenario("scenarios/paper_grpo.yaml", ["workload.prompts_per_step=1024"])
+    result = rlsim.simulate(scenario)
+    result.summary()["samples_per_s"]; result.steps  # per-step DataFrame in the run-log schema
+"""
+
+__version__ = "0.1.0"
+
+from rlsim.errors import ProfileError, RlsimError, ScenarioError  # noqa: E402
+from rlsim.phases import Phase  # noqa: E402
+from rlsim.profile import Profile, load_profile  # noqa: E402
+from rlsim.result import SimResult  # noqa: E402
+from rlsim.scenario import Scenario, from_dict, load_scenario  # noqa: E402
+from rlsim.simulate import simulate  # noqa: E402
+
+__all__ = [
+    "Phase",
+    "Profile",
+    "ProfileError",
+    "RlsimError",
+    "Scenario",
+    "ScenarioError",
+    "SimResult",
+    "__version__",
+    "from_dict",
+    "load_profile",
+    "load_scenario",
+    "simulate",
+]

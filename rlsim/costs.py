@@ -1,0 +1,164 @@
+"""Cost models: seconds for each phase of an RL step, as pure functions behind one protocol.
+
+The default is a roofline (REFERENCE sections 6-7): catalog peak numbers times efficiency factors, plus fixed
+overheads, all in ``Scenario.costs``. A calibrated profile (``rlsim.profile``) supplies fitted values for the
+same coefficients, so the efficiencies measured on one device carry to another through the roofline.
+
+Formulas (N = parameters, N_a = active parameters, L layers, H attention heads, d head dim, T tokens,
+S2 = sum of squared sequence lengths, F and BW the pool's peak FLOP/s and HBM bytes/s):
+
+* decode iteration (one replica of ``tp`` GPUs, batch b, K cached tokens):
+  ``max((W(b) + K * kv_bytes) / (e_mem * tp * BW), (2 N_a b + 4 L H d K) / (e_dec * tp * F)) + o_iter + o_seq * b
+  + tensor-parallel all-reduces`` where W(b) = weight bytes read; for MoE the routed experts read grow with b as
+  1 - (1 - k/E)^b of them (each token picks k of E experts).
+* prefill of a round: ``o_prefill + (2 N_a * sum(c) + 2 L H d * sum(c^2)) / (e_pre * tp * F)`` (causal attention).
+* log-prob / values forward over the training pool: ``o_fwd + (2 N_a T + 2 L H d S2) / (e_fwd * n * F)``.
+* training: ``epochs * 3 * forward FLOPs / (e_train * n * F)``, at least the ZeRO-3 gather/scatter traffic
+  (3 x weight bytes per optimizer step over the collective bandwidth), plus per optimizer step the Adam update
+  (~28 bytes read and written per parameter, sharded) and ``o_train``.
+* weight sync: weight bytes over the link (NVLink inside a node, the inter-node network beyond) + latency; when
+  colocated add the engine's sleep/wake: weights per GPU to and from host memory + ``o_sleep``.
+* reward: ``o_reward + reward_s_per_sample * samples``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from rlsim.engine import DecodeCoefficients, PrefillCoefficients
+from rlsim.scenario import Costs, ModelSpec, Scenario
+
+ADAM_BYTES_PER_PARAM = 28.0  # fp32 master, m, v read+write, bf16 grad read, bf16 weight write
+
+
+class CostModel(Protocol):
+    """What the pipeline asks of a cost model. All results in seconds."""
+
+    def decode_coefficients(self) -> DecodeCoefficients: ...
+
+    def prefill_coefficients(self) -> PrefillCoefficients: ...
+
+    def rollout_overhead_s(self) -> float: ...
+
+    def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float) -> float: ...
+
+    def train_s(self, model: ModelSpec, tokens: float, sq_tokens: float, optimizer_steps: int, epochs: int) -> float: ...
+
+    def weight_sync_s(self) -> float: ...
+
+    def reward_s(self, num_samples: int) -> float: ...
+
+
+def moe_weight_fraction(num_experts: int, experts_per_token: int, batch: np.ndarray) -> np.ndarray:
+    """Expected fraction of a layer's experts touched by ``batch`` tokens routed to k of E experts uniformly."""
+    if num_experts == 0:
+        return np.ones_like(np.asarray(batch, dtype=float))
+    return 1.0 - (1.0 - experts_per_token / num_experts) ** np.asarray(batch, dtype=float)
+
+
+def attention_flops_per_token_context(m: ModelSpec) -> float:
+    """FLOPs of QK^T and AV for one query token against one cached token, all layers: 4 L H d."""
+    return 4.0 * m.num_layers * m.num_attention_heads * m.head_dim
+
+
+@dataclass(frozen=True)
+class RooflineCostModel:
+    """Roofline costs for one scenario; ``costs`` defaults to ``scenario.costs`` (a profile passes its own)."""
+
+    scenario: Scenario
+    costs: Costs
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario, costs: Costs | None = None) -> RooflineCostModel:
+        return cls(scenario, costs or scenario.costs)
+
+    # -- helpers -----------------------------------------------------------------------------------------
+    @property
+    def _tp(self) -> int:
+        return self.scenario.engine.tensor_parallel_size
+
+    def _collective_bandwidth(self, num_gpus: int) -> float:
+        """Per-GPU bandwidth of a collective over ``num_gpus`` GPUs: NVLink in one node, the network beyond."""
+        hw = self.scenario.hardware
+        bw = hw.gpu.link_bandwidth_bytes_per_s if num_gpus <= hw.gpus_per_node else hw.internode_bandwidth_bytes_per_s
+        return bw * self.costs.link_efficiency
+
+    def _allreduce_s(self, nbytes: np.ndarray | float, num_gpus: int) -> np.ndarray | float:
+        """Ring all-reduce: 2 (n-1)/n of the bytes cross each GPU's link, plus latency."""
+        if num_gpus <= 1:
+            return 0.0 * np.asarray(nbytes)
+        return 2.0 * (num_gpus - 1) / num_gpus * np.asarray(nbytes) / self._collective_bandwidth(num_gpus) + (
+            self.costs.collective_latency_s
+        )
+
+    # -- rollout -----------------------------------------------------------------------------------------
+    def decode_coefficients(self) -> DecodeCoefficients:
+        s, c, m = self.scenario, self.costs, self.scenario.model
+        gpu = s.hardware.gpu
+        b = np.arange(s.engine.max_num_seqs + 1, dtype=float)
+        bw = self._tp * gpu.hbm_bandwidth_bytes_per_s * c.decode_memory_efficiency
+        flops = self._tp * gpu.bf16_flops_per_s * c.decode_compute_efficiency
+        expert_bytes = m.expert_params * m.dtype_bytes
+        weight_read = (m.weight_bytes - expert_bytes) + expert_bytes * moe_weight_fraction(
+            m.num_experts, m.num_experts_per_token, b
+        )
+        # two all-reduces per layer of the batch's hidden states under tensor parallelism
+        tp_comm = 2 * m.num_layers * self._allreduce_s(b * m.hidden_size * m.dtype_bytes, self._tp)
+        return DecodeCoefficients(
+            mem_intercept_s=weight_read / bw,
+            mem_slope_s_per_token=m.kv_bytes_per_token / bw,
+            compute_intercept_s=2.0 * m.num_active_params * b / flops,
+            compute_slope_s_per_token=attention_flops_per_token_context(m) / flops,
+            overhead_s=c.decode_iteration_overhead_s + c.decode_per_seq_overhead_s * b + tp_comm,
+        )
+
+    def prefill_coefficients(self) -> PrefillCoefficients:
+        s, c, m = self.scenario, self.costs, self.scenario.model
+        flops = self._tp * s.hardware.gpu.bf16_flops_per_s * c.prefill_compute_efficiency
+        return PrefillCoefficients(
+            overhead_s=c.prefill_overhead_s,
+            per_token_s=2.0 * m.num_active_params / flops,
+            per_token_sq_s=0.5 * attention_flops_per_token_context(m) / flops,
+        )
+
+    def rollout_overhead_s(self) -> float:
+        return self.costs.rollout_overhead_s
+
+    # -- trainer -----------------------------------------------------------------------------------------
+    def _forward_flops(self, model: ModelSpec, tokens: float, sq_tokens: float) -> float:
+        return 2.0 * model.num_active_params * tokens + 0.5 * attention_flops_per_token_context(model) * sq_tokens
+
+    def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float) -> float:
+        n = self.scenario.hardware.num_train_gpus
+        peak = n * self.scenario.hardware.gpu.bf16_flops_per_s * self.costs.forward_compute_efficiency
+        return self.costs.forward_overhead_s + self._forward_flops(model, tokens, sq_tokens) / peak
+
+    def train_s(self, model: ModelSpec, tokens: float, sq_tokens: float, optimizer_steps: int, epochs: int) -> float:
+        hw, c = self.scenario.hardware, self.costs
+        n = hw.num_train_gpus
+        compute = epochs * 3.0 * self._forward_flops(model, tokens, sq_tokens) / (
+            n * hw.gpu.bf16_flops_per_s * c.train_compute_efficiency
+        )
+        # ZeRO-3: all-gather weights for forward and backward, reduce-scatter grads, per optimizer step
+        gather = 0.0 if n == 1 else optimizer_steps * 3.0 * model.weight_bytes * (n - 1) / n / self._collective_bandwidth(n)
+        optimizer = optimizer_steps * (
+            c.train_step_overhead_s + ADAM_BYTES_PER_PARAM * model.num_params / n / hw.gpu.hbm_bandwidth_bytes_per_s
+        )
+        return max(compute, gather) + optimizer
+
+    # -- sync and reward ---------------------------------------------------------------------------------
+    def weight_sync_s(self) -> float:
+        s, c = self.scenario, self.costs
+        hw, m = s.hardware, s.model
+        span = hw.num_gpus  # trainer shards gather/broadcast to every engine GPU
+        t = m.weight_bytes / self._collective_bandwidth(span) + c.weight_sync_latency_s
+        if hw.placement == "colocated":
+            per_gpu = m.weight_bytes / self._tp
+            t += 2.0 * per_gpu / hw.gpu.host_link_bandwidth_bytes_per_s + c.sleep_wake_overhead_s
+        return t
+
+    def reward_s(self, num_samples: int) -> float:
+        return self.costs.reward_overhead_s + self.costs.reward_s_per_sample * num_samples

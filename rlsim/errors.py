@@ -1,0 +1,32 @@
+"""Errors raised on bad user input. Each names the field path, the value and the rule, and says how to fix it."""
+
+from __future__ import annotations
+
+
+class RlsimError(Exception):
+    """Base class for errors the CLI reports in one line with exit status 2."""
+
+
+class ScenarioError(RlsimError, ValueError):
+    """A scenario field is invalid.
+
+    The message reads ``<field>: <value!r> <what is wrong>; <how to fix>`` so that one line tells the user where,
+    what and how.
+    """
+
+    def __init__(self, field: str, value: object, problem: str, fix: str = "") -> None:
+        self.field = field
+        self.value = value
+        self.problem = problem
+        self.fix = fix
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        msg = f"{field}: {shown} {problem}"
+        if fix:
+            msg += f"; {fix}"
+        super().__init__(msg)
+
+
+class ProfileError(RlsimError, ValueError):
+    """A profile file is missing, malformed or of an unsupported schema version."""

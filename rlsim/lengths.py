@@ -1,0 +1,71 @@
+"""Token-length distributions for prompts and responses, sampled with an explicit numpy Generator.
+
+Forms (``LengthDist.dist``): ``fixed`` (tokens), ``uniform`` (low..high inclusive), ``lognormal`` (mean_tokens is
+the mean *before* clipping, sigma the standard deviation of log length: mu = ln(mean) - sigma^2 / 2), and
+``empirical`` (a histogram: bin chosen by weight, length uniform inside the bin). Samples are integers clipped to
+[minimum, maximum]. An optional drift scales responses so that their mean moves linearly from the distribution's
+mean to a final mean over a number of cumulative samples.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rlsim.scenario import Drift, LengthDist, Workload
+
+
+def dist_mean(d: LengthDist) -> float:
+    """Mean of the distribution before clipping, in tokens."""
+    if d.dist == "fixed":
+        return float(d.tokens)  # type: ignore[arg-type]
+    if d.dist == "uniform":
+        return (d.low + d.high) / 2.0  # type: ignore[operator]
+    if d.dist == "lognormal":
+        return float(d.mean_tokens)  # type: ignore[arg-type]
+    edges = np.asarray(d.bin_edges, dtype=float)
+    w = np.asarray(d.weights, dtype=float)
+    return float(np.sum(w / w.sum() * (edges[:-1] + edges[1:]) / 2.0))
+
+
+def sample_lengths(
+    d: LengthDist, n: int, rng: np.random.Generator, minimum: int, maximum: int, scale: float = 1.0
+) -> np.ndarray:
+    """Draw ``n`` integer lengths, multiplied by ``scale`` and clipped to [minimum, maximum]."""
+    if d.dist == "fixed":
+        x = np.full(n, float(d.tokens))
+    elif d.dist == "uniform":
+        x = rng.integers(d.low, d.high + 1, size=n).astype(float)  # type: ignore[operator]
+    elif d.dist == "lognormal":
+        mu = math.log(d.mean_tokens) - d.sigma**2 / 2.0  # type: ignore[arg-type, operator]
+        x = rng.lognormal(mu, d.sigma, size=n)
+    else:
+        edges = np.asarray(d.bin_edges, dtype=float)
+        w = np.asarray(d.weights, dtype=float)
+        bins = rng.choice(len(w), size=n, p=w / w.sum())
+        x = edges[bins] + rng.random(n) * (edges[bins + 1] - edges[bins])
+    if scale != 1.0:
+        x = x * scale
+    return np.clip(np.rint(x), minimum, maximum).astype(np.int64)
+
+
+def drift_scale(d: LengthDist, drift: Drift | None, cumulative_samples: float) -> float:
+    """Multiplier on response lengths after ``cumulative_samples`` samples (1.0 without drift)."""
+    if drift is None:
+        return 1.0
+    progress = min(1.0, max(0.0, cumulative_samples / drift.over_samples))
+    return 1.0 + (drift.final_mean_tokens / dist_mean(d) - 1.0) * progress
+
+
+def sample_step(
+    w: Workload, rng: np.random.Generator, cumulative_samples: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Prompt and response lengths for one step's B = P x G requests, group by group.
+
+    The G responses of a prompt share its prompt length and are consecutive.
+    """
+    prompts = sample_lengths(w.prompt_length, w.prompts_per_step, rng, 0, w.max_prompt_tokens)
+    scale = drift_scale(w.response_length, w.response_length_drift, cumulative_samples)
+    responses = sample_lengths(w.response_length, w.responses_per_step, rng, 1, w.max_response_tokens, scale)
+    return np.repeat(prompts, w.group_size), responses

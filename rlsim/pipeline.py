@@ -1,0 +1,243 @@
+"""The SimPy model of an RL run: one process per role, GPU pools as resources, three schedules.
+
+Processes (thin; every duration comes from a pure cost function):
+
+* ``rollout`` generates batch n on the rollout pool once the engine's weights are recent enough: batch n may use
+  weights of version >= n - 1 - k (k = ``schedule.max_staleness``, 0 for the synchronous schedules).
+* ``trainer`` takes batch n, scores it (reward, on CPU), runs the log-prob / values passes and the updates on the
+  training pool, then pushes the new weights (``weight_sync``), which needs the engine idle: it holds the
+  training pool and waits for the rollout pool. The engine then serves version n.
+
+Schedules: ``sync-colocated`` (one pool of all GPUs; the engine sleeps while training, sleep/wake is paid in the
+weight sync), ``sync-separate`` (two pools, k = 0), ``async`` (two pools, rollouts for steps n+1..n+k overlap the
+training of step n). A step ends when its weight sync ends; its step time is the gap to the previous step's end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import simpy
+
+from rlsim.costs import CostModel, RooflineCostModel
+from rlsim.lengths import sample_step
+from rlsim.learning import lr_for_batch
+from rlsim.phases import Phase
+from rlsim.rollout import RolloutResult, simulate_rollout
+from rlsim.runlog import SCHEMA_VERSION
+from rlsim.scenario import Scenario
+
+ROLLOUT_POOL = "rollout_pool"
+TRAIN_POOL = "train_pool"
+ALL_GPUS = "gpus"
+CPU = "cpu"
+
+
+@dataclass(frozen=True)
+class Span:
+    """One phase of one step on one track (a GPU pool or the CPU), in simulated seconds."""
+
+    phase: Phase
+    step: int
+    track: str
+    start_s: float
+    end_s: float
+
+
+@dataclass
+class _Batch:
+    step: int
+    version: int
+    prompt_tokens: np.ndarray
+    response_tokens: np.ndarray
+    rollout: RolloutResult
+
+
+@dataclass
+class _State:
+    env: simpy.Environment
+    scenario: Scenario
+    cost: CostModel
+    rng: np.random.Generator
+    rollout_pool: simpy.Resource
+    train_pool: simpy.Resource
+    rollout_track: str
+    train_track: str
+    batches: simpy.Store
+    engine_version: int = 0
+    version_changed: simpy.Event | None = None
+    spans: list[Span] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    last_end_s: float = 0.0
+    progress: Callable[[int], None] | None = None
+
+    def span(self, phase: Phase, step: int, track: str, start: float) -> float:
+        self.spans.append(Span(phase, step, track, start, self.env.now))
+        return self.env.now - start
+
+
+def _rollout(env: simpy.Environment, st: _State):
+    s = st.scenario
+    k = s.schedule.staleness
+    decode, prefill = st.cost.decode_coefficients(), st.cost.prefill_coefficients()
+    batch = s.workload.responses_per_step
+    for n in range(1, s.run.steps + 1):
+        while st.engine_version < n - 1 - k:
+            yield st.version_changed
+        with st.rollout_pool.request() as req:
+            yield req
+            start = env.now
+            prompts, responses = sample_step(s.workload, st.rng, (n - 1) * batch)
+            res = simulate_rollout(prompts, responses, s.workload.group_size, s.num_replicas, s.engine.max_num_seqs,
+                                   s.kv_capacity_tokens, decode, prefill, st.cost.rollout_overhead_s())
+            yield env.timeout(res.rollout_s)
+            st.span(Phase.ROLLOUT, n, st.rollout_track, start)
+            version = st.engine_version
+        yield st.batches.put(_Batch(n, version, prompts, responses, res))
+
+
+def _trainer(env: simpy.Environment, st: _State):
+    s, cost = st.scenario, st.cost
+    alg = s.algorithm
+    colocated = s.hardware.placement == "colocated"
+    for n in range(1, s.run.steps + 1):
+        b: _Batch = yield st.batches.get()
+        timing = {p.value: 0.0 for p in Phase if p is not Phase.EVAL}
+        timing[Phase.ROLLOUT.value] = b.rollout.rollout_s
+        seq = (b.prompt_tokens + b.response_tokens).astype(float)
+        tokens, sq_tokens = float(seq.sum()), float((seq * seq).sum())
+        start = env.now
+        yield env.timeout(cost.reward_s(len(seq)))
+        timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, CPU, start)
+        passes: list[tuple[Phase, float]] = []
+        if alg.recompute_old_logprob:
+            passes.append((Phase.OLD_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens)))
+        if alg.kl_reference:
+            passes.append((Phase.REF_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens)))
+        if alg.name == "ppo":
+            passes.append((Phase.VALUES, cost.forward_s(s.critic, tokens, sq_tokens)))
+            passes.append((Phase.TRAIN_CRITIC, cost.train_s(s.critic, tokens, sq_tokens, alg.optimizer_steps_per_step,
+                                                            alg.epochs_per_step)))
+        passes.append((Phase.TRAIN_ACTOR, cost.train_s(s.model, tokens, sq_tokens, alg.optimizer_steps_per_step,
+                                                       alg.epochs_per_step)))
+        train_req = st.train_pool.request()
+        yield train_req
+        for phase, dur in passes:
+            start = env.now
+            yield env.timeout(dur)
+            timing[phase.value] = st.span(phase, n, st.train_track, start)
+        # weight sync: the engine must be idle (between batches)
+        engine_req = None if colocated else st.rollout_pool.request()
+        if engine_req is not None:
+            yield engine_req
+        start = env.now
+        yield env.timeout(cost.weight_sync_s())
+        timing[Phase.WEIGHT_SYNC.value] = st.span(Phase.WEIGHT_SYNC, n, st.train_track, start)
+        if engine_req is not None:
+            st.spans.append(Span(Phase.WEIGHT_SYNC, n, st.rollout_track, start, env.now))
+            st.rollout_pool.release(engine_req)
+        st.train_pool.release(train_req)
+        st.engine_version = n
+        changed, st.version_changed = st.version_changed, env.event()
+        changed.succeed()
+        st.records.append(_record(st, b, timing, env.now))
+        st.last_end_s = env.now
+        if st.progress is not None:
+            st.progress(n)
+
+
+def _record(st: _State, b: _Batch, timing: dict[str, float], end_s: float) -> dict[str, Any]:
+    s = st.scenario
+    batch = s.workload.responses_per_step
+    r = b.rollout
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": f"sim-{s.digest()}",
+        "step": b.step,
+        "cumulative_samples": b.step * batch,
+        "prompts": s.workload.prompts_per_step,
+        "responses": batch,
+        "prompt_tokens": r.prompt_tokens,
+        "response_tokens": r.response_tokens,
+        "lr": lr_for_batch(s.learning, batch),
+        "reward_mean": None,
+        "eval_metric": None,
+        "wall_s": end_s,
+        "step_time_s": end_s - st.last_end_s,
+        "staleness": b.step - 1 - b.version,
+        "generation_tokens_per_s": r.generation_tokens_per_s,
+        "num_preemptions": r.num_preemptions,
+        "mean_decode_batch": r.mean_decode_batch,
+        "peak_kv_tokens": r.peak_kv_tokens,
+        "timing_s": timing,
+    }
+
+
+def run_pipeline(
+    scenario: Scenario, cost: CostModel | None = None, progress: Callable[[int], None] | None = None
+) -> tuple[list[dict[str, Any]], list[Span]]:
+    """Simulate ``scenario.run.steps`` steps; return the per-step records and the timeline spans."""
+    cost = cost or RooflineCostModel.from_scenario(scenario)
+    env = simpy.Environment()
+    if scenario.hardware.placement == "colocated":
+        pool = simpy.Resource(env, capacity=1)
+        rollout_pool = train_pool = pool
+        rollout_track = train_track = ALL_GPUS
+    else:
+        rollout_pool, train_pool = simpy.Resource(env, capacity=1), simpy.Resource(env, capacity=1)
+        rollout_track, train_track = ROLLOUT_POOL, TRAIN_POOL
+    st = _State(
+        env=env,
+        scenario=scenario,
+        cost=cost,
+        rng=np.random.default_rng(scenario.run.seed),
+        rollout_pool=rollout_pool,
+        train_pool=train_pool,
+        rollout_track=rollout_track,
+        train_track=train_track,
+        batches=simpy.Store(env),
+        progress=progress,
+    )
+    st.version_changed = env.event()
+    env.process(_rollout(env, st))
+    trainer = env.process(_trainer(env, st))
+    env.run(until=trainer)
+    _add_utilization(st)
+    return st.records, st.spans
+
+
+def pool_gpus(scenario: Scenario) -> dict[str, int]:
+    """GPUs in each track that holds GPUs."""
+    hw = scenario.hardware
+    if hw.placement == "colocated":
+        return {ALL_GPUS: hw.num_gpus}
+    return {ROLLOUT_POOL: hw.num_rollout_gpus, TRAIN_POOL: hw.num_train_gpus}
+
+
+def _busy_before(spans: list[Span], t: np.ndarray) -> np.ndarray:
+    """Busy seconds of one track before each time in ``t`` (spans on a track never overlap: capacity 1)."""
+    if not spans:
+        return np.zeros_like(t)
+    starts = np.array([sp.start_s for sp in spans])
+    ends = np.array([sp.end_s for sp in spans])
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    cum = np.concatenate([[0.0], np.cumsum(ends - starts)])
+    k = np.searchsorted(starts, t, side="right")  # spans started at or before t
+    overhang = np.where(k > 0, np.maximum(0.0, ends[np.maximum(k - 1, 0)] - t), 0.0)
+    return cum[k] - overhang
+
+
+def _add_utilization(st: _State) -> None:
+    """Busy fraction of each GPU pool within each step's window (previous step's end, this step's end]."""
+    ends = np.array([rec["wall_s"] for rec in st.records])
+    bounds = np.concatenate([[0.0], ends])
+    width = np.diff(bounds)
+    fractions = {}
+    for track in pool_gpus(st.scenario):
+        busy = _busy_before([sp for sp in st.spans if sp.track == track], bounds)
+        fractions[track] = np.divide(np.diff(busy), width, out=np.zeros_like(width), where=width > 0)
+    for i, rec in enumerate(st.records):
+        rec["utilization"] = {track: float(f[i]) for track, f in fractions.items()}

@@ -1,0 +1,179 @@
+"""Calibrated profiles: versioned JSON holding fitted cost-model coefficients, their provenance and validity.
+
+A profile does not bring its own formulas: it supplies fitted values for the roofline coefficients in
+``Scenario.costs`` (efficiencies as fractions of the catalog peak, overheads in seconds). Efficiencies fitted on
+one device therefore carry to another through the roofline: the target GPU's peaks times the fitted fractions.
+
+Schema (``schema_version`` 1)::
+
+    {
+      "schema": "rlsim-profile", "schema_version": 1,
+      "provenance": {"device": "...", "engine": "vllm", "engine_version": "...", "torch_version": "...",
+                     "model": "...", "dtype": "bfloat16", "date": "2026-11-30", "command": "..."},
+      "phases": {
+        "<phase name>": {
+          "form": "roofline",                           # the cost form the parameters belong to
+          "parameters": {"<Costs field>": value, ...},  # fitted values
+          "uncertainty": {"<Costs field>": one_sigma, ...},
+          "fitted_range": {"batch": [lo, hi], "context_tokens": [lo, hi], "tokens_per_gpu": [lo, hi]},
+          "held_out": {"method": "kfold-5", "mape": 0.04, "max_abs_pct_error": 0.11, "num_points": 40}
+        }
+      },
+      "learning": null or {...}                         # learning-model parameters (rlsim.learning)
+    }
+
+Range keys: ``batch`` = sequences in one decode iteration of a replica, ``context_tokens`` = cached tokens of a
+replica, ``tokens_per_gpu`` = prompt + response tokens per training GPU per step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlsim.errors import ProfileError
+from rlsim.phases import Phase
+from rlsim.scenario import Costs, Scenario, _check_bounds
+
+SCHEMA = "rlsim-profile"
+SCHEMA_VERSION = 1
+PROVENANCE_KEYS = ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")
+RANGE_KEYS = ("batch", "context_tokens", "tokens_per_gpu")
+
+
+@dataclass(frozen=True)
+class PhaseFit:
+    form: str
+    parameters: dict[str, float]
+    uncertainty: dict[str, float] = field(default_factory=dict)
+    fitted_range: dict[str, tuple[float, float]] = field(default_factory=dict)
+    held_out: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Profile:
+    provenance: dict[str, Any]
+    phases: dict[str, PhaseFit]
+    learning: dict[str, Any] | None = None
+
+    # ---- use ------------------------------------------------------------------------------------------
+    def parameters(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for fit in self.phases.values():
+            out.update(fit.parameters)
+        return out
+
+    def apply(self, costs: Costs) -> Costs:
+        """Scenario costs with the fitted coefficients in place of the defaults."""
+        return dataclasses.replace(costs, **self.parameters())
+
+    def range_warnings(self, operating: dict[str, float]) -> list[str]:
+        """Messages for each operating point outside the range it was fitted over, saying by how much."""
+        msgs = []
+        for phase, fit in self.phases.items():
+            for key, (lo, hi) in fit.fitted_range.items():
+                if key not in operating:
+                    continue
+                x = operating[key]
+                if x > hi:
+                    msgs.append(f"profile phase {phase}: {key} {x:g} is above the fitted range [{lo:g}, {hi:g}] "
+                                f"by {x - hi:g} ({(x / hi - 1) * 100 if hi else math.inf:.0f}%); extrapolating")
+                elif x < lo:
+                    msgs.append(f"profile phase {phase}: {key} {x:g} is below the fitted range [{lo:g}, {hi:g}] "
+                                f"by {lo - x:g} ({(1 - x / lo) * 100 if lo else 0:.0f}%); extrapolating")
+        return msgs
+
+    def info(self) -> dict[str, Any]:
+        """What a summary or report shows about the profile used."""
+        return {"provenance": self.provenance, "parameters": self.parameters(),
+                "held_out": {p: f.held_out for p, f in self.phases.items()}}
+
+    # ---- files ----------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "provenance": self.provenance,
+            "phases": {
+                p: {"form": f.form, "parameters": f.parameters, "uncertainty": f.uncertainty,
+                    "fitted_range": {k: list(v) for k, v in f.fitted_range.items()}, "held_out": f.held_out}
+                for p, f in self.phases.items()
+            },
+            "learning": self.learning,
+        }
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+
+def profile_from_dict(data: Any, where: str = "profile") -> Profile:
+    """Validate and build a profile; ProfileError names the broken key."""
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ProfileError(f"{where}: not an rlsim profile (missing \"schema\": \"{SCHEMA}\")")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise ProfileError(f"{where}: schema_version {data.get('schema_version')!r} is not supported "
+                           f"(this rlsim reads {SCHEMA_VERSION}); refit with this version")
+    prov = data.get("provenance")
+    if not isinstance(prov, dict) or any(k not in prov for k in PROVENANCE_KEYS):
+        missing = [k for k in PROVENANCE_KEYS if not isinstance(prov, dict) or k not in prov]
+        raise ProfileError(f"{where}: provenance misses {', '.join(missing)}")
+    phases_raw = data.get("phases")
+    if not isinstance(phases_raw, dict) or not phases_raw:
+        raise ProfileError(f"{where}: phases must be a non-empty mapping of phase name -> fit")
+    cost_fields = {f.name: f for f in dataclasses.fields(Costs)}
+    phase_names = {p.value for p in Phase}
+    phases: dict[str, PhaseFit] = {}
+    for name, fit in phases_raw.items():
+        at = f"{where}: phases.{name}"
+        if name not in phase_names:
+            raise ProfileError(f"{at}: unknown phase; phases are {', '.join(sorted(phase_names))}")
+        if not isinstance(fit, dict) or not isinstance(fit.get("parameters"), dict):
+            raise ProfileError(f"{at}: needs a parameters mapping")
+        for key, value in fit["parameters"].items():
+            if key not in cost_fields:
+                raise ProfileError(f"{at}.parameters.{key}: not a cost coefficient; known: {', '.join(cost_fields)}")
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+                raise ProfileError(f"{at}.parameters.{key}: {value!r} is not a finite number")
+            try:
+                _check_bounds(value, f"{at}.parameters.{key}", cost_fields[key].metadata)
+            except ValueError as exc:
+                raise ProfileError(str(exc)) from None
+        ranges = {}
+        for key, pair in (fit.get("fitted_range") or {}).items():
+            if key not in RANGE_KEYS or not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise ProfileError(f"{at}.fitted_range.{key}: must be one of {', '.join(RANGE_KEYS)} with [lo, hi]")
+            ranges[key] = (float(pair[0]), float(pair[1]))
+        phases[name] = PhaseFit(
+            form=str(fit.get("form", "roofline")),
+            parameters={k: float(v) for k, v in fit["parameters"].items()},
+            uncertainty={k: float(v) for k, v in (fit.get("uncertainty") or {}).items()},
+            fitted_range=ranges,
+            held_out=dict(fit.get("held_out") or {}),
+        )
+    return Profile(provenance=dict(prov), phases=phases, learning=data.get("learning"))
+
+
+def load_profile(path: str | Path) -> Profile:
+    p = Path(path)
+    if not p.is_file():
+        raise ProfileError(f"profile {p}: no such file; give the path of a profile JSON from rlsim-calibrate fit")
+    try:
+        data = json.loads(p.read_text())
+    except json.JSONDecodeError as exc:
+        raise ProfileError(f"profile {p}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    return profile_from_dict(data, where=f"profile {p}")
+
+
+def operating_point(scenario: Scenario, records: list[dict[str, Any]]) -> dict[str, float]:
+    """Where a simulated run operated, in the profile's range keys (the largest values seen)."""
+    per_replica = math.ceil(scenario.workload.prompts_per_step / scenario.num_replicas) * scenario.workload.group_size
+    tokens = max(r["prompt_tokens"] + r["response_tokens"] for r in records)
+    return {
+        "batch": float(min(scenario.engine.max_num_seqs, per_replica)),
+        "context_tokens": float(max(r["peak_kv_tokens"] for r in records)),
+        "tokens_per_gpu": tokens / scenario.hardware.num_train_gpus,
+    }

@@ -1,0 +1,120 @@
+"""SimResult: what a simulation returns, and the summary, tables and timeline derived from it.
+
+Metric definitions (all seconds or per second):
+
+* ``step_time_s``: mean step time over the steady-state steps k+1..N-k (k = max staleness: the first k steps
+  fill the pipeline, the last k drain it; with k = 0 every step counts), where a step time is the gap between
+  consecutive weight-sync ends.
+* ``samples_per_s``: responses per step / step_time_s.
+* ``generation_tokens_per_s``: response tokens / rollout seconds over the steady-state steps (the engines'
+  throughput while generating, all replicas together).
+* ``tokens_per_s_per_gpu``: prompt + response tokens per step / step_time_s / all GPUs (verl's perf/throughput).
+* ``phase_time_s``: mean seconds per step in each phase (phases overlap under async schedules).
+* ``utilization``: mean busy fraction of each GPU pool.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rlsim import __version__
+from rlsim.phases import TIMED_PHASES
+from rlsim.pipeline import CPU, Span, pool_gpus
+from rlsim.runlog import to_frame
+from rlsim.scenario import Scenario
+
+
+@dataclass
+class SimResult:
+    scenario: Scenario
+    records: list[dict[str, Any]]
+    spans: list[Span]
+    profile_info: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        """Per-step table in the run-log schema, nested keys flattened (``timing_s/rollout``)."""
+        return to_frame(self.records)
+
+    @property
+    def steady_records(self) -> list[dict[str, Any]]:
+        """Steps k+1..N-k: the first k fill the pipeline and the last k drain it (no rollout overlaps them)."""
+        k = self.scenario.schedule.staleness
+        return self.records[k : len(self.records) - k] if len(self.records) > 2 * k else self.records
+
+    def summary(self) -> dict[str, Any]:
+        s = self.scenario
+        steady = self.steady_records
+        step_times = np.array([r["step_time_s"] for r in steady])
+        step_time = float(step_times.mean())
+        batch = s.workload.responses_per_step
+        rollout_s = sum(r["timing_s"]["rollout"] for r in steady)
+        resp_tokens = sum(r["response_tokens"] for r in steady)
+        all_tokens = sum(r["prompt_tokens"] + r["response_tokens"] for r in steady)
+        pools = pool_gpus(s)
+        return {
+            "rlsim_version": __version__,
+            "scenario": s.name,
+            "scenario_hash": s.digest(),
+            "seed": s.run.seed,
+            "steps": len(self.records),
+            "steady_state_steps": len(steady),
+            "prompts_per_step": s.workload.prompts_per_step,
+            "group_size": s.workload.group_size,
+            "responses_per_step": batch,
+            "schedule": s.schedule.mode,
+            "max_staleness": s.schedule.staleness,
+            "gpu": s.hardware.gpu.name,
+            "num_gpus": s.hardware.num_gpus,
+            "model": s.model.name,
+            "step_time_s": step_time,
+            "step_time_p10_s": float(np.percentile(step_times, 10)),
+            "step_time_p90_s": float(np.percentile(step_times, 90)),
+            "samples_per_s": batch / step_time,
+            "generation_tokens_per_s": resp_tokens / rollout_s if rollout_s > 0 else 0.0,
+            "tokens_per_s_per_gpu": all_tokens / len(steady) / step_time / s.hardware.num_gpus,
+            "mean_response_tokens": resp_tokens / len(steady) / batch,
+            "phase_time_s": {p.value: float(np.mean([r["timing_s"][p.value] for r in steady])) for p in TIMED_PHASES},
+            "utilization": {t: float(np.mean([r["utilization"][t] for r in steady])) for t in pools},
+            "gpus_per_pool": pools,
+            "kv_capacity_tokens_per_replica": s.kv_capacity_tokens,
+            "replicas": s.num_replicas,
+            "mean_decode_batch": float(np.mean([r["mean_decode_batch"] for r in steady])),
+            "preemptions_per_step": float(np.mean([r["num_preemptions"] for r in steady])),
+            "wall_s": self.records[-1]["wall_s"],
+            "profile": self.profile_info,
+            "warnings": list(self.warnings),
+        }
+
+    def chrome_trace(self) -> dict[str, Any]:
+        """The timeline as Chrome trace JSON (open in https://ui.perfetto.dev or chrome://tracing)."""
+        tracks = list(pool_gpus(self.scenario)) + [CPU]
+        pid = {t: i + 1 for i, t in enumerate(tracks)}
+        gpus = pool_gpus(self.scenario)
+        events: list[dict[str, Any]] = []
+        for t in tracks:
+            label = f"{t} ({gpus[t]} GPUs)" if t in gpus else "cpu (reward)"
+            events.append({"name": "process_name", "ph": "M", "pid": pid[t], "tid": 0, "args": {"name": label}})
+        for sp in self.spans:
+            events.append(
+                {
+                    "name": sp.phase.value,
+                    "cat": sp.phase.value,
+                    "ph": "X",
+                    "pid": pid[sp.track],
+                    "tid": 0,
+                    "ts": round(sp.start_s * 1e6, 3),
+                    "dur": round((sp.end_s - sp.start_s) * 1e6, 3),
+                    "args": {"step": sp.step},
+                }
+            )
+        return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"scenario_hash": self.scenario.digest()}}
+
+    def summary_json(self) -> str:
+        return json.dumps(self.summary(), indent=2, sort_keys=True)

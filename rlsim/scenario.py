@@ -1,0 +1,623 @@
+"""Scenario: everything one simulated RL run needs, as frozen dataclasses loaded from YAML.
+
+Validation happens here and only here: unknown keys, types, ranges and cross-field consistency (the model must
+fit the GPUs, one sequence must fit the KV cache of a replica). Every error is a :class:`ScenarioError` naming
+the field path, the value, the rule and the fix. Units live in field names (``_tokens``, ``_s``, ``_bytes``).
+
+Sections: ``model``, ``hardware``, ``engine``, ``workload``, ``algorithm``, ``schedule``, ``learning``,
+``costs``, ``run``; plus free-text ``name``, ``description`` and ``assumptions`` (a list of what the scenario
+assumes that is not measured or published). ``model`` and ``hardware.gpu`` name a catalog entry
+(``rlsim/catalog/*.yaml``) or spell the numbers out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+import yaml
+
+from rlsim import catalog
+from rlsim.errors import ScenarioError
+
+# ---------------------------------------------------------------------------------------------------- specs
+
+
+def _rule(**kw: Any) -> dict[str, Any]:
+    """Field metadata: ge / gt / le / lt bounds, and doc."""
+    return kw
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Architecture and size of a causal LM (catalog entry or spelled out)."""
+
+    name: str
+    num_layers: int = field(metadata=_rule(ge=1))
+    hidden_size: int = field(metadata=_rule(ge=1))
+    num_attention_heads: int = field(metadata=_rule(ge=1))
+    num_kv_heads: int = field(metadata=_rule(ge=1))
+    head_dim: int = field(metadata=_rule(ge=1))
+    vocab_size: int = field(metadata=_rule(ge=1))
+    num_params: float = field(metadata=_rule(gt=0))
+    num_active_params: float = field(metadata=_rule(gt=0))
+    intermediate_size: int = field(default=0, metadata=_rule(ge=0))
+    num_experts: int = field(default=0, metadata=_rule(ge=0))
+    num_experts_per_token: int = field(default=0, metadata=_rule(ge=0))
+    moe_intermediate_size: int = field(default=0, metadata=_rule(ge=0))
+    dtype: str = "bfloat16"
+    tie_word_embeddings: bool = False
+    hf_id: str = ""
+
+    @property
+    def dtype_bytes(self) -> int:
+        return _DTYPE_BYTES[self.dtype]
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """K and V for every layer: 2 * layers * kv_heads * head_dim * dtype bytes (REFERENCE section 6)."""
+        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * self.dtype_bytes
+
+    @property
+    def weight_bytes(self) -> float:
+        return self.num_params * self.dtype_bytes
+
+    @property
+    def expert_params(self) -> float:
+        """Parameters in routed experts (gate, up, down projections of every expert of every layer)."""
+        return float(self.num_layers * self.num_experts * 3 * self.hidden_size * self.moe_intermediate_size)
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """Peak numbers of one accelerator (dense bf16, SI units)."""
+
+    name: str
+    bf16_flops_per_s: float = field(metadata=_rule(gt=0))
+    hbm_bandwidth_bytes_per_s: float = field(metadata=_rule(gt=0))
+    memory_bytes: float = field(metadata=_rule(gt=0))
+    link_bandwidth_bytes_per_s: float = field(metadata=_rule(gt=0))
+    host_link_bandwidth_bytes_per_s: float = field(default=64e9, metadata=_rule(gt=0))
+    vendor: str = ""
+
+
+_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float8": 1}
+
+# ---------------------------------------------------------------------------------------------------- sections
+
+
+@dataclass(frozen=True)
+class Hardware:
+    gpu: GPUSpec
+    num_gpus: int = field(default=8, metadata=_rule(ge=1))
+    placement: Literal["colocated", "separate"] = "colocated"
+    rollout_gpus: Optional[int] = field(default=None, metadata=_rule(ge=1))  # separate placement only
+    train_gpus: Optional[int] = field(default=None, metadata=_rule(ge=1))  # separate placement only
+    gpus_per_node: int = field(default=8, metadata=_rule(ge=1))
+    # Per-GPU network bandwidth between nodes (assumption: 400 Gb/s InfiniBand per GPU = 50 GB/s).
+    internode_bandwidth_bytes_per_s: float = field(default=50e9, metadata=_rule(gt=0))
+
+    @property
+    def num_rollout_gpus(self) -> int:
+        return self.num_gpus if self.placement == "colocated" else int(self.rollout_gpus or 0)
+
+    @property
+    def num_train_gpus(self) -> int:
+        return self.num_gpus if self.placement == "colocated" else int(self.train_gpus or 0)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The rollout inference engine (vLLM semantics)."""
+
+    tensor_parallel_size: int = field(default=1, metadata=_rule(ge=1))
+    replicas: Optional[int] = field(default=None, metadata=_rule(ge=1))  # default: rollout GPUs / TP
+    max_num_seqs: int = field(default=256, metadata=_rule(ge=1, le=65536))
+    # Fraction of each GPU's memory the engine may use for weights, activations and KV cache (vLLM's
+    # gpu_memory_utilization); the KV cache gets what is left after weights and activations.
+    gpu_memory_utilization: float = field(default=0.9, metadata=_rule(gt=0, le=1))
+    activation_memory_fraction: float = field(default=0.05, metadata=_rule(ge=0, lt=1))
+
+
+@dataclass(frozen=True)
+class LengthDist:
+    """Token-length distribution: fixed, uniform, lognormal or empirical histogram."""
+
+    dist: Literal["fixed", "uniform", "lognormal", "empirical"] = "fixed"
+    tokens: Optional[int] = field(default=None, metadata=_rule(ge=0))  # fixed
+    low: Optional[int] = field(default=None, metadata=_rule(ge=0))  # uniform, inclusive
+    high: Optional[int] = field(default=None, metadata=_rule(ge=0))  # uniform, inclusive
+    mean_tokens: Optional[float] = field(default=None, metadata=_rule(gt=0))  # lognormal, before clipping
+    sigma: Optional[float] = field(default=None, metadata=_rule(gt=0, le=5))  # lognormal, std of log
+    bin_edges: Optional[tuple[float, ...]] = None  # empirical: n+1 increasing edges
+    weights: Optional[tuple[float, ...]] = None  # empirical: n non-negative weights
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Mean response length moves linearly from the distribution's mean to ``final_mean_tokens`` over the first
+    ``over_samples`` cumulative samples (sample-indexed, so batch sizes see the same drift at equal samples)."""
+
+    final_mean_tokens: float = field(metadata=_rule(gt=0))
+    over_samples: float = field(metadata=_rule(gt=0))
+
+
+@dataclass(frozen=True)
+class Workload:
+    prompts_per_step: int = field(default=128, metadata=_rule(ge=1))  # P
+    group_size: int = field(default=8, metadata=_rule(ge=1))  # G
+    prompt_length: LengthDist = LengthDist(dist="fixed", tokens=512)
+    response_length: LengthDist = LengthDist(dist="fixed", tokens=1024)
+    max_prompt_tokens: int = field(default=4096, metadata=_rule(ge=1))
+    max_response_tokens: int = field(default=16384, metadata=_rule(ge=1))
+    response_length_drift: Optional[Drift] = None
+
+    @property
+    def responses_per_step(self) -> int:
+        """B = P x G: samples per step."""
+        return self.prompts_per_step * self.group_size
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: Literal["grpo", "ppo"] = "grpo"
+    mini_batches_per_step: int = field(default=1, metadata=_rule(ge=1))
+    epochs_per_step: int = field(default=1, metadata=_rule(ge=1))
+    kl_reference: bool = False
+    # verl recomputes the behaviour policy's log-probs with the trainer every step; with one update per step
+    # they equal the current policy's and a framework may skip the pass.
+    recompute_old_logprob: bool = True
+    critic_model: Optional[ModelSpec] = None  # PPO critic; default: same architecture as the policy
+
+    @property
+    def optimizer_steps_per_step(self) -> int:
+        return self.mini_batches_per_step * self.epochs_per_step
+
+
+@dataclass(frozen=True)
+class Schedule:
+    mode: Literal["sync-colocated", "sync-separate", "async"] = "sync-colocated"
+    max_staleness: int = field(default=0, metadata=_rule(ge=0, le=64))  # async: k >= 1
+
+    @property
+    def staleness(self) -> int:
+        return self.max_staleness if self.mode == "async" else 0
+
+
+@dataclass(frozen=True)
+class Learning:
+    """Learning-rate rule and (optionally) the sample-indexed metric model; see rlsim.learning."""
+
+    lr0: float = field(default=1e-6, metadata=_rule(gt=0))
+    reference_batch: int = field(default=1024, metadata=_rule(ge=1))  # responses per step at which lr0 holds
+    lr_rule: Literal["sqrt", "linear", "none"] = "sqrt"
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Roofline efficiencies and fixed overheads (REFERENCE sections 6-7). A calibrated profile replaces them.
+
+    Defaults are assumptions, typical of vLLM and FSDP on H100-class GPUs; each is a fraction of the catalog
+    peak (efficiency) or seconds (overhead).
+    """
+
+    decode_memory_efficiency: float = field(default=0.7, metadata=_rule(gt=0, le=1))
+    decode_compute_efficiency: float = field(default=0.5, metadata=_rule(gt=0, le=1))
+    prefill_compute_efficiency: float = field(default=0.6, metadata=_rule(gt=0, le=1))
+    train_compute_efficiency: float = field(default=0.4, metadata=_rule(gt=0, le=1))
+    forward_compute_efficiency: float = field(default=0.5, metadata=_rule(gt=0, le=1))
+    link_efficiency: float = field(default=0.7, metadata=_rule(gt=0, le=1))
+    decode_iteration_overhead_s: float = field(default=0.004, metadata=_rule(ge=0))
+    decode_per_seq_overhead_s: float = field(default=2e-6, metadata=_rule(ge=0))
+    prefill_overhead_s: float = field(default=0.002, metadata=_rule(ge=0))
+    collective_latency_s: float = field(default=2e-5, metadata=_rule(ge=0))
+    train_step_overhead_s: float = field(default=0.5, metadata=_rule(ge=0))  # per optimizer step
+    forward_overhead_s: float = field(default=0.2, metadata=_rule(ge=0))  # per log-prob/values pass
+    weight_sync_latency_s: float = field(default=1.0, metadata=_rule(ge=0))
+    sleep_wake_overhead_s: float = field(default=2.0, metadata=_rule(ge=0))  # colocated only
+    rollout_overhead_s: float = field(default=0.5, metadata=_rule(ge=0))  # per step: dispatch and gather
+    reward_overhead_s: float = field(default=0.1, metadata=_rule(ge=0))
+    reward_s_per_sample: float = field(default=1e-4, metadata=_rule(ge=0))
+
+
+@dataclass(frozen=True)
+class Run:
+    steps: int = field(default=20, metadata=_rule(ge=1, le=1_000_000))
+    seed: int = field(default=0, metadata=_rule(ge=0))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    model: ModelSpec
+    hardware: Hardware
+    engine: Engine = Engine()
+    workload: Workload = Workload()
+    algorithm: Algorithm = Algorithm()
+    schedule: Schedule = Schedule()
+    learning: Learning = Learning()
+    costs: Costs = Costs()
+    run: Run = Run()
+    name: str = "scenario"
+    description: str = ""
+    assumptions: tuple[str, ...] = ()
+
+    # derived ---------------------------------------------------------------------------------------------
+    @property
+    def num_replicas(self) -> int:
+        if self.engine.replicas is not None:
+            return self.engine.replicas
+        return self.hardware.num_rollout_gpus // self.engine.tensor_parallel_size
+
+    @property
+    def critic(self) -> ModelSpec:
+        return self.algorithm.critic_model or self.model
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        """KV-cache tokens one replica holds: engine memory left after weights and activations."""
+        tp = self.engine.tensor_parallel_size
+        per_gpu = self.hardware.gpu.memory_bytes * (
+            self.engine.gpu_memory_utilization - self.engine.activation_memory_fraction
+        ) - self.model.weight_bytes / tp
+        return max(0, int(per_gpu * tp // self.model.kv_bytes_per_token))
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_plain(self)
+
+    def digest(self) -> str:
+        """Short stable hash of the resolved scenario (used as run id and in report provenance)."""
+        text = json.dumps(self.to_dict(), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def with_overrides(self, overrides: dict[str, Any] | list[str]) -> Scenario:
+        """A new scenario with dotted-key overrides applied (``{"workload.prompts_per_step": 256}``)."""
+        raw = self.to_dict()
+        items = parse_overrides(overrides) if isinstance(overrides, list) else overrides
+        for key, value in items.items():
+            _set_path(raw, key, value)
+        return from_dict(raw)
+
+
+# ---------------------------------------------------------------------------------------------------- loading
+
+
+def load_scenario(path: str | Path, overrides: list[str] | dict[str, Any] | None = None) -> Scenario:
+    """Read a YAML scenario file, apply ``key=value`` overrides and validate."""
+    p = Path(path)
+    if not p.is_file():
+        raise ScenarioError("scenario", str(p), "is not a file", "give the path of a scenario YAML file")
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        where = f" at line {line + 1}" if line is not None else ""
+        raise ScenarioError("scenario", str(p), f"is not valid YAML{where}", "fix the YAML syntax") from None
+    if not isinstance(raw, dict):
+        raise ScenarioError("scenario", str(p), "must be a YAML mapping of sections", "see scenarios/*.yaml")
+    if overrides:
+        items = parse_overrides(overrides) if isinstance(overrides, list) else overrides
+        for key, value in items.items():
+            _set_path(raw, key, value)
+    return from_dict(raw)
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """Parse ``a.b=c`` strings; values are read as YAML scalars (numbers, booleans, null, strings)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ScenarioError("--set", item, "is not of the form key=value", "write e.g. run.steps=50")
+        key, _, text = item.partition("=")
+        key = key.strip()
+        if not key:
+            raise ScenarioError("--set", item, "has an empty key", "write e.g. run.steps=50")
+        out[key] = _parse_scalar(text.strip())
+    return out
+
+
+def _parse_scalar(text: str) -> Any:
+    try:
+        value = yaml.safe_load(text) if text else ""
+    except yaml.YAMLError:
+        return text
+    if isinstance(value, str):
+        try:  # YAML 1.1 reads "1e-6" as a string
+            return float(value) if any(ch.isdigit() for ch in value) else value
+        except ValueError:
+            return value
+    return value
+
+
+def _set_path(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node: Any = raw
+    for i, part in enumerate(parts[:-1]):
+        nxt = node.get(part) if isinstance(node, dict) else None
+        if isinstance(nxt, str) and part in ("model", "gpu", "critic_model"):
+            nxt = {"base": nxt}  # override one number of a catalog entry
+        elif nxt is None:
+            nxt = {}
+        elif not isinstance(nxt, dict):
+            raise ScenarioError(".".join(parts[: i + 1]), nxt, "is not a section", f"cannot set {dotted}")
+        node[part] = nxt
+        node = nxt
+    node[parts[-1]] = value
+
+
+def from_dict(raw: dict[str, Any]) -> Scenario:
+    """Build and validate a scenario from plain data (as read from YAML)."""
+    if not isinstance(raw, dict):
+        raise ScenarioError("scenario", raw, "must be a mapping of sections", "see scenarios/*.yaml")
+    data = dict(raw)
+    if "model" not in data:
+        raise ScenarioError("model", None, "is required", "name a catalog model, e.g. model: Qwen2.5-7B")
+    if "hardware" not in data or not isinstance(data.get("hardware"), dict) or "gpu" not in data["hardware"]:
+        raise ScenarioError("hardware.gpu", None, "is required", "name a catalog GPU, e.g. gpu: H100-SXM")
+    scenario = _build(Scenario, data, "")
+    _validate(scenario)
+    return scenario
+
+
+def _resolve_spec(kind: str, value: Any, path: str) -> dict[str, Any]:
+    """Expand a catalog name (or a mapping with ``base: NAME``) into a full spec mapping."""
+    lookup = catalog.model if kind == "model" else catalog.gpu
+    names = catalog.model_names if kind == "model" else catalog.gpu_names
+    if isinstance(value, str):
+        try:
+            return lookup(value)
+        except KeyError:
+            raise ScenarioError(path, value, f"is not a catalog {kind}", f"use one of: {', '.join(names())}") from None
+    if isinstance(value, dict):
+        value = dict(value)
+        base = value.pop("base", None)
+        if base is not None:
+            merged = _resolve_spec(kind, base, f"{path}.base")
+            merged.update(value)
+            return merged
+        return value
+    raise ScenarioError(path, value, f"must be a catalog {kind} name or a mapping", f"e.g. {path}: {names()[0]}")
+
+
+def _build(cls: type, data: Any, path: str) -> Any:
+    """Construct dataclass ``cls`` from a mapping, checking keys, types and per-field bounds."""
+    where = path or "scenario"
+    if not isinstance(data, dict):
+        raise ScenarioError(where, data, "must be a mapping", f"write {where} as key: value lines")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        key = unknown[0]
+        raise ScenarioError(
+            f"{path}.{key}" if path else key, data[key], "is not a known key", f"use one of: {', '.join(fields)}"
+        )
+    kwargs: dict[str, Any] = {}
+    for name, f in fields.items():
+        fpath = f"{path}.{name}" if path else name
+        if name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+                raise ScenarioError(fpath, None, "is required", f"add {fpath} to the scenario")
+            continue
+        kwargs[name] = _convert(hints[name], data[name], fpath, f.metadata)
+    return cls(**kwargs)
+
+
+def _convert(tp: Any, value: Any, path: str, meta: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _convert(args[0], value, path, meta)
+    if tp is ModelSpec or tp is GPUSpec:
+        kind = "model" if tp is ModelSpec else "gpu"
+        spec = _resolve_spec(kind, value, path)
+        spec.setdefault("name", value if isinstance(value, str) else "custom")
+        for extra in ("source", "notes", "verify", "aliases"):
+            spec.pop(extra, None)
+        return _build(tp, spec, path)
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, path)
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            raise ScenarioError(path, value, "is not allowed", f"use one of: {', '.join(map(str, allowed))}")
+        return value
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ScenarioError(path, value, "must be a list", f"write {path}: [..]")
+        inner = typing.get_args(tp)[0]
+        return tuple(_convert(inner, v, f"{path}[{i}]", {}) for i, v in enumerate(value))
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ScenarioError(path, value, "must be true or false", f"write {path}: true or false")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and (not math.isfinite(value) or not value.is_integer())
+        ):
+            raise ScenarioError(path, value, "must be an integer", f"write a whole number for {path}")
+        value = int(value)
+    elif tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ScenarioError(path, value, "must be a finite number", f"write a number for {path}")
+        value = float(value)
+    elif tp is str:
+        if not isinstance(value, str):
+            raise ScenarioError(path, value, "must be a string", f"quote the value of {path}")
+        return value
+    _check_bounds(value, path, meta)
+    return value
+
+
+def _check_bounds(value: float, path: str, meta: Any) -> None:
+    for key, op, word in (
+        ("ge", lambda a, b: a >= b, "at least"),
+        ("gt", lambda a, b: a > b, "greater than"),
+        ("le", lambda a, b: a <= b, "at most"),
+        ("lt", lambda a, b: a < b, "less than"),
+    ):
+        bound = meta.get(key) if meta else None
+        if bound is not None and not op(value, bound):
+            raise ScenarioError(path, value, f"must be {word} {bound}", f"set {path} to a value {word} {bound}")
+
+
+# ---------------------------------------------------------------------------------------------------- consistency
+
+
+def _validate(s: Scenario) -> None:
+    """Cross-field rules. Order matters: the first broken rule is reported."""
+    _validate_model(s.model, "model")
+    if s.algorithm.critic_model is not None:
+        _validate_model(s.algorithm.critic_model, "algorithm.critic_model")
+    _validate_lengths(s.workload)
+    hw, eng, sched = s.hardware, s.engine, s.schedule
+    if hw.placement == "separate":
+        for key in ("rollout_gpus", "train_gpus"):
+            if getattr(hw, key) is None:
+                raise ScenarioError(f"hardware.{key}", None, "is required with placement: separate",
+                                    f"set hardware.{key}")
+        if hw.rollout_gpus + hw.train_gpus != hw.num_gpus:  # type: ignore[operator]
+            raise ScenarioError("hardware.num_gpus", hw.num_gpus,
+                                f"must equal rollout_gpus ({hw.rollout_gpus}) + train_gpus ({hw.train_gpus})",
+                                "make the pools add up to num_gpus")
+    elif hw.rollout_gpus is not None or hw.train_gpus is not None:
+        raise ScenarioError("hardware.placement", hw.placement, "shares all GPUs; rollout_gpus/train_gpus are unused",
+                            "remove them or set hardware.placement: separate")
+    want = "colocated" if sched.mode == "sync-colocated" else "separate"
+    if hw.placement != want:
+        raise ScenarioError("schedule.mode", sched.mode, f"needs hardware.placement: {want}",
+                            f"set hardware.placement: {want} or choose another schedule.mode")
+    if sched.mode == "async" and sched.max_staleness < 1:
+        raise ScenarioError("schedule.max_staleness", sched.max_staleness, "must be at least 1 for mode async",
+                            "set schedule.max_staleness: 1 (one-step off-policy) or use mode sync-separate")
+    if sched.mode != "async" and sched.max_staleness != 0:
+        raise ScenarioError("schedule.max_staleness", sched.max_staleness, f"has no meaning for mode {sched.mode}",
+                            "set it to 0 or use mode async")
+    tp = eng.tensor_parallel_size
+    if hw.num_rollout_gpus % tp:
+        raise ScenarioError("engine.tensor_parallel_size", tp,
+                            f"must divide the rollout GPUs ({hw.num_rollout_gpus})", "choose a divisor")
+    if eng.replicas is not None and eng.replicas * tp > hw.num_rollout_gpus:
+        raise ScenarioError("engine.replicas", eng.replicas,
+                            f"x tensor_parallel_size {tp} needs more than the {hw.num_rollout_gpus} rollout GPUs",
+                            "lower engine.replicas or add GPUs")
+    if eng.activation_memory_fraction >= eng.gpu_memory_utilization:
+        raise ScenarioError("engine.activation_memory_fraction", eng.activation_memory_fraction,
+                            f"must be below gpu_memory_utilization ({eng.gpu_memory_utilization})",
+                            "lower it or raise engine.gpu_memory_utilization")
+    if s.algorithm.name == "grpo" and s.workload.group_size < 2:
+        raise ScenarioError("workload.group_size", s.workload.group_size,
+                            "must be at least 2 for grpo (advantages are normalized within a group)",
+                            "set workload.group_size: 8, say")
+    if s.workload.responses_per_step % s.algorithm.mini_batches_per_step:
+        raise ScenarioError("algorithm.mini_batches_per_step", s.algorithm.mini_batches_per_step,
+                            f"must divide the responses per step ({s.workload.responses_per_step} = P x G)",
+                            "choose a divisor of P x G")
+    # memory: engine weights, KV cache, trainer state
+    gpu_mem = hw.gpu.memory_bytes
+    budget = gpu_mem * (eng.gpu_memory_utilization - eng.activation_memory_fraction)
+    weights_per_gpu = s.model.weight_bytes / tp
+    if weights_per_gpu >= budget:
+        raise ScenarioError("model", s.model.name,
+                            f"needs {weights_per_gpu / 1e9:.1f} GB of weights per GPU at tensor_parallel_size {tp}, "
+                            f"over the engine's {budget / 1e9:.1f} GB on {hw.gpu.name}",
+                            "raise engine.tensor_parallel_size, use a larger GPU or a smaller model")
+    cap = s.kv_capacity_tokens
+    longest = s.workload.max_prompt_tokens + s.workload.max_response_tokens + 1
+    if cap < longest:
+        raise ScenarioError("workload.max_response_tokens", s.workload.max_response_tokens,
+                            f"plus max_prompt_tokens ({s.workload.max_prompt_tokens}) does not fit one replica's KV "
+                            f"cache of {cap} tokens",
+                            "raise engine.tensor_parallel_size or engine.gpu_memory_utilization, or lower the lengths")
+    train_bytes = 16 * s.model.num_params  # bf16 weights + grads, fp32 master + Adam moments (ZeRO-3 sharded)
+    if s.algorithm.name == "ppo":
+        train_bytes += 16 * s.critic.num_params
+    if s.algorithm.kl_reference:
+        train_bytes += s.model.weight_bytes
+    per_train_gpu = train_bytes / hw.num_train_gpus
+    if per_train_gpu > 0.9 * gpu_mem:
+        raise ScenarioError("hardware.num_gpus" if hw.placement == "colocated" else "hardware.train_gpus",
+                            hw.num_train_gpus,
+                            f"hold {per_train_gpu / 1e9:.1f} GB of training state per GPU (16 bytes/parameter, "
+                            f"sharded), over 90% of the {gpu_mem / 1e9:.0f} GB of a {hw.gpu.name}",
+                            "add training GPUs or use a smaller model")
+
+
+def _validate_model(m: ModelSpec, path: str) -> None:
+    if m.dtype not in _DTYPE_BYTES:
+        raise ScenarioError(f"{path}.dtype", m.dtype, "is not supported", f"use one of: {', '.join(_DTYPE_BYTES)}")
+    if m.num_active_params > m.num_params:
+        raise ScenarioError(f"{path}.num_active_params", m.num_active_params,
+                            f"exceeds num_params ({m.num_params})", "active parameters are a subset of all")
+    if m.num_attention_heads % m.num_kv_heads:
+        raise ScenarioError(f"{path}.num_kv_heads", m.num_kv_heads,
+                            f"must divide num_attention_heads ({m.num_attention_heads})", "fix the architecture")
+    if (m.num_experts > 0) != (m.num_experts_per_token > 0) or m.num_experts_per_token > m.num_experts:
+        raise ScenarioError(f"{path}.num_experts_per_token", m.num_experts_per_token,
+                            f"is inconsistent with num_experts ({m.num_experts})",
+                            "both are 0 for a dense model; experts per token <= experts for MoE")
+    if m.is_moe and (m.moe_intermediate_size <= 0 or m.expert_params >= m.num_params):
+        raise ScenarioError(f"{path}.moe_intermediate_size", m.moe_intermediate_size,
+                            "gives expert parameters inconsistent with num_params", "check the MoE architecture")
+
+
+def _validate_lengths(w: Workload) -> None:
+    for key, d, cap in (
+        ("workload.prompt_length", w.prompt_length, w.max_prompt_tokens),
+        ("workload.response_length", w.response_length, w.max_response_tokens),
+    ):
+        need = {"fixed": ("tokens",), "uniform": ("low", "high"), "lognormal": ("mean_tokens", "sigma"),
+                "empirical": ("bin_edges", "weights")}[d.dist]
+        for k in need:
+            if getattr(d, k) is None:
+                raise ScenarioError(f"{key}.{k}", None, f"is required for dist {d.dist}", f"set {key}.{k}")
+        extra = [f.name for f in dataclasses.fields(d) if f.name != "dist" and f.name not in need
+                 and getattr(d, f.name) is not None]
+        if extra:
+            raise ScenarioError(f"{key}.{extra[0]}", getattr(d, extra[0]), f"is not used by dist {d.dist}",
+                                f"remove it; dist {d.dist} takes {', '.join(need)}")
+        if d.dist == "fixed" and d.tokens > cap:  # type: ignore[operator]
+            raise ScenarioError(f"{key}.tokens", d.tokens, f"exceeds the maximum ({cap})", "lower it or raise the max")
+        if d.dist == "uniform" and not d.low <= d.high:  # type: ignore[operator]
+            raise ScenarioError(f"{key}.low", d.low, f"must not exceed high ({d.high})", "swap low and high")
+        if d.dist == "empirical":
+            edges, weights = d.bin_edges, d.weights
+            if len(edges) != len(weights) + 1 or len(weights) < 1:  # type: ignore[arg-type]
+                raise ScenarioError(f"{key}.bin_edges", edges, f"needs one more edge than weights ({len(weights)})",
+                                    "give n+1 edges for n weights")
+            if any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 0:  # type: ignore[index]
+                raise ScenarioError(f"{key}.bin_edges", edges, "must be non-negative and increasing", "sort them")
+            if any(x < 0 for x in weights) or sum(weights) <= 0:  # type: ignore[union-attr, arg-type]
+                raise ScenarioError(f"{key}.weights", weights, "must be non-negative with a positive sum",
+                                    "fix the histogram counts")
+    rmin = {"fixed": w.response_length.tokens, "uniform": w.response_length.low}.get(w.response_length.dist)
+    if rmin is not None and rmin < 1:
+        raise ScenarioError("workload.response_length", rmin, "gives responses of 0 tokens", "every response >= 1 token")
+
+
+# ---------------------------------------------------------------------------------------------------- output
+
+
+def _to_plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, tuple):
+        return [_to_plain(x) for x in obj]
+    return obj
+
+
+def dump_yaml(s: Scenario) -> str:
+    """The resolved scenario (catalog entries expanded) as YAML; loading it gives the same scenario."""
+    return yaml.safe_dump(s.to_dict(), sort_keys=False)
