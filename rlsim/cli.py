@@ -14,8 +14,9 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 EXIT_USAGE = 2
 
@@ -23,19 +24,31 @@ EXIT_USAGE = 2
 def _fmt_table(summary: dict[str, Any]) -> str:
     rows = [
         ("scenario", f"{summary['scenario']} ({summary['scenario_hash']})"),
-        ("model / hardware", f"{summary['model']} on {summary['num_gpus']} x {summary['gpu']}, {summary['schedule']}"
-         + (f" k={summary['max_staleness']}" if summary["max_staleness"] else "")),
-        ("batch", f"P={summary['prompts_per_step']} x G={summary['group_size']} = {summary['responses_per_step']} "
-                  "responses/step"),
+        (
+            "model / hardware",
+            f"{summary['model']} on {summary['num_gpus']} x {summary['gpu']}, {summary['schedule']}"
+            + (f" k={summary['max_staleness']}" if summary["max_staleness"] else ""),
+        ),
+        (
+            "batch",
+            f"P={summary['prompts_per_step']} x G={summary['group_size']} = {summary['responses_per_step']} "
+            "responses/step",
+        ),
         ("steps simulated", f"{summary['steps']} ({summary['steady_state_steps']} steady state)"),
-        ("step time", f"{summary['step_time_s']:.2f} s (p10 {summary['step_time_p10_s']:.2f}, "
-                      f"p90 {summary['step_time_p90_s']:.2f})"),
+        (
+            "step time",
+            f"{summary['step_time_s']:.2f} s (p10 {summary['step_time_p10_s']:.2f}, "
+            f"p90 {summary['step_time_p90_s']:.2f})",
+        ),
         ("samples/s", f"{summary['samples_per_s']:.2f}"),
         ("generation tokens/s", f"{summary['generation_tokens_per_s']:.0f}"),
         ("tokens/s/GPU", f"{summary['tokens_per_s_per_gpu']:.0f}"),
         ("mean response", f"{summary['mean_response_tokens']:.0f} tokens"),
-        ("decode batch (mean)", f"{summary['mean_decode_batch']:.1f} seqs/iteration/replica, "
-                                f"{summary['preemptions_per_step']:.0f} preemptions/step"),
+        (
+            "decode batch (mean)",
+            f"{summary['mean_decode_batch']:.1f} seqs/iteration/replica, "
+            f"{summary['preemptions_per_step']:.0f} preemptions/step",
+        ),
     ]
     for pool, u in summary["utilization"].items():
         rows.append((f"utilization {pool}", f"{u * 100:.1f}% of {summary['gpus_per_pool'][pool]} GPUs"))
@@ -117,8 +130,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(_fmt_table(summary))
         if args.output is not None:
-            print(f"\nwrote {args.output}/: scenario.resolved.yaml steps.csv steps.parquet runlog.jsonl trace.json "
-                  "summary.json")
+            print(
+                f"\nwrote {args.output}/: scenario.resolved.yaml steps.csv steps.parquet runlog.jsonl trace.json "
+                "summary.json"
+            )
     return 0
 
 
@@ -134,8 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="simulate a scenario and print its step time and throughput")
     run.add_argument("scenario", type=Path, help="scenario YAML file (see scenarios/)")
-    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                     help="override a scenario field, e.g. --set workload.prompts_per_step=1024 (repeatable)")
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario field, e.g. --set workload.prompts_per_step=1024 (repeatable)",
+    )
     run.add_argument("--profile", type=Path, help="calibrated profile JSON (from rlsim-calibrate fit)")
     run.add_argument("-o", "--output", type=Path, help="directory for the per-step tables, trace and summary")
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")

@@ -45,7 +45,9 @@ class CostModel(Protocol):
 
     def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float) -> float: ...
 
-    def train_s(self, model: ModelSpec, tokens: float, sq_tokens: float, optimizer_steps: int, epochs: int) -> float: ...
+    def train_s(
+        self, model: ModelSpec, tokens: float, sq_tokens: float, optimizer_steps: int, epochs: int
+    ) -> float: ...
 
     def weight_sync_s(self) -> float: ...
 
@@ -139,11 +141,16 @@ class RooflineCostModel:
     def train_s(self, model: ModelSpec, tokens: float, sq_tokens: float, optimizer_steps: int, epochs: int) -> float:
         hw, c = self.scenario.hardware, self.costs
         n = hw.num_train_gpus
-        compute = epochs * 3.0 * self._forward_flops(model, tokens, sq_tokens) / (
-            n * hw.gpu.bf16_flops_per_s * c.train_compute_efficiency
+        compute = (
+            epochs
+            * 3.0
+            * self._forward_flops(model, tokens, sq_tokens)
+            / (n * hw.gpu.bf16_flops_per_s * c.train_compute_efficiency)
         )
         # ZeRO-3: all-gather weights for forward and backward, reduce-scatter grads, per optimizer step
-        gather = 0.0 if n == 1 else optimizer_steps * 3.0 * model.weight_bytes * (n - 1) / n / self._collective_bandwidth(n)
+        gather = (
+            0.0 if n == 1 else optimizer_steps * 3.0 * model.weight_bytes * (n - 1) / n / self._collective_bandwidth(n)
+        )
         optimizer = optimizer_steps * (
             c.train_step_overhead_s + ADAM_BYTES_PER_PARAM * model.num_params / n / hw.gpu.hbm_bandwidth_bytes_per_s
         )

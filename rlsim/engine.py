@@ -319,9 +319,10 @@ def _run_replica(
         n_fin = h_key[0] - cur_iter
         n_cap = (capacity - kv_used) // b
         steps = n_fin if n_fin < n_cap else n_cap
-        dt = _segment_s(
-            mem_a[b] + mem_s * kv_used, mem_s * b, cmp_a[b] + cmp_s * kv_used, cmp_s * b, steps
-        ) + over[b] * steps
+        dt = (
+            _segment_s(mem_a[b] + mem_s * kv_used, mem_s * b, cmp_a[b] + cmp_s * kv_used, cmp_s * b, steps)
+            + over[b] * steps
+        )
         t += dt
         decode_total += dt
         decoded += b * steps

@@ -58,9 +58,7 @@ def drift_scale(d: LengthDist, drift: Drift | None, cumulative_samples: float) -
     return 1.0 + (drift.final_mean_tokens / dist_mean(d) - 1.0) * progress
 
 
-def sample_step(
-    w: Workload, rng: np.random.Generator, cumulative_samples: float
-) -> tuple[np.ndarray, np.ndarray]:
+def sample_step(w: Workload, rng: np.random.Generator, cumulative_samples: float) -> tuple[np.ndarray, np.ndarray]:
     """Prompt and response lengths for one step's B = P x G requests, group by group.
 
     The G responses of a prompt share its prompt length and are consecutive.

@@ -7,10 +7,10 @@ A phase is one kind of work in an RL step. Names are defined once here; run logs
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Phase(str, Enum):
+class Phase(StrEnum):
     ROLLOUT = "rollout"  # generation of the step's responses by the inference engine
     REWARD = "reward"  # scoring the responses
     OLD_LOGPROB = "old_logprob"  # forward pass of the policy that produced the rollouts
@@ -20,9 +20,6 @@ class Phase(str, Enum):
     TRAIN_CRITIC = "train_critic"  # critic forward+backward and optimizer steps (PPO)
     WEIGHT_SYNC = "weight_sync"  # moving new policy weights to the engine (plus sleep/wake when colocated)
     EVAL = "eval"  # evaluation; excluded from time-to-target
-
-    def __str__(self) -> str:  # so f"{phase}" gives the plain name
-        return self.value
 
 
 PHASES: tuple[Phase, ...] = tuple(Phase)

@@ -15,15 +15,16 @@ training of step n). A step ends when its weight sync ends; its step time is the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import simpy
 
 from rlsim.costs import CostModel, RooflineCostModel
-from rlsim.lengths import sample_step
 from rlsim.learning import lr_for_batch
+from rlsim.lengths import sample_step
 from rlsim.phases import Phase
 from rlsim.rollout import RolloutResult, simulate_rollout
 from rlsim.runlog import SCHEMA_VERSION
@@ -72,10 +73,12 @@ class _State:
     records: list[dict[str, Any]] = field(default_factory=list)
     last_end_s: float = 0.0
     progress: Callable[[int], None] | None = None
+    run_id: str = ""
 
-    def span(self, phase: Phase, step: int, track: str, start: float) -> float:
+    def span(self, phase: Phase, step: int, track: str, start: float, duration_s: float) -> float:
+        """Record a finished phase; returns its duration as computed (not as a difference of clock readings)."""
         self.spans.append(Span(phase, step, track, start, self.env.now))
-        return self.env.now - start
+        return duration_s
 
 
 def _rollout(env: simpy.Environment, st: _State):
@@ -90,10 +93,19 @@ def _rollout(env: simpy.Environment, st: _State):
             yield req
             start = env.now
             prompts, responses = sample_step(s.workload, st.rng, (n - 1) * batch)
-            res = simulate_rollout(prompts, responses, s.workload.group_size, s.num_replicas, s.engine.max_num_seqs,
-                                   s.kv_capacity_tokens, decode, prefill, st.cost.rollout_overhead_s())
+            res = simulate_rollout(
+                prompts,
+                responses,
+                s.workload.group_size,
+                s.num_replicas,
+                s.engine.max_num_seqs,
+                s.kv_capacity_tokens,
+                decode,
+                prefill,
+                st.cost.rollout_overhead_s(),
+            )
             yield env.timeout(res.rollout_s)
-            st.span(Phase.ROLLOUT, n, st.rollout_track, start)
+            st.span(Phase.ROLLOUT, n, st.rollout_track, start, res.rollout_s)
             version = st.engine_version
         yield st.batches.put(_Batch(n, version, prompts, responses, res))
 
@@ -108,9 +120,9 @@ def _trainer(env: simpy.Environment, st: _State):
         timing[Phase.ROLLOUT.value] = b.rollout.rollout_s
         seq = (b.prompt_tokens + b.response_tokens).astype(float)
         tokens, sq_tokens = float(seq.sum()), float((seq * seq).sum())
-        start = env.now
-        yield env.timeout(cost.reward_s(len(seq)))
-        timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, CPU, start)
+        start, dur = env.now, cost.reward_s(len(seq))
+        yield env.timeout(dur)
+        timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, CPU, start, dur)
         passes: list[tuple[Phase, float]] = []
         if alg.recompute_old_logprob:
             passes.append((Phase.OLD_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens)))
@@ -118,23 +130,31 @@ def _trainer(env: simpy.Environment, st: _State):
             passes.append((Phase.REF_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens)))
         if alg.name == "ppo":
             passes.append((Phase.VALUES, cost.forward_s(s.critic, tokens, sq_tokens)))
-            passes.append((Phase.TRAIN_CRITIC, cost.train_s(s.critic, tokens, sq_tokens, alg.optimizer_steps_per_step,
-                                                            alg.epochs_per_step)))
-        passes.append((Phase.TRAIN_ACTOR, cost.train_s(s.model, tokens, sq_tokens, alg.optimizer_steps_per_step,
-                                                       alg.epochs_per_step)))
+            passes.append(
+                (
+                    Phase.TRAIN_CRITIC,
+                    cost.train_s(s.critic, tokens, sq_tokens, alg.optimizer_steps_per_step, alg.epochs_per_step),
+                )
+            )
+        passes.append(
+            (
+                Phase.TRAIN_ACTOR,
+                cost.train_s(s.model, tokens, sq_tokens, alg.optimizer_steps_per_step, alg.epochs_per_step),
+            )
+        )
         train_req = st.train_pool.request()
         yield train_req
         for phase, dur in passes:
             start = env.now
             yield env.timeout(dur)
-            timing[phase.value] = st.span(phase, n, st.train_track, start)
+            timing[phase.value] = st.span(phase, n, st.train_track, start, dur)
         # weight sync: the engine must be idle (between batches)
         engine_req = None if colocated else st.rollout_pool.request()
         if engine_req is not None:
             yield engine_req
-        start = env.now
-        yield env.timeout(cost.weight_sync_s())
-        timing[Phase.WEIGHT_SYNC.value] = st.span(Phase.WEIGHT_SYNC, n, st.train_track, start)
+        start, dur = env.now, cost.weight_sync_s()
+        yield env.timeout(dur)
+        timing[Phase.WEIGHT_SYNC.value] = st.span(Phase.WEIGHT_SYNC, n, st.train_track, start, dur)
         if engine_req is not None:
             st.spans.append(Span(Phase.WEIGHT_SYNC, n, st.rollout_track, start, env.now))
             st.rollout_pool.release(engine_req)
@@ -154,7 +174,7 @@ def _record(st: _State, b: _Batch, timing: dict[str, float], end_s: float) -> di
     r = b.rollout
     return {
         "schema_version": SCHEMA_VERSION,
-        "run_id": f"sim-{s.digest()}",
+        "run_id": st.run_id,
         "step": b.step,
         "cumulative_samples": b.step * batch,
         "prompts": s.workload.prompts_per_step,
@@ -199,6 +219,7 @@ def run_pipeline(
         train_track=train_track,
         batches=simpy.Store(env),
         progress=progress,
+        run_id=f"sim-{scenario.digest()}",
     )
     st.version_changed = env.event()
     env.process(_rollout(env, st))

@@ -80,17 +80,24 @@ class Profile:
                     continue
                 x = operating[key]
                 if x > hi:
-                    msgs.append(f"profile phase {phase}: {key} {x:g} is above the fitted range [{lo:g}, {hi:g}] "
-                                f"by {x - hi:g} ({(x / hi - 1) * 100 if hi else math.inf:.0f}%); extrapolating")
+                    msgs.append(
+                        f"profile phase {phase}: {key} {x:g} is above the fitted range [{lo:g}, {hi:g}] "
+                        f"by {x - hi:g} ({(x / hi - 1) * 100 if hi else math.inf:.0f}%); extrapolating"
+                    )
                 elif x < lo:
-                    msgs.append(f"profile phase {phase}: {key} {x:g} is below the fitted range [{lo:g}, {hi:g}] "
-                                f"by {lo - x:g} ({(1 - x / lo) * 100 if lo else 0:.0f}%); extrapolating")
+                    msgs.append(
+                        f"profile phase {phase}: {key} {x:g} is below the fitted range [{lo:g}, {hi:g}] "
+                        f"by {lo - x:g} ({(1 - x / lo) * 100 if lo else 0:.0f}%); extrapolating"
+                    )
         return msgs
 
     def info(self) -> dict[str, Any]:
         """What a summary or report shows about the profile used."""
-        return {"provenance": self.provenance, "parameters": self.parameters(),
-                "held_out": {p: f.held_out for p, f in self.phases.items()}}
+        return {
+            "provenance": self.provenance,
+            "parameters": self.parameters(),
+            "held_out": {p: f.held_out for p, f in self.phases.items()},
+        }
 
     # ---- files ----------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -99,8 +106,13 @@ class Profile:
             "schema_version": SCHEMA_VERSION,
             "provenance": self.provenance,
             "phases": {
-                p: {"form": f.form, "parameters": f.parameters, "uncertainty": f.uncertainty,
-                    "fitted_range": {k: list(v) for k, v in f.fitted_range.items()}, "held_out": f.held_out}
+                p: {
+                    "form": f.form,
+                    "parameters": f.parameters,
+                    "uncertainty": f.uncertainty,
+                    "fitted_range": {k: list(v) for k, v in f.fitted_range.items()},
+                    "held_out": f.held_out,
+                }
                 for p, f in self.phases.items()
             },
             "learning": self.learning,
@@ -113,10 +125,12 @@ class Profile:
 def profile_from_dict(data: Any, where: str = "profile") -> Profile:
     """Validate and build a profile; ProfileError names the broken key."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise ProfileError(f"{where}: not an rlsim profile (missing \"schema\": \"{SCHEMA}\")")
+        raise ProfileError(f'{where}: not an rlsim profile (missing "schema": "{SCHEMA}")')
     if data.get("schema_version") != SCHEMA_VERSION:
-        raise ProfileError(f"{where}: schema_version {data.get('schema_version')!r} is not supported "
-                           f"(this rlsim reads {SCHEMA_VERSION}); refit with this version")
+        raise ProfileError(
+            f"{where}: schema_version {data.get('schema_version')!r} is not supported "
+            f"(this rlsim reads {SCHEMA_VERSION}); refit with this version"
+        )
     prov = data.get("provenance")
     if not isinstance(prov, dict) or any(k not in prov for k in PROVENANCE_KEYS):
         missing = [k for k in PROVENANCE_KEYS if not isinstance(prov, dict) or k not in prov]

@@ -52,8 +52,9 @@ def simulate_rollout(
         if not mask.any():
             makespans.append(0.0)
             continue
-        res = simulate_replica(prompt_tokens[mask], response_tokens[mask], max_num_seqs, kv_capacity_tokens, decode,
-                               prefill)
+        res = simulate_replica(
+            prompt_tokens[mask], response_tokens[mask], max_num_seqs, kv_capacity_tokens, decode, prefill
+        )
         makespans.append(res.makespan_s)
         preemptions += res.num_preemptions
         iterations += res.num_iterations

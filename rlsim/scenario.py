@@ -20,7 +20,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Union
 
 import yaml
 
@@ -102,8 +102,8 @@ class Hardware:
     gpu: GPUSpec
     num_gpus: int = field(default=8, metadata=_rule(ge=1))
     placement: Literal["colocated", "separate"] = "colocated"
-    rollout_gpus: Optional[int] = field(default=None, metadata=_rule(ge=1))  # separate placement only
-    train_gpus: Optional[int] = field(default=None, metadata=_rule(ge=1))  # separate placement only
+    rollout_gpus: int | None = field(default=None, metadata=_rule(ge=1))  # separate placement only
+    train_gpus: int | None = field(default=None, metadata=_rule(ge=1))  # separate placement only
     gpus_per_node: int = field(default=8, metadata=_rule(ge=1))
     # Per-GPU network bandwidth between nodes (assumption: 400 Gb/s InfiniBand per GPU = 50 GB/s).
     internode_bandwidth_bytes_per_s: float = field(default=50e9, metadata=_rule(gt=0))
@@ -122,7 +122,7 @@ class Engine:
     """The rollout inference engine (vLLM semantics)."""
 
     tensor_parallel_size: int = field(default=1, metadata=_rule(ge=1))
-    replicas: Optional[int] = field(default=None, metadata=_rule(ge=1))  # default: rollout GPUs / TP
+    replicas: int | None = field(default=None, metadata=_rule(ge=1))  # default: rollout GPUs / TP
     max_num_seqs: int = field(default=256, metadata=_rule(ge=1, le=65536))
     # Fraction of each GPU's memory the engine may use for weights, activations and KV cache (vLLM's
     # gpu_memory_utilization); the KV cache gets what is left after weights and activations.
@@ -135,13 +135,13 @@ class LengthDist:
     """Token-length distribution: fixed, uniform, lognormal or empirical histogram."""
 
     dist: Literal["fixed", "uniform", "lognormal", "empirical"] = "fixed"
-    tokens: Optional[int] = field(default=None, metadata=_rule(ge=0))  # fixed
-    low: Optional[int] = field(default=None, metadata=_rule(ge=0))  # uniform, inclusive
-    high: Optional[int] = field(default=None, metadata=_rule(ge=0))  # uniform, inclusive
-    mean_tokens: Optional[float] = field(default=None, metadata=_rule(gt=0))  # lognormal, before clipping
-    sigma: Optional[float] = field(default=None, metadata=_rule(gt=0, le=5))  # lognormal, std of log
-    bin_edges: Optional[tuple[float, ...]] = None  # empirical: n+1 increasing edges
-    weights: Optional[tuple[float, ...]] = None  # empirical: n non-negative weights
+    tokens: int | None = field(default=None, metadata=_rule(ge=0))  # fixed
+    low: int | None = field(default=None, metadata=_rule(ge=0))  # uniform, inclusive
+    high: int | None = field(default=None, metadata=_rule(ge=0))  # uniform, inclusive
+    mean_tokens: float | None = field(default=None, metadata=_rule(gt=0))  # lognormal, before clipping
+    sigma: float | None = field(default=None, metadata=_rule(gt=0, le=5))  # lognormal, std of log
+    bin_edges: tuple[float, ...] | None = None  # empirical: n+1 increasing edges
+    weights: tuple[float, ...] | None = None  # empirical: n non-negative weights
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ class Workload:
     response_length: LengthDist = LengthDist(dist="fixed", tokens=1024)
     max_prompt_tokens: int = field(default=4096, metadata=_rule(ge=1))
     max_response_tokens: int = field(default=16384, metadata=_rule(ge=1))
-    response_length_drift: Optional[Drift] = None
+    response_length_drift: Drift | None = None
 
     @property
     def responses_per_step(self) -> int:
@@ -178,7 +178,7 @@ class Algorithm:
     # verl recomputes the behaviour policy's log-probs with the trainer every step; with one update per step
     # they equal the current policy's and a framework may skip the pass.
     recompute_old_logprob: bool = True
-    critic_model: Optional[ModelSpec] = None  # PPO critic; default: same architecture as the policy
+    critic_model: ModelSpec | None = None  # PPO critic; default: same architecture as the policy
 
     @property
     def optimizer_steps_per_step(self) -> int:
@@ -267,9 +267,11 @@ class Scenario:
     def kv_capacity_tokens(self) -> int:
         """KV-cache tokens one replica holds: engine memory left after weights and activations."""
         tp = self.engine.tensor_parallel_size
-        per_gpu = self.hardware.gpu.memory_bytes * (
-            self.engine.gpu_memory_utilization - self.engine.activation_memory_fraction
-        ) - self.model.weight_bytes / tp
+        per_gpu = (
+            self.hardware.gpu.memory_bytes
+            * (self.engine.gpu_memory_utilization - self.engine.activation_memory_fraction)
+            - self.model.weight_bytes / tp
+        )
         return max(0, int(per_gpu * tp // self.model.kv_bytes_per_token))
 
     def to_dict(self) -> dict[str, Any]:
@@ -444,8 +446,10 @@ def _convert(tp: Any, value: Any, path: str, meta: Any) -> Any:
             raise ScenarioError(path, value, "must be true or false", f"write {path}: true or false")
         return value
     if tp is int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            isinstance(value, float) and (not math.isfinite(value) or not value.is_integer())
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or (isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()))
         ):
             raise ScenarioError(path, value, "must be an integer", f"write a whole number for {path}")
         value = int(value)
@@ -486,61 +490,103 @@ def _validate(s: Scenario) -> None:
     if hw.placement == "separate":
         for key in ("rollout_gpus", "train_gpus"):
             if getattr(hw, key) is None:
-                raise ScenarioError(f"hardware.{key}", None, "is required with placement: separate",
-                                    f"set hardware.{key}")
+                raise ScenarioError(
+                    f"hardware.{key}", None, "is required with placement: separate", f"set hardware.{key}"
+                )
         if hw.rollout_gpus + hw.train_gpus != hw.num_gpus:  # type: ignore[operator]
-            raise ScenarioError("hardware.num_gpus", hw.num_gpus,
-                                f"must equal rollout_gpus ({hw.rollout_gpus}) + train_gpus ({hw.train_gpus})",
-                                "make the pools add up to num_gpus")
+            raise ScenarioError(
+                "hardware.num_gpus",
+                hw.num_gpus,
+                f"must equal rollout_gpus ({hw.rollout_gpus}) + train_gpus ({hw.train_gpus})",
+                "make the pools add up to num_gpus",
+            )
     elif hw.rollout_gpus is not None or hw.train_gpus is not None:
-        raise ScenarioError("hardware.placement", hw.placement, "shares all GPUs; rollout_gpus/train_gpus are unused",
-                            "remove them or set hardware.placement: separate")
+        raise ScenarioError(
+            "hardware.placement",
+            hw.placement,
+            "shares all GPUs; rollout_gpus/train_gpus are unused",
+            "remove them or set hardware.placement: separate",
+        )
     want = "colocated" if sched.mode == "sync-colocated" else "separate"
     if hw.placement != want:
-        raise ScenarioError("schedule.mode", sched.mode, f"needs hardware.placement: {want}",
-                            f"set hardware.placement: {want} or choose another schedule.mode")
+        raise ScenarioError(
+            "schedule.mode",
+            sched.mode,
+            f"needs hardware.placement: {want}",
+            f"set hardware.placement: {want} or choose another schedule.mode",
+        )
     if sched.mode == "async" and sched.max_staleness < 1:
-        raise ScenarioError("schedule.max_staleness", sched.max_staleness, "must be at least 1 for mode async",
-                            "set schedule.max_staleness: 1 (one-step off-policy) or use mode sync-separate")
+        raise ScenarioError(
+            "schedule.max_staleness",
+            sched.max_staleness,
+            "must be at least 1 for mode async",
+            "set schedule.max_staleness: 1 (one-step off-policy) or use mode sync-separate",
+        )
     if sched.mode != "async" and sched.max_staleness != 0:
-        raise ScenarioError("schedule.max_staleness", sched.max_staleness, f"has no meaning for mode {sched.mode}",
-                            "set it to 0 or use mode async")
+        raise ScenarioError(
+            "schedule.max_staleness",
+            sched.max_staleness,
+            f"has no meaning for mode {sched.mode}",
+            "set it to 0 or use mode async",
+        )
     tp = eng.tensor_parallel_size
     if hw.num_rollout_gpus % tp:
-        raise ScenarioError("engine.tensor_parallel_size", tp,
-                            f"must divide the rollout GPUs ({hw.num_rollout_gpus})", "choose a divisor")
+        raise ScenarioError(
+            "engine.tensor_parallel_size",
+            tp,
+            f"must divide the rollout GPUs ({hw.num_rollout_gpus})",
+            "choose a divisor",
+        )
     if eng.replicas is not None and eng.replicas * tp > hw.num_rollout_gpus:
-        raise ScenarioError("engine.replicas", eng.replicas,
-                            f"x tensor_parallel_size {tp} needs more than the {hw.num_rollout_gpus} rollout GPUs",
-                            "lower engine.replicas or add GPUs")
+        raise ScenarioError(
+            "engine.replicas",
+            eng.replicas,
+            f"x tensor_parallel_size {tp} needs more than the {hw.num_rollout_gpus} rollout GPUs",
+            "lower engine.replicas or add GPUs",
+        )
     if eng.activation_memory_fraction >= eng.gpu_memory_utilization:
-        raise ScenarioError("engine.activation_memory_fraction", eng.activation_memory_fraction,
-                            f"must be below gpu_memory_utilization ({eng.gpu_memory_utilization})",
-                            "lower it or raise engine.gpu_memory_utilization")
+        raise ScenarioError(
+            "engine.activation_memory_fraction",
+            eng.activation_memory_fraction,
+            f"must be below gpu_memory_utilization ({eng.gpu_memory_utilization})",
+            "lower it or raise engine.gpu_memory_utilization",
+        )
     if s.algorithm.name == "grpo" and s.workload.group_size < 2:
-        raise ScenarioError("workload.group_size", s.workload.group_size,
-                            "must be at least 2 for grpo (advantages are normalized within a group)",
-                            "set workload.group_size: 8, say")
+        raise ScenarioError(
+            "workload.group_size",
+            s.workload.group_size,
+            "must be at least 2 for grpo (advantages are normalized within a group)",
+            "set workload.group_size: 8, say",
+        )
     if s.workload.responses_per_step % s.algorithm.mini_batches_per_step:
-        raise ScenarioError("algorithm.mini_batches_per_step", s.algorithm.mini_batches_per_step,
-                            f"must divide the responses per step ({s.workload.responses_per_step} = P x G)",
-                            "choose a divisor of P x G")
+        raise ScenarioError(
+            "algorithm.mini_batches_per_step",
+            s.algorithm.mini_batches_per_step,
+            f"must divide the responses per step ({s.workload.responses_per_step} = P x G)",
+            "choose a divisor of P x G",
+        )
     # memory: engine weights, KV cache, trainer state
     gpu_mem = hw.gpu.memory_bytes
     budget = gpu_mem * (eng.gpu_memory_utilization - eng.activation_memory_fraction)
     weights_per_gpu = s.model.weight_bytes / tp
     if weights_per_gpu >= budget:
-        raise ScenarioError("model", s.model.name,
-                            f"needs {weights_per_gpu / 1e9:.1f} GB of weights per GPU at tensor_parallel_size {tp}, "
-                            f"over the engine's {budget / 1e9:.1f} GB on {hw.gpu.name}",
-                            "raise engine.tensor_parallel_size, use a larger GPU or a smaller model")
+        raise ScenarioError(
+            "model",
+            s.model.name,
+            f"needs {weights_per_gpu / 1e9:.1f} GB of weights per GPU at tensor_parallel_size {tp}, "
+            f"over the engine's {budget / 1e9:.1f} GB on {hw.gpu.name}",
+            "raise engine.tensor_parallel_size, use a larger GPU or a smaller model",
+        )
     cap = s.kv_capacity_tokens
     longest = s.workload.max_prompt_tokens + s.workload.max_response_tokens + 1
     if cap < longest:
-        raise ScenarioError("workload.max_response_tokens", s.workload.max_response_tokens,
-                            f"plus max_prompt_tokens ({s.workload.max_prompt_tokens}) does not fit one replica's KV "
-                            f"cache of {cap} tokens",
-                            "raise engine.tensor_parallel_size or engine.gpu_memory_utilization, or lower the lengths")
+        raise ScenarioError(
+            "workload.max_response_tokens",
+            s.workload.max_response_tokens,
+            f"plus max_prompt_tokens ({s.workload.max_prompt_tokens}) does not fit one replica's KV "
+            f"cache of {cap} tokens",
+            "raise engine.tensor_parallel_size or engine.gpu_memory_utilization, or lower the lengths",
+        )
     train_bytes = 16 * s.model.num_params  # bf16 weights + grads, fp32 master + Adam moments (ZeRO-3 sharded)
     if s.algorithm.name == "ppo":
         train_bytes += 16 * s.critic.num_params
@@ -548,29 +594,46 @@ def _validate(s: Scenario) -> None:
         train_bytes += s.model.weight_bytes
     per_train_gpu = train_bytes / hw.num_train_gpus
     if per_train_gpu > 0.9 * gpu_mem:
-        raise ScenarioError("hardware.num_gpus" if hw.placement == "colocated" else "hardware.train_gpus",
-                            hw.num_train_gpus,
-                            f"hold {per_train_gpu / 1e9:.1f} GB of training state per GPU (16 bytes/parameter, "
-                            f"sharded), over 90% of the {gpu_mem / 1e9:.0f} GB of a {hw.gpu.name}",
-                            "add training GPUs or use a smaller model")
+        raise ScenarioError(
+            "hardware.num_gpus" if hw.placement == "colocated" else "hardware.train_gpus",
+            hw.num_train_gpus,
+            f"hold {per_train_gpu / 1e9:.1f} GB of training state per GPU (16 bytes/parameter, "
+            f"sharded), over 90% of the {gpu_mem / 1e9:.0f} GB of a {hw.gpu.name}",
+            "add training GPUs or use a smaller model",
+        )
 
 
 def _validate_model(m: ModelSpec, path: str) -> None:
     if m.dtype not in _DTYPE_BYTES:
         raise ScenarioError(f"{path}.dtype", m.dtype, "is not supported", f"use one of: {', '.join(_DTYPE_BYTES)}")
     if m.num_active_params > m.num_params:
-        raise ScenarioError(f"{path}.num_active_params", m.num_active_params,
-                            f"exceeds num_params ({m.num_params})", "active parameters are a subset of all")
+        raise ScenarioError(
+            f"{path}.num_active_params",
+            m.num_active_params,
+            f"exceeds num_params ({m.num_params})",
+            "active parameters are a subset of all",
+        )
     if m.num_attention_heads % m.num_kv_heads:
-        raise ScenarioError(f"{path}.num_kv_heads", m.num_kv_heads,
-                            f"must divide num_attention_heads ({m.num_attention_heads})", "fix the architecture")
+        raise ScenarioError(
+            f"{path}.num_kv_heads",
+            m.num_kv_heads,
+            f"must divide num_attention_heads ({m.num_attention_heads})",
+            "fix the architecture",
+        )
     if (m.num_experts > 0) != (m.num_experts_per_token > 0) or m.num_experts_per_token > m.num_experts:
-        raise ScenarioError(f"{path}.num_experts_per_token", m.num_experts_per_token,
-                            f"is inconsistent with num_experts ({m.num_experts})",
-                            "both are 0 for a dense model; experts per token <= experts for MoE")
+        raise ScenarioError(
+            f"{path}.num_experts_per_token",
+            m.num_experts_per_token,
+            f"is inconsistent with num_experts ({m.num_experts})",
+            "both are 0 for a dense model; experts per token <= experts for MoE",
+        )
     if m.is_moe and (m.moe_intermediate_size <= 0 or m.expert_params >= m.num_params):
-        raise ScenarioError(f"{path}.moe_intermediate_size", m.moe_intermediate_size,
-                            "gives expert parameters inconsistent with num_params", "check the MoE architecture")
+        raise ScenarioError(
+            f"{path}.moe_intermediate_size",
+            m.moe_intermediate_size,
+            "gives expert parameters inconsistent with num_params",
+            "check the MoE architecture",
+        )
 
 
 def _validate_lengths(w: Workload) -> None:
@@ -578,16 +641,27 @@ def _validate_lengths(w: Workload) -> None:
         ("workload.prompt_length", w.prompt_length, w.max_prompt_tokens),
         ("workload.response_length", w.response_length, w.max_response_tokens),
     ):
-        need = {"fixed": ("tokens",), "uniform": ("low", "high"), "lognormal": ("mean_tokens", "sigma"),
-                "empirical": ("bin_edges", "weights")}[d.dist]
+        need = {
+            "fixed": ("tokens",),
+            "uniform": ("low", "high"),
+            "lognormal": ("mean_tokens", "sigma"),
+            "empirical": ("bin_edges", "weights"),
+        }[d.dist]
         for k in need:
             if getattr(d, k) is None:
                 raise ScenarioError(f"{key}.{k}", None, f"is required for dist {d.dist}", f"set {key}.{k}")
-        extra = [f.name for f in dataclasses.fields(d) if f.name != "dist" and f.name not in need
-                 and getattr(d, f.name) is not None]
+        extra = [
+            f.name
+            for f in dataclasses.fields(d)
+            if f.name != "dist" and f.name not in need and getattr(d, f.name) is not None
+        ]
         if extra:
-            raise ScenarioError(f"{key}.{extra[0]}", getattr(d, extra[0]), f"is not used by dist {d.dist}",
-                                f"remove it; dist {d.dist} takes {', '.join(need)}")
+            raise ScenarioError(
+                f"{key}.{extra[0]}",
+                getattr(d, extra[0]),
+                f"is not used by dist {d.dist}",
+                f"remove it; dist {d.dist} takes {', '.join(need)}",
+            )
         if d.dist == "fixed" and d.tokens > cap:  # type: ignore[operator]
             raise ScenarioError(f"{key}.tokens", d.tokens, f"exceeds the maximum ({cap})", "lower it or raise the max")
         if d.dist == "uniform" and not d.low <= d.high:  # type: ignore[operator]
@@ -595,16 +669,23 @@ def _validate_lengths(w: Workload) -> None:
         if d.dist == "empirical":
             edges, weights = d.bin_edges, d.weights
             if len(edges) != len(weights) + 1 or len(weights) < 1:  # type: ignore[arg-type]
-                raise ScenarioError(f"{key}.bin_edges", edges, f"needs one more edge than weights ({len(weights)})",
-                                    "give n+1 edges for n weights")
+                raise ScenarioError(
+                    f"{key}.bin_edges",
+                    edges,
+                    f"needs one more edge than weights ({len(weights)})",
+                    "give n+1 edges for n weights",
+                )
             if any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 0:  # type: ignore[index]
                 raise ScenarioError(f"{key}.bin_edges", edges, "must be non-negative and increasing", "sort them")
             if any(x < 0 for x in weights) or sum(weights) <= 0:  # type: ignore[union-attr, arg-type]
-                raise ScenarioError(f"{key}.weights", weights, "must be non-negative with a positive sum",
-                                    "fix the histogram counts")
+                raise ScenarioError(
+                    f"{key}.weights", weights, "must be non-negative with a positive sum", "fix the histogram counts"
+                )
     rmin = {"fixed": w.response_length.tokens, "uniform": w.response_length.low}.get(w.response_length.dist)
     if rmin is not None and rmin < 1:
-        raise ScenarioError("workload.response_length", rmin, "gives responses of 0 tokens", "every response >= 1 token")
+        raise ScenarioError(
+            "workload.response_length", rmin, "gives responses of 0 tokens", "every response >= 1 token"
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- output

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rlsim.costs import RooflineCostModel
 from rlsim.pipeline import run_pipeline

@@ -8,14 +8,14 @@ provenance and are dropped there.
 from __future__ import annotations
 
 import copy
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
 import yaml
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(kind: str) -> dict[str, dict[str, Any]]:
     text = resources.files(__name__).joinpath(f"{kind}.yaml").read_text()
     entries = yaml.safe_load(text) or {}

@@ -1,0 +1,90 @@
+"""`rlsim run`: outputs, --json, byte-identical reruns (must-show 3)."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+
+import rlsim
+from rlsim.cli import main
+from rlsim.runlog import read_jsonl
+from tests.conftest import SCENARIOS
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "rlsim.cli", "run", *map(str, args)], capture_output=True, text=True)
+
+
+def test_run_writes_all_outputs(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["run", str(SCENARIOS / "dense8b_h100_async.yaml"), "--set", "run.steps=5", "-o", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "step time" in text and "samples/s" in text and "utilization rollout_pool" in text and "train_actor" in text
+    names = {p.name for p in out.iterdir()}
+    assert names == {
+        "scenario.resolved.yaml",
+        "steps.csv",
+        "steps.parquet",
+        "runlog.jsonl",
+        "trace.json",
+        "summary.json",
+    }
+    csv = pd.read_csv(out / "steps.csv")
+    parquet = pd.read_parquet(out / "steps.parquet")
+    assert len(csv) == len(parquet) == 5
+    assert {"timing_s/rollout", "timing_s/train_actor", "utilization/rollout_pool", "staleness"} <= set(csv.columns)
+    assert [r["step"] for r in read_jsonl(out / "runlog.jsonl")] == [1, 2, 3, 4, 5]
+    trace = json.loads((out / "trace.json").read_text())
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert {e["name"] for e in spans} >= {"rollout", "train_actor", "weight_sync", "reward"}
+    assert all(e["dur"] >= 0 for e in spans)
+    # the resolved scenario reloads to the same scenario
+    resolved = rlsim.from_dict(yaml.safe_load((out / "scenario.resolved.yaml").read_text()))
+    assert resolved == rlsim.load_scenario(SCENARIOS / "dense8b_h100_async.yaml", ["run.steps=5"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["scenario_hash"] == resolved.digest()
+
+
+def test_json_summary_keys():
+    proc = _run(SCENARIOS / "small_1gpu.yaml", "--set", "run.steps=3", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    for key in (
+        "step_time_s",
+        "samples_per_s",
+        "generation_tokens_per_s",
+        "phase_time_s",
+        "tokens_per_s_per_gpu",
+        "utilization",
+    ):
+        assert key in data
+    assert set(data["phase_time_s"]) >= {"rollout", "reward", "old_logprob", "train_actor", "weight_sync"}
+    assert data["step_time_s"] == pytest.approx(sum(data["phase_time_s"].values()), rel=1e-9)
+
+
+def test_same_scenario_and_seed_give_byte_identical_csv(tmp_path):
+    for d in ("a", "b"):
+        proc = _run(SCENARIOS / "paper_grpo.yaml", "--set", "run.steps=4", "-o", tmp_path / d)
+        assert proc.returncode == 0, proc.stderr
+    for name in ("steps.csv", "runlog.jsonl", "trace.json", "summary.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    proc = _run(SCENARIOS / "paper_grpo.yaml", "--set", "run.steps=4", "--set", "run.seed=7", "-o", tmp_path / "c")
+    assert (tmp_path / "c" / "steps.csv").read_bytes() != (tmp_path / "a" / "steps.csv").read_bytes()
+
+
+def test_output_path_that_is_a_file_is_refused(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("keep me")
+    proc = _run(SCENARIOS / "small_1gpu.yaml", "-o", f)
+    assert proc.returncode == 2
+    assert "not a directory" in proc.stderr and "Traceback" not in proc.stderr
+    assert f.read_text() == "keep me"
+
+
+def test_help_lists_run():
+    proc = subprocess.run([sys.executable, "-m", "rlsim.cli", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "run" in proc.stdout

@@ -1,0 +1,105 @@
+"""Profiles: schema, application to the roofline, range warnings, transfer across devices."""
+
+import json
+
+import pytest
+
+import rlsim
+from rlsim.errors import ProfileError
+from rlsim.profile import load_profile, profile_from_dict
+from tests.conftest import SCENARIOS
+
+PROV = {
+    "device": "NVIDIA H100 80GB HBM3",
+    "engine": "vllm",
+    "engine_version": "0.32.0",
+    "torch_version": "2.13.0",
+    "model": "Qwen3-8B",
+    "dtype": "bfloat16",
+    "date": "2026-11-30",
+    "command": "rlsim-calibrate fit ...",
+}
+
+
+def _profile(mem_eff=0.35, batch=(1, 64)):
+    return {
+        "schema": "rlsim-profile",
+        "schema_version": 1,
+        "provenance": dict(PROV),
+        "phases": {
+            "rollout": {
+                "form": "roofline",
+                "parameters": {"decode_memory_efficiency": mem_eff, "decode_iteration_overhead_s": 0.01},
+                "uncertainty": {"decode_memory_efficiency": 0.02},
+                "fitted_range": {"batch": list(batch), "context_tokens": [0, 1e6]},
+                "held_out": {"method": "kfold-5", "mape": 0.05, "num_points": 30},
+            },
+            "train_actor": {"form": "roofline", "parameters": {"train_compute_efficiency": 0.2}},
+        },
+    }
+
+
+def _scn(**over):
+    return rlsim.load_scenario(SCENARIOS / "dense8b_h100_colocated.yaml", {"run.steps": 3, **over})
+
+
+def test_profile_replaces_coefficients(tmp_path):
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps(_profile()))
+    base = rlsim.simulate(_scn()).summary()
+    cal = rlsim.simulate(_scn(), profile=p).summary()
+    assert cal["phase_time_s"]["rollout"] > base["phase_time_s"]["rollout"]  # half the bandwidth efficiency
+    assert cal["phase_time_s"]["train_actor"] > 1.5 * base["phase_time_s"]["train_actor"]
+    assert cal["phase_time_s"]["reward"] == base["phase_time_s"]["reward"]  # untouched coefficients stay
+    assert cal["profile"]["provenance"]["device"] == PROV["device"]
+    assert load_profile(p).to_dict() == profile_from_dict(json.loads(load_profile(p).dumps())).to_dict()
+
+
+def test_outside_fitted_range_warns_with_amount(tmp_path, capsys):
+    res = rlsim.simulate(_scn(), profile=profile_from_dict(_profile(batch=(1, 16))))
+    assert any("batch" in w and "above the fitted range" in w and "[1, 16]" in w for w in res.warnings)
+    ok = rlsim.simulate(_scn(), profile=profile_from_dict(_profile(batch=(1, 256))))
+    assert ok.warnings == []
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps(_profile(batch=(1, 16))))
+    from rlsim.cli import main
+
+    assert (
+        main(["run", str(SCENARIOS / "dense8b_h100_colocated.yaml"), "--set", "run.steps=2", "--profile", str(p)]) == 0
+    )
+    assert "rlsim: warning: profile phase rollout: batch" in capsys.readouterr().err
+
+
+def test_efficiencies_transfer_through_the_roofline():
+    """The same fitted efficiency gives a faster rollout on a GPU with more bandwidth, in proportion."""
+    prof = profile_from_dict(_profile())
+    on_h100 = rlsim.simulate(_scn(**{"run.steps": 2}), profile=prof)
+    on_h200 = rlsim.simulate(_scn(**{"run.steps": 2, "hardware.gpu": "H200"}), profile=prof)
+    assert on_h200.summary()["generation_tokens_per_s"] > 1.2 * on_h100.summary()["generation_tokens_per_s"]
+
+
+@pytest.mark.parametrize(
+    "mutate, match",
+    [
+        (lambda d: d.update(schema="other"), "not an rlsim profile"),
+        (lambda d: d.update(schema_version=99), "schema_version 99"),
+        (lambda d: d["provenance"].pop("device"), "provenance misses device"),
+        (lambda d: d["phases"].update(decode={"parameters": {}}), "unknown phase"),
+        (lambda d: d["phases"]["rollout"]["parameters"].update(warp_factor=9), "warp_factor: not a cost coefficient"),
+        (lambda d: d["phases"]["rollout"]["parameters"].update(decode_memory_efficiency=1.7), "at most 1"),
+        (lambda d: d["phases"]["rollout"]["parameters"].update(decode_memory_efficiency=float("nan")), "finite"),
+    ],
+)
+def test_bad_profiles_are_refused(mutate, match):
+    d = _profile()
+    mutate(d)
+    with pytest.raises(ProfileError, match=match):
+        profile_from_dict(d)
+
+
+def test_missing_profile_file_exits_2(tmp_path, capsys):
+    from rlsim.cli import main
+
+    assert main(["run", str(SCENARIOS / "small_1gpu.yaml"), "--profile", str(tmp_path / "nope.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such file" in err
