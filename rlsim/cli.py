@@ -165,14 +165,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from rlsim.engine import EngineCapacityError
-    from rlsim.errors import RlsimError
+    from rlsim.errors import RlsimError, one_line
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
     except (RlsimError, EngineCapacityError, _Usage) as exc:
-        print(f"rlsim: error: {exc}", file=sys.stderr)
+        print(f"rlsim: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("rlsim: interrupted", file=sys.stderr)

@@ -139,7 +139,8 @@ def _segment_s(a1: float, s1: float, a2: float, s2: float, n: int) -> float:
     if s1 == s2:
         return _linear_sum(max(a1, a2), s1, 0, n)
     # f(i) = a1 + s1 i >= g(i) = a2 + s2 i  <=>  (s1 - s2) i >= a2 - a1
-    cross = (a2 - a1) / (s1 - s2)
+    # clamp in floating point before the integer cast: nearly parallel lines put the crossing far away
+    cross = min(max((a2 - a1) / (s1 - s2), -1.0), float(n))
     if s1 > s2:  # f wins for i >= cross
         i0 = int(np.ceil(cross)) if cross > 0 else 0
         if i0 > n:

@@ -25,7 +25,12 @@ class ScenarioError(RlsimError, ValueError):
         msg = f"{field}: {shown} {problem}"
         if fix:
             msg += f"; {fix}"
-        super().__init__(msg)
+        super().__init__(one_line(msg))
+
+
+def one_line(text: str) -> str:
+    """Escape line breaks so that an error message (which may echo user text) stays on one line."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 class ProfileError(RlsimError, ValueError):

@@ -1,20 +1,49 @@
-"""Learning model: learning-rate rules (and, later, the sample-indexed metric curve and samples-to-target).
+"""Learning model: how many samples a configuration needs to reach the target metric. Pure functions.
 
-``lr_for_batch`` applies the rule relative to the reference batch B0 (responses per step):
-``sqrt``: eta0 * sqrt(B / B0) (Adam, Malladi et al. 2022, arXiv 2205.10287; the seed paper's retuning rule),
-``linear``: eta0 * B / B0 (the SGD rule), ``none``: eta0 whatever the batch.
+Pieces (REFERENCE sections 3-5):
+
+* **Metric curve in samples** (ScaleRL's sigmoid, arXiv 2510.13786, with cumulative samples S in place of
+  compute): ``R(S) = R0 + (A - R0) / (1 + (S_mid / S)^b)``. ``metric`` holds R0 (``initial``), A
+  (``asymptote``), S_mid (``mid_samples``, at the reference batch with a trajectory-preserving LR) and b
+  (``exponent``).
+* **Samples multiplier** m >= 0 stretches the curve along samples: a configuration follows R(S / m), so its
+  samples-to-target is m x N*_ref. m is the product of:
+  - the batch term ``batch_multiplier`` in one of three forms: ``invariant`` (1 inside [batch_low, batch_high], an
+    omitted bound leaving that side open,
+    ``penalty_per_doubling`` per doubling outside), ``critical_batch`` (McCandlish et al. 2018,
+    E = E_min (1 + B / B_crit), normalized to 1 at the reference batch), or ``table`` (measured samples-to-target
+    per batch, interpolated in log-log; it refuses to extrapolate unless ``allow_extrapolation`` is set, and then
+    it warns);
+  - the LR term: a rule that does not keep the trajectory of the trajectory-preserving rule (``invariant_rule``,
+    sqrt for Adam: Malladi et al. 2022) pays ``untuned_lr_penalty`` per doubling-equivalent of LR mismatch,
+    ``m_lr = untuned_lr_penalty ** (2 |log2(eta / eta*)|)``: with sqrt as the invariant rule, doubling the batch
+    at a fixed LR costs exactly ``untuned_lr_penalty`` (default 1.67: the seed paper's fixed-LR control, P 128 ->
+    256 untuned needs 1.67x the samples);
+  - the staleness term for async schedules: ``(1 + staleness_penalty_per_step) ** mean staleness``.
+* ``samples_spread``: relative standard deviation of samples-to-target across training seeds (for bands).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from rlsim.scenario import Learning
+import numpy as np
+
+from rlsim.errors import RlsimError
+from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 
 LR_RULES = ("sqrt", "linear", "none")
 
 
-def lr_scale(rule: str, batch: int, reference_batch: int) -> float:
+class LearningModelError(RlsimError, ValueError):
+    """The learning model cannot answer (target out of reach, a table asked to extrapolate)."""
+
+
+# ---------------------------------------------------------------------------------------------- LR rules
+
+
+def lr_scale(rule: str, batch: float, reference_batch: float) -> float:
     """Multiplier on eta0 for a batch of ``batch`` responses under ``rule``."""
     ratio = batch / reference_batch
     if rule == "sqrt":
@@ -29,3 +58,102 @@ def lr_scale(rule: str, batch: int, reference_batch: int) -> float:
 def lr_for_batch(learning: Learning, batch: int) -> float:
     """The learning rate used at ``batch`` responses per step."""
     return learning.lr0 * lr_scale(learning.lr_rule, batch, learning.reference_batch)
+
+
+def lr_multiplier(learning: Learning, batch: float) -> float:
+    """Samples multiplier for using ``learning.lr_rule`` instead of the trajectory-preserving rule."""
+    used = lr_scale(learning.lr_rule, batch, learning.reference_batch)
+    ideal = lr_scale(learning.invariant_rule, batch, learning.reference_batch)
+    mismatch = abs(math.log2(used / ideal))
+    return learning.untuned_lr_penalty ** (2.0 * mismatch)
+
+
+# ---------------------------------------------------------------------------------------------- curve
+
+
+def metric_at(curve: MetricCurve, samples: np.ndarray | float, multiplier: float = 1.0) -> np.ndarray:
+    """R(S / m): the metric after ``samples`` cumulative samples for a configuration with multiplier m."""
+    s = np.asarray(samples, dtype=float) / multiplier
+    with np.errstate(divide="ignore", over="ignore"):
+        frac = 1.0 / (1.0 + np.power(curve.mid_samples / np.maximum(s, 1e-300), curve.exponent))
+    return curve.initial + (curve.asymptote - curve.initial) * frac
+
+
+def reference_samples_to_target(curve: MetricCurve, target: float) -> float:
+    """N*_ref: samples at which R(S) first reaches ``target`` (inverse of the sigmoid)."""
+    lo, hi = sorted((curve.initial, curve.asymptote))
+    if not lo < target < hi:
+        raise LearningModelError(
+            f"learning.target {target} is out of reach: the metric curve runs from {curve.initial} to "
+            f"{curve.asymptote}; choose a target strictly between them"
+        )
+    gain = (target - curve.initial) / (curve.asymptote - curve.initial)
+    return curve.mid_samples * (1.0 / gain - 1.0) ** (-1.0 / curve.exponent)
+
+
+# ---------------------------------------------------------------------------------------------- batch
+
+
+def batch_multiplier(bm: BatchMultiplier, batch: float, reference_batch: float) -> tuple[float, list[str]]:
+    """Samples multiplier of the batch term (1 at the reference batch for every form) and any warnings."""
+    if bm.form == "invariant":
+        return _invariant(bm, batch) / _invariant(bm, reference_batch), []
+    if bm.form == "critical_batch":
+        return (1.0 + batch / bm.critical_batch) / (1.0 + reference_batch / bm.critical_batch), []  # type: ignore[operator]
+    value, warnings = _table(bm, batch)
+    ref, ref_warnings = _table(bm, reference_batch)
+    return value / ref, warnings + ref_warnings
+
+
+def _invariant(bm: BatchMultiplier, batch: float) -> float:
+    if bm.batch_high is not None and batch > bm.batch_high:
+        return bm.penalty_per_doubling ** math.log2(batch / bm.batch_high)
+    if bm.batch_low is not None and batch < bm.batch_low:
+        return bm.penalty_per_doubling_below ** math.log2(bm.batch_low / batch)
+    return 1.0
+
+
+def _table(bm: BatchMultiplier, batch: float) -> tuple[float, list[str]]:
+    xs = np.log(np.asarray(bm.batches, dtype=float))
+    ys = np.log(np.asarray(bm.samples_to_target, dtype=float))
+    x = math.log(batch)
+    if xs[0] <= x <= xs[-1]:
+        return float(math.exp(np.interp(x, xs, ys))), []
+    lo, hi = bm.batches[0], bm.batches[-1]  # type: ignore[index]
+    msg = f"batch {batch:g} is outside the samples-to-target table's batches [{lo:g}, {hi:g}]"
+    if not bm.allow_extrapolation:
+        raise LearningModelError(
+            f"learning.batch_multiplier: {msg}; add a measured point or set "
+            "learning.batch_multiplier.allow_extrapolation: true to extrapolate the end slopes in log-log"
+        )
+    i, j = (0, 1) if x < xs[0] else (-2, -1)
+    slope = (ys[j] - ys[i]) / (xs[j] - xs[i])
+    return float(math.exp(ys[i] + slope * (x - xs[i]))), [f"{msg}; extrapolated in log-log"]
+
+
+# ---------------------------------------------------------------------------------------------- together
+
+
+@dataclass(frozen=True)
+class SamplesToTarget:
+    samples: float  # N* for this configuration
+    reference_samples: float  # N*_ref at the reference batch with the trajectory-preserving rule
+    batch_multiplier: float
+    lr_multiplier: float
+    staleness_multiplier: float
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def multiplier(self) -> float:
+        return self.batch_multiplier * self.lr_multiplier * self.staleness_multiplier
+
+
+def samples_to_target(learning: Learning, batch: int, mean_staleness: float = 0.0) -> SamplesToTarget:
+    """N* for ``batch`` responses per step under ``learning`` (raises LearningModelError when it cannot)."""
+    if learning.metric is None or learning.target is None:
+        raise LearningModelError("learning.metric and learning.target are needed for samples-to-target")
+    ref = reference_samples_to_target(learning.metric, learning.target)
+    bmul, warnings = batch_multiplier(learning.batch_multiplier, batch, learning.reference_batch)
+    lmul = lr_multiplier(learning, batch)
+    smul = (1.0 + learning.staleness_penalty_per_step) ** mean_staleness
+    return SamplesToTarget(ref * bmul * lmul * smul, ref, bmul, lmul, smul, tuple(warnings))

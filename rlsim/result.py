@@ -11,6 +11,8 @@ Metric definitions (all seconds or per second):
 * ``tokens_per_s_per_gpu``: prompt + response tokens per step / step_time_s / all GPUs (verl's perf/throughput).
 * ``phase_time_s``: mean seconds per step in each phase (phases overlap under async schedules).
 * ``utilization``: mean busy fraction of each GPU pool.
+* ``samples_to_target``, ``time_to_target_s``, ``time_to_target_band_s``, ``gpu_hours_to_target``: see
+  rlsim.target (present when the scenario has a learning model; otherwise null).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from rlsim.phases import TIMED_PHASES
 from rlsim.pipeline import CPU, Span, pool_gpus
 from rlsim.runlog import to_frame
 from rlsim.scenario import Scenario
+from rlsim.target import TimeToTarget
 
 
 @dataclass
@@ -36,6 +39,8 @@ class SimResult:
     spans: list[Span]
     profile_info: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    time_to_target: TimeToTarget | None = None
+    band_s: tuple[float, float] | None = None
 
     @property
     def steps(self) -> pd.DataFrame:
@@ -48,11 +53,15 @@ class SimResult:
         k = self.scenario.schedule.staleness
         return self.records[k : len(self.records) - k] if len(self.records) > 2 * k else self.records
 
+    @property
+    def steady_step_time_s(self) -> float:
+        return float(np.mean([r["step_time_s"] for r in self.steady_records]))
+
     def summary(self) -> dict[str, Any]:
         s = self.scenario
         steady = self.steady_records
         step_times = np.array([r["step_time_s"] for r in steady])
-        step_time = float(step_times.mean())
+        step_time = self.steady_step_time_s
         batch = s.workload.responses_per_step
         rollout_s = sum(r["timing_s"]["rollout"] for r in steady)
         resp_tokens = sum(r["response_tokens"] for r in steady)
@@ -90,7 +99,18 @@ class SimResult:
             "wall_s": self.records[-1]["wall_s"],
             "profile": self.profile_info,
             "warnings": list(self.warnings),
+            **self._target_summary(),
         }
+
+    def _target_summary(self) -> dict[str, Any]:
+        t = self.time_to_target
+        if t is None:
+            return {"time_to_target_s": None, "samples_to_target": None}
+        out = t.as_dict()
+        out["target"] = self.scenario.learning.target
+        out["gpu_hours_to_target"] = t.time_to_target_s * self.scenario.hardware.num_gpus / 3600.0
+        out["time_to_target_band_s"] = list(self.band_s) if self.band_s is not None else None
+        return out
 
     def chrome_trace(self) -> dict[str, Any]:
         """The timeline as Chrome trace JSON (open in https://ui.perfetto.dev or chrome://tracing)."""

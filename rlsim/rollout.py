@@ -43,19 +43,17 @@ def simulate_rollout(
 ) -> RolloutResult:
     """Generate one step's responses on ``replicas`` engines (requests ordered group by group)."""
     n = len(response_tokens)
-    group = np.arange(n) // group_size
-    owner = group % replicas
-    makespans = []
+    owner = (np.arange(n) // group_size) % replicas
+    order = np.argsort(owner, kind="stable")  # requests of each replica, in arrival order
+    bounds = np.searchsorted(owner[order], np.arange(replicas + 1))
+    makespans = [0.0] * replicas
     preemptions = iterations = decoded = peak_kv = 0
-    for r in range(replicas):
-        mask = owner == r
-        if not mask.any():
-            makespans.append(0.0)
-            continue
+    for r in np.flatnonzero(np.diff(bounds)):  # replicas that received requests
+        idx = order[bounds[r] : bounds[r + 1]]
         res = simulate_replica(
-            prompt_tokens[mask], response_tokens[mask], max_num_seqs, kv_capacity_tokens, decode, prefill
+            prompt_tokens[idx], response_tokens[idx], max_num_seqs, kv_capacity_tokens, decode, prefill
         )
-        makespans.append(res.makespan_s)
+        makespans[r] = res.makespan_s
         preemptions += res.num_preemptions
         iterations += res.num_iterations
         decoded += res.decoded_tokens

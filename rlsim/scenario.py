@@ -30,6 +30,9 @@ from rlsim.errors import ScenarioError
 # ---------------------------------------------------------------------------------------------------- specs
 
 
+MAX_TOKENS = 100_000_000  # a bound on any length, so that numbers stay far inside int64 arithmetic
+
+
 def _rule(**kw: Any) -> dict[str, Any]:
     """Field metadata: ge / gt / le / lt bounds, and doc."""
     return kw
@@ -40,12 +43,12 @@ class ModelSpec:
     """Architecture and size of a causal LM (catalog entry or spelled out)."""
 
     name: str
-    num_layers: int = field(metadata=_rule(ge=1))
-    hidden_size: int = field(metadata=_rule(ge=1))
-    num_attention_heads: int = field(metadata=_rule(ge=1))
-    num_kv_heads: int = field(metadata=_rule(ge=1))
-    head_dim: int = field(metadata=_rule(ge=1))
-    vocab_size: int = field(metadata=_rule(ge=1))
+    num_layers: int = field(metadata=_rule(ge=1, le=10_000))
+    hidden_size: int = field(metadata=_rule(ge=1, le=1_000_000))
+    num_attention_heads: int = field(metadata=_rule(ge=1, le=100_000))
+    num_kv_heads: int = field(metadata=_rule(ge=1, le=100_000))
+    head_dim: int = field(metadata=_rule(ge=1, le=100_000))
+    vocab_size: int = field(metadata=_rule(ge=1, le=100_000_000))
     num_params: float = field(metadata=_rule(gt=0))
     num_active_params: float = field(metadata=_rule(gt=0))
     intermediate_size: int = field(default=0, metadata=_rule(ge=0))
@@ -100,7 +103,7 @@ _DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float8": 1}
 @dataclass(frozen=True)
 class Hardware:
     gpu: GPUSpec
-    num_gpus: int = field(default=8, metadata=_rule(ge=1))
+    num_gpus: int = field(default=8, metadata=_rule(ge=1, le=1_000_000))
     placement: Literal["colocated", "separate"] = "colocated"
     rollout_gpus: int | None = field(default=None, metadata=_rule(ge=1))  # separate placement only
     train_gpus: int | None = field(default=None, metadata=_rule(ge=1))  # separate placement only
@@ -135,9 +138,9 @@ class LengthDist:
     """Token-length distribution: fixed, uniform, lognormal or empirical histogram."""
 
     dist: Literal["fixed", "uniform", "lognormal", "empirical"] = "fixed"
-    tokens: int | None = field(default=None, metadata=_rule(ge=0))  # fixed
-    low: int | None = field(default=None, metadata=_rule(ge=0))  # uniform, inclusive
-    high: int | None = field(default=None, metadata=_rule(ge=0))  # uniform, inclusive
+    tokens: int | None = field(default=None, metadata=_rule(ge=0, le=MAX_TOKENS))  # fixed
+    low: int | None = field(default=None, metadata=_rule(ge=0, le=MAX_TOKENS))  # uniform, inclusive
+    high: int | None = field(default=None, metadata=_rule(ge=0, le=MAX_TOKENS))  # uniform, inclusive
     mean_tokens: float | None = field(default=None, metadata=_rule(gt=0))  # lognormal, before clipping
     sigma: float | None = field(default=None, metadata=_rule(gt=0, le=5))  # lognormal, std of log
     bin_edges: tuple[float, ...] | None = None  # empirical: n+1 increasing edges
@@ -155,12 +158,12 @@ class Drift:
 
 @dataclass(frozen=True)
 class Workload:
-    prompts_per_step: int = field(default=128, metadata=_rule(ge=1))  # P
-    group_size: int = field(default=8, metadata=_rule(ge=1))  # G
+    prompts_per_step: int = field(default=128, metadata=_rule(ge=1, le=10_000_000))  # P
+    group_size: int = field(default=8, metadata=_rule(ge=1, le=100_000))  # G
     prompt_length: LengthDist = LengthDist(dist="fixed", tokens=512)
     response_length: LengthDist = LengthDist(dist="fixed", tokens=1024)
-    max_prompt_tokens: int = field(default=4096, metadata=_rule(ge=1))
-    max_response_tokens: int = field(default=16384, metadata=_rule(ge=1))
+    max_prompt_tokens: int = field(default=4096, metadata=_rule(ge=1, le=MAX_TOKENS))
+    max_response_tokens: int = field(default=16384, metadata=_rule(ge=1, le=MAX_TOKENS))
     response_length_drift: Drift | None = None
 
     @property
@@ -172,8 +175,8 @@ class Workload:
 @dataclass(frozen=True)
 class Algorithm:
     name: Literal["grpo", "ppo"] = "grpo"
-    mini_batches_per_step: int = field(default=1, metadata=_rule(ge=1))
-    epochs_per_step: int = field(default=1, metadata=_rule(ge=1))
+    mini_batches_per_step: int = field(default=1, metadata=_rule(ge=1, le=1_000_000))
+    epochs_per_step: int = field(default=1, metadata=_rule(ge=1, le=1_000))
     kl_reference: bool = False
     # verl recomputes the behaviour policy's log-probs with the trainer every step; with one update per step
     # they equal the current policy's and a framework may skip the pass.
@@ -196,12 +199,46 @@ class Schedule:
 
 
 @dataclass(frozen=True)
+class MetricCurve:
+    """R(S) = initial + (asymptote - initial) / (1 + (mid_samples / S)^exponent), S = cumulative samples."""
+
+    initial: float = field(metadata=_rule(ge=-1e9, le=1e9))
+    asymptote: float = field(metadata=_rule(ge=-1e9, le=1e9))
+    mid_samples: float = field(metadata=_rule(gt=0))
+    exponent: float = field(default=1.0, metadata=_rule(gt=0, le=100))
+
+
+@dataclass(frozen=True)
+class BatchMultiplier:
+    """How samples-to-target depends on the batch B = P x G (see rlsim.learning)."""
+
+    form: Literal["invariant", "critical_batch", "table"] = "invariant"
+    batch_low: float | None = field(default=None, metadata=_rule(gt=0))  # invariant: m = 1 in [low, high]; None: open
+    batch_high: float | None = field(default=None, metadata=_rule(gt=0))
+    penalty_per_doubling: float = field(default=1.5, metadata=_rule(ge=1, le=1000))  # above batch_high
+    penalty_per_doubling_below: float = field(default=1.0, metadata=_rule(ge=1, le=1000))  # below batch_low
+    critical_batch: float | None = field(default=None, metadata=_rule(gt=0))  # critical_batch form
+    batches: tuple[float, ...] | None = None  # table form: increasing batches (responses per step)
+    samples_to_target: tuple[float, ...] | None = None  # table form: measured N* at each batch
+    allow_extrapolation: bool = False  # table form
+
+
+@dataclass(frozen=True)
 class Learning:
-    """Learning-rate rule and (optionally) the sample-indexed metric model; see rlsim.learning."""
+    """Learning-rate rule and the sample-indexed learning model (rlsim.learning)."""
 
     lr0: float = field(default=1e-6, metadata=_rule(gt=0))
     reference_batch: int = field(default=1024, metadata=_rule(ge=1))  # responses per step at which lr0 holds
     lr_rule: Literal["sqrt", "linear", "none"] = "sqrt"
+    # the rule that keeps the trajectory in samples (sqrt for Adam); other rules pay untuned_lr_penalty
+    invariant_rule: Literal["sqrt", "linear", "none"] = "sqrt"
+    # samples multiplier for doubling the batch at a fixed LR: the seed paper's fixed-LR control (P 128 -> 256)
+    untuned_lr_penalty: float = field(default=1.67, metadata=_rule(ge=1, le=1000))
+    metric: MetricCurve | None = None
+    target: float | None = field(default=None, metadata=_rule(ge=-1e9, le=1e9))
+    batch_multiplier: BatchMultiplier = BatchMultiplier()
+    staleness_penalty_per_step: float = field(default=0.0, metadata=_rule(ge=0, le=10))
+    samples_spread: float = field(default=0.0, metadata=_rule(ge=0, le=2))  # rel. std of N* across seeds
 
 
 @dataclass(frozen=True)
@@ -234,7 +271,18 @@ class Costs:
 @dataclass(frozen=True)
 class Run:
     steps: int = field(default=20, metadata=_rule(ge=1, le=1_000_000))
-    seed: int = field(default=0, metadata=_rule(ge=0))
+    seed: int = field(default=0, metadata=_rule(ge=0, le=2**63 - 1))
+    # simulate until the predicted metric reaches learning.target (at most max_steps) instead of `steps`
+    until_target: bool = False
+    max_steps: int = field(default=100_000, metadata=_rule(ge=1, le=1_000_000))
+    band_seeds: int = field(default=3, metadata=_rule(ge=1, le=100))  # simulation seeds for the band
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A default grid for ``rlsim sweep``: dotted scenario keys -> values."""
+
+    grid: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -248,6 +296,7 @@ class Scenario:
     learning: Learning = Learning()
     costs: Costs = Costs()
     run: Run = Run()
+    sweep: Sweep = Sweep()
     name: str = "scenario"
     description: str = ""
     assumptions: tuple[str, ...] = ()
@@ -398,11 +447,11 @@ def _build(cls: type, data: Any, path: str) -> Any:
         raise ScenarioError(where, data, "must be a mapping", f"write {where} as key: value lines")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(fields))
+    unknown = [key for key in data if key not in fields]
     if unknown:
         key = unknown[0]
         raise ScenarioError(
-            f"{path}.{key}" if path else key, data[key], "is not a known key", f"use one of: {', '.join(fields)}"
+            f"{path}.{key}" if path else str(key), data[key], "is not a known key", f"use one of: {', '.join(fields)}"
         )
     kwargs: dict[str, Any] = {}
     for name, f in fields.items():
@@ -435,6 +484,20 @@ def _convert(tp: Any, value: Any, path: str, meta: Any) -> Any:
         allowed = typing.get_args(tp)
         if value not in allowed:
             raise ScenarioError(path, value, "is not allowed", f"use one of: {', '.join(map(str, allowed))}")
+        return value
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ScenarioError(path, value, "must be a mapping", f"write {path} as key: value lines")
+        inner = typing.get_args(tp)[1]
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ScenarioError(f"{path}.{k}", k, "must be a string key", "quote the key")
+            out[k] = _convert(inner, v, f"{path}.{k}", {})
+        return out
+    if tp is Any:
+        if isinstance(value, (dict, list)):
+            raise ScenarioError(path, value, "must be a single value", "give a number, string or boolean")
         return value
     if origin is tuple:
         if not isinstance(value, (list, tuple)):
@@ -558,6 +621,7 @@ def _validate(s: Scenario) -> None:
             "must be at least 2 for grpo (advantages are normalized within a group)",
             "set workload.group_size: 8, say",
         )
+    _validate_learning(s.learning)
     if s.workload.responses_per_step % s.algorithm.mini_batches_per_step:
         raise ScenarioError(
             "algorithm.mini_batches_per_step",
@@ -636,6 +700,36 @@ def _validate_model(m: ModelSpec, path: str) -> None:
         )
 
 
+def _validate_learning(lr: Learning) -> None:
+    if (lr.metric is None) != (lr.target is None):
+        missing = "learning.metric" if lr.metric is None else "learning.target"
+        raise ScenarioError(missing, None, "is required when the other of learning.metric / learning.target is set",
+                            "give both (the metric curve and the target on it) or neither")
+    if lr.metric is not None:
+        lo, hi = sorted((lr.metric.initial, lr.metric.asymptote))
+        if not lo < lr.target < hi:  # type: ignore[operator]
+            raise ScenarioError("learning.target", lr.target,
+                                f"is not strictly between metric.initial ({lr.metric.initial}) and metric.asymptote "
+                                f"({lr.metric.asymptote})", "choose a target the curve reaches")
+    bm, at = lr.batch_multiplier, "learning.batch_multiplier"
+    need = {"invariant": (), "critical_batch": ("critical_batch",),
+            "table": ("batches", "samples_to_target")}[bm.form]
+    for key in need:
+        if getattr(bm, key) is None:
+            raise ScenarioError(f"{at}.{key}", None, f"is required for form {bm.form}", f"set {at}.{key}")
+    if bm.form == "invariant" and None not in (bm.batch_low, bm.batch_high) and bm.batch_low > bm.batch_high:  # type: ignore[operator]
+        raise ScenarioError(f"{at}.batch_low", bm.batch_low, f"exceeds batch_high ({bm.batch_high})", "swap them")
+    if bm.form == "table":
+        xs, ys = bm.batches, bm.samples_to_target
+        if len(xs) != len(ys) or len(xs) < 2:  # type: ignore[arg-type]
+            raise ScenarioError(f"{at}.batches", xs, f"needs as many entries as samples_to_target ({len(ys)}), "
+                                "at least 2", "give one measured samples-to-target per batch")
+        if any(x <= 0 for x in xs) or any(b <= a for a, b in zip(xs, xs[1:])):  # type: ignore[union-attr, index]
+            raise ScenarioError(f"{at}.batches", xs, "must be positive and increasing", "sort the table by batch")
+        if any(not 0 < y < math.inf for y in ys):  # type: ignore[union-attr]
+            raise ScenarioError(f"{at}.samples_to_target", ys, "must be positive and finite", "fix the table")
+
+
 def _validate_lengths(w: Workload) -> None:
     for key, d, cap in (
         ("workload.prompt_length", w.prompt_length, w.max_prompt_tokens),
@@ -677,9 +771,9 @@ def _validate_lengths(w: Workload) -> None:
                 )
             if any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 0:  # type: ignore[index]
                 raise ScenarioError(f"{key}.bin_edges", edges, "must be non-negative and increasing", "sort them")
-            if any(x < 0 for x in weights) or sum(weights) <= 0:  # type: ignore[union-attr, arg-type]
+            if any(x < 0 for x in weights) or not 0 < sum(weights) < math.inf:  # type: ignore[union-attr, arg-type]
                 raise ScenarioError(
-                    f"{key}.weights", weights, "must be non-negative with a positive sum", "fix the histogram counts"
+                    f"{key}.weights", weights, "must be non-negative with a finite positive sum", "fix the histogram counts"
                 )
     rmin = {"fixed": w.response_length.tokens, "uniform": w.response_length.low}.get(w.response_length.dist)
     if rmin is not None and rmin < 1:
@@ -694,6 +788,8 @@ def _validate_lengths(w: Workload) -> None:
 def _to_plain(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj):
         return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {k: _to_plain(v) for k, v in obj.items()}
     if isinstance(obj, tuple):
         return [_to_plain(x) for x in obj]
     return obj

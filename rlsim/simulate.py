@@ -1,16 +1,34 @@
-"""The entry point: scenario (+ optional profile) -> SimResult."""
+"""The entry point: scenario (+ optional profile) -> SimResult, with the learning model applied on top.
+
+The systems side (step times) comes from the SimPy pipeline; the algorithm side (samples-to-target and the
+predicted metric per step, stored as ``eval_metric``) from rlsim.learning. Under an async schedule the staleness
+multiplier uses k = ``schedule.max_staleness``, the lag of every steady-state batch.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rlsim.costs import RooflineCostModel
+from rlsim.learning import LearningModelError, SamplesToTarget, metric_at, samples_to_target
 from rlsim.pipeline import run_pipeline
 from rlsim.profile import Profile, load_profile, operating_point
 from rlsim.result import SimResult
-from rlsim.scenario import Scenario, from_dict, load_scenario
+from rlsim.scenario import Costs, Scenario, from_dict, load_scenario
+from rlsim.target import band, steps_for_samples, time_to_target
+
+
+def resolve(
+    scenario: Scenario | str | Path | dict[str, Any], overrides: dict[str, Any] | list[str] | None = None
+) -> Scenario:
+    """A Scenario from a Scenario, a YAML path or a dict, with dotted-key overrides applied."""
+    if isinstance(scenario, (str, Path)):
+        return load_scenario(scenario, overrides)
+    scn = from_dict(scenario) if isinstance(scenario, dict) else scenario
+    return scn.with_overrides(overrides) if overrides else scn
 
 
 def simulate(
@@ -18,24 +36,94 @@ def simulate(
     profile: Profile | str | Path | None = None,
     overrides: dict[str, Any] | list[str] | None = None,
     progress: Callable[[int], None] | None = None,
+    with_band: bool = False,
 ) -> SimResult:
     """Simulate a run. ``scenario`` is a Scenario, a YAML path or a dict; ``profile`` a Profile or JSON path.
 
     ``overrides`` are dotted keys (``{"workload.prompts_per_step": 256}`` or ``["run.steps=5"]``);
-    ``progress(step)`` is called after each simulated step.
+    ``progress(step)`` is called after each simulated step. With a learning model (``learning.metric`` and
+    ``learning.target``) the result carries time-to-target; ``with_band`` adds its band (extra runs).
     """
-    if isinstance(scenario, (str, Path)):
-        scn = load_scenario(scenario, overrides)
-    elif isinstance(scenario, dict):
-        scn = from_dict(scenario)
-        if overrides:
-            scn = scn.with_overrides(overrides)
-    else:
-        scn = scenario.with_overrides(overrides) if overrides else scenario
+    scn = resolve(scenario, overrides)
     prof = load_profile(profile) if isinstance(profile, (str, Path)) else profile
+    n_star = _samples_to_target(scn)
+    run_scn = _with_steps_to_target(scn, n_star)
     costs = prof.apply(scn.costs) if prof is not None else scn.costs
+    result = _run(run_scn, costs, prof, n_star, progress)
+    if with_band and result.time_to_target is not None:
+        result.band_s = _band(run_scn, costs, prof, n_star, result)
+    return result
+
+
+def _samples_to_target(scn: Scenario) -> SamplesToTarget | None:
+    if scn.learning.metric is None:
+        return None
+    return samples_to_target(scn.learning, scn.workload.responses_per_step, scn.schedule.staleness)
+
+
+def _with_steps_to_target(scn: Scenario, n_star: SamplesToTarget | None) -> Scenario:
+    """With ``run.until_target``: as many steps as the target needs (+ k to drain), at most run.max_steps."""
+    if not scn.run.until_target:
+        return scn
+    if n_star is None:
+        raise LearningModelError("run.until_target needs learning.metric and learning.target")
+    steps = steps_for_samples(n_star.samples, scn.workload.responses_per_step) + scn.schedule.staleness
+    return dataclasses.replace(scn, run=dataclasses.replace(scn.run, steps=min(steps, scn.run.max_steps)))
+
+
+def _run(
+    scn: Scenario,
+    costs: Costs,
+    prof: Profile | None,
+    n_star: SamplesToTarget | None,
+    progress: Callable[[int], None] | None = None,
+) -> SimResult:
     records, spans = run_pipeline(scn, RooflineCostModel.from_scenario(scn, costs), progress)
     warnings: list[str] = []
     if prof is not None:
-        warnings = prof.range_warnings(operating_point(scn, records))
-    return SimResult(scn, records, spans, prof.info() if prof else None, warnings)
+        warnings += prof.range_warnings(operating_point(scn, records))
+    result = SimResult(scn, records, spans, prof.info() if prof else None, warnings)
+    if n_star is not None:
+        curve = scn.learning.metric
+        metrics = metric_at(curve, [r["cumulative_samples"] for r in records], n_star.multiplier)
+        for rec, value in zip(records, metrics):
+            rec["eval_metric"] = float(value)
+        result.time_to_target = time_to_target(
+            n_star, records, scn.workload.responses_per_step, result.steady_step_time_s
+        )
+        result.warnings += list(n_star.warnings)
+        if result.time_to_target.extrapolated:
+            result.warnings.append(
+                f"the target needs {result.time_to_target.steps_to_target} steps but {len(records)} were simulated; "
+                "the rest is extrapolated at the steady-state step time (set run.until_target: true to simulate them)"
+            )
+    return result
+
+
+def _band(
+    scn: Scenario, costs: Costs, prof: Profile | None, n_star: SamplesToTarget, nominal: SimResult
+) -> tuple[float, float]:
+    times = [nominal.time_to_target.time_to_target_s]  # type: ignore[union-attr]
+    for i in range(1, scn.run.band_seeds):
+        other = dataclasses.replace(scn, run=dataclasses.replace(scn.run, seed=scn.run.seed + i))
+        times.append(_run(other, costs, prof, n_star).time_to_target.time_to_target_s)  # type: ignore[union-attr]
+    factors = (1.0, 1.0)
+    if prof is not None and any(fit.uncertainty for fit in prof.phases.values()):
+        t0 = times[0]
+        fast = _run(scn, _shift(costs, prof, faster=True), None, n_star).time_to_target.time_to_target_s  # type: ignore[union-attr]
+        slow = _run(scn, _shift(costs, prof, faster=False), None, n_star).time_to_target.time_to_target_s  # type: ignore[union-attr]
+        factors = (min(fast, slow) / t0, max(fast, slow) / t0)
+    return band(times, scn.learning.samples_spread, factors)
+
+
+def _shift(costs: Costs, prof: Profile, faster: bool) -> Costs:
+    """Coefficients moved one standard deviation towards faster (or slower) hardware."""
+    changes: dict[str, float] = {}
+    for fit in prof.phases.values():
+        for name, sigma in fit.uncertainty.items():
+            value = getattr(costs, name)
+            if name.endswith("efficiency"):  # larger is faster
+                changes[name] = min(1.0, value + sigma) if faster else max(1e-6, value - sigma)
+            else:  # overhead seconds: smaller is faster
+                changes[name] = max(0.0, value - sigma) if faster else value + sigma
+    return dataclasses.replace(costs, **changes)

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, assume, event, given, note, settings
+from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 import rlsim
@@ -63,55 +63,155 @@ def _all(*fns: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], N
 # (base scenario, mutation of its dict or None, extra CLI args, raw file text or None, substrings stderr must hold)
 _W = "scenario.yaml"
 CLI_CASES = [
-    pytest.param(SMALL, _set("bogus_section", 1), [], None,
-                 ["bogus_section: 1", "is not a known key", "use one of", "workload"], id="unknown-top-level-key"),
-    pytest.param(SMALL, _set("workload.promts_per_step", 32), [], None,
-                 ["workload.promts_per_step: 32", "is not a known key", "use one of", "prompts_per_step"],
-                 id="unknown-nested-key"),
-    pytest.param(SMALL, _set("run.steps", "ten"), [], None,
-                 ["run.steps: 'ten'", "must be an integer", "whole number"], id="steps-not-int"),
-    pytest.param(SMALL, _set("engine.max_num_seqs", 1.5), [], None,
-                 ["engine.max_num_seqs: 1.5", "must be an integer", "whole number"], id="max-num-seqs-float"),
-    pytest.param(PAPER, _set("algorithm.kl_reference", "yes"), [], None,
-                 ["algorithm.kl_reference: 'yes'", "must be true or false", "write algorithm.kl_reference: true"],
-                 id="kl-reference-string"),
-    pytest.param(SMALL, _set("workload.prompts_per_step", 0), [], None,
-                 ["workload.prompts_per_step: 0", "at least 1", "set workload.prompts_per_step"], id="prompts-zero"),
-    pytest.param(PAPER, _set("workload.prompts_per_step", -4), [], None,
-                 ["workload.prompts_per_step: -4", "at least 1", "set workload.prompts_per_step"],
-                 id="prompts-negative"),
-    pytest.param(SMALL, _set("workload.group_size", 0), [], None,
-                 ["workload.group_size: 0", "at least 1", "set workload.group_size"], id="group-size-zero"),
-    pytest.param(SMALL, _all(_set("model", "Llama-3.1-70B"), _set("hardware.gpu", "L40S")), [], None,
-                 ["model: 'Llama-3.1-70B'", "GB of weights per GPU", "L40S", "raise engine.tensor_parallel_size"],
-                 id="model-does-not-fit-gpu"),
-    pytest.param(SMALL, _all(_set("workload.max_response_tokens", 10_000_000),
-                             _set("workload.response_length", {"dist": "fixed", "tokens": 10_000_000})), [], None,
-                 ["workload.max_response_tokens: 10000000", "KV cache", "lower the lengths"],
-                 id="sequence-exceeds-kv-cache"),
-    pytest.param(SMALL, _set("model", "Qwen9-1T"), [], None,
-                 ["model: 'Qwen9-1T'", "is not a catalog model", "use one of", "Qwen2.5-7B"],
-                 id="unknown-catalog-model"),
-    pytest.param(PAPER, _set("hardware.gpu", "H900"), [], None,
-                 ["hardware.gpu: 'H900'", "is not a catalog gpu", "use one of", "H100-SXM"],
-                 id="unknown-catalog-gpu"),
-    pytest.param(PAPER, _set("hardware.rollout_gpus", 40), [], None,
-                 ["hardware.num_gpus: 64", "must equal rollout_gpus (40) + train_gpus (16)", "add up"],
-                 id="separate-pools-do-not-add-up"),
-    pytest.param(SMALL, None, ["--set", "workload.prompts_per_step"], None,
-                 ["--set: 'workload.prompts_per_step'", "key=value", "run.steps=50"], id="set-without-equals"),
-    pytest.param(SMALL, None, ["--set", "workload.group_size=0"], None,
-                 ["workload.group_size: 0", "at least 1"], id="set-bad-value"),
-    pytest.param(None, None, [], None,
-                 ["scenario: 'scenario.yaml'", "is not a file", "give the path"], id="missing-file"),
-    pytest.param(None, None, [], "name: broken\nworkload: {prompts_per_step: 8\nrun:\n  steps: 2\n",
-                 ["scenario: 'scenario.yaml'", "is not valid YAML at line", "fix the YAML syntax"], id="yaml-syntax"),
+    pytest.param(
+        SMALL,
+        _set("bogus_section", 1),
+        [],
+        None,
+        ["bogus_section: 1", "is not a known key", "use one of", "workload"],
+        id="unknown-top-level-key",
+    ),
+    pytest.param(
+        SMALL,
+        _set("workload.promts_per_step", 32),
+        [],
+        None,
+        ["workload.promts_per_step: 32", "is not a known key", "use one of", "prompts_per_step"],
+        id="unknown-nested-key",
+    ),
+    pytest.param(
+        SMALL,
+        _set("run.steps", "ten"),
+        [],
+        None,
+        ["run.steps: 'ten'", "must be an integer", "whole number"],
+        id="steps-not-int",
+    ),
+    pytest.param(
+        SMALL,
+        _set("engine.max_num_seqs", 1.5),
+        [],
+        None,
+        ["engine.max_num_seqs: 1.5", "must be an integer", "whole number"],
+        id="max-num-seqs-float",
+    ),
+    pytest.param(
+        PAPER,
+        _set("algorithm.kl_reference", "yes"),
+        [],
+        None,
+        ["algorithm.kl_reference: 'yes'", "must be true or false", "write algorithm.kl_reference: true"],
+        id="kl-reference-string",
+    ),
+    pytest.param(
+        SMALL,
+        _set("workload.prompts_per_step", 0),
+        [],
+        None,
+        ["workload.prompts_per_step: 0", "at least 1", "set workload.prompts_per_step"],
+        id="prompts-zero",
+    ),
+    pytest.param(
+        PAPER,
+        _set("workload.prompts_per_step", -4),
+        [],
+        None,
+        ["workload.prompts_per_step: -4", "at least 1", "set workload.prompts_per_step"],
+        id="prompts-negative",
+    ),
+    pytest.param(
+        SMALL,
+        _set("workload.group_size", 0),
+        [],
+        None,
+        ["workload.group_size: 0", "at least 1", "set workload.group_size"],
+        id="group-size-zero",
+    ),
+    pytest.param(
+        SMALL,
+        _all(_set("model", "Llama-3.1-70B"), _set("hardware.gpu", "L40S")),
+        [],
+        None,
+        ["model: 'Llama-3.1-70B'", "GB of weights per GPU", "L40S", "raise engine.tensor_parallel_size"],
+        id="model-does-not-fit-gpu",
+    ),
+    pytest.param(
+        SMALL,
+        _all(
+            _set("workload.max_response_tokens", 10_000_000),
+            _set("workload.response_length", {"dist": "fixed", "tokens": 10_000_000}),
+        ),
+        [],
+        None,
+        ["workload.max_response_tokens: 10000000", "KV cache", "lower the lengths"],
+        id="sequence-exceeds-kv-cache",
+    ),
+    pytest.param(
+        SMALL,
+        _set("model", "Qwen9-1T"),
+        [],
+        None,
+        ["model: 'Qwen9-1T'", "is not a catalog model", "use one of", "Qwen2.5-7B"],
+        id="unknown-catalog-model",
+    ),
+    pytest.param(
+        PAPER,
+        _set("hardware.gpu", "H900"),
+        [],
+        None,
+        ["hardware.gpu: 'H900'", "is not a catalog gpu", "use one of", "H100-SXM"],
+        id="unknown-catalog-gpu",
+    ),
+    pytest.param(
+        PAPER,
+        _set("hardware.rollout_gpus", 40),
+        [],
+        None,
+        ["hardware.num_gpus: 64", "must equal rollout_gpus (40) + train_gpus (16)", "add up"],
+        id="separate-pools-do-not-add-up",
+    ),
+    pytest.param(
+        SMALL,
+        None,
+        ["--set", "workload.prompts_per_step"],
+        None,
+        ["--set: 'workload.prompts_per_step'", "key=value", "run.steps=50"],
+        id="set-without-equals",
+    ),
+    pytest.param(
+        SMALL,
+        None,
+        ["--set", "workload.group_size=0"],
+        None,
+        ["workload.group_size: 0", "at least 1"],
+        id="set-bad-value",
+    ),
+    pytest.param(
+        SMALL,
+        _set("workload.a\nb", 1),
+        [],
+        None,
+        ["workload.a\\nb: 1", "is not a known key", "use one of"],
+        id="newline-in-key-stays-one-line",
+    ),
+    pytest.param(
+        None, None, [], None, ["scenario: 'scenario.yaml'", "is not a file", "give the path"], id="missing-file"
+    ),
+    pytest.param(
+        None,
+        None,
+        [],
+        "name: broken\nworkload: {prompts_per_step: 8\nrun:\n  steps: 2\n",
+        ["scenario: 'scenario.yaml'", "is not valid YAML at line", "fix the YAML syntax"],
+        id="yaml-syntax",
+    ),
 ]
 
 
 def _run_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rlsim.cli", "run", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "rlsim.cli", "run", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.mark.parametrize(("base", "mutate", "extra", "text", "expect"), CLI_CASES)
@@ -170,9 +270,11 @@ def test_set_overrides_reach_their_fields():
     assert s.model.hidden_size == plain.model.hidden_size and s.model.num_layers != plain.model.num_layers
 
     # the dict form and Scenario.with_overrides agree with the list form
-    assert load_scenario(SMALL, {"workload.prompts_per_step": 256}) == load_scenario(
-        SMALL, ["workload.prompts_per_step=256"]
-    ) == plain.with_overrides(["workload.prompts_per_step=256"])
+    assert (
+        load_scenario(SMALL, {"workload.prompts_per_step": 256})
+        == load_scenario(SMALL, ["workload.prompts_per_step=256"])
+        == plain.with_overrides(["workload.prompts_per_step=256"])
+    )
 
     with pytest.raises(ScenarioError, match=r"^workload\.prompts_per_step: 'many' must be an integer"):
         load_scenario(SMALL, ["workload.prompts_per_step=many"])
@@ -181,8 +283,9 @@ def test_set_overrides_reach_their_fields():
 
 
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
-@pytest.mark.parametrize("overrides", [[], ["workload.prompts_per_step=64", "learning.lr0=2e-6", "run.seed=7"]],
-                         ids=["as-is", "overridden"])
+@pytest.mark.parametrize(
+    "overrides", [[], ["workload.prompts_per_step=64", "learning.lr0=2e-6", "run.seed=7"]], ids=["as-is", "overridden"]
+)
 def test_resolved_yaml_round_trips(path, overrides):
     s = load_scenario(path, overrides)
     again = from_dict(yaml.safe_load(dump_yaml(s)))
@@ -197,14 +300,29 @@ def test_resolved_yaml_round_trips(path, overrides):
 
 BASES = {"small_1gpu": _raw(SMALL), "paper_grpo": _raw(PAPER)}
 
-# Keys free of control characters (a key with a newline breaks the one-line rule, see the xfail test below) and
-# non-empty (an empty top-level key is reported with an empty field path, ": None is not a known key").
-_KEY_TEXT = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=5)
-_KNOWN_KEYS = sorted({f.name for cls in (rlsim.scenario.Scenario, rlsim.scenario.Hardware, rlsim.scenario.Engine,
-                                         rlsim.scenario.Workload, rlsim.scenario.LengthDist, rlsim.scenario.Algorithm,
-                                         rlsim.scenario.Schedule, rlsim.scenario.Learning, rlsim.scenario.Costs,
-                                         rlsim.scenario.Run, rlsim.scenario.ModelSpec, rlsim.scenario.Drift)
-                      for f in dataclasses.fields(cls)} | {"base"})
+# Non-empty: an empty top-level key is reported with an empty field path (": None is not a known key").
+_KEY_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=5)
+_KNOWN_KEYS = sorted(
+    {
+        f.name
+        for cls in (
+            rlsim.scenario.Scenario,
+            rlsim.scenario.Hardware,
+            rlsim.scenario.Engine,
+            rlsim.scenario.Workload,
+            rlsim.scenario.LengthDist,
+            rlsim.scenario.Algorithm,
+            rlsim.scenario.Schedule,
+            rlsim.scenario.Learning,
+            rlsim.scenario.Costs,
+            rlsim.scenario.Run,
+            rlsim.scenario.ModelSpec,
+            rlsim.scenario.Drift,
+        )
+        for f in dataclasses.fields(cls)
+    }
+    | {"base"}
+)
 RANDOM_VALUES = st.one_of(
     st.integers(-(10**9), 10**12),
     st.floats(allow_nan=True, allow_infinity=True),
@@ -219,8 +337,26 @@ PLAUSIBLE_VALUES = st.one_of(
     st.integers(0, 64),
     st.sampled_from([0.0, 0.5, 0.95, 1.0, 1.5, 2048, 1e-6, 1e6]),
     st.sampled_from(catalog.model_names() + catalog.gpu_names()),
-    st.sampled_from(["fixed", "uniform", "lognormal", "empirical", "colocated", "separate", "sync-colocated",
-                     "sync-separate", "async", "grpo", "ppo", "sqrt", "linear", "none", "float8", "float32"]),
+    st.sampled_from(
+        [
+            "fixed",
+            "uniform",
+            "lognormal",
+            "empirical",
+            "colocated",
+            "separate",
+            "sync-colocated",
+            "sync-separate",
+            "async",
+            "grpo",
+            "ppo",
+            "sqrt",
+            "linear",
+            "none",
+            "float8",
+            "float32",
+        ]
+    ),
     st.lists(st.floats(0, 4096), min_size=1, max_size=4),
     st.fixed_dictionaries({"base": st.sampled_from(catalog.model_names() + catalog.gpu_names())}),
 )
@@ -263,7 +399,7 @@ def mutated_scenarios(draw: st.DrawFn) -> dict[str, Any]:
         op = draw(st.sampled_from(["delete", "add", "replace", "replace"]))
         if op == "add":
             where = draw(st.sampled_from(_containers(d)))
-            key = draw(st.one_of(_KEY_TEXT, st.sampled_from(_KNOWN_KEYS)))
+            key = draw(st.one_of(_KEY_TEXT, st.sampled_from(_KNOWN_KEYS), st.integers(-3, 3)))
             _get(d, where)[key] = draw(VALUES)
             continue
         paths = _paths(d)
@@ -279,16 +415,6 @@ def mutated_scenarios(draw: st.DrawFn) -> dict[str, Any]:
     return d
 
 
-def _known_bug(s: Scenario) -> str | None:
-    """Validated scenarios that crash the simulator with a plain exception (reported; see the xfail tests)."""
-    for d in (s.workload.prompt_length, s.workload.response_length):
-        if d.dist == "uniform" and max(d.low or 0, d.high or 0) >= 2**63 - 1:
-            return "uniform bound beyond int64"
-        if d.dist == "empirical" and not math.isfinite(sum(float(w) for w in d.weights or ())):
-            return "empirical weights overflow"
-    return None
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(mutated_scenarios())
 def test_mutated_scenarios_validate_or_raise_scenario_error(raw):
@@ -299,63 +425,83 @@ def test_mutated_scenarios_validate_or_raise_scenario_error(raw):
         event("ScenarioError")
         msg = str(exc)
         assert "\n" not in msg and "\r" not in msg, msg
-        assert isinstance(exc.field, str) and exc.field, exc.field
-        assert msg.startswith(f"{exc.field}: "), msg
+        field = str(exc.field)
+        assert field, msg
+        assert msg.startswith(f"{field}: ".replace("\r", "\\r").replace("\n", "\\n")), msg
         return
     assert isinstance(s, Scenario)
     w, hw = s.workload, s.hardware
     # keep the one-step simulation bounded in time
-    if not (w.responses_per_step <= 4096 and w.max_response_tokens <= 20000 and hw.num_gpus <= 4096
-            and s.num_replicas <= 256 and w.responses_per_step * w.max_response_tokens / min(
-                s.engine.max_num_seqs, w.responses_per_step) <= 5e7):
+    if not (
+        w.responses_per_step <= 4096
+        and w.max_response_tokens <= 20000
+        and hw.num_gpus <= 4096
+        and s.num_replicas <= 256
+        and w.responses_per_step * w.max_response_tokens / min(s.engine.max_num_seqs, w.responses_per_step) <= 5e7
+    ):
         event("valid, too big to simulate")
         return
-    assume(_known_bug(s) is None)
     try:
         result = rlsim.simulate(s.with_overrides({"run.steps": 1}))
     except (RlsimError, EngineCapacityError) as exc:
         event(f"simulate raised {type(exc).__name__}")
         return
-    result.summary()
-    event("simulated")  # what the CLI prints next
+    result.summary()  # what the CLI prints next
+    event("simulated")
 
 
-# ------------------------------------------------------------------------------------------------------- known bugs
+# ------------------------------------------------------------------------------------------------------- regressions
+# Inputs that once escaped validation (plain TypeError/ValueError, or a multi-line message); now ScenarioErrors.
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="rlsim bug: _build sorts unknown keys, TypeError when a section has int and str keys")
 def test_unknown_keys_of_mixed_types_raise_scenario_error():
     raw = _raw(SMALL)
-    raw["workload"].update({1: 2, "foo": 3})  # YAML: workload: {1: 2, foo: 3, ...}
-    with pytest.raises(ScenarioError, match=r"^workload\."):
+    raw["workload"].update({1: 2, "foo": 3})  # YAML: workload: {1: 2, foo: 3, ...} (was: TypeError from sorted())
+    with pytest.raises(ScenarioError, match=r"^workload\.(1|foo): .* is not a known key; use one of"):
+        from_dict(raw)
+    raw = _raw(SMALL)
+    raw[7] = "x"  # a non-string top-level key names itself
+    with pytest.raises(ScenarioError, match=r"^7: 'x' is not a known key"):
         from_dict(raw)
 
 
-@pytest.mark.xfail(strict=True, reason="rlsim bug: int fields have no upper bound; a uniform length bound beyond "
-                                       "int64 passes validation and numpy's rng.integers raises ValueError")
-def test_huge_uniform_bound_is_rejected_or_simulates():
-    s = load_scenario(SMALL, ["workload.response_length.high=1e20", "run.steps=1"])
-    rlsim.simulate(s)
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["workload.response_length.high=1e20"],  # was: numpy "high is out of bounds for int64" in simulate
+        ["workload.prompt_length={dist: uniform, low: 0, high: 100000000000000000000}"],
+        ["run.seed=100000000000000000000000000000"],
+    ],
+    ids=["uniform-high-1e20", "prompt-uniform-high-10**20", "seed-10**29"],
+)
+def test_out_of_range_integers_raise_scenario_error(overrides):
+    with pytest.raises(ScenarioError, match=r"must be at most"):
+        rlsim.simulate(load_scenario(SMALL, [*overrides, "run.steps=1"]))
 
 
-@pytest.mark.xfail(strict=True, reason="rlsim bug: empirical weights whose sum overflows to inf pass validation "
-                                       "(sum > 0) and rng.choice raises 'probabilities do not sum to 1'")
-def test_overflowing_empirical_weights_are_rejected_or_simulate():
-    s = load_scenario(SMALL, {"workload.response_length": {"dist": "empirical", "bin_edges": [1, 10, 20],
-                                                           "weights": [1e308, 1e308]}, "run.steps": 1})
-    rlsim.simulate(s)
+def test_overflowing_empirical_weights_raise_scenario_error():
+    # their sum overflows to inf; was: numpy "probabilities do not sum to 1" in simulate
+    overrides = {
+        "workload.response_length": {"dist": "empirical", "bin_edges": [1, 10, 20], "weights": [1e308, 1e308]},
+        "run.steps": 1,
+    }
+    with pytest.raises(ScenarioError, match=r"^workload\.response_length\.weights: .* finite positive sum"):
+        rlsim.simulate(load_scenario(SMALL, overrides))
 
 
-@pytest.mark.xfail(strict=True, reason="rlsim bug: field names (keys) and custom GPU names go into the message "
-                                       "unescaped, so a newline in them breaks the one-line error")
-@pytest.mark.parametrize("mutate", [
-    _set("workload.a\nb", 3),
-    _all(_set("model", "Llama-3.1-70B"), _set("hardware.gpu", {"base": "L40S", "name": "my\ngpu"})),
-], ids=["newline-in-key", "newline-in-gpu-name"])
-def test_error_message_is_one_line_for_any_input(mutate):
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (_set("workload.a\nb", 3), "workload.a"),
+        (_set("workload.a\r\nb", 3), "workload.a"),
+        (_all(_set("model", "Llama-3.1-70B"), _set("hardware.gpu", {"base": "L40S", "name": "my\ngpu"})), "model"),
+    ],
+    ids=["newline-in-key", "crlf-in-key", "newline-in-gpu-name"],
+)
+def test_error_message_is_one_line_for_any_input(mutate, field):
     raw = _raw(SMALL)
     mutate(raw)
     with pytest.raises(ScenarioError) as info:
         from_dict(raw)
-    assert "\n" not in str(info.value)
+    msg = str(info.value)
+    assert msg.startswith(field) and "\n" not in msg and "\r" not in msg, msg
