@@ -3,6 +3,13 @@
 ``rlsim run SCENARIO [--set key=value ...] [--profile FILE] [-o DIR] [--json]``
     prints a summary table; with -o writes DIR/scenario.resolved.yaml, steps.csv, steps.parquet, runlog.jsonl,
     trace.json (Chrome trace, opens in Perfetto) and summary.json; --json prints the summary JSON on stdout.
+``rlsim decide SCENARIO --baseline k=v[,k=v] --candidate k=v[,k=v] [--json]``
+    the decision rule: throughput gain, samples penalty, speedup, verdict, each side's time-to-target.
+``rlsim sweep SCENARIO [--grid key=v1,v2 ...] [--executor local|ray] [--address ADDR] [-o DIR]``
+    every combination (default: the scenario's sweep.grid), one row each; DIR gets sweep.csv/.parquet,
+    curves.csv, engine_curves.csv, sweep.json and the resolved scenario.
+``rlsim report DIR [-o report.html] [--png]``
+    one self-contained HTML file from a sweep or run directory; --png also writes each figure as PNG.
 
 Bad input (scenario, profile, overrides) prints one line ``rlsim: error: ...`` to stderr and exits with 2.
 """
@@ -117,7 +124,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise _Usage(f"-o {args.output}: exists and is not a directory; give a directory path")
     progress, close = _progress_bar(scenario.run.steps, sys.stderr.isatty() and not args.json)
     try:
-        result = simulate(scenario, profile=args.profile, progress=progress)
+        result = simulate(
+            scenario, profile=args.profile, progress=progress, with_band=scenario.learning.metric is not None
+        )
     finally:
         close()
     summary = result.summary()
@@ -134,6 +143,117 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"\nwrote {args.output}/: scenario.resolved.yaml steps.csv steps.parquet runlog.jsonl trace.json "
                 "summary.json"
             )
+    return 0
+
+
+def cmd_decide(args: argparse.Namespace) -> int:
+    from rlsim.decide import decide, parse_side
+    from rlsim.profile import load_profile
+    from rlsim.scenario import load_scenario
+
+    scenario = load_scenario(args.scenario, args.set)
+    baseline = parse_side(args.baseline, "--baseline")
+    candidate = parse_side(args.candidate, "--candidate")
+    profile = load_profile(args.profile) if args.profile else None
+    decision = decide(scenario, baseline, candidate, profile)
+    print(json.dumps(decision.as_dict(), indent=2, sort_keys=True) if args.json else decision.text())
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from rlsim.profile import load_profile
+    from rlsim.scenario import dump_yaml, load_scenario
+    from rlsim.sweep import parse_grid, sweep
+
+    scenario = load_scenario(args.scenario, args.set)
+    grid = parse_grid(args.grid) if args.grid else dict(scenario.sweep.grid)
+    if not grid:
+        raise _Usage(f"{args.scenario}: no --grid given and the scenario has no sweep.grid; add --grid key=v1,v2")
+    if args.output is not None and args.output.exists() and not args.output.is_dir():
+        raise _Usage(f"-o {args.output}: exists and is not a directory; give a directory path")
+    profile = load_profile(args.profile) if args.profile else None
+    total = 1
+    for values in grid.values():
+        total *= len(values)
+    bar = None
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="config", desc="sweep", file=sys.stderr)
+    progress = (lambda done, n: bar.update(1)) if bar is not None else None
+    try:
+        result = sweep(scenario, grid, profile, args.executor, args.address, args.workers, progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    table = result.table
+    view = [
+        c
+        for c in (
+            "config",
+            *grid,
+            "samples_per_s",
+            "samples_to_target",
+            "time_to_target_s",
+            "gpu_hours_to_target",
+            "error",
+        )
+        if c in table
+    ]
+    shown = table[view].copy()
+    if "time_to_target_s" in shown:
+        shown["time_to_target_s"] = shown["time_to_target_s"] / 3600
+        shown = shown.rename(columns={"time_to_target_s": "time_to_target_h"})
+    print(shown.to_string(index=False, float_format=lambda x: f"{x:,.2f}"))
+    if args.output is not None:
+        out = args.output
+        out.mkdir(parents=True, exist_ok=True)
+        meta = {
+            "rlsim_version": __import__("rlsim").__version__,
+            "scenario": scenario.name,
+            "scenario_hash": scenario.digest(),
+            "seed": scenario.run.seed,
+            "grid": grid,
+            "executor": args.executor,
+            "profile": result.profile_info,
+            "configurations": len(table),
+        }
+        files = {
+            "scenario.resolved.yaml": lambda p: p.write_text(dump_yaml(scenario)),
+            "sweep.csv": lambda p: table.to_csv(p, index=False),
+            "sweep.parquet": lambda p: table.to_parquet(p, index=False),
+            "curves.csv": lambda p: result.curves.to_csv(p, index=False),
+            "engine_curves.csv": lambda p: result.engine_curves.to_csv(p, index=False),
+            "sweep.json": lambda p: p.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n"),
+        }
+        for name, write in files.items():
+            _atomic_write(out / name, write)
+        print(f"\nwrote {out}/: {' '.join(files)}")
+    failed = table["error"].notna().sum() if "error" in table else 0
+    if failed:
+        print(f"rlsim: warning: {failed} configuration(s) failed; see the error column", file=sys.stderr)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from rlsim.report import ReportError, build_report, export_pngs
+
+    if not args.directory.is_dir():
+        raise _Usage(f"{args.directory}: not a directory; give the -o directory of rlsim sweep or rlsim run")
+    page, figures = build_report(args.directory)
+    out = args.output or args.directory / "report.html"
+    if out.exists() and out.is_dir():
+        raise _Usage(f"-o {out}: is a directory; give a file name such as report.html")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(out, lambda p: p.write_text(page))
+    print(f"wrote {out}")
+    if args.png:
+        try:
+            for path in export_pngs(figures, out.parent):
+                print(f"wrote {path}")
+        except ReportError as exc:
+            print(f"rlsim: warning: {exc}", file=sys.stderr)
+            return 1
     return 0
 
 
@@ -160,6 +280,38 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-o", "--output", type=Path, help="directory for the per-step tables, trace and summary")
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     run.set_defaults(func=cmd_run)
+
+    dec = sub.add_parser("decide", help="does a candidate reach the target sooner than a baseline?")
+    dec.add_argument("scenario", type=Path, help="scenario YAML file with a learning model")
+    dec.add_argument("--baseline", required=True, metavar="K=V[,K=V]", help="overrides for the baseline")
+    dec.add_argument("--candidate", required=True, metavar="K=V[,K=V]", help="overrides for the candidate")
+    dec.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for both sides")
+    dec.add_argument("--profile", type=Path, help="calibrated profile JSON")
+    dec.add_argument("--json", action="store_true", help="print the decision as JSON")
+    dec.set_defaults(func=cmd_decide)
+
+    sw = sub.add_parser("sweep", help="simulate every combination of a grid, one row per configuration")
+    sw.add_argument("scenario", type=Path, help="scenario YAML file (its sweep.grid is the default grid)")
+    sw.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="a swept key and its values (repeatable); replaces the scenario's grid",
+    )
+    sw.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for all configurations")
+    sw.add_argument("--profile", type=Path, help="calibrated profile JSON")
+    sw.add_argument("--executor", choices=("local", "ray"), default="local", help="local processes or Ray")
+    sw.add_argument("--address", help="address of an existing Ray cluster (with --executor ray)")
+    sw.add_argument("--workers", type=int, help="local processes (default: one per CPU)")
+    sw.add_argument("-o", "--output", type=Path, help="directory for the sweep table and curves")
+    sw.set_defaults(func=cmd_sweep)
+
+    rep = sub.add_parser("report", help="one self-contained HTML report from a sweep or run directory")
+    rep.add_argument("directory", type=Path, help="the -o directory of rlsim sweep or rlsim run")
+    rep.add_argument("-o", "--output", type=Path, help="HTML file to write (default: DIRECTORY/report.html)")
+    rep.add_argument("--png", action="store_true", help="also write each figure as PNG (needs Chrome + kaleido)")
+    rep.set_defaults(func=cmd_report)
     return parser
 
 
@@ -171,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (RlsimError, EngineCapacityError, _Usage) as exc:
+    except (RlsimError, EngineCapacityError, _Usage) as exc:  # bad input: one line, exit 2
         print(f"rlsim: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

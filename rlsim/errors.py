@@ -30,7 +30,8 @@ class ScenarioError(RlsimError, ValueError):
 
 def one_line(text: str) -> str:
     """Escape line breaks so that an error message (which may echo user text) stays on one line."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    lines = text.splitlines() or [""]
+    return "\\n".join(lines)
 
 
 class ProfileError(RlsimError, ValueError):

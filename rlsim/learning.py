@@ -88,7 +88,14 @@ def reference_samples_to_target(curve: MetricCurve, target: float) -> float:
             f"{curve.asymptote}; choose a target strictly between them"
         )
     gain = (target - curve.initial) / (curve.asymptote - curve.initial)
-    return curve.mid_samples * (1.0 / gain - 1.0) ** (-1.0 / curve.exponent)
+    # in logs: a small exponent makes the power overflow
+    log_samples = math.log(curve.mid_samples) - math.log(1.0 / gain - 1.0) / curve.exponent
+    if log_samples > math.log(1e30):
+        raise LearningModelError(
+            f"learning.metric: reaching the target {target} needs more than 1e30 samples (exponent "
+            f"{curve.exponent}, mid_samples {curve.mid_samples}); check the metric curve"
+        )
+    return math.exp(log_samples)
 
 
 # ---------------------------------------------------------------------------------------------- batch

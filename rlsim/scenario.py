@@ -703,17 +703,24 @@ def _validate_model(m: ModelSpec, path: str) -> None:
 def _validate_learning(lr: Learning) -> None:
     if (lr.metric is None) != (lr.target is None):
         missing = "learning.metric" if lr.metric is None else "learning.target"
-        raise ScenarioError(missing, None, "is required when the other of learning.metric / learning.target is set",
-                            "give both (the metric curve and the target on it) or neither")
+        raise ScenarioError(
+            missing,
+            None,
+            "is required when the other of learning.metric / learning.target is set",
+            "give both (the metric curve and the target on it) or neither",
+        )
     if lr.metric is not None:
         lo, hi = sorted((lr.metric.initial, lr.metric.asymptote))
         if not lo < lr.target < hi:  # type: ignore[operator]
-            raise ScenarioError("learning.target", lr.target,
-                                f"is not strictly between metric.initial ({lr.metric.initial}) and metric.asymptote "
-                                f"({lr.metric.asymptote})", "choose a target the curve reaches")
+            raise ScenarioError(
+                "learning.target",
+                lr.target,
+                f"is not strictly between metric.initial ({lr.metric.initial}) and metric.asymptote "
+                f"({lr.metric.asymptote})",
+                "choose a target the curve reaches",
+            )
     bm, at = lr.batch_multiplier, "learning.batch_multiplier"
-    need = {"invariant": (), "critical_batch": ("critical_batch",),
-            "table": ("batches", "samples_to_target")}[bm.form]
+    need = {"invariant": (), "critical_batch": ("critical_batch",), "table": ("batches", "samples_to_target")}[bm.form]
     for key in need:
         if getattr(bm, key) is None:
             raise ScenarioError(f"{at}.{key}", None, f"is required for form {bm.form}", f"set {at}.{key}")
@@ -722,8 +729,12 @@ def _validate_learning(lr: Learning) -> None:
     if bm.form == "table":
         xs, ys = bm.batches, bm.samples_to_target
         if len(xs) != len(ys) or len(xs) < 2:  # type: ignore[arg-type]
-            raise ScenarioError(f"{at}.batches", xs, f"needs as many entries as samples_to_target ({len(ys)}), "
-                                "at least 2", "give one measured samples-to-target per batch")
+            raise ScenarioError(
+                f"{at}.batches",
+                xs,
+                f"needs as many entries as samples_to_target ({len(ys)}), at least 2",
+                "give one measured samples-to-target per batch",
+            )
         if any(x <= 0 for x in xs) or any(b <= a for a, b in zip(xs, xs[1:])):  # type: ignore[union-attr, index]
             raise ScenarioError(f"{at}.batches", xs, "must be positive and increasing", "sort the table by batch")
         if any(not 0 < y < math.inf for y in ys):  # type: ignore[union-attr]
@@ -773,7 +784,10 @@ def _validate_lengths(w: Workload) -> None:
                 raise ScenarioError(f"{key}.bin_edges", edges, "must be non-negative and increasing", "sort them")
             if any(x < 0 for x in weights) or not 0 < sum(weights) < math.inf:  # type: ignore[union-attr, arg-type]
                 raise ScenarioError(
-                    f"{key}.weights", weights, "must be non-negative with a finite positive sum", "fix the histogram counts"
+                    f"{key}.weights",
+                    weights,
+                    "must be non-negative with a finite positive sum",
+                    "fix the histogram counts",
                 )
     rmin = {"fixed": w.response_length.tokens, "uniform": w.response_length.low}.get(w.response_length.dist)
     if rmin is not None and rmin < 1:

@@ -100,19 +100,32 @@ def _run(
     return result
 
 
+BAND_STEPS = 40  # steps simulated per extra band run: enough for a steady-state step time
+
+
 def _band(
     scn: Scenario, costs: Costs, prof: Profile | None, n_star: SamplesToTarget, nominal: SimResult
 ) -> tuple[float, float]:
-    times = [nominal.time_to_target.time_to_target_s]  # type: ignore[union-attr]
+    """Extra runs (other seeds; coefficients one sigma faster/slower) measure the steady-state step time over at
+    most BAND_STEPS steps; each scales the nominal time-to-target by its step-time ratio."""
+    t0 = nominal.time_to_target.time_to_target_s  # type: ignore[union-attr]
+    step0 = nominal.steady_step_time_s
+    short = dataclasses.replace(scn.run, steps=min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness))
+
+    def scaled(run_scn: Scenario, run_costs: Costs) -> float:
+        records, _ = run_pipeline(run_scn, RooflineCostModel.from_scenario(run_scn, run_costs))
+        return t0 * SimResult(run_scn, records, []).steady_step_time_s / step0
+
+    times = [t0]
     for i in range(1, scn.run.band_seeds):
-        other = dataclasses.replace(scn, run=dataclasses.replace(scn.run, seed=scn.run.seed + i))
-        times.append(_run(other, costs, prof, n_star).time_to_target.time_to_target_s)  # type: ignore[union-attr]
+        other = dataclasses.replace(scn, run=dataclasses.replace(short, seed=scn.run.seed + i))
+        times.append(scaled(other, costs))
     factors = (1.0, 1.0)
     if prof is not None and any(fit.uncertainty for fit in prof.phases.values()):
-        t0 = times[0]
-        fast = _run(scn, _shift(costs, prof, faster=True), None, n_star).time_to_target.time_to_target_s  # type: ignore[union-attr]
-        slow = _run(scn, _shift(costs, prof, faster=False), None, n_star).time_to_target.time_to_target_s  # type: ignore[union-attr]
-        factors = (min(fast, slow) / t0, max(fast, slow) / t0)
+        base = dataclasses.replace(scn, run=short)
+        ref = scaled(base, costs)
+        fast, slow = scaled(base, _shift(costs, prof, faster=True)), scaled(base, _shift(costs, prof, faster=False))
+        factors = (min(fast, slow) / ref, max(fast, slow) / ref)
     return band(times, scn.learning.samples_spread, factors)
 
 

@@ -5,7 +5,8 @@ first step whose cumulative samples reach N*. When the run stops earlier, the re
 the steady-state step time and the result says so.
 
 The band spans (a) simulation seeds (``run.band_seeds`` runs with seeds seed, seed+1, ...: response lengths and
-stragglers), (b) the learning model's seed spread (``learning.samples_spread``, a relative standard deviation of
+stragglers; each extra run simulates at most 40 steps and scales the nominal time by its steady-state step time),
+(b) the learning model's seed spread (``learning.samples_spread``, a relative standard deviation of
 N*, taken as lognormal; the band uses its 10th and 90th percentiles, exp(-/+1.2816 sigma)), and (c) when a
 calibrated profile gives uncertainties, the coefficients moved one standard deviation towards faster and slower
 hardware. Lower end: fastest seed x low N* x fast coefficients; upper end: the opposite.
@@ -50,8 +51,11 @@ def time_to_target(
 ) -> TimeToTarget:
     """Wall-clock at the end of the step that reaches N* samples (extrapolated past the last simulated step)."""
     steps = steps_for_samples(n_star.samples, batch)
-    multipliers = {"batch": n_star.batch_multiplier, "lr": n_star.lr_multiplier,
-                   "staleness": n_star.staleness_multiplier}
+    multipliers = {
+        "batch": n_star.batch_multiplier,
+        "lr": n_star.lr_multiplier,
+        "staleness": n_star.staleness_multiplier,
+    }
     if steps <= len(records):
         t, extrapolated = records[steps - 1]["wall_s"], False
     else:

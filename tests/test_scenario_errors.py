@@ -505,3 +505,10 @@ def test_error_message_is_one_line_for_any_input(mutate, field):
         from_dict(raw)
     msg = str(info.value)
     assert msg.startswith(field) and "\n" not in msg and "\r" not in msg, msg
+
+
+def test_small_metric_exponent_is_rejected_or_simulates():
+    try:  # either answer is fine: a ScenarioError at load, or a simulated step
+        rlsim.simulate(load_scenario(PAPER, ["learning.metric.exponent=1e-6", "run.steps=1"])).summary()
+    except (RlsimError, EngineCapacityError):
+        pass

@@ -1,0 +1,125 @@
+"""The decision rule: does a candidate configuration reach the target sooner than a baseline?
+
+REFERENCE section 1: with T = N* / q, candidate c beats baseline b iff q_c / q_b > N*_c / N*_b, i.e. its
+throughput gain exceeds its samples-to-target penalty. ``speedup`` = (q_c / q_b) / (N*_c / N*_b) = T_b / T_c in
+the steady state; the simulated times-to-target (which include pipeline fill and whole steps) are reported too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rlsim.errors import ScenarioError
+from rlsim.learning import LearningModelError
+from rlsim.profile import Profile
+from rlsim.result import SimResult
+from rlsim.scenario import Scenario, _parse_scalar
+
+
+def parse_side(text: str, flag: str) -> dict[str, Any]:
+    """``"workload.prompts_per_step=256,learning.lr_rule=none"`` -> overrides."""
+    out: dict[str, Any] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise ScenarioError(
+                flag,
+                text,
+                "is not of the form key=value[,key=value]",
+                "write e.g. workload.prompts_per_step=256,learning.lr_rule=none",
+            )
+        out[key.strip()] = _parse_scalar(value.strip())
+    return out
+
+
+@dataclass(frozen=True)
+class Decision:
+    baseline: dict[str, Any]  # summaries
+    candidate: dict[str, Any]
+    baseline_overrides: dict[str, Any]
+    candidate_overrides: dict[str, Any]
+    throughput_ratio: float  # q_c / q_b
+    samples_ratio: float  # N*_c / N*_b
+    speedup: float  # throughput_ratio / samples_ratio
+
+    @property
+    def verdict(self) -> bool:
+        return self.throughput_ratio > self.samples_ratio
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": "yes" if self.verdict else "no",
+            "throughput_ratio": self.throughput_ratio,
+            "samples_ratio": self.samples_ratio,
+            "speedup": self.speedup,
+            "baseline": {"overrides": self.baseline_overrides, **_side(self.baseline)},
+            "candidate": {"overrides": self.candidate_overrides, **_side(self.candidate)},
+        }
+
+    def text(self) -> str:
+        d = self.as_dict()
+        b, c = d["baseline"], d["candidate"]
+
+        def hours(x: float) -> str:
+            return f"{x / 3600:.2f} h"
+
+        lines = [
+            f"baseline  {_fmt(self.baseline_overrides)}: {b['samples_per_s']:.2f} samples/s, N* = "
+            f"{b['samples_to_target']:,.0f} samples, time-to-target {hours(b['time_to_target_s'])}",
+            f"candidate {_fmt(self.candidate_overrides)}: {c['samples_per_s']:.2f} samples/s, N* = "
+            f"{c['samples_to_target']:,.0f} samples, time-to-target {hours(c['time_to_target_s'])}",
+            f"throughput gain q_c/q_b   = {self.throughput_ratio:.3f}",
+            f"samples penalty N*_c/N*_b = {self.samples_ratio:.3f}",
+            f"speedup (gain / penalty)  = {self.speedup:.3f}",
+            f"verdict: {d['verdict']} - the candidate "
+            + (
+                "reaches the target sooner: its throughput gain exceeds its samples penalty"
+                if self.verdict
+                else "is not faster: its throughput gain does not exceed its samples penalty"
+            ),
+        ]
+        return "\n".join(lines)
+
+
+def _side(summary: dict[str, Any]) -> dict[str, Any]:
+    keys = (
+        "samples_per_s",
+        "step_time_s",
+        "generation_tokens_per_s",
+        "samples_to_target",
+        "time_to_target_s",
+        "time_to_target_band_s",
+        "gpu_hours_to_target",
+        "samples_multiplier",
+        "responses_per_step",
+        "gpu",
+        "num_gpus",
+    )
+    return {k: summary.get(k) for k in keys}
+
+
+def _fmt(overrides: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in overrides.items()) or "(scenario as is)"
+
+
+def decide(
+    scenario: Scenario,
+    baseline: dict[str, Any],
+    candidate: dict[str, Any],
+    profile: Profile | None = None,
+    with_band: bool = True,
+) -> Decision:
+    """Simulate both sides to their target and apply the decision rule."""
+    from rlsim.simulate import simulate
+
+    if scenario.learning.metric is None:
+        raise LearningModelError("rlsim decide needs a learning model: set learning.metric and learning.target")
+    results: list[SimResult] = []
+    for side in (baseline, candidate):
+        scn = scenario.with_overrides({**side, "run.until_target": True})
+        results.append(simulate(scn, profile=profile, with_band=with_band))
+    sb, sc = results[0].summary(), results[1].summary()
+    q_ratio = sc["samples_per_s"] / sb["samples_per_s"]
+    n_ratio = sc["samples_to_target"] / sb["samples_to_target"]
+    return Decision(sb, sc, dict(baseline), dict(candidate), q_ratio, n_ratio, q_ratio / n_ratio)

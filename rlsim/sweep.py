@@ -1,0 +1,227 @@
+"""Sweeps: the Cartesian product of scenario overrides, simulated in parallel, one row per configuration.
+
+Each configuration runs until its target (``run.until_target``) when the scenario has a learning model, with the
+time-to-target band. Rows hold throughput, samples-to-target, time-to-target with its band, GPU-hours and the
+phase breakdown; a configuration the scenario rules reject (a model that does not fit, say) gets a row with its
+``error`` instead of stopping the sweep.
+
+Executors: ``local`` (processes on this machine, ``concurrent.futures``) and ``ray`` (a Ray cluster: a new local
+instance, or an existing one via ``address``). Both run the same pure function per configuration, so they give
+the same table.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rlsim.costs import RooflineCostModel
+from rlsim.engine import EngineCapacityError, decode_iteration_s
+from rlsim.errors import RlsimError, ScenarioError
+from rlsim.lengths import dist_mean
+from rlsim.profile import Profile, profile_from_dict
+from rlsim.scenario import Scenario, _parse_scalar, from_dict
+
+
+@dataclass
+class SweepResult:
+    scenario: Scenario
+    grid: dict[str, list[Any]]
+    table: pd.DataFrame  # one row per configuration
+    curves: pd.DataFrame  # per configuration and step: cumulative samples, wall-clock, predicted metric
+    engine_curves: pd.DataFrame  # generation tokens/s vs concurrency per distinct engine setup
+    profile_info: dict[str, Any] | None = None
+
+
+def parse_grid(items: Iterable[str]) -> dict[str, list[Any]]:
+    """``["workload.prompts_per_step=64,128", "learning.lr_rule=sqrt,none"]`` -> grid mapping."""
+    grid: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        if not sep or not key or not values.strip():
+            raise ScenarioError("--grid", item, "is not of the form key=v1,v2,...", "write e.g. run.seed=0,1,2")
+        grid[key] = [_parse_scalar(v.strip()) for v in values.split(",") if v.strip()]
+    return grid
+
+
+def expand_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """All combinations, the last key varying fastest (as itertools.product)."""
+    if not grid:
+        return [{}]
+    keys = list(grid)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None, int]) -> dict[str, Any]:
+    """Simulate one configuration; picklable for process pools and Ray. Returns a row and its curve."""
+    from rlsim.simulate import simulate
+
+    base, overrides, profile_dict, index = task
+    row: dict[str, Any] = {"config": index, **{k: v for k, v in overrides.items()}}
+    try:
+        scn = from_dict(base).with_overrides(overrides)
+        if scn.learning.metric is not None:
+            scn = scn.with_overrides({"run.until_target": True})
+        profile = profile_from_dict(profile_dict) if profile_dict else None
+        result = simulate(scn, profile=profile, with_band=scn.learning.metric is not None)
+    except (RlsimError, EngineCapacityError) as exc:
+        row["error"] = str(exc)
+        return {"row": row, "curve": []}
+    s = result.summary()
+    row.update(
+        error=None,
+        prompts_per_step=scn.workload.prompts_per_step,
+        group_size=scn.workload.group_size,
+        responses_per_step=scn.workload.responses_per_step,
+        lr_rule=scn.learning.lr_rule,
+        lr=result.records[0]["lr"],
+        gpu=scn.hardware.gpu.name,
+        num_gpus=scn.hardware.num_gpus,
+        schedule=scn.schedule.mode,
+        max_staleness=scn.schedule.staleness,
+        steps=s["steps"],
+        step_time_s=s["step_time_s"],
+        samples_per_s=s["samples_per_s"],
+        generation_tokens_per_s=s["generation_tokens_per_s"],
+        tokens_per_s_per_gpu=s["tokens_per_s_per_gpu"],
+        mean_decode_batch=s["mean_decode_batch"],
+        replicas=s["replicas"],
+        samples_to_target=s["samples_to_target"],
+        time_to_target_s=s["time_to_target_s"],
+        time_to_target_low_s=(s.get("time_to_target_band_s") or [None, None])[0],
+        time_to_target_high_s=(s.get("time_to_target_band_s") or [None, None])[1],
+        gpu_hours_to_target=s.get("gpu_hours_to_target"),
+        warnings=" | ".join(s["warnings"]) or None,
+    )
+    for phase, sec in s["phase_time_s"].items():
+        row[f"phase_time_s/{phase}"] = sec
+    for mult, value in (s.get("samples_multiplier") or {}).items():
+        row[f"samples_multiplier/{mult}"] = value
+    curve = [
+        {
+            "config": index,
+            "step": r["step"],
+            "cumulative_samples": r["cumulative_samples"],
+            "wall_s": r["wall_s"],
+            "eval_metric": r["eval_metric"],
+        }
+        for r in result.records
+    ]
+    return {"row": row, "curve": curve}
+
+
+def engine_curve(scn: Scenario, points: int = 24) -> pd.DataFrame:
+    """Tokens/s of one replica's decode iteration vs concurrency b, at the workload's mean context per sequence."""
+    d = RooflineCostModel.from_scenario(scn).decode_coefficients()
+    ctx = dist_mean(scn.workload.prompt_length) + dist_mean(scn.workload.response_length) / 2.0
+    batches = np.unique(np.geomspace(1, scn.engine.max_num_seqs, points).round().astype(int))
+    batches = (
+        batches[batches * ctx <= scn.kv_capacity_tokens]
+        if (batches * ctx <= scn.kv_capacity_tokens).any()
+        else batches[:1]
+    )
+    tps = [b / decode_iteration_s(d, int(b), b * ctx) for b in batches]
+    label = f"{scn.model.name} / {scn.hardware.gpu.name} / TP{scn.engine.tensor_parallel_size}"
+    return pd.DataFrame({"engine": label, "concurrency": batches, "tokens_per_s_per_replica": tps})
+
+
+def sweep(
+    scenario: Scenario,
+    grid: dict[str, list[Any]] | None = None,
+    profile: Profile | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SweepResult:
+    """Run every configuration of ``grid`` (default: the scenario's ``sweep.grid``) and tabulate them."""
+    grid = {k: list(v) for k, v in (grid if grid is not None else scenario.sweep.grid).items()}
+    configs = expand_grid(grid)
+    for key in grid:  # fail fast on a key the scenario does not have (before starting processes)
+        scenario.with_overrides({key: grid[key][0]})
+    base = scenario.to_dict()
+    prof = profile.to_dict() if profile is not None else None
+    tasks = [(base, cfg, prof, i) for i, cfg in enumerate(configs)]
+    if executor == "local":
+        outputs = _run_local(tasks, workers, progress)
+    elif executor == "ray":
+        outputs = _run_ray(tasks, address, progress)
+    else:
+        raise ScenarioError("--executor", executor, "is not an executor", "use local or ray")
+    rows = [o["row"] for o in outputs]
+    curves = [c for o in outputs for c in o["curve"]]
+    engines = {}
+    for cfg in configs:
+        try:
+            scn = scenario.with_overrides(cfg)
+        except RlsimError:
+            continue
+        key = (scn.model.name, scn.hardware.gpu.name, scn.engine.tensor_parallel_size, scn.engine.max_num_seqs)
+        engines.setdefault(key, engine_curve(scn))
+    return SweepResult(
+        scenario=scenario,
+        grid=grid,
+        table=pd.DataFrame(rows),
+        curves=pd.DataFrame(curves, columns=["config", "step", "cumulative_samples", "wall_s", "eval_metric"]),
+        engine_curves=pd.concat(engines.values(), ignore_index=True) if engines else pd.DataFrame(),
+        profile_info=profile.info() if profile is not None else None,
+    )
+
+
+def _run_local(tasks, workers, progress):
+    n = len(tasks)
+    workers = workers or min(n, os.cpu_count() or 1)
+    if workers <= 1 or n == 1:
+        out = []
+        for i, t in enumerate(tasks):
+            out.append(run_config(t))
+            if progress:
+                progress(i + 1, n)
+        return out
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    results: list[Any] = [None] * n
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+        futures = {pool.submit(run_config, t): t[3] for t in tasks}
+        for done, fut in enumerate(as_completed(futures), 1):
+            results[futures[fut]] = fut.result()
+            if progress:
+                progress(done, n)
+    return results
+
+
+def _run_ray(tasks, address, progress):
+    try:
+        import ray
+    except ImportError:
+        raise RlsimError("--executor ray needs Ray: pip install 'rlsim[ray]'") from None
+    started = False
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+        started = True
+    try:
+        remote = ray.remote(run_config)
+        refs = [remote.remote(t) for t in tasks]
+        results: list[Any] = [None] * len(tasks)
+        index = {ref: i for i, ref in enumerate(refs)}
+        pending = list(refs)
+        done_count = 0
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                results[index[ref]] = ray.get(ref)
+                done_count += 1
+                if progress:
+                    progress(done_count, len(tasks))
+        return results
+    finally:
+        if started:
+            ray.shutdown()
