@@ -121,7 +121,7 @@ def sweep_figures(
             )
         fig.update_layout(
             xaxis={"type": "log", "title": "responses per step B = P x G"},
-            yaxis={"title": "time-to-target (hours)"},
+            yaxis={"title": "time-to-target (hours)", "type": "log"},
             title="Time-to-target vs batch",
         )
         figs.append(
@@ -137,11 +137,12 @@ def sweep_figures(
         ok["gain"] = ok["samples_per_s"] / ref["samples_per_s"]
         ok["penalty"] = ok["samples_to_target"] / ref["samples_to_target"]
         fig = go.Figure()
-        top = max(ok["gain"].max(), ok["penalty"].max()) * 1.1
+        lo = min(ok["gain"].min(), ok["penalty"].min()) / 1.2
+        hi = max(ok["gain"].max(), ok["penalty"].max()) * 1.2
         fig.add_trace(
             go.Scatter(
-                x=[0, top],
-                y=[0, top],
+                x=[lo, hi],
+                y=[lo, hi],
                 mode="lines",
                 name="break-even: gain = penalty",
                 line={"dash": "dash", "color": "#888"},
@@ -161,8 +162,8 @@ def sweep_figures(
             )
         fig.update_layout(
             title=f"Throughput gain vs samples penalty (reference: {_label(ref, list(grid))})",
-            xaxis={"title": "samples penalty N*/N*_ref", "rangemode": "tozero"},
-            yaxis={"title": "throughput gain q/q_ref", "rangemode": "tozero"},
+            xaxis={"title": "samples penalty N*/N*_ref", "type": "log"},
+            yaxis={"title": "throughput gain q/q_ref", "type": "log"},
         )
         figs.append(
             (
@@ -176,7 +177,7 @@ def sweep_figures(
     if not curves.empty and curves["eval_metric"].notna().any():
         fig = make_subplots(rows=1, cols=2, subplot_titles=("metric vs cumulative samples", "metric vs wall-clock"))
         merged = curves.merge(ok[["config", "series", "prompts_per_step"]], on="config")
-        for i, ((series, p), g) in enumerate(merged.groupby(["series", "prompts_per_step"], sort=True)):
+        for (series, p), g in merged.groupby(["series", "prompts_per_step"], sort=True):
             name = f"P={p} {series}"
             fig.add_trace(
                 go.Scatter(x=g["cumulative_samples"], y=g["eval_metric"], mode="lines", name=name, legendgroup=name),

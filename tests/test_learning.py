@@ -1,0 +1,85 @@
+"""The learning model against hand-computed values (rlsim.learning)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from rlsim.learning import (
+    LearningModelError,
+    batch_multiplier,
+    lr_multiplier,
+    metric_at,
+    reference_samples_to_target,
+    samples_to_target,
+)
+from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
+
+CURVE = MetricCurve(initial=0.2, asymptote=0.8, mid_samples=1000.0, exponent=2.0)
+
+
+def test_sigmoid_midpoint_and_inverse():
+    assert metric_at(CURVE, 1000.0) == pytest.approx(0.5)  # half the gain at mid_samples
+    assert metric_at(CURVE, 2000.0) == pytest.approx(0.2 + 0.6 / (1 + 0.25))
+    n = reference_samples_to_target(CURVE, 0.7)
+    # (1000 / n)^2 = 1/gain - 1 = 0.6/0.5 - 1 = 0.2  ->  n = 1000 / sqrt(0.2)
+    assert n == pytest.approx(1000 / math.sqrt(0.2))
+    assert metric_at(CURVE, n) == pytest.approx(0.7)
+    # a multiplier m stretches the curve: m times the samples for the same metric
+    assert metric_at(CURVE, 3 * n, multiplier=3.0) == pytest.approx(0.7)
+    assert np.all(np.diff(metric_at(CURVE, np.linspace(1, 1e5, 50))) > 0)
+
+
+@pytest.mark.parametrize("target", [0.2, 0.8, 0.9, 0.1])
+def test_target_out_of_reach(target):
+    with pytest.raises(LearningModelError, match="out of reach"):
+        reference_samples_to_target(CURVE, target)
+
+
+@pytest.mark.parametrize(
+    "rule, batch, expected",
+    [
+        ("sqrt", 4096, 1.0),  # the trajectory-preserving rule costs nothing anywhere
+        ("sqrt", 64, 1.0),
+        ("none", 2048, 1.67),  # the paper's fixed-LR control: doubling the batch untuned
+        ("none", 512, 1.67),  # halving untuned: the same LR mismatch
+        ("none", 4096, 1.67**2),
+        ("linear", 2048, 1.67),  # linear overshoots sqrt by sqrt(2) at 2x, as none undershoots it
+    ],
+)
+def test_lr_multiplier(rule, batch, expected):
+    learning = Learning(lr_rule=rule, reference_batch=1024, untuned_lr_penalty=1.67)
+    assert lr_multiplier(learning, batch) == pytest.approx(expected)
+
+
+def test_batch_multiplier_forms():
+    inv = BatchMultiplier(form="invariant", batch_low=512, batch_high=8192, penalty_per_doubling=1.5)
+    assert batch_multiplier(inv, 1024, 1024)[0] == 1.0
+    assert batch_multiplier(inv, 8192, 1024)[0] == 1.0
+    assert batch_multiplier(inv, 16384, 1024)[0] == pytest.approx(1.5)
+    assert batch_multiplier(inv, 65536, 1024)[0] == pytest.approx(1.5**3)
+    assert batch_multiplier(inv, 256, 1024)[0] == 1.0  # no penalty below unless asked
+    crit = BatchMultiplier(form="critical_batch", critical_batch=2048)
+    # E = E_min (1 + B / B_crit), relative to the reference batch 1024
+    assert batch_multiplier(crit, 4096, 1024)[0] == pytest.approx((1 + 2) / (1 + 0.5))
+    table = BatchMultiplier(form="table", batches=(512, 2048, 8192), samples_to_target=(1e5, 1e5, 4e5))
+    assert batch_multiplier(table, 2048, 512)[0] == pytest.approx(1.0)
+    assert batch_multiplier(table, 4096, 512)[0] == pytest.approx(2.0)  # log-log midpoint of 1e5 and 4e5
+    with pytest.raises(LearningModelError, match=r"outside .* \[512, 8192\].*allow_extrapolation"):
+        batch_multiplier(table, 16384, 512)
+    loose = BatchMultiplier(form="table", batches=(512, 2048, 8192), samples_to_target=(1e5, 1e5, 4e5),
+                            allow_extrapolation=True)
+    value, warnings = batch_multiplier(loose, 16384, 512)
+    assert value == pytest.approx(8.0) and "extrapolated" in warnings[0]
+
+
+def test_samples_to_target_combines_the_terms():
+    learning = Learning(lr_rule="none", reference_batch=1024, metric=CURVE, target=0.7, untuned_lr_penalty=2.0,
+                        batch_multiplier=BatchMultiplier(form="critical_batch", critical_batch=1024),
+                        staleness_penalty_per_step=0.1)
+    n = samples_to_target(learning, 2048, mean_staleness=2)
+    ref = 1000 / math.sqrt(0.2)
+    assert n.batch_multiplier == pytest.approx(3 / 2)
+    assert n.lr_multiplier == pytest.approx(2.0)
+    assert n.staleness_multiplier == pytest.approx(1.21)
+    assert n.samples == pytest.approx(ref * 1.5 * 2.0 * 1.21)

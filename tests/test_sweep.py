@@ -1,0 +1,101 @@
+"""Sweeps: grid expansion, the table, failed configurations, local and Ray executors agreeing."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import rlsim
+from rlsim.sweep import expand_grid, parse_grid, sweep
+from tests.conftest import SCENARIOS
+
+LEARNING = {
+    "learning.metric": {"initial": 0.1, "asymptote": 0.9, "mid_samples": 20000, "exponent": 1.5},
+    "learning.target": 0.6,
+    "learning.reference_batch": 256,
+    "learning.batch_multiplier": {"form": "critical_batch", "critical_batch": 1024},
+}
+
+
+def _small():
+    return rlsim.load_scenario(SCENARIOS / "small_1gpu.yaml", LEARNING)
+
+
+def test_expand_and_parse_grid():
+    grid = parse_grid(["workload.prompts_per_step=16,32", "learning.lr_rule=sqrt,none", "run.seed=1"])
+    assert grid == {"workload.prompts_per_step": [16, 32], "learning.lr_rule": ["sqrt", "none"], "run.seed": [1]}
+    configs = expand_grid(grid)
+    assert len(configs) == 4
+    assert configs[1] == {"workload.prompts_per_step": 16, "learning.lr_rule": "none", "run.seed": 1}
+    with pytest.raises(rlsim.ScenarioError, match="--grid"):
+        parse_grid(["workload.prompts_per_step"])
+
+
+def test_sweep_rows_and_failed_configuration():
+    grid = {"workload.prompts_per_step": [16, 64], "hardware.gpu": ["H100-SXM", "L40S"], "model": ["Qwen2.5-0.5B",
+                                                                                                   "Llama-3.1-70B"]}
+    res = sweep(_small(), grid, workers=1)
+    t = res.table
+    assert len(t) == 8
+    failed = t[t["model"] == "Llama-3.1-70B"]
+    assert failed["error"].str.contains("does not fit|needs", regex=True).all()  # 70B fits no single GPU
+    ok = t[t["error"].isna()]
+    assert len(ok) == 4
+    for col in ("samples_per_s", "samples_to_target", "time_to_target_s", "time_to_target_low_s",
+                "time_to_target_high_s", "gpu_hours_to_target", "phase_time_s/rollout"):
+        assert ok[col].notna().all(), col
+    assert (ok["time_to_target_low_s"] <= ok["time_to_target_s"]).all()
+    assert (ok["time_to_target_s"] <= ok["time_to_target_high_s"]).all()
+    assert (ok["gpu_hours_to_target"] == ok["time_to_target_s"] * ok["num_gpus"] / 3600).all()
+    # the same configuration simulated alone gives the same numbers
+    alone = rlsim.simulate(_small().with_overrides({"workload.prompts_per_step": 64, "hardware.gpu": "L40S",
+                                                    "run.until_target": True})).summary()
+    row = ok[(ok["workload.prompts_per_step"] == 64) & (ok["hardware.gpu"] == "L40S")].iloc[0]
+    assert row["time_to_target_s"] == alone["time_to_target_s"]
+    assert set(res.curves["config"]) == set(ok["config"])
+    assert not res.engine_curves.empty
+
+
+def test_local_processes_match_sequential():
+    grid = {"workload.prompts_per_step": [16, 32, 64]}
+    seq = sweep(_small(), grid, workers=1).table
+    par = sweep(_small(), grid, workers=2).table
+    pd.testing.assert_frame_equal(seq, par)
+
+
+@pytest.mark.slow
+def test_ray_executor_gives_the_same_table():
+    ray = pytest.importorskip("ray")
+    grid = {"workload.prompts_per_step": [16, 64], "learning.lr_rule": ["sqrt", "none"]}
+    local = sweep(_small(), grid, workers=2)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)  # a real local Ray instance
+    try:
+        remote = sweep(_small(), grid, executor="ray")
+    finally:
+        ray.shutdown()
+    pd.testing.assert_frame_equal(local.table, remote.table)
+    pd.testing.assert_frame_equal(local.curves, remote.curves)
+
+
+def test_cli_sweep_uses_scenario_grid_and_writes_files(tmp_path):
+    scn = tmp_path / "s.yaml"
+    raw = _small().to_dict()
+    raw["sweep"] = {"grid": {"workload.prompts_per_step": [16, 32], "learning.lr_rule": ["sqrt", "none"]}}
+    raw["model"], raw["hardware"]["gpu"] = raw["model"]["name"], raw["hardware"]["gpu"]["name"]
+    import yaml
+
+    scn.write_text(yaml.safe_dump(raw))
+    out = tmp_path / "sw"
+    proc = subprocess.run([sys.executable, "-m", "rlsim.cli", "sweep", str(scn), "-o", str(out), "--workers", "1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert {p.name for p in out.iterdir()} == {"scenario.resolved.yaml", "sweep.csv", "sweep.parquet", "curves.csv",
+                                                "engine_curves.csv", "sweep.json"}
+    assert len(pd.read_csv(out / "sweep.csv")) == 4
+    meta = json.loads((out / "sweep.json").read_text())
+    assert meta["grid"]["learning.lr_rule"] == ["sqrt", "none"] and meta["scenario_hash"]
+    bad = subprocess.run([sys.executable, "-m", "rlsim.cli", "sweep", str(scn), "--grid", "workload.nope=1,2"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "workload.nope" in bad.stderr and "Traceback" not in bad.stderr
