@@ -14,15 +14,20 @@ PAPER = SCENARIOS / "paper_grpo.yaml"
 
 
 def _q(p, rule="sqrt"):
-    return rlsim.simulate(PAPER, overrides={"workload.prompts_per_step": p, "learning.lr_rule": rule,
-                                            "run.until_target": True}).summary()["samples_per_s"]
+    return rlsim.simulate(
+        PAPER, overrides={"workload.prompts_per_step": p, "learning.lr_rule": rule, "run.until_target": True}
+    ).summary()["samples_per_s"]
 
 
 def test_no_when_gain_is_below_penalty():
     # by hand: P 128 -> 256 at a fixed LR is one doubling of B untuned: samples x 1.67 (the paper's control)
     scn = rlsim.load_scenario(PAPER)
-    d = decide(scn, {"workload.prompts_per_step": 128},
-               {"workload.prompts_per_step": 256, "learning.lr_rule": "none"}, with_band=False)
+    d = decide(
+        scn,
+        {"workload.prompts_per_step": 128},
+        {"workload.prompts_per_step": 256, "learning.lr_rule": "none"},
+        with_band=False,
+    )
     assert d.samples_ratio == pytest.approx(1.67)
     gain = _q(256, "none") / _q(128)
     assert d.throughput_ratio == pytest.approx(gain)
@@ -50,8 +55,17 @@ def test_no_beyond_the_invariant_range():
 
 
 def test_cli_decide_json_and_text():
-    cmd = [sys.executable, "-m", "rlsim.cli", "decide", str(PAPER), "--baseline", "workload.prompts_per_step=128",
-           "--candidate", "workload.prompts_per_step=256,learning.lr_rule=none"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rlsim.cli",
+        "decide",
+        str(PAPER),
+        "--baseline",
+        "workload.prompts_per_step=128",
+        "--candidate",
+        "workload.prompts_per_step=256,learning.lr_rule=none",
+    ]
     proc = subprocess.run([*cmd, "--json"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
@@ -67,6 +81,19 @@ def test_cli_decide_json_and_text():
 def test_bad_sides_are_refused():
     with pytest.raises(rlsim.ScenarioError, match="--baseline"):
         parse_side("workload.prompts_per_step", "--baseline")
-    proc = subprocess.run([sys.executable, "-m", "rlsim.cli", "decide", str(SCENARIOS / "small_1gpu.yaml"),
-                           "--baseline", "run.seed=0", "--candidate", "run.seed=1"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlsim.cli",
+            "decide",
+            str(SCENARIOS / "small_1gpu.yaml"),
+            "--baseline",
+            "run.seed=0",
+            "--candidate",
+            "run.seed=1",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and "learning model" in proc.stderr and "Traceback" not in proc.stderr

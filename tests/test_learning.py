@@ -67,16 +67,23 @@ def test_batch_multiplier_forms():
     assert batch_multiplier(table, 4096, 512)[0] == pytest.approx(2.0)  # log-log midpoint of 1e5 and 4e5
     with pytest.raises(LearningModelError, match=r"outside .* \[512, 8192\].*allow_extrapolation"):
         batch_multiplier(table, 16384, 512)
-    loose = BatchMultiplier(form="table", batches=(512, 2048, 8192), samples_to_target=(1e5, 1e5, 4e5),
-                            allow_extrapolation=True)
+    loose = BatchMultiplier(
+        form="table", batches=(512, 2048, 8192), samples_to_target=(1e5, 1e5, 4e5), allow_extrapolation=True
+    )
     value, warnings = batch_multiplier(loose, 16384, 512)
     assert value == pytest.approx(8.0) and "extrapolated" in warnings[0]
 
 
 def test_samples_to_target_combines_the_terms():
-    learning = Learning(lr_rule="none", reference_batch=1024, metric=CURVE, target=0.7, untuned_lr_penalty=2.0,
-                        batch_multiplier=BatchMultiplier(form="critical_batch", critical_batch=1024),
-                        staleness_penalty_per_step=0.1)
+    learning = Learning(
+        lr_rule="none",
+        reference_batch=1024,
+        metric=CURVE,
+        target=0.7,
+        untuned_lr_penalty=2.0,
+        batch_multiplier=BatchMultiplier(form="critical_batch", critical_batch=1024),
+        staleness_penalty_per_step=0.1,
+    )
     n = samples_to_target(learning, 2048, mean_staleness=2)
     ref = 1000 / math.sqrt(0.2)
     assert n.batch_multiplier == pytest.approx(3 / 2)

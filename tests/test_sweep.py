@@ -34,8 +34,11 @@ def test_expand_and_parse_grid():
 
 
 def test_sweep_rows_and_failed_configuration():
-    grid = {"workload.prompts_per_step": [16, 64], "hardware.gpu": ["H100-SXM", "L40S"], "model": ["Qwen2.5-0.5B",
-                                                                                                   "Llama-3.1-70B"]}
+    grid = {
+        "workload.prompts_per_step": [16, 64],
+        "hardware.gpu": ["H100-SXM", "L40S"],
+        "model": ["Qwen2.5-0.5B", "Llama-3.1-70B"],
+    }
     res = sweep(_small(), grid, workers=1)
     t = res.table
     assert len(t) == 8
@@ -43,15 +46,23 @@ def test_sweep_rows_and_failed_configuration():
     assert failed["error"].str.contains("does not fit|needs", regex=True).all()  # 70B fits no single GPU
     ok = t[t["error"].isna()]
     assert len(ok) == 4
-    for col in ("samples_per_s", "samples_to_target", "time_to_target_s", "time_to_target_low_s",
-                "time_to_target_high_s", "gpu_hours_to_target", "phase_time_s/rollout"):
+    for col in (
+        "samples_per_s",
+        "samples_to_target",
+        "time_to_target_s",
+        "time_to_target_low_s",
+        "time_to_target_high_s",
+        "gpu_hours_to_target",
+        "phase_time_s/rollout",
+    ):
         assert ok[col].notna().all(), col
     assert (ok["time_to_target_low_s"] <= ok["time_to_target_s"]).all()
     assert (ok["time_to_target_s"] <= ok["time_to_target_high_s"]).all()
     assert (ok["gpu_hours_to_target"] == ok["time_to_target_s"] * ok["num_gpus"] / 3600).all()
     # the same configuration simulated alone gives the same numbers
-    alone = rlsim.simulate(_small().with_overrides({"workload.prompts_per_step": 64, "hardware.gpu": "L40S",
-                                                    "run.until_target": True})).summary()
+    alone = rlsim.simulate(
+        _small().with_overrides({"workload.prompts_per_step": 64, "hardware.gpu": "L40S", "run.until_target": True})
+    ).summary()
     row = ok[(ok["workload.prompts_per_step"] == 64) & (ok["hardware.gpu"] == "L40S")].iloc[0]
     assert row["time_to_target_s"] == alone["time_to_target_s"]
     assert set(res.curves["config"]) == set(ok["config"])
@@ -88,14 +99,26 @@ def test_cli_sweep_uses_scenario_grid_and_writes_files(tmp_path):
 
     scn.write_text(yaml.safe_dump(raw))
     out = tmp_path / "sw"
-    proc = subprocess.run([sys.executable, "-m", "rlsim.cli", "sweep", str(scn), "-o", str(out), "--workers", "1"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rlsim.cli", "sweep", str(scn), "-o", str(out), "--workers", "1"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
-    assert {p.name for p in out.iterdir()} == {"scenario.resolved.yaml", "sweep.csv", "sweep.parquet", "curves.csv",
-                                                "engine_curves.csv", "sweep.json"}
+    assert {p.name for p in out.iterdir()} == {
+        "scenario.resolved.yaml",
+        "sweep.csv",
+        "sweep.parquet",
+        "curves.csv",
+        "engine_curves.csv",
+        "sweep.json",
+    }
     assert len(pd.read_csv(out / "sweep.csv")) == 4
     meta = json.loads((out / "sweep.json").read_text())
     assert meta["grid"]["learning.lr_rule"] == ["sqrt", "none"] and meta["scenario_hash"]
-    bad = subprocess.run([sys.executable, "-m", "rlsim.cli", "sweep", str(scn), "--grid", "workload.nope=1,2"],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "rlsim.cli", "sweep", str(scn), "--grid", "workload.nope=1,2"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "workload.nope" in bad.stderr and "Traceback" not in bad.stderr

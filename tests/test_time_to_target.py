@@ -11,15 +11,18 @@ PAPER = SCENARIOS / "paper_grpo.yaml"
 
 
 def _ttt(p, rule="sqrt", **over):
-    res = rlsim.simulate(PAPER, overrides={"run.until_target": True, "workload.prompts_per_step": p,
-                                           "learning.lr_rule": rule, **over})
+    res = rlsim.simulate(
+        PAPER, overrides={"run.until_target": True, "workload.prompts_per_step": p, "learning.lr_rule": rule, **over}
+    )
     return res.summary()
 
 
 @pytest.fixture(scope="module")
 def paper():
-    return {(p, r): _ttt(p, r) for p, r in ((128, "sqrt"), (1024, "sqrt"), (2048, "sqrt"), (256, "none"),
-                                            (64, "sqrt"), (4096, "sqrt"))}
+    return {
+        (p, r): _ttt(p, r)
+        for p, r in ((128, "sqrt"), (1024, "sqrt"), (2048, "sqrt"), (256, "none"), (64, "sqrt"), (4096, "sqrt"))
+    }
 
 
 def test_paper_p1024_retuned_is_24_to_34_percent_faster(paper):
@@ -75,8 +78,9 @@ def test_band_brackets_the_estimate():
     assert lo < s["time_to_target_s"] < hi
     # samples_spread 0.1 alone widens by exp(1.2816 * 0.1) each way
     assert hi / s["time_to_target_s"] >= math.exp(1.2816 * 0.1) - 1e-9
-    tight = rlsim.simulate(PAPER, overrides={"run.until_target": True, "learning.samples_spread": 0,
-                                             "run.band_seeds": 1}, with_band=True).summary()
+    tight = rlsim.simulate(
+        PAPER, overrides={"run.until_target": True, "learning.samples_spread": 0, "run.band_seeds": 1}, with_band=True
+    ).summary()
     assert tight["time_to_target_band_s"] == [tight["time_to_target_s"]] * 2
 
 
@@ -86,9 +90,9 @@ def test_no_learning_model_means_no_time_to_target():
 
 
 def test_run_json_has_time_to_target(capsys):
-    from rlsim.cli import main
-
     import json
+
+    from rlsim.cli import main
 
     assert main(["run", str(PAPER), "--set", "run.until_target=true", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
