@@ -12,10 +12,23 @@ __version__ = "0.1.0"
 
 from rlsim.errors import ProfileError, RlsimError, ScenarioError  # noqa: E402
 from rlsim.phases import Phase  # noqa: E402
-from rlsim.profile import Profile, load_profile  # noqa: E402
-from rlsim.result import SimResult  # noqa: E402
 from rlsim.scenario import Scenario, from_dict, load_scenario  # noqa: E402
-from rlsim.simulate import simulate  # noqa: E402
+
+_LAZY = {  # these pull in numba and SimPy; importing them on first use keeps `import rlsim.x` light
+    "simulate": ("rlsim.simulate", "simulate"),
+    "SimResult": ("rlsim.result", "SimResult"),
+    "Profile": ("rlsim.profile", "Profile"),
+    "load_profile": ("rlsim.profile", "load_profile"),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'rlsim' has no attribute {name!r}")
 
 __all__ = [
     "Phase",

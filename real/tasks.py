@@ -1,0 +1,330 @@
+"""Tasks with verifiable rewards, generated locally from a seed: no data set is downloaded.
+
+A task turns a ``random.Random`` into an :class:`Example` (a prompt and its one correct answer) and scores a
+completion against it. Prompts and answers use only the characters of :data:`CHARSET`, so the character-level
+tokenizer of ``real.models`` covers every task, including tasks users register themselves.
+
+Built-in tasks (spec -> example):
+
+- ``addition`` (``digits``, default 2): ``"47+5="`` -> ``"52"``; each operand has up to ``digits`` digits.
+- ``reversal`` (``length``, default 4): ``"r1234="`` -> ``"4321"``.
+- ``sorting`` (``length``, default 4): ``"s3142="`` -> ``"1234"``.
+
+A spec is ``name`` or ``name:key=value,key=value`` (``addition:digits=1``); integer values are parsed.
+
+Reward (in [0, 1], :meth:`Task.reward`): 1.0 when the stripped completion equals the answer; otherwise 0.5 times
+the fraction of positions that match, counted over the longer of answer and completion (so trailing characters
+cost credit); 0.0 for an empty completion. An exact answer therefore always beats any partial one.
+Correctness (:meth:`Task.is_correct`) is exact match after stripping whitespace; the completion is the generated
+text with special tokens removed, and anything after the answer makes it wrong.
+
+This module imports no torch, so ``import real.tasks`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from real.errors import RealError
+
+CHARSET = "0123456789+=rs"
+"""Every character a prompt or an answer may contain (the tokenizer's vocabulary, besides special tokens)."""
+
+_PARTIAL_CREDIT = 0.5  # the most a wrong answer can earn, so an exact answer is clearly preferred
+
+
+@dataclass(frozen=True)
+class Example:
+    """One prompt and its only correct answer."""
+
+    prompt: str
+    answer: str
+
+
+class Task:
+    """A task with a verifiable reward. Subclasses set ``name`` and implement :meth:`sample`.
+
+    A task whose prompt space is small and enumerable also sets :attr:`num_prompts` and implements
+    :meth:`example_at`; :func:`make_splits` then partitions the enumerated space exactly.
+    """
+
+    name: str = "task"
+
+    @property
+    def spec(self) -> str:
+        """The spec that :func:`get_task` turns back into this task (``addition:digits=2``)."""
+        if not dataclasses.is_dataclass(self):
+            return self.name
+        params = ",".join(f"{f.name}={getattr(self, f.name)}" for f in dataclasses.fields(self))
+        return f"{self.name}:{params}" if params else self.name
+
+    @property
+    def num_prompts(self) -> int | None:
+        """How many distinct prompts the task has, or None when it is unknown (no enumeration)."""
+        return None
+
+    @property
+    def max_answer_chars(self) -> int:
+        """The longest answer in characters: a sensible bound for max new tokens (plus one for eos)."""
+        return 16
+
+    def example_at(self, index: int) -> Example:
+        """The example with this index in ``range(num_prompts)``; only for tasks with a known ``num_prompts``."""
+        raise NotImplementedError(f"task '{self.name}' does not enumerate its prompts")
+
+    def sample(self, rng: random.Random) -> Example:
+        """One example drawn with ``rng`` (uniform over the prompt space for the built-in tasks)."""
+        n = self.num_prompts
+        if n is None:
+            raise NotImplementedError(f"task '{self.name}' must implement sample()")
+        return self.example_at(rng.randrange(n))
+
+    def reward(self, example: Example, completion: str) -> float:
+        """1.0 for the exact answer, else 0.5 x the fraction of matching positions (over the longer string)."""
+        text = completion.strip()
+        answer = example.answer
+        if not text:
+            return 0.0
+        if text == answer:
+            return 1.0
+        matched = sum(1 for a, c in zip(answer, text) if a == c)
+        return _PARTIAL_CREDIT * matched / max(len(answer), len(text))
+
+    def is_correct(self, example: Example, completion: str) -> bool:
+        """Exact match of the answer after stripping whitespace; trailing characters make it wrong."""
+        return completion.strip() == example.answer
+
+
+def _check_positive(task: str, param: str, value: object, most: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
+        raise RealError(f"task '{task}': parameter {param}={value!r} must be an integer in [1, {most}]")
+
+
+@dataclass(frozen=True)
+class Addition(Task):
+    """``a+b=`` -> the digits of ``a+b``, each operand uniform in ``[0, 10**digits)``."""
+
+    digits: int = 2
+    name: ClassVar[str] = "addition"
+
+    def __post_init__(self) -> None:
+        _check_positive(self.name, "digits", self.digits, 9)
+
+    @property
+    def num_prompts(self) -> int:
+        return 10 ** (2 * self.digits)
+
+    @property
+    def max_answer_chars(self) -> int:
+        return self.digits + 1
+
+    def example_at(self, index: int) -> Example:
+        a, b = divmod(index, 10**self.digits)
+        return Example(f"{a}+{b}=", str(a + b))
+
+
+@dataclass(frozen=True)
+class Reversal(Task):
+    """``r1234=`` -> ``4321``: a string of ``length`` digits, reversed."""
+
+    length: int = 4
+    name: ClassVar[str] = "reversal"
+
+    def __post_init__(self) -> None:
+        _check_positive(self.name, "length", self.length, 32)
+
+    @property
+    def num_prompts(self) -> int:
+        return 10**self.length
+
+    @property
+    def max_answer_chars(self) -> int:
+        return self.length
+
+    def example_at(self, index: int) -> Example:
+        digits = str(index).zfill(self.length)
+        return Example(f"r{digits}=", digits[::-1])
+
+
+@dataclass(frozen=True)
+class Sorting(Task):
+    """``s3142=`` -> ``1234``: a string of ``length`` digits, sorted ascending."""
+
+    length: int = 4
+    name: ClassVar[str] = "sorting"
+
+    def __post_init__(self) -> None:
+        _check_positive(self.name, "length", self.length, 32)
+
+    @property
+    def num_prompts(self) -> int:
+        return 10**self.length
+
+    @property
+    def max_answer_chars(self) -> int:
+        return self.length
+
+    def example_at(self, index: int) -> Example:
+        digits = str(index).zfill(self.length)
+        return Example(f"s{digits}=", "".join(sorted(digits)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Registry
+
+_REGISTRY: dict[str, Callable[..., Task]] = {}
+
+
+def register_task(name: str) -> Callable[[Callable[..., Task]], Callable[..., Task]]:
+    """Register a task factory (a Task class or a function returning a Task) under ``name``.
+
+    The factory's keyword parameters become the spec parameters: ``name:key=value``.
+    """
+    if not name or not name.replace("_", "").replace("-", "").isalnum():
+        raise RealError(f"task name {name!r} is invalid; use letters, digits, '_' or '-'")
+
+    def decorator(factory: Callable[..., Task]) -> Callable[..., Task]:
+        _REGISTRY[name] = factory
+        return factory
+
+    return decorator
+
+
+register_task("addition")(Addition)
+register_task("reversal")(Reversal)
+register_task("sorting")(Sorting)
+
+
+def task_names() -> list[str]:
+    """The registered task names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def _parse_value(text: str) -> int | str:
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, int | str]]:
+    """Split ``name:key=value,key=value`` into the name and its parameters (ints parsed)."""
+    name, _, rest = spec.strip().partition(":")
+    params: dict[str, int | str] = {}
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise RealError(f"bad parameter {item!r} in spec {spec!r}; write name:key=value,key=value")
+        params[key.strip()] = _parse_value(value.strip())
+    return name.strip(), params
+
+
+def _parameter_names(factory: Callable[..., Task]) -> list[str] | None:
+    """The keyword parameters a factory accepts, or None when it takes ``**kwargs``."""
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return None
+    names = []
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_KEYWORD:
+            return None
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            names.append(p.name)
+    return names
+
+
+def get_task(spec: str) -> Task:
+    """The task a spec names: ``addition`` or ``addition:digits=1``."""
+    name, params = parse_spec(spec)
+    if name not in _REGISTRY:
+        raise RealError(f"unknown task {name!r}; known tasks: {', '.join(task_names())}")
+    factory = _REGISTRY[name]
+    known = _parameter_names(factory)
+    if known is not None:
+        for key in params:
+            if key not in known:
+                accepted = ", ".join(known) or "none"
+                raise RealError(f"unknown parameter {key!r} for task {name!r}; known parameters: {accepted}")
+    try:
+        task = factory(**params)
+    except TypeError as exc:
+        raise RealError(f"bad parameters {params} for task {name!r}: {exc}") from None
+    if not isinstance(task, Task):
+        raise RealError(f"task factory {name!r} returned {type(task).__name__}, not a real.tasks.Task")
+    return task
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Splits and metrics
+
+
+def split_sizes(num_prompts: int, num_train: int, num_eval: int) -> tuple[int, int]:
+    """Train and eval sizes for a prompt space of ``num_prompts``, capped so the two stay disjoint.
+
+    When both fit, they are kept. Otherwise eval keeps ``num_eval`` if that is at most half the space (else half)
+    and train gets what is left, up to ``num_train``: addition:digits=1 (100 prompts) asked for 1000 + 200 gives
+    50 + 50.
+    """
+    if num_train + num_eval <= num_prompts:
+        return num_train, num_eval
+    eval_size = min(num_eval, num_prompts // 2)
+    return min(num_train, num_prompts - eval_size), eval_size
+
+
+def make_splits(task: Task, seed: int, num_train: int, num_eval: int) -> tuple[list[Example], list[Example]]:
+    """Train and held-out eval examples, deterministic in ``seed``; no eval prompt appears in train.
+
+    Prompts are distinct within and across the splits. A task with an enumerable space draws indices without
+    replacement (sizes capped by :func:`split_sizes` for small spaces); other tasks sample and drop repeats, and
+    raise when the space runs out. Eval is drawn first, so it depends only on ``seed`` and ``num_eval``.
+    """
+    if num_train < 1 or num_eval < 1:
+        raise RealError(f"num_train ({num_train}) and num_eval ({num_eval}) must both be at least 1")
+    rng = random.Random(seed)
+    n = task.num_prompts
+    if n is not None:
+        train_size, eval_size = split_sizes(n, num_train, num_eval)
+        if train_size < 1 or eval_size < 1:
+            raise RealError(f"task '{task.spec}' has only {n} prompts; too few to hold out an eval split")
+        indices = rng.sample(range(n), eval_size + train_size)
+        examples = [task.example_at(i) for i in indices]
+        return examples[eval_size:], examples[:eval_size]
+
+    seen: set[str] = set()
+    splits: list[list[Example]] = [[], []]  # eval, train
+    for split, size in zip(splits, (num_eval, num_train)):
+        attempts = 0
+        while len(split) < size:
+            attempts += 1
+            if attempts > 100 * size + 1000:
+                raise RealError(
+                    f"task '{task.spec}' gave too few distinct prompts for {num_eval} eval + {num_train} train;"
+                    " ask for fewer examples"
+                )
+            example = task.sample(rng)
+            if example.prompt not in seen:
+                seen.add(example.prompt)
+                split.append(example)
+    return splits[1], splits[0]
+
+
+def accuracy(task: Task, examples: Sequence[Example], completions: Sequence[str]) -> float:
+    """Fraction of completions that are exactly correct (:meth:`Task.is_correct`), in [0, 1]."""
+    if len(examples) != len(completions):
+        raise RealError(f"accuracy got {len(examples)} examples but {len(completions)} completions; pass one each")
+    if not examples:
+        raise RealError("accuracy got no examples; pass at least one")
+    return sum(task.is_correct(e, c) for e, c in zip(examples, completions)) / len(examples)
+
+
+def mean_reward(task: Task, examples: Sequence[Example], completions: Sequence[str]) -> float:
+    """Mean of :meth:`Task.reward` over the completions, in [0, 1]."""
+    if len(examples) != len(completions) or not examples:
+        raise RealError(f"mean_reward got {len(examples)} examples and {len(completions)} completions; pass one each")
+    return sum(task.reward(e, c) for e, c in zip(examples, completions)) / len(examples)
