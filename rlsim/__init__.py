@@ -15,7 +15,7 @@ from rlsim.phases import Phase  # noqa: E402
 from rlsim.scenario import Scenario, from_dict, load_scenario  # noqa: E402
 
 _LAZY = {  # these pull in numba and SimPy; importing them on first use keeps `import rlsim.x` light
-    "simulate": ("rlsim.simulate", "simulate"),
+    "simulate": ("rlsim.simulation", "simulate"),
     "SimResult": ("rlsim.result", "SimResult"),
     "Profile": ("rlsim.profile", "Profile"),
     "load_profile": ("rlsim.profile", "load_profile"),

@@ -120,7 +120,7 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
 
 def cmd_run(args: argparse.Namespace) -> int:
     from rlsim.scenario import load_scenario
-    from rlsim.simulate import simulate
+    from rlsim.simulation import simulate
 
     scenario = load_scenario(args.scenario, args.set)
     if args.output is not None and args.output.exists() and not args.output.is_dir():

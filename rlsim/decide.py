@@ -111,7 +111,7 @@ def decide(
     with_band: bool = True,
 ) -> Decision:
     """Simulate both sides to their target and apply the decision rule."""
-    from rlsim.simulate import simulate
+    from rlsim.simulation import simulate
 
     if scenario.learning.metric is None:
         raise LearningModelError("rlsim decide needs a learning model: set learning.metric and learning.target")

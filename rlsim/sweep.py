@@ -61,7 +61,7 @@ def expand_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None, int]) -> dict[str, Any]:
     """Simulate one configuration; picklable for process pools and Ray. Returns a row and its curve."""
-    from rlsim.simulate import simulate
+    from rlsim.simulation import simulate
 
     base, overrides, profile_dict, index = task
     row: dict[str, Any] = {"config": index, **{k: v for k, v in overrides.items()}}
