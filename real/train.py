@@ -76,8 +76,6 @@ class TrainConfig:
     lam: float = 0.95
     value_clip: float = 0.2
     critic_lr: float = 3e-3
-    tiny_hidden_size: int = 64
-    tiny_layers: int = 2
 
     @property
     def batch(self) -> int:
@@ -273,8 +271,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
     (run_dir / "environment.json").write_text(json.dumps(environment(), indent=2, sort_keys=True) + "\n")
 
     torch.manual_seed(cfg.seed)
-    model_dir = resolve_model(cfg.model, model_cache_dir(), hidden_size=cfg.tiny_hidden_size,
-                              num_layers=cfg.tiny_layers, seed=cfg.seed)
+    model_dir = resolve_model(cfg.model, model_cache_dir())
     policy, tok = load_policy(model_dir)
     policy.train()
     pad_id = tok.pad_token_id
@@ -436,8 +433,8 @@ def _update_actor(cfg, policy, opt, ids, attn, targets, mask, positions, old_lp,
                 if ref_lp is not None:
                     loss = loss + cfg.kl_coef * algos.masked_mean(algos.kl_k3(lp, ref_lp[j]), mask[j])
                 (loss / cfg.micro_batches).backward()
-                losses.append(float(loss))
-                clips.append(float(clip_frac))
+                losses.append(float(loss.detach()))
+                clips.append(float(clip_frac.detach()))
                 if epoch == 0 and m == 0 and u == 0:
                     # gradient of the micro-batch mean loss (undo the 1/micro_batches scaling)
                     out["grad_norm_sq_small"] = _grad_norm_sq(params) * cfg.micro_batches**2
@@ -470,5 +467,5 @@ def _update_critic(cfg, critic, opt, ids, attn, mask, positions, old_values, ret
             loss.backward()
             torch.nn.utils.clip_grad_norm_(critic.modules.parameters(), 1.0)
             opt.step()
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
     return sum(losses) / len(losses)
