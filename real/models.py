@@ -22,9 +22,10 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from real.errors import RealError
 from real.tasks import CHARSET, parse_spec
@@ -133,14 +134,19 @@ def _generation_config(model_dir: Path, eos_id: int | None, pad_id: int | None, 
     GenerationConfig(bos_token_id=bos_id, eos_token_id=eos_id, pad_token_id=pad_id).save_pretrained(model_dir)
 
 
-def _publish(build: Any, out_dir: Path) -> Path:
-    """Run ``build(tmp_dir)`` and move the result to ``out_dir`` in one rename, so no half-written folder remains."""
+def _publish(build: Callable[[Path], None], out_dir: Path, replace: bool = True) -> Path:
+    """Run ``build(tmp_dir)`` and move the result to ``out_dir`` in one rename, so no half-written folder remains.
+
+    With ``replace=False`` (caches), a complete folder that another process published meanwhile is kept.
+    """
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         build(tmp)
         if out_dir.exists():
+            if not replace and (out_dir / "config.json").is_file():
+                return out_dir
             shutil.rmtree(out_dir)
         os.replace(tmp, out_dir)
     finally:
@@ -149,10 +155,11 @@ def _publish(build: Any, out_dir: Path) -> Path:
     return out_dir
 
 
-def create_tiny_model(out_dir: Path | str, seed: int = 0, **sizes: int) -> Path:
+def create_tiny_model(out_dir: Path | str, seed: int = 0, replace: bool = True, **sizes: int) -> Path:
     """Write a randomly initialised tiny Llama and its tokenizer to ``out_dir``; same seed, same weights.
 
-    ``sizes`` are keywords of :func:`tiny_llama_config`. The global torch RNG is left as it was.
+    ``sizes`` are keywords of :func:`tiny_llama_config`. The global torch RNG is left as it was. An existing
+    ``out_dir`` is replaced.
     """
     import torch
     from transformers import LlamaForCausalLM
@@ -171,7 +178,7 @@ def create_tiny_model(out_dir: Path | str, seed: int = 0, **sizes: int) -> Path:
         save_tokenizer(tokenizer, folder)
         _generation_config(folder, EOS_ID, PAD_ID, BOS_ID)
 
-    return _publish(build, Path(out_dir))
+    return _publish(build, Path(out_dir), replace=replace)
 
 
 def tiny_model_dir_name(seed: int = 0, **sizes: int) -> str:
@@ -194,7 +201,7 @@ def find_smollm2_gguf() -> Path:
     return ggufs[0]
 
 
-def convert_gguf(gguf_path: Path, out_dir: Path) -> Path:
+def convert_gguf(gguf_path: Path, out_dir: Path, replace: bool = True) -> Path:
     """Dequantize a GGUF model to a float32 Hugging Face folder with transformers (needs ``gguf`` and ``accelerate``).
 
     SmolLM2-135M-Instruct Q4_1 takes about 50 s on CPU (30 s dequantizing weights, 10 s building the tokenizer).
@@ -226,7 +233,7 @@ def convert_gguf(gguf_path: Path, out_dir: Path) -> Path:
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else cfg.eos_token_id
         _generation_config(folder, cfg.eos_token_id, pad, cfg.bos_token_id)
 
-    return _publish(build, Path(out_dir))
+    return _publish(build, Path(out_dir), replace=replace)
 
 
 def resolve_model(spec: str | None, cache_dir: Path | str) -> Path:
@@ -237,20 +244,20 @@ def resolve_model(spec: str | None, cache_dir: Path | str) -> Path:
     - anything else: a local folder holding ``config.json``.
     """
     cache_dir = Path(cache_dir)
-    name, params = parse_spec(spec) if spec else ("tiny", {})
-    if name == "tiny":
+    if spec is None or spec.partition(":")[0].strip() == "tiny":
+        params = parse_spec(spec)[1] if spec else {}
         bad = {k: v for k, v in params.items() if k != "seed" and k not in TINY_SIZES or not isinstance(v, int)}
         if bad:
             raise RealError(f"bad tiny model parameters {bad}; use integers for seed, {', '.join(TINY_SIZES)}")
         seed = int(params.pop("seed", 0))
         folder = cache_dir / tiny_model_dir_name(seed, **params)
         if not (folder / "config.json").is_file():
-            create_tiny_model(folder, seed=seed, **params)
+            create_tiny_model(folder, seed=seed, replace=False, **params)
         return folder
     if spec == "smollm2":
         folder = cache_dir / SMOLLM2_DIR
         if not (folder / "config.json").is_file():
-            convert_gguf(find_smollm2_gguf(), folder)
+            convert_gguf(find_smollm2_gguf(), folder, replace=False)
         return folder
     folder = Path(spec).expanduser()
     if not folder.exists():

@@ -166,6 +166,8 @@ def test_resolve_model_local_folders(tiny_dir, tmp_path):
         resolve_model(str(missing), tmp_path)
     with pytest.raises(RealError, match="has no config.json"):
         resolve_model(str(tmp_path), tmp_path)
+    with pytest.raises(RealError, match="model folder '.*a:b=1' does not exist"):
+        resolve_model(str(tmp_path / "a:b=1"), tmp_path)
     with pytest.raises(RealError, match="bad tiny model parameters"):
         resolve_model("tiny:depth=3", tmp_path)
 

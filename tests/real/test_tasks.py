@@ -175,3 +175,14 @@ def test_user_registered_task():
 def test_import_is_cheap():
     code = "import sys, real.tasks; assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_parity_task():
+    from real.tasks import get_task, make_splits
+
+    task = get_task("parity:length=3")
+    assert task.example_at(472).prompt == "472=" and task.example_at(472).answer == "0"
+    assert task.example_at(7).prompt == "007=" and task.example_at(7).answer == "1"
+    train, held_out = make_splits(task, 0, 500, 100)
+    assert not {e.prompt for e in train} & {e.prompt for e in held_out}
+    assert all(e.answer == str(int(e.prompt[-2]) % 2) for e in train + held_out)

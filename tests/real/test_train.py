@@ -24,14 +24,15 @@ def _log(run_dir):
 
 @pytest.mark.slow
 def test_grpo_hf_raises_eval_accuracy(tmp_path):
-    """GRPO on single-digit addition from a random tiny model: eval accuracy clearly above its start."""
-    cfg = TrainConfig(task="addition:digits=1", algo="grpo", engine="hf", prompts_per_step=16, group_size=8,
-                      max_steps=120, eval_every=20, max_new_tokens=3, max_time_s=150, target=0.5)
+    """GRPO from a random tiny model on the held-out split of a task: eval accuracy clearly above its start,
+    within a 150 s budget (stops at the target 0.9 when reached sooner)."""
+    cfg = TrainConfig(task="parity:length=3", algo="grpo", engine="hf", prompts_per_step=16, group_size=8,
+                      max_steps=200, eval_every=10, max_new_tokens=2, max_time_s=150, target=0.9)
     summary = train(cfg, tmp_path / "run")
     log = _log(tmp_path / "run")
     start = log[0]["eval_metric_initial"]
     best = max(r["eval_metric"] for r in log if r["eval_metric"] is not None)
-    assert best >= start + 0.15, (start, best)
+    assert best >= start + 0.3, (start, best)
     assert summary["final_eval_metric"] == log[-1]["eval_metric"]
     # the log is in the shared schema, with every phase timed and eval kept out of wall_s
     assert [r["step"] for r in log] == list(range(1, len(log) + 1))
@@ -48,13 +49,17 @@ def test_grpo_hf_raises_eval_accuracy(tmp_path):
 
 
 def test_ppo_value_loss_falls(tmp_path):
-    cfg = TrainConfig(task="addition:digits=1", algo="ppo", engine="hf", prompts_per_step=16, group_size=4,
-                      max_steps=16, eval_every=100, max_new_tokens=3, epochs=2)
-    train(cfg, tmp_path / "ppo")
-    losses = [r["value_loss"] for r in _log(tmp_path / "ppo")]
-    first, last = sum(losses[:4]) / 4, sum(losses[-4:]) / 4
-    assert last < 0.7 * first, losses
-    assert all(r["timing_s"]["values"] > 0 and r["timing_s"]["train_critic"] > 0 for r in _log(tmp_path / "ppo"))
+    """PPO learns the task, and its critic catches up: the value loss peaks while the returns move (the policy is
+    learning) and falls as the critic fits them."""
+    cfg = TrainConfig(task="parity:length=3", algo="ppo", engine="hf", prompts_per_step=16, group_size=4,
+                      max_steps=60, eval_every=20, max_new_tokens=2, epochs=2)
+    summary = train(cfg, tmp_path / "ppo")
+    log = _log(tmp_path / "ppo")
+    losses = [r["value_loss"] for r in log]
+    smooth = [sum(losses[i : i + 5]) / 5 for i in range(len(losses) - 4)]
+    assert smooth[-1] < 0.3 * max(smooth), losses
+    assert summary["final_eval_metric"] > summary["initial_eval_metric"] + 0.3
+    assert all(r["timing_s"]["values"] > 0 and r["timing_s"]["train_critic"] > 0 for r in log)
 
 
 def test_kill_mid_step_and_resume(tmp_path):
