@@ -1,0 +1,78 @@
+"""Microbenchmarks: generation throughput rises with concurrency (both engines), tidy tables with provenance."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("torch")
+
+from real import bench  # noqa: E402
+
+
+def test_generation_throughput_rises_with_concurrency_hf():
+    df = bench.bench_generation("hf", None, [1, 4, 16], [8], [16], repeats=2, warmup=1)
+    assert len(df) == 6 and set(df["repeat"]) == {0, 1}
+    assert (df["tokens"] == df["concurrency"] * 16).all()
+    tput = bench.summarize(df).set_index("concurrency")["tokens_per_s"]
+    assert tput[4] > 1.5 * tput[1] and tput[16] > 1.5 * tput[4]
+    prov = json.loads(df["provenance"].iloc[0])
+    for key in ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command"):
+        assert key in prov
+
+
+def test_generation_throughput_rises_with_concurrency_vllm():
+    pytest.importorskip("vllm")
+    df = bench.bench_generation("vllm", None, [1, 4, 16], [8], [16], repeats=2, warmup=1)
+    tput = bench.summarize(df).set_index("concurrency")["tokens_per_s"]
+    assert tput[4] > 1.5 * tput[1] and tput[16] > 1.5 * tput[4]
+    assert json.loads(df["provenance"].iloc[0])["engine"] == "vllm"
+
+
+def test_train_and_sync_benches():
+    df = bench.bench_train(None, [256, 1024], seq_len=32, repeats=2, warmup=1)
+    s = bench.summarize(df)
+    assert set(s["phase"]) == {"train_actor", "old_logprob"}
+    train = s[s["phase"] == "train_actor"].set_index("tokens")["time_s"]
+    fwd = s[s["phase"] == "old_logprob"].set_index("tokens")["time_s"]
+    assert train[1024] > train[256] and (train > fwd).all()  # backward + optimizer cost more than a forward
+    sync = bench.bench_sync("hf", None, repeats=2, warmup=1)
+    assert (sync["bytes"] > 0).all() and (sync["time_s"] > 0).all() and (sync["phase"] == "weight_sync").all()
+
+
+def test_cli_bench_writes_tidy_tables(tmp_path):
+    out = tmp_path / "b"
+    proc = subprocess.run([sys.executable, "-m", "real.cli", "bench", "generation", "--concurrency", "1,2",
+                           "--response-tokens", "8", "--repeats", "2", "-o", str(out)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    csv, parquet = pd.read_csv(out / "bench.csv"), pd.read_parquet(out / "bench.parquet")
+    assert len(csv) == len(parquet) == 4
+    assert list(csv.columns) == bench.COLUMNS
+    assert json.loads((out / "provenance.json").read_text())[0]["engine"] == "hf"
+    bad = subprocess.run([sys.executable, "-m", "real.cli", "bench", "generation", "--concurrency", "0,x"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "--concurrency" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_read_vllm_bench_json(tmp_path):
+    lat = tmp_path / "latency_bs8_in32_out128.json"
+    lat.write_text(json.dumps({"avg_latency": 1.5, "latencies": [1.4, 1.5, 1.6],
+                               "percentiles": {"50": 1.5}}))
+    thr = tmp_path / "throughput.json"
+    thr.write_text(json.dumps({"elapsed_time": 10.0, "num_requests": 100, "total_num_tokens": 50000,
+                               "requests_per_second": 10.0, "tokens_per_second": 5000.0}))
+    df = bench.read_vllm_bench([lat, thr])
+    assert list(df.columns) == bench.COLUMNS
+    l_rows = df[df["time_s"] != 10.0]
+    assert list(l_rows["time_s"]) == [1.4, 1.5, 1.6]
+    assert (l_rows["concurrency"] == 8).all() and (l_rows["tokens"] == 8 * 128).all()
+    assert l_rows["tokens_per_s"].iloc[0] == pytest.approx(8 * 128 / 1.4)
+    t_row = df[df["time_s"] == 10.0].iloc[0]
+    assert t_row["tokens"] == 50000 and t_row["tokens_per_s"] == 5000.0
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    with pytest.raises(Exception, match="neither vllm bench latency"):
+        bench.read_vllm_bench([bad])
