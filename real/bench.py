@@ -31,8 +31,22 @@ import pandas as pd
 from real.errors import RealError
 from rlsim.phases import Phase
 
-COLUMNS = ["phase", "engine", "model", "device", "concurrency", "prompt_tokens", "response_tokens", "tokens",
-           "sequences", "repeat", "time_s", "tokens_per_s", "bytes", "provenance"]
+COLUMNS = [
+    "phase",
+    "engine",
+    "model",
+    "device",
+    "concurrency",
+    "prompt_tokens",
+    "response_tokens",
+    "tokens",
+    "sequences",
+    "repeat",
+    "time_s",
+    "tokens_per_s",
+    "bytes",
+    "provenance",
+]
 
 
 def provenance(engine: str, model: str, dtype: str = "float32") -> dict[str, Any]:
@@ -42,8 +56,16 @@ def provenance(engine: str, model: str, dtype: str = "float32") -> dict[str, Any
 
     env = environment()
     version = env.get("vllm") if engine == "vllm" else env.get("transformers")
-    return {"device": env["device"], "engine": engine, "engine_version": version, "torch_version": torch.__version__,
-            "model": model, "dtype": dtype, "date": _dt.date.today().isoformat(), "command": " ".join(sys.argv)}
+    return {
+        "device": env["device"],
+        "engine": engine,
+        "engine_version": version,
+        "torch_version": torch.__version__,
+        "model": model,
+        "dtype": dtype,
+        "date": _dt.date.today().isoformat(),
+        "command": " ".join(sys.argv),
+    }
 
 
 def _timed(fn, repeats: int, warmup: int) -> list[float]:
@@ -69,8 +91,15 @@ def _model(spec: str | None) -> tuple[Path, str]:
     return path, spec or "tiny"
 
 
-def bench_generation(engine_name: str, model: str | None, concurrency: list[int], prompt_tokens: list[int],
-                     response_tokens: list[int], repeats: int = 3, warmup: int = 1) -> pd.DataFrame:
+def bench_generation(
+    engine_name: str,
+    model: str | None,
+    concurrency: list[int],
+    prompt_tokens: list[int],
+    response_tokens: list[int],
+    repeats: int = 3,
+    warmup: int = 1,
+) -> pd.DataFrame:
     import random
 
     from transformers import AutoConfig
@@ -97,10 +126,23 @@ def bench_generation(engine_name: str, model: str | None, concurrency: list[int]
                             raise RuntimeError(f"engine generated {got} tokens, expected {len(prompts) * r}")
 
                     for i, t in enumerate(_timed(run, repeats, warmup)):
-                        rows.append({"phase": Phase.ROLLOUT.value, "engine": engine_name, "model": name,
-                                     "device": prov["device"], "concurrency": c, "prompt_tokens": p,
-                                     "response_tokens": r, "tokens": c * r, "sequences": c, "repeat": i,
-                                     "time_s": t, "tokens_per_s": c * r / t, "bytes": None})
+                        rows.append(
+                            {
+                                "phase": Phase.ROLLOUT.value,
+                                "engine": engine_name,
+                                "model": name,
+                                "device": prov["device"],
+                                "concurrency": c,
+                                "prompt_tokens": p,
+                                "response_tokens": r,
+                                "tokens": c * r,
+                                "sequences": c,
+                                "repeat": i,
+                                "time_s": t,
+                                "tokens_per_s": c * r / t,
+                                "bytes": None,
+                            }
+                        )
     finally:
         engine.close()
     return _frame(rows, prov)
@@ -135,10 +177,23 @@ def bench_train(model: str | None, tokens: list[int], seq_len: int, repeats: int
 
         for phase, fn in ((Phase.TRAIN_ACTOR, step), (Phase.OLD_LOGPROB, forward)):
             for i, t in enumerate(_timed(fn, repeats, warmup)):
-                rows.append({"phase": phase.value, "engine": "torch", "model": name, "device": prov["device"],
-                             "concurrency": n_seq, "prompt_tokens": None, "response_tokens": None,
-                             "tokens": n_seq * seq_len, "sequences": n_seq, "repeat": i, "time_s": t,
-                             "tokens_per_s": n_seq * seq_len / t, "bytes": None})
+                rows.append(
+                    {
+                        "phase": phase.value,
+                        "engine": "torch",
+                        "model": name,
+                        "device": prov["device"],
+                        "concurrency": n_seq,
+                        "prompt_tokens": None,
+                        "response_tokens": None,
+                        "tokens": n_seq * seq_len,
+                        "sequences": n_seq,
+                        "repeat": i,
+                        "time_s": t,
+                        "tokens_per_s": n_seq * seq_len / t,
+                        "bytes": None,
+                    }
+                )
     return _frame(rows, prov)
 
 
@@ -155,9 +210,24 @@ def bench_sync(engine_name: str, model: str | None, repeats: int = 3, warmup: in
         times = _timed(lambda: engine.load_weights(policy), repeats, warmup)
     finally:
         engine.close()
-    rows = [{"phase": Phase.WEIGHT_SYNC.value, "engine": engine_name, "model": name, "device": prov["device"],
-             "concurrency": None, "prompt_tokens": None, "response_tokens": None, "tokens": None, "sequences": None,
-             "repeat": i, "time_s": t, "tokens_per_s": None, "bytes": nbytes} for i, t in enumerate(times)]
+    rows = [
+        {
+            "phase": Phase.WEIGHT_SYNC.value,
+            "engine": engine_name,
+            "model": name,
+            "device": prov["device"],
+            "concurrency": None,
+            "prompt_tokens": None,
+            "response_tokens": None,
+            "tokens": None,
+            "sequences": None,
+            "repeat": i,
+            "time_s": t,
+            "tokens_per_s": None,
+            "bytes": nbytes,
+        }
+        for i, t in enumerate(times)
+    ]
     return _frame(rows, prov)
 
 
@@ -169,11 +239,15 @@ def _frame(rows: list[dict[str, Any]], prov: dict[str, Any]) -> pd.DataFrame:
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
     """Mean, standard deviation and count over repeats of each configuration."""
-    keys = [c for c in ("phase", "engine", "model", "concurrency", "prompt_tokens", "response_tokens", "tokens")
-            if c in df]
+    keys = [
+        c for c in ("phase", "engine", "model", "concurrency", "prompt_tokens", "response_tokens", "tokens") if c in df
+    ]
     g = df.groupby(keys, dropna=False)
-    out = g["time_s"].agg(["mean", "std", "count"]).rename(columns={"mean": "time_s", "std": "time_s_std",
-                                                                   "count": "repeats"})
+    out = (
+        g["time_s"]
+        .agg(["mean", "std", "count"])
+        .rename(columns={"mean": "time_s", "std": "time_s_std", "count": "repeats"})
+    )
     out["tokens_per_s"] = g["tokens_per_s"].mean()
     return out.reset_index()
 
@@ -198,25 +272,60 @@ def read_vllm_bench(files: list[Path]) -> pd.DataFrame:
             raise RealError(f"{f}: not JSON ({exc.msg} at line {exc.lineno})") from None
         hint = {k: int(v) for k, v in re.findall(r"(bs|in|out)(\d+)", f.stem)}
         bs, p, r = hint.get("bs"), hint.get("in"), hint.get("out")
-        prov = json.dumps({"device": data.get("device", "unknown"), "engine": "vllm", "engine_version":
-                           data.get("vllm_version"), "torch_version": None, "model": data.get("model", "unknown"),
-                           "dtype": data.get("dtype"), "date": None, "command": f"vllm bench ({f.name})"})
+        prov = json.dumps(
+            {
+                "device": data.get("device", "unknown"),
+                "engine": "vllm",
+                "engine_version": data.get("vllm_version"),
+                "torch_version": None,
+                "model": data.get("model", "unknown"),
+                "dtype": data.get("dtype"),
+                "date": None,
+                "command": f"vllm bench ({f.name})",
+            }
+        )
         if "latencies" in data or "avg_latency" in data:
             for i, t in enumerate(data.get("latencies") or [data["avg_latency"]]):
-                rows.append({"phase": Phase.ROLLOUT.value, "engine": "vllm", "model": data.get("model", "unknown"),
-                             "device": data.get("device", "unknown"), "concurrency": bs, "prompt_tokens": p,
-                             "response_tokens": r, "tokens": bs * r if bs and r else None, "sequences": bs,
-                             "repeat": i, "time_s": float(t),
-                             "tokens_per_s": bs * r / float(t) if bs and r else None, "bytes": None,
-                             "provenance": prov})
+                rows.append(
+                    {
+                        "phase": Phase.ROLLOUT.value,
+                        "engine": "vllm",
+                        "model": data.get("model", "unknown"),
+                        "device": data.get("device", "unknown"),
+                        "concurrency": bs,
+                        "prompt_tokens": p,
+                        "response_tokens": r,
+                        "tokens": bs * r if bs and r else None,
+                        "sequences": bs,
+                        "repeat": i,
+                        "time_s": float(t),
+                        "tokens_per_s": bs * r / float(t) if bs and r else None,
+                        "bytes": None,
+                        "provenance": prov,
+                    }
+                )
         elif "elapsed_time" in data:
             n = data.get("num_requests")
-            rows.append({"phase": Phase.ROLLOUT.value, "engine": "vllm", "model": data.get("model", "unknown"),
-                         "device": data.get("device", "unknown"), "concurrency": bs or n, "prompt_tokens": p,
-                         "response_tokens": r, "tokens": data.get("total_num_tokens"), "sequences": n, "repeat": 0,
-                         "time_s": float(data["elapsed_time"]), "tokens_per_s": data.get("tokens_per_second"),
-                         "bytes": None, "provenance": prov})
+            rows.append(
+                {
+                    "phase": Phase.ROLLOUT.value,
+                    "engine": "vllm",
+                    "model": data.get("model", "unknown"),
+                    "device": data.get("device", "unknown"),
+                    "concurrency": bs or n,
+                    "prompt_tokens": p,
+                    "response_tokens": r,
+                    "tokens": data.get("total_num_tokens"),
+                    "sequences": n,
+                    "repeat": 0,
+                    "time_s": float(data["elapsed_time"]),
+                    "tokens_per_s": data.get("tokens_per_second"),
+                    "bytes": None,
+                    "provenance": prov,
+                }
+            )
         else:
-            raise RealError(f"{f}: neither vllm bench latency (latencies, avg_latency) nor throughput "
-                            "(elapsed_time) JSON")
+            raise RealError(
+                f"{f}: neither vllm bench latency (latencies, avg_latency) nor throughput (elapsed_time) JSON"
+            )
     return pd.DataFrame(rows, columns=COLUMNS)

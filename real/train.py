@@ -86,19 +86,34 @@ class TrainConfig:
             raise RealError(f"--algo {self.algo!r} is not one of grpo, ppo")
         if self.lr_rule not in ("sqrt", "linear", "none"):
             raise RealError(f"--lr-rule {self.lr_rule!r} is not one of sqrt, linear, none")
-        for name in ("prompts_per_step", "group_size", "max_steps", "mini_batches", "epochs", "micro_batches",
-                     "max_new_tokens", "eval_every", "eval_size", "checkpoint_every", "train_size"):
+        for name in (
+            "prompts_per_step",
+            "group_size",
+            "max_steps",
+            "mini_batches",
+            "epochs",
+            "micro_batches",
+            "max_new_tokens",
+            "eval_every",
+            "eval_size",
+            "checkpoint_every",
+            "train_size",
+        ):
             if getattr(self, name) < 1:
                 raise RealError(f"--{name.replace('_', '-')} ({getattr(self, name)}) must be at least 1")
         if self.algo == "grpo" and self.group_size < 2:
             raise RealError(f"--group-size ({self.group_size}) must be at least 2 for grpo")
         if self.batch % self.mini_batches:
-            raise RealError(f"the batch P x G = {self.batch} is not divisible into --mini-batches "
-                            f"{self.mini_batches}; choose a divisor of {self.batch}")
+            raise RealError(
+                f"the batch P x G = {self.batch} is not divisible into --mini-batches "
+                f"{self.mini_batches}; choose a divisor of {self.batch}"
+            )
         mini = self.batch // self.mini_batches
         if mini % self.micro_batches:
-            raise RealError(f"a mini-batch of {mini} responses is not divisible into --micro-batches "
-                            f"{self.micro_batches}; choose a divisor of {mini}")
+            raise RealError(
+                f"a mini-batch of {mini} responses is not divisible into --micro-batches "
+                f"{self.micro_batches}; choose a divisor of {mini}"
+            )
 
 
 def model_cache_dir() -> Path:
@@ -109,9 +124,13 @@ def model_cache_dir() -> Path:
 def environment() -> dict[str, Any]:
     import torch
 
-    env = {"python": platform.python_version(), "platform": platform.platform(), "torch": torch.__version__,
-           "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"cpu ({os.cpu_count()} cores)",
-           "torch_threads": torch.get_num_threads()}
+    env = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"cpu ({os.cpu_count()} cores)",
+        "torch_threads": torch.get_num_threads(),
+    }
     try:
         import transformers
 
@@ -264,8 +283,10 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
         previous = json.loads(config_path.read_text())
         if previous != resolved:
             diff = sorted(k for k in resolved if previous.get(k) != resolved[k])
-            raise RealError(f"{run_dir} holds a run with another configuration ({', '.join(diff)} differ); "
-                            "use a new -o directory or the same options to resume")
+            raise RealError(
+                f"{run_dir} holds a run with another configuration ({', '.join(diff)} differ); "
+                "use a new -o directory or the same options to resume"
+            )
     else:
         config_path.write_text(json.dumps(resolved, indent=2, sort_keys=True) + "\n")
     (run_dir / "environment.json").write_text(json.dumps(environment(), indent=2, sort_keys=True) + "\n")
@@ -319,11 +340,20 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
         return sum(task.is_correct(e, t) for e, t in zip(eval_split, texts)) / len(eval_split)
 
     def checkpoint(step: int) -> None:
-        _save_checkpoint(run_dir, {
-            "step": step, "wall_s": wall_s, "eval_metric": last_eval, "policy": policy.state_dict(),
-            "optimizer": opt.state_dict(), "critic": critic.modules.state_dict() if critic else None,
-            "critic_optimizer": critic_opt.state_dict() if critic_opt else None,
-            "data_rng": data_rng.getstate(), "torch_rng": torch.get_rng_state()})
+        _save_checkpoint(
+            run_dir,
+            {
+                "step": step,
+                "wall_s": wall_s,
+                "eval_metric": last_eval,
+                "policy": policy.state_dict(),
+                "optimizer": opt.state_dict(),
+                "critic": critic.modules.state_dict() if critic else None,
+                "critic_optimizer": critic_opt.state_dict() if critic_opt else None,
+                "data_rng": data_rng.getstate(),
+                "torch_rng": torch.get_rng_state(),
+            },
+        )
 
     initial_eval = None
     if start_step == 1:
@@ -336,8 +366,9 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
             examples = [train_split[data_rng.randrange(len(train_split))] for _ in range(cfg.prompts_per_step)]
             prompts = [encode(e.prompt) for e in examples]
             with phase_timer(Phase.ROLLOUT, timing):
-                groups = engine.generate(prompts, cfg.group_size, cfg.max_new_tokens, cfg.temperature,
-                                         seed=cfg.seed * 100_003 + step)
+                groups = engine.generate(
+                    prompts, cfg.group_size, cfg.max_new_tokens, cfg.temperature, seed=cfg.seed * 100_003 + step
+                )
             flat_prompts = [p for p in prompts for _ in range(cfg.group_size)]
             completions = [c for g in groups for c in g]
             flat_examples = [e for e in examples for _ in range(cfg.group_size)]
@@ -370,8 +401,9 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
             extra.update(stats)
             if critic is not None:
                 with phase_timer(Phase.TRAIN_CRITIC, timing):
-                    extra["value_loss"] = _update_critic(cfg, critic, critic_opt, ids, attn, mask, positions,
-                                                         old_values, returns)
+                    extra["value_loss"] = _update_critic(
+                        cfg, critic, critic_opt, ids, attn, mask, positions, old_values, returns
+                    )
             with phase_timer(Phase.WEIGHT_SYNC, timing):
                 engine.load_weights(policy)
             wall_s += time.perf_counter() - t_start
@@ -380,12 +412,22 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
                 with phase_timer(Phase.EVAL, timing):
                     eval_metric = last_eval = evaluate()
             record = {
-                "schema_version": SCHEMA_VERSION, "run_id": run_id, "step": step,
-                "cumulative_samples": step * cfg.batch, "prompts": cfg.prompts_per_step, "responses": cfg.batch,
+                "schema_version": SCHEMA_VERSION,
+                "run_id": run_id,
+                "step": step,
+                "cumulative_samples": step * cfg.batch,
+                "prompts": cfg.prompts_per_step,
+                "responses": cfg.batch,
                 "prompt_tokens": int(sum(len(p) for p in flat_prompts)),
-                "response_tokens": int(sum(len(c) for c in completions)), "lr": lr,
-                "reward_mean": float(rewards.mean()), "eval_metric": eval_metric, "wall_s": wall_s,
-                "timing_s": timing, "algo": cfg.algo, "engine": cfg.engine, "group_size": cfg.group_size,
+                "response_tokens": int(sum(len(c) for c in completions)),
+                "lr": lr,
+                "reward_mean": float(rewards.mean()),
+                "eval_metric": eval_metric,
+                "wall_s": wall_s,
+                "timing_s": timing,
+                "algo": cfg.algo,
+                "engine": cfg.engine,
+                "group_size": cfg.group_size,
                 "accuracy_train": float(np.mean([task.is_correct(e, t) for e, t in zip(flat_examples, texts)])),
                 **extra,
             }
@@ -424,10 +466,10 @@ def _update_actor(cfg, policy, opt, ids, attn, targets, mask, positions, old_lp,
     for epoch in range(cfg.epochs):
         order = torch.randperm(n, generator=gen)
         for m in range(cfg.mini_batches):
-            idx = order[m * mini:(m + 1) * mini]
+            idx = order[m * mini : (m + 1) * mini]
             opt.zero_grad(set_to_none=True)
             for u in range(cfg.micro_batches):
-                j = idx[u * micro:(u + 1) * micro]
+                j = idx[u * micro : (u + 1) * micro]
                 lp = _completion_logprobs(policy, ids[j], attn[j], targets[j], positions[j])
                 loss, clip_frac = algos.clipped_policy_loss(lp, old_lp[j], adv[j], mask[j], cfg.clip)
                 if ref_lp is not None:
@@ -460,7 +502,7 @@ def _update_critic(cfg, critic, opt, ids, attn, mask, positions, old_values, ret
     for _ in range(cfg.epochs):
         order = torch.randperm(n)
         for m in range(cfg.mini_batches):
-            j = order[m * mini:(m + 1) * mini]
+            j = order[m * mini : (m + 1) * mini]
             opt.zero_grad(set_to_none=True)
             v = critic.values(ids[j], attn[j], positions[j])
             loss = algos.value_loss(v, old_values[j], returns[j], mask[j], cfg.value_clip)

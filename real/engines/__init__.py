@@ -21,8 +21,14 @@ class Engine(Protocol):
     name: str
 
     def generate(
-        self, prompts: list[list[int]], n: int, max_new_tokens: int, temperature: float, seed: int,
-        greedy: bool = False, ignore_eos: bool = False,
+        self,
+        prompts: list[list[int]],
+        n: int,
+        max_new_tokens: int,
+        temperature: float,
+        seed: int,
+        greedy: bool = False,
+        ignore_eos: bool = False,
     ) -> list[list[list[int]]]: ...
 
     def load_weights(self, model: Any) -> None: ...

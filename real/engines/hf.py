@@ -28,8 +28,14 @@ class HFEngine:
             self.model.load_state_dict(model.state_dict())
 
     def generate(
-        self, prompts: list[list[int]], n: int, max_new_tokens: int, temperature: float, seed: int,
-        greedy: bool = False, ignore_eos: bool = False,
+        self,
+        prompts: list[list[int]],
+        n: int,
+        max_new_tokens: int,
+        temperature: float,
+        seed: int,
+        greedy: bool = False,
+        ignore_eos: bool = False,
     ) -> list[list[list[int]]]:
         import torch
 
@@ -37,23 +43,29 @@ class HFEngine:
         ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
         attn = torch.zeros((len(prompts), width), dtype=torch.long)
         for i, p in enumerate(prompts):  # left padding: every prompt ends where generation starts
-            ids[i, width - len(p):] = torch.tensor(p)
-            attn[i, width - len(p):] = 1
+            ids[i, width - len(p) :] = torch.tensor(p)
+            attn[i, width - len(p) :] = 1
         torch.manual_seed(seed)
         with torch.no_grad():
             out = self.model.generate(
-                input_ids=ids.to(self.device), attention_mask=attn.to(self.device),
-                do_sample=not greedy, temperature=None if greedy else temperature, top_k=None if greedy else 0,
-                top_p=None if greedy else 1.0, num_return_sequences=1 if greedy else n,
-                max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens if ignore_eos else None,
-                eos_token_id=self.eos_id, pad_token_id=self.pad_id,
+                input_ids=ids.to(self.device),
+                attention_mask=attn.to(self.device),
+                do_sample=not greedy,
+                temperature=None if greedy else temperature,
+                top_k=None if greedy else 0,
+                top_p=None if greedy else 1.0,
+                num_return_sequences=1 if greedy else n,
+                max_new_tokens=max_new_tokens,
+                min_new_tokens=max_new_tokens if ignore_eos else None,
+                eos_token_id=self.eos_id,
+                pad_token_id=self.pad_id,
             )
         gen = out[:, width:].tolist()
         per_prompt = 1 if greedy else n
         result = []
         for i in range(len(prompts)):
             group = []
-            for row in gen[i * per_prompt:(i + 1) * per_prompt]:
+            for row in gen[i * per_prompt : (i + 1) * per_prompt]:
                 seq = []
                 for tok in row:
                     seq.append(tok)

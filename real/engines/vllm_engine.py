@@ -22,8 +22,13 @@ class VLLMEngine:
     name = "vllm"
 
     def __init__(
-        self, model_dir: Path, dtype: str = "float32", max_model_len: int = 256, seed: int = 0,
-        gpu_memory_utilization: float = 0.3, **_: Any,
+        self,
+        model_dir: Path,
+        dtype: str = "float32",
+        max_model_len: int = 256,
+        seed: int = 0,
+        gpu_memory_utilization: float = 0.3,
+        **_: Any,
     ) -> None:
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
@@ -35,8 +40,9 @@ class VLLMEngine:
         kwargs: dict[str, Any] = {}
         if self.on_gpu:
             kwargs.update(enable_sleep_mode=True, gpu_memory_utilization=gpu_memory_utilization)
-        self.llm = LLM(model=str(model_dir), dtype=dtype, max_model_len=max_model_len, enforce_eager=True, seed=seed,
-                       **kwargs)
+        self.llm = LLM(
+            model=str(model_dir), dtype=dtype, max_model_len=max_model_len, enforce_eager=True, seed=seed, **kwargs
+        )
         self.eos_id = AutoTokenizer.from_pretrained(model_dir).eos_token_id
         self.asleep = False
 
@@ -60,8 +66,14 @@ class VLLMEngine:
         self.llm.reset_prefix_cache()
 
     def generate(
-        self, prompts: list[list[int]], n: int, max_new_tokens: int, temperature: float, seed: int,
-        greedy: bool = False, ignore_eos: bool = False,
+        self,
+        prompts: list[list[int]],
+        n: int,
+        max_new_tokens: int,
+        temperature: float,
+        seed: int,
+        greedy: bool = False,
+        ignore_eos: bool = False,
     ) -> list[list[list[int]]]:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
@@ -72,14 +84,22 @@ class VLLMEngine:
         for i, p in enumerate(prompts):
             for j in range(per_prompt):
                 requests.append(TokensPrompt(prompt_token_ids=list(p)))
-                params.append(SamplingParams(
-                    n=1, temperature=0.0 if greedy else temperature, top_p=1.0, top_k=0 if not greedy else -1,
-                    max_tokens=max_new_tokens, seed=(seed * 1_000_003 + i * per_prompt + j) % (2**31),
-                    stop_token_ids=[] if ignore_eos else [self.eos_id], ignore_eos=ignore_eos, detokenize=False,
-                ))
+                params.append(
+                    SamplingParams(
+                        n=1,
+                        temperature=0.0 if greedy else temperature,
+                        top_p=1.0,
+                        top_k=0 if not greedy else -1,
+                        max_tokens=max_new_tokens,
+                        seed=(seed * 1_000_003 + i * per_prompt + j) % (2**31),
+                        stop_token_ids=[] if ignore_eos else [self.eos_id],
+                        ignore_eos=ignore_eos,
+                        detokenize=False,
+                    )
+                )
         outputs = self.llm.generate(requests, params, use_tqdm=False)
         flat = [list(o.outputs[0].token_ids) for o in outputs]
-        grouped = [flat[i * per_prompt:(i + 1) * per_prompt] for i in range(len(prompts))]
+        grouped = [flat[i * per_prompt : (i + 1) * per_prompt] for i in range(len(prompts))]
         return [g * n for g in grouped] if greedy else grouped
 
     def close(self) -> None:

@@ -44,26 +44,54 @@ def test_train_and_sync_benches():
 
 def test_cli_bench_writes_tidy_tables(tmp_path):
     out = tmp_path / "b"
-    proc = subprocess.run([sys.executable, "-m", "real.cli", "bench", "generation", "--concurrency", "1,2",
-                           "--response-tokens", "8", "--repeats", "2", "-o", str(out)], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "real.cli",
+            "bench",
+            "generation",
+            "--concurrency",
+            "1,2",
+            "--response-tokens",
+            "8",
+            "--repeats",
+            "2",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     csv, parquet = pd.read_csv(out / "bench.csv"), pd.read_parquet(out / "bench.parquet")
     assert len(csv) == len(parquet) == 4
     assert list(csv.columns) == bench.COLUMNS
     assert json.loads((out / "provenance.json").read_text())[0]["engine"] == "hf"
-    bad = subprocess.run([sys.executable, "-m", "real.cli", "bench", "generation", "--concurrency", "0,x"],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "real.cli", "bench", "generation", "--concurrency", "0,x"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "--concurrency" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_read_vllm_bench_json(tmp_path):
     lat = tmp_path / "latency_bs8_in32_out128.json"
-    lat.write_text(json.dumps({"avg_latency": 1.5, "latencies": [1.4, 1.5, 1.6],
-                               "percentiles": {"50": 1.5}}))
+    lat.write_text(json.dumps({"avg_latency": 1.5, "latencies": [1.4, 1.5, 1.6], "percentiles": {"50": 1.5}}))
     thr = tmp_path / "throughput.json"
-    thr.write_text(json.dumps({"elapsed_time": 10.0, "num_requests": 100, "total_num_tokens": 50000,
-                               "requests_per_second": 10.0, "tokens_per_second": 5000.0}))
+    thr.write_text(
+        json.dumps(
+            {
+                "elapsed_time": 10.0,
+                "num_requests": 100,
+                "total_num_tokens": 50000,
+                "requests_per_second": 10.0,
+                "tokens_per_second": 5000.0,
+            }
+        )
+    )
     df = bench.read_vllm_bench([lat, thr])
     assert list(df.columns) == bench.COLUMNS
     l_rows = df[df["time_s"] != 10.0]

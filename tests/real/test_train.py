@@ -26,8 +26,18 @@ def _log(run_dir):
 def test_grpo_hf_raises_eval_accuracy(tmp_path):
     """GRPO from a random tiny model on the held-out split of a task: eval accuracy clearly above its start,
     within a 150 s budget (stops at the target 0.9 when reached sooner)."""
-    cfg = TrainConfig(task="parity:length=3", algo="grpo", engine="hf", prompts_per_step=16, group_size=8,
-                      max_steps=200, eval_every=10, max_new_tokens=2, max_time_s=150, target=0.9)
+    cfg = TrainConfig(
+        task="parity:length=3",
+        algo="grpo",
+        engine="hf",
+        prompts_per_step=16,
+        group_size=8,
+        max_steps=200,
+        eval_every=10,
+        max_new_tokens=2,
+        max_time_s=150,
+        target=0.9,
+    )
     summary = train(cfg, tmp_path / "run")
     log = _log(tmp_path / "run")
     start = log[0]["eval_metric_initial"]
@@ -51,8 +61,17 @@ def test_grpo_hf_raises_eval_accuracy(tmp_path):
 def test_ppo_value_loss_falls(tmp_path):
     """PPO learns the task, and its critic catches up: the value loss peaks while the returns move (the policy is
     learning) and falls as the critic fits them."""
-    cfg = TrainConfig(task="parity:length=3", algo="ppo", engine="hf", prompts_per_step=16, group_size=4,
-                      max_steps=60, eval_every=20, max_new_tokens=2, epochs=2)
+    cfg = TrainConfig(
+        task="parity:length=3",
+        algo="ppo",
+        engine="hf",
+        prompts_per_step=16,
+        group_size=4,
+        max_steps=60,
+        eval_every=20,
+        max_new_tokens=2,
+        epochs=2,
+    )
     summary = train(cfg, tmp_path / "ppo")
     log = _log(tmp_path / "ppo")
     losses = [r["value_loss"] for r in log]
@@ -64,9 +83,26 @@ def test_ppo_value_loss_falls(tmp_path):
 
 def test_kill_mid_step_and_resume(tmp_path):
     run = tmp_path / "run"
-    args = [*CLI, "train", "--task", "reversal:length=3", "--prompts-per-step", "8", "--group-size", "4",
-            "--max-steps", "14", "--checkpoint-every", "3", "--eval-every", "7", "--max-new-tokens", "4",
-            "-o", str(run)]
+    args = [
+        *CLI,
+        "train",
+        "--task",
+        "reversal:length=3",
+        "--prompts-per-step",
+        "8",
+        "--group-size",
+        "4",
+        "--max-steps",
+        "14",
+        "--checkpoint-every",
+        "3",
+        "--eval-every",
+        "7",
+        "--max-new-tokens",
+        "4",
+        "-o",
+        str(run),
+    ]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 240
     while time.time() < deadline:  # wait until steps past a checkpoint are logged, then kill in the middle of one
@@ -99,27 +135,44 @@ def test_kill_mid_step_and_resume(tmp_path):
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path, extra, match):
-    proc = subprocess.run([*CLI, "train", "-o", str(tmp_path / "r"), "--max-steps", "1", *extra],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [*CLI, "train", "-o", str(tmp_path / "r"), "--max-steps", "1", *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("rlsim-real: error:") and match in lines[0], proc.stderr
 
 
 def test_vllm_engine_missing_is_a_clear_error(tmp_path):
-    code = ("import sys, builtins; real_import = builtins.__import__\n"
-            "def imp(name, *a, **k):\n"
-            "    if name == 'vllm' or name.startswith('vllm.'): raise ImportError('no vllm')\n"
-            "    return real_import(name, *a, **k)\n"
-            "builtins.__import__ = imp\n"
-            "from real.cli import main; sys.exit(main(sys.argv[1:]))\n")
-    proc = subprocess.run([sys.executable, "-c", code, "train", "--engine", "vllm", "--max-steps", "1", "-o",
-                           str(tmp_path / "r")], capture_output=True, text=True, timeout=300)
+    code = (
+        "import sys, builtins; real_import = builtins.__import__\n"
+        "def imp(name, *a, **k):\n"
+        "    if name == 'vllm' or name.startswith('vllm.'): raise ImportError('no vllm')\n"
+        "    return real_import(name, *a, **k)\n"
+        "builtins.__import__ = imp\n"
+        "from real.cli import main; sys.exit(main(sys.argv[1:]))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "train", "--engine", "vllm", "--max-steps", "1", "-o", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2
     assert "needs vLLM" in proc.stderr and "pip install vllm" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_help_is_instant_and_imports_no_torch():
-    out = subprocess.run([sys.executable, "-c", "import sys, real.cli; real.cli.build_parser();"
-                          "print('torch' in sys.modules, 'vllm' in sys.modules)"], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, real.cli; real.cli.build_parser();print('torch' in sys.modules, 'vllm' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.stdout.split() == ["False", "False"]

@@ -78,8 +78,16 @@ def test_grpo_loop_runs_a_few_steps_on_vllm(tmp_path, monkeypatch, tiny, engine)
 
     monkeypatch.setattr(engines, "make_engine", lambda name, path, **kw: _Shared(engine))
     monkeypatch.setenv("RLSIM_CACHE_DIR", str(tiny.parent))
-    cfg = TrainConfig(task="addition:digits=1", engine="vllm", prompts_per_step=4, group_size=4, max_steps=3,
-                      eval_every=3, max_new_tokens=3, eval_size=16)
+    cfg = TrainConfig(
+        task="addition:digits=1",
+        engine="vllm",
+        prompts_per_step=4,
+        group_size=4,
+        max_steps=3,
+        eval_every=3,
+        max_new_tokens=3,
+        eval_size=16,
+    )
     train(cfg, tmp_path / "run")
     log = list(read_jsonl(tmp_path / "run" / "runlog.jsonl"))
     assert [r["step"] for r in log] == [1, 2, 3]
