@@ -289,10 +289,10 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
             )
     else:
         config_path.write_text(json.dumps(resolved, indent=2, sort_keys=True) + "\n")
-    (run_dir / "environment.json").write_text(json.dumps(environment(), indent=2, sort_keys=True) + "\n")
-
     torch.manual_seed(cfg.seed)
     model_dir = resolve_model(cfg.model, model_cache_dir())
+    env = {**environment(), "model_dir": str(model_dir)}  # calibrate validate reads the architecture from here
+    (run_dir / "environment.json").write_text(json.dumps(env, indent=2, sort_keys=True) + "\n")
     policy, tok = load_policy(model_dir)
     policy.train()
     pad_id = tok.pad_token_id

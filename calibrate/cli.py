@@ -1,0 +1,167 @@
+"""``rlsim-calibrate``: turn measurements into profiles and check predictions against real runs.
+
+``rlsim-calibrate fit BENCH_TABLE... -o profile.json [--model-dir DIR | --model NAME] [--gpu NAME]``
+``rlsim-calibrate import --format verl|openrlhf|trl|nemo-rl LOG -o runlog.jsonl [--prompts-per-step P
+--group-size G]``
+``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X] [--learning-from RUN_DIR]``
+``rlsim-calibrate loop -o DIR``: the whole loop on this CPU (bench, fit, real GRPO runs at three batch sizes,
+learning model from one, predictions for the others, comparison); it calls ``rlsim-real`` in subprocesses, so
+this package never imports torch.
+
+Bad input prints one line ``rlsim-calibrate: error: ...`` and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from calibrate.errors import CalibrateError
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from calibrate.costfit import fit_profile
+    from calibrate.tables import load_bench_tables, model_spec_from_folder
+
+    table = load_bench_tables(args.tables)
+    if args.model_dir is not None:
+        model = model_spec_from_folder(args.model_dir)
+    elif args.model is not None:
+        model = args.model
+    else:
+        raise CalibrateError("give the benchmarked model: --model-dir FOLDER (a Hugging Face folder) or --model "
+                             "CATALOG_NAME")
+    profile, results = fit_profile(table, model, args.gpu, command=" ".join(sys.argv))
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(profile.dumps() + "\n")
+    print(f"{'phase':<12} {'points':>6} {'held-out MAPE':>13} {'max error':>10}  coefficients (1 sigma)")
+    for r in results:
+        coeffs = ", ".join(f"{k}={v:.4g}±{r.uncertainty.get(k, float('nan')):.2g}" for k, v in r.parameters.items())
+        print(f"{r.phase:<12} {r.held_out['num_points']:>6} {r.held_out['mape'] * 100:>12.1f}% "
+              f"{r.held_out['max_abs_pct_error'] * 100:>9.1f}%  {coeffs}")
+    print(f"\nwrote {args.output}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from calibrate.importers import format_problems, import_log, write_runlog
+
+    result = import_log(args.log, args.format, prompts_per_step=args.prompts_per_step, group_size=args.group_size)
+    write_runlog(result, args.output)
+    print(f"imported {len(result.records)} step(s) from {args.log} into {args.output}")
+    if result.problems:
+        print(format_problems(result), file=sys.stderr)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from calibrate.validate import report_html, validate
+    from rlsim.profile import load_profile
+
+    profile = load_profile(args.profile) if args.profile else None
+    table, details = validate(args.runs, profile, args.target, args.learning_from, args.gpu)
+    out = args.output
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "validation.csv", index=False)
+    (out / "validation.json").write_text(json.dumps(details, indent=2, default=str) + "\n")
+    (out / "report.html").write_text(report_html(table, details, profile))
+    cols = ["run", "responses_per_step", "held_out", "measured_step_time_s", "predicted_step_time_s",
+            "step_time_error", "measured_time_to_target_s", "predicted_time_to_target_s", "time_to_target_error"]
+    print(table[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print("\n" + json.dumps(details["summary"], indent=2))
+    print(f"\nwrote {out}/validation.csv, validation.json, report.html")
+    return 0
+
+
+LOOP_BATCHES = (8, 16, 32)  # prompts per step; G = 8
+
+
+def cmd_loop(args: argparse.Namespace) -> int:
+    """The CPU loop, step by step, each step a command a user could run by hand."""
+    out: Path = args.output
+    out.mkdir(parents=True, exist_ok=True)
+    real = [sys.executable, "-m", "real.cli"]
+    me = [sys.executable, "-m", "calibrate.cli"]
+    t0 = time.perf_counter()
+
+    def run(cmd: list[str]) -> None:
+        print("$ " + " ".join(cmd[2:] if cmd[:2] in (real[:2], me[:2]) else cmd), flush=True)
+        proc = subprocess.run(cmd)
+        if proc.returncode != 0:
+            raise CalibrateError(f"step failed with exit status {proc.returncode}: {' '.join(cmd)}")
+
+    reps = ["--repeats", "3", "--warmup", "2"]
+    run([*real, "bench", "generation", "--concurrency", "1,2,4,8,16,32,64", "--prompt-tokens", "8,24",
+         "--response-tokens", "4,16", *reps, "-o", str(out / "bench" / "generation")])
+    run([*real, "bench", "train", "--tokens", "256,512,1024,2048,4096", "--seq-len", "32", *reps,
+         "-o", str(out / "bench" / "train")])
+    run([*real, "bench", "sync", "--repeats", "5", "-o", str(out / "bench" / "sync")])
+    runs = []
+    for p in LOOP_BATCHES:
+        run_dir = out / "runs" / f"parity_P{p}"
+        runs.append(run_dir)
+        run([*real, "train", "--task", "parity:length=3", "--algo", "grpo", "--engine", "hf",
+             "--prompts-per-step", str(p), "--group-size", "8", "--lr-rule", "sqrt", "--reference-batch", "128",
+             "--micro-batches", "1", "--target", str(args.target), "--max-steps", "300", "--eval-every", "2",
+             "--checkpoint-every", "50", "-o", str(run_dir)])
+    model_dir = json.loads((runs[0] / "environment.json").read_text())["model_dir"]
+    run([*me, "fit", str(out / "bench" / "generation" / "bench.csv"), str(out / "bench" / "train" / "bench.csv"),
+         str(out / "bench" / "sync" / "bench.csv"), "--model-dir", model_dir, "-o", str(out / "profile.json")])
+    run([*me, "validate", "--profile", str(out / "profile.json"), *map(str, runs), "--target", str(args.target),
+         "--learning-from", str(runs[1]), "-o", str(out / "validation")])
+    print(f"\nthe loop took {time.perf_counter() - t0:.0f} s; report: {out / 'validation' / 'report.html'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlsim-calibrate", description="fit profiles and validate predictions")
+    sub = parser.add_subparsers(dest="command", required=True)
+    fit = sub.add_parser("fit", help="fit each phase's cost model from bench tables into a profile")
+    fit.add_argument("tables", type=Path, nargs="+", help="bench.csv / bench.parquet from rlsim-real bench")
+    fit.add_argument("--model-dir", type=Path, help="the benchmarked Hugging Face model folder")
+    fit.add_argument("--model", help="or a catalog model name")
+    fit.add_argument("--gpu", help="catalog device the bench ran on (default: guessed from the table's device)")
+    fit.add_argument("-o", "--output", type=Path, required=True, help="profile JSON to write")
+    fit.set_defaults(func=cmd_fit)
+
+    imp = sub.add_parser("import", help="read a framework's per-step metrics into the run-log schema")
+    imp.add_argument("log", type=Path)
+    imp.add_argument("--format", required=True, choices=("verl", "openrlhf", "trl", "nemo-rl"))
+    imp.add_argument("--prompts-per-step", type=int)
+    imp.add_argument("--group-size", type=int)
+    imp.add_argument("-o", "--output", type=Path, required=True, help="runlog.jsonl to write")
+    imp.set_defaults(func=cmd_import)
+
+    val = sub.add_parser("validate", help="predict each run with rlsim and compare with what was measured")
+    val.add_argument("runs", type=Path, nargs="+", help="run directories (runlog.jsonl + config or scenario.yaml)")
+    val.add_argument("--profile", type=Path, help="profile JSON (default: the scenario's roofline coefficients)")
+    val.add_argument("--target", type=float, help="eval metric target for time-to-target")
+    val.add_argument("--learning-from", type=Path, help="run whose curve the learning model is fitted on")
+    val.add_argument("--gpu", help="catalog device of the runs (default: guessed)")
+    val.add_argument("-o", "--output", type=Path, required=True)
+    val.set_defaults(func=cmd_validate)
+
+    loop = sub.add_parser("loop", help="the whole calibrate-and-validate loop on this CPU (about 10 minutes)")
+    loop.add_argument("--target", type=float, default=0.9)
+    loop.add_argument("-o", "--output", type=Path, required=True)
+    loop.set_defaults(func=cmd_loop)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rlsim.errors import RlsimError, one_line
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except RlsimError as exc:
+        print(f"rlsim-calibrate: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

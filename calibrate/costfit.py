@@ -1,0 +1,217 @@
+"""Fitting rlsim's cost model to benchmark tables: the roofline coefficients of each phase, with uncertainty,
+the range fitted over, and the error on held-out points.
+
+The model fitted is rlsim's own (``rlsim.costs.RooflineCostModel`` and, for generation, ``rlsim.engine``), so a
+profile predicts exactly what the simulator will compute. Per phase, the free coefficients are:
+
+* rollout: ``decode_iteration_overhead_s``, ``decode_per_seq_overhead_s``, ``decode_memory_efficiency``,
+  ``prefill_overhead_s``, ``prefill_compute_efficiency``. A bench point (c sequences, p prompt tokens, r
+  response tokens, EOS ignored) is predicted as one replica serving c identical requests
+  (``rlsim.engine.simulate_replica``): one prefill round and r decode iterations.
+* train_actor: ``train_compute_efficiency``, ``train_step_overhead_s`` (one optimizer step on the tokens);
+* old_logprob: ``forward_compute_efficiency``, ``forward_overhead_s`` (one forward pass);
+* weight_sync: ``weight_sync_latency_s`` (the bench moves one model's weights, so only the fixed part is
+  identifiable; the bandwidth term keeps the catalog link and ``link_efficiency``).
+
+Fit: ``scipy.optimize.least_squares`` on log(predicted / measured) over every repeat (relative errors, so small and
+large points weigh alike), coefficients bounded (efficiencies in [1e-6, 1], overheads in [0, 100 s]).
+Uncertainty: one standard deviation from the Jacobian, ``sqrt(diag((J^T J)^-1) * SSR / (n - k))``.
+Held-out error: k-fold cross-validation over configurations (all repeats of a configuration in the same fold,
+k = min(5, configurations)); MAPE and the largest absolute percentage error on the held-out rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from calibrate.errors import CalibrateError
+from calibrate.tables import provenance
+from rlsim import catalog
+from rlsim.costs import RooflineCostModel
+from rlsim.engine import simulate_replica
+from rlsim.profile import PROVENANCE_KEYS, PhaseFit, Profile
+from rlsim.scenario import Costs, Scenario, from_dict
+
+FIT_PARAMS: dict[str, tuple[str, ...]] = {
+    "rollout": ("decode_iteration_overhead_s", "decode_per_seq_overhead_s", "decode_memory_efficiency",
+                "prefill_overhead_s", "prefill_compute_efficiency"),
+    "train_actor": ("train_compute_efficiency", "train_step_overhead_s"),
+    "old_logprob": ("forward_compute_efficiency", "forward_overhead_s"),
+    "weight_sync": ("weight_sync_latency_s",),
+}
+# coefficients a bench cannot see, fixed in a profile: the bench times engine.generate alone (no dispatch), and
+# an in-process engine does not sleep
+FIXED = {"rollout_overhead_s": 0.0, "sleep_wake_overhead_s": 0.0}
+CONFIG_COLUMNS = {"rollout": ["concurrency", "prompt_tokens", "response_tokens"],
+                  "train_actor": ["tokens", "sequences"], "old_logprob": ["tokens", "sequences"],
+                  "weight_sync": ["bytes"]}
+
+
+def guess_gpu(device: str) -> str:
+    """The catalog entry for a bench's device string (``cpu ...`` -> CPU-2core, ``NVIDIA H200`` -> H200)."""
+    d = device.lower()
+    if d.startswith("cpu"):
+        return "CPU-2core"
+    for name in ("H200", "H100", "A100", "B200", "L40S", "MI300X"):
+        if name.lower() in d:
+            return next(g for g in catalog.gpu_names() if g.startswith(name))
+    raise CalibrateError(f"device {device!r} matches no catalog GPU; pass --gpu with one of "
+                         f"{', '.join(catalog.gpu_names())}")
+
+
+def base_scenario(model: dict[str, Any] | str, gpu: str, max_batch: int, max_context: int) -> Scenario:
+    """A one-device, colocated scenario in which bench points are predicted."""
+    return from_dict({
+        "model": model,
+        "hardware": {"gpu": gpu, "num_gpus": 1, "placement": "colocated"},
+        "engine": {"max_num_seqs": int(max(1, max_batch)), "gpu_memory_utilization": 0.9},
+        "workload": {"prompts_per_step": 1, "group_size": 2, "max_prompt_tokens": 16,
+                     "max_response_tokens": int(max(16, max_context)),
+                     "prompt_length": {"dist": "fixed", "tokens": 1}, "response_length": {"dist": "fixed", "tokens": 1}},
+        "schedule": {"mode": "sync-colocated"},
+    })
+
+
+def predict(phase: str, scn: Scenario, costs: Costs, rows: pd.DataFrame) -> np.ndarray:
+    """rlsim's prediction of each row's seconds under ``costs``."""
+    cost = RooflineCostModel.from_scenario(scn, costs)
+    if phase == "rollout":
+        decode, prefill = cost.decode_coefficients(), cost.prefill_coefficients()
+        out = []
+        cache: dict[tuple[int, int, int], float] = {}
+        for c, p, r in rows[["concurrency", "prompt_tokens", "response_tokens"]].astype(int).itertuples(index=False):
+            if (c, p, r) not in cache:
+                res = simulate_replica(np.full(c, p), np.full(c, r), c, scn.kv_capacity_tokens, decode, prefill)
+                cache[(c, p, r)] = res.makespan_s + cost.rollout_overhead_s()
+            out.append(cache[(c, p, r)])
+        return np.array(out)
+    if phase in ("train_actor", "old_logprob"):
+        n_tok = rows["tokens"].to_numpy(float)
+        seqs = rows["sequences"].to_numpy(float)
+        sq = seqs * (n_tok / seqs) ** 2
+        if phase == "train_actor":
+            return np.array([cost.train_s(scn.model, t, s, 1, 1) for t, s in zip(n_tok, sq)])
+        return np.array([cost.forward_s(scn.model, t, s) for t, s in zip(n_tok, sq)])
+    if phase == "weight_sync":
+        return np.full(len(rows), cost.weight_sync_s())
+    raise CalibrateError(f"no cost model for phase {phase!r}")
+
+
+@dataclass(frozen=True)
+class FitResult:
+    phase: str
+    parameters: dict[str, float]
+    uncertainty: dict[str, float]
+    fitted_range: dict[str, tuple[float, float]]
+    held_out: dict[str, Any]
+    in_sample_mape: float
+
+
+def _bounds(name: str) -> tuple[float, float]:
+    return (1e-6, 1.0) if name.endswith("efficiency") else (0.0, 100.0)
+
+
+def _fit(phase: str, scn: Scenario, start: Costs, rows: pd.DataFrame) -> tuple[dict[str, float], dict[str, float]]:
+    names = FIT_PARAMS[phase]
+    measured = rows["time_s"].to_numpy(float)
+    lo, hi = zip(*(_bounds(n) for n in names))
+    x0 = np.clip([getattr(start, n) for n in names], np.array(lo) + 1e-12, hi)
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        costs = dataclasses.replace(start, **dict(zip(names, map(float, x))))
+        return np.log(np.maximum(predict(phase, scn, costs, rows), 1e-12) / measured)
+
+    sol = least_squares(residuals, x0, bounds=(lo, hi), x_scale="jac", diff_step=1e-4, max_nfev=400)
+    params = dict(zip(names, map(float, sol.x)))
+    dof = max(1, len(measured) - len(names))
+    s2 = float(sol.fun @ sol.fun) / dof
+    cov = np.linalg.pinv(sol.jac.T @ sol.jac) * s2
+    # one sigma in the parameters' own units (the residuals are relative, so this is already scaled)
+    sigma = {n: float(np.sqrt(max(cov[i, i], 0.0))) for i, n in enumerate(names)}
+    return params, sigma
+
+
+def _config_key(phase: str, rows: pd.DataFrame) -> pd.Series:
+    return rows[CONFIG_COLUMNS[phase]].astype(str).agg("|".join, axis=1)
+
+
+def fit_phase(phase: str, scn: Scenario, rows: pd.DataFrame, start: Costs | None = None, folds: int = 5) -> FitResult:
+    """Fit one phase's coefficients on ``rows`` and cross-validate them."""
+    start = dataclasses.replace(start or scn.costs, **FIXED)
+    names = FIT_PARAMS[phase]
+    keys = _config_key(phase, rows)
+    configs = sorted(set(keys))
+    need_configs = 1 if phase == "weight_sync" else len(names) + 1
+    if len(configs) < need_configs or len(rows) < len(names) + 1:
+        raise CalibrateError(
+            f"phase {phase}: {len(configs)} distinct configuration(s) and {len(rows)} row(s) for {len(names)} "
+            f"coefficient(s); too few points: benchmark at least {need_configs} configurations "
+            f"({', '.join(CONFIG_COLUMNS[phase])}) with repeats"
+        )
+    params, sigma = _fit(phase, scn, start, rows)
+    fitted = dataclasses.replace(start, **params)
+    in_sample = np.abs(predict(phase, scn, fitted, rows) / rows["time_s"].to_numpy(float) - 1.0)
+    # k-fold over configurations (or over rows when a phase has one configuration)
+    groups = keys if len(configs) > 1 else pd.Series(np.arange(len(rows)).astype(str), index=rows.index)
+    uniq = sorted(set(groups))
+    k = min(folds, len(uniq))
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(uniq))
+    errors = np.zeros(len(rows))
+    for f in range(k):
+        held = {uniq[i] for i in order[f::k]}
+        test = groups.isin(held).to_numpy()
+        p_fold, _ = _fit(phase, scn, start, rows[~test])
+        pred = predict(phase, scn, dataclasses.replace(start, **p_fold), rows[test])
+        errors[test] = np.abs(pred / rows["time_s"].to_numpy(float)[test] - 1.0)
+    held_out = {"method": f"kfold-{k} over {'configurations' if len(configs) > 1 else 'repeats'}",
+                "mape": float(errors.mean()), "max_abs_pct_error": float(errors.max()), "num_points": int(len(rows))}
+    return FitResult(phase, params, sigma, _range(phase, rows), held_out, float(in_sample.mean()))
+
+
+def _range(phase: str, rows: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    if phase == "rollout":
+        c = rows["concurrency"].astype(float)
+        ctx_lo = c * rows["prompt_tokens"].astype(float)
+        ctx_hi = c * (rows["prompt_tokens"] + rows["response_tokens"]).astype(float)
+        return {"batch": (float(c.min()), float(c.max())), "context_tokens": (float(ctx_lo.min()), float(ctx_hi.max()))}
+    if phase in ("train_actor", "old_logprob"):
+        return {"tokens_per_gpu": (float(rows["tokens"].min()), float(rows["tokens"].max()))}
+    return {}
+
+
+def fit_profile(table: pd.DataFrame, model: dict[str, Any] | str, gpu: str | None = None,
+                command: str = "") -> tuple[Profile, list[FitResult]]:
+    """Fit every phase present in the table; return the profile and the per-phase results."""
+    prov = provenance(table)
+    gpu = gpu or guess_gpu(str(table["device"].iloc[0]))
+    roll = table[table["phase"] == "rollout"]
+    max_batch = int(roll["concurrency"].max()) if len(roll) else 1
+    max_ctx = int((roll["prompt_tokens"] + roll["response_tokens"]).max()) if len(roll) else 16
+    scn = base_scenario(model, gpu, max_batch, max_ctx)
+    results = []
+    for phase in FIT_PARAMS:
+        rows = table[table["phase"] == phase]
+        if len(rows):
+            results.append(fit_phase(phase, scn, rows.reset_index(drop=True)))
+    if not results:
+        raise CalibrateError("the tables hold no rollout, train_actor, old_logprob or weight_sync rows")
+    full_prov = {k: prov.get(k) for k in PROVENANCE_KEYS}
+    full_prov.update(device=str(table["device"].iloc[0]), gpu_catalog_entry=gpu, model=scn.model.name,
+                     date=full_prov.get("date") or _dt.date.today().isoformat(), command=command or prov.get("command"))
+    phases = {}
+    for r in results:
+        params = dict(r.parameters)
+        if r.phase == "rollout":
+            params["rollout_overhead_s"] = FIXED["rollout_overhead_s"]
+        if r.phase == "weight_sync":
+            params["sleep_wake_overhead_s"] = FIXED["sleep_wake_overhead_s"]
+        phases[r.phase] = PhaseFit("roofline", params, r.uncertainty, r.fitted_range, r.held_out)
+    return Profile(provenance=full_prov, phases=phases), results

@@ -1,0 +1,127 @@
+"""Reading measurements: benchmark tables (from ``rlsim-real bench``) and model folders, with input checks.
+
+A bench table is tidy: one row per measured repeat with at least ``phase``, ``device``, ``time_s`` and the
+configuration columns of that phase (``concurrency``, ``prompt_tokens``, ``response_tokens`` for rollout;
+``tokens``, ``sequences`` for train_actor / old_logprob; ``bytes`` for weight_sync) and a ``provenance`` JSON
+column. Fitting refuses tables it cannot trust: NaN, infinite, zero or negative times, rows of several devices
+mixed in one fit, and phases with too few distinct configurations.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calibrate.errors import CalibrateError
+
+REQUIRED = ("phase", "device", "time_s")
+PHASE_COLUMNS = {
+    "rollout": ("concurrency", "prompt_tokens", "response_tokens"),
+    "train_actor": ("tokens", "sequences"),
+    "old_logprob": ("tokens", "sequences"),
+    "weight_sync": ("bytes",),
+}
+
+
+def load_bench_tables(paths: list[str | Path]) -> pd.DataFrame:
+    """Concatenate CSV/Parquet bench tables and check them (CalibrateError naming file and row on bad input)."""
+    frames = []
+    for p in map(Path, paths):
+        if not p.is_file():
+            raise CalibrateError(f"{p}: no such file; give bench.csv or bench.parquet from rlsim-real bench -o DIR")
+        try:
+            df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+        except Exception as exc:  # noqa: BLE001 - any reader failure is the user's file
+            raise CalibrateError(f"{p}: cannot be read as a table ({type(exc).__name__}: {exc})") from None
+        missing = [c for c in REQUIRED if c not in df]
+        if missing:
+            raise CalibrateError(f"{p}: missing column(s) {', '.join(missing)}; is it a table from rlsim-real bench?")
+        df = df.copy()
+        df["source_file"] = str(p)
+        df["source_row"] = np.arange(len(df)) + 2  # 1-based, after the header line
+        frames.append(df)
+    if not frames:
+        raise CalibrateError("no bench table given; pass one or more bench.csv files")
+    table = pd.concat(frames, ignore_index=True)
+    check_table(table)
+    return table
+
+
+def check_table(table: pd.DataFrame) -> None:
+    t = pd.to_numeric(table["time_s"], errors="coerce")
+    bad = table[~np.isfinite(t) | (t <= 0)]
+    if len(bad):
+        row = bad.iloc[0]
+        raise CalibrateError(
+            f"{row.get('source_file', 'table')}:{row.get('source_row', '?')}: time_s {row['time_s']!r} is NaN, "
+            f"infinite or not positive ({len(bad)} such row(s)); remove them or rerun the benchmark"
+        )
+    devices = sorted(set(table["device"].astype(str)))
+    if len(devices) > 1:
+        raise CalibrateError(f"the tables mix devices ({'; '.join(devices)}); fit one device at a time")
+    unknown = sorted(set(table["phase"]) - set(PHASE_COLUMNS))
+    if unknown:
+        raise CalibrateError(f"unknown phase(s) {', '.join(map(str, unknown))}; bench phases are "
+                             f"{', '.join(PHASE_COLUMNS)}")
+    for phase, cols in PHASE_COLUMNS.items():
+        rows = table[table["phase"] == phase]
+        for c in cols:
+            if len(rows) and (c not in rows or rows[c].isna().any() or (pd.to_numeric(rows[c]) < 0).any()):
+                raise CalibrateError(f"phase {phase}: column {c} is missing, NaN or negative; rerun the benchmark")
+
+
+def provenance(table: pd.DataFrame) -> dict[str, Any]:
+    """The provenance of the table's first row that has one (device, engine, versions, model, dtype, date)."""
+    if "provenance" in table:
+        for value in table["provenance"].dropna():
+            try:
+                return json.loads(value)
+            except (TypeError, json.JSONDecodeError):
+                continue
+    return {"device": str(table["device"].iloc[0])}
+
+
+# ---------------------------------------------------------------------------------------------- models
+
+
+def _safetensors_param_count(path: Path) -> int:
+    """Parameters in a safetensors file, read from its JSON header (no torch needed)."""
+    with open(path, "rb") as fh:
+        (size,) = struct.unpack("<Q", fh.read(8))
+        header = json.loads(fh.read(size))
+    return sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
+
+
+def model_spec_from_folder(folder: str | Path) -> dict[str, Any]:
+    """An rlsim model spec (mapping) from a Hugging Face folder: config.json plus parameter counts."""
+    folder = Path(folder)
+    cfg_path = folder / "config.json"
+    if not cfg_path.is_file():
+        raise CalibrateError(f"model folder {folder} has no config.json")
+    cfg = json.loads(cfg_path.read_text())
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise CalibrateError(f"model folder {folder} has no .safetensors weights to count parameters from")
+    params = sum(_safetensors_param_count(f) for f in files)
+    heads = cfg["num_attention_heads"]
+    dtype = str(cfg.get("dtype") or cfg.get("torch_dtype") or "float32")
+    return {
+        "name": folder.name,
+        "num_layers": cfg["num_hidden_layers"],
+        "hidden_size": cfg["hidden_size"],
+        "num_attention_heads": heads,
+        "num_kv_heads": cfg.get("num_key_value_heads", heads),
+        "head_dim": cfg.get("head_dim") or cfg["hidden_size"] // heads,
+        "vocab_size": cfg["vocab_size"],
+        "intermediate_size": cfg.get("intermediate_size", 0),
+        "num_params": float(params),
+        "num_active_params": float(params),
+        "dtype": dtype,
+        "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", False)),
+    }
