@@ -33,16 +33,19 @@ def cmd_fit(args: argparse.Namespace) -> int:
     elif args.model is not None:
         model = args.model
     else:
-        raise CalibrateError("give the benchmarked model: --model-dir FOLDER (a Hugging Face folder) or --model "
-                             "CATALOG_NAME")
+        raise CalibrateError(
+            "give the benchmarked model: --model-dir FOLDER (a Hugging Face folder) or --model CATALOG_NAME"
+        )
     profile, results = fit_profile(table, model, args.gpu, command=" ".join(sys.argv))
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(profile.dumps() + "\n")
     print(f"{'phase':<12} {'points':>6} {'held-out MAPE':>13} {'max error':>10}  coefficients (1 sigma)")
     for r in results:
         coeffs = ", ".join(f"{k}={v:.4g}±{r.uncertainty.get(k, float('nan')):.2g}" for k, v in r.parameters.items())
-        print(f"{r.phase:<12} {r.held_out['num_points']:>6} {r.held_out['mape'] * 100:>12.1f}% "
-              f"{r.held_out['max_abs_pct_error'] * 100:>9.1f}%  {coeffs}")
+        print(
+            f"{r.phase:<12} {r.held_out['num_points']:>6} {r.held_out['mape'] * 100:>12.1f}% "
+            f"{r.held_out['max_abs_pct_error'] * 100:>9.1f}%  {coeffs}"
+        )
     print(f"\nwrote {args.output}")
     return 0
 
@@ -69,8 +72,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     table.to_csv(out / "validation.csv", index=False)
     (out / "validation.json").write_text(json.dumps(details, indent=2, default=str) + "\n")
     (out / "report.html").write_text(report_html(table, details, profile))
-    cols = ["run", "responses_per_step", "held_out", "measured_step_time_s", "predicted_step_time_s",
-            "step_time_error", "measured_time_to_target_s", "predicted_time_to_target_s", "time_to_target_error"]
+    cols = [
+        "run",
+        "responses_per_step",
+        "held_out",
+        "measured_step_time_s",
+        "predicted_step_time_s",
+        "step_time_error",
+        "measured_time_to_target_s",
+        "predicted_time_to_target_s",
+        "time_to_target_error",
+    ]
     print(table[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print("\n" + json.dumps(details["summary"], indent=2))
     print(f"\nwrote {out}/validation.csv, validation.json, report.html")
@@ -95,24 +107,102 @@ def cmd_loop(args: argparse.Namespace) -> int:
             raise CalibrateError(f"step failed with exit status {proc.returncode}: {' '.join(cmd)}")
 
     reps = ["--repeats", "3", "--warmup", "2"]
-    run([*real, "bench", "generation", "--concurrency", "1,2,4,8,16,32,64", "--prompt-tokens", "8,24",
-         "--response-tokens", "4,16", *reps, "-o", str(out / "bench" / "generation")])
-    run([*real, "bench", "train", "--tokens", "256,512,1024,2048,4096", "--seq-len", "32", *reps,
-         "-o", str(out / "bench" / "train")])
+    run(
+        [
+            *real,
+            "bench",
+            "generation",
+            "--concurrency",
+            "1,2,4,8,16,32,64",
+            "--prompt-tokens",
+            "8,24",
+            "--response-tokens",
+            "4,16",
+            *reps,
+            "-o",
+            str(out / "bench" / "generation"),
+        ]
+    )
+    run(
+        [
+            *real,
+            "bench",
+            "train",
+            "--tokens",
+            "256,512,1024,2048,4096",
+            "--seq-len",
+            "32",
+            *reps,
+            "-o",
+            str(out / "bench" / "train"),
+        ]
+    )
     run([*real, "bench", "sync", "--repeats", "5", "-o", str(out / "bench" / "sync")])
     runs = []
     for p in LOOP_BATCHES:
         run_dir = out / "runs" / f"parity_P{p}"
         runs.append(run_dir)
-        run([*real, "train", "--task", "parity:length=3", "--algo", "grpo", "--engine", "hf",
-             "--prompts-per-step", str(p), "--group-size", "8", "--lr-rule", "sqrt", "--reference-batch", "128",
-             "--micro-batches", "1", "--target", str(args.target), "--max-steps", "300", "--eval-every", "2",
-             "--checkpoint-every", "50", "-o", str(run_dir)])
+        run(
+            [
+                *real,
+                "train",
+                "--task",
+                "parity:length=3",
+                "--algo",
+                "grpo",
+                "--engine",
+                "hf",
+                "--prompts-per-step",
+                str(p),
+                "--group-size",
+                "8",
+                "--lr-rule",
+                "sqrt",
+                "--reference-batch",
+                "128",
+                "--micro-batches",
+                "1",
+                "--target",
+                str(args.target),
+                "--max-steps",
+                "300",
+                "--eval-every",
+                "2",
+                "--checkpoint-every",
+                "50",
+                "-o",
+                str(run_dir),
+            ]
+        )
     model_dir = json.loads((runs[0] / "environment.json").read_text())["model_dir"]
-    run([*me, "fit", str(out / "bench" / "generation" / "bench.csv"), str(out / "bench" / "train" / "bench.csv"),
-         str(out / "bench" / "sync" / "bench.csv"), "--model-dir", model_dir, "-o", str(out / "profile.json")])
-    run([*me, "validate", "--profile", str(out / "profile.json"), *map(str, runs), "--target", str(args.target),
-         "--learning-from", str(runs[1]), "-o", str(out / "validation")])
+    run(
+        [
+            *me,
+            "fit",
+            str(out / "bench" / "generation" / "bench.csv"),
+            str(out / "bench" / "train" / "bench.csv"),
+            str(out / "bench" / "sync" / "bench.csv"),
+            "--model-dir",
+            model_dir,
+            "-o",
+            str(out / "profile.json"),
+        ]
+    )
+    run(
+        [
+            *me,
+            "validate",
+            "--profile",
+            str(out / "profile.json"),
+            *map(str, runs),
+            "--target",
+            str(args.target),
+            "--learning-from",
+            str(runs[1]),
+            "-o",
+            str(out / "validation"),
+        ]
+    )
     print(f"\nthe loop took {time.perf_counter() - t0:.0f} s; report: {out / 'validation' / 'report.html'}")
     return 0
 

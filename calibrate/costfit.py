@@ -40,8 +40,13 @@ from rlsim.profile import PROVENANCE_KEYS, PhaseFit, Profile
 from rlsim.scenario import Costs, Scenario, from_dict
 
 FIT_PARAMS: dict[str, tuple[str, ...]] = {
-    "rollout": ("decode_iteration_overhead_s", "decode_per_seq_overhead_s", "decode_memory_efficiency",
-                "prefill_overhead_s", "prefill_compute_efficiency"),
+    "rollout": (
+        "decode_iteration_overhead_s",
+        "decode_per_seq_overhead_s",
+        "decode_memory_efficiency",
+        "prefill_overhead_s",
+        "prefill_compute_efficiency",
+    ),
     "train_actor": ("train_compute_efficiency", "train_step_overhead_s"),
     "old_logprob": ("forward_compute_efficiency", "forward_overhead_s"),
     "weight_sync": ("weight_sync_latency_s",),
@@ -49,9 +54,12 @@ FIT_PARAMS: dict[str, tuple[str, ...]] = {
 # coefficients a bench cannot see, fixed in a profile: the bench times engine.generate alone (no dispatch), and
 # an in-process engine does not sleep
 FIXED = {"rollout_overhead_s": 0.0, "sleep_wake_overhead_s": 0.0}
-CONFIG_COLUMNS = {"rollout": ["concurrency", "prompt_tokens", "response_tokens"],
-                  "train_actor": ["tokens", "sequences"], "old_logprob": ["tokens", "sequences"],
-                  "weight_sync": ["bytes"]}
+CONFIG_COLUMNS = {
+    "rollout": ["concurrency", "prompt_tokens", "response_tokens"],
+    "train_actor": ["tokens", "sequences"],
+    "old_logprob": ["tokens", "sequences"],
+    "weight_sync": ["bytes"],
+}
 
 
 def guess_gpu(device: str) -> str:
@@ -62,21 +70,29 @@ def guess_gpu(device: str) -> str:
     for name in ("H200", "H100", "A100", "B200", "L40S", "MI300X"):
         if name.lower() in d:
             return next(g for g in catalog.gpu_names() if g.startswith(name))
-    raise CalibrateError(f"device {device!r} matches no catalog GPU; pass --gpu with one of "
-                         f"{', '.join(catalog.gpu_names())}")
+    raise CalibrateError(
+        f"device {device!r} matches no catalog GPU; pass --gpu with one of {', '.join(catalog.gpu_names())}"
+    )
 
 
 def base_scenario(model: dict[str, Any] | str, gpu: str, max_batch: int, max_context: int) -> Scenario:
     """A one-device, colocated scenario in which bench points are predicted."""
-    return from_dict({
-        "model": model,
-        "hardware": {"gpu": gpu, "num_gpus": 1, "placement": "colocated"},
-        "engine": {"max_num_seqs": int(max(1, max_batch)), "gpu_memory_utilization": 0.9},
-        "workload": {"prompts_per_step": 1, "group_size": 2, "max_prompt_tokens": 16,
-                     "max_response_tokens": int(max(16, max_context)),
-                     "prompt_length": {"dist": "fixed", "tokens": 1}, "response_length": {"dist": "fixed", "tokens": 1}},
-        "schedule": {"mode": "sync-colocated"},
-    })
+    return from_dict(
+        {
+            "model": model,
+            "hardware": {"gpu": gpu, "num_gpus": 1, "placement": "colocated"},
+            "engine": {"max_num_seqs": int(max(1, max_batch)), "gpu_memory_utilization": 0.9},
+            "workload": {
+                "prompts_per_step": 1,
+                "group_size": 2,
+                "max_prompt_tokens": 16,
+                "max_response_tokens": int(max(16, max_context)),
+                "prompt_length": {"dist": "fixed", "tokens": 1},
+                "response_length": {"dist": "fixed", "tokens": 1},
+            },
+            "schedule": {"mode": "sync-colocated"},
+        }
+    )
 
 
 def predict(phase: str, scn: Scenario, costs: Costs, rows: pd.DataFrame) -> np.ndarray:
@@ -171,8 +187,12 @@ def fit_phase(phase: str, scn: Scenario, rows: pd.DataFrame, start: Costs | None
         p_fold, _ = _fit(phase, scn, start, rows[~test])
         pred = predict(phase, scn, dataclasses.replace(start, **p_fold), rows[test])
         errors[test] = np.abs(pred / rows["time_s"].to_numpy(float)[test] - 1.0)
-    held_out = {"method": f"kfold-{k} over {'configurations' if len(configs) > 1 else 'repeats'}",
-                "mape": float(errors.mean()), "max_abs_pct_error": float(errors.max()), "num_points": int(len(rows))}
+    held_out = {
+        "method": f"kfold-{k} over {'configurations' if len(configs) > 1 else 'repeats'}",
+        "mape": float(errors.mean()),
+        "max_abs_pct_error": float(errors.max()),
+        "num_points": int(len(rows)),
+    }
     return FitResult(phase, params, sigma, _range(phase, rows), held_out, float(in_sample.mean()))
 
 
@@ -187,8 +207,9 @@ def _range(phase: str, rows: pd.DataFrame) -> dict[str, tuple[float, float]]:
     return {}
 
 
-def fit_profile(table: pd.DataFrame, model: dict[str, Any] | str, gpu: str | None = None,
-                command: str = "") -> tuple[Profile, list[FitResult]]:
+def fit_profile(
+    table: pd.DataFrame, model: dict[str, Any] | str, gpu: str | None = None, command: str = ""
+) -> tuple[Profile, list[FitResult]]:
     """Fit every phase present in the table; return the profile and the per-phase results."""
     prov = provenance(table)
     gpu = gpu or guess_gpu(str(table["device"].iloc[0]))
@@ -204,8 +225,13 @@ def fit_profile(table: pd.DataFrame, model: dict[str, Any] | str, gpu: str | Non
     if not results:
         raise CalibrateError("the tables hold no rollout, train_actor, old_logprob or weight_sync rows")
     full_prov = {k: prov.get(k) for k in PROVENANCE_KEYS}
-    full_prov.update(device=str(table["device"].iloc[0]), gpu_catalog_entry=gpu, model=scn.model.name,
-                     date=full_prov.get("date") or _dt.date.today().isoformat(), command=command or prov.get("command"))
+    full_prov.update(
+        device=str(table["device"].iloc[0]),
+        gpu_catalog_entry=gpu,
+        model=scn.model.name,
+        date=full_prov.get("date") or _dt.date.today().isoformat(),
+        command=command or prov.get("command"),
+    )
     phases = {}
     for r in results:
         params = dict(r.parameters)

@@ -67,8 +67,9 @@ def check_table(table: pd.DataFrame) -> None:
         raise CalibrateError(f"the tables mix devices ({'; '.join(devices)}); fit one device at a time")
     unknown = sorted(set(table["phase"]) - set(PHASE_COLUMNS))
     if unknown:
-        raise CalibrateError(f"unknown phase(s) {', '.join(map(str, unknown))}; bench phases are "
-                             f"{', '.join(PHASE_COLUMNS)}")
+        raise CalibrateError(
+            f"unknown phase(s) {', '.join(map(str, unknown))}; bench phases are {', '.join(PHASE_COLUMNS)}"
+        )
     for phase, cols in PHASE_COLUMNS.items():
         rows = table[table["phase"] == phase]
         for c in cols:

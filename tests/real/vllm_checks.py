@@ -1,0 +1,91 @@
+"""Checks of the vLLM engine, run in a fresh process by test_vllm.py (vLLM scans every loaded module when it
+starts, and modules loaded by other tests in the pytest process break that scan). Prints one JSON object."""
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def main() -> None:
+    import torch
+
+    import real.engines as engines
+    from real.engines.hf import HFEngine
+    from real.models import load_policy, resolve_model
+    from real.train import TrainConfig, train
+    from rlsim.runlog import read_jsonl
+
+    cache = Path(os.environ.get("RLSIM_CACHE_DIR") or tempfile.mkdtemp())
+    tiny = resolve_model("tiny", cache)
+    engine = engines.make_engine("vllm", tiny, max_model_len=64)
+    out = {}
+    policy, tok = load_policy(tiny)
+    prompts = [tok(p)["input_ids"] for p in ("12+34=", "r123=", "s321=", "7+8=")]
+    engine.load_weights(policy)
+    before = engine.generate(prompts, 1, 6, 1.0, seed=0, greedy=True)
+    hf = HFEngine(tiny)
+    out["same_as_hf_before"] = before == hf.generate(prompts, 1, 6, 1.0, seed=0, greedy=True)
+    with torch.no_grad():
+        for p in policy.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    engine.load_weights(policy)
+    after = engine.generate(prompts, 1, 6, 1.0, seed=0, greedy=True)
+    out["changed_after_load"] = after != before
+    hf.load_weights(policy)
+    out["same_as_hf_after"] = after == hf.generate(prompts, 1, 6, 1.0, seed=0, greedy=True)
+    engine.load_weights(load_policy(tiny)[0])
+    out["restored"] = engine.generate(prompts, 1, 6, 1.0, seed=0, greedy=True) == before
+
+    one = [tok("12+34=")["input_ids"]]
+    a, b = engine.generate(one, 8, 6, 1.0, seed=1), engine.generate(one, 8, 6, 1.0, seed=1)
+    out["seeded"] = a == b
+    out["n_samples"] = len(a[0])
+    out["distinct_samples"] = len({tuple(x) for x in a[0]})
+    out["fixed_lengths"] = [len(x) for x in engine.generate(one, 2, 5, 1.0, seed=2, ignore_eos=True)[0]]
+
+    class Shared:  # the loop closes its engine; keep this one
+        name = "vllm"
+
+        def __getattr__(self, attr):
+            return getattr(engine, attr)
+
+        def close(self):
+            pass
+
+    engines.make_engine = lambda name, path, **kw: Shared()
+    os.environ["RLSIM_CACHE_DIR"] = str(cache)
+    run = Path(tempfile.mkdtemp()) / "run"
+    train(
+        TrainConfig(
+            task="parity:length=3",
+            engine="vllm",
+            prompts_per_step=4,
+            group_size=4,
+            max_steps=3,
+            eval_every=3,
+            max_new_tokens=2,
+            eval_size=16,
+        ),
+        run,
+    )
+    log = list(read_jsonl(run / "runlog.jsonl"))
+    out["loop_steps"] = [r["step"] for r in log]
+    out["loop_engine"] = sorted({r["engine"] for r in log})
+    out["loop_sync_timed"] = all(r["timing_s"]["weight_sync"] > 0 for r in log)
+
+    if "--bench" in sys.argv:
+        from real import bench
+
+        df = bench.bench_generation("vllm", None, [1, 4, 16], [8], [16], repeats=2, warmup=1)
+        s = bench.summarize(df).set_index("concurrency")["tokens_per_s"]
+        out["bench_tokens_per_s"] = {int(k): float(v) for k, v in s.items()}
+    print("RESULT " + json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
