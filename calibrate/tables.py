@@ -59,7 +59,7 @@ def check_table(table: pd.DataFrame) -> None:
     if len(bad):
         row = bad.iloc[0]
         raise CalibrateError(
-            f"{row.get('source_file', 'table')}:{row.get('source_row', '?')}: time_s {row['time_s']!r} is NaN, "
+            f"{row.get('source_file', 'table')}:{row.get('source_row', '?')}: time_s {str(row['time_s'])!r} is NaN, "
             f"infinite or not positive ({len(bad)} such row(s)); remove them or rerun the benchmark"
         )
     devices = sorted(set(table["device"].astype(str)))
