@@ -19,7 +19,7 @@ Step keys per format are listed in ``_FORMATS``; wandb's ``_step`` is used only 
 their trainer step to wandb (OpenRLHF and TRL call ``wandb.log`` without a step, so there ``_step`` counts log
 calls). If the framework counts steps from 0 (a step-0 row with the step timer), every step is shifted by +1.
 A row at or before step 0 that only holds eval metrics is the evaluation before training: it becomes
-``initial_eval_metric``.
+``initial_eval_metric``, also written into the first record as ``eval_metric_initial`` (as real runs log it).
 
 Mapping per framework (what we read, what it becomes, where the name comes from)
 ---------------------------------------------------------------------------------
@@ -806,6 +806,8 @@ def _records(
             "source_line": g.timer_line or g.line,
             "source_metrics": source_metrics,
         }
+        if not records and result.initial_eval_metric is not None:
+            rec["eval_metric_initial"] = result.initial_eval_metric  # as real runs log it with their first step
         validate_record(rec)
         records.append(rec)
         prev_step = step

@@ -103,7 +103,7 @@ def test_verl_wall_excludes_testing(verl):
             assert rec["eval_metric"] is None
         wall += rec["step_time_s"]
         assert rec["wall_s"] == pytest.approx(wall)
-    assert [r["step"] for r in verl.records if r["eval_metric"] is not None] == [5, 10]
+    assert [r["step"] for r in verl.records if r["eval_metric"] is not None] == [3, 5, 10, 12]
 
 
 def test_verl_testing_outside_step_timer_is_not_subtracted(tmp_path):

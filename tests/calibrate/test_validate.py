@@ -1,0 +1,98 @@
+"""Validation: an imported verl log goes through `validate` (must-show 4), and validation of real-run directories
+compares rlsim's predictions with what was measured."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from calibrate.errors import CalibrateError
+from calibrate.validate import validate
+
+FIXTURES = Path(__file__).with_name("fixtures")
+# what the verl fixture's run is assumed to have run on (the log does not say): one 8 x H100 node, colocated
+VERL_SCENARIO = {
+    "name": "verl_grpo_fixture",
+    "model": "Qwen2.5-7B",
+    "hardware": {"gpu": "H100-SXM", "num_gpus": 8, "placement": "colocated"},
+    "engine": {"tensor_parallel_size": 1, "max_num_seqs": 256, "gpu_memory_utilization": 0.6},
+    "algorithm": {"name": "grpo", "kl_reference": True},
+    "schedule": {"mode": "sync-colocated"},
+}
+
+
+def _import_verl(tmp_path):
+    run = tmp_path / "verl_run"
+    run.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "calibrate.cli", "import", "--format", "verl",
+                           str(FIXTURES / "verl_grpo.jsonl"), "--prompts-per-step", "64", "--group-size", "8",
+                           "-o", str(run / "runlog.jsonl")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "line 9" in proc.stderr and "line 14" in proc.stderr  # the broken lines, reported with reasons
+    (run / "scenario.yaml").write_text(yaml.safe_dump(VERL_SCENARIO))
+    return run
+
+
+def test_verl_log_imports_and_goes_through_validate(tmp_path):
+    run = _import_verl(tmp_path)
+    out = tmp_path / "val"
+    proc = subprocess.run([sys.executable, "-m", "calibrate.cli", "validate", str(run), "--target", "0.6",
+                           "-o", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(out / "validation.csv")
+    row = table.iloc[0]
+    log = [json.loads(x) for x in (run / "runlog.jsonl").read_text().splitlines()]
+    walls = [r["wall_s"] for r in log]
+    measured = (walls[-1] - walls[0]) / (len(walls) - 1)
+    assert row["measured_step_time_s"] == pytest.approx(measured)
+    assert row["predicted_step_time_s"] > 0 and row["measured_s/rollout"] > 0 and row["predicted_s/rollout"] > 0
+    assert row["measured_time_to_target_s"] > 0 and row["predicted_time_to_target_s"] > 0
+    html = (out / "report.html").read_text()
+    assert "Predicted vs measured" in html and "Error summary" in html
+    details = json.loads((out / "validation.json").read_text())
+    assert details["reference_run"] == "verl_run" and details["learning"]["target"] == 0.6
+
+
+def test_validate_refuses_a_directory_without_a_run(tmp_path):
+    with pytest.raises(CalibrateError, match="no runlog.jsonl"):
+        validate([tmp_path], None)
+    (tmp_path / "runlog.jsonl").write_text("")
+    with pytest.raises(CalibrateError, match="validation needs at least 3"):
+        validate([tmp_path], None)
+
+
+@pytest.mark.slow
+def test_real_runs_validate_against_a_profile(tmp_path):
+    """Two short real GRPO runs at two batch sizes, a profile from a short bench, validate: every number present."""
+    pytest.importorskip("torch")
+    real = [sys.executable, "-m", "real.cli"]
+    runs = []
+    for p in (4, 8):
+        run = tmp_path / f"P{p}"
+        subprocess.run([*real, "train", "--task", "parity:length=3", "--prompts-per-step", str(p), "--group-size",
+                        "4", "--micro-batches", "1", "--max-steps", "40", "--eval-every", "2", "--target", "0.8",
+                        "-o", str(run)], check=True, capture_output=True, timeout=600)
+        runs.append(run)
+    bench = tmp_path / "bench"
+    subprocess.run([*real, "bench", "generation", "--concurrency", "1,4,16,32", "--prompt-tokens", "5,9",
+                    "--response-tokens", "2,6", "--repeats", "2", "-o", str(bench / "g")], check=True,
+                   capture_output=True, timeout=600)
+    subprocess.run([*real, "bench", "train", "--tokens", "64,128,256,512", "--seq-len", "8", "--repeats", "2",
+                    "-o", str(bench / "t")], check=True, capture_output=True, timeout=600)
+    model_dir = json.loads((runs[0] / "environment.json").read_text())["model_dir"]
+    me = [sys.executable, "-m", "calibrate.cli"]
+    subprocess.run([*me, "fit", str(bench / "g" / "bench.csv"), str(bench / "t" / "bench.csv"), "--model-dir",
+                    model_dir, "-o", str(tmp_path / "profile.json")], check=True, capture_output=True, timeout=600)
+    proc = subprocess.run([*me, "validate", "--profile", str(tmp_path / "profile.json"), *map(str, runs),
+                           "--target", "0.8", "--learning-from", str(runs[0]), "-o", str(tmp_path / "val")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(tmp_path / "val" / "validation.csv")
+    assert list(table["responses_per_step"]) == [16, 32]
+    assert table["held_out"].tolist() == [False, True]
+    assert table["predicted_step_time_s"].gt(0).all() and table["measured_step_time_s"].gt(0).all()
+    assert table["step_time_error"].abs().max() < 1.0  # same order of magnitude; the CPU loop's note has the numbers
