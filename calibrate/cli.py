@@ -3,7 +3,7 @@
 ``rlsim-calibrate fit BENCH_TABLE... -o profile.json [--model-dir DIR | --model NAME] [--gpu NAME]``
 ``rlsim-calibrate import --format verl|openrlhf|trl|nemo-rl LOG -o runlog.jsonl [--prompts-per-step P
 --group-size G]``
-``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X] [--learning-from RUN_DIR]``
+``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X] [--reference-batch B]``
 ``rlsim-calibrate loop -o DIR``: the whole loop on this CPU (bench, fit, real GRPO runs at three batch sizes,
 learning model from one, predictions for the others, comparison); it calls ``rlsim-real`` in subprocesses, so
 this package never imports torch.
@@ -62,34 +62,26 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from calibrate.validate import report_html, validate
     from rlsim.profile import load_profile
 
     profile = load_profile(args.profile) if args.profile else None
-    table, details = validate(args.runs, profile, args.target, args.learning_from, args.gpu)
+    table, details = validate(args.runs, profile, args.target, args.reference_batch, args.gpu)
     out = args.output
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "validation.csv", index=False)
     (out / "validation.json").write_text(json.dumps(details, indent=2, default=str) + "\n")
     (out / "report.html").write_text(report_html(table, details, profile))
-    cols = [
-        "run",
-        "responses_per_step",
-        "held_out",
-        "measured_step_time_s",
-        "predicted_step_time_s",
-        "step_time_error",
-        "measured_time_to_target_s",
-        "predicted_time_to_target_s",
-        "time_to_target_error",
-    ]
-    print(table[cols].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print(pd.DataFrame(details["by_batch"]).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print("\n" + json.dumps(details["summary"], indent=2))
     print(f"\nwrote {out}/validation.csv, validation.json, report.html")
     return 0
 
 
 LOOP_BATCHES = (8, 16, 32)  # prompts per step; G = 8
+LOOP_SEEDS = (0, 1, 2)  # RL's steps-to-target varies from seed to seed: compare means
 
 
 def cmd_loop(args: argparse.Namespace) -> int:
@@ -107,73 +99,22 @@ def cmd_loop(args: argparse.Namespace) -> int:
             raise CalibrateError(f"step failed with exit status {proc.returncode}: {' '.join(cmd)}")
 
     reps = ["--repeats", "3", "--warmup", "2"]
-    run(
-        [
-            *real,
-            "bench",
-            "generation",
-            "--concurrency",
-            "1,2,4,8,16,32,64",
-            "--prompt-tokens",
-            "8,24",
-            "--response-tokens",
-            "4,16",
-            *reps,
-            "-o",
-            str(out / "bench" / "generation"),
-        ]
-    )
-    run(
-        [
-            *real,
-            "bench",
-            "train",
-            "--tokens",
-            "256,512,1024,2048,4096",
-            "--seq-len",
-            "32",
-            *reps,
-            "-o",
-            str(out / "bench" / "train"),
-        ]
-    )
+    # the grid covers what the runs do: 5-token prompts (3 digits, '=', BOS), 2..8 new tokens, batches of
+    # P x G = 64..256 sequences, and updates on 64..256 sequences of about 12 tokens in 2 micro-batches
+    gen = ["--concurrency", "16,32,64,128,192,256", "--prompt-tokens", "5", "--response-tokens", "2,4,8"]
+    run([*real, "bench", "generation", *gen, *reps, "-o", str(out / "bench" / "generation")])
+    train = ["--tokens", "384,768,1536,2304,3072,4608", "--seq-len", "12", "--micro-batches", "2"]
+    run([*real, "bench", "train", *train, *reps, "-o", str(out / "bench" / "train")])
     run([*real, "bench", "sync", "--repeats", "5", "-o", str(out / "bench" / "sync")])
     runs = []
     for p in LOOP_BATCHES:
-        run_dir = out / "runs" / f"parity_P{p}"
-        runs.append(run_dir)
-        run(
-            [
-                *real,
-                "train",
-                "--task",
-                "parity:length=3",
-                "--algo",
-                "grpo",
-                "--engine",
-                "hf",
-                "--prompts-per-step",
-                str(p),
-                "--group-size",
-                "8",
-                "--lr-rule",
-                "sqrt",
-                "--reference-batch",
-                "128",
-                "--micro-batches",
-                "1",
-                "--target",
-                str(args.target),
-                "--max-steps",
-                "300",
-                "--eval-every",
-                "2",
-                "--checkpoint-every",
-                "50",
-                "-o",
-                str(run_dir),
-            ]
-        )
+        for seed in LOOP_SEEDS:
+            run_dir = out / "runs" / f"parity_P{p}_seed{seed}"
+            runs.append(run_dir)
+            run([*real, "train", "--task", "parity:length=3", "--algo", "grpo", "--engine", "hf",
+                 "--prompts-per-step", str(p), "--group-size", "8", "--lr-rule", "sqrt", "--reference-batch", "128",
+                 "--micro-batches", "2", "--target", str(args.target), "--max-steps", "300", "--eval-every", "2",
+                 "--checkpoint-every", "50", "--seed", str(seed), "-o", str(run_dir)])
     model_dir = json.loads((runs[0] / "environment.json").read_text())["model_dir"]
     run(
         [
@@ -188,21 +129,8 @@ def cmd_loop(args: argparse.Namespace) -> int:
             str(out / "profile.json"),
         ]
     )
-    run(
-        [
-            *me,
-            "validate",
-            "--profile",
-            str(out / "profile.json"),
-            *map(str, runs),
-            "--target",
-            str(args.target),
-            "--learning-from",
-            str(runs[1]),
-            "-o",
-            str(out / "validation"),
-        ]
-    )
+    run([*me, "validate", "--profile", str(out / "profile.json"), *map(str, runs), "--target", str(args.target),
+         "--reference-batch", str(LOOP_BATCHES[1] * 8), "-o", str(out / "validation")])
     print(f"\nthe loop took {time.perf_counter() - t0:.0f} s; report: {out / 'validation' / 'report.html'}")
     return 0
 
@@ -230,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("runs", type=Path, nargs="+", help="run directories (runlog.jsonl + config or scenario.yaml)")
     val.add_argument("--profile", type=Path, help="profile JSON (default: the scenario's roofline coefficients)")
     val.add_argument("--target", type=float, help="eval metric target for time-to-target")
-    val.add_argument("--learning-from", type=Path, help="run whose curve the learning model is fitted on")
+    val.add_argument("--reference-batch", type=int, help="responses per step of the runs the learning model and the "
+                     "run-log costs are fitted on (default: the middle batch size); the others are held out")
     val.add_argument("--gpu", help="catalog device of the runs (default: guessed)")
     val.add_argument("-o", "--output", type=Path, required=True)
     val.set_defaults(func=cmd_validate)

@@ -11,8 +11,11 @@ A run directory holds ``runlog.jsonl`` (the shared schema) and either
 Measured: mean step time (gaps between consecutive ``wall_s``; the first step, which pays warm-ups, is
 excluded), mean seconds per phase, samples/s, and time-to-target (``wall_s`` of the first step whose
 ``eval_metric`` reaches the target). Predicted: the same from ``rlsim.simulate`` with the profile, simulating as
-many steps as the run logged; time-to-target uses the learning model fitted on the reference run (the metric
-curve in samples; batch multiplier invariant unless the profile's learning part says otherwise).
+many steps as the run logged; time-to-target uses the learning model fitted on the reference run: the ScaleRL
+sigmoid of its metric in samples, and for the other batch sizes the critical-batch form with B_crit = B_simple
+estimated from the gradient norms the reference run logged at two batch sizes (invariant when it logged none).
+For ``hf``-engine runs the response length is the mean of each step's longest response: transformers'
+``generate`` keeps every sequence of the batch until the longest ends.
 """
 
 from __future__ import annotations
@@ -59,6 +62,11 @@ def load_run(path: str | Path, gpu: str | None = None) -> Run:
         raise CalibrateError(f"{log}: {len(records)} step(s); validation needs at least 3")
     prompt_len = max(1, round(sum(r["prompt_tokens"] for r in records) / sum(r["responses"] for r in records)))
     resp_len = max(1, round(sum(r["response_tokens"] for r in records) / sum(r["responses"] for r in records)))
+    engine = json.loads((p / "config.json").read_text()).get("engine") if (p / "config.json").is_file() else None
+    if engine == "hf" and all("response_tokens_max" in r for r in records):
+        # transformers' generate keeps the whole batch until its longest response ends (static batching):
+        # every sequence costs as many decode iterations as the longest one
+        resp_len = max(1, round(float(np.mean([r["response_tokens_max"] for r in records]))))
     prompts, responses = int(records[0]["prompts"]), int(records[0]["responses"])
     group = max(1, responses // max(1, prompts))
     workload = {
@@ -125,60 +133,119 @@ def measured(run: Run, target: float | None) -> dict[str, Any]:
     return out
 
 
-def learning_from_run(run: Run, target: float) -> dict[str, Any]:
-    """A learning section fitted on one run: the ScaleRL sigmoid of its eval metric in samples."""
-    from calibrate.learning_fit import fit_sigmoid
+def _curve(runs: list[Run]) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """The mean eval curve of runs of one batch size (metric averaged over runs at each evaluated sample count)
+    and the mean metric before training when logged."""
+    points: dict[float, list[float]] = {}
+    initial = [r.records[0].get("eval_metric_initial") for r in runs]
+    for run in runs:
+        for rec in run.records:
+            if rec["eval_metric"] is not None:
+                points.setdefault(float(rec["cumulative_samples"]), []).append(float(rec["eval_metric"]))
+    xs = np.array(sorted(points))
+    ys = np.array([np.mean(points[x]) for x in xs])
+    known = [v for v in initial if v is not None]
+    return xs, ys, float(np.mean(known)) if known else None
 
-    pts = [(r["cumulative_samples"], r["eval_metric"]) for r in run.records if r["eval_metric"] is not None]
-    initial = run.records[0].get("eval_metric_initial")
-    if initial is not None:
-        pts = [(0.0, float(initial)), *pts]
-    samples = np.array([s for s, _ in pts], dtype=float)
-    metric = np.array([m for _, m in pts], dtype=float)
-    keep = samples > 0
-    fit = fit_sigmoid(samples[keep], metric[keep], r0=float(metric[0]) if initial is not None else None)
+
+def learning_from_runs(runs: list[Run], target: float) -> dict[str, Any]:
+    """A learning section from the runs of the reference batch size.
+
+    The ScaleRL sigmoid is fitted to their mean eval curve in samples, then its scale (mid_samples) is anchored so
+    that it crosses the target at the samples the runs measured (the mean of their interpolated crossings). For
+    other batch sizes: the critical-batch form with B_crit = B_simple from the gradient norms the runs logged at
+    two batch sizes (McCandlish et al. 2018: B_crit ~ B_noise), or invariance when they logged none.
+    """
+    from calibrate.learning_fit import b_simple, fit_sigmoid, samples_to_target
+
+    xs, ys, initial = _curve(runs)
+    fit = fit_sigmoid(xs, ys, r0=initial)
     curve = fit.to_metric_curve()
+    crossings = []
+    for run in runs:
+        pts = [(r["cumulative_samples"], r["eval_metric"]) for r in run.records if r["eval_metric"] is not None]
+        n = samples_to_target(np.array([p[0] for p in pts], float), np.array([p[1] for p in pts], float), target)
+        if n is not None:
+            crossings.append(float(n))
     asymptote = max(curve.asymptote, target + 1e-3)
+    mid = curve.mid_samples
+    if crossings:
+        n_star = float(np.mean(crossings))
+        gain = (target - curve.initial) / (asymptote - curve.initial)
+        mid = n_star * (1.0 / gain - 1.0) ** (1.0 / curve.exponent)  # R(n_star) = target exactly
+    batch_multiplier: dict[str, Any] = {"form": "invariant"}
+    noise_values = []
+    for run in runs:
+        try:
+            value = b_simple(run.records).get("b_simple")
+        except CalibrateError:
+            value = None
+        if value:
+            noise_values.append(float(value))
+    if noise_values:
+        batch_multiplier = {"form": "critical_batch", "critical_batch": float(np.mean(noise_values))}
     return {
-        "metric": {
-            "initial": curve.initial,
-            "asymptote": asymptote,
-            "mid_samples": curve.mid_samples,
-            "exponent": curve.exponent,
-        },
+        "metric": {"initial": curve.initial, "asymptote": asymptote, "mid_samples": mid, "exponent": curve.exponent},
         "target": target,
-        "reference_batch": run.batch,
-        "batch_multiplier": {"form": "invariant"},
+        "reference_batch": runs[0].batch,
+        "batch_multiplier": batch_multiplier,
+        "b_simple": float(np.mean(noise_values)) if noise_values else None,
+        "measured_samples_to_target": crossings,
+        "sigmoid_rmse": fit.rmse,
     }
 
 
-def predicted(run: Run, profile: Profile | None, learning: dict[str, Any] | None) -> dict[str, Any]:
+def costs_from_runs(runs: list[Run]) -> dict[str, float]:
+    """Cost coefficients no microbenchmark measures, read off the reference runs' logs: the reward per sample
+    and the per-step work outside the timed phases (batch assembly, decoding, logging), as rollout_overhead_s."""
+    reward, glue = [], []
+    for run in runs:
+        recs = run.records[1:]
+        reward += [r["timing_s"].get("reward", 0.0) / r["responses"] for r in recs]
+        steps = np.diff([r["wall_s"] for r in run.records])
+        timed = [sum(v for k, v in r["timing_s"].items() if k != "eval") for r in recs]
+        glue += list(np.maximum(0.0, steps - np.array(timed)))
+    return {"reward_s_per_sample": float(np.mean(reward)), "reward_overhead_s": 0.0,
+            "rollout_overhead_s": float(np.mean(glue))}
+
+
+def _with_costs(profile: Profile | None, costs: dict[str, float]) -> Profile | None:
+    if profile is None:
+        return None
+    import dataclasses
+
+    from rlsim.profile import PhaseFit
+
+    phases = dict(profile.phases)
+    roll = phases.get("rollout")
+    if roll is not None:
+        phases["rollout"] = dataclasses.replace(roll, parameters={**roll.parameters,
+                                                                  "rollout_overhead_s": costs["rollout_overhead_s"]})
+    phases["reward"] = PhaseFit("per-sample, from the reference runs", {
+        "reward_s_per_sample": costs["reward_s_per_sample"], "reward_overhead_s": costs["reward_overhead_s"]})
+    return dataclasses.replace(profile, phases=phases)
+
+
+def predicted(run: Run, profile: Profile | None, learning: dict[str, Any] | None,
+              costs: dict[str, float] | None = None) -> dict[str, Any]:
     from rlsim.simulation import simulate
 
     scn = run.scenario
+    over: dict[str, Any] = {}
+    if profile is None and costs:
+        over.update({f"costs.{k}": v for k, v in costs.items()})
     if learning is not None:
-        lr = {**scn.learning.__dict__}
-        lr.pop("metric", None)
-        over = {
-            "learning.metric": learning["metric"],
-            "learning.target": learning["target"],
-            "learning.reference_batch": learning["reference_batch"],
-            "learning.lr_rule": scn.learning.lr_rule,
-            "learning.invariant_rule": scn.learning.lr_rule,
-            "learning.batch_multiplier": learning["batch_multiplier"],
-            "run.until_target": True,
-        }
+        over.update({"learning.metric": learning["metric"], "learning.target": learning["target"],
+                     "learning.reference_batch": learning["reference_batch"], "learning.lr_rule": scn.learning.lr_rule,
+                     "learning.invariant_rule": scn.learning.lr_rule,
+                     "learning.batch_multiplier": learning["batch_multiplier"], "run.until_target": True})
+    if over:
         scn = scn.with_overrides(over)
-    res = simulate(scn, profile=profile)
+    res = simulate(scn, profile=_with_costs(profile, costs) if costs else profile)
     s = res.summary()
-    return {
-        "step_time_s": s["step_time_s"],
-        "samples_per_s": s["samples_per_s"],
-        "phase_time_s": s["phase_time_s"],
-        "time_to_target_s": s.get("time_to_target_s"),
-        "samples_to_target": s.get("samples_to_target"),
-        "warnings": s["warnings"],
-    }
+    return {"step_time_s": s["step_time_s"], "samples_per_s": s["samples_per_s"], "phase_time_s": s["phase_time_s"],
+            "time_to_target_s": s.get("time_to_target_s"), "samples_to_target": s.get("samples_to_target"),
+            "warnings": s["warnings"]}
 
 
 def _err(pred: float | None, meas: float | None) -> float | None:
@@ -191,38 +258,38 @@ def validate(
     run_dirs: list[str | Path],
     profile: Profile | None,
     target: float | None = None,
-    learning_from: str | Path | None = None,
+    reference_batch: int | None = None,
     gpu: str | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Compare each run with its prediction; returns a table (one row per run) and the details."""
+    """Compare each run with its prediction; returns a table (one row per run) and the details.
+
+    The runs at ``reference_batch`` responses per step (default: the middle batch size) provide what the
+    microbenchmarks cannot: the learning model and the reward and untimed per-step costs. The other batch sizes
+    are held out. Time-to-target is compared per batch size, as the mean over its runs (seeds).
+    """
     runs = [load_run(d, gpu) for d in run_dirs]
-    learning = None
-    ref_name = None
-    if target is not None:
-        ref = next((r for r in runs if Path(learning_from or runs[0].path).resolve() == r.path.resolve()), None)
-        if ref is None:
-            ref = load_run(learning_from, gpu)  # type: ignore[arg-type]
-        learning = learning_from_run(ref, target)
-        ref_name = ref.path.name
-    rows, details = [], {"learning": learning, "reference_run": ref_name, "runs": {}}
+    batches = sorted({r.batch for r in runs})
+    ref_batch = reference_batch if reference_batch is not None else batches[len(batches) // 2]
+    refs = [r for r in runs if r.batch == ref_batch]
+    if not refs:
+        raise CalibrateError(f"no run has the reference batch {ref_batch}; batches are {batches}")
+    costs = costs_from_runs(refs) if all(r.kind == "real" for r in refs) else None
+    learning = learning_from_runs(refs, target) if target is not None else None
+    rows, details = [], {"learning": learning, "reference_batch": ref_batch, "costs_from_runs": costs, "runs": {}}
+    cache: dict[int, dict[str, Any]] = {}
     for run in runs:
-        m, p = measured(run, target), predicted(run, profile, learning)
-        row = {
-            "run": run.path.name,
-            "kind": run.kind,
-            "prompts_per_step": run.records[0]["prompts"],
-            "responses_per_step": run.batch,
-            "held_out": run.path.name != ref_name,
-            "measured_step_time_s": m["step_time_s"],
-            "predicted_step_time_s": p["step_time_s"],
-            "step_time_error": _err(p["step_time_s"], m["step_time_s"]),
-            "measured_samples_per_s": m["samples_per_s"],
-            "predicted_samples_per_s": p["samples_per_s"],
-            "throughput_error": _err(p["samples_per_s"], m["samples_per_s"]),
-            "measured_time_to_target_s": m["time_to_target_s"],
-            "predicted_time_to_target_s": p["time_to_target_s"],
-            "time_to_target_error": _err(p["time_to_target_s"], m["time_to_target_s"]),
-        }
+        m = measured(run, target)
+        if run.batch not in cache:
+            cache[run.batch] = predicted(run, profile, learning, costs)
+        p = cache[run.batch]
+        row = {"run": run.path.name, "kind": run.kind, "prompts_per_step": run.records[0]["prompts"],
+               "responses_per_step": run.batch, "held_out": run.batch != ref_batch,
+               "measured_step_time_s": m["step_time_s"], "predicted_step_time_s": p["step_time_s"],
+               "step_time_error": _err(p["step_time_s"], m["step_time_s"]),
+               "measured_samples_per_s": m["samples_per_s"], "predicted_samples_per_s": p["samples_per_s"],
+               "throughput_error": _err(p["samples_per_s"], m["samples_per_s"]),
+               "measured_time_to_target_s": m["time_to_target_s"],
+               "predicted_time_to_target_s": p["time_to_target_s"]}
         for phase in TIMED_PHASES:
             mv, pv = m["phase_time_s"][phase.value], p["phase_time_s"][phase.value]
             if mv > 0 or pv > 0:
@@ -231,16 +298,23 @@ def validate(
         rows.append(row)
         details["runs"][run.path.name] = {"measured": m, "predicted": p}
     table = pd.DataFrame(rows)
-    held = table[table["held_out"]] if table["held_out"].any() else table
+    by_batch = table.groupby("responses_per_step").agg(
+        runs=("run", "count"), held_out=("held_out", "first"),
+        measured_step_time_s=("measured_step_time_s", "mean"), predicted_step_time_s=("predicted_step_time_s", "first"),
+        measured_time_to_target_s=("measured_time_to_target_s", "mean"),
+        predicted_time_to_target_s=("predicted_time_to_target_s", "first")).reset_index()
+    by_batch["step_time_error"] = by_batch["predicted_step_time_s"] / by_batch["measured_step_time_s"] - 1
+    ttt_ratio = by_batch["predicted_time_to_target_s"] / by_batch["measured_time_to_target_s"]
+    by_batch["time_to_target_error"] = ttt_ratio - 1
+    details["by_batch"] = by_batch.to_dict(orient="records")
+    held = by_batch[by_batch["held_out"]] if by_batch["held_out"].any() else by_batch
+    ttt = held["time_to_target_error"].dropna()
     details["summary"] = {
+        "held_out_batches": [int(b) for b in held["responses_per_step"]],
         "mean_abs_step_time_error_held_out": float(held["step_time_error"].abs().mean()),
         "max_abs_step_time_error_held_out": float(held["step_time_error"].abs().max()),
-        "mean_abs_time_to_target_error_held_out": (
-            float(held["time_to_target_error"].abs().mean()) if held["time_to_target_error"].notna().any() else None
-        ),
-        "max_abs_time_to_target_error_held_out": (
-            float(held["time_to_target_error"].abs().max()) if held["time_to_target_error"].notna().any() else None
-        ),
+        "mean_abs_time_to_target_error_held_out": float(ttt.abs().mean()) if len(ttt) else None,
+        "max_abs_time_to_target_error_held_out": float(ttt.abs().max()) if len(ttt) else None,
     }
     return table, details
 

@@ -7,8 +7,9 @@ bench.parquet and provenance.json.
 
 * generation: ``concurrency`` sequences of exactly ``prompt_tokens`` random prompt tokens, each generating
   exactly ``response_tokens`` tokens (EOS ignored), in one batch; time of the whole batch.
-* train: one optimizer step (forward, backward, Adam) on ``tokens`` tokens in sequences of ``seq_len``
-  (phase ``train_actor``), and one forward-only log-prob pass over the same tokens (phase ``old_logprob``).
+* train: one optimizer step (forward, backward, Adam) on ``tokens`` tokens in sequences of ``seq_len``, the
+  gradient accumulated over ``micro_batches`` like the training loop does (phase ``train_actor``), and one
+  forward-only log-prob pass over the same tokens (phase ``old_logprob``).
 * sync: the engine loading the trainer's weights (phase ``weight_sync``), with the bytes moved.
 
 ``read_vllm_bench`` turns ``vllm bench latency`` (fixed batch, ``avg_latency``/``latencies``) and ``vllm bench
@@ -148,7 +149,8 @@ def bench_generation(
     return _frame(rows, prov)
 
 
-def bench_train(model: str | None, tokens: list[int], seq_len: int, repeats: int = 3, warmup: int = 1) -> pd.DataFrame:
+def bench_train(model: str | None, tokens: list[int], seq_len: int, repeats: int = 3, warmup: int = 1,
+                micro_batches: int = 1) -> pd.DataFrame:
     import torch
 
     from real.models import load_policy
@@ -164,11 +166,12 @@ def bench_train(model: str | None, tokens: list[int], seq_len: int, repeats: int
         n_seq = max(1, n_tokens // seq_len)
         ids = torch.randint(4, vocab, (n_seq, seq_len), generator=gen)
 
-        def step(ids=ids) -> None:
+        def step(ids=ids) -> None:  # one optimizer step, gradients accumulated over micro-batches like the loop
             opt.zero_grad(set_to_none=True)
-            logits = policy(input_ids=ids).logits
-            loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, vocab), ids[:, 1:].reshape(-1))
-            loss.backward()
+            for part in ids.chunk(micro_batches):
+                logits = policy(input_ids=part).logits
+                loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, vocab), part[:, 1:].reshape(-1))
+                (loss / micro_batches).backward()
             opt.step()
 
         def forward(ids=ids) -> None:

@@ -100,6 +100,7 @@ def _add_bench(sub: Any) -> None:
     p.add_argument("--response-tokens", default="32", help="generation: response lengths, EOS ignored (comma list)")
     p.add_argument("--tokens", default="512,1024,2048,4096", help="train: tokens per step (comma list)")
     p.add_argument("--seq-len", type=int, default=64, help="train: tokens per sequence")
+    p.add_argument("--micro-batches", type=int, default=1, help="train: gradient accumulation, as in the loop")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("-o", "--output", type=Path, help="directory for bench.csv, bench.parquet, provenance.json")
@@ -132,7 +133,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             args.warmup,
         )
     elif args.kind == "train":
-        table = bench.bench_train(args.model, _ints(args.tokens, "--tokens"), args.seq_len, args.repeats, args.warmup)
+        table = bench.bench_train(args.model, _ints(args.tokens, "--tokens"), args.seq_len, args.repeats, args.warmup,
+                                  args.micro_batches)
     else:
         table = bench.bench_sync(args.engine, args.model, args.repeats, args.warmup)
     print(bench.summarize(table).to_string(index=False, float_format=lambda x: f"{x:.4g}"))

@@ -420,6 +420,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
                 "responses": cfg.batch,
                 "prompt_tokens": int(sum(len(p) for p in flat_prompts)),
                 "response_tokens": int(sum(len(c) for c in completions)),
+                "response_tokens_max": max(len(c) for c in completions),  # the hf engine's batch runs this long
                 "lr": lr,
                 "reward_mean": float(rewards.mean()),
                 "eval_metric": eval_metric,

@@ -54,7 +54,7 @@ def test_verl_log_imports_and_goes_through_validate(tmp_path):
     html = (out / "report.html").read_text()
     assert "Predicted vs measured" in html and "Error summary" in html
     details = json.loads((out / "validation.json").read_text())
-    assert details["reference_run"] == "verl_run" and details["learning"]["target"] == 0.6
+    assert details["reference_batch"] == 512 and details["learning"]["target"] == 0.6
 
 
 def test_validate_refuses_a_directory_without_a_run(tmp_path):
@@ -88,7 +88,7 @@ def test_real_runs_validate_against_a_profile(tmp_path):
     subprocess.run([*me, "fit", str(bench / "g" / "bench.csv"), str(bench / "t" / "bench.csv"), "--model-dir",
                     model_dir, "-o", str(tmp_path / "profile.json")], check=True, capture_output=True, timeout=600)
     proc = subprocess.run([*me, "validate", "--profile", str(tmp_path / "profile.json"), *map(str, runs),
-                           "--target", "0.8", "--learning-from", str(runs[0]), "-o", str(tmp_path / "val")],
+                           "--target", "0.8", "--reference-batch", "16", "-o", str(tmp_path / "val")],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "val" / "validation.csv")
