@@ -81,7 +81,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 LOOP_BATCHES = (8, 16, 32)  # prompts per step; G = 8
-LOOP_SEEDS = (0, 1, 2)  # RL's steps-to-target varies from seed to seed: compare means
+LOOP_SEEDS = (0, 1, 2)  # RL steps-to-target varies from seed to seed: compare means over runs
 
 
 def cmd_loop(args: argparse.Namespace) -> int:
@@ -111,10 +111,40 @@ def cmd_loop(args: argparse.Namespace) -> int:
         for seed in LOOP_SEEDS:
             run_dir = out / "runs" / f"parity_P{p}_seed{seed}"
             runs.append(run_dir)
-            run([*real, "train", "--task", "parity:length=3", "--algo", "grpo", "--engine", "hf",
-                 "--prompts-per-step", str(p), "--group-size", "8", "--lr-rule", "sqrt", "--reference-batch", "128",
-                 "--micro-batches", "2", "--target", str(args.target), "--max-steps", "300", "--eval-every", "2",
-                 "--checkpoint-every", "50", "--seed", str(seed), "-o", str(run_dir)])
+            run(
+                [
+                    *real,
+                    "train",
+                    "--task",
+                    "parity:length=3",
+                    "--algo",
+                    "grpo",
+                    "--engine",
+                    "hf",
+                    "--prompts-per-step",
+                    str(p),
+                    "--group-size",
+                    "8",
+                    "--lr-rule",
+                    "sqrt",
+                    "--reference-batch",
+                    "128",
+                    "--micro-batches",
+                    "2",
+                    "--target",
+                    str(args.target),
+                    "--max-steps",
+                    "300",
+                    "--eval-every",
+                    "2",
+                    "--checkpoint-every",
+                    "50",
+                    "--seed",
+                    str(seed),
+                    "-o",
+                    str(run_dir),
+                ]
+            )
     model_dir = json.loads((runs[0] / "environment.json").read_text())["model_dir"]
     run(
         [
@@ -129,8 +159,21 @@ def cmd_loop(args: argparse.Namespace) -> int:
             str(out / "profile.json"),
         ]
     )
-    run([*me, "validate", "--profile", str(out / "profile.json"), *map(str, runs), "--target", str(args.target),
-         "--reference-batch", str(LOOP_BATCHES[1] * 8), "-o", str(out / "validation")])
+    run(
+        [
+            *me,
+            "validate",
+            "--profile",
+            str(out / "profile.json"),
+            *map(str, runs),
+            "--target",
+            str(args.target),
+            "--reference-batch",
+            str(LOOP_BATCHES[1] * 8),
+            "-o",
+            str(out / "validation"),
+        ]
+    )
     print(f"\nthe loop took {time.perf_counter() - t0:.0f} s; report: {out / 'validation' / 'report.html'}")
     return 0
 
@@ -158,8 +201,12 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("runs", type=Path, nargs="+", help="run directories (runlog.jsonl + config or scenario.yaml)")
     val.add_argument("--profile", type=Path, help="profile JSON (default: the scenario's roofline coefficients)")
     val.add_argument("--target", type=float, help="eval metric target for time-to-target")
-    val.add_argument("--reference-batch", type=int, help="responses per step of the runs the learning model and the "
-                     "run-log costs are fitted on (default: the middle batch size); the others are held out")
+    val.add_argument(
+        "--reference-batch",
+        type=int,
+        help="responses per step of the runs the learning model and the "
+        "run-log costs are fitted on (default: the middle batch size); the others are held out",
+    )
     val.add_argument("--gpu", help="catalog device of the runs (default: guessed)")
     val.add_argument("-o", "--output", type=Path, required=True)
     val.set_defaults(func=cmd_validate)

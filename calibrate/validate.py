@@ -205,8 +205,11 @@ def costs_from_runs(runs: list[Run]) -> dict[str, float]:
         steps = np.diff([r["wall_s"] for r in run.records])
         timed = [sum(v for k, v in r["timing_s"].items() if k != "eval") for r in recs]
         glue += list(np.maximum(0.0, steps - np.array(timed)))
-    return {"reward_s_per_sample": float(np.mean(reward)), "reward_overhead_s": 0.0,
-            "rollout_overhead_s": float(np.mean(glue))}
+    return {
+        "reward_s_per_sample": float(np.mean(reward)),
+        "reward_overhead_s": 0.0,
+        "rollout_overhead_s": float(np.mean(glue)),
+    }
 
 
 def _with_costs(profile: Profile | None, costs: dict[str, float]) -> Profile | None:
@@ -219,15 +222,19 @@ def _with_costs(profile: Profile | None, costs: dict[str, float]) -> Profile | N
     phases = dict(profile.phases)
     roll = phases.get("rollout")
     if roll is not None:
-        phases["rollout"] = dataclasses.replace(roll, parameters={**roll.parameters,
-                                                                  "rollout_overhead_s": costs["rollout_overhead_s"]})
-    phases["reward"] = PhaseFit("per-sample, from the reference runs", {
-        "reward_s_per_sample": costs["reward_s_per_sample"], "reward_overhead_s": costs["reward_overhead_s"]})
+        phases["rollout"] = dataclasses.replace(
+            roll, parameters={**roll.parameters, "rollout_overhead_s": costs["rollout_overhead_s"]}
+        )
+    phases["reward"] = PhaseFit(
+        "per-sample, from the reference runs",
+        {"reward_s_per_sample": costs["reward_s_per_sample"], "reward_overhead_s": costs["reward_overhead_s"]},
+    )
     return dataclasses.replace(profile, phases=phases)
 
 
-def predicted(run: Run, profile: Profile | None, learning: dict[str, Any] | None,
-              costs: dict[str, float] | None = None) -> dict[str, Any]:
+def predicted(
+    run: Run, profile: Profile | None, learning: dict[str, Any] | None, costs: dict[str, float] | None = None
+) -> dict[str, Any]:
     from rlsim.simulation import simulate
 
     scn = run.scenario
@@ -235,17 +242,29 @@ def predicted(run: Run, profile: Profile | None, learning: dict[str, Any] | None
     if profile is None and costs:
         over.update({f"costs.{k}": v for k, v in costs.items()})
     if learning is not None:
-        over.update({"learning.metric": learning["metric"], "learning.target": learning["target"],
-                     "learning.reference_batch": learning["reference_batch"], "learning.lr_rule": scn.learning.lr_rule,
-                     "learning.invariant_rule": scn.learning.lr_rule,
-                     "learning.batch_multiplier": learning["batch_multiplier"], "run.until_target": True})
+        over.update(
+            {
+                "learning.metric": learning["metric"],
+                "learning.target": learning["target"],
+                "learning.reference_batch": learning["reference_batch"],
+                "learning.lr_rule": scn.learning.lr_rule,
+                "learning.invariant_rule": scn.learning.lr_rule,
+                "learning.batch_multiplier": learning["batch_multiplier"],
+                "run.until_target": True,
+            }
+        )
     if over:
         scn = scn.with_overrides(over)
     res = simulate(scn, profile=_with_costs(profile, costs) if costs else profile)
     s = res.summary()
-    return {"step_time_s": s["step_time_s"], "samples_per_s": s["samples_per_s"], "phase_time_s": s["phase_time_s"],
-            "time_to_target_s": s.get("time_to_target_s"), "samples_to_target": s.get("samples_to_target"),
-            "warnings": s["warnings"]}
+    return {
+        "step_time_s": s["step_time_s"],
+        "samples_per_s": s["samples_per_s"],
+        "phase_time_s": s["phase_time_s"],
+        "time_to_target_s": s.get("time_to_target_s"),
+        "samples_to_target": s.get("samples_to_target"),
+        "warnings": s["warnings"],
+    }
 
 
 def _err(pred: float | None, meas: float | None) -> float | None:
@@ -282,14 +301,21 @@ def validate(
         if run.batch not in cache:
             cache[run.batch] = predicted(run, profile, learning, costs)
         p = cache[run.batch]
-        row = {"run": run.path.name, "kind": run.kind, "prompts_per_step": run.records[0]["prompts"],
-               "responses_per_step": run.batch, "held_out": run.batch != ref_batch,
-               "measured_step_time_s": m["step_time_s"], "predicted_step_time_s": p["step_time_s"],
-               "step_time_error": _err(p["step_time_s"], m["step_time_s"]),
-               "measured_samples_per_s": m["samples_per_s"], "predicted_samples_per_s": p["samples_per_s"],
-               "throughput_error": _err(p["samples_per_s"], m["samples_per_s"]),
-               "measured_time_to_target_s": m["time_to_target_s"],
-               "predicted_time_to_target_s": p["time_to_target_s"]}
+        row = {
+            "run": run.path.name,
+            "kind": run.kind,
+            "prompts_per_step": run.records[0]["prompts"],
+            "responses_per_step": run.batch,
+            "held_out": run.batch != ref_batch,
+            "measured_step_time_s": m["step_time_s"],
+            "predicted_step_time_s": p["step_time_s"],
+            "step_time_error": _err(p["step_time_s"], m["step_time_s"]),
+            "measured_samples_per_s": m["samples_per_s"],
+            "predicted_samples_per_s": p["samples_per_s"],
+            "throughput_error": _err(p["samples_per_s"], m["samples_per_s"]),
+            "measured_time_to_target_s": m["time_to_target_s"],
+            "predicted_time_to_target_s": p["time_to_target_s"],
+        }
         for phase in TIMED_PHASES:
             mv, pv = m["phase_time_s"][phase.value], p["phase_time_s"][phase.value]
             if mv > 0 or pv > 0:
@@ -298,11 +324,18 @@ def validate(
         rows.append(row)
         details["runs"][run.path.name] = {"measured": m, "predicted": p}
     table = pd.DataFrame(rows)
-    by_batch = table.groupby("responses_per_step").agg(
-        runs=("run", "count"), held_out=("held_out", "first"),
-        measured_step_time_s=("measured_step_time_s", "mean"), predicted_step_time_s=("predicted_step_time_s", "first"),
-        measured_time_to_target_s=("measured_time_to_target_s", "mean"),
-        predicted_time_to_target_s=("predicted_time_to_target_s", "first")).reset_index()
+    by_batch = (
+        table.groupby("responses_per_step")
+        .agg(
+            runs=("run", "count"),
+            held_out=("held_out", "first"),
+            measured_step_time_s=("measured_step_time_s", "mean"),
+            predicted_step_time_s=("predicted_step_time_s", "first"),
+            measured_time_to_target_s=("measured_time_to_target_s", "mean"),
+            predicted_time_to_target_s=("predicted_time_to_target_s", "first"),
+        )
+        .reset_index()
+    )
     by_batch["step_time_error"] = by_batch["predicted_step_time_s"] / by_batch["measured_step_time_s"] - 1
     ttt_ratio = by_batch["predicted_time_to_target_s"] / by_batch["measured_time_to_target_s"]
     by_batch["time_to_target_error"] = ttt_ratio - 1

@@ -149,8 +149,9 @@ def bench_generation(
     return _frame(rows, prov)
 
 
-def bench_train(model: str | None, tokens: list[int], seq_len: int, repeats: int = 3, warmup: int = 1,
-                micro_batches: int = 1) -> pd.DataFrame:
+def bench_train(
+    model: str | None, tokens: list[int], seq_len: int, repeats: int = 3, warmup: int = 1, micro_batches: int = 1
+) -> pd.DataFrame:
     import torch
 
     from real.models import load_policy

@@ -133,8 +133,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             args.warmup,
         )
     elif args.kind == "train":
-        table = bench.bench_train(args.model, _ints(args.tokens, "--tokens"), args.seq_len, args.repeats, args.warmup,
-                                  args.micro_batches)
+        table = bench.bench_train(
+            args.model, _ints(args.tokens, "--tokens"), args.seq_len, args.repeats, args.warmup, args.micro_batches
+        )
     else:
         table = bench.bench_sync(args.engine, args.model, args.repeats, args.warmup)
     print(bench.summarize(table).to_string(index=False, float_format=lambda x: f"{x:.4g}"))

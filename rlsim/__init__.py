@@ -30,6 +30,7 @@ def __getattr__(name: str):
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'rlsim' has no attribute {name!r}")
 
+
 __all__ = [
     "Phase",
     "Profile",

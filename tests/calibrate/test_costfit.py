@@ -15,15 +15,45 @@ from calibrate.errors import CalibrateError
 from calibrate.tables import load_bench_tables
 from rlsim.profile import load_profile
 
-TINY = {"name": "tiny", "num_layers": 2, "hidden_size": 128, "num_attention_heads": 4, "num_kv_heads": 2,
-        "head_dim": 32, "vocab_size": 18, "intermediate_size": 256, "num_params": 300160.0,
-        "num_active_params": 300160.0, "dtype": "float32"}
-TRUE = {"decode_iteration_overhead_s": 0.004, "decode_per_seq_overhead_s": 6e-5, "decode_memory_efficiency": 0.3,
-        "prefill_overhead_s": 0.02, "prefill_compute_efficiency": 0.05, "train_compute_efficiency": 0.08,
-        "train_step_overhead_s": 0.03, "forward_compute_efficiency": 0.1, "forward_overhead_s": 0.01,
-        "weight_sync_latency_s": 0.002, "rollout_overhead_s": 0.0, "sleep_wake_overhead_s": 0.0}
-PROV = json.dumps({"device": "cpu (2 cores)", "engine": "hf", "engine_version": "5.19", "torch_version": "2.13",
-                   "model": "tiny", "dtype": "float32", "date": "2026-11-30", "command": "synthetic"})
+TINY = {
+    "name": "tiny",
+    "num_layers": 2,
+    "hidden_size": 128,
+    "num_attention_heads": 4,
+    "num_kv_heads": 2,
+    "head_dim": 32,
+    "vocab_size": 18,
+    "intermediate_size": 256,
+    "num_params": 300160.0,
+    "num_active_params": 300160.0,
+    "dtype": "float32",
+}
+TRUE = {
+    "decode_iteration_overhead_s": 0.004,
+    "decode_per_seq_overhead_s": 6e-5,
+    "decode_memory_efficiency": 0.3,
+    "prefill_overhead_s": 0.02,
+    "prefill_compute_efficiency": 0.05,
+    "train_compute_efficiency": 0.08,
+    "train_step_overhead_s": 0.03,
+    "forward_compute_efficiency": 0.1,
+    "forward_overhead_s": 0.01,
+    "weight_sync_latency_s": 0.002,
+    "rollout_overhead_s": 0.0,
+    "sleep_wake_overhead_s": 0.0,
+}
+PROV = json.dumps(
+    {
+        "device": "cpu (2 cores)",
+        "engine": "hf",
+        "engine_version": "5.19",
+        "torch_version": "2.13",
+        "model": "tiny",
+        "dtype": "float32",
+        "date": "2026-11-30",
+        "command": "synthetic",
+    }
+)
 
 
 def _table(noise=0.02, seed=0):
@@ -75,8 +105,11 @@ def test_fit_does_not_mutate_its_input():
 
 def test_wrong_model_is_worse():
     """The fit is of the model, not of the data alone: a perturbed truth gives a worse held-out error."""
-    good = fit_phase("rollout", base_scenario(TINY, "CPU-2core", 64, 64), _table()[lambda d: d.phase == "rollout"]
-                     .reset_index(drop=True))
+    good = fit_phase(
+        "rollout",
+        base_scenario(TINY, "CPU-2core", 64, 64),
+        _table()[lambda d: d.phase == "rollout"].reset_index(drop=True),
+    )
     shuffled = _table()[lambda d: d.phase == "rollout"].reset_index(drop=True)
     shuffled["time_s"] = np.random.default_rng(1).permutation(shuffled["time_s"].to_numpy())
     bad = fit_phase("rollout", base_scenario(TINY, "CPU-2core", 64, 64), shuffled)
@@ -117,12 +150,40 @@ def test_cli_fit_writes_a_profile_rlsim_uses(tmp_path):
     spec = tmp_path / "model"
     spec.mkdir()
     out = tmp_path / "profile.json"
-    proc = subprocess.run([sys.executable, "-m", "calibrate.cli", "fit", str(path), "--model", "Qwen2.5-0.5B",
-                           "--gpu", "CPU-2core", "-o", str(out)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "calibrate.cli",
+            "fit",
+            str(path),
+            "--model",
+            "Qwen2.5-0.5B",
+            "--gpu",
+            "CPU-2core",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "held-out MAPE" in proc.stdout
     prof = load_profile(out)
     assert set(prof.phases) == {"rollout", "train_actor", "old_logprob", "weight_sync"}
-    bad = subprocess.run([sys.executable, "-m", "calibrate.cli", "fit", str(tmp_path / "nope.csv"), "--model",
-                          "Qwen2.5-0.5B", "-o", str(out)], capture_output=True, text=True)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "calibrate.cli",
+            "fit",
+            str(tmp_path / "nope.csv"),
+            "--model",
+            "Qwen2.5-0.5B",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no such file" in bad.stderr

@@ -28,9 +28,25 @@ VERL_SCENARIO = {
 def _import_verl(tmp_path):
     run = tmp_path / "verl_run"
     run.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "calibrate.cli", "import", "--format", "verl",
-                           str(FIXTURES / "verl_grpo.jsonl"), "--prompts-per-step", "64", "--group-size", "8",
-                           "-o", str(run / "runlog.jsonl")], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "calibrate.cli",
+            "import",
+            "--format",
+            "verl",
+            str(FIXTURES / "verl_grpo.jsonl"),
+            "--prompts-per-step",
+            "64",
+            "--group-size",
+            "8",
+            "-o",
+            str(run / "runlog.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "line 9" in proc.stderr and "line 14" in proc.stderr  # the broken lines, reported with reasons
     (run / "scenario.yaml").write_text(yaml.safe_dump(VERL_SCENARIO))
@@ -40,8 +56,12 @@ def _import_verl(tmp_path):
 def test_verl_log_imports_and_goes_through_validate(tmp_path):
     run = _import_verl(tmp_path)
     out = tmp_path / "val"
-    proc = subprocess.run([sys.executable, "-m", "calibrate.cli", "validate", str(run), "--target", "0.6",
-                           "-o", str(out)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "calibrate.cli", "validate", str(run), "--target", "0.6", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(out / "validation.csv")
     row = table.iloc[0]
@@ -73,23 +93,106 @@ def test_real_runs_validate_against_a_profile(tmp_path):
     runs = []
     for p in (4, 8):
         run = tmp_path / f"P{p}"
-        subprocess.run([*real, "train", "--task", "parity:length=3", "--prompts-per-step", str(p), "--group-size",
-                        "4", "--micro-batches", "1", "--max-steps", "40", "--eval-every", "2", "--target", "0.8",
-                        "-o", str(run)], check=True, capture_output=True, timeout=600)
+        subprocess.run(
+            [
+                *real,
+                "train",
+                "--task",
+                "parity:length=3",
+                "--prompts-per-step",
+                str(p),
+                "--group-size",
+                "4",
+                "--micro-batches",
+                "1",
+                "--max-steps",
+                "40",
+                "--eval-every",
+                "2",
+                "--target",
+                "0.8",
+                "-o",
+                str(run),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
         runs.append(run)
     bench = tmp_path / "bench"
-    subprocess.run([*real, "bench", "generation", "--concurrency", "1,4,16,32", "--prompt-tokens", "5,9",
-                    "--response-tokens", "2,6", "--repeats", "2", "-o", str(bench / "g")], check=True,
-                   capture_output=True, timeout=600)
-    subprocess.run([*real, "bench", "train", "--tokens", "64,128,256,512", "--seq-len", "8", "--repeats", "2",
-                    "-o", str(bench / "t")], check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [
+            *real,
+            "bench",
+            "generation",
+            "--concurrency",
+            "1,4,16,32",
+            "--prompt-tokens",
+            "5,9",
+            "--response-tokens",
+            "2,6",
+            "--repeats",
+            "2",
+            "-o",
+            str(bench / "g"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    subprocess.run(
+        [
+            *real,
+            "bench",
+            "train",
+            "--tokens",
+            "64,128,256,512",
+            "--seq-len",
+            "8",
+            "--repeats",
+            "2",
+            "-o",
+            str(bench / "t"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     model_dir = json.loads((runs[0] / "environment.json").read_text())["model_dir"]
     me = [sys.executable, "-m", "calibrate.cli"]
-    subprocess.run([*me, "fit", str(bench / "g" / "bench.csv"), str(bench / "t" / "bench.csv"), "--model-dir",
-                    model_dir, "-o", str(tmp_path / "profile.json")], check=True, capture_output=True, timeout=600)
-    proc = subprocess.run([*me, "validate", "--profile", str(tmp_path / "profile.json"), *map(str, runs),
-                           "--target", "0.8", "--reference-batch", "16", "-o", str(tmp_path / "val")],
-                          capture_output=True, text=True, timeout=600)
+    subprocess.run(
+        [
+            *me,
+            "fit",
+            str(bench / "g" / "bench.csv"),
+            str(bench / "t" / "bench.csv"),
+            "--model-dir",
+            model_dir,
+            "-o",
+            str(tmp_path / "profile.json"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    proc = subprocess.run(
+        [
+            *me,
+            "validate",
+            "--profile",
+            str(tmp_path / "profile.json"),
+            *map(str, runs),
+            "--target",
+            "0.8",
+            "--reference-batch",
+            "16",
+            "-o",
+            str(tmp_path / "val"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "val" / "validation.csv")
     assert list(table["responses_per_step"]) == [16, 32]
