@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from calibrate.errors import CalibrateError
+from rlsim.files import atomic_write, atomic_write_text
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -37,8 +38,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             "give the benchmarked model: --model-dir FOLDER (a Hugging Face folder) or --model CATALOG_NAME"
         )
     profile, results = fit_profile(table, model, args.gpu, command=" ".join(sys.argv))
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(profile.dumps() + "\n")
+    atomic_write_text(args.output, profile.dumps() + "\n")
     print(f"{'phase':<12} {'points':>6} {'held-out MAPE':>13} {'max error':>10}  coefficients (1 sigma)")
     for r in results:
         coeffs = ", ".join(f"{k}={v:.4g}±{r.uncertainty.get(k, float('nan')):.2g}" for k, v in r.parameters.items())
@@ -71,9 +71,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     table, details = validate(args.runs, profile, args.target, args.reference_batch, args.gpu)
     out = args.output
     out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "validation.csv", index=False)
-    (out / "validation.json").write_text(json.dumps(details, indent=2, default=str) + "\n")
-    (out / "report.html").write_text(report_html(table, details, profile))
+    atomic_write(out / "validation.csv", lambda p: table.to_csv(p, index=False))
+    atomic_write_text(out / "validation.json", json.dumps(details, indent=2, default=str) + "\n")
+    atomic_write_text(out / "report.html", report_html(table, details, profile))
     print(pd.DataFrame(details["by_batch"]).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print("\n" + json.dumps(details["summary"], indent=2))
     print(f"\nwrote {out}/validation.csv, validation.json, report.html")

@@ -116,7 +116,9 @@ def predict(phase: str, scn: Scenario, costs: Costs, rows: pd.DataFrame) -> np.n
             return np.array([cost.train_s(scn.model, t, s, 1, 1) for t, s in zip(n_tok, sq)])
         return np.array([cost.forward_s(scn.model, t, s) for t, s in zip(n_tok, sq)])
     if phase == "weight_sync":
-        return np.full(len(rows), cost.weight_sync_s())
+        # the bench times an in-process load of the given bytes: link time plus the fixed latency (no sleep/wake)
+        link = scn.hardware.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency
+        return rows["bytes"].to_numpy(float) / link + costs.weight_sync_latency_s
     raise CalibrateError(f"no cost model for phase {phase!r}")
 
 

@@ -817,9 +817,10 @@ def _records(
 
 def write_runlog(result: ImportResult, out_path: str | Path) -> Path:
     """Write the imported records as a run log (JSON Lines, validated line by line)."""
+    from rlsim.files import atomic_write
+
     out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_jsonl(out, result.records)
+    atomic_write(out, lambda p: write_jsonl(p, result.records))  # all or nothing
     return out
 
 

@@ -105,11 +105,23 @@ def model_spec_from_folder(folder: str | Path) -> dict[str, Any]:
     cfg_path = folder / "config.json"
     if not cfg_path.is_file():
         raise CalibrateError(f"model folder {folder} has no config.json")
-    cfg = json.loads(cfg_path.read_text())
+    try:
+        cfg = json.loads(cfg_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise CalibrateError(f"{cfg_path}: not valid JSON ({exc.msg})") from None
+    missing = [k for k in ("num_hidden_layers", "hidden_size", "num_attention_heads", "vocab_size") if k not in cfg]
+    if missing:
+        raise CalibrateError(
+            f"{cfg_path}: lacks {', '.join(missing)}; only Llama-style configs are read, give the "
+            "architecture as a scenario model spec instead"
+        )
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         raise CalibrateError(f"model folder {folder} has no .safetensors weights to count parameters from")
-    params = sum(_safetensors_param_count(f) for f in files)
+    try:
+        params = sum(_safetensors_param_count(f) for f in files)
+    except (struct.error, json.JSONDecodeError, UnicodeDecodeError, KeyError):
+        raise CalibrateError(f"model folder {folder}: a .safetensors file has a corrupt header") from None
     heads = cfg["num_attention_heads"]
     dtype = str(cfg.get("dtype") or cfg.get("torch_dtype") or "float32")
     return {

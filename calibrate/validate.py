@@ -60,31 +60,47 @@ def load_run(path: str | Path, gpu: str | None = None) -> Run:
         raise CalibrateError(str(exc)) from None
     if len(records) < 3:
         raise CalibrateError(f"{log}: {len(records)} step(s); validation needs at least 3")
-    prompt_len = max(1, round(sum(r["prompt_tokens"] for r in records) / sum(r["responses"] for r in records)))
-    resp_len = max(1, round(sum(r["response_tokens"] for r in records) / sum(r["responses"] for r in records)))
-    engine = json.loads((p / "config.json").read_text()).get("engine") if (p / "config.json").is_file() else None
-    if engine == "hf" and all("response_tokens_max" in r for r in records):
-        # transformers' generate keeps the whole batch until its longest response ends (static batching):
-        # every sequence costs as many decode iterations as the longest one
-        resp_len = max(1, round(float(np.mean([r["response_tokens_max"] for r in records]))))
     prompts, responses = int(records[0]["prompts"]), int(records[0]["responses"])
-    group = max(1, responses // max(1, prompts))
-    workload = {
-        "prompts_per_step": prompts,
-        "group_size": group,
-        "prompt_length": {"dist": "fixed", "tokens": prompt_len},
-        "response_length": {"dist": "fixed", "tokens": resp_len},
-        "max_prompt_tokens": max(prompt_len, 1),
-        "max_response_tokens": max(resp_len, 1),
-    }
+    workload: dict[str, Any] = {"prompts_per_step": prompts, "group_size": max(1, responses // max(1, prompts))}
+    counted = all(isinstance(r.get(k), (int, float)) for r in records for k in ("prompt_tokens", "response_tokens"))
+    if counted:  # the log's mean lengths; an imported log without token counts keeps its scenario's lengths
+        prompt_len = max(1, round(sum(r["prompt_tokens"] for r in records) / sum(r["responses"] for r in records)))
+        resp_len = max(1, round(sum(r["response_tokens"] for r in records) / sum(r["responses"] for r in records)))
+        engine = None
+        if (p / "config.json").is_file():
+            engine = _read_json(p / "config.json").get("engine")
+        if engine == "hf" and all("response_tokens_max" in r for r in records):
+            # transformers' generate keeps the whole batch until its longest response ends (static batching):
+            # every sequence costs as many decode iterations as the longest one
+            resp_len = max(1, round(float(np.mean([r["response_tokens_max"] for r in records]))))
+        workload.update(
+            {
+                "prompt_length": {"dist": "fixed", "tokens": prompt_len},
+                "response_length": {"dist": "fixed", "tokens": resp_len},
+                "max_prompt_tokens": max(prompt_len, 1),
+                "max_response_tokens": max(resp_len, 1),
+            }
+        )
     if (p / "scenario.yaml").is_file():
-        raw = yaml.safe_load((p / "scenario.yaml").read_text())
+        try:
+            raw = yaml.safe_load((p / "scenario.yaml").read_text())
+        except yaml.YAMLError:
+            raise CalibrateError(f"{p}/scenario.yaml is not valid YAML; fix it") from None
+        if not isinstance(raw, dict):
+            raise CalibrateError(f"{p}/scenario.yaml must be a mapping of scenario sections")
         raw.setdefault("workload", {}).update(workload)
         raw.setdefault("run", {})["steps"] = len(records)
         return Run(p, records, from_dict(raw), "imported")
     if (p / "config.json").is_file() and (p / "environment.json").is_file():
-        cfg = json.loads((p / "config.json").read_text())
-        env = json.loads((p / "environment.json").read_text())
+        cfg = _read_json(p / "config.json")
+        env = _read_json(p / "environment.json")
+        missing = [
+            k
+            for k in ("algo", "mini_batches", "epochs", "kl_coef", "lr0", "reference_batch", "lr_rule", "seed")
+            if k not in cfg
+        ]
+        if missing:
+            raise CalibrateError(f"{p}/config.json lacks {', '.join(missing)}; is it from rlsim-real train?")
         if "model_dir" not in env:
             raise CalibrateError(f"{p}/environment.json has no model_dir; rerun with this version of rlsim-real")
         from calibrate.costfit import guess_gpu
@@ -109,6 +125,16 @@ def load_run(path: str | Path, gpu: str | None = None) -> Run:
     raise CalibrateError(
         f"{p}: needs config.json and environment.json (from rlsim-real train) or a scenario.yaml describing the run"
     )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise CalibrateError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise CalibrateError(f"{path}: expected a JSON object")
+    return data
 
 
 def measured(run: Run, target: float | None) -> dict[str, Any]:
@@ -294,13 +320,22 @@ def validate(
         raise CalibrateError(f"no run has the reference batch {ref_batch}; batches are {batches}")
     costs = costs_from_runs(refs) if all(r.kind == "real" for r in refs) else None
     learning = learning_from_runs(refs, target) if target is not None else None
-    rows, details = [], {"learning": learning, "reference_batch": ref_batch, "costs_from_runs": costs, "runs": {}}
-    cache: dict[int, dict[str, Any]] = {}
-    for run in runs:
-        m = measured(run, target)
-        if run.batch not in cache:
-            cache[run.batch] = predicted(run, profile, learning, costs)
-        p = cache[run.batch]
+    covered = set(profile.phases) if profile is not None else set()
+    if costs:
+        covered.add("reward")
+    timed = {k for r in runs for rec in r.records for k, v in rec["timing_s"].items() if v > 0 and k != "eval"}
+    rows, details = (
+        [],
+        {
+            "learning": learning,
+            "reference_batch": ref_batch,
+            "costs_from_runs": costs,
+            "runs": {},
+            "uncovered_phases": sorted(timed - covered) if profile is not None else None,
+        },
+    )
+    for run in runs:  # each run predicted with its own seed and measured lengths
+        m, p = measured(run, target), predicted(run, profile, learning, costs)
         row = {
             "run": run.path.name,
             "kind": run.kind,
@@ -330,9 +365,9 @@ def validate(
             runs=("run", "count"),
             held_out=("held_out", "first"),
             measured_step_time_s=("measured_step_time_s", "mean"),
-            predicted_step_time_s=("predicted_step_time_s", "first"),
+            predicted_step_time_s=("predicted_step_time_s", "mean"),
             measured_time_to_target_s=("measured_time_to_target_s", "mean"),
-            predicted_time_to_target_s=("predicted_time_to_target_s", "first"),
+            predicted_time_to_target_s=("predicted_time_to_target_s", "mean"),
         )
         .reset_index()
     )

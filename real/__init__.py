@@ -1,1 +1,6 @@
-"""real: real GRPO/PPO runs and microbenchmarks on torch and vLLM that produce rlsim's measurements (not built yet)."""
+"""real: real GRPO/PPO runs and microbenchmarks on torch and vLLM, producing rlsim's measurements.
+
+Modules: tasks (seeded tasks with verifiable rewards), models (tiny Llama, local folders, SmolLM2 from GGUF),
+engines (hf, vllm), algos (GRPO/PPO losses), train (the loop, run log, checkpoints), bench (microbenchmarks),
+cli (``rlsim-real``). torch, transformers and vLLM are imported inside functions, so ``import real`` is cheap.
+"""

@@ -257,11 +257,12 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_table(df: pd.DataFrame, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / "bench.csv", index=False)
-    df.to_parquet(out / "bench.parquet", index=False)
+    from rlsim.files import atomic_write, atomic_write_text
+
+    atomic_write(out / "bench.csv", lambda p: df.to_csv(p, index=False))
+    atomic_write(out / "bench.parquet", lambda p: df.to_parquet(p, index=False))
     provs = sorted(set(df["provenance"]))
-    (out / "provenance.json").write_text(json.dumps([json.loads(p) for p in provs], indent=2) + "\n")
+    atomic_write_text(out / "provenance.json", json.dumps([json.loads(p) for p in provs], indent=2) + "\n")
 
 
 def read_vllm_bench(files: list[Path]) -> pd.DataFrame:

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from real.errors import RealError
+from rlsim.files import atomic_write_text
 from rlsim.learning import lr_scale
 from rlsim.phases import Phase
 from rlsim.runlog import SCHEMA_VERSION, append_record
@@ -101,6 +102,12 @@ class TrainConfig:
         ):
             if getattr(self, name) < 1:
                 raise RealError(f"--{name.replace('_', '-')} ({getattr(self, name)}) must be at least 1")
+        if self.reference_batch < 1:
+            raise RealError(f"--reference-batch ({self.reference_batch}) must be at least 1")
+        if not self.lr0 > 0:
+            raise RealError(f"--lr0 ({self.lr0}) must be positive")
+        if not self.temperature > 0:
+            raise RealError(f"--temperature ({self.temperature}) must be positive")
         if self.algo == "grpo" and self.group_size < 2:
             raise RealError(f"--group-size ({self.group_size}) must be at least 2 for grpo")
         if self.batch % self.mini_batches:
@@ -280,7 +287,10 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
     config_path = run_dir / "config.json"
     resolved = dataclasses.asdict(cfg)
     if config_path.exists():
-        previous = json.loads(config_path.read_text())
+        try:
+            previous = json.loads(config_path.read_text())
+        except json.JSONDecodeError:
+            raise RealError(f"{config_path} is not valid JSON; remove it to start the run afresh") from None
         if previous != resolved:
             diff = sorted(k for k in resolved if previous.get(k) != resolved[k])
             raise RealError(
@@ -288,11 +298,11 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
                 "use a new -o directory or the same options to resume"
             )
     else:
-        config_path.write_text(json.dumps(resolved, indent=2, sort_keys=True) + "\n")
+        atomic_write_text(config_path, json.dumps(resolved, indent=2, sort_keys=True) + "\n")
     torch.manual_seed(cfg.seed)
     model_dir = resolve_model(cfg.model, model_cache_dir())
     env = {**environment(), "model_dir": str(model_dir)}  # calibrate validate reads the architecture from here
-    (run_dir / "environment.json").write_text(json.dumps(env, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(run_dir / "environment.json", json.dumps(env, indent=2, sort_keys=True) + "\n")
     policy, tok = load_policy(model_dir)
     policy.train()
     pad_id = tok.pad_token_id
@@ -327,6 +337,14 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
         start_step, wall_s, best = state["step"] + 1, state["wall_s"], state.get("eval_metric")
     log_path = run_dir / "runlog.jsonl"
     _truncate_log(log_path, start_step - 1)
+    if state is not None:
+        finished = (
+            start_step > cfg.max_steps
+            or (cfg.target is not None and best is not None and best >= cfg.target)
+            or (cfg.max_time_s is not None and wall_s >= cfg.max_time_s)
+        )
+        if finished:  # re-running a finished run changes nothing
+            return {"stopped": "already finished", "final_eval_metric": best, "wall_s": wall_s, "run_dir": str(run_dir)}
 
     engine = make_engine(cfg.engine, model_dir, seed=cfg.seed, max_model_len=128)
     engine.load_weights(policy)

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from rlsim.files import atomic_write
 
 EXIT_USAGE = 2
 
@@ -72,21 +72,6 @@ def _fmt_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """Write through a temporary file in the same folder, then rename: no half-written outputs."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; outputs get the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_outputs(result: Any, out: Path) -> list[Path]:
     """Write the run's files into ``out`` (created if needed); returns their paths."""
     from rlsim import runlog
@@ -104,7 +89,7 @@ def write_outputs(result: Any, out: Path) -> list[Path]:
     }
     written = []
     for name, write in files.items():
-        _atomic_write(out / name, write)
+        atomic_write(out / name, write)
         written.append(out / name)
     return written
 
@@ -230,7 +215,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             "sweep.json": lambda p: p.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n"),
         }
         for name, write in files.items():
-            _atomic_write(out / name, write)
+            atomic_write(out / name, write)
         print(f"\nwrote {out}/: {' '.join(files)}")
     failed = table["error"].notna().sum() if "error" in table else 0
     if failed:
@@ -248,7 +233,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if out.exists() and out.is_dir():
         raise _Usage(f"-o {out}: is a directory; give a file name such as report.html")
     out.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out, lambda p: p.write_text(page))
+    atomic_write(out, lambda p: p.write_text(page))
     print(f"wrote {out}")
     if args.png:
         try:

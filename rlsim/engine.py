@@ -41,6 +41,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from rlsim.errors import RlsimError
+
 __all__ = [
     "DecodeCoefficients",
     "PrefillCoefficients",
@@ -52,7 +54,7 @@ __all__ = [
 ]
 
 
-class EngineCapacityError(ValueError):
+class EngineCapacityError(RlsimError, ValueError):
     """A request can never be admitted: its context does not fit the replica's KV cache."""
 
 

@@ -158,15 +158,31 @@ def profile_from_dict(data: Any, where: str = "profile") -> Profile:
                 raise ProfileError(str(exc)) from None
         ranges = {}
         for key, pair in (fit.get("fitted_range") or {}).items():
-            if key not in RANGE_KEYS or not isinstance(pair, (list, tuple)) or len(pair) != 2:
-                raise ProfileError(f"{at}.fitted_range.{key}: must be one of {', '.join(RANGE_KEYS)} with [lo, hi]")
+            ok = key in RANGE_KEYS and isinstance(pair, (list, tuple)) and len(pair) == 2
+            ok = ok and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in pair)
+            if not ok or pair[0] > pair[1]:
+                raise ProfileError(
+                    f"{at}.fitted_range.{key}: must be one of {', '.join(RANGE_KEYS)} with [lo, hi], "
+                    "finite numbers, lo <= hi"
+                )
             ranges[key] = (float(pair[0]), float(pair[1]))
+        uncertainty = fit.get("uncertainty") or {}
+        if not isinstance(uncertainty, dict):
+            raise ProfileError(f"{at}.uncertainty: must be a mapping of coefficient -> one standard deviation")
+        for key, value in uncertainty.items():
+            if key not in cost_fields:
+                raise ProfileError(f"{at}.uncertainty.{key}: not a cost coefficient")
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+                raise ProfileError(f"{at}.uncertainty.{key}: {value!r} must be a finite number >= 0")
+        held_out = fit.get("held_out") or {}
+        if not isinstance(held_out, dict):
+            raise ProfileError(f"{at}.held_out: must be a mapping (method, mape, max_abs_pct_error, num_points)")
         phases[name] = PhaseFit(
             form=str(fit.get("form", "roofline")),
             parameters={k: float(v) for k, v in fit["parameters"].items()},
-            uncertainty={k: float(v) for k, v in (fit.get("uncertainty") or {}).items()},
+            uncertainty={k: float(v) for k, v in uncertainty.items()},
             fitted_range=ranges,
-            held_out=dict(fit.get("held_out") or {}),
+            held_out=dict(held_out),
         )
     return Profile(provenance=dict(prov), phases=phases, learning=data.get("learning"))
 

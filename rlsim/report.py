@@ -336,6 +336,17 @@ def _table_html(table: pd.DataFrame) -> str:
 def build_report(directory: str | Path) -> tuple[str, list[tuple[str, Any]]]:
     """The HTML page for a sweep or run directory, and its (name, figure) pairs for PNG export."""
     d = Path(directory)
+    needed = (
+        ["sweep.json", "scenario.resolved.yaml"]
+        if (d / "sweep.csv").is_file()
+        else (["scenario.resolved.yaml"] if (d / "summary.json").is_file() else [])
+    )
+    missing = [n for n in needed if not (d / n).is_file()]
+    if missing:
+        raise ReportError(
+            f"{d}: {', '.join(missing)} missing; point rlsim report at a complete -o directory of "
+            "rlsim sweep or rlsim run"
+        )
     if (d / "sweep.csv").is_file():
         meta = json.loads((d / "sweep.json").read_text())
         scenario = yaml.safe_load((d / "scenario.resolved.yaml").read_text())

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 import pandas as pd
 
+from rlsim.errors import RlsimError
 from rlsim.phases import PHASES
 
 SCHEMA_VERSION = 1
@@ -42,7 +43,7 @@ REQUIRED_KEYS: tuple[str, ...] = (
 _PHASE_NAMES = frozenset(p.value for p in PHASES)
 
 
-class RunLogError(ValueError):
+class RunLogError(RlsimError, ValueError):
     """A run-log record or file breaks the schema."""
 
 

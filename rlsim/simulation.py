@@ -109,12 +109,16 @@ def _band(
     """Extra runs (other seeds; coefficients one sigma faster/slower) measure the steady-state step time over at
     most BAND_STEPS steps; each scales the nominal time-to-target by its step-time ratio."""
     t0 = nominal.time_to_target.time_to_target_s  # type: ignore[union-attr]
-    step0 = nominal.steady_step_time_s
     short = dataclasses.replace(scn.run, steps=min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness))
 
-    def scaled(run_scn: Scenario, run_costs: Costs) -> float:
+    def steady(run_scn: Scenario, run_costs: Costs) -> float:
         records, _ = run_pipeline(run_scn, RooflineCostModel.from_scenario(run_scn, run_costs))
-        return t0 * SimResult(run_scn, records, []).steady_step_time_s / step0
+        return SimResult(run_scn, records, []).steady_step_time_s
+
+    step0 = steady(dataclasses.replace(scn, run=short), costs)  # the nominal seed over the same short window
+
+    def scaled(run_scn: Scenario, run_costs: Costs) -> float:
+        return t0 * steady(run_scn, run_costs) / step0
 
     times = [t0]
     for i in range(1, scn.run.band_seeds):

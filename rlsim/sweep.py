@@ -48,6 +48,8 @@ def parse_grid(items: Iterable[str]) -> dict[str, list[Any]]:
         if not sep or not key or not values.strip():
             raise ScenarioError("--grid", item, "is not of the form key=v1,v2,...", "write e.g. run.seed=0,1,2")
         grid[key] = [_parse_scalar(v.strip()) for v in values.split(",") if v.strip()]
+        if not grid[key]:
+            raise ScenarioError("--grid", item, "lists no values", "write e.g. run.seed=0,1,2")
     return grid
 
 
@@ -145,6 +147,8 @@ def sweep(
     grid = {k: list(v) for k, v in (grid if grid is not None else scenario.sweep.grid).items()}
     configs = expand_grid(grid)
     for key in grid:  # fail fast on a key the scenario does not have (before starting processes)
+        if not grid[key]:
+            raise ScenarioError(f"sweep.grid.{key}", grid[key], "lists no values", "give at least one value")
         scenario.with_overrides({key: grid[key][0]})
     base = scenario.to_dict()
     prof = profile.to_dict() if profile is not None else None

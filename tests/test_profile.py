@@ -88,6 +88,12 @@ def test_efficiencies_transfer_through_the_roofline():
         (lambda d: d["phases"]["rollout"]["parameters"].update(warp_factor=9), "warp_factor: not a cost coefficient"),
         (lambda d: d["phases"]["rollout"]["parameters"].update(decode_memory_efficiency=1.7), "at most 1"),
         (lambda d: d["phases"]["rollout"]["parameters"].update(decode_memory_efficiency=float("nan")), "finite"),
+        (lambda d: d["phases"]["rollout"].update(fitted_range={"batch": ["a", "b"]}), "fitted_range.batch"),
+        (lambda d: d["phases"]["rollout"].update(fitted_range={"batch": [64, 1]}), "lo <= hi"),
+        (lambda d: d["phases"]["rollout"].update(uncertainty=[1]), "uncertainty: must be a mapping"),
+        (lambda d: d["phases"]["rollout"].update(uncertainty={"foo": 0.1}), "uncertainty.foo: not a cost"),
+        (lambda d: d["phases"]["rollout"].update(uncertainty={"prefill_overhead_s": "y"}), "finite number >= 0"),
+        (lambda d: d["phases"]["rollout"].update(held_out=5), "held_out: must be a mapping"),
     ],
 )
 def test_bad_profiles_are_refused(mutate, match):

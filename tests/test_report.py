@@ -187,3 +187,9 @@ def test_png_export_without_chrome_says_how_to_fix(sweep_dir, tmp_path):
     assert proc.returncode == 1
     assert "apt-get install chromium" in proc.stderr and "BROWSER_PATH" in proc.stderr
     assert (tmp_path / "x.html").is_file()
+
+
+def test_report_on_an_incomplete_sweep_directory(tmp_path):
+    (tmp_path / "sweep.csv").write_text("config\n0\n")
+    proc = subprocess.run([sys.executable, "-m", "rlsim.cli", "report", str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "sweep.json" in proc.stderr and "Traceback" not in proc.stderr

@@ -122,3 +122,10 @@ def test_cli_sweep_uses_scenario_grid_and_writes_files(tmp_path):
         text=True,
     )
     assert bad.returncode == 2 and "workload.nope" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_empty_grid_values_are_refused():
+    with pytest.raises(rlsim.ScenarioError, match="lists no values"):
+        parse_grid(["run.seed=,"])
+    with pytest.raises(rlsim.ScenarioError, match="lists no values"):
+        sweep(_small(), {"run.seed": []})

@@ -176,3 +176,20 @@ def test_help_is_instant_and_imports_no_torch():
         text=True,
     )
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_rerunning_a_finished_run_changes_nothing(tmp_path):
+    cfg = TrainConfig(
+        task="parity:length=3",
+        prompts_per_step=4,
+        group_size=4,
+        max_steps=3,
+        eval_every=3,
+        max_new_tokens=2,
+        eval_size=16,
+    )
+    train(cfg, tmp_path / "r")
+    before = (tmp_path / "r" / "runlog.jsonl").read_bytes()
+    again = train(cfg, tmp_path / "r")
+    assert again["stopped"] == "already finished"
+    assert (tmp_path / "r" / "runlog.jsonl").read_bytes() == before
