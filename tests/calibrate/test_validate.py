@@ -158,6 +158,8 @@ def test_real_runs_validate_against_a_profile(tmp_path):
         capture_output=True,
         timeout=600,
     )
+    sync = [*real, "bench", "sync", "--repeats", "3", "-o", str(bench / "s")]
+    subprocess.run(sync, check=True, capture_output=True, timeout=600)
     model_dir = json.loads((runs[0] / "environment.json").read_text())["model_dir"]
     me = [sys.executable, "-m", "calibrate.cli"]
     subprocess.run(
@@ -166,6 +168,7 @@ def test_real_runs_validate_against_a_profile(tmp_path):
             "fit",
             str(bench / "g" / "bench.csv"),
             str(bench / "t" / "bench.csv"),
+            str(bench / "s" / "bench.csv"),
             "--model-dir",
             model_dir,
             "-o",
