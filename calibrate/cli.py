@@ -219,14 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rlsim.errors import RlsimError, one_line
+    from rlsim.errors import run_command
 
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except RlsimError as exc:
-        print(f"rlsim-calibrate: error: {one_line(str(exc))}", file=sys.stderr)
-        return 2
+    return run_command("rlsim-calibrate", build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -171,17 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rlsim.errors import RlsimError, one_line
+    from rlsim.errors import run_command
 
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except RlsimError as exc:
-        print(f"rlsim-real: error: {one_line(str(exc))}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("rlsim-real: interrupted; run the same command again to resume", file=sys.stderr)
-        return 130
+    return run_command("rlsim-real", build_parser().parse_args(argv), "interrupted; run the same command to resume")
 
 
 if __name__ == "__main__":

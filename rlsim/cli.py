@@ -23,9 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rlsim.errors import RlsimError
 from rlsim.files import atomic_write
-
-EXIT_USAGE = 2
 
 
 def _fmt_table(summary: dict[str, Any]) -> str:
@@ -245,7 +244,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Usage(Exception):
+class _Usage(RlsimError):
     """A usage error found after parsing (reported like the others, exit 2)."""
 
 
@@ -304,19 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rlsim.engine import EngineCapacityError
-    from rlsim.errors import RlsimError, one_line
+    from rlsim.errors import run_command
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except (RlsimError, EngineCapacityError, _Usage) as exc:  # bad input: one line, exit 2
-        print(f"rlsim: error: {one_line(str(exc))}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("rlsim: interrupted", file=sys.stderr)
-        return 130
+    return run_command("rlsim", build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from rlsim.costs import RooflineCostModel
-from rlsim.engine import EngineCapacityError, decode_iteration_s
+from rlsim.engine import decode_iteration_s
 from rlsim.errors import RlsimError, ScenarioError
 from rlsim.lengths import dist_mean
 from rlsim.profile import Profile, profile_from_dict
@@ -73,7 +73,7 @@ def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None
             scn = scn.with_overrides({"run.until_target": True})
         profile = profile_from_dict(profile_dict) if profile_dict else None
         result = simulate(scn, profile=profile, with_band=scn.learning.metric is not None)
-    except (RlsimError, EngineCapacityError) as exc:
+    except RlsimError as exc:  # EngineCapacityError included
         row["error"] = str(exc)
         return {"row": row, "curve": []}
     s = result.summary()
