@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rlsim.errors import run_command
+    from rlsim.cli import run_command
 
     return run_command("rlsim-real", build_parser().parse_args(argv), "interrupted; run the same command to resume")
 

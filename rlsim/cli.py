@@ -302,9 +302,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    from rlsim.errors import run_command
+def run_command(prog: str, args: object, interrupted: str = "interrupted") -> int:
+    """Run a parsed command (``args.func(args)``): bad input (an RlsimError) prints one line ``PROG: error: ...``
+    on stderr and returns 2; Ctrl-C returns 130. Shared by rlsim, rlsim-real and rlsim-calibrate."""
+    from rlsim.errors import one_line
 
+    try:
+        return args.func(args)  # type: ignore[attr-defined]
+    except RlsimError as exc:
+        print(f"{prog}: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: {interrupted}", file=sys.stderr)
+        return 130
+
+
+def main(argv: list[str] | None = None) -> int:
     return run_command("rlsim", build_parser().parse_args(argv))
 
 

@@ -36,18 +36,3 @@ def one_line(text: str) -> str:
 
 class ProfileError(RlsimError, ValueError):
     """A profile file is missing, malformed or of an unsupported schema version."""
-
-
-def run_command(prog: str, args: object, interrupted: str = "interrupted") -> int:
-    """Run a parsed CLI command (``args.func(args)``): bad input (an RlsimError) prints one line
-    ``PROG: error: ...`` on stderr and returns 2; Ctrl-C returns 130. Shared by rlsim, rlsim-real, rlsim-calibrate."""
-    import sys
-
-    try:
-        return args.func(args)  # type: ignore[attr-defined]
-    except RlsimError as exc:
-        print(f"{prog}: error: {one_line(str(exc))}", file=sys.stderr)  # noqa: T201 - the CLIs' error channel
-        return 2
-    except KeyboardInterrupt:
-        print(f"{prog}: {interrupted}", file=sys.stderr)  # noqa: T201
-        return 130
