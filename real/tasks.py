@@ -132,14 +132,14 @@ class Addition(Task):
 
 
 @dataclass(frozen=True)
-class Reversal(Task):
-    """``r1234=`` -> ``4321``: a string of ``length`` digits, reversed."""
+class _DigitString(Task):
+    """A task on a string of ``length`` digits: subclasses say how it is shown and what the answer is."""
 
     length: int = 4
-    name: ClassVar[str] = "reversal"
+    max_length: ClassVar[int] = 32
 
     def __post_init__(self) -> None:
-        _check_positive(self.name, "length", self.length, 32)
+        _check_positive(self.name, "length", self.length, self.max_length)
 
     @property
     def num_prompts(self) -> int:
@@ -151,30 +151,39 @@ class Reversal(Task):
 
     def example_at(self, index: int) -> Example:
         digits = str(index).zfill(self.length)
-        return Example(f"r{digits}=", digits[::-1])
+        return Example(self.prompt_for(digits), self.answer_for(digits))
+
+    def prompt_for(self, digits: str) -> str:
+        raise NotImplementedError
+
+    def answer_for(self, digits: str) -> str:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class Sorting(Task):
+class Reversal(_DigitString):
+    """``r1234=`` -> ``4321``: a string of ``length`` digits, reversed."""
+
+    name: ClassVar[str] = "reversal"
+
+    def prompt_for(self, digits: str) -> str:
+        return f"r{digits}="
+
+    def answer_for(self, digits: str) -> str:
+        return digits[::-1]
+
+
+@dataclass(frozen=True)
+class Sorting(_DigitString):
     """``s3142=`` -> ``1234``: a string of ``length`` digits, sorted ascending."""
 
-    length: int = 4
     name: ClassVar[str] = "sorting"
 
-    def __post_init__(self) -> None:
-        _check_positive(self.name, "length", self.length, 32)
+    def prompt_for(self, digits: str) -> str:
+        return f"s{digits}="
 
-    @property
-    def num_prompts(self) -> int:
-        return 10**self.length
-
-    @property
-    def max_answer_chars(self) -> int:
-        return self.length
-
-    def example_at(self, index: int) -> Example:
-        digits = str(index).zfill(self.length)
-        return Example(f"s{digits}=", "".join(sorted(digits)))
+    def answer_for(self, digits: str) -> str:
+        return "".join(sorted(digits))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -199,26 +208,22 @@ def register_task(name: str) -> Callable[[Callable[..., Task]], Callable[..., Ta
 
 
 @dataclass(frozen=True)
-class Parity(Task):
+class Parity(_DigitString):
     """``472=`` -> ``0``: whether the ``length``-digit number is odd (``1``) or even (``0``)."""
 
     length: int = 3
     name: ClassVar[str] = "parity"
-
-    def __post_init__(self) -> None:
-        _check_positive(self.name, "length", self.length, 9)
-
-    @property
-    def num_prompts(self) -> int:
-        return 10**self.length
+    max_length: ClassVar[int] = 9
 
     @property
     def max_answer_chars(self) -> int:
         return 1
 
-    def example_at(self, index: int) -> Example:
-        digits = str(index).zfill(self.length)
-        return Example(f"{digits}=", str(int(digits[-1]) % 2))
+    def prompt_for(self, digits: str) -> str:
+        return f"{digits}="
+
+    def answer_for(self, digits: str) -> str:
+        return str(int(digits[-1]) % 2)
 
 
 register_task("addition")(Addition)
