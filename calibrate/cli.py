@@ -39,13 +39,18 @@ def cmd_fit(args: argparse.Namespace) -> int:
         )
     profile, results = fit_profile(table, model, args.gpu, command=" ".join(sys.argv))
     atomic_write_text(args.output, profile.dumps() + "\n")
-    print(f"{'phase':<12} {'points':>6} {'held-out MAPE':>13} {'max error':>10}  coefficients (1 sigma)")
+    print(
+        f"{'phase':<12} {'points':>6} {'repeats':>7} {'held-out MAPE':>13} {'max error':>10} {'per repeat':>10}"
+        "  coefficients (1 sigma)"
+    )
     for r in results:
         coeffs = ", ".join(f"{k}={v:.4g}±{r.uncertainty.get(k, float('nan')):.2g}" for k, v in r.parameters.items())
+        h = r.held_out
         print(
-            f"{r.phase:<12} {r.held_out['num_points']:>6} {r.held_out['mape'] * 100:>12.1f}% "
-            f"{r.held_out['max_abs_pct_error'] * 100:>9.1f}%  {coeffs}"
+            f"{r.phase:<12} {h['num_points']:>6} {h['num_repeats']:>7} {h['mape'] * 100:>12.1f}% "
+            f"{h['max_abs_pct_error'] * 100:>9.1f}% {h['repeat_mape'] * 100:>9.1f}%  {coeffs}"
         )
+    print("(held-out: k-fold over configurations; a point is the median of its repeats)")
     print(f"\nwrote {args.output}")
     return 0
 
@@ -81,7 +86,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 LOOP_BATCHES = (8, 16, 32)  # prompts per step; G = 8
-LOOP_SEEDS = (0, 1, 2)  # RL steps-to-target varies from seed to seed: compare means over runs
+LOOP_LR0 = 1e-3  # Adam learning rate at 128 responses per step, sqrt-scaled to the others
 
 
 def cmd_loop(args: argparse.Namespace) -> int:
@@ -98,17 +103,17 @@ def cmd_loop(args: argparse.Namespace) -> int:
         if proc.returncode != 0:
             raise CalibrateError(f"step failed with exit status {proc.returncode}: {' '.join(cmd)}")
 
-    reps = ["--repeats", "3", "--warmup", "2"]
+    reps = ["--repeats", "5", "--warmup", "2"]
     # the grid covers what the runs do: 5-token prompts (3 digits, '=', BOS), 2..8 new tokens, batches of
     # P x G = 64..256 sequences, and updates on 64..256 sequences of about 12 tokens in 2 micro-batches
     gen = ["--concurrency", "16,32,64,128,192,256", "--prompt-tokens", "5", "--response-tokens", "2,4,8"]
     run([*real, "bench", "generation", *gen, *reps, "-o", str(out / "bench" / "generation")])
-    train = ["--tokens", "384,768,1536,2304,3072,4608", "--seq-len", "12", "--micro-batches", "2"]
+    train = ["--tokens", "384,768,1536,2304,3072", "--seq-len", "12", "--micro-batches", "2"]
     run([*real, "bench", "train", *train, *reps, "-o", str(out / "bench" / "train")])
-    run([*real, "bench", "sync", "--repeats", "5", "-o", str(out / "bench" / "sync")])
+    run([*real, "bench", "sync", "--repeats", "15", "--warmup", "3", "-o", str(out / "bench" / "sync")])
     runs = []
     for p in LOOP_BATCHES:
-        for seed in LOOP_SEEDS:
+        for seed in range(args.seeds):
             run_dir = out / "runs" / f"parity_P{p}_seed{seed}"
             runs.append(run_dir)
             run(
@@ -127,6 +132,8 @@ def cmd_loop(args: argparse.Namespace) -> int:
                     "8",
                     "--lr-rule",
                     "sqrt",
+                    "--lr0",
+                    str(LOOP_LR0),
                     "--reference-batch",
                     "128",
                     "--micro-batches",
@@ -137,6 +144,8 @@ def cmd_loop(args: argparse.Namespace) -> int:
                     "300",
                     "--eval-every",
                     "2",
+                    "--eval-size",
+                    "128",
                     "--checkpoint-every",
                     "50",
                     "--seed",
@@ -178,6 +187,16 @@ def cmd_loop(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlsim-calibrate", description="fit profiles and validate predictions")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -213,6 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     loop = sub.add_parser("loop", help="the whole calibrate-and-validate loop on this CPU (about 10 minutes)")
     loop.add_argument("--target", type=float, default=0.9)
+    loop.add_argument(
+        "--seeds",
+        type=_positive_int,
+        default=6,
+        help="runs per batch size (steps-to-target varies from seed to seed; validation compares means)",
+    )
     loop.add_argument("-o", "--output", type=Path, required=True)
     loop.set_defaults(func=cmd_loop)
     return parser

@@ -20,7 +20,8 @@ Pieces (REFERENCE sections 3-5):
 * :func:`fit_critical_batch`: McCandlish et al. 2018, ``E(B) = E_min (1 + B / B_crit)``, least squares on
   ``log E`` over (log E_min, log B_crit); :func:`table_multiplier`: the measured table.
 * :func:`invariance_score`: how far apart learning curves at different batches are along samples.
-* :func:`b_simple`: the two-batch gradient-noise-scale estimator.
+* :func:`b_simple`: the two-batch gradient-noise-scale estimator (EMA over one run's steps);
+  :func:`b_simple_pooled`: the same pooled over every step of several runs.
 * :func:`fit_learning`: all of the above from run logs grouped by batch, and the ``learning`` dict of a profile.
 """
 
@@ -574,19 +575,11 @@ def invariance_score(
 # ---------------------------------------------------------------------------------------------- B_simple
 
 
-def b_simple(records: Sequence[Mapping[str, Any]], alpha: float = 0.1) -> dict[str, Any]:
-    """B_simple = tr(Sigma) / |G|^2 from the two-batch gradient norms of one run (REFERENCE section 3).
-
-    Per step with both norms: ``|G|^2 ~ (B_big |g_big|^2 - B_small |g_small|^2) / (B_big - B_small)`` and
-    ``tr(Sigma) ~ (|g_small|^2 - |g_big|^2) / (1/B_small - 1/B_big)``. Each is averaged over steps with a
-    bias-corrected EMA (zero start, ``ema_t = (1 - alpha) ema_{t-1} + alpha x_t``, divided by
-    ``1 - (1 - alpha)^t``) before the ratio. Returns ``b_simple`` (final ratio; None when the averaged |G|^2 is not
-    positive), the final ``grad_sq`` and ``trace_sigma``, and per-step lists ``steps``, ``series`` (the ratio after
-    each step), ``grad_sq_series``, ``trace_sigma_series``. Records without the keys are skipped.
-    """
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1:
-        raise CalibrateError(f"alpha {alpha!r} must be in (0, 1]; pass e.g. 0.1 (weight of the newest step)")
-    steps, g2, tr = [], [], []
+def _noise_terms(records: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[float], list[float]]:
+    """Per step with the two-batch gradient norms: the step, the unbiased |G|^2 and tr(Sigma) estimates."""
+    steps: list[Any] = []
+    g2: list[float] = []
+    tr: list[float] = []
     for i, rec in enumerate(records):
         present = [k for k in GRAD_KEYS if rec.get(k) is not None]
         if not present:
@@ -619,6 +612,56 @@ def b_simple(records: Sequence[Mapping[str, Any]], alpha: float = 0.1) -> dict[s
             f"no record has {', '.join(GRAD_KEYS)}; log the two-batch gradient norms (real runs do) to estimate "
             "B_simple"
         )
+    return steps, g2, tr
+
+
+def b_simple_pooled(runs: Sequence[Sequence[Mapping[str, Any]]], resamples: int = 1000) -> dict[str, Any]:
+    """B_simple from every step of several runs (seeds of one configuration): ``mean tr(Sigma) / mean |G|^2``.
+
+    McCandlish et al. (2018, appendix A) average the two unbiased estimates separately over many steps before
+    taking the ratio, because each step's ratio is dominated by noise in |G|^2. Pooling all steps of all runs
+    uses every logged step with equal weight, which is what the learning model needs: one noise scale for the
+    stretch of training up to the target. Returns ``b_simple`` (None when the pooled |G|^2 is not positive),
+    ``grad_sq``, ``trace_sigma``, ``num_steps``, ``num_runs``, and ``interval``: the 16th and 84th percentiles
+    of the ratio over ``resamples`` bootstrap resamples of the steps (seeded: the same logs give the same
+    interval).
+    """
+    g2: list[float] = []
+    tr: list[float] = []
+    for run in runs:
+        _, g, t = _noise_terms(run)
+        g2 += g
+        tr += t
+    g_arr, t_arr = np.array(g2), np.array(tr)
+    grad_sq, trace = float(g_arr.mean()), float(t_arr.mean())
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, len(g_arr), size=(resamples, len(g_arr)))
+    g_b, t_b = g_arr[idx].mean(axis=1), t_arr[idx].mean(axis=1)
+    ratios = np.where(g_b > 0, t_b / np.where(g_b > 0, g_b, 1.0), np.inf)
+    lo, hi = (float(x) for x in np.percentile(ratios, [16, 84], method="nearest"))  # inf stays inf, never nan
+    return {
+        "b_simple": trace / grad_sq if grad_sq > 0 else None,
+        "grad_sq": grad_sq,
+        "trace_sigma": trace,
+        "num_steps": len(g_arr),
+        "num_runs": len(runs),
+        "interval": (lo, hi),
+    }
+
+
+def b_simple(records: Sequence[Mapping[str, Any]], alpha: float = 0.1) -> dict[str, Any]:
+    """B_simple = tr(Sigma) / |G|^2 from the two-batch gradient norms of one run (REFERENCE section 3).
+
+    Per step with both norms: ``|G|^2 ~ (B_big |g_big|^2 - B_small |g_small|^2) / (B_big - B_small)`` and
+    ``tr(Sigma) ~ (|g_small|^2 - |g_big|^2) / (1/B_small - 1/B_big)``. Each is averaged over steps with a
+    bias-corrected EMA (zero start, ``ema_t = (1 - alpha) ema_{t-1} + alpha x_t``, divided by
+    ``1 - (1 - alpha)^t``) before the ratio. Returns ``b_simple`` (final ratio; None when the averaged |G|^2 is not
+    positive), the final ``grad_sq`` and ``trace_sigma``, and per-step lists ``steps``, ``series`` (the ratio after
+    each step), ``grad_sq_series``, ``trace_sigma_series``. Records without the keys are skipped.
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1:
+        raise CalibrateError(f"alpha {alpha!r} must be in (0, 1]; pass e.g. 0.1 (weight of the newest step)")
+    steps, g2, tr = _noise_terms(records)
     ema_g = ema_t = 0.0
     g_series, t_series, series = [], [], []
     for t, (g, x) in enumerate(zip(g2, tr), 1):

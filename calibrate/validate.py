@@ -9,11 +9,14 @@ A run directory holds ``runlog.jsonl`` (the shared schema) and either
   P, G and the mean lengths are taken from the log when it has them.
 
 Measured: mean step time (gaps between consecutive ``wall_s``; the first step, which pays warm-ups, is
-excluded), mean seconds per phase, samples/s, and time-to-target (``wall_s`` of the first step whose
-``eval_metric`` reaches the target). Predicted: the same from ``rlsim.simulate`` with the profile, simulating as
-many steps as the run logged; time-to-target uses the learning model fitted on the reference run: the ScaleRL
-sigmoid of its metric in samples, and for the other batch sizes the critical-batch form with B_crit = B_simple
-estimated from the gradient norms the reference run logged at two batch sizes (invariant when it logged none).
+excluded), mean seconds per phase, samples/s, and time-to-target: the samples at which the evaluated metric
+first reaches the target (linear interpolation between the two evaluations around the crossing, as the learning
+model is anchored) and the ``wall_s`` interpolated at those samples. Predicted: the same from ``rlsim.simulate``
+with the profile, simulating as many steps as the run logged; time-to-target uses the learning model fitted on
+the reference runs: the ScaleRL sigmoid of their metric in samples, and for the other batch sizes the
+critical-batch form with B_crit = B_simple pooled over every step the reference runs logged at two batch sizes
+(invariant when they logged none). Time-to-target error = samples-to-target error (learning model) times
+throughput error (cost model), and both factors are reported.
 For ``hf``-engine runs the response length is the mean of each step's longest response: transformers'
 ``generate`` keeps every sequence of the batch until the longest ends.
 """
@@ -151,11 +154,18 @@ def measured(run: Run, target: float | None) -> dict[str, Any]:
         "samples_to_target": None,
     }
     if target is not None:
-        for r in recs:
-            if r["eval_metric"] is not None and r["eval_metric"] >= target:
-                out["time_to_target_s"] = float(r["wall_s"])
-                out["samples_to_target"] = float(r["cumulative_samples"])
-                break
+        from calibrate.learning_fit import samples_to_target
+
+        evals = [(r["cumulative_samples"], r["eval_metric"]) for r in recs if r["eval_metric"] is not None]
+        if evals:
+            xs, ys = (np.array(v, float) for v in zip(*evals))
+            n = samples_to_target(xs, ys, target)
+            if n is not None:
+                # the crossing between two evaluations, in samples (as the learning model is anchored), and the
+                # wall clock at those samples, interpolated between the steps around it
+                cum = np.array([r["cumulative_samples"] for r in recs], float)
+                out["samples_to_target"] = float(n)
+                out["time_to_target_s"] = float(np.interp(n, cum, walls))
     return out
 
 
@@ -180,9 +190,10 @@ def learning_from_runs(runs: list[Run], target: float) -> dict[str, Any]:
     The ScaleRL sigmoid is fitted to their mean eval curve in samples, then its scale (mid_samples) is anchored so
     that it crosses the target at the samples the runs measured (the mean of their interpolated crossings). For
     other batch sizes: the critical-batch form with B_crit = B_simple from the gradient norms the runs logged at
-    two batch sizes (McCandlish et al. 2018: B_crit ~ B_noise), or invariance when they logged none.
+    two batch sizes (McCandlish et al. 2018: B_crit ~ B_noise), pooled over every step of every reference run
+    (:func:`calibrate.learning_fit.b_simple_pooled`), or invariance when they logged none.
     """
-    from calibrate.learning_fit import b_simple, fit_sigmoid, samples_to_target
+    from calibrate.learning_fit import b_simple_pooled, fit_sigmoid, samples_to_target
 
     xs, ys, initial = _curve(runs)
     fit = fit_sigmoid(xs, ys, r0=initial)
@@ -200,22 +211,25 @@ def learning_from_runs(runs: list[Run], target: float) -> dict[str, Any]:
         gain = (target - curve.initial) / (asymptote - curve.initial)
         mid = n_star * (1.0 / gain - 1.0) ** (1.0 / curve.exponent)  # R(n_star) = target exactly
     batch_multiplier: dict[str, Any] = {"form": "invariant"}
-    noise_values = []
-    for run in runs:
+    logged, unusable = [], []
+    for run in runs:  # a run logged at one batch size only (no micro-batches) cannot give the estimator
         try:
-            value = b_simple(run.records).get("b_simple")
-        except CalibrateError:
-            value = None
-        if value:
-            noise_values.append(float(value))
-    if noise_values:
-        batch_multiplier = {"form": "critical_batch", "critical_batch": float(np.mean(noise_values))}
+            b_simple_pooled([run.records], resamples=1)
+            logged.append(run.records)
+        except CalibrateError as exc:
+            unusable.append(f"{run.path.name}: {exc}")
+    noise = b_simple_pooled(logged) if logged else None
+    if noise is not None and noise["b_simple"] is not None and noise["b_simple"] > 0:
+        batch_multiplier = {"form": "critical_batch", "critical_batch": float(noise["b_simple"])}
     return {
         "metric": {"initial": curve.initial, "asymptote": asymptote, "mid_samples": mid, "exponent": curve.exponent},
         "target": target,
         "reference_batch": runs[0].batch,
         "batch_multiplier": batch_multiplier,
-        "b_simple": float(np.mean(noise_values)) if noise_values else None,
+        "b_simple": None if noise is None else noise["b_simple"],
+        "b_simple_interval": None if noise is None else [v if np.isfinite(v) else None for v in noise["interval"]],
+        "b_simple_steps": None if noise is None else noise["num_steps"],
+        "b_simple_unusable_runs": unusable,
         "measured_samples_to_target": crossings,
         "sigmoid_rmse": fit.rmse,
     }
@@ -348,6 +362,8 @@ def validate(
             "measured_samples_per_s": m["samples_per_s"],
             "predicted_samples_per_s": p["samples_per_s"],
             "throughput_error": _err(p["samples_per_s"], m["samples_per_s"]),
+            "measured_samples_to_target": m["samples_to_target"],
+            "predicted_samples_to_target": p["samples_to_target"],
             "measured_time_to_target_s": m["time_to_target_s"],
             "predicted_time_to_target_s": p["time_to_target_s"],
         }
@@ -366,12 +382,18 @@ def validate(
             held_out=("held_out", "first"),
             measured_step_time_s=("measured_step_time_s", "mean"),
             predicted_step_time_s=("predicted_step_time_s", "mean"),
+            runs_reaching_target=("measured_time_to_target_s", "count"),
+            measured_samples_to_target=("measured_samples_to_target", "mean"),
+            predicted_samples_to_target=("predicted_samples_to_target", "mean"),
             measured_time_to_target_s=("measured_time_to_target_s", "mean"),
             predicted_time_to_target_s=("predicted_time_to_target_s", "mean"),
         )
         .reset_index()
     )
     by_batch["step_time_error"] = by_batch["predicted_step_time_s"] / by_batch["measured_step_time_s"] - 1
+    # time-to-target error = samples-to-target error (the learning model) x throughput error (the cost model)
+    stt_ratio = by_batch["predicted_samples_to_target"] / by_batch["measured_samples_to_target"]
+    by_batch["samples_to_target_error"] = stt_ratio - 1
     ttt_ratio = by_batch["predicted_time_to_target_s"] / by_batch["measured_time_to_target_s"]
     by_batch["time_to_target_error"] = ttt_ratio - 1
     details["by_batch"] = by_batch.to_dict(orient="records")
@@ -383,6 +405,13 @@ def validate(
         "max_abs_step_time_error_held_out": float(held["step_time_error"].abs().max()),
         "mean_abs_time_to_target_error_held_out": float(ttt.abs().mean()) if len(ttt) else None,
         "max_abs_time_to_target_error_held_out": float(ttt.abs().max()) if len(ttt) else None,
+        "max_abs_samples_to_target_error_held_out": (
+            float(stt.abs().max()) if (stt := held["samples_to_target_error"].dropna()).size else None
+        ),
+        # a run that never reached the target is left out of its batch's mean time-to-target: listed here
+        "runs_not_reaching_target": (
+            sorted(table.loc[table["measured_time_to_target_s"].isna(), "run"]) if target is not None else []
+        ),
     }
     return table, details
 

@@ -15,6 +15,7 @@ from calibrate.learning_fit import (
     CriticalBatchFit,
     SigmoidFit,
     b_simple,
+    b_simple_pooled,
     fit_critical_batch,
     fit_learning,
     fit_sigmoid,
@@ -278,6 +279,31 @@ def test_b_simple_skips_records_without_keys_and_accepts_swapped_batches():
     recs.insert(2, {"step": 99, "eval_metric": None})
     out = b_simple(recs)
     assert out["num_steps"] == 5 and out["b_simple"] == pytest.approx(400.0)
+
+
+def test_b_simple_pooled_is_the_ratio_of_pooled_means():
+    """Pooled over runs: mean tr(Sigma) / mean |G|^2 over every step, not the mean of per-run ratios."""
+    a = grad_records(g2=0.5, tr=200.0, steps=10)  # B_noise 400
+    b = grad_records(g2=1.5, tr=200.0, steps=30)  # B_noise 133
+    out = b_simple_pooled([a, b])
+    assert out["b_simple"] == pytest.approx(200.0 / ((10 * 0.5 + 30 * 1.5) / 40))
+    assert out["num_steps"] == 40 and out["num_runs"] == 2
+    lo, hi = out["interval"]
+    assert lo <= out["b_simple"] <= hi
+
+
+def test_b_simple_pooled_recovers_noisy_truth_with_an_honest_interval():
+    runs = [grad_records(noise=0.3, seed=s, steps=60) for s in range(4)]
+    out = b_simple_pooled(runs)
+    lo, hi = out["interval"]
+    assert lo < 400.0 < hi and hi - lo < 400.0  # the 16-84% bootstrap interval covers the truth and is finite
+    assert rel(out["b_simple"], 400.0) < 0.25
+    assert b_simple_pooled(runs)["interval"] == out["interval"]  # seeded
+
+
+def test_b_simple_pooled_refuses_runs_logged_at_one_batch():
+    with pytest.raises(CalibrateError, match=r"two different batch sizes"):
+        b_simple_pooled([grad_records(steps=3, bs=64, bb=64)])
 
 
 # ---------------------------------------------------------------------------------------------- fit_learning

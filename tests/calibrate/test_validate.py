@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from calibrate.errors import CalibrateError
-from calibrate.validate import validate
+from calibrate.validate import Run, measured, validate
 
 FIXTURES = Path(__file__).with_name("fixtures")
 # what the verl fixture's run is assumed to have run on (the log does not say): one 8 x H100 node, colocated
@@ -75,6 +75,30 @@ def test_verl_log_imports_and_goes_through_validate(tmp_path):
     assert "Predicted vs measured" in html and "Error summary" in html
     details = json.loads((out / "validation.json").read_text())
     assert details["reference_batch"] == 512 and details["learning"]["target"] == 0.6
+
+
+def test_measured_time_to_target_is_interpolated_between_evaluations(tmp_path):
+    """The crossing is interpolated in samples between the evaluations around it (as the learning model is
+    anchored), and the wall clock at those samples between the steps around them."""
+    evals = {2: 0.2, 4: 0.6, 6: 0.9}
+    recs = [
+        {
+            "step": t,
+            "responses": 10,
+            "cumulative_samples": 10 * t,
+            "wall_s": 1.5 * t,
+            "eval_metric": evals.get(t),
+            "timing_s": {"rollout": 1.0},
+        }
+        for t in range(1, 7)
+    ]
+    run = Run(tmp_path, recs, None, "real")
+    m = measured(run, 0.5)
+    assert m["samples_to_target"] == pytest.approx(35.0)  # 20 + (0.5 - 0.2) / (0.6 - 0.2) x 20
+    assert m["time_to_target_s"] == pytest.approx(5.25)  # 1.5 s per 10 samples
+    assert m["step_time_s"] == pytest.approx(1.5)
+    never = measured(run, 0.95)
+    assert never["samples_to_target"] is None and never["time_to_target_s"] is None
 
 
 def test_validate_refuses_a_directory_without_a_run(tmp_path):
@@ -204,3 +228,8 @@ def test_real_runs_validate_against_a_profile(tmp_path):
     assert table["step_time_error"].abs().max() < 0.5  # the CPU loop's note has the measured numbers
     details = json.loads((tmp_path / "val" / "validation.json").read_text())
     assert details["uncovered_phases"] == []  # every phase the runs time came from the bench or the logs
+    # one micro-batch: the reference run logged its gradient at one batch size, so no noise scale: invariant
+    learning = details["learning"]
+    assert learning["b_simple"] is None and learning["batch_multiplier"] == {"form": "invariant"}
+    assert len(learning["b_simple_unusable_runs"]) == 1 and "two different batch sizes" in str(learning)
+    assert {"samples_to_target_error", "runs_reaching_target"} <= set(details["by_batch"][0])
