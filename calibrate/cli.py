@@ -235,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     loop.add_argument(
         "--seeds",
         type=_positive_int,
-        default=6,
+        default=8,
         help="runs per batch size (steps-to-target varies from seed to seed; validation compares means)",
     )
     loop.add_argument("-o", "--output", type=Path, required=True)

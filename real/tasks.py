@@ -226,28 +226,7 @@ class Parity(_DigitString):
         return str(int(digits[-1]) % 2)
 
 
-@dataclass(frozen=True)
-class LastDigit(_DigitString):
-    """``472=`` -> ``2``: the last of ``length`` digits (ten answers, so a policy that always gives one answer
-    earns 0.1, not the 0.5 that makes parity plateau)."""
-
-    length: int = 3
-    name: ClassVar[str] = "lastdigit"
-    max_length: ClassVar[int] = 9
-
-    @property
-    def max_answer_chars(self) -> int:
-        return 1
-
-    def prompt_for(self, digits: str) -> str:
-        return f"{digits}="
-
-    def answer_for(self, digits: str) -> str:
-        return digits[-1]
-
-
 register_task("addition")(Addition)
-register_task("lastdigit")(LastDigit)
 register_task("parity")(Parity)
 register_task("reversal")(Reversal)
 register_task("sorting")(Sorting)
