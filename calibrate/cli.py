@@ -103,14 +103,17 @@ def cmd_loop(args: argparse.Namespace) -> int:
         if proc.returncode != 0:
             raise CalibrateError(f"step failed with exit status {proc.returncode}: {' '.join(cmd)}")
 
-    reps = ["--repeats", "5", "--warmup", "2"]
+    reps = ["--repeats", "7", "--warmup", "2"]
     # the grid covers what the runs do: 5-token prompts (3 digits, '=', BOS), 2..8 new tokens, batches of
     # P x G = 64..256 sequences, and updates on 64..256 sequences of about 12 tokens in 2 micro-batches
     gen = ["--concurrency", "16,32,64,128,192,256", "--prompt-tokens", "5", "--response-tokens", "2,4,8"]
     run([*real, "bench", "generation", *gen, *reps, "-o", str(out / "bench" / "generation")])
-    train = ["--tokens", "384,768,1536,2304,3072", "--seq-len", "12", "--micro-batches", "2"]
+    train = ["--tokens", "384,768,1152,1536,1920,2304,2688,3072", "--seq-len", "12", "--micro-batches", "2"]
     run([*real, "bench", "train", *train, *reps, "-o", str(out / "bench" / "train")])
-    run([*real, "bench", "sync", "--repeats", "15", "--warmup", "3", "-o", str(out / "bench" / "sync")])
+    # four model sizes (1.2-4.5 MB of weights) so that the sync's latency and bandwidth are fitted apart
+    sizes = ["tiny", "tiny:hidden_size=192", "tiny:hidden_size=256", "tiny:hidden_size=320"]
+    sync = [*(a for m in sizes for a in ("--model", m)), "--repeats", "15", "--warmup", "5", "--number", "10"]
+    run([*real, "bench", "sync", *sync, "-o", str(out / "bench" / "sync")])
     runs = []
     for p in LOOP_BATCHES:
         for seed in range(args.seeds):

@@ -10,8 +10,10 @@ profile predicts exactly what the simulator will compute. Per phase, the free co
   (``rlsim.engine.simulate_replica``): one prefill round and r decode iterations.
 * train_actor: ``train_compute_efficiency``, ``train_step_overhead_s`` (one optimizer step on the tokens);
 * old_logprob: ``forward_compute_efficiency``, ``forward_overhead_s`` (one forward pass);
-* weight_sync: ``weight_sync_latency_s`` (the bench moves one model's weights, so only the fixed part is
-  identifiable; the bandwidth term keeps the catalog link and ``link_efficiency``).
+* weight_sync: ``weight_sync_latency_s``, and ``link_efficiency`` (the fraction of the catalog link bandwidth)
+  when the bench moved three or more sizes (``rlsim-real bench sync --model tiny --model tiny:hidden_size=256
+  ...``); with one size only the fixed latency is identifiable and the bandwidth keeps the catalog link and the
+  default ``link_efficiency``. A fitted ``link_efficiency`` is the profile's for every link term.
 
 Fit: ``scipy.optimize.least_squares`` on log(predicted / measured) over every repeat (relative errors, so small and
 large points weigh alike), coefficients bounded (efficiencies in [1e-6, 1], overheads in [0, 100 s]).
@@ -139,8 +141,9 @@ def _bounds(name: str) -> tuple[float, float]:
     return (1e-6, 1.0) if name.endswith("efficiency") else (0.0, 100.0)
 
 
-def _fit(phase: str, scn: Scenario, start: Costs, rows: pd.DataFrame) -> tuple[dict[str, float], dict[str, float]]:
-    names = FIT_PARAMS[phase]
+def _fit(
+    phase: str, scn: Scenario, start: Costs, rows: pd.DataFrame, names: tuple[str, ...]
+) -> tuple[dict[str, float], dict[str, float]]:
     measured = rows["time_s"].to_numpy(float)
     lo, hi = zip(*(_bounds(n) for n in names))
     x0 = np.clip([getattr(start, n) for n in names], np.array(lo) + 1e-12, hi)
@@ -159,6 +162,14 @@ def _fit(phase: str, scn: Scenario, start: Costs, rows: pd.DataFrame) -> tuple[d
     return params, sigma
 
 
+def phase_params(phase: str, rows: pd.DataFrame) -> tuple[str, ...]:
+    """The coefficients fitted for a phase: :data:`FIT_PARAMS`, and for the weight sync also ``link_efficiency``
+    when the bench moved at least three sizes (the bandwidth is identifiable apart from the fixed latency)."""
+    if phase == "weight_sync" and rows["bytes"].nunique() >= 3:
+        return (*FIT_PARAMS[phase], "link_efficiency")
+    return FIT_PARAMS[phase]
+
+
 def _config_key(phase: str, rows: pd.DataFrame) -> pd.Series:
     return rows[CONFIG_COLUMNS[phase]].astype(str).agg("|".join, axis=1)
 
@@ -166,17 +177,17 @@ def _config_key(phase: str, rows: pd.DataFrame) -> pd.Series:
 def fit_phase(phase: str, scn: Scenario, rows: pd.DataFrame, start: Costs | None = None, folds: int = 5) -> FitResult:
     """Fit one phase's coefficients on ``rows`` and cross-validate them."""
     start = dataclasses.replace(start or scn.costs, **FIXED)
-    names = FIT_PARAMS[phase]
+    names = phase_params(phase, rows)
     keys = _config_key(phase, rows)
     configs = sorted(set(keys))
-    need_configs = 1 if phase == "weight_sync" else len(names) + 1
+    need_configs = 1 if names == ("weight_sync_latency_s",) else len(names) + 1
     if len(configs) < need_configs or len(rows) < len(names) + 1:
         raise CalibrateError(
             f"phase {phase}: {len(configs)} distinct configuration(s) and {len(rows)} row(s) for {len(names)} "
             f"coefficient(s); too few points: benchmark at least {need_configs} configurations "
             f"({', '.join(CONFIG_COLUMNS[phase])}) with repeats"
         )
-    params, sigma = _fit(phase, scn, start, rows)
+    params, sigma = _fit(phase, scn, start, rows, names)
     fitted = dataclasses.replace(start, **params)
     in_sample = np.abs(predict(phase, scn, fitted, rows) / rows["time_s"].to_numpy(float) - 1.0)
     # k-fold over configurations (or over rows when a phase has one configuration)
@@ -190,7 +201,7 @@ def fit_phase(phase: str, scn: Scenario, rows: pd.DataFrame, start: Costs | None
     for f in range(k):
         held = {uniq[i] for i in order[f::k]}
         test = groups.isin(held).to_numpy()
-        p_fold, _ = _fit(phase, scn, start, rows[~test])
+        p_fold, _ = _fit(phase, scn, start, rows[~test], names)
         held_pred[test] = predict(phase, scn, dataclasses.replace(start, **p_fold), rows[test])
     # a bench point is a configuration, measured as the median of its repeats (one noisy repeat does not make a
     # point); a phase benchmarked in one configuration has only repeats, each then a point

@@ -1,6 +1,7 @@
 """Microbenchmarks that feed calibrate: generation, training and weight sync, on the ``hf`` or ``vllm`` engine.
 
-Each returns a tidy table, one row per measured repeat (warm-up repeats are run and dropped), with the
+Each returns a tidy table, one row per measured repeat (warm-up repeats are run and dropped; the repeats of
+a table's configurations are interleaved, round by round, so drifts of the machine do not bias one of them), with the
 configuration, the seconds and the derived throughput, plus a ``provenance`` column (JSON) naming the device,
 engine and version, torch version, model, dtype, date and command. ``write_table`` writes bench.csv,
 bench.parquet and provenance.json.
@@ -10,7 +11,9 @@ bench.parquet and provenance.json.
 * train: one optimizer step (forward, backward, Adam) on ``tokens`` tokens in sequences of ``seq_len``, the
   gradient accumulated over ``micro_batches`` like the training loop does (phase ``train_actor``), and one
   forward-only log-prob pass over the same tokens (phase ``old_logprob``).
-* sync: the engine loading the trainer's weights (phase ``weight_sync``), with the bytes moved.
+* sync: the engine loading the trainer's weights (phase ``weight_sync``), with the bytes moved, for one model or
+  several sizes (``--model tiny --model tiny:hidden_size=256``); a repeat is the mean of ``number`` consecutive loads
+  (a tiny model's sync takes under a millisecond).
 
 ``read_vllm_bench`` turns ``vllm bench latency`` (fixed batch, ``avg_latency``/``latencies``) and ``vllm bench
 throughput`` (``elapsed_time``, ``num_requests``, ``total_num_tokens``, ``tokens_per_second``) JSON into rows of
@@ -70,17 +73,29 @@ def provenance(engine: str, model: str, dtype: str = "float32") -> dict[str, Any
 
 
 def _timed(fn, repeats: int, warmup: int) -> list[float]:
+    return _timed_rounds([fn], repeats, warmup)[0]
+
+
+def _timed_rounds(fns: list, repeats: int, warmup: int) -> list[list[float]]:
+    """Seconds of each function per repeat, the repeats interleaved: round i times every function once.
+
+    Slow drifts of the machine (clock, cache, other tenants) then spread over every configuration as noise
+    that the median of repeats removes, instead of biasing whichever configurations ran during the drift.
+    Each function runs ``warmup`` untimed times first.
+    """
     from real.timing import synchronize
 
-    for _ in range(warmup):
-        fn()
-    out = []
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    out: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
-        synchronize()
-        t0 = time.perf_counter()
-        fn()
-        synchronize()
-        out.append(time.perf_counter() - t0)
+        for fn, times in zip(fns, out):
+            synchronize()
+            t0 = time.perf_counter()
+            fn()
+            synchronize()
+            times.append(time.perf_counter() - t0)
     return out
 
 
@@ -113,39 +128,41 @@ def bench_generation(
     engine = make_engine(engine_name, path, max_model_len=max_len)
     prov = provenance(engine_name, name)
     rng = random.Random(0)
-    rows = []
+    configs = [(p, r, c) for p in prompt_tokens for r in response_tokens for c in concurrency]
+    fns = []
+    for p, r, c in configs:
+        prompts = [[rng.randrange(4, vocab) for _ in range(p)] for _ in range(c)]
+
+        def run(prompts=prompts, r=r) -> None:
+            out = engine.generate(prompts, 1, r, 1.0, seed=0, ignore_eos=True)
+            got = sum(len(g[0]) for g in out)
+            if got != len(prompts) * r:  # the benchmark must generate exactly what it claims
+                raise RuntimeError(f"engine generated {got} tokens, expected {len(prompts) * r}")
+
+        fns.append(run)
     try:
-        for p in prompt_tokens:
-            for r in response_tokens:
-                for c in concurrency:
-                    prompts = [[rng.randrange(4, vocab) for _ in range(p)] for _ in range(c)]
-
-                    def run(prompts=prompts, r=r) -> None:
-                        out = engine.generate(prompts, 1, r, 1.0, seed=0, ignore_eos=True)
-                        got = sum(len(g[0]) for g in out)
-                        if got != len(prompts) * r:  # the benchmark must generate exactly what it claims
-                            raise RuntimeError(f"engine generated {got} tokens, expected {len(prompts) * r}")
-
-                    for i, t in enumerate(_timed(run, repeats, warmup)):
-                        rows.append(
-                            {
-                                "phase": Phase.ROLLOUT.value,
-                                "engine": engine_name,
-                                "model": name,
-                                "device": prov["device"],
-                                "concurrency": c,
-                                "prompt_tokens": p,
-                                "response_tokens": r,
-                                "tokens": c * r,
-                                "sequences": c,
-                                "repeat": i,
-                                "time_s": t,
-                                "tokens_per_s": c * r / t,
-                                "bytes": None,
-                            }
-                        )
+        times = _timed_rounds(fns, repeats, warmup)
     finally:
         engine.close()
+    rows = [
+        {
+            "phase": Phase.ROLLOUT.value,
+            "engine": engine_name,
+            "model": name,
+            "device": prov["device"],
+            "concurrency": c,
+            "prompt_tokens": p,
+            "response_tokens": r,
+            "tokens": c * r,
+            "sequences": c,
+            "repeat": i,
+            "time_s": t,
+            "tokens_per_s": c * r / t,
+            "bytes": None,
+        }
+        for (p, r, c), ts in zip(configs, times)
+        for i, t in enumerate(ts)
+    ]
     return _frame(rows, prov)
 
 
@@ -161,8 +178,8 @@ def bench_train(
     vocab = policy.config.vocab_size
     opt = torch.optim.Adam(policy.parameters(), lr=1e-5)
     prov = provenance("torch", name)
-    rows = []
     gen = torch.Generator().manual_seed(0)
+    configs, fns = [], []
     for n_tokens in tokens:
         n_seq = max(1, n_tokens // seq_len)
         ids = torch.randint(4, vocab, (n_seq, seq_len), generator=gen)
@@ -180,40 +197,61 @@ def bench_train(
                 policy(input_ids=ids)
 
         for phase, fn in ((Phase.TRAIN_ACTOR, step), (Phase.OLD_LOGPROB, forward)):
-            for i, t in enumerate(_timed(fn, repeats, warmup)):
-                rows.append(
-                    {
-                        "phase": phase.value,
-                        "engine": "torch",
-                        "model": name,
-                        "device": prov["device"],
-                        "concurrency": n_seq,
-                        "prompt_tokens": None,
-                        "response_tokens": None,
-                        "tokens": n_seq * seq_len,
-                        "sequences": n_seq,
-                        "repeat": i,
-                        "time_s": t,
-                        "tokens_per_s": n_seq * seq_len / t,
-                        "bytes": None,
-                    }
-                )
+            configs.append((phase, n_seq))
+            fns.append(fn)
+    rows = [
+        {
+            "phase": phase.value,
+            "engine": "torch",
+            "model": name,
+            "device": prov["device"],
+            "concurrency": n_seq,
+            "prompt_tokens": None,
+            "response_tokens": None,
+            "tokens": n_seq * seq_len,
+            "sequences": n_seq,
+            "repeat": i,
+            "time_s": t,
+            "tokens_per_s": n_seq * seq_len / t,
+            "bytes": None,
+        }
+        for (phase, n_seq), ts in zip(configs, _timed_rounds(fns, repeats, warmup))
+        for i, t in enumerate(ts)
+    ]
     return _frame(rows, prov)
 
 
-def bench_sync(engine_name: str, model: str | None, repeats: int = 3, warmup: int = 1) -> pd.DataFrame:
+def bench_sync(
+    engine_name: str, model: str | None | list[str | None], repeats: int = 3, warmup: int = 1, number: int = 1
+) -> pd.DataFrame:
+    """Weight-sync rows, for one model or several (sizes), their repeats interleaved in one process.
+
+    Each repeat is the mean of ``number`` consecutive loads (as ``timeit`` does). Models of several sizes give a
+    table with several ``bytes`` values, from which calibrate fits the fixed latency and the bandwidth apart.
+    """
     from real.engines import make_engine
     from real.models import load_policy
 
-    path, name = _model(model)
-    policy, _ = load_policy(path)
-    nbytes = sum(t.numel() * t.element_size() for t in policy.state_dict().values())
-    engine = make_engine(engine_name, path)
-    prov = provenance(engine_name, name)
+    models = model if isinstance(model, list) else [model]
+    loaded, engines = [], []
     try:
-        times = _timed(lambda: engine.load_weights(policy), repeats, warmup)
+        for spec in models:
+            path, name = _model(spec)
+            policy, _ = load_policy(path)
+            nbytes = sum(t.numel() * t.element_size() for t in policy.state_dict().values())
+            engines.append(make_engine(engine_name, path))
+            loaded.append((name, policy, nbytes))
+
+        def loads(engine=None, policy=None) -> None:
+            for _ in range(number):
+                engine.load_weights(policy)
+
+        fns = [lambda e=e, m=m[1]: loads(e, m) for e, m in zip(engines, loaded)]
+        times = _timed_rounds(fns, repeats, warmup)
     finally:
-        engine.close()
+        for engine in engines:
+            engine.close()
+    prov = provenance(engine_name, ",".join(name for name, _, _ in loaded))
     rows = [
         {
             "phase": Phase.WEIGHT_SYNC.value,
@@ -226,11 +264,12 @@ def bench_sync(engine_name: str, model: str | None, repeats: int = 3, warmup: in
             "tokens": None,
             "sequences": None,
             "repeat": i,
-            "time_s": t,
+            "time_s": t / number,
             "tokens_per_s": None,
             "bytes": nbytes,
         }
-        for i, t in enumerate(times)
+        for (name, _, nbytes), ts in zip(loaded, times)
+        for i, t in enumerate(ts)
     ]
     return _frame(rows, prov)
 

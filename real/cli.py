@@ -94,7 +94,12 @@ def _add_bench(sub: Any) -> None:
     p = sub.add_parser("bench", help="microbenchmarks: generation, train, sync")
     p.add_argument("kind", choices=("generation", "train", "sync"))
     p.add_argument("--engine", default="hf", choices=("hf", "vllm"))
-    p.add_argument("--model", default=None, help="'tiny' (default), a local HF folder, or 'smollm2'")
+    p.add_argument(
+        "--model",
+        action="append",
+        help="'tiny' (default), 'tiny:hidden_size=256', a local HF folder, or 'smollm2'; sync takes it several times "
+        "(model sizes, timed interleaved)",
+    )
     p.add_argument("--concurrency", default="1,2,4,8,16,32", help="generation: sequences per batch (comma list)")
     p.add_argument("--prompt-tokens", default="16", help="generation: prompt lengths (comma list)")
     p.add_argument("--response-tokens", default="32", help="generation: response lengths, EOS ignored (comma list)")
@@ -102,6 +107,12 @@ def _add_bench(sub: Any) -> None:
     p.add_argument("--seq-len", type=int, default=64, help="train: tokens per sequence")
     p.add_argument("--micro-batches", type=int, default=1, help="train: gradient accumulation, as in the loop")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument(
+        "--number",
+        type=int,
+        default=1,
+        help="sync: loads per repeat, timed together and averaged (a sub-millisecond sync is noise otherwise)",
+    )
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("-o", "--output", type=Path, help="directory for bench.csv, bench.parquet, provenance.json")
     p.set_defaults(func=cmd_bench)
@@ -120,12 +131,15 @@ def _ints(text: str, flag: str) -> list[int]:
 def cmd_bench(args: argparse.Namespace) -> int:
     from real import bench
 
-    if args.repeats < 1 or args.warmup < 0:
-        raise RealError("--repeats must be >= 1 and --warmup >= 0")
+    if args.repeats < 1 or args.warmup < 0 or args.number < 1:
+        raise RealError("--repeats and --number must be >= 1 and --warmup >= 0")
+    models = args.model or [None]
+    if args.kind != "sync" and len(models) > 1:
+        raise RealError(f"--model given {len(models)} times; the {args.kind} bench takes one (sync takes several)")
     if args.kind == "generation":
         table = bench.bench_generation(
             args.engine,
-            args.model,
+            models[0],
             _ints(args.concurrency, "--concurrency"),
             _ints(args.prompt_tokens, "--prompt-tokens"),
             _ints(args.response_tokens, "--response-tokens"),
@@ -134,10 +148,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
     elif args.kind == "train":
         table = bench.bench_train(
-            args.model, _ints(args.tokens, "--tokens"), args.seq_len, args.repeats, args.warmup, args.micro_batches
+            models[0], _ints(args.tokens, "--tokens"), args.seq_len, args.repeats, args.warmup, args.micro_batches
         )
     else:
-        table = bench.bench_sync(args.engine, args.model, args.repeats, args.warmup)
+        table = bench.bench_sync(args.engine, models, args.repeats, args.warmup, args.number)
     print(bench.summarize(table).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if args.output is not None:
         bench.write_table(table, args.output)

@@ -97,3 +97,12 @@ def test_read_vllm_bench_json(tmp_path):
     bad.write_text("{}")
     with pytest.raises(Exception, match="neither vllm bench latency"):
         bench.read_vllm_bench([bad])
+
+
+def test_repeats_are_interleaved_across_configurations():
+    """Warm-ups first, then round by round: a drift of the machine reaches every configuration alike."""
+    calls = []
+    fns = [lambda: calls.append("a"), lambda: calls.append("b"), lambda: calls.append("c")]
+    times = bench._timed_rounds(fns, repeats=3, warmup=2)
+    assert calls == ["a", "a", "b", "b", "c", "c"] + ["a", "b", "c"] * 3
+    assert [len(t) for t in times] == [3, 3, 3] and all(x >= 0 for t in times for x in t)
