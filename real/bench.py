@@ -8,9 +8,10 @@ bench.parquet and provenance.json.
 
 * generation: ``concurrency`` sequences of exactly ``prompt_tokens`` random prompt tokens, each generating
   exactly ``response_tokens`` tokens (EOS ignored), in one batch; time of the whole batch.
-* train: one optimizer step (forward, backward, Adam) on ``tokens`` tokens in sequences of ``seq_len``, the
-  gradient accumulated over ``micro_batches`` like the training loop does (phase ``train_actor``), and one
-  forward-only log-prob pass over the same tokens (phase ``old_logprob``).
+* train: the training loop's own functions on a synthetic batch of ``tokens`` tokens in sequences of
+  ``seq_len`` (the second half of each sequence the scored completion, random advantages): one GRPO update
+  (clipped policy loss, gradient accumulated over ``micro_batches``, gradient norms, clipping, Adam; phase
+  ``train_actor``) and one log-prob pass (phase ``old_logprob``).
 * sync: the engine loading the trainer's weights (phase ``weight_sync``), with the bytes moved, for one model or
   several sizes (``--model tiny --model tiny:hidden_size=256``); a repeat is the mean of ``number`` consecutive loads
   (a tiny model's sync takes under a millisecond).
@@ -70,10 +71,6 @@ def provenance(engine: str, model: str, dtype: str = "float32") -> dict[str, Any
         "date": _dt.date.today().isoformat(),
         "command": " ".join(sys.argv),
     }
-
-
-def _timed(fn, repeats: int, warmup: int) -> list[float]:
-    return _timed_rounds([fn], repeats, warmup)[0]
 
 
 def _timed_rounds(fns: list, repeats: int, warmup: int) -> list[list[float]]:
@@ -172,6 +169,7 @@ def bench_train(
     import torch
 
     from real.models import load_policy
+    from real.train import TrainConfig, _batch_tensors, _completion_logprobs, _update_actor
 
     path, name = _model(model)
     policy, _ = load_policy(path)
@@ -179,22 +177,30 @@ def bench_train(
     opt = torch.optim.Adam(policy.parameters(), lr=1e-5)
     prov = provenance("torch", name)
     gen = torch.Generator().manual_seed(0)
+    cfg = TrainConfig(micro_batches=micro_batches, mini_batches=1, epochs=1)
+    completion_len = max(1, seq_len // 2)  # the second half of each sequence is the scored completion
     configs, fns = [], []
     for n_tokens in tokens:
         n_seq = max(1, n_tokens // seq_len)
-        ids = torch.randint(4, vocab, (n_seq, seq_len), generator=gen)
+        if n_seq % micro_batches:
+            raise RealError(
+                f"--tokens {n_tokens} gives {n_seq} sequences of {seq_len}, not divisible into --micro-batches "
+                f"{micro_batches}; choose token counts that are multiples of {seq_len * micro_batches}"
+            )
+        seqs = torch.randint(4, vocab, (n_seq, seq_len), generator=gen).tolist()
+        prompts = [row[: seq_len - completion_len] for row in seqs]
+        completions = [row[seq_len - completion_len :] for row in seqs]
+        ids, attn, targets, mask, positions = _batch_tensors(prompts, completions, pad_id=0)
+        old_lp = torch.zeros(mask.shape)
+        adv = torch.randn(mask.shape, generator=gen) * mask
 
-        def step(ids=ids) -> None:  # one optimizer step, gradients accumulated over micro-batches like the loop
-            opt.zero_grad(set_to_none=True)
-            for part in ids.chunk(micro_batches):
-                logits = policy(input_ids=part).logits
-                loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, vocab), part[:, 1:].reshape(-1))
-                (loss / micro_batches).backward()
-            opt.step()
+        def step(ids=ids, attn=attn, targets=targets, mask=mask, positions=positions, old_lp=old_lp, adv=adv) -> None:
+            # the training loop's own update: clipped policy loss, micro-batches, gradient norms, clipping, Adam
+            _update_actor(cfg, policy, opt, ids, attn, targets, mask, positions, old_lp, None, adv)
 
-        def forward(ids=ids) -> None:
-            with torch.no_grad():
-                policy(input_ids=ids)
+        def forward(ids=ids, attn=attn, targets=targets, positions=positions) -> None:
+            with torch.no_grad():  # the loop's log-prob pass
+                _completion_logprobs(policy, ids, attn, targets, positions)
 
         for phase, fn in ((Phase.TRAIN_ACTOR, step), (Phase.OLD_LOGPROB, forward)):
             configs.append((phase, n_seq))

@@ -193,3 +193,20 @@ def test_cli_fit_writes_a_profile_rlsim_uses(tmp_path):
         text=True,
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no such file" in bad.stderr
+
+
+def test_sync_over_several_sizes_fits_latency_and_bandwidth_apart():
+    """Three or more sizes: link_efficiency is fitted too, and the fit predicts a size it did not see."""
+    scn = base_scenario(TINY, "CPU-2core", 64, 64)
+    truth = dataclasses.replace(scn.costs, weight_sync_latency_s=8e-4, link_efficiency=0.05)
+    sizes = [1.2e6, 2.1e6, 3.2e6, 4.5e6]
+    rows = pd.DataFrame([{"phase": "weight_sync", "bytes": b} for b in sizes for _ in range(5)])
+    rows["time_s"] = predict("weight_sync", scn, truth, rows) * np.random.default_rng(0).lognormal(0, 0.02, len(rows))
+    fit = fit_phase("weight_sync", scn, rows)
+    assert set(fit.parameters) == {"weight_sync_latency_s", "link_efficiency"}
+    assert fit.parameters["link_efficiency"] == pytest.approx(0.05, rel=0.15)
+    assert fit.parameters["weight_sync_latency_s"] == pytest.approx(8e-4, rel=0.15)
+    assert fit.held_out["num_points"] == 4 and fit.held_out["mape"] < 0.05
+    # one size: the bandwidth is not identifiable, only the latency is fitted
+    one = fit_phase("weight_sync", scn, rows[rows["bytes"] == sizes[0]].reset_index(drop=True))
+    assert set(one.parameters) == {"weight_sync_latency_s"}

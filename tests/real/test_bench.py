@@ -106,3 +106,19 @@ def test_repeats_are_interleaved_across_configurations():
     times = bench._timed_rounds(fns, repeats=3, warmup=2)
     assert calls == ["a", "a", "b", "b", "c", "c"] + ["a", "b", "c"] * 3
     assert [len(t) for t in times] == [3, 3, 3] and all(x >= 0 for t in times for x in t)
+
+
+def test_sync_bench_over_model_sizes(tmp_path):
+    df = bench.bench_sync("hf", ["tiny", "tiny:hidden_size=192"], repeats=2, warmup=1, number=2)
+    by = df.groupby("model")["bytes"].first()
+    assert set(by.index) == {"tiny", "tiny:hidden_size=192"} and by["tiny:hidden_size=192"] > by["tiny"]
+    assert len(df) == 4 and (df["time_s"] > 0).all()
+
+
+def test_cli_refuses_several_models_for_a_generation_bench(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "real.cli", "bench", "generation", "--model", "tiny", "--model", "smollm2"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and "takes one" in proc.stderr and proc.stderr.count("\n") == 1
