@@ -72,7 +72,7 @@ def test_verl_log_imports_and_goes_through_validate(tmp_path):
     assert row["predicted_step_time_s"] > 0 and row["measured_s/rollout"] > 0 and row["predicted_s/rollout"] > 0
     assert row["measured_time_to_target_s"] > 0 and row["predicted_time_to_target_s"] > 0
     html = (out / "report.html").read_text()
-    assert "Predicted vs measured" in html and "Error summary" in html
+    assert "Predicted vs measured" in html and "Error summary" in html and "By batch size" in html
     details = json.loads((out / "validation.json").read_text())
     assert details["reference_batch"] == 512 and details["learning"]["target"] == 0.6
 
@@ -233,3 +233,50 @@ def test_real_runs_validate_against_a_profile(tmp_path):
     assert learning["b_simple"] is None and learning["batch_multiplier"] == {"form": "invariant"}
     assert len(learning["b_simple_unusable_runs"]) == 1 and "two different batch sizes" in str(learning)
     assert {"samples_to_target_error", "runs_reaching_target"} <= set(details["by_batch"][0])
+    # the in-loop factors come from the reference runs, one per bench-fitted phase
+    assert set(details["in_loop_factors"]) == {"train_actor", "old_logprob", "weight_sync"}
+    assert all(0.1 < f < 10 for f in details["in_loop_factors"].values())
+
+
+def test_scaled_profile_scales_each_phase_time_by_its_factor():
+    """The in-loop factor read off the reference runs multiplies the phase's predicted seconds."""
+    from calibrate.costfit import base_scenario
+    from calibrate.validate import scaled_profile
+    from rlsim.costs import RooflineCostModel
+    from rlsim.profile import PhaseFit, Profile
+
+    model = {
+        "name": "tiny",
+        "num_layers": 2,
+        "hidden_size": 128,
+        "num_attention_heads": 4,
+        "num_kv_heads": 2,
+        "head_dim": 32,
+        "vocab_size": 18,
+        "intermediate_size": 256,
+        "num_params": 300160.0,
+        "num_active_params": 300160.0,
+        "dtype": "float32",
+    }
+    scn = base_scenario(model, "CPU-2core", 64, 64)
+    profile = Profile(
+        {"device": "cpu"},
+        {
+            "train_actor": PhaseFit("roofline", {"train_compute_efficiency": 0.3, "train_step_overhead_s": 0.02}),
+            "old_logprob": PhaseFit("roofline", {"forward_compute_efficiency": 0.3, "forward_overhead_s": 0.004}),
+        },
+    )
+
+    def seconds(prof):
+        cost = RooflineCostModel.from_scenario(scn, prof.apply(scn.costs))
+        # the optimizer's memory term is not scaled: take it out to compare the scaled part
+        adam = cost.train_s(scn.model, 0.0, 0.0, 1, 1) - prof.phases["train_actor"].parameters["train_step_overhead_s"]
+        return cost.train_s(scn.model, 3072, 3072 * 12, 1, 1) - adam, cost.forward_s(scn.model, 3072, 3072 * 12)
+
+    train, fwd = seconds(profile)
+    scaled = scaled_profile(profile, {"train_actor": 1.25, "old_logprob": 2.0})
+    train2, fwd2 = seconds(scaled)
+    assert train2 == pytest.approx(1.25 * train) and fwd2 == pytest.approx(2.0 * fwd)
+    # an efficiency never exceeds 1: a factor below the efficiency's headroom is capped
+    capped = scaled_profile(profile, {"old_logprob": 0.1})
+    assert capped.phases["old_logprob"].parameters["forward_compute_efficiency"] == 1.0
