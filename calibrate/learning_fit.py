@@ -575,8 +575,11 @@ def invariance_score(
 # ---------------------------------------------------------------------------------------------- B_simple
 
 
-def _noise_terms(records: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[float], list[float]]:
-    """Per step with the two-batch gradient norms: the step, the unbiased |G|^2 and tr(Sigma) estimates."""
+def noise_terms(records: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[float], list[float]]:
+    """Per step with the two-batch gradient norms: the step, the unbiased |G|^2 and tr(Sigma) estimates.
+
+    Raises CalibrateError, naming the step and the fix, when a run cannot give the estimator (no norms logged,
+    one batch size only, non-finite values)."""
     steps: list[Any] = []
     g2: list[float] = []
     tr: list[float] = []
@@ -629,7 +632,7 @@ def b_simple_pooled(runs: Sequence[Sequence[Mapping[str, Any]]], resamples: int 
     g2: list[float] = []
     tr: list[float] = []
     for run in runs:
-        _, g, t = _noise_terms(run)
+        _, g, t = noise_terms(run)
         g2 += g
         tr += t
     g_arr, t_arr = np.array(g2), np.array(tr)
@@ -661,7 +664,7 @@ def b_simple(records: Sequence[Mapping[str, Any]], alpha: float = 0.1) -> dict[s
     """
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1:
         raise CalibrateError(f"alpha {alpha!r} must be in (0, 1]; pass e.g. 0.1 (weight of the newest step)")
-    steps, g2, tr = _noise_terms(records)
+    steps, g2, tr = noise_terms(records)
     ema_g = ema_t = 0.0
     g_series, t_series, series = [], [], []
     for t, (g, x) in enumerate(zip(g2, tr), 1):

@@ -15,8 +15,10 @@ model is anchored) and the ``wall_s`` interpolated at those samples. Predicted: 
 with the profile, simulating as many steps as the run logged; time-to-target uses the learning model fitted on
 the reference runs: the ScaleRL sigmoid of their metric in samples, and for the other batch sizes the
 critical-batch form with B_crit = B_simple pooled over every step the reference runs logged at two batch sizes
-(invariant when they logged none). Time-to-target error = samples-to-target error (learning model) times
-throughput error (cost model), and both factors are reported.
+(invariant when they logged none). The reference runs also supply what no microbenchmark sees: the reward
+and per-step glue costs, and per bench-fitted phase the in-loop factor (measured / predicted seconds), which
+scales that phase in every prediction (:func:`in_loop_factors`). Time-to-target error = samples-to-target error
+(learning model) times throughput error (cost model), and both factors are reported.
 For ``hf``-engine runs the response length is the mean of each step's longest response: transformers'
 ``generate`` keeps every sequence of the batch until the longest ends.
 """
@@ -193,7 +195,7 @@ def learning_from_runs(runs: list[Run], target: float) -> dict[str, Any]:
     two batch sizes (McCandlish et al. 2018: B_crit ~ B_noise), pooled over every step of every reference run
     (:func:`calibrate.learning_fit.b_simple_pooled`), or invariance when they logged none.
     """
-    from calibrate.learning_fit import b_simple_pooled, fit_sigmoid, samples_to_target
+    from calibrate.learning_fit import b_simple_pooled, fit_sigmoid, noise_terms, samples_to_target
 
     xs, ys, initial = _curve(runs)
     fit = fit_sigmoid(xs, ys, r0=initial)
@@ -214,7 +216,7 @@ def learning_from_runs(runs: list[Run], target: float) -> dict[str, Any]:
     logged, unusable = [], []
     for run in runs:  # a run logged at one batch size only (no micro-batches) cannot give the estimator
         try:
-            b_simple_pooled([run.records], resamples=1)
+            noise_terms(run.records)
             logged.append(run.records)
         except CalibrateError as exc:
             unusable.append(f"{run.path.name}: {exc}")
@@ -269,12 +271,13 @@ def in_loop_factors(refs: list[Run], profile: Profile, costs: dict[str, float]) 
     runs only; the held-out batch sizes then test how the bench-fitted costs scale with the batch.
     """
     factors = {}
-    preds = [predicted(r, profile, None, costs) for r in refs]
+    meas_phases = [measured(r, None)["phase_time_s"] for r in refs]
+    pred_phases = [predicted(r, profile, None, costs)["phase_time_s"] for r in refs]
     for phase in SCALED:
         if phase not in profile.phases:
             continue
-        meas = np.mean([measured(r, None)["phase_time_s"].get(phase, 0.0) for r in refs])
-        pred = np.mean([p["phase_time_s"].get(phase, 0.0) for p in preds])
+        meas = np.mean([m.get(phase, 0.0) for m in meas_phases])
+        pred = np.mean([p.get(phase, 0.0) for p in pred_phases])
         if meas > 0 and pred > 0:
             factors[phase] = float(meas / pred)
     return factors

@@ -24,6 +24,7 @@ the same table; the batch and lengths they do not record can be given in the fil
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import re
 import sys
@@ -248,11 +249,11 @@ def bench_sync(
             engines.append(make_engine(engine_name, path))
             loaded.append((name, policy, nbytes))
 
-        def loads(engine=None, policy=None) -> None:
+        def loads(engine: Any, policy: Any) -> None:
             for _ in range(number):
                 engine.load_weights(policy)
 
-        fns = [lambda e=e, m=m[1]: loads(e, m) for e, m in zip(engines, loaded)]
+        fns = [functools.partial(loads, engine, policy) for engine, (_, policy, _) in zip(engines, loaded)]
         times = _timed_rounds(fns, repeats, warmup)
     finally:
         for engine in engines:

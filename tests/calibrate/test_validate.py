@@ -247,21 +247,9 @@ def test_scaled_profile_scales_each_phase_time_by_its_factor():
     from calibrate.validate import scaled_profile
     from rlsim.costs import RooflineCostModel
     from rlsim.profile import PhaseFit, Profile
+    from tests.calibrate.test_costfit import TINY
 
-    model = {
-        "name": "tiny",
-        "num_layers": 2,
-        "hidden_size": 128,
-        "num_attention_heads": 4,
-        "num_kv_heads": 2,
-        "head_dim": 32,
-        "vocab_size": 18,
-        "intermediate_size": 256,
-        "num_params": 300160.0,
-        "num_active_params": 300160.0,
-        "dtype": "float32",
-    }
-    scn = base_scenario(model, "CPU-2core", 64, 64)
+    scn = base_scenario(TINY, "CPU-2core", 64, 64)
     profile = Profile(
         {"device": "cpu"},
         {
