@@ -79,6 +79,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     atomic_write(out / "validation.csv", lambda p: table.to_csv(p, index=False))
     atomic_write_text(out / "validation.json", json.dumps(details, indent=2, default=str) + "\n")
     atomic_write_text(out / "report.html", report_html(table, details, profile))
+    learning = details.get("learning")
+    if learning is not None:
+        lo, hi = learning["b_simple_interval"] or (None, None)
+        b = learning["b_simple"]
+        print(
+            f"learning model from B = {learning['reference_batch']}: batch term {learning['batch_form']}"
+            + (f"; B_simple = {b:.0f} [{lo:.0f}, {hi:.0f}] (16-84%)" if None not in (b, lo, hi) else "")
+        )
     print(pd.DataFrame(details["by_batch"]).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print("\n" + json.dumps(details["summary"], indent=2))
     print(f"\nwrote {out}/validation.csv, validation.json, report.html")

@@ -14,8 +14,9 @@ first reaches the target (linear interpolation between the two evaluations aroun
 model is anchored) and the ``wall_s`` interpolated at those samples. Predicted: the same from ``rlsim.simulate``
 with the profile, simulating as many steps as the run logged; time-to-target uses the learning model fitted on
 the reference runs: the ScaleRL sigmoid of their metric in samples, and for the other batch sizes the
-critical-batch form with B_crit = B_simple pooled over every step the reference runs logged at two batch sizes
-(invariant when they logged none). The reference runs also supply what no microbenchmark sees: the reward
+critical-batch form with B_crit = B_simple pooled over every step the reference runs logged at two batch sizes,
+to the power 1/2 for runs trained with Adam's sqrt LR rule (1 otherwise; :func:`learning_from_runs`), or
+invariant when they logged none. The reference runs also supply what no microbenchmark sees: the reward
 and per-step glue costs, and per bench-fitted phase the in-loop factor (measured / predicted seconds), which
 scales that phase in every prediction (:func:`in_loop_factors`). Time-to-target error = samples-to-target error
 (learning model) times throughput error (cost model), and both factors are reported.
@@ -186,14 +187,28 @@ def _curve(runs: list[Run]) -> tuple[np.ndarray, np.ndarray, float | None]:
     return xs, ys, float(np.mean(known)) if known else None
 
 
+ADAM_SQRT_POWER = 0.5  # samples-to-target ~ (1 + B / B_noise) ** power for Adam under the sqrt LR rule
+
+
+def _batch_form(bm: dict[str, Any]) -> str:
+    """The batch term in words, for the report."""
+    if bm["form"] != "critical_batch":
+        return "invariant: the reference runs logged no usable two-batch gradient norms"
+    if bm["critical_power"] == ADAM_SQRT_POWER:
+        return "E ~ (1 + B / B_simple) ** 0.5: Adam under the sqrt LR rule (rlsim.learning derives it)"
+    return "E ~ 1 + B / B_simple: McCandlish et al. 2018 (LR tuned per batch; the runs did not use the sqrt rule)"
+
+
 def learning_from_runs(runs: list[Run], target: float) -> dict[str, Any]:
     """A learning section from the runs of the reference batch size.
 
     The ScaleRL sigmoid is fitted to their mean eval curve in samples, then its scale (mid_samples) is anchored so
     that it crosses the target at the samples the runs measured (the mean of their interpolated crossings). For
     other batch sizes: the critical-batch form with B_crit = B_simple from the gradient norms the runs logged at
-    two batch sizes (McCandlish et al. 2018: B_crit ~ B_noise), pooled over every step of every reference run
-    (:func:`calibrate.learning_fit.b_simple_pooled`), or invariance when they logged none.
+    two batch sizes, pooled over every step of every reference run (:func:`calibrate.learning_fit.b_simple_pooled`),
+    or invariance when they logged none. Its power is 1/2 for runs trained with the sqrt LR rule (Adam's
+    first-order samples cost, E ~ sqrt(1 + B / B_noise), derived in rlsim.learning) and 1 otherwise (McCandlish
+    et al. 2018, E ~ 1 + B / B_noise, LR tuned per batch). ``batch_form`` says which, in words.
     """
     from calibrate.learning_fit import b_simple_pooled, fit_sigmoid, noise_terms, samples_to_target
 
@@ -221,8 +236,13 @@ def learning_from_runs(runs: list[Run], target: float) -> dict[str, Any]:
         except CalibrateError as exc:
             unusable.append(f"{run.path.name}: {exc}")
     noise = b_simple_pooled(logged) if logged else None
+    rule = runs[0].scenario.learning.lr_rule
     if noise is not None and noise["b_simple"] is not None and noise["b_simple"] > 0:
-        batch_multiplier = {"form": "critical_batch", "critical_batch": float(noise["b_simple"])}
+        batch_multiplier = {
+            "form": "critical_batch",
+            "critical_batch": float(noise["b_simple"]),
+            "critical_power": ADAM_SQRT_POWER if rule == "sqrt" else 1.0,
+        }
     return {
         "metric": {"initial": curve.initial, "asymptote": asymptote, "mid_samples": mid, "exponent": curve.exponent},
         "target": target,
@@ -232,6 +252,7 @@ def learning_from_runs(runs: list[Run], target: float) -> dict[str, Any]:
         "b_simple_interval": None if noise is None else [v if np.isfinite(v) else None for v in noise["interval"]],
         "b_simple_steps": None if noise is None else noise["num_steps"],
         "b_simple_unusable_runs": unusable,
+        "batch_form": _batch_form(batch_multiplier),
         "measured_samples_to_target": crossings,
         "sigmoid_rmse": fit.rmse,
     }

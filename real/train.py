@@ -9,9 +9,10 @@ One step (phase names from rlsim.phases, each timed with the device synchronized
    ``ref_logprob`` with ``--kl-coef > 0`` (frozen initial policy); ``values`` for PPO (the critic).
 4. Advantages: GRPO normalizes rewards within each group; PPO runs GAE(gamma=1, lambda) on the critic's values.
 5. ``train_actor`` (and ``train_critic`` for PPO): ``epochs`` passes over ``mini_batches`` mini-batches, each
-   split into micro-batches whose gradients accumulate. The squared gradient norm of the first micro-batch and of
-   the whole first mini-batch are logged (``grad_norm_sq_small`` / ``grad_norm_sq_big`` with their batch sizes in
-   samples) so that calibrate can estimate B_simple (REFERENCE section 3).
+   split into micro-batches whose gradients accumulate. The squared gradient norm of a micro-batch (the mean over
+   the first mini-batch's micro-batches) and of the whole first mini-batch are logged (``grad_norm_sq_small`` /
+   ``grad_norm_sq_big`` with their batch sizes in samples) so that calibrate can estimate B_simple (REFERENCE
+   section 3).
 6. ``weight_sync``: the engine loads the new weights.
 7. Every ``eval_every`` steps: greedy accuracy on the held-out split, timed as ``eval`` and excluded from
    ``wall_s`` (and so from time-to-target).
@@ -214,6 +215,19 @@ class Critic:
 
 def _grad_norm_sq(params) -> float:
     return float(sum(float((p.grad.detach() ** 2).sum()) for p in params if p.grad is not None))
+
+
+def _micro_grad_norm_sq(params, before, micro_batches: int) -> float:
+    """|g_u|^2 of the micro-batch just accumulated: g_u = micro_batches * (grad now - grad before) is the gradient
+    of that micro-batch's mean loss; ``before`` is updated in place to the gradient now."""
+    total = 0.0
+    for p, b in zip(params, before):
+        if p.grad is None:
+            continue
+        g = p.grad.detach()
+        total += float(((g - b) ** 2).sum()) * micro_batches**2
+        b.copy_(g)
+    return total
 
 
 # ---------------------------------------------------------------------------------------------- checkpoint
@@ -487,6 +501,9 @@ def _update_actor(cfg, policy, opt, ids, attn, targets, mask, positions, old_lp,
         for m in range(cfg.mini_batches):
             idx = order[m * mini : (m + 1) * mini]
             opt.zero_grad(set_to_none=True)
+            probe = epoch == 0 and m == 0
+            before = [torch.zeros_like(p) for p in params] if probe else []
+            small: list[float] = []
             for u in range(cfg.micro_batches):
                 j = idx[u * micro : (u + 1) * micro]
                 lp = _completion_logprobs(policy, ids[j], attn[j], targets[j], positions[j])
@@ -496,10 +513,15 @@ def _update_actor(cfg, policy, opt, ids, attn, targets, mask, positions, old_lp,
                 (loss / cfg.micro_batches).backward()
                 losses.append(float(loss.detach()))
                 clips.append(float(clip_frac.detach()))
-                if epoch == 0 and m == 0 and u == 0:
-                    # gradient of the micro-batch mean loss (undo the 1/micro_batches scaling)
-                    out["grad_norm_sq_small"] = _grad_norm_sq(params) * cfg.micro_batches**2
-                    out["grad_batch_small"] = micro
+                if probe:
+                    small.append(_micro_grad_norm_sq(params, before, cfg.micro_batches))
+            if probe:
+                # every micro-batch's own squared gradient norm, averaged: the same expectation as one
+                # micro-batch's, with a fraction of its variance (McCandlish et al. average over all
+                # data-parallel workers). With two micro-batches the two-batch estimator then reads
+                # |G|^2 ~ g_1 . g_2 and tr(Sigma) ~ B_small |g_1 - g_2|^2 / 2, never negative.
+                out["grad_norm_sq_small"] = sum(small) / len(small)
+                out["grad_batch_small"] = micro
             if epoch == 0 and m == 0:
                 out["grad_norm_sq_big"] = _grad_norm_sq(params)
                 out["grad_batch_big"] = mini

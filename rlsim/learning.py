@@ -10,10 +10,9 @@ Pieces (REFERENCE sections 3-5):
   samples-to-target is m x N*_ref. m is the product of:
   - the batch term ``batch_multiplier`` in one of three forms: ``invariant`` (1 inside [batch_low, batch_high], an
     omitted bound leaving that side open,
-    ``penalty_per_doubling`` per doubling outside), ``critical_batch`` (McCandlish et al. 2018,
-    E = E_min (1 + B / B_crit), normalized to 1 at the reference batch), or ``table`` (measured samples-to-target
-    per batch, interpolated in log-log; it refuses to extrapolate unless ``allow_extrapolation`` is set, and then
-    it warns);
+    ``penalty_per_doubling`` per doubling outside), ``critical_batch`` (E = E_min (1 + B / B_crit) ** p,
+    normalized to 1 at the reference batch; see below for p), or ``table`` (measured samples-to-target per batch,
+    interpolated in log-log; it refuses to extrapolate unless ``allow_extrapolation`` is set, and then it warns);
   - the LR term: a rule that does not keep the trajectory of the trajectory-preserving rule (``invariant_rule``,
     sqrt for Adam: Malladi et al. 2022) pays ``untuned_lr_penalty`` per doubling-equivalent of LR mismatch,
     ``m_lr = untuned_lr_penalty ** (2 |log2(eta / eta*)|)``: with sqrt as the invariant rule, doubling the batch
@@ -21,6 +20,19 @@ Pieces (REFERENCE sections 3-5):
     256 untuned needs 1.67x the samples);
   - the staleness term for async schedules: ``(1 + staleness_penalty_per_step) ** mean staleness``.
 * ``samples_spread``: relative standard deviation of samples-to-target across training seeds (for bands).
+
+The power p of the critical-batch form (``critical_power``):
+
+* p = 1 is McCandlish et al. 2018 (arXiv 1812.06162): E = E_min (1 + B / B_noise) with the learning rate tuned
+  for each batch, derived for SGD.
+* p = 1/2 is Adam under the sqrt rule, eta = eta0 sqrt(B / B0), to first order in eta. Per coordinate, Adam's
+  second moment tracks E[g_hat^2] = g^2 + sigma^2 / B, so one step lowers the loss by about
+  eta g^2 / sqrt(g^2 + sigma^2 / B). Per sample that is eta0 / sqrt(B0) * g^2 / sqrt(B g^2 + sigma^2), so the
+  samples for a given progress grow as sqrt(1 + B / B_noise) with B_noise = sigma^2 / g^2: invariance while the
+  noise dominates (B << B_noise, the regime where the sqrt rule preserves the trajectory, Malladi et al. 2022),
+  then sqrt(B) growth once Adam's normalized step is signal-dominated (each step moves about eta, and eta grows
+  only as sqrt(B)). It assumes eta below the curvature limit (second-order term dropped) and one aggregate
+  noise scale; calibrate.validate uses it, with B_noise = B_simple, for runs trained with the sqrt rule.
 """
 
 from __future__ import annotations
@@ -106,7 +118,8 @@ def batch_multiplier(bm: BatchMultiplier, batch: float, reference_batch: float) 
     if bm.form == "invariant":
         return _invariant(bm, batch) / _invariant(bm, reference_batch), []
     if bm.form == "critical_batch":
-        return (1.0 + batch / bm.critical_batch) / (1.0 + reference_batch / bm.critical_batch), []  # type: ignore[operator]
+        ratio = (1.0 + batch / bm.critical_batch) / (1.0 + reference_batch / bm.critical_batch)  # type: ignore[operator]
+        return ratio**bm.critical_power, []
     value, warnings = _table(bm, batch)
     ref, ref_warnings = _table(bm, reference_batch)
     return value / ref, warnings + ref_warnings

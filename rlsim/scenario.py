@@ -218,6 +218,9 @@ class BatchMultiplier:
     penalty_per_doubling: float = field(default=1.5, metadata=_rule(ge=1, le=1000))  # above batch_high
     penalty_per_doubling_below: float = field(default=1.0, metadata=_rule(ge=1, le=1000))  # below batch_low
     critical_batch: float | None = field(default=None, metadata=_rule(gt=0))  # critical_batch form
+    # critical_batch form: E ~ (1 + B / critical_batch) ** critical_power; 1: LR tuned per batch (McCandlish et
+    # al. 2018); 0.5: Adam under the sqrt LR rule (rlsim.learning derives it)
+    critical_power: float = field(default=1.0, metadata=_rule(gt=0, le=2))
     batches: tuple[float, ...] | None = None  # table form: increasing batches (responses per step)
     samples_to_target: tuple[float, ...] | None = None  # table form: measured N* at each batch
     allow_extrapolation: bool = False  # table form

@@ -62,6 +62,13 @@ def test_batch_multiplier_forms():
     crit = BatchMultiplier(form="critical_batch", critical_batch=2048)
     # E = E_min (1 + B / B_crit), relative to the reference batch 1024
     assert batch_multiplier(crit, 4096, 1024)[0] == pytest.approx((1 + 2) / (1 + 0.5))
+    adam = BatchMultiplier(form="critical_batch", critical_batch=2048, critical_power=0.5)
+    assert batch_multiplier(adam, 4096, 1024)[0] == pytest.approx(math.sqrt(3 / 1.5))
+    assert batch_multiplier(adam, 1024, 1024)[0] == 1.0
+    # far above B_crit each doubling costs sqrt(2) under Adam's power 1/2, 2 under McCandlish's power 1
+    big = 2048 * 1e6
+    assert batch_multiplier(adam, 2 * big, big)[0] == pytest.approx(math.sqrt(2), rel=1e-5)
+    assert batch_multiplier(crit, 2 * big, big)[0] == pytest.approx(2, rel=1e-5)
     table = BatchMultiplier(form="table", batches=(512, 2048, 8192), samples_to_target=(1e5, 1e5, 4e5))
     assert batch_multiplier(table, 2048, 512)[0] == pytest.approx(1.0)
     assert batch_multiplier(table, 4096, 512)[0] == pytest.approx(2.0)  # log-log midpoint of 1e5 and 4e5

@@ -121,6 +121,14 @@ CLI_CASES = [
     ),
     pytest.param(
         SMALL,
+        _set("learning.batch_multiplier", {"form": "critical_batch", "critical_batch": 512, "critical_power": 0}),
+        [],
+        None,
+        ["learning.batch_multiplier.critical_power: 0", "learning.batch_multiplier.critical_power"],
+        id="critical-power-zero",
+    ),
+    pytest.param(
+        SMALL,
         _set("workload.group_size", 0),
         [],
         None,

@@ -271,3 +271,50 @@ def test_scaled_profile_scales_each_phase_time_by_its_factor():
     # an efficiency never exceeds 1: a factor below the efficiency's headroom is capped
     capped = scaled_profile(profile, {"old_logprob": 0.1})
     assert capped.phases["old_logprob"].parameters["forward_compute_efficiency"] == 1.0
+
+
+def _noise_run(tmp_path, rule: str, name: str) -> Run:
+    """A reference run whose logged gradient norms put B_simple at exactly 40: per step |g_small|^2 and
+    |g_big|^2 at batches 8 and 16 from |G|^2 = 1 and tr(Sigma) = 40."""
+    from rlsim.scenario import load_scenario
+
+    scn = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "small_1gpu.yaml")
+    scn = scn.with_overrides({"learning.lr_rule": rule})
+    recs = [
+        {
+            "step": t,
+            "responses": 16,
+            "cumulative_samples": 16 * t,
+            "wall_s": 0.1 * t,
+            "eval_metric": (t / 40) if t % 2 == 0 else None,
+            "timing_s": {"rollout": 0.05},
+            "grad_batch_small": 8,
+            "grad_batch_big": 16,
+            "grad_norm_sq_small": 1 + 40 / 8,
+            "grad_norm_sq_big": 1 + 40 / 16,
+        }
+        for t in range(1, 41)
+    ]
+    return Run(tmp_path / name, recs, scn, "real")
+
+
+def test_learning_model_takes_adams_power_for_sqrt_rule_runs(tmp_path):
+    """Runs trained with the sqrt LR rule get samples ~ (1 + B / B_simple) ** 0.5 (Adam's first-order cost);
+    other rules McCandlish's power 1. Both use B_simple from the runs' gradient norms."""
+    from calibrate.validate import learning_from_runs
+    from rlsim.learning import batch_multiplier
+    from rlsim.scenario import BatchMultiplier
+
+    sqrt = learning_from_runs([_noise_run(tmp_path, "sqrt", "a")], target=0.5)
+    linear = learning_from_runs([_noise_run(tmp_path, "linear", "b")], target=0.5)
+    assert sqrt["b_simple"] == pytest.approx(40) and linear["b_simple"] == pytest.approx(40)
+    assert sqrt["batch_multiplier"] == {
+        "form": "critical_batch",
+        "critical_batch": pytest.approx(40),
+        "critical_power": 0.5,
+    }
+    assert linear["batch_multiplier"]["critical_power"] == 1.0
+    assert "sqrt" in sqrt["batch_form"] and "McCandlish" in linear["batch_form"]
+    m_sqrt = batch_multiplier(BatchMultiplier(**sqrt["batch_multiplier"]), 64, 16)[0]
+    m_lin = batch_multiplier(BatchMultiplier(**linear["batch_multiplier"]), 64, 16)[0]
+    assert m_lin == pytest.approx((1 + 64 / 40) / (1 + 16 / 40)) and m_sqrt == pytest.approx(m_lin**0.5)

@@ -193,3 +193,29 @@ def test_rerunning_a_finished_run_changes_nothing(tmp_path):
     again = train(cfg, tmp_path / "r")
     assert again["stopped"] == "already finished"
     assert (tmp_path / "r" / "runlog.jsonl").read_bytes() == before
+
+
+def test_micro_batch_grad_norms_are_each_micro_batchs_own():
+    """Accumulating micro-batch gradients (each loss / M), _micro_grad_norm_sq recovers |g_u|^2 of each micro-batch's
+    own mean-loss gradient from the running sum, so the logged small-batch norm is their mean."""
+    import torch
+
+    from real.train import _micro_grad_norm_sq
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(5, 3)
+    params = list(lin.parameters())
+    xs = [torch.randn(4, 5) for _ in range(3)]
+    own = []
+    for x in xs:
+        lin.zero_grad()
+        (lin(x) ** 2).mean().backward()
+        own.append(sum(float((p.grad**2).sum()) for p in params))
+    lin.zero_grad(set_to_none=True)
+    before = [torch.zeros_like(p) for p in params]
+    got = []
+    for x in xs:
+        ((lin(x) ** 2).mean() / len(xs)).backward()
+        got.append(_micro_grad_norm_sq(params, before, len(xs)))
+    assert got == pytest.approx(own, rel=1e-5)
+    assert len(set(round(v, 6) for v in own)) == 3  # three different micro-batches, not one norm three times
