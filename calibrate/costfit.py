@@ -58,7 +58,7 @@ FIT_PARAMS: dict[str, tuple[str, ...]] = {
 }
 # coefficients a bench cannot see, fixed in a profile: the bench times engine.generate alone (no dispatch), and
 # an in-process engine does not sleep
-FIXED = {"rollout_overhead_s": 0.0, "sleep_wake_overhead_s": 0.0}
+FIXED = {"rollout_overhead_s": 0.0, "rollout_s_per_sample": 0.0, "sleep_wake_overhead_s": 0.0}
 CONFIG_COLUMNS = {
     "rollout": ["concurrency", "prompt_tokens", "response_tokens"],
     "train_actor": ["tokens", "sequences"],
@@ -110,7 +110,7 @@ def predict(phase: str, scn: Scenario, costs: Costs, rows: pd.DataFrame) -> np.n
         for c, p, r in rows[["concurrency", "prompt_tokens", "response_tokens"]].astype(int).itertuples(index=False):
             if (c, p, r) not in cache:
                 res = simulate_replica(np.full(c, p), np.full(c, r), c, scn.kv_capacity_tokens, decode, prefill)
-                cache[(c, p, r)] = res.makespan_s + cost.rollout_overhead_s()
+                cache[(c, p, r)] = res.makespan_s + cost.rollout_overhead_s(c)
             out.append(cache[(c, p, r)])
         return np.array(out)
     if phase in ("train_actor", "old_logprob"):
@@ -261,6 +261,7 @@ def fit_profile(
         params = dict(r.parameters)
         if r.phase == "rollout":
             params["rollout_overhead_s"] = FIXED["rollout_overhead_s"]
+            params["rollout_s_per_sample"] = FIXED["rollout_s_per_sample"]
         if r.phase == "weight_sync":
             params["sleep_wake_overhead_s"] = FIXED["sleep_wake_overhead_s"]
         phases[r.phase] = PhaseFit("roofline", params, r.uncertainty, r.fitted_range, r.held_out)

@@ -17,7 +17,7 @@ the reference runs: the ScaleRL sigmoid of their metric in samples, and for the 
 critical-batch form with B_crit = B_simple pooled over every step the reference runs logged at two batch sizes,
 to the power 1/2 for runs trained with Adam's sqrt LR rule (1 otherwise; :func:`learning_from_runs`), or
 invariant when they logged none. The reference runs also supply what no microbenchmark sees: the reward
-and per-step glue costs, and per bench-fitted phase the in-loop factor (measured / predicted seconds), which
+and per-sample glue costs, and per bench-fitted phase the in-loop factor (measured / predicted seconds), which
 scales that phase in every prediction (:func:`in_loop_factors`). Time-to-target error = samples-to-target error
 (learning model) times throughput error (cost model), and both factors are reported.
 For ``hf``-engine runs the response length is the mean of each step's longest response: transformers'
@@ -40,7 +40,7 @@ from calibrate.tables import model_spec_from_folder
 from rlsim.phases import TIMED_PHASES
 from rlsim.profile import Profile
 from rlsim.runlog import RunLogError, read_jsonl
-from rlsim.scenario import Scenario, from_dict
+from rlsim.scenario import Costs, Scenario, from_dict
 
 
 @dataclass
@@ -260,23 +260,30 @@ def learning_from_runs(runs: list[Run], target: float) -> dict[str, Any]:
 
 def costs_from_runs(runs: list[Run]) -> dict[str, float]:
     """Cost coefficients no microbenchmark measures, read off the reference runs' logs: the reward per sample
-    and the per-step work outside the timed phases (batch assembly, decoding, logging), as rollout_overhead_s."""
+    and the work outside the timed phases (batch assembly, detokenizing, train accuracy, logging), per sample as
+    ``rollout_s_per_sample``: it is host work over every response (measured on the CPU loop: 6.0 / 11.3 /
+    25.0 ms per step at 64 / 128 / 256 responses, 0.09 ms per response at each)."""
     reward, glue = [], []
     for run in runs:
         recs = run.records[1:]
         reward += [r["timing_s"].get("reward", 0.0) / r["responses"] for r in recs]
         steps = np.diff([r["wall_s"] for r in run.records])
         timed = [sum(v for k, v in r["timing_s"].items() if k != "eval") for r in recs]
-        glue += list(np.maximum(0.0, steps - np.array(timed)))
+        glue += list(np.maximum(0.0, steps - np.array(timed)) / np.array([r["responses"] for r in recs]))
     return {
         "reward_s_per_sample": float(np.mean(reward)),
         "reward_overhead_s": 0.0,
-        "rollout_overhead_s": float(np.mean(glue)),
+        "rollout_s_per_sample": float(np.mean(glue)),
+        "rollout_overhead_s": 0.0,
     }
 
 
 # per phase, the coefficients that scale its time: overheads multiply, efficiencies divide
 SCALED = {
+    "rollout": (
+        ("decode_iteration_overhead_s", "decode_per_seq_overhead_s", "prefill_overhead_s"),
+        ("decode_memory_efficiency", "decode_compute_efficiency", "prefill_compute_efficiency"),
+    ),
     "train_actor": (("train_step_overhead_s",), ("train_compute_efficiency",)),
     "old_logprob": (("forward_overhead_s",), ("forward_compute_efficiency",)),
     "weight_sync": (("weight_sync_latency_s",), ("link_efficiency",)),
@@ -287,9 +294,13 @@ def in_loop_factors(refs: list[Run], profile: Profile, costs: dict[str, float]) 
     """Measured / predicted seconds of each bench-fitted phase on the reference runs.
 
     A microbenchmark times a phase alone, back to back with warm caches; inside the loop the same code runs after
-    generation and between other phases (measured here: train and log-prob passes 13-26% slower than the bench
-    predicted at the reference batch). Like the reward and glue costs, that factor is read off the reference
-    runs only; the held-out batch sizes then test how the bench-fitted costs scale with the batch.
+    generation and between other phases (measured on the CPU loop: train and log-prob passes 10-26% slower than
+    the bench predicted at the reference batch), and a bench run minutes apart from the runs sees the machine in
+    another state (the generation bench's prediction of the same in-loop rollout ranged 0.88-1.35x over three
+    loops). Like the reward and glue costs, that factor is read off the reference runs only; the held-out batch
+    sizes then test how the bench-fitted costs scale with the batch. The rollout's factor compares the engine's
+    part only: the predicted rollout also holds the per-step glue (``rollout_s_per_sample``), which the runs'
+    rollout timer does not see.
     """
     factors = {}
     meas_phases = [measured(r, None)["phase_time_s"] for r in refs]
@@ -299,13 +310,17 @@ def in_loop_factors(refs: list[Run], profile: Profile, costs: dict[str, float]) 
             continue
         meas = np.mean([m.get(phase, 0.0) for m in meas_phases])
         pred = np.mean([p.get(phase, 0.0) for p in pred_phases])
+        if phase == "rollout":  # the engine's part: the runs' rollout timer does not see the glue
+            pred -= np.mean([costs["rollout_overhead_s"] + costs["rollout_s_per_sample"] * r.batch for r in refs])
         if meas > 0 and pred > 0:
             factors[phase] = float(meas / pred)
     return factors
 
 
-def scaled_profile(profile: Profile, factors: dict[str, float]) -> Profile:
-    """The profile with each phase's time scaled by its factor (efficiencies capped at 1)."""
+def scaled_profile(profile: Profile, factors: dict[str, float], base: Costs | None = None) -> Profile:
+    """The profile with each phase's time scaled by its factor (efficiencies capped at 1). A coefficient the phase
+    did not fit (the rollout's decode compute efficiency, when the bench never reached the compute bound) is
+    taken from ``base``, the costs the predictions start from, and scaled too; without ``base`` it is left out."""
     import dataclasses
 
     phases = dict(profile.phases)
@@ -313,6 +328,8 @@ def scaled_profile(profile: Profile, factors: dict[str, float]) -> Profile:
         fit = phases[phase]
         overheads, efficiencies = SCALED[phase]
         params = dict(fit.parameters)
+        if base is not None:
+            params = {**{k: getattr(base, k) for k in overheads + efficiencies}, **params}
         for k in overheads:
             if k in params:
                 params[k] = params[k] * f
@@ -334,7 +351,12 @@ def _with_costs(profile: Profile | None, costs: dict[str, float]) -> Profile | N
     roll = phases.get("rollout")
     if roll is not None:
         phases["rollout"] = dataclasses.replace(
-            roll, parameters={**roll.parameters, "rollout_overhead_s": costs["rollout_overhead_s"]}
+            roll,
+            parameters={
+                **roll.parameters,
+                "rollout_overhead_s": costs["rollout_overhead_s"],
+                "rollout_s_per_sample": costs["rollout_s_per_sample"],
+            },
         )
     phases["reward"] = PhaseFit(
         "per-sample, from the reference runs",
@@ -408,7 +430,7 @@ def validate(
     in_loop: dict[str, float] = {}
     if profile is not None and costs:
         in_loop = in_loop_factors(refs, profile, costs)
-        profile = scaled_profile(profile, in_loop)
+        profile = scaled_profile(profile, in_loop, refs[0].scenario.costs)
     covered = set(profile.phases) if profile is not None else set()
     if costs:
         covered.add("reward")

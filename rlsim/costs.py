@@ -41,7 +41,7 @@ class CostModel(Protocol):
 
     def prefill_coefficients(self) -> PrefillCoefficients: ...
 
-    def rollout_overhead_s(self) -> float: ...
+    def rollout_overhead_s(self, responses: int) -> float: ...
 
     def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float) -> float: ...
 
@@ -126,8 +126,9 @@ class RooflineCostModel:
             per_token_sq_s=0.5 * attention_flops_per_token_context(m) / flops,
         )
 
-    def rollout_overhead_s(self) -> float:
-        return self.costs.rollout_overhead_s
+    def rollout_overhead_s(self, responses: int) -> float:
+        """Per-step host work around the engine for a step of ``responses`` responses."""
+        return self.costs.rollout_overhead_s + self.costs.rollout_s_per_sample * responses
 
     # -- trainer -----------------------------------------------------------------------------------------
     def _forward_flops(self, model: ModelSpec, tokens: float, sq_tokens: float) -> float:

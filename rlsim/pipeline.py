@@ -102,7 +102,7 @@ def _rollout(env: simpy.Environment, st: _State):
                 s.kv_capacity_tokens,
                 decode,
                 prefill,
-                st.cost.rollout_overhead_s(),
+                st.cost.rollout_overhead_s(len(responses)),
             )
             yield env.timeout(res.rollout_s)
             st.span(Phase.ROLLOUT, n, st.rollout_track, start, res.rollout_s)

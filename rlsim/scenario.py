@@ -267,6 +267,8 @@ class Costs:
     weight_sync_latency_s: float = field(default=1.0, metadata=_rule(ge=0))
     sleep_wake_overhead_s: float = field(default=2.0, metadata=_rule(ge=0))  # colocated only
     rollout_overhead_s: float = field(default=0.5, metadata=_rule(ge=0))  # per step: dispatch and gather
+    # per response per step: host work outside the engine (detokenizing, batch assembly, logging)
+    rollout_s_per_sample: float = field(default=0.0, metadata=_rule(ge=0))
     reward_overhead_s: float = field(default=0.1, metadata=_rule(ge=0))
     reward_s_per_sample: float = field(default=1e-4, metadata=_rule(ge=0))
 

@@ -1,5 +1,7 @@
 """The cost model and the engine model together: decode is memory-bound at low concurrency (must-show 1)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -119,3 +121,17 @@ def test_catalog_entries_have_sources():
     )
     assert moe.expert_params == pytest.approx(48 * 128 * 3 * 2048 * 768)
     assert moe.num_active_params < 0.15 * moe.num_params
+
+
+def test_rollout_host_overhead_grows_with_the_responses():
+    """Per step the rollout pays rollout_overhead_s plus rollout_s_per_sample for every response; the simulated
+    rollout phase carries it."""
+    scn = rlsim.load_scenario(SCENARIOS / "small_1gpu.yaml")
+    costs = dataclasses.replace(scn.costs, rollout_overhead_s=0.25, rollout_s_per_sample=0.001)
+    cost = RooflineCostModel.from_scenario(scn, costs)
+    assert cost.rollout_overhead_s(0) == pytest.approx(0.25)
+    assert cost.rollout_overhead_s(512) == pytest.approx(0.25 + 0.512)
+    base = rlsim.simulate(scn).summary()["phase_time_s"]["rollout"]
+    more = rlsim.simulate(scn.with_overrides({"costs.rollout_s_per_sample": 0.001})).summary()["phase_time_s"]
+    b = scn.workload.prompts_per_step * scn.workload.group_size
+    assert more["rollout"] - base == pytest.approx(0.001 * b, rel=1e-6)

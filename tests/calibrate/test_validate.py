@@ -237,7 +237,7 @@ def test_real_runs_validate_against_a_profile(tmp_path):
     assert len(learning["b_simple_unusable_runs"]) == 1 and "two different batch sizes" in str(learning)
     assert {"samples_to_target_error", "runs_reaching_target"} <= set(details["by_batch"][0])
     # the in-loop factors come from the reference runs, one per bench-fitted phase
-    assert set(details["in_loop_factors"]) == {"train_actor", "old_logprob", "weight_sync"}
+    assert set(details["in_loop_factors"]) == {"rollout", "train_actor", "old_logprob", "weight_sync"}
     assert all(0.1 < f < 10 for f in details["in_loop_factors"].values())
 
 
@@ -255,8 +255,35 @@ def test_scaled_profile_scales_each_phase_time_by_its_factor():
         {
             "train_actor": PhaseFit("roofline", {"train_compute_efficiency": 0.3, "train_step_overhead_s": 0.02}),
             "old_logprob": PhaseFit("roofline", {"forward_compute_efficiency": 0.3, "forward_overhead_s": 0.004}),
+            "rollout": PhaseFit(
+                "roofline",
+                {
+                    "decode_iteration_overhead_s": 0.004,
+                    "decode_per_seq_overhead_s": 2e-5,
+                    "decode_memory_efficiency": 0.5,
+                    "prefill_overhead_s": 0.006,
+                    "prefill_compute_efficiency": 0.3,
+                },
+            ),
         },
     )
+
+    def rollout_seconds(prof):
+        import numpy as np
+
+        from rlsim.engine import simulate_replica
+
+        cost = RooflineCostModel.from_scenario(scn, prof.apply(scn.costs))
+        n = 64
+        res = simulate_replica(
+            np.full(n, 5),
+            np.full(n, 8),
+            n,
+            scn.kv_capacity_tokens,
+            cost.decode_coefficients(),
+            cost.prefill_coefficients(),
+        )
+        return res.makespan_s
 
     def seconds(prof):
         cost = RooflineCostModel.from_scenario(scn, prof.apply(scn.costs))
@@ -268,6 +295,12 @@ def test_scaled_profile_scales_each_phase_time_by_its_factor():
     scaled = scaled_profile(profile, {"train_actor": 1.25, "old_logprob": 2.0})
     train2, fwd2 = seconds(scaled)
     assert train2 == pytest.approx(1.25 * train) and fwd2 == pytest.approx(2.0 * fwd)
+    # the rollout: decode and prefill overheads and efficiencies together scale the engine's seconds
+    roll = rollout_seconds(profile)
+    assert rollout_seconds(scaled_profile(profile, {"rollout": 0.75}, scn.costs)) == pytest.approx(0.75 * roll)
+    # without the base costs the unfitted decode compute efficiency stays as it was: the compute-bound
+    # iterations do not scale
+    assert rollout_seconds(scaled_profile(profile, {"rollout": 0.75})) > 0.75 * roll * 1.001
     # an efficiency never exceeds 1: a factor below the efficiency's headroom is capped
     capped = scaled_profile(profile, {"old_logprob": 0.1})
     assert capped.phases["old_logprob"].parameters["forward_compute_efficiency"] == 1.0
@@ -318,3 +351,19 @@ def test_learning_model_takes_adams_power_for_sqrt_rule_runs(tmp_path):
     m_sqrt = batch_multiplier(BatchMultiplier(**sqrt["batch_multiplier"]), 64, 16)[0]
     m_lin = batch_multiplier(BatchMultiplier(**linear["batch_multiplier"]), 64, 16)[0]
     assert m_lin == pytest.approx((1 + 64 / 40) / (1 + 16 / 40)) and m_sqrt == pytest.approx(m_lin**0.5)
+
+
+def test_glue_outside_the_timed_phases_is_read_per_sample(tmp_path):
+    """The wall time no phase timer saw is host work over every response: read off the reference runs per
+    sample, so a held-out batch twice as large pays twice the glue."""
+    from calibrate.validate import costs_from_runs
+
+    recs, wall = [], 0.0
+    for t in range(1, 6):
+        timing = {"rollout": 0.02, "reward": 0.0005 * 32, "train_actor": 0.03}
+        wall += sum(timing.values()) + 0.0002 * 32  # 0.2 ms of glue per response
+        recs.append({"step": t, "responses": 32, "wall_s": wall, "timing_s": timing})
+    costs = costs_from_runs([Run(tmp_path, recs, None, "real")])
+    assert costs["rollout_s_per_sample"] == pytest.approx(0.0002)
+    assert costs["reward_s_per_sample"] == pytest.approx(0.0005)
+    assert costs["rollout_overhead_s"] == 0.0
