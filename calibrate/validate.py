@@ -296,7 +296,7 @@ def in_loop_factors(refs: list[Run], profile: Profile, costs: dict[str, float]) 
     A microbenchmark times a phase alone, back to back with warm caches; inside the loop the same code runs after
     generation and between other phases (measured on the CPU loop: train and log-prob passes 10-26% slower than
     the bench predicted at the reference batch), and a bench run minutes apart from the runs sees the machine in
-    another state (the generation bench's prediction of the same in-loop rollout ranged 0.88-1.35x over three
+    another state (the generation bench's prediction of the same in-loop rollout ranged 0.88-1.36x over three
     loops). Like the reward and glue costs, that factor is read off the reference runs only; the held-out batch
     sizes then test how the bench-fitted costs scale with the batch. The rollout's factor compares the engine's
     part only: the predicted rollout also holds the per-step glue (``rollout_s_per_sample``), which the runs'
