@@ -1,6 +1,8 @@
 """``rlsim-calibrate``: turn measurements into profiles and check predictions against real runs.
 
 ``rlsim-calibrate fit BENCH_TABLE... -o profile.json [--model-dir DIR | --model NAME] [--gpu NAME]``
+``rlsim-calibrate fit-learning RUN... --target X --profile P -o profile.json [--reference-batch B]``: the
+learning model from run logs at two or more batch sizes, written into the profile's ``learning``
 ``rlsim-calibrate import --format verl|openrlhf|trl|nemo-rl LOG -o runlog.jsonl [--prompts-per-step P
 --group-size G]``
 ``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X] [--reference-batch B]``
@@ -52,6 +54,51 @@ def cmd_fit(args: argparse.Namespace) -> int:
         )
     print("(held-out: k-fold over configurations; a point is the median of its repeats)")
     print(f"\nwrote {args.output}")
+    return 0
+
+
+def _read_run(path: Path) -> list[dict]:
+    """A run's step records from a run directory (its runlog.jsonl) or a run-log file."""
+    from rlsim.runlog import RunLogError, read_jsonl
+
+    log = path / "runlog.jsonl" if path.is_dir() else path
+    if not log.is_file():
+        raise CalibrateError(f"{path}: no run log; give run directories (with runlog.jsonl) or runlog.jsonl files")
+    try:
+        return list(read_jsonl(log))
+    except RunLogError as exc:
+        raise CalibrateError(str(exc)) from None
+
+
+def cmd_fit_learning(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from calibrate.learning_fit import fit_learning
+    from rlsim.profile import load_profile
+
+    profile = load_profile(args.profile)  # before the fit: a bad profile fails fast
+    runs = [_read_run(p) for p in args.runs]
+    fit = fit_learning(runs, args.target, args.reference_batch)
+    learning = fit.to_profile_learning()
+    prov = {**profile.provenance, "learning_runs": [str(p) for p in args.runs], "learning_command": " ".join(sys.argv)}
+    atomic_write_text(args.output, dataclasses.replace(profile, provenance=prov, learning=learning).dumps() + "\n")
+    cb = fit.critical_batch
+    sigma = cb.to_dict()["uncertainty"]["critical_batch"]
+    print(f"{'batch':>7} {'runs':>5} {'samples to target':>18}  source")
+    for b, info in learning["samples_to_target"].items():
+        print(f"{b:>7} {info['runs']:>5} {info['samples']:>18.0f}  {info['source']}")
+    print(
+        f"critical batch {cb.critical_batch:.0f}"
+        + (f" +- {sigma:.0f}" if sigma is not None else "")
+        + (f" (at its {cb.at_bound} bound)" if cb.at_bound else "")
+        + f" (E = E_min (1 + B / B_crit), E_min {cb.min_samples:.0f}); invariance: curves up to "
+        f"{fit.invariance['max_ratio']:.2f}x apart in samples (mean {fit.invariance['mean_ratio']:.2f}x)"
+    )
+    for b, v in (learning["b_simple"] or {}).items():
+        print(f"B_simple at {b}: {v:.0f}" if v is not None else f"B_simple at {b}: not positive")
+    for note in fit.notes:
+        print(f"note: {note}")
+    print(f"\nwrote {args.output} (learning fitted on {len(runs)} runs at reference batch {fit.reference_batch})")
     return 0
 
 
@@ -218,6 +265,14 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--gpu", help="catalog device the bench ran on (default: guessed from the table's device)")
     fit.add_argument("-o", "--output", type=Path, required=True, help="profile JSON to write")
     fit.set_defaults(func=cmd_fit)
+
+    fl = sub.add_parser("fit-learning", help="fit the learning model from run logs into a profile")
+    fl.add_argument("runs", type=Path, nargs="+", help="run directories (runlog.jsonl) or runlog.jsonl files")
+    fl.add_argument("--target", type=float, required=True, help="eval metric target for samples-to-target")
+    fl.add_argument("--reference-batch", type=int, help="responses per step of the curve kept (default: smallest)")
+    fl.add_argument("--profile", type=Path, required=True, help="profile JSON to add the learning model to")
+    fl.add_argument("-o", "--output", type=Path, required=True, help="profile JSON to write (may be --profile)")
+    fl.set_defaults(func=cmd_fit_learning)
 
     imp = sub.add_parser("import", help="read a framework's per-step metrics into the run-log schema")
     imp.add_argument("log", type=Path)

@@ -714,7 +714,7 @@ class LearningFit:
     critical_batch: CriticalBatchFit
     table: BatchMultiplier
     invariance: dict[str, Any]
-    b_simple: dict[int, dict[str, Any]] = field(default_factory=dict)  # per batch, from its first run with the keys
+    b_simple: dict[int, dict[str, Any]] = field(default_factory=dict)  # per batch, pooled over its runs' steps
     samples_spread: float = 0.0
     notes: tuple[str, ...] = ()
 
@@ -769,6 +769,10 @@ class LearningFit:
             "curves": {str(b): c.to_dict() for b, c in sorted(self.curves.items())},
             "invariance": inv,
             "b_simple": {str(b): _finite_or_none(d["b_simple"]) for b, d in sorted(self.b_simple.items())} or None,
+            "b_simple_interval": {
+                str(b): [_finite_or_none(x) for x in d["interval"]] for b, d in sorted(self.b_simple.items())
+            }
+            or None,
             "fitted_range": {
                 "batch": [min(self.curves), max(self.curves)],
                 "samples": [min(r.sigmoid.samples_range[0] for r in self.runs), max(r.max_samples for r in self.runs)],
@@ -830,7 +834,6 @@ def fit_learning(
     reference_batch: int | None = None,
     exclude_fraction: float = 0.0,
     upper: float | None = 1.0,
-    alpha: float = 0.1,
 ) -> LearningFit:
     """Fit the learning model from run logs (one list of step records per run) at two or more batch sizes.
 
@@ -839,8 +842,9 @@ def fit_learning(
     samples-to-target used across batches: the geometric mean of the runs' measured first crossings when every run
     reached the target, else the batch curve's inverse (``samples_source`` says which; a batch whose curve never
     reaches the target is left out with a note). Across batches: the critical-batch fit, the table, the invariance
-    score of the batch curves (evaluated on 257 points over each batch's observed samples), and B_simple where
-    logged. ``reference_batch`` (default: the smallest batch with a samples-to-target) must be one of the batches.
+    score of the batch curves (evaluated on 257 points over each batch's observed samples), and B_simple per batch
+    where logged, pooled over every logged step of that batch's runs (:func:`b_simple_pooled`).
+    ``reference_batch`` (default: the smallest batch with a samples-to-target) must be one of the batches.
     ``samples_spread``: mean over batches with two or more runs that reached the target of the relative std
     (ddof 1) of their first crossings; 0 when none.
     """
@@ -935,14 +939,19 @@ def fit_learning(
         inv = {"definition": INVARIANCE_DEFINITION, "error": str(exc)}
         notes.append(f"invariance: {exc}")
     bsimple: dict[int, dict[str, Any]] = {}
-    for i, run in enumerate(runs):
-        b = batch_of[i]
-        if b in bsimple or not any(rec.get(k) is not None for rec in run for k in GRAD_KEYS):
-            continue
-        try:
-            bsimple[b] = b_simple(run, alpha=alpha)
-        except CalibrateError as exc:
-            raise CalibrateError(f"run {i} (B={b}): {exc}") from None
+    for b in distinct:
+        logged = [
+            (i, run)
+            for i, run in enumerate(runs)
+            if batch_of[i] == b and any(rec.get(k) is not None for rec in run for k in GRAD_KEYS)
+        ]
+        for i, run in logged:  # name the run whose norms are broken
+            try:
+                noise_terms(run)
+            except CalibrateError as exc:
+                raise CalibrateError(f"run {i} (B={b}): {exc}") from None
+        if logged:
+            bsimple[b] = b_simple_pooled([run for _, run in logged])
     return LearningFit(
         target=target,
         reference_batch=int(reference_batch),

@@ -560,3 +560,47 @@ def test_fit_learning_refuses():
     grads[0].update(grad_records(steps=1, bs=64, bb=64)[0])
     with pytest.raises(CalibrateError, match=r"run 1 \(B=512\): step 1: grad_batch_small == grad_batch_big"):
         fit_learning([r256, grads], target=0.4)
+
+
+def test_fit_learning_command_writes_the_learning_model_into_the_profile(tmp_path):
+    """`rlsim-calibrate fit-learning` reads run directories and run-log files, fits the learning model and
+    writes it into the profile (the cost phases kept); bad input exits 2 with one line and leaves the profile
+    as it was."""
+    import subprocess
+    import sys
+
+    from rlsim.profile import PhaseFit, Profile, load_profile
+
+    prov = {
+        k: "x" for k in ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")
+    }
+    prof_path = tmp_path / "profile.json"
+    phases = {"train_actor": PhaseFit("roofline", {"train_compute_efficiency": 0.3, "train_step_overhead_s": 0.02})}
+    prof_path.write_text(Profile(prov, phases).dumps())
+    paths = []
+    for b in (256, 512, 1024, 2048):
+        d = tmp_path / f"run{b}"
+        d.mkdir()
+        schema = {"schema_version": 1, "run_id": f"run{b}", "prompts": b // 8, "prompt_tokens": 10 * b}
+        schema |= {"response_tokens": 100 * b, "reward_mean": 0.5, "timing_s": {"rollout": 1.0}}
+        recs = [r | schema for r in run_log(b, grads=True)]
+        (d / "runlog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        paths.append(str(d) if b != 2048 else str(d / "runlog.jsonl"))  # a directory or the log itself
+    cmd = [sys.executable, "-m", "calibrate.cli", "fit-learning", "--target", "0.6", "--profile", str(prof_path)]
+    proc = subprocess.run(
+        [*cmd, *paths, "--reference-batch", "512", "-o", str(prof_path)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "critical batch" in proc.stdout and "B_simple at 512: 400" in proc.stdout
+    prof = load_profile(prof_path)
+    assert set(prof.phases) == {"train_actor"} and prof.provenance["learning_runs"] == paths
+    learning = prof.learning
+    assert learning["reference_batch"] == 512 and learning["target"] == 0.6
+    assert rel(learning["critical_batch_fit"]["critical_batch"], 1024) < 0.05
+    assert set(learning["samples_to_target"]) == {"256", "512", "1024", "2048"}
+    before = prof_path.read_text()
+    bad = subprocess.run([*cmd, paths[0], "-o", str(prof_path)], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "two or more batch sizes" in bad.stderr
+    missing = subprocess.run([*cmd, str(tmp_path / "nope"), "-o", str(prof_path)], capture_output=True, text=True)
+    assert missing.returncode == 2 and "no run log" in missing.stderr
+    assert prof_path.read_text() == before
