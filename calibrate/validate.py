@@ -420,6 +420,13 @@ def validate(
     are held out. Time-to-target is compared per batch size, as the mean over its runs (seeds).
     """
     runs = [load_run(d, gpu) for d in run_dirs]
+    ignored_learning = bool(profile is not None and profile.learning)
+    if ignored_learning:
+        # validation fits its own learning model on the reference runs: a profile's (fitted on every batch size,
+        # held-out ones included) would replace it in rlsim.simulate
+        import dataclasses
+
+        profile = dataclasses.replace(profile, learning=None)
     batches = sorted({r.batch for r in runs})
     ref_batch = reference_batch if reference_batch is not None else batches[len(batches) // 2]
     refs = [r for r in runs if r.batch == ref_batch]
@@ -442,6 +449,7 @@ def validate(
             "reference_batch": ref_batch,
             "costs_from_runs": costs,
             "in_loop_factors": in_loop,
+            "profile_learning_ignored": ignored_learning,
             "runs": {},
             "uncovered_phases": sorted(timed - covered) if profile is not None else None,
         },

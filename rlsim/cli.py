@@ -103,17 +103,19 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from rlsim.profile import load_profile
     from rlsim.scenario import load_scenario
     from rlsim.simulation import simulate
 
     scenario = load_scenario(args.scenario, args.set)
     if args.output is not None and args.output.exists() and not args.output.is_dir():
         raise _Usage(f"-o {args.output}: exists and is not a directory; give a directory path")
+    profile = load_profile(args.profile) if args.profile else None
+    if profile is not None:
+        scenario = profile.with_learning(scenario)
     progress, close = _progress_bar(scenario.run.steps, sys.stderr.isatty() and not args.json)
     try:
-        result = simulate(
-            scenario, profile=args.profile, progress=progress, with_band=scenario.learning.metric is not None
-        )
+        result = simulate(scenario, profile=profile, progress=progress, with_band=scenario.learning.metric is not None)
     finally:
         close()
     summary = result.summary()

@@ -113,6 +113,8 @@ def decide(
     """Simulate both sides to their target and apply the decision rule."""
     from rlsim.simulation import simulate
 
+    if profile is not None:
+        scenario = profile.with_learning(scenario)
     if scenario.learning.metric is None:
         raise LearningModelError("rlsim decide needs a learning model: set learning.metric and learning.target")
     results: list[SimResult] = []

@@ -22,6 +22,11 @@ Schema (``schema_version`` 1)::
       "learning": null or {...}                         # learning-model parameters (rlsim.learning)
     }
 
+A ``learning`` section (``rlsim-calibrate fit-learning`` writes one) replaces the scenario's learning model in
+``rlsim.simulate``: its ``reference_batch`` (the batch the metric curve was measured at, where the scenario's lr0
+then holds), ``metric``, ``target``, ``batch_multiplier`` and ``samples_spread``, whichever it has; the scenario's
+LR rule, lr0 and staleness penalty stay. Its other keys document the fit.
+
 Range keys: ``batch`` = sequences in one decode iteration of a replica, ``context_tokens`` = cached tokens of a
 replica, ``tokens_per_gpu`` = prompt + response tokens per training GPU per step.
 """
@@ -35,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlsim.errors import ProfileError
+from rlsim.errors import ProfileError, ScenarioError
 from rlsim.phases import Phase
 from rlsim.scenario import Costs, Scenario, _check_bounds
 
@@ -43,6 +48,8 @@ SCHEMA = "rlsim-profile"
 SCHEMA_VERSION = 1
 PROVENANCE_KEYS = ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")
 RANGE_KEYS = ("batch", "context_tokens", "tokens_per_gpu")
+# the keys of a profile's learning section that replace the scenario's (rlsim.scenario.Learning fields)
+LEARNING_KEYS = ("reference_batch", "metric", "target", "batch_multiplier", "samples_spread")
 
 
 @dataclass(frozen=True)
@@ -91,13 +98,33 @@ class Profile:
                     )
         return msgs
 
+    def learning_overrides(self) -> dict[str, Any]:
+        """Dotted scenario overrides (``learning.metric``, ...) from the learning section; empty without one."""
+        if not self.learning or self.learning.get("metric") is None:
+            return {}
+        return {f"learning.{k}": self.learning[k] for k in LEARNING_KEYS if self.learning.get(k) is not None}
+
+    def with_learning(self, scn: Scenario) -> Scenario:
+        """``scn`` with the profile's learning model in place of its own (unchanged without one)."""
+        over = self.learning_overrides()
+        if not over:
+            return scn
+        try:
+            return scn.with_overrides(over)
+        except ScenarioError as exc:
+            raise ProfileError(f"profile learning section: {exc}; refit it with rlsim-calibrate fit-learning") from None
+
     def info(self) -> dict[str, Any]:
         """What a summary or report shows about the profile used."""
-        return {
+        out = {
             "provenance": self.provenance,
             "parameters": self.parameters(),
             "held_out": {p: f.held_out for p, f in self.phases.items()},
         }
+        over = self.learning_overrides()
+        if over:
+            out["learning"] = {k.removeprefix("learning."): v for k, v in over.items() if k != "learning.metric"}
+        return out
 
     # ---- files ----------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -184,7 +211,10 @@ def profile_from_dict(data: Any, where: str = "profile") -> Profile:
             fitted_range=ranges,
             held_out=dict(held_out),
         )
-    return Profile(provenance=dict(prov), phases=phases, learning=data.get("learning"))
+    learning = data.get("learning")
+    if learning is not None and not isinstance(learning, dict):
+        raise ProfileError(f"{where}: learning must be null or a mapping (rlsim-calibrate fit-learning writes it)")
+    return Profile(provenance=dict(prov), phases=phases, learning=learning)
 
 
 def load_profile(path: str | Path) -> Profile:

@@ -42,10 +42,13 @@ def simulate(
 
     ``overrides`` are dotted keys (``{"workload.prompts_per_step": 256}`` or ``["run.steps=5"]``);
     ``progress(step)`` is called after each simulated step. With a learning model (``learning.metric`` and
-    ``learning.target``) the result carries time-to-target; ``with_band`` adds its band (extra runs).
+    ``learning.target``, from the scenario or from the profile's learning section, which replaces the scenario's)
+    the result carries time-to-target; ``with_band`` adds its band (extra runs).
     """
     scn = resolve(scenario, overrides)
     prof = load_profile(profile) if isinstance(profile, (str, Path)) else profile
+    if prof is not None:
+        scn = prof.with_learning(scn)  # a fitted learning model replaces the scenario's (rlsim.profile)
     n_star = _samples_to_target(scn)
     run_scn = _with_steps_to_target(scn, n_star)
     costs = prof.apply(scn.costs) if prof is not None else scn.costs

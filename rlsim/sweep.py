@@ -69,9 +69,11 @@ def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None
     row: dict[str, Any] = {"config": index, **{k: v for k, v in overrides.items()}}
     try:
         scn = from_dict(base).with_overrides(overrides)
+        profile = profile_from_dict(profile_dict) if profile_dict else None
+        if profile is not None:
+            scn = profile.with_learning(scn)
         if scn.learning.metric is not None:
             scn = scn.with_overrides({"run.until_target": True})
-        profile = profile_from_dict(profile_dict) if profile_dict else None
         result = simulate(scn, profile=profile, with_band=scn.learning.metric is not None)
     except RlsimError as exc:  # EngineCapacityError included
         row["error"] = str(exc)

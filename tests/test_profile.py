@@ -109,3 +109,50 @@ def test_missing_profile_file_exits_2(tmp_path, capsys):
     assert main(["run", str(SCENARIOS / "small_1gpu.yaml"), "--profile", str(tmp_path / "nope.json")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such file" in err
+
+
+LEARNING = {
+    "reference_batch": 512,
+    "metric": {"initial": 0.1, "asymptote": 0.8, "mid_samples": 20000.0, "exponent": 1.5},
+    "target": 0.6,
+    "batch_multiplier": {"form": "critical_batch", "critical_batch": 1024.0},
+    "samples_spread": 0.1,
+    "critical_batch_fit": {"critical_batch": 1024.0},  # documents the fit; not a Learning field
+}
+
+
+def test_profile_learning_section_replaces_the_scenarios_learning_model(tmp_path, capsys):
+    """A fitted learning section (rlsim-calibrate fit-learning) gives a scenario without a learning model its
+    time-to-target, and replaces a scenario's own; the scenario's LR rule stays."""
+    from rlsim.learning import reference_samples_to_target
+    from rlsim.scenario import MetricCurve
+
+    prof = profile_from_dict({**_profile(), "learning": LEARNING})
+    scn = _scn(**{"workload.prompts_per_step": 128, "workload.group_size": 8})  # B = 1024
+    assert scn.learning.metric is None and rlsim.simulate(scn).time_to_target is None
+    res = rlsim.simulate(scn, profile=prof)
+    n_ref = reference_samples_to_target(MetricCurve(**LEARNING["metric"]), 0.6)
+    # critical batch 1024: E(1024) / E(512) = 2 / 1.5
+    assert res.summary()["samples_to_target"] == pytest.approx(n_ref * 2 / 1.5, rel=1e-6)
+    assert res.summary()["profile"]["learning"]["target"] == 0.6
+    own = _scn(**{"learning.metric": {**LEARNING["metric"], "mid_samples": 5.0}, "learning.target": 0.3})
+    replaced = rlsim.simulate(own, profile=prof)
+    assert replaced.scenario.learning.target == 0.6 and replaced.scenario.learning.lr_rule == "sqrt"
+    # no learning section: the scenario's model stays
+    assert rlsim.simulate(own, profile=profile_from_dict(_profile())).scenario.learning.target == 0.3
+    # the CLI reports the time-to-target from the profile's model
+    p = tmp_path / "p.json"
+    p.write_text(prof.dumps())
+    from rlsim.cli import main
+
+    path = str(SCENARIOS / "dense8b_h100_colocated.yaml")
+    assert main(["run", path, "--set", "run.steps=2", "--profile", str(p), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["time_to_target_s"] > 0
+
+
+def test_a_broken_learning_section_is_refused_with_the_field():
+    with pytest.raises(ProfileError, match="learning must be null or a mapping"):
+        profile_from_dict({**_profile(), "learning": [1]})
+    bad = profile_from_dict({**_profile(), "learning": {**LEARNING, "target": 0.95}})  # above the asymptote 0.8
+    with pytest.raises(ProfileError, match=r"profile learning section: learning.target: .*fit-learning"):
+        rlsim.simulate(_scn(), profile=bad)

@@ -367,3 +367,25 @@ def test_glue_outside_the_timed_phases_is_read_per_sample(tmp_path):
     assert costs["rollout_s_per_sample"] == pytest.approx(0.0002)
     assert costs["reward_s_per_sample"] == pytest.approx(0.0005)
     assert costs["rollout_overhead_s"] == 0.0
+
+
+def test_validate_fits_its_own_learning_model_even_when_the_profile_has_one(tmp_path):
+    """A profile's learning section (fitted on every batch size) would replace the learning model validate fits
+    on the reference runs; validate sets it aside and says so."""
+    from rlsim.profile import PhaseFit, Profile
+
+    run = _import_verl(tmp_path)
+    prov = {
+        k: "x" for k in ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")
+    }
+    phases = {"weight_sync": PhaseFit("roofline", {"weight_sync_latency_s": 1.0})}
+    learning = {
+        "reference_batch": 512,
+        "metric": {"initial": 0.0, "asymptote": 0.7, "mid_samples": 1e9, "exponent": 1.0},
+        "target": 0.6,
+    }
+    plain, _ = validate([run], Profile(prov, phases), target=0.6)
+    table, details = validate([run], Profile(prov, phases, learning), target=0.6)
+    assert details["profile_learning_ignored"] is True
+    assert table["predicted_samples_to_target"].tolist() == plain["predicted_samples_to_target"].tolist()
+    assert table["predicted_samples_to_target"].iloc[0] < 1e8  # not the profile's curve (mid_samples 1e9)
