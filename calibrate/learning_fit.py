@@ -20,8 +20,8 @@ Pieces (REFERENCE sections 3-5):
 * :func:`fit_critical_batch`: McCandlish et al. 2018, ``E(B) = E_min (1 + B / B_crit)``, least squares on
   ``log E`` over (log E_min, log B_crit); :func:`table_multiplier`: the measured table.
 * :func:`invariance_score`: how far apart learning curves at different batches are along samples.
-* :func:`b_simple`: the two-batch gradient-noise-scale estimator (EMA over one run's steps);
-  :func:`b_simple_pooled`: the same pooled over every step of several runs.
+* :func:`noise_terms`: the two-batch gradient-noise estimates per step; :func:`b_simple_pooled`: B_simple from
+  them, pooled over every step of one or more runs.
 * :func:`fit_learning`: all of the above from run logs grouped by batch, and the ``learning`` dict of a profile.
 """
 
@@ -618,23 +618,42 @@ def noise_terms(records: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[f
     return steps, g2, tr
 
 
-def b_simple_pooled(runs: Sequence[Sequence[Mapping[str, Any]]], resamples: int = 1000) -> dict[str, Any]:
-    """B_simple from every step of several runs (seeds of one configuration): ``mean tr(Sigma) / mean |G|^2``.
+def b_simple_pooled(
+    runs: Sequence[Sequence[Mapping[str, Any]]],
+    resamples: int = 1000,
+    names: Sequence[str] | None = None,
+    skip_unusable: bool = False,
+) -> dict[str, Any]:
+    """B_simple from every step of one or more runs (seeds of one configuration): ``mean tr(Sigma) / mean |G|^2``.
 
-    McCandlish et al. (2018, appendix A) average the two unbiased estimates separately over many steps before
-    taking the ratio, because each step's ratio is dominated by noise in |G|^2. Pooling all steps of all runs
-    uses every logged step with equal weight, which is what the learning model needs: one noise scale for the
-    stretch of training up to the target. Returns ``b_simple`` (None when the pooled |G|^2 is not positive),
-    ``grad_sq``, ``trace_sigma``, ``num_steps``, ``num_runs``, and ``interval``: the 16th and 84th percentiles
-    of the ratio over ``resamples`` bootstrap resamples of the steps (seeded: the same logs give the same
-    interval).
+    Per step (:func:`noise_terms`, REFERENCE section 3): ``|G|^2 ~ (B_big |g_big|^2 - B_small |g_small|^2) /
+    (B_big - B_small)`` and ``tr(Sigma) ~ (|g_small|^2 - |g_big|^2) / (1/B_small - 1/B_big)``. McCandlish et al.
+    (2018, appendix A) average the two unbiased estimates separately over many steps before taking the ratio,
+    because each step's ratio is dominated by noise in |G|^2. Pooling all steps of all runs uses every logged step
+    with equal weight, which is what the learning model needs: one noise scale for the stretch of training up to
+    the target. Returns ``b_simple`` (None when the pooled |G|^2 is not positive or no run could give the
+    estimator), ``grad_sq``, ``trace_sigma``, ``num_steps``, ``num_runs`` (used), ``interval``: the 16th and
+    84th percentiles of the ratio over ``resamples`` bootstrap resamples of the steps (seeded: the same logs give
+    the same interval), and ``unusable``: ``"name: why"`` per run that could not give the estimator. Such a run
+    raises CalibrateError naming it (``names[i]``, default ``run i``) unless ``skip_unusable``.
     """
     g2: list[float] = []
     tr: list[float] = []
-    for run in runs:
-        _, g, t = noise_terms(run)
+    unusable: list[str] = []
+    for i, run in enumerate(runs):
+        name = names[i] if names is not None else f"run {i}"
+        try:
+            _, g, t = noise_terms(run)
+        except CalibrateError as exc:
+            if not skip_unusable:
+                raise CalibrateError(f"{name}: {exc}") from None
+            unusable.append(f"{name}: {exc}")
+            continue
         g2 += g
         tr += t
+    if not g2:
+        none = dict.fromkeys(("b_simple", "grad_sq", "trace_sigma"))
+        return {**none, "num_steps": 0, "num_runs": 0, "interval": (None, None), "unusable": unusable}
     g_arr, t_arr = np.array(g2), np.array(tr)
     grad_sq, trace = float(g_arr.mean()), float(t_arr.mean())
     rng = np.random.default_rng(0)
@@ -647,44 +666,9 @@ def b_simple_pooled(runs: Sequence[Sequence[Mapping[str, Any]]], resamples: int 
         "grad_sq": grad_sq,
         "trace_sigma": trace,
         "num_steps": len(g_arr),
-        "num_runs": len(runs),
+        "num_runs": len(runs) - len(unusable),
         "interval": (lo, hi),
-    }
-
-
-def b_simple(records: Sequence[Mapping[str, Any]], alpha: float = 0.1) -> dict[str, Any]:
-    """B_simple = tr(Sigma) / |G|^2 from the two-batch gradient norms of one run (REFERENCE section 3).
-
-    Per step with both norms: ``|G|^2 ~ (B_big |g_big|^2 - B_small |g_small|^2) / (B_big - B_small)`` and
-    ``tr(Sigma) ~ (|g_small|^2 - |g_big|^2) / (1/B_small - 1/B_big)``. Each is averaged over steps with a
-    bias-corrected EMA (zero start, ``ema_t = (1 - alpha) ema_{t-1} + alpha x_t``, divided by
-    ``1 - (1 - alpha)^t``) before the ratio. Returns ``b_simple`` (final ratio; None when the averaged |G|^2 is not
-    positive), the final ``grad_sq`` and ``trace_sigma``, and per-step lists ``steps``, ``series`` (the ratio after
-    each step), ``grad_sq_series``, ``trace_sigma_series``. Records without the keys are skipped.
-    """
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha <= 1:
-        raise CalibrateError(f"alpha {alpha!r} must be in (0, 1]; pass e.g. 0.1 (weight of the newest step)")
-    steps, g2, tr = noise_terms(records)
-    ema_g = ema_t = 0.0
-    g_series, t_series, series = [], [], []
-    for t, (g, x) in enumerate(zip(g2, tr), 1):
-        ema_g = (1 - alpha) * ema_g + alpha * g
-        ema_t = (1 - alpha) * ema_t + alpha * x
-        corr = 1.0 - (1.0 - alpha) ** t
-        gc, tc = ema_g / corr, ema_t / corr
-        g_series.append(gc)
-        t_series.append(tc)
-        series.append(tc / gc if gc > 0 else None)
-    return {
-        "b_simple": series[-1],
-        "grad_sq": g_series[-1],
-        "trace_sigma": t_series[-1],
-        "alpha": float(alpha),
-        "num_steps": len(steps),
-        "steps": steps,
-        "series": series,
-        "grad_sq_series": g_series,
-        "trace_sigma_series": t_series,
+        "unusable": unusable,
     }
 
 
@@ -939,19 +923,14 @@ def fit_learning(
         inv = {"definition": INVARIANCE_DEFINITION, "error": str(exc)}
         notes.append(f"invariance: {exc}")
     bsimple: dict[int, dict[str, Any]] = {}
-    for b in distinct:
+    for b in distinct:  # runs that logged no gradient norms are left out; broken norms are an error
         logged = [
-            (i, run)
+            i
             for i, run in enumerate(runs)
             if batch_of[i] == b and any(rec.get(k) is not None for rec in run for k in GRAD_KEYS)
         ]
-        for i, run in logged:  # name the run whose norms are broken
-            try:
-                noise_terms(run)
-            except CalibrateError as exc:
-                raise CalibrateError(f"run {i} (B={b}): {exc}") from None
         if logged:
-            bsimple[b] = b_simple_pooled([run for _, run in logged])
+            bsimple[b] = b_simple_pooled([runs[i] for i in logged], names=[f"run {i} (B={b})" for i in logged])
     return LearningFit(
         target=target,
         reference_batch=int(reference_batch),

@@ -26,6 +26,7 @@ For ``hf``-engine runs the response length is the mean of each step's longest re
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,7 +211,7 @@ def learning_from_runs(runs: list[Run], target: float) -> dict[str, Any]:
     first-order samples cost, E ~ sqrt(1 + B / B_noise), derived in rlsim.learning) and 1 otherwise (McCandlish
     et al. 2018, E ~ 1 + B / B_noise, LR tuned per batch). ``batch_form`` says which, in words.
     """
-    from calibrate.learning_fit import b_simple_pooled, fit_sigmoid, noise_terms, samples_to_target
+    from calibrate.learning_fit import b_simple_pooled, fit_sigmoid, samples_to_target
 
     xs, ys, initial = _curve(runs)
     fit = fit_sigmoid(xs, ys, r0=initial)
@@ -228,16 +229,10 @@ def learning_from_runs(runs: list[Run], target: float) -> dict[str, Any]:
         gain = (target - curve.initial) / (asymptote - curve.initial)
         mid = n_star * (1.0 / gain - 1.0) ** (1.0 / curve.exponent)  # R(n_star) = target exactly
     batch_multiplier: dict[str, Any] = {"form": "invariant"}
-    logged, unusable = [], []
-    for run in runs:  # a run logged at one batch size only (no micro-batches) cannot give the estimator
-        try:
-            noise_terms(run.records)
-            logged.append(run.records)
-        except CalibrateError as exc:
-            unusable.append(f"{run.path.name}: {exc}")
-    noise = b_simple_pooled(logged) if logged else None
+    # a run logged at one batch size only (no micro-batches) cannot give the estimator: listed, not fatal
+    noise = b_simple_pooled([r.records for r in runs], names=[r.path.name for r in runs], skip_unusable=True)
     rule = runs[0].scenario.learning.lr_rule
-    if noise is not None and noise["b_simple"] is not None and noise["b_simple"] > 0:
+    if noise["b_simple"] is not None and noise["b_simple"] > 0:
         batch_multiplier = {
             "form": "critical_batch",
             "critical_batch": float(noise["b_simple"]),
@@ -248,10 +243,10 @@ def learning_from_runs(runs: list[Run], target: float) -> dict[str, Any]:
         "target": target,
         "reference_batch": runs[0].batch,
         "batch_multiplier": batch_multiplier,
-        "b_simple": None if noise is None else noise["b_simple"],
-        "b_simple_interval": None if noise is None else [v if np.isfinite(v) else None for v in noise["interval"]],
-        "b_simple_steps": None if noise is None else noise["num_steps"],
-        "b_simple_unusable_runs": unusable,
+        "b_simple": noise["b_simple"],
+        "b_simple_interval": [v if v is not None and np.isfinite(v) else None for v in noise["interval"]],
+        "b_simple_steps": noise["num_steps"],
+        "b_simple_unusable_runs": noise["unusable"],
         "batch_form": _batch_form(batch_multiplier),
         "measured_samples_to_target": crossings,
         "sigmoid_rmse": fit.rmse,
@@ -290,7 +285,9 @@ SCALED = {
 }
 
 
-def in_loop_factors(refs: list[Run], profile: Profile, costs: dict[str, float]) -> dict[str, float]:
+def in_loop_factors(
+    refs: list[Run], meas_phases: list[dict[str, float]], profile: Profile, costs: dict[str, float]
+) -> dict[str, float]:
     """Measured / predicted seconds of each bench-fitted phase on the reference runs.
 
     A microbenchmark times a phase alone, back to back with warm caches; inside the loop the same code runs after
@@ -300,10 +297,9 @@ def in_loop_factors(refs: list[Run], profile: Profile, costs: dict[str, float]) 
     loops). Like the reward and glue costs, that factor is read off the reference runs only; the held-out batch
     sizes then test how the bench-fitted costs scale with the batch. The rollout's factor compares the engine's
     part only: the predicted rollout also holds the per-step glue (``rollout_s_per_sample``), which the runs'
-    rollout timer does not see.
+    rollout timer does not see. ``meas_phases``: each reference run's measured seconds per phase.
     """
     factors = {}
-    meas_phases = [measured(r, None)["phase_time_s"] for r in refs]
     pred_phases = [predicted(r, profile, None, costs)["phase_time_s"] for r in refs]
     for phase in SCALED:
         if phase not in profile.phases:
@@ -321,8 +317,6 @@ def scaled_profile(profile: Profile, factors: dict[str, float], base: Costs | No
     """The profile with each phase's time scaled by its factor (efficiencies capped at 1). A coefficient the phase
     did not fit (the rollout's decode compute efficiency, when the bench never reached the compute bound) is
     taken from ``base``, the costs the predictions start from, and scaled too; without ``base`` it is left out."""
-    import dataclasses
-
     phases = dict(profile.phases)
     for phase, f in factors.items():
         fit = phases[phase]
@@ -343,8 +337,6 @@ def scaled_profile(profile: Profile, factors: dict[str, float], base: Costs | No
 def _with_costs(profile: Profile | None, costs: dict[str, float]) -> Profile | None:
     if profile is None:
         return None
-    import dataclasses
-
     from rlsim.profile import PhaseFit
 
     phases = dict(profile.phases)
@@ -424,8 +416,6 @@ def validate(
     if ignored_learning:
         # validation fits its own learning model on the reference runs: a profile's (fitted on every batch size,
         # held-out ones included) would replace it in rlsim.simulate
-        import dataclasses
-
         profile = dataclasses.replace(profile, learning=None)
     batches = sorted({r.batch for r in runs})
     ref_batch = reference_batch if reference_batch is not None else batches[len(batches) // 2]
@@ -434,9 +424,11 @@ def validate(
         raise CalibrateError(f"no run has the reference batch {ref_batch}; batches are {batches}")
     costs = costs_from_runs(refs) if all(r.kind == "real" for r in refs) else None
     learning = learning_from_runs(refs, target) if target is not None else None
+    meas = [measured(run, target) for run in runs]
     in_loop: dict[str, float] = {}
     if profile is not None and costs:
-        in_loop = in_loop_factors(refs, profile, costs)
+        ref_phases = [m["phase_time_s"] for run, m in zip(runs, meas) if run.batch == ref_batch]
+        in_loop = in_loop_factors(refs, ref_phases, profile, costs)
         profile = scaled_profile(profile, in_loop, refs[0].scenario.costs)
     covered = set(profile.phases) if profile is not None else set()
     if costs:
@@ -454,8 +446,8 @@ def validate(
             "uncovered_phases": sorted(timed - covered) if profile is not None else None,
         },
     )
-    for run in runs:  # each run predicted with its own seed and measured lengths
-        m, p = measured(run, target), predicted(run, profile, learning, costs)
+    for run, m in zip(runs, meas):  # each run predicted with its own seed and measured lengths
+        p = predicted(run, profile, learning, costs)
         row = {
             "run": run.path.name,
             "kind": run.kind,

@@ -143,21 +143,19 @@ def bench_generation(
     finally:
         engine.close()
     rows = [
-        {
-            "phase": Phase.ROLLOUT.value,
-            "engine": engine_name,
-            "model": name,
-            "device": prov["device"],
-            "concurrency": c,
-            "prompt_tokens": p,
-            "response_tokens": r,
-            "tokens": c * r,
-            "sequences": c,
-            "repeat": i,
-            "time_s": t,
-            "tokens_per_s": c * r / t,
-            "bytes": None,
-        }
+        _row(
+            Phase.ROLLOUT,
+            engine_name,
+            name,
+            prov,
+            i,
+            t,
+            c * r,
+            concurrency=c,
+            sequences=c,
+            prompt_tokens=p,
+            response_tokens=r,
+        )
         for (p, r, c), ts in zip(configs, times)
         for i, t in enumerate(ts)
     ]
@@ -207,21 +205,7 @@ def bench_train(
             configs.append((phase, n_seq))
             fns.append(fn)
     rows = [
-        {
-            "phase": phase.value,
-            "engine": "torch",
-            "model": name,
-            "device": prov["device"],
-            "concurrency": n_seq,
-            "prompt_tokens": None,
-            "response_tokens": None,
-            "tokens": n_seq * seq_len,
-            "sequences": n_seq,
-            "repeat": i,
-            "time_s": t,
-            "tokens_per_s": n_seq * seq_len / t,
-            "bytes": None,
-        }
+        _row(phase, "torch", name, prov, i, t, n_seq * seq_len, concurrency=n_seq, sequences=n_seq)
         for (phase, n_seq), ts in zip(configs, _timed_rounds(fns, repeats, warmup))
         for i, t in enumerate(ts)
     ]
@@ -260,25 +244,35 @@ def bench_sync(
             engine.close()
     prov = provenance(engine_name, ",".join(name for name, _, _ in loaded))
     rows = [
-        {
-            "phase": Phase.WEIGHT_SYNC.value,
-            "engine": engine_name,
-            "model": name,
-            "device": prov["device"],
-            "concurrency": None,
-            "prompt_tokens": None,
-            "response_tokens": None,
-            "tokens": None,
-            "sequences": None,
-            "repeat": i,
-            "time_s": t / number,
-            "tokens_per_s": None,
-            "bytes": nbytes,
-        }
+        _row(Phase.WEIGHT_SYNC, engine_name, name, prov, i, t / number, bytes=nbytes)
         for (name, _, nbytes), ts in zip(loaded, times)
         for i, t in enumerate(ts)
     ]
     return _frame(rows, prov)
+
+
+def _row(
+    phase: Phase,
+    engine: str,
+    model: str,
+    prov: dict[str, Any],
+    repeat: int,
+    time_s: float,
+    tokens: int | None = None,
+    **config: Any,
+) -> dict[str, Any]:
+    """One measured repeat of an in-process bench; the columns it does not name stay empty in the table."""
+    return {
+        "phase": phase.value,
+        "engine": engine,
+        "model": model,
+        "device": prov["device"],
+        "repeat": repeat,
+        "time_s": time_s,
+        "tokens": tokens,
+        "tokens_per_s": tokens / time_s if tokens else None,
+        **config,
+    }
 
 
 def _frame(rows: list[dict[str, Any]], prov: dict[str, Any]) -> pd.DataFrame:

@@ -14,7 +14,6 @@ from calibrate.errors import CalibrateError
 from calibrate.learning_fit import (
     CriticalBatchFit,
     SigmoidFit,
-    b_simple,
     b_simple_pooled,
     fit_critical_batch,
     fit_learning,
@@ -260,25 +259,29 @@ def grad_records(g2=0.5, tr=200.0, bs=64, bb=512, steps=400, noise=0.0, seed=0):
 
 
 def test_b_simple_exact():
-    out = b_simple(grad_records(steps=10))
+    out = b_simple_pooled([grad_records(steps=10)])
     assert out["b_simple"] == pytest.approx(400.0)
     assert out["grad_sq"] == pytest.approx(0.5) and out["trace_sigma"] == pytest.approx(200.0)
-    assert out["series"] == [pytest.approx(400.0)] * 10 and out["steps"] == list(range(1, 11))
-    assert out["num_steps"] == 10
+    assert out["num_steps"] == 10 and out["num_runs"] == 1 and out["unusable"] == []
     json.dumps(out, allow_nan=False)
-
-
-def test_b_simple_noisy_recovery():
-    out = b_simple(grad_records(noise=0.05, seed=1), alpha=0.02)
-    assert rel(out["b_simple"], 400.0) < 0.05
-    assert len(out["series"]) == 400
 
 
 def test_b_simple_skips_records_without_keys_and_accepts_swapped_batches():
     recs = grad_records(steps=5, bs=512, bb=64)
     recs.insert(2, {"step": 99, "eval_metric": None})
-    out = b_simple(recs)
+    out = b_simple_pooled([recs])
     assert out["num_steps"] == 5 and out["b_simple"] == pytest.approx(400.0)
+
+
+def test_b_simple_pooled_names_or_skips_a_run_that_cannot_give_it():
+    good, one_batch = grad_records(steps=5), grad_records(steps=5, bs=64, bb=64)
+    with pytest.raises(CalibrateError, match=r"^seed7: step 1: grad_batch_small == grad_batch_big"):
+        b_simple_pooled([good, one_batch], names=["seed3", "seed7"])
+    out = b_simple_pooled([good, one_batch], names=["seed3", "seed7"], skip_unusable=True)
+    assert out["b_simple"] == pytest.approx(400.0) and out["num_runs"] == 1
+    assert len(out["unusable"]) == 1 and out["unusable"][0].startswith("seed7: ")
+    none = b_simple_pooled([one_batch], skip_unusable=True)
+    assert none["b_simple"] is None and none["num_steps"] == 0 and none["unusable"][0].startswith("run 0: ")
 
 
 def test_b_simple_pooled_is_the_ratio_of_pooled_means():
@@ -406,7 +409,7 @@ def test_fit_functions_do_not_mutate_inputs():
 
     recs = grad_records(steps=5)
     recs0 = copy.deepcopy(recs)
-    b_simple(recs)
+    b_simple_pooled([recs])
     assert recs == recs0
 
     runs = [run_log(256, grads=True), run_log(512)]
@@ -501,21 +504,19 @@ def test_invariance_refuses():
 
 def test_b_simple_refuses():
     with pytest.raises(CalibrateError, match=r"no record has grad_norm_sq_small"):
-        b_simple([{"step": 1, "eval_metric": 0.3}])
+        b_simple_pooled([[{"step": 1, "eval_metric": 0.3}]])
     with pytest.raises(CalibrateError, match=r"grad_batch_small == grad_batch_big == 64"):
-        b_simple(grad_records(steps=3, bs=64, bb=64))
+        b_simple_pooled([grad_records(steps=3, bs=64, bb=64)])
     partial = grad_records(steps=3)
     del partial[1]["grad_norm_sq_big"]
     with pytest.raises(CalibrateError, match=r"step 2 logs .* but not grad_norm_sq_big"):
-        b_simple(partial)
+        b_simple_pooled([partial])
     bad = grad_records(steps=3)
     bad[2]["grad_norm_sq_small"] = float("nan")
     with pytest.raises(CalibrateError, match=r"step 3: grad_norm_sq_small = nan must be a finite number"):
-        b_simple(bad)
+        b_simple_pooled([bad])
     with pytest.raises(CalibrateError, match=r"grad batches .* must be > 0"):
-        b_simple([r | {"grad_batch_small": 0} for r in grad_records(steps=3)])
-    with pytest.raises(CalibrateError, match=r"alpha 0 must be in \(0, 1\]"):
-        b_simple(grad_records(steps=3), alpha=0)
+        b_simple_pooled([[r | {"grad_batch_small": 0} for r in grad_records(steps=3)]])
 
 
 def test_fit_learning_refuses():

@@ -389,3 +389,39 @@ def test_validate_fits_its_own_learning_model_even_when_the_profile_has_one(tmp_
     assert details["profile_learning_ignored"] is True
     assert table["predicted_samples_to_target"].tolist() == plain["predicted_samples_to_target"].tolist()
     assert table["predicted_samples_to_target"].iloc[0] < 1e8  # not the profile's curve (mid_samples 1e9)
+
+
+def test_in_loop_factors_make_the_reference_runs_phases_come_out_as_measured(tmp_path):
+    """Scaled by the in-loop factors read off the reference runs, the profile predicts each bench-fitted phase
+    of those runs as measured; the rollout's factor leaves out the per-sample glue the runs' timer did not see."""
+    from calibrate.validate import costs_from_runs, in_loop_factors, predicted, scaled_profile
+    from rlsim.profile import PhaseFit, Profile
+    from rlsim.scenario import load_scenario
+
+    scn = load_scenario(Path(__file__).resolve().parents[2] / "scenarios" / "small_1gpu.yaml")
+    b = scn.workload.responses_per_step
+    timing = {"rollout": 8.0, "reward": 0.001 * b, "old_logprob": 0.5, "train_actor": 1.5}
+    recs, wall = [], 0.0
+    for t in range(1, 6):
+        wall += sum(timing.values()) + 1e-4 * b  # 0.1 ms of glue per response
+        recs.append({"step": t, "responses": b, "wall_s": wall, "timing_s": dict(timing), "eval_metric": None})
+    run = Run(tmp_path, recs, scn, "real")
+    prov = {
+        k: "x" for k in ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")
+    }
+    profile = Profile(
+        prov,
+        {
+            "rollout": PhaseFit("roofline", {"decode_memory_efficiency": 0.5, "decode_iteration_overhead_s": 0.004}),
+            "train_actor": PhaseFit("roofline", {"train_compute_efficiency": 0.3, "train_step_overhead_s": 0.02}),
+            "old_logprob": PhaseFit("roofline", {"forward_compute_efficiency": 0.3, "forward_overhead_s": 0.004}),
+        },
+    )
+    costs = costs_from_runs([run])
+    meas = measured(run, None)["phase_time_s"]
+    factors = in_loop_factors([run], [meas], profile, costs)
+    assert set(factors) == {"rollout", "train_actor", "old_logprob"}  # no weight-sync fit, no factor
+    pred = predicted(run, scaled_profile(profile, factors, scn.costs), None, costs)["phase_time_s"]
+    assert pred["rollout"] - costs["rollout_s_per_sample"] * b == pytest.approx(8.0, rel=1e-3)
+    assert pred["old_logprob"] == pytest.approx(0.5, rel=1e-6)
+    assert pred["train_actor"] == pytest.approx(1.5, rel=0.01)  # Adam's memory-bound update is not scaled
