@@ -28,10 +28,9 @@ from typing import Protocol
 
 import numpy as np
 
+from rlsim import sync, training
 from rlsim.engine import DecodeCoefficients, PrefillCoefficients
 from rlsim.scenario import Costs, ModelSpec, Scenario
-
-ADAM_BYTES_PER_PARAM = 28.0  # fp32 master, m, v read+write, bf16 grad read, bf16 weight write
 
 
 class CostModel(Protocol):
@@ -43,13 +42,21 @@ class CostModel(Protocol):
 
     def rollout_overhead_s(self, responses: int) -> float: ...
 
-    def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float) -> float: ...
+    def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float, num_sequences: int = 0) -> float: ...
 
     def train_s(
-        self, model: ModelSpec, tokens: float, sq_tokens: float, optimizer_steps: int, epochs: int
+        self,
+        model: ModelSpec,
+        tokens: float,
+        sq_tokens: float,
+        optimizer_steps: int,
+        epochs: int,
+        num_sequences: int = 0,
     ) -> float: ...
 
     def weight_sync_s(self) -> float: ...
+
+    def engine_pause_s(self) -> float: ...
 
     def reward_s(self, num_samples: int) -> float: ...
 
@@ -82,10 +89,17 @@ class RooflineCostModel:
     def _tp(self) -> int:
         return self.scenario.engine.tensor_parallel_size
 
+    @property
+    def _engine_peak_flops(self) -> float:
+        gpu = self.scenario.hardware.gpu
+        if self.scenario.engine.precision == "fp8" and gpu.fp8_flops_per_s:
+            return gpu.fp8_flops_per_s
+        return gpu.bf16_flops_per_s
+
     def _collective_bandwidth(self, num_gpus: int) -> float:
         """Per-GPU bandwidth of a collective over ``num_gpus`` GPUs: NVLink in one node, the network beyond."""
         hw = self.scenario.hardware
-        bw = hw.gpu.link_bandwidth_bytes_per_s if num_gpus <= hw.gpus_per_node else hw.internode_bandwidth_bytes_per_s
+        bw = hw.gpu.link_bandwidth_bytes_per_s if num_gpus <= hw.nvlink_domain else hw.nic_bandwidth_bytes_per_s
         return bw * self.costs.link_efficiency
 
     def _allreduce_s(self, nbytes: np.ndarray | float, num_gpus: int) -> np.ndarray | float:
@@ -102,9 +116,10 @@ class RooflineCostModel:
         gpu = s.hardware.gpu
         b = np.arange(s.engine.max_num_seqs + 1, dtype=float)
         bw = self._tp * gpu.hbm_bandwidth_bytes_per_s * c.decode_memory_efficiency
-        flops = self._tp * gpu.bf16_flops_per_s * c.decode_compute_efficiency
-        expert_bytes = m.expert_params * m.dtype_bytes
-        weight_read = (m.weight_bytes - expert_bytes) + expert_bytes * moe_weight_fraction(
+        flops = self._tp * self._engine_peak_flops * c.decode_compute_efficiency
+        per_param = s.engine_weight_bytes / m.num_params
+        expert_bytes = m.expert_params * per_param
+        weight_read = (s.engine_weight_bytes - expert_bytes) + expert_bytes * moe_weight_fraction(
             m.num_experts, m.num_experts_per_token, b
         )
         # two all-reduces per layer of the batch's hidden states under tensor parallelism
@@ -119,7 +134,7 @@ class RooflineCostModel:
 
     def prefill_coefficients(self) -> PrefillCoefficients:
         s, c, m = self.scenario, self.costs, self.scenario.model
-        flops = self._tp * s.hardware.gpu.bf16_flops_per_s * c.prefill_compute_efficiency
+        flops = self._tp * self._engine_peak_flops * c.prefill_compute_efficiency
         return PrefillCoefficients(
             overhead_s=c.prefill_overhead_s,
             per_token_s=2.0 * m.num_active_params / flops,
@@ -130,43 +145,31 @@ class RooflineCostModel:
         """Per-step host work around the engine for a step of ``responses`` responses."""
         return self.costs.rollout_overhead_s + self.costs.rollout_s_per_sample * responses
 
-    # -- trainer -----------------------------------------------------------------------------------------
-    def _forward_flops(self, model: ModelSpec, tokens: float, sq_tokens: float) -> float:
-        return 2.0 * model.num_active_params * tokens + 0.5 * attention_flops_per_token_context(model) * sq_tokens
+    # -- trainer (rlsim.training) and weight sync (rlsim.sync) ------------------------------------------
+    def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float, num_sequences: int = 0) -> float:
+        return training.phase_time(
+            self.scenario, self.costs, model, tokens, sq_tokens, forward_only=True, num_sequences=num_sequences
+        ).total_s
 
-    def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float) -> float:
-        n = self.scenario.hardware.num_train_gpus
-        peak = n * self.scenario.hardware.gpu.bf16_flops_per_s * self.costs.forward_compute_efficiency
-        return self.costs.forward_overhead_s + self._forward_flops(model, tokens, sq_tokens) / peak
+    def train_s(
+        self,
+        model: ModelSpec,
+        tokens: float,
+        sq_tokens: float,
+        optimizer_steps: int,
+        epochs: int,
+        num_sequences: int = 0,
+    ) -> float:
+        return training.phase_time(
+            self.scenario, self.costs, model, tokens, sq_tokens, optimizer_steps, epochs, num_sequences=num_sequences
+        ).total_s
 
-    def train_s(self, model: ModelSpec, tokens: float, sq_tokens: float, optimizer_steps: int, epochs: int) -> float:
-        hw, c = self.scenario.hardware, self.costs
-        n = hw.num_train_gpus
-        compute = (
-            epochs
-            * 3.0
-            * self._forward_flops(model, tokens, sq_tokens)
-            / (n * hw.gpu.bf16_flops_per_s * c.train_compute_efficiency)
-        )
-        # ZeRO-3: all-gather weights for forward and backward, reduce-scatter grads, per optimizer step
-        gather = (
-            0.0 if n == 1 else optimizer_steps * 3.0 * model.weight_bytes * (n - 1) / n / self._collective_bandwidth(n)
-        )
-        optimizer = optimizer_steps * (
-            c.train_step_overhead_s + ADAM_BYTES_PER_PARAM * model.num_params / n / hw.gpu.hbm_bandwidth_bytes_per_s
-        )
-        return max(compute, gather) + optimizer
-
-    # -- sync and reward ---------------------------------------------------------------------------------
     def weight_sync_s(self) -> float:
-        s, c = self.scenario, self.costs
-        hw, m = s.hardware, s.model
-        span = hw.num_gpus  # trainer shards gather/broadcast to every engine GPU
-        t = m.weight_bytes / self._collective_bandwidth(span) + c.weight_sync_latency_s
-        if hw.placement == "colocated":
-            per_gpu = m.weight_bytes / self._tp
-            t += 2.0 * per_gpu / hw.gpu.host_link_bandwidth_bytes_per_s + c.sleep_wake_overhead_s
-        return t
+        return sync.weight_sync_time(self.scenario, self.costs).total_s
+
+    def engine_pause_s(self) -> float:
+        """Engine stall of an in-flight weight update (async)."""
+        return sync.weight_sync_time(self.scenario, self.costs).engine_pause_s
 
     def reward_s(self, num_samples: int) -> float:
         return self.costs.reward_overhead_s + self.costs.reward_s_per_sample * num_samples

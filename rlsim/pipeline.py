@@ -15,6 +15,7 @@ training of step n). A step ends when its weight sync ends; its step time is the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,21 @@ class _Batch:
     prompt_tokens: np.ndarray
     response_tokens: np.ndarray
     rollout: RolloutResult
+    rollout_s: float  # engine seconds of this batch, in-flight weight updates included
+
+
+def per_batch(
+    res: RolloutResult, batches: int, prompts: np.ndarray, responses: np.ndarray, overhead_s: float
+) -> RolloutResult:
+    """One batch's share of a streaming window of ``batches`` batches: its tokens, an equal share of the time."""
+    return dataclasses.replace(
+        res,
+        rollout_s=res.rollout_s / batches + overhead_s,
+        prompt_tokens=int(prompts.sum()),
+        response_tokens=int(responses.sum()),
+        num_preemptions=round(res.num_preemptions / batches),
+        num_iterations=round(res.num_iterations / batches),
+    )
 
 
 @dataclass
@@ -72,6 +88,7 @@ class _State:
     spans: list[Span] = field(default_factory=list)
     records: list[dict[str, Any]] = field(default_factory=list)
     last_end_s: float = 0.0
+    engine_pause_s: float = 0.0  # in-flight weight updates not yet paid by the engines
     progress: Callable[[int], None] | None = None
     run_id: str = ""
 
@@ -84,30 +101,55 @@ class _State:
 def _rollout(env: simpy.Environment, st: _State):
     s = st.scenario
     k = s.schedule.staleness
+    streaming = k > 0 and s.schedule.streaming
     decode, prefill = st.cost.decode_coefficients(), st.cost.prefill_coefficients()
     batch = s.workload.responses_per_step
+    window: list[tuple[np.ndarray, np.ndarray]] = []  # streaming: the batches the engines hold at once
     for n in range(1, s.run.steps + 1):
         while st.engine_version < n - 1 - k:
             yield st.version_changed
         with st.rollout_pool.request() as req:
             yield req
             start = env.now
+            version = st.engine_version  # the oldest weights this batch saw (in-flight updates may follow)
             prompts, responses = sample_step(s.workload, st.rng, (n - 1) * batch)
-            res = simulate_rollout(
-                prompts,
-                responses,
-                s.workload.group_size,
-                s.num_replicas,
-                s.engine.max_num_seqs,
-                s.kv_capacity_tokens,
-                decode,
-                prefill,
-                st.cost.rollout_overhead_s(len(responses)),
-            )
-            yield env.timeout(res.rollout_s)
-            st.span(Phase.ROLLOUT, n, st.rollout_track, start, res.rollout_s)
-            version = st.engine_version
-        yield st.batches.put(_Batch(n, version, prompts, responses, res))
+            overhead = st.cost.rollout_overhead_s(len(responses))
+            if streaming:
+                # The engines hold up to k + 1 batches at once and start a request as soon as a slot frees, so
+                # a batch shares the straggler tail with the batches in flight beside it: its generation time
+                # is the window's makespan over the batches in the window.
+                window = (window + [(prompts, responses)])[-(k + 1) :]
+                res = simulate_rollout(
+                    np.concatenate([w[0] for w in window]),
+                    np.concatenate([w[1] for w in window]),
+                    s.workload.group_size,
+                    s.num_replicas,
+                    s.engine.max_num_seqs,
+                    s.kv_capacity_tokens,
+                    decode,
+                    prefill,
+                )
+                res = per_batch(res, len(window), prompts, responses, overhead)
+            else:
+                res = simulate_rollout(
+                    prompts,
+                    responses,
+                    s.workload.group_size,
+                    s.num_replicas,
+                    s.engine.max_num_seqs,
+                    s.kv_capacity_tokens,
+                    decode,
+                    prefill,
+                    overhead,
+                )
+            duration = res.rollout_s
+            yield env.timeout(duration)
+            while st.engine_pause_s > 0:  # in-flight weight updates that landed while this batch generated
+                pause, st.engine_pause_s = st.engine_pause_s, 0.0
+                yield env.timeout(pause)
+                duration += pause
+            st.span(Phase.ROLLOUT, n, st.rollout_track, start, duration)
+        yield st.batches.put(_Batch(n, version, prompts, responses, res, duration))
 
 
 def _trainer(env: simpy.Environment, st: _State):
@@ -117,30 +159,25 @@ def _trainer(env: simpy.Environment, st: _State):
     for n in range(1, s.run.steps + 1):
         b: _Batch = yield st.batches.get()
         timing = {p.value: 0.0 for p in Phase if p is not Phase.EVAL}
-        timing[Phase.ROLLOUT.value] = b.rollout.rollout_s
+        timing[Phase.ROLLOUT.value] = b.rollout_s
         seq = (b.prompt_tokens + b.response_tokens).astype(float)
-        tokens, sq_tokens = float(seq.sum()), float((seq * seq).sum())
+        tokens, sq_tokens, nseq = float(seq.sum()), float((seq * seq).sum()), len(seq)
         start, dur = env.now, cost.reward_s(len(seq))
         yield env.timeout(dur)
         timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, CPU, start, dur)
         passes: list[tuple[Phase, float]] = []
+        opt_steps = s.optimizer_steps_per_step
         if alg.recompute_old_logprob:
-            passes.append((Phase.OLD_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens)))
+            passes.append((Phase.OLD_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens, nseq)))
         if alg.kl_reference:
-            passes.append((Phase.REF_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens)))
+            passes.append((Phase.REF_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens, nseq)))
         if alg.name == "ppo":
-            passes.append((Phase.VALUES, cost.forward_s(s.critic, tokens, sq_tokens)))
+            passes.append((Phase.VALUES, cost.forward_s(s.critic, tokens, sq_tokens, nseq)))
             passes.append(
-                (
-                    Phase.TRAIN_CRITIC,
-                    cost.train_s(s.critic, tokens, sq_tokens, alg.optimizer_steps_per_step, alg.epochs_per_step),
-                )
+                (Phase.TRAIN_CRITIC, cost.train_s(s.critic, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq))
             )
         passes.append(
-            (
-                Phase.TRAIN_ACTOR,
-                cost.train_s(s.model, tokens, sq_tokens, alg.optimizer_steps_per_step, alg.epochs_per_step),
-            )
+            (Phase.TRAIN_ACTOR, cost.train_s(s.model, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq))
         )
         train_req = st.train_pool.request()
         yield train_req
@@ -148,11 +185,15 @@ def _trainer(env: simpy.Environment, st: _State):
             start = env.now
             yield env.timeout(dur)
             timing[phase.value] = st.span(phase, n, st.train_track, start, dur)
-        # weight sync: the engine must be idle (between batches)
-        engine_req = None if colocated else st.rollout_pool.request()
+        # weight sync: the engine must be idle (between batches), except for in-flight updates, which load the
+        # weights between engine iterations and stall the engines for the transfer only
+        in_flight = s.schedule.mode == "async" and s.schedule.in_flight_weight_updates
+        engine_req = None if (colocated or in_flight) else st.rollout_pool.request()
         if engine_req is not None:
             yield engine_req
         start, dur = env.now, cost.weight_sync_s()
+        if in_flight:
+            st.engine_pause_s += cost.engine_pause_s()
         yield env.timeout(dur)
         timing[Phase.WEIGHT_SYNC.value] = st.span(Phase.WEIGHT_SYNC, n, st.train_track, start, dur)
         if engine_req is not None:

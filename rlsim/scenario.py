@@ -25,7 +25,9 @@ from typing import Any, Literal, Union
 import yaml
 
 from rlsim import catalog
+from rlsim import training as training_model
 from rlsim.errors import ScenarioError
+from rlsim.training import Training
 
 # ---------------------------------------------------------------------------------------------------- specs
 
@@ -55,6 +57,14 @@ class ModelSpec:
     num_experts: int = field(default=0, metadata=_rule(ge=0))
     num_experts_per_token: int = field(default=0, metadata=_rule(ge=0))
     moe_intermediate_size: int = field(default=0, metadata=_rule(ge=0))
+    # MoE layers: how many layers keep a dense MLP, and the always-active shared experts of each MoE layer
+    num_dense_layers: int = field(default=0, metadata=_rule(ge=0))
+    num_shared_experts: int = field(default=0, metadata=_rule(ge=0))
+    # multi-head latent attention (DeepSeek-V2/V3): the KV cache holds one latent of kv_lora_rank plus the
+    # decoupled RoPE key (qk_rope_head_dim) per token per layer, shared by all heads
+    kv_lora_rank: int = field(default=0, metadata=_rule(ge=0))
+    qk_rope_head_dim: int = field(default=0, metadata=_rule(ge=0))
+    num_mtp_layers: int = field(default=0, metadata=_rule(ge=0))  # multi-token-prediction modules (draft heads)
     dtype: str = "bfloat16"
     tie_word_embeddings: bool = False
     hf_id: str = ""
@@ -68,8 +78,16 @@ class ModelSpec:
         return self.num_experts > 0
 
     @property
+    def uses_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
     def kv_bytes_per_token(self) -> int:
-        """K and V for every layer: 2 * layers * kv_heads * head_dim * dtype bytes (REFERENCE section 6)."""
+        """K and V for every layer: 2 * layers * kv_heads * head_dim * dtype bytes (REFERENCE section 6); with
+        MLA one latent per layer: layers * (kv_lora_rank + qk_rope_head_dim) * dtype bytes (DeepSeek-V2 paper,
+        arXiv 2405.04434, section 2.1)."""
+        if self.uses_mla:
+            return self.num_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * self.dtype_bytes
         return 2 * self.num_layers * self.num_kv_heads * self.head_dim * self.dtype_bytes
 
     @property
@@ -79,7 +97,11 @@ class ModelSpec:
     @property
     def expert_params(self) -> float:
         """Parameters in routed experts (gate, up, down projections of every expert of every layer)."""
-        return float(self.num_layers * self.num_experts * 3 * self.hidden_size * self.moe_intermediate_size)
+        return float(self.num_moe_layers * self.num_experts * 3 * self.hidden_size * self.moe_intermediate_size)
+
+    @property
+    def num_moe_layers(self) -> int:
+        return self.num_layers - self.num_dense_layers if self.is_moe else 0
 
 
 @dataclass(frozen=True)
@@ -92,6 +114,12 @@ class GPUSpec:
     memory_bytes: float = field(metadata=_rule(gt=0))
     link_bandwidth_bytes_per_s: float = field(metadata=_rule(gt=0))
     host_link_bandwidth_bytes_per_s: float = field(default=64e9, metadata=_rule(gt=0))
+    # dense FP8 tensor peak; None: no FP8 tensor cores (FP8 training is refused there)
+    fp8_flops_per_s: float | None = field(default=None, metadata=_rule(gt=0))
+    # GPUs in one NVLink/NVSwitch domain of the standard system (8 for DGX/HGX, 72 for GB200 NVL72)
+    nvlink_domain_size: int = field(default=8, metadata=_rule(ge=1, le=100_000))
+    # scale-out network per GPU, one direction (DGX H100: one 400 Gb/s NIC per GPU = 50 GB/s)
+    nic_bandwidth_bytes_per_s: float = field(default=50e9, metadata=_rule(gt=0))
     vendor: str = ""
 
 
@@ -107,9 +135,18 @@ class Hardware:
     placement: Literal["colocated", "separate"] = "colocated"
     rollout_gpus: int | None = field(default=None, metadata=_rule(ge=1))  # separate placement only
     train_gpus: int | None = field(default=None, metadata=_rule(ge=1))  # separate placement only
-    gpus_per_node: int = field(default=8, metadata=_rule(ge=1))
-    # Per-GPU network bandwidth between nodes (assumption: 400 Gb/s InfiniBand per GPU = 50 GB/s).
-    internode_bandwidth_bytes_per_s: float = field(default=50e9, metadata=_rule(gt=0))
+    # GPUs in one NVLink domain and the scale-out bandwidth per GPU (one direction); None: the GPU catalog's
+    # nvlink_domain_size / nic_bandwidth_bytes_per_s (the vendor's standard system)
+    gpus_per_node: int | None = field(default=None, metadata=_rule(ge=1))
+    internode_bandwidth_bytes_per_s: float | None = field(default=None, metadata=_rule(gt=0))
+
+    @property
+    def nvlink_domain(self) -> int:
+        return self.gpus_per_node or self.gpu.nvlink_domain_size
+
+    @property
+    def nic_bandwidth_bytes_per_s(self) -> float:
+        return self.internode_bandwidth_bytes_per_s or self.gpu.nic_bandwidth_bytes_per_s
 
     @property
     def num_rollout_gpus(self) -> int:
@@ -131,6 +168,13 @@ class Engine:
     # gpu_memory_utilization); the KV cache gets what is left after weights and activations.
     gpu_memory_utilization: float = field(default=0.9, metadata=_rule(gt=0, le=1))
     activation_memory_fraction: float = field(default=0.05, metadata=_rule(ge=0, lt=1))
+    # fp8: weights stored and read in FP8 (one byte) and GEMMs at the FP8 peak; the KV cache stays in the model
+    # dtype
+    precision: Literal["bf16", "fp8"] = "bf16"
+
+    @property
+    def weight_bytes_per_param(self) -> int | None:
+        return 1 if self.precision == "fp8" else None
 
 
 @dataclass(frozen=True)
@@ -192,6 +236,11 @@ class Algorithm:
 class Schedule:
     mode: Literal["sync-colocated", "sync-separate", "async"] = "sync-colocated"
     max_staleness: int = field(default=0, metadata=_rule(ge=0, le=64))  # async: k >= 1
+    # async only. streaming: the engines keep generating across step boundaries (up to k batches ahead of the
+    # trainer), so a batch does not wait for its own stragglers with the engines half idle; in-flight weight
+    # updates: new weights are loaded between engine iterations instead of after the engines drain
+    streaming: bool = True
+    in_flight_weight_updates: bool = True
 
     @property
     def staleness(self) -> int:
@@ -271,6 +320,11 @@ class Costs:
     rollout_s_per_sample: float = field(default=0.0, metadata=_rule(ge=0))
     reward_overhead_s: float = field(default=0.1, metadata=_rule(ge=0))
     reward_s_per_sample: float = field(default=1e-4, metadata=_rule(ge=0))
+    # training at scale (rlsim.training): GEMM efficiency against the FP8 peak, the fraction of the dense
+    # efficiency that routed-expert GEMMs reach, and the host's Adam rate when the optimizer is offloaded
+    fp8_train_compute_efficiency: float = field(default=0.3, metadata=_rule(gt=0, le=1))
+    moe_compute_efficiency_factor: float = field(default=0.6, metadata=_rule(gt=0, le=1))
+    cpu_adam_params_per_s: float = field(default=1e9, metadata=_rule(gt=0))
 
 
 @dataclass(frozen=True)
@@ -297,6 +351,7 @@ class Scenario:
     engine: Engine = Engine()
     workload: Workload = Workload()
     algorithm: Algorithm = Algorithm()
+    training: Training = Training()
     schedule: Schedule = Schedule()
     learning: Learning = Learning()
     costs: Costs = Costs()
@@ -318,13 +373,24 @@ class Scenario:
         return self.algorithm.critic_model or self.model
 
     @property
+    def engine_weight_bytes(self) -> float:
+        """Bytes of the policy's weights in the engine (FP8 engines store one byte per parameter)."""
+        per_param = self.engine.weight_bytes_per_param or self.model.dtype_bytes
+        return self.model.num_params * per_param
+
+    @property
+    def optimizer_steps_per_step(self) -> int:
+        """Optimizer steps per RL step, from the train global batch (or algorithm.mini_batches_per_step)."""
+        return training_model.optimizer_steps_per_step(self)
+
+    @property
     def kv_capacity_tokens(self) -> int:
         """KV-cache tokens one replica holds: engine memory left after weights and activations."""
         tp = self.engine.tensor_parallel_size
         per_gpu = (
             self.hardware.gpu.memory_bytes
             * (self.engine.gpu_memory_utilization - self.engine.activation_memory_fraction)
-            - self.model.weight_bytes / tp
+            - self.engine_weight_bytes / tp
         )
         return max(0, int(per_gpu * tp // self.model.kv_bytes_per_token))
 
@@ -637,7 +703,7 @@ def _validate(s: Scenario) -> None:
     # memory: engine weights, KV cache, trainer state
     gpu_mem = hw.gpu.memory_bytes
     budget = gpu_mem * (eng.gpu_memory_utilization - eng.activation_memory_fraction)
-    weights_per_gpu = s.model.weight_bytes / tp
+    weights_per_gpu = s.engine_weight_bytes / tp
     if weights_per_gpu >= budget:
         raise ScenarioError(
             "model",
@@ -656,20 +722,7 @@ def _validate(s: Scenario) -> None:
             f"cache of {cap} tokens",
             "raise engine.tensor_parallel_size or engine.gpu_memory_utilization, or lower the lengths",
         )
-    train_bytes = 16 * s.model.num_params  # bf16 weights + grads, fp32 master + Adam moments (ZeRO-3 sharded)
-    if s.algorithm.name == "ppo":
-        train_bytes += 16 * s.critic.num_params
-    if s.algorithm.kl_reference:
-        train_bytes += s.model.weight_bytes
-    per_train_gpu = train_bytes / hw.num_train_gpus
-    if per_train_gpu > 0.9 * gpu_mem:
-        raise ScenarioError(
-            "hardware.num_gpus" if hw.placement == "colocated" else "hardware.train_gpus",
-            hw.num_train_gpus,
-            f"hold {per_train_gpu / 1e9:.1f} GB of training state per GPU (16 bytes/parameter, "
-            f"sharded), over 90% of the {gpu_mem / 1e9:.0f} GB of a {hw.gpu.name}",
-            "add training GPUs or use a smaller model",
-        )
+    training_model.validate(s)
 
 
 def _validate_model(m: ModelSpec, path: str) -> None:
