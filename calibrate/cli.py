@@ -6,6 +6,9 @@ learning model from run logs at two or more batch sizes, written into the profil
 ``rlsim-calibrate import --format verl|openrlhf|trl|nemo-rl LOG -o runlog.jsonl [--prompts-per-step P
 --group-size G]``
 ``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X] [--reference-batch B]``
+``rlsim-calibrate published [CSV ...] -o DIR [--set costs.X=V ...]``: predict published RL step times (default:
+the project's copy of the NeMo RL development set) and print the accuracy; DIR gets published.csv and
+summary.json
 ``rlsim-calibrate loop -o DIR``: the whole loop on this CPU (bench, fit, real GRPO runs at three batch sizes,
 learning model from one, predictions for the others, comparison); it calls ``rlsim-real`` in subprocesses, so
 this package never imports torch.
@@ -54,6 +57,49 @@ def cmd_fit(args: argparse.Namespace) -> int:
         )
     print("(held-out: k-fold over configurations; a point is the median of its repeats)")
     print(f"\nwrote {args.output}")
+    return 0
+
+
+def cmd_published(args: argparse.Namespace) -> int:
+    from calibrate.published import dev_set_path, evaluate, read_rows, summarize, table
+
+    costs: dict[str, float] = {}
+    for item in args.set or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.startswith("costs.") or "." in key[6:]:
+            raise CalibrateError(f"--set {item!r}: write costs.FIELD=VALUE (one set of costs for every row)")
+        try:
+            costs[key[6:]] = float(value)
+        except ValueError:
+            raise CalibrateError(f"--set {item!r}: {value!r} is not a number") from None
+    paths = [Path(p) for p in args.csv] or [dev_set_path()]
+    results = evaluate(read_rows(paths), costs or None)
+    summary = summarize(results)
+    summary["inputs"] = [str(p) for p in paths]
+    summary["costs_overrides"] = costs
+    df = table(results)
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out / "published.csv", df.to_csv(index=False))
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    print(f"{'run':<58} {'measured':>9} {'predicted':>9} {'error':>7}  phases (s): rollout/logprob/ref/train/sync")
+    for r in results:
+        if r.expressed:
+            ph = r.phases_s
+            parts = "/".join(
+                f"{ph.get(k, 0):.1f}" for k in ("rollout", "old_logprob", "ref_logprob", "train_actor", "weight_sync")
+            )
+            print(f"{r.label[:58]:<58} {r.measured_s:>8.1f}s {r.predicted_s:>8.1f}s {r.error_pct:>+6.1f}%  {parts}")
+    st = summary["step_time"]
+    if st["n_expressed"]:
+        print(
+            f"\nstep time over {st['n_expressed']} of {st['n_rows']} rows: median |error| "
+            f"{st['median_abs_error_pct']:.1f}%, median signed error {st['bias_pct']:+.1f}%, within 10%: "
+            f"{st['within_10_pct']:.0%}, within 25%: {st['within_25_pct']:.0%}, max |error| {st['max_abs_error_pct']:.1f}%"
+        )
+    for r in summary["not_expressed"]:
+        print(f"not expressed: {r['run']} ({r['file']} row {r['row']}): {r['reason']}")
+    print(f"wrote {out / 'published.csv'} and {out / 'summary.json'}")
     return 0
 
 
@@ -295,6 +341,12 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--gpu", help="catalog device of the runs (default: guessed)")
     val.add_argument("-o", "--output", type=Path, required=True)
     val.set_defaults(func=cmd_validate)
+
+    pub = sub.add_parser("published", help="predict published RL step times and print the accuracy")
+    pub.add_argument("csv", nargs="*", help="CSVs of published runs (default: the project's development set)")
+    pub.add_argument("-o", "--output", required=True, help="directory for published.csv and summary.json")
+    pub.add_argument("--set", action="append", metavar="costs.FIELD=VALUE", help="one cost override for every row")
+    pub.set_defaults(func=cmd_published)
 
     loop = sub.add_parser("loop", help="the whole calibrate-and-validate loop on this CPU (about 10 minutes)")
     loop.add_argument("--target", type=float, default=0.9)

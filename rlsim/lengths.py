@@ -67,3 +67,23 @@ def sample_step(w: Workload, rng: np.random.Generator, cumulative_samples: float
     scale = drift_scale(w.response_length, w.response_length_drift, cumulative_samples)
     responses = sample_lengths(w.response_length, w.responses_per_step, rng, 1, w.max_response_tokens, scale)
     return np.repeat(prompts, w.group_size), responses
+
+
+def lognormal_mean_for_clipped_mean(clipped_mean: float, sigma: float, cap: float) -> float:
+    """The lognormal ``mean_tokens`` (before clipping) whose samples clipped at ``cap`` average ``clipped_mean``.
+
+    E[min(X, c)] = m Phi((ln c - mu - s^2) / s) + c (1 - Phi((ln c - mu) / s)), mu = ln m - s^2 / 2; it rises
+    monotonically in m toward c, so a clipped mean at or above the cap has no solution (ValueError).
+    """
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    if not 0 < clipped_mean < cap:
+        raise ValueError(f"clipped mean {clipped_mean} must lie strictly between 0 and the cap {cap}")
+
+    def clipped(m: float) -> float:
+        mu = math.log(m) - sigma * sigma / 2.0
+        z = (math.log(cap) - mu) / sigma
+        return m * norm.cdf(z - sigma) + cap * norm.sf(z) - clipped_mean
+
+    return float(brentq(clipped, clipped_mean, clipped_mean * 1e3, xtol=1e-6))

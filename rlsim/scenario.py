@@ -4,8 +4,8 @@ Validation happens here and only here: unknown keys, types, ranges and cross-fie
 fit the GPUs, one sequence must fit the KV cache of a replica). Every error is a :class:`ScenarioError` naming
 the field path, the value, the rule and the fix. Units live in field names (``_tokens``, ``_s``, ``_bytes``).
 
-Sections: ``model``, ``hardware``, ``engine``, ``workload``, ``algorithm``, ``schedule``, ``learning``,
-``costs``, ``run``; plus free-text ``name``, ``description`` and ``assumptions`` (a list of what the scenario
+Sections: ``model``, ``hardware``, ``engine``, ``workload``, ``algorithm``, ``training`` (rlsim.training),
+``weight_sync`` (rlsim.sync), ``schedule``, ``learning``, ``costs``, ``run``; plus free-text ``name``, ``description`` and ``assumptions`` (a list of what the scenario
 assumes that is not measured or published). ``model`` and ``hardware.gpu`` name a catalog entry
 (``rlsim/catalog/*.yaml``) or spell the numbers out.
 """
@@ -27,6 +27,7 @@ import yaml
 from rlsim import catalog
 from rlsim import training as training_model
 from rlsim.errors import ScenarioError
+from rlsim.sync import WeightSync
 from rlsim.training import Training
 
 # ---------------------------------------------------------------------------------------------------- specs
@@ -352,6 +353,7 @@ class Scenario:
     workload: Workload = Workload()
     algorithm: Algorithm = Algorithm()
     training: Training = Training()
+    weight_sync: WeightSync = WeightSync()
     schedule: Schedule = Schedule()
     learning: Learning = Learning()
     costs: Costs = Costs()

@@ -20,12 +20,25 @@ Units: bytes and seconds. Bytes moved are the training dtype's (an FP8 engine qu
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from rlsim.training import layout_of, link_bandwidth
+from rlsim.training import layout_of, link_bandwidth, memory
 
 if TYPE_CHECKING:
     from rlsim.scenario import Costs, Scenario
+
+
+@dataclass(frozen=True)
+class WeightSync:
+    """How a framework moves the weights (scenario section ``weight_sync``)."""
+
+    # separate pools: sharded (every trainer GPU of one model copy sends its part, in parallel) or broadcast (one
+    # trainer rank broadcasts the whole model to every engine GPU, as NeMo RL v0.5-v0.6 do:
+    # nemo_rl/utils/packed_tensor.py packed_broadcast_producer with src=0)
+    transfer: Literal["sharded", "broadcast"] = "sharded"
+    # colocated: the trainer's parameters, gradients and optimizer state go to host memory before generation and
+    # come back after it (NeMo RL offload_before_refit / offload_after_refit)
+    offload_trainer: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,8 +88,13 @@ def weight_sync_time(s: Scenario, costs: Costs) -> SyncTime:
             shard * (1.0 - remote) / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency),
         )
         copy = 2.0 * shard / (hw.gpu.hbm_bandwidth_bytes_per_s * costs.decode_memory_efficiency)
-        engine_weights = s.engine_weight_bytes / s.engine.tensor_parallel_size
-        host = 2.0 * engine_weights / hw.gpu.host_link_bandwidth_bytes_per_s + costs.sleep_wake_overhead_s
+        host_bytes = 2.0 * s.engine_weight_bytes / s.engine.tensor_parallel_size
+        if s.weight_sync.offload_trainer:
+            mem = memory(s)
+            host_bytes += 2.0 * (mem.weights_grads_bytes + mem.optimizer_bytes)
+        host = host_bytes / hw.gpu.host_link_bandwidth_bytes_per_s + costs.sleep_wake_overhead_s
         return SyncTime(transfer, copy, host, costs.weight_sync_latency_s)
     bw = link_bandwidth(s, costs, hw.num_gpus)
+    if s.weight_sync.transfer == "broadcast":  # the whole model leaves one GPU; a pipelined broadcast moves it
+        return SyncTime(transfer_s=s.model.weight_bytes / bw, latency_s=costs.weight_sync_latency_s)
     return SyncTime(transfer_s=max(shard, send) / bw, latency_s=costs.weight_sync_latency_s)

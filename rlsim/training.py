@@ -76,6 +76,8 @@ class Training:
     micro_batch_size: int = field(default=1, metadata={"ge": 1, "le": 1_000_000})
     sequence_packing: bool = True
     packing_tokens: int | None = field(default=None, metadata={"ge": 1})
+    # sequences (packed: bins) per micro-batch of the forward-only log-prob passes; None: micro_batch_size
+    logprob_micro_batch_size: int | None = field(default=None, metadata={"ge": 1})
     # responses per optimizer step (the frameworks' train global batch); None: responses per step divided by
     # algorithm.mini_batches_per_step
     global_batch_size: int | None = field(default=None, metadata={"ge": 1})
@@ -87,6 +89,9 @@ class Training:
     offload_optimizer: bool = False  # optimizer states and update on the host (CPU Adam)
     offload_params: bool = False  # fsdp only: parameters live on the host between uses
     memory_fraction: float = field(default=0.9, metadata={"gt": 0, "le": 1})  # of each GPU the trainer may use
+    # the reference model waits in host memory and is swapped into the trainer's parameters for the reference
+    # pass: policy weights out, reference in, policy back (NeMo RL use_reference_model)
+    reference_on_host: bool = False
 
 
 @dataclass(frozen=True)
@@ -197,12 +202,13 @@ def optimizer_steps_per_step(s: Scenario) -> int:
     return mini * s.algorithm.epochs_per_step
 
 
-def _micro_batches(s: Scenario, lay: Layout, tokens_per_opt: float, seqs_per_opt: float) -> int:
+def _micro_batches(s: Scenario, lay: Layout, tokens_per_opt: float, seqs_per_opt: float, forward_only: bool) -> int:
     """Micro-batches per data-parallel rank in one optimizer step (or one log-prob pass)."""
     tr = s.training
+    mbs = (tr.logprob_micro_batch_size or tr.micro_batch_size) if forward_only else tr.micro_batch_size
     if tr.sequence_packing or seqs_per_opt <= 0:
-        return max(1, math.ceil(tokens_per_opt / lay.d / (tr.micro_batch_size * packing_tokens(s))))
-    return max(1, math.ceil(seqs_per_opt / lay.d / tr.micro_batch_size))
+        return max(1, math.ceil(tokens_per_opt / lay.d / (mbs * packing_tokens(s))))
+    return max(1, math.ceil(seqs_per_opt / lay.d / mbs))
 
 
 def _compute_s(
@@ -242,6 +248,20 @@ def _optimizer_s(s: Scenario, costs: Costs, shard_params: float) -> float:
 # ---------------------------------------------------------------------------------------------------- time
 
 
+def reference_swap_s(s: Scenario, model: ModelSpec) -> float:
+    """Host traffic of swapping a host-resident reference model in and out of the trainer's GPUs."""
+    if not s.training.reference_on_host:
+        return 0.0
+    lay = layout_of(s)
+    if s.training.backend == "fsdp":
+        local = model.num_params / lay.n
+    else:
+        local = (model.num_params - model.expert_params) / (lay.t * lay.p) + model.expert_params / (
+            lay.e * lay.et * lay.p
+        )
+    return 3.0 * local * ACT_BYTES / s.hardware.gpu.host_link_bandwidth_bytes_per_s
+
+
 def phase_time(
     s: Scenario,
     costs: Costs,
@@ -265,7 +285,7 @@ def _megatron_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, 
     steps = 1 if forward_only else optimizer_steps
     passes = 1 if forward_only else epochs
     tok_opt = tokens * passes / steps  # tokens per optimizer step
-    m = _micro_batches(s, lay, tok_opt, num_sequences * passes / steps)
+    m = _micro_batches(s, lay, tok_opt, num_sequences * passes / steps, forward_only)
     compute, attn = _compute_s(s, costs, model, tokens * passes, sq_tokens * passes, lay.n, forward_only)
     # tensor parallel: 2 collectives per layer forward, 2 backward (+2 for a recomputed forward)
     tp_ops = 2 if forward_only else (6 if s.training.activation_recompute == "full" else 4)
@@ -338,7 +358,7 @@ def _fsdp_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, forw
     steps = 1 if forward_only else optimizer_steps
     passes = 1 if forward_only else epochs
     tok_opt = tokens * passes / steps
-    m = _micro_batches(s, lay, tok_opt, num_sequences * passes / steps)
+    m = _micro_batches(s, lay, tok_opt, num_sequences * passes / steps, forward_only)
     compute, _ = _compute_s(s, costs, model, tokens * passes, sq_tokens * passes, n, forward_only)
     comm = 0.0
     if n > 1:

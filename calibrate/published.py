@@ -1,0 +1,155 @@
+"""Accuracy on published runs: predict each published RL step time with rlsim and compare.
+
+Input: CSVs with the columns of ``calibrate/data/published/rl_step_times_dev.csv`` (the NeMo RL performance-table
+rows, read its README): one row per published run, its recipe's fields and the measured ``step_time_s``. Each row
+becomes a scenario through ``rlsim.frameworks.nemo_rl.scenario_from_recipe`` (the documented mapping); rows the
+mapping cannot express are reported with the reason, not dropped silently.
+
+A row's prediction is the steady-state mean step time of a short simulation: 4 steps for synchronous rows, 2k + 4
+for async ones (the first and last k fill and drain the pipeline and are excluded, as rlsim's summary does).
+Error = predicted / measured - 1. Summary: median |error|, median signed error (bias), share within 10% and 25%.
+
+Every row gets the same cost coefficients: the scenario's defaults (``rlsim.scenario.Costs``), optionally
+overridden for all rows at once (``costs``), never per row.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import rlsim
+from calibrate.errors import CalibrateError
+from rlsim.errors import RlsimError
+from rlsim.frameworks.nemo_rl import NotExpressible, scenario_from_recipe
+from rlsim.phases import TIMED_PHASES
+from rlsim.scenario import from_dict
+
+REQUIRED_COLUMNS = ("model", "gpu", "num_gpus", "policy_mode", "step_time_s")
+
+
+def dev_set_path() -> Path:
+    """The project's copy of the development set."""
+    return Path(str(resources.files("calibrate").joinpath("data/published/rl_step_times_dev.csv")))
+
+
+def read_rows(paths: list[Path]) -> pd.DataFrame:
+    frames = []
+    for path in paths:
+        if not Path(path).is_file():
+            raise CalibrateError(f"{path}: no such file (give a CSV with the columns of {dev_set_path().name})")
+        try:
+            df = pd.read_csv(path)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise CalibrateError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+        missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
+        if missing:
+            raise CalibrateError(
+                f"{path}: missing column(s) {', '.join(missing)} (see {dev_set_path().name} for the columns)"
+            )
+        df = df.copy()
+        df.insert(0, "file", Path(path).name)
+        df.insert(1, "row", range(len(df)))
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+@dataclass
+class RowResult:
+    file: str
+    row: int
+    label: str
+    measured_s: float
+    predicted_s: float | None = None
+    phases_s: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+
+    @property
+    def expressed(self) -> bool:
+        return self.predicted_s is not None
+
+    @property
+    def error_pct(self) -> float | None:
+        return None if self.predicted_s is None else (self.predicted_s / self.measured_s - 1.0) * 100.0
+
+
+def steps_for(fields: dict[str, Any]) -> int:
+    mode = str(fields.get("policy_mode", "on"))
+    k = int(mode[6:-3]) if mode.startswith("async-") and mode[6:-3].isdigit() else 0
+    return 4 + 2 * k
+
+
+def predict_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -> tuple[float, dict[str, float]]:
+    """Predicted steady-state step time and mean phase times of one published row."""
+    raw = scenario_from_recipe(fields, steps=steps_for(fields))
+    if costs:
+        raw["costs"] = dict(costs)
+    summary = rlsim.simulate(from_dict(raw)).summary()
+    return summary["step_time_s"], {p.value: summary["phase_time_s"][p.value] for p in TIMED_PHASES}
+
+
+def evaluate(df: pd.DataFrame, costs: dict[str, float] | None = None) -> list[RowResult]:
+    out = []
+    for rec in df.to_dict("records"):
+        label = f"{rec.get('model')} {rec.get('num_gpus'):g}x {rec.get('policy_mode')} ({rec.get('source_version', '')})"
+        measured = rec.get("step_time_s")
+        res = RowResult(str(rec["file"]), int(rec["row"]), label, float("nan"))
+        try:
+            measured = float(measured)
+        except (TypeError, ValueError):
+            measured = float("nan")
+        res.measured_s = measured
+        if not math.isfinite(measured) or measured <= 0:
+            res.reason = f"step_time_s {rec.get('step_time_s')!r} is not a positive number"
+            out.append(res)
+            continue
+        try:
+            res.predicted_s, res.phases_s = predict_row(rec, costs)
+        except NotExpressible as exc:
+            res.reason = str(exc)
+        except RlsimError as exc:  # a scenario the mapping built but rlsim refuses (memory, layout)
+            res.reason = f"refused by rlsim: {exc}"
+        out.append(res)
+    return out
+
+
+def summarize(results: list[RowResult]) -> dict[str, Any]:
+    errs = np.array([r.error_pct for r in results if r.expressed], dtype=float)
+    n = len(errs)
+    step = {
+        "n_rows": len(results),
+        "n_expressed": n,
+        "median_abs_error_pct": float(np.median(np.abs(errs))) if n else None,
+        "bias_pct": float(np.median(errs)) if n else None,
+        "mean_abs_error_pct": float(np.mean(np.abs(errs))) if n else None,
+        "max_abs_error_pct": float(np.max(np.abs(errs))) if n else None,
+        "within_10_pct": float(np.mean(np.abs(errs) <= 10)) if n else None,
+        "within_25_pct": float(np.mean(np.abs(errs) <= 25)) if n else None,
+    }
+    refused = [{"file": r.file, "row": r.row, "run": r.label, "reason": r.reason} for r in results if not r.expressed]
+    return {"step_time": step, "not_expressed": refused}
+
+
+def table(results: list[RowResult]) -> pd.DataFrame:
+    rows = []
+    for r in results:
+        row: dict[str, Any] = {
+            "file": r.file,
+            "row": r.row,
+            "run": r.label,
+            "measured_step_s": r.measured_s,
+            "predicted_step_s": r.predicted_s,
+            "error_pct": r.error_pct,
+            "expressed": r.expressed,
+            "reason": r.reason,
+        }
+        for p in TIMED_PHASES:
+            row[f"predicted_{p.value}_s"] = r.phases_s.get(p.value)
+        rows.append(row)
+    return pd.DataFrame(rows)
