@@ -103,11 +103,11 @@ class RooflineCostModel:
         return bw * self.costs.link_efficiency
 
     def _allreduce_s(self, nbytes: np.ndarray | float, num_gpus: int) -> np.ndarray | float:
-        """Ring all-reduce: 2 (n-1)/n of the bytes cross each GPU's link, plus latency."""
+        """Ring all-reduce: 2 (n-1)/n of the bytes cross each GPU's link, plus latency (rlsim.training)."""
         if num_gpus <= 1:
             return 0.0 * np.asarray(nbytes)
         return 2.0 * (num_gpus - 1) / num_gpus * np.asarray(nbytes) / self._collective_bandwidth(num_gpus) + (
-            self.costs.collective_latency_s
+            training.latency_s(self.scenario, self.costs, num_gpus)
         )
 
     # -- rollout -----------------------------------------------------------------------------------------

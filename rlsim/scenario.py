@@ -115,6 +115,8 @@ class GPUSpec:
     memory_bytes: float = field(metadata=_rule(gt=0))
     link_bandwidth_bytes_per_s: float = field(metadata=_rule(gt=0))
     host_link_bandwidth_bytes_per_s: float = field(default=64e9, metadata=_rule(gt=0))
+    # memory the driver reports (what vLLM's gpu_memory_utilization multiplies); None: memory_bytes
+    device_memory_bytes: float | None = field(default=None, metadata=_rule(gt=0))
     # dense FP8 tensor peak; None: no FP8 tensor cores (FP8 training is refused there)
     fp8_flops_per_s: float | None = field(default=None, metadata=_rule(gt=0))
     # GPUs in one NVLink/NVSwitch domain of the standard system (8 for DGX/HGX, 72 for GB200 NVL72)
@@ -140,6 +142,11 @@ class Hardware:
     # nvlink_domain_size / nic_bandwidth_bytes_per_s (the vendor's standard system)
     gpus_per_node: int | None = field(default=None, metadata=_rule(ge=1))
     internode_bandwidth_bytes_per_s: float | None = field(default=None, metadata=_rule(gt=0))
+
+    @property
+    def engine_memory_bytes(self) -> float:
+        """Memory of one GPU as the engine's memory profiler sees it."""
+        return self.gpu.device_memory_bytes or self.gpu.memory_bytes
 
     @property
     def nvlink_domain(self) -> int:
@@ -311,7 +318,9 @@ class Costs:
     decode_iteration_overhead_s: float = field(default=0.004, metadata=_rule(ge=0))
     decode_per_seq_overhead_s: float = field(default=2e-6, metadata=_rule(ge=0))
     prefill_overhead_s: float = field(default=0.002, metadata=_rule(ge=0))
-    collective_latency_s: float = field(default=2e-5, metadata=_rule(ge=0))
+    collective_latency_s: float = field(default=2e-5, metadata=_rule(ge=0))  # one collective inside an NVLink domain
+    # one collective whose group crosses NVLink domains (small messages: network round trips, NCCL protocol)
+    internode_latency_s: float = field(default=1e-4, metadata=_rule(ge=0))
     train_step_overhead_s: float = field(default=0.5, metadata=_rule(ge=0))  # per optimizer step
     forward_overhead_s: float = field(default=0.2, metadata=_rule(ge=0))  # per log-prob/values pass
     weight_sync_latency_s: float = field(default=1.0, metadata=_rule(ge=0))
@@ -390,7 +399,7 @@ class Scenario:
         """KV-cache tokens one replica holds: engine memory left after weights and activations."""
         tp = self.engine.tensor_parallel_size
         per_gpu = (
-            self.hardware.gpu.memory_bytes
+            self.hardware.engine_memory_bytes
             * (self.engine.gpu_memory_utilization - self.engine.activation_memory_fraction)
             - self.engine_weight_bytes / tp
         )
@@ -703,7 +712,7 @@ def _validate(s: Scenario) -> None:
             "choose a divisor of P x G",
         )
     # memory: engine weights, KV cache, trainer state
-    gpu_mem = hw.gpu.memory_bytes
+    gpu_mem = hw.engine_memory_bytes
     budget = gpu_mem * (eng.gpu_memory_utilization - eng.activation_memory_fraction)
     weights_per_gpu = s.engine_weight_bytes / tp
     if weights_per_gpu >= budget:

@@ -32,9 +32,11 @@ if TYPE_CHECKING:
 class WeightSync:
     """How a framework moves the weights (scenario section ``weight_sync``)."""
 
-    # separate pools: sharded (every trainer GPU of one model copy sends its part, in parallel) or broadcast (one
-    # trainer rank broadcasts the whole model to every engine GPU, as NeMo RL v0.5-v0.6 do:
-    # nemo_rl/utils/packed_tensor.py packed_broadcast_producer with src=0)
+    # sharded: every engine GPU receives only its own shard, every trainer GPU of one model copy sends its part,
+    # all in parallel. broadcast: every GPU receives the whole model in the training dtype, as NeMo RL v0.5-v0.6
+    # do: separate pools, one training rank broadcasts every tensor (nemo_rl/utils/packed_tensor.py,
+    # packed_broadcast_producer with src=0); colocated, every rank exports full HF tensors
+    # (megatron_policy_worker.py, export_hf_weights) and its engine keeps its slice
     transfer: Literal["sharded", "broadcast"] = "sharded"
     # colocated: the trainer's parameters, gradients and optimizer state go to host memory before generation and
     # come back after it (NeMo RL offload_before_refit / offload_after_refit)
@@ -82,10 +84,13 @@ def weight_sync_time(s: Scenario, costs: Costs) -> SyncTime:
     send = s.model.weight_bytes / span  # each trainer GPU of one copy sends its part
     domain = hw.nvlink_domain
     if hw.placement == "colocated":
-        remote = max(0.0, 1.0 - domain / span)  # the shard's part held outside this NVLink domain
+        # sharded: each GPU assembles its engine shard; broadcast: each GPU assembles every full tensor (NeMo RL's
+        # Megatron-Bridge export_hf_weights on every rank) and keeps its slice
+        need = shard if s.weight_sync.transfer == "sharded" else s.model.weight_bytes
+        remote = max(0.0, 1.0 - domain / span)  # the part held outside this NVLink domain
         transfer = max(
-            shard * remote / (hw.nic_bandwidth_bytes_per_s * costs.link_efficiency),
-            shard * (1.0 - remote) / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency),
+            need * remote / (hw.nic_bandwidth_bytes_per_s * costs.link_efficiency),
+            need * (1.0 - remote) / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency),
         )
         copy = 2.0 * shard / (hw.gpu.hbm_bandwidth_bytes_per_s * costs.decode_memory_efficiency)
         host_bytes = 2.0 * s.engine_weight_bytes / s.engine.tensor_parallel_size

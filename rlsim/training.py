@@ -163,11 +163,17 @@ def link_bandwidth(s: Scenario, costs: Costs, span_gpus: int) -> float:
     return bw * costs.link_efficiency
 
 
+def latency_s(s: Scenario, costs: Costs, span_gpus: int) -> float:
+    """Fixed time of one collective: ``collective_latency_s`` inside an NVLink domain, ``internode_latency_s``
+    once the group crosses domains (network round trips dominate small messages there)."""
+    return costs.collective_latency_s if span_gpus <= s.hardware.nvlink_domain else costs.internode_latency_s
+
+
 def ring_s(s: Scenario, costs: Costs, nbytes: float, group: int, span_gpus: int) -> float:
     """All-gather or reduce-scatter over ``group`` GPUs: (g-1)/g of the bytes cross each GPU's link."""
     if group <= 1 or nbytes <= 0:
         return 0.0
-    return (group - 1) / group * nbytes / link_bandwidth(s, costs, span_gpus) + costs.collective_latency_s
+    return (group - 1) / group * nbytes / link_bandwidth(s, costs, span_gpus) + latency_s(s, costs, span_gpus)
 
 
 def all_to_all_s(s: Scenario, costs: Costs, nbytes: float, group: int, span_gpus: int) -> float:
@@ -179,11 +185,11 @@ def all_to_all_s(s: Scenario, costs: Costs, nbytes: float, group: int, span_gpus
     out = (group - 1) / group * nbytes
     domain = hw.nvlink_domain
     if span_gpus <= domain:
-        return out / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency) + costs.collective_latency_s
+        return out / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency) + latency_s(s, costs, span_gpus)
     remote = (span_gpus - domain) / span_gpus
     t_nic = out * remote / (hw.nic_bandwidth_bytes_per_s * costs.link_efficiency)
     t_nvl = out * (1 - remote) / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency)
-    return max(t_nic, t_nvl) + costs.collective_latency_s
+    return max(t_nic, t_nvl) + latency_s(s, costs, span_gpus)
 
 
 def active_expert_params(m: ModelSpec) -> float:
@@ -292,7 +298,7 @@ def _megatron_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, 
     layers_per_stage = model.num_layers / lay.p
     tokens_per_tp_group = tok_opt / (lay.d * lay.c)
     tp_per_op = ring_s(s, costs, 2 * tokens_per_tp_group * model.hidden_size * ACT_BYTES, lay.t, lay.t)
-    tp = steps * tp_ops * layers_per_stage * (tp_per_op + (m - 1) * costs.collective_latency_s * (lay.t > 1))
+    tp = steps * tp_ops * layers_per_stage * (tp_per_op + (m - 1) * latency_s(s, costs, lay.t) * (lay.t > 1))
     # context parallel: ring exchange of K and V (forward; twice backward), hidden behind attention compute
     cp = 0.0
     if lay.c > 1:
@@ -315,7 +321,7 @@ def _megatron_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, 
         act = tok_opt / (lay.d * m) / (lay.c * lay.t) * model.hidden_size * ACT_BYTES
         span = lay.n // lay.p * 2
         hops = (1 if forward_only else 2) * (lay.p - 1)
-        p2p = steps * hops * (act / link_bandwidth(s, costs, span) + costs.collective_latency_s)
+        p2p = steps * hops * (act / link_bandwidth(s, costs, span) + latency_s(s, costs, span))
     dp = opt = 0.0
     overhead = costs.forward_overhead_s if forward_only else steps * costs.train_step_overhead_s
     if not forward_only:

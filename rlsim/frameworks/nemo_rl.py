@@ -29,7 +29,7 @@ Mapping (field -> scenario), with what NeMo RL does behind it (read at tags v0.5
 | recipe_kl > 0 | algorithm.kl_reference, training.reference_on_host | the reference weights live in host memory and are swapped in (use_reference_model) |
 | (always) | algorithm.recompute_old_logprob | "policy logprobs" forward pass every step |
 | colocated | weight_sync.offload_trainer | offload_before_refit / offload_after_refit around generation |
-| not colocated | weight_sync.transfer broadcast | packed_broadcast_producer(src=0): training rank 0 broadcasts the whole model |
+| (always) | weight_sync.transfer broadcast | separate: packed_broadcast_producer(src=0), training rank 0 broadcasts the whole model; colocated: every rank exports full HF tensors (export_hf_weights) for its engine's slice |
 | recipe_dynamic_sampling | refused | DAPO repeats generation until the batch fills; rounds per step are not published |
 | prompts_per_step empty | refused | multi-turn agent rows publish no prompts x generations per step |
 """
@@ -197,7 +197,7 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
         },
         "algorithm": {"name": "grpo", "kl_reference": kl, "recompute_old_logprob": True},
         "training": training,
-        "weight_sync": {"transfer": "sharded" if colocated else "broadcast", "offload_trainer": colocated},
+        "weight_sync": {"transfer": "broadcast", "offload_trainer": colocated},
         "schedule": schedule,
     }
     if steps is not None:
