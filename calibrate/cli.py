@@ -6,7 +6,7 @@ learning model from run logs at two or more batch sizes, written into the profil
 ``rlsim-calibrate import --format verl|openrlhf|trl|nemo-rl LOG -o runlog.jsonl [--prompts-per-step P
 --group-size G]``
 ``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X] [--reference-batch B]``
-``rlsim-calibrate published [CSV ...] -o DIR [--set costs.X=V ...]``: predict published RL step times (default:
+``rlsim-calibrate published [CSV ...] -o DIR [--costs fitted|catalog] [--set costs.X=V ...]``: predict published RL step times (default:
 the project's copy of the NeMo RL development set) and print the accuracy; DIR gets published.csv and
 summary.json
 ``rlsim-calibrate loop -o DIR``: the whole loop on this CPU (bench, fit, real GRPO runs at three batch sizes,
@@ -61,9 +61,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 
 def cmd_published(args: argparse.Namespace) -> int:
-    from calibrate.published import dev_set_path, evaluate, read_rows, summarize, table
+    from calibrate.published import costs_set, dev_set_path, evaluate, read_rows, summarize, table
 
-    costs: dict[str, float] = {}
+    costs: dict[str, float] = costs_set(args.costs)
     for item in args.set or []:
         key, sep, value = item.partition("=")
         if not sep or not key.startswith("costs.") or "." in key[6:]:
@@ -76,7 +76,8 @@ def cmd_published(args: argparse.Namespace) -> int:
     results = evaluate(read_rows(paths), costs or None)
     summary = summarize(results)
     summary["inputs"] = [str(p) for p in paths]
-    summary["costs_overrides"] = costs
+    summary["costs_set"] = args.costs
+    summary["costs"] = costs
     df = table(results)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -345,6 +346,12 @@ def build_parser() -> argparse.ArgumentParser:
     pub = sub.add_parser("published", help="predict published RL step times and print the accuracy")
     pub.add_argument("csv", nargs="*", help="CSVs of published runs (default: the project's development set)")
     pub.add_argument("-o", "--output", required=True, help="directory for published.csv and summary.json")
+    pub.add_argument(
+        "--costs",
+        default="fitted",
+        help="cost coefficients for every row: fitted (fitted on the development set, see its file) or catalog "
+        "(rlsim's defaults)",
+    )
     pub.add_argument("--set", action="append", metavar="costs.FIELD=VALUE", help="one cost override for every row")
     pub.set_defaults(func=cmd_published)
 

@@ -9,8 +9,10 @@ A row's prediction is the steady-state mean step time of a short simulation: 4 s
 for async ones (the first and last k fill and drain the pipeline and are excluded, as rlsim's summary does).
 Error = predicted / measured - 1. Summary: median |error|, median signed error (bias), share within 10% and 25%.
 
-Every row gets the same cost coefficients: the scenario's defaults (``rlsim.scenario.Costs``), optionally
-overridden for all rows at once (``costs``), never per row.
+Every row gets the same cost coefficients, never a factor per row: by default the fitted set
+``calibrate/data/published/fitted_costs.yaml`` (a few global coefficients fitted on this development set, with
+its provenance in the file); ``costs_set="catalog"`` uses rlsim's plain defaults (``rlsim.scenario.Costs``, the
+published-source values); ``--set costs.X=V`` overrides either for all rows at once.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 
 import rlsim
 from calibrate.errors import CalibrateError
@@ -32,6 +35,20 @@ from rlsim.phases import TIMED_PHASES
 from rlsim.scenario import from_dict
 
 REQUIRED_COLUMNS = ("model", "gpu", "num_gpus", "policy_mode", "step_time_s")
+
+
+def fitted_costs_path() -> Path:
+    return Path(str(resources.files("calibrate").joinpath("data/published/fitted_costs.yaml")))
+
+
+def costs_set(name: str) -> dict[str, float]:
+    """The cost coefficients every row gets: ``fitted`` (fitted_costs.yaml) or ``catalog`` (rlsim's defaults)."""
+    if name == "catalog":
+        return {}
+    if name != "fitted":
+        raise CalibrateError(f"--costs {name!r}: use fitted or catalog")
+    data = yaml.safe_load(fitted_costs_path().read_text())
+    return {k: float(v) for k, v in data["costs"].items()}
 
 
 def dev_set_path() -> Path:
