@@ -6,8 +6,8 @@ learning model from run logs at two or more batch sizes, written into the profil
 ``rlsim-calibrate import --format verl|openrlhf|trl|nemo-rl LOG -o runlog.jsonl [--prompts-per-step P
 --group-size G]``
 ``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X] [--reference-batch B]``
-``rlsim-calibrate published [CSV ...] -o DIR [--costs fitted|catalog] [--set costs.X=V ...]``: predict published RL step times (default:
-the project's copy of the NeMo RL development set) and print the accuracy; DIR gets published.csv and
+``rlsim-calibrate published [CSV ...] -o DIR [--costs fitted|catalog] [--set costs.X=V ...]``: predict
+published RL step times (default: the project's copy of the NeMo RL development set) and print the accuracy; DIR gets published.csv and
 summary.json
 ``rlsim-calibrate loop -o DIR``: the whole loop on this CPU (bench, fit, real GRPO runs at three batch sizes,
 learning model from one, predictions for the others, comparison); it calls ``rlsim-real`` in subprocesses, so
@@ -96,7 +96,8 @@ def cmd_published(args: argparse.Namespace) -> int:
         print(
             f"\nstep time over {st['n_expressed']} of {st['n_rows']} rows: median |error| "
             f"{st['median_abs_error_pct']:.1f}%, median signed error {st['bias_pct']:+.1f}%, within 10%: "
-            f"{st['within_10_pct']:.0%}, within 25%: {st['within_25_pct']:.0%}, max |error| {st['max_abs_error_pct']:.1f}%"
+            f"{st['within_10_pct']:.0%}, within 25%: {st['within_25_pct']:.0%}, "
+            f"max |error| {st['max_abs_error_pct']:.1f}%"
         )
     for r in summary["not_expressed"]:
         print(f"not expressed: {r['run']} ({r['file']} row {r['row']}): {r['reason']}")

@@ -114,7 +114,9 @@ def predict_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -
 def evaluate(df: pd.DataFrame, costs: dict[str, float] | None = None) -> list[RowResult]:
     out = []
     for rec in df.to_dict("records"):
-        label = f"{rec.get('model')} {rec.get('num_gpus'):g}x {rec.get('policy_mode')} ({rec.get('source_version', '')})"
+        label = (
+            f"{rec.get('model')} {rec.get('num_gpus'):g}x {rec.get('policy_mode')} ({rec.get('source_version', '')})"
+        )
         measured = rec.get("step_time_s")
         res = RowResult(str(rec["file"]), int(rec["row"]), label, float("nan"))
         try:

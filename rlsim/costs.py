@@ -133,7 +133,7 @@ class RooflineCostModel:
         )
 
     def prefill_coefficients(self) -> PrefillCoefficients:
-        s, c, m = self.scenario, self.costs, self.scenario.model
+        c, m = self.costs, self.scenario.model
         flops = self._tp * self._engine_peak_flops * c.prefill_compute_efficiency
         return PrefillCoefficients(
             overhead_s=c.prefill_overhead_s,

@@ -5,8 +5,9 @@ fit the GPUs, one sequence must fit the KV cache of a replica). Every error is a
 the field path, the value, the rule and the fix. Units live in field names (``_tokens``, ``_s``, ``_bytes``).
 
 Sections: ``model``, ``hardware``, ``engine``, ``workload``, ``algorithm``, ``training`` (rlsim.training),
-``weight_sync`` (rlsim.sync), ``schedule``, ``learning``, ``costs``, ``run``; plus free-text ``name``, ``description`` and ``assumptions`` (a list of what the scenario
-assumes that is not measured or published). ``model`` and ``hardware.gpu`` name a catalog entry
+``weight_sync`` (rlsim.sync), ``schedule``, ``learning``, ``costs``, ``run``; plus free-text ``name``,
+``description`` and ``assumptions`` (a list of what the scenario assumes that is not measured or published).
+``model`` and ``hardware.gpu`` name a catalog entry
 (``rlsim/catalog/*.yaml``) or spell the numbers out.
 """
 

@@ -468,7 +468,9 @@ def validate(s: Scenario) -> None:
         ):
             if getattr(tr, key) != 1:
                 raise ScenarioError(
-                    f"{at}.{key}", getattr(tr, key), "is a Megatron layout; backend fsdp shards data-parallel only",
+                    f"{at}.{key}",
+                    getattr(tr, key),
+                    "is a Megatron layout; backend fsdp shards data-parallel only",
                     f"set {at}.backend: megatron or remove {at}.{key}",
                 )
         if not tr.distributed_optimizer:
@@ -504,7 +506,9 @@ def validate(s: Scenario) -> None:
             )
         if m.num_attention_heads % t:
             raise ScenarioError(
-                f"{at}.tensor_parallel_size", t, f"must divide num_attention_heads ({m.num_attention_heads})",
+                f"{at}.tensor_parallel_size",
+                t,
+                f"must divide num_attention_heads ({m.num_attention_heads})",
                 "choose a divisor",
             )
         if p > m.num_layers:
@@ -513,19 +517,25 @@ def validate(s: Scenario) -> None:
             )
         if tr.virtual_pipeline_stages > 1 and p == 1:
             raise ScenarioError(
-                f"{at}.virtual_pipeline_stages", tr.virtual_pipeline_stages, "needs pipeline_parallel_size > 1",
+                f"{at}.virtual_pipeline_stages",
+                tr.virtual_pipeline_stages,
+                "needs pipeline_parallel_size > 1",
                 "set it to 1 or use pipeline parallelism",
             )
     if tr.precision == "fp8" and s.hardware.gpu.fp8_flops_per_s is None:
         raise ScenarioError(
-            f"{at}.precision", "fp8", f"needs FP8 tensor cores; {s.hardware.gpu.name} has none (no fp8_flops_per_s)",
+            f"{at}.precision",
+            "fp8",
+            f"needs FP8 tensor cores; {s.hardware.gpu.name} has none (no fp8_flops_per_s)",
             f"set {at}.precision: bf16 or use an FP8-capable GPU",
         )
     gbs, batch = tr.global_batch_size, s.workload.responses_per_step
     if gbs is not None:
         if batch % gbs:
             raise ScenarioError(
-                f"{at}.global_batch_size", gbs, f"must divide the responses per step ({batch} = P x G)",
+                f"{at}.global_batch_size",
+                gbs,
+                f"must divide the responses per step ({batch} = P x G)",
                 "choose a divisor of P x G (several optimizer steps per RL step) or P x G itself",
             )
         if s.algorithm.mini_batches_per_step not in (1, batch // gbs):
@@ -556,18 +566,24 @@ def check_memory(s: Scenario) -> None:
         if mem.activation_bytes > mem.weights_grads_bytes + mem.optimizer_bytes:
             if tr.activation_recompute != "full":
                 raise ScenarioError(
-                    "training.activation_recompute", tr.activation_recompute, what,
+                    "training.activation_recompute",
+                    tr.activation_recompute,
+                    what,
                     "set training.activation_recompute: full, or lower training.micro_batch_size",
                 )
             raise ScenarioError(
-                "training.micro_batch_size", tr.micro_batch_size, what,
+                "training.micro_batch_size",
+                tr.micro_batch_size,
+                what,
                 "lower it, raise training.context_parallel_size or training.tensor_parallel_size",
             )
         if tr.backend == "fsdp":
             gpus = "hardware.num_gpus" if s.hardware.placement == "colocated" else "hardware.train_gpus"
             if not tr.offload_optimizer:
                 raise ScenarioError(
-                    "training.offload_optimizer", False, what,
+                    "training.offload_optimizer",
+                    False,
+                    what,
                     f"set training.offload_optimizer: true (CPU Adam), or raise {gpus}",
                 )
             raise ScenarioError(
@@ -577,8 +593,10 @@ def check_memory(s: Scenario) -> None:
             raise ScenarioError(
                 "training.distributed_optimizer", False, what, "set training.distributed_optimizer: true"
             )
-        key = "expert_parallel_size" if model.is_moe and model.expert_params > 0.5 * model.num_params else (
-            "pipeline_parallel_size"
+        key = (
+            "expert_parallel_size"
+            if model.is_moe and model.expert_params > 0.5 * model.num_params
+            else ("pipeline_parallel_size")
         )
         raise ScenarioError(
             f"training.{key}",

@@ -5,33 +5,47 @@ tables and ``calibrate/data/published/rl_step_times_dev.csv`` spell them) to a s
 cannot express raises :class:`NotExpressible` with the reason. The same mapping serves a user's own NeMo RL runs:
 put their recipe's fields in a CSV row with these columns.
 
-Mapping (field -> scenario), with what NeMo RL does behind it (read at tags v0.5.0 / v0.6.0; file:lines):
+Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read at tags v0.5.0 / v0.6.0):
 
-| recipe field | scenario | why |
-|---|---|---|
-| model | model (catalog name or alias) | |
-| gpu | hardware.gpu (a catalog name it contains; "H100" -> H100-SXM) | |
-| num_gpus, colocated, gen_gpus, train_gpus | hardware.num_gpus, placement, rollout_gpus, train_gpus | cluster and generation.colocated.resources |
-| policy_mode on / async-Koff | schedule sync-colocated or sync-separate / async, max_staleness K | grpo.async_grpo.max_trajectory_age_steps |
-| prompts_per_step, gens_per_prompt | workload.prompts_per_step, group_size | grpo.num_prompts_per_step, num_generations_per_prompt |
-| avg_gen_len, max_seq_len | workload.response_length: lognormal (sigma ``RESPONSE_SIGMA``) whose mean after clipping at max_seq_len - prompt is avg_gen_len | published mean only; the shape is an assumption |
-| (none) | workload.prompt_length: fixed ``PROMPT_TOKENS`` | OpenMathInstruct-2 prompts with the cot template (assumption) |
-| gen_tp | engine.tensor_parallel_size (gen_pp > 1 is refused) | policy.generation.vllm_cfg |
-| recipe_gpu_memory_utilization | engine.gpu_memory_utilization | vllm_cfg.gpu_memory_utilization |
-| recipe_max_num_seqs, recipe_vllm_async_engine | engine.max_num_seqs: the recipe's, else vLLM's default for how NeMo RL builds the engine: 1024 for ``vllm.LLM`` (UsageContext.LLM_CLASS on >= 70 GiB GPUs, vllm/engine/arg_utils.py get_batch_defaults), 128 for ``AsyncLLM`` (NeMo RL passes no usage context: SchedulerConfig.DEFAULT_MAX_NUM_SEQS); async GRPO always uses the async engine | vllm_worker_async.py |
-| recipe_fp8_generation | engine.precision fp8 | vllm_cfg.precision |
-| train_tp, train_pp, train_cp, train_ep | training.backend megatron with these sizes, expert_tensor_parallel 1, no virtual stages | policy.megatron_cfg |
-| train_gbs (recipe_train_global_batch_size) | training.global_batch_size | one optimizer.step per global batch (megatron_policy_worker.py) |
-| recipe_max_total_sequence_length | training.packing_tokens; micro_batch_size 1 | sequence packing bins of max_total_sequence_length x train_micro_batch_size (1 in every recipe) |
-| recipe_logprob_batch_size | training.logprob_micro_batch_size | logprob_mb_tokens = max_total_sequence_length x logprob_batch_size |
-| recipe_activation_checkpointing | training.activation_recompute full / none | megatron setup: recompute_granularity full, uniform, 1 layer |
-| recipe_fp8_training | training.precision fp8 | megatron_cfg.fp8_cfg |
-| recipe_kl > 0 | algorithm.kl_reference, training.reference_on_host | the reference weights live in host memory and are swapped in (use_reference_model) |
-| (always) | algorithm.recompute_old_logprob | "policy logprobs" forward pass every step |
-| colocated | weight_sync.offload_trainer | offload_before_refit / offload_after_refit around generation |
-| (always) | weight_sync.transfer broadcast | separate: packed_broadcast_producer(src=0), training rank 0 broadcasts the whole model; colocated: every rank exports full HF tensors (export_hf_weights) for its engine's slice |
-| recipe_dynamic_sampling | refused | DAPO repeats generation until the batch fills; rounds per step are not published |
-| prompts_per_step empty | refused | multi-turn agent rows publish no prompts x generations per step |
+* model -> model (catalog name or alias)
+* gpu -> hardware.gpu (a catalog name it contains; "H100" -> H100-SXM)
+* num_gpus, colocated, gen_gpus, train_gpus -> hardware.num_gpus, placement, rollout_gpus, train_gpus (cluster and
+  generation.colocated.resources)
+* policy_mode on / async-Koff -> schedule sync-colocated or sync-separate / async, max_staleness K
+  (grpo.async_grpo.max_trajectory_age_steps)
+* prompts_per_step, gens_per_prompt -> workload.prompts_per_step, group_size (grpo.num_prompts_per_step,
+  num_generations_per_prompt)
+* avg_gen_len, max_seq_len -> workload.response_length: lognormal (sigma ``RESPONSE_SIGMA``) whose mean after
+  clipping at max_seq_len - prompt is avg_gen_len (published mean only; the shape is an assumption)
+* (none) -> workload.prompt_length: fixed ``PROMPT_TOKENS`` (OpenMathInstruct-2 prompts with the cot template
+  (assumption))
+* gen_tp -> engine.tensor_parallel_size (gen_pp > 1 is refused) (policy.generation.vllm_cfg)
+* recipe_gpu_memory_utilization -> engine.gpu_memory_utilization (vllm_cfg.gpu_memory_utilization)
+* recipe_max_num_seqs, recipe_vllm_async_engine -> engine.max_num_seqs: the recipe's, else vLLM's default for how
+  NeMo RL builds the engine: 1024 for ``vllm.LLM`` (UsageContext.LLM_CLASS on >= 70 GiB GPUs,
+  vllm/engine/arg_utils.py get_batch_defaults), 128 for ``AsyncLLM`` (NeMo RL passes no usage context:
+  SchedulerConfig.DEFAULT_MAX_NUM_SEQS); async GRPO always uses the async engine (vllm_worker_async.py)
+* recipe_fp8_generation -> engine.precision fp8 (vllm_cfg.precision)
+* train_tp, train_pp, train_cp, train_ep -> training.backend megatron with these sizes, expert_tensor_parallel 1, no
+  virtual stages (policy.megatron_cfg)
+* train_gbs (recipe_train_global_batch_size) -> training.global_batch_size (one optimizer.step per global batch
+  (megatron_policy_worker.py))
+* recipe_max_total_sequence_length -> training.packing_tokens; micro_batch_size 1 (sequence packing bins of
+  max_total_sequence_length x train_micro_batch_size (1 in every recipe))
+* recipe_logprob_batch_size -> training.logprob_micro_batch_size (logprob_mb_tokens = max_total_sequence_length x
+  logprob_batch_size)
+* recipe_activation_checkpointing -> training.activation_recompute full / none (megatron setup:
+  recompute_granularity full, uniform, 1 layer)
+* recipe_fp8_training -> training.precision fp8 (megatron_cfg.fp8_cfg)
+* recipe_kl > 0 -> algorithm.kl_reference, training.reference_on_host (the reference weights live in host memory and
+  are swapped in (use_reference_model))
+* (always) -> algorithm.recompute_old_logprob ("policy logprobs" forward pass every step)
+* colocated -> weight_sync.offload_trainer (offload_before_refit / offload_after_refit around generation)
+* (always) -> weight_sync.transfer broadcast (separate: packed_broadcast_producer(src=0), training rank 0 broadcasts
+  the whole model; colocated: every rank exports full HF tensors (export_hf_weights) for its engine's slice)
+* recipe_dynamic_sampling -> refused (DAPO repeats generation until the batch fills; rounds per step are not
+  published)
+* prompts_per_step empty -> refused (multi-turn agent rows publish no prompts x generations per step)
 """
 
 from __future__ import annotations
