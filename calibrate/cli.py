@@ -7,8 +7,8 @@ learning model from run logs at two or more batch sizes, written into the profil
 --group-size G]``
 ``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X] [--reference-batch B]``
 ``rlsim-calibrate published [CSV ...] -o DIR [--costs fitted|catalog] [--set costs.X=V ...]``: predict
-published RL step times (default: the project's copy of the NeMo RL development set) and print the accuracy; DIR gets published.csv and
-summary.json
+published RL step times (default: the project's copy of the NeMo RL development set) and print the accuracy;
+DIR gets published.csv and summary.json
 ``rlsim-calibrate loop -o DIR``: the whole loop on this CPU (bench, fit, real GRPO runs at three batch sizes,
 learning model from one, predictions for the others, comparison); it calls ``rlsim-real`` in subprocesses, so
 this package never imports torch.
