@@ -334,8 +334,11 @@ def _megatron_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, 
         )
         ag = rs  # the all-gather moves what the reduce-scatter moved (an all-reduce is the two together)
         if s.training.overlap_communication:
+            # the last micro-batch's backward (recomputed forward included) hides the reduce-scatter, the next
+            # step's first forward the all-gather
             last_mb = compute / steps / m
-            exposed = max(0.0, rs - 2.0 / 3.0 * last_mb) + max(0.0, ag - 1.0 / 3.0 * last_mb)
+            passes = 4.0 if s.training.activation_recompute == "full" else 3.0
+            exposed = max(0.0, rs - (passes - 1.0) / passes * last_mb) + max(0.0, ag - last_mb / passes)
         else:
             exposed = rs + ag
         dp = steps * exposed
@@ -374,8 +377,8 @@ def _fsdp_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, forw
         if s.training.offload_params:  # the shard comes up from the host before each gather
             ag += layer_bytes / n / hw.gpu.host_link_bandwidth_bytes_per_s
             rs += layer_bytes / n / hw.gpu.host_link_bandwidth_bytes_per_s
-        fwd_layer = compute / (steps * m * model.num_layers) / (1.0 if forward_only else 3.0)
         recompute = 1.0 if s.training.activation_recompute == "full" else 0.0
+        fwd_layer = compute / (steps * m * model.num_layers) / (1.0 if forward_only else 3.0 + recompute)
         per_mb = max(0.0, ag - fwd_layer)
         if not forward_only:
             per_mb += max(0.0, ag + rs - (2.0 + recompute) * fwd_layer)

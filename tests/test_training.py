@@ -249,12 +249,6 @@ def test_fsdp_comm_bound_exposure_by_hand():
     assert fo.fsdp_comm_s == pytest.approx(m_fo * L * max(0.0, AG - fwd_fo) + AG)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rlsim.training._fsdp_time divides the step's compute by 3 passes to get a layer's forward even with "
-    "activation_recompute: full, whose compute holds 4 passes; the forward window is then 4/3 of a forward and "
-    "the backward window (2 + 1) x that = 4 forwards instead of 3, so exposed FSDP traffic is understated",
-)
 def test_fsdp_comm_bound_exposure_with_full_recompute():
     """Full recompute: compute = 4 forwards. Per micro-batch per layer the gather hides behind one forward and the
     gather + reduce-scatter behind the backward with its recomputed forward (2 + 1 forwards)."""
@@ -399,11 +393,6 @@ def test_dp_overlap_hides_the_last_micro_batch():
     assert _train(s, 8 * 8192 * 2, 1).dp_comm_s == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rlsim.training._megatron_time splits the last micro-batch as 2/3 backward and 1/3 forward even with "
-    "activation_recompute: full, where the backward (with its recomputed forward) is 3/4 and the forward 1/4",
-)
 def test_dp_overlap_windows_with_full_recompute():
     """Full recompute: the last micro-batch is 4 forwards, its backward 3 of them (recompute + 2), the next
     step's first forward 1. An all-gather larger than one forward is exposed by ag - last/4."""
