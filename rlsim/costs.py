@@ -54,6 +54,8 @@ class CostModel(Protocol):
         num_sequences: int = 0,
     ) -> float: ...
 
+    def reference_swap_s(self, model: ModelSpec) -> float: ...
+
     def weight_sync_s(self) -> float: ...
 
     def engine_pause_s(self) -> float: ...
@@ -163,6 +165,10 @@ class RooflineCostModel:
         return training.phase_time(
             self.scenario, self.costs, model, tokens, sq_tokens, optimizer_steps, epochs, num_sequences=num_sequences
         ).total_s
+
+    def reference_swap_s(self, model: ModelSpec) -> float:
+        """Host traffic of swapping a host-resident reference model in for the reference pass."""
+        return training.reference_swap_s(self.scenario, self.costs, model)
 
     def weight_sync_s(self) -> float:
         return sync.weight_sync_time(self.scenario, self.costs).total_s

@@ -30,7 +30,6 @@ from rlsim.phases import Phase
 from rlsim.rollout import RolloutResult, simulate_rollout
 from rlsim.runlog import SCHEMA_VERSION
 from rlsim.scenario import Scenario
-from rlsim.training import reference_swap_s
 
 ROLLOUT_POOL = "rollout_pool"
 TRAIN_POOL = "train_pool"
@@ -171,7 +170,7 @@ def _trainer(env: simpy.Environment, st: _State):
         if alg.recompute_old_logprob:
             passes.append((Phase.OLD_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens, nseq)))
         if alg.kl_reference:
-            ref = cost.forward_s(s.model, tokens, sq_tokens, nseq) + reference_swap_s(s, s.model)
+            ref = cost.forward_s(s.model, tokens, sq_tokens, nseq) + cost.reference_swap_s(s.model)
             passes.append((Phase.REF_LOGPROB, ref))
         if alg.name == "ppo":
             passes.append((Phase.VALUES, cost.forward_s(s.critic, tokens, sq_tokens, nseq)))

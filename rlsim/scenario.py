@@ -336,6 +336,9 @@ class Costs:
     fp8_train_compute_efficiency: float = field(default=0.3, metadata=_rule(gt=0, le=1))
     moe_compute_efficiency_factor: float = field(default=0.6, metadata=_rule(gt=0, le=1))
     cpu_adam_params_per_s: float = field(default=1e9, metadata=_rule(gt=0))
+    # fraction of the host link's peak that copies between GPU and host memory reach (pinned buffers come close
+    # to it; pageable memory, as plain tensor.to("cpu") uses, reaches a fraction)
+    host_link_efficiency: float = field(default=1.0, metadata=_rule(gt=0, le=1))
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,10 @@ def weight_sync_time(s: Scenario, costs: Costs) -> SyncTime:
         if s.weight_sync.offload_trainer:
             mem = memory(s)
             host_bytes += 2.0 * (mem.weights_grads_bytes + mem.optimizer_bytes)
-        host = host_bytes / hw.gpu.host_link_bandwidth_bytes_per_s + costs.sleep_wake_overhead_s
+        host = (
+            host_bytes / (hw.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency)
+            + costs.sleep_wake_overhead_s
+        )
         return SyncTime(transfer, copy, host, costs.weight_sync_latency_s)
     bw = link_bandwidth(s, costs, hw.num_gpus)
     if s.weight_sync.transfer == "broadcast":  # the whole model leaves one GPU; a pipelined broadcast moves it

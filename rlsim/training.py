@@ -245,7 +245,9 @@ def _optimizer_s(s: Scenario, costs: Costs, shard_params: float) -> float:
     hw = s.hardware
     if s.training.offload_optimizer:
         return (
-            OFFLOAD_BYTES_PER_PARAM * shard_params / hw.gpu.host_link_bandwidth_bytes_per_s
+            OFFLOAD_BYTES_PER_PARAM
+            * shard_params
+            / (hw.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency)
             + shard_params / costs.cpu_adam_params_per_s
         )
     return ADAM_BYTES_PER_PARAM * shard_params / hw.gpu.hbm_bandwidth_bytes_per_s
@@ -254,7 +256,7 @@ def _optimizer_s(s: Scenario, costs: Costs, shard_params: float) -> float:
 # ---------------------------------------------------------------------------------------------------- time
 
 
-def reference_swap_s(s: Scenario, model: ModelSpec) -> float:
+def reference_swap_s(s: Scenario, costs: Costs, model: ModelSpec) -> float:
     """Host traffic of swapping a host-resident reference model in and out of the trainer's GPUs."""
     if not s.training.reference_on_host:
         return 0.0
@@ -265,7 +267,7 @@ def reference_swap_s(s: Scenario, model: ModelSpec) -> float:
         local = (model.num_params - model.expert_params) / (lay.t * lay.p) + model.expert_params / (
             lay.e * lay.et * lay.p
         )
-    return 3.0 * local * ACT_BYTES / s.hardware.gpu.host_link_bandwidth_bytes_per_s
+    return 3.0 * local * ACT_BYTES / (s.hardware.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency)
 
 
 def phase_time(
@@ -375,8 +377,8 @@ def _fsdp_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, forw
         ag = ring_s(s, costs, layer_bytes, n, n)
         rs = ag
         if s.training.offload_params:  # the shard comes up from the host before each gather
-            ag += layer_bytes / n / hw.gpu.host_link_bandwidth_bytes_per_s
-            rs += layer_bytes / n / hw.gpu.host_link_bandwidth_bytes_per_s
+            ag += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency)
+            rs += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency)
         recompute = 1.0 if s.training.activation_recompute == "full" else 0.0
         fwd_layer = compute / (steps * m * model.num_layers) / (1.0 if forward_only else 3.0 + recompute)
         per_mb = max(0.0, ag - fwd_layer)
