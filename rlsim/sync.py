@@ -92,7 +92,7 @@ def weight_sync_time(s: Scenario, costs: Costs) -> SyncTime:
             need * remote / (hw.nic_bandwidth_bytes_per_s * costs.link_efficiency),
             need * (1.0 - remote) / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency),
         )
-        copy = 2.0 * shard / (hw.gpu.hbm_bandwidth_bytes_per_s * costs.decode_memory_efficiency)
+        copy = 2.0 * shard / hw.gpu.hbm_bandwidth_bytes_per_s  # read and write once at the HBM peak
         host_bytes = 2.0 * s.engine_weight_bytes / s.engine.tensor_parallel_size
         if s.weight_sync.offload_trainer:
             mem = memory(s)
