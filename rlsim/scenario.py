@@ -334,7 +334,7 @@ class Costs:
     # training at scale (rlsim.training): GEMM efficiency against the FP8 peak, the fraction of the dense
     # efficiency that routed-expert GEMMs reach, and the host's Adam rate when the optimizer is offloaded
     fp8_train_compute_efficiency: float = field(default=0.3, metadata=_rule(gt=0, le=1))
-    moe_compute_efficiency_factor: float = field(default=0.6, metadata=_rule(gt=0, le=1))
+    moe_compute_efficiency_factor: float = field(default=0.85, metadata=_rule(gt=0, le=1))
     cpu_adam_params_per_s: float = field(default=1e9, metadata=_rule(gt=0))
     # fraction of the host link's peak that copies between GPU and host memory reach (pinned buffers come close
     # to it; pageable memory, as plain tensor.to("cpu") uses, reaches a fraction)
