@@ -60,10 +60,26 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_published(args: argparse.Namespace) -> int:
-    from calibrate.published import costs_set, dev_set_path, evaluate, read_rows, summarize, table
+def _print_summary(what: str, st: dict) -> None:
+    if st["n_expressed"]:
+        print(
+            f"{what} over {st['n_expressed']} of {st['n_rows']} rows: median |error| "
+            f"{st['median_abs_error_pct']:.1f}%, median signed error {st['bias_pct']:+.1f}%, within 10%: "
+            f"{st['within_10_pct']:.0%}, within 25%: {st['within_25_pct']:.0%}, "
+            f"max |error| {st['max_abs_error_pct']:.1f}%"
+        )
+    for r in st["not_expressed"]:
+        print(f"not expressed: {r['run']} ({r['file']} row {r['row']}): {r['reason']}")
 
-    costs: dict[str, float] = costs_set(args.costs)
+
+def cmd_published(args: argparse.Namespace) -> int:
+    import yaml
+
+    from calibrate import published as pub
+    from calibrate import published_generation as gen
+    from rlsim import catalog
+
+    costs: dict[str, float] = pub.costs_set(args.costs)
     for item in args.set or []:
         key, sep, value = item.partition("=")
         if not sep or not key.startswith("costs.") or "." in key[6:]:
@@ -72,37 +88,79 @@ def cmd_published(args: argparse.Namespace) -> int:
             costs[key[6:]] = float(value)
         except ValueError:
             raise CalibrateError(f"--set {item!r}: {value!r} is not a number") from None
-    paths = [Path(p) for p in args.csv] or [dev_set_path()]
-    results = evaluate(read_rows(paths), costs or None)
-    summary = summarize(results)
-    summary["inputs"] = [str(p) for p in paths]
-    summary["costs_set"] = args.costs
-    summary["costs"] = costs
-    df = table(results)
+    if args.csv:
+        step_paths, gen_paths = pub.split_inputs([Path(p) for p in args.csv])
+    else:
+        step_paths, gen_paths = [pub.dev_set_path()], [gen.dev_set_path()]
+    step_df = pub.read_rows(step_paths) if step_paths else None
+    gen_df = gen.read_rows(gen_paths) if gen_paths else None
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "published.csv", df.to_csv(index=False))
+    engines: dict[str, dict[str, float]] = {}
+    if args.fit:
+        names = [n.strip() for n in args.fit.split(",") if n.strip()]
+        fitted_all = pub.fit_costs(step_df, gen_df, names, costs)
+        costs = {k: v for k, v in fitted_all.items() if "." not in k}
+        for k, v in fitted_all.items():
+            if "." in k:
+                beh, _, key = k.rpartition(".")
+                engines.setdefault(beh, {})[key] = v
+        fitted = {
+            "provenance": {
+                "method": "least squares on log(predicted / measured) over every expressed row",
+                "inputs": [str(p) for p in step_paths + gen_paths],
+                "fitted": names,
+                "started_from": args.costs,
+                "date": time.strftime("%Y-%m-%d"),
+                "command": " ".join(sys.argv),
+            },
+            "costs": {k: float(v) for k, v in costs.items()},
+            "engines": engines,
+        }
+        atomic_write_text(out / "fitted_costs.yaml", yaml.safe_dump(fitted, sort_keys=False))
+        print("fitted: " + ", ".join(f"{n}={fitted_all[n]:.4g}" for n in names))
+    summary: dict = {"inputs": [str(p) for p in step_paths + gen_paths], "costs_set": args.costs, "costs": costs}
+    with catalog.engine_overrides(engines):
+        _published_tables(summary, step_df, gen_df, costs, out)
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
-    print(f"{'run':<58} {'measured':>9} {'predicted':>9} {'error':>7}  phases (s): rollout/logprob/ref/train/sync")
-    for r in results:
-        if r.expressed:
-            ph = r.phases_s
-            parts = "/".join(
-                f"{ph.get(k, 0):.1f}" for k in ("rollout", "old_logprob", "ref_logprob", "train_actor", "weight_sync")
-            )
-            print(f"{r.label[:58]:<58} {r.measured_s:>8.1f}s {r.predicted_s:>8.1f}s {r.error_pct:>+6.1f}%  {parts}")
-    st = summary["step_time"]
-    if st["n_expressed"]:
-        print(
-            f"\nstep time over {st['n_expressed']} of {st['n_rows']} rows: median |error| "
-            f"{st['median_abs_error_pct']:.1f}%, median signed error {st['bias_pct']:+.1f}%, within 10%: "
-            f"{st['within_10_pct']:.0%}, within 25%: {st['within_25_pct']:.0%}, "
-            f"max |error| {st['max_abs_error_pct']:.1f}%"
-        )
-    for r in summary["not_expressed"]:
-        print(f"not expressed: {r['run']} ({r['file']} row {r['row']}): {r['reason']}")
-    print(f"wrote {out / 'published.csv'} and {out / 'summary.json'}")
+    print(f"wrote {out}/summary.json")
     return 0
+
+
+def _published_tables(summary: dict, step_df, gen_df, costs: dict[str, float], out: Path) -> None:
+    from calibrate import published as pub
+    from calibrate import published_generation as gen
+
+    if step_df is not None:
+        results = pub.evaluate(step_df, costs or None)
+        summary["step_time"] = pub.summarize(results)
+        atomic_write_text(out / "published.csv", pub.table(results).to_csv(index=False))
+        print(f"{'run':<58} {'measured':>9} {'predicted':>9} {'error':>7}  phases (s): rollout/logprob/ref/train/sync")
+        for r in results:
+            if r.expressed:
+                ph = r.phases_s
+                parts = "/".join(
+                    f"{ph.get(k, 0):.1f}"
+                    for k in ("rollout", "old_logprob", "ref_logprob", "train_actor", "weight_sync")
+                )
+                print(f"{r.label[:58]:<58} {r.measured_s:>8.1f}s {r.predicted_s:>8.1f}s {r.error_pct:>+6.1f}%  {parts}")
+        print()
+        _print_summary("step time", summary["step_time"])
+    if gen_df is not None:
+        gresults = gen.evaluate(gen_df, costs or None)
+        summary["generation"] = gen.summarize(gresults)
+        atomic_write_text(out / "generation.csv", gen.table(gresults).to_csv(index=False))
+        print(f"\n{'generation benchmark':<58} {'measured':>9} {'predicted':>9} {'error':>7}  (output tokens/s)")
+        for r in gresults:
+            if r.expressed:
+                print(f"{r.label[:58]:<58} {r.measured:>9.0f} {r.predicted:>9.0f} {r.error_pct:>+6.1f}%")
+        print()
+        _print_summary("generation tokens/s", summary["generation"])
+        by_tp = summary["generation"]["by_tp"]
+        print(
+            "median error by tensor-parallel size: "
+            + ", ".join(f"TP{tp} {v['median_error_pct']:+.1f}% (n={v['n']})" for tp, v in by_tp.items())
+        )
 
 
 def _read_run(path: Path) -> list[dict]:
@@ -354,6 +412,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(rlsim's defaults)",
     )
     pub.add_argument("--set", action="append", metavar="costs.FIELD=VALUE", help="one cost override for every row")
+    pub.add_argument(
+        "--fit",
+        metavar="FIELD,FIELD",
+        help="fit these costs fields (one set for every row of every table) and write DIR/fitted_costs.yaml",
+    )
     pub.set_defaults(func=cmd_published)
 
     loop = sub.add_parser("loop", help="the whole calibrate-and-validate loop on this CPU (about 10 minutes)")

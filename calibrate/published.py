@@ -151,8 +151,10 @@ def summarize(results: list[RowResult]) -> dict[str, Any]:
         "within_10_pct": float(np.mean(np.abs(errs) <= 10)) if n else None,
         "within_25_pct": float(np.mean(np.abs(errs) <= 25)) if n else None,
     }
-    refused = [{"file": r.file, "row": r.row, "run": r.label, "reason": r.reason} for r in results if not r.expressed]
-    return {"step_time": step, "not_expressed": refused}
+    step["not_expressed"] = [
+        {"file": r.file, "row": r.row, "run": r.label, "reason": r.reason} for r in results if not r.expressed
+    ]
+    return step
 
 
 def table(results: list[RowResult]) -> pd.DataFrame:
@@ -172,3 +174,107 @@ def table(results: list[RowResult]) -> pd.DataFrame:
             row[f"predicted_{p.value}_s"] = r.phases_s.get(p.value)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------------------------------- both tables
+
+
+def split_inputs(paths: list[Path]) -> tuple[list[Path], list[Path]]:
+    """Step-time CSVs and generation CSVs among ``paths``, told apart by their columns."""
+    from calibrate import published_generation as gen
+
+    steps, gens = [], []
+    for path in paths:
+        if not Path(path).is_file():
+            raise CalibrateError(f"{path}: no such file (give a CSV with the columns of {dev_set_path().name})")
+        try:
+            cols = set(pd.read_csv(path, nrows=0).columns)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise CalibrateError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
+        if "output_tok_per_s" in cols:
+            gens.append(Path(path))
+        elif "step_time_s" in cols:
+            steps.append(Path(path))
+        else:
+            raise CalibrateError(
+                f"{path}: neither a step-time table (column step_time_s, see {dev_set_path().name}) nor a "
+                f"generation table (column output_tok_per_s, see {gen.dev_set_path().name})"
+            )
+    return steps, gens
+
+
+def log_residuals(step_df: pd.DataFrame | None, gen_df: pd.DataFrame | None, costs: dict[str, float]) -> np.ndarray:
+    """log(predicted / measured) of every expressed row of both tables (what a default-set fit minimizes)."""
+    from calibrate import published_generation as gen
+
+    res = []
+    if step_df is not None and len(step_df):
+        res += [math.log(r.predicted_s / r.measured_s) for r in evaluate(step_df, costs) if r.expressed]
+    if gen_df is not None and len(gen_df):
+        res += [math.log(r.predicted / r.measured) for r in gen.evaluate(gen_df, costs) if r.expressed]
+    return np.array(res)
+
+
+def fit_costs(
+    step_df: pd.DataFrame | None,
+    gen_df: pd.DataFrame | None,
+    names: list[str],
+    base: dict[str, float],
+) -> dict[str, float]:
+    """One set of the named coefficients for every row: least squares on log(predicted / measured) over both
+    tables, starting from ``base`` (or rlsim's defaults), within each field's bounds. A name is a ``costs`` field
+    or ``BEHAVIOUR.FIELD`` for a named engine behaviour's coefficient (rlsim/catalog/engines.yaml); the result
+    holds both kinds under their names."""
+    import dataclasses
+
+    from scipy.optimize import least_squares
+
+    from rlsim import catalog
+    from rlsim.scenario import Costs
+
+    fields = {f.name: f for f in dataclasses.fields(Costs)}
+    start, lo, hi = [], [], []
+    for n in names:
+        beh, _, key = n.rpartition(".")
+        if key not in fields or (beh and beh not in catalog.engine_names()):
+            raise CalibrateError(
+                f"--fit {n!r} is neither a costs field nor BEHAVIOUR.FIELD with a behaviour of engines.yaml "
+                f"({', '.join(catalog.engine_names())})"
+            )
+        meta = fields[key].metadata
+        value = base.get(n)
+        if value is None:
+            value = catalog.engine(beh).get(key) if beh else getattr(Costs(), key)
+        start.append(float(value))
+        lo.append(float(meta.get("ge", meta.get("gt", 0.0))) + (1e-12 if "gt" in meta else 0.0))
+        hi.append(float(meta.get("le", meta.get("lt", math.inf))))
+    scales = np.array([max(abs(v), 1e-4) for v in start])  # a field at 0 still moves by a useful step
+
+    def split(x: np.ndarray) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+        costs = {k: v for k, v in base.items() if "." not in k}
+        engines: dict[str, dict[str, float]] = {}
+        for k, v in base.items():
+            if "." in k:
+                beh, _, key = k.rpartition(".")
+                engines.setdefault(beh, {})[key] = v
+        for n, v in zip(names, x * scales):
+            beh, _, key = n.rpartition(".")
+            if beh:
+                engines.setdefault(beh, {})[key] = float(v)
+            else:
+                costs[key] = float(v)
+        return costs, engines
+
+    def residual(x: np.ndarray) -> np.ndarray:
+        costs, engines = split(x)
+        with catalog.engine_overrides(engines):
+            return log_residuals(step_df, gen_df, costs)
+
+    fit = least_squares(
+        residual,
+        np.array(start) / scales,
+        bounds=(np.array(lo) / scales, np.array(hi) / scales),
+        diff_step=0.05,
+        max_nfev=40,
+    )
+    return {**base, **{n: float(v) for n, v in zip(names, fit.x * scales)}}

@@ -28,7 +28,7 @@ from typing import Protocol
 
 import numpy as np
 
-from rlsim import sync, training
+from rlsim import catalog, sync, training
 from rlsim.engine import DecodeCoefficients, PrefillCoefficients
 from rlsim.scenario import Costs, ModelSpec, Scenario
 
@@ -61,6 +61,23 @@ class CostModel(Protocol):
     def engine_pause_s(self) -> float: ...
 
     def reward_s(self, num_samples: int) -> float: ...
+
+
+ENGINE_CPU_KEYS = ("decode_iteration_overhead_s", "decode_per_seq_overhead_s", "tp_rank_overhead_s")
+
+
+def engine_cpu(scenario: Scenario, costs: Costs) -> dict:
+    """The engine's CPU work per iteration and whether it overlaps the GPU step: the named behaviour's values
+    (``engine.behaviour``, rlsim/catalog/engines.yaml) or the ``costs`` fields and ``engine.cpu_overlap``."""
+    name = scenario.engine.behaviour
+    if name is None:
+        out = {k: getattr(costs, k) for k in ENGINE_CPU_KEYS}
+        out["cpu_overlap"] = scenario.engine.cpu_overlap
+        return out
+    entry = catalog.engine(name)
+    out = {k: float(entry.get(k, getattr(costs, k))) for k in ENGINE_CPU_KEYS}
+    out["cpu_overlap"] = bool(entry.get("cpu_overlap", False))
+    return out
 
 
 def moe_weight_fraction(num_experts: int, experts_per_token: int, batch: np.ndarray) -> np.ndarray:
@@ -128,11 +145,23 @@ class RooflineCostModel:
         tp_comm = 2 * m.num_layers * self._allreduce_s(b * m.hidden_size * m.dtype_bytes, self._tp)
         return DecodeCoefficients(
             mem_intercept_s=weight_read / bw,
-            mem_slope_s_per_token=m.kv_bytes_per_token / bw,
+            mem_slope_s_per_token=s.kv_bytes_per_token / bw,
             compute_intercept_s=2.0 * m.num_active_params * b / flops,
             compute_slope_s_per_token=attention_flops_per_token_context(m) / flops,
-            overhead_s=c.decode_iteration_overhead_s + c.decode_per_seq_overhead_s * b + tp_comm,
+            **self._decode_overheads(b, tp_comm),
         )
+
+    def _decode_overheads(self, b: np.ndarray, tp_comm: np.ndarray) -> dict[str, np.ndarray]:
+        """CPU work of an iteration added to the GPU step (serial engine) or as a floor under it (overlapped)."""
+        cpu_cost = engine_cpu(self.scenario, self.costs)
+        cpu = (
+            cpu_cost["decode_iteration_overhead_s"]
+            + cpu_cost["decode_per_seq_overhead_s"] * b
+            + cpu_cost["tp_rank_overhead_s"] * (self.scenario.engine.tensor_parallel_size - 1)
+        )
+        if cpu_cost["cpu_overlap"]:
+            return {"overhead_s": tp_comm + 0.0 * b, "floor_s": cpu - tp_comm}
+        return {"overhead_s": cpu + tp_comm}
 
     def prefill_coefficients(self) -> PrefillCoefficients:
         c, m = self.costs, self.scenario.model

@@ -67,10 +67,17 @@ class DecodeCoefficients:
     compute_intercept_s: np.ndarray
     compute_slope_s_per_token: float
     overhead_s: np.ndarray
+    # an iteration never takes less than this (per b): CPU work that overlaps the GPU step (scheduling,
+    # sampling, detokenizing done ahead, as vLLM >= 0.6 and V1 do); None: no floor (CPU work serial, in overhead_s)
+    floor_s: np.ndarray | None = None
 
     @property
     def max_batch(self) -> int:
         return len(self.mem_intercept_s) - 1
+
+    @property
+    def floor(self) -> np.ndarray:
+        return np.zeros_like(self.mem_intercept_s) if self.floor_s is None else np.asarray(self.floor_s, dtype=float)
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,7 @@ def decode_iteration_s(decode: DecodeCoefficients, batch: int, context_tokens: f
         max(
             decode.mem_intercept_s[batch] + decode.mem_slope_s_per_token * context_tokens,
             decode.compute_intercept_s[batch] + decode.compute_slope_s_per_token * context_tokens,
+            decode.floor[batch],
         )
         + decode.overhead_s[batch]
     )
@@ -153,6 +161,27 @@ def _segment_s(a1: float, s1: float, a2: float, s2: float, n: int) -> float:
     if i0 > n:
         i0 = n
     return _linear_sum(a1, s1, 0, i0) + _linear_sum(a2, s2, i0, n)
+
+
+@numba.njit(cache=True)
+def _segment_floor_s(a1: float, s1: float, a2: float, s2: float, c: float, n: int) -> float:
+    """sum_{i=0}^{n-1} max(a1 + s1*i, a2 + s2*i, c) for slopes s1, s2 >= 0: the constant c rules up to the first
+    i where either line reaches it, the two lines after."""
+    if n <= 0:
+        return 0.0
+    first = n
+    for a, sl in ((a1, s1), (a2, s2)):
+        if a >= c:
+            first = 0
+        elif sl > 0:
+            kf = np.ceil((c - a) / sl)  # clamp in floating point: a tiny slope puts the crossing far away
+            if kf < first:
+                first = int(kf)
+    if first > n:
+        first = n
+    if first <= 0:
+        return _segment_s(a1, s1, a2, s2, n)
+    return c * first + _segment_s(a1 + s1 * first, s1, a2 + s2 * first, s2, n - first)
 
 
 @numba.njit(cache=True)
@@ -207,6 +236,7 @@ def _run_replica(
     cmp_a,
     cmp_s,
     over,
+    floor,
     pf_over,
     pf_tok,
     pf_sq,
@@ -323,7 +353,9 @@ def _run_replica(
         n_cap = (capacity - kv_used) // b
         steps = n_fin if n_fin < n_cap else n_cap
         dt = (
-            _segment_s(mem_a[b] + mem_s * kv_used, mem_s * b, cmp_a[b] + cmp_s * kv_used, cmp_s * b, steps)
+            _segment_floor_s(
+                mem_a[b] + mem_s * kv_used, mem_s * b, cmp_a[b] + cmp_s * kv_used, cmp_s * b, floor[b], steps
+            )
             + over[b] * steps
         )
         t += dt
@@ -394,6 +426,7 @@ def simulate_replica(
         np.ascontiguousarray(decode.compute_intercept_s, dtype=np.float64),
         float(decode.compute_slope_s_per_token),
         np.ascontiguousarray(decode.overhead_s, dtype=np.float64),
+        np.ascontiguousarray(decode.floor, dtype=np.float64),
         float(prefill.overhead_s),
         float(prefill.per_token_s),
         float(prefill.per_token_sq_s),

@@ -180,6 +180,17 @@ class Engine:
     # fp8: weights stored and read in FP8 (one byte) and GEMMs at the FP8 peak; the KV cache stays in the model
     # dtype
     precision: Literal["bf16", "fp8"] = "bf16"
+    # the engine's CPU work per iteration (costs.decode_iteration_overhead_s + decode_per_seq_overhead_s x batch:
+    # scheduling, sampling, detokenizing) runs between GPU steps (false: vLLM <= 0.5, one synchronous loop) or
+    # overlaps them, costing only what exceeds the GPU step (true: vLLM >= 0.6 multi-step scheduling and
+    # asynchronous output processing, and the V1 engine)
+    cpu_overlap: bool = False
+    # KV cache element type: auto (the model dtype) or fp8 (one byte per element; vLLM --kv-cache-dtype fp8)
+    kv_cache_dtype: Literal["auto", "fp8"] = "auto"
+    # a named engine behaviour (rlsim/catalog/engines.yaml: vllm-0.5, vllm-v1) whose CPU-work coefficients and
+    # overlap replace costs.decode_iteration_overhead_s / decode_per_seq_overhead_s / tp_rank_overhead_s and
+    # engine.cpu_overlap; None: those fields as given
+    behaviour: str | None = None
 
     @property
     def weight_bytes_per_param(self) -> int | None:
@@ -319,6 +330,9 @@ class Costs:
     decode_iteration_overhead_s: float = field(default=0.004, metadata=_rule(ge=0))
     decode_per_seq_overhead_s: float = field(default=2e-6, metadata=_rule(ge=0))
     prefill_overhead_s: float = field(default=0.002, metadata=_rule(ge=0))
+    # engine CPU work per iteration per tensor-parallel rank beyond the first (the driver sends each step's
+    # inputs to every worker)
+    tp_rank_overhead_s: float = field(default=0.0, metadata=_rule(ge=0))
     collective_latency_s: float = field(default=2e-5, metadata=_rule(ge=0))  # one collective inside an NVLink domain
     # one collective whose group crosses NVLink domains (small messages: network round trips, NCCL protocol)
     internode_latency_s: float = field(default=1e-4, metadata=_rule(ge=0))
@@ -407,7 +421,14 @@ class Scenario:
             * (self.engine.gpu_memory_utilization - self.engine.activation_memory_fraction)
             - self.engine_weight_bytes / tp
         )
-        return max(0, int(per_gpu * tp // self.model.kv_bytes_per_token))
+        return max(0, int(per_gpu * tp // self.kv_bytes_per_token))
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes per token of the engine (the model's K/V or MLA latent, at the cache's element size)."""
+        if self.engine.kv_cache_dtype == "fp8":
+            return self.model.kv_bytes_per_token / self.model.dtype_bytes
+        return float(self.model.kv_bytes_per_token)
 
     def to_dict(self) -> dict[str, Any]:
         return _to_plain(self)
@@ -692,6 +713,13 @@ def _validate(s: Scenario) -> None:
             eng.replicas,
             f"x tensor_parallel_size {tp} needs more than the {hw.num_rollout_gpus} rollout GPUs",
             "lower engine.replicas or add GPUs",
+        )
+    if eng.behaviour is not None and eng.behaviour not in catalog.engine_names():
+        raise ScenarioError(
+            "engine.behaviour",
+            eng.behaviour,
+            "is not a named engine behaviour",
+            f"use one of: {', '.join(catalog.engine_names())} (rlsim/catalog/engines.yaml), or remove it",
         )
     if eng.activation_memory_fraction >= eng.gpu_memory_utilization:
         raise ScenarioError(

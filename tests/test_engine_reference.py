@@ -73,12 +73,15 @@ def build_case(integer, uniform, choice):
     else:  # independent draws, compute intercept increasing with batch
         comp_icpt = np.cumsum(steps)
         comp_slope = uniform(0.0, 1e-4)
+    # half the cases: CPU work overlapping the GPU step, a floor under every iteration (engine.cpu_overlap)
+    floor = np.array([uniform(0.0, 2e-2) for _ in range(table)]) if choice((True, False)) else None
     decode = DecodeCoefficients(
         mem_intercept_s=mem_icpt,
         mem_slope_s_per_token=float(mem_slope),
         compute_intercept_s=np.asarray(comp_icpt, dtype=np.float64),
         compute_slope_s_per_token=float(comp_slope),
         overhead_s=overhead,
+        floor_s=floor,
     )
     prefill = PrefillCoefficients(
         overhead_s=uniform(0.0, 1e-2), per_token_s=uniform(0.0, 1e-4), per_token_sq_s=uniform(0.0, 1e-7)
@@ -266,13 +269,14 @@ def test_hand_traced_head_of_line_blocking():
 
 
 def _alone_s(p: int, r: int, decode: DecodeCoefficients, prefill: PrefillCoefficients) -> float:
-    """One request alone: its prefill plus r iterations at b=1 over K = p, p+1, ..., p+r-1 cached tokens."""
+    """One request alone: its prefill plus r iterations at b=1 over K = p, p+1, ..., p+r-1 cached tokens, each at
+    least the CPU floor when the engine overlaps its CPU work."""
     total = prefill.overhead_s + prefill.per_token_s * p + prefill.per_token_sq_s * p * p
     for i in range(r):
         k = p + i
         mem = decode.mem_intercept_s[1] + decode.mem_slope_s_per_token * k
         comp = decode.compute_intercept_s[1] + decode.compute_slope_s_per_token * k
-        total += max(mem, comp) + decode.overhead_s[1]
+        total += max(mem, comp, decode.floor[1]) + decode.overhead_s[1]
     return float(total)
 
 

@@ -1,13 +1,15 @@
 """Catalogs of GPUs and models, as data files with the source of every number.
 
-``gpus.yaml`` and ``models.yaml`` live beside this module. Lookups return plain dicts (copies) that
+``gpus.yaml``, ``models.yaml`` and ``engines.yaml`` (named inference-engine behaviours) live beside this module. Lookups return plain dicts (copies) that
 ``rlsim.scenario`` turns into ``GPUSpec`` / ``ModelSpec``; the ``source``/``notes``/``verify`` keys carry
 provenance and are dropped there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import Iterator
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -44,6 +46,34 @@ def gpu(name: str) -> dict[str, Any]:
 def model(name: str) -> dict[str, Any]:
     """The catalog entry of a model (KeyError if unknown); aliases resolve to their entry."""
     return _get("models", name)
+
+
+_ENGINE_OVERRIDES: dict[str, dict[str, Any]] = {}
+
+
+def engine(name: str) -> dict[str, Any]:
+    """The catalog entry of a named engine behaviour (KeyError if unknown), with any values set by
+    ``engine_overrides`` (calibrate fits a behaviour's coefficients that way)."""
+    entry = _get("engines", name)
+    entry.update(_ENGINE_OVERRIDES.get(name, {}))
+    return entry
+
+
+@contextlib.contextmanager
+def engine_overrides(values: dict[str, dict[str, Any]]) -> Iterator[None]:
+    """Within the block, ``engine(name)`` returns the entry with ``values[name]`` applied."""
+    saved = dict(_ENGINE_OVERRIDES)
+    for name, v in values.items():
+        _ENGINE_OVERRIDES[name] = {**_ENGINE_OVERRIDES.get(name, {}), **v}
+    try:
+        yield
+    finally:
+        _ENGINE_OVERRIDES.clear()
+        _ENGINE_OVERRIDES.update(saved)
+
+
+def engine_names() -> list[str]:
+    return list(_load("engines"))
 
 
 def gpu_names() -> list[str]:

@@ -26,6 +26,7 @@ Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read a
   vllm/engine/arg_utils.py get_batch_defaults), 128 for ``AsyncLLM`` (NeMo RL passes no usage context:
   SchedulerConfig.DEFAULT_MAX_NUM_SEQS); async GRPO always uses the async engine (vllm_worker_async.py)
 * recipe_fp8_generation -> engine.precision fp8 (vllm_cfg.precision)
+* (always) -> engine.behaviour vllm-v1 (NeMo RL v0.5.0 pins vllm 0.11.2, v0.6.0 pins 0.17.1: the V1 engine)
 * train_tp, train_pp, train_cp, train_ep -> training.backend megatron with these sizes, expert_tensor_parallel 1, no
   virtual stages (policy.megatron_cfg)
 * train_gbs (recipe_train_global_batch_size) -> training.global_batch_size (one optimizer.step per global batch
@@ -166,6 +167,7 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
         "gpu_memory_utilization": _num(fields, "recipe_gpu_memory_utilization", 0.6),
         "max_num_seqs": int(max_num_seqs),
         "precision": "fp8" if _flag(fields, "recipe_fp8_generation") else "bf16",
+        "behaviour": "vllm-v1",
     }
     gbs = _num(fields, "recipe_train_global_batch_size") or _num(fields, "train_gbs")
     training: dict[str, Any] = {
