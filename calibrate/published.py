@@ -275,6 +275,8 @@ def fit_costs(
         np.array(start) / scales,
         bounds=(np.array(lo) / scales, np.array(hi) / scales),
         diff_step=0.05,
+        loss="soft_l1",  # robust: a few rows far off should not drag the rest
+        f_scale=0.1,
         max_nfev=40,
     )
     return {**base, **{n: float(v) for n, v in zip(names, fit.x * scales)}}

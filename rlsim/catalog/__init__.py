@@ -1,7 +1,7 @@
 """Catalogs of GPUs and models, as data files with the source of every number.
 
-``gpus.yaml``, ``models.yaml`` and ``engines.yaml`` (named inference-engine behaviours) live beside this module. Lookups return plain dicts (copies) that
-``rlsim.scenario`` turns into ``GPUSpec`` / ``ModelSpec``; the ``source``/``notes``/``verify`` keys carry
+``gpus.yaml``, ``models.yaml`` and ``engines.yaml`` (named inference-engine behaviours) live beside this module.
+Lookups return plain dicts (copies) that ``rlsim.scenario`` turns into ``GPUSpec`` / ``ModelSpec``; the ``source``/``notes``/``verify`` keys carry
 provenance and are dropped there.
 """
 
