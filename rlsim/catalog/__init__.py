@@ -1,8 +1,8 @@
-"""Catalogs of GPUs and models, as data files with the source of every number.
+"""Catalogs of GPUs, models and inference-engine behaviours, as data files with the source of every number.
 
 ``gpus.yaml``, ``models.yaml`` and ``engines.yaml`` (named inference-engine behaviours) live beside this module.
-Lookups return plain dicts (copies) that ``rlsim.scenario`` turns into ``GPUSpec`` / ``ModelSpec``; the ``source``/``notes``/``verify`` keys carry
-provenance and are dropped there.
+Lookups return plain dicts (copies) that ``rlsim.scenario`` turns into ``GPUSpec`` / ``ModelSpec``; the
+``source``/``notes``/``verify`` keys carry provenance and are dropped there.
 """
 
 from __future__ import annotations
