@@ -19,10 +19,17 @@ and ``response_tokens[j] >= 1``. The engine works in *rounds*; each round is:
    the tokens generated so far, and it goes back to the *front* of the waiting queue.
 4. **Decode iteration.** With ``b`` running sequences and ``K = kv_used`` cached tokens, the iteration takes
    ``max(decode.mem_intercept_s[b] + decode.mem_slope_s_per_token * K,
-          decode.compute_intercept_s[b] + decode.compute_slope_s_per_token * K) + decode.overhead_s[b]``
-   (the roofline of REFERENCE section 6: weight and KV reads vs. matmul and attention FLOPs). Every running
+          decode.compute_intercept_s[b] + decode.compute_slope_s_per_token * K,
+          decode.floor_s[b]) + decode.overhead_s[b]``
+   (the roofline of REFERENCE section 6: weight and KV reads vs. matmul and attention FLOPs; the floor is CPU
+   work that overlaps the GPU step, zero for a serial engine, whose CPU work is in ``overhead_s``). Every running
    sequence generates one token (``kv_used += b``). A sequence whose generated count reaches its response
    length finishes at the end of this iteration; its KV is freed.
+
+These rules follow vLLM's FCFS scheduler (V1: ``vllm/v1/core/sched/scheduler.py``, 0.11.2 L275-339 preemption of
+``self.running.pop()`` to the front of ``waiting`` with ``num_computed_tokens = 0``, L396 no admission in a step
+that preempted, L561-563 head-of-line blocking; V0 0.5.4 ``core/scheduler.py`` L454-483 and L808 alike), counted in
+tokens rather than 16-token blocks; ``docs/design.md`` lists the differences.
 
 Every response token costs one decode iteration; the prompt's KV comes from the prefill. (A real engine emits
 the first token from the prefill; charging it to the decode instead moves one iteration per request.)
