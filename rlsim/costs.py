@@ -63,20 +63,26 @@ class CostModel(Protocol):
     def reward_s(self, num_samples: int) -> float: ...
 
 
-ENGINE_CPU_KEYS = ("decode_iteration_overhead_s", "decode_per_seq_overhead_s", "tp_rank_overhead_s")
+ENGINE_KEYS = (
+    "decode_memory_efficiency",
+    "decode_iteration_overhead_s",
+    "decode_per_seq_overhead_s",
+    "tp_rank_overhead_s",
+)
 
 
-def engine_cpu(scenario: Scenario, costs: Costs) -> dict:
-    """The engine's CPU work per iteration and whether it overlaps the GPU step: the named behaviour's values
-    (``engine.behaviour``, rlsim/catalog/engines.yaml) or the ``costs`` fields and ``engine.cpu_overlap``."""
+def engine_coefficients(scenario: Scenario, costs: Costs) -> dict:
+    """What the engine's software sets: the HBM efficiency its decode kernels reach, its CPU work per iteration
+    and whether that work overlaps the GPU step. A named behaviour (``engine.behaviour``,
+    rlsim/catalog/engines.yaml) supplies the values it has; the rest come from ``costs`` and
+    ``engine.cpu_overlap``."""
+    out = {k: getattr(costs, k) for k in ENGINE_KEYS}
+    out["cpu_overlap"] = scenario.engine.cpu_overlap
     name = scenario.engine.behaviour
-    if name is None:
-        out = {k: getattr(costs, k) for k in ENGINE_CPU_KEYS}
-        out["cpu_overlap"] = scenario.engine.cpu_overlap
-        return out
-    entry = catalog.engine(name)
-    out = {k: float(entry.get(k, getattr(costs, k))) for k in ENGINE_CPU_KEYS}
-    out["cpu_overlap"] = bool(entry.get("cpu_overlap", False))
+    if name is not None:
+        entry = catalog.engine(name)
+        out.update({k: float(entry[k]) for k in ENGINE_KEYS if k in entry})
+        out["cpu_overlap"] = bool(entry.get("cpu_overlap", out["cpu_overlap"]))
     return out
 
 
@@ -134,7 +140,8 @@ class RooflineCostModel:
         s, c, m = self.scenario, self.costs, self.scenario.model
         gpu = s.hardware.gpu
         b = np.arange(s.engine.max_num_seqs + 1, dtype=float)
-        bw = self._tp * gpu.hbm_bandwidth_bytes_per_s * c.decode_memory_efficiency
+        eng = engine_coefficients(s, c)
+        bw = self._tp * gpu.hbm_bandwidth_bytes_per_s * eng["decode_memory_efficiency"]
         flops = self._tp * self._engine_peak_flops * c.decode_compute_efficiency
         per_param = s.engine_weight_bytes / m.num_params
         expert_bytes = m.expert_params * per_param
@@ -153,7 +160,7 @@ class RooflineCostModel:
 
     def _decode_overheads(self, b: np.ndarray, tp_comm: np.ndarray) -> dict[str, np.ndarray]:
         """CPU work of an iteration added to the GPU step (serial engine) or as a floor under it (overlapped)."""
-        cpu_cost = engine_cpu(self.scenario, self.costs)
+        cpu_cost = engine_coefficients(self.scenario, self.costs)
         cpu = (
             cpu_cost["decode_iteration_overhead_s"]
             + cpu_cost["decode_per_seq_overhead_s"] * b
