@@ -243,8 +243,10 @@ def fit_costs(
             )
         meta = fields[key].metadata
         value = base.get(n)
-        if value is None:
-            value = catalog.engine(beh).get(key) if beh else getattr(Costs(), key)
+        if value is None:  # where the behaviour has no value of its own, it takes the costs field's
+            value = base.get(key, getattr(Costs(), key))
+            if beh:
+                value = catalog.engine(beh).get(key, value)
         start.append(float(value))
         lo.append(float(meta.get("ge", meta.get("gt", 0.0))) + (1e-12 if "gt" in meta else 0.0))
         hi.append(float(meta.get("le", meta.get("lt", math.inf))))

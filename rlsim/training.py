@@ -339,8 +339,8 @@ def _megatron_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, 
             # the last micro-batch's backward (recomputed forward included) hides the reduce-scatter, the next
             # step's first forward the all-gather
             last_mb = compute / steps / m
-            passes = 4.0 if s.training.activation_recompute == "full" else 3.0
-            exposed = max(0.0, rs - (passes - 1.0) / passes * last_mb) + max(0.0, ag - last_mb / passes)
+            forwards = 4.0 if s.training.activation_recompute == "full" else 3.0  # forward-equivalents per mb
+            exposed = max(0.0, rs - (forwards - 1.0) / forwards * last_mb) + max(0.0, ag - last_mb / forwards)
         else:
             exposed = rs + ag
         dp = steps * exposed
@@ -441,13 +441,8 @@ def memory(s: Scenario, model: ModelSpec | None = None) -> TrainMemory:
         return TrainMemory(weights_grads, opt, act, budget)
     n = lay.n
     shard = model.num_params / n
-    if tr.offload_params:
-        weights_grads = 0.0
-    elif tr.offload_optimizer:
-        weights_grads = 8.0 * shard
-    else:
-        weights_grads = 8.0 * shard
-    opt = 0.0 if (tr.offload_optimizer or tr.offload_params) else 8.0 * shard
+    weights_grads = 0.0 if tr.offload_params else 8.0 * shard  # fp32 parameters and gradients, sharded
+    opt = 0.0 if (tr.offload_optimizer or tr.offload_params) else 8.0 * shard  # Adam moments
     layer_bytes = model.num_params / model.num_layers * ACT_BYTES
     per_layer = 2.0 * h if tr.activation_recompute == "full" else per_layer_full
     act = tokens_mb * per_layer * model.num_layers + tokens_mb * per_layer_full + logits + 2 * layer_bytes
