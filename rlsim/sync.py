@@ -14,6 +14,12 @@ weights at once, not the whole model through one GPU's link.
   a pipelined broadcast moves each byte over each link once, so the time is the larger of the two per-GPU
   volumes over the per-GPU bandwidth.
 
+``weight_sync.transfer: broadcast`` models what NeMo RL v0.5-v0.6 do instead: every GPU receives the whole model
+(separate pools: one training rank broadcasts every tensor; colocated: every rank assembles the full tensors and
+its engine keeps its slice). ``weight_sync.offload_trainer`` adds, when colocated, the trainer's weights,
+gradients and optimizer state going to host memory before generation and back after it. Host copies run at
+``costs.host_link_efficiency`` of the PCIe peak.
+
 Units: bytes and seconds. Bytes moved are the training dtype's (an FP8 engine quantizes on load).
 """
 
