@@ -151,7 +151,7 @@ def test_bad_input_one_line_exit_2(tmp_path, args, needle):
 
 def test_missing_column_is_named(tmp_path):
     bad = tmp_path / "bad.csv"
-    bad.write_text("model,gpu\nQwen3-8B,H100\n")
+    bad.write_text("model,gpu,step_time_s\nQwen3-8B,H100,10\n")
     proc = subprocess.run(
         [sys.executable, "-m", "calibrate.cli", "published", str(bad), "-o", str(tmp_path / "o")],
         capture_output=True,
