@@ -88,6 +88,7 @@ def cmd_published(args: argparse.Namespace) -> int:
             costs[key[6:]] = float(value)
         except ValueError:
             raise CalibrateError(f"--set {item!r}: {value!r} is not a number") from None
+    pub.check_costs(costs)
     if args.csv:
         step_paths, gen_paths = pub.split_inputs([Path(p) for p in args.csv])
     else:
@@ -95,10 +96,17 @@ def cmd_published(args: argparse.Namespace) -> int:
     step_df = pub.read_rows(step_paths) if step_paths else None
     gen_df = gen.read_rows(gen_paths) if gen_paths else None
     out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise CalibrateError(f"-o {out}: is a file, not a directory (give a directory for the outputs)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CalibrateError(f"-o {out}: cannot create the directory ({exc.strerror})") from None
     engines: dict[str, dict[str, float]] = {}
-    if args.fit:
+    if args.fit is not None:
         names = [n.strip() for n in args.fit.split(",") if n.strip()]
+        if not names:
+            raise CalibrateError("--fit: name at least one costs field or BEHAVIOUR.FIELD, comma-separated")
         fitted_all = pub.fit_costs(step_df, gen_df, names, costs)
         costs = {k: v for k, v in fitted_all.items() if "." not in k}
         for k, v in fitted_all.items():
@@ -402,7 +410,11 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("-o", "--output", type=Path, required=True)
     val.set_defaults(func=cmd_validate)
 
-    pub = sub.add_parser("published", help="predict published RL step times and print the accuracy")
+    pub = sub.add_parser(
+        "published",
+        help="predict published RL step times and generation throughput and print the accuracy "
+        "(DIR gets published.csv, generation.csv, summary.json)",
+    )
     pub.add_argument("csv", nargs="*", help="CSVs of published runs (default: the project's development set)")
     pub.add_argument("-o", "--output", required=True, help="directory for published.csv and summary.json")
     pub.add_argument(
@@ -415,7 +427,10 @@ def build_parser() -> argparse.ArgumentParser:
     pub.add_argument(
         "--fit",
         metavar="FIELD,FIELD",
-        help="fit these costs fields (one set for every row of every table) and write DIR/fitted_costs.yaml",
+        help="fit these coefficients, one set for every row of every table: costs fields, or BEHAVIOUR.FIELD for "
+        "a named engine behaviour (rlsim/catalog/engines.yaml; a behaviour's own value takes precedence over the "
+        "costs field, so fit it under its name); writes DIR/fitted_costs.yaml (its engines section is to be "
+        "copied into engines.yaml)",
     )
     pub.set_defaults(func=cmd_published)
 

@@ -51,6 +51,22 @@ def costs_set(name: str) -> dict[str, float]:
     return {k: float(v) for k, v in data["costs"].items()}
 
 
+def check_costs(costs: dict[str, float]) -> None:
+    """Every key a ``Costs`` field and every value inside its bounds, or a CalibrateError naming it."""
+    import dataclasses
+
+    from rlsim.scenario import Costs, _check_bounds
+
+    fields = {f.name: f for f in dataclasses.fields(Costs)}
+    for key, value in costs.items():
+        if key not in fields:
+            raise CalibrateError(f"costs.{key} is not a costs field (one of: {', '.join(fields)})")
+        try:
+            _check_bounds(value, f"costs.{key}", fields[key].metadata)
+        except RlsimError as exc:
+            raise CalibrateError(str(exc)) from None
+
+
 def dev_set_path() -> Path:
     """The project's copy of the development set."""
     return Path(str(resources.files("calibrate").joinpath("data/published/rl_step_times_dev.csv")))
@@ -114,9 +130,9 @@ def predict_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -
 def evaluate(df: pd.DataFrame, costs: dict[str, float] | None = None) -> list[RowResult]:
     out = []
     for rec in df.to_dict("records"):
-        label = (
-            f"{rec.get('model')} {rec.get('num_gpus'):g}x {rec.get('policy_mode')} ({rec.get('source_version', '')})"
-        )
+        gpus = rec.get("num_gpus")
+        gpus = f"{gpus:g}" if isinstance(gpus, (int, float)) else str(gpus)
+        label = f"{rec.get('model')} {gpus}x {rec.get('policy_mode')} ({rec.get('source_version', '')})"
         measured = rec.get("step_time_s")
         res = RowResult(str(rec["file"]), int(rec["row"]), label, float("nan"))
         try:
@@ -272,6 +288,8 @@ def fit_costs(
         with catalog.engine_overrides(engines):
             return log_residuals(step_df, gen_df, costs)
 
+    if not len(residual(np.array(start) / scales)):
+        raise CalibrateError("--fit: no row of the inputs is expressible, so nothing constrains the fit")
     fit = least_squares(
         residual,
         np.array(start) / scales,

@@ -12,12 +12,11 @@ S2 = sum of squared sequence lengths, F and BW the pool's peak FLOP/s and HBM by
   + tensor-parallel all-reduces`` where W(b) = weight bytes read; for MoE the routed experts read grow with b as
   1 - (1 - k/E)^b of them (each token picks k of E experts).
 * prefill of a round: ``o_prefill + (2 N_a * sum(c) + 2 L H d * sum(c^2)) / (e_pre * tp * F)`` (causal attention).
-* log-prob / values forward over the training pool: ``o_fwd + (2 N_a T + 2 L H d S2) / (e_fwd * n * F)``.
-* training: ``epochs * 3 * forward FLOPs / (e_train * n * F)``, at least the ZeRO-3 gather/scatter traffic
-  (3 x weight bytes per optimizer step over the collective bandwidth), plus per optimizer step the Adam update
-  (~28 bytes read and written per parameter, sharded) and ``o_train``.
-* weight sync: weight bytes over the link (NVLink inside a node, the inter-node network beyond) + latency; when
-  colocated add the engine's sleep/wake: weights per GPU to and from host memory + ``o_sleep``.
+* the engine's CPU work per iteration (``engine_coefficients``: a named behaviour or the costs fields) is added to
+  the decode iteration (serial engine) or put as a floor under it (``floor_s``, overlapped engine).
+* log-prob / values passes and training: ``rlsim.training`` (Megatron or FSDP layout: compute, exposed
+  communication, pipeline bubble, optimizer update; formulas and sources in its docstring).
+* weight sync: ``rlsim.sync`` (per-shard parallel transfer or broadcast, colocated copy and sleep / wake).
 * reward: ``o_reward + reward_s_per_sample * samples``.
 """
 

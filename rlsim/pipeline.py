@@ -111,6 +111,7 @@ def _rollout(env: simpy.Environment, st: _State):
         with st.rollout_pool.request() as req:
             yield req
             start = env.now
+            st.engine_pause_s = 0.0  # updates that landed while the engines were idle cost them nothing
             version = st.engine_version  # the oldest weights this batch saw (in-flight updates may follow)
             prompts, responses = sample_step(s.workload, st.rng, (n - 1) * batch)
             overhead = st.cost.rollout_overhead_s(len(responses))

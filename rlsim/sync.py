@@ -78,6 +78,16 @@ def trainer_copy_span(s: Scenario) -> int:
     return max(dense_span, expert_span)
 
 
+def sender_bytes(s: Scenario) -> float:
+    """Bytes the most loaded trainer GPU of one model copy sends: its share of the dense and of the expert
+    weights (Megatron spreads dense weights over t x p GPUs, experts over e x et x p)."""
+    lay, m = layout_of(s), s.model
+    if s.training.backend == "fsdp":
+        return m.weight_bytes / lay.n
+    expert = m.expert_params * m.dtype_bytes
+    return (m.weight_bytes - expert) / (lay.t * lay.p) + (expert / (lay.e * lay.et * lay.p) if m.is_moe else 0.0)
+
+
 def engine_shard_bytes(s: Scenario) -> float:
     """Bytes of weights each engine GPU receives (its tensor-parallel shard, training dtype)."""
     return s.model.weight_bytes / s.engine.tensor_parallel_size
@@ -87,7 +97,7 @@ def weight_sync_time(s: Scenario, costs: Costs) -> SyncTime:
     hw = s.hardware
     shard = engine_shard_bytes(s)
     span = trainer_copy_span(s)
-    send = s.model.weight_bytes / span  # each trainer GPU of one copy sends its part
+    send = sender_bytes(s)
     domain = hw.nvlink_domain
     if hw.placement == "colocated":
         # sharded: each GPU assembles its engine shard; broadcast: each GPU assembles every full tensor (NeMo RL's

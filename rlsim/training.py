@@ -7,8 +7,9 @@ layout fits in memory. Two backends, as the RL frameworks run them:
   exchange beyond what attention hides, EP all-to-all, DP reduce-scatter / all-gather beyond what the last
   micro-batch hides, pipeline send/recv of the fill and drain) + pipeline bubble + optimizer update + overhead.
 * ``fsdp`` (verl, OpenRLHF, TRL: ZeRO-3 / FSDP2): every layer's parameters all-gathered before its forward and
-  backward, gradients reduce-scattered after its backward, prefetched so that only ``max(0, communication -
-  compute)`` per layer is exposed, plus the first gather; optional CPU offload of the optimizer and parameters.
+  backward, gradients reduce-scattered after its backward, for every micro-batch, prefetched so that only
+  ``max(0, communication - compute)`` per layer and micro-batch is exposed, plus the first gather; optional CPU
+  offload of the optimizer and parameters.
 
 Units: seconds, bytes, FLOPs; token counts are per RL step unless named otherwise.
 
@@ -33,9 +34,10 @@ Sources of the formulas (REFERENCE section 11):
 * Activations per layer per micro-batch with sequence parallel and flash attention: 34 s h / t bytes (s tokens,
   Korthikanti et al. 2022 eq. 2 without the 5 a s^2 term that flash attention does not store); full
   recompute keeps only the layer input, 2 s h / t. 1F1B keeps p micro-batches in flight on the first stage.
-* ZeRO-3 / FSDP: 3 x the model's bytes per GPU per step (all-gather forward and backward, reduce-scatter of
-  gradients), per layer, overlapped with compute (Rajbhandari et al. 2020, arXiv 1910.02054); 16 bytes per
-  parameter sharded over the group (fp32 master, gradients and Adam moments).
+* ZeRO-3 / FSDP: 3 x the model's bytes per GPU per micro-batch (all-gather forward and backward, reduce-scatter
+  of gradients; FSDP2 regathers for every micro-batch of an accumulated step), per layer, overlapped with compute
+  (Rajbhandari et al. 2020, arXiv 1910.02054); 16 bytes per parameter sharded over the group (fp32 master,
+  gradients and Adam moments).
 
 A collective's bandwidth is the NVLink bandwidth while its group stays in one NVLink domain and the GPU's NIC
 bandwidth once it crosses domains (each GPU has its own NIC, so a ring over nodes runs at the NIC's speed), both
@@ -257,17 +259,12 @@ def _optimizer_s(s: Scenario, costs: Costs, shard_params: float) -> float:
 
 
 def reference_swap_s(s: Scenario, costs: Costs, model: ModelSpec) -> float:
-    """Host traffic of swapping a host-resident reference model in and out of the trainer's GPUs."""
+    """Host traffic of swapping a host-resident reference model in and out of the trainer's GPUs: policy weights
+    out, reference in, policy back (3 x a GPU's bf16 shard)."""
     if not s.training.reference_on_host:
         return 0.0
-    lay = layout_of(s)
-    if s.training.backend == "fsdp":
-        local = model.num_params / lay.n
-    else:
-        local = (model.num_params - model.expert_params) / (lay.t * lay.p) + model.expert_params / (
-            lay.e * lay.et * lay.p
-        )
-    return 3.0 * local * ACT_BYTES / (s.hardware.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency)
+    host_bw = s.hardware.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency
+    return 3.0 * reference_weight_bytes(s, model) / host_bw
 
 
 def phase_time(
@@ -493,16 +490,19 @@ def validate(s: Scenario) -> None:
             )
         e, et = tr.expert_parallel_size, tr.expert_tensor_parallel_size
         if e * et > 1 and not m.is_moe:
+            key, value = ("expert_parallel_size", e) if e > 1 else ("expert_tensor_parallel_size", et)
+            raise ScenarioError(f"{at}.{key}", value, f"needs a MoE model ({m.name} is dense)", "set it to 1")
+        if m.is_moe and m.num_experts % e:
             raise ScenarioError(
-                f"{at}.expert_parallel_size", e, f"needs a MoE model ({m.name} is dense)", "set it to 1"
+                f"{at}.expert_parallel_size", e, f"must divide num_experts ({m.num_experts})", "choose a divisor"
             )
-        if m.is_moe and (m.num_experts % e or n % (e * et * p)):
+        if m.is_moe and n % (e * et * p):
             raise ScenarioError(
                 f"{at}.expert_parallel_size",
                 e,
-                f"must divide num_experts ({m.num_experts}), and x expert_tensor_parallel_size ({et}) x "
-                f"pipeline_parallel_size ({p}) must divide the {n} training GPUs",
-                "choose a divisor of both",
+                f"x expert_tensor_parallel_size ({et}) x pipeline_parallel_size ({p}) = {e * et * p} must divide "
+                f"the {n} training GPUs",
+                "choose sizes whose product divides the training GPUs",
             )
         if m.num_attention_heads % t:
             raise ScenarioError(
@@ -529,6 +529,13 @@ def validate(s: Scenario) -> None:
             f"needs FP8 tensor cores; {s.hardware.gpu.name} has none (no fp8_flops_per_s)",
             f"set {at}.precision: bf16 or use an FP8-capable GPU",
         )
+    if s.weight_sync.offload_trainer and s.hardware.placement != "colocated":
+        raise ScenarioError(
+            "weight_sync.offload_trainer",
+            True,
+            "only applies when trainer and engines share GPUs (colocated)",
+            "remove it or set hardware.placement: colocated",
+        )
     gbs, batch = tr.global_batch_size, s.workload.responses_per_step
     if gbs is not None:
         if batch % gbs:
@@ -548,59 +555,72 @@ def validate(s: Scenario) -> None:
     check_memory(s)
 
 
+def resident_memory(s: Scenario) -> TrainMemory:
+    """What the training GPUs hold at the peak of a step: the policy's training state and activations, a PPO
+    critic's training state, and a reference model's bf16 weights unless it waits on the host."""
+    mem = memory(s)
+    extra = 0.0
+    if s.algorithm.name == "ppo":
+        critic = memory(s, s.critic)
+        extra += critic.weights_grads_bytes + critic.optimizer_bytes
+    if s.algorithm.kl_reference and not s.training.reference_on_host:
+        extra += reference_weight_bytes(s, s.model)
+    return TrainMemory(mem.weights_grads_bytes + extra, mem.optimizer_bytes, mem.activation_bytes, mem.budget_bytes)
+
+
+def reference_weight_bytes(s: Scenario, model: ModelSpec) -> float:
+    """bf16 weights of a frozen copy of ``model`` on one training GPU, sharded like the trained one."""
+    lay = layout_of(s)
+    if s.training.backend == "fsdp":
+        return model.num_params / lay.n * ACT_BYTES
+    dense = (model.num_params - model.expert_params) / (lay.t * lay.p)
+    return (dense + model.expert_params / (lay.e * lay.et * lay.p)) * ACT_BYTES
+
+
 def check_memory(s: Scenario) -> None:
     """Refuse a layout whose training state does not fit, naming the field to change and how."""
     tr = s.training
-    models = [s.model] + ([s.critic] if s.algorithm.name == "ppo" else [])
-    for model in models:
-        mem = memory(s, model)
-        if mem.fits:
-            continue
-        gb = 1e9
-        what = (
-            f"needs {mem.total_bytes / gb:.1f} GB per training GPU for {model.name} (weights and gradients "
-            f"{mem.weights_grads_bytes / gb:.1f}, optimizer {mem.optimizer_bytes / gb:.1f}, activations "
-            f"{mem.activation_bytes / gb:.1f}), over {tr.memory_fraction:.0%} of the "
-            f"{s.hardware.gpu.memory_bytes / gb:.0f} GB of a {s.hardware.gpu.name}"
-        )
-        if mem.activation_bytes > mem.weights_grads_bytes + mem.optimizer_bytes:
-            if tr.activation_recompute != "full":
-                raise ScenarioError(
-                    "training.activation_recompute",
-                    tr.activation_recompute,
-                    what,
-                    "set training.activation_recompute: full, or lower training.micro_batch_size",
-                )
+    model, mem = s.model, resident_memory(s)
+    if mem.fits:
+        return
+    gb = 1e9
+    what = (
+        f"needs {mem.total_bytes / gb:.1f} GB per training GPU for {model.name} (weights and gradients "
+        f"{'with the critic and reference ' if mem.weights_grads_bytes > memory(s).weights_grads_bytes else ''}"
+        f"{mem.weights_grads_bytes / gb:.1f}, optimizer {mem.optimizer_bytes / gb:.1f}, activations "
+        f"{mem.activation_bytes / gb:.1f}), over {tr.memory_fraction:.0%} of the "
+        f"{s.hardware.gpu.memory_bytes / gb:.0f} GB of a {s.hardware.gpu.name}"
+    )
+    if mem.activation_bytes > mem.weights_grads_bytes + mem.optimizer_bytes:
+        if tr.activation_recompute != "full":
             raise ScenarioError(
-                "training.micro_batch_size",
-                tr.micro_batch_size,
+                "training.activation_recompute",
+                tr.activation_recompute,
                 what,
-                "lower it, raise training.context_parallel_size or training.tensor_parallel_size",
+                "set training.activation_recompute: full, or lower training.micro_batch_size",
             )
-        if tr.backend == "fsdp":
-            gpus = "hardware.num_gpus" if s.hardware.placement == "colocated" else "hardware.train_gpus"
-            if not tr.offload_optimizer:
-                raise ScenarioError(
-                    "training.offload_optimizer",
-                    False,
-                    what,
-                    f"set training.offload_optimizer: true (CPU Adam), or raise {gpus}",
-                )
+        fix = "lower it" if tr.backend == "fsdp" else "lower it, or raise training.context_parallel_size"
+        raise ScenarioError("training.micro_batch_size", tr.micro_batch_size, what, fix)
+    if tr.backend == "fsdp":
+        gpus = "hardware.num_gpus" if s.hardware.placement == "colocated" else "hardware.train_gpus"
+        if not tr.offload_optimizer:
             raise ScenarioError(
-                gpus, s.hardware.num_train_gpus, what, f"raise {gpus} or set training.offload_params: true"
+                "training.offload_optimizer",
+                False,
+                what,
+                f"set training.offload_optimizer: true (CPU Adam), or raise {gpus}",
             )
-        if not tr.distributed_optimizer:
-            raise ScenarioError(
-                "training.distributed_optimizer", False, what, "set training.distributed_optimizer: true"
-            )
-        key = (
-            "expert_parallel_size"
-            if model.is_moe and model.expert_params > 0.5 * model.num_params
-            else ("pipeline_parallel_size")
-        )
-        raise ScenarioError(
-            f"training.{key}",
-            getattr(tr, key),
-            what,
-            f"raise training.{key} or training.tensor_parallel_size, or set training.offload_optimizer: true",
-        )
+        raise ScenarioError(gpus, s.hardware.num_train_gpus, what, f"raise {gpus} or set training.offload_params: true")
+    if not tr.distributed_optimizer:
+        raise ScenarioError("training.distributed_optimizer", False, what, "set training.distributed_optimizer: true")
+    key = (
+        "expert_parallel_size"
+        if model.is_moe and model.expert_params > 0.5 * model.num_params
+        else ("pipeline_parallel_size")
+    )
+    raise ScenarioError(
+        f"training.{key}",
+        getattr(tr, key),
+        what,
+        f"raise training.{key} or training.tensor_parallel_size, or set training.offload_optimizer: true",
+    )
