@@ -626,3 +626,94 @@ def test_simulated_train_phase_pays_every_optimizer_step():
     attn = 0.5 * 4 * L * 8 * 128 * 2048 * 1024**2
     compute = (4 * 2 * N * tokens + 4 * attn) / EFF_FLOPS
     assert four["train_actor"] == pytest.approx(compute + 4 * per_step, rel=1e-9)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# reference model, colocated broadcast, trainer offload, in-flight updates (review additions)
+
+
+def test_reference_swap_moves_three_shards_over_the_host_link():
+    """Megatron t 2 x p 2 on 8 GPUs: a GPU holds N / 4 parameters; the swap moves 3 x 2 bytes of each at the
+    host link (1e10 B/s) times host_link_efficiency (0.5): 3 x 0.5e9 / 5e9 = 0.3 s."""
+    s = _scn(
+        {
+            "training.backend": "megatron",
+            "training.tensor_parallel_size": 2,
+            "training.pipeline_parallel_size": 2,
+            "training.reference_on_host": True,
+            "costs.host_link_efficiency": 0.5,
+        }
+    )
+    assert training.reference_swap_s(s, s.costs, s.model) == pytest.approx(3 * (N / 4 * 2) / 5e9)
+    off = _scn({"training.backend": "megatron", "training.tensor_parallel_size": 2})
+    assert training.reference_swap_s(off, off.costs, off.model) == 0.0
+
+
+def test_gpu_resident_reference_counts_in_training_memory():
+    """kl_reference without reference_on_host: the reference's bf16 shard (2 N / 8 bytes on 8 FSDP GPUs) adds to
+    the weights the memory check counts; on the host it does not."""
+    on_gpu = _scn({"algorithm.kl_reference": True})
+    on_host = _scn({"algorithm.kl_reference": True, "training.reference_on_host": True})
+    base = training.memory(on_gpu).weights_grads_bytes
+    assert training.resident_memory(on_gpu).weights_grads_bytes == pytest.approx(base + 2 * N / 8)
+    assert training.resident_memory(on_host).weights_grads_bytes == pytest.approx(base)
+
+
+def test_colocated_broadcast_brings_the_whole_model_to_every_gpu():
+    """16 colocated GPUs under FSDP: one trainer copy spans two NVLink domains, so half of the whole model (W)
+    comes through the NIC (1e10) and half over NVLink (1e11): transfer = max(W/2 / 1e10, W/2 / 1e11) = 0.1 s."""
+    s = _scn({"hardware.num_gpus": 16, "weight_sync.transfer": "broadcast"})
+    assert weight_sync_time(s, s.costs).transfer_s == pytest.approx(0.5 * W / 1e10)
+
+
+def test_trainer_offload_adds_its_state_to_the_host_traffic():
+    """offload_trainer: weights, gradients and optimizer state (16 N / 8 bytes per FSDP GPU) go out and back."""
+    plain = _scn({})
+    off = _scn({"weight_sync.offload_trainer": True})
+    extra = weight_sync_time(off, off.costs).host_s - weight_sync_time(plain, plain.costs).host_s
+    assert extra == pytest.approx(2 * 16 * N / 8 / 1e10)
+    with pytest.raises(ScenarioError, match="weight_sync.offload_trainer"):
+        _scn(
+            {
+                "hardware.placement": "separate",
+                "hardware.rollout_gpus": 4,
+                "hardware.train_gpus": 4,
+                "schedule.mode": "sync-separate",
+                "weight_sync.offload_trainer": True,
+            }
+        )
+
+
+def _async(over):
+    return _scn(
+        {
+            "hardware.placement": "separate",
+            "hardware.rollout_gpus": 4,
+            "hardware.train_gpus": 4,
+            "schedule.mode": "async",
+            "schedule.max_staleness": 1,
+            "run.steps": 6,
+            **over,
+        }
+    )
+
+
+def test_in_flight_updates_stall_busy_engines_only():
+    """Generation-bound: every weight update lands while the engines generate, so each steady batch's rollout is
+    its engine time plus one stall (the sync's transfer + copy). Trainer-bound: updates land while the engines
+    wait for the trainer, and cost them nothing."""
+    from rlsim.pipeline import run_pipeline
+
+    gen_bound = _async({"costs.weight_sync_latency_s": 0})
+    recs, _ = run_pipeline(gen_bound)
+    pause = weight_sync_time(gen_bound, gen_bound.costs).engine_pause_s
+    assert pause > 0
+    no_stall = _async({"schedule.in_flight_weight_updates": False})
+    base, _ = run_pipeline(no_stall)
+    for a, b in zip(recs[2:-1], base[2:-1]):
+        assert a["timing_s"]["rollout"] == pytest.approx(b["timing_s"]["rollout"] + pause)
+    slow_trainer = {"costs.train_step_overhead_s": 1000.0}
+    recs, _ = run_pipeline(_async(slow_trainer))
+    base, _ = run_pipeline(_async({**slow_trainer, "schedule.in_flight_weight_updates": False}))
+    for a, b in zip(recs[2:], base[2:]):
+        assert a["timing_s"]["rollout"] == pytest.approx(b["timing_s"]["rollout"])
