@@ -72,25 +72,45 @@ def dev_set_path() -> Path:
     return Path(str(resources.files("calibrate").joinpath("data/published/rl_step_times_dev.csv")))
 
 
-def read_rows(paths: list[Path]) -> pd.DataFrame:
+def read_csvs(paths: list[Path], required: tuple[str, ...], example: str) -> pd.DataFrame:
+    """The rows of ``paths`` with ``file`` and ``row`` columns in front; a missing file or column is an error
+    naming it and ``example`` (the development set whose columns to follow)."""
     frames = []
     for path in paths:
         if not Path(path).is_file():
-            raise CalibrateError(f"{path}: no such file (give a CSV with the columns of {dev_set_path().name})")
+            raise CalibrateError(f"{path}: no such file (give a CSV with the columns of {example})")
         try:
             df = pd.read_csv(path)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
             raise CalibrateError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
-        missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
+        missing = [c for c in required if c not in df.columns]
         if missing:
-            raise CalibrateError(
-                f"{path}: missing column(s) {', '.join(missing)} (see {dev_set_path().name} for the columns)"
-            )
+            raise CalibrateError(f"{path}: missing column(s) {', '.join(missing)} (see {example} for the columns)")
         df = df.copy()
         df.insert(0, "file", Path(path).name)
         df.insert(1, "row", range(len(df)))
         frames.append(df)
     return pd.concat(frames, ignore_index=True)
+
+
+def read_rows(paths: list[Path]) -> pd.DataFrame:
+    return read_csvs(paths, REQUIRED_COLUMNS, dev_set_path().name)
+
+
+def error_summary(errors_pct: list[float], n_rows: int) -> dict[str, Any]:
+    """The accuracy keys both tables report, from the expressed rows' errors in percent."""
+    errs = np.asarray(errors_pct, dtype=float)
+    n = len(errs)
+    return {
+        "n_rows": n_rows,
+        "n_expressed": n,
+        "median_abs_error_pct": float(np.median(np.abs(errs))) if n else None,
+        "bias_pct": float(np.median(errs)) if n else None,
+        "mean_abs_error_pct": float(np.mean(np.abs(errs))) if n else None,
+        "max_abs_error_pct": float(np.max(np.abs(errs))) if n else None,
+        "within_10_pct": float(np.mean(np.abs(errs) <= 10)) if n else None,
+        "within_25_pct": float(np.mean(np.abs(errs) <= 25)) if n else None,
+    }
 
 
 @dataclass
@@ -155,18 +175,7 @@ def evaluate(df: pd.DataFrame, costs: dict[str, float] | None = None) -> list[Ro
 
 
 def summarize(results: list[RowResult]) -> dict[str, Any]:
-    errs = np.array([r.error_pct for r in results if r.expressed], dtype=float)
-    n = len(errs)
-    step = {
-        "n_rows": len(results),
-        "n_expressed": n,
-        "median_abs_error_pct": float(np.median(np.abs(errs))) if n else None,
-        "bias_pct": float(np.median(errs)) if n else None,
-        "mean_abs_error_pct": float(np.mean(np.abs(errs))) if n else None,
-        "max_abs_error_pct": float(np.max(np.abs(errs))) if n else None,
-        "within_10_pct": float(np.mean(np.abs(errs) <= 10)) if n else None,
-        "within_25_pct": float(np.mean(np.abs(errs) <= 25)) if n else None,
-    }
+    step = error_summary([r.error_pct for r in results if r.expressed], len(results))
     step["not_expressed"] = [
         {"file": r.file, "row": r.row, "run": r.label, "reason": r.reason} for r in results if not r.expressed
     ]

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibrate.errors import CalibrateError
+from calibrate.published import error_summary, read_csvs
 from rlsim.costs import RooflineCostModel
 from rlsim.errors import RlsimError
 from rlsim.frameworks.nemo_rl import NotExpressible, gpu_name, model_name
@@ -54,24 +54,7 @@ def dev_set_path() -> Path:
 
 
 def read_rows(paths: list[Path]) -> pd.DataFrame:
-    frames = []
-    for path in paths:
-        if not Path(path).is_file():
-            raise CalibrateError(f"{path}: no such file (give a CSV with the columns of {dev_set_path().name})")
-        try:
-            df = pd.read_csv(path)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            raise CalibrateError(f"{path}: not a readable CSV ({str(exc).splitlines()[0]})") from None
-        missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
-        if missing:
-            raise CalibrateError(
-                f"{path}: missing column(s) {', '.join(missing)} (see {dev_set_path().name} for the columns)"
-            )
-        df = df.copy()
-        df.insert(0, "file", Path(path).name)
-        df.insert(1, "row", range(len(df)))
-        frames.append(df)
-    return pd.concat(frames, ignore_index=True)
+    return read_csvs(paths, REQUIRED_COLUMNS, dev_set_path().name)
 
 
 def _num_prompts(concurrency: Any) -> int:
@@ -198,8 +181,7 @@ def evaluate(df: pd.DataFrame, costs: dict[str, float] | None = None) -> list[Ge
 
 
 def summarize(results: list[GenResult]) -> dict[str, Any]:
-    errs = np.array([r.error_pct for r in results if r.expressed], dtype=float)
-    n = len(errs)
+    out = error_summary([r.error_pct for r in results if r.expressed], len(results))
     by_tp = {}
     for tp in sorted({r.tp for r in results if r.expressed}):
         e = np.array([r.error_pct for r in results if r.expressed and r.tp == tp])
@@ -208,20 +190,11 @@ def summarize(results: list[GenResult]) -> dict[str, Any]:
             "median_error_pct": float(np.median(e)),
             "median_abs_error_pct": float(np.median(np.abs(e))),
         }
-    return {
-        "n_rows": len(results),
-        "n_expressed": n,
-        "median_abs_error_pct": float(np.median(np.abs(errs))) if n else None,
-        "bias_pct": float(np.median(errs)) if n else None,
-        "mean_abs_error_pct": float(np.mean(np.abs(errs))) if n else None,
-        "max_abs_error_pct": float(np.max(np.abs(errs))) if n else None,
-        "within_10_pct": float(np.mean(np.abs(errs) <= 10)) if n else None,
-        "within_25_pct": float(np.mean(np.abs(errs) <= 25)) if n else None,
-        "by_tp": by_tp,
-        "not_expressed": [
-            {"file": r.file, "row": r.row, "run": r.label, "reason": r.reason} for r in results if not r.expressed
-        ],
-    }
+    out["by_tp"] = by_tp
+    out["not_expressed"] = [
+        {"file": r.file, "row": r.row, "run": r.label, "reason": r.reason} for r in results if not r.expressed
+    ]
+    return out
 
 
 def table(results: list[GenResult]) -> pd.DataFrame:

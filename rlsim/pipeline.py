@@ -120,29 +120,22 @@ def _rollout(env: simpy.Environment, st: _State):
                 # a batch shares the straggler tail with the batches in flight beside it: its generation time
                 # is the window's makespan over the batches in the window.
                 window = (window + [(prompts, responses)])[-(k + 1) :]
-                res = simulate_rollout(
-                    np.concatenate([w[0] for w in window]),
-                    np.concatenate([w[1] for w in window]),
-                    s.workload.group_size,
-                    s.num_replicas,
-                    s.engine.max_num_seqs,
-                    s.kv_capacity_tokens,
-                    decode,
-                    prefill,
-                )
-                res = per_batch(res, len(window), prompts, responses, overhead)
+                req_p, req_r = np.concatenate([w[0] for w in window]), np.concatenate([w[1] for w in window])
             else:
-                res = simulate_rollout(
-                    prompts,
-                    responses,
-                    s.workload.group_size,
-                    s.num_replicas,
-                    s.engine.max_num_seqs,
-                    s.kv_capacity_tokens,
-                    decode,
-                    prefill,
-                    overhead,
-                )
+                req_p, req_r = prompts, responses
+            res = simulate_rollout(
+                req_p,
+                req_r,
+                s.workload.group_size,
+                s.num_replicas,
+                s.engine.max_num_seqs,
+                s.kv_capacity_tokens,
+                decode,
+                prefill,
+                0.0 if streaming else overhead,
+            )
+            if streaming:
+                res = per_batch(res, len(window), prompts, responses, overhead)
             duration = res.rollout_s
             yield env.timeout(duration)
             while st.engine_pause_s > 0:  # in-flight weight updates that landed while this batch generated
