@@ -9,6 +9,8 @@ learning model from run logs at two or more batch sizes, written into the profil
 ``rlsim-calibrate published [CSV ...] -o DIR [--costs fitted|catalog] [--set costs.X=V ...]``: predict
 published RL step times (default: the project's copy of the NeMo RL development set) and print the accuracy;
 DIR gets published.csv and summary.json
+``rlsim-calibrate vllm-check -o DIR [--model tiny|smollm2] [--quick]``: vLLM's own benchmark on this machine at
+points off the project's bench grid, predicted by the engine model under a profile fitted from that bench alone
 ``rlsim-calibrate loop -o DIR``: the whole loop on this CPU (bench, fit, real GRPO runs at three batch sizes,
 learning model from one, predictions for the others, comparison); it calls ``rlsim-real`` in subprocesses, so
 this package never imports torch.
@@ -444,6 +446,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     loop.add_argument("-o", "--output", type=Path, required=True)
     loop.set_defaults(func=cmd_loop)
+    from calibrate import vllm_check  # light: numpy, pandas and rlsim load only when the check runs
+
+    vllm_check.add_arguments(
+        sub.add_parser("vllm-check", help="vLLM's own benchmark off the bench grid against the engine model (~6 min)")
+    )
     return parser
 
 

