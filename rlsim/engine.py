@@ -1,44 +1,63 @@
 """Rollout engine model: one inference-engine replica doing continuous batching.
 
-What it models (vLLM-style scheduling, recompute preemption), all times in seconds, sizes in tokens:
+What it models (vLLM's scheduling, paged KV cache, prefix caching, recompute preemption), times in seconds,
+sizes in tokens. The replica receives its requests in arrival order (index order). Request ``j`` has
+``prompt_tokens[j]``, ``response_tokens[j] >= 1`` and optionally a prompt group (the G responses of a GRPO prompt
+share one prompt). Its context is ``c = prompt + generated_so_far``.
 
-The replica receives its requests in arrival order (index order). Each request ``j`` has ``prompt_tokens[j]``
-and ``response_tokens[j] >= 1``. The engine works in *rounds*; each round is:
+**KV cache in blocks** (:class:`SchedulerRules` ``block_size``; vLLM's PagedAttention). The cache holds
+``kv_capacity_tokens // block_size`` blocks; a sequence with ``x`` cached tokens holds ``ceil(x / block_size)``
+of them, and takes a new one in the iteration whose token starts a block. ``block_size = 1`` counts tokens.
 
-1. **Admission.** While the waiting queue is not empty and fewer than ``max_num_seqs`` sequences run, look at
-   the request at the *front* of the queue (no skipping ahead: head-of-line blocking, as vLLM's FCFS policy).
-   Its context is ``c = prompt + generated_so_far``. It is admitted iff
-   ``kv_used + c + (running + 1) <= kv_capacity_tokens``, i.e. there is room for its context *and* for one more
-   decode iteration of every running sequence including it. On admission ``kv_used += c``.
-   All requests admitted in one round are prefilled together before that round's decode iteration, costing
-   ``prefill.overhead_s + prefill.per_token_s * sum(c) + prefill.per_token_sq_s * sum(c**2)`` (nothing when no
-   request is admitted). A request re-admitted after preemption recomputes its whole context this way.
-2. If nothing runs now: stop if the queue is empty, else the front request can never fit (an error).
-3. **Preemption.** While ``kv_used + running > kv_capacity_tokens`` (the next iteration does not fit), preempt
-   the most recently admitted running sequence: its KV is freed (``kv_used -= prompt + generated``), it keeps
-   the tokens generated so far, and it goes back to the *front* of the waiting queue.
-4. **Decode iteration.** With ``b`` running sequences and ``K = kv_used`` cached tokens, the iteration takes
+**Prefix caching** (``prefix_caching``; vLLM's automatic prefix caching, ``vllm/v1/core/kv_cache_manager.py``).
+When the first request of a group has been scheduled to its prompt's end, the full blocks of its prompt up to
+``floor((prompt - 1) / block_size)`` blocks (vLLM always recomputes the last prompt token) become the group's,
+shared by reference: every later member admitted while a member still holds them skips those tokens (no compute,
+no new blocks). They are freed when the last member holding them leaves the running set, and then forgotten
+(vLLM keeps freed blocks as evictable and may still hit them: rlsim recomputes in that case).
+
+**Prefill cost** of ``L`` tokens of a context starting at position ``a`` (``a`` = tokens already cached):
+``per_token_s * L + per_token_sq_s * ((a + L)^2 - a^2)`` (causal attention), plus ``overhead_s`` once per
+iteration or admission round that prefills anything.
+
+Two schedulers (``chunked_prefill``):
+
+**vLLM V1, chunked prefill** (``vllm/v1/core/sched/scheduler.py`` ``schedule()``, 0.11.2). Each iteration has a
+token budget ``max_num_batched_tokens`` (>= ``max_num_seqs``):
+
+1. Running requests in admission order: every decoding sequence takes one token; their new blocks are allocated
+   and, while they do not fit, the *last* running request is preempted (L275-339: ``self.running.pop()``, its
+   blocks freed, back to the *front* of the waiting queue, to recompute its whole context later). The request
+   being prefilled (at most one: the last admitted) then takes ``min(remaining prompt, budget left)`` tokens, or
+   preempts itself when their blocks do not fit.
+2. Only if nothing was preempted (L396): waiting requests from the front, no skipping ahead (L561-563), while the
+   budget is not spent, fewer than ``max_num_seqs`` run and the blocks of their first chunk fit:
+   ``min(c - cached prefix, budget left)`` tokens each.
+3. One forward pass runs the ``b`` decoding sequences (``K`` cached tokens) and the ``T`` prefill tokens:
    ``max(decode.mem_intercept_s[b] + decode.mem_slope_s_per_token * K,
-          decode.compute_intercept_s[b] + decode.compute_slope_s_per_token * K,
-          decode.floor_s[b]) + decode.overhead_s[b]``
-   (the roofline of REFERENCE section 6: weight and KV reads vs. matmul and attention FLOPs; the floor is CPU
-   work that overlaps the GPU step, zero for a serial engine, whose CPU work is in ``overhead_s``). Every running
-   sequence generates one token (``kv_used += b``). A sequence whose generated count reaches its response
-   length finishes at the end of this iteration; its KV is freed.
+         decode.compute_intercept_s[b] + decode.compute_slope_s_per_token * K + prefill compute of the chunks,
+         decode.floor_s[b]) + decode.overhead_s[b]`` (+ ``prefill.overhead_s`` when ``T > 0``): the roofline of
+   REFERENCE section 6, weights read once for decode and prefill together; the floor is CPU work that overlaps
+   the GPU step (zero for a serial engine, whose CPU work is in ``overhead_s``).
+4. Each decoding sequence generates one token; a request whose prefill completed samples its first token (as
+   vLLM does) and decodes from the next iteration. A request that reaches its response length frees its blocks.
 
-These rules follow vLLM's FCFS scheduler (V1: ``vllm/v1/core/sched/scheduler.py``, 0.11.2 L275-339 preemption of
-``self.running.pop()`` to the front of ``waiting`` with ``num_computed_tokens = 0``, L396 no admission in a step
-that preempted, L561-563 head-of-line blocking; V0 0.5.4 ``core/scheduler.py`` L454-483 and L808 alike), counted in
-tokens rather than 16-token blocks; ``docs/design.md`` lists the differences.
+**Rounds, no chunked prefill** (vLLM 0.5's default; and ``block_size = 1``, no groups: rlsim's earlier rules):
 
-Every response token costs one decode iteration; the prompt's KV comes from the prefill. (A real engine emits
-the first token from the prefill; charging it to the decode instead moves one iteration per request.)
+1. Admission from the front while fewer than ``max_num_seqs`` run, the prefill tokens of the round stay within
+   ``max_num_batched_tokens`` (the first request always goes) and its blocks plus the blocks every running
+   sequence (itself included) takes in the next iteration fit. The round's admitted requests are prefilled
+   together (one cost) before the decode iteration.
+2. Stop when nothing runs and the queue is empty; error when the front request can never fit.
+3. Preemption of the most recently admitted sequence while the next iteration's blocks do not fit.
+4. One decode iteration of every running sequence; every response token costs one (the first included).
 
-Why it is fast: between two events (a finish, a preemption, an admission) the batch is fixed and the cached
-context grows by ``b`` per iteration, so the run of iterations up to the next event is summed in closed form
-(the max of two affine functions of the iteration index). Work grows with the number of requests and
+Why it is fast: between two events (a finish, a preemption, an admission, a prefill chunk) the batch is fixed,
+the cached context grows by ``b`` per iteration and new blocks follow a fixed cycle of ``block_size``
+iterations, so the run of iterations up to the next event is summed in closed form (the max of two affine
+functions of the iteration index and a constant). Work grows with the number of requests, admission steps and
 preemptions, not with tokens. The kernel is compiled with numba. ``tests/reference_engine.py`` holds the plain
-iteration-by-iteration implementation of the rules above and a property test checks the two agree.
+iteration-by-iteration implementation of these rules and property tests check the two agree.
 """
 
 from __future__ import annotations
@@ -54,15 +73,39 @@ __all__ = [
     "DecodeCoefficients",
     "PrefillCoefficients",
     "ReplicaResult",
+    "SchedulerRules",
     "EngineCapacityError",
     "simulate_replica",
     "decode_iteration_s",
+    "mixed_iteration_s",
     "prefill_s",
 ]
+
+UNLIMITED_TOKENS = 1 << 62
 
 
 class EngineCapacityError(RlsimError, ValueError):
     """A request can never be admitted: its context does not fit the replica's KV cache."""
+
+
+@dataclass(frozen=True)
+class SchedulerRules:
+    """How the engine schedules and pages (module docstring). The defaults are rlsim's earlier token-level rules;
+    :meth:`rlsim.scenario.Scenario.scheduler_rules` gives an engine's own."""
+
+    block_size: int = 1
+    chunked_prefill: bool = False
+    # tokens per iteration (chunked) or per admission round's prefill (rounds); None: no limit (rounds only)
+    max_num_batched_tokens: int | None = None
+    prefix_caching: bool = False
+
+    def __post_init__(self):
+        if self.block_size < 1:
+            raise ValueError(f"block_size ({self.block_size}) must be >= 1")
+        if self.chunked_prefill and self.max_num_batched_tokens is None:
+            raise ValueError("chunked prefill needs max_num_batched_tokens")
+        if self.max_num_batched_tokens is not None and self.max_num_batched_tokens < 1:
+            raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= 1")
 
 
 @dataclass(frozen=True)
@@ -109,7 +152,9 @@ class ReplicaResult:
     peak_kv_tokens: int
     peak_running: int
     recomputed_tokens: int  # context tokens prefilled again after preemption
-    decoded_tokens: int  # tokens generated by decode iterations (= sum of response lengths)
+    decoded_tokens: int  # tokens generated by decode iterations
+    prefill_tokens: int = 0  # prompt and context tokens computed by prefills (cache hits excluded)
+    prefix_hit_tokens: int = 0  # prompt tokens served from a group's cached prompt
 
     @property
     def mean_running(self) -> float:
@@ -129,12 +174,38 @@ def decode_iteration_s(decode: DecodeCoefficients, batch: int, context_tokens: f
     )
 
 
-def prefill_s(prefill: PrefillCoefficients, context_tokens: np.ndarray) -> float:
-    """Time of one admission round that prefills sequences with the given context lengths."""
+def prefill_s(
+    prefill: PrefillCoefficients, context_tokens: np.ndarray, cached_tokens: np.ndarray | None = None
+) -> float:
+    """Time of one admission round that prefills contexts of the given lengths, of which ``cached_tokens`` (default
+    none) come from the prefix cache."""
     c = np.asarray(context_tokens, dtype=np.float64)
     if c.size == 0:
         return 0.0
-    return float(prefill.overhead_s + prefill.per_token_s * c.sum() + prefill.per_token_sq_s * (c * c).sum())
+    h = np.zeros_like(c) if cached_tokens is None else np.asarray(cached_tokens, dtype=np.float64)
+    return float(
+        prefill.overhead_s + prefill.per_token_s * (c - h).sum() + prefill.per_token_sq_s * (c * c - h * h).sum()
+    )
+
+
+def mixed_iteration_s(
+    decode: DecodeCoefficients,
+    prefill: PrefillCoefficients,
+    batch: int,
+    context_tokens: float,
+    chunks: list[tuple[int, int]],
+) -> float:
+    """One chunked-prefill iteration: ``batch`` decoding sequences with ``context_tokens`` cached tokens and prefill
+    chunks given as (start position, tokens), in one forward pass (module docstring, step 3)."""
+    tok = float(sum(n for _, n in chunks))
+    sq = float(sum((a + n) * (a + n) - a * a for a, n in chunks))
+    prefill_compute = prefill.per_token_s * tok + prefill.per_token_sq_s * sq
+    gpu = max(
+        decode.mem_intercept_s[batch] + decode.mem_slope_s_per_token * context_tokens,
+        decode.compute_intercept_s[batch] + decode.compute_slope_s_per_token * context_tokens + prefill_compute,
+        decode.floor[batch],
+    )
+    return float(gpu + decode.overhead_s[batch] + (prefill.overhead_s if tok > 0 else 0.0))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -232,12 +303,78 @@ def _heap_pop(keys, idx, ep, size):
     return size
 
 
+@numba.njit(cache=True, inline="always")
+def _cdiv(a, b):
+    return (a + b - 1) // b
+
+
+@numba.njit(cache=True, inline="always")
+def _phase(it, bs):
+    """Histogram slot of the decoders that need a new KV block in iteration ``it`` (see _run_replica)."""
+    return (bs - it % bs) % bs
+
+
+@numba.njit(cache=True)
+def _cum_blocks(cnt, bs, it0, b, n):
+    """Blocks ``b`` decoders allocate over iterations it0 .. it0+n-1: each takes one every ``bs`` iterations, in
+    the iteration where its context reaches a block boundary (``cnt`` counts decoders per phase)."""
+    if bs == 1:
+        return b * n
+    q = n // bs
+    total = q * b
+    start = it0 + q * bs
+    for x in range(n - q * bs):
+        total += cnt[_phase(start + x, bs)]
+    return total
+
+
+@numba.njit(cache=True)
+def _run_cap(cnt, bs, it0, b, free, limit):
+    """The largest n <= limit with _cum_blocks(cnt, bs, it0, b, n) <= free (b > 0, free >= 0)."""
+    if bs == 1:
+        n = free // b
+        return n if n < limit else limit
+    q = free // b
+    n = q * bs  # q whole cycles take q * b <= free blocks
+    if n >= limit:
+        return limit
+    rem = free - q * b  # < b: the walk below stops within one cycle
+    while n < limit:
+        need = cnt[_phase(it0 + n, bs)]
+        if need > rem:
+            break
+        rem -= need
+        n += 1
+    return n
+
+
+@numba.njit(cache=True)
+def _release(j, tokens, bs, shared, group, grp_tok, grp_ref):
+    """Blocks freed when request ``j`` holding ``tokens`` KV tokens leaves the running set: its own blocks, and its
+    group's shared prompt blocks when it was their last holder."""
+    s = shared[j]
+    freed = _cdiv(tokens, bs) - s // bs
+    if s > 0:
+        g = group[j]
+        grp_ref[g] -= 1
+        if grp_ref[g] == 0:
+            freed += grp_tok[g] // bs
+            grp_tok[g] = 0
+        shared[j] = 0
+    return freed
+
+
 @numba.njit(cache=True)
 def _run_replica(
     prompt,
     response,
+    group,
+    n_groups,
     max_num_seqs,
-    capacity,
+    cap,
+    bs,
+    chunked,
+    budget,
     mem_a,
     mem_s,
     cmp_a,
@@ -250,25 +387,31 @@ def _run_replica(
     finish_s,
     stats,
 ):
-    """Event-driven kernel; fills finish_s and stats, returns 0 or -1 - j if request j can never fit."""
+    """Event-driven kernel of the rules in the module docstring (``cap`` in blocks of ``bs`` tokens); fills
+    finish_s and stats, returns 0 or -1 - j if request j can never be admitted."""
     n = prompt.shape[0]
     generated = np.zeros(n, dtype=np.int64)
-    admit_iter = np.zeros(n, dtype=np.int64)
-    gen_at_admit = np.zeros(n, dtype=np.int64)
+    admit_iter = np.zeros(n, dtype=np.int64)  # iteration a decoder started decoding
+    gen_at_admit = np.zeros(n, dtype=np.int64)  # its generated count then
+    ctx_at = np.zeros(n, dtype=np.int64)  # its KV tokens then
+    computed = np.zeros(n, dtype=np.int64)  # KV tokens of a request being prefilled (chunked)
+    shared = np.zeros(n, dtype=np.int64)  # tokens of its group's cached prompt it references
     epoch = np.zeros(n, dtype=np.int64)
-    running_flag = np.zeros(n, dtype=np.bool_)
-    # waiting queue: circular buffer, preempted requests re-enter at the front
-    queue = np.empty(n, dtype=np.int64)
+    running_flag = np.zeros(n, dtype=np.bool_)  # decoding or being prefilled
+    was_preempted = np.zeros(n, dtype=np.bool_)
+    done = np.empty(n, dtype=np.int64)  # requests whose prefill completes in this step (chunked)
+    grp_tok = np.zeros(max(n_groups, 1), dtype=np.int64)  # cached shared-prompt tokens per group (0: none)
+    grp_ref = np.zeros(max(n_groups, 1), dtype=np.int64)  # running requests referencing them
+    cnt = np.zeros(bs, dtype=np.int64)  # decoders per block phase: slot (kv - iteration) mod bs
+    queue = np.empty(n, dtype=np.int64)  # waiting queue: circular buffer, preempted requests re-enter at the front
     for j in range(n):
         queue[j] = j
     q_head = 0
     q_len = n
-    # running sequences in admission order (a stack with lazy removal of finished ones)
-    stack_cap = 2 * n + 2
+    stack_cap = 2 * n + 2  # running requests in admission order (lazy removal of finished ones)
     stack = np.empty(stack_cap, dtype=np.int64)
     stack_len = 0
-    # min-heap of (finish iteration, request, epoch); stale entries skipped by epoch
-    heap_cap = 2 * n + 2
+    heap_cap = 2 * n + 2  # min-heap of (finish iteration, request, epoch); stale entries skipped by epoch
     h_key = np.empty(heap_cap, dtype=np.int64)
     h_idx = np.empty(heap_cap, dtype=np.int64)
     h_ep = np.empty(heap_cap, dtype=np.int64)
@@ -278,101 +421,320 @@ def _run_replica(
     decode_total = 0.0
     prefill_total = 0.0
     cur_iter = 0
-    kv_used = 0
-    b = 0
+    n_iter = 0
+    used = 0  # KV blocks held
+    kv_tok = 0  # KV tokens of the decoders (what a decode iteration reads)
+    b = 0  # decoders
+    running = 0  # decoders + the request being prefilled
+    pre = -1  # the request whose prefill is under way (chunked; at most one, the last admitted)
     n_preempt = 0
-    peak_kv = 0
+    peak_blocks = 0
     peak_b = 0
     recomputed = 0
     decoded = 0
+    prefilled = 0
+    cache_hit = 0
 
+    budget_stop = False
     while True:
-        # 1. admission
-        adm_tok = 0.0
-        adm_sq = 0.0
-        adm_count = 0
-        while q_len > 0 and b < max_num_seqs:
-            j = queue[q_head]
-            c = prompt[j] + generated[j]
-            if kv_used + c + b + 1 > capacity:
-                break
-            q_head = (q_head + 1) % n
-            q_len -= 1
-            kv_used += c
-            b += 1
-            epoch[j] += 1
-            running_flag[j] = True
-            admit_iter[j] = cur_iter
-            gen_at_admit[j] = generated[j]
-            if h_size == heap_cap:  # compact stale heap entries (rare)
-                new_size = 0
-                for k in range(h_size):
-                    if running_flag[h_idx[k]] and h_ep[k] == epoch[h_idx[k]]:
-                        new_size = _heap_push(h_key, h_idx, h_ep, new_size, h_key[k], h_idx[k], h_ep[k])
-                h_size = new_size
-            h_size = _heap_push(h_key, h_idx, h_ep, h_size, cur_iter + response[j] - generated[j], j, epoch[j])
-            if stack_len == stack_cap:  # compact finished entries (rare)
-                new_len = 0
-                for k in range(stack_len):
-                    if running_flag[stack[k]]:
-                        stack[new_len] = stack[k]
-                        new_len += 1
-                stack_len = new_len
-            stack[stack_len] = j
-            stack_len += 1
-            adm_tok += c
-            adm_sq += float(c) * float(c)
-            adm_count += 1
-            if generated[j] > 0:
-                recomputed += c
-        if adm_count > 0:
-            dt = pf_over + pf_tok * adm_tok + pf_sq * adm_sq
-            t += dt
-            prefill_total += dt
-        if b > peak_b:
-            peak_b = b
-        # 2. nothing runs
-        if b == 0:
-            if q_len > 0:
-                return -1 - queue[q_head]
+        if running == 0 and q_len == 0:
             break
-        # 3. preemption (latest admitted first)
-        while kv_used + b > capacity:
-            while not running_flag[stack[stack_len - 1]]:
+        ph = _phase(cur_iter, bs)
+        explicit = True
+        if not chunked:
+            # ---- legacy round 1: admission, then one prefill for everything admitted
+            adm_tok = 0.0
+            adm_sq = 0.0
+            adm_count = 0
+            budget_stop = False
+            while q_len > 0 and b < max_num_seqs:
+                j = queue[q_head]
+                c = prompt[j] + generated[j]
+                g = group[j]
+                hit = grp_tok[g] if g >= 0 else 0
+                own = _cdiv(c, bs) - hit // bs
+                nxt = cnt[ph] + (1 if c % bs == 0 else 0)
+                if used + own + nxt > cap:
+                    break
+                if adm_count > 0 and adm_tok + (c - hit) > budget:
+                    budget_stop = True  # the next round may admit it: run one iteration only
+                    break
+                q_head = (q_head + 1) % n
+                q_len -= 1
+                used += own
+                if hit > 0:
+                    grp_ref[g] += 1
+                    shared[j] = hit
+                    cache_hit += hit
+                elif g >= 0:  # the first of its group: its full prompt blocks become the group's
+                    hg = ((prompt[j] - 1) // bs) * bs
+                    if hg > 0:
+                        grp_tok[g] = hg
+                        grp_ref[g] = 1
+                        shared[j] = hg
+                if was_preempted[j]:
+                    recomputed += c - hit
+                    was_preempted[j] = False
+                adm_tok += c - hit
+                adm_sq += float(c) * float(c) - float(hit) * float(hit)
+                adm_count += 1
+                # it decodes from this round's iteration on
+                b += 1
+                running += 1
+                kv_tok += c
+                cnt[(c - cur_iter) % bs] += 1
+                epoch[j] += 1
+                running_flag[j] = True
+                admit_iter[j] = cur_iter
+                gen_at_admit[j] = generated[j]
+                ctx_at[j] = c
+                if h_size == heap_cap:  # compact stale heap entries (rare)
+                    new_size = 0
+                    for k in range(h_size):
+                        if running_flag[h_idx[k]] and h_ep[k] == epoch[h_idx[k]]:
+                            new_size = _heap_push(h_key, h_idx, h_ep, new_size, h_key[k], h_idx[k], h_ep[k])
+                    h_size = new_size
+                h_size = _heap_push(h_key, h_idx, h_ep, h_size, cur_iter + response[j] - generated[j], j, epoch[j])
+                if stack_len == stack_cap:  # compact finished entries (rare)
+                    new_len = 0
+                    for k in range(stack_len):
+                        if running_flag[stack[k]]:
+                            stack[new_len] = stack[k]
+                            new_len += 1
+                    stack_len = new_len
+                stack[stack_len] = j
+                stack_len += 1
+            if adm_count > 0:
+                dt = pf_over + pf_tok * adm_tok + pf_sq * adm_sq
+                t += dt
+                prefill_total += dt
+                prefilled += int(adm_tok)
+            if used > peak_blocks:
+                peak_blocks = used
+            if b > peak_b:
+                peak_b = b
+            if b == 0:
+                if q_len > 0:
+                    return -1 - queue[q_head]
+                break
+            # ---- legacy round 2: preemption, latest admitted first, while the next iteration does not fit
+            while used + cnt[ph] > cap:
+                while not running_flag[stack[stack_len - 1]]:
+                    stack_len -= 1
+                j = stack[stack_len - 1]
                 stack_len -= 1
-            j = stack[stack_len - 1]
-            stack_len -= 1
-            generated[j] = gen_at_admit[j] + (cur_iter - admit_iter[j])
-            kv_used -= prompt[j] + generated[j]
-            running_flag[j] = False
-            epoch[j] += 1
-            b -= 1
-            q_head = (q_head - 1 + n) % n
-            queue[q_head] = j
-            q_len += 1
-            n_preempt += 1
-        if b == 0:
-            continue
-        # 4. decode iterations up to the next event
-        while not (running_flag[h_idx[0]] and h_ep[0] == epoch[h_idx[0]]):
-            h_size = _heap_pop(h_key, h_idx, h_ep, h_size)
-        n_fin = h_key[0] - cur_iter
-        n_cap = (capacity - kv_used) // b
-        steps = n_fin if n_fin < n_cap else n_cap
-        dt = (
-            _segment_floor_s(
-                mem_a[b] + mem_s * kv_used, mem_s * b, cmp_a[b] + cmp_s * kv_used, cmp_s * b, floor[b], steps
+                steps_done = cur_iter - admit_iter[j]
+                generated[j] = gen_at_admit[j] + steps_done
+                kv = ctx_at[j] + steps_done
+                used -= _release(j, kv, bs, shared, group, grp_tok, grp_ref)
+                kv_tok -= kv
+                cnt[(ctx_at[j] - admit_iter[j]) % bs] -= 1
+                running_flag[j] = False
+                was_preempted[j] = True
+                epoch[j] += 1
+                b -= 1
+                running -= 1
+                q_head = (q_head - 1 + n) % n
+                queue[q_head] = j
+                q_len += 1
+                n_preempt += 1
+            if b == 0:
+                continue
+            explicit = False
+        elif pre < 0 and b > 0 and used + cnt[ph] <= cap:
+            # ---- chunked: a decode-only step, unless the front request can be admitted in it
+            explicit = False
+            if q_len > 0 and running < max_num_seqs:
+                j = queue[q_head]
+                c = prompt[j] + generated[j]
+                g = group[j]
+                hit = grp_tok[g] if g >= 0 else 0
+                chunk = min(c - hit, budget - b)
+                if cap - used - cnt[ph] >= _cdiv(hit + chunk, bs) - hit // bs:
+                    explicit = True
+        if not explicit:
+            # ---- decode iterations up to the next event: a finish, or the iteration whose blocks do not fit
+            while not (running_flag[h_idx[0]] and h_ep[0] == epoch[h_idx[0]]):
+                h_size = _heap_pop(h_key, h_idx, h_ep, h_size)
+            n_fin = h_key[0] - cur_iter
+            steps = _run_cap(cnt, bs, cur_iter, b, cap - used, 1 if budget_stop else n_fin)
+            dt = (
+                _segment_floor_s(
+                    mem_a[b] + mem_s * kv_tok, mem_s * b, cmp_a[b] + cmp_s * kv_tok, cmp_s * b, floor[b], steps
+                )
+                + over[b] * steps
             )
-            + over[b] * steps
-        )
-        t += dt
-        decode_total += dt
-        decoded += b * steps
-        kv_used += b * steps
-        cur_iter += steps
-        if kv_used > peak_kv:
-            peak_kv = kv_used
-        # finishes at the end of this iteration
+            t += dt
+            decode_total += dt
+            decoded += b * steps
+            used += _cum_blocks(cnt, bs, cur_iter, b, steps)
+            kv_tok += b * steps
+            cur_iter += steps
+            n_iter += steps
+        else:
+            # ---- chunked: one step as vLLM V1 schedules it
+            preempted = False
+            # decoders first (running order); preempt from the end (the prefill under way first) until their
+            # new blocks fit
+            while used + cnt[ph] > cap:
+                while not running_flag[stack[stack_len - 1]]:
+                    stack_len -= 1
+                j = stack[stack_len - 1]
+                stack_len -= 1
+                if j == pre:
+                    used -= _release(j, computed[j], bs, shared, group, grp_tok, grp_ref)
+                    pre = -1
+                else:
+                    steps_done = cur_iter - admit_iter[j]
+                    generated[j] = gen_at_admit[j] + steps_done
+                    kv = ctx_at[j] + steps_done
+                    used -= _release(j, kv, bs, shared, group, grp_tok, grp_ref)
+                    kv_tok -= kv
+                    cnt[(ctx_at[j] - admit_iter[j]) % bs] -= 1
+                    b -= 1
+                    epoch[j] += 1
+                running_flag[j] = False
+                was_preempted[j] = True
+                running -= 1
+                q_head = (q_head - 1 + n) % n
+                queue[q_head] = j
+                q_len += 1
+                n_preempt += 1
+                preempted = True
+            used += cnt[ph]
+            left = budget - b
+            tok = 0.0
+            sq = 0.0
+            n_done = 0
+            # the prefill under way takes the next chunk, or preempts itself when its blocks do not fit
+            if pre >= 0:
+                j = pre
+                c = prompt[j] + generated[j]
+                a = computed[j]
+                chunk = min(c - a, left)
+                need = _cdiv(a + chunk, bs) - _cdiv(a, bs)
+                if cap - used < need:
+                    stack_len -= 1  # it is the last admitted
+                    used -= _release(j, a, bs, shared, group, grp_tok, grp_ref)
+                    running_flag[j] = False
+                    was_preempted[j] = True
+                    running -= 1
+                    pre = -1
+                    q_head = (q_head - 1 + n) % n
+                    queue[q_head] = j
+                    q_len += 1
+                    n_preempt += 1
+                    preempted = True
+                else:
+                    used += need
+                    left -= chunk
+                    tok += chunk
+                    sq += float(a + chunk) * float(a + chunk) - float(a) * float(a)
+                    computed[j] = a + chunk
+                    if a + chunk == c:
+                        done[n_done] = j
+                        n_done += 1
+                        pre = -1
+            # then the waiting queue, front first, while tokens, sequences and blocks last (no admission in a
+            # step that preempted)
+            if not preempted:
+                while q_len > 0 and left > 0 and running < max_num_seqs:
+                    j = queue[q_head]
+                    c = prompt[j] + generated[j]
+                    g = group[j]
+                    hit = grp_tok[g] if g >= 0 else 0
+                    chunk = min(c - hit, left)
+                    need = _cdiv(hit + chunk, bs) - hit // bs
+                    if cap - used < need:
+                        break
+                    q_head = (q_head + 1) % n
+                    q_len -= 1
+                    used += need
+                    running += 1
+                    running_flag[j] = True
+                    if hit > 0:
+                        grp_ref[g] += 1
+                        shared[j] = hit
+                        cache_hit += hit
+                    if was_preempted[j]:
+                        recomputed += c - hit
+                        was_preempted[j] = False
+                    left -= chunk
+                    tok += chunk
+                    sq += float(hit + chunk) * float(hit + chunk) - float(hit) * float(hit)
+                    computed[j] = hit + chunk
+                    if stack_len == stack_cap:  # compact finished entries (rare)
+                        new_len = 0
+                        for k in range(stack_len):
+                            if running_flag[stack[k]]:
+                                stack[new_len] = stack[k]
+                                new_len += 1
+                        stack_len = new_len
+                    stack[stack_len] = j
+                    stack_len += 1
+                    if hit + chunk == c:
+                        done[n_done] = j
+                        n_done += 1
+                        if g >= 0 and hit == 0:  # the first of its group: its full prompt blocks become the group's
+                            hg = ((prompt[j] - 1) // bs) * bs
+                            if hg > 0:
+                                grp_tok[g] = hg
+                                grp_ref[g] = 1
+                                shared[j] = hg
+                    else:
+                        pre = j
+            # the iteration: decode of b sequences and the prefill chunks in one forward pass
+            if b == 0 and n_done == 0 and pre < 0 and tok == 0.0:
+                if running == 0 and q_len > 0 and not preempted:
+                    return -1 - queue[q_head]
+                continue
+            if used > peak_blocks:
+                peak_blocks = used
+            if running > peak_b:
+                peak_b = running
+            dec = 0.0
+            if b > 0:
+                dec = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
+            dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok + pf_tok * tok + pf_sq * sq, floor[b])
+            dt += over[b]
+            if tok > 0.0:
+                dt += pf_over
+            t += dt
+            decode_total += dec
+            prefill_total += dt - dec
+            prefilled += int(tok)
+            decoded += b
+            kv_tok += b
+            cur_iter += 1
+            n_iter += 1
+            # prefills that completed sample their first token; the rest decode from the next iteration
+            for k in range(n_done):
+                j = done[k]
+                c = prompt[j] + generated[j]
+                generated[j] += 1
+                if generated[j] >= response[j]:
+                    used -= _release(j, c, bs, shared, group, grp_tok, grp_ref)
+                    running_flag[j] = False
+                    running -= 1
+                    finish_s[j] = t
+                    continue
+                b += 1
+                kv_tok += c
+                cnt[(c - cur_iter) % bs] += 1
+                epoch[j] += 1
+                admit_iter[j] = cur_iter
+                gen_at_admit[j] = generated[j]
+                ctx_at[j] = c
+                if h_size == heap_cap:  # compact stale heap entries (rare)
+                    new_size = 0
+                    for kk in range(h_size):
+                        if running_flag[h_idx[kk]] and h_ep[kk] == epoch[h_idx[kk]]:
+                            new_size = _heap_push(h_key, h_idx, h_ep, new_size, h_key[kk], h_idx[kk], h_ep[kk])
+                    h_size = new_size
+                h_size = _heap_push(h_key, h_idx, h_ep, h_size, cur_iter + response[j] - generated[j], j, epoch[j])
+        if used > peak_blocks:
+            peak_blocks = used
+        # decoders that generated their last token in the iteration just run
         while h_size > 0:
             j = h_idx[0]
             if not (running_flag[j] and h_ep[0] == epoch[j]):
@@ -381,20 +743,26 @@ def _run_replica(
             if h_key[0] != cur_iter:
                 break
             h_size = _heap_pop(h_key, h_idx, h_ep, h_size)
+            kv = ctx_at[j] + (cur_iter - admit_iter[j])
             generated[j] = response[j]
+            used -= _release(j, kv, bs, shared, group, grp_tok, grp_ref)
+            kv_tok -= kv
+            cnt[(ctx_at[j] - admit_iter[j]) % bs] -= 1
             running_flag[j] = False
-            kv_used -= prompt[j] + response[j]
             b -= 1
+            running -= 1
             finish_s[j] = t
     stats[0] = t
     stats[1] = decode_total
     stats[2] = prefill_total
-    stats[3] = cur_iter
+    stats[3] = n_iter
     stats[4] = n_preempt
-    stats[5] = peak_kv
+    stats[5] = peak_blocks * bs
     stats[6] = peak_b
     stats[7] = recomputed
     stats[8] = decoded
+    stats[9] = prefilled
+    stats[10] = cache_hit
     return 0
 
 
@@ -405,12 +773,17 @@ def simulate_replica(
     kv_capacity_tokens: int,
     decode: DecodeCoefficients,
     prefill: PrefillCoefficients,
+    rules: SchedulerRules | None = None,
+    prompt_groups: np.ndarray | None = None,
 ) -> ReplicaResult:
     """Run one replica's requests to completion under the rules in the module docstring.
 
+    ``rules`` defaults to :class:`SchedulerRules` (token-level rounds); ``prompt_groups`` gives each request's
+    shared-prompt group (requests of a group have the same prompt length), used when ``rules.prefix_caching``.
     Raises EngineCapacityError when a request's prompt plus response cannot fit the KV cache, and ValueError on
     inconsistent inputs (lengths differ, response < 1, max_num_seqs beyond the decode coefficient table).
     """
+    rules = rules or SchedulerRules()
     prompt = np.ascontiguousarray(prompt_tokens, dtype=np.int64)
     response = np.ascontiguousarray(response_tokens, dtype=np.int64)
     if prompt.shape != response.shape or prompt.ndim != 1:
@@ -419,15 +792,35 @@ def simulate_replica(
         raise ValueError("response_tokens must be >= 1 and prompt_tokens >= 0")
     if max_num_seqs < 1 or max_num_seqs > decode.max_batch:
         raise ValueError(f"max_num_seqs ({max_num_seqs}) must be in 1..{decode.max_batch} (decode table size)")
+    if rules.chunked_prefill and rules.max_num_batched_tokens < max_num_seqs:
+        raise ValueError(
+            f"max_num_batched_tokens ({rules.max_num_batched_tokens}) must be >= max_num_seqs ({max_num_seqs}), "
+            "as vLLM requires: every running sequence's decode token must fit one iteration"
+        )
+    group, n_groups = _groups(prompt, prompt_groups if rules.prefix_caching else None)
     finish = np.zeros(prompt.size, dtype=np.float64)
     if prompt.size == 0:
         return ReplicaResult(finish, 0.0, 0.0, 0.0, 0, 0, 0, 0, 0, 0)
-    stats = np.zeros(9, dtype=np.float64)
+    bs = int(rules.block_size)
+    cap_blocks = int(kv_capacity_tokens) // bs
+    # the most a request ever holds: its whole context (a chunked engine's prefill samples the first token, so the
+    # last token's KV is never written); one that cannot hold it alone can never finish
+    peak = prompt + response - (1 if rules.chunked_prefill else 0)
+    worst = int(np.argmax(-(-peak // bs)))
+    if -(-int(peak[worst]) // bs) > cap_blocks:
+        raise _capacity_error(worst, prompt, response, kv_capacity_tokens)
+    budget = UNLIMITED_TOKENS if rules.max_num_batched_tokens is None else int(rules.max_num_batched_tokens)
+    stats = np.zeros(11, dtype=np.float64)
     code = _run_replica(
         prompt,
         response,
+        group,
+        n_groups,
         int(max_num_seqs),
-        int(kv_capacity_tokens),
+        cap_blocks,
+        bs,
+        bool(rules.chunked_prefill),
+        budget,
         np.ascontiguousarray(decode.mem_intercept_s, dtype=np.float64),
         float(decode.mem_slope_s_per_token),
         np.ascontiguousarray(decode.compute_intercept_s, dtype=np.float64),
@@ -441,12 +834,7 @@ def simulate_replica(
         stats,
     )
     if code < 0:
-        j = -1 - code
-        raise EngineCapacityError(
-            f"request {j} (prompt {prompt[j]} + response {response[j]} tokens) cannot fit the KV cache of "
-            f"{kv_capacity_tokens} tokens; raise engine.gpu_memory_utilization or tensor parallelism, or lower "
-            "workload.max_response_tokens"
-        )
+        raise _capacity_error(-1 - code, prompt, response, kv_capacity_tokens)
     return ReplicaResult(
         finish_s=finish,
         makespan_s=float(stats[0]),
@@ -458,4 +846,30 @@ def simulate_replica(
         peak_running=int(stats[6]),
         recomputed_tokens=int(stats[7]),
         decoded_tokens=int(stats[8]),
+        prefill_tokens=int(stats[9]),
+        prefix_hit_tokens=int(stats[10]),
+    )
+
+
+def _groups(prompt: np.ndarray, prompt_groups: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """Group ids renumbered 0..n_groups-1 (-1 everywhere when there are none); a group's prompts must be equal."""
+    if prompt_groups is None:
+        return np.full(prompt.size, -1, dtype=np.int64), 0
+    groups = np.asarray(prompt_groups).ravel()
+    if groups.shape != prompt.shape:
+        raise ValueError(f"prompt_groups {groups.shape} must have one entry per request {prompt.shape}")
+    ids, group = np.unique(groups, return_inverse=True)
+    group = np.ascontiguousarray(group, dtype=np.int64)
+    first = np.full(ids.size, -1, dtype=np.int64)
+    first[group[::-1]] = prompt[::-1]
+    if np.any(first[group] != prompt):
+        raise ValueError("requests of one prompt group must have the same prompt length")
+    return group, int(ids.size)
+
+
+def _capacity_error(j: int, prompt: np.ndarray, response: np.ndarray, kv_capacity_tokens: int) -> EngineCapacityError:
+    return EngineCapacityError(
+        f"request {j} (prompt {prompt[j]} + response {response[j]} tokens) cannot fit the KV cache of "
+        f"{kv_capacity_tokens} tokens; raise engine.gpu_memory_utilization or tensor parallelism, or lower "
+        "workload.max_response_tokens"
     )

@@ -1,20 +1,30 @@
 """Plain, iteration-by-iteration reference for ``rlsim.engine.simulate_replica``.
 
 Written from the rules in the ``rlsim.engine`` module docstring only (not from the compiled kernel). Every
-decode iteration is simulated one at a time, so it is slow but easy to check against the text. One loop
-round is:
+iteration is simulated one at a time and the KV blocks held are recounted from every request's state each time
+they are needed, so it is slow but easy to check against the text. Only meant for small cases in tests.
 
-1. admission (FCFS from the front of the waiting queue, no skipping ahead), then one prefill for all requests
-   admitted in this round;
+Rounds (no chunked prefill), one loop round:
+
+1. admission (FCFS from the front, no skipping ahead; the round's prefill tokens within the budget, the first
+   request always; its blocks plus the next iteration's blocks of every running sequence, itself included, fit),
+   then one prefill for all requests admitted in this round;
 2. stop when nothing runs and the queue is empty; error when nothing runs and the queue is not empty;
-3. preemption of the most recently admitted running sequence while the next iteration does not fit;
+3. preemption of the most recently admitted running sequence while the next iteration's blocks do not fit;
 4. one decode iteration (every running sequence generates one token), then finishes.
 
-Only meant for small cases in tests.
+Chunked prefill (vLLM V1), one loop round is one iteration:
+
+1. decoding sequences take one token each; while their new blocks do not fit, the last running request is
+   preempted; the request being prefilled takes min(remaining, budget left) tokens or preempts itself;
+2. if nothing was preempted, waiting requests from the front take min(context - cached prefix, budget left)
+   tokens while the budget lasts, fewer than max_num_seqs run and their blocks fit;
+3. one forward pass; decoders generate one token; completed prefills sample their first token.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 import numpy as np
@@ -23,11 +33,59 @@ from rlsim.engine import (
     DecodeCoefficients,
     EngineCapacityError,
     PrefillCoefficients,
+    SchedulerRules,
     decode_iteration_s,
+    mixed_iteration_s,
     prefill_s,
 )
 
 __all__ = ["reference_replica"]
+
+
+class _Cache:
+    """Per-request KV state and the shared prompt blocks of each group."""
+
+    def __init__(self, block_size: int, capacity_blocks: int, group: list[int | None]):
+        self.group = group
+        self.bs = block_size
+        self.cap = capacity_blocks
+        self.tokens: dict[int, int] = {}  # running request -> KV tokens it holds (its context so far)
+        self.shared: dict[int, int] = {}  # running request -> tokens of its group's cached prompt it references
+        self.group_tokens: dict[int, int] = {}  # group -> cached prompt tokens (present while referenced)
+
+    def used(self) -> int:
+        own = sum(math.ceil(x / self.bs) - self.shared.get(j, 0) // self.bs for j, x in self.tokens.items())
+        groups = sum(t // self.bs for t in self.group_tokens.values())
+        return own + groups
+
+    def free(self) -> int:
+        return self.cap - self.used()
+
+    def hit(self, group: int | None) -> int:
+        return self.group_tokens.get(group, 0) if group is not None else 0
+
+    def add(self, j: int, tokens: int, shared: int):
+        self.tokens[j] = tokens
+        if shared:
+            self.shared[j] = shared
+
+    def publish(self, j: int, group: int, prompt: int):
+        """j, the first of its group, has its prompt scheduled: its full prompt blocks become the group's."""
+        hg = (prompt - 1) // self.bs * self.bs
+        if hg > 0:
+            self.group_tokens[group] = hg
+            self.shared[j] = hg
+
+    def remove(self, j: int):
+        """j leaves the running set; its group's prompt blocks go when no running request references them."""
+        del self.tokens[j]
+        g = self.group[j]
+        if self.shared.pop(j, 0) and not any(self.group[k] == g for k in self.shared):
+            del self.group_tokens[g]
+
+    def new_block(self, j: int) -> bool:
+        """Whether decoding request j's next token starts a block."""
+        return self.tokens[j] % self.bs == 0
 
 
 def reference_replica(
@@ -37,116 +95,224 @@ def reference_replica(
     kv_capacity_tokens: int,
     decode: DecodeCoefficients,
     prefill: PrefillCoefficients,
+    rules: SchedulerRules | None = None,
+    prompt_groups=None,
 ) -> dict:
+    rules = rules or SchedulerRules()
     prompt = [int(x) for x in np.asarray(prompt_tokens).ravel()]
     response = [int(x) for x in np.asarray(response_tokens).ravel()]
-    if len(prompt) != len(response):
+    n = len(prompt)
+    if len(response) != n:
         raise ValueError("prompt_tokens and response_tokens must have the same length")
     if any(r < 1 for r in response) or any(p < 0 for p in prompt):
         raise ValueError("response_tokens must be >= 1 and prompt_tokens >= 0")
     max_num_seqs = int(max_num_seqs)
-    cap = int(kv_capacity_tokens)
     if max_num_seqs < 1 or max_num_seqs > decode.max_batch:
         raise ValueError(f"max_num_seqs ({max_num_seqs}) must be in 1..{decode.max_batch}")
+    group: list[int | None] = [None] * n
+    if rules.prefix_caching and prompt_groups is not None:
+        group = [int(g) for g in np.asarray(prompt_groups).ravel()]
+    bs = rules.block_size
+    cache = _Cache(bs, int(kv_capacity_tokens) // bs, group)
+    budget = math.inf if rules.max_num_batched_tokens is None else rules.max_num_batched_tokens
+    chunked = rules.chunked_prefill
+    for j in range(n):  # a request that cannot hold its whole context alone can never finish
+        if math.ceil((prompt[j] + response[j] - (1 if chunked else 0)) / bs) > cache.cap:
+            raise EngineCapacityError(f"request {j} cannot fit the KV cache of {kv_capacity_tokens} tokens")
 
-    n = len(prompt)
     finish = np.zeros(n, dtype=np.float64)
     generated = [0] * n
     was_preempted = [False] * n
     waiting: deque[int] = deque(range(n))
-    running: list[int] = []  # in admission order; the last one is the most recently admitted
-    kv_used = 0
+    running: list[int] = []  # admission order; the last is the most recently admitted
+    decoding: set[int] = set()
+    prefilling: int | None = None
 
-    clock = 0.0
-    decode_total = 0.0
-    prefill_total = 0.0
-    num_iterations = 0
-    num_preemptions = 0
-    peak_kv = 0
-    peak_running = 0
-    recomputed = 0
-    decoded = 0
+    out = dict.fromkeys(
+        (
+            "num_iterations",
+            "num_preemptions",
+            "peak_kv_tokens",
+            "peak_running",
+            "recomputed_tokens",
+            "decoded_tokens",
+            "prefill_tokens",
+            "prefix_hit_tokens",
+        ),
+        0,
+    )
+    clock = decode_total = prefill_total = 0.0
 
-    # Safety net against an accidental infinite loop in the reference itself.
-    max_rounds = 10 * (sum(response) + 1) * (n + 1) + 1000
+    def preempt_last():
+        nonlocal prefilling
+        j = running.pop()
+        cache.remove(j)
+        decoding.discard(j)
+        if j == prefilling:
+            prefilling = None
+        was_preempted[j] = True
+        waiting.appendleft(j)
+        out["num_preemptions"] += 1
 
-    rounds = 0
-    while True:
-        rounds += 1
-        if rounds > max_rounds:  # pragma: no cover - would be a bug in this file
-            raise RuntimeError("reference_replica did not terminate")
+    def context(j: int) -> int:
+        return prompt[j] + generated[j]
 
-        # 1. Admission.
-        admitted_contexts: list[int] = []
-        while waiting and len(running) < max_num_seqs:
-            j = waiting[0]
-            c = prompt[j] + generated[j]
-            if kv_used + c + (len(running) + 1) <= cap:
+    def note_peaks():
+        out["peak_kv_tokens"] = max(out["peak_kv_tokens"], cache.used() * bs)
+
+    def finish_request(j: int):
+        running.remove(j)
+        decoding.discard(j)
+        cache.remove(j)
+        finish[j] = clock
+
+    max_rounds = 20 * (sum(response) + sum(prompt) + 1) * (n + 1) + 1000
+    for _ in range(max_rounds):
+        if not running and not waiting:
+            break
+        if not chunked:
+            # 1. admission round
+            contexts, hits = [], []
+            while waiting and len(running) < max_num_seqs:
+                j = waiting[0]
+                c = context(j)
+                hit = cache.hit(group[j])
+                own = math.ceil(c / bs) - hit // bs
+                nxt = sum(cache.new_block(r) for r in running) + (c % bs == 0)
+                if cache.used() + own + nxt > cache.cap:
+                    break
+                if contexts and sum(contexts) - sum(hits) + c - hit > budget:
+                    break
                 waiting.popleft()
                 running.append(j)
-                kv_used += c
-                admitted_contexts.append(c)
+                decoding.add(j)
+                cache.add(j, c, hit)
+                if hit:
+                    out["prefix_hit_tokens"] += hit
+                elif group[j] is not None:
+                    cache.publish(j, group[j], prompt[j])
                 if was_preempted[j]:
-                    recomputed += c
+                    out["recomputed_tokens"] += c - hit
                     was_preempted[j] = False
-            else:
-                break
-        if admitted_contexts:
-            dt = prefill_s(prefill, np.array(admitted_contexts, dtype=np.float64))
-            prefill_total += dt
+                contexts.append(c)
+                hits.append(hit)
+            if contexts:
+                dt = prefill_s(prefill, np.array(contexts), np.array(hits))
+                prefill_total += dt
+                clock += dt
+                out["prefill_tokens"] += sum(contexts) - sum(hits)
+            out["peak_running"] = max(out["peak_running"], len(running))
+            note_peaks()
+            # 2. stop / error
+            if not running:
+                raise EngineCapacityError(f"request {waiting[0]} cannot fit the KV cache")
+            # 3. preemption
+            while running and cache.used() + sum(cache.new_block(r) for r in running) > cache.cap:
+                preempt_last()
+            if not running:
+                continue
+            # 4. one decode iteration
+            b = len(running)
+            dt = decode_iteration_s(decode, b, float(sum(cache.tokens[r] for r in running)))
+            decode_total += dt
             clock += dt
-        peak_running = max(peak_running, len(running))
-
-        # 2. Stop / error.
-        if not running:
-            if not waiting:
-                break
-            j = waiting[0]
-            raise EngineCapacityError(
-                f"request {j} (prompt {prompt[j]} + response {response[j]} tokens) cannot fit the KV cache "
-                f"of {cap} tokens"
-            )
-
-        # 3. Preemption.
-        while running and kv_used + len(running) > cap:
-            j = running.pop()
-            kv_used -= prompt[j] + generated[j]
-            was_preempted[j] = True
-            waiting.appendleft(j)
-            num_preemptions += 1
-        if not running:
-            # Only reachable when a lone sequence's context fills the whole cache (it can never finish);
-            # the next round's admission fails and step 2 raises.
+            out["num_iterations"] += 1
+            out["decoded_tokens"] += b
+            for j in running:
+                cache.tokens[j] += 1
+            note_peaks()
+            for j in list(running):
+                generated[j] += 1
+                if generated[j] >= response[j]:
+                    finish_request(j)
             continue
 
-        # 4. One decode iteration.
-        b = len(running)
-        dt = decode_iteration_s(decode, b, float(kv_used))
-        decode_total += dt
+        # chunked: one iteration
+        preempted = False
+        while cache.used() + sum(cache.new_block(r) for r in decoding) > cache.cap:
+            preempt_last()
+            preempted = True
+        b = len(decoding)
+        k_tokens = float(sum(cache.tokens[r] for r in decoding))
+        left = budget - b
+        chunks: list[tuple[int, int]] = []
+        completed: list[int] = []
+        # blocks the decoders take in this iteration, charged before any prefill chunk
+        reserved = sum(cache.new_block(r) for r in decoding)
+        if prefilling is not None:
+            j = prefilling
+            a = cache.tokens[j]
+            chunk = min(context(j) - a, left)
+            need = math.ceil((a + chunk) / bs) - math.ceil(a / bs)
+            if cache.free() - reserved < need:
+                assert running[-1] == j
+                preempt_last()
+                preempted = True
+            else:
+                cache.tokens[j] = a + chunk
+                left -= chunk
+                chunks.append((a, chunk))
+                if a + chunk == context(j):
+                    completed.append(j)
+                    prefilling = None
+        if not preempted:
+            while waiting and left > 0 and len(running) < max_num_seqs:
+                j = waiting[0]
+                c = context(j)
+                hit = cache.hit(group[j])
+                chunk = min(c - hit, left)
+                need = math.ceil((hit + chunk) / bs) - hit // bs
+                if cache.free() - reserved < need:
+                    break
+                waiting.popleft()
+                running.append(j)
+                cache.add(j, hit + chunk, hit)
+                if hit:
+                    out["prefix_hit_tokens"] += hit
+                if was_preempted[j]:
+                    out["recomputed_tokens"] += c - hit
+                    was_preempted[j] = False
+                left -= chunk
+                chunks.append((hit, chunk))
+                if hit + chunk == c:
+                    completed.append(j)
+                    if group[j] is not None and not hit:
+                        cache.publish(j, group[j], prompt[j])
+                else:
+                    prefilling = j
+        if b == 0 and not chunks:
+            if not running and waiting and not preempted:
+                raise EngineCapacityError(f"request {waiting[0]} cannot fit the KV cache")
+            continue
+        out["peak_running"] = max(out["peak_running"], len(running))
+        dt = mixed_iteration_s(decode, prefill, b, k_tokens, chunks)
+        dec = decode_iteration_s(decode, b, k_tokens) if b else 0.0
         clock += dt
-        num_iterations += 1
-        kv_used += b
-        decoded += b
-        peak_kv = max(peak_kv, kv_used)
-        still_running = []
-        for j in running:
+        decode_total += dec
+        prefill_total += dt - dec
+        out["prefill_tokens"] += sum(n_ for _, n_ in chunks)
+        out["num_iterations"] += 1
+        out["decoded_tokens"] += b
+        for j in decoding:
+            cache.tokens[j] += 1
+        note_peaks()
+        for j in list(decoding):
             generated[j] += 1
             if generated[j] >= response[j]:
-                finish[j] = clock
-                kv_used -= prompt[j] + generated[j]
+                finish_request(j)
+        for j in completed:
+            generated[j] += 1
+            if generated[j] >= response[j]:
+                finish_request(j)
             else:
-                still_running.append(j)
-        running = still_running
+                decoding.add(j)
+    else:  # pragma: no cover - would be a bug in this file
+        raise RuntimeError("reference_replica did not terminate")
 
-    return {
-        "finish_s": finish,
-        "makespan_s": clock,
-        "decode_s": decode_total,
-        "prefill_s": prefill_total,
-        "num_iterations": num_iterations,
-        "num_preemptions": num_preemptions,
-        "peak_kv_tokens": peak_kv,
-        "peak_running": peak_running,
-        "recomputed_tokens": recomputed,
-        "decoded_tokens": decoded,
-    }
+    out.update(
+        finish_s=finish,
+        makespan_s=clock,
+        decode_s=decode_total,
+        prefill_s=prefill_total,
+    )
+    return out

@@ -1,0 +1,269 @@
+"""The engine's vLLM rules (paged KV blocks, chunked prefill under a token budget, prefix caching of a group's
+shared prompt): the compiled kernel against the plain reference in ``tests/reference_engine.py`` on randomized
+cases, and hand-derived oracles for each rule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import strategies as st
+
+from rlsim.engine import (
+    DecodeCoefficients,
+    EngineCapacityError,
+    PrefillCoefficients,
+    SchedulerRules,
+    simulate_replica,
+)
+from tests.reference_engine import reference_replica
+from tests.test_engine_reference import assert_matches, build_case
+
+V1_INT_FIELDS = ("prefill_tokens", "prefix_hit_tokens")
+
+
+def build_v1_case(integer, uniform, choice):
+    """A random case from tests.test_engine_reference.build_case with random scheduler rules and prompt groups."""
+    prompt, response, m, _cap, decode, prefill, regime = build_case(integer, uniform, choice)
+    n = len(prompt)
+    bs = choice((1, 2, 4, 16))
+    chunked = choice((True, True, False))
+    prefix = choice((True, False))
+    # consecutive groups of 1..6 requests sharing one prompt length (a GRPO prompt's G responses)
+    groups = np.zeros(n, dtype=np.int64)
+    g, i = 0, 0
+    while i < n:
+        size = integer(1, 6)
+        groups[i : i + size] = g
+        prompt[i : i + size] = prompt[i]
+        g, i = g + 1, i + size
+    if chunked:
+        budget = integer(m, m + choice((1, 8, 40, 200)))
+    else:
+        budget = choice((None, None, integer(1, 120)))
+    rules = SchedulerRules(block_size=bs, chunked_prefill=chunked, max_num_batched_tokens=budget, prefix_caching=prefix)
+    need_blocks = int(max(math.ceil((p + r) / bs) for p, r in zip(prompt, response)))
+    kind = choice(("tight", "tight", "tight", "edge", "huge"))
+    if kind == "tight":
+        cap_blocks = integer(need_blocks, 3 * need_blocks)
+    elif kind == "edge":
+        cap_blocks = need_blocks + integer(0, 1)
+    else:
+        cap_blocks = 10**7
+    cap = cap_blocks * bs + integer(0, bs - 1)  # tokens beyond whole blocks are not usable
+    return prompt, response, m, cap, decode, prefill, rules, groups, regime
+
+
+@st.composite
+def v1_cases(draw):
+    return build_v1_case(
+        lambda lo, hi: draw(st.integers(lo, hi)),
+        lambda lo, hi: draw(st.floats(lo, hi, allow_nan=False, allow_infinity=False)),
+        lambda seq: draw(st.sampled_from(seq)),
+    )
+
+
+def assert_v1_matches(fast, ref: dict, context: str = "") -> None:
+    assert_matches(fast, ref, context)
+    for f in V1_INT_FIELDS:
+        assert int(getattr(fast, f)) == ref[f], f"{f}: fast {getattr(fast, f)} != reference {ref[f]} {context}"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(v1_cases())
+def test_fast_model_matches_reference_under_vllm_rules(case):
+    prompt, response, m, cap, decode, prefill, rules, groups, regime = case
+    ref = reference_replica(prompt, response, m, cap, decode, prefill, rules, groups)
+    fast = simulate_replica(prompt, response, m, cap, decode, prefill, rules, groups)
+    event(f"chunked={rules.chunked_prefill} block={rules.block_size} prefix={rules.prefix_caching}")
+    event("preempted" if ref["num_preemptions"] else "no preemption")
+    note(f"rules {rules}; reference: { {k: v for k, v in ref.items() if k != 'finish_s'} }")
+    assert_v1_matches(fast, ref)
+
+
+def test_seeded_sweep_exercises_every_rule():
+    """300 seeded cases agree, and the generator really reaches chunked prefills split over iterations, prefix
+    hits, preemptions (with recompute) and block-granular capacity."""
+    rng = np.random.default_rng(11)
+    seen = {"preempted": 0, "hit": 0, "split": 0, "recomputed": 0, "blocks": 0}
+    for i in range(300):
+        prompt, response, m, cap, decode, prefill, rules, groups, _ = build_v1_case(
+            lambda lo, hi: int(rng.integers(lo, hi + 1)),
+            lambda lo, hi: float(rng.uniform(lo, hi)),
+            lambda seq: seq[int(rng.integers(len(seq)))],
+        )
+        ref = reference_replica(prompt, response, m, cap, decode, prefill, rules, groups)
+        assert_v1_matches(
+            simulate_replica(prompt, response, m, cap, decode, prefill, rules, groups), ref, f"(seeded case {i})"
+        )
+        seen["preempted"] += ref["num_preemptions"] > 0
+        seen["hit"] += ref["prefix_hit_tokens"] > 0
+        seen["recomputed"] += ref["recomputed_tokens"] > 0
+        seen["blocks"] += rules.block_size > 1 and ref["num_preemptions"] > 0
+        # a prompt longer than the budget left takes several iterations
+        seen["split"] += bool(rules.chunked_prefill) and int(prompt.max()) > rules.max_num_batched_tokens - m
+    assert all(v >= 15 for v in seen.values()), seen
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(v1_cases(), st.integers(1, 3))
+def test_capacity_errors_agree(case, shortfall):
+    """With fewer blocks than the largest request needs alone, both raise; otherwise both run and agree."""
+    prompt, response, m, _cap, decode, prefill, rules, groups, _ = case
+    bs = rules.block_size
+    cap = max(1, math.ceil(int((prompt + response).max()) / bs) - shortfall) * bs
+    try:
+        ref = reference_replica(prompt, response, m, cap, decode, prefill, rules, groups)
+    except EngineCapacityError:
+        with pytest.raises(EngineCapacityError, match="KV cache"):
+            simulate_replica(prompt, response, m, cap, decode, prefill, rules, groups)
+        return
+    assert_v1_matches(simulate_replica(prompt, response, m, cap, decode, prefill, rules, groups), ref)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# hand-derived oracles
+
+
+def _flat(max_batch: int = 8, decode_s: float = 1.0) -> tuple[DecodeCoefficients, PrefillCoefficients]:
+    """Every decode iteration costs ``decode_s`` whatever b and K; a prefill token costs 1/64 s, no quadratic part."""
+    z = np.zeros(max_batch + 1)
+    decode = DecodeCoefficients(
+        mem_intercept_s=np.full(max_batch + 1, decode_s),
+        mem_slope_s_per_token=0.0,
+        compute_intercept_s=z,
+        compute_slope_s_per_token=0.0,
+        overhead_s=z,
+    )
+    return decode, PrefillCoefficients(overhead_s=0.0, per_token_s=1.0 / 64, per_token_sq_s=0.0)
+
+
+def test_chunked_prefill_splits_a_long_prompt_under_the_budget():
+    """Prompt 100, response 3, budget 40 (chunked, blocks of 1, room for everything). Iterations: prefill chunks
+    40, 40, 20 (the third samples token 1), then 2 decode iterations. The roofline max: each iteration costs
+    max(1, chunk/64) = 1 s for the chunks (weights read once for the whole pass), 1 s per decode: 5 s in all, 5
+    iterations, 2 decoded tokens."""
+    decode, prefill = _flat()
+    rules = SchedulerRules(block_size=1, chunked_prefill=True, max_num_batched_tokens=40)
+    res = simulate_replica(np.array([100]), np.array([3]), 1, 1000, decode, prefill, rules)
+    assert res.num_iterations == 5
+    assert res.makespan_s == pytest.approx(5.0)
+    assert res.decoded_tokens == 2
+    assert res.prefill_tokens == 100
+
+
+def test_prefill_shares_an_iteration_with_decodes():
+    """Two requests, prompt 64 each, responses 4 and 1, max_num_seqs 2, budget 65 (chunked). Iteration 1: A
+    prefills 64 and B's first chunk takes the 1 token left; iteration 2: A decodes (1 token) and B takes 63 of
+    its remaining 63 ... B finishes on its prefill (response 1), A decodes twice more. Costs: iteration 1
+    max(1, 65/64) = 65/64; iteration 2 max(1, 63/64) = 1; then 2 decode iterations of 1 s. Makespan 4 + 1/64."""
+    decode, prefill = _flat(decode_s=1.0)
+    rules = SchedulerRules(block_size=1, chunked_prefill=True, max_num_batched_tokens=65)
+    res = simulate_replica(np.array([64, 64]), np.array([4, 1]), 2, 1000, decode, prefill, rules)
+    assert res.num_iterations == 4
+    assert res.makespan_s == pytest.approx(4 + 1 / 64)
+    assert res.finish_s[1] == pytest.approx(2 + 1 / 64)  # B's first (and last) token comes from its prefill
+    assert res.finish_s[0] == pytest.approx(4 + 1 / 64)
+
+
+def test_prefix_caching_prefills_a_groups_prompt_once():
+    """A group of 4 with prompt 33, blocks of 16: the first computes 33 tokens; its 2 full prompt blocks (32
+    tokens, floor((33-1)/16) = 2) become the group's, and each of the other three computes 1 token. With response
+    1 nobody decodes: every request's prefill samples its only token."""
+    decode, prefill = _flat()
+    groups = np.zeros(4, dtype=np.int64)
+    on = SchedulerRules(block_size=16, chunked_prefill=True, max_num_batched_tokens=1000, prefix_caching=True)
+    off = SchedulerRules(block_size=16, chunked_prefill=True, max_num_batched_tokens=1000, prefix_caching=False)
+    args = (np.full(4, 33), np.ones(4, dtype=np.int64), 4, 10_000, decode, prefill)
+    hit = simulate_replica(*args, on, groups)
+    miss = simulate_replica(*args, off, groups)
+    assert hit.prefill_tokens == 33 + 3 * 1
+    assert hit.prefix_hit_tokens == 3 * 32
+    assert miss.prefill_tokens == 4 * 33
+    # one iteration each; 36 vs 132 prefill tokens at 1/64 s: max(1, 36/64) = 1 s against 132/64 s
+    assert hit.makespan_s == pytest.approx(1.0)
+    assert miss.makespan_s == pytest.approx(132 / 64)
+    # blocks: 2 shared + 1 own each (token 33) = 6 with caching; 3 each without = 12 (x16 tokens)
+    assert hit.peak_kv_tokens == 6 * 16
+    assert miss.peak_kv_tokens == 12 * 16
+
+
+def test_prompt_a_multiple_of_the_block_recomputes_its_last_block():
+    """Prompt 32, blocks of 16: vLLM always recomputes the last prompt token, so a member hits floor(31/16) = 1
+    block (16 tokens) and computes 16."""
+    decode, prefill = _flat()
+    rules = SchedulerRules(block_size=16, chunked_prefill=True, max_num_batched_tokens=1000, prefix_caching=True)
+    res = simulate_replica(np.full(2, 32), np.ones(2, dtype=np.int64), 2, 1000, decode, prefill, rules, np.zeros(2))
+    assert res.prefix_hit_tokens == 16
+    assert res.prefill_tokens == 32 + 16
+
+
+def test_block_granular_capacity_admits_fewer_than_token_counting():
+    """Two requests, prompt 16, response 3, blocks of 16, a cache of 3 blocks (48 tokens), rounds without chunking.
+    Tokens (block 1): A needs 16 + 1 <= 48, then B 32 + 2 <= 48: both run at once, 3 iterations, peak 2 x 19 =
+    38 tokens. Blocks: A holds 1 block and its next token (the 17th) starts a second: 1 + 1 = 2 <= 3; B would add
+    1 block and both would take a new block next iteration: 1 + 1 + 2 = 4 > 3, so B waits. A runs its 3
+    iterations alone (2 blocks), then B: 6 iterations, one running at a time, peak 2 blocks = 32 tokens."""
+    decode, prefill = _flat()
+    args = (np.full(2, 16), np.full(2, 3), 2, 48, decode, prefill)
+    paged = simulate_replica(*args, SchedulerRules(block_size=16))
+    tokens = simulate_replica(*args, SchedulerRules(block_size=1))
+    assert (tokens.peak_running, tokens.num_iterations, tokens.peak_kv_tokens) == (2, 3, 38)
+    assert (paged.peak_running, paged.num_iterations, paged.peak_kv_tokens) == (1, 6, 32)
+    assert paged.num_preemptions == tokens.num_preemptions == 0
+
+
+def test_v1_preemption_count_on_a_small_trace():
+    """Requests A, B, C: prompt 2, response 6; blocks of 2, a cache of 5 blocks, budget 8, max_num_seqs 3, every
+    iteration 1 s. kv = cached tokens, gen = tokens sampled; a decoder takes a block when its kv is even.
+    it1: A, B, C admitted (1 block each) and prefilled; each samples token 1 (gen 1, kv 2). used 3.
+    it2: all three need a block: 3 + 3 > 5: preempt C (the last; frees 1): 2 + 2 <= 5. No admission (a step that
+         preempted). A, B: kv 3, gen 2. used 4.
+    it3: no block needed; C (context 3: prompt + 1 generated) needs 2 blocks, 1 free: waits. A, B: kv 4, gen 3.
+    it4: A, B need 2: 4 + 2 > 5: preempt B (frees 2): 2 + 1 <= 5. A: kv 5, gen 4. Queue: B (context 5), C.
+    it5: B needs 3 blocks, 2 free: waits. A: kv 6.  it6: A takes a block (4 used), B still waits; A: gen 6,
+         finishes at 6 s and frees 4 blocks.
+    it7: B (3 blocks, 5 tokens) and C (2 blocks, 3 tokens) prefilled: budget 8 exactly; B gen 4, C gen 2.
+    it8: odd kvs, no blocks: B kv 6 gen 5, C kv 4 gen 3.
+    it9: both need a block: 5 + 2 > 5: preempt C (frees 2). B: gen 6, finishes at 9 s.
+    it10: C re-admitted (context 5, 3 blocks), gen 4.  it11: gen 5.  it12: gen 6, finishes at 12 s.
+    Preemptions 3 (C, B, C); recomputed 5 + 3 + 5 = 13 tokens; prefilled 6 + 8 + 5 = 19; decoded 12."""
+    decode, prefill = _flat()
+    rules = SchedulerRules(block_size=2, chunked_prefill=True, max_num_batched_tokens=8)
+    args = (np.full(3, 2), np.full(3, 6), 3, 10, decode, prefill, rules)
+    res = simulate_replica(*args)
+    assert res.num_preemptions == 3
+    assert list(res.finish_s) == [6.0, 9.0, 12.0]
+    assert (res.num_iterations, res.recomputed_tokens, res.prefill_tokens, res.decoded_tokens) == (12, 13, 19, 12)
+    assert_v1_matches(res, reference_replica(*args))
+
+
+def test_scheduler_rules_refuse_bad_values():
+    with pytest.raises(ValueError, match="block_size"):
+        SchedulerRules(block_size=0)
+    with pytest.raises(ValueError, match="needs max_num_batched_tokens"):
+        SchedulerRules(chunked_prefill=True)
+    decode, prefill = _flat()
+    with pytest.raises(ValueError, match="must be >= max_num_seqs"):
+        simulate_replica(
+            np.array([1]),
+            np.array([1]),
+            4,
+            100,
+            decode,
+            prefill,
+            SchedulerRules(block_size=1, chunked_prefill=True, max_num_batched_tokens=2),
+        )
+    with pytest.raises(ValueError, match="same prompt length"):
+        simulate_replica(
+            np.array([1, 2]),
+            np.array([1, 1]),
+            2,
+            100,
+            decode,
+            prefill,
+            SchedulerRules(prefix_caching=True),
+            np.array([0, 0]),
+        )
