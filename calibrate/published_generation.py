@@ -128,10 +128,13 @@ def predict_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -
     scn = from_dict(scenario_for_row(fields, costs))
     cost = RooflineCostModel.from_scenario(scn)
     decode, prefill = cost.decode_coefficients(), cost.prefill_coefficients()
+    rules = scn.scheduler_rules
     rates = []
     for seed in range(DRAWS):
         prompt, output = sharegpt_lengths(n, np.random.default_rng(seed))
-        res = simulate_rollout(prompt, output, 1, 1, scn.engine.max_num_seqs, scn.kv_capacity_tokens, decode, prefill)
+        res = simulate_rollout(
+            prompt, output, 1, 1, scn.engine.max_num_seqs, scn.kv_capacity_tokens, decode, prefill, 0.0, rules
+        )
         rates.append(output.sum() / res.rollout_s)
     return float(np.mean(rates))
 

@@ -136,26 +136,66 @@ class RooflineCostModel:
 
     # -- rollout -----------------------------------------------------------------------------------------
     def decode_coefficients(self) -> DecodeCoefficients:
+        """Per-iteration decode cost for batches 0..max_num_seqs (per generated token under speculative decoding).
+
+        With MTP speculative decoding (``engine.speculative_tokens`` k, acceptance a) an iteration runs the k draft
+        passes of the MTP module and verifies k + 1 tokens per sequence in one target pass; it yields
+        1 + a + ... + a^k tokens per sequence on average, and the coefficients are the iteration's cost divided by
+        that (the engine kernel advances one token per sequence per step). With expert parallelism over
+        ``engine.data_parallel_size`` attention ranks, a rank reads its TP share of the dense weights and its share
+        of the experts the tokens of all ranks touch, and each MoE layer adds a dispatch and a combine all-to-all.
+        """
         s, c, m = self.scenario, self.costs, self.scenario.model
         gpu = s.hardware.gpu
-        b = np.arange(s.engine.max_num_seqs + 1, dtype=float)
+        eng_cfg = s.engine
+        b = np.arange(eng_cfg.max_num_seqs + 1, dtype=float)
+        k = eng_cfg.speculative_tokens
+        tokens = b * (k + 1)  # tokens each iteration runs through the target model
+        dp = eng_cfg.data_parallel_size if eng_cfg.expert_parallel else 1
         eng = engine_coefficients(s, c)
         bw = self._tp * gpu.hbm_bandwidth_bytes_per_s * eng["decode_memory_efficiency"]
         flops = self._tp * self._engine_peak_flops * c.decode_compute_efficiency
         per_param = s.engine_weight_bytes / m.num_params
         expert_bytes = m.expert_params * per_param
+        # experts touched by the tokens of every rank (they step together), a rank reading its 1/dp of them
         weight_read = (s.engine_weight_bytes - expert_bytes) + expert_bytes * moe_weight_fraction(
-            m.num_experts, m.num_experts_per_token, b
-        )
+            m.num_experts, m.num_experts_per_token, tokens * dp
+        ) / dp
         # two all-reduces per layer of the batch's hidden states under tensor parallelism
-        tp_comm = 2 * m.num_layers * self._allreduce_s(b * m.hidden_size * m.dtype_bytes, self._tp)
+        comm = 2 * m.num_layers * self._allreduce_s(tokens * m.hidden_size * m.dtype_bytes, self._tp)
+        if dp > 1:
+            moe_layers = m.num_layers - m.num_dense_layers
+            sent = tokens * m.num_experts_per_token * m.hidden_size * m.dtype_bytes / self._tp
+            comm = comm + 2 * moe_layers * self._all_to_all_s(sent, dp * self._tp)
+        mem_a = weight_read / bw
+        cmp_a = 2.0 * m.num_active_params * tokens / flops
+        if k:
+            head_params = m.vocab_size * m.hidden_size
+            module_bytes = (s.engine_weight_bytes / m.num_layers + head_params * per_param) * m.num_mtp_layers
+            module_flops = 2.0 * (m.num_active_params / m.num_layers + head_params) * m.num_mtp_layers
+            mem_a = mem_a + k * module_bytes / bw
+            cmp_a = cmp_a + k * module_flops * b / flops
+        per_token = 1.0 / self.tokens_per_iteration
+        over = self._decode_overheads(b, comm)
         return DecodeCoefficients(
-            mem_intercept_s=weight_read / bw,
-            mem_slope_s_per_token=s.kv_bytes_per_token / bw,
-            compute_intercept_s=2.0 * m.num_active_params * b / flops,
-            compute_slope_s_per_token=attention_flops_per_token_context(m) / flops,
-            **self._decode_overheads(b, tp_comm),
+            mem_intercept_s=mem_a * per_token,
+            mem_slope_s_per_token=s.kv_bytes_per_token / bw * per_token,
+            compute_intercept_s=cmp_a * per_token,
+            compute_slope_s_per_token=attention_flops_per_token_context(m) * (k + 1) / flops * per_token,
+            **{key: value * per_token for key, value in over.items()},
         )
+
+    @property
+    def tokens_per_iteration(self) -> float:
+        """Mean tokens a sequence gains per decode iteration: 1 + a + ... + a^k with k speculative tokens."""
+        k, a = self.scenario.engine.speculative_tokens, self.scenario.engine.speculative_acceptance_rate
+        return float(sum(a**i for i in range(k + 1)))
+
+    def _all_to_all_s(self, nbytes: np.ndarray, num_gpus: int) -> np.ndarray:
+        """All-to-all over ``num_gpus`` GPUs (rlsim.training.all_to_all_s) for an array of per-GPU byte counts."""
+        one = training.all_to_all_s(self.scenario, self.costs, 1.0, num_gpus, num_gpus)
+        lat = training.latency_s(self.scenario, self.costs, num_gpus)
+        return np.where(nbytes > 0, (one - lat) * nbytes + lat, 0.0)
 
     def _decode_overheads(self, b: np.ndarray, tp_comm: np.ndarray) -> dict[str, np.ndarray]:
         """CPU work of an iteration added to the GPU step (serial engine) or as a floor under it (overlapped)."""

@@ -68,6 +68,7 @@ import numba
 import numpy as np
 
 from rlsim.errors import RlsimError
+from rlsim.scheduler import SchedulerRules
 
 __all__ = [
     "DecodeCoefficients",
@@ -86,26 +87,6 @@ UNLIMITED_TOKENS = 1 << 62
 
 class EngineCapacityError(RlsimError, ValueError):
     """A request can never be admitted: its context does not fit the replica's KV cache."""
-
-
-@dataclass(frozen=True)
-class SchedulerRules:
-    """How the engine schedules and pages (module docstring). The defaults are rlsim's earlier token-level rules;
-    :meth:`rlsim.scenario.Scenario.scheduler_rules` gives an engine's own."""
-
-    block_size: int = 1
-    chunked_prefill: bool = False
-    # tokens per iteration (chunked) or per admission round's prefill (rounds); None: no limit (rounds only)
-    max_num_batched_tokens: int | None = None
-    prefix_caching: bool = False
-
-    def __post_init__(self):
-        if self.block_size < 1:
-            raise ValueError(f"block_size ({self.block_size}) must be >= 1")
-        if self.chunked_prefill and self.max_num_batched_tokens is None:
-            raise ValueError("chunked prefill needs max_num_batched_tokens")
-        if self.max_num_batched_tokens is not None and self.max_num_batched_tokens < 1:
-            raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= 1")
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,7 @@ def _rollout(env: simpy.Environment, st: _State):
     k = s.schedule.staleness
     streaming = k > 0 and s.schedule.streaming
     decode, prefill = st.cost.decode_coefficients(), st.cost.prefill_coefficients()
+    rules = s.scheduler_rules
     batch = s.workload.responses_per_step
     window: list[tuple[np.ndarray, np.ndarray]] = []  # streaming: the batches the engines hold at once
     for n in range(1, s.run.steps + 1):
@@ -133,6 +134,7 @@ def _rollout(env: simpy.Environment, st: _State):
                 decode,
                 prefill,
                 0.0 if streaming else overhead,
+                rules,
             )
             if streaming:
                 res = per_batch(res, len(window), prompts, responses, overhead)

@@ -1,8 +1,9 @@
 """One step's generation: B = P x G requests spread over the engine replicas, each simulated by rlsim.engine.
 
 Prompts are dealt to replicas round-robin with all G responses of a prompt on the same replica (as when a
-framework sends a prompt with n=G); replicas run in parallel and the phase ends when the slowest finishes, so
-stragglers (long responses, a loaded replica) set the rollout time without being modelled separately.
+framework sends a prompt with n=G), where they form one prompt group for prefix caching; replicas run in
+parallel and the phase ends when the slowest finishes, so stragglers (long responses, a loaded replica) set the
+rollout time without being modelled separately.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlsim.engine import DecodeCoefficients, PrefillCoefficients, simulate_replica
+from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules, simulate_replica
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,13 @@ def simulate_rollout(
     decode: DecodeCoefficients,
     prefill: PrefillCoefficients,
     overhead_s: float = 0.0,
+    rules: SchedulerRules | None = None,
 ) -> RolloutResult:
-    """Generate one step's responses on ``replicas`` engines (requests ordered group by group)."""
+    """Generate one step's responses on ``replicas`` engines (requests ordered group by group) under the engine's
+    scheduling ``rules`` (rlsim.engine.SchedulerRules; default: token-level rounds)."""
     n = len(response_tokens)
-    owner = (np.arange(n) // group_size) % replicas
+    group = np.arange(n) // group_size
+    owner = group % replicas
     order = np.argsort(owner, kind="stable")  # requests of each replica, in arrival order
     bounds = np.searchsorted(owner[order], np.arange(replicas + 1))
     makespans = [0.0] * replicas
@@ -51,7 +55,14 @@ def simulate_rollout(
     for r in np.flatnonzero(np.diff(bounds)):  # replicas that received requests
         idx = order[bounds[r] : bounds[r + 1]]
         res = simulate_replica(
-            prompt_tokens[idx], response_tokens[idx], max_num_seqs, kv_capacity_tokens, decode, prefill
+            prompt_tokens[idx],
+            response_tokens[idx],
+            max_num_seqs,
+            kv_capacity_tokens,
+            decode,
+            prefill,
+            rules,
+            group[idx],
         )
         makespans[r] = res.makespan_s
         preemptions += res.num_preemptions

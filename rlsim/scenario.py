@@ -28,6 +28,7 @@ import yaml
 from rlsim import catalog, training_memory
 from rlsim import training as training_model
 from rlsim.errors import ScenarioError
+from rlsim.scheduler import SchedulerRules
 from rlsim.sync import WeightSync
 from rlsim.training import Training
 
@@ -191,6 +192,28 @@ class Engine:
     # overlap replace costs.decode_iteration_overhead_s / decode_per_seq_overhead_s / tp_rank_overhead_s and
     # engine.cpu_overlap; None: those fields as given
     behaviour: str | None = None
+    # How the engine schedules and pages its KV cache (rlsim/engine.py). None: the named behaviour's value, else
+    # vLLM V1's default. block_size: tokens per KV block (vLLM --block-size: 16 on GPUs, 128 on CPU).
+    block_size: int | None = field(default=None, metadata=_rule(ge=1, le=4096))
+    # chunked prefill (V1): prompts split under max_num_batched_tokens and prefilled in the same forward pass as
+    # the decodes; false: whole-prompt admission rounds before the decode iteration (vLLM 0.5's default)
+    chunked_prefill: bool | None = None
+    # automatic prefix caching: the G responses of a prompt share its cached prompt blocks (prefilled once)
+    prefix_caching: bool | None = None
+    # tokens per iteration (chunked) or per admission round's prefill; None: vLLM's default (V1 LLM class: 16384
+    # on GPUs with >= 70 GB other than the A100, else 8192, never below max_num_seqs; rounds: max(longest
+    # prompt + response, 2048), as vLLM 0.5 with max_model_len)
+    max_num_batched_tokens: int | None = field(default=None, metadata=_rule(ge=1, le=100_000_000))
+    # speculative decoding with the model's multi-token-prediction modules (vLLM speculative_config method "mtp"):
+    # draft tokens per iteration, and the chance that a draft token is accepted when the ones before it were
+    # (DeepSeek-V3 report: 85-90% for its second token)
+    speculative_tokens: int = field(default=0, metadata=_rule(ge=0, le=16))
+    speculative_acceptance_rate: float = field(default=0.85, metadata=_rule(ge=0, lt=1))
+    # MoE engines: attention data-parallel ranks per engine (vLLM --data-parallel-size with
+    # --enable-expert-parallel), each with its own batch, scheduler and KV cache; the experts are sharded over all
+    # data_parallel_size x tensor_parallel_size GPUs and tokens reach them by all-to-all
+    data_parallel_size: int = field(default=1, metadata=_rule(ge=1, le=4096))
+    expert_parallel: bool = False
 
     @property
     def weight_bytes_per_param(self) -> int | None:
@@ -246,6 +269,16 @@ class Algorithm:
     # they equal the current policy's and a framework may skip the pass.
     recompute_old_logprob: bool = True
     critic_model: ModelSpec | None = None  # PPO critic; default: same architecture as the policy
+
+    @property
+    def engine_weight_bytes_per_gpu(self) -> float:
+        """Engine weight bytes on each GPU: TP shards everything; expert parallelism shards the experts over the
+        data-parallel ranks too."""
+        tp = self.engine.tensor_parallel_size
+        if not self.engine.expert_parallel:
+            return self.engine_weight_bytes / tp
+        experts = self.engine_weight_bytes * self.model.expert_params / self.model.num_params
+        return (self.engine_weight_bytes - experts) / tp + experts / (tp * self.engine.data_parallel_size)
 
     @property
     def optimizer_steps_per_step(self) -> int:
@@ -408,6 +441,16 @@ class Scenario:
         return self.model.num_params * per_param
 
     @property
+    def engine_weight_bytes_per_gpu(self) -> float:
+        """Engine weight bytes on each GPU: TP shards everything; expert parallelism shards the experts over the
+        data-parallel ranks too."""
+        tp = self.engine.tensor_parallel_size
+        if not self.engine.expert_parallel:
+            return self.engine_weight_bytes / tp
+        experts = self.engine_weight_bytes * self.model.expert_params / self.model.num_params
+        return (self.engine_weight_bytes - experts) / tp + experts / (tp * self.engine.data_parallel_size)
+
+    @property
     def optimizer_steps_per_step(self) -> int:
         """Optimizer steps per RL step, from the train global batch (or algorithm.mini_batches_per_step)."""
         return training_model.optimizer_steps_per_step(self)
@@ -419,9 +462,34 @@ class Scenario:
         per_gpu = (
             self.hardware.engine_memory_bytes
             * (self.engine.gpu_memory_utilization - self.engine.activation_memory_fraction)
-            - self.engine_weight_bytes / tp
+            - self.engine_weight_bytes_per_gpu
         )
         return max(0, int(per_gpu * tp // self.kv_bytes_per_token))
+
+    @property
+    def scheduler_rules(self) -> SchedulerRules:
+        """The engine's scheduling and paging rules: engine fields, else the named behaviour's, else vLLM V1's."""
+        eng = self.engine
+        entry = catalog.engine(eng.behaviour) if eng.behaviour is not None else {}
+
+        def pick(name: str, default: Any) -> Any:
+            value = getattr(eng, name)
+            return value if value is not None else entry.get(name, default)
+
+        chunked = bool(pick("chunked_prefill", True))
+        budget = eng.max_num_batched_tokens
+        if budget is None and chunked:
+            gpu = self.hardware.gpu
+            big = self.hardware.engine_memory_bytes >= 70 * 2**30 and "a100" not in gpu.name.lower()
+            budget = max(16384 if big else 8192, eng.max_num_seqs)
+        elif budget is None:
+            budget = max(self.workload.max_prompt_tokens + self.workload.max_response_tokens, 2048)
+        return SchedulerRules(
+            block_size=int(pick("block_size", 16)),
+            chunked_prefill=chunked,
+            max_num_batched_tokens=int(budget),
+            prefix_caching=bool(pick("prefix_caching", True)),
+        )
 
     @property
     def kv_bytes_per_token(self) -> float:
@@ -707,6 +775,31 @@ def _validate(s: Scenario) -> None:
             f"must divide the rollout GPUs ({hw.num_rollout_gpus})",
             "choose a divisor",
         )
+    if eng.data_parallel_size > 1 and not eng.expert_parallel:
+        raise ScenarioError(
+            "engine.data_parallel_size",
+            eng.data_parallel_size,
+            "without expert parallelism data-parallel ranks are independent replicas",
+            "set engine.expert_parallel: true (MoE models), or use engine.replicas",
+        )
+    if eng.expert_parallel and not s.model.is_moe:
+        raise ScenarioError(
+            "engine.expert_parallel", True, f"needs a mixture-of-experts model ({s.model.name} is dense)", "remove it"
+        )
+    if hw.num_rollout_gpus % (tp * eng.data_parallel_size):
+        raise ScenarioError(
+            "engine.data_parallel_size",
+            eng.data_parallel_size,
+            f"x tensor_parallel_size {tp} must divide the rollout GPUs ({hw.num_rollout_gpus})",
+            "choose sizes whose product divides the rollout GPUs",
+        )
+    if eng.speculative_tokens > 0 and s.model.num_mtp_layers < 1:
+        raise ScenarioError(
+            "engine.speculative_tokens",
+            eng.speculative_tokens,
+            f"needs multi-token-prediction modules; {s.model.name} has none (model.num_mtp_layers 0)",
+            "set it to 0, or use a model that ships MTP modules (DeepSeek-V3)",
+        )
     if eng.replicas is not None and eng.replicas * tp > hw.num_rollout_gpus:
         raise ScenarioError(
             "engine.replicas",
@@ -746,7 +839,7 @@ def _validate(s: Scenario) -> None:
     # memory: engine weights, KV cache, trainer state
     gpu_mem = hw.engine_memory_bytes
     budget = gpu_mem * (eng.gpu_memory_utilization - eng.activation_memory_fraction)
-    weights_per_gpu = s.engine_weight_bytes / tp
+    weights_per_gpu = s.engine_weight_bytes_per_gpu
     if weights_per_gpu >= budget:
         raise ScenarioError(
             "model",
@@ -755,7 +848,16 @@ def _validate(s: Scenario) -> None:
             f"over the engine's {budget / 1e9:.1f} GB on {hw.gpu.name}",
             "raise engine.tensor_parallel_size, use a larger GPU or a smaller model",
         )
-    cap = s.kv_capacity_tokens
+    rules = s.scheduler_rules
+    if rules.chunked_prefill and rules.max_num_batched_tokens < eng.max_num_seqs:
+        raise ScenarioError(
+            "engine.max_num_batched_tokens",
+            eng.max_num_batched_tokens,
+            f"is below engine.max_num_seqs ({eng.max_num_seqs}): with chunked prefill every running sequence's "
+            "decode token must fit one iteration (vLLM refuses it too)",
+            f"raise it to at least {eng.max_num_seqs}, or lower engine.max_num_seqs",
+        )
+    cap = s.kv_capacity_tokens // rules.block_size * rules.block_size  # whole blocks
     longest = s.workload.max_prompt_tokens + s.workload.max_response_tokens + 1
     if cap < longest:
         raise ScenarioError(

@@ -267,3 +267,14 @@ def test_scheduler_rules_refuse_bad_values():
             SchedulerRules(prefix_caching=True),
             np.array([0, 0]),
         )
+
+
+def test_scenario_does_not_import_numba():
+    """Code that starts a vLLM engine imports rlsim.scenario first; vLLM 0.32 on CPU fails at worker start when
+    llvmlite (numba) is loaded in the process, so the scenario and its scheduler rules must not pull numba in."""
+    import subprocess
+    import sys
+
+    code = "import sys, rlsim.scenario, rlsim.scheduler; print('numba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False"
