@@ -92,9 +92,11 @@ def moe_weight_fraction(num_experts: int, experts_per_token: int, batch: np.ndar
     return 1.0 - (1.0 - experts_per_token / num_experts) ** np.asarray(batch, dtype=float)
 
 
-def attention_flops_per_token_context(m: ModelSpec) -> float:
-    """FLOPs of QK^T and AV for one query token against one cached token, all layers: 4 L H d."""
-    return 4.0 * m.num_layers * m.num_attention_heads * m.head_dim
+def attention_flops_per_token_context(m: ModelSpec, full_layers_only: bool = False) -> float:
+    """FLOPs of QK^T and AV for one query token against one cached token: 4 L H d over all layers, or over the
+    full-attention layers only (sliding-window layers see at most the window)."""
+    layers = m.num_layers * (1.0 - m.sliding_layer_fraction) if full_layers_only else m.num_layers
+    return 4.0 * layers * m.num_attention_heads * m.head_dim
 
 
 @dataclass(frozen=True)
@@ -167,8 +169,10 @@ class RooflineCostModel:
             moe_layers = m.num_layers - m.num_dense_layers
             sent = tokens * m.num_experts_per_token * m.hidden_size * m.dtype_bytes / self._tp
             comm = comm + 2 * moe_layers * self._all_to_all_s(sent, dp * self._tp)
-        mem_a = weight_read / bw
-        cmp_a = 2.0 * m.num_active_params * tokens / flops
+        # sliding-window layers: each sequence reads and attends to the window (contexts beyond it)
+        window_attn = attention_flops_per_token_context(m) * m.sliding_layer_fraction * m.sliding_window
+        mem_a = (weight_read + b * s.sliding_kv_bytes_per_seq) / bw
+        cmp_a = (2.0 * m.num_active_params * tokens + window_attn * tokens) / flops
         if k:
             head_params = m.vocab_size * m.hidden_size
             module_bytes = (s.engine_weight_bytes / m.num_layers + head_params * per_param) * m.num_mtp_layers
@@ -181,7 +185,7 @@ class RooflineCostModel:
             mem_intercept_s=mem_a * per_token,
             mem_slope_s_per_token=s.kv_bytes_per_token / bw * per_token,
             compute_intercept_s=cmp_a * per_token,
-            compute_slope_s_per_token=attention_flops_per_token_context(m) * (k + 1) / flops * per_token,
+            compute_slope_s_per_token=attention_flops_per_token_context(m, True) * (k + 1) / flops * per_token,
             **{key: value * per_token for key, value in over.items()},
         )
 
@@ -215,6 +219,8 @@ class RooflineCostModel:
         return PrefillCoefficients(
             overhead_s=c.prefill_overhead_s,
             per_token_s=2.0 * m.num_active_params / flops,
+            # every layer attends causally over the prompt: exact for sliding-window layers while the prompt is
+            # within the window (an upper bound beyond it)
             per_token_sq_s=0.5 * attention_flops_per_token_context(m) / flops,
         )
 

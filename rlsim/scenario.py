@@ -68,6 +68,10 @@ class ModelSpec:
     kv_lora_rank: int = field(default=0, metadata=_rule(ge=0))
     qk_rope_head_dim: int = field(default=0, metadata=_rule(ge=0))
     num_mtp_layers: int = field(default=0, metadata=_rule(ge=0))  # multi-token-prediction modules (draft heads)
+    # sliding-window attention: num_sliding_layers of the layers attend to the last sliding_window tokens only
+    # (Gemma 2 and gpt-oss: every other layer); the engine keeps only the window's KV for them
+    sliding_window: int = field(default=0, metadata=_rule(ge=0, le=MAX_TOKENS))
+    num_sliding_layers: int = field(default=0, metadata=_rule(ge=0))
     dtype: str = "bfloat16"
     tie_word_embeddings: bool = False
     hf_id: str = ""
@@ -92,6 +96,11 @@ class ModelSpec:
         if self.uses_mla:
             return self.num_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * self.dtype_bytes
         return 2 * self.num_layers * self.num_kv_heads * self.head_dim * self.dtype_bytes
+
+    @property
+    def sliding_layer_fraction(self) -> float:
+        """Share of the layers with sliding-window attention (0 when the model has no window)."""
+        return self.num_sliding_layers / self.num_layers if self.sliding_window > 0 else 0.0
 
     @property
     def weight_bytes(self) -> float:
@@ -464,7 +473,9 @@ class Scenario:
             * (self.engine.gpu_memory_utilization - self.engine.activation_memory_fraction)
             - self.engine_weight_bytes_per_gpu
         )
-        return max(0, int(per_gpu * tp // self.kv_bytes_per_token))
+        # sliding-window layers hold the window of every sequence that may run (vLLM's hybrid KV cache manager)
+        kv_bytes = per_gpu * tp - self.engine.max_num_seqs * self.sliding_kv_bytes_per_seq
+        return max(0, int(kv_bytes // self.kv_bytes_per_token))
 
     @property
     def scheduler_rules(self) -> SchedulerRules:
@@ -493,7 +504,18 @@ class Scenario:
 
     @property
     def kv_bytes_per_token(self) -> float:
-        """KV-cache bytes per token of the engine (the model's K/V or MLA latent, at the cache's element size)."""
+        """KV-cache bytes per token of the engine's full-attention layers (the model's K/V or MLA latent, at the
+        cache's element size); sliding-window layers are in :attr:`sliding_kv_bytes_per_seq`."""
+        return self._kv_bytes_all_layers * (1.0 - self.model.sliding_layer_fraction)
+
+    @property
+    def sliding_kv_bytes_per_seq(self) -> float:
+        """KV bytes a running sequence holds in its sliding-window layers: the window's tokens (an upper bound
+        for contexts shorter than the window)."""
+        return self._kv_bytes_all_layers * self.model.sliding_layer_fraction * self.model.sliding_window
+
+    @property
+    def _kv_bytes_all_layers(self) -> float:
         if self.engine.kv_cache_dtype == "fp8":
             return self.model.kv_bytes_per_token / self.model.dtype_bytes
         return float(self.model.kv_bytes_per_token)
@@ -879,6 +901,13 @@ def _validate_model(m: ModelSpec, path: str) -> None:
             m.num_active_params,
             f"exceeds num_params ({m.num_params})",
             "active parameters are a subset of all",
+        )
+    if m.sliding_window > 0 and not 0 < m.num_sliding_layers < m.num_layers:
+        raise ScenarioError(
+            f"{path}.num_sliding_layers",
+            m.num_sliding_layers,
+            f"must be between 1 and num_layers - 1 ({m.num_layers - 1}) with a sliding_window",
+            "count the sliding-window layers; models whose every layer slides are not modelled",
         )
     if m.num_attention_heads % m.num_kv_heads:
         raise ScenarioError(

@@ -135,3 +135,153 @@ def test_rollout_host_overhead_grows_with_the_responses():
     more = rlsim.simulate(scn.with_overrides({"costs.rollout_s_per_sample": 0.001})).summary()["phase_time_s"]
     b = scn.workload.prompts_per_step * scn.workload.group_size
     assert more["rollout"] - base == pytest.approx(0.001 * b, rel=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# speculative decoding (MTP), expert-parallel DP attention, the engine's scheduler rules
+
+
+def _mtp_model() -> dict:
+    """Qwen3-8B's shape with one MTP module (a hypothetical model: only the field matters here)."""
+    m = {k: v for k, v in catalog.model("Qwen3-8B").items() if k not in ("source", "notes", "verify", "hf_id")}
+    return {**m, "name": "Qwen3-8B-mtp", "num_mtp_layers": 1}
+
+
+def test_mtp_speculative_decoding_costs_by_hand():
+    """k = 1 draft token accepted with a = 0.5: an iteration yields 1 + 0.5 = 1.5 tokens per sequence. It reads the
+    weights once plus the MTP module (one layer's share of the weights + the LM head) once, verifies 2 tokens per
+    sequence (twice the matmul FLOPs, twice the attention queries), and every coefficient is that cost / 1.5."""
+    base = rlsim.load_scenario(SCENARIOS / "dense8b_h100_colocated.yaml", {"model": _mtp_model()})
+    spec = rlsim.load_scenario(
+        SCENARIOS / "dense8b_h100_colocated.yaml",
+        {"model": _mtp_model(), "engine.speculative_tokens": 1, "engine.speculative_acceptance_rate": 0.5},
+    )
+    d0 = RooflineCostModel.from_scenario(base).decode_coefficients()
+    d1 = RooflineCostModel.from_scenario(spec).decode_coefficients()
+    m, gpu, c = spec.model, spec.hardware.gpu, spec.costs
+    bw = gpu.hbm_bandwidth_bytes_per_s * c.decode_memory_efficiency
+    module_bytes = (m.num_params * 2 / m.num_layers) + m.vocab_size * m.hidden_size * 2
+    assert RooflineCostModel.from_scenario(spec).tokens_per_iteration == 1.5
+    assert d1.mem_intercept_s[4] == pytest.approx((m.num_params * 2 + module_bytes) / bw / 1.5)
+    assert d1.mem_slope_s_per_token == pytest.approx(d0.mem_slope_s_per_token / 1.5)
+    assert d1.compute_slope_s_per_token == pytest.approx(d0.compute_slope_s_per_token * 2 / 1.5)
+    module_flops = 2 * (m.num_active_params / m.num_layers + m.vocab_size * m.hidden_size)
+    flops = gpu.bf16_flops_per_s * c.decode_compute_efficiency
+    assert d1.compute_intercept_s[4] == pytest.approx((2 * m.num_active_params * 8 + module_flops * 4) / flops / 1.5)
+    # memory-bound decode at a small batch: per generated token MTP is faster, (1 + module share) / 1.5 of it
+    ratio = decode_iteration_s(d1, 4, 4000) / decode_iteration_s(d0, 4, 4000)
+    assert 0.65 < ratio < 0.8
+
+
+def test_mtp_raises_simulated_generation_throughput():
+    over = {"model": _mtp_model(), "run.steps": 2}
+    plain = rlsim.simulate(rlsim.load_scenario(SCENARIOS / "dense8b_h100_colocated.yaml", over)).summary()
+    spec = rlsim.simulate(
+        rlsim.load_scenario(SCENARIOS / "dense8b_h100_colocated.yaml", {**over, "engine.speculative_tokens": 2})
+    ).summary()
+    assert spec["generation_tokens_per_s"] > 1.3 * plain["generation_tokens_per_s"]
+
+
+def test_speculative_tokens_need_mtp_modules():
+    with pytest.raises(rlsim.ScenarioError, match="engine.speculative_tokens.*num_mtp_layers 0"):
+        rlsim.load_scenario(SCENARIOS / "dense8b_h100_colocated.yaml", {"engine.speculative_tokens": 1})
+
+
+def test_expert_parallel_shards_experts_over_dp_ranks_by_hand():
+    """Qwen3-30B-A3B, TP 2, 2 attention DP ranks with EP: a GPU holds half the dense weights and a quarter of the
+    experts; a rank's decode reads the dense weights and half the experts the tokens of both ranks touch; each MoE
+    layer adds two all-to-alls of the rank's tokens x top-k x hidden, split over its TP GPUs."""
+    over = {"run.steps": 2}
+    tp = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", over)
+    ep = rlsim.load_scenario(
+        SCENARIOS / "paper_grpo.yaml", {**over, "engine.expert_parallel": True, "engine.data_parallel_size": 2}
+    )
+    m = ep.model
+    experts = m.expert_params * 2
+    dense = m.num_params * 2 - experts
+    assert ep.engine_weight_bytes_per_gpu == pytest.approx(dense / 2 + experts / 4)
+    assert ep.kv_capacity_tokens > tp.kv_capacity_tokens
+    cm = RooflineCostModel.from_scenario(ep)
+    d = cm.decode_coefficients()
+    b = 16
+    bw = 2 * ep.hardware.gpu.hbm_bandwidth_bytes_per_s * ep.costs.decode_memory_efficiency
+    frac = moe_weight_fraction(m.num_experts, m.num_experts_per_token, np.array([2 * b]))[0]
+    assert d.mem_intercept_s[b] == pytest.approx((dense + experts * frac / 2) / bw)
+    d_tp = RooflineCostModel.from_scenario(tp).decode_coefficients()
+    sent = b * m.num_experts_per_token * m.hidden_size * m.dtype_bytes / 2
+    a2a = 2 * (m.num_layers - m.num_dense_layers) * cm._all_to_all_s(np.array([sent]), 4)[0]
+    assert d.overhead_s[b] - d_tp.overhead_s[b] == pytest.approx(a2a)
+    assert a2a > 0
+
+
+def test_dp_attention_without_expert_parallel_is_refused():
+    with pytest.raises(rlsim.ScenarioError, match="engine.data_parallel_size"):
+        rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"engine.data_parallel_size": 2})
+    with pytest.raises(rlsim.ScenarioError, match="engine.expert_parallel.*dense"):
+        rlsim.load_scenario(SCENARIOS / "dense8b_h100_colocated.yaml", {"engine.expert_parallel": True})
+
+
+def test_scheduler_rules_resolution():
+    """Engine fields win, then the named behaviour, then vLLM V1's defaults (budget by GPU memory)."""
+    s = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
+    r = s.scheduler_rules
+    assert (r.block_size, r.chunked_prefill, r.prefix_caching, r.max_num_batched_tokens) == (16, True, True, 16384)
+    old = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"engine.behaviour": "vllm-0.5"}).scheduler_rules
+    w = s.workload
+    assert (old.chunked_prefill, old.prefix_caching, old.block_size) == (False, False, 16)
+    assert old.max_num_batched_tokens == max(w.max_prompt_tokens + w.max_response_tokens, 2048)
+    mine = rlsim.load_scenario(
+        SCENARIOS / "paper_grpo.yaml",
+        {"engine.behaviour": "vllm-0.5", "engine.chunked_prefill": True, "engine.max_num_batched_tokens": 4096},
+    ).scheduler_rules
+    assert (mine.chunked_prefill, mine.max_num_batched_tokens) == (True, 4096)
+    a100 = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"hardware.gpu": "A100-80GB"}).scheduler_rules
+    assert a100.max_num_batched_tokens == 8192
+    with pytest.raises(rlsim.ScenarioError, match="engine.max_num_batched_tokens"):
+        rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"engine.max_num_batched_tokens": 8})
+
+
+def test_prefix_caching_shortens_grpo_prefill():
+    """G = 8 responses share a 2,048-token prompt: with prefix caching the step prefills ~1/8 of the tokens."""
+    over = {"run.steps": 2, "workload.prompt_length": {"dist": "fixed", "tokens": 2048}}
+    on = rlsim.simulate(rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", over)).summary()
+    off = rlsim.simulate(
+        rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {**over, "engine.prefix_caching": False})
+    ).summary()
+    assert on["step_time_s"] < off["step_time_s"]
+
+
+def _sliding_model(window: int = 1024, layers: int = 18) -> dict:
+    """Qwen3-8B's shape with half its 36 layers on a sliding window (a hypothetical model, like Gemma 2's mix)."""
+    m = {k: v for k, v in catalog.model("Qwen3-8B").items() if k not in ("source", "notes", "verify", "hf_id")}
+    return {**m, "name": "Qwen3-8B-swa", "sliding_window": window, "num_sliding_layers": layers}
+
+
+def test_sliding_window_layers_keep_only_the_window_by_hand():
+    """Half the layers slide over 1,024 tokens: a token costs half the KV bytes; every sequence that may run holds
+    the window in the sliding layers (1,024 x half the bytes), taken off the cache; a decode iteration reads and
+    attends to that window per sequence and to the full context only in the other half of the layers."""
+    full = rlsim.load_scenario(SCENARIOS / "dense8b_h100_colocated.yaml")
+    swa = rlsim.load_scenario(SCENARIOS / "dense8b_h100_colocated.yaml", {"model": _sliding_model()})
+    per_token = full.kv_bytes_per_token
+    assert swa.kv_bytes_per_token == per_token / 2
+    assert swa.sliding_kv_bytes_per_seq == 1024 * per_token / 2
+    kv_memory = full.kv_capacity_tokens * per_token  # the same bytes (to within one token)
+    expected = (kv_memory - swa.engine.max_num_seqs * 1024 * per_token / 2) / (per_token / 2)
+    assert swa.kv_capacity_tokens == pytest.approx(expected, abs=3)
+    d0 = RooflineCostModel.from_scenario(full).decode_coefficients()
+    d1 = RooflineCostModel.from_scenario(swa).decode_coefficients()
+    bw = full.hardware.gpu.hbm_bandwidth_bytes_per_s * full.costs.decode_memory_efficiency
+    assert d1.mem_slope_s_per_token == pytest.approx(d0.mem_slope_s_per_token / 2)
+    assert d1.mem_intercept_s[8] - d0.mem_intercept_s[8] == pytest.approx(8 * 1024 * per_token / 2 / bw)
+    assert d1.compute_slope_s_per_token == pytest.approx(d0.compute_slope_s_per_token / 2)
+    # long contexts: per sequence at 16k tokens the sliding model reads ~ (16k/2 + 1k/2) / 16k = 53% of the KV
+    ctx = 16384
+    kv0 = d0.mem_slope_s_per_token * ctx
+    kv1 = d1.mem_slope_s_per_token * ctx + (d1.mem_intercept_s[1] - d0.mem_intercept_s[1])
+    assert kv1 / kv0 == pytest.approx((ctx / 2 + 512) / ctx)
+
+
+def test_every_layer_sliding_is_refused():
+    with pytest.raises(rlsim.ScenarioError, match="model.num_sliding_layers"):
+        rlsim.load_scenario(SCENARIOS / "dense8b_h100_colocated.yaml", {"model": _sliding_model(layers=36)})
