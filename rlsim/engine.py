@@ -284,6 +284,32 @@ def _heap_pop(keys, idx, ep, size):
     return size
 
 
+@numba.njit(cache=True)
+def _heap_add(keys, idx, ep, size, k, j, e, running_flag, epoch):
+    """Push (k, j, e), first dropping stale entries (finished or preempted requests) when the heap is full."""
+    if size == keys.shape[0]:  # rare
+        new_size = 0
+        for q in range(size):
+            if running_flag[idx[q]] and ep[q] == epoch[idx[q]]:
+                new_size = _heap_push(keys, idx, ep, new_size, keys[q], idx[q], ep[q])
+        size = new_size
+    return _heap_push(keys, idx, ep, size, k, j, e)
+
+
+@numba.njit(cache=True)
+def _stack_add(stack, length, j, running_flag):
+    """Append j to the admission-order stack, first dropping requests no longer running when it is full."""
+    if length == stack.shape[0]:  # rare
+        new_len = 0
+        for q in range(length):
+            if running_flag[stack[q]]:
+                stack[new_len] = stack[q]
+                new_len += 1
+        length = new_len
+    stack[length] = j
+    return length + 1
+
+
 @numba.njit(cache=True, inline="always")
 def _cdiv(a, b):
     return (a + b - 1) // b
@@ -389,13 +415,12 @@ def _run_replica(
         queue[j] = j
     q_head = 0
     q_len = n
-    stack_cap = 2 * n + 2  # running requests in admission order (lazy removal of finished ones)
-    stack = np.empty(stack_cap, dtype=np.int64)
+    stack = np.empty(2 * n + 2, dtype=np.int64)  # running requests in admission order (lazy removal)
     stack_len = 0
-    heap_cap = 2 * n + 2  # min-heap of (finish iteration, request, epoch); stale entries skipped by epoch
-    h_key = np.empty(heap_cap, dtype=np.int64)
-    h_idx = np.empty(heap_cap, dtype=np.int64)
-    h_ep = np.empty(heap_cap, dtype=np.int64)
+    # min-heap of (finish iteration, request, epoch); stale entries skipped by epoch
+    h_key = np.empty(2 * n + 2, dtype=np.int64)
+    h_idx = np.empty(2 * n + 2, dtype=np.int64)
+    h_ep = np.empty(2 * n + 2, dtype=np.int64)
     h_size = 0
 
     t = 0.0
@@ -469,22 +494,10 @@ def _run_replica(
                 admit_iter[j] = cur_iter
                 gen_at_admit[j] = generated[j]
                 ctx_at[j] = c
-                if h_size == heap_cap:  # compact stale heap entries (rare)
-                    new_size = 0
-                    for k in range(h_size):
-                        if running_flag[h_idx[k]] and h_ep[k] == epoch[h_idx[k]]:
-                            new_size = _heap_push(h_key, h_idx, h_ep, new_size, h_key[k], h_idx[k], h_ep[k])
-                    h_size = new_size
-                h_size = _heap_push(h_key, h_idx, h_ep, h_size, cur_iter + response[j] - generated[j], j, epoch[j])
-                if stack_len == stack_cap:  # compact finished entries (rare)
-                    new_len = 0
-                    for k in range(stack_len):
-                        if running_flag[stack[k]]:
-                            stack[new_len] = stack[k]
-                            new_len += 1
-                    stack_len = new_len
-                stack[stack_len] = j
-                stack_len += 1
+                h_size = _heap_add(
+                    h_key, h_idx, h_ep, h_size, cur_iter + response[j] - generated[j], j, epoch[j], running_flag, epoch
+                )
+                stack_len = _stack_add(stack, stack_len, j, running_flag)
             if adm_count > 0:
                 dt = pf_over + pf_tok * adm_tok + pf_sq * adm_sq
                 t += dt
@@ -644,15 +657,7 @@ def _run_replica(
                     tok += chunk
                     sq += float(hit + chunk) * float(hit + chunk) - float(hit) * float(hit)
                     computed[j] = hit + chunk
-                    if stack_len == stack_cap:  # compact finished entries (rare)
-                        new_len = 0
-                        for k in range(stack_len):
-                            if running_flag[stack[k]]:
-                                stack[new_len] = stack[k]
-                                new_len += 1
-                        stack_len = new_len
-                    stack[stack_len] = j
-                    stack_len += 1
+                    stack_len = _stack_add(stack, stack_len, j, running_flag)
                     if hit + chunk == c:
                         done[n_done] = j
                         n_done += 1
@@ -706,13 +711,9 @@ def _run_replica(
                 admit_iter[j] = cur_iter
                 gen_at_admit[j] = generated[j]
                 ctx_at[j] = c
-                if h_size == heap_cap:  # compact stale heap entries (rare)
-                    new_size = 0
-                    for kk in range(h_size):
-                        if running_flag[h_idx[kk]] and h_ep[kk] == epoch[h_idx[kk]]:
-                            new_size = _heap_push(h_key, h_idx, h_ep, new_size, h_key[kk], h_idx[kk], h_ep[kk])
-                    h_size = new_size
-                h_size = _heap_push(h_key, h_idx, h_ep, h_size, cur_iter + response[j] - generated[j], j, epoch[j])
+                h_size = _heap_add(
+                    h_key, h_idx, h_ep, h_size, cur_iter + response[j] - generated[j], j, epoch[j], running_flag, epoch
+                )
         if used > peak_blocks:
             peak_blocks = used
         # decoders that generated their last token in the iteration just run

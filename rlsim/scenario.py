@@ -280,16 +280,6 @@ class Algorithm:
     critic_model: ModelSpec | None = None  # PPO critic; default: same architecture as the policy
 
     @property
-    def engine_weight_bytes_per_gpu(self) -> float:
-        """Engine weight bytes on each GPU: TP shards everything; expert parallelism shards the experts over the
-        data-parallel ranks too."""
-        tp = self.engine.tensor_parallel_size
-        if not self.engine.expert_parallel:
-            return self.engine_weight_bytes / tp
-        experts = self.engine_weight_bytes * self.model.expert_params / self.model.num_params
-        return (self.engine_weight_bytes - experts) / tp + experts / (tp * self.engine.data_parallel_size)
-
-    @property
     def optimizer_steps_per_step(self) -> int:
         return self.mini_batches_per_step * self.epochs_per_step
 
