@@ -161,7 +161,6 @@ PLANS[("smollm2", True)] = PLANS[("smollm2", False)]  # already a short plan: --
 DRIVER_MODULE = "real.vllm_bench_driver"  # runs the vllm bench commands in a subprocess
 
 
-
 # ---------------------------------------------------------------------------------------------- pure parts
 
 
