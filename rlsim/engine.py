@@ -355,6 +355,14 @@ def _run_cap(cnt, bs, it0, b, free, limit):
     return n
 
 
+@numba.njit(cache=True, inline="always")
+def _context(j, prompt, generated, group, grp_tok):
+    """Request j's context (prompt + generated), its prompt group (-1: none) and the tokens of its prompt that
+    the group has cached (0: none)."""
+    g = group[j]
+    return prompt[j] + generated[j], g, (grp_tok[g] if g >= 0 else 0)
+
+
 @numba.njit(cache=True)
 def _release(j, tokens, bs, shared, group, grp_tok, grp_ref):
     """Blocks freed when request ``j`` holding ``tokens`` KV tokens leaves the running set: its own blocks, and its
@@ -455,9 +463,7 @@ def _run_replica(
             budget_stop = False
             while q_len > 0 and b < max_num_seqs:
                 j = queue[q_head]
-                c = prompt[j] + generated[j]
-                g = group[j]
-                hit = grp_tok[g] if g >= 0 else 0
+                c, g, hit = _context(j, prompt, generated, group, grp_tok)
                 own = _cdiv(c, bs) - hit // bs
                 nxt = cnt[ph] + (1 if c % bs == 0 else 0)
                 if used + own + nxt > cap:
@@ -540,9 +546,7 @@ def _run_replica(
             explicit = False
             if q_len > 0 and running < max_num_seqs:
                 j = queue[q_head]
-                c = prompt[j] + generated[j]
-                g = group[j]
-                hit = grp_tok[g] if g >= 0 else 0
+                c, g, hit = _context(j, prompt, generated, group, grp_tok)
                 chunk = min(c - hit, budget - b)
                 if cap - used - cnt[ph] >= _cdiv(hit + chunk, bs) - hit // bs:
                     explicit = True
@@ -634,9 +638,7 @@ def _run_replica(
             if not preempted:
                 while q_len > 0 and left > 0 and running < max_num_seqs:
                     j = queue[q_head]
-                    c = prompt[j] + generated[j]
-                    g = group[j]
-                    hit = grp_tok[g] if g >= 0 else 0
+                    c, g, hit = _context(j, prompt, generated, group, grp_tok)
                     chunk = min(c - hit, left)
                     need = _cdiv(hit + chunk, bs) - hit // bs
                     if cap - used < need:
@@ -840,13 +842,35 @@ def _groups(prompt: np.ndarray, prompt_groups: np.ndarray | None) -> tuple[np.nd
     groups = np.asarray(prompt_groups).ravel()
     if groups.shape != prompt.shape:
         raise ValueError(f"prompt_groups {groups.shape} must have one entry per request {prompt.shape}")
-    ids, group = np.unique(groups, return_inverse=True)
-    group = np.ascontiguousarray(group, dtype=np.int64)
-    first = np.full(ids.size, -1, dtype=np.int64)
-    first[group[::-1]] = prompt[::-1]
-    if np.any(first[group] != prompt):
+    group = np.empty(prompt.size, dtype=np.int64)
+    # requests arrive group by group (rlsim.rollout): one compiled pass, no sort, on the per-step hot path
+    code = _renumber_consecutive(np.ascontiguousarray(groups, dtype=np.int64), prompt, group) if groups.size else 0
+    if code == -1:  # ids out of order: the general path
+        ids, inverse = np.unique(groups, return_inverse=True)
+        group[:] = inverse
+        first = np.full(ids.size, -1, dtype=np.int64)
+        first[group[::-1]] = prompt[::-1]
+        code = -2 if np.any(first[group] != prompt) else ids.size
+    if code == -2:
         raise ValueError("requests of one prompt group must have the same prompt length")
-    return group, int(ids.size)
+    return group, int(code)
+
+
+@numba.njit(cache=True)
+def _renumber_consecutive(groups, prompt, out):
+    """Dense ids of non-decreasing group ids into ``out``: the group count, -1 if the ids decrease somewhere, -2 if
+    a group's prompt lengths differ."""
+    g = 0
+    out[0] = 0
+    for i in range(1, groups.shape[0]):
+        if groups[i] < groups[i - 1]:
+            return -1
+        if groups[i] != groups[i - 1]:
+            g += 1
+        elif prompt[i] != prompt[i - 1]:
+            return -2
+        out[i] = g
+    return g + 1
 
 
 def _capacity_error(j: int, prompt: np.ndarray, response: np.ndarray, kv_capacity_tokens: int) -> EngineCapacityError:

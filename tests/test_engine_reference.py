@@ -34,6 +34,17 @@ REL, ABS = 1e-9, 1e-12
 # case generation, shared by the hypothesis strategy and a seeded numpy sweep
 
 
+def pick_capacity(integer, choice, need: int, edge: int, huge: int) -> int:
+    """A cache size for a case whose largest request needs ``need`` units: mostly tight (need..3 need, so
+    requests preempt), sometimes at the edge (need..need + edge), sometimes ``huge`` (nothing preempts)."""
+    kind = choice(("tight", "tight", "tight", "edge", "huge"))
+    if kind == "tight":
+        return integer(need, 3 * need)
+    if kind == "edge":
+        return need + integer(0, edge)
+    return huge
+
+
 def build_case(integer, uniform, choice):
     """Build one random replica case from three samplers.
 
@@ -46,13 +57,7 @@ def build_case(integer, uniform, choice):
 
     # Every request fits alone iff prompt + response <= capacity (the docstring rules); "edge" probes that boundary.
     need = int((prompt + response).max())
-    cap_kind = choice(("tight", "tight", "tight", "edge", "huge"))
-    if cap_kind == "tight":
-        cap = integer(need, 3 * need)
-    elif cap_kind == "edge":
-        cap = need + integer(0, 2)
-    else:
-        cap = 10**9
+    cap = pick_capacity(integer, choice, need, edge=2, huge=10**9)
 
     table = max_num_seqs + 1 + choice((0, 0, 0, 2))  # the table may be longer than max_num_seqs + 1
     regime = choice(("memory", "compute", "cross", "random"))

@@ -19,7 +19,7 @@ from rlsim.engine import (
     simulate_replica,
 )
 from tests.reference_engine import reference_replica
-from tests.test_engine_reference import assert_matches, build_case
+from tests.test_engine_reference import assert_matches, build_case, pick_capacity
 
 V1_INT_FIELDS = ("prefill_tokens", "prefix_hit_tokens")
 
@@ -45,13 +45,7 @@ def build_v1_case(integer, uniform, choice):
         budget = choice((None, None, integer(1, 120)))
     rules = SchedulerRules(block_size=bs, chunked_prefill=chunked, max_num_batched_tokens=budget, prefix_caching=prefix)
     need_blocks = int(max(math.ceil((p + r) / bs) for p, r in zip(prompt, response)))
-    kind = choice(("tight", "tight", "tight", "edge", "huge"))
-    if kind == "tight":
-        cap_blocks = integer(need_blocks, 3 * need_blocks)
-    elif kind == "edge":
-        cap_blocks = need_blocks + integer(0, 1)
-    else:
-        cap_blocks = 10**7
+    cap_blocks = pick_capacity(integer, choice, need_blocks, edge=1, huge=10**7)
     cap = cap_blocks * bs + integer(0, bs - 1)  # tokens beyond whole blocks are not usable
     return prompt, response, m, cap, decode, prefill, rules, groups, regime
 
@@ -278,3 +272,20 @@ def test_scenario_does_not_import_numba():
     code = "import sys, rlsim.scenario, rlsim.scheduler; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+def test_group_ids_in_any_order_or_labelling_give_the_same_run():
+    """Groups arrive consecutively from rlsim.rollout (the compiled renumbering); any other labels, in any order,
+    take the general path and must give the same result; unequal prompts within a group are refused either way."""
+    decode, prefill = _flat()
+    rules = SchedulerRules(block_size=4, chunked_prefill=True, max_num_batched_tokens=64, prefix_caching=True)
+    prompt = np.array([9, 9, 9, 21, 21, 5])
+    args = (prompt, np.array([3, 7, 2, 4, 4, 6]), 4, 200, decode, prefill, rules)
+    base = simulate_replica(*args, np.array([0, 0, 0, 1, 1, 2]))
+    for labels in ([7, 7, 7, 3, 3, 40], [2, 2, 2, 9, 9, 11]):
+        assert_v1_matches(simulate_replica(*args, np.array(labels)), reference_replica(*args, np.array(labels)))
+        assert simulate_replica(*args, np.array(labels)).finish_s.tolist() == base.finish_s.tolist()
+    assert base.prefix_hit_tokens == 2 * 8 + 20
+    for labels in ([0, 0, 1, 1, 1, 2], [5, 5, 1, 1, 1, 0]):
+        with pytest.raises(ValueError, match="same prompt length"):
+            simulate_replica(*args, np.array(labels))

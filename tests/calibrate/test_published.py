@@ -87,32 +87,20 @@ def test_mapping_follows_the_recipe(dev):
 
 
 def test_unexpressible_fields_are_named():
+    recipe = {
+        "prompts_per_step": 8,
+        "gens_per_prompt": 4,
+        "num_gpus": 8,
+        "max_seq_len": 1024,
+        "avg_gen_len": 300,
+        "policy_mode": "on",
+        "model": "Qwen3-8B",
+        "gpu": "H100",
+    }
     with pytest.raises(NotExpressible, match="policy_mode"):
-        scenario_from_recipe(
-            {
-                "prompts_per_step": 8,
-                "gens_per_prompt": 4,
-                "num_gpus": 8,
-                "max_seq_len": 1024,
-                "avg_gen_len": 300,
-                "policy_mode": "sometimes",
-                "model": "Qwen3-8B",
-                "gpu": "H100",
-            }
-        )
+        scenario_from_recipe({**recipe, "policy_mode": "sometimes"})
     with pytest.raises(NotExpressible, match="not in the catalog"):
-        scenario_from_recipe(
-            {
-                "prompts_per_step": 8,
-                "gens_per_prompt": 4,
-                "num_gpus": 8,
-                "max_seq_len": 1024,
-                "avg_gen_len": 300,
-                "policy_mode": "on",
-                "model": "NoSuchModel",
-                "gpu": "H100",
-            }
-        )
+        scenario_from_recipe({**recipe, "model": "NoSuchModel"})
 
 
 def test_command_writes_csv_and_summary_for_a_users_csv(tmp_path, dev, capsys):

@@ -16,20 +16,8 @@ from calibrate import vllm_check as vc
 from calibrate.costfit import base_scenario, predict
 from calibrate.errors import CalibrateError
 from rlsim.profile import PhaseFit, Profile
+from tests.calibrate.test_costfit import TINY
 
-TINY = {
-    "name": "tiny",
-    "num_layers": 2,
-    "hidden_size": 128,
-    "num_attention_heads": 4,
-    "num_kv_heads": 2,
-    "head_dim": 32,
-    "vocab_size": 18,
-    "intermediate_size": 256,
-    "num_params": 300160.0,
-    "num_active_params": 300160.0,
-    "dtype": "float32",
-}
 ROLLOUT = {
     "decode_iteration_overhead_s": 0.004,
     "decode_per_seq_overhead_s": 8e-5,
