@@ -7,7 +7,8 @@ profile predicts exactly what the simulator will compute. Per phase, the free co
 * rollout: ``decode_iteration_overhead_s``, ``decode_per_seq_overhead_s``, ``decode_memory_efficiency``,
   ``prefill_overhead_s``, ``prefill_compute_efficiency``. A bench point (c sequences, p prompt tokens, r
   response tokens, EOS ignored) is predicted as one replica serving c identical requests
-  (``rlsim.engine.simulate_replica``): one prefill round and r decode iterations.
+  (``rlsim.engine.simulate_replica``): for the ``hf`` engine one prefill round and r decode iterations; for
+  ``vllm`` under vLLM's rules on the bench's device (:func:`bench_rules`).
 * train_actor: ``train_compute_efficiency``, ``train_step_overhead_s`` (one optimizer step on the tokens);
 * old_logprob: ``forward_compute_efficiency``, ``forward_overhead_s`` (one forward pass);
 * weight_sync: ``weight_sync_latency_s``, and ``link_efficiency`` (the fraction of the catalog link bandwidth)
@@ -43,6 +44,7 @@ from rlsim.costs import RooflineCostModel
 from rlsim.engine import simulate_replica
 from rlsim.profile import PROVENANCE_KEYS, PhaseFit, Profile
 from rlsim.scenario import Costs, Scenario, from_dict
+from rlsim.scheduler import SchedulerRules
 
 FIT_PARAMS: dict[str, tuple[str, ...]] = {
     "rollout": (
@@ -100,18 +102,28 @@ def base_scenario(model: dict[str, Any] | str, gpu: str, max_batch: int, max_con
     )
 
 
+def bench_rules(scn: Scenario, engine: str) -> SchedulerRules:
+    """How a bench engine schedules: vLLM as the scenario's device runs it (on CPU: chunked prefill, 128-token
+    blocks, 4096-token budget); ``hf`` (transformers' generate) prefills the whole batch, then decodes it."""
+    return scn.scheduler_rules if engine == "vllm" else SchedulerRules()
+
+
 def predict(phase: str, scn: Scenario, costs: Costs, rows: pd.DataFrame) -> np.ndarray:
     """rlsim's prediction of each row's seconds under ``costs``."""
     cost = RooflineCostModel.from_scenario(scn, costs)
     if phase == "rollout":
         decode, prefill = cost.decode_coefficients(), cost.prefill_coefficients()
         out = []
-        cache: dict[tuple[int, int, int], float] = {}
-        for c, p, r in rows[["concurrency", "prompt_tokens", "response_tokens"]].astype(int).itertuples(index=False):
-            if (c, p, r) not in cache:
-                res = simulate_replica(np.full(c, p), np.full(c, r), c, scn.kv_capacity_tokens, decode, prefill)
-                cache[(c, p, r)] = res.makespan_s + cost.rollout_overhead_s(c)
-            out.append(cache[(c, p, r)])
+        cache: dict[tuple[str, int, int, int], float] = {}
+        engines = rows["engine"] if "engine" in rows else pd.Series("vllm", index=rows.index)
+        points = rows[["concurrency", "prompt_tokens", "response_tokens"]].astype(int)
+        for e, (c, p, r) in zip(engines, points.itertuples(index=False)):
+            if (e, c, p, r) not in cache:
+                res = simulate_replica(
+                    np.full(c, p), np.full(c, r), c, scn.kv_capacity_tokens, decode, prefill, bench_rules(scn, e)
+                )
+                cache[(e, c, p, r)] = res.makespan_s + cost.rollout_overhead_s(c)
+            out.append(cache[(e, c, p, r)])
         return np.array(out)
     if phase in ("train_actor", "old_logprob"):
         n_tok = rows["tokens"].to_numpy(float)

@@ -302,6 +302,7 @@ def predict_seconds(
         int(kv_tokens),
         cost.decode_coefficients(),
         cost.prefill_coefficients(),
+        scn.scheduler_rules,  # vLLM's CPU rules: chunked prefill, 128-token blocks, 4096-token budget
     )
     return float(res.makespan_s + cost.rollout_overhead_s(n))
 

@@ -135,6 +135,8 @@ class GPUSpec:
     # scale-out network per GPU, one direction (DGX H100: one 400 Gb/s NIC per GPU = 50 GB/s)
     nic_bandwidth_bytes_per_s: float = field(default=50e9, metadata=_rule(gt=0))
     vendor: str = ""
+    # cpu: vLLM's CPU platform defaults apply (128-token KV blocks, max_num_batched_tokens 4096 per rank)
+    platform: Literal["gpu", "cpu"] = "gpu"
 
 
 _DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float8": 1}
@@ -210,8 +212,8 @@ class Engine:
     # automatic prefix caching: the G responses of a prompt share its cached prompt blocks (prefilled once)
     prefix_caching: bool | None = None
     # tokens per iteration (chunked) or per admission round's prefill; None: vLLM's default (V1 LLM class: 16384
-    # on GPUs with >= 70 GB other than the A100, else 8192, never below max_num_seqs; rounds: max(longest
-    # prompt + response, 2048), as vLLM 0.5 with max_model_len)
+    # on GPUs with >= 70 GB other than the A100, else 8192, on CPUs 4096 x TP, never below max_num_seqs; rounds:
+    # max(longest prompt + response, 2048), as vLLM 0.5 with max_model_len). block_size None: 16, 128 on CPUs
     max_num_batched_tokens: int | None = field(default=None, metadata=_rule(ge=1, le=100_000_000))
     # speculative decoding with the model's multi-token-prediction modules (vLLM speculative_config method "mtp"):
     # draft tokens per iteration, and the chance that a draft token is accepted when the ones before it were
@@ -479,14 +481,16 @@ class Scenario:
 
         chunked = bool(pick("chunked_prefill", True))
         budget = eng.max_num_batched_tokens
+        gpu = self.hardware.gpu
+        on_cpu = gpu.platform == "cpu"
         if budget is None and chunked:
-            gpu = self.hardware.gpu
             big = self.hardware.engine_memory_bytes >= 70 * 2**30 and "a100" not in gpu.name.lower()
-            budget = max(16384 if big else 8192, eng.max_num_seqs)
+            default = 4096 * eng.tensor_parallel_size if on_cpu else 16384 if big else 8192
+            budget = max(default, eng.max_num_seqs)
         elif budget is None:
             budget = max(self.workload.max_prompt_tokens + self.workload.max_response_tokens, 2048)
         return SchedulerRules(
-            block_size=int(pick("block_size", 16)),
+            block_size=int(pick("block_size", 128 if on_cpu else 16)),
             chunked_prefill=chunked,
             max_num_batched_tokens=int(budget),
             prefix_caching=bool(pick("prefix_caching", True)),
