@@ -363,6 +363,25 @@ def _context(j, prompt, generated, group, grp_tok):
     return prompt[j] + generated[j], g, (grp_tok[g] if g >= 0 else 0)
 
 
+@numba.njit(cache=True, inline="always")
+def _requeue_front(queue, q_head, j):
+    """Put a preempted request back at the front of the circular waiting queue; returns the new head."""
+    q_head = (q_head - 1 + queue.shape[0]) % queue.shape[0]
+    queue[q_head] = j
+    return q_head
+
+
+@numba.njit(cache=True, inline="always")
+def _publish(j, g, prompt_j, bs, shared, grp_tok, grp_ref):
+    """j, the first of group g, has its prompt scheduled: its full prompt blocks up to the last prompt token
+    (which vLLM always recomputes) become the group's, referenced by j."""
+    hg = ((prompt_j - 1) // bs) * bs
+    if hg > 0:
+        grp_tok[g] = hg
+        grp_ref[g] = 1
+        shared[j] = hg
+
+
 @numba.njit(cache=True)
 def _release(j, tokens, bs, shared, group, grp_tok, grp_ref):
     """Blocks freed when request ``j`` holding ``tokens`` KV tokens leaves the running set: its own blocks, and its
@@ -479,11 +498,7 @@ def _run_replica(
                     shared[j] = hit
                     cache_hit += hit
                 elif g >= 0:  # the first of its group: its full prompt blocks become the group's
-                    hg = ((prompt[j] - 1) // bs) * bs
-                    if hg > 0:
-                        grp_tok[g] = hg
-                        grp_ref[g] = 1
-                        shared[j] = hg
+                    _publish(j, g, prompt[j], bs, shared, grp_tok, grp_ref)
                 if was_preempted[j]:
                     recomputed += c - hit
                     was_preempted[j] = False
@@ -534,8 +549,7 @@ def _run_replica(
                 epoch[j] += 1
                 b -= 1
                 running -= 1
-                q_head = (q_head - 1 + n) % n
-                queue[q_head] = j
+                q_head = _requeue_front(queue, q_head, j)
                 q_len += 1
                 n_preempt += 1
             if b == 0:
@@ -594,8 +608,7 @@ def _run_replica(
                 running_flag[j] = False
                 was_preempted[j] = True
                 running -= 1
-                q_head = (q_head - 1 + n) % n
-                queue[q_head] = j
+                q_head = _requeue_front(queue, q_head, j)
                 q_len += 1
                 n_preempt += 1
                 preempted = True
@@ -618,8 +631,7 @@ def _run_replica(
                     was_preempted[j] = True
                     running -= 1
                     pre = -1
-                    q_head = (q_head - 1 + n) % n
-                    queue[q_head] = j
+                    q_head = _requeue_front(queue, q_head, j)
                     q_len += 1
                     n_preempt += 1
                     preempted = True
@@ -664,11 +676,7 @@ def _run_replica(
                         done[n_done] = j
                         n_done += 1
                         if g >= 0 and hit == 0:  # the first of its group: its full prompt blocks become the group's
-                            hg = ((prompt[j] - 1) // bs) * bs
-                            if hg > 0:
-                                grp_tok[g] = hg
-                                grp_ref[g] = 1
-                                shared[j] = hg
+                            _publish(j, g, prompt[j], bs, shared, grp_tok, grp_ref)
                     else:
                         pre = j
             # the iteration: decode of b sequences and the prefill chunks in one forward pass
