@@ -104,18 +104,23 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
 
 def cmd_run(args: argparse.Namespace) -> int:
     from rlsim.profile import load_profile
-    from rlsim.scenario import load_scenario
+    from rlsim.scenario import load_scenario, parse_overrides
     from rlsim.simulation import simulate
 
-    scenario = load_scenario(args.scenario, args.set)
+    overrides = parse_overrides(args.set or [])
+    profile = load_profile(args.profile) if args.profile else None
+    # with a profile, simulate puts its learning model in and then the overrides (which win), so the file is
+    # loaded alone: --set learning.target works for a file without a learning model of its own
+    scenario = load_scenario(args.scenario, None if profile else overrides)
     if args.output is not None and args.output.exists() and not args.output.is_dir():
         raise _Usage(f"-o {args.output}: exists and is not a directory; give a directory path")
-    profile = load_profile(args.profile) if args.profile else None
-    if profile is not None:
-        scenario = profile.with_learning(scenario)
-    progress, close = _progress_bar(scenario.run.steps, sys.stderr.isatty() and not args.json)
+    steps = overrides.get("run.steps", scenario.run.steps)
+    progress, close = _progress_bar(steps if isinstance(steps, int) else 0, sys.stderr.isatty() and not args.json)
     try:
-        result = simulate(scenario, profile=profile, progress=progress, with_band=scenario.learning.metric is not None)
+        # the band costs extra runs only when there is a learning model (the scenario's or the profile's)
+        result = simulate(
+            scenario, profile=profile, overrides=overrides if profile else None, progress=progress, with_band=True
+        )
     finally:
         close()
     summary = result.summary()
@@ -138,20 +143,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_decide(args: argparse.Namespace) -> int:
     from rlsim.decide import decide, parse_side
     from rlsim.profile import load_profile
-    from rlsim.scenario import load_scenario
+    from rlsim.scenario import load_scenario, parse_overrides
 
     scenario = load_scenario(args.scenario, args.set)
     baseline = parse_side(args.baseline, "--baseline")
     candidate = parse_side(args.candidate, "--candidate")
     profile = load_profile(args.profile) if args.profile else None
-    decision = decide(scenario, baseline, candidate, profile)
+    decision = decide(scenario, baseline, candidate, profile, explicit=parse_overrides(args.set or []))
     print(json.dumps(decision.as_dict(), indent=2, sort_keys=True) if args.json else decision.text())
     return 0
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from rlsim.profile import load_profile
-    from rlsim.scenario import dump_yaml, load_scenario
+    from rlsim.scenario import dump_yaml, load_scenario, parse_overrides
     from rlsim.sweep import parse_grid, sweep
 
     scenario = load_scenario(args.scenario, args.set)
@@ -171,7 +176,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         bar = tqdm(total=total, unit="config", desc="sweep", file=sys.stderr)
     progress = (lambda done, n: bar.update(1)) if bar is not None else None
     try:
-        result = sweep(scenario, grid, profile, args.executor, args.address, args.workers, progress)
+        result = sweep(
+            scenario,
+            grid,
+            profile,
+            args.executor,
+            args.address,
+            args.workers,
+            progress,
+            parse_overrides(args.set or []),
+        )
     finally:
         if bar is not None:
             bar.close()

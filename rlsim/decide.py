@@ -7,6 +7,7 @@ the steady state; the simulated times-to-target (which include pipeline fill and
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,18 +110,18 @@ def decide(
     candidate: dict[str, Any],
     profile: Profile | None = None,
     with_band: bool = True,
+    explicit: Iterable[str] = (),
 ) -> Decision:
-    """Simulate both sides to their target and apply the decision rule."""
+    """Simulate both sides to their target and apply the decision rule. ``explicit``: dotted keys the user set on
+    ``scenario``; they and each side's keys win over a profile's learning section (rlsim.simulation.simulate)."""
     from rlsim.simulation import simulate
 
-    if profile is not None:
-        scenario = profile.with_learning(scenario)
-    if scenario.learning.metric is None:
+    if scenario.learning.metric is None and not (profile is not None and profile.learning_overrides()):
         raise LearningModelError("rlsim decide needs a learning model: set learning.metric and learning.target")
     results: list[SimResult] = []
     for side in (baseline, candidate):
-        scn = scenario.with_overrides({**side, "run.until_target": True})
-        results.append(simulate(scn, profile=profile, with_band=with_band))
+        over = {**side, "run.until_target": True}
+        results.append(simulate(scenario, profile=profile, overrides=over, with_band=with_band, explicit=explicit))
     sb, sc = results[0].summary(), results[1].summary()
     q_ratio = sc["samples_per_s"] / sb["samples_per_s"]
     n_ratio = sc["samples_to_target"] / sb["samples_to_target"]

@@ -25,7 +25,9 @@ Schema (``schema_version`` 1)::
 A ``learning`` section (``rlsim-calibrate fit-learning`` writes one) replaces the scenario's learning model in
 ``rlsim.simulate``: its ``reference_batch`` (the batch the metric curve was measured at, where the scenario's lr0
 then holds), ``metric``, ``target``, ``batch_multiplier`` and ``samples_spread``, whichever it has; the scenario's
-LR rule, lr0 and staleness penalty stay. Its other keys document the fit.
+LR rule, lr0 and staleness penalty stay. Its other keys document the fit. What a user sets on purpose wins over
+it: ``--set`` keys, a sweep grid's keys, a decide side's keys, ``simulate(overrides=...)`` (``with_learning``).
+It is applied once, inside ``rlsim.simulate``.
 
 Range keys: ``batch`` = sequences in one decode iteration of a replica, ``context_tokens`` = cached tokens of a
 replica, ``tokens_per_gpu`` = prompt + response tokens per training GPU per step.
@@ -36,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,13 +107,25 @@ class Profile:
             return {}
         return {f"learning.{k}": self.learning[k] for k in LEARNING_KEYS if self.learning.get(k) is not None}
 
-    def with_learning(self, scn: Scenario) -> Scenario:
-        """``scn`` with the profile's learning model in place of its own (unchanged without one)."""
-        over = self.learning_overrides()
-        if not over:
-            return scn
+    def with_learning(
+        self, scn: Scenario, overrides: dict[str, Any] | None = None, keep: Iterable[str] = ()
+    ) -> Scenario:
+        """``scn`` with the profile's learning model in place of its own (unchanged without one), then
+        ``overrides`` on top. The keys of ``overrides`` and ``keep`` (what a user set on purpose: ``--set``, a sweep
+        grid, a decide side) win over the profile; a key inside a learning field (``learning.metric.midpoint``)
+        keeps that whole field. Both apply at once, so a target set for the profile's curve is valid."""
+        kept = (*keep, *(overrides or {}))
+        mine = {
+            k: v
+            for k, v in self.learning_overrides().items()
+            if not any(x == k or x.startswith(k + ".") or k.startswith(x + ".") for x in kept)
+        }
+        if not mine:
+            return scn.with_overrides(overrides) if overrides else scn
+        if overrides:  # an error may be the user's as much as the profile's: report the field as is
+            return scn.with_overrides({**mine, **overrides})
         try:
-            return scn.with_overrides(over)
+            return scn.with_overrides(mine)
         except ScenarioError as exc:
             raise ProfileError(f"profile learning section: {exc}; refit it with rlsim-calibrate fit-learning") from None
 

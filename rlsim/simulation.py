@@ -8,7 +8,7 @@ multiplier uses k = ``schedule.max_staleness``, the lag of every steady-state ba
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from rlsim.learning import LearningModelError, SamplesToTarget, metric_at, sampl
 from rlsim.pipeline import run_pipeline
 from rlsim.profile import Profile, load_profile, operating_point
 from rlsim.result import SimResult
-from rlsim.scenario import Costs, Scenario, from_dict, load_scenario
+from rlsim.scenario import Costs, Scenario, from_dict, load_scenario, parse_overrides
 from rlsim.target import band, steps_for_samples, time_to_target
 
 
@@ -37,18 +37,28 @@ def simulate(
     overrides: dict[str, Any] | list[str] | None = None,
     progress: Callable[[int], None] | None = None,
     with_band: bool = False,
+    explicit: Iterable[str] = (),
+    to_target: bool = False,
 ) -> SimResult:
     """Simulate a run. ``scenario`` is a Scenario, a YAML path or a dict; ``profile`` a Profile or JSON path.
 
     ``overrides`` are dotted keys (``{"workload.prompts_per_step": 256}`` or ``["run.steps=5"]``);
     ``progress(step)`` is called after each simulated step. With a learning model (``learning.metric`` and
     ``learning.target``, from the scenario or from the profile's learning section, which replaces the scenario's)
-    the result carries time-to-target; ``with_band`` adds its band (extra runs).
+    the result carries time-to-target; ``with_band`` adds its band (extra runs). The profile is applied here and
+    only here; the keys of ``overrides`` and ``explicit`` (dotted keys a caller already set on ``scenario``, e.g.
+    from ``--set``) win over its learning section. ``to_target``: run to the target when there is a learning
+    model (``run.until_target``), as a sweep does.
     """
-    scn = resolve(scenario, overrides)
     prof = load_profile(profile) if isinstance(profile, (str, Path)) else profile
-    if prof is not None:
-        scn = prof.with_learning(scn)  # a fitted learning model replaces the scenario's (rlsim.profile)
+    if prof is None:
+        scn = resolve(scenario, overrides)
+    else:
+        # a fitted learning model replaces the scenario's (rlsim.profile), then the overrides apply on top
+        over = parse_overrides(overrides) if isinstance(overrides, list) else dict(overrides or {})
+        scn = prof.with_learning(resolve(scenario), over, keep=explicit)
+    if to_target and scn.learning.metric is not None and not scn.run.until_target:
+        scn = dataclasses.replace(scn, run=dataclasses.replace(scn.run, until_target=True))
     n_star = _samples_to_target(scn)
     run_scn = _with_steps_to_target(scn, n_star)
     costs = prof.apply(scn.costs) if prof is not None else scn.costs

@@ -65,16 +65,16 @@ def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None
     """Simulate one configuration; picklable for process pools and Ray. Returns a row and its curve."""
     from rlsim.simulation import simulate
 
-    base, overrides, profile_dict, index = task
+    base, overrides, profile_dict, index, explicit = task
     row: dict[str, Any] = {"config": index, **{k: v for k, v in overrides.items()}}
     try:
-        scn = from_dict(base).with_overrides(overrides)
         profile = profile_from_dict(profile_dict) if profile_dict else None
-        if profile is not None:
-            scn = profile.with_learning(scn)
-        if scn.learning.metric is not None:
-            scn = scn.with_overrides({"run.until_target": True})
-        result = simulate(scn, profile=profile, with_band=scn.learning.metric is not None)
+        # simulate puts the profile's learning model in, then the configuration (which wins), and runs to the
+        # target when there is a learning model
+        result = simulate(
+            from_dict(base), profile=profile, overrides=overrides, with_band=True, explicit=explicit, to_target=True
+        )
+        scn = result.scenario
     except RlsimError as exc:  # EngineCapacityError included
         row["error"] = str(exc)
         return {"row": row, "curve": []}
@@ -136,6 +136,11 @@ def engine_curve(scn: Scenario, points: int = 24) -> pd.DataFrame:
     return pd.DataFrame({"engine": label, "concurrency": batches, "tokens_per_s_per_replica": tps})
 
 
+def configured(scenario: Scenario, overrides: dict[str, Any], profile: Profile | None) -> Scenario:
+    """One configuration as simulate resolves it: the profile's learning model, then the overrides on top."""
+    return profile.with_learning(scenario, overrides) if profile is not None else scenario.with_overrides(overrides)
+
+
 def sweep(
     scenario: Scenario,
     grid: dict[str, list[Any]] | None = None,
@@ -144,17 +149,19 @@ def sweep(
     address: str | None = None,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    explicit: Iterable[str] = (),
 ) -> SweepResult:
-    """Run every configuration of ``grid`` (default: the scenario's ``sweep.grid``) and tabulate them."""
+    """Run every configuration of ``grid`` (default: the scenario's ``sweep.grid``) and tabulate them. The grid's
+    keys and ``explicit`` (keys the user set on ``scenario``) win over a profile's learning section."""
     grid = {k: list(v) for k, v in (grid if grid is not None else scenario.sweep.grid).items()}
     configs = expand_grid(grid)
     for key in grid:  # fail fast on a key the scenario does not have (before starting processes)
         if not grid[key]:
             raise ScenarioError(f"sweep.grid.{key}", grid[key], "lists no values", "give at least one value")
-        scenario.with_overrides({key: grid[key][0]})
+        configured(scenario, {key: grid[key][0]}, profile)
     base = scenario.to_dict()
     prof = profile.to_dict() if profile is not None else None
-    tasks = [(base, cfg, prof, i) for i, cfg in enumerate(configs)]
+    tasks = [(base, cfg, prof, i, list(explicit)) for i, cfg in enumerate(configs)]
     if executor == "local":
         outputs = _run_local(tasks, workers, progress)
     elif executor == "ray":
@@ -166,7 +173,7 @@ def sweep(
     engines = {}
     for cfg in configs:
         try:
-            scn = scenario.with_overrides(cfg)
+            scn = configured(scenario, cfg, profile)
         except RlsimError:
             continue
         key = (scn.model.name, scn.hardware.gpu.name, scn.engine.tensor_parallel_size, scn.engine.max_num_seqs)

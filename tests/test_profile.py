@@ -156,3 +156,45 @@ def test_a_broken_learning_section_is_refused_with_the_field():
     bad = profile_from_dict({**_profile(), "learning": {**LEARNING, "target": 0.95}})  # above the asymptote 0.8
     with pytest.raises(ProfileError, match=r"profile learning section: learning.target: .*fit-learning"):
         rlsim.simulate(_scn(), profile=bad)
+
+
+def test_explicit_overrides_and_sweep_grids_win_over_a_learning_profile(tmp_path, capsys):
+    """The profile's learning section replaces the scenario file's, but never what the user set on purpose:
+    ``--set learning.target`` (run, sweep, decide), a sweep grid over it, ``simulate(overrides=...)``. (Before,
+    ``--set learning.target=0.4`` came out as the profile's 0.6 and a sweep over the target gave equal rows.)"""
+    from rlsim.cli import main
+    from rlsim.sweep import sweep
+
+    prof = profile_from_dict({**_profile(), "learning": LEARNING})
+    p = tmp_path / "p.json"
+    p.write_text(prof.dumps())
+    path = str(SCENARIOS / "dense8b_h100_colocated.yaml")
+    scn = _scn(**{"workload.prompts_per_step": 128, "workload.group_size": 8})
+    # the Python API: overrides and explicit keys win, nothing else is touched
+    assert rlsim.simulate(scn, profile=prof).scenario.learning.target == 0.6
+    assert rlsim.simulate(scn, profile=prof, overrides={"learning.target": 0.4}).scenario.learning.target == 0.4
+    mine = scn.with_overrides({"learning.metric": LEARNING["metric"], "learning.target": 0.45})
+    kept = rlsim.simulate(mine, profile=prof, explicit=["learning.target"]).scenario.learning
+    assert kept.target == 0.45 and kept.batch_multiplier == prof.with_learning(scn).learning.batch_multiplier
+    # a key inside a learning field keeps that whole field from the profile
+    nested = mine.with_overrides({"learning.metric.mid_samples": 7.0})
+    got = rlsim.simulate(nested, profile=prof, explicit=["learning.metric.mid_samples"]).scenario.learning
+    assert got.metric.mid_samples == 7.0 and got.target == 0.6
+    # the CLI
+    for target in ("0.4", "0.6"):
+        argv = ["run", path, "--set", "run.steps=2", "--set", f"learning.target={target}", "--profile", str(p)]
+        assert main([*argv, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["target"] == float(target)
+    # a sweep over the target gives one row per target, each to its own target
+    table = sweep(scn.with_overrides({"run.steps": 2}), {"learning.target": [0.4, 0.6]}, prof).table
+    n = table["samples_to_target"].tolist()
+    assert n[0] < n[1]
+    # a target the user set on the scenario (sweep's explicit keys, from --set) is kept too
+    grid = {"workload.prompts_per_step": [64]}
+    row = sweep(mine.with_overrides({"run.steps": 2}), grid, prof, explicit=["learning.target"]).table.iloc[0]
+    to_64 = {"workload.prompts_per_step": 64, "run.until_target": True}
+    kept_run = rlsim.simulate(mine, profile=prof, overrides=to_64, explicit=["learning.target"])
+    profiles_run = rlsim.simulate(mine, profile=prof, overrides=to_64)  # not explicit there: the profile's target
+    assert (kept_run.scenario.learning.target, profiles_run.scenario.learning.target) == (0.45, 0.6)
+    assert row["samples_to_target"] == pytest.approx(kept_run.summary()["samples_to_target"])
+    assert row["samples_to_target"] != pytest.approx(profiles_run.summary()["samples_to_target"])
