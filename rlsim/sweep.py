@@ -61,7 +61,7 @@ def expand_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
 
 
-def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None, int]) -> dict[str, Any]:
+def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None, int, list[str]]) -> dict[str, Any]:
     """Simulate one configuration; picklable for process pools and Ray. Returns a row and its curve."""
     from rlsim.simulation import simulate
 
