@@ -317,13 +317,17 @@ def read_vllm_bench(files: list[Path]) -> pd.DataFrame:
             raise RealError(f"{f}: not JSON ({exc.msg} at line {exc.lineno})") from None
         hint = {k: int(v) for k, v in re.findall(r"(bs|in|out)(\d+)", f.stem)}
         bs, p, r = hint.get("bs"), hint.get("in"), hint.get("out")
+        # vllm bench writes the model it ran as model_id (vllm/benchmarks/throughput.py, latency.py); it records no
+        # device, so that stays unknown
+        model = str(data.get("model") or data.get("model_id") or "unknown")
+        device = str(data.get("device", "unknown"))
         prov = json.dumps(
             {
-                "device": data.get("device", "unknown"),
+                "device": device,
                 "engine": "vllm",
                 "engine_version": data.get("vllm_version"),
                 "torch_version": None,
-                "model": data.get("model", "unknown"),
+                "model": model,
                 "dtype": data.get("dtype"),
                 "date": None,
                 "command": f"vllm bench ({f.name})",
@@ -335,8 +339,8 @@ def read_vllm_bench(files: list[Path]) -> pd.DataFrame:
                     {
                         "phase": Phase.ROLLOUT.value,
                         "engine": "vllm",
-                        "model": data.get("model", "unknown"),
-                        "device": data.get("device", "unknown"),
+                        "model": model,
+                        "device": device,
                         "concurrency": bs,
                         "prompt_tokens": p,
                         "response_tokens": r,
@@ -355,8 +359,8 @@ def read_vllm_bench(files: list[Path]) -> pd.DataFrame:
                 {
                     "phase": Phase.ROLLOUT.value,
                     "engine": "vllm",
-                    "model": data.get("model", "unknown"),
-                    "device": data.get("device", "unknown"),
+                    "model": model,
+                    "device": device,
                     "concurrency": bs or n,
                     "prompt_tokens": p,
                     "response_tokens": r,

@@ -25,7 +25,7 @@ class VLLMEngine:
         self,
         model_dir: Path,
         dtype: str = "float32",
-        max_model_len: int = 256,
+        max_model_len: int | None = None,
         seed: int = 0,
         gpu_memory_utilization: float = 0.3,
         **_: Any,
@@ -33,8 +33,12 @@ class VLLMEngine:
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
         import torch
-        from transformers import AutoTokenizer
+        from transformers import AutoConfig, AutoTokenizer
         from vllm import LLM
+
+        if max_model_len is None:  # 256, or fewer when the model has fewer positions (vLLM refuses more)
+            positions = getattr(AutoConfig.from_pretrained(model_dir), "max_position_embeddings", None)
+            max_model_len = min(256, positions) if positions else 256
 
         self.on_gpu = torch.cuda.is_available()
         kwargs: dict[str, Any] = {}

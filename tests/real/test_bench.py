@@ -79,6 +79,7 @@ def test_read_vllm_bench_json(tmp_path):
     thr.write_text(
         json.dumps(
             {
+                "model_id": "HuggingFaceTB/SmolLM2-135M",
                 "elapsed_time": 10.0,
                 "num_requests": 100,
                 "total_num_tokens": 50000,
@@ -95,6 +96,9 @@ def test_read_vllm_bench_json(tmp_path):
     assert l_rows["tokens_per_s"].iloc[0] == pytest.approx(8 * 128 / 1.4)
     t_row = df[df["time_s"] == 10.0].iloc[0]
     assert t_row["tokens"] == 50000 and t_row["tokens_per_s"] == 5000.0
+    # vllm bench names its model as model_id (read in vllm 0.32's benchmarks/throughput.py); no device is written
+    assert t_row["model"] == "HuggingFaceTB/SmolLM2-135M" and json.loads(t_row["provenance"])["model"] == t_row["model"]
+    assert t_row["device"] == "unknown" and (l_rows["model"] == "unknown").all()
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     with pytest.raises(Exception, match="neither vllm bench latency"):

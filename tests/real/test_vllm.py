@@ -51,3 +51,9 @@ def test_grpo_loop_runs_a_few_steps_on_vllm(checks):
 def test_generation_throughput_rises_with_concurrency_vllm(checks):
     t = {int(k): v for k, v in checks["bench_tokens_per_s"].items()}
     assert t[4] > 1.5 * t[1] and t[16] > 1.5 * t[4]
+
+
+def test_weight_sync_bench_opens_vllm_within_the_models_positions(checks):
+    """`rlsim-real bench sync --engine vllm` on the tiny model (128 positions) opens its engine at the default
+    max_model_len; that default was 256, which vLLM refuses for this model."""
+    assert checks["sync_rows"] == 1 and checks["sync_bytes"] > 0

@@ -57,6 +57,7 @@ def main() -> None:
         def close(self):
             pass
 
+    make_engine = engines.make_engine
     engines.make_engine = lambda name, path, **kw: Shared()
     os.environ["RLSIM_CACHE_DIR"] = str(cache)
     run = Path(tempfile.mkdtemp()) / "run"
@@ -84,6 +85,11 @@ def main() -> None:
         df = bench.bench_generation("vllm", None, [1, 4, 16], [8], [16], repeats=2, warmup=1)
         s = bench.summarize(df).set_index("concurrency")["tokens_per_s"]
         out["bench_tokens_per_s"] = {int(k): float(v) for k, v in s.items()}
+        # a fresh engine at its default max_model_len on the tiny model (128 positions): it used to ask for 256
+        engines.make_engine = make_engine
+        sync = bench.bench_sync("vllm", None, repeats=1, warmup=0)
+        out["sync_rows"] = len(sync)
+        out["sync_bytes"] = float(sync["bytes"].iloc[0])
     print("RESULT " + json.dumps(out))
 
 
