@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -256,121 +255,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-LOOP_BATCHES = (8, 16, 32)  # prompts per step; G = 8
-LOOP_LR0 = 1e-3  # Adam learning rate at 128 responses per step, sqrt-scaled to the others
-
-
-def cmd_loop(args: argparse.Namespace) -> int:
-    """The CPU loop, step by step, each step a command a user could run by hand."""
-    out: Path = args.output
-    out.mkdir(parents=True, exist_ok=True)
-    real = [sys.executable, "-m", "real.cli"]
-    me = [sys.executable, "-m", "calibrate.cli"]
-    t0 = time.perf_counter()
-
-    def run(cmd: list[str]) -> None:
-        print("$ " + " ".join(cmd[2:] if cmd[:2] in (real[:2], me[:2]) else cmd), flush=True)
-        proc = subprocess.run(cmd)
-        if proc.returncode != 0:
-            raise CalibrateError(f"step failed with exit status {proc.returncode}: {' '.join(cmd)}")
-
-    reps = ["--repeats", "7", "--warmup", "2"]
-    # the grid covers what the runs do: 5-token prompts (3 digits, '=', BOS), 2..8 new tokens, batches of
-    # P x G = 64..256 sequences, and updates on 64..256 sequences of about 12 tokens in 2 micro-batches
-    gen = ["--concurrency", "16,32,64,128,192,256", "--prompt-tokens", "5", "--response-tokens", "2,4,8"]
-    run([*real, "bench", "generation", *gen, *reps, "-o", str(out / "bench" / "generation")])
-    train = ["--tokens", "384,768,1152,1536,1920,2304,2688,3072", "--seq-len", "12", "--micro-batches", "2"]
-    run([*real, "bench", "train", *train, *reps, "-o", str(out / "bench" / "train")])
-    # four model sizes (1.2-4.5 MB of weights) so that the sync's latency and bandwidth are fitted apart
-    sizes = ["tiny", "tiny:hidden_size=192", "tiny:hidden_size=256", "tiny:hidden_size=320"]
-    sync = [*(a for m in sizes for a in ("--model", m)), "--repeats", "15", "--warmup", "5", "--number", "10"]
-    run([*real, "bench", "sync", *sync, "-o", str(out / "bench" / "sync")])
-    runs = []
-    for p in LOOP_BATCHES:
-        for seed in range(args.seeds):
-            run_dir = out / "runs" / f"parity_P{p}_seed{seed}"
-            runs.append(run_dir)
-            run(
-                [
-                    *real,
-                    "train",
-                    "--task",
-                    "parity:length=3",
-                    "--algo",
-                    "grpo",
-                    "--engine",
-                    "hf",
-                    "--prompts-per-step",
-                    str(p),
-                    "--group-size",
-                    "8",
-                    "--lr-rule",
-                    "sqrt",
-                    "--lr0",
-                    str(LOOP_LR0),
-                    "--reference-batch",
-                    "128",
-                    "--micro-batches",
-                    "2",
-                    "--target",
-                    str(args.target),
-                    "--max-steps",
-                    "300",
-                    "--eval-every",
-                    "2",
-                    "--eval-size",
-                    "128",
-                    "--checkpoint-every",
-                    "50",
-                    "--seed",
-                    str(seed),
-                    "-o",
-                    str(run_dir),
-                ]
-            )
-    model_dir = json.loads((runs[0] / "environment.json").read_text())["model_dir"]
-    run(
-        [
-            *me,
-            "fit",
-            str(out / "bench" / "generation" / "bench.csv"),
-            str(out / "bench" / "train" / "bench.csv"),
-            str(out / "bench" / "sync" / "bench.csv"),
-            "--model-dir",
-            model_dir,
-            "-o",
-            str(out / "profile.json"),
-        ]
-    )
-    run(
-        [
-            *me,
-            "validate",
-            "--profile",
-            str(out / "profile.json"),
-            *map(str, runs),
-            "--target",
-            str(args.target),
-            "--reference-batch",
-            str(LOOP_BATCHES[1] * 8),
-            "-o",
-            str(out / "validation"),
-        ]
-    )
-    print(f"\nthe loop took {time.perf_counter() - t0:.0f} s; report: {out / 'validation' / 'report.html'}")
-    return 0
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlsim-calibrate", description="fit profiles and validate predictions")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -436,16 +320,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pub.set_defaults(func=cmd_published)
 
-    loop = sub.add_parser("loop", help="the whole calibrate-and-validate loop on this CPU (about 10 minutes)")
-    loop.add_argument("--target", type=float, default=0.9)
-    loop.add_argument(
-        "--seeds",
-        type=_positive_int,
-        default=8,
-        help="runs per batch size (steps-to-target varies from seed to seed; validation compares means)",
+    from calibrate import loop as loop_mod
+
+    loop_mod.add_arguments(
+        sub.add_parser(
+            "loop",
+            help="predict before you run on this CPU: bench, reference runs, fit, predictions, held-out runs, validate",
+        )
     )
-    loop.add_argument("-o", "--output", type=Path, required=True)
-    loop.set_defaults(func=cmd_loop)
     from calibrate import vllm_check  # light: numpy, pandas and rlsim load only when the check runs
 
     vllm_check.add_arguments(

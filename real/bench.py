@@ -35,6 +35,7 @@ from typing import Any
 import pandas as pd
 
 from real.errors import RealError
+from rlsim.machine_load import LoadMeter
 from rlsim.phases import Phase
 
 COLUMNS = [
@@ -51,11 +52,16 @@ COLUMNS = [
     "time_s",
     "tokens_per_s",
     "bytes",
+    "other_cpu_fraction",
+    "cpu_s",
+    "load_avg_1m",
     "provenance",
 ]
 
 
-def provenance(engine: str, model: str, dtype: str = "float32") -> dict[str, Any]:
+def provenance(engine: str, model: str, dtype: str = "float32", model_dir: Path | None = None) -> dict[str, Any]:
+    """What a bench row was measured with; ``model_dir`` is the folder the model was loaded from, where
+    ``rlsim-calibrate fit`` reads the architecture (so a user need not locate the built or converted model)."""
     import torch
 
     from real.train import environment
@@ -71,11 +77,13 @@ def provenance(engine: str, model: str, dtype: str = "float32") -> dict[str, Any
         "dtype": dtype,
         "date": _dt.date.today().isoformat(),
         "command": " ".join(sys.argv),
+        "model_dir": str(model_dir) if model_dir is not None else None,
     }
 
 
-def _timed_rounds(fns: list, repeats: int, warmup: int) -> list[list[float]]:
-    """Seconds of each function per repeat, the repeats interleaved: round i times every function once.
+def _timed_rounds(fns: list, repeats: int, warmup: int) -> list[list[tuple[float, dict[str, Any]]]]:
+    """Seconds of each function per repeat with the machine's load over it (``rlsim.machine_load``), the
+    repeats interleaved: round i times every function once.
 
     Slow drifts of the machine (clock, cache, other tenants) then spread over every configuration as noise
     that the median of repeats removes, instead of biasing whichever configurations ran during the drift.
@@ -86,14 +94,16 @@ def _timed_rounds(fns: list, repeats: int, warmup: int) -> list[list[float]]:
     for fn in fns:
         for _ in range(warmup):
             fn()
-    out: list[list[float]] = [[] for _ in fns]
+    out: list[list[tuple[float, dict[str, Any]]]] = [[] for _ in fns]
     for _ in range(repeats):
         for fn, times in zip(fns, out):
             synchronize()
+            meter = LoadMeter().start()
             t0 = time.perf_counter()
             fn()
             synchronize()
-            times.append(time.perf_counter() - t0)
+            t = time.perf_counter() - t0
+            times.append((t, meter.stop()))
     return out
 
 
@@ -124,7 +134,7 @@ def bench_generation(
     vocab = AutoConfig.from_pretrained(path).vocab_size
     max_len = max(prompt_tokens) + max(response_tokens) + 8
     engine = make_engine(engine_name, path, max_model_len=max_len)
-    prov = provenance(engine_name, name)
+    prov = provenance(engine_name, name, model_dir=path)
     rng = random.Random(0)
     configs = [(p, r, c) for p in prompt_tokens for r in response_tokens for c in concurrency]
     fns = []
@@ -155,9 +165,10 @@ def bench_generation(
             sequences=c,
             prompt_tokens=p,
             response_tokens=r,
+            **load,
         )
         for (p, r, c), ts in zip(configs, times)
-        for i, t in enumerate(ts)
+        for i, (t, load) in enumerate(ts)
     ]
     return _frame(rows, prov)
 
@@ -174,7 +185,7 @@ def bench_train(
     policy, _ = load_policy(path)
     vocab = policy.config.vocab_size
     opt = torch.optim.Adam(policy.parameters(), lr=1e-5)
-    prov = provenance("torch", name)
+    prov = provenance("torch", name, model_dir=path)
     gen = torch.Generator().manual_seed(0)
     cfg = TrainConfig(micro_batches=micro_batches, mini_batches=1, epochs=1)
     completion_len = max(1, seq_len // 2)  # the second half of each sequence is the scored completion
@@ -205,9 +216,9 @@ def bench_train(
             configs.append((phase, n_seq))
             fns.append(fn)
     rows = [
-        _row(phase, "torch", name, prov, i, t, n_seq * seq_len, concurrency=n_seq, sequences=n_seq)
+        _row(phase, "torch", name, prov, i, t, n_seq * seq_len, concurrency=n_seq, sequences=n_seq, **load)
         for (phase, n_seq), ts in zip(configs, _timed_rounds(fns, repeats, warmup))
-        for i, t in enumerate(ts)
+        for i, (t, load) in enumerate(ts)
     ]
     return _frame(rows, prov)
 
@@ -244,9 +255,9 @@ def bench_sync(
             engine.close()
     prov = provenance(engine_name, ",".join(name for name, _, _ in loaded))
     rows = [
-        _row(Phase.WEIGHT_SYNC, engine_name, name, prov, i, t / number, bytes=nbytes)
+        _row(Phase.WEIGHT_SYNC, engine_name, name, prov, i, t / number, bytes=nbytes, **load)
         for (name, _, nbytes), ts in zip(loaded, times)
-        for i, t in enumerate(ts)
+        for i, (t, load) in enumerate(ts)
     ]
     return _frame(rows, prov)
 

@@ -43,6 +43,7 @@ from typing import Any
 from real.errors import RealError
 from rlsim.files import atomic_write_text
 from rlsim.learning import lr_scale
+from rlsim.machine_load import LoadMeter
 from rlsim.phases import Phase
 from rlsim.runlog import SCHEMA_VERSION, append_record
 
@@ -138,6 +139,7 @@ def environment() -> dict[str, Any]:
         "torch": torch.__version__,
         "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"cpu ({os.cpu_count()} cores)",
         "torch_threads": torch.get_num_threads(),
+        "load_avg_1m": os.getloadavg()[0],  # at the start; each step logs its own load (rlsim.machine_load)
     }
     try:
         import transformers
@@ -394,6 +396,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
     with open(log_path, "a") as log:
         for step in range(start_step, cfg.max_steps + 1):
             timing: dict[str, float] = {}
+            meter = LoadMeter().start()
             t_start = time.perf_counter()
             examples = [train_split[data_rng.randrange(len(train_split))] for _ in range(cfg.prompts_per_step)]
             prompts = [encode(e.prompt) for e in examples]
@@ -439,6 +442,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
             with phase_timer(Phase.WEIGHT_SYNC, timing):
                 engine.load_weights(policy)
             wall_s += time.perf_counter() - t_start
+            load = meter.stop()  # the step's own interval, eval excluded as from wall_s
             eval_metric = None
             if step % cfg.eval_every == 0 or step == cfg.max_steps:
                 with phase_timer(Phase.EVAL, timing):
@@ -453,6 +457,11 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
                 "prompt_tokens": int(sum(len(p) for p in flat_prompts)),
                 "response_tokens": int(sum(len(c) for c in completions)),
                 "response_tokens_max": max(len(c) for c in completions),  # the hf engine's batch runs this long
+                # responses of each length 0..max_new_tokens: calibrate's response-length model
+                "response_length_counts": np.bincount(
+                    [len(c) for c in completions], minlength=cfg.max_new_tokens + 1
+                ).tolist(),
+                **load,
                 "lr": lr,
                 "reward_mean": float(rewards.mean()),
                 "eval_metric": eval_metric,

@@ -19,7 +19,11 @@ Pieces (REFERENCE sections 3-5):
     at a fixed LR costs exactly ``untuned_lr_penalty`` (default 1.67: the seed paper's fixed-LR control, P 128 ->
     256 untuned needs 1.67x the samples);
   - the staleness term for async schedules: ``(1 + staleness_penalty_per_step) ** mean staleness``.
-* ``samples_spread``: relative standard deviation of samples-to-target across training seeds (for bands).
+* ``samples_spread``: the spread of samples-to-target across training seeds, as the standard deviation of its log
+  (samples-to-target is lognormal over seeds, its median the model's N*; for a small spread this is the relative
+  standard deviation). It sets the bands and the chance of reaching the target within a budget
+  (:func:`reach_within`): a seed whose N* exceeds the run's budget (``run.max_steps`` x B samples) never gets
+  there, so a prediction says how many seeds reach the target and how many samples those that do need.
 
 The power p of the critical-batch form (``critical_power``):
 
@@ -41,6 +45,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtr, ndtri
 
 from rlsim.errors import RlsimError
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
@@ -177,3 +182,28 @@ def samples_to_target(learning: Learning, batch: int, mean_staleness: float = 0.
     lmul = lr_multiplier(learning, batch)
     smul = (1.0 + learning.staleness_penalty_per_step) ** mean_staleness
     return SamplesToTarget(ref * bmul * lmul * smul, ref, bmul, lmul, smul, tuple(warnings))
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Seeds against a budget: N* over seeds is lognormal(log median, sigma) (module docstring)."""
+
+    probability: float  # P(N* <= budget): the share of seeds that reach the target within the budget
+    samples_if_reached: float  # median N* over the seeds that do (the lognormal truncated at the budget)
+    budget_samples: float
+
+
+def reach_within(median_samples: float, log_sigma: float, budget_samples: float) -> Reach:
+    """The chance that a seed reaches the target within ``budget_samples`` and the median samples-to-target of the
+    seeds that do. With no spread every seed needs ``median_samples``: probability 1 or 0."""
+    if median_samples <= 0 or budget_samples <= 0:
+        raise LearningModelError("reach_within needs positive median and budget samples")
+    if log_sigma <= 0:
+        hit = median_samples <= budget_samples
+        return Reach(1.0 if hit else 0.0, median_samples, budget_samples)
+    z = (math.log(budget_samples) - math.log(median_samples)) / log_sigma
+    p = float(ndtr(z))
+    if p <= 1e-300:  # no seed gets there: the conditional median is the budget itself
+        return Reach(0.0, budget_samples, budget_samples)
+    cond = math.exp(math.log(median_samples) + log_sigma * float(ndtri(p / 2.0)))
+    return Reach(p, cond, budget_samples)

@@ -115,6 +115,8 @@ def _rollout(env: simpy.Environment, st: _State):
             st.engine_pause_s = 0.0  # updates that landed while the engines were idle cost them nothing
             version = st.engine_version  # the oldest weights this batch saw (in-flight updates may follow)
             prompts, responses = sample_step(s.workload, st.rng, (n - 1) * batch)
+            if s.engine.static_batching:  # every response runs (and is padded) to the step's longest
+                responses = np.full_like(responses, responses.max())
             overhead = st.cost.rollout_overhead_s(len(responses))
             if streaming:
                 # The engines hold up to k + 1 batches at once and start a request as soon as a slot frees, so

@@ -4,10 +4,10 @@ A profile does not bring its own formulas: it supplies fitted values for the roo
 ``Scenario.costs`` (efficiencies as fractions of the catalog peak, overheads in seconds). Efficiencies fitted on
 one device therefore carry to another through the roofline: the target GPU's peaks times the fitted fractions.
 
-Schema (``schema_version`` 1)::
+Schema (``schema_version`` 2; version 1 files, without ``lengths``, still load)::
 
     {
-      "schema": "rlsim-profile", "schema_version": 1,
+      "schema": "rlsim-profile", "schema_version": 2,
       "provenance": {"device": "...", "engine": "vllm", "engine_version": "...", "torch_version": "...",
                      "model": "...", "dtype": "bfloat16", "date": "2026-11-30", "command": "..."},
       "phases": {
@@ -19,15 +19,20 @@ Schema (``schema_version`` 1)::
           "held_out": {"method": "kfold-5", "mape": 0.04, "max_abs_pct_error": 0.11, "num_points": 40}
         }
       },
-      "learning": null or {...}                         # learning-model parameters (rlsim.learning)
+      "lengths": null or {"prompt_length": {...}, "response_length": {...}, ...},   # rlsim.scenario.LengthDist
+      "learning": null or {"version": 1, "reference_batch": 128, "metric": {...}, "target": 0.9,
+                           "batch_multiplier": {...}, "samples_spread": 0.2, ...}  # rlsim.learning
     }
 
-A ``learning`` section (``rlsim-calibrate fit-learning`` writes one) replaces the scenario's learning model in
+The ``learning`` section (``rlsim-calibrate fit --runs`` or ``fit-learning`` writes one; typed: ``version`` 1, and
+its rlsim fields are checked at load as a scenario's would be) replaces the scenario's learning model in
 ``rlsim.simulate``: its ``reference_batch`` (the batch the metric curve was measured at, where the scenario's lr0
-then holds), ``metric``, ``target``, ``batch_multiplier`` and ``samples_spread``, whichever it has; the scenario's
-LR rule, lr0 and staleness penalty stay. Its other keys document the fit. What a user sets on purpose wins over
-it: ``--set`` keys, a sweep grid's keys, a decide side's keys, ``simulate(overrides=...)`` (``with_learning``).
-It is applied once, inside ``rlsim.simulate``.
+then holds), ``metric``, ``target``, ``batch_multiplier``, ``samples_spread`` and ``invariant_rule``, whichever it
+has; the scenario's LR rule, lr0 and staleness penalty stay. Its other keys document the fit. The ``lengths``
+section (the response-length model fitted on the reference runs) replaces the scenario's ``workload`` length
+distributions in the same way. What a user sets on purpose wins over both: ``--set`` keys, a sweep grid's keys, a
+decide side's keys, ``simulate(overrides=...)`` (``with_fitted``). They are applied once, inside
+``rlsim.simulate``.
 
 Range keys: ``batch`` = sequences in one decode iteration of a replica, ``context_tokens`` = cached tokens of a
 replica, ``tokens_per_gpu`` = prompt + response tokens per training GPU per step.
@@ -48,11 +53,15 @@ from rlsim.phases import Phase
 from rlsim.scenario import Costs, Scenario, _check_bounds
 
 SCHEMA = "rlsim-profile"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READS_VERSIONS = (1, 2)
+LEARNING_VERSION = 1
 PROVENANCE_KEYS = ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")
 RANGE_KEYS = ("batch", "context_tokens", "tokens_per_gpu")
 # the keys of a profile's learning section that replace the scenario's (rlsim.scenario.Learning fields)
-LEARNING_KEYS = ("reference_batch", "metric", "target", "batch_multiplier", "samples_spread")
+LEARNING_KEYS = ("reference_batch", "metric", "target", "batch_multiplier", "samples_spread", "invariant_rule")
+# the keys of a profile's lengths section that replace the scenario's (rlsim.scenario.Workload fields)
+LENGTH_KEYS = ("prompt_length", "response_length", "response_length_drift")
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,7 @@ class Profile:
     provenance: dict[str, Any]
     phases: dict[str, PhaseFit]
     learning: dict[str, Any] | None = None
+    lengths: dict[str, Any] | None = None
 
     # ---- use ------------------------------------------------------------------------------------------
     def parameters(self) -> dict[str, float]:
@@ -107,17 +117,20 @@ class Profile:
             return {}
         return {f"learning.{k}": self.learning[k] for k in LEARNING_KEYS if self.learning.get(k) is not None}
 
-    def with_learning(
-        self, scn: Scenario, overrides: dict[str, Any] | None = None, keep: Iterable[str] = ()
-    ) -> Scenario:
-        """``scn`` with the profile's learning model in place of its own (unchanged without one), then
-        ``overrides`` on top. The keys of ``overrides`` and ``keep`` (what a user set on purpose: ``--set``, a sweep
-        grid, a decide side) win over the profile; a key inside a learning field (``learning.metric.midpoint``)
-        keeps that whole field. Both apply at once, so a target set for the profile's curve is valid."""
+    def length_overrides(self) -> dict[str, Any]:
+        """Dotted scenario overrides (``workload.response_length``, ...) from the lengths section; empty without."""
+        return {f"workload.{k}": self.lengths[k] for k in LENGTH_KEYS if (self.lengths or {}).get(k) is not None}
+
+    def with_fitted(self, scn: Scenario, overrides: dict[str, Any] | None = None, keep: Iterable[str] = ()) -> Scenario:
+        """``scn`` with the profile's learning model and length model in place of its own (unchanged without
+        them), then ``overrides`` on top. The keys of ``overrides`` and ``keep`` (what a user set on purpose:
+        ``--set``, a sweep grid, a decide side) win over the profile; a key inside a fitted field
+        (``learning.metric.midpoint``) keeps that whole field. Both apply at once, so a target set for the
+        profile's curve is valid."""
         kept = (*keep, *(overrides or {}))
         mine = {
             k: v
-            for k, v in self.learning_overrides().items()
+            for k, v in {**self.learning_overrides(), **self.length_overrides()}.items()
             if not any(x == k or x.startswith(k + ".") or k.startswith(x + ".") for x in kept)
         }
         if not mine:
@@ -127,7 +140,9 @@ class Profile:
         try:
             return scn.with_overrides(mine)
         except ScenarioError as exc:
-            raise ProfileError(f"profile learning section: {exc}; refit it with rlsim-calibrate fit-learning") from None
+            raise ProfileError(
+                f"profile learning or lengths section: {exc}; refit it with rlsim-calibrate fit"
+            ) from None
 
     def info(self) -> dict[str, Any]:
         """What a summary or report shows about the profile used."""
@@ -137,6 +152,8 @@ class Profile:
             "held_out": {p: f.held_out for p, f in self.phases.items()},
         }
         over = self.learning_overrides()
+        if self.lengths:
+            out["lengths"] = {k: self.lengths[k] for k in LENGTH_KEYS if self.lengths.get(k) is not None}
         if over:
             out["learning"] = {k.removeprefix("learning."): v for k, v in over.items() if k != "learning.metric"}
         return out
@@ -157,6 +174,7 @@ class Profile:
                 }
                 for p, f in self.phases.items()
             },
+            "lengths": self.lengths,
             "learning": self.learning,
         }
 
@@ -168,7 +186,7 @@ def profile_from_dict(data: Any, where: str = "profile") -> Profile:
     """Validate and build a profile; ProfileError names the broken key."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ProfileError(f'{where}: not an rlsim profile (missing "schema": "{SCHEMA}")')
-    if data.get("schema_version") != SCHEMA_VERSION:
+    if data.get("schema_version") not in READS_VERSIONS:
         raise ProfileError(
             f"{where}: schema_version {data.get('schema_version')!r} is not supported "
             f"(this rlsim reads {SCHEMA_VERSION}); refit with this version"
@@ -226,10 +244,46 @@ def profile_from_dict(data: Any, where: str = "profile") -> Profile:
             fitted_range=ranges,
             held_out=dict(held_out),
         )
-    learning = data.get("learning")
+    learning, lengths = data.get("learning"), data.get("lengths")
     if learning is not None and not isinstance(learning, dict):
-        raise ProfileError(f"{where}: learning must be null or a mapping (rlsim-calibrate fit-learning writes it)")
-    return Profile(provenance=dict(prov), phases=phases, learning=learning)
+        raise ProfileError(f"{where}: learning must be null or a mapping (rlsim-calibrate fit --runs writes it)")
+    if lengths is not None and not isinstance(lengths, dict):
+        raise ProfileError(f"{where}: lengths must be null or a mapping (rlsim-calibrate fit --runs writes it)")
+    profile = Profile(provenance=dict(prov), phases=phases, learning=learning, lengths=lengths)
+    _check_fitted(profile, data["schema_version"], where)
+    return profile
+
+
+# a small scenario that the fitted sections are applied to at load (their checks do not depend on it)
+CHECK_SCENARIO = {"model": "Qwen2.5-0.5B", "hardware": {"gpu": "H100-SXM", "num_gpus": 1}}
+
+
+def _check_fitted(profile: Profile, schema_version: int, where: str) -> None:
+    """The learning and lengths sections are checked as a scenario's sections would be: applied to the default
+    scenario, so a wrong type, a value out of range or an unreachable target fails here, naming the key."""
+    from rlsim.learning import LearningModelError, reference_samples_to_target
+    from rlsim.scenario import from_dict
+
+    learning = profile.learning
+    if learning is not None and schema_version >= 2 and learning.get("version") != LEARNING_VERSION:
+        raise ProfileError(
+            f"{where}: learning.version {learning.get('version')!r} is not {LEARNING_VERSION}; refit the learning "
+            "model with this rlsim (rlsim-calibrate fit --runs)"
+        )
+    if learning is not None and learning.get("metric") is None and any(k in learning for k in LEARNING_KEYS[2:]):
+        raise ProfileError(f"{where}: learning has no metric curve; refit it (rlsim-calibrate fit --runs)")
+    over = {**profile.learning_overrides(), **profile.length_overrides()}
+    if not over:
+        return
+    try:
+        scn = from_dict(CHECK_SCENARIO).with_overrides(over)
+    except ScenarioError as exc:
+        raise ProfileError(f"{where}: {exc}") from None
+    if scn.learning.metric is not None and scn.learning.target is not None:
+        try:
+            reference_samples_to_target(scn.learning.metric, scn.learning.target)
+        except LearningModelError as exc:
+            raise ProfileError(f"{where}: {exc}") from None
 
 
 def load_profile(path: str | Path) -> Profile:

@@ -12,7 +12,11 @@ Metric definitions (all seconds or per second):
 * ``phase_time_s``: mean seconds per step in each phase (phases overlap under async schedules).
 * ``utilization``: mean busy fraction of each GPU pool.
 * ``samples_to_target``, ``time_to_target_s``, ``time_to_target_band_s``, ``gpu_hours_to_target``: see
-  rlsim.target (present when the scenario has a learning model; otherwise null).
+  rlsim.target (present when the scenario has a learning model; otherwise null). ``samples_to_target`` is the
+  median over training seeds.
+* ``probability_reaching_target``: the share of seeds that reach the target within ``budget_samples``
+  (``run.max_steps`` x B); ``samples_to_target_if_reached`` / ``time_to_target_if_reached_s``: the median over
+  those seeds (rlsim.learning.reach_within), what a set of real runs with that budget reports.
 """
 
 from __future__ import annotations
@@ -25,11 +29,12 @@ import numpy as np
 import pandas as pd
 
 from rlsim import __version__
+from rlsim.learning import reach_within
 from rlsim.phases import TIMED_PHASES
 from rlsim.pipeline import CPU, Span, pool_gpus
 from rlsim.runlog import to_frame
 from rlsim.scenario import Scenario
-from rlsim.target import TimeToTarget
+from rlsim.target import TimeToTarget, time_at_samples
 
 
 @dataclass
@@ -110,6 +115,17 @@ class SimResult:
         out["target"] = self.scenario.learning.target
         out["gpu_hours_to_target"] = t.time_to_target_s * self.scenario.hardware.num_gpus / 3600.0
         out["time_to_target_band_s"] = list(self.band_s) if self.band_s is not None else None
+        # seeds against the run's budget (run.max_steps steps): how many reach the target, and those that do
+        batch = self.scenario.workload.responses_per_step
+        reach = reach_within(
+            t.samples_to_target, self.scenario.learning.samples_spread, self.scenario.run.max_steps * batch
+        )
+        out["probability_reaching_target"] = reach.probability
+        out["budget_samples"] = reach.budget_samples
+        out["samples_to_target_if_reached"] = reach.samples_if_reached
+        out["time_to_target_if_reached_s"] = time_at_samples(
+            self.records, batch, reach.samples_if_reached, self.steady_step_time_s
+        )[0]
         return out
 
     def chrome_trace(self) -> dict[str, Any]:

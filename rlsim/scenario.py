@@ -220,6 +220,10 @@ class Engine:
     # (DeepSeek-V3 report: 85-90% for its second token)
     speculative_tokens: int = field(default=0, metadata=_rule(ge=0, le=16))
     speculative_acceptance_rate: float = field(default=0.85, metadata=_rule(ge=0, lt=1))
+    # static batching (transformers' generate, as rlsim-real's hf engine runs it): a step's requests form one
+    # batch that decodes until its longest response ends, and the trainer's batch is padded to it, so every
+    # response of the step costs as many tokens as the longest one
+    static_batching: bool = False
     # MoE engines: attention data-parallel ranks per engine (vLLM --data-parallel-size with
     # --enable-expert-parallel), each with its own batch, scheduler and KV cache; the experts are sharded over all
     # data_parallel_size x tensor_parallel_size GPUs and tokens reach them by all-to-all

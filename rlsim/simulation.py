@@ -56,7 +56,7 @@ def simulate(
     else:
         # a fitted learning model replaces the scenario's (rlsim.profile), then the overrides apply on top
         over = parse_overrides(overrides) if isinstance(overrides, list) else dict(overrides or {})
-        scn = prof.with_learning(resolve(scenario), over, keep=explicit)
+        scn = prof.with_fitted(resolve(scenario), over, keep=explicit)
     if to_target and scn.learning.metric is not None and not scn.run.until_target:
         scn = dataclasses.replace(scn, run=dataclasses.replace(scn.run, until_target=True))
     n_star = _samples_to_target(scn)

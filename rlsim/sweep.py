@@ -138,7 +138,7 @@ def engine_curve(scn: Scenario, points: int = 24) -> pd.DataFrame:
 
 def configured(scenario: Scenario, overrides: dict[str, Any], profile: Profile | None) -> Scenario:
     """One configuration as simulate resolves it: the profile's learning model, then the overrides on top."""
-    return profile.with_learning(scenario, overrides) if profile is not None else scenario.with_overrides(overrides)
+    return profile.with_fitted(scenario, overrides) if profile is not None else scenario.with_overrides(overrides)
 
 
 def sweep(

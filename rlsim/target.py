@@ -56,11 +56,19 @@ def time_to_target(
         "lr": n_star.lr_multiplier,
         "staleness": n_star.staleness_multiplier,
     }
+    t, extrapolated = time_at_samples(records, batch, n_star.samples, steady_step_time_s)
+    return TimeToTarget(n_star.samples, steps, t, extrapolated, multipliers, n_star.warnings)
+
+
+def time_at_samples(
+    records: list[dict[str, Any]], batch: int, samples: float, steady_step_time_s: float
+) -> tuple[float, bool]:
+    """Wall-clock at the end of the step that reaches ``samples`` and whether it was extrapolated past the last
+    simulated step at the steady-state step time."""
+    steps = steps_for_samples(samples, batch)
     if steps <= len(records):
-        t, extrapolated = records[steps - 1]["wall_s"], False
-    else:
-        t, extrapolated = records[-1]["wall_s"] + (steps - len(records)) * steady_step_time_s, True
-    return TimeToTarget(n_star.samples, steps, float(t), extrapolated, multipliers, n_star.warnings)
+        return float(records[steps - 1]["wall_s"]), False
+    return float(records[-1]["wall_s"] + (steps - len(records)) * steady_step_time_s), True
 
 
 def band(

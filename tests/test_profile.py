@@ -112,6 +112,7 @@ def test_missing_profile_file_exits_2(tmp_path, capsys):
 
 
 LEARNING = {
+    "version": 1,
     "reference_batch": 512,
     "metric": {"initial": 0.1, "asymptote": 0.8, "mid_samples": 20000.0, "exponent": 1.5},
     "target": 0.6,
@@ -150,12 +151,21 @@ def test_profile_learning_section_replaces_the_scenarios_learning_model(tmp_path
     assert json.loads(capsys.readouterr().out)["time_to_target_s"] > 0
 
 
-def test_a_broken_learning_section_is_refused_with_the_field():
+def test_a_broken_learning_section_is_refused_at_load_with_the_field():
+    """The learning section is typed and versioned: checked when the profile loads, not when a run uses it."""
     with pytest.raises(ProfileError, match="learning must be null or a mapping"):
         profile_from_dict({**_profile(), "learning": [1]})
-    bad = profile_from_dict({**_profile(), "learning": {**LEARNING, "target": 0.95}})  # above the asymptote 0.8
-    with pytest.raises(ProfileError, match=r"profile learning section: learning.target: .*fit-learning"):
-        rlsim.simulate(_scn(), profile=bad)
+    with pytest.raises(ProfileError, match=r"learning.target: 0.95 is not strictly between"):  # above the asymptote 0.8
+        profile_from_dict({**_profile(), "learning": {**LEARNING, "target": 0.95}})
+    with pytest.raises(ProfileError, match=r"learning.samples_spread: -1"):
+        profile_from_dict({**_profile(), "learning": {**LEARNING, "samples_spread": -1}})
+    with pytest.raises(ProfileError, match=r"learning.batch_multiplier.form"):
+        profile_from_dict({**_profile(), "learning": {**LEARNING, "batch_multiplier": {"form": "magic"}}})
+    v2 = {**_profile(), "schema_version": 2}
+    with pytest.raises(ProfileError, match=r"learning.version None is not 1"):
+        profile_from_dict({**v2, "learning": {k: v for k, v in LEARNING.items() if k != "version"}})
+    with pytest.raises(ProfileError, match=r"workload.response_length.dist"):
+        profile_from_dict({**v2, "lengths": {"response_length": {"dist": "zipf"}}})
 
 
 def test_explicit_overrides_and_sweep_grids_win_over_a_learning_profile(tmp_path, capsys):
@@ -175,7 +185,7 @@ def test_explicit_overrides_and_sweep_grids_win_over_a_learning_profile(tmp_path
     assert rlsim.simulate(scn, profile=prof, overrides={"learning.target": 0.4}).scenario.learning.target == 0.4
     mine = scn.with_overrides({"learning.metric": LEARNING["metric"], "learning.target": 0.45})
     kept = rlsim.simulate(mine, profile=prof, explicit=["learning.target"]).scenario.learning
-    assert kept.target == 0.45 and kept.batch_multiplier == prof.with_learning(scn).learning.batch_multiplier
+    assert kept.target == 0.45 and kept.batch_multiplier == prof.with_fitted(scn).learning.batch_multiplier
     # a key inside a learning field keeps that whole field from the profile
     nested = mine.with_overrides({"learning.metric.mid_samples": 7.0})
     got = rlsim.simulate(nested, profile=prof, explicit=["learning.metric.mid_samples"]).scenario.learning

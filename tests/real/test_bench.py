@@ -111,7 +111,9 @@ def test_repeats_are_interleaved_across_configurations():
     fns = [lambda: calls.append("a"), lambda: calls.append("b"), lambda: calls.append("c")]
     times = bench._timed_rounds(fns, repeats=3, warmup=2)
     assert calls == ["a", "a", "b", "b", "c", "c"] + ["a", "b", "c"] * 3
-    assert [len(t) for t in times] == [3, 3, 3] and all(x >= 0 for t in times for x in t)
+    assert [len(t) for t in times] == [3, 3, 3] and all(x >= 0 for t in times for x, _ in t)
+    # each repeat carries the machine's load over it (rlsim.machine_load)
+    assert all(set(load) == {"other_cpu_fraction", "cpu_s", "load_avg_1m"} for t in times for _, load in t)
 
 
 def test_sync_bench_over_model_sizes(tmp_path):

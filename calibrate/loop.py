@@ -1,0 +1,181 @@
+"""``rlsim-calibrate loop``: predict before you run, on this machine, as a user would do it by hand.
+
+1. bench: generation, training and weight sync on the run's engine, over the range the runs will use;
+2. the reference runs: ``seeds`` real GRPO runs at the reference batch (P x G = ``reference_batch``);
+3. ``rlsim-calibrate fit`` on the bench tables and the reference runs: the profile (costs, in-loop factors,
+   reward and glue, the response-length model, the learning model) and the measured setup as a scenario;
+4. ``rlsim sweep SCENARIO --profile PROFILE`` over the held-out batch sizes (0.5x and 4x the reference by
+   default): the predictions, written (with the time they were made) before any held-out run starts;
+5. the held-out runs;
+6. ``rlsim-calibrate validate --profile PROFILE`` on every run: it predicts each batch again from the profile alone
+   and compares with what was measured (its predictions equal step 4's).
+
+Every step is printed as the command a user would paste (``rlsim-real ...``, ``rlsim-calibrate ...``,
+``rlsim ...``) and runs in a subprocess, so this package never imports torch. A step whose output already exists
+is skipped and a run that finished is not re-run, so the loop resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from calibrate.errors import CalibrateError
+
+REFERENCE_BATCH = 128  # responses per step of the reference runs
+HELD_OUT = (0.5, 4.0)  # held-out batch sizes, as multiples of the reference
+LR0 = 1e-3  # Adam learning rate at 128 responses per step, sqrt-scaled to the others
+MAX_STEPS = 300
+TASK = "parity:length=3"
+PROGRAMS = {"real.cli": "rlsim-real", "calibrate.cli": "rlsim-calibrate", "rlsim.cli": "rlsim"}
+
+
+def _command(module: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", module, *args]
+
+
+def _run(cmd: list[str]) -> None:
+    shown = [PROGRAMS.get(cmd[2], cmd[2]), *cmd[3:]] if cmd[1:2] == ["-m"] else cmd
+    print("$ " + " ".join(shown), flush=True)
+    proc = subprocess.run(cmd)
+    if proc.returncode != 0:
+        raise CalibrateError(f"step failed with exit status {proc.returncode}: {' '.join(shown)}")
+
+
+def bench_commands(out: Path, engine: str, batches: list[int]) -> list[list[str]]:
+    """The benches over the runs' range: 5-token prompts (3 digits, '=', BOS), 2..8 new tokens, up to the largest
+    batch in one generate call; updates on 12-token sequences in 2 micro-batches up to the largest batch."""
+    reps = ["--repeats", "7", "--warmup", "2"]
+    top = max(batches)
+    conc = sorted({16, 32, 64, 128, 256, top} | {b for b in batches})
+    gen = ["--concurrency", ",".join(map(str, conc)), "--prompt-tokens", "5", "--response-tokens", "2,4,8"]
+    seqs = sorted({32, 64, 128, 192, 256, top // 2, top} | set(batches))
+    train = ["--tokens", ",".join(str(12 * s) for s in seqs if s % 2 == 0), "--seq-len", "12", "--micro-batches", "2"]
+    # four model sizes (1.2-4.5 MB of weights) so that the sync's latency and bandwidth are fitted apart
+    sizes = ["tiny", "tiny:hidden_size=192", "tiny:hidden_size=256", "tiny:hidden_size=320"]
+    sync = [*(a for m in sizes for a in ("--model", m)), "--repeats", "15", "--warmup", "5", "--number", "10"]
+    return [
+        _command("real.cli", "bench", "generation", "--engine", engine, *gen, *reps, "-o", str(out / "generation")),
+        _command("real.cli", "bench", "train", *train, *reps, "-o", str(out / "train")),
+        _command("real.cli", "bench", "sync", "--engine", engine, *sync, "-o", str(out / "sync")),
+    ]
+
+
+def train_command(args: argparse.Namespace, prompts: int, seed: int, run_dir: Path) -> list[str]:
+    return _command(
+        "real.cli",
+        "train",
+        "--task",
+        args.task,
+        "--algo",
+        "grpo",
+        "--engine",
+        args.engine,
+        "--prompts-per-step",
+        str(prompts),
+        "--group-size",
+        str(args.group_size),
+        "--lr-rule",
+        "sqrt",
+        "--lr0",
+        str(LR0),
+        "--reference-batch",
+        str(REFERENCE_BATCH),
+        "--micro-batches",
+        "2",
+        "--target",
+        str(args.target),
+        "--max-steps",
+        str(MAX_STEPS),
+        "--eval-every",
+        "2",
+        "--eval-size",
+        "128",
+        "--checkpoint-every",
+        "50",
+        "--seed",
+        str(seed),
+        "-o",
+        str(run_dir),
+    )
+
+
+def loop(args: argparse.Namespace) -> int:
+    out: Path = args.output
+    out.mkdir(parents=True, exist_ok=True)
+    g = args.group_size
+    if args.seeds < 1:
+        raise CalibrateError(f"--seeds {args.seeds} must be at least 1")
+    if g < 2 or REFERENCE_BATCH % g:
+        raise CalibrateError(f"--group-size {g} must be at least 2 and divide the reference batch {REFERENCE_BATCH}")
+    ref_p = REFERENCE_BATCH // g
+    held_p = sorted({max(1, round(ref_p * m)) for m in HELD_OUT})
+    t0 = time.perf_counter()
+    for cmd in bench_commands(out / "bench", args.engine, [REFERENCE_BATCH, *(p * g for p in held_p)]):
+        if (Path(cmd[-1]) / "bench.csv").is_file():
+            print(f"(kept {cmd[-1]}/bench.csv)")
+            continue
+        _run(cmd)
+    runs = out / "runs"
+
+    def runs_at(p: int) -> list[Path]:
+        return [runs / f"P{p}_G{g}_seed{s}" for s in range(args.seeds)]
+
+    for i, run_dir in enumerate(runs_at(ref_p)):
+        _run(train_command(args, ref_p, i, run_dir))
+    profile, scenario = out / "profile.json", out / "scenario.yaml"
+    tables = [str(out / "bench" / k / "bench.csv") for k in ("generation", "train", "sync")]
+    refs = [str(r) for r in runs_at(ref_p)]
+    _run(
+        _command(
+            "calibrate.cli",
+            "fit",
+            *tables,
+            "--runs",
+            *refs,
+            "--target",
+            str(args.target),
+            "-o",
+            str(profile),
+            "--scenario-out",
+            str(scenario),
+        )
+    )
+    predictions = out / "predictions"
+    grid = ",".join(str(p) for p in [ref_p, *held_p])
+    _run(
+        _command(
+            "rlsim.cli",
+            "sweep",
+            str(scenario),
+            "--profile",
+            str(profile),
+            "--grid",
+            f"workload.prompts_per_step={grid}",
+            "-o",
+            str(predictions),
+        )
+    )
+    (predictions / "made_at.txt").write_text(time.strftime("%Y-%m-%dT%H:%M:%S%z") + " (before the held-out runs)\n")
+    for p in held_p:
+        for i, run_dir in enumerate(runs_at(p)):
+            _run(train_command(args, p, i, run_dir))
+    every = [str(r) for p in [ref_p, *held_p] for r in runs_at(p)]
+    _run(_command("calibrate.cli", "validate", "--profile", str(profile), *every, "-o", str(out / "validation")))
+    print(f"\nthe loop took {time.perf_counter() - t0:.0f} s; report: {out / 'validation' / 'report.html'}")
+    return 0
+
+
+def add_arguments(loop_parser: argparse.ArgumentParser) -> None:
+    loop_parser.add_argument("--engine", default="hf", choices=("hf", "vllm"), help="the runs' and benches' engine")
+    loop_parser.add_argument("--group-size", type=int, default=8, help="G (P = 128 / G at the reference)")
+    loop_parser.add_argument("--task", default=TASK)
+    loop_parser.add_argument("--target", type=float, default=0.9)
+    loop_parser.add_argument(
+        "--seeds", type=int, default=8, help="runs per batch size (steps-to-target varies from seed to seed)"
+    )
+    loop_parser.add_argument("-o", "--output", type=Path, required=True)
+    loop_parser.set_defaults(func=loop)
