@@ -31,8 +31,11 @@ from rlsim.files import atomic_write, atomic_write_text
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    import yaml
+
     from calibrate.costfit import fit_profile
-    from calibrate.tables import load_bench_tables, model_spec_from_folder
+    from calibrate.tables import load_bench_tables, model_spec_from_folder, table_model
+    from rlsim.machine_load import load_summary, load_warning
 
     table = load_bench_tables(args.tables)
     if args.model_dir is not None:
@@ -40,11 +43,19 @@ def cmd_fit(args: argparse.Namespace) -> int:
     elif args.model is not None:
         model = args.model
     else:
-        raise CalibrateError(
-            "give the benchmarked model: --model-dir FOLDER (a Hugging Face folder) or --model CATALOG_NAME"
-        )
+        model = table_model(table)
+    if args.scenario_out is not None and not args.runs:
+        raise CalibrateError("--scenario-out writes the setup of the reference runs; give them with --runs RUN_DIR...")
+    if args.target is not None and not args.runs:
+        raise CalibrateError("--target fits the learning model of the reference runs; give them with --runs")
     profile, results = fit_profile(table, model, args.gpu, command=" ".join(sys.argv))
-    atomic_write_text(args.output, profile.dumps() + "\n")
+    report: dict = {"warnings": []}
+    if args.runs:
+        from calibrate.runfit import fit_runs, scenario_out
+        from calibrate.runs import load_run
+
+        runs = [load_run(p) for p in args.runs]
+        profile, report = fit_runs(profile, runs, args.target, args.gpu)
     print(
         f"{'phase':<12} {'points':>6} {'repeats':>7} {'held-out MAPE':>13} {'max error':>10} {'per repeat':>10}"
         "  coefficients (1 sigma)"
@@ -57,8 +68,38 @@ def cmd_fit(args: argparse.Namespace) -> int:
             f"{h['max_abs_pct_error'] * 100:>9.1f}% {h['repeat_mape'] * 100:>9.1f}%  {coeffs}"
         )
     print("(held-out: k-fold over configurations; a point is the median of its repeats)")
-    print(f"\nwrote {args.output}")
+    warnings = [w for r in results for w in r.warnings]
+    bench_load = load_warning("the bench tables", load_summary(table.to_dict("records")))
+    warnings += [bench_load] if bench_load else []
+    warnings += report["warnings"]
+    if args.runs:
+        _print_run_fit(report)
+    atomic_write_text(args.output, profile.dumps() + "\n")
+    if args.scenario_out is not None:
+        atomic_write_text(args.scenario_out, yaml.safe_dump(scenario_out(runs, profile, args.gpu), sort_keys=False))
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"\nwrote {args.output}" + (f" and {args.scenario_out}" if args.scenario_out is not None else ""))
     return 0
+
+
+def _print_run_fit(report: dict) -> None:
+    lengths, costs, learning = report["lengths"], report["costs"], report["learning"]
+    print(f"\nlengths: prompt {lengths['prompt_length']['tokens']} tokens; responses: {lengths['source']}")
+    print(
+        f"reward {costs['reward_s_per_sample'] * 1e3:.3f} ms/sample, untimed glue "
+        f"{costs['rollout_s_per_sample'] * 1e3:.3f} ms/sample; in-loop factors (measured / bench-predicted): "
+        + ", ".join(f"{k} {v:.3f}" for k, v in report["in_loop_factors"].items())
+    )
+    if learning is not None:
+        lo, hi = learning["b_simple_interval"] or (None, None)
+        b = learning["b_simple"]
+        print(
+            f"learning: {learning['runs_reaching_target']} of {learning['runs']} runs reached {learning['target']:g}; "
+            f"median samples-to-target {learning['median_samples_to_target']:.0f} (log sigma "
+            f"{learning['samples_spread']:.3f}); batch term {learning['batch_form']}"
+            + (f"; B_simple {b:.0f} [{lo:.0f}, {hi:.0f}] (16-84%)" if None not in (b, lo, hi) else "")
+        )
 
 
 def _print_summary(what: str, st: dict) -> None:
@@ -235,22 +276,33 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from rlsim.profile import load_profile
 
     profile = load_profile(args.profile) if args.profile else None
-    table, details = validate(args.runs, profile, args.target, args.reference_batch, args.gpu)
+    table, details = validate(args.runs, profile, args.target, args.gpu)
     out = args.output
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / "validation.csv", lambda p: table.to_csv(p, index=False))
     atomic_write_text(out / "validation.json", json.dumps(details, indent=2, default=str) + "\n")
     atomic_write_text(out / "report.html", report_html(table, details, profile))
-    learning = details.get("learning")
-    if learning is not None:
-        lo, hi = learning["b_simple_interval"] or (None, None)
-        b = learning["b_simple"]
-        print(
-            f"learning model from B = {learning['reference_batch']}: batch term {learning['batch_form']}"
-            + (f"; B_simple = {b:.0f} [{lo:.0f}, {hi:.0f}] (16-84%)" if None not in (b, lo, hi) else "")
-        )
-    print(pd.DataFrame(details["by_batch"]).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    print("\n" + json.dumps(details["summary"], indent=2))
+    cols = [
+        "run",
+        "responses_per_step",
+        "held_out",
+        "measured_step_time_s",
+        "step_time_error",
+        "reached_target",
+        "measured_samples_to_target",
+        "measured_time_to_target_s",
+        "median_other_cpu_fraction",
+        "outlier",
+    ]
+    print(table[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    print()
+    print(
+        pd.DataFrame(details["by_batch"]).drop(columns=["outlier_runs"]).T.to_string(float_format=lambda x: f"{x:.4g}")
+    )
+    for w in details["warnings"]:
+        print(f"warning: {w}", file=sys.stderr)
+    for n in details["notes"]:
+        print(f"note: {n}")
     print(f"\nwrote {out}/validation.csv, validation.json, report.html")
     return 0
 
@@ -260,8 +312,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     fit = sub.add_parser("fit", help="fit each phase's cost model from bench tables into a profile")
     fit.add_argument("tables", type=Path, nargs="+", help="bench.csv / bench.parquet from rlsim-real bench")
-    fit.add_argument("--model-dir", type=Path, help="the benchmarked Hugging Face model folder")
+    fit.add_argument(
+        "--model-dir", type=Path, help="the benchmarked Hugging Face model folder (default: the one the table names)"
+    )
     fit.add_argument("--model", help="or a catalog model name")
+    fit.add_argument(
+        "--runs",
+        type=Path,
+        nargs="+",
+        help="reference runs (rlsim-real train directories, one batch size): lengths, reward and glue, in-loop "
+        "factors and, with --target, the learning model",
+    )
+    fit.add_argument("--target", type=float, help="eval metric target of the learning model (with --runs)")
+    fit.add_argument(
+        "--scenario-out", type=Path, help="write the reference runs' setup as a scenario YAML (with --runs)"
+    )
     fit.add_argument("--gpu", help="catalog device the bench ran on (default: guessed from the table's device)")
     fit.add_argument("-o", "--output", type=Path, required=True, help="profile JSON to write")
     fit.set_defaults(func=cmd_fit)
@@ -282,15 +347,11 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("-o", "--output", type=Path, required=True, help="runlog.jsonl to write")
     imp.set_defaults(func=cmd_import)
 
-    val = sub.add_parser("validate", help="predict each run with rlsim and compare with what was measured")
+    val = sub.add_parser("validate", help="predict each run's batch from the profile alone and compare (never fits)")
     val.add_argument("runs", type=Path, nargs="+", help="run directories (runlog.jsonl + config or scenario.yaml)")
     val.add_argument("--profile", type=Path, help="profile JSON (default: the scenario's roofline coefficients)")
-    val.add_argument("--target", type=float, help="eval metric target for time-to-target")
     val.add_argument(
-        "--reference-batch",
-        type=int,
-        help="responses per step of the runs the learning model and the "
-        "run-log costs are fitted on (default: the middle batch size); the others are held out",
+        "--target", type=float, help="eval metric target, only for a profile without a learning model (measured side)"
     )
     val.add_argument("--gpu", help="catalog device of the runs (default: guessed)")
     val.add_argument("-o", "--output", type=Path, required=True)

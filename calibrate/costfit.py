@@ -16,14 +16,21 @@ profile predicts exactly what the simulator will compute. Per phase, the free co
   ...``); with one size only the fixed latency is identifiable and the bandwidth keeps the catalog link and the
   default ``link_efficiency``. A fitted ``link_efficiency`` is the profile's for every link term.
 
-Fit: ``scipy.optimize.least_squares`` on log(predicted / measured) over every repeat (relative errors, so small and
-large points weigh alike), coefficients bounded (efficiencies in [1e-6, 1], overheads in [0, 100 s]).
+Fit: ``scipy.optimize.least_squares`` on log(predicted / measured) over the configurations, each measured as the
+median of its repeats (relative errors, so small and large points weigh alike; a repeat slowed by another
+process on a shared machine moves a median little, where a fit over every repeat followed it: one slowed bench
+round pushed the rollout's held-out MAPE to 153%), coefficients bounded (efficiencies in [1e-6, 1], overheads in
+[0, 100 s]).
 Uncertainty: one standard deviation from the Jacobian, ``sqrt(diag((J^T J)^-1) * SSR / (n - k))``.
 Held-out error: k-fold cross-validation over configurations (all repeats of a configuration in the same fold,
 k = min(5, configurations)). A held-out point is a configuration measured as the median of its repeats: MAPE
 and the largest absolute percentage error over those points (``mape``, ``max_abs_pct_error``), and for
 reference the MAPE over single repeats (``repeat_mape``, which also counts run-to-run noise). A phase
 benchmarked in one configuration only (the weight sync) is cross-validated over its repeats, each a point.
+
+A fit says when its table is too thin or too noisy to trust (``FitResult.warnings``): fewer than two
+configurations per coefficient, fewer than 3 repeats per configuration, a median spread of repeats
+(interquartile range / median) above 10%, or a held-out MAPE above 10%.
 """
 
 from __future__ import annotations
@@ -147,6 +154,11 @@ class FitResult:
     fitted_range: dict[str, tuple[float, float]]
     held_out: dict[str, Any]
     in_sample_mape: float
+    warnings: tuple[str, ...] = ()
+
+
+NOISY_SPREAD = 0.10  # median (IQR / median) of a configuration's repeats above which a table is called noisy
+TRUSTED_MAPE = 0.10  # held-out MAPE above which a phase's fit is called untrustworthy
 
 
 def _bounds(name: str) -> tuple[float, float]:
@@ -156,6 +168,9 @@ def _bounds(name: str) -> tuple[float, float]:
 def _fit(
     phase: str, scn: Scenario, start: Costs, rows: pd.DataFrame, names: tuple[str, ...]
 ) -> tuple[dict[str, float], dict[str, float]]:
+    # one point per configuration: the median of its repeats
+    rows = rows.assign(_key=_config_key(phase, rows)).groupby("_key", sort=True)
+    rows = rows.first().assign(time_s=rows["time_s"].median()).reset_index(drop=True)
     measured = rows["time_s"].to_numpy(float)
     lo, hi = zip(*(_bounds(n) for n in names))
     x0 = np.clip([getattr(start, n) for n in names], np.array(lo) + 1e-12, hi)
@@ -229,7 +244,41 @@ def fit_phase(phase: str, scn: Scenario, rows: pd.DataFrame, start: Costs | None
         "num_repeats": int(len(rows)),
         "repeat_mape": float(repeat_err.mean()),
     }
-    return FitResult(phase, params, sigma, _range(phase, rows), held_out, float(in_sample.mean()))
+    return FitResult(
+        phase,
+        params,
+        sigma,
+        _range(phase, rows),
+        held_out,
+        float(in_sample.mean()),
+        _trust(phase, rows, names, held_out),
+    )
+
+
+def _trust(phase: str, rows: pd.DataFrame, names: tuple[str, ...], held_out: dict[str, Any]) -> tuple[str, ...]:
+    """Why a phase's table is too thin or noisy to trust (module docstring); empty when it is not."""
+    out = []
+    keys = _config_key(phase, rows)
+    n_configs, repeats = keys.nunique(), rows.groupby(keys)["time_s"]
+    if n_configs > 1 and n_configs < 2 * len(names):
+        out.append(
+            f"phase {phase}: {n_configs} configurations for {len(names)} coefficients; benchmark at least "
+            f"{2 * len(names)} ({', '.join(CONFIG_COLUMNS[phase])}) to trust the fit"
+        )
+    if int(repeats.count().min()) < 3:
+        out.append(f"phase {phase}: a configuration has fewer than 3 repeats; rerun the bench with --repeats 5")
+    spread = float(((repeats.quantile(0.75) - repeats.quantile(0.25)) / repeats.median()).median())
+    if spread > NOISY_SPREAD:
+        out.append(
+            f"phase {phase}: repeats spread {spread:.0%} (median interquartile range / median); the machine was "
+            "busy or the bench too short: rerun it on a quiet machine or with more repeats"
+        )
+    if held_out["mape"] > TRUSTED_MAPE:
+        out.append(
+            f"phase {phase}: held-out MAPE {held_out['mape']:.0%} is above {TRUSTED_MAPE:.0%}; predictions from this "
+            "phase's fit are uncertain by about that much"
+        )
+    return tuple(out)
 
 
 def _range(phase: str, rows: pd.DataFrame) -> dict[str, tuple[float, float]]:

@@ -723,9 +723,12 @@ class LearningFit:
         ``reference_batch``, ``metric``, ``target``, ``batch_multiplier`` and ``samples_spread`` are rlsim
         ``Learning`` fields; the rest documents the fit.
         """
+        from rlsim.profile import LEARNING_VERSION
+
         ref = self.curves[self.reference_batch]
         inv = {k: v for k, v in self.invariance.items() if k not in ("levels", "ratio_by_level", "gstd_by_level")}
         return {
+            "version": LEARNING_VERSION,
             "reference_batch": int(self.reference_batch),
             "metric": {
                 k: v for k, v in ref.to_dict().items() if k in ("initial", "asymptote", "mid_samples", "exponent")

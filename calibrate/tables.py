@@ -138,3 +138,25 @@ def model_spec_from_folder(folder: str | Path) -> dict[str, Any]:
         "dtype": dtype,
         "tie_word_embeddings": bool(cfg.get("tie_word_embeddings", False)),
     }
+
+
+def table_model(table: pd.DataFrame) -> dict[str, Any] | str:
+    """The benchmarked model, found from the table: the folder its provenance names (``model_dir``, which
+    ``rlsim-real bench`` records), else the model column when it names a catalog entry."""
+    from rlsim import catalog
+
+    for value in table["provenance"].dropna() if "provenance" in table else []:
+        try:
+            folder = json.loads(value).get("model_dir")
+        except (TypeError, AttributeError, json.JSONDecodeError):
+            continue
+        if folder and Path(folder, "config.json").is_file():
+            return model_spec_from_folder(folder)
+    names = sorted(set(table["model"].dropna().astype(str))) if "model" in table else []
+    for name in names:
+        if name in catalog.model_names():
+            return name
+    raise CalibrateError(
+        f"the bench table names no model folder that exists here (model {', '.join(names) or 'unknown'}); give "
+        "--model-dir FOLDER (the benchmarked Hugging Face folder) or --model CATALOG_NAME"
+    )

@@ -102,6 +102,9 @@ def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None
         time_to_target_low_s=(s.get("time_to_target_band_s") or [None, None])[0],
         time_to_target_high_s=(s.get("time_to_target_band_s") or [None, None])[1],
         gpu_hours_to_target=s.get("gpu_hours_to_target"),
+        probability_reaching_target=s.get("probability_reaching_target"),
+        samples_to_target_if_reached=s.get("samples_to_target_if_reached"),
+        time_to_target_if_reached_s=s.get("time_to_target_if_reached_s"),
         warnings=" | ".join(s["warnings"]) or None,
     )
     for phase, sec in s["phase_time_s"].items():

@@ -1,0 +1,312 @@
+"""What only real runs show, fitted from the reference runs into the profile (``rlsim-calibrate fit --runs``).
+
+The bench fit (calibrate.costfit) times each phase alone. The runs at the reference batch (one batch size, any
+number of seeds, one setup) then give, once and for every later prediction:
+
+* **the response-length model** (``lengths``): the prompt length (the runs' mean prompt tokens per response) and
+  the histogram of response lengths pooled over every step of every reference run (``response_length_counts`` in
+  the run log; runs logged without it give a fixed mean length). Pooled over the runs' whole sample range, which a
+  run at another batch size covers too (curves in samples are nearly the same: the paper's algorithm side).
+* **reward and glue** (``reward`` phase, ``rollout_s_per_sample``): the reward's seconds per sample and the work
+  outside the timed phases (batch assembly, detokenizing, logging) per sample, as means over the runs' steps
+  after the first (measured on the CPU loop: 0.09 ms per response at 64, 128 and 256 responses).
+* **in-loop factors**: per bench-fitted phase, the median over runs of measured / predicted seconds at the
+  reference batch, which scales that phase's coefficients (overheads multiply, efficiencies divide, capped at 1).
+  A microbenchmark times a phase alone with warm caches; inside the loop the same code runs between other phases
+  (train and log-prob passes measured 10-26% slower than the bench predicted). Predicted with the fitted length
+  model, never with the runs' own measured lengths.
+* **the learning model** (``learning``): the ScaleRL sigmoid of the reference runs' mean eval curve in samples,
+  anchored so that it crosses the target at the median samples-to-target over seeds; the seeds' spread
+  (``samples_spread``: the log standard deviation of samples-to-target, a lognormal fitted by maximum likelihood
+  with the seeds that never reached the target within their budget as right-censored); and the batch term, whose
+  form follows the LR rule: the critical-batch form with B_crit = B_simple pooled over every step of the
+  reference runs' logged gradient norms, to the power 1/2 for Adam under the sqrt rule (rlsim.learning derives
+  it) and 1 under the linear rule (McCandlish et al. 2018, LR tuned per batch); invariant when no norms were
+  logged. A fixed LR (rule ``none``) keeps the power 1/2 with sqrt as the trajectory-preserving rule, so the
+  scenario's untuned-LR penalty applies on top.
+
+The profile then predicts any batch size from the setup alone (``rlsim run|sweep SCENARIO --profile``), and
+``rlsim-calibrate validate`` only predicts and compares.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from calibrate.errors import CalibrateError
+from calibrate.runs import Run, check_same_setup, eval_points, measured, setup_scenario, step_times
+from rlsim.machine_load import load_summary, load_warning
+from rlsim.profile import LEARNING_VERSION, PhaseFit, Profile
+from rlsim.scenario import from_dict
+
+ADAM_SQRT_POWER = 0.5  # samples-to-target ~ (1 + B / B_noise) ** power for Adam under the sqrt LR rule
+# per phase, the coefficients that scale its time: overheads multiply, efficiencies divide
+SCALED = {
+    "rollout": (
+        ("decode_iteration_overhead_s", "decode_per_seq_overhead_s", "prefill_overhead_s"),
+        ("decode_memory_efficiency", "decode_compute_efficiency", "prefill_compute_efficiency"),
+    ),
+    "train_actor": (("train_step_overhead_s",), ("train_compute_efficiency",)),
+    "old_logprob": (("forward_overhead_s",), ("forward_compute_efficiency",)),
+    "weight_sync": (("weight_sync_latency_s",), ("link_efficiency",)),
+}
+
+
+# ---------------------------------------------------------------------------------------------- lengths
+
+
+def length_model(runs: list[Run]) -> dict[str, Any]:
+    """The ``lengths`` section from the reference runs (module docstring)."""
+    responses = sum(int(r["responses"]) for run in runs for r in run.records)
+    prompt = max(1, round(sum(int(r["prompt_tokens"]) for run in runs for r in run.records) / responses))
+    counts = [r.get("response_length_counts") for run in runs for r in run.records]
+    if all(isinstance(c, list) and c for c in counts):
+        width = max(len(c) for c in counts)
+        total = np.zeros(width)
+        for c in counts:
+            total[: len(c)] += np.asarray(c, float)
+        keep = np.flatnonzero(total)
+        lo, hi = int(keep[0]), int(keep[-1])
+        # one bin per length: [k - 0.5, k + 0.5) rounds back to k (rlsim.lengths samples uniformly in a bin)
+        response = {
+            "dist": "empirical",
+            "bin_edges": [k - 0.5 for k in range(lo, hi + 2)],
+            "weights": [float(w) for w in total[lo : hi + 1]],
+        }
+        source = f"histogram of {int(total.sum())} responses over {len(counts)} steps of {len(runs)} run(s)"
+    else:
+        mean = sum(int(r["response_tokens"]) for run in runs for r in run.records) / responses
+        response = {"dist": "fixed", "tokens": max(1, round(mean))}
+        source = f"mean over {len(counts)} steps of {len(runs)} run(s) (no response_length_counts logged)"
+    return {
+        "prompt_length": {"dist": "fixed", "tokens": prompt},
+        "response_length": response,
+        "source": source,
+        "runs": [run.name for run in runs],
+    }
+
+
+# ---------------------------------------------------------------------------------------------- costs
+
+
+def reward_and_glue(runs: list[Run]) -> dict[str, float]:
+    """Reward seconds per sample and the untimed work per sample (module docstring)."""
+    reward, glue = [], []
+    for run in runs:
+        recs = run.records[1:]
+        reward += [r["timing_s"].get("reward", 0.0) / r["responses"] for r in recs]
+        timed = np.array([sum(v for k, v in r["timing_s"].items() if k != "eval") for r in recs])
+        glue += list(np.maximum(0.0, step_times(run) - timed) / np.array([r["responses"] for r in recs]))
+    return {"reward_s_per_sample": float(np.mean(reward)), "rollout_s_per_sample": float(np.mean(glue))}
+
+
+def _with_run_costs(profile: Profile, costs: dict[str, float]) -> Profile:
+    phases = dict(profile.phases)
+    if "rollout" in phases:
+        roll = phases["rollout"]
+        params = {**roll.parameters, "rollout_overhead_s": 0.0, "rollout_s_per_sample": costs["rollout_s_per_sample"]}
+        phases["rollout"] = dataclasses.replace(roll, parameters=params)
+    phases["reward"] = PhaseFit(
+        "per-sample, from the reference runs",
+        {"reward_s_per_sample": costs["reward_s_per_sample"], "reward_overhead_s": 0.0},
+    )
+    return dataclasses.replace(profile, phases=phases)
+
+
+def scaled_profile(profile: Profile, factors: dict[str, float], base: Any) -> Profile:
+    """The profile with each phase's time scaled by its factor (efficiencies capped at 1). A coefficient the phase
+    did not fit (the rollout's decode compute efficiency, when the bench never reached the compute bound) is taken
+    from ``base`` (the scenario's costs) and scaled too."""
+    phases = dict(profile.phases)
+    for phase, f in factors.items():
+        fit = phases[phase]
+        overheads, efficiencies = SCALED[phase]
+        params = {**{k: getattr(base, k) for k in overheads + efficiencies}, **fit.parameters}
+        for k in overheads:
+            params[k] = params[k] * f
+        for k in efficiencies:
+            params[k] = min(1.0, params[k] / f)
+        phases[phase] = dataclasses.replace(fit, parameters=params)
+    return dataclasses.replace(profile, phases=phases)
+
+
+def predict_run(run: Run, profile: Profile, gpu: str | None = None) -> dict[str, Any]:
+    """rlsim's summary for the run's setup at its own P, under the profile (its lengths, not the run's)."""
+    from rlsim.simulation import simulate
+
+    scn = from_dict(setup_scenario(run, gpu))
+    return simulate(scn, profile=dataclasses.replace(profile, learning=None)).summary()
+
+
+def in_loop_factors(runs: list[Run], profile: Profile, gpu: str | None = None) -> dict[str, float]:
+    """Median over the reference runs of measured / predicted seconds per bench-fitted phase (module docstring).
+    The rollout compares the engine's part: the runs' rollout timer does not see the glue."""
+    preds = [predict_run(run, profile, gpu) for run in runs]
+    meas = [measured(run, None)["phase_time_s"] for run in runs]
+    glue = profile.phases["rollout"].parameters.get("rollout_s_per_sample", 0.0) if "rollout" in profile.phases else 0
+    factors = {}
+    for phase in SCALED:
+        if phase not in profile.phases:
+            continue
+        ratios = []
+        for run, m, p in zip(runs, meas, preds):
+            pred = p["phase_time_s"].get(phase, 0.0) - (glue * run.batch if phase == "rollout" else 0.0)
+            if m.get(phase, 0.0) > 0 and pred > 0:
+                ratios.append(m[phase] / pred)
+        if ratios:
+            factors[phase] = float(np.median(ratios))
+    return factors
+
+
+# ---------------------------------------------------------------------------------------------- learning
+
+
+def lognormal_censored(hits: list[float], censored: list[float]) -> tuple[float, float]:
+    """Maximum-likelihood (mu, sigma) of log samples-to-target over seeds: ``hits`` reached the target at those
+    samples, ``censored`` never did within those budgets (right-censored). Needs two or more hits."""
+    from scipy.optimize import minimize
+    from scipy.stats import norm
+
+    x = np.log(np.asarray(hits, float))
+    c = np.log(np.asarray(censored, float)) if censored else np.zeros(0)
+    mu0, s0 = float(x.mean()), float(max(x.std(ddof=1) if x.size > 1 else 0.1, 1e-3))
+    if not c.size:
+        return mu0, s0
+
+    def nll(p: np.ndarray) -> float:
+        mu, log_s = p
+        s = math.exp(log_s)
+        return -(norm.logpdf(x, mu, s).sum() + norm.logsf(c, mu, s).sum())
+
+    sol = minimize(nll, np.array([mu0, math.log(s0)]), method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-9})
+    return float(sol.x[0]), float(math.exp(sol.x[1]))
+
+
+def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
+    """The profile's ``learning`` section from the reference runs (module docstring)."""
+    from calibrate.learning_fit import b_simple_pooled, fit_sigmoid
+
+    points: dict[float, list[float]] = {}
+    for run in runs:
+        for x, y in zip(*eval_points(run)):
+            points.setdefault(float(x), []).append(float(y))
+    if len(points) < 3:
+        raise CalibrateError("the reference runs logged fewer than 3 evaluations; evaluate more often (--eval-every)")
+    xs = np.array(sorted(points))
+    ys = np.array([np.mean(points[x]) for x in xs])
+    initial = [r.records[0].get("eval_metric_initial") for r in runs]
+    known = [v for v in initial if v is not None]
+    fit = fit_sigmoid(xs, ys, r0=float(np.mean(known)) if known else None)
+    curve = fit.to_metric_curve()
+    per_run = [measured(run, target) for run in runs]
+    hits = [m["samples_to_target"] for m in per_run if m["samples_to_target"] is not None]
+    censored = [m["budget_samples"] for m in per_run if m["samples_to_target"] is None]
+    if len(hits) < 2:
+        raise CalibrateError(
+            f"{len(hits)} of {len(runs)} reference runs reached the target {target:g}; at least two must: lower "
+            "--target, run longer or add seeds"
+        )
+    mu, sigma = lognormal_censored(hits, censored)
+    n_star = math.exp(mu)  # the median over seeds
+    asymptote = max(curve.asymptote, target + 1e-3)
+    if not curve.initial < target < asymptote:
+        raise CalibrateError(f"the reference curve starts at {curve.initial:.3g}, above the target {target:g}")
+    gain = (target - curve.initial) / (asymptote - curve.initial)
+    mid = n_star * (1.0 / gain - 1.0) ** (1.0 / curve.exponent)  # R(n_star) = target exactly
+    noise = b_simple_pooled([r.records for r in runs], names=[r.name for r in runs], skip_unusable=True)
+    rule = runs[0].config.get("lr_rule") or (runs[0].scenario_file or {}).get("learning", {}).get("lr_rule", "sqrt")
+    if noise["b_simple"] is not None and noise["b_simple"] > 0:
+        power = 1.0 if rule == "linear" else ADAM_SQRT_POWER
+        batch_multiplier: dict[str, Any] = {
+            "form": "critical_batch",
+            "critical_batch": float(noise["b_simple"]),
+            "critical_power": power,
+        }
+        form = (
+            "E ~ (1 + B / B_simple) ** 0.5: Adam under the sqrt LR rule (rlsim.learning derives it)"
+            if power == ADAM_SQRT_POWER
+            else "E ~ 1 + B / B_simple: McCandlish et al. 2018 (LR tuned per batch)"
+        )
+    else:
+        batch_multiplier = {"form": "invariant"}
+        form = "invariant: the reference runs logged no usable two-batch gradient norms"
+    return {
+        "version": LEARNING_VERSION,
+        "reference_batch": runs[0].batch,
+        "metric": {"initial": curve.initial, "asymptote": asymptote, "mid_samples": mid, "exponent": curve.exponent},
+        "target": float(target),
+        "batch_multiplier": batch_multiplier,
+        "invariant_rule": "linear" if rule == "linear" else "sqrt",
+        "samples_spread": float(min(sigma, 2.0)),
+        # what the fit saw (documentation; not rlsim Learning fields)
+        "batch_form": form,
+        "lr_rule": rule,
+        "median_samples_to_target": n_star,
+        "runs": len(runs),
+        "runs_reaching_target": len(hits),
+        "measured_samples_to_target": hits,
+        "budget_samples": censored,
+        "b_simple": noise["b_simple"],
+        "b_simple_interval": [v if v is not None and np.isfinite(v) else None for v in noise["interval"]],
+        "b_simple_steps": noise["num_steps"],
+        "sigmoid_rmse": fit.rmse,
+    }
+
+
+# ---------------------------------------------------------------------------------------------- together
+
+
+def fit_runs(
+    profile: Profile, runs: list[Run], target: float | None, gpu: str | None = None
+) -> tuple[Profile, dict[str, Any]]:
+    """The profile with everything the reference runs give (module docstring), and a report of the fit."""
+    if not runs:
+        raise CalibrateError("--runs: give the reference runs (run directories of rlsim-real train)")
+    check_same_setup(runs, "--runs")
+    batches = sorted({r.batch for r in runs})
+    if len(batches) > 1:
+        raise CalibrateError(
+            f"--runs holds batches {', '.join(map(str, batches))}; give the runs of one reference batch (the others "
+            "are for rlsim-calibrate validate to compare with)"
+        )
+    if any(run.kind != "real" for run in runs):
+        raise CalibrateError("--runs: imported logs have no bench to scale; give runs of rlsim-real train")
+    lengths = length_model(runs)
+    costs = reward_and_glue(runs)
+    prof = _with_run_costs(dataclasses.replace(profile, lengths=lengths, learning=None), costs)
+    factors = in_loop_factors(runs, prof, gpu)
+    base = from_dict(setup_scenario(runs[0], gpu)).costs
+    prof = scaled_profile(prof, factors, base)
+    learning = learning_model(runs, target) if target is not None else None
+    load = load_summary(r for run in runs for r in run.records)
+    warnings = [w for w in [load_warning("the reference runs", load)] if w]
+    provenance = {
+        **prof.provenance,
+        "runs": [str(run.path) for run in runs],
+        "in_loop_factors": factors,
+        "runs_load": load,
+    }
+    report = {"lengths": lengths, "costs": costs, "in_loop_factors": factors, "learning": learning, "load": load}
+    return dataclasses.replace(prof, provenance=provenance, learning=learning), {**report, "warnings": warnings}
+
+
+def scenario_out(runs: list[Run], profile: Profile, gpu: str | None = None) -> dict[str, Any]:
+    """The measured setup as a scenario file: predicting another batch is ``--set workload.prompts_per_step=P``
+    (or a sweep grid) under the profile, which brings the costs, the lengths and the learning model."""
+    raw = setup_scenario(runs[0], gpu)
+    if profile.lengths:
+        for key in ("prompt_length", "response_length"):
+            raw["workload"][key] = profile.lengths[key]
+    raw["run"].update(steps=len(runs[0].records), until_target=profile.learning is not None)
+    if profile.learning is not None:  # the same model the profile brings (it replaces these under --profile)
+        raw["learning"].update({k.removeprefix("learning."): v for k, v in profile.learning_overrides().items()})
+    raw["assumptions"] = [
+        f"the setup of {len(runs)} reference run(s) ({', '.join(r.name for r in runs)}): model, device, engine, "
+        "P, G, algorithm, LR rule and step budget as they ran; lengths, costs and the learning model come from "
+        "the profile fitted with them (rlsim-calibrate fit --runs)",
+    ]
+    return raw

@@ -1,0 +1,246 @@
+"""Predict before you run: ``fit --runs`` owns every fitted number, ``validate`` only predicts and compares, and
+its predictions are the ones ``rlsim run --profile`` makes from the scenario ``fit --scenario-out`` wrote.
+
+The runs here are synthetic run directories in the exact format ``rlsim-real train`` writes (config.json,
+environment.json naming a model folder, runlog.jsonl), so the tests need no torch and are deterministic; the
+real loop is exercised by ``rlsim-calibrate loop`` (numbers in the README).
+"""
+
+import copy
+import json
+import math
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from calibrate.errors import CalibrateError
+from calibrate.runfit import fit_runs, learning_model, lognormal_censored, scenario_out
+from calibrate.runs import load_run
+from calibrate.validate import validate
+from rlsim.profile import PhaseFit, Profile, load_profile
+from rlsim.runlog import SCHEMA_VERSION
+
+PROV = {k: "test" for k in ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")}
+
+
+def _model_dir(tmp_path: Path) -> Path:
+    """A Hugging Face folder as calibrate reads it: config.json and a safetensors header (no weights needed)."""
+    d = tmp_path / "model"
+    d.mkdir(exist_ok=True)
+    cfg = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 40}
+    cfg.update(intermediate_size=128, num_key_value_heads=4, max_position_embeddings=128, torch_dtype="float32")
+    (d / "config.json").write_text(json.dumps(cfg))
+    header = json.dumps({"w": {"dtype": "F32", "shape": [300_000], "data_offsets": [0, 1_200_000]}}).encode()
+    (d / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
+    return d
+
+
+def _write_run(tmp_path, p, seed, model_dir, *, g=8, max_steps=300, n_star=6000.0, long_responses=0):
+    """A run at B = p x g that crosses 0.9 at ``n_star`` samples (it stops there, or at ``max_steps``); response
+    lengths 2-8 (``long_responses`` more of length 8 per step); wall-clock from a simple per-sample cost."""
+    b = p * g
+    steps = min(max_steps, math.ceil(min(n_star, 1e7) / b) + 1)
+    run = tmp_path / f"P{p}_seed{seed}"
+    run.mkdir()
+    cfg = {"task": "parity:length=3", "algo": "grpo", "engine": "hf", "lr_rule": "sqrt", "max_new_tokens": 8}
+    cfg.update(kl_coef=0.0, mini_batches=1, epochs=1, lr0=1e-3, reference_batch=128, seed=seed, max_steps=max_steps)
+    (run / "config.json").write_text(json.dumps(cfg))
+    (run / "environment.json").write_text(json.dumps({"device": "cpu (2 cores)", "model_dir": str(model_dir)}))
+    rng = np.random.default_rng(seed)
+    wall, lines = 0.0, []
+    for step in range(1, steps + 1):
+        counts = np.bincount(rng.choice([2, 2, 2, 3, 4, 8], size=b), minlength=9)
+        counts[8] += long_responses
+        counts[2] -= long_responses
+        samples = step * b
+        # R(n_star) = 0.9: 0.48 / (1 + (m / n_star)^2) = 0.4 with m = sqrt(0.2) n_star
+        metric = 0.5 + 0.48 / (1.0 + (math.sqrt(0.2) * n_star / samples) ** 2.0) if step % 2 == 0 else None
+        timing = {"rollout": 2e-4 * b, "reward": 1e-6 * b, "old_logprob": 1e-4 * b, "train_actor": 4e-4 * b}
+        timing["weight_sync"] = 8e-4
+        wall += sum(timing.values()) + 2e-5 * b
+        rec = {
+            "schema_version": SCHEMA_VERSION,
+            "run_id": run.name,
+            "step": step,
+            "cumulative_samples": samples,
+            "prompts": p,
+            "responses": b,
+            "prompt_tokens": 5 * b,
+            "response_tokens": int((counts * np.arange(9)).sum()),
+            "response_tokens_max": int(np.flatnonzero(counts)[-1]),
+            "response_length_counts": counts.tolist(),
+            "lr": 1e-3,
+            "reward_mean": 0.5,
+            "eval_metric": metric,
+            "wall_s": wall,
+            "timing_s": timing,
+            "grad_norm_sq_small": 2.0 + 60.0 / (b / 2),
+            "grad_norm_sq_big": 2.0 + 60.0 / b,
+            "grad_batch_small": b // 2,
+            "grad_batch_big": b,
+            "other_cpu_fraction": 0.0,
+        }
+        if step == 1:
+            rec["eval_metric_initial"] = 0.5
+        lines.append(json.dumps(rec))
+    (run / "runlog.jsonl").write_text("\n".join(lines) + "\n")
+    return run
+
+
+def _sub(tmp_path: Path, name: str) -> Path:
+    (tmp_path / name).mkdir()
+    return tmp_path / name
+
+
+def _bench_profile() -> Profile:
+    """A profile as ``fit`` on bench tables would give (values of the order the CPU loop fits)."""
+    phases = {
+        "rollout": PhaseFit(
+            "roofline",
+            {
+                "decode_iteration_overhead_s": 8e-4,
+                "decode_per_seq_overhead_s": 7e-6,
+                "decode_memory_efficiency": 0.12,
+                "prefill_overhead_s": 2e-3,
+                "prefill_compute_efficiency": 0.4,
+                "rollout_overhead_s": 0.0,
+                "rollout_s_per_sample": 0.0,
+            },
+        ),
+        "train_actor": PhaseFit("roofline", {"train_compute_efficiency": 0.6, "train_step_overhead_s": 0.012}),
+        "old_logprob": PhaseFit("roofline", {"forward_compute_efficiency": 0.55, "forward_overhead_s": 0.002}),
+        "weight_sync": PhaseFit("roofline", {"weight_sync_latency_s": 2e-4, "sleep_wake_overhead_s": 0.0}),
+    }
+    return Profile(provenance=dict(PROV), phases=phases)
+
+
+@pytest.fixture
+def fitted(tmp_path):
+    model = _model_dir(tmp_path)
+    refs = [_write_run(tmp_path, 16, s, model, n_star=6000 * (1 + 0.1 * s)) for s in range(4)]
+    profile, report = fit_runs(_bench_profile(), [load_run(r) for r in refs], 0.9)
+    return tmp_path, model, refs, profile, report
+
+
+def test_fit_with_runs_owns_every_fitted_number(fitted):
+    tmp_path, _, refs, profile, report = fitted
+    # lengths: the pooled histogram of response lengths, one bin per length
+    resp = profile.lengths["response_length"]
+    assert resp["dist"] == "empirical" and resp["bin_edges"][0] == 1.5
+    assert profile.lengths["prompt_length"]["tokens"] == 5
+    # reward and glue from the logs (1 us and 20 us per sample as written)
+    assert profile.phases["reward"].parameters["reward_s_per_sample"] == pytest.approx(1e-6)
+    assert profile.phases["rollout"].parameters["rollout_s_per_sample"] == pytest.approx(2e-5, rel=1e-6)
+    # in-loop factors, one per bench phase, recorded in the provenance
+    assert set(profile.provenance["in_loop_factors"]) == {"rollout", "train_actor", "old_logprob", "weight_sync"}
+    # the learning model: typed, its median anchored at the seeds' median crossing, Adam's power under sqrt
+    learn = profile.learning
+    assert learn["version"] == 1 and learn["batch_multiplier"]["critical_power"] == 0.5
+    crossings = learn["measured_samples_to_target"]
+    assert learn["median_samples_to_target"] == pytest.approx(math.exp(np.mean(np.log(crossings))))
+    # the profile round-trips through the file and its load checks
+    path = tmp_path / "p.json"
+    path.write_text(profile.dumps())
+    assert load_profile(path).to_dict() == profile.to_dict()
+
+
+def test_validate_never_changes_the_profile_and_its_numbers_are_rlsim_runs(fitted):
+    """validate only predicts: the profile is the same object and dict after it, and each batch's prediction is
+    exactly what ``rlsim run SCENARIO --profile P --set workload.prompts_per_step=P --json`` prints."""
+    tmp_path, model, refs, profile, _ = fitted
+    held = [_write_run(tmp_path, p, s, model) for p in (8, 64) for s in range(2)]
+    before = copy.deepcopy(profile.to_dict())
+    table, details = validate([*refs, *held], profile)
+    assert profile.to_dict() == before
+    assert table.set_index("run").loc[[r.name for r in refs], "held_out"].eq(False).all()
+    assert table.set_index("run").loc[[r.name for r in held], "held_out"].all()
+    ppath, spath = tmp_path / "profile.json", tmp_path / "scenario.yaml"
+    ppath.write_text(profile.dumps())
+    spath.write_text(yaml.safe_dump(scenario_out([load_run(r) for r in refs], profile)))
+    for row in details["by_batch"]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "rlsim.cli", "run", str(spath), "--profile", str(ppath), "--json"]
+            + ["--set", f"workload.prompts_per_step={row['prompts_per_step']}"],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        assert row["predicted_step_time_s"] == out["step_time_s"]
+        assert row["predicted_samples_to_target"] == out["samples_to_target_if_reached"]
+        assert row["predicted_time_to_target_s"] == out["time_to_target_if_reached_s"]
+        assert row["predicted_probability_reaching_target"] == out["probability_reaching_target"]
+
+
+def test_a_held_out_runs_measured_lengths_do_not_change_its_prediction(fitted):
+    """The prediction for a batch comes from the profile's length model: a held-out run whose responses came out
+    longer (every response at the cap) gets the same prediction, and its error grows."""
+    tmp_path, model, _, profile, _ = fitted
+    short = _write_run(_sub(tmp_path, "a"), 64, 0, model)
+    long = _write_run(_sub(tmp_path, "b"), 64, 0, model, long_responses=400)
+    t_short, _ = validate([short], profile)
+    t_long, _ = validate([long], profile)
+    assert t_short["predicted_step_time_s"].iloc[0] == t_long["predicted_step_time_s"].iloc[0]
+    assert t_short["measured_samples_to_target"].iloc[0] == t_long["measured_samples_to_target"].iloc[0]
+
+
+def test_seeds_that_never_reach_the_target_are_part_of_the_answer(tmp_path):
+    """A reference seed that never crosses within its budget is right-censored in the spread's fit, and a batch
+    whose budget is short predicts fewer seeds reaching the target; validate compares both."""
+    model = _model_dir(tmp_path)
+    refs = [_write_run(tmp_path, 16, s, model, n_star=5000 * (1 + 0.15 * s)) for s in range(3)]
+    never = _write_run(tmp_path, 16, 9, model, n_star=1e9)
+    runs = [load_run(r) for r in [*refs, never]]
+    learn = learning_model(runs, 0.9)
+    assert learn["runs_reaching_target"] == 3 and learn["budget_samples"] == [300 * 128]
+    hits = learn["measured_samples_to_target"]
+    sigma_hits_only = float(np.std(np.log(hits), ddof=1))
+    assert learn["samples_spread"] > sigma_hits_only  # the censored seed widens the spread
+    profile, _ = fit_runs(_bench_profile(), runs, 0.9)
+    short = _write_run(_sub(tmp_path, "s"), 8, 0, model, max_steps=12)
+    _, details = validate([short], profile)
+    row = details["by_batch"][0]
+    assert 0 < row["predicted_probability_reaching_target"] < 0.9
+    assert row["predicted_samples_to_target"] < learn["median_samples_to_target"]  # those that reach are the fast
+
+
+def test_censored_lognormal_recovers_its_parameters():
+    rng = np.random.default_rng(0)
+    x = np.exp(rng.normal(math.log(1000), 0.4, size=4000))
+    budget = 1200.0
+    mu, sigma = lognormal_censored(list(x[x <= budget]), [budget] * int((x > budget).sum()))
+    assert mu == pytest.approx(math.log(1000), abs=0.03) and sigma == pytest.approx(0.4, abs=0.03)
+
+
+def test_runs_of_different_setups_are_not_pooled(fitted):
+    tmp_path, model, refs, profile, _ = fitted
+    other = _write_run(_sub(tmp_path, "o"), 16, 0, model)
+    cfg = json.loads((other / "config.json").read_text())
+    (other / "config.json").write_text(json.dumps({**cfg, "task": "addition"}))
+    with pytest.raises(CalibrateError, match="differ in task"):
+        validate([refs[0], other], profile)
+    with pytest.raises(CalibrateError, match="differ in task"):
+        fit_runs(_bench_profile(), [load_run(refs[0]), load_run(other)], 0.9)
+
+
+def test_validate_says_when_nothing_is_held_out_and_flags_an_outlier(fitted):
+    tmp_path, model, refs, profile, _ = fitted
+    _, details = validate(refs, profile)
+    assert details["notes"] and "nothing is held out" in details["notes"][0]
+    assert details["summary"]["held_out"] is False
+    slow = _write_run(_sub(tmp_path, "x"), 16, 7, model)
+    recs = [json.loads(line) for line in (slow / "runlog.jsonl").read_text().splitlines()]
+    for r in recs:
+        r["wall_s"] *= 3.0  # a run slowed by another process
+    (slow / "runlog.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    table, details = validate([*refs, slow], profile)
+    assert table.set_index("run")["outlier"].to_dict()[slow.name] is True
+    assert any(slow.name in w and "median" in w for w in details["warnings"])
+    # the batch's step time is the median over seeds: the slowed run does not move it by 3x
+    by = details["by_batch"][0]
+    assert by["measured_step_time_s"] < 1.5 * float(table["measured_step_time_s"].iloc[0])
