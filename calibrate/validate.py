@@ -130,9 +130,10 @@ def validate(
     table["outlier"] = (table["measured_step_time_s"] / med - 1).abs() > OUTLIER
     by_batch = [_batch_row(table[table["responses_per_step"] == b], predictions[b]) for b in sorted(predictions)]
     for r in table[table["outlier"]].itertuples():
+        off = r.measured_step_time_s / med[r.Index] - 1
         warnings.append(
-            f"run {r.run}: step time {r.measured_step_time_s:.4g} s is {r.measured_step_time_s / med[r.Index] - 1:+.0%} "
-            f"from its batch's median; the medians per batch leave it out of the comparison's centre"
+            f"run {r.run}: step time {r.measured_step_time_s:.4g} s is {off:+.0%} from its batch's median; the "
+            "medians per batch leave it out of the comparison's centre"
         )
     held = [b for b in by_batch if b["held_out"]]
     notes = []
