@@ -226,6 +226,15 @@ def _read_run(path: Path) -> list[dict]:
         raise CalibrateError(str(exc)) from None
 
 
+def _run_lr_rule(path: Path) -> str | None:
+    """The LR rule in a run directory's config.json (rlsim-real train), or None."""
+    cfg = path / "config.json" if path.is_dir() else path.parent / "config.json"
+    try:
+        return json.loads(cfg.read_text()).get("lr_rule") if cfg.is_file() else None
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        return None
+
+
 def cmd_fit_learning(args: argparse.Namespace) -> int:
     import dataclasses
 
@@ -234,7 +243,10 @@ def cmd_fit_learning(args: argparse.Namespace) -> int:
 
     profile = load_profile(args.profile)  # before the fit: a bad profile fails fast
     runs = [_read_run(p) for p in args.runs]
-    fit = fit_learning(runs, args.target, args.reference_batch)
+    rules = {_run_lr_rule(p) for p in args.runs} - {None}
+    if len(rules) > 1:
+        raise CalibrateError(f"the runs used LR rules {', '.join(sorted(rules))}; fit the runs of one rule")
+    fit = fit_learning(runs, args.target, args.reference_batch, lr_rule=rules.pop() if rules else None)
     learning = fit.to_profile_learning()
     prov = {**profile.provenance, "learning_runs": [str(p) for p in args.runs], "learning_command": " ".join(sys.argv)}
     atomic_write_text(args.output, dataclasses.replace(profile, provenance=prov, learning=learning).dumps() + "\n")
@@ -247,7 +259,7 @@ def cmd_fit_learning(args: argparse.Namespace) -> int:
         f"critical batch {cb.critical_batch:.0f}"
         + (f" +- {sigma:.0f}" if sigma is not None else "")
         + (f" (at its {cb.at_bound} bound)" if cb.at_bound else "")
-        + f" (E = E_min (1 + B / B_crit), E_min {cb.min_samples:.0f}); invariance: curves up to "
+        + f" (E = E_min (1 + B / B_crit) ** {cb.power:g}, E_min {cb.min_samples:.0f}); invariance: curves up to "
         f"{fit.invariance['max_ratio']:.2f}x apart in samples (mean {fit.invariance['mean_ratio']:.2f}x)"
     )
     for b, v in (learning["b_simple"] or {}).items():

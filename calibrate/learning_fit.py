@@ -17,8 +17,10 @@ Pieces (REFERENCE sections 3-5):
   ``inf`` when n == 3 (no degrees of freedom left) and understate the error when a parameter sits on a bound.
 * :func:`samples_to_target`: first upward crossing of a target by the evaluated points, linearly interpolated;
   :func:`samples_to_target_from_fit`: the inverse of a fitted curve.
-* :func:`fit_critical_batch`: McCandlish et al. 2018, ``E(B) = E_min (1 + B / B_crit)``, least squares on
-  ``log E`` over (log E_min, log B_crit); :func:`table_multiplier`: the measured table.
+* :func:`fit_critical_batch`: ``E(B) = E_min (1 + B / B_crit) ** p``, least squares on ``log E`` over
+  (log E_min, log B_crit), the power p fixed by the runs' LR rule (:func:`critical_power`: McCandlish et al.
+  2018's 1 for the linear rule, Adam's 1/2 under sqrt, as ``fit --runs`` uses); :func:`table_multiplier`: the
+  measured table.
 * :func:`invariance_score`: how far apart learning curves at different batches are along samples.
 * :func:`noise_terms`: the two-batch gradient-noise estimates per step; :func:`b_simple_pooled`: B_simple from
   them, pooled over every step of one or more runs.
@@ -375,6 +377,7 @@ class CriticalBatchFit:
     num_points: int
     batch_range: tuple[float, float]
     at_bound: str = ""
+    power: float = 1.0  # E = E_min (1 + B / B_crit) ** power: 1 McCandlish (LR tuned), 0.5 Adam under the sqrt rule
 
     @property
     def E_min(self) -> float:
@@ -390,10 +393,12 @@ class CriticalBatchFit:
         return self.min_samples * self.critical_batch
 
     def predict(self, batches: Any) -> np.ndarray:
-        return self.min_samples * (1.0 + np.asarray(batches, dtype=float) / self.critical_batch)
+        return self.min_samples * (1.0 + np.asarray(batches, dtype=float) / self.critical_batch) ** self.power
 
     def to_batch_multiplier(self) -> BatchMultiplier:
-        return BatchMultiplier(form="critical_batch", critical_batch=float(self.critical_batch))
+        return BatchMultiplier(
+            form="critical_batch", critical_batch=float(self.critical_batch), critical_power=float(self.power)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -407,6 +412,7 @@ class CriticalBatchFit:
             "num_points": int(self.num_points),
             "batch_range": [float(self.batch_range[0]), float(self.batch_range[1])],
             "at_bound": self.at_bound,
+            "power": float(self.power),
         }
 
 
@@ -428,27 +434,27 @@ def _batch_points(batches: Any, samples: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fit_critical_batch(
-    batches: Sequence[float] | np.ndarray, samples_to_target: Sequence[float] | np.ndarray
+    batches: Sequence[float] | np.ndarray, samples_to_target: Sequence[float] | np.ndarray, power: float = 1.0
 ) -> CriticalBatchFit:
-    """Fit E(B) = E_min (1 + B / B_crit) to samples-to-target at each batch by least squares in log E.
+    """Fit E(B) = E_min (1 + B / B_crit) ** power to samples-to-target at each batch by least squares in log E.
 
-    Repeated batches (seeds) are allowed: each point counts once. B_crit is bounded to
-    [1e-3 x smallest batch, 1e3 x largest batch].
+    ``power`` is fixed by the LR rule (:func:`critical_power`). Repeated batches (seeds) are allowed: each point
+    counts once. B_crit is bounded to [1e-3 x smallest batch, 1e3 x largest batch].
     """
     b, e = _batch_points(batches, samples_to_target)
     log_e = np.log(e)
     lc_lo, lc_hi = math.log(b.min()) - math.log(1e3), math.log(b.max()) + math.log(1e3)
 
     def resid(p: np.ndarray) -> np.ndarray:
-        return p[0] + np.log1p(b / math.exp(p[1])) - log_e
+        return p[0] + power * np.log1p(b / math.exp(p[1])) - log_e
 
     def jac(p: np.ndarray) -> np.ndarray:
         q = b / math.exp(p[1])
-        return np.column_stack([np.ones_like(b), -q / (1 + q)])
+        return np.column_stack([np.ones_like(b), -power * q / (1 + q)])
 
     # profile over log B_crit: log E_min is the mean residual in closed form
     grid = np.linspace(lc_lo, lc_hi, 400)
-    shape = np.log1p(b[None, :] / np.exp(grid)[:, None])
+    shape = power * np.log1p(b[None, :] / np.exp(grid)[:, None])
     le = (log_e[None, :] - shape).mean(axis=1)
     sse = ((le[:, None] + shape - log_e[None, :]) ** 2).sum(axis=1)
     k = int(np.argmin(sse))
@@ -480,7 +486,15 @@ def fit_critical_batch(
         num_points=int(n),
         batch_range=(float(b.min()), float(b.max())),
         at_bound=at_bound,
+        power=float(power),
     )
+
+
+def critical_power(lr_rule: str | None) -> float:
+    """The critical-batch power for runs trained under ``lr_rule``: 1/2 for Adam under the sqrt rule (and a
+    fixed LR, whose mismatch with sqrt the LR term prices; rlsim.learning derives both), 1 under the linear rule
+    (McCandlish et al. 2018, LR tuned per batch) and when the rule is unknown."""
+    return 0.5 if lr_rule in ("sqrt", "none") else 1.0
 
 
 def table_multiplier(
@@ -701,6 +715,7 @@ class LearningFit:
     b_simple: dict[int, dict[str, Any]] = field(default_factory=dict)  # per batch, pooled over its runs' steps
     samples_spread: float = 0.0
     notes: tuple[str, ...] = ()
+    lr_rule: str | None = None  # the runs' LR rule: it fixes the critical-batch power
 
     @property
     def metric_curve(self) -> MetricCurve:
@@ -737,7 +752,12 @@ class LearningFit:
                 k: v for k, v in ref.to_dict().items() if k not in ("initial", "asymptote", "mid_samples", "exponent")
             },
             "target": float(self.target),
-            "batch_multiplier": {"form": "critical_batch", "critical_batch": float(self.critical_batch.critical_batch)},
+            "batch_multiplier": {
+                "form": "critical_batch",
+                "critical_batch": float(self.critical_batch.critical_batch),
+                "critical_power": float(self.critical_batch.power),
+            },
+            "invariant_rule": "linear" if self.critical_batch.power == 1.0 and self.lr_rule == "linear" else "sqrt",
             "critical_batch_fit": self.critical_batch.to_dict(),
             "batch_multiplier_table": {
                 "form": "table",
@@ -821,6 +841,7 @@ def fit_learning(
     reference_batch: int | None = None,
     exclude_fraction: float = 0.0,
     upper: float | None = 1.0,
+    lr_rule: str | None = None,
 ) -> LearningFit:
     """Fit the learning model from run logs (one list of step records per run) at two or more batch sizes.
 
@@ -913,7 +934,7 @@ def fit_learning(
             f"{curves[reference_batch].asymptote:g}; pick a target strictly between them"
         )
     bl = sorted(stt)
-    cb = fit_critical_batch(bl, [stt[b] for b in bl])
+    cb = fit_critical_batch(bl, [stt[b] for b in bl], critical_power(lr_rule))
     table = table_multiplier(bl, [stt[b] for b in bl])
     fitted = {}
     for b in distinct:
@@ -947,4 +968,5 @@ def fit_learning(
         b_simple=bsimple,
         samples_spread=float(np.mean(spreads)) if spreads else 0.0,
         notes=tuple(notes),
+        lr_rule=lr_rule,
     )

@@ -100,20 +100,26 @@ def _add_bench(sub: Any) -> None:
         help="'tiny' (default), 'tiny:hidden_size=256', a local HF folder, or 'smollm2'; sync takes it several times "
         "(model sizes, timed interleaved)",
     )
-    p.add_argument("--concurrency", default="1,2,4,8,16,32", help="generation: sequences per batch (comma list)")
-    p.add_argument("--prompt-tokens", default="16", help="generation: prompt lengths (comma list)")
-    p.add_argument("--response-tokens", default="32", help="generation: response lengths, EOS ignored (comma list)")
-    p.add_argument("--tokens", default="512,1024,2048,4096", help="train: tokens per step (comma list)")
-    p.add_argument("--seq-len", type=int, default=64, help="train: tokens per sequence")
-    p.add_argument("--micro-batches", type=int, default=1, help="train: gradient accumulation, as in the loop")
-    p.add_argument("--repeats", type=int, default=3)
+    # the defaults are a grid that fits well (README: held-out error per phase): two prompt and two response
+    # lengths at five batch sizes separate the prefill, decode and per-sequence terms; five repeats per
+    # configuration, interleaved, give the medians the fit uses
+    p.add_argument("--concurrency", default="1,4,16,64,256", help="generation: sequences per batch (comma list)")
+    p.add_argument("--prompt-tokens", default="8,32", help="generation: prompt lengths (comma list)")
+    p.add_argument("--response-tokens", default="8,32", help="generation: response lengths, EOS ignored (comma list)")
+    p.add_argument("--tokens", default="512,1024,2048,3072,4096,6144", help="train: tokens per step (comma list)")
+    p.add_argument("--seq-len", type=int, default=32, help="train: tokens per sequence")
+    p.add_argument(
+        "--micro-batches", type=int, default=2, help="train: gradient accumulation (rlsim-real train's default)"
+    )
+    p.add_argument("--repeats", type=int, default=5, help="timed repeats per configuration (the fit takes medians)")
     p.add_argument(
         "--number",
         type=int,
-        default=1,
-        help="sync: loads per repeat, timed together and averaged (a sub-millisecond sync is noise otherwise)",
+        default=None,
+        help="sync: loads per repeat, timed together and averaged (default 10: a sub-millisecond sync is noise "
+        "otherwise); 1 for the other benches",
     )
-    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--warmup", type=int, default=2)
     p.add_argument("-o", "--output", type=Path, help="directory for bench.csv, bench.parquet, provenance.json")
     p.set_defaults(func=cmd_bench)
 
@@ -131,6 +137,8 @@ def _ints(text: str, flag: str) -> list[int]:
 def cmd_bench(args: argparse.Namespace) -> int:
     from real import bench
 
+    if args.number is None:
+        args.number = 10 if args.kind == "sync" else 1
     if args.repeats < 1 or args.warmup < 0 or args.number < 1:
         raise RealError("--repeats and --number must be >= 1 and --warmup >= 0")
     models = args.model or [None]

@@ -605,3 +605,23 @@ def test_fit_learning_command_writes_the_learning_model_into_the_profile(tmp_pat
     missing = subprocess.run([*cmd, str(tmp_path / "nope"), "-o", str(prof_path)], capture_output=True, text=True)
     assert missing.returncode == 2 and "no run log" in missing.stderr
     assert prof_path.read_text() == before
+
+
+def test_critical_batch_power_follows_the_lr_rule():
+    """One learning model: fit-learning's cross-batch fit takes the power of the runs' LR rule (Adam's 1/2 under
+    sqrt, McCandlish's 1 under linear), as fit --runs does; it recovers B_crit from exact points of that form."""
+    from calibrate.learning_fit import critical_power, fit_critical_batch
+
+    assert (critical_power("sqrt"), critical_power("none"), critical_power("linear"), critical_power(None)) == (
+        0.5,
+        0.5,
+        1.0,
+        1.0,
+    )
+    b = np.array([32.0, 64, 128, 256, 512])
+    e = 1000.0 * (1 + b / 90.0) ** 0.5
+    fit = fit_critical_batch(b, e, power=0.5)
+    assert fit.critical_batch == pytest.approx(90.0, rel=1e-6) and fit.power == 0.5
+    assert fit.to_batch_multiplier().critical_power == 0.5
+    wrong = fit_critical_batch(b, e)  # McCandlish's power on Adam's curve: another B_crit, a worse fit
+    assert wrong.rms_log_residual > 10 * fit.rms_log_residual + 1e-9
