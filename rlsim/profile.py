@@ -189,7 +189,7 @@ def profile_from_dict(data: Any, where: str = "profile") -> Profile:
     if data.get("schema_version") not in READS_VERSIONS:
         raise ProfileError(
             f"{where}: schema_version {data.get('schema_version')!r} is not supported "
-            f"(this rlsim reads {SCHEMA_VERSION}); refit with this version"
+            f"(this rlsim reads {' and '.join(map(str, READS_VERSIONS))}); refit with this version"
         )
     prov = data.get("provenance")
     if not isinstance(prov, dict) or any(k not in prov for k in PROVENANCE_KEYS):

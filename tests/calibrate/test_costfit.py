@@ -210,3 +210,21 @@ def test_sync_over_several_sizes_fits_latency_and_bandwidth_apart():
     # one size: the bandwidth is not identifiable, only the latency is fitted
     one = fit_phase("weight_sync", scn, rows[rows["bytes"] == sizes[0]].reset_index(drop=True))
     assert set(one.parameters) == {"weight_sync_latency_s"}
+
+
+def test_a_slowed_repeat_moves_the_median_fit_little_and_the_table_is_called_noisy():
+    """A shared machine slows some repeats (another process on the cores): the fit takes each configuration's
+    median, so one slowed repeat in three barely moves the coefficients; a table whose repeats spread widely is
+    called noisy, one with too few repeats thin."""
+    scn = base_scenario(TINY, "CPU-2core", 64, 64)
+    clean = _table(noise=0.005)
+    slowed = clean.copy()
+    train = slowed.index[slowed["phase"] == "train_actor"]
+    slowed.loc[train[::3], "time_s"] *= 4.0  # the first repeat of every configuration ran 4x slower
+    rows = lambda df: df[df["phase"] == "train_actor"].reset_index(drop=True)  # noqa: E731
+    a, b = fit_phase("train_actor", scn, rows(clean)), fit_phase("train_actor", scn, rows(slowed))
+    assert b.parameters["train_compute_efficiency"] == pytest.approx(a.parameters["train_compute_efficiency"], rel=0.03)
+    assert b.held_out["mape"] < 0.03 and not a.warnings
+    assert any("spread" in w for w in fit_phase("train_actor", scn, rows(_table(noise=0.3))).warnings)
+    thin = rows(clean).groupby("tokens").head(2).reset_index(drop=True)
+    assert any("fewer than 3 repeats" in w for w in fit_phase("train_actor", scn, thin).warnings)
