@@ -29,14 +29,16 @@ reference the MAPE over single repeats (``repeat_mape``, which also counts run-t
 benchmarked in one configuration only (the weight sync) is cross-validated over its repeats, each a point.
 
 A fit says when its table is too thin or too noisy to trust (``FitResult.warnings``): fewer than two
-configurations per coefficient, fewer than 3 repeats per configuration, a median spread of repeats
-(interquartile range / median) above 10%, or a held-out MAPE above 10%.
+configurations per coefficient, fewer than 3 repeats per configuration, a configuration's median uncertain by
+more than 5% (its standard error from the repeats' interquartile range: 0.93 IQR / median / sqrt(repeats)), or a
+held-out MAPE above 10%.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,6 +117,21 @@ def bench_rules(scn: Scenario, engine: str) -> SchedulerRules:
     return scn.scheduler_rules if engine == "vllm" else SchedulerRules()
 
 
+def vllm_max_num_seqs(rows: pd.DataFrame) -> int:
+    """vLLM's limit on running sequences in a bench table: what its provenance records (``rlsim-real bench`` reads
+    it off the engine), else vLLM's default on CPUs and GPUs under 70 GB (calibrate.runs.MAX_NUM_SEQS_VLLM)."""
+    from calibrate.runs import MAX_NUM_SEQS_VLLM
+
+    for value in rows["provenance"].dropna().unique() if "provenance" in rows else []:
+        try:
+            found = json.loads(value).get("max_num_seqs")
+        except (TypeError, AttributeError, json.JSONDecodeError):
+            continue
+        if found:
+            return int(found)
+    return MAX_NUM_SEQS_VLLM
+
+
 def predict(phase: str, scn: Scenario, costs: Costs, rows: pd.DataFrame) -> np.ndarray:
     """rlsim's prediction of each row's seconds under ``costs``."""
     cost = RooflineCostModel.from_scenario(scn, costs)
@@ -124,10 +141,12 @@ def predict(phase: str, scn: Scenario, costs: Costs, rows: pd.DataFrame) -> np.n
         cache: dict[tuple[str, int, int, int], float] = {}
         engines = rows["engine"] if "engine" in rows else pd.Series("vllm", index=rows.index)
         points = rows[["concurrency", "prompt_tokens", "response_tokens"]].astype(int)
+        limit = vllm_max_num_seqs(rows)
         for e, (c, p, r) in zip(engines, points.itertuples(index=False)):
             if (e, c, p, r) not in cache:
+                running = min(c, limit) if e == "vllm" else c  # vLLM runs at most max_num_seqs at once
                 res = simulate_replica(
-                    np.full(c, p), np.full(c, r), c, scn.kv_capacity_tokens, decode, prefill, bench_rules(scn, e)
+                    np.full(c, p), np.full(c, r), running, scn.kv_capacity_tokens, decode, prefill, bench_rules(scn, e)
                 )
                 cache[(e, c, p, r)] = res.makespan_s + cost.rollout_overhead_s(c)
             out.append(cache[(e, c, p, r)])
@@ -157,7 +176,7 @@ class FitResult:
     warnings: tuple[str, ...] = ()
 
 
-NOISY_SPREAD = 0.10  # median (IQR / median) of a configuration's repeats above which a table is called noisy
+NOISY_MEDIAN = 0.05  # standard error of a configuration's median (from its repeats' IQR) above which it is noisy
 TRUSTED_MAPE = 0.10  # held-out MAPE above which a phase's fit is called untrustworthy
 
 
@@ -267,11 +286,14 @@ def _trust(phase: str, rows: pd.DataFrame, names: tuple[str, ...], held_out: dic
         )
     if int(repeats.count().min()) < 3:
         out.append(f"phase {phase}: a configuration has fewer than 3 repeats; rerun the bench with --repeats 5")
-    spread = float(((repeats.quantile(0.75) - repeats.quantile(0.25)) / repeats.median()).median())
-    if spread > NOISY_SPREAD:
+    # the standard error of a configuration's median: 1.2533 sigma / sqrt(n), sigma = IQR / 1.349
+    spread = ((repeats.quantile(0.75) - repeats.quantile(0.25)) / repeats.median()).median()
+    se = float(0.929 * spread / np.sqrt(repeats.count().median()))
+    if se > NOISY_MEDIAN:
         out.append(
-            f"phase {phase}: repeats spread {spread:.0%} (median interquartile range / median); the machine was "
-            "busy or the bench too short: rerun it on a quiet machine or with more repeats"
+            f"phase {phase}: repeats spread {spread:.0%} (median interquartile range / median), so each "
+            f"configuration's median is uncertain by about {se:.0%}; the machine was busy or the bench too short: "
+            "rerun it on a quiet machine or with more repeats"
         )
     if held_out["mape"] > TRUSTED_MAPE:
         out.append(

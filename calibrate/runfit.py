@@ -165,25 +165,46 @@ def in_loop_factors(runs: list[Run], profile: Profile, gpu: str | None = None) -
 # ---------------------------------------------------------------------------------------------- learning
 
 
-def lognormal_censored(hits: list[float], censored: list[float]) -> tuple[float, float]:
-    """Maximum-likelihood (mu, sigma) of log samples-to-target over seeds: ``hits`` reached the target at those
-    samples, ``censored`` never did within those budgets (right-censored). Needs two or more hits."""
+def seed_model(hits: list[float], censored: list[float]) -> tuple[float, float, float]:
+    """Maximum-likelihood (mu, sigma, stall) of samples-to-target over seeds: a share ``stall`` of seeds never
+    reaches the target, the others at lognormal(mu, sigma) samples. ``hits`` reached it at those samples,
+    ``censored`` had not within those budgets (each either stalled or would have needed more: right-censored).
+    Needs two or more hits; with none censored, stall is 0 and (mu, sigma) the plain log mean and std."""
     from scipy.optimize import minimize
+    from scipy.special import expit
     from scipy.stats import norm
 
     x = np.log(np.asarray(hits, float))
     c = np.log(np.asarray(censored, float)) if censored else np.zeros(0)
     mu0, s0 = float(x.mean()), float(max(x.std(ddof=1) if x.size > 1 else 0.1, 1e-3))
     if not c.size:
-        return mu0, s0
+        return mu0, s0, 0.0
 
     def nll(p: np.ndarray) -> float:
-        mu, log_s = p
-        s = math.exp(log_s)
-        return -(norm.logpdf(x, mu, s).sum() + norm.logsf(c, mu, s).sum())
+        mu, log_s, logit_q = p
+        s, q = math.exp(log_s), float(expit(logit_q))
+        hit = np.log1p(-q) + norm.logpdf(x, mu, s)
+        cens = np.logaddexp(math.log(max(q, 1e-300)), np.log1p(-q) + norm.logsf(c, mu, s))
+        return -(hit.sum() + cens.sum())
 
-    sol = minimize(nll, np.array([mu0, math.log(s0)]), method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-9})
-    return float(sol.x[0]), float(math.exp(sol.x[1]))
+    best = None
+    for q0 in (0.05, 0.3):  # a stall and a wide spread explain a censored seed alike: start from both
+        sol = minimize(
+            nll,
+            np.array([mu0, math.log(s0), math.log(q0 / (1 - q0))]),
+            method="Nelder-Mead",
+            options={"xatol": 1e-7, "fatol": 1e-10, "maxiter": 4000},
+        )
+        best = sol if best is None or sol.fun < best.fun else best
+    return float(best.x[0]), float(math.exp(best.x[1])), float(expit(best.x[2]))
+
+
+def stall_upper(censored: int, runs: int, level: float = 0.9) -> float:
+    """One-sided upper bound (Clopper-Pearson, ``level``) on the stall share: ``censored`` of ``runs`` seeds did
+    not reach the target. With 0 of 6 it is 0.32: six seeds cannot rule out that a third stall."""
+    from scipy.stats import beta
+
+    return 1.0 if censored >= runs else float(beta.ppf(level, censored + 1, runs - censored))
 
 
 def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
@@ -210,7 +231,7 @@ def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
             f"{len(hits)} of {len(runs)} reference runs reached the target {target:g}; at least two must: lower "
             "--target, run longer or add seeds"
         )
-    mu, sigma = lognormal_censored(hits, censored)
+    mu, sigma, stall = seed_model(hits, censored)
     n_star = math.exp(mu)  # the median over seeds
     asymptote = max(curve.asymptote, target + 1e-3)
     if not curve.initial < target < asymptote:
@@ -242,6 +263,8 @@ def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
         "batch_multiplier": batch_multiplier,
         "invariant_rule": "linear" if rule == "linear" else "sqrt",
         "samples_spread": float(min(sigma, 2.0)),
+        "stall_probability": float(min(stall, 0.99)),
+        "stall_probability_upper_90": stall_upper(len(censored), len(runs)),
         # what the fit saw (documentation; not rlsim Learning fields)
         "batch_form": form,
         "lr_rule": rule,

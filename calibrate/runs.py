@@ -8,7 +8,10 @@ measure (its response lengths, its speed): a prediction made before a run can kn
 lengths come from the profile's length model. ``measured`` reads what the run measured:
 
 * step time: each gap between consecutive ``wall_s`` (eval excluded), the first step (warm-ups) left out; the run's
-  step time is their mean, and :func:`measured` gives the phases' mean seconds the same way;
+  step time is their mean, and :func:`measured` gives the phases' mean seconds the same way. ``span_steps``
+  limits both to the run's first steps: validate compares a run over the steps its prediction covers (the steps
+  to the predicted target), since response lengths change as a run learns and a seed that never reaches the
+  target runs on for its whole budget with the short responses of a settled policy;
 * samples-to-target: the first crossing of the target by the evaluated metric, linearly interpolated between the
   two evaluations around it (None when the run never reached it), and the ``wall_s`` interpolated at it;
 * the budget: the run's ``max_steps`` x B samples, or the samples it logged when its config is unknown.
@@ -35,7 +38,9 @@ from rlsim.runlog import RunLogError, read_jsonl
 
 # the config keys that make two real runs the same setup (the batch, P, and the seed may differ)
 SETUP_KEYS = ("task", "algo", "engine", "lr_rule", "max_new_tokens", "kl_coef", "mini_batches", "epochs")
-MAX_NUM_SEQS_VLLM = 256  # vLLM's default max_num_seqs for the LLM class (rlsim-real's vllm engine keeps it)
+# vLLM's default max_num_seqs for the LLM class on CPUs and GPUs under 70 GB (1024 on H100-class GPUs:
+# vllm/engine/arg_utils.py, 0.32): for runs whose environment does not record the engine's own
+MAX_NUM_SEQS_VLLM = 256
 
 
 @dataclass(frozen=True)
@@ -172,7 +177,7 @@ def setup_scenario(run: Run, gpu: str | None = None, prompts_per_step: int | Non
             max_num_batched_tokens=100_000_000,
         )
     else:
-        engine["max_num_seqs"] = MAX_NUM_SEQS_VLLM
+        engine["max_num_seqs"] = int(run.environment.get("engine_max_num_seqs") or MAX_NUM_SEQS_VLLM)
     from rlsim.learning import lr_scale
 
     return {
@@ -209,9 +214,11 @@ def setup_scenario(run: Run, gpu: str | None = None, prompts_per_step: int | Non
     }
 
 
-def step_times(run: Run) -> np.ndarray:
-    """The run's step times: gaps between consecutive ``wall_s``, the first step (warm-ups) left out."""
-    return np.diff(np.array([r["wall_s"] for r in run.records], float))
+def step_times(run: Run, span_steps: int | None = None) -> np.ndarray:
+    """The run's step times: gaps between consecutive ``wall_s``, the first step (warm-ups) left out; with
+    ``span_steps``, those of steps 2..span_steps only (at least one)."""
+    gaps = np.diff(np.array([r["wall_s"] for r in run.records], float))
+    return gaps[: max(1, span_steps - 1)] if span_steps is not None else gaps
 
 
 def eval_points(run: Run) -> tuple[np.ndarray, np.ndarray]:
@@ -222,15 +229,17 @@ def eval_points(run: Run) -> tuple[np.ndarray, np.ndarray]:
     return np.array(xs, float), np.array(ys, float)
 
 
-def measured(run: Run, target: float | None) -> dict[str, Any]:
+def measured(run: Run, target: float | None, span_steps: int | None = None) -> dict[str, Any]:
     from calibrate.learning_fit import samples_to_target
 
-    steps = step_times(run)
+    steps = step_times(run, span_steps)
+    recs = run.records[1 : 1 + len(steps)]
     out: dict[str, Any] = {
         "step_time_s": float(steps.mean()),
+        "steps_compared": len(steps),
         "samples_per_s": run.batch / float(steps.mean()),
         "phase_time_s": {
-            p.value: float(np.mean([r["timing_s"].get(p.value, 0.0) for r in run.records[1:]])) for p in TIMED_PHASES
+            p.value: float(np.mean([r["timing_s"].get(p.value, 0.0) for r in recs])) for p in TIMED_PHASES
         },
         "samples_to_target": None,
         "time_to_target_s": None,

@@ -7,8 +7,10 @@ run's measured lengths and speed never enter its prediction. For each batch size
 P once, exactly as ``rlsim run SCENARIO --profile PROFILE --set workload.prompts_per_step=P`` does with the
 scenario ``fit --scenario-out`` wrote (same numbers), and compares:
 
-* per run: step time, throughput, phase seconds, and samples- and time-to-target (None for a seed that never
-  reached the target within its budget); a run is flagged as an outlier when its step time is more than
+* per run: step time, throughput and phase seconds over the steps the prediction covers (the steps to the
+  predicted target, when there is a learning model: lengths change as a run learns, and a seed that stalls runs
+  on with short responses), and samples- and time-to-target (None for a seed that never reached the target
+  within its budget); a run is flagged as an outlier when its step time is more than
   ``OUTLIER`` away from its batch's median, or when other processes took a large share of the machine during it;
 * per batch: the median over seeds of step time, and of samples- and time-to-target over the seeds that reached
   the target, against the prediction for the seeds that do (``samples_to_target_if_reached``); the share of seeds
@@ -94,7 +96,9 @@ def validate(
     for run in runs:
         if run.batch not in predictions:
             predictions[run.batch] = predict_batch(run, profile, gpu)
-        p, m = predictions[run.batch], measured(run, target)
+        p = predictions[run.batch]
+        # over the steps the prediction covers (its steps to the target), as calibrate.runs.measured says why
+        m = measured(run, target, span_steps=p["steps"] if p.get("samples_to_target") is not None else None)
         w = load_warning(f"run {run.name}", m["load"])
         if w:
             warnings.append(w)
@@ -104,6 +108,7 @@ def validate(
             "prompts_per_step": run.prompts,
             "responses_per_step": run.batch,
             "held_out": str(run.path.resolve()) not in fitted_on,
+            "steps_compared": m["steps_compared"],
             "measured_step_time_s": m["step_time_s"],
             "predicted_step_time_s": p["step_time_s"],
             "step_time_error": _err(p["step_time_s"], m["step_time_s"]),
@@ -128,7 +133,9 @@ def validate(
     table = pd.DataFrame(rows)
     med = table.groupby("responses_per_step")["measured_step_time_s"].transform("median")
     table["outlier"] = (table["measured_step_time_s"] / med - 1).abs() > OUTLIER
-    by_batch = [_batch_row(table[table["responses_per_step"] == b], predictions[b]) for b in sorted(predictions)]
+    by_batch = [
+        _batch_row(table[table["responses_per_step"] == b], predictions[b], learning) for b in sorted(predictions)
+    ]
     for r in table[table["outlier"]].itertuples():
         off = r.measured_step_time_s / med[r.Index] - 1
         warnings.append(
@@ -154,7 +161,14 @@ def validate(
     return table, details
 
 
-def _batch_row(t: pd.DataFrame, p: dict[str, Any]) -> dict[str, Any]:
+def _low(p: float | None, learning: dict[str, Any] | None) -> float | None:
+    if p is None or not learning or learning.get("stall_probability_upper_90") is None:
+        return p
+    q, q_hi = learning.get("stall_probability", 0.0), learning["stall_probability_upper_90"]
+    return float(p * (1.0 - q_hi) / (1.0 - q))
+
+
+def _batch_row(t: pd.DataFrame, p: dict[str, Any], learning: dict[str, Any] | None) -> dict[str, Any]:
     """One batch size: medians over its runs (seeds) against the one prediction."""
     reached = t[t["reached_target"]]
     meas_step = float(t["measured_step_time_s"].median())
@@ -172,6 +186,8 @@ def _batch_row(t: pd.DataFrame, p: dict[str, Any]) -> dict[str, Any]:
         "runs_reaching_target": len(reached),
         "measured_share_reaching_target": len(reached) / len(t),
         "predicted_probability_reaching_target": p.get("probability_reaching_target"),
+        # with the stall share at the 90% upper bound the profile's few seeds allow
+        "predicted_probability_reaching_target_low": _low(p.get("probability_reaching_target"), learning),
         "measured_samples_to_target": meas_n,
         "predicted_samples_to_target": p.get("samples_to_target_if_reached"),
         "samples_to_target_error": _err(p.get("samples_to_target_if_reached"), meas_n),
@@ -196,6 +212,7 @@ def _summary(rows: list[dict[str, Any]], target: float | None, held_out: bool) -
             str(r["responses_per_step"]): {
                 "measured": f"{r['runs_reaching_target']} of {r['runs']}",
                 "predicted_probability": r["predicted_probability_reaching_target"],
+                "predicted_probability_low": r["predicted_probability_reaching_target_low"],
             }
             for r in rows
         }

@@ -59,9 +59,12 @@ COLUMNS = [
 ]
 
 
-def provenance(engine: str, model: str, dtype: str = "float32", model_dir: Path | None = None) -> dict[str, Any]:
+def provenance(
+    engine: str, model: str, dtype: str = "float32", model_dir: Path | None = None, max_num_seqs: int | None = None
+) -> dict[str, Any]:
     """What a bench row was measured with; ``model_dir`` is the folder the model was loaded from, where
-    ``rlsim-calibrate fit`` reads the architecture (so a user need not locate the built or converted model)."""
+    ``rlsim-calibrate fit`` reads the architecture (so a user need not locate the built or converted model), and
+    ``max_num_seqs`` the engine's limit on running sequences (vLLM's), which the fit schedules with."""
     import torch
 
     from real.train import environment
@@ -78,6 +81,7 @@ def provenance(engine: str, model: str, dtype: str = "float32", model_dir: Path 
         "date": _dt.date.today().isoformat(),
         "command": " ".join(sys.argv),
         "model_dir": str(model_dir) if model_dir is not None else None,
+        "max_num_seqs": max_num_seqs,
     }
 
 
@@ -134,7 +138,7 @@ def bench_generation(
     vocab = AutoConfig.from_pretrained(path).vocab_size
     max_len = max(prompt_tokens) + max(response_tokens) + 8
     engine = make_engine(engine_name, path, max_model_len=max_len)
-    prov = provenance(engine_name, name, model_dir=path)
+    prov = provenance(engine_name, name, model_dir=path, max_num_seqs=getattr(engine, "max_num_seqs", None))
     rng = random.Random(0)
     configs = [(p, r, c) for p in prompt_tokens for r in response_tokens for c in concurrency]
     fns = []

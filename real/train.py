@@ -364,6 +364,9 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
 
     engine = make_engine(cfg.engine, model_dir, seed=cfg.seed, max_model_len=128)
     engine.load_weights(policy)
+    # the engine's limit on running sequences (vLLM's default depends on the device): calibrate's setup uses it
+    env["engine_max_num_seqs"] = getattr(engine, "max_num_seqs", None)
+    atomic_write_text(run_dir / "environment.json", json.dumps(env, indent=2, sort_keys=True) + "\n")
     run_id = run_dir.name
     summary: dict[str, Any] = {"stopped": "max_steps"}
     last_eval = best

@@ -24,6 +24,9 @@ Pieces (REFERENCE sections 3-5):
   standard deviation). It sets the bands and the chance of reaching the target within a budget
   (:func:`reach_within`): a seed whose N* exceeds the run's budget (``run.max_steps`` x B samples) never gets
   there, so a prediction says how many seeds reach the target and how many samples those that do need.
+* ``stall_probability``: the share of seeds that never reach the target whatever the budget (a GRPO run whose
+  groups all score alike gets zero advantage and stops learning); the chance of reaching it within a budget is
+  (1 - stall_probability) x P(N* <= budget).
 
 The power p of the critical-batch form (``critical_power``):
 
@@ -193,17 +196,18 @@ class Reach:
     budget_samples: float
 
 
-def reach_within(median_samples: float, log_sigma: float, budget_samples: float) -> Reach:
-    """The chance that a seed reaches the target within ``budget_samples`` and the median samples-to-target of the
-    seeds that do. With no spread every seed needs ``median_samples``: probability 1 or 0."""
+def reach_within(median_samples: float, log_sigma: float, budget_samples: float, stall: float = 0.0) -> Reach:
+    """The chance that a seed reaches the target within ``budget_samples`` (a share ``stall`` of seeds never does)
+    and the median samples-to-target of the seeds that do. With no spread every seed that does not stall needs
+    ``median_samples``."""
     if median_samples <= 0 or budget_samples <= 0:
         raise LearningModelError("reach_within needs positive median and budget samples")
     if log_sigma <= 0:
         hit = median_samples <= budget_samples
-        return Reach(1.0 if hit else 0.0, median_samples, budget_samples)
+        return Reach((1.0 - stall) if hit else 0.0, median_samples, budget_samples)
     z = (math.log(budget_samples) - math.log(median_samples)) / log_sigma
     p = float(ndtr(z))
     if p <= 1e-300:  # no seed gets there: the conditional median is the budget itself
         return Reach(0.0, budget_samples, budget_samples)
     cond = math.exp(math.log(median_samples) + log_sigma * float(ndtri(p / 2.0)))
-    return Reach(p, cond, budget_samples)
+    return Reach((1.0 - stall) * p, cond, budget_samples)

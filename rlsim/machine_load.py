@@ -17,6 +17,7 @@ machine and the timings are slower than the machine alone would give.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Iterable
@@ -73,9 +74,9 @@ class LoadMeter:
 def load_summary(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Median and largest ``other_cpu_fraction`` over records that logged one, and how many exceed the limit."""
     values = sorted(
-        float(r["other_cpu_fraction"])
+        float(v)
         for r in records
-        if isinstance(r.get("other_cpu_fraction"), (int, float)) and not isinstance(r.get("other_cpu_fraction"), bool)
+        if isinstance(v := r.get("other_cpu_fraction"), (int, float)) and not isinstance(v, bool) and math.isfinite(v)
     )
     if not values:
         return {"measured": 0, "median_other_cpu_fraction": None, "max_other_cpu_fraction": None, "num_high": 0}

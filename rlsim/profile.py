@@ -59,7 +59,15 @@ LEARNING_VERSION = 1
 PROVENANCE_KEYS = ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")
 RANGE_KEYS = ("batch", "context_tokens", "tokens_per_gpu")
 # the keys of a profile's learning section that replace the scenario's (rlsim.scenario.Learning fields)
-LEARNING_KEYS = ("reference_batch", "metric", "target", "batch_multiplier", "samples_spread", "invariant_rule")
+LEARNING_KEYS = (
+    "reference_batch",
+    "metric",
+    "target",
+    "batch_multiplier",
+    "samples_spread",
+    "invariant_rule",
+    "stall_probability",
+)
 # the keys of a profile's lengths section that replace the scenario's (rlsim.scenario.Workload fields)
 LENGTH_KEYS = ("prompt_length", "response_length", "response_length_drift")
 

@@ -118,7 +118,10 @@ class SimResult:
         # seeds against the run's budget (run.max_steps steps): how many reach the target, and those that do
         batch = self.scenario.workload.responses_per_step
         reach = reach_within(
-            t.samples_to_target, self.scenario.learning.samples_spread, self.scenario.run.max_steps * batch
+            t.samples_to_target,
+            self.scenario.learning.samples_spread,
+            self.scenario.run.max_steps * batch,
+            self.scenario.learning.stall_probability,
         )
         out["probability_reaching_target"] = reach.probability
         out["budget_samples"] = reach.budget_samples

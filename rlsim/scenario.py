@@ -348,7 +348,10 @@ class Learning:
     target: float | None = field(default=None, metadata=_rule(ge=-1e9, le=1e9))
     batch_multiplier: BatchMultiplier = BatchMultiplier()
     staleness_penalty_per_step: float = field(default=0.0, metadata=_rule(ge=0, le=10))
-    samples_spread: float = field(default=0.0, metadata=_rule(ge=0, le=2))  # rel. std of N* across seeds
+    samples_spread: float = field(default=0.0, metadata=_rule(ge=0, le=2))  # std of log N* across seeds
+    # share of seeds that never reach the target at any budget (a GRPO run whose groups all score alike stops
+    # learning); the rest reach it at a lognormal N* (rlsim.learning.reach_within)
+    stall_probability: float = field(default=0.0, metadata=_rule(ge=0, lt=1))
 
 
 @dataclass(frozen=True)

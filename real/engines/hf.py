@@ -8,6 +8,7 @@ from typing import Any
 
 class HFEngine:
     name = "hf"
+    max_num_seqs = None  # transformers' generate takes the whole batch at once
 
     def __init__(self, model_dir: Path, dtype: str = "float32", device: str | None = None, **_: Any) -> None:
         import torch

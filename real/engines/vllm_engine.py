@@ -48,6 +48,12 @@ class VLLMEngine:
             model=str(model_dir), dtype=dtype, max_model_len=max_model_len, enforce_eager=True, seed=seed, **kwargs
         )
         self.eos_id = AutoTokenizer.from_pretrained(model_dir).eos_token_id
+        # vLLM's own default (256 on CPUs and small GPUs, 1024 on H100-class ones): calibrate models the engine
+        # with what it actually ran with, recorded in the bench tables and the run environment
+        try:
+            self.max_num_seqs = int(self.llm.llm_engine.vllm_config.scheduler_config.max_num_seqs)
+        except (AttributeError, TypeError, ValueError):
+            self.max_num_seqs = None
         self.asleep = False
 
     def sleep(self) -> None:

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from calibrate.errors import CalibrateError
-from calibrate.runfit import fit_runs, learning_model, lognormal_censored, scenario_out
+from calibrate.runfit import fit_runs, learning_model, scenario_out, seed_model, stall_upper
 from calibrate.runs import load_run
 from calibrate.validate import validate
 from rlsim.profile import PhaseFit, Profile, load_profile
@@ -190,31 +190,48 @@ def test_a_held_out_runs_measured_lengths_do_not_change_its_prediction(fitted):
 
 
 def test_seeds_that_never_reach_the_target_are_part_of_the_answer(tmp_path):
-    """A reference seed that never crosses within its budget is right-censored in the spread's fit, and a batch
-    whose budget is short predicts fewer seeds reaching the target; validate compares both."""
+    """A reference seed that never crosses within its budget is censored in the seed model (here a stall: its
+    budget is far past the others' crossings), and a batch whose budget is short predicts fewer seeds reaching the
+    target; validate compares the share that did with the probability and its lower bound."""
     model = _model_dir(tmp_path)
     refs = [_write_run(tmp_path, 16, s, model, n_star=5000 * (1 + 0.15 * s)) for s in range(3)]
     never = _write_run(tmp_path, 16, 9, model, n_star=1e9)
     runs = [load_run(r) for r in [*refs, never]]
     learn = learning_model(runs, 0.9)
     assert learn["runs_reaching_target"] == 3 and learn["budget_samples"] == [300 * 128]
-    hits = learn["measured_samples_to_target"]
-    sigma_hits_only = float(np.std(np.log(hits), ddof=1))
-    assert learn["samples_spread"] > sigma_hits_only  # the censored seed widens the spread
+    # 300 steps is far past the other seeds' crossings: the censored seed is a stall, not a wider spread
+    assert learn["stall_probability"] == pytest.approx(0.25, abs=0.01)
+    assert learn["samples_spread"] < 0.25 and learn["stall_probability_upper_90"] > 0.5
     profile, _ = fit_runs(_bench_profile(), runs, 0.9)
     short = _write_run(_sub(tmp_path, "s"), 8, 0, model, max_steps=12)
     _, details = validate([short], profile)
     row = details["by_batch"][0]
-    assert 0 < row["predicted_probability_reaching_target"] < 0.9
+    assert 0 < row["predicted_probability_reaching_target"] < 0.75  # the stall, and a budget below the median
     assert row["predicted_samples_to_target"] < learn["median_samples_to_target"]  # those that reach are the fast
+    assert row["measured_share_reaching_target"] == 0.0 and row["predicted_probability_reaching_target_low"] < 0.5
 
 
-def test_censored_lognormal_recovers_its_parameters():
+def test_the_seed_model_recovers_spread_and_stalls():
+    """Censored at a budget in their tail, lognormal seeds give back their (mu, sigma) and no stall; with a share
+    of seeds that never get there (censored even at a far budget) the stall share comes back too. (Censored near
+    the median, a stall and a wider spread explain the censored seeds almost alike: the budget must reach past
+    the bulk of the seeds to tell them apart, as the loop's 300 steps do.)"""
     rng = np.random.default_rng(0)
     x = np.exp(rng.normal(math.log(1000), 0.4, size=4000))
-    budget = 1200.0
-    mu, sigma = lognormal_censored(list(x[x <= budget]), [budget] * int((x > budget).sum()))
+    budget = 2000.0
+    mu, sigma, stall = seed_model(list(x[x <= budget]), [budget] * int((x > budget).sum()))
     assert mu == pytest.approx(math.log(1000), abs=0.03) and sigma == pytest.approx(0.4, abs=0.03)
+    assert stall < 0.01
+    stalled = rng.random(4000) < 0.2
+    far = 1e5  # every seed that does not stall reaches the target well within this budget
+    mu, sigma, stall = seed_model(list(x[~stalled]), [far] * int(stalled.sum()))
+    assert stall == pytest.approx(0.2, abs=0.02) and sigma == pytest.approx(0.4, abs=0.03)
+    assert seed_model([900.0, 1100.0], []) == (
+        pytest.approx(math.log(math.sqrt(900 * 1100))),
+        pytest.approx(float(np.std(np.log([900, 1100]), ddof=1))),
+        0.0,
+    )
+    assert stall_upper(0, 6) == pytest.approx(1 - 0.1 ** (1 / 6))  # Clopper-Pearson with no stall seen
 
 
 def test_runs_of_different_setups_are_not_pooled(fitted):

@@ -56,6 +56,13 @@ def test_grpo_hf_raises_eval_accuracy(tmp_path):
     assert log[-1]["wall_s"] >= busy * 0.95 and evals
     assert (tmp_path / "run" / "config.json").is_file() and (tmp_path / "run" / "environment.json").is_file()
     assert {"grad_norm_sq_small", "grad_norm_sq_big", "grad_batch_small", "grad_batch_big"} <= set(log[0])
+    # the length model's histogram and the machine's load over each step (calibrate reads both)
+    for r in log:
+        counts = r["response_length_counts"]
+        assert len(counts) == 3 and sum(counts) == 128
+        assert sum(k * n for k, n in enumerate(counts)) == r["response_tokens"]
+        assert {"other_cpu_fraction", "cpu_s", "load_avg_1m"} <= set(r) and r["cpu_s"] > 0
+    assert "load_avg_1m" in json.loads((tmp_path / "run" / "environment.json").read_text())
 
 
 def test_ppo_value_loss_falls(tmp_path):
