@@ -1,19 +1,22 @@
 """``rlsim-calibrate``: turn measurements into profiles and check predictions against real runs.
 
-``rlsim-calibrate fit BENCH_TABLE... -o profile.json [--model-dir DIR | --model NAME] [--gpu NAME]``
+``rlsim-calibrate fit BENCH_TABLE... [--runs RUN_DIR... [--target X]] -o profile.json [--scenario-out S.yaml]
+[--model-dir DIR | --model NAME] [--gpu NAME]``: every fitted number into the profile (bench costs; with the
+reference runs also lengths, reward and glue, in-loop factors and the learning model), the runs' setup into S.yaml
 ``rlsim-calibrate fit-learning RUN... --target X --profile P -o profile.json [--reference-batch B]``: the
 learning model from run logs at two or more batch sizes, written into the profile's ``learning``
 ``rlsim-calibrate import --format verl|openrlhf|trl|nemo-rl LOG -o runlog.jsonl [--prompts-per-step P
 --group-size G]``
-``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X] [--reference-batch B]``
+``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X]``: predict each run's batch from the
+profile alone and compare (never fits)
 ``rlsim-calibrate published [CSV ...] -o DIR [--costs fitted|catalog] [--set costs.X=V ...]``: predict
 published RL step times (default: the project's copy of the NeMo RL development set) and print the accuracy;
 DIR gets published.csv and summary.json
 ``rlsim-calibrate vllm-check -o DIR [--model tiny|smollm2] [--quick]``: vLLM's own benchmark on this machine at
 points off the project's bench grid, predicted by the engine model under a profile fitted from that bench alone
-``rlsim-calibrate loop -o DIR``: the whole loop on this CPU (bench, fit, real GRPO runs at three batch sizes,
-learning model from one, predictions for the others, comparison); it calls ``rlsim-real`` in subprocesses, so
-this package never imports torch.
+``rlsim-calibrate loop -o DIR [--engine hf|vllm] [--group-size G] [--seeds N]``: predict before you run on this
+CPU (calibrate/loop.py); it calls ``rlsim-real`` and ``rlsim`` in subprocesses, so this package never imports
+torch.
 
 Bad input prints one line ``rlsim-calibrate: error: ...`` and exits 2.
 """

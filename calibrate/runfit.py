@@ -169,14 +169,17 @@ def seed_model(hits: list[float], censored: list[float]) -> tuple[float, float, 
     """Maximum-likelihood (mu, sigma, stall) of samples-to-target over seeds: a share ``stall`` of seeds never
     reaches the target, the others at lognormal(mu, sigma) samples. ``hits`` reached it at those samples,
     ``censored`` had not within those budgets (each either stalled or would have needed more: right-censored).
-    Needs two or more hits; with none censored, stall is 0 and (mu, sigma) the plain log mean and std."""
+    With none censored, stall is 0 and (mu, sigma) the plain log mean and std; with one hit there is no spread to
+    fit (sigma 0) and the stall share is the censored seeds' share."""
     from scipy.optimize import minimize
     from scipy.special import expit
     from scipy.stats import norm
 
     x = np.log(np.asarray(hits, float))
     c = np.log(np.asarray(censored, float)) if censored else np.zeros(0)
-    mu0, s0 = float(x.mean()), float(max(x.std(ddof=1) if x.size > 1 else 0.1, 1e-3))
+    if x.size < 2:
+        return float(x[0]), 0.0, c.size / (c.size + 1.0)
+    mu0, s0 = float(x.mean()), float(max(x.std(ddof=1), 1e-3))
     if not c.size:
         return mu0, s0, 0.0
 
@@ -226,10 +229,10 @@ def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
     per_run = [measured(run, target) for run in runs]
     hits = [m["samples_to_target"] for m in per_run if m["samples_to_target"] is not None]
     censored = [m["budget_samples"] for m in per_run if m["samples_to_target"] is None]
-    if len(hits) < 2:
+    if not hits:
         raise CalibrateError(
-            f"{len(hits)} of {len(runs)} reference runs reached the target {target:g}; at least two must: lower "
-            "--target, run longer or add seeds"
+            f"none of the {len(runs)} reference runs reached the target {target:g}; lower --target, run longer "
+            "(--max-steps) or add seeds"
         )
     mu, sigma, stall = seed_model(hits, censored)
     n_star = math.exp(mu)  # the median over seeds

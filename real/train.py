@@ -317,7 +317,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
         atomic_write_text(config_path, json.dumps(resolved, indent=2, sort_keys=True) + "\n")
     torch.manual_seed(cfg.seed)
     model_dir = resolve_model(cfg.model, model_cache_dir())
-    env = {**environment(), "model_dir": str(model_dir)}  # calibrate validate reads the architecture from here
+    env = {**environment(), "model_dir": str(model_dir)}  # calibrate reads the architecture from here
     atomic_write_text(run_dir / "environment.json", json.dumps(env, indent=2, sort_keys=True) + "\n")
     policy, tok = load_policy(model_dir)
     policy.train()

@@ -114,33 +114,17 @@ def test_validate_refuses_a_directory_without_a_run(tmp_path):
 
 @pytest.mark.slow
 def test_real_runs_validate_against_a_profile(tmp_path):
-    """Two short real GRPO runs at two batch sizes, a profile from a short bench, validate: every number present."""
+    """Short real GRPO runs at two batch sizes, a profile from a short bench and the reference runs, validate:
+    every number present."""
     pytest.importorskip("torch")
     real = [sys.executable, "-m", "real.cli"]
     runs = []
-    for p in (4, 8):
-        run = tmp_path / f"P{p}"
+    for p, seed in ((16, 0), (16, 1), (8, 0)):  # the reference, two seeds, then the held-out batch (the loop's)
+        run = tmp_path / f"P{p}_seed{seed}"
         subprocess.run(
-            [
-                *real,
-                "train",
-                "--task",
-                "parity:length=3",
-                "--prompts-per-step",
-                str(p),
-                "--group-size",
-                "4",
-                "--micro-batches",
-                "1",
-                "--max-steps",
-                "40",
-                "--eval-every",
-                "2",
-                "--target",
-                "0.8",
-                "-o",
-                str(run),
-            ],
+            [*real, "train", "--task", "parity:length=3", "--prompts-per-step", str(p), "--group-size", "8"]
+            + ["--lr0", "1e-3", "--micro-batches", "2", "--max-steps", "120", "--eval-every", "2"]
+            + ["--eval-size", "128", "--target", "0.9", "--seed", str(seed), "-o", str(run)],
             check=True,
             capture_output=True,
             timeout=600,
@@ -192,7 +176,8 @@ def test_real_runs_validate_against_a_profile(tmp_path):
     tables = [str(bench / k / "bench.csv") for k in ("g", "t", "s")]
     # the model is found from the bench table (its provenance names the folder); the reference runs: P = 4
     fit = subprocess.run(
-        [*me, "fit", *tables, "--runs", str(runs[0]), "--target", "0.8", "-o", str(prof), "--scenario-out", str(scen)],
+        [*me, "fit", *tables, "--runs", str(runs[0]), str(runs[1]), "--target", "0.9", "-o", str(prof)]
+        + ["--scenario-out", str(scen)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -206,11 +191,11 @@ def test_real_runs_validate_against_a_profile(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(tmp_path / "val" / "validation.csv")
-    assert list(table["responses_per_step"]) == [16, 32]
-    assert table["held_out"].tolist() == [False, True]
+    assert list(table["responses_per_step"]) == [128, 128, 64]
+    assert table["held_out"].tolist() == [False, False, True]
     assert table["predicted_step_time_s"].gt(0).all() and table["measured_step_time_s"].gt(0).all()
     # the errors are what the table says they are; how small they are is the CPU loop's business (its numbers
-    # are in the README): two 40-step runs of a tiny model are too short and noisy to bound them here
+    # are in the README): 40-step runs of a tiny model are too short and noisy to bound them here
     ratio = table["predicted_step_time_s"] / table["measured_step_time_s"] - 1
     assert (table["step_time_error"] - ratio).abs().max() < 1e-9 and table["step_time_error"].abs().lt(10).all()
     details = json.loads((tmp_path / "val" / "validation.json").read_text())
@@ -218,13 +203,15 @@ def test_real_runs_validate_against_a_profile(tmp_path):
         details["by_batch"][0]
     )
     profile = json.loads(prof.read_text())
-    # one micro-batch: the reference run logged its gradient at one batch size, so no noise scale: invariant
-    assert profile["learning"]["b_simple"] is None and profile["learning"]["batch_multiplier"] == {"form": "invariant"}
+    # two micro-batches: the runs logged their gradients at two batch sizes, so B_simple sets the batch term,
+    # to Adam's power under the sqrt rule
+    learning = profile["learning"]
+    assert learning["b_simple"] > 0 and learning["batch_multiplier"]["critical_power"] == 0.5
     # the in-loop factors come from the reference run, one per bench-fitted phase
     factors = profile["provenance"]["in_loop_factors"]
     assert set(factors) == {"rollout", "train_actor", "old_logprob", "weight_sync"}
     assert all(0.05 < f < 20 for f in factors.values())
-    assert yaml.safe_load(scen.read_text())["workload"]["prompts_per_step"] == 4
+    assert yaml.safe_load(scen.read_text())["workload"]["prompts_per_step"] == 16
 
 
 def test_scaled_profile_scales_each_phase_time_by_its_factor():
