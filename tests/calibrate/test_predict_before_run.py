@@ -261,3 +261,19 @@ def test_validate_says_when_nothing_is_held_out_and_flags_an_outlier(fitted):
     # the batch's step time is the median over seeds: the slowed run does not move it by 3x
     by = details["by_batch"][0]
     assert by["measured_step_time_s"] < 1.5 * float(table["measured_step_time_s"].iloc[0])
+
+
+def test_what_the_user_sets_wins_over_the_profiles_lengths_and_learning(fitted):
+    """The profile's length model replaces the scenario's lengths, but --set / a grid / overrides win over it, as
+    they do over its learning model."""
+    import rlsim
+
+    tmp_path, _, refs, profile, _ = fitted
+    raw = scenario_out([load_run(r) for r in refs], profile)
+    raw["workload"]["response_length"] = {"dist": "fixed", "tokens": 3}  # the file says 3; the profile its histogram
+    assert rlsim.simulate(raw, profile=profile).scenario.workload.response_length.dist == "empirical"
+    mine = {"dist": "fixed", "tokens": 6}
+    got = rlsim.simulate(raw, profile=profile, overrides={"workload.response_length": mine}).scenario
+    assert got.workload.response_length.tokens == 6 and got.learning.target == 0.9
+    kept = rlsim.simulate(raw, profile=profile, explicit=["workload.response_length"]).scenario
+    assert kept.workload.response_length.tokens == 3

@@ -48,6 +48,8 @@ def test_cli_bench_writes_tidy_tables(tmp_path):
             "generation",
             "--concurrency",
             "1,2",
+            "--prompt-tokens",
+            "16",
             "--response-tokens",
             "8",
             "--repeats",
