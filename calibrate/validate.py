@@ -33,7 +33,7 @@ import pandas as pd
 
 from calibrate.errors import CalibrateError
 from calibrate.runfit import scenario_out
-from calibrate.runs import Run, check_same_setup, load_run, measured
+from calibrate.runs import Run, check_same_setup, load_run, measured, setup_scenario
 from rlsim.machine_load import load_warning
 from rlsim.phases import TIMED_PHASES
 from rlsim.profile import Profile
@@ -46,8 +46,6 @@ def predict_batch(run: Run, profile: Profile | None, gpu: str | None = None) -> 
     from rlsim.simulation import simulate
 
     if profile is None:
-        from calibrate.runs import setup_scenario
-
         raw = setup_scenario(run, gpu)
         raw.setdefault("run", {})["steps"] = len(run.records)
     else:
@@ -56,8 +54,6 @@ def predict_batch(run: Run, profile: Profile | None, gpu: str | None = None) -> 
 
 
 def _imported(run: Run, profile: Profile) -> dict[str, Any]:
-    from calibrate.runs import setup_scenario
-
     raw = setup_scenario(run)
     raw.setdefault("run", {}).update(steps=len(run.records), until_target=profile.learning is not None)
     return raw
