@@ -40,6 +40,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from calibrate.tables import load_bench_tables, model_spec_from_folder, table_model
     from rlsim.machine_load import load_summary, load_warning
 
+    if args.scenario_out is not None and not args.runs:
+        raise CalibrateError("--scenario-out writes the setup of the reference runs; give them with --runs RUN_DIR...")
+    if args.target is not None and not args.runs:
+        raise CalibrateError("--target fits the learning model of the reference runs; give them with --runs")
     table = load_bench_tables(args.tables)
     if args.model_dir is not None:
         model = model_spec_from_folder(args.model_dir)
@@ -47,10 +51,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
         model = args.model
     else:
         model = table_model(table)
-    if args.scenario_out is not None and not args.runs:
-        raise CalibrateError("--scenario-out writes the setup of the reference runs; give them with --runs RUN_DIR...")
-    if args.target is not None and not args.runs:
-        raise CalibrateError("--target fits the learning model of the reference runs; give them with --runs")
     profile, results = fit_profile(table, model, args.gpu, command=" ".join(sys.argv))
     report: dict = {"warnings": []}
     if args.runs:
@@ -102,6 +102,8 @@ def _print_run_fit(report: dict) -> None:
             f"median samples-to-target {learning['median_samples_to_target']:.0f} (log sigma "
             f"{learning['samples_spread']:.3f}); batch term {learning['batch_form']}"
             + (f"; B_simple {b:.0f} [{lo:.0f}, {hi:.0f}] (16-84%)" if None not in (b, lo, hi) else "")
+            + f"; seeds that never reach it: {learning['stall_probability']:.0%} (at most "
+            f"{learning['stall_probability_upper_90']:.0%} at 90%)"
         )
 
 

@@ -312,7 +312,7 @@ def fit_runs(
     warnings = [w for w in [load_warning("the reference runs", load)] if w]
     provenance = {
         **prof.provenance,
-        "runs": [str(run.path) for run in runs],
+        "runs": [str(run.path.resolve()) for run in runs],  # validate tells in-sample runs by these
         "in_loop_factors": factors,
         "runs_load": load,
     }
