@@ -58,6 +58,21 @@ def _fmt_table(summary: dict[str, Any]) -> str:
     ]
     for pool, u in summary["utilization"].items():
         rows.append((f"utilization {pool}", f"{u * 100:.1f}% of {summary['gpus_per_pool'][pool]} GPUs"))
+    if summary.get("time_to_target_s") is not None:
+        band = summary.get("time_to_target_band_s")
+        ttt = _hours(summary["time_to_target_s"])
+        rows += [
+            ("target", f"{summary['target']:g}"),
+            ("samples to target", f"{summary['samples_to_target']:,.0f} (median over seeds)"),
+            ("time to target", ttt + (f" (band {_hours(band[0])} .. {_hours(band[1])})" if band else "")),
+            ("GPU-hours to target", f"{summary['gpu_hours_to_target']:.4g}"),
+            (
+                "seeds reaching it",
+                f"{summary['probability_reaching_target']:.0%} within {summary['budget_samples']:,.0f} samples; "
+                f"those in {summary['samples_to_target_if_reached']:,.0f} samples, "
+                f"{_hours(summary['time_to_target_if_reached_s'])}",
+            ),
+        ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     step = summary["step_time_s"]
@@ -66,9 +81,11 @@ def _fmt_table(summary: dict[str, Any]) -> str:
     for phase, sec in summary["phase_time_s"].items():
         if sec > 0:
             lines.append(f"{phase:<{width}}  {sec:9.2f}  {sec / step * 100:5.1f}%")
-    for w in summary.get("warnings") or []:
-        lines.append(f"warning: {w}")
-    return "\n".join(lines)
+    return "\n".join(lines)  # warnings go to stderr once (cmd_run), not into the table
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds:.1f} s"
 
 
 def write_outputs(result: Any, out: Path) -> list[Path]:

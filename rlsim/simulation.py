@@ -8,6 +8,7 @@ multiplier uses k = ``schedule.max_staleness``, the lag of every steady-state ba
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -146,14 +147,23 @@ def _band(
     return band(times, scn.learning.samples_spread, factors)
 
 
+MAX_SHIFT = 2.0  # a coefficient moves by at most this factor for the band
+
+
 def _shift(costs: Costs, prof: Profile, faster: bool) -> Costs:
-    """Coefficients moved one standard deviation towards faster (or slower) hardware."""
+    """Coefficients moved one standard deviation towards faster (or slower) hardware, in log space: value x
+    exp(+-sigma / value), at most a factor MAX_SHIFT. (A linear shift took a coefficient whose sigma exceeds its
+    value, one the bench barely constrains, to its floor: a decode efficiency of 0.17 +- 0.21 became 1e-6 and a
+    7-second time-to-target got a 9-hour upper band.)"""
     changes: dict[str, float] = {}
     for fit in prof.phases.values():
         for name, sigma in fit.uncertainty.items():
             value = getattr(costs, name)
+            if value <= 0:
+                continue
+            factor = math.exp(min(sigma / value, math.log(MAX_SHIFT)))
             if name.endswith("efficiency"):  # larger is faster
-                changes[name] = min(1.0, value + sigma) if faster else max(1e-6, value - sigma)
+                changes[name] = min(1.0, value * factor) if faster else value / factor
             else:  # overhead seconds: smaller is faster
-                changes[name] = max(0.0, value - sigma) if faster else value + sigma
+                changes[name] = value / factor if faster else value * factor
     return dataclasses.replace(costs, **changes)

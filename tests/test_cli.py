@@ -88,3 +88,15 @@ def test_output_path_that_is_a_file_is_refused(tmp_path):
 def test_help_lists_run():
     proc = subprocess.run([sys.executable, "-m", "rlsim.cli", "--help"], capture_output=True, text=True)
     assert proc.returncode == 0 and "run" in proc.stdout
+
+
+def test_run_table_shows_the_target_and_each_warning_once(capsys):
+    """With a learning model the table shows samples-, time- and GPU-hours-to-target and the seeds reaching it;
+    a warning is printed once, on stderr, not again in the table."""
+    argv = ["run", str(SCENARIOS / "paper_grpo.yaml"), "--set", "run.steps=3", "--set", "run.band_seeds=1"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    for row in ("samples to target", "time to target", "GPU-hours to target", "seeds reaching it"):
+        assert row in out
+    assert "warning" not in out
+    assert all(err.count(line) == 1 for line in err.splitlines() if line.strip())
