@@ -58,7 +58,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         from calibrate.runs import load_run
 
         runs = [load_run(p) for p in args.runs]
-        profile, report = fit_runs(profile, runs, args.target, args.gpu)
+        profile, report = fit_runs(profile, runs, args.target, args.gpu, args.length_phases)
     print(
         f"{'phase':<12} {'points':>6} {'repeats':>7} {'held-out MAPE':>13} {'max error':>10} {'per repeat':>10}"
         "  coefficients (1 sigma)"
@@ -341,6 +341,12 @@ def build_parser() -> argparse.ArgumentParser:
         "factors and, with --target, the learning model",
     )
     fit.add_argument("--target", type=float, help="eval metric target of the learning model (with --runs)")
+    fit.add_argument(
+        "--length-phases",
+        type=int,
+        default=1,
+        help="response-length histograms by training progress (with --runs; default 1: pooled, see calibrate.runfit)",
+    )
     fit.add_argument(
         "--scenario-out", type=Path, help="write the reference runs' setup as a scenario YAML (with --runs)"
     )

@@ -4,7 +4,8 @@ Forms (``LengthDist.dist``): ``fixed`` (tokens), ``uniform`` (low..high inclusiv
 the mean *before* clipping, sigma the standard deviation of log length: mu = ln(mean) - sigma^2 / 2), and
 ``empirical`` (a histogram: bin chosen by weight, length uniform inside the bin). Samples are integers clipped to
 [minimum, maximum]. An optional drift scales responses so that their mean moves linearly from the distribution's
-mean to a final mean over a number of cumulative samples.
+mean to a final mean over a number of cumulative samples; or the responses follow a sequence of distributions by
+cumulative samples (``response_length_by_samples``: a policy's lengths change as it learns).
 """
 
 from __future__ import annotations
@@ -58,14 +59,23 @@ def drift_scale(d: LengthDist, drift: Drift | None, cumulative_samples: float) -
     return 1.0 + (drift.final_mean_tokens / dist_mean(d) - 1.0) * progress
 
 
+def response_dist(w: Workload, cumulative_samples: float) -> LengthDist:
+    """The response-length distribution of a step that starts after ``cumulative_samples`` samples."""
+    for phase in w.response_length_by_samples:
+        if phase.until_samples is None or cumulative_samples < phase.until_samples:
+            return phase.length
+    return w.response_length
+
+
 def sample_step(w: Workload, rng: np.random.Generator, cumulative_samples: float) -> tuple[np.ndarray, np.ndarray]:
     """Prompt and response lengths for one step's B = P x G requests, group by group.
 
     The G responses of a prompt share its prompt length and are consecutive.
     """
     prompts = sample_lengths(w.prompt_length, w.prompts_per_step, rng, 0, w.max_prompt_tokens)
+    dist = response_dist(w, cumulative_samples)
     scale = drift_scale(w.response_length, w.response_length_drift, cumulative_samples)
-    responses = sample_lengths(w.response_length, w.responses_per_step, rng, 1, w.max_response_tokens, scale)
+    responses = sample_lengths(dist, w.responses_per_step, rng, 1, w.max_response_tokens, scale)
     return np.repeat(prompts, w.group_size), responses
 
 

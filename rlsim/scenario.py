@@ -259,6 +259,15 @@ class Drift:
 
 
 @dataclass(frozen=True)
+class LengthPhase:
+    """Response lengths while a run's cumulative samples are below ``until_samples`` (None: to the end). A policy's
+    responses change as it learns (sample-indexed, so batch sizes see the same lengths at equal samples)."""
+
+    length: LengthDist
+    until_samples: float | None = field(default=None, metadata=_rule(gt=0))
+
+
+@dataclass(frozen=True)
 class Workload:
     prompts_per_step: int = field(default=128, metadata=_rule(ge=1, le=10_000_000))  # P
     group_size: int = field(default=8, metadata=_rule(ge=1, le=100_000))  # G
@@ -267,6 +276,9 @@ class Workload:
     max_prompt_tokens: int = field(default=4096, metadata=_rule(ge=1, le=MAX_TOKENS))
     max_response_tokens: int = field(default=16384, metadata=_rule(ge=1, le=MAX_TOKENS))
     response_length_drift: Drift | None = None
+    # response lengths by training progress: the first phase whose until_samples exceeds the step's cumulative
+    # samples, the last one after that (its until_samples None); empty: response_length throughout
+    response_length_by_samples: tuple[LengthPhase, ...] = ()
 
     @property
     def responses_per_step(self) -> int:
@@ -975,9 +987,30 @@ def _validate_learning(lr: Learning) -> None:
 
 
 def _validate_lengths(w: Workload) -> None:
+    phases = w.response_length_by_samples
+    if phases:
+        at = "workload.response_length_by_samples"
+        if w.response_length_drift is not None:
+            raise ScenarioError(
+                f"{at}", "[...]", "cannot be combined with response_length_drift", "give one of the two"
+            )
+        ends = [p.until_samples for p in phases]
+        if ends[-1] is not None or any(e is None for e in ends[:-1]):
+            raise ScenarioError(
+                f"{at}[{len(ends) - 1}].until_samples",
+                ends[-1],
+                "must be null for the last phase only",
+                "give until_samples to every phase but the last",
+            )
+        if any(b <= a for a, b in zip(ends[:-2], ends[1:-1])):
+            raise ScenarioError(f"{at}", ends, "until_samples must increase", "sort the phases by samples")
     for key, d, cap in (
         ("workload.prompt_length", w.prompt_length, w.max_prompt_tokens),
         ("workload.response_length", w.response_length, w.max_response_tokens),
+        *(
+            (f"workload.response_length_by_samples[{i}].length", p.length, w.max_response_tokens)
+            for i, p in enumerate(phases)
+        ),
     ):
         need = {
             "fixed": ("tokens",),

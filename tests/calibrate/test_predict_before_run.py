@@ -25,6 +25,7 @@ from calibrate.validate import validate
 from rlsim.profile import PhaseFit, Profile, load_profile
 from rlsim.runlog import SCHEMA_VERSION
 
+SMALL = Path(__file__).resolve().parents[2] / "scenarios" / "small_1gpu.yaml"
 PROV = {k: "test" for k in ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")}
 
 
@@ -277,3 +278,49 @@ def test_what_the_user_sets_wins_over_the_profiles_lengths_and_learning(fitted):
     assert got.workload.response_length.tokens == 6 and got.learning.target == 0.9
     kept = rlsim.simulate(raw, profile=profile, explicit=["workload.response_length"]).scenario
     assert kept.workload.response_length.tokens == 3
+
+
+def test_length_phases_follow_training_progress(tmp_path):
+    """With --length-phases the lengths come in histograms by the samples a step starts at; a simulated run draws
+    each step's responses from the phase it is in (a run at another batch meets them at the same samples)."""
+    import rlsim
+    from calibrate.runfit import length_model
+
+    model = _model_dir(tmp_path)
+    runs = [load_run(_write_run(tmp_path, 16, s, model)) for s in range(2)]
+    pooled = length_model(runs)
+    assert pooled["response_length_by_samples"] == [] and pooled["response_length"]["dist"] == "empirical"
+    phased = length_model(runs, 3)["response_length_by_samples"]
+    ends = [p["until_samples"] for p in phased]
+    assert len(phased) == 3 and ends[-1] is None and ends[0] < ends[1]
+    total = sum(sum(p["length"]["weights"]) for p in phased)
+    assert total == sum(pooled["response_length"]["weights"])  # every response in exactly one phase
+    late = {"dist": "fixed", "tokens": 7}
+    scn = {"workload.response_length_by_samples": [{"length": {"dist": "fixed", "tokens": 2}, "until_samples": 300}]}
+    scn["workload.response_length_by_samples"].append({"length": late})
+    res = rlsim.simulate(SMALL, overrides={**scn, "run.steps": 3})
+    per = [r["response_tokens"] / r["responses"] for r in res.records]
+    assert per == [2.0, 2.0, 7.0]  # B = 256: the third step starts at 512 samples
+
+
+@pytest.mark.parametrize(
+    "phases, match",
+    [
+        ([{"length": {"dist": "fixed", "tokens": 2}, "until_samples": 10}], "must be null for the last phase only"),
+        (
+            [
+                {"length": {"dist": "fixed", "tokens": 2}, "until_samples": 50},
+                {"length": {"dist": "fixed", "tokens": 2}, "until_samples": 10},
+                {"length": {"dist": "fixed", "tokens": 2}},
+            ],
+            "until_samples must increase",
+        ),
+        ([{"length": {"dist": "fixed", "tokens": 99999}}], r"response_length_by_samples\[0\].length.tokens"),
+    ],
+)
+def test_bad_length_phases_are_refused_with_the_field(phases, match):
+    import rlsim
+    from rlsim.errors import ScenarioError
+
+    with pytest.raises(ScenarioError, match=match):
+        rlsim.load_scenario(SMALL, {"workload.response_length_by_samples": phases})
