@@ -44,6 +44,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         raise CalibrateError("--scenario-out writes the setup of the reference runs; give them with --runs RUN_DIR...")
     if args.target is not None and not args.runs:
         raise CalibrateError("--target fits the learning model of the reference runs; give them with --runs")
+    if args.length_phases < 1:
+        raise CalibrateError(f"--length-phases {args.length_phases}: give 1 (pooled lengths) or more")
     table = load_bench_tables(args.tables)
     if args.model_dir is not None:
         model = model_spec_from_folder(args.model_dir)

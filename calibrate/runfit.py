@@ -72,7 +72,7 @@ LENGTH_PHASES = 1  # default groups of the reference runs' steps by training pro
 
 def _histogram(counts: list[list[int]]) -> dict[str, Any]:
     """An empirical LengthDist from per-step counts of responses by length: one bin per length, [k - 0.5,
-    k + 0.5), which rounds back to k (rlsim.lengths samples uniformly in a bin)."""
+    k + 0.5), which rounds back to k (rlsim.lengths samples uniformly in a bin; a response is at least 1 token)."""
     total = np.zeros(max(len(c) for c in counts))
     for c in counts:
         total[: len(c)] += np.asarray(c, float)
@@ -80,7 +80,7 @@ def _histogram(counts: list[list[int]]) -> dict[str, Any]:
     lo, hi = int(keep[0]), int(keep[-1])
     return {
         "dist": "empirical",
-        "bin_edges": [k - 0.5 for k in range(lo, hi + 2)],
+        "bin_edges": [max(0.0, k - 0.5) for k in range(lo, hi + 2)],  # a length-0 bin starts at 0
         "weights": [float(w) for w in total[lo : hi + 1]],
     }
 

@@ -9,7 +9,8 @@ stragglers; each extra run simulates at most 40 steps and scales the nominal tim
 (b) the learning model's seed spread (``learning.samples_spread``, the standard deviation of log N* over seeds,
 N* lognormal; the band uses its 10th and 90th percentiles, exp(-/+1.2816 sigma)), and (c) when a calibrated
 profile gives uncertainties, the coefficients moved one standard deviation towards faster and slower hardware (in
-log space, at most 2x: rlsim.simulation._shift). Lower end: fastest seed x low N* x fast coefficients; upper end: the opposite.
+log space, at most 2x: rlsim.simulation._shift). Lower end: fastest seed x low N* x fast coefficients; upper
+end: the opposite.
 """
 
 from __future__ import annotations
