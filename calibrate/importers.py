@@ -141,6 +141,7 @@ Common rules
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Callable
@@ -149,6 +150,7 @@ from pathlib import Path
 from typing import Any
 
 from calibrate.errors import CalibrateError
+from rlsim.files import read_text
 from rlsim.phases import Phase
 from rlsim.runlog import SCHEMA_VERSION, validate_record, write_jsonl
 
@@ -206,42 +208,41 @@ def _csv_value(text: str) -> Any:
 def _read_rows(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple[int, str]]]:
     rows: list[tuple[int, dict[str, Any]]] = []
     problems: list[tuple[int, str]] = []
+    text = read_text(path, "log")
     if path.suffix.lower() == ".csv":
-        with open(path, newline="") as fh:
-            reader = csv.DictReader(fh)
-            if not reader.fieldnames:
-                return rows, problems
-            width = len(reader.fieldnames)
-            for raw in reader:
-                lineno = reader.line_num
-                extra = raw.pop(None, None)  # type: ignore[call-overload]
-                missing = sum(v is None for v in raw.values())
-                if extra or missing:
-                    got = width + len(extra or []) - missing
-                    problems.append((lineno, f"has {got} fields but the header has {width}"))
-                    continue
-                row = {k: _csv_value(v) for k, v in raw.items() if v.strip() != ""}
-                if row:
-                    rows.append((lineno, row))
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        if not reader.fieldnames:
+            return rows, problems
+        width = len(reader.fieldnames)
+        for raw in reader:
+            lineno = reader.line_num
+            extra = raw.pop(None, None)  # type: ignore[call-overload]
+            missing = sum(v is None for v in raw.values())
+            if extra or missing:
+                got = width + len(extra or []) - missing
+                problems.append((lineno, f"has {got} fields but the header has {width}"))
+                continue
+            row = {k: _csv_value(v) for k, v in raw.items() if v.strip() != ""}
+            if row:
+                rows.append((lineno, row))
         return rows, problems
-    with open(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append((lineno, f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"))
-                continue
-            if not isinstance(obj, dict):
-                problems.append((lineno, f"a JSON {type(obj).__name__}, not an object of metrics"))
-                continue
-            if isinstance(obj.get("data"), dict) and "step" in obj:  # verl file logger: {"step": N, "data": {...}}
-                row = _flatten(obj["data"])
-                row["step"] = obj["step"]
-            else:
-                row = _flatten(obj)
-            rows.append((lineno, row))
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append((lineno, f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"))
+            continue
+        if not isinstance(obj, dict):
+            problems.append((lineno, f"a JSON {type(obj).__name__}, not an object of metrics"))
+            continue
+        if isinstance(obj.get("data"), dict) and "step" in obj:  # verl file logger: {"step": N, "data": {...}}
+            row = _flatten(obj["data"])
+            row["step"] = obj["step"]
+        else:
+            row = _flatten(obj)
+        rows.append((lineno, row))
     return rows, problems
 
 

@@ -42,6 +42,8 @@ def load_bench_tables(paths: list[str | Path]) -> pd.DataFrame:
         missing = [c for c in REQUIRED if c not in df]
         if missing:
             raise CalibrateError(f"{p}: missing column(s) {', '.join(missing)}; is it a table from rlsim-real bench?")
+        if df.empty:
+            raise CalibrateError(f"{p}: has a header but no rows; rerun the benchmark (rlsim-real bench ... -o DIR)")
         df = df.copy()
         df["source_file"] = str(p)
         df["source_row"] = np.arange(len(df)) + 2  # 1-based, after the header line
@@ -73,8 +75,18 @@ def check_table(table: pd.DataFrame) -> None:
     for phase, cols in PHASE_COLUMNS.items():
         rows = table[table["phase"] == phase]
         for c in cols:
-            if len(rows) and (c not in rows or rows[c].isna().any() or (pd.to_numeric(rows[c]) < 0).any()):
-                raise CalibrateError(f"phase {phase}: column {c} is missing, NaN or negative; rerun the benchmark")
+            if not len(rows):
+                continue
+            values = pd.to_numeric(rows[c], errors="coerce") if c in rows else None
+            bad = rows if values is None else rows[~np.isfinite(values) | (values < 0)]
+            if len(bad):
+                row = bad.iloc[0]
+                shown = str(row[c]) if c in rows else "(no column)"
+                raise CalibrateError(
+                    f"{row.get('source_file', 'table')}:{row.get('source_row', '?')}: phase {phase}: {c} {shown!r} "
+                    f"is missing, not a number, infinite or negative ({len(bad)} such row(s)); fix or remove those "
+                    "rows, or rerun the benchmark"
+                )
 
 
 def provenance(table: pd.DataFrame) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from typing import Any
 import pandas as pd
 
 from real.errors import RealError
+from rlsim.files import read_text
 from rlsim.machine_load import LoadMeter
 from rlsim.phases import Phase
 
@@ -327,7 +328,7 @@ def read_vllm_bench(files: list[Path]) -> pd.DataFrame:
         if not f.is_file():
             raise RealError(f"{f}: no such file; give JSON files written by vllm bench --output-json")
         try:
-            data = json.loads(f.read_text())
+            data = json.loads(read_text(f, "vllm bench JSON"))
         except json.JSONDecodeError as exc:
             raise RealError(f"{f}: not JSON ({exc.msg} at line {exc.lineno})") from None
         hint = {k: int(v) for k, v in re.findall(r"(bs|in|out)(\d+)", f.stem)}

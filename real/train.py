@@ -299,7 +299,12 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
     from real.models import load_policy, resolve_model
     from real.timing import phase_timer
 
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RealError(f"-o {run_dir}: is a file, not a run directory; give a directory (new, or a run to resume)")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RealError(f"-o {run_dir}: cannot create the run directory ({exc.strerror})") from None
     config_path = run_dir / "config.json"
     resolved = dataclasses.asdict(cfg)
     if config_path.exists():

@@ -34,5 +34,9 @@ def one_line(text: str) -> str:
     return "\\n".join(lines)
 
 
+class NotTextError(RlsimError, ValueError):
+    """An input file that should be text is binary or not UTF-8."""
+
+
 class ProfileError(RlsimError, ValueError):
     """A profile file is missing, malformed or of an unsupported schema version."""

@@ -1,5 +1,5 @@
-"""Writing files so that a kill never leaves a half-written one: write a temporary file beside the target,
-then rename it over the target (atomic on POSIX). Used by every command that writes results."""
+"""Files: writing so that a kill never leaves a half-written one (a temporary file beside the target, renamed over
+it: atomic on POSIX), used by every command that writes results; and reading an input that must be text."""
 
 from __future__ import annotations
 
@@ -7,6 +7,23 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+
+def read_text(path: str | Path, what: str = "file") -> str:
+    """The UTF-8 text of ``path``; NotTextError naming it when it is binary (a NUL byte) or not UTF-8, so a wrong
+    file gives one line, not a traceback."""
+    from rlsim.errors import NotTextError
+
+    path = Path(path)
+    data = path.read_bytes()
+    if b"\x00" in data:
+        raise NotTextError(f"{what} {path}: is a binary file, not text; give the {what} itself")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotTextError(
+            f"{what} {path}: is not UTF-8 text (byte {exc.start}); give the {what} itself, saved as UTF-8"
+        ) from None
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:

@@ -28,6 +28,7 @@ import yaml
 from rlsim import catalog, training_memory
 from rlsim import training as training_model
 from rlsim.errors import ScenarioError
+from rlsim.files import read_text
 from rlsim.scheduler import SchedulerRules
 from rlsim.sync import WeightSync
 from rlsim.training import Training
@@ -559,7 +560,7 @@ def load_scenario(path: str | Path, overrides: list[str] | dict[str, Any] | None
     if not p.is_file():
         raise ScenarioError("scenario", str(p), "is not a file", "give the path of a scenario YAML file")
     try:
-        raw = yaml.safe_load(p.read_text())
+        raw = yaml.safe_load(read_text(p, "scenario"))
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         where = f" at line {line + 1}" if line is not None else ""
