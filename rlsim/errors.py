@@ -19,13 +19,23 @@ class ScenarioError(RlsimError, ValueError):
         self.value = value
         self.problem = problem
         self.fix = fix
-        shown = repr(value)
-        if len(shown) > 80:
-            shown = shown[:77] + "..."
+        shown = _short_repr(value)
         msg = f"{field}: {shown} {problem}"
         if fix:
             msg += f"; {fix}"
         super().__init__(one_line(msg))
+
+
+def _short_repr(value: object) -> str:
+    """repr(value) in at most 80 characters, never building the whole repr of a huge value."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxlist = r.maxtuple = r.maxdict = r.maxset = 6
+    r.maxstring = r.maxother = 60
+    r.maxlevel = 3
+    shown = r.repr(value)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
 def one_line(text: str) -> str:

@@ -7,6 +7,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def read_text(path: str | Path, what: str = "file") -> str:
@@ -45,3 +46,70 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     atomic_write(path, lambda p: p.write_text(text))
+
+
+MAX_YAML_NODES = 1_000_000  # values in a document with its aliases expanded (a scenario has a few hundred)
+
+
+def load_yaml(text: str) -> Any:
+    """Parse YAML as ``yaml.safe_load`` does, but refuse duplicate keys in a mapping (instead of keeping the last)
+    and documents whose aliases expand to more than MAX_YAML_NODES values (a 342-byte document of nested aliases
+    is a billion strings once walked: the scenario loader then took 54 s and 6 GB). Raises ``yaml.YAMLError``."""
+    import yaml
+
+    loader = _strict_loader()(text)
+    try:
+        node = loader.get_single_node()  # the node graph: aliases stay shared, so this is linear in the text
+        if node is None:
+            return None
+        if _expanded_size(node, {}) > MAX_YAML_NODES:
+            raise yaml.YAMLError(
+                f"its aliases (*name) expand to more than {MAX_YAML_NODES:,} values; write the values out"
+            )
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(node: Any, memo: dict[int, int]) -> int:
+    """Values in ``node`` with every alias expanded, counted once per shared node (memo), so in linear time."""
+    import yaml
+
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    memo[key] = 1  # a recursive alias counts once
+    if isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(c, memo) for c in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    else:
+        size = 1
+    memo[key] = min(size, 10 * MAX_YAML_NODES)
+    return memo[key]
+
+
+def _strict_loader() -> type:
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+        loader.flatten_mapping(node)
+        seen = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: SafeLoader reports it
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {str(key)[:40]!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return StrictLoader

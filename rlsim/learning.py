@@ -133,12 +133,21 @@ def batch_multiplier(bm: BatchMultiplier, batch: float, reference_batch: float) 
     return value / ref, warnings + ref_warnings
 
 
+MAX_LOG_MULTIPLIER = math.log(1e30)  # a samples multiplier beyond 1e30 is a broken model, not a prediction
+
+
 def _invariant(bm: BatchMultiplier, batch: float) -> float:
+    log_m = 0.0  # in logs: a large penalty over many doublings overflows a float
     if bm.batch_high is not None and batch > bm.batch_high:
-        return bm.penalty_per_doubling ** math.log2(batch / bm.batch_high)
-    if bm.batch_low is not None and batch < bm.batch_low:
-        return bm.penalty_per_doubling_below ** math.log2(bm.batch_low / batch)
-    return 1.0
+        log_m = math.log(bm.penalty_per_doubling) * math.log2(batch / bm.batch_high)
+    elif bm.batch_low is not None and batch < bm.batch_low:
+        log_m = math.log(bm.penalty_per_doubling_below) * math.log2(bm.batch_low / batch)
+    if log_m > MAX_LOG_MULTIPLIER:
+        raise LearningModelError(
+            f"learning.batch_multiplier: at batch {batch:g} the samples multiplier exceeds 1e30 (penalty per "
+            "doubling over that many doublings); check batch_low, batch_high and the penalties"
+        )
+    return math.exp(log_m)
 
 
 def _table(bm: BatchMultiplier, batch: float) -> tuple[float, list[str]]:

@@ -28,7 +28,7 @@ import yaml
 from rlsim import catalog, training_memory
 from rlsim import training as training_model
 from rlsim.errors import ScenarioError
-from rlsim.files import read_text
+from rlsim.files import load_yaml, read_text
 from rlsim.scheduler import SchedulerRules
 from rlsim.sync import WeightSync
 from rlsim.training import Training
@@ -333,8 +333,9 @@ class BatchMultiplier:
     """How samples-to-target depends on the batch B = P x G (see rlsim.learning)."""
 
     form: Literal["invariant", "critical_batch", "table"] = "invariant"
-    batch_low: float | None = field(default=None, metadata=_rule(gt=0))  # invariant: m = 1 in [low, high]; None: open
-    batch_high: float | None = field(default=None, metadata=_rule(gt=0))
+    # invariant: m = 1 in [low, high] (responses per step, so at least 1); None: open
+    batch_low: float | None = field(default=None, metadata=_rule(ge=1))
+    batch_high: float | None = field(default=None, metadata=_rule(ge=1))
     penalty_per_doubling: float = field(default=1.5, metadata=_rule(ge=1, le=1000))  # above batch_high
     penalty_per_doubling_below: float = field(default=1.0, metadata=_rule(ge=1, le=1000))  # below batch_low
     critical_batch: float | None = field(default=None, metadata=_rule(gt=0))  # critical_batch form
@@ -560,11 +561,13 @@ def load_scenario(path: str | Path, overrides: list[str] | dict[str, Any] | None
     if not p.is_file():
         raise ScenarioError("scenario", str(p), "is not a file", "give the path of a scenario YAML file")
     try:
-        raw = yaml.safe_load(read_text(p, "scenario"))
+        raw = load_yaml(read_text(p, "scenario"))
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         where = f" at line {line + 1}" if line is not None else ""
-        raise ScenarioError("scenario", str(p), f"is not valid YAML{where}", "fix the YAML syntax") from None
+        problem = getattr(exc, "problem", None) or (str(exc) if type(exc) is yaml.YAMLError else None)
+        detail = f" ({problem})" if problem and ("duplicate" in problem or "aliases" in problem) else ""
+        raise ScenarioError("scenario", str(p), f"is not valid YAML{where}{detail}", "fix the YAML syntax") from None
     if not isinstance(raw, dict):
         raise ScenarioError("scenario", str(p), "must be a YAML mapping of sections", "see scenarios/*.yaml")
     if overrides:

@@ -3,6 +3,7 @@ list: binary and non-UTF-8 inputs, header-only and non-numeric bench tables, a r
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +64,44 @@ def test_train_refuses_an_output_that_is_a_file(files):
     code, err = _cli("real.cli", "train", "--max-steps", "1", "-o", f["header"])
     assert code == 2 and err.count("\n") == 1 and "is a file, not a run directory" in err, err
     assert f["header"].read_text() == HEADER  # untouched
+
+
+BOMB = "".join(
+    f"{k}: &{k} [{', '.join([prev] * 9)}]\n" for k, prev in zip("bcdefghi", ["*a"] + [f"*{c}" for c in "bcdefgh"])
+)
+BOMB = 'a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n' + BOMB
+
+
+def test_yaml_duplicates_and_alias_bombs_are_refused(tmp_path):
+    """A duplicate key is an error, not last-wins; a few hundred bytes of nested aliases (a billion values when
+    walked: 54 s and 6 GB before) are refused from the node graph, before anything expands them."""
+    dup = tmp_path / "dup.yaml"
+    dup.write_text("model: Qwen2.5-0.5B\nhardware: {gpu: H100-SXM, num_gpus: 1}\nrun: {steps: 3}\nrun: {steps: 4}\n")
+    code, err = _cli("rlsim.cli", "run", dup)
+    assert code == 2 and "line 4 (duplicate key 'run')" in err and err.count("\n") == 1, err
+    bomb = tmp_path / "bomb.yaml"
+    nested = "".join("    " + line + "\n" for line in BOMB.splitlines())
+    bomb.write_text(f"model: Qwen2.5-0.5B\nhardware: {{gpu: H100-SXM, num_gpus: 1}}\nrun:\n  steps:\n{nested}")
+    assert len(bomb.read_bytes()) < 600
+    code, err = _cli("rlsim.cli", "run", bomb)
+    assert code == 2 and "expand to more than 1,000,000 values" in err and err.count("\n") == 1, err
+
+
+def test_a_huge_value_in_an_error_is_shown_short():
+    from rlsim.errors import ScenarioError
+
+    err = ScenarioError("run.steps", [list(range(10**5))] * 10**3, "must be an integer")
+    assert len(str(err)) < 160 and str(err).startswith("run.steps: [[0, 1, 2")
+
+
+def test_batch_multiplier_limits_are_what_the_simulator_can_run():
+    """Bounds below one response are refused at load; a penalty that overflows over many doublings is refused
+    with the field instead of an OverflowError."""
+    small = Path(__file__).resolve().parents[1] / "scenarios" / "small_1gpu.yaml"
+    code, err = _cli("rlsim.cli", "run", small, "--set", "learning.batch_multiplier.batch_low=1e-30")
+    assert code == 2 and "batch_low: 1e-30 must be at least 1" in err, err
+    metric = ["learning.metric.initial=0", "learning.metric.asymptote=1", "learning.metric.mid_samples=1000"]
+    over = [*metric, "learning.metric.exponent=1", "learning.target=0.5", "learning.batch_multiplier.batch_high=1"]
+    over += ["learning.batch_multiplier.penalty_per_doubling=1000", "workload.prompts_per_step=1000000", "run.steps=1"]
+    code, err = _cli("rlsim.cli", "run", small, *(a for o in over for a in ("--set", o)))
+    assert code == 2 and "samples multiplier exceeds 1e30" in err and err.count("\n") == 1, err
