@@ -28,6 +28,7 @@ import yaml
 
 from rlsim import __version__
 from rlsim.errors import RlsimError
+from rlsim.files import load_yaml, read_text
 from rlsim.phases import TIMED_PHASES
 
 PHASE_COLORS = {
@@ -333,6 +334,60 @@ def _table_html(table: pd.DataFrame) -> str:
     return view.to_html(index=False, float_format=lambda x: f"{x:,.2f}", na_rep="-", border=0)
 
 
+# the columns the report reads from each table (what rlsim sweep / run -o write)
+TABLE_COLUMNS = {
+    "sweep.csv": ("config", "error"),
+    "curves.csv": ("config", "step", "cumulative_samples", "wall_s", "eval_metric"),
+    "engine_curves.csv": ("engine", "concurrency", "tokens_per_s_per_replica"),
+    "steps.csv": ("step", "cumulative_samples", "wall_s"),
+}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(read_text(path, "file"))
+    except json.JSONDecodeError as exc:
+        raise ReportError(
+            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); rerun the command that wrote it"
+        ) from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{path}: expected a JSON object; rerun the command that wrote it")
+    return data
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = load_yaml(read_text(path, "file"))
+    except yaml.YAMLError:
+        raise ReportError(f"{path}: not valid YAML; rerun the command that wrote it") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{path}: expected a YAML mapping (a resolved scenario); rerun the command that wrote it")
+    return data
+
+
+def _read_table(path: Path, rows: int | None = None) -> pd.DataFrame:
+    """A CSV the report reads: UTF-8, with the columns it uses, every row complete (a truncated file loses its last
+    row's fields) and, when ``rows`` is given, that many rows."""
+    import io
+
+    text = read_text(path, "file")
+    try:
+        table = pd.read_csv(io.StringIO(text))
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
+        raise ReportError(f"{path}: not a readable table ({str(exc).splitlines()[0]}); rerun the command") from None
+    missing = [c for c in TABLE_COLUMNS.get(path.name, ()) if c not in table]
+    if missing:
+        raise ReportError(f"{path}: lacks column(s) {', '.join(missing)}; is it a table rlsim wrote? rerun the command")
+    complete = [c for c in TABLE_COLUMNS.get(path.name, ()) if c not in ("error", "eval_metric")]
+    if complete and table[complete].isna().any(axis=None):
+        raise ReportError(f"{path}: a row misses values (a truncated file?); rerun the command that wrote it")
+    if rows is not None and len(table) != rows:
+        raise ReportError(
+            f"{path}: {len(table)} row(s) where the summary says {rows} steps (a truncated file?); rerun the command"
+        )
+    return table
+
+
 def build_report(directory: str | Path) -> tuple[str, list[tuple[str, Any]]]:
     """The HTML page for a sweep or run directory, and its (name, figure) pairs for PNG export."""
     d = Path(directory)
@@ -348,18 +403,19 @@ def build_report(directory: str | Path) -> tuple[str, list[tuple[str, Any]]]:
             "rlsim sweep or rlsim run"
         )
     if (d / "sweep.csv").is_file():
-        meta = json.loads((d / "sweep.json").read_text())
-        scenario = yaml.safe_load((d / "scenario.resolved.yaml").read_text())
-        table = pd.read_csv(d / "sweep.csv")
-        curves = pd.read_csv(d / "curves.csv") if (d / "curves.csv").is_file() else pd.DataFrame()
-        engines = pd.read_csv(d / "engine_curves.csv") if (d / "engine_curves.csv").is_file() else pd.DataFrame()
+        meta = _read_json(d / "sweep.json")
+        scenario = _read_yaml(d / "scenario.resolved.yaml")
+        table = _read_table(d / "sweep.csv")
+        curves = _read_table(d / "curves.csv") if (d / "curves.csv").is_file() else pd.DataFrame()
+        engines = _read_table(d / "engine_curves.csv") if (d / "engine_curves.csv").is_file() else pd.DataFrame()
         figs = sweep_figures(table, curves, engines, scenario, meta.get("grid", {}))
         title = f"rlsim sweep: {scenario.get('name')}"
         summary_html = _table_html(table)
     elif (d / "summary.json").is_file() and (d / "steps.csv").is_file():
-        meta = json.loads((d / "summary.json").read_text())
-        scenario = yaml.safe_load((d / "scenario.resolved.yaml").read_text())
-        figs = run_figures(pd.read_csv(d / "steps.csv"))
+        meta = _read_json(d / "summary.json")
+        scenario = _read_yaml(d / "scenario.resolved.yaml")
+        steps = meta.get("steps")
+        figs = run_figures(_read_table(d / "steps.csv", steps if isinstance(steps, int) else None))
         title = f"rlsim run: {scenario.get('name')}"
         keys = (
             "step_time_s",

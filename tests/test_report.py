@@ -193,3 +193,42 @@ def test_report_on_an_incomplete_sweep_directory(tmp_path):
     (tmp_path / "sweep.csv").write_text("config\n0\n")
     proc = subprocess.run([sys.executable, "-m", "rlsim.cli", "report", str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 2 and "sweep.json" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "name, content, words",
+    [
+        ("summary.json", b"", "summary.json: not valid JSON"),
+        ("summary.json", bytes(range(256)), "is a binary file"),
+        ("scenario.resolved.yaml", b"", "expected a YAML mapping"),
+        ("scenario.resolved.yaml", b"a: [1,\n", "not valid YAML"),
+        ("steps.csv", b"", "not a readable table"),
+        ("steps.csv", b"step,wall_s\n1,0.5\n", "lacks column(s) cumulative_samples"),
+    ],
+)
+def test_report_on_a_broken_run_directory(tmp_path, name, content, words):
+    """Each file of a run directory emptied, binary, invalid or with wrong columns: one line, exit 2."""
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "rlsim.cli", "run", str(SCENARIOS / "small_1gpu.yaml"), "--set", "run.steps=3"]
+    assert subprocess.run([*argv, "-o", str(out)], capture_output=True).returncode == 0
+    (out / name).write_bytes(content)
+    proc = subprocess.run([sys.executable, "-m", "rlsim.cli", "report", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 2 and words in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert not (out / "report.html").exists()
+
+
+def test_report_refuses_a_truncated_steps_table_and_wrong_curves(tmp_path):
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "rlsim.cli", "run", str(SCENARIOS / "small_1gpu.yaml"), "--set", "run.steps=3"]
+    assert subprocess.run([*argv, "-o", str(out)], capture_output=True).returncode == 0
+    lines = (out / "steps.csv").read_text().splitlines()
+    (out / "steps.csv").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:5])  # the last row cut short
+    proc = subprocess.run([sys.executable, "-m", "rlsim.cli", "report", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "truncated" in proc.stderr, proc.stderr
+    sweep = tmp_path / "sweep"
+    argv = [sys.executable, "-m", "rlsim.cli", "sweep", str(SCENARIOS / "small_1gpu.yaml"), "--set", "run.steps=2"]
+    argv += ["--grid", "workload.prompts_per_step=16,32", "-o", str(sweep)]
+    assert subprocess.run(argv, capture_output=True).returncode == 0
+    (sweep / "curves.csv").write_text("a,b\n1,2\n")
+    proc = subprocess.run([sys.executable, "-m", "rlsim.cli", "report", str(sweep)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "curves.csv: lacks column(s)" in proc.stderr, proc.stderr
