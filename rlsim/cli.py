@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -88,6 +89,18 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds:.1f} s"
 
 
+def _non_finite(obj: Any, path: str = "") -> tuple[str, float] | None:
+    """The first NaN or infinite number in a summary (its dotted key and value), or None."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path, obj
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, (list, tuple)) else ()
+    for k, v in items:
+        found = _non_finite(v, f"{path}.{k}" if path else str(k))
+        if found is not None:
+            return found
+    return None
+
+
 def write_outputs(result: Any, out: Path) -> list[Path]:
     """Write the run's files into ``out`` (created if needed); returns their paths."""
     from rlsim import runlog
@@ -141,6 +154,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         close()
     summary = result.summary()
+    bad = _non_finite(summary)
+    if bad is not None:  # strict JSON and a readable table have no NaN or Infinity: say which number broke
+        raise RlsimError(
+            f"the simulation gave {bad[1]} for {bad[0]}; a cost coefficient, hardware number or length is too "
+            "extreme for it: check the values you set"
+        )
     for w in result.warnings:
         print(f"rlsim: warning: {w}", file=sys.stderr)
     if args.output is not None:

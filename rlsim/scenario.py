@@ -39,6 +39,12 @@ from rlsim.training import Training
 MAX_TOKENS = 100_000_000  # a bound on any length, so that numbers stay far inside int64 arithmetic
 
 
+# an accelerator's peak rates (FLOP/s, bytes/s) and memory: from a megabyte (per second) to an exa-scale value;
+# outside that a typo, and the step times underflow or overflow (1e-300 FLOP/s gave NaN step times)
+MIN_RATE, MAX_RATE = 1e6, 1e21
+MAX_OVERHEAD_S = 1e6  # a cost coefficient in seconds above 11.6 days is a typo, and near 1e308 times overflow
+
+
 def _rule(**kw: Any) -> dict[str, Any]:
     """Field metadata: ge / gt / le / lt bounds, and doc."""
     return kw
@@ -122,19 +128,19 @@ class GPUSpec:
     """Peak numbers of one accelerator (dense bf16, SI units)."""
 
     name: str
-    bf16_flops_per_s: float = field(metadata=_rule(gt=0))
-    hbm_bandwidth_bytes_per_s: float = field(metadata=_rule(gt=0))
-    memory_bytes: float = field(metadata=_rule(gt=0))
-    link_bandwidth_bytes_per_s: float = field(metadata=_rule(gt=0))
-    host_link_bandwidth_bytes_per_s: float = field(default=64e9, metadata=_rule(gt=0))
+    bf16_flops_per_s: float = field(metadata=_rule(ge=MIN_RATE, le=MAX_RATE))
+    hbm_bandwidth_bytes_per_s: float = field(metadata=_rule(ge=MIN_RATE, le=MAX_RATE))
+    memory_bytes: float = field(metadata=_rule(ge=1e6, le=1e18))
+    link_bandwidth_bytes_per_s: float = field(metadata=_rule(ge=MIN_RATE, le=MAX_RATE))
+    host_link_bandwidth_bytes_per_s: float = field(default=64e9, metadata=_rule(ge=MIN_RATE, le=MAX_RATE))
     # memory the driver reports (what vLLM's gpu_memory_utilization multiplies); None: memory_bytes
-    device_memory_bytes: float | None = field(default=None, metadata=_rule(gt=0))
+    device_memory_bytes: float | None = field(default=None, metadata=_rule(ge=1e6, le=1e18))
     # dense FP8 tensor peak; None: no FP8 tensor cores (FP8 training is refused there)
-    fp8_flops_per_s: float | None = field(default=None, metadata=_rule(gt=0))
+    fp8_flops_per_s: float | None = field(default=None, metadata=_rule(ge=MIN_RATE, le=MAX_RATE))
     # GPUs in one NVLink/NVSwitch domain of the standard system (8 for DGX/HGX, 72 for GB200 NVL72)
     nvlink_domain_size: int = field(default=8, metadata=_rule(ge=1, le=100_000))
     # scale-out network per GPU, one direction (DGX H100: one 400 Gb/s NIC per GPU = 50 GB/s)
-    nic_bandwidth_bytes_per_s: float = field(default=50e9, metadata=_rule(gt=0))
+    nic_bandwidth_bytes_per_s: float = field(default=50e9, metadata=_rule(ge=MIN_RATE, le=MAX_RATE))
     vendor: str = ""
     # cpu: vLLM's CPU platform defaults apply (128-token KV blocks, max_num_batched_tokens 4096 per rank)
     platform: Literal["gpu", "cpu"] = "gpu"
@@ -382,24 +388,26 @@ class Costs:
     train_compute_efficiency: float = field(default=0.4, metadata=_rule(gt=0, le=1))
     forward_compute_efficiency: float = field(default=0.5, metadata=_rule(gt=0, le=1))
     link_efficiency: float = field(default=0.7, metadata=_rule(gt=0, le=1))
-    decode_iteration_overhead_s: float = field(default=0.004, metadata=_rule(ge=0))
-    decode_per_seq_overhead_s: float = field(default=2e-6, metadata=_rule(ge=0))
-    prefill_overhead_s: float = field(default=0.002, metadata=_rule(ge=0))
+    decode_iteration_overhead_s: float = field(default=0.004, metadata=_rule(ge=0, le=MAX_OVERHEAD_S))
+    decode_per_seq_overhead_s: float = field(default=2e-6, metadata=_rule(ge=0, le=MAX_OVERHEAD_S))
+    prefill_overhead_s: float = field(default=0.002, metadata=_rule(ge=0, le=MAX_OVERHEAD_S))
     # engine CPU work per iteration per tensor-parallel rank beyond the first (the driver sends each step's
     # inputs to every worker)
-    tp_rank_overhead_s: float = field(default=0.0, metadata=_rule(ge=0))
-    collective_latency_s: float = field(default=2e-5, metadata=_rule(ge=0))  # one collective inside an NVLink domain
+    tp_rank_overhead_s: float = field(default=0.0, metadata=_rule(ge=0, le=MAX_OVERHEAD_S))
+    # one collective inside an NVLink domain
+    collective_latency_s: float = field(default=2e-5, metadata=_rule(ge=0, le=MAX_OVERHEAD_S))
     # one collective whose group crosses NVLink domains (small messages: network round trips, NCCL protocol)
-    internode_latency_s: float = field(default=1e-4, metadata=_rule(ge=0))
-    train_step_overhead_s: float = field(default=0.5, metadata=_rule(ge=0))  # per optimizer step
-    forward_overhead_s: float = field(default=0.2, metadata=_rule(ge=0))  # per log-prob/values pass
-    weight_sync_latency_s: float = field(default=1.0, metadata=_rule(ge=0))
-    sleep_wake_overhead_s: float = field(default=2.0, metadata=_rule(ge=0))  # colocated only
-    rollout_overhead_s: float = field(default=0.5, metadata=_rule(ge=0))  # per step: dispatch and gather
+    internode_latency_s: float = field(default=1e-4, metadata=_rule(ge=0, le=MAX_OVERHEAD_S))
+    train_step_overhead_s: float = field(default=0.5, metadata=_rule(ge=0, le=MAX_OVERHEAD_S))  # per optimizer step
+    forward_overhead_s: float = field(default=0.2, metadata=_rule(ge=0, le=MAX_OVERHEAD_S))  # per log-prob/values pass
+    weight_sync_latency_s: float = field(default=1.0, metadata=_rule(ge=0, le=MAX_OVERHEAD_S))
+    sleep_wake_overhead_s: float = field(default=2.0, metadata=_rule(ge=0, le=MAX_OVERHEAD_S))  # colocated only
+    # per step: dispatch and gather
+    rollout_overhead_s: float = field(default=0.5, metadata=_rule(ge=0, le=MAX_OVERHEAD_S))
     # per response per step: host work outside the engine (detokenizing, batch assembly, logging)
-    rollout_s_per_sample: float = field(default=0.0, metadata=_rule(ge=0))
-    reward_overhead_s: float = field(default=0.1, metadata=_rule(ge=0))
-    reward_s_per_sample: float = field(default=1e-4, metadata=_rule(ge=0))
+    rollout_s_per_sample: float = field(default=0.0, metadata=_rule(ge=0, le=MAX_OVERHEAD_S))
+    reward_overhead_s: float = field(default=0.1, metadata=_rule(ge=0, le=MAX_OVERHEAD_S))
+    reward_s_per_sample: float = field(default=1e-4, metadata=_rule(ge=0, le=MAX_OVERHEAD_S))
     # training at scale (rlsim.training): GEMM efficiency against the FP8 peak, the fraction of the dense
     # efficiency that routed-expert GEMMs reach, and the host's Adam rate when the optimizer is offloaded
     fp8_train_compute_efficiency: float = field(default=0.3, metadata=_rule(gt=0, le=1))

@@ -221,7 +221,14 @@ def _run_ray(tasks, address, progress):
         raise RlsimError("--executor ray needs Ray: pip install 'rlsim[ray]'") from None
     started = False
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise RlsimError(
+                f"--executor ray --address {address}: no Ray cluster to join ({first[:160]}); start one (ray start "
+                "--head) or run without --executor ray"
+            ) from None
         started = True
     try:
         remote = ray.remote(run_config)

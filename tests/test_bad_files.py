@@ -105,3 +105,37 @@ def test_batch_multiplier_limits_are_what_the_simulator_can_run():
     over += ["learning.batch_multiplier.penalty_per_doubling=1000", "workload.prompts_per_step=1000000", "run.steps=1"]
     code, err = _cli("rlsim.cli", "run", small, *(a for o in over for a in ("--set", o)))
     assert code == 2 and "samples multiplier exceeds 1e30" in err and err.count("\n") == 1, err
+
+
+def test_extreme_values_give_one_line_not_nan_and_json_stays_strict():
+    """A cost coefficient past what the simulator can add up is refused at load; a hardware number that makes a
+    time non-finite is named, so --json never prints NaN or Infinity (strict JSON)."""
+    small = Path(__file__).resolve().parents[1] / "scenarios" / "small_1gpu.yaml"
+    code, err = _cli("rlsim.cli", "run", small, "--set", "costs.train_step_overhead_s=1e308", "--json")
+    assert code == 2 and "must be at most 1000000.0" in err, err
+    code, err = _cli("rlsim.cli", "run", small, "--set", "hardware.gpu.bf16_flops_per_s=1e-300", "--json")
+    assert code == 2 and "bf16_flops_per_s: 1e-300 must be at least" in err and err.count("\n") == 1, err
+    code, err = _cli("rlsim.cli", "run", small, "--set", "hardware.gpu.memory_bytes=1e25")  # was a numba error
+    assert code == 2 and "memory_bytes: 1e+25 must be at most" in err, err
+    # the last guard: a summary holding a non-finite number is named, never printed
+    from rlsim.cli import _non_finite
+
+    assert _non_finite({"a": 1.0, "phase_time_s": {"rollout": float("inf")}}) == ("phase_time_s.rollout", float("inf"))
+    assert _non_finite({"a": [1.0, 2]}) is None
+    proc = subprocess.run(
+        [sys.executable, "-m", "rlsim.cli", "run", str(small), "--set", "run.steps=3", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    import json
+
+    json.loads(proc.stdout, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))  # no NaN / Infinity
+
+
+def test_sweep_on_ray_without_a_cluster_is_one_line():
+    """--address auto with no Ray cluster running: one line saying how to start one (Ray's ConnectionError)."""
+    pytest.importorskip("ray")
+    small = Path(__file__).resolve().parents[1] / "scenarios" / "small_1gpu.yaml"
+    argv = ["sweep", small, "--executor", "ray", "--address", "auto", "--set", "run.steps=2"]
+    code, err = _cli("rlsim.cli", *argv, "--grid", "workload.prompts_per_step=16,32")
+    assert code == 2 and "no Ray cluster to join" in err and err.count("\n") == 1, err
