@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from calibrate.errors import CalibrateError
-from rlsim.files import atomic_write, atomic_write_text
+from rlsim.files import atomic_write, atomic_write_text, make_output_dir
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -144,13 +144,7 @@ def cmd_published(args: argparse.Namespace) -> int:
         step_paths, gen_paths = [pub.dev_set_path()], [gen.dev_set_path()]
     step_df = pub.read_rows(step_paths) if step_paths else None
     gen_df = gen.read_rows(gen_paths) if gen_paths else None
-    out = Path(args.output)
-    if out.exists() and not out.is_dir():
-        raise CalibrateError(f"-o {out}: is a file, not a directory (give a directory for the outputs)")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CalibrateError(f"-o {out}: cannot create the directory ({exc.strerror})") from None
+    out = make_output_dir(args.output, "directory for the outputs")
     engines: dict[str, dict[str, float]] = {}
     if args.fit is not None:
         names = [n.strip() for n in args.fit.split(",") if n.strip()]
@@ -296,8 +290,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     profile = load_profile(args.profile) if args.profile else None
     table, details = validate(args.runs, profile, args.target, args.gpu)
-    out = args.output
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_output_dir(args.output, "directory for the validation")
     atomic_write(out / "validation.csv", lambda p: table.to_csv(p, index=False))
     atomic_write_text(out / "validation.json", json.dumps(details, indent=2, default=str) + "\n")
     atomic_write_text(out / "report.html", report_html(table, details, profile))

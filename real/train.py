@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from real.errors import RealError
-from rlsim.files import atomic_write_text
+from rlsim.files import atomic_write_text, make_output_dir
 from rlsim.learning import lr_scale
 from rlsim.machine_load import LoadMeter
 from rlsim.phases import Phase
@@ -299,12 +299,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
     from real.models import load_policy, resolve_model
     from real.timing import phase_timer
 
-    if run_dir.exists() and not run_dir.is_dir():
-        raise RealError(f"-o {run_dir}: is a file, not a run directory; give a directory (new, or a run to resume)")
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RealError(f"-o {run_dir}: cannot create the run directory ({exc.strerror})") from None
+    make_output_dir(run_dir, "run directory (new, or a run to resume)")
     config_path = run_dir / "config.json"
     resolved = dataclasses.asdict(cfg)
     if config_path.exists():

@@ -27,6 +27,21 @@ def read_text(path: str | Path, what: str = "file") -> str:
         ) from None
 
 
+def make_output_dir(path: str | Path, what: str = "directory") -> Path:
+    """Create the directory an ``-o`` option names (parents too) and return it; an RlsimError when it is a file
+    or cannot be created, so the CLI says so in one line."""
+    from rlsim.errors import RlsimError
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise RlsimError(f"-o {path}: is a file, not a {what}; give a directory path")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RlsimError(f"-o {path}: cannot create the {what} ({exc.strerror})") from None
+    return path
+
+
 def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
     """Call ``write(tmp_path)`` and move the result to ``path``; on any error the target is left untouched."""
     path = Path(path)
