@@ -228,12 +228,11 @@ def _read_run(path: Path) -> list[dict]:
 
 
 def _run_lr_rule(path: Path) -> str | None:
-    """The LR rule in a run directory's config.json (rlsim-real train), or None."""
+    """The LR rule in a run directory's config.json (rlsim-real train), or None for a bare run log."""
+    from rlsim.files import read_json
+
     cfg = path / "config.json" if path.is_dir() else path.parent / "config.json"
-    try:
-        return json.loads(cfg.read_text()).get("lr_rule") if cfg.is_file() else None
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-        return None
+    return read_json(cfg, "rerun the run or restore the file").get("lr_rule") if cfg.is_file() else None
 
 
 def cmd_fit_learning(args: argparse.Namespace) -> int:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -123,13 +124,20 @@ def vllm_max_num_seqs(rows: pd.DataFrame) -> int:
     from calibrate.runs import MAX_NUM_SEQS_VLLM
 
     for value in rows["provenance"].dropna().unique() if "provenance" in rows else []:
-        try:
-            found = json.loads(value).get("max_num_seqs")
-        except (TypeError, AttributeError, json.JSONDecodeError):
-            continue
+        found = _provenance_max_num_seqs(value)
         if found:
-            return int(found)
+            return found
     return MAX_NUM_SEQS_VLLM
+
+
+@functools.lru_cache(maxsize=64)
+def _provenance_max_num_seqs(value: str) -> int | None:
+    """A bench row's recorded max_num_seqs (parsed once per provenance string: predict runs in the fit's loop)."""
+    try:
+        found = json.loads(value).get("max_num_seqs")
+    except (TypeError, AttributeError, json.JSONDecodeError):
+        return None
+    return int(found) if found else None
 
 
 def predict(phase: str, scn: Scenario, costs: Costs, rows: pd.DataFrame) -> np.ndarray:

@@ -853,8 +853,8 @@ def fit_learning(
     score of the batch curves (evaluated on 257 points over each batch's observed samples), and B_simple per batch
     where logged, pooled over every logged step of that batch's runs (:func:`b_simple_pooled`).
     ``reference_batch`` (default: the smallest batch with a samples-to-target) must be one of the batches.
-    ``samples_spread``: mean over batches with two or more runs that reached the target of the relative std
-    (ddof 1) of their first crossings; 0 when none.
+    ``samples_spread``: mean over batches with two or more runs that reached the target of the standard deviation
+    (ddof 1) of the log of their first crossings (rlsim.learning's definition); 0 when none.
     """
     target = _check_target(target)
     if isinstance(runs, Mapping) or not isinstance(runs, Sequence) or not runs:
@@ -915,7 +915,7 @@ def fit_learning(
                 source[b] = "fit"
                 notes.append(f"B={b}: samples-to-target from the fitted curve (not every run reached the target)")
         if len(hits) >= 2:
-            spreads.append(float(np.std(hits, ddof=1) / np.mean(hits)))
+            spreads.append(float(np.std(np.log(hits), ddof=1)))  # rlsim.learning: the log-sd over seeds
     if len(stt) < 2:
         raise CalibrateError(
             f"the target {target:g} is reached (measured or by the fit) at fewer than two batch sizes "

@@ -170,20 +170,18 @@ def predict_run(run: Run, profile: Profile, gpu: str | None = None) -> dict[str,
 
 
 def in_loop_factors(runs: list[Run], profile: Profile, gpu: str | None = None) -> dict[str, float]:
-    """Median over the reference runs of measured / predicted seconds per bench-fitted phase (module docstring).
-    The rollout compares the engine's part: the runs' rollout timer does not see the glue."""
-    preds = [predict_run(run, profile, gpu) for run in runs]
+    """Median over the reference runs of measured / predicted seconds per bench-fitted phase (module docstring),
+    against one prediction: the runs share a setup and a batch (fit_runs checks), and the simulated run is the
+    longest of them. The rollout compares the engine's part: the runs' rollout timer does not see the glue."""
+    predicted = predict_run(max(runs, key=lambda r: len(r.records)), profile, gpu)["phase_time_s"]
     meas = [measured(run, None)["phase_time_s"] for run in runs]
     glue = profile.phases["rollout"].parameters.get("rollout_s_per_sample", 0.0) if "rollout" in profile.phases else 0
     factors = {}
     for phase in SCALED:
         if phase not in profile.phases:
             continue
-        ratios = []
-        for run, m, p in zip(runs, meas, preds):
-            pred = p["phase_time_s"].get(phase, 0.0) - (glue * run.batch if phase == "rollout" else 0.0)
-            if m.get(phase, 0.0) > 0 and pred > 0:
-                ratios.append(m[phase] / pred)
+        pred = predicted.get(phase, 0.0) - (glue * runs[0].batch if phase == "rollout" else 0.0)
+        ratios = [m[phase] / pred for m in meas if m.get(phase, 0.0) > 0 and pred > 0]
         if ratios:
             factors[phase] = float(np.median(ratios))
     return factors

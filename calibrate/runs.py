@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from calibrate.errors import CalibrateError
 from calibrate.tables import model_spec_from_folder
+from rlsim.files import read_json, read_yaml_mapping
+from rlsim.learning import lr_scale
 from rlsim.machine_load import load_summary
 from rlsim.phases import TIMED_PHASES
 from rlsim.runlog import RunLogError, read_jsonl
@@ -90,16 +91,6 @@ class Run:
         return load_summary(self.records)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CalibrateError(f"{path}: not valid JSON ({exc}); rerun the run or restore the file") from None
-    if not isinstance(data, dict):
-        raise CalibrateError(f"{path}: expected a JSON object")
-    return data
-
-
 def load_run(path: str | Path) -> Run:
     p = Path(path)
     log = p / "runlog.jsonl" if p.is_dir() else p
@@ -115,15 +106,11 @@ def load_run(path: str | Path) -> Run:
     if len({int(r["responses"]) for r in records}) > 1:
         raise CalibrateError(f"{log}: the batch changes within the run; split it into one run per batch size")
     if (p / "scenario.yaml").is_file():
-        try:
-            raw = yaml.safe_load((p / "scenario.yaml").read_text())
-        except (yaml.YAMLError, UnicodeDecodeError):
-            raise CalibrateError(f"{p}/scenario.yaml is not valid YAML; fix it") from None
-        if not isinstance(raw, dict):
-            raise CalibrateError(f"{p}/scenario.yaml must be a mapping of scenario sections")
+        raw = read_yaml_mapping(p / "scenario.yaml", "fix it: a mapping of scenario sections describing the run")
         return Run(p, records, {}, {}, raw)
     if (p / "config.json").is_file() and (p / "environment.json").is_file():
-        cfg, env = _read_json(p / "config.json"), _read_json(p / "environment.json")
+        fix = "rerun the run or restore the file"
+        cfg, env = read_json(p / "config.json", fix), read_json(p / "environment.json", fix)
         missing = [k for k in (*SETUP_KEYS, "lr0", "reference_batch", "seed", "max_steps") if k not in cfg]
         if missing:
             raise CalibrateError(f"{p}/config.json lacks {', '.join(missing)}; is it from rlsim-real train?")
@@ -178,7 +165,6 @@ def setup_scenario(run: Run, gpu: str | None = None, prompts_per_step: int | Non
         )
     else:
         engine["max_num_seqs"] = int(run.environment.get("engine_max_num_seqs") or MAX_NUM_SEQS_VLLM)
-    from rlsim.learning import lr_scale
 
     return {
         "name": f"{Path(str(cfg.get('task', 'run'))).name.replace(':', '_')}_{cfg['algo']}_{cfg['engine']}",

@@ -45,18 +45,13 @@ def predict_batch(run: Run, profile: Profile | None, gpu: str | None = None) -> 
     """The prediction for ``run``'s batch: its setup at its P under the profile (the summary of rlsim.simulate)."""
     from rlsim.simulation import simulate
 
-    if profile is None:
+    if profile is not None and run.kind == "real":  # the scenario fit --scenario-out writes, at this run's P
+        raw = scenario_out([run], profile, gpu)
+    else:  # no profile, or an imported run's scenario.yaml: its setup, to the target when there is a model
         raw = setup_scenario(run, gpu)
-        raw.setdefault("run", {})["steps"] = len(run.records)
-    else:
-        raw = scenario_out([run], profile, gpu) if run.kind == "real" else _imported(run, profile)
+        learning = profile is not None and profile.learning is not None
+        raw.setdefault("run", {}).update(steps=len(run.records), until_target=learning)
     return simulate(raw, profile=profile).summary()
-
-
-def _imported(run: Run, profile: Profile) -> dict[str, Any]:
-    raw = setup_scenario(run)
-    raw.setdefault("run", {}).update(steps=len(run.records), until_target=profile.learning is not None)
-    return raw
 
 
 def _err(pred: float | None, meas: float | None) -> float | None:

@@ -27,6 +27,36 @@ def read_text(path: str | Path, what: str = "file") -> str:
         ) from None
 
 
+def read_json(path: str | Path, fix: str) -> dict[str, Any]:
+    """The JSON object in ``path``; an RlsimError naming the file, the problem and ``fix`` otherwise."""
+    import json
+
+    from rlsim.errors import RlsimError
+
+    try:
+        data = json.loads(read_text(path, "file"))
+    except json.JSONDecodeError as exc:
+        raise RlsimError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); {fix}") from None
+    if not isinstance(data, dict):
+        raise RlsimError(f"{path}: expected a JSON object; {fix}")
+    return data
+
+
+def read_yaml_mapping(path: str | Path, fix: str) -> dict[str, Any]:
+    """The YAML mapping in ``path`` (``load_yaml``'s rules); an RlsimError naming the file and ``fix`` otherwise."""
+    import yaml
+
+    from rlsim.errors import RlsimError
+
+    try:
+        data = load_yaml(read_text(path, "file"))
+    except yaml.YAMLError:
+        raise RlsimError(f"{path}: not valid YAML; {fix}") from None
+    if not isinstance(data, dict):
+        raise RlsimError(f"{path}: expected a YAML mapping; {fix}")
+    return data
+
+
 def make_output_dir(path: str | Path, what: str = "directory") -> Path:
     """Create the directory an ``-o`` option names (parents too) and return it; an RlsimError when it is a file
     or cannot be created, so the CLI says so in one line."""

@@ -28,7 +28,7 @@ import yaml
 
 from rlsim import __version__
 from rlsim.errors import RlsimError
-from rlsim.files import load_yaml, read_text
+from rlsim.files import read_json, read_text, read_yaml_mapping
 from rlsim.phases import TIMED_PHASES
 
 PHASE_COLORS = {
@@ -343,26 +343,7 @@ TABLE_COLUMNS = {
 }
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(read_text(path, "file"))
-    except json.JSONDecodeError as exc:
-        raise ReportError(
-            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); rerun the command that wrote it"
-        ) from None
-    if not isinstance(data, dict):
-        raise ReportError(f"{path}: expected a JSON object; rerun the command that wrote it")
-    return data
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = load_yaml(read_text(path, "file"))
-    except yaml.YAMLError:
-        raise ReportError(f"{path}: not valid YAML; rerun the command that wrote it") from None
-    if not isinstance(data, dict):
-        raise ReportError(f"{path}: expected a YAML mapping (a resolved scenario); rerun the command that wrote it")
-    return data
+_RERUN = "rerun the command that wrote it"
 
 
 def _read_table(path: Path, rows: int | None = None) -> pd.DataFrame:
@@ -403,8 +384,8 @@ def build_report(directory: str | Path) -> tuple[str, list[tuple[str, Any]]]:
             "rlsim sweep or rlsim run"
         )
     if (d / "sweep.csv").is_file():
-        meta = _read_json(d / "sweep.json")
-        scenario = _read_yaml(d / "scenario.resolved.yaml")
+        meta = read_json(d / "sweep.json", _RERUN)
+        scenario = read_yaml_mapping(d / "scenario.resolved.yaml", _RERUN)
         table = _read_table(d / "sweep.csv")
         curves = _read_table(d / "curves.csv") if (d / "curves.csv").is_file() else pd.DataFrame()
         engines = _read_table(d / "engine_curves.csv") if (d / "engine_curves.csv").is_file() else pd.DataFrame()
@@ -412,8 +393,8 @@ def build_report(directory: str | Path) -> tuple[str, list[tuple[str, Any]]]:
         title = f"rlsim sweep: {scenario.get('name')}"
         summary_html = _table_html(table)
     elif (d / "summary.json").is_file() and (d / "steps.csv").is_file():
-        meta = _read_json(d / "summary.json")
-        scenario = _read_yaml(d / "scenario.resolved.yaml")
+        meta = read_json(d / "summary.json", _RERUN)
+        scenario = read_yaml_mapping(d / "scenario.resolved.yaml", _RERUN)
         steps = meta.get("steps")
         figs = run_figures(_read_table(d / "steps.csv", steps if isinstance(steps, int) else None))
         title = f"rlsim run: {scenario.get('name')}"

@@ -219,7 +219,7 @@ def test_fsdp_compute_bound_exposes_only_the_first_gather():
     tokens, steps = 8 * 8192 * 2 * 2, 2  # 2 micro-batches per rank per optimizer step
     fwd = _fsdp_fwd_layer(8192)
     assert fwd == pytest.approx(4.096e-3) and AG == pytest.approx(2.1875e-3)
-    assert fwd >= AG and 2 * fwd >= 2 * AG
+    assert fwd >= AG  # so the backward (2 fwd) also outlasts the gather + reduce-scatter (2 AG)
     tt = _train(s, tokens, steps)
     assert tt.micro_batches == 2
     assert tt.compute_s == pytest.approx(3 * 2 * N * tokens / (8 * EFF_FLOPS))
