@@ -318,7 +318,6 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
     torch.manual_seed(cfg.seed)
     model_dir = resolve_model(cfg.model, model_cache_dir())
     env = {**environment(), "model_dir": str(model_dir)}  # calibrate reads the architecture from here
-    atomic_write_text(run_dir / "environment.json", json.dumps(env, indent=2, sort_keys=True) + "\n")
     policy, tok = load_policy(model_dir)
     policy.train()
     pad_id = tok.pad_token_id
@@ -364,7 +363,8 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
 
     engine = make_engine(cfg.engine, model_dir, seed=cfg.seed, max_model_len=128)
     engine.load_weights(policy)
-    # the engine's limit on running sequences (vLLM's default depends on the device): calibrate's setup uses it
+    # written once the engine is up, with its limit on running sequences (vLLM's default depends on the device),
+    # which calibrate's setup uses; a finished run re-run keeps the environment it ran in
     env["engine_max_num_seqs"] = getattr(engine, "max_num_seqs", None)
     atomic_write_text(run_dir / "environment.json", json.dumps(env, indent=2, sort_keys=True) + "\n")
     run_id = run_dir.name

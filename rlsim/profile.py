@@ -50,7 +50,7 @@ from typing import Any
 
 from rlsim.errors import ProfileError, ScenarioError
 from rlsim.phases import Phase
-from rlsim.scenario import Costs, Scenario, _check_bounds
+from rlsim.scenario import Costs, Scenario, _check_bounds, from_dict
 
 SCHEMA = "rlsim-profile"
 SCHEMA_VERSION = 2
@@ -270,7 +270,6 @@ def _check_fitted(profile: Profile, schema_version: int, where: str) -> None:
     """The learning and lengths sections are checked as a scenario's sections would be: applied to the default
     scenario, so a wrong type, a value out of range or an unreachable target fails here, naming the key."""
     from rlsim.learning import LearningModelError, reference_samples_to_target
-    from rlsim.scenario import from_dict
 
     learning = profile.learning
     if learning is not None and schema_version >= 2 and learning.get("version") != LEARNING_VERSION:

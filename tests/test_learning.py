@@ -97,3 +97,22 @@ def test_samples_to_target_combines_the_terms():
     assert n.lr_multiplier == pytest.approx(2.0)
     assert n.staleness_multiplier == pytest.approx(1.21)
     assert n.samples == pytest.approx(ref * 1.5 * 2.0 * 1.21)
+
+
+def test_reach_within_is_the_truncated_lognormal():
+    """P(reach) = (1 - stall) Phi(ln(budget / median) / sigma); the median of the seeds that reach the target is
+    the lognormal's quantile at half that probability (hand values from scipy.stats.norm)."""
+    import math
+
+    from scipy.stats import norm
+
+    from rlsim.learning import reach_within
+
+    r = reach_within(20000.0, 0.3, 19200.0)
+    p = norm.cdf(math.log(19200 / 20000) / 0.3)
+    assert r.probability == pytest.approx(p) and 0.44 < p < 0.45
+    assert r.samples_if_reached == pytest.approx(20000 * math.exp(0.3 * norm.ppf(p / 2)))
+    assert r.samples_if_reached < 19200
+    assert reach_within(20000.0, 0.3, 19200.0, stall=0.25).probability == pytest.approx(0.75 * p)
+    assert reach_within(20000.0, 0.3, 1e12).probability == pytest.approx(1.0)
+    assert reach_within(20000.0, 0.0, 10000.0).probability == 0.0  # no spread: every seed needs the median
