@@ -12,7 +12,9 @@ over its own interval:
 * ``load_avg_1m``: the 1-minute load average at the end (it counts this process's own threads too).
 
 ``HIGH_OTHER_CPU`` is where calibrate starts warning: above it, other work took more than a fifth of the
-machine and the timings are slower than the machine alone would give.
+machine and the timings are slower than the machine alone would give. A load is *sustained*
+(:func:`sustained`) when more than half of the measurements were above it: then a slow repeat is the machine's
+steady state under that load, not an accident to filter out (see calibrate.costfit).
 """
 
 from __future__ import annotations
@@ -88,6 +90,12 @@ def load_summary(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "max_other_cpu_fraction": values[-1],
         "num_high": sum(v > HIGH_OTHER_CPU for v in values),
     }
+
+
+def sustained(summary: dict[str, Any]) -> bool:
+    """Whether other processes took more than ``HIGH_OTHER_CPU`` of the machine in most (over half) of the
+    measurements of a :func:`load_summary`."""
+    return bool(summary["measured"]) and summary["num_high"] > 0.5 * summary["measured"]
 
 
 def load_warning(what: str, summary: dict[str, Any]) -> str | None:

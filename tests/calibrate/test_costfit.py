@@ -228,3 +228,28 @@ def test_a_slowed_repeat_moves_the_median_fit_little_and_the_table_is_called_noi
     assert any("spread" in w for w in fit_phase("train_actor", scn, rows(_table(noise=0.3))).warnings)
     thin = rows(clean).groupby("tokens").head(2).reset_index(drop=True)
     assert any("fewer than 3 repeats" in w for w in fit_phase("train_actor", scn, thin).warnings)
+
+
+def test_under_sustained_load_a_configuration_is_the_mean_of_its_repeats():
+    """Beside a CPU-bound process every repeat is loaded, and the slow ones are the machine's steady state: the fit
+    then takes each configuration's mean (what a run's summed steps follow) and says so; the same slowed table
+    measured with a quiet machine's load keeps the median, which ignores the slow repeat."""
+    scn = base_scenario(TINY, "CPU-2core", 64, 64)
+    table = _table(noise=0.005)
+    train = table[table["phase"] == "train_actor"].reset_index(drop=True)
+    train.loc[train.index[::3], "time_s"] *= 4.0  # one repeat in three of every configuration hit
+    mean = train.groupby("tokens")["time_s"].transform("mean")
+    loaded = train.assign(other_cpu_fraction=0.4)
+    quiet = train.assign(other_cpu_fraction=0.01)
+    fit_loaded, fit_quiet = fit_phase("train_actor", scn, loaded), fit_phase("train_actor", scn, quiet)
+    # the mean of (4, 1, 1) repeats is twice the median: the loaded fit's efficiency is half the quiet one's
+    assert float((mean / train.groupby("tokens")["time_s"].transform("median")).median()) == pytest.approx(2.0, rel=0.02)
+    ratio = fit_quiet.parameters["train_compute_efficiency"] / fit_loaded.parameters["train_compute_efficiency"]
+    assert ratio == pytest.approx(2.0, rel=0.05)
+    assert fit_loaded.held_out["point"] == "mean of repeats (sustained load)"
+    assert fit_quiet.held_out["point"] == "median of repeats"
+    assert any("sustained load" in w for w in fit_loaded.warnings)
+    assert not any("sustained load" in w for w in fit_quiet.warnings)
+    # a load in fewer than half of the repeats is not sustained: the median again
+    some = train.assign(other_cpu_fraction=[0.4 if i % 3 == 0 else 0.0 for i in range(len(train))])
+    assert fit_phase("train_actor", scn, some).held_out["point"] == "median of repeats"
