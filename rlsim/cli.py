@@ -26,6 +26,7 @@ from typing import Any
 
 from rlsim.errors import RlsimError
 from rlsim.files import atomic_write
+from rlsim.footprint import LONG_S, Footprint
 
 
 def _fmt_table(summary: dict[str, Any]) -> str:
@@ -132,6 +133,12 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
     return (lambda n: bar.update(1)), bar.close
 
 
+def _say_if_long(fp: Footprint) -> None:
+    """Before a long simulation starts, one line on stderr with its estimated size and time (rlsim.footprint)."""
+    if fp.seconds > LONG_S:
+        print(f"rlsim: note: {fp.describe()} (estimated; Ctrl-C stops it)", file=sys.stderr)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from rlsim.profile import load_profile
     from rlsim.scenario import load_scenario, parse_overrides
@@ -149,7 +156,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         # the band costs extra runs only when there is a learning model (the scenario's or the profile's)
         result = simulate(
-            scenario, profile=profile, overrides=overrides if profile else None, progress=progress, with_band=True
+            scenario,
+            profile=profile,
+            overrides=overrides if profile else None,
+            progress=progress,
+            with_band=True,
+            before=_say_if_long,
         )
     finally:
         close()

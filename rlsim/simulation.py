@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.costs import RooflineCostModel
+from rlsim.footprint import Footprint, check, estimate
 from rlsim.learning import LearningModelError, SamplesToTarget, metric_at, samples_to_target
 from rlsim.pipeline import run_pipeline
 from rlsim.profile import Profile, load_profile, operating_point
@@ -40,6 +41,7 @@ def simulate(
     with_band: bool = False,
     explicit: Iterable[str] = (),
     to_target: bool = False,
+    before: Callable[[Footprint], None] | None = None,
 ) -> SimResult:
     """Simulate a run. ``scenario`` is a Scenario, a YAML path or a dict; ``profile`` a Profile or JSON path.
 
@@ -49,7 +51,9 @@ def simulate(
     the result carries time-to-target; ``with_band`` adds its band (extra runs). The profile is applied here and
     only here; the keys of ``overrides`` and ``explicit`` (dotted keys a caller already set on ``scenario``, e.g.
     from ``--set``) win over its learning section. ``to_target``: run to the target when there is a learning
-    model (``run.until_target``), as a sweep does.
+    model (``run.until_target``), as a sweep does. Before anything is simulated, the run's memory and time are
+    estimated (rlsim.footprint): a run larger than the machine's available memory is refused (FootprintError),
+    and ``before(footprint)`` is called with the estimate (the CLI warns when it is long).
     """
     prof = load_profile(profile) if isinstance(profile, (str, Path)) else profile
     if prof is None:
@@ -62,11 +66,23 @@ def simulate(
         scn = dataclasses.replace(scn, run=dataclasses.replace(scn.run, until_target=True))
     n_star = _samples_to_target(scn)
     run_scn = _with_steps_to_target(scn, n_star)
+    fp = footprint(run_scn, with_band and n_star is not None)
+    if before is not None:
+        before(fp)
     costs = prof.apply(scn.costs) if prof is not None else scn.costs
     result = _run(run_scn, costs, prof, n_star, progress)
     if with_band and result.time_to_target is not None:
         result.band_s = _band(run_scn, costs, prof, n_star, result)
     return result
+
+
+def footprint(scn: Scenario, with_band: bool = False) -> Footprint:
+    """The checked estimate (rlsim.footprint) of simulating ``scn``'s steps, and with ``with_band`` the band's
+    extra runs (one per extra seed, the nominal seed again, and two with shifted coefficients)."""
+    steps = scn.run.steps
+    if with_band:
+        steps += (scn.run.band_seeds + 2) * min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness)
+    return check(estimate(scn.workload.responses_per_step, steps))
 
 
 def _samples_to_target(scn: Scenario) -> SamplesToTarget | None:
