@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import json
+import math
 import re
 import sys
 import time
@@ -321,8 +322,27 @@ def write_table(df: pd.DataFrame, out: Path) -> None:
     atomic_write_text(out / "provenance.json", json.dumps([json.loads(p) for p in provs], indent=2) + "\n")
 
 
+def _positive(f: Path, key: str, value: Any) -> float:
+    """A vllm bench JSON value that must be a positive finite number (seconds, tokens, requests)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e300
+    if not ok or not math.isfinite(float(value)) or float(value) <= 0:
+        raise RealError(f"{f}: {key} is {value!r:.40}, not a positive number; give the JSON vllm bench wrote")
+    return float(value)
+
+
+def _count(f: Path, key: str, value: Any) -> int | None:
+    """A vllm bench JSON count (requests, tokens): None when absent, else a whole number of at least 1."""
+    if value is None:
+        return None
+    number = _positive(f, key, value)
+    if number != int(number) or number > 1e15:
+        raise RealError(f"{f}: {key} is {value!r:.40}, not a whole number of at most 1e15")
+    return int(number)
+
+
 def read_vllm_bench(files: list[Path]) -> pd.DataFrame:
-    """Rows from ``vllm bench latency`` / ``vllm bench throughput`` JSON outputs."""
+    """Rows from ``vllm bench latency`` / ``vllm bench throughput`` JSON outputs. A value of the wrong type or out
+    of range names the file and the key (RealError), as does a file that is not such a JSON object."""
     rows = []
     for f in files:
         if not f.is_file():
@@ -331,26 +351,35 @@ def read_vllm_bench(files: list[Path]) -> pd.DataFrame:
             data = json.loads(read_text(f, "vllm bench JSON"))
         except json.JSONDecodeError as exc:
             raise RealError(f"{f}: not JSON ({exc.msg} at line {exc.lineno})") from None
+        except RecursionError:
+            raise RealError(f"{f}: nested too deeply to be vllm bench JSON") from None
+        if not isinstance(data, dict):
+            raise RealError(f"{f}: a JSON {type(data).__name__}, not the object vllm bench writes")
         hint = {k: int(v) for k, v in re.findall(r"(bs|in|out)(\d+)", f.stem)}
-        bs, p, r = hint.get("bs"), hint.get("in"), hint.get("out")
+        bs, p, r = (hint.get(k) or None for k in ("bs", "in", "out"))
         # vllm bench writes the model it ran as model_id (vllm/benchmarks/throughput.py, latency.py); it records no
         # device, so that stays unknown
-        model = str(data.get("model") or data.get("model_id") or "unknown")
-        device = str(data.get("device", "unknown"))
+        model, device = data.get("model") or data.get("model_id") or "unknown", data.get("device", "unknown")
+        for key, value in (("model_id", model), ("device", device)):
+            if not isinstance(value, str):
+                raise RealError(f"{f}: {key} is {value!r:.40}, not a name")
         prov = json.dumps(
             {
                 "device": device,
                 "engine": "vllm",
-                "engine_version": data.get("vllm_version"),
+                "engine_version": str(data.get("vllm_version")) if data.get("vllm_version") is not None else None,
                 "torch_version": None,
                 "model": model,
-                "dtype": data.get("dtype"),
+                "dtype": str(data.get("dtype")) if data.get("dtype") is not None else None,
                 "date": None,
                 "command": f"vllm bench ({f.name})",
             }
         )
         if "latencies" in data or "avg_latency" in data:
-            for i, t in enumerate(data.get("latencies") or [data["avg_latency"]]):
+            times = data.get("latencies") or [data.get("avg_latency")]
+            if not isinstance(times, list):
+                raise RealError(f"{f}: latencies is {times!r:.40}, not a list of seconds")
+            for i, t in enumerate(_positive(f, "latencies", t) for t in times):
                 rows.append(
                     {
                         "phase": Phase.ROLLOUT.value,
@@ -363,14 +392,15 @@ def read_vllm_bench(files: list[Path]) -> pd.DataFrame:
                         "tokens": bs * r if bs and r else None,
                         "sequences": bs,
                         "repeat": i,
-                        "time_s": float(t),
-                        "tokens_per_s": bs * r / float(t) if bs and r else None,
+                        "time_s": t,
+                        "tokens_per_s": bs * r / t if bs and r else None,
                         "bytes": None,
                         "provenance": prov,
                     }
                 )
         elif "elapsed_time" in data:
-            n = data.get("num_requests")
+            n = _count(f, "num_requests", data.get("num_requests"))
+            rate = data.get("tokens_per_second")
             rows.append(
                 {
                     "phase": Phase.ROLLOUT.value,
@@ -380,11 +410,11 @@ def read_vllm_bench(files: list[Path]) -> pd.DataFrame:
                     "concurrency": bs or n,
                     "prompt_tokens": p,
                     "response_tokens": r,
-                    "tokens": data.get("total_num_tokens"),
+                    "tokens": _count(f, "total_num_tokens", data.get("total_num_tokens")),
                     "sequences": n,
                     "repeat": 0,
-                    "time_s": float(data["elapsed_time"]),
-                    "tokens_per_s": data.get("tokens_per_second"),
+                    "time_s": _positive(f, "elapsed_time", data["elapsed_time"]),
+                    "tokens_per_s": None if rate is None else _positive(f, "tokens_per_second", rate),
                     "bytes": None,
                     "provenance": prov,
                 }

@@ -112,6 +112,8 @@ def load_yaml(text: str) -> Any:
                 f"its aliases (*name) expand to more than {MAX_YAML_NODES:,} values; write the values out"
             )
         return loader.construct_document(node)
+    except RecursionError:  # PyYAML composes and constructs recursively: [[[[... 1,000 deep exhausts the stack
+        raise yaml.YAMLError("it is nested too deeply (lists or mappings inside each other); flatten it") from None
     finally:
         loader.dispose()
 

@@ -139,3 +139,12 @@ def test_sweep_on_ray_without_a_cluster_is_one_line():
     argv = ["sweep", small, "--executor", "ray", "--address", "auto", "--set", "run.steps=2"]
     code, err = _cli("rlsim.cli", *argv, "--grid", "workload.prompts_per_step=16,32")
     assert code == 2 and "no Ray cluster to join" in err and err.count("\n") == 1, err
+
+
+def test_a_deeply_nested_yaml_is_one_line(tmp_path):
+    """PyYAML composes recursively: 20,000 nested brackets ended in a RecursionError traceback (found by the fuzz
+    test)."""
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("[" * 20000 + "]" * 20000)
+    rc, err = _cli("rlsim.cli", "run", deep)
+    assert rc == 2 and "not valid YAML" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

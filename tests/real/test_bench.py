@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("torch")
 
 from real import bench  # noqa: E402
+from real.errors import RealError  # noqa: E402
 
 
 def test_generation_bench_table_hf():
@@ -132,3 +133,25 @@ def test_cli_refuses_several_models_for_a_generation_bench(tmp_path):
         text=True,
     )
     assert proc.returncode == 2 and "takes one" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "doc, words",
+    [
+        ({"latencies": 1.5}, "not a list of seconds"),
+        ({"latencies": [1.4, "x"]}, "latencies is 'x'"),
+        ({"latencies": [0.0]}, "not a positive number"),
+        ({"elapsed_time": [10]}, "elapsed_time"),
+        ({"elapsed_time": 10.0, "num_requests": 2.5}, "num_requests"),
+        ({"elapsed_time": 10.0, "total_num_tokens": 10**400}, "total_num_tokens"),
+        ({"elapsed_time": 10.0, "model_id": 7}, "model_id"),
+        ([1, 2], "a JSON list"),
+    ],
+)
+def test_read_vllm_bench_names_a_bad_value(tmp_path, doc, words):
+    """Wrong types and values in vllm bench JSON name the file and the key (they were float()/pyarrow tracebacks,
+    found by the fuzz test)."""
+    bad = tmp_path / "throughput.json"
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(RealError, match=words):
+        bench.read_vllm_bench([bad])
