@@ -80,9 +80,15 @@ def _fmt_table(summary: dict[str, Any]) -> str:
     step = summary["step_time_s"]
     lines.append("")
     lines.append(f"{'phase':<{width}}  {'s/step':>9}  {'share':>6}")
-    for phase, sec in summary["phase_time_s"].items():
-        if sec > 0:
-            lines.append(f"{phase:<{width}}  {sec:9.2f}  {sec / step * 100:5.1f}%")
+    shares = {phase: sec / step for phase, sec in summary["phase_time_s"].items() if sec > 0}
+    for phase, share in shares.items():
+        lines.append(f"{phase:<{width}}  {share * step:9.2f}  {share * 100:5.1f}%")
+    if sum(shares.values()) > 1.005:
+        lines.append(
+            f"(the shares add up to {sum(shares.values()):.0%}: a share is the phase's seconds per step over the "
+            "step time, and phases that run at the same time, as generation and training do under an async "
+            "schedule or on separate GPU pools, overlap within a step)"
+        )
     return "\n".join(lines)  # warnings go to stderr once (cmd_run), not into the table
 
 

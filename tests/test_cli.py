@@ -100,3 +100,16 @@ def test_run_table_shows_the_target_and_each_warning_once(capsys):
         assert row in out
     assert "warning" not in out
     assert all(err.count(line) == 1 for line in err.splitlines() if line.strip())
+
+
+def test_phase_shares_over_100_percent_are_explained(capsys):
+    """Under an async schedule on separate pools generation and training overlap: the phases' shares of the step
+    time add up to more than 100%, and the table says why; a colocated synchronous run's shares do not, and it
+    has no such line."""
+    assert main(["run", str(SCENARIOS / "dense8b_h100_async.yaml"), "--set", "run.steps=10"]) == 0
+    out = capsys.readouterr().out
+    shares = [float(line.split()[-1].rstrip("%")) for line in out.split("share\n")[1].splitlines() if "%" in line[-1:]]
+    assert sum(shares) > 100 and "overlap within a step" in out
+    assert main(["run", str(SCENARIOS / "small_1gpu.yaml"), "--set", "run.steps=5"]) == 0
+    out = capsys.readouterr().out
+    assert "overlap within a step" not in out
