@@ -15,7 +15,7 @@ from rlsim.errors import ScenarioError
 from rlsim.learning import LearningModelError
 from rlsim.profile import Profile
 from rlsim.result import SimResult
-from rlsim.scenario import Scenario, _parse_scalar
+from rlsim.scenario import Scenario, parse_scalar
 
 
 def parse_side(text: str, flag: str) -> dict[str, Any]:
@@ -30,7 +30,7 @@ def parse_side(text: str, flag: str) -> dict[str, Any]:
                 "is not of the form key=value[,key=value]",
                 "write e.g. workload.prompts_per_step=256,learning.lr_rule=none",
             )
-        out[key.strip()] = _parse_scalar(value.strip())
+        out[key.strip()] = parse_scalar(value.strip())
     return out
 
 

@@ -50,7 +50,7 @@ from typing import Any
 
 from rlsim.errors import ProfileError, ScenarioError
 from rlsim.phases import Phase
-from rlsim.scenario import Costs, Scenario, _check_bounds, from_dict
+from rlsim.scenario import Costs, Scenario, check_bounds, from_dict
 
 SCHEMA = "rlsim-profile"
 SCHEMA_VERSION = 2
@@ -221,7 +221,7 @@ def profile_from_dict(data: Any, where: str = "profile") -> Profile:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
                 raise ProfileError(f"{at}.parameters.{key}: {value!r} is not a finite number")
             try:
-                _check_bounds(value, f"{at}.parameters.{key}", cost_fields[key].metadata)
+                check_bounds(value, f"{at}.parameters.{key}", cost_fields[key].metadata)
             except ValueError as exc:
                 raise ProfileError(str(exc)) from None
         ranges = {}

@@ -26,7 +26,7 @@ from rlsim.engine import decode_iteration_s
 from rlsim.errors import RlsimError, ScenarioError
 from rlsim.lengths import dist_mean
 from rlsim.profile import Profile, profile_from_dict
-from rlsim.scenario import Scenario, _parse_scalar, from_dict
+from rlsim.scenario import Scenario, from_dict, parse_scalar
 
 
 @dataclass
@@ -47,7 +47,7 @@ def parse_grid(items: Iterable[str]) -> dict[str, list[Any]]:
         key = key.strip()
         if not sep or not key or not values.strip():
             raise ScenarioError("--grid", item, "is not of the form key=v1,v2,...", "write e.g. run.seed=0,1,2")
-        grid[key] = [_parse_scalar(v.strip()) for v in values.split(",") if v.strip()]
+        grid[key] = [parse_scalar(v.strip()) for v in values.split(",") if v.strip()]
         if not grid[key]:
             raise ScenarioError("--grid", item, "lists no values", "write e.g. run.seed=0,1,2")
     return grid
