@@ -26,7 +26,7 @@ from rlsim.engine import decode_iteration_s
 from rlsim.errors import RlsimError, ScenarioError
 from rlsim.lengths import dist_mean
 from rlsim.profile import Profile, profile_from_dict
-from rlsim.scenario import Scenario, from_dict, parse_scalar
+from rlsim.scenario import Scenario, from_dict, parse_scalar, split_assignment
 
 
 @dataclass
@@ -40,13 +40,11 @@ class SweepResult:
 
 
 def parse_grid(items: Iterable[str]) -> dict[str, list[Any]]:
-    """``["workload.prompts_per_step=64,128", "learning.lr_rule=sqrt,none"]`` -> grid mapping."""
+    """``["workload.prompts_per_step=64,128", "learning.lr_rule=sqrt,none"]`` -> grid mapping: each item a
+    ``key=v1,v2,...`` (rlsim.scenario.overrides), its values split at commas, empty ones dropped."""
     grid: dict[str, list[Any]] = {}
     for item in items:
-        key, sep, values = item.partition("=")
-        key = key.strip()
-        if not sep or not key or not values.strip():
-            raise ScenarioError("--grid", item, "is not of the form key=v1,v2,...", "write e.g. run.seed=0,1,2")
+        key, values = split_assignment(item, "--grid", "run.seed=0,1,2", "key=v1,v2,...")
         grid[key] = [parse_scalar(v.strip()) for v in values.split(",") if v.strip()]
         if not grid[key]:
             raise ScenarioError("--grid", item, "lists no values", "write e.g. run.seed=0,1,2")

@@ -17,7 +17,7 @@ Import from ``rlsim.scenario``; the names below are its public interface.
 
 from rlsim.errors import ScenarioError
 from rlsim.scenario.build import check_bounds, from_dict
-from rlsim.scenario.overrides import parse_overrides, parse_scalar
+from rlsim.scenario.overrides import apply_overrides, as_overrides, parse_overrides, parse_scalar, split_assignment
 from rlsim.scenario.schema import Scenario
 from rlsim.scenario.sections import (
     Algorithm,
@@ -70,10 +70,13 @@ __all__ = [
     "Training",
     "WeightSync",
     "Workload",
+    "apply_overrides",
+    "as_overrides",
     "check_bounds",
     "dump_yaml",
     "from_dict",
     "load_scenario",
     "parse_overrides",
     "parse_scalar",
+    "split_assignment",
 ]

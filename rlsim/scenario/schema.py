@@ -127,15 +127,12 @@ class Scenario:
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def with_overrides(self, overrides: dict[str, Any] | list[str]) -> Scenario:
-        """A new scenario with dotted-key overrides applied (``{"workload.prompts_per_step": 256}``)."""
+        """A new scenario with dotted-key overrides applied (``{"workload.prompts_per_step": 256}`` or
+        ``["workload.prompts_per_step=256"]``), validated once."""
         from rlsim.scenario.build import from_dict
-        from rlsim.scenario.overrides import _set_path, parse_overrides
+        from rlsim.scenario.overrides import apply_overrides, as_overrides
 
-        raw = self.to_dict()
-        items = parse_overrides(overrides) if isinstance(overrides, list) else overrides
-        for key, value in items.items():
-            _set_path(raw, key, value)
-        return from_dict(raw)
+        return from_dict(apply_overrides(self.to_dict(), as_overrides(overrides)))
 
 
 def _to_plain(obj: Any) -> Any:

@@ -12,7 +12,7 @@ import yaml
 from rlsim.errors import ScenarioError
 from rlsim.files import load_yaml, read_text
 from rlsim.scenario.build import from_dict
-from rlsim.scenario.overrides import _set_path, parse_overrides
+from rlsim.scenario.overrides import apply_overrides, as_overrides
 from rlsim.scenario.schema import Scenario
 
 
@@ -31,11 +31,7 @@ def load_scenario(path: str | Path, overrides: list[str] | dict[str, Any] | None
         raise ScenarioError("scenario", str(p), f"is not valid YAML{where}{detail}", "fix the YAML syntax") from None
     if not isinstance(raw, dict):
         raise ScenarioError("scenario", str(p), "must be a YAML mapping of sections", "see scenarios/*.yaml")
-    if overrides:
-        items = parse_overrides(overrides) if isinstance(overrides, list) else overrides
-        for key, value in items.items():
-            _set_path(raw, key, value)
-    return from_dict(raw)
+    return from_dict(apply_overrides(raw, as_overrides(overrides)) if overrides else raw)
 
 
 def dump_yaml(s: Scenario) -> str:
