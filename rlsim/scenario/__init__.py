@@ -36,7 +36,7 @@ from rlsim.scenario.sections import (
     Workload,
 )
 from rlsim.scenario.specs import MAX_OVERHEAD_S, MAX_RATE, MAX_TOKENS, MIN_RATE, GPUSpec, ModelSpec
-from rlsim.scenario.yamlfile import dump_yaml, load_scenario
+from rlsim.scenario.yamlfile import dump_yaml, load_scenario, read_scenario
 from rlsim.scheduler import SchedulerRules
 from rlsim.sync import WeightSync
 from rlsim.training import Training
@@ -78,5 +78,6 @@ __all__ = [
     "load_scenario",
     "parse_overrides",
     "parse_scalar",
+    "read_scenario",
     "split_assignment",
 ]

@@ -17,7 +17,13 @@ from rlsim.scenario.schema import Scenario
 
 
 def load_scenario(path: str | Path, overrides: list[str] | dict[str, Any] | None = None) -> Scenario:
-    """Read a YAML scenario file, apply ``key=value`` overrides and validate."""
+    """Read a YAML scenario file, apply ``key=value`` overrides and validate (once, file and overrides together)."""
+    raw = read_scenario(path)
+    return from_dict(apply_overrides(raw, as_overrides(overrides)) if overrides else raw)
+
+
+def read_scenario(path: str | Path) -> dict[str, Any]:
+    """A scenario file's plain data, not yet validated: the mapping of sections its YAML holds."""
     p = Path(path)
     if not p.is_file():
         raise ScenarioError("scenario", str(p), "is not a file", "give the path of a scenario YAML file")
@@ -31,7 +37,7 @@ def load_scenario(path: str | Path, overrides: list[str] | dict[str, Any] | None
         raise ScenarioError("scenario", str(p), f"is not valid YAML{where}{detail}", "fix the YAML syntax") from None
     if not isinstance(raw, dict):
         raise ScenarioError("scenario", str(p), "must be a YAML mapping of sections", "see scenarios/*.yaml")
-    return from_dict(apply_overrides(raw, as_overrides(overrides)) if overrides else raw)
+    return raw
 
 
 def dump_yaml(s: Scenario) -> str:
