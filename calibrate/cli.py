@@ -127,16 +127,22 @@ def cmd_published(args: argparse.Namespace) -> int:
     from calibrate import published as pub
     from calibrate import published_generation as gen
     from rlsim import catalog
+    from rlsim.errors import ScenarioError
+    from rlsim.scenario import parse_scalar, split_assignment
 
     costs: dict[str, float] = pub.costs_set(args.costs)
-    for item in args.set or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.startswith("costs.") or "." in key[6:]:
-            raise CalibrateError(f"--set {item!r}: write costs.FIELD=VALUE (one set of costs for every row)")
+    for item in args.set or []:  # rlsim's key=value grammar (rlsim.scenario.overrides), keys costs.FIELD only
+        usage = f"--set {item!r}: write costs.FIELD=VALUE (one set of costs for every row)"
         try:
-            costs[key[6:]] = float(value)
-        except ValueError:
-            raise CalibrateError(f"--set {item!r}: {value!r} is not a number") from None
+            key, text = split_assignment(item)
+        except ScenarioError:
+            raise CalibrateError(usage) from None
+        if not key.startswith("costs.") or "." in key[6:]:
+            raise CalibrateError(usage)
+        value = parse_scalar(text)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise CalibrateError(f"--set {item!r}: {text!r} is not a number")
+        costs[key[6:]] = float(value)
     pub.check_costs(costs)
     if args.csv:
         step_paths, gen_paths = pub.split_inputs([Path(p) for p in args.csv])

@@ -147,28 +147,20 @@ def _say_if_long(fp: Footprint) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from rlsim.profile import load_profile
-    from rlsim.scenario import load_scenario, parse_overrides
-    from rlsim.simulation import simulate
+    from rlsim.scenario import parse_overrides
+    from rlsim.simulation import configure, simulate_configured
 
     overrides = parse_overrides(args.set or [])
     profile = load_profile(args.profile) if args.profile else None
-    # with a profile, simulate puts its learning model in and then the overrides (which win), so the file is
-    # loaded alone: --set learning.target works for a file without a learning model of its own
-    scenario = load_scenario(args.scenario, None if profile else overrides)
+    # the file, the profile's learning and length models and then --set (which wins), validated once: --set
+    # learning.target works for a file without a learning model of its own
+    scenario = configure(args.scenario, profile, overrides)
     if args.output is not None and args.output.exists() and not args.output.is_dir():
         raise _Usage(f"-o {args.output}: exists and is not a directory; give a directory path")
-    steps = overrides.get("run.steps", scenario.run.steps)
-    progress, close = _progress_bar(steps if isinstance(steps, int) else 0, sys.stderr.isatty() and not args.json)
+    progress, close = _progress_bar(scenario.run.steps, sys.stderr.isatty() and not args.json)
     try:
         # the band costs extra runs only when there is a learning model (the scenario's or the profile's)
-        result = simulate(
-            scenario,
-            profile=profile,
-            overrides=overrides if profile else None,
-            progress=progress,
-            with_band=True,
-            before=_say_if_long,
-        )
+        result = simulate_configured(scenario, profile, progress=progress, with_band=True, before=_say_if_long)
     finally:
         close()
     summary = result.summary()
@@ -199,11 +191,12 @@ def cmd_decide(args: argparse.Namespace) -> int:
     from rlsim.profile import load_profile
     from rlsim.scenario import load_scenario, parse_overrides
 
-    scenario = load_scenario(args.scenario, args.set)
+    overrides = parse_overrides(args.set or [])
+    scenario = load_scenario(args.scenario, overrides)
     baseline = parse_side(args.baseline, "--baseline")
     candidate = parse_side(args.candidate, "--candidate")
     profile = load_profile(args.profile) if args.profile else None
-    decision = decide(scenario, baseline, candidate, profile, explicit=parse_overrides(args.set or []))
+    decision = decide(scenario, baseline, candidate, profile, explicit=overrides)
     print(json.dumps(decision.as_dict(), indent=2, sort_keys=True) if args.json else decision.text())
     return 0
 
@@ -213,7 +206,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from rlsim.scenario import dump_yaml, load_scenario, parse_overrides
     from rlsim.sweep import parse_grid, sweep
 
-    scenario = load_scenario(args.scenario, args.set)
+    overrides = parse_overrides(args.set or [])
+    scenario = load_scenario(args.scenario, overrides)
     grid = parse_grid(args.grid) if args.grid else dict(scenario.sweep.grid)
     if not grid:
         raise _Usage(f"{args.scenario}: no --grid given and the scenario has no sweep.grid; add --grid key=v1,v2")
@@ -238,7 +232,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             args.address,
             args.workers,
             progress,
-            parse_overrides(args.set or []),
+            overrides,
         )
     finally:
         if bar is not None:

@@ -11,26 +11,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rlsim.errors import ScenarioError
 from rlsim.learning import LearningModelError
 from rlsim.profile import Profile
 from rlsim.result import SimResult
-from rlsim.scenario import Scenario, _parse_scalar
+from rlsim.scenario import Scenario, parse_scalar, split_assignment
 
 
 def parse_side(text: str, flag: str) -> dict[str, Any]:
-    """``"workload.prompts_per_step=256,learning.lr_rule=none"`` -> overrides."""
+    """``"workload.prompts_per_step=256,learning.lr_rule=none"`` -> overrides: ``key=value`` assignments
+    (rlsim.scenario.overrides) separated by commas."""
     out: dict[str, Any] = {}
     for part in text.split(","):
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip():
-            raise ScenarioError(
-                flag,
-                text,
-                "is not of the form key=value[,key=value]",
-                "write e.g. workload.prompts_per_step=256,learning.lr_rule=none",
-            )
-        out[key.strip()] = _parse_scalar(value.strip())
+        key, value = split_assignment(
+            part, flag, "workload.prompts_per_step=256,learning.lr_rule=none", "key=value[,key=value]"
+        )
+        out[key] = parse_scalar(value)
     return out
 
 

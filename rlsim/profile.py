@@ -31,8 +31,8 @@ then holds), ``metric``, ``target``, ``batch_multiplier``, ``samples_spread`` an
 has; the scenario's LR rule, lr0 and staleness penalty stay. Its other keys document the fit. The ``lengths``
 section (the response-length model fitted on the reference runs) replaces the scenario's ``workload`` length
 distributions in the same way. What a user sets on purpose wins over both: ``--set`` keys, a sweep grid's keys, a
-decide side's keys, ``simulate(overrides=...)`` (``with_fitted``). They are applied once, inside
-``rlsim.simulate``.
+decide side's keys, ``simulate(overrides=...)`` (``fitted_overrides``). They are applied once, together with the
+user's overrides, inside ``rlsim.simulate`` (``rlsim.simulation.configure``), and the result is validated once.
 
 Range keys: ``batch`` = sequences in one decode iteration of a replica, ``context_tokens`` = cached tokens of a
 replica, ``tokens_per_gpu`` = prompt + response tokens per training GPU per step.
@@ -50,7 +50,7 @@ from typing import Any
 
 from rlsim.errors import ProfileError, ScenarioError
 from rlsim.phases import Phase
-from rlsim.scenario import Costs, Scenario, _check_bounds, from_dict
+from rlsim.scenario import Costs, Scenario, apply_overrides, check_bounds, from_dict
 
 SCHEMA = "rlsim-profile"
 SCHEMA_VERSION = 2
@@ -129,28 +129,32 @@ class Profile:
         """Dotted scenario overrides (``workload.response_length``, ...) from the lengths section; empty without."""
         return {f"workload.{k}": self.lengths[k] for k in LENGTH_KEYS if (self.lengths or {}).get(k) is not None}
 
-    def with_fitted(self, scn: Scenario, overrides: dict[str, Any] | None = None, keep: Iterable[str] = ()) -> Scenario:
-        """``scn`` with the profile's learning model and length model in place of its own (unchanged without
-        them), then ``overrides`` on top. The keys of ``overrides`` and ``keep`` (what a user set on purpose:
-        ``--set``, a sweep grid, a decide side) win over the profile; a key inside a fitted field
-        (``learning.metric.midpoint``) keeps that whole field. Both apply at once, so a target set for the
-        profile's curve is valid."""
+    def fitted_overrides(self, overrides: dict[str, Any] | None = None, keep: Iterable[str] = ()) -> dict[str, Any]:
+        """The dotted overrides (``learning.metric``, ``workload.response_length``, ...) the profile's learning and
+        length models put in a scenario, less those the keys of ``overrides`` and ``keep`` (what a user set on
+        purpose: ``--set``, a sweep grid, a decide side) cover; a key inside a fitted field
+        (``learning.metric.midpoint``) keeps that whole field."""
         kept = (*keep, *(overrides or {}))
-        mine = {
+        return {
             k: v
             for k, v in {**self.learning_overrides(), **self.length_overrides()}.items()
             if not any(x == k or x.startswith(k + ".") or k.startswith(x + ".") for x in kept)
         }
+
+    def with_fitted(self, scn: Scenario, overrides: dict[str, Any] | None = None, keep: Iterable[str] = ()) -> Scenario:
+        """``scn`` with the profile's learning model and length model in place of its own (unchanged without
+        them), then ``overrides`` on top; the keys of ``overrides`` and ``keep`` win over the profile
+        (:meth:`fitted_overrides`). Both apply at once, so a target set for the profile's curve is valid, and the
+        result is validated once."""
+        mine = self.fitted_overrides(overrides, keep)
         if not mine:
             return scn.with_overrides(overrides) if overrides else scn
-        if overrides:  # an error may be the user's as much as the profile's: report the field as is
-            return scn.with_overrides({**mine, **overrides})
         try:
-            return scn.with_overrides(mine)
+            return scn.with_overrides({**mine, **(overrides or {})})
         except ScenarioError as exc:
-            raise ProfileError(
-                f"profile learning or lengths section: {exc}; refit it with rlsim-calibrate fit"
-            ) from None
+            if overrides:  # an error may be the user's as much as the profile's: report the field as is
+                raise
+            raise fitted_error(exc) from None
 
     def info(self) -> dict[str, Any]:
         """What a summary or report shows about the profile used."""
@@ -221,7 +225,7 @@ def profile_from_dict(data: Any, where: str = "profile") -> Profile:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
                 raise ProfileError(f"{at}.parameters.{key}: {value!r} is not a finite number")
             try:
-                _check_bounds(value, f"{at}.parameters.{key}", cost_fields[key].metadata)
+                check_bounds(value, f"{at}.parameters.{key}", cost_fields[key].metadata)
             except ValueError as exc:
                 raise ProfileError(str(exc)) from None
         ranges = {}
@@ -283,7 +287,7 @@ def _check_fitted(profile: Profile, schema_version: int, where: str) -> None:
     if not over:
         return
     try:
-        scn = from_dict(CHECK_SCENARIO).with_overrides(over)
+        scn = from_dict(apply_overrides(CHECK_SCENARIO, over))
     except ScenarioError as exc:
         raise ProfileError(f"{where}: {exc}") from None
     if scn.learning.metric is not None and scn.learning.target is not None:
@@ -291,6 +295,11 @@ def _check_fitted(profile: Profile, schema_version: int, where: str) -> None:
             reference_samples_to_target(scn.learning.metric, scn.learning.target)
         except LearningModelError as exc:
             raise ProfileError(f"{where}: {exc}") from None
+
+
+def fitted_error(exc: ScenarioError) -> ProfileError:
+    """The error of a scenario that the profile's learning or lengths section alone made invalid."""
+    return ProfileError(f"profile learning or lengths section: {exc}; refit it with rlsim-calibrate fit")
 
 
 def load_profile(path: str | Path) -> Profile:

@@ -14,23 +14,57 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.costs import RooflineCostModel
+from rlsim.errors import ScenarioError
 from rlsim.footprint import Footprint, check, estimate
 from rlsim.learning import LearningModelError, SamplesToTarget, metric_at, samples_to_target
 from rlsim.pipeline import run_pipeline
-from rlsim.profile import Profile, load_profile, operating_point
+from rlsim.profile import Profile, fitted_error, load_profile, operating_point
 from rlsim.result import SimResult
-from rlsim.scenario import Costs, Scenario, from_dict, load_scenario, parse_overrides
+from rlsim.scenario import (
+    Costs,
+    Scenario,
+    apply_overrides,
+    as_overrides,
+    from_dict,
+    load_scenario,
+    read_scenario,
+)
 from rlsim.target import band, steps_for_samples, time_to_target
 
 
-def resolve(
-    scenario: Scenario | str | Path | dict[str, Any], overrides: dict[str, Any] | list[str] | None = None
+def configure(
+    scenario: Scenario | str | Path | dict[str, Any],
+    profile: Profile | None = None,
+    overrides: dict[str, Any] | list[str] | None = None,
+    explicit: Iterable[str] = (),
 ) -> Scenario:
-    """A Scenario from a Scenario, a YAML path or a dict, with dotted-key overrides applied."""
-    if isinstance(scenario, (str, Path)):
-        return load_scenario(scenario, overrides)
-    scn = from_dict(scenario) if isinstance(scenario, dict) else scenario
-    return scn.with_overrides(overrides) if overrides else scn
+    """The scenario a simulation runs: ``scenario`` (a Scenario, a YAML path or a dict), the profile's fitted
+    learning and length models in place of its own (:meth:`Profile.fitted_overrides`: the keys of ``overrides``
+    and ``explicit`` win), then ``overrides`` on top. The plain data is built once and validated once.
+
+    When the combination is invalid, a dict's (or, under a profile, a file's) own error is reported if it has one,
+    as when it was validated alone before the rest was added; an error only the profile's sections cause is a
+    ProfileError. A file with overrides and no profile is validated as :func:`load_scenario` does it."""
+    over = as_overrides(overrides)
+    if isinstance(scenario, Scenario):  # already valid: one more validation, with everything added at once
+        if profile is not None:
+            return profile.with_fitted(scenario, over, keep=explicit)
+        return scenario.with_overrides(over) if over else scenario
+    if profile is None and not isinstance(scenario, dict):
+        return load_scenario(scenario, over)  # a file and --set: validated together, as rlsim run always did
+    raw = scenario if isinstance(scenario, dict) else read_scenario(scenario)
+    mine = profile.fitted_overrides(over, keep=explicit) if profile is not None else {}
+    try:
+        return from_dict(apply_overrides(raw, {**mine, **over}) if mine or over else raw)
+    except ScenarioError as exc:
+        if mine or over:  # the scenario's own error, if it has one, is reported first
+            try:
+                from_dict(raw)
+            except ScenarioError as own:
+                raise own from None
+        if over or not mine:
+            raise
+        raise fitted_error(exc) from None
 
 
 def simulate(
@@ -49,19 +83,28 @@ def simulate(
     ``progress(step)`` is called after each simulated step. With a learning model (``learning.metric`` and
     ``learning.target``, from the scenario or from the profile's learning section, which replaces the scenario's)
     the result carries time-to-target; ``with_band`` adds its band (extra runs). The profile is applied here and
-    only here; the keys of ``overrides`` and ``explicit`` (dotted keys a caller already set on ``scenario``, e.g.
-    from ``--set``) win over its learning section. ``to_target``: run to the target when there is a learning
-    model (``run.until_target``), as a sweep does. Before anything is simulated, the run's memory and time are
-    estimated (rlsim.footprint): a run larger than the machine's available memory is refused (FootprintError),
-    and ``before(footprint)`` is called with the estimate (the CLI warns when it is long).
+    only here (:func:`configure`, then :func:`simulate_configured`); the keys of ``overrides`` and ``explicit``
+    (dotted keys a caller already set on ``scenario``, e.g. from ``--set``) win over its learning section.
+    ``to_target``: run to the target when there is a learning model (``run.until_target``), as a sweep does.
+    Before anything is simulated, the run's memory and time are estimated (rlsim.footprint): a run larger than
+    the machine's available memory is refused (FootprintError), and ``before(footprint)`` is called with the
+    estimate (the CLI says when it is long).
     """
     prof = load_profile(profile) if isinstance(profile, (str, Path)) else profile
-    if prof is None:
-        scn = resolve(scenario, overrides)
-    else:
-        # a fitted learning model replaces the scenario's (rlsim.profile), then the overrides apply on top
-        over = parse_overrides(overrides) if isinstance(overrides, list) else dict(overrides or {})
-        scn = prof.with_fitted(resolve(scenario), over, keep=explicit)
+    scn = configure(scenario, prof, overrides, explicit)
+    return simulate_configured(scn, prof, progress, with_band, to_target, before)
+
+
+def simulate_configured(
+    scn: Scenario,
+    profile: Profile | None = None,
+    progress: Callable[[int], None] | None = None,
+    with_band: bool = False,
+    to_target: bool = False,
+    before: Callable[[Footprint], None] | None = None,
+) -> SimResult:
+    """Simulate a scenario as :func:`configure` built it (the profile's learning and length models already in):
+    the profile's fitted cost coefficients and range warnings apply here; nothing is validated again."""
     if to_target and scn.learning.metric is not None and not scn.run.until_target:
         scn = dataclasses.replace(scn, run=dataclasses.replace(scn.run, until_target=True))
     n_star = _samples_to_target(scn)
@@ -69,10 +112,10 @@ def simulate(
     fp = footprint(run_scn, with_band and n_star is not None)
     if before is not None:
         before(fp)
-    costs = prof.apply(scn.costs) if prof is not None else scn.costs
-    result = _run(run_scn, costs, prof, n_star, progress)
+    costs = profile.apply(scn.costs) if profile is not None else scn.costs
+    result = _run(run_scn, costs, profile, n_star, progress)
     if with_band and result.time_to_target is not None:
-        result.band_s = _band(run_scn, costs, prof, n_star, result)
+        result.band_s = _band(run_scn, costs, profile, n_star, result)
     return result
 
 

@@ -26,7 +26,7 @@ from rlsim.engine import decode_iteration_s
 from rlsim.errors import RlsimError, ScenarioError
 from rlsim.lengths import dist_mean
 from rlsim.profile import Profile, profile_from_dict
-from rlsim.scenario import Scenario, _parse_scalar, from_dict
+from rlsim.scenario import Scenario, parse_scalar, split_assignment
 
 
 @dataclass
@@ -40,14 +40,12 @@ class SweepResult:
 
 
 def parse_grid(items: Iterable[str]) -> dict[str, list[Any]]:
-    """``["workload.prompts_per_step=64,128", "learning.lr_rule=sqrt,none"]`` -> grid mapping."""
+    """``["workload.prompts_per_step=64,128", "learning.lr_rule=sqrt,none"]`` -> grid mapping: each item a
+    ``key=v1,v2,...`` (rlsim.scenario.overrides), its values split at commas, empty ones dropped."""
     grid: dict[str, list[Any]] = {}
     for item in items:
-        key, sep, values = item.partition("=")
-        key = key.strip()
-        if not sep or not key or not values.strip():
-            raise ScenarioError("--grid", item, "is not of the form key=v1,v2,...", "write e.g. run.seed=0,1,2")
-        grid[key] = [_parse_scalar(v.strip()) for v in values.split(",") if v.strip()]
+        key, values = split_assignment(item, "--grid", "run.seed=0,1,2", "key=v1,v2,...")
+        grid[key] = [parse_scalar(v.strip()) for v in values.split(",") if v.strip()]
         if not grid[key]:
             raise ScenarioError("--grid", item, "lists no values", "write e.g. run.seed=0,1,2")
     return grid
@@ -62,22 +60,24 @@ def expand_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 
 def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None, int, list[str]]) -> dict[str, Any]:
-    """Simulate one configuration; picklable for process pools and Ray. Returns a row and its curve."""
-    from rlsim.simulation import simulate
+    """Simulate one configuration; picklable for process pools and Ray. Returns a row, its curve and the engine
+    curve of its setup (None when the configuration is invalid)."""
+    from rlsim.simulation import configure, simulate_configured
 
     base, overrides, profile_dict, index, explicit = task
     row: dict[str, Any] = {"config": index, **{k: v for k, v in overrides.items()}}
+    engine = None
     try:
         profile = profile_from_dict(profile_dict) if profile_dict else None
-        # simulate puts the profile's learning model in, then the configuration (which wins), and runs to the
+        # the profile's learning model, then the configuration (which wins), validated once; it runs to the
         # target when there is a learning model
-        result = simulate(
-            from_dict(base), profile=profile, overrides=overrides, with_band=True, explicit=explicit, to_target=True
-        )
+        scn = configure(base, profile, overrides, explicit)
+        engine = {"key": _engine_key(scn), "curve": engine_curve(scn)}
+        result = simulate_configured(scn, profile, with_band=True, to_target=True)
         scn = result.scenario
     except RlsimError as exc:  # EngineCapacityError included
         row["error"] = str(exc)
-        return {"row": row, "curve": []}
+        return {"row": row, "curve": [], "engine": engine}
     s = result.summary()
     row.update(
         error=None,
@@ -121,7 +121,7 @@ def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None
         }
         for r in result.records
     ]
-    return {"row": row, "curve": curve}
+    return {"row": row, "curve": curve, "engine": engine}
 
 
 def engine_curve(scn: Scenario, points: int = 24) -> pd.DataFrame:
@@ -139,9 +139,9 @@ def engine_curve(scn: Scenario, points: int = 24) -> pd.DataFrame:
     return pd.DataFrame({"engine": label, "concurrency": batches, "tokens_per_s_per_replica": tps})
 
 
-def configured(scenario: Scenario, overrides: dict[str, Any], profile: Profile | None) -> Scenario:
-    """One configuration as simulate resolves it: the profile's learning model, then the overrides on top."""
-    return profile.with_fitted(scenario, overrides) if profile is not None else scenario.with_overrides(overrides)
+def _engine_key(scn: Scenario) -> tuple[str, str, int, int]:
+    """What tells one engine curve from another: model, GPU, tensor parallelism, max_num_seqs."""
+    return (scn.model.name, scn.hardware.gpu.name, scn.engine.tensor_parallel_size, scn.engine.max_num_seqs)
 
 
 def sweep(
@@ -156,15 +156,18 @@ def sweep(
 ) -> SweepResult:
     """Run every configuration of ``grid`` (default: the scenario's ``sweep.grid``) and tabulate them. The grid's
     keys and ``explicit`` (keys the user set on ``scenario``) win over a profile's learning section."""
+    from rlsim.simulation import configure
+
+    explicit = list(explicit)
     grid = {k: list(v) for k, v in (grid if grid is not None else scenario.sweep.grid).items()}
     configs = expand_grid(grid)
     for key in grid:  # fail fast on a key the scenario does not have (before starting processes)
         if not grid[key]:
             raise ScenarioError(f"sweep.grid.{key}", grid[key], "lists no values", "give at least one value")
-        configured(scenario, {key: grid[key][0]}, profile)
-    base = scenario.to_dict()
+        configure(scenario, profile, {key: grid[key][0]}, explicit)
+    base = scenario.to_dict()  # each configuration validates base + its overrides once (run_config)
     prof = profile.to_dict() if profile is not None else None
-    tasks = [(base, cfg, prof, i, list(explicit)) for i, cfg in enumerate(configs)]
+    tasks = [(base, cfg, prof, i, explicit) for i, cfg in enumerate(configs)]
     if executor == "local":
         outputs = _run_local(tasks, workers, progress)
     elif executor == "ray":
@@ -173,14 +176,10 @@ def sweep(
         raise ScenarioError("--executor", executor, "is not an executor", "use local or ray")
     rows = [o["row"] for o in outputs]
     curves = [c for o in outputs for c in o["curve"]]
-    engines = {}
-    for cfg in configs:
-        try:
-            scn = configured(scenario, cfg, profile)
-        except RlsimError:
-            continue
-        key = (scn.model.name, scn.hardware.gpu.name, scn.engine.tensor_parallel_size, scn.engine.max_num_seqs)
-        engines.setdefault(key, engine_curve(scn))
+    engines: dict[tuple[str, str, int, int], pd.DataFrame] = {}
+    for o in outputs:  # in configuration order: the first configuration of an engine setup gives its curve
+        if o["engine"] is not None:
+            engines.setdefault(tuple(o["engine"]["key"]), o["engine"]["curve"])
     return SweepResult(
         scenario=scenario,
         grid=grid,

@@ -113,3 +113,60 @@ def test_phase_shares_over_100_percent_are_explained(capsys):
     assert main(["run", str(SCENARIOS / "small_1gpu.yaml"), "--set", "run.steps=5"]) == 0
     out = capsys.readouterr().out
     assert "overlap within a step" not in out
+
+
+PROFILE = {  # fitted costs plus a learning model and a length model, as rlsim-calibrate fit --runs writes them
+    "schema": "rlsim-profile",
+    "schema_version": 2,
+    "provenance": dict.fromkeys(
+        ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command"), "test"
+    ),
+    "phases": {"rollout": {"form": "roofline", "parameters": {"decode_memory_efficiency": 0.5}}},
+    "learning": {
+        "version": 1,
+        "reference_batch": 256,
+        "metric": {"initial": 0.1, "asymptote": 0.8, "mid_samples": 20000.0, "exponent": 1.5},
+        "target": 0.6,
+    },
+    "lengths": {"response_length": {"dist": "fixed", "tokens": 300}},
+}
+
+
+@pytest.fixture
+def validated(monkeypatch):
+    """Every scenario the cross-field rules see (each from_dict ends there), in order."""
+    from rlsim.scenario import validation
+
+    seen = []
+    check = validation.validate
+
+    def counting(s):
+        seen.append(s)
+        check(s)
+
+    monkeypatch.setattr(validation, "validate", counting)
+    return seen
+
+
+def test_run_with_set_and_a_profile_validates_the_scenario_once(tmp_path, capsys, validated):
+    """``rlsim run S --set workload.prompts_per_step=64 --profile P``: the file, the profile's learning and length
+    models and --set are put together as plain data and validated once, on the way to the engine. (Before: the
+    file alone, then file + profile + --set through Scenario.to_dict -> from_dict, and the profile's check twice.)"""
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps(PROFILE))
+    argv = ["run", str(SCENARIOS / "small_1gpu.yaml"), "--set", "workload.prompts_per_step=64", "--set"]
+    assert main([*argv, "run.steps=2", "--set", "run.band_seeds=1", "--profile", str(p), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    runs = [s for s in validated if s.name == "small_1gpu"]
+    assert len(runs) == 1
+    (scn,) = runs
+    assert scn.workload.prompts_per_step == 64 and scn.run.steps == 2  # --set
+    assert scn.learning.target == 0.6 and scn.workload.response_length.tokens == 300  # the profile's models
+    assert len(validated) == 2  # the other one: the profile's sections checked once when it loads
+    assert summary["prompts_per_step"] == 64 and summary["target"] == 0.6 and summary["mean_response_tokens"] == 300
+
+
+def test_run_with_set_validates_the_scenario_once(capsys, validated):
+    assert main(["run", str(SCENARIOS / "small_1gpu.yaml"), "--set", "workload.prompts_per_step=64", "--json"]) == 0
+    assert [s.workload.prompts_per_step for s in validated] == [64]
+    assert json.loads(capsys.readouterr().out)["prompts_per_step"] == 64

@@ -230,3 +230,37 @@ def test_a_barely_constrained_coefficient_keeps_the_band_finite():
     )
     lo, hi = res.summary()["time_to_target_band_s"]
     assert hi < 4 * res.summary()["time_to_target_s"]
+
+
+def test_a_scenario_under_a_profile_is_validated_once_and_errors_name_their_cause(tmp_path):
+    """simulation.configure puts the file, the profile's sections and the overrides together and validates them
+    once. When that fails, the file's own error comes first (as when the file was validated alone), an error only
+    the profile's sections cause is a ProfileError, and one with the user's overrides is reported as is."""
+    import yaml
+
+    from rlsim.errors import ScenarioError
+    from rlsim.simulation import configure
+
+    small = SCENARIOS / "small_1gpu.yaml"  # max_response_tokens 1024
+    raw = yaml.safe_load(small.read_text())
+    long = profile_from_dict({**_profile(), "lengths": {"response_length": {"dist": "fixed", "tokens": 2000}}})
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(yaml.safe_dump({**raw, "engine": {**raw["engine"], "nope": 1}}))
+    for overrides in (None, {"workload.prompts_per_step": 0}):
+        with pytest.raises(ScenarioError, match=r"^engine\.nope: 1 is not a known key"):
+            configure(broken, long, overrides)
+    only_profile = r"^profile learning or lengths section: workload\.response_length\.tokens: 2000 exceeds"
+    for scenario in (small, raw, rlsim.load_scenario(small)):
+        with pytest.raises(ProfileError, match=only_profile):
+            configure(scenario, long)
+        with pytest.raises(ScenarioError, match=r"^workload\.response_length\.tokens: 2000 exceeds the maximum"):
+            configure(scenario, long, {"run.steps": 2})
+    assert raw == yaml.safe_load(small.read_text())  # the plain data given is left as it is
+    fits = configure(raw, long, {"workload.max_response_tokens": 4096})
+    assert fits.workload.response_length.tokens == 2000 and fits.workload.max_response_tokens == 4096
+    # the file is not validated on its own: a target without a curve is fine when the profile brings the curve
+    half = tmp_path / "half.yaml"
+    half.write_text(yaml.safe_dump({**raw, "learning": {**raw["learning"], "target": 0.5}}))
+    with pytest.raises(ScenarioError, match="learning.metric"):
+        rlsim.load_scenario(half)
+    assert configure(half, profile_from_dict({**_profile(), "learning": LEARNING})).learning.target == 0.6

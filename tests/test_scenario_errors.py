@@ -24,9 +24,20 @@ from hypothesis import strategies as st
 
 import rlsim
 from rlsim import catalog
+from rlsim.decide import parse_side
 from rlsim.engine import EngineCapacityError
 from rlsim.errors import RlsimError, ScenarioError, one_line
-from rlsim.scenario import Scenario, dump_yaml, from_dict, load_scenario
+from rlsim.scenario import (
+    Scenario,
+    apply_overrides,
+    dump_yaml,
+    from_dict,
+    load_scenario,
+    parse_overrides,
+    parse_scalar,
+    split_assignment,
+)
+from rlsim.sweep import parse_grid
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
@@ -189,6 +200,14 @@ CLI_CASES = [
     pytest.param(
         SMALL,
         None,
+        ["--set", "workload..group_size=4"],
+        None,
+        ["--set: 'workload..group_size=4'", "empty part in the dotted key", "single dots"],
+        id="set-empty-key-part",
+    ),
+    pytest.param(
+        SMALL,
+        None,
         ["--set", "workload.group_size=0"],
         None,
         ["workload.group_size: 0", "at least 1"],
@@ -288,6 +307,96 @@ def test_set_overrides_reach_their_fields():
         load_scenario(SMALL, ["workload.prompts_per_step=many"])
     with pytest.raises(ScenarioError, match=r"^workload: 3 is not a section"):
         load_scenario(SMALL, ["workload=3", "workload.group_size=4"])
+
+
+# ------------------------------------------------------------------------------------------------------- grammar
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("64", 64),
+        ("0.5", 0.5),
+        ("1e-6", 1e-6),  # YAML 1.1 reads it as a string
+        ("true", True),
+        ("null", None),
+        ("", ""),
+        ("sqrt", "sqrt"),
+        ("H100-SXM", "H100-SXM"),
+        ("v1.2", "v1.2"),  # digits but not a number: stays text
+        ("[64, 128]", [64, 128]),
+        ("{a: 1", "{a: 1"),  # not YAML: stays text
+    ],
+)
+def test_grammar_reads_values_as_yaml(text, value):
+    got = parse_scalar(text)
+    assert got == value and type(got) is type(value)
+
+
+def test_grammar_splits_at_the_first_equals_and_strips():
+    assert split_assignment(" workload.prompts_per_step = 64 ") == ("workload.prompts_per_step", "64")
+    assert split_assignment("description=a=b") == ("description", "a=b")
+    assert split_assignment("name=") == ("name", "")
+    assert parse_overrides(["run.steps=5", "run.steps=7", "learning.lr_rule=none"]) == {
+        "run.steps": 7,
+        "learning.lr_rule": "none",
+    }
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        (
+            "workload.prompts_per_step",
+            "--set: 'workload.prompts_per_step' is not of the form key=value (no '='); write e.g. run.steps=50",
+        ),
+        ("=64", "--set: '=64' has an empty key before '='; write e.g. run.steps=50"),
+        (
+            "workload..prompts_per_step=64",
+            "--set: 'workload..prompts_per_step=64' has an empty part in the dotted key 'workload..prompts_per_step'; "
+            "separate parts by single dots, e.g. run.steps=50",
+        ),
+        (".run.steps=5", "has an empty part in the dotted key '.run.steps'"),
+        ("run.=5", "has an empty part in the dotted key 'run.'"),
+        ("run\nsteps", "--set: 'run\\nsteps' is not of the form key=value"),  # one line: the newline escaped
+    ],
+)
+def test_grammar_errors_name_the_flag_the_text_and_a_fix(item, message):
+    with pytest.raises(ScenarioError) as exc:
+        parse_overrides([item])
+    assert message in str(exc.value) and "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("parse", "flag"),
+    [
+        (lambda t: parse_overrides([t]), "--set"),
+        (lambda t: parse_grid([t]), "--grid"),
+        (lambda t: parse_side(t, "--baseline"), "--baseline"),
+    ],
+    ids=["set", "grid", "decide-side"],
+)
+def test_every_flag_uses_the_one_grammar(parse, flag):
+    """--set, --grid and decide's sides read keys and values alike and refuse the same bad keys, naming their flag."""
+    got = parse("workload.prompts_per_step = 1e-6")
+    value = got["workload.prompts_per_step"]
+    assert (value[0] if flag == "--grid" else value) == 1e-6
+    for bad in ("workload..prompts_per_step=64", "=64", "workload.prompts_per_step"):
+        with pytest.raises(ScenarioError, match=f"^{flag}: ") as exc:
+            parse(bad)
+        assert "e.g." in str(exc.value)
+
+
+def test_apply_overrides_leaves_its_input_alone():
+    raw = {"model": "Qwen2.5-0.5B", "workload": {"prompts_per_step": 8, "group_size": 4}}
+    before = copy.deepcopy(raw)
+    out = apply_overrides(raw, {"workload.prompts_per_step": 64, "model.num_layers": 2, "run.steps": 3})
+    assert raw == before
+    assert out["workload"] == {"prompts_per_step": 64, "group_size": 4}
+    assert out["model"] == {"base": "Qwen2.5-0.5B", "num_layers": 2}  # one number of a catalog entry
+    assert out["run"] == {"steps": 3}
+    with pytest.raises(ScenarioError, match=r"^workload\.group_size: 4 is not a section; cannot set"):
+        apply_overrides(raw, {"workload.group_size.x": 1})
 
 
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)

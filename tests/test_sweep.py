@@ -129,3 +129,27 @@ def test_empty_grid_values_are_refused():
         parse_grid(["run.seed=,"])
     with pytest.raises(rlsim.ScenarioError, match="lists no values"):
         sweep(_small(), {"run.seed": []})
+
+
+def test_each_configuration_is_validated_once(monkeypatch):
+    """One validation per grid key before the processes start (fail fast), then one per configuration, in
+    run_config: base + the configuration's overrides as plain data (before: from_dict(base), then
+    Scenario.with_overrides, then once more in the parent for the engine curves)."""
+    from rlsim.scenario import validation
+
+    scn = _small()
+    seen = []
+    check = validation.validate
+
+    def counting(s):
+        seen.append(s)
+        check(s)
+
+    monkeypatch.setattr(validation, "validate", counting)
+    grid = {"workload.prompts_per_step": [16, 32], "run.seed": [0, 1]}
+    res = sweep(scn.with_overrides({"run.steps": 2}), grid, workers=1)
+    assert len(seen) == 1 + 2 + 4  # with_overrides above, one per grid key, one per configuration
+    configs = [(s.workload.prompts_per_step, s.run.seed) for s in seen[3:]]
+    assert configs == [(16, 0), (16, 1), (32, 0), (32, 1)]
+    assert res.table["error"].isna().all()
+    assert len(res.engine_curves) and set(res.engine_curves["engine"]) == {"Qwen2.5-0.5B / H100-SXM / TP1"}

@@ -1,0 +1,152 @@
+"""Building a scenario from plain data (as read from YAML): catalog names expanded, unknown keys, types and each
+field's bounds checked, then the cross-field rules of :mod:`rlsim.scenario.validation`. Every error is a
+:class:`ScenarioError` naming the field path, the value, the rule and the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from typing import Any, Literal, Union
+
+from rlsim import catalog
+from rlsim.errors import ScenarioError
+from rlsim.scenario import validation
+from rlsim.scenario.schema import Scenario
+from rlsim.scenario.specs import GPUSpec, ModelSpec
+
+
+def from_dict(raw: dict[str, Any]) -> Scenario:
+    """Build and validate a scenario from plain data (as read from YAML)."""
+    if not isinstance(raw, dict):
+        raise ScenarioError("scenario", raw, "must be a mapping of sections", "see scenarios/*.yaml")
+    data = dict(raw)
+    if "model" not in data:
+        raise ScenarioError("model", None, "is required", "name a catalog model, e.g. model: Qwen2.5-7B")
+    if "hardware" not in data or not isinstance(data.get("hardware"), dict) or "gpu" not in data["hardware"]:
+        raise ScenarioError("hardware.gpu", None, "is required", "name a catalog GPU, e.g. gpu: H100-SXM")
+    scenario = _build(Scenario, data, "")
+    validation.validate(scenario)
+    return scenario
+
+
+def _resolve_spec(kind: str, value: Any, path: str) -> dict[str, Any]:
+    """Expand a catalog name (or a mapping with ``base: NAME``) into a full spec mapping."""
+    lookup = catalog.model if kind == "model" else catalog.gpu
+    names = catalog.model_names if kind == "model" else catalog.gpu_names
+    if isinstance(value, str):
+        try:
+            return lookup(value)
+        except KeyError:
+            raise ScenarioError(path, value, f"is not a catalog {kind}", f"use one of: {', '.join(names())}") from None
+    if isinstance(value, dict):
+        value = dict(value)
+        base = value.pop("base", None)
+        if base is not None:
+            merged = _resolve_spec(kind, base, f"{path}.base")
+            merged.update(value)
+            return merged
+        return value
+    raise ScenarioError(path, value, f"must be a catalog {kind} name or a mapping", f"e.g. {path}: {names()[0]}")
+
+
+def _build(cls: type, data: Any, path: str) -> Any:
+    """Construct dataclass ``cls`` from a mapping, checking keys, types and per-field bounds."""
+    where = path or "scenario"
+    if not isinstance(data, dict):
+        raise ScenarioError(where, data, "must be a mapping", f"write {where} as key: value lines")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = [key for key in data if key not in fields]
+    if unknown:
+        key = unknown[0]
+        raise ScenarioError(
+            f"{path}.{key}" if path else str(key), data[key], "is not a known key", f"use one of: {', '.join(fields)}"
+        )
+    kwargs: dict[str, Any] = {}
+    for name, f in fields.items():
+        fpath = f"{path}.{name}" if path else name
+        if name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+                raise ScenarioError(fpath, None, "is required", f"add {fpath} to the scenario")
+            continue
+        kwargs[name] = _convert(hints[name], data[name], fpath, f.metadata)
+    return cls(**kwargs)
+
+
+def _convert(tp: Any, value: Any, path: str, meta: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _convert(args[0], value, path, meta)
+    if tp is ModelSpec or tp is GPUSpec:
+        kind = "model" if tp is ModelSpec else "gpu"
+        spec = _resolve_spec(kind, value, path)
+        spec.setdefault("name", value if isinstance(value, str) else "custom")
+        for extra in ("source", "notes", "verify", "aliases"):
+            spec.pop(extra, None)
+        return _build(tp, spec, path)
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, path)
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            raise ScenarioError(path, value, "is not allowed", f"use one of: {', '.join(map(str, allowed))}")
+        return value
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ScenarioError(path, value, "must be a mapping", f"write {path} as key: value lines")
+        inner = typing.get_args(tp)[1]
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ScenarioError(f"{path}.{k}", k, "must be a string key", "quote the key")
+            out[k] = _convert(inner, v, f"{path}.{k}", {})
+        return out
+    if tp is Any:
+        if isinstance(value, (dict, list)):
+            raise ScenarioError(path, value, "must be a single value", "give a number, string or boolean")
+        return value
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ScenarioError(path, value, "must be a list", f"write {path}: [..]")
+        inner = typing.get_args(tp)[0]
+        return tuple(_convert(inner, v, f"{path}[{i}]", {}) for i, v in enumerate(value))
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ScenarioError(path, value, "must be true or false", f"write {path}: true or false")
+        return value
+    if tp is int:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or (isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()))
+        ):
+            raise ScenarioError(path, value, "must be an integer", f"write a whole number for {path}")
+        value = int(value)
+    elif tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ScenarioError(path, value, "must be a finite number", f"write a number for {path}")
+        value = float(value)
+    elif tp is str:
+        if not isinstance(value, str):
+            raise ScenarioError(path, value, "must be a string", f"quote the value of {path}")
+        return value
+    check_bounds(value, path, meta)
+    return value
+
+
+def check_bounds(value: float, path: str, meta: Any) -> None:
+    for key, op, word in (
+        ("ge", lambda a, b: a >= b, "at least"),
+        ("gt", lambda a, b: a > b, "greater than"),
+        ("le", lambda a, b: a <= b, "at most"),
+        ("lt", lambda a, b: a < b, "less than"),
+    ):
+        bound = meta.get(key) if meta else None
+        if bound is not None and not op(value, bound):
+            raise ScenarioError(path, value, f"must be {word} {bound}", f"set {path} to a value {word} {bound}")

@@ -1,0 +1,43 @@
+"""How a scenario's engine schedules and pages its KV cache: the engine section's own fields, else the named
+engine behaviour's (``engine.behaviour``, rlsim/catalog/engines.yaml), else vLLM V1's defaults.
+
+Token budgets are in tokens, block sizes in tokens per KV block; the defaults are vLLM's (V1 ``LLM`` class on GPUs,
+the CPU platform's on CPUs, vLLM 0.5's admission rounds without chunked prefill).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rlsim import catalog
+from rlsim.scheduler import SchedulerRules
+
+if TYPE_CHECKING:
+    from rlsim.scenario.schema import Scenario
+
+
+def scheduler_rules(s: Scenario) -> SchedulerRules:
+    """The engine's scheduling and paging rules: engine fields, else the named behaviour's, else vLLM V1's."""
+    eng = s.engine
+    entry = catalog.engine(eng.behaviour) if eng.behaviour is not None else {}
+
+    def pick(name: str, default: Any) -> Any:
+        value = getattr(eng, name)
+        return value if value is not None else entry.get(name, default)
+
+    chunked = bool(pick("chunked_prefill", True))
+    budget = eng.max_num_batched_tokens
+    gpu = s.hardware.gpu
+    on_cpu = gpu.platform == "cpu"
+    if budget is None and chunked:
+        big = s.hardware.engine_memory_bytes >= 70 * 2**30 and "a100" not in gpu.name.lower()
+        default = 4096 * eng.tensor_parallel_size if on_cpu else 16384 if big else 8192
+        budget = max(default, eng.max_num_seqs)
+    elif budget is None:
+        budget = max(s.workload.max_prompt_tokens + s.workload.max_response_tokens, 2048)
+    return SchedulerRules(
+        block_size=int(pick("block_size", 128 if on_cpu else 16)),
+        chunked_prefill=chunked,
+        max_num_batched_tokens=int(budget),
+        prefix_caching=bool(pick("prefix_caching", True)),
+    )

@@ -1,0 +1,145 @@
+"""The root of a scenario: :class:`Scenario` holds every section and derives what needs several of them (replicas,
+engine weight bytes per GPU, KV-cache capacity in tokens, the scheduler rules), its plain-data form and its digest.
+
+Sizes are bytes, lengths tokens. Loading and validation are in :mod:`rlsim.scenario.build` and
+:mod:`rlsim.scenario.validation`; :meth:`Scenario.with_overrides` goes through them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from rlsim import training as training_model
+from rlsim.scenario.rules import scheduler_rules
+from rlsim.scenario.sections import (
+    Algorithm,
+    Costs,
+    Engine,
+    Hardware,
+    Learning,
+    Run,
+    Schedule,
+    Sweep,
+    Workload,
+)
+from rlsim.scenario.specs import ModelSpec
+from rlsim.scheduler import SchedulerRules
+from rlsim.sync import WeightSync
+from rlsim.training import Training
+
+
+@dataclass(frozen=True)
+class Scenario:
+    model: ModelSpec
+    hardware: Hardware
+    engine: Engine = Engine()
+    workload: Workload = Workload()
+    algorithm: Algorithm = Algorithm()
+    training: Training = Training()
+    weight_sync: WeightSync = WeightSync()
+    schedule: Schedule = Schedule()
+    learning: Learning = Learning()
+    costs: Costs = Costs()
+    run: Run = Run()
+    sweep: Sweep = Sweep()
+    name: str = "scenario"
+    description: str = ""
+    assumptions: tuple[str, ...] = ()
+
+    # derived ---------------------------------------------------------------------------------------------
+    @property
+    def num_replicas(self) -> int:
+        if self.engine.replicas is not None:
+            return self.engine.replicas
+        return self.hardware.num_rollout_gpus // self.engine.tensor_parallel_size
+
+    @property
+    def critic(self) -> ModelSpec:
+        return self.algorithm.critic_model or self.model
+
+    @property
+    def engine_weight_bytes(self) -> float:
+        """Bytes of the policy's weights in the engine (FP8 engines store one byte per parameter)."""
+        per_param = self.engine.weight_bytes_per_param or self.model.dtype_bytes
+        return self.model.num_params * per_param
+
+    @property
+    def engine_weight_bytes_per_gpu(self) -> float:
+        """Engine weight bytes on each GPU: TP shards everything; expert parallelism shards the experts over the
+        data-parallel ranks too."""
+        tp = self.engine.tensor_parallel_size
+        if not self.engine.expert_parallel:
+            return self.engine_weight_bytes / tp
+        experts = self.engine_weight_bytes * self.model.expert_params / self.model.num_params
+        return (self.engine_weight_bytes - experts) / tp + experts / (tp * self.engine.data_parallel_size)
+
+    @property
+    def optimizer_steps_per_step(self) -> int:
+        """Optimizer steps per RL step, from the train global batch (or algorithm.mini_batches_per_step)."""
+        return training_model.optimizer_steps_per_step(self)
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        """KV-cache tokens one replica holds: engine memory left after weights and activations."""
+        tp = self.engine.tensor_parallel_size
+        per_gpu = (
+            self.hardware.engine_memory_bytes
+            * (self.engine.gpu_memory_utilization - self.engine.activation_memory_fraction)
+            - self.engine_weight_bytes_per_gpu
+        )
+        # sliding-window layers hold the window of every sequence that may run (vLLM's hybrid KV cache manager)
+        kv_bytes = per_gpu * tp - self.engine.max_num_seqs * self.sliding_kv_bytes_per_seq
+        return max(0, int(kv_bytes // self.kv_bytes_per_token))
+
+    @property
+    def scheduler_rules(self) -> SchedulerRules:
+        """The engine's scheduling and paging rules: engine fields, else the named behaviour's, else vLLM V1's."""
+        return scheduler_rules(self)
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        """KV-cache bytes per token of the engine's full-attention layers (the model's K/V or MLA latent, at the
+        cache's element size); sliding-window layers are in :attr:`sliding_kv_bytes_per_seq`."""
+        return self._kv_bytes_all_layers * (1.0 - self.model.sliding_layer_fraction)
+
+    @property
+    def sliding_kv_bytes_per_seq(self) -> float:
+        """KV bytes a running sequence holds in its sliding-window layers: the window's tokens (an upper bound
+        for contexts shorter than the window)."""
+        return self._kv_bytes_all_layers * self.model.sliding_layer_fraction * self.model.sliding_window
+
+    @property
+    def _kv_bytes_all_layers(self) -> float:
+        if self.engine.kv_cache_dtype == "fp8":
+            return self.model.kv_bytes_per_token / self.model.dtype_bytes
+        return float(self.model.kv_bytes_per_token)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_plain(self)
+
+    def digest(self) -> str:
+        """Short stable hash of the resolved scenario (used as run id and in report provenance)."""
+        text = json.dumps(self.to_dict(), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def with_overrides(self, overrides: dict[str, Any] | list[str]) -> Scenario:
+        """A new scenario with dotted-key overrides applied (``{"workload.prompts_per_step": 256}`` or
+        ``["workload.prompts_per_step=256"]``), validated once."""
+        from rlsim.scenario.build import from_dict
+        from rlsim.scenario.overrides import apply_overrides, as_overrides
+
+        return from_dict(apply_overrides(self.to_dict(), as_overrides(overrides)))
+
+
+def _to_plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {k: _to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, tuple):
+        return [_to_plain(x) for x in obj]
+    return obj

@@ -1,0 +1,298 @@
+"""The sections of a scenario other than the catalog specs: hardware, engine, workload and its length
+distributions, algorithm, schedule, learning model, cost coefficients, run and sweep, as frozen dataclasses.
+
+Each field's bounds are its metadata (:func:`rlsim.scenario.specs.bounds`); the rules that relate several fields
+are in :mod:`rlsim.scenario.validation`. ``training`` and ``weight_sync`` are defined in rlsim.training and
+rlsim.sync.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rlsim.scenario.specs import MAX_OVERHEAD_S, MAX_TOKENS, GPUSpec, ModelSpec, bounds
+
+
+@dataclass(frozen=True)
+class Hardware:
+    gpu: GPUSpec
+    num_gpus: int = field(default=8, metadata=bounds(ge=1, le=1_000_000))
+    placement: Literal["colocated", "separate"] = "colocated"
+    rollout_gpus: int | None = field(default=None, metadata=bounds(ge=1))  # separate placement only
+    train_gpus: int | None = field(default=None, metadata=bounds(ge=1))  # separate placement only
+    # GPUs in one NVLink domain and the scale-out bandwidth per GPU (one direction); None: the GPU catalog's
+    # nvlink_domain_size / nic_bandwidth_bytes_per_s (the vendor's standard system)
+    gpus_per_node: int | None = field(default=None, metadata=bounds(ge=1))
+    internode_bandwidth_bytes_per_s: float | None = field(default=None, metadata=bounds(gt=0))
+
+    @property
+    def engine_memory_bytes(self) -> float:
+        """Memory of one GPU as the engine's memory profiler sees it."""
+        return self.gpu.device_memory_bytes or self.gpu.memory_bytes
+
+    @property
+    def nvlink_domain(self) -> int:
+        return self.gpus_per_node or self.gpu.nvlink_domain_size
+
+    @property
+    def nic_bandwidth_bytes_per_s(self) -> float:
+        return self.internode_bandwidth_bytes_per_s or self.gpu.nic_bandwidth_bytes_per_s
+
+    @property
+    def num_rollout_gpus(self) -> int:
+        return self.num_gpus if self.placement == "colocated" else int(self.rollout_gpus or 0)
+
+    @property
+    def num_train_gpus(self) -> int:
+        return self.num_gpus if self.placement == "colocated" else int(self.train_gpus or 0)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The rollout inference engine (vLLM semantics)."""
+
+    tensor_parallel_size: int = field(default=1, metadata=bounds(ge=1))
+    replicas: int | None = field(default=None, metadata=bounds(ge=1))  # default: rollout GPUs / TP
+    max_num_seqs: int = field(default=256, metadata=bounds(ge=1, le=65536))
+    # Fraction of each GPU's memory the engine may use for weights, activations and KV cache (vLLM's
+    # gpu_memory_utilization); the KV cache gets what is left after weights and activations.
+    gpu_memory_utilization: float = field(default=0.9, metadata=bounds(gt=0, le=1))
+    activation_memory_fraction: float = field(default=0.05, metadata=bounds(ge=0, lt=1))
+    # fp8: weights stored and read in FP8 (one byte) and GEMMs at the FP8 peak; the KV cache stays in the model
+    # dtype
+    precision: Literal["bf16", "fp8"] = "bf16"
+    # the engine's CPU work per iteration (costs.decode_iteration_overhead_s + decode_per_seq_overhead_s x batch:
+    # scheduling, sampling, detokenizing) runs between GPU steps (false: vLLM <= 0.5, one synchronous loop) or
+    # overlaps them, costing only what exceeds the GPU step (true: vLLM >= 0.6 multi-step scheduling and
+    # asynchronous output processing, and the V1 engine)
+    cpu_overlap: bool = False
+    # KV cache element type: auto (the model dtype) or fp8 (one byte per element; vLLM --kv-cache-dtype fp8)
+    kv_cache_dtype: Literal["auto", "fp8"] = "auto"
+    # a named engine behaviour (rlsim/catalog/engines.yaml: vllm-0.5, vllm-v1) whose CPU-work coefficients and
+    # overlap replace costs.decode_iteration_overhead_s / decode_per_seq_overhead_s / tp_rank_overhead_s and
+    # engine.cpu_overlap; None: those fields as given
+    behaviour: str | None = None
+    # How the engine schedules and pages its KV cache (rlsim/engine.py). None: the named behaviour's value, else
+    # vLLM V1's default. block_size: tokens per KV block (vLLM --block-size: 16 on GPUs, 128 on CPU).
+    block_size: int | None = field(default=None, metadata=bounds(ge=1, le=4096))
+    # chunked prefill (V1): prompts split under max_num_batched_tokens and prefilled in the same forward pass as
+    # the decodes; false: whole-prompt admission rounds before the decode iteration (vLLM 0.5's default)
+    chunked_prefill: bool | None = None
+    # automatic prefix caching: the G responses of a prompt share its cached prompt blocks (prefilled once)
+    prefix_caching: bool | None = None
+    # tokens per iteration (chunked) or per admission round's prefill; None: vLLM's default (V1 LLM class: 16384
+    # on GPUs with >= 70 GB other than the A100, else 8192, on CPUs 4096 x TP, never below max_num_seqs; rounds:
+    # max(longest prompt + response, 2048), as vLLM 0.5 with max_model_len). block_size None: 16, 128 on CPUs
+    max_num_batched_tokens: int | None = field(default=None, metadata=bounds(ge=1, le=100_000_000))
+    # speculative decoding with the model's multi-token-prediction modules (vLLM speculative_config method "mtp"):
+    # draft tokens per iteration, and the chance that a draft token is accepted when the ones before it were
+    # (DeepSeek-V3 report: 85-90% for its second token)
+    speculative_tokens: int = field(default=0, metadata=bounds(ge=0, le=16))
+    speculative_acceptance_rate: float = field(default=0.85, metadata=bounds(ge=0, lt=1))
+    # static batching (transformers' generate, as rlsim-real's hf engine runs it): a step's requests form one
+    # batch that decodes until its longest response ends, and the trainer's batch is padded to it, so every
+    # response of the step costs as many tokens as the longest one
+    static_batching: bool = False
+    # MoE engines: attention data-parallel ranks per engine (vLLM --data-parallel-size with
+    # --enable-expert-parallel), each with its own batch, scheduler and KV cache; the experts are sharded over all
+    # data_parallel_size x tensor_parallel_size GPUs and tokens reach them by all-to-all
+    data_parallel_size: int = field(default=1, metadata=bounds(ge=1, le=4096))
+    expert_parallel: bool = False
+
+    @property
+    def weight_bytes_per_param(self) -> int | None:
+        return 1 if self.precision == "fp8" else None
+
+
+@dataclass(frozen=True)
+class LengthDist:
+    """Token-length distribution: fixed, uniform, lognormal or empirical histogram."""
+
+    dist: Literal["fixed", "uniform", "lognormal", "empirical"] = "fixed"
+    tokens: int | None = field(default=None, metadata=bounds(ge=0, le=MAX_TOKENS))  # fixed
+    low: int | None = field(default=None, metadata=bounds(ge=0, le=MAX_TOKENS))  # uniform, inclusive
+    high: int | None = field(default=None, metadata=bounds(ge=0, le=MAX_TOKENS))  # uniform, inclusive
+    mean_tokens: float | None = field(default=None, metadata=bounds(gt=0))  # lognormal, before clipping
+    sigma: float | None = field(default=None, metadata=bounds(gt=0, le=5))  # lognormal, std of log
+    bin_edges: tuple[float, ...] | None = None  # empirical: n+1 increasing edges
+    weights: tuple[float, ...] | None = None  # empirical: n non-negative weights
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Mean response length moves linearly from the distribution's mean to ``final_mean_tokens`` over the first
+    ``over_samples`` cumulative samples (sample-indexed, so batch sizes see the same drift at equal samples)."""
+
+    final_mean_tokens: float = field(metadata=bounds(gt=0))
+    over_samples: float = field(metadata=bounds(gt=0))
+
+
+@dataclass(frozen=True)
+class LengthPhase:
+    """Response lengths while a run's cumulative samples are below ``until_samples`` (None: to the end). A policy's
+    responses change as it learns (sample-indexed, so batch sizes see the same lengths at equal samples)."""
+
+    length: LengthDist
+    until_samples: float | None = field(default=None, metadata=bounds(gt=0))
+
+
+@dataclass(frozen=True)
+class Workload:
+    prompts_per_step: int = field(default=128, metadata=bounds(ge=1, le=10_000_000))  # P
+    group_size: int = field(default=8, metadata=bounds(ge=1, le=100_000))  # G
+    prompt_length: LengthDist = LengthDist(dist="fixed", tokens=512)
+    response_length: LengthDist = LengthDist(dist="fixed", tokens=1024)
+    max_prompt_tokens: int = field(default=4096, metadata=bounds(ge=1, le=MAX_TOKENS))
+    max_response_tokens: int = field(default=16384, metadata=bounds(ge=1, le=MAX_TOKENS))
+    response_length_drift: Drift | None = None
+    # response lengths by training progress: the first phase whose until_samples exceeds the step's cumulative
+    # samples, the last one after that (its until_samples None); empty: response_length throughout
+    response_length_by_samples: tuple[LengthPhase, ...] = ()
+
+    @property
+    def responses_per_step(self) -> int:
+        """B = P x G: samples per step."""
+        return self.prompts_per_step * self.group_size
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: Literal["grpo", "ppo"] = "grpo"
+    mini_batches_per_step: int = field(default=1, metadata=bounds(ge=1, le=1_000_000))
+    epochs_per_step: int = field(default=1, metadata=bounds(ge=1, le=1_000))
+    kl_reference: bool = False
+    # verl recomputes the behaviour policy's log-probs with the trainer every step; with one update per step
+    # they equal the current policy's and a framework may skip the pass.
+    recompute_old_logprob: bool = True
+    critic_model: ModelSpec | None = None  # PPO critic; default: same architecture as the policy
+
+    @property
+    def optimizer_steps_per_step(self) -> int:
+        return self.mini_batches_per_step * self.epochs_per_step
+
+
+@dataclass(frozen=True)
+class Schedule:
+    mode: Literal["sync-colocated", "sync-separate", "async"] = "sync-colocated"
+    max_staleness: int = field(default=0, metadata=bounds(ge=0, le=64))  # async: k >= 1
+    # async only. streaming: the engines keep generating across step boundaries (up to k batches ahead of the
+    # trainer), so a batch does not wait for its own stragglers with the engines half idle; in-flight weight
+    # updates: new weights are loaded between engine iterations instead of after the engines drain
+    streaming: bool = True
+    in_flight_weight_updates: bool = True
+
+    @property
+    def staleness(self) -> int:
+        return self.max_staleness if self.mode == "async" else 0
+
+
+@dataclass(frozen=True)
+class MetricCurve:
+    """R(S) = initial + (asymptote - initial) / (1 + (mid_samples / S)^exponent), S = cumulative samples."""
+
+    initial: float = field(metadata=bounds(ge=-1e9, le=1e9))
+    asymptote: float = field(metadata=bounds(ge=-1e9, le=1e9))
+    mid_samples: float = field(metadata=bounds(gt=0))
+    exponent: float = field(default=1.0, metadata=bounds(gt=0, le=100))
+
+
+@dataclass(frozen=True)
+class BatchMultiplier:
+    """How samples-to-target depends on the batch B = P x G (see rlsim.learning)."""
+
+    form: Literal["invariant", "critical_batch", "table"] = "invariant"
+    # invariant: m = 1 in [low, high] (responses per step, so at least 1); None: open
+    batch_low: float | None = field(default=None, metadata=bounds(ge=1))
+    batch_high: float | None = field(default=None, metadata=bounds(ge=1))
+    penalty_per_doubling: float = field(default=1.5, metadata=bounds(ge=1, le=1000))  # above batch_high
+    penalty_per_doubling_below: float = field(default=1.0, metadata=bounds(ge=1, le=1000))  # below batch_low
+    critical_batch: float | None = field(default=None, metadata=bounds(gt=0))  # critical_batch form
+    # critical_batch form: E ~ (1 + B / critical_batch) ** critical_power; 1: LR tuned per batch (McCandlish et
+    # al. 2018); 0.5: Adam under the sqrt LR rule (rlsim.learning derives it)
+    critical_power: float = field(default=1.0, metadata=bounds(gt=0, le=2))
+    batches: tuple[float, ...] | None = None  # table form: increasing batches (responses per step)
+    samples_to_target: tuple[float, ...] | None = None  # table form: measured N* at each batch
+    allow_extrapolation: bool = False  # table form
+
+
+@dataclass(frozen=True)
+class Learning:
+    """Learning-rate rule and the sample-indexed learning model (rlsim.learning)."""
+
+    lr0: float = field(default=1e-6, metadata=bounds(gt=0))
+    reference_batch: int = field(default=1024, metadata=bounds(ge=1))  # responses per step at which lr0 holds
+    lr_rule: Literal["sqrt", "linear", "none"] = "sqrt"
+    # the rule that keeps the trajectory in samples (sqrt for Adam); other rules pay untuned_lr_penalty
+    invariant_rule: Literal["sqrt", "linear", "none"] = "sqrt"
+    # samples multiplier for doubling the batch at a fixed LR: the seed paper's fixed-LR control (P 128 -> 256)
+    untuned_lr_penalty: float = field(default=1.67, metadata=bounds(ge=1, le=1000))
+    metric: MetricCurve | None = None
+    target: float | None = field(default=None, metadata=bounds(ge=-1e9, le=1e9))
+    batch_multiplier: BatchMultiplier = BatchMultiplier()
+    staleness_penalty_per_step: float = field(default=0.0, metadata=bounds(ge=0, le=10))
+    samples_spread: float = field(default=0.0, metadata=bounds(ge=0, le=2))  # std of log N* across seeds
+    # share of seeds that never reach the target at any budget (a GRPO run whose groups all score alike stops
+    # learning); the rest reach it at a lognormal N* (rlsim.learning.reach_within)
+    stall_probability: float = field(default=0.0, metadata=bounds(ge=0, lt=1))
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Roofline efficiencies and fixed overheads (REFERENCE sections 6-7). A calibrated profile replaces them.
+
+    Defaults are assumptions, typical of vLLM and FSDP on H100-class GPUs; each is a fraction of the catalog
+    peak (efficiency) or seconds (overhead).
+    """
+
+    decode_memory_efficiency: float = field(default=0.7, metadata=bounds(gt=0, le=1))
+    decode_compute_efficiency: float = field(default=0.5, metadata=bounds(gt=0, le=1))
+    prefill_compute_efficiency: float = field(default=0.6, metadata=bounds(gt=0, le=1))
+    train_compute_efficiency: float = field(default=0.4, metadata=bounds(gt=0, le=1))
+    forward_compute_efficiency: float = field(default=0.5, metadata=bounds(gt=0, le=1))
+    link_efficiency: float = field(default=0.7, metadata=bounds(gt=0, le=1))
+    decode_iteration_overhead_s: float = field(default=0.004, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
+    decode_per_seq_overhead_s: float = field(default=2e-6, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
+    prefill_overhead_s: float = field(default=0.002, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
+    # engine CPU work per iteration per tensor-parallel rank beyond the first (the driver sends each step's
+    # inputs to every worker)
+    tp_rank_overhead_s: float = field(default=0.0, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
+    # one collective inside an NVLink domain
+    collective_latency_s: float = field(default=2e-5, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
+    # one collective whose group crosses NVLink domains (small messages: network round trips, NCCL protocol)
+    internode_latency_s: float = field(default=1e-4, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
+    train_step_overhead_s: float = field(default=0.5, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))  # per optimizer step
+    forward_overhead_s: float = field(default=0.2, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))  # per log-prob/values pass
+    weight_sync_latency_s: float = field(default=1.0, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
+    sleep_wake_overhead_s: float = field(default=2.0, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))  # colocated only
+    # per step: dispatch and gather
+    rollout_overhead_s: float = field(default=0.5, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
+    # per response per step: host work outside the engine (detokenizing, batch assembly, logging)
+    rollout_s_per_sample: float = field(default=0.0, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
+    reward_overhead_s: float = field(default=0.1, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
+    reward_s_per_sample: float = field(default=1e-4, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
+    # training at scale (rlsim.training): GEMM efficiency against the FP8 peak, the fraction of the dense
+    # efficiency that routed-expert GEMMs reach, and the host's Adam rate when the optimizer is offloaded
+    fp8_train_compute_efficiency: float = field(default=0.3, metadata=bounds(gt=0, le=1))
+    moe_compute_efficiency_factor: float = field(default=0.85, metadata=bounds(gt=0, le=1))
+    cpu_adam_params_per_s: float = field(default=1e9, metadata=bounds(gt=0))
+    # fraction of the host link's peak that copies between GPU and host memory reach (pinned buffers come close
+    # to it; pageable memory, as plain tensor.to("cpu") uses, reaches a fraction)
+    host_link_efficiency: float = field(default=1.0, metadata=bounds(gt=0, le=1))
+
+
+@dataclass(frozen=True)
+class Run:
+    steps: int = field(default=20, metadata=bounds(ge=1, le=1_000_000))
+    seed: int = field(default=0, metadata=bounds(ge=0, le=2**63 - 1))
+    # simulate until the predicted metric reaches learning.target (at most max_steps) instead of `steps`
+    until_target: bool = False
+    max_steps: int = field(default=100_000, metadata=bounds(ge=1, le=1_000_000))
+    band_seeds: int = field(default=3, metadata=bounds(ge=1, le=100))  # simulation seeds for the band
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A default grid for ``rlsim sweep``: dotted scenario keys -> values."""
+
+    grid: dict[str, tuple[Any, ...]] = field(default_factory=dict)

@@ -1,0 +1,327 @@
+"""The cross-field rules of a scenario: the model fits the GPUs, one sequence fits the KV cache of a replica, the
+schedule matches the placement, the length distributions and the learning model are consistent. Order matters:
+the first broken rule is reported, as a :class:`ScenarioError` naming the field, the value, the rule and the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING
+
+from rlsim import catalog, training_memory
+from rlsim.errors import ScenarioError
+from rlsim.scenario.sections import Learning, Workload
+from rlsim.scenario.specs import DTYPE_BYTES, ModelSpec
+
+if TYPE_CHECKING:
+    from rlsim.scenario.schema import Scenario
+
+
+def validate(s: Scenario) -> None:
+    """Cross-field rules. Order matters: the first broken rule is reported."""
+    _validate_model(s.model, "model")
+    if s.algorithm.critic_model is not None:
+        _validate_model(s.algorithm.critic_model, "algorithm.critic_model")
+    _validate_lengths(s.workload)
+    hw, eng, sched = s.hardware, s.engine, s.schedule
+    if hw.placement == "separate":
+        for key in ("rollout_gpus", "train_gpus"):
+            if getattr(hw, key) is None:
+                raise ScenarioError(
+                    f"hardware.{key}", None, "is required with placement: separate", f"set hardware.{key}"
+                )
+        if hw.rollout_gpus + hw.train_gpus != hw.num_gpus:  # type: ignore[operator]
+            raise ScenarioError(
+                "hardware.num_gpus",
+                hw.num_gpus,
+                f"must equal rollout_gpus ({hw.rollout_gpus}) + train_gpus ({hw.train_gpus})",
+                "make the pools add up to num_gpus",
+            )
+    elif hw.rollout_gpus is not None or hw.train_gpus is not None:
+        raise ScenarioError(
+            "hardware.placement",
+            hw.placement,
+            "shares all GPUs; rollout_gpus/train_gpus are unused",
+            "remove them or set hardware.placement: separate",
+        )
+    want = "colocated" if sched.mode == "sync-colocated" else "separate"
+    if hw.placement != want:
+        raise ScenarioError(
+            "schedule.mode",
+            sched.mode,
+            f"needs hardware.placement: {want}",
+            f"set hardware.placement: {want} or choose another schedule.mode",
+        )
+    if sched.mode == "async" and sched.max_staleness < 1:
+        raise ScenarioError(
+            "schedule.max_staleness",
+            sched.max_staleness,
+            "must be at least 1 for mode async",
+            "set schedule.max_staleness: 1 (one-step off-policy) or use mode sync-separate",
+        )
+    if sched.mode != "async" and sched.max_staleness != 0:
+        raise ScenarioError(
+            "schedule.max_staleness",
+            sched.max_staleness,
+            f"has no meaning for mode {sched.mode}",
+            "set it to 0 or use mode async",
+        )
+    tp = eng.tensor_parallel_size
+    if hw.num_rollout_gpus % tp:
+        raise ScenarioError(
+            "engine.tensor_parallel_size",
+            tp,
+            f"must divide the rollout GPUs ({hw.num_rollout_gpus})",
+            "choose a divisor",
+        )
+    if eng.data_parallel_size > 1 and not eng.expert_parallel:
+        raise ScenarioError(
+            "engine.data_parallel_size",
+            eng.data_parallel_size,
+            "without expert parallelism data-parallel ranks are independent replicas",
+            "set engine.expert_parallel: true (MoE models), or use engine.replicas",
+        )
+    if eng.expert_parallel and not s.model.is_moe:
+        raise ScenarioError(
+            "engine.expert_parallel", True, f"needs a mixture-of-experts model ({s.model.name} is dense)", "remove it"
+        )
+    if hw.num_rollout_gpus % (tp * eng.data_parallel_size):
+        raise ScenarioError(
+            "engine.data_parallel_size",
+            eng.data_parallel_size,
+            f"x tensor_parallel_size {tp} must divide the rollout GPUs ({hw.num_rollout_gpus})",
+            "choose sizes whose product divides the rollout GPUs",
+        )
+    if eng.speculative_tokens > 0 and s.model.num_mtp_layers < 1:
+        raise ScenarioError(
+            "engine.speculative_tokens",
+            eng.speculative_tokens,
+            f"needs multi-token-prediction modules; {s.model.name} has none (model.num_mtp_layers 0)",
+            "set it to 0, or use a model that ships MTP modules (DeepSeek-V3)",
+        )
+    if eng.replicas is not None and eng.replicas * tp > hw.num_rollout_gpus:
+        raise ScenarioError(
+            "engine.replicas",
+            eng.replicas,
+            f"x tensor_parallel_size {tp} needs more than the {hw.num_rollout_gpus} rollout GPUs",
+            "lower engine.replicas or add GPUs",
+        )
+    if eng.behaviour is not None and eng.behaviour not in catalog.engine_names():
+        raise ScenarioError(
+            "engine.behaviour",
+            eng.behaviour,
+            "is not a named engine behaviour",
+            f"use one of: {', '.join(catalog.engine_names())} (rlsim/catalog/engines.yaml), or remove it",
+        )
+    if eng.activation_memory_fraction >= eng.gpu_memory_utilization:
+        raise ScenarioError(
+            "engine.activation_memory_fraction",
+            eng.activation_memory_fraction,
+            f"must be below gpu_memory_utilization ({eng.gpu_memory_utilization})",
+            "lower it or raise engine.gpu_memory_utilization",
+        )
+    if s.algorithm.name == "grpo" and s.workload.group_size < 2:
+        raise ScenarioError(
+            "workload.group_size",
+            s.workload.group_size,
+            "must be at least 2 for grpo (advantages are normalized within a group)",
+            "set workload.group_size: 8, say",
+        )
+    _validate_learning(s.learning)
+    if s.workload.responses_per_step % s.algorithm.mini_batches_per_step:
+        raise ScenarioError(
+            "algorithm.mini_batches_per_step",
+            s.algorithm.mini_batches_per_step,
+            f"must divide the responses per step ({s.workload.responses_per_step} = P x G)",
+            "choose a divisor of P x G",
+        )
+    # memory: engine weights, KV cache, trainer state
+    gpu_mem = hw.engine_memory_bytes
+    budget = gpu_mem * (eng.gpu_memory_utilization - eng.activation_memory_fraction)
+    weights_per_gpu = s.engine_weight_bytes_per_gpu
+    if weights_per_gpu >= budget:
+        raise ScenarioError(
+            "model",
+            s.model.name,
+            f"needs {weights_per_gpu / 1e9:.1f} GB of weights per GPU at tensor_parallel_size {tp}, "
+            f"over the engine's {budget / 1e9:.1f} GB on {hw.gpu.name}",
+            "raise engine.tensor_parallel_size, use a larger GPU or a smaller model",
+        )
+    rules = s.scheduler_rules
+    if rules.chunked_prefill and rules.max_num_batched_tokens < eng.max_num_seqs:
+        raise ScenarioError(
+            "engine.max_num_batched_tokens",
+            eng.max_num_batched_tokens,
+            f"is below engine.max_num_seqs ({eng.max_num_seqs}): with chunked prefill every running sequence's "
+            "decode token must fit one iteration (vLLM refuses it too)",
+            f"raise it to at least {eng.max_num_seqs}, or lower engine.max_num_seqs",
+        )
+    cap = s.kv_capacity_tokens // rules.block_size * rules.block_size  # whole blocks
+    longest = s.workload.max_prompt_tokens + s.workload.max_response_tokens + 1
+    if cap < longest:
+        raise ScenarioError(
+            "workload.max_response_tokens",
+            s.workload.max_response_tokens,
+            f"plus max_prompt_tokens ({s.workload.max_prompt_tokens}) does not fit one replica's KV "
+            f"cache of {cap} tokens",
+            "raise engine.tensor_parallel_size or engine.gpu_memory_utilization, or lower the lengths",
+        )
+    training_memory.validate(s)
+
+
+def _validate_model(m: ModelSpec, path: str) -> None:
+    if m.dtype not in DTYPE_BYTES:
+        raise ScenarioError(f"{path}.dtype", m.dtype, "is not supported", f"use one of: {', '.join(DTYPE_BYTES)}")
+    if m.num_active_params > m.num_params:
+        raise ScenarioError(
+            f"{path}.num_active_params",
+            m.num_active_params,
+            f"exceeds num_params ({m.num_params})",
+            "active parameters are a subset of all",
+        )
+    if m.sliding_window > 0 and not 0 < m.num_sliding_layers < m.num_layers:
+        raise ScenarioError(
+            f"{path}.num_sliding_layers",
+            m.num_sliding_layers,
+            f"must be between 1 and num_layers - 1 ({m.num_layers - 1}) with a sliding_window",
+            "count the sliding-window layers; models whose every layer slides are not modelled",
+        )
+    if m.num_attention_heads % m.num_kv_heads:
+        raise ScenarioError(
+            f"{path}.num_kv_heads",
+            m.num_kv_heads,
+            f"must divide num_attention_heads ({m.num_attention_heads})",
+            "fix the architecture",
+        )
+    if (m.num_experts > 0) != (m.num_experts_per_token > 0) or m.num_experts_per_token > m.num_experts:
+        raise ScenarioError(
+            f"{path}.num_experts_per_token",
+            m.num_experts_per_token,
+            f"is inconsistent with num_experts ({m.num_experts})",
+            "both are 0 for a dense model; experts per token <= experts for MoE",
+        )
+    if m.is_moe and (m.moe_intermediate_size <= 0 or m.expert_params >= m.num_params):
+        raise ScenarioError(
+            f"{path}.moe_intermediate_size",
+            m.moe_intermediate_size,
+            "gives expert parameters inconsistent with num_params",
+            "check the MoE architecture",
+        )
+
+
+def _validate_learning(lr: Learning) -> None:
+    if (lr.metric is None) != (lr.target is None):
+        missing = "learning.metric" if lr.metric is None else "learning.target"
+        raise ScenarioError(
+            missing,
+            None,
+            "is required when the other of learning.metric / learning.target is set",
+            "give both (the metric curve and the target on it) or neither",
+        )
+    if lr.metric is not None:
+        lo, hi = sorted((lr.metric.initial, lr.metric.asymptote))
+        if not lo < lr.target < hi:  # type: ignore[operator]
+            raise ScenarioError(
+                "learning.target",
+                lr.target,
+                f"is not strictly between metric.initial ({lr.metric.initial}) and metric.asymptote "
+                f"({lr.metric.asymptote})",
+                "choose a target the curve reaches",
+            )
+    bm, at = lr.batch_multiplier, "learning.batch_multiplier"
+    need = {"invariant": (), "critical_batch": ("critical_batch",), "table": ("batches", "samples_to_target")}[bm.form]
+    for key in need:
+        if getattr(bm, key) is None:
+            raise ScenarioError(f"{at}.{key}", None, f"is required for form {bm.form}", f"set {at}.{key}")
+    if bm.form == "invariant" and None not in (bm.batch_low, bm.batch_high) and bm.batch_low > bm.batch_high:  # type: ignore[operator]
+        raise ScenarioError(f"{at}.batch_low", bm.batch_low, f"exceeds batch_high ({bm.batch_high})", "swap them")
+    if bm.form == "table":
+        xs, ys = bm.batches, bm.samples_to_target
+        if len(xs) != len(ys) or len(xs) < 2:  # type: ignore[arg-type]
+            raise ScenarioError(
+                f"{at}.batches",
+                xs,
+                f"needs as many entries as samples_to_target ({len(ys)}), at least 2",
+                "give one measured samples-to-target per batch",
+            )
+        if any(x <= 0 for x in xs) or any(b <= a for a, b in zip(xs, xs[1:])):  # type: ignore[union-attr, index]
+            raise ScenarioError(f"{at}.batches", xs, "must be positive and increasing", "sort the table by batch")
+        if any(not 0 < y < math.inf for y in ys):  # type: ignore[union-attr]
+            raise ScenarioError(f"{at}.samples_to_target", ys, "must be positive and finite", "fix the table")
+
+
+def _validate_lengths(w: Workload) -> None:
+    phases = w.response_length_by_samples
+    if phases:
+        at = "workload.response_length_by_samples"
+        if w.response_length_drift is not None:
+            raise ScenarioError(
+                f"{at}", "[...]", "cannot be combined with response_length_drift", "give one of the two"
+            )
+        ends = [p.until_samples for p in phases]
+        if ends[-1] is not None or any(e is None for e in ends[:-1]):
+            raise ScenarioError(
+                f"{at}[{len(ends) - 1}].until_samples",
+                ends[-1],
+                "must be null for the last phase only",
+                "give until_samples to every phase but the last",
+            )
+        if any(b <= a for a, b in zip(ends[:-2], ends[1:-1])):
+            raise ScenarioError(f"{at}", ends, "until_samples must increase", "sort the phases by samples")
+    for key, d, cap in (
+        ("workload.prompt_length", w.prompt_length, w.max_prompt_tokens),
+        ("workload.response_length", w.response_length, w.max_response_tokens),
+        *(
+            (f"workload.response_length_by_samples[{i}].length", p.length, w.max_response_tokens)
+            for i, p in enumerate(phases)
+        ),
+    ):
+        need = {
+            "fixed": ("tokens",),
+            "uniform": ("low", "high"),
+            "lognormal": ("mean_tokens", "sigma"),
+            "empirical": ("bin_edges", "weights"),
+        }[d.dist]
+        for k in need:
+            if getattr(d, k) is None:
+                raise ScenarioError(f"{key}.{k}", None, f"is required for dist {d.dist}", f"set {key}.{k}")
+        extra = [
+            f.name
+            for f in dataclasses.fields(d)
+            if f.name != "dist" and f.name not in need and getattr(d, f.name) is not None
+        ]
+        if extra:
+            raise ScenarioError(
+                f"{key}.{extra[0]}",
+                getattr(d, extra[0]),
+                f"is not used by dist {d.dist}",
+                f"remove it; dist {d.dist} takes {', '.join(need)}",
+            )
+        if d.dist == "fixed" and d.tokens > cap:  # type: ignore[operator]
+            raise ScenarioError(f"{key}.tokens", d.tokens, f"exceeds the maximum ({cap})", "lower it or raise the max")
+        if d.dist == "uniform" and not d.low <= d.high:  # type: ignore[operator]
+            raise ScenarioError(f"{key}.low", d.low, f"must not exceed high ({d.high})", "swap low and high")
+        if d.dist == "empirical":
+            edges, weights = d.bin_edges, d.weights
+            if len(edges) != len(weights) + 1 or len(weights) < 1:  # type: ignore[arg-type]
+                raise ScenarioError(
+                    f"{key}.bin_edges",
+                    edges,
+                    f"needs one more edge than weights ({len(weights)})",
+                    "give n+1 edges for n weights",
+                )
+            if any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 0:  # type: ignore[index]
+                raise ScenarioError(f"{key}.bin_edges", edges, "must be non-negative and increasing", "sort them")
+            if any(x < 0 for x in weights) or not 0 < sum(weights) < math.inf:  # type: ignore[union-attr, arg-type]
+                raise ScenarioError(
+                    f"{key}.weights",
+                    weights,
+                    "must be non-negative with a finite positive sum",
+                    "fix the histogram counts",
+                )
+    rmin = {"fixed": w.response_length.tokens, "uniform": w.response_length.low}.get(w.response_length.dist)
+    if rmin is not None and rmin < 1:
+        raise ScenarioError(
+            "workload.response_length", rmin, "gives responses of 0 tokens", "every response >= 1 token"
+        )
