@@ -627,3 +627,12 @@ def test_error_message_is_one_line_for_any_input(mutate, field):
 def test_small_metric_exponent_is_refused_with_the_reason():
     with pytest.raises(RlsimError, match="more than 1e30 samples"):
         rlsim.simulate(load_scenario(PAPER, ["learning.metric.exponent=1e-6", "run.steps=1"])).summary()
+
+
+def test_an_integer_past_the_largest_float_is_not_a_finite_number():
+    """YAML reads 1 followed by 400 zeros as an int; as a float field it was an OverflowError traceback (found by
+    the fuzz test)."""
+    from rlsim.scenario import load_scenario
+
+    with pytest.raises(ScenarioError, match="must be a finite number"):
+        load_scenario(SCENARIOS / "small_1gpu.yaml", {"engine.gpu_memory_utilization": 10**400})

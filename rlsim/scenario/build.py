@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import types
 import typing
 from typing import Any, Literal, Union
@@ -129,7 +130,8 @@ def _convert(tp: Any, value: Any, path: str, meta: Any) -> Any:
             raise ScenarioError(path, value, "must be an integer", f"write a whole number for {path}")
         value = int(value)
     elif tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        # NaN, infinities and integers past the largest float (math.isfinite would raise OverflowError) fail this
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not abs(value) <= sys.float_info.max:
             raise ScenarioError(path, value, "must be a finite number", f"write a number for {path}")
         value = float(value)
     elif tp is str:
