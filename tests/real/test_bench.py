@@ -11,7 +11,10 @@ import pytest
 
 pytest.importorskip("torch")
 
+from calibrate.errors import CalibrateError  # noqa: E402
+from calibrate.tables import load_bench_tables  # noqa: E402
 from real import bench  # noqa: E402
+from rlsim.records import BENCH_COLUMNS, BENCH_REQUIRED_COLUMNS  # noqa: E402
 
 
 def test_generation_bench_table_hf():
@@ -64,8 +67,14 @@ def test_cli_bench_writes_tidy_tables(tmp_path):
     assert proc.returncode == 0, proc.stderr
     csv, parquet = pd.read_csv(out / "bench.csv"), pd.read_parquet(out / "bench.parquet")
     assert len(csv) == len(parquet) == 4
-    assert list(csv.columns) == bench.COLUMNS
+    assert list(csv.columns) == list(BENCH_COLUMNS)
     assert json.loads((out / "provenance.json").read_text())[0]["engine"] == "hf"
+    # calibrate reads the table with the same column definitions, and refuses it without a required one
+    assert len(load_bench_tables([out / "bench.csv"])) == 4
+    for column in BENCH_REQUIRED_COLUMNS:
+        csv.drop(columns=[column]).to_csv(tmp_path / "cut.csv", index=False)
+        with pytest.raises(CalibrateError, match=f"missing column\\(s\\) {column};"):
+            load_bench_tables([tmp_path / "cut.csv"])
     bad = subprocess.run(
         [sys.executable, "-m", "real.cli", "bench", "generation", "--concurrency", "0,x"],
         capture_output=True,
@@ -91,7 +100,7 @@ def test_read_vllm_bench_json(tmp_path):
         )
     )
     df = bench.read_vllm_bench([lat, thr])
-    assert list(df.columns) == bench.COLUMNS
+    assert list(df.columns) == list(BENCH_COLUMNS)
     l_rows = df[df["time_s"] != 10.0]
     assert list(l_rows["time_s"]) == [1.4, 1.5, 1.6]
     assert (l_rows["concurrency"] == 8).all() and (l_rows["tokens"] == 8 * 128).all()

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -155,6 +156,33 @@ def test_bad_input_one_line_exit_2(tmp_path, extra, match):
     assert len(lines) == 1 and lines[0].startswith("rlsim-real: error:") and match in lines[0], proc.stderr
 
 
+def test_real_and_simulated_run_logs_pass_the_same_validator(tmp_path):
+    """One definition of the run-log record (rlsim.records): the lines a real run writes and the records the
+    simulator makes are valid, and either without any one required field is refused."""
+    import rlsim
+    from rlsim.records import REQUIRED_KEYS, RunLogError, validate_record
+
+    cfg = TrainConfig(
+        task="parity:length=3",
+        prompts_per_step=4,
+        group_size=2,
+        max_steps=2,
+        eval_every=2,
+        eval_size=8,
+        max_new_tokens=2,
+    )
+    train(cfg, tmp_path / "r")
+    real_records = [json.loads(line) for line in (tmp_path / "r" / "runlog.jsonl").read_text().splitlines()]
+    scenario = rlsim.load_scenario(Path(__file__).parents[2] / "scenarios" / "small_1gpu.yaml", ["run.steps=2"])
+    sim_records = rlsim.simulate(scenario).records
+    assert len(real_records) == len(sim_records) == 2
+    for rec in real_records + sim_records:
+        validate_record(rec)
+        for key in REQUIRED_KEYS:
+            with pytest.raises(RunLogError, match=f"misses key\\(s\\) {key}$"):
+                validate_record({k: v for k, v in rec.items() if k != key})
+
+
 def test_vllm_engine_missing_is_a_clear_error(tmp_path):
     code = (
         "import sys, builtins; real_import = builtins.__import__\n"
@@ -205,11 +233,11 @@ def test_rerunning_a_finished_run_changes_nothing(tmp_path):
 
 
 def test_micro_batch_grad_norms_are_each_micro_batchs_own():
-    """Accumulating micro-batch gradients (each loss / M), _micro_grad_norm_sq recovers |g_u|^2 of each micro-batch's
+    """Accumulating micro-batch gradients (each loss / M), micro_grad_norm_sq recovers |g_u|^2 of each micro-batch's
     own mean-loss gradient from the running sum, so the logged small-batch norm is their mean."""
     import torch
 
-    from real.train import _micro_grad_norm_sq
+    from real.update import micro_grad_norm_sq
 
     torch.manual_seed(0)
     lin = torch.nn.Linear(5, 3)
@@ -225,6 +253,6 @@ def test_micro_batch_grad_norms_are_each_micro_batchs_own():
     got = []
     for x in xs:
         ((lin(x) ** 2).mean() / len(xs)).backward()
-        got.append(_micro_grad_norm_sq(params, before, len(xs)))
+        got.append(micro_grad_norm_sq(params, before, len(xs)))
     assert got == pytest.approx(own, rel=1e-5)
     assert len(set(round(v, 6) for v in own)) == 3  # three different micro-batches, not one norm three times
