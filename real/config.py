@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from real.errors import RealError
 
 ALGOS = ("grpo", "ppo")
 LR_RULES = ("sqrt", "linear", "none")
+EVAL_METRIC_RANGE = (0.0, 1.0)  # the eval metric is the held-out accuracy: a fraction of the eval split
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ class TrainConfig:
     lr0: float = 3e-3  # learning rate at reference_batch responses
     reference_batch: int = 128
     scale_adam_betas: bool = False  # 1 - beta -> k (1 - beta) with the batch (Malladi et al. 2022)
-    target: float | None = None  # stop when eval accuracy reaches it
+    target: float | None = None  # stop when eval accuracy (0..1) reaches it
     max_steps: int = 100
     max_time_s: float | None = None  # budget in wall seconds (eval excluded)
     mini_batches: int = 1  # optimizer steps per epoch
@@ -83,6 +85,14 @@ class TrainConfig:
             raise RealError(f"--lr0 ({self.lr0}) must be positive")
         if not self.temperature > 0:
             raise RealError(f"--temperature ({self.temperature}) must be positive")
+        lo, hi = EVAL_METRIC_RANGE
+        if self.target is not None and not lo <= self.target <= hi:
+            raise RealError(
+                f"--target {self.target:g} is outside the eval metric's range {lo:g}..{hi:g} (held-out accuracy, "
+                f"a fraction); give a fraction, e.g. --target 0.9 for 90%"
+            )
+        if self.max_time_s is not None and not (self.max_time_s > 0 and math.isfinite(self.max_time_s)):
+            raise RealError(f"--max-time-s ({self.max_time_s:g}) must be a positive number of seconds")
         if self.algo == "grpo" and self.group_size < 2:
             raise RealError(f"--group-size ({self.group_size}) must be at least 2 for grpo")
         if self.batch % self.mini_batches:
@@ -116,7 +126,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr0", type=float, default=d.lr0, help="learning rate at --reference-batch responses")
     p.add_argument("--reference-batch", type=int, default=d.reference_batch)
     p.add_argument("--scale-adam-betas", action="store_true", help="1 - beta -> k (1 - beta) with the batch")
-    p.add_argument("--target", type=float, default=None, help="stop when eval accuracy reaches this")
+    p.add_argument("--target", type=float, default=None, help="stop when eval accuracy (0..1) reaches this")
     p.add_argument("--max-steps", type=int, default=d.max_steps)
     p.add_argument("--max-time-s", type=float, default=None, help="stop after this many wall seconds (eval excluded)")
     p.add_argument("--mini-batches", type=int, default=d.mini_batches, help="optimizer steps per epoch")

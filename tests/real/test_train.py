@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from real.errors import RealError  # noqa: E402
 from real.train import TrainConfig, train  # noqa: E402
 from rlsim.runlog import read_jsonl  # noqa: E402
 
@@ -142,6 +143,7 @@ def test_kill_mid_step_and_resume(tmp_path):
         (["--prompts-per-step", "3", "--group-size", "3", "--mini-batches", "2"], "not divisible into --mini-batches"),
         (["--model", "/nonexistent/model"], "model folder '/nonexistent/model' does not exist"),
         (["--group-size", "1"], "at least 2 for grpo"),
+        (["--max-time-s", "0"], "--max-time-s (0) must be a positive number of seconds"),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path, extra, match):
@@ -154,6 +156,27 @@ def test_bad_input_one_line_exit_2(tmp_path, extra, match):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("rlsim-real: error:") and match in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("target", ["5", "-0.1", "1.5", "nan"])
+def test_a_target_outside_the_accuracy_range_is_refused(tmp_path, target):
+    """The eval metric is an accuracy in 0..1: --target 5 (meant as 5%?) could never be reached, so the run would
+    train to --max-steps; it is refused in one line naming the flag, the range and the fix, before anything is
+    written."""
+    out = tmp_path / "r"
+    proc = subprocess.run([*CLI, "train", "--target", target, "-o", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rlsim-real: error: --target"), proc.stderr
+    assert "range 0..1" in lines[0] and "--target 0.9" in lines[0]
+    assert proc.stdout == "" and not out.exists()
+
+
+def test_targets_inside_the_accuracy_range_are_accepted():
+    for target in (0.0, 0.9, 1.0):
+        TrainConfig(target=target).validate()
+    with pytest.raises(RealError, match=r"--target 5 is outside the eval metric's range 0\.\.1"):
+        TrainConfig(target=5).validate()
 
 
 def test_real_and_simulated_run_logs_pass_the_same_validator(tmp_path):
