@@ -28,12 +28,19 @@ Wall time between the last checkpoint and a kill is not counted.
 
 Modules: the configuration and its flags in ``real.config``, checkpoints and resuming in ``real.checkpoint``, the
 update steps (log-prob passes, critic, GRPO/PPO updates) in ``real.update``, the losses in ``real.algos``.
+
+Test hook: with the environment variable ``RLSIM_REAL_STOP_AFTER_STEP=N`` the process kills itself with SIGKILL
+right after step N's log line and, when step N is a checkpoint step, its checkpoint: exactly what a kill between
+steps N and N + 1 leaves (no summary, no final checkpoint, no cleanup). Tests use it to kill a run at a known step
+instead of after a sleep.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -41,6 +48,7 @@ from typing import Any
 from real.checkpoint import load_checkpoint, prepare_run_dir, save_checkpoint, truncate_log
 from real.config import TrainConfig
 from real.environment import environment
+from real.errors import RealError
 from real.models import model_cache_dir
 from rlsim.files import atomic_write_text
 from rlsim.learning import lr_scale
@@ -49,12 +57,29 @@ from rlsim.phases import Phase
 from rlsim.records import run_log_record
 from rlsim.runlog import append_record
 
-__all__ = ["TrainConfig", "model_cache_dir", "train"]
+__all__ = ["STOP_AFTER_STEP_ENV", "TrainConfig", "model_cache_dir", "stop_after_step", "train"]
+
+STOP_AFTER_STEP_ENV = "RLSIM_REAL_STOP_AFTER_STEP"
+
+
+def stop_after_step() -> int | None:
+    """The step after which the test hook kills the run (``RLSIM_REAL_STOP_AFTER_STEP``), or None when unset."""
+    value = os.environ.get(STOP_AFTER_STEP_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        step = int(value)
+    except ValueError:
+        step = 0
+    if step < 1:
+        raise RealError(f"{STOP_AFTER_STEP_ENV}={value!r} must be a step number >= 1 (a test hook; unset it to train)")
+    return step
 
 
 def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, Any]:
     """Run (or resume) training into ``run_dir``; returns a summary dict."""
     cfg.validate()
+    stop_after = stop_after_step()
     from real.tasks import get_task, make_splits
 
     task = get_task(cfg.task)  # before any heavy import: bad input fails fast
@@ -236,6 +261,8 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
             done_time = cfg.max_time_s is not None and wall_s >= cfg.max_time_s
             if step % cfg.checkpoint_every == 0 or done_target or done_time or step == cfg.max_steps:
                 checkpoint(step)
+            if step == stop_after:  # the test hook (module docstring): die as a kill between steps would
+                os.kill(os.getpid(), signal.SIGKILL)
             if done_target:
                 summary["stopped"] = "target"
                 break

@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from real.errors import RealError  # noqa: E402
-from real.train import TrainConfig, train  # noqa: E402
+from real.train import STOP_AFTER_STEP_ENV, TrainConfig, train  # noqa: E402
 from rlsim.runlog import read_jsonl  # noqa: E402
 
 CLI = [sys.executable, "-m", "real.cli"]
@@ -92,7 +91,11 @@ def test_ppo_value_loss_falls(tmp_path):
     assert all(r["timing_s"]["values"] > 0 and r["timing_s"]["train_critic"] > 0 for r in log)
 
 
-def test_kill_mid_step_and_resume(tmp_path):
+def test_kill_and_resume_continues_from_the_checkpoint(tmp_path):
+    """A run killed after step 5 (the test hook: SIGKILL right after step 5's log line; its last checkpoint is step
+    3's) and a torn half line, as a kill in the middle of writing step 6 would leave, resumes from step 3's
+    checkpoint: steps 4 and 5 are dropped and recomputed, the log holds every step once, and its contents equal an
+    uninterrupted run's (the data stream, the policy, the optimizer and the RNGs all continue)."""
     run = tmp_path / "run"
     args = [
         *CLI,
@@ -104,36 +107,57 @@ def test_kill_mid_step_and_resume(tmp_path):
         "--group-size",
         "4",
         "--max-steps",
-        "14",
+        "9",
         "--checkpoint-every",
         "3",
         "--eval-every",
-        "7",
+        "4",
         "--max-new-tokens",
         "4",
+        "--eval-size",
+        "16",
         "-o",
         str(run),
     ]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.time() + 240
-    while time.time() < deadline:  # wait until steps past a checkpoint are logged, then kill in the middle of one
-        log = run / "runlog.jsonl"
-        if log.exists() and len(log.read_text().splitlines()) >= 5:
-            break
-        time.sleep(0.05)
-    time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    before = [json.loads(line)["step"] for line in (run / "runlog.jsonl").read_text().splitlines() if line.strip()]
-    assert 5 <= len(before) < 14
+    hook = {**os.environ, STOP_AFTER_STEP_ENV: "5"}
+    killed = subprocess.run(args, env=hook, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert killed.stdout == ""  # killed: no summary
+    log_path = run / "runlog.jsonl"
+    assert [r["step"] for r in _log(run)] == [1, 2, 3, 4, 5]
+    assert _checkpoint_step(run) == 3
+    with open(log_path, "a") as fh:
+        fh.write('{"schema_version": 1, "step": 6, "run_id": "ru')  # torn: no newline
     done = subprocess.run(args, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    steps = [r["step"] for r in _log(run)]
-    assert steps == list(range(1, 15))  # each step exactly once
-    # the data stream continued: the resumed run equals an uninterrupted one in its prompts' token counts
+    assert json.loads(done.stdout)["stopped"] == "max_steps"
+    resumed = _log(run)
+    assert [r["step"] for r in resumed] == list(range(1, 10))  # each step exactly once
     ref = tmp_path / "ref"
     subprocess.run([*args[:-1], str(ref)], capture_output=True, check=True, timeout=600)
-    assert [r["prompt_tokens"] for r in _log(run)] == [r["prompt_tokens"] for r in _log(ref)]
+    content = (
+        "prompt_tokens",
+        "response_tokens",
+        "response_length_counts",
+        "reward_mean",
+        "eval_metric",
+        "policy_loss",
+    )
+    assert [[r[k] for k in content] for r in resumed] == [[r[k] for k in content] for r in _log(ref)]
+    assert resumed[0]["eval_metric_initial"] == _log(ref)[0]["eval_metric_initial"]
+
+
+def _checkpoint_step(run) -> int:
+    import torch
+
+    return torch.load(run / "checkpoint" / "state.pt", weights_only=False)["step"]
+
+
+def test_a_bad_stop_hook_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    monkeypatch.setenv(STOP_AFTER_STEP_ENV, "three")
+    with pytest.raises(RealError, match=f"{STOP_AFTER_STEP_ENV}='three' must be a step number >= 1"):
+        train(TrainConfig(max_steps=1), tmp_path / "r")
+    assert not (tmp_path / "r").exists()
 
 
 @pytest.mark.parametrize(
