@@ -6,14 +6,19 @@ the commands, so ``rlsim-real --help`` is instant.
 ``rlsim-real bench generation|train|sync --engine hf|vllm [--model M] [-o DIR]``
 ``rlsim-real import-vllm-bench FILE... -o DIR``: read ``vllm bench latency|throughput`` JSON into the bench table.
 
-Bad input prints one line ``rlsim-real: error: ...`` and exits 2.
+Bad input prints one line ``rlsim-real: error: ...`` and exits 2. ``train`` prints its summary as JSON on stdout
+and nothing else: progress, vLLM's log lines (``VLLM_LOGGING_STREAM`` defaults to stderr here) and whatever the
+libraries print while training go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +31,23 @@ def _add_train(sub: Any) -> None:
     p = sub.add_parser("train", help="a real GRPO or PPO run (writes the run log, checkpoints, config)")
     add_train_arguments(p)
     p.set_defaults(func=cmd_train)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send whatever the libraries write to stdout while the block runs (Python's ``print`` and the C level's
+    file descriptor 1: vLLM, torch, oneDNN) to stderr, so that stdout carries only the command's result."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()  # what a library buffered for stdout during the block belongs to stderr too
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -51,7 +73,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             print(f"step {step}: " + ", ".join(f"{k} {v}" for k, v in post.items()), file=sys.stderr, flush=True)
 
     try:
-        summary = train(cfg, args.output, progress)
+        with _stdout_to_stderr():
+            summary = train(cfg, args.output, progress)
     finally:
         if bar is not None:
             bar.close()
@@ -113,22 +136,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
     models = args.model or [None]
     if args.kind != "sync" and len(models) > 1:
         raise RealError(f"--model given {len(models)} times; the {args.kind} bench takes one (sync takes several)")
-    if args.kind == "generation":
-        table = bench.bench_generation(
-            args.engine,
-            models[0],
-            _ints(args.concurrency, "--concurrency"),
-            _ints(args.prompt_tokens, "--prompt-tokens"),
-            _ints(args.response_tokens, "--response-tokens"),
-            args.repeats,
-            args.warmup,
-        )
-    elif args.kind == "train":
-        table = bench.bench_train(
-            models[0], _ints(args.tokens, "--tokens"), args.seq_len, args.repeats, args.warmup, args.micro_batches
-        )
-    else:
-        table = bench.bench_sync(args.engine, models, args.repeats, args.warmup, args.number)
+    with _stdout_to_stderr():  # the table below is the result; the engines' output goes to stderr
+        if args.kind == "generation":
+            table = bench.bench_generation(
+                args.engine,
+                models[0],
+                _ints(args.concurrency, "--concurrency"),
+                _ints(args.prompt_tokens, "--prompt-tokens"),
+                _ints(args.response_tokens, "--response-tokens"),
+                args.repeats,
+                args.warmup,
+            )
+        elif args.kind == "train":
+            table = bench.bench_train(
+                models[0], _ints(args.tokens, "--tokens"), args.seq_len, args.repeats, args.warmup, args.micro_batches
+            )
+        else:
+            table = bench.bench_sync(args.engine, models, args.repeats, args.warmup, args.number)
     print(bench.summarize(table).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if args.output is not None:
         bench.write_table(table, args.output)
@@ -162,7 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from real.engines import route_vllm_logs_to_stderr
     from rlsim.cli import run_command
+
+    route_vllm_logs_to_stderr()  # before anything imports vllm
 
     return run_command("rlsim-real", build_parser().parse_args(argv), "interrupted; run the same command to resume")
 

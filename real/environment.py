@@ -11,6 +11,8 @@ import os
 import platform
 from typing import Any
 
+from real.engines import route_vllm_logs_to_stderr
+
 
 def environment() -> dict[str, Any]:
     """The versions and device of this process; ``vllm`` is None when vLLM is not installed."""
@@ -31,6 +33,7 @@ def environment() -> dict[str, Any]:
     except ImportError:
         pass
     try:
+        route_vllm_logs_to_stderr()  # importing vllm configures its logger
         import vllm
 
         env["vllm"] = vllm.__version__

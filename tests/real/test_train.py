@@ -203,6 +203,34 @@ def test_targets_inside_the_accuracy_range_are_accepted():
         TrainConfig(target=5).validate()
 
 
+def test_train_prints_only_its_json_summary_on_stdout(tmp_path):
+    """Whatever the libraries write to stdout while a run trains (print, file descriptor 1, a logger on sys.stdout
+    as vLLM's is by default) goes to stderr: stdout is the summary JSON alone. The vLLM log stream defaults to
+    stderr, and a user's own setting is kept."""
+    code = (
+        "import json, logging, os, sys\n"
+        "import real.train\n"
+        "log = logging.getLogger('noisy'); log.addHandler(logging.StreamHandler(sys.stdout)); log.setLevel('INFO')\n"
+        "def fake_train(cfg, run_dir, progress=None):\n"
+        "    print('INFO print from a library')\n"
+        "    os.write(1, b'INFO from C code\\n')\n"
+        "    log.info('INFO from a logger on stdout')\n"
+        "    return {'stopped': 'max_steps', 'vllm_stream': os.environ['VLLM_LOGGING_STREAM']}\n"
+        "real.train.train = fake_train\n"
+        "from real.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_LOGGING_STREAM"}
+    cmd = [sys.executable, "-c", code, "train", "--max-steps", "1", "-o", str(tmp_path / "r")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"stopped": "max_steps", "vllm_stream": "ext://sys.stderr"}
+    for line in ("INFO print from a library", "INFO from C code", "INFO from a logger on stdout"):
+        assert line in proc.stderr
+    mine = subprocess.run(cmd, capture_output=True, text=True, env={**env, "VLLM_LOGGING_STREAM": "ext://x"})
+    assert json.loads(mine.stdout)["vllm_stream"] == "ext://x"
+
+
 def test_real_and_simulated_run_logs_pass_the_same_validator(tmp_path):
     """One definition of the run-log record (rlsim.records): the lines a real run writes and the records the
     simulator makes are valid, and either without any one required field is refused."""
