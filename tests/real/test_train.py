@@ -44,7 +44,9 @@ def test_grpo_hf_raises_eval_accuracy(tmp_path):
     start = log[0]["eval_metric_initial"]
     best = max(r["eval_metric"] for r in log if r["eval_metric"] is not None)
     assert best >= start + 0.3, (start, best)
-    assert summary["final_eval_metric"] == log[-1]["eval_metric"]
+    # the last eval: the last step's when the run stopped at the target, an earlier one when the time budget (a
+    # loaded machine) stopped it between evals
+    assert summary["final_eval_metric"] == [r["eval_metric"] for r in log if r["eval_metric"] is not None][-1]
     # the log is in the shared schema, with every phase timed and eval kept out of wall_s
     assert [r["step"] for r in log] == list(range(1, len(log) + 1))
     for r in log:
