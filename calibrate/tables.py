@@ -3,8 +3,9 @@
 A bench table is tidy: one row per measured repeat with at least ``phase``, ``device``, ``time_s`` and the
 configuration columns of that phase (``concurrency``, ``prompt_tokens``, ``response_tokens`` for rollout;
 ``tokens``, ``sequences`` for train_actor / old_logprob; ``bytes`` for weight_sync) and a ``provenance`` JSON
-column. Fitting refuses tables it cannot trust: NaN, infinite, zero or negative times, rows of several devices
-mixed in one fit, and phases with too few distinct configurations.
+column; these columns are defined once, in ``rlsim.records``. Fitting refuses tables it cannot trust: NaN,
+infinite, zero or negative times, rows of several devices mixed in one fit, and phases with too few distinct
+configurations.
 """
 
 from __future__ import annotations
@@ -19,14 +20,7 @@ import numpy as np
 import pandas as pd
 
 from calibrate.errors import CalibrateError
-
-REQUIRED = ("phase", "device", "time_s")
-PHASE_COLUMNS = {
-    "rollout": ("concurrency", "prompt_tokens", "response_tokens"),
-    "train_actor": ("tokens", "sequences"),
-    "old_logprob": ("tokens", "sequences"),
-    "weight_sync": ("bytes",),
-}
+from rlsim.records import BENCH_PHASE_COLUMNS, BENCH_REQUIRED_COLUMNS
 
 
 def load_bench_tables(paths: list[str | Path]) -> pd.DataFrame:
@@ -39,7 +33,7 @@ def load_bench_tables(paths: list[str | Path]) -> pd.DataFrame:
             df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
         except Exception as exc:  # noqa: BLE001 - any reader failure is the user's file
             raise CalibrateError(f"{p}: cannot be read as a table ({type(exc).__name__}: {exc})") from None
-        missing = [c for c in REQUIRED if c not in df]
+        missing = [c for c in BENCH_REQUIRED_COLUMNS if c not in df]
         if missing:
             raise CalibrateError(f"{p}: missing column(s) {', '.join(missing)}; is it a table from rlsim-real bench?")
         if df.empty:
@@ -67,12 +61,12 @@ def check_table(table: pd.DataFrame) -> None:
     devices = sorted(set(table["device"].astype(str)))
     if len(devices) > 1:
         raise CalibrateError(f"the tables mix devices ({'; '.join(devices)}); fit one device at a time")
-    unknown = sorted(set(table["phase"]) - set(PHASE_COLUMNS))
+    unknown = sorted(set(table["phase"]) - set(BENCH_PHASE_COLUMNS))
     if unknown:
         raise CalibrateError(
-            f"unknown phase(s) {', '.join(map(str, unknown))}; bench phases are {', '.join(PHASE_COLUMNS)}"
+            f"unknown phase(s) {', '.join(map(str, unknown))}; bench phases are {', '.join(BENCH_PHASE_COLUMNS)}"
         )
-    for phase, cols in PHASE_COLUMNS.items():
+    for phase, cols in BENCH_PHASE_COLUMNS.items():
         rows = table[table["phase"] == phase]
         for c in cols:
             if not len(rows):

@@ -3,12 +3,13 @@
 Each returns a tidy table, one row per measured repeat (warm-up repeats are run and dropped; the repeats of
 a table's configurations are interleaved, round by round, so drifts of the machine do not bias one of them), with the
 configuration, the seconds and the derived throughput, plus a ``provenance`` column (JSON) naming the device,
-engine and version, torch version, model, dtype, date and command. ``write_table`` writes bench.csv,
+engine and version, torch version, model, dtype, date and command; the columns are ``rlsim.records.BENCH_COLUMNS``
+(defined there once, with their units). ``write_table`` writes bench.csv,
 bench.parquet and provenance.json.
 
 * generation: ``concurrency`` sequences of exactly ``prompt_tokens`` random prompt tokens, each generating
   exactly ``response_tokens`` tokens (EOS ignored), in one batch; time of the whole batch.
-* train: the training loop's own functions on a synthetic batch of ``tokens`` tokens in sequences of
+* train: the training loop's own functions (``real.update``) on a synthetic batch of ``tokens`` tokens in sequences of
   ``seq_len`` (the second half of each sequence the scored completion, random advantages): one GRPO update
   (clipped policy loss, gradient accumulated over ``micro_batches``, gradient norms, clipping, Adam; phase
   ``train_actor``) and one log-prob pass (phase ``old_logprob``).
@@ -39,26 +40,7 @@ from real.errors import RealError
 from rlsim.files import read_text
 from rlsim.machine_load import LoadMeter
 from rlsim.phases import Phase
-
-COLUMNS = [
-    "phase",
-    "engine",
-    "model",
-    "device",
-    "concurrency",
-    "prompt_tokens",
-    "response_tokens",
-    "tokens",
-    "sequences",
-    "repeat",
-    "time_s",
-    "tokens_per_s",
-    "bytes",
-    "other_cpu_fraction",
-    "cpu_s",
-    "load_avg_1m",
-    "provenance",
-]
+from rlsim.records import BENCH_COLUMNS
 
 
 def provenance(
@@ -69,7 +51,7 @@ def provenance(
     ``max_num_seqs`` the engine's limit on running sequences (vLLM's), which the fit schedules with."""
     import torch
 
-    from real.train import environment
+    from real.environment import environment
 
     env = environment()
     version = env.get("vllm") if engine == "vllm" else env.get("transformers")
@@ -114,8 +96,7 @@ def _timed_rounds(fns: list, repeats: int, warmup: int) -> list[list[tuple[float
 
 
 def _model(spec: str | None) -> tuple[Path, str]:
-    from real.models import resolve_model
-    from real.train import model_cache_dir
+    from real.models import model_cache_dir, resolve_model
 
     path = resolve_model(spec, model_cache_dir())
     return path, spec or "tiny"
@@ -184,8 +165,9 @@ def bench_train(
 ) -> pd.DataFrame:
     import torch
 
+    from real.config import TrainConfig
     from real.models import load_policy
-    from real.train import TrainConfig, _batch_tensors, _completion_logprobs, _update_actor
+    from real.update import batch_tensors, completion_logprobs, update_actor
 
     path, name = _model(model)
     policy, _ = load_policy(path)
@@ -206,17 +188,17 @@ def bench_train(
         seqs = torch.randint(4, vocab, (n_seq, seq_len), generator=gen).tolist()
         prompts = [row[: seq_len - completion_len] for row in seqs]
         completions = [row[seq_len - completion_len :] for row in seqs]
-        ids, attn, targets, mask, positions = _batch_tensors(prompts, completions, pad_id=0)
+        ids, attn, targets, mask, positions = batch_tensors(prompts, completions, pad_id=0)
         old_lp = torch.zeros(mask.shape)
         adv = torch.randn(mask.shape, generator=gen) * mask
 
         def step(ids=ids, attn=attn, targets=targets, mask=mask, positions=positions, old_lp=old_lp, adv=adv) -> None:
             # the training loop's own update: clipped policy loss, micro-batches, gradient norms, clipping, Adam
-            _update_actor(cfg, policy, opt, ids, attn, targets, mask, positions, old_lp, None, adv)
+            update_actor(cfg, policy, opt, ids, attn, targets, mask, positions, old_lp, None, adv)
 
         def forward(ids=ids, attn=attn, targets=targets, positions=positions) -> None:
             with torch.no_grad():  # the loop's log-prob pass
-                _completion_logprobs(policy, ids, attn, targets, positions)
+                completion_logprobs(policy, ids, attn, targets, positions)
 
         for phase, fn in ((Phase.TRAIN_ACTOR, step), (Phase.OLD_LOGPROB, forward)):
             configs.append((phase, n_seq))
@@ -293,7 +275,7 @@ def _row(
 
 
 def _frame(rows: list[dict[str, Any]], prov: dict[str, Any]) -> pd.DataFrame:
-    df = pd.DataFrame(rows, columns=COLUMNS[:-1])
+    df = pd.DataFrame(rows, columns=list(BENCH_COLUMNS))
     df["provenance"] = json.dumps(prov, sort_keys=True)
     return df
 
@@ -423,4 +405,4 @@ def read_vllm_bench(files: list[Path]) -> pd.DataFrame:
             raise RealError(
                 f"{f}: neither vllm bench latency (latencies, avg_latency) nor throughput (elapsed_time) JSON"
             )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(rows, columns=list(BENCH_COLUMNS))

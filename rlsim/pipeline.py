@@ -27,8 +27,8 @@ from rlsim.costs import CostModel, RooflineCostModel
 from rlsim.learning import lr_for_batch
 from rlsim.lengths import sample_step
 from rlsim.phases import Phase
+from rlsim.records import run_log_record
 from rlsim.rollout import RolloutResult, simulate_rollout
-from rlsim.runlog import SCHEMA_VERSION
 from rlsim.scenario import Scenario
 
 ROLLOUT_POOL = "rollout_pool"
@@ -212,27 +212,26 @@ def _record(st: _State, b: _Batch, timing: dict[str, float], end_s: float) -> di
     s = st.scenario
     batch = s.workload.responses_per_step
     r = b.rollout
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": st.run_id,
-        "step": b.step,
-        "cumulative_samples": b.step * batch,
-        "prompts": s.workload.prompts_per_step,
-        "responses": batch,
-        "prompt_tokens": r.prompt_tokens,
-        "response_tokens": r.response_tokens,
-        "lr": lr_for_batch(s.learning, batch),
-        "reward_mean": None,
-        "eval_metric": None,
-        "wall_s": end_s,
-        "step_time_s": end_s - st.last_end_s,
-        "staleness": b.step - 1 - b.version,
-        "generation_tokens_per_s": r.generation_tokens_per_s,
-        "num_preemptions": r.num_preemptions,
-        "mean_decode_batch": r.mean_decode_batch,
-        "peak_kv_tokens": r.peak_kv_tokens,
-        "timing_s": timing,
-    }
+    return run_log_record(
+        run_id=st.run_id,
+        step=b.step,
+        cumulative_samples=b.step * batch,
+        prompts=s.workload.prompts_per_step,
+        responses=batch,
+        prompt_tokens=r.prompt_tokens,
+        response_tokens=r.response_tokens,
+        lr=lr_for_batch(s.learning, batch),
+        reward_mean=None,
+        eval_metric=None,
+        wall_s=end_s,
+        step_time_s=end_s - st.last_end_s,
+        staleness=b.step - 1 - b.version,
+        generation_tokens_per_s=r.generation_tokens_per_s,
+        num_preemptions=r.num_preemptions,
+        mean_decode_batch=r.mean_decode_batch,
+        peak_kv_tokens=r.peak_kv_tokens,
+        timing_s=timing,
+    )
 
 
 def run_pipeline(

@@ -1,11 +1,8 @@
-"""The run-log schema: JSON Lines, one object per step, shared by simulated runs, real runs and importers.
+"""Run-log files: JSON Lines, one record per step, shared by simulated runs, real runs and importers.
 
-Each line holds at least the keys in ``REQUIRED_KEYS``: the schema version, run id, step (1-based),
-cumulative samples (retained responses so far), prompts and responses in the step, prompt and response tokens,
-the learning rate, the mean reward, the eval metric (``null`` when not evaluated), wall-clock seconds since the
-start *excluding eval*, and ``timing_s``: seconds per phase (names from :mod:`rlsim.phases`). Extra keys are
-allowed (``staleness``, ``utilization``, ``grad_norm_sq_small`` ...). Files are append-only and flushed per step,
-so a killed run loses at most the step in flight.
+The record itself (its fields, types and units, the constructor and the validator) is defined in
+:mod:`rlsim.records`; this module reads and writes files of them, validating every line. Files are append-only
+and flushed per step, so a killed run loses at most the step in flight.
 
 In tables (pandas), nested dicts are flattened with ``/``: ``timing_s/rollout``, ``utilization/rollout_pool``.
 """
@@ -13,57 +10,27 @@ In tables (pandas), nested dicts are flattened with ``/``: ``timing_s/rollout``,
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 import pandas as pd
 
-from rlsim.errors import RlsimError
-from rlsim.phases import PHASES
+from rlsim.records import REQUIRED_KEYS, SCHEMA_VERSION, RunLogError, validate_record
 
-SCHEMA_VERSION = 1
-
-REQUIRED_KEYS: tuple[str, ...] = (
-    "schema_version",
-    "run_id",
-    "step",
-    "cumulative_samples",
-    "prompts",
-    "responses",
-    "prompt_tokens",
-    "response_tokens",
-    "lr",
-    "reward_mean",
-    "eval_metric",
-    "wall_s",
-    "timing_s",
-)
-_PHASE_NAMES = frozenset(p.value for p in PHASES)
-
-
-class RunLogError(RlsimError, ValueError):
-    """A run-log record or file breaks the schema."""
-
-
-def validate_record(rec: dict[str, Any]) -> None:
-    """Raise RunLogError naming the first key that breaks the schema."""
-    missing = [k for k in REQUIRED_KEYS if k not in rec]
-    if missing:
-        raise RunLogError(f"run-log record misses key(s) {', '.join(missing)}")
-    if rec["schema_version"] != SCHEMA_VERSION:
-        raise RunLogError(f"schema_version {rec['schema_version']!r} is not {SCHEMA_VERSION}")
-    if not isinstance(rec["step"], int) or rec["step"] < 1:
-        raise RunLogError(f"step {rec['step']!r} must be an integer >= 1")
-    timing = rec["timing_s"]
-    if not isinstance(timing, dict):
-        raise RunLogError("timing_s must be a mapping of phase -> seconds")
-    for phase, sec in timing.items():
-        if phase not in _PHASE_NAMES:
-            raise RunLogError(f"timing_s has unknown phase {phase!r}; phases are {', '.join(sorted(_PHASE_NAMES))}")
-        if not isinstance(sec, (int, float)) or isinstance(sec, bool) or not math.isfinite(sec) or sec < 0:
-            raise RunLogError(f"timing_s.{phase} = {sec!r} must be a finite number >= 0")
+__all__ = [
+    "REQUIRED_KEYS",
+    "SCHEMA_VERSION",
+    "RunLogError",
+    "append_record",
+    "flatten",
+    "from_frame",
+    "read_jsonl",
+    "to_frame",
+    "unflatten",
+    "validate_record",
+    "write_jsonl",
+]
 
 
 def append_record(fh: TextIO, rec: dict[str, Any]) -> None:

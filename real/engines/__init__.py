@@ -9,6 +9,7 @@ included when it was produced. Sampling is seeded per call.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,6 +41,15 @@ class Engine(Protocol):
     def close(self) -> None: ...
 
 
+def route_vllm_logs_to_stderr() -> None:
+    """Send vLLM's log lines to stderr (its default stream is stdout), unless ``VLLM_LOGGING_STREAM`` is set.
+
+    vLLM configures its logger when it is first imported, so this runs before any import of vllm: stdout then
+    carries only what a command prints as its result (``rlsim-real train``'s JSON summary).
+    """
+    os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
+
+
 def make_engine(name: str, model_dir: Path, **kwargs: Any) -> Engine:
     """An engine by name; ``vllm`` without vllm installed is a RealError saying how to install it."""
     if name == "hf":
@@ -47,6 +57,7 @@ def make_engine(name: str, model_dir: Path, **kwargs: Any) -> Engine:
 
         return HFEngine(model_dir, **kwargs)
     if name == "vllm":
+        route_vllm_logs_to_stderr()
         try:
             import vllm  # noqa: F401
         except ImportError:

@@ -43,7 +43,8 @@ def _model_dir(tmp_path: Path) -> Path:
 
 def _write_run(tmp_path, p, seed, model_dir, *, g=8, max_steps=300, n_star=6000.0, long_responses=0):
     """A run at B = p x g that crosses 0.9 at ``n_star`` samples (it stops there, or at ``max_steps``); response
-    lengths 2-8 (``long_responses`` more of length 8 per step); wall-clock from a simple per-sample cost."""
+    lengths 2-8 (``long_responses`` of the shortest at length 8 instead, per step); wall-clock from a simple
+    per-sample cost."""
     b = p * g
     steps = min(max_steps, math.ceil(min(n_star, 1e7) / b) + 1)
     run = tmp_path / f"P{p}_seed{seed}"
@@ -56,8 +57,12 @@ def _write_run(tmp_path, p, seed, model_dir, *, g=8, max_steps=300, n_star=6000.
     wall, lines = 0.0, []
     for step in range(1, steps + 1):
         counts = np.bincount(rng.choice([2, 2, 2, 3, 4, 8], size=b), minlength=9)
-        counts[8] += long_responses
-        counts[2] -= long_responses
+        left = long_responses  # the shortest responses come out at the cap instead (no count below 0)
+        for k in range(8):
+            moved = min(int(counts[k]), left)
+            counts[k] -= moved
+            counts[8] += moved
+            left -= moved
         samples = step * b
         # R(n_star) = 0.9: 0.48 / (1 + (m / n_star)^2) = 0.4 with m = sqrt(0.2) n_star
         metric = 0.5 + 0.48 / (1.0 + (math.sqrt(0.2) * n_star / samples) ** 2.0) if step % 2 == 0 else None
@@ -180,7 +185,7 @@ def test_validate_never_changes_the_profile_and_its_numbers_are_rlsim_runs(fitte
 
 def test_a_held_out_runs_measured_lengths_do_not_change_its_prediction(fitted):
     """The prediction for a batch comes from the profile's length model: a held-out run whose responses came out
-    longer (400 more at the cap per step) gets the same prediction as one that did not."""
+    longer (400 of its shortest responses at the cap instead, each step) gets the prediction of one that did not."""
     tmp_path, model, _, profile, _ = fitted
     short = _write_run(_sub(tmp_path, "a"), 64, 0, model)
     long = _write_run(_sub(tmp_path, "b"), 64, 0, model, long_responses=400)

@@ -1,8 +1,10 @@
 """Microbenchmarks: the generation, train and sync benches produce tidy tables with provenance (hf here; vllm in
-test_vllm.py, in its own process). How their measured times compare (throughput rising with concurrency, a
-train step costing more than a forward) is wall-clock and lives in tests/benchmarks/test_bench_real.py."""
+test_vllm.py, in its own process), their timings positive and finite. How their measured times compare
+(throughput rising with concurrency, a train step costing more than a forward) is wall-clock and lives in
+tests/benchmarks/test_bench_real.py, outside the default run."""
 
 import json
+import math
 import subprocess
 import sys
 
@@ -11,8 +13,15 @@ import pytest
 
 pytest.importorskip("torch")
 
+from calibrate.errors import CalibrateError  # noqa: E402
+from calibrate.tables import load_bench_tables  # noqa: E402
 from real import bench  # noqa: E402
 from real.errors import RealError  # noqa: E402
+from rlsim.records import BENCH_COLUMNS, BENCH_REQUIRED_COLUMNS  # noqa: E402
+
+
+def _positive_finite(values) -> bool:
+    return all(v > 0 and math.isfinite(v) for v in values)
 
 
 def test_generation_bench_table_hf():
@@ -20,7 +29,7 @@ def test_generation_bench_table_hf():
     assert len(df) == 6 and set(df["repeat"]) == {0, 1}
     assert (df["tokens"] == df["concurrency"] * 16).all()
     tput = bench.summarize(df).set_index("concurrency")["tokens_per_s"]
-    assert list(tput.index) == [1, 4, 16] and (tput > 0).all()
+    assert list(tput.index) == [1, 4, 16] and _positive_finite(tput) and _positive_finite(df["time_s"])
     prov = json.loads(df["provenance"].iloc[0])
     for key in ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command"):
         assert key in prov
@@ -33,9 +42,9 @@ def test_train_and_sync_benches():
     train = s[s["phase"] == "train_actor"].set_index("tokens")["time_s"]
     fwd = s[s["phase"] == "old_logprob"].set_index("tokens")["time_s"]
     assert list(train.index) == [256, 1024] and list(fwd.index) == [256, 1024]
-    assert (train > 0).all() and (fwd > 0).all()
+    assert _positive_finite(train) and _positive_finite(fwd)
     sync = bench.bench_sync("hf", None, repeats=2, warmup=1)
-    assert (sync["bytes"] > 0).all() and (sync["time_s"] > 0).all() and (sync["phase"] == "weight_sync").all()
+    assert (sync["bytes"] > 0).all() and _positive_finite(sync["time_s"]) and (sync["phase"] == "weight_sync").all()
 
 
 def test_cli_bench_writes_tidy_tables(tmp_path):
@@ -65,8 +74,14 @@ def test_cli_bench_writes_tidy_tables(tmp_path):
     assert proc.returncode == 0, proc.stderr
     csv, parquet = pd.read_csv(out / "bench.csv"), pd.read_parquet(out / "bench.parquet")
     assert len(csv) == len(parquet) == 4
-    assert list(csv.columns) == bench.COLUMNS
+    assert list(csv.columns) == list(BENCH_COLUMNS)
     assert json.loads((out / "provenance.json").read_text())[0]["engine"] == "hf"
+    # calibrate reads the table with the same column definitions, and refuses it without a required one
+    assert len(load_bench_tables([out / "bench.csv"])) == 4
+    for column in BENCH_REQUIRED_COLUMNS:
+        csv.drop(columns=[column]).to_csv(tmp_path / "cut.csv", index=False)
+        with pytest.raises(CalibrateError, match=f"missing column\\(s\\) {column};"):
+            load_bench_tables([tmp_path / "cut.csv"])
     bad = subprocess.run(
         [sys.executable, "-m", "real.cli", "bench", "generation", "--concurrency", "0,x"],
         capture_output=True,
@@ -92,7 +107,7 @@ def test_read_vllm_bench_json(tmp_path):
         )
     )
     df = bench.read_vllm_bench([lat, thr])
-    assert list(df.columns) == bench.COLUMNS
+    assert list(df.columns) == list(BENCH_COLUMNS)
     l_rows = df[df["time_s"] != 10.0]
     assert list(l_rows["time_s"]) == [1.4, 1.5, 1.6]
     assert (l_rows["concurrency"] == 8).all() and (l_rows["tokens"] == 8 * 128).all()
@@ -123,7 +138,7 @@ def test_sync_bench_over_model_sizes(tmp_path):
     df = bench.bench_sync("hf", ["tiny", "tiny:hidden_size=192"], repeats=2, warmup=1, number=2)
     by = df.groupby("model")["bytes"].first()
     assert set(by.index) == {"tiny", "tiny:hidden_size=192"} and by["tiny:hidden_size=192"] > by["tiny"]
-    assert len(df) == 4 and (df["time_s"] > 0).all()
+    assert len(df) == 4 and _positive_finite(df["time_s"])
 
 
 def test_cli_refuses_several_models_for_a_generation_bench(tmp_path):

