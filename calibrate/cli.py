@@ -238,7 +238,7 @@ def _run_lr_rule(path: Path) -> str | None:
 def cmd_fit_learning(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from calibrate.learning_fit import fit_learning
+    from calibrate.learning_fit.fit import fit_learning
     from rlsim.profile import load_profile
 
     profile = load_profile(args.profile)  # before the fit: a bad profile fails fast

@@ -237,7 +237,8 @@ def stall_upper(censored: int, runs: int, level: float = 0.9) -> float:
 
 def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
     """The profile's ``learning`` section from the reference runs (module docstring)."""
-    from calibrate.learning_fit import b_simple_pooled, fit_sigmoid
+    from calibrate.learning_fit.curve import fit_sigmoid
+    from calibrate.learning_fit.noise import b_simple_pooled
 
     points: dict[float, list[float]] = {}
     for run in runs:

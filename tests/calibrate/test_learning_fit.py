@@ -11,18 +11,11 @@ import numpy as np
 import pytest
 
 from calibrate.errors import CalibrateError
-from calibrate.learning_fit import (
-    CriticalBatchFit,
-    SigmoidFit,
-    b_simple_pooled,
-    fit_critical_batch,
-    fit_learning,
-    fit_sigmoid,
-    invariance_score,
-    samples_to_target,
-    samples_to_target_from_fit,
-    table_multiplier,
-)
+from calibrate.learning_fit.batch import CriticalBatchFit, fit_critical_batch, table_multiplier
+from calibrate.learning_fit.curve import SigmoidFit, fit_sigmoid, samples_to_target, samples_to_target_from_fit
+from calibrate.learning_fit.fit import fit_learning
+from calibrate.learning_fit.invariance import invariance_score
+from calibrate.learning_fit.noise import b_simple_pooled
 from rlsim import learning as rl
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 
@@ -419,10 +412,10 @@ def test_fit_functions_do_not_mutate_inputs():
 
 
 def test_calibrate_never_imports_torch_or_vllm():
-    assert "calibrate.learning_fit" in sys.modules
+    assert "calibrate.learning_fit.fit" in sys.modules
     import subprocess
 
-    code = "import sys, calibrate.learning_fit; print(any(m in sys.modules for m in ('torch', 'vllm')))"
+    code = "import sys, calibrate.learning_fit.fit; print(any(m in sys.modules for m in ('torch', 'vllm')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -610,7 +603,7 @@ def test_fit_learning_command_writes_the_learning_model_into_the_profile(tmp_pat
 def test_critical_batch_power_follows_the_lr_rule():
     """One learning model: fit-learning's cross-batch fit takes the power of the runs' LR rule (Adam's 1/2 under
     sqrt, McCandlish's 1 under linear), as fit --runs does; it recovers B_crit from exact points of that form."""
-    from calibrate.learning_fit import critical_power, fit_critical_batch
+    from calibrate.learning_fit.batch import critical_power, fit_critical_batch
 
     assert (critical_power("sqrt"), critical_power("none"), critical_power("linear"), critical_power(None)) == (
         0.5,
