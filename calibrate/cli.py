@@ -406,9 +406,9 @@ def build_parser() -> argparse.ArgumentParser:
             help="predict before you run on this CPU: bench, reference runs, fit, predictions, held-out runs, validate",
         )
     )
-    from calibrate import vllm_check  # light: numpy, pandas and rlsim load only when the check runs
+    from calibrate.vllm_check.command import add_arguments  # light: numpy, pandas, rlsim load when the check runs
 
-    vllm_check.add_arguments(
+    add_arguments(
         sub.add_parser("vllm-check", help="vLLM's own benchmark off the bench grid against the engine model (~6 min)")
     )
     return parser
