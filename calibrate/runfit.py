@@ -47,6 +47,7 @@ import numpy as np
 
 from calibrate.errors import CalibrateError
 from calibrate.runs import Run, check_same_setup, eval_points, measured, setup_scenario, step_times
+from rlsim.learning import mid_samples_through
 from rlsim.machine_load import load_summary, load_warning
 from rlsim.profile import LEARNING_VERSION, PhaseFit, Profile
 from rlsim.scenario import from_dict
@@ -265,8 +266,7 @@ def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
     asymptote = max(curve.asymptote, target + 1e-3)
     if not curve.initial < target < asymptote:
         raise CalibrateError(f"the reference curve starts at {curve.initial:.3g}, above the target {target:g}")
-    gain = (target - curve.initial) / (asymptote - curve.initial)
-    mid = n_star * (1.0 / gain - 1.0) ** (1.0 / curve.exponent)  # R(n_star) = target exactly
+    mid = mid_samples_through(curve.initial, asymptote, curve.exponent, n_star, target)  # R(n_star) = target
     noise = b_simple_pooled([r.records for r in runs], names=[r.name for r in runs], skip_unusable=True)
     rule = runs[0].config.get("lr_rule") or (runs[0].scenario_file or {}).get("learning", {}).get("lr_rule", "sqrt")
     if noise["b_simple"] is not None and noise["b_simple"] > 0:

@@ -1,7 +1,9 @@
 """ScaleRL's sigmoid fitted to the evaluated points of a run, and the samples at which a curve reaches a target.
 
 * :func:`fit_sigmoid`: the metric curve in cumulative samples S, ScaleRL's form (arXiv 2510.13786)
-  ``R(S) = R0 + (A - R0) / (1 + (S_mid / S)^b)``.
+  ``R(S) = R0 + (A - R0) / (1 + (S_mid / S)^b)``, the curve defined once in :func:`rlsim.learning.metric_at`
+  (its shape: :func:`rlsim.learning.sigmoid_fraction`); the fit evaluates it through rlsim, so a fitted curve is
+  the one the simulator follows.
 
   Procedure (equivalent to ScaleRL's grid over (A, C_mid) with b from curve_fit, but vectorized): R0 is fixed
   (the first observed metric, or given). For fixed (S_mid, b) the model is linear in A, so the least-squares A is
@@ -27,11 +29,10 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
-from scipy.special import expit
 
 from calibrate.errors import CalibrateError
 from calibrate.learning_fit.checks import check_target, curve_points, finite_or_none
-from rlsim.learning import LearningModelError, reference_samples_to_target
+from rlsim.learning import LearningModelError, metric_at, reference_samples_to_target, sigmoid_fraction
 from rlsim.scenario import MetricCurve
 
 B_MAX = 20.0  # largest sigmoid exponent b
@@ -77,8 +78,7 @@ class SigmoidFit:
 
     def predict(self, samples: Any) -> np.ndarray:
         """R(S) at ``samples`` (R0 at S = 0)."""
-        s = np.asarray(samples, dtype=float)
-        return self.initial + (self.asymptote - self.initial) * _frac(s, math.log(self.mid_samples), self.exponent)
+        return metric_at(self.to_metric_curve(), samples)
 
     def to_metric_curve(self) -> MetricCurve:
         return MetricCurve(
@@ -105,14 +105,6 @@ class SigmoidFit:
             "samples_range": [float(self.samples_range[0]), float(self.samples_range[1])],
             "at_bound": list(self.at_bound),
         }
-
-
-def _frac(s: np.ndarray, log_mid: float | np.ndarray, b: float | np.ndarray) -> np.ndarray:
-    """1 / (1 + (S_mid / S)^b) computed stably as expit(b (log S - log S_mid)); 0 at S = 0."""
-    s = np.asarray(s, dtype=float)
-    with np.errstate(divide="ignore"):
-        log_s = np.log(s)
-    return np.where(s > 0, expit(b * (log_s - log_mid)), 0.0)
 
 
 def fit_sigmoid(
@@ -183,7 +175,7 @@ def fit_sigmoid_checked(
         log_s = np.where(s > 0, np.log(np.where(s > 0, s, 1.0)), -np.inf)
     best = (math.inf, 0.0, 0.0, 0.0)
     for lm in log_mids:
-        f = expit(bs[:, None] * (log_s[None, :] - lm))  # (nb, n); S = 0 gives expit(-inf) = 0
+        f = sigmoid_fraction(s[None, :], math.exp(lm), bs[:, None])  # (nb, n); 0 at S = 0
         sf, ff = f @ y, np.einsum("ij,ij->i", f, f)
         gain = np.clip(np.divide(sf, ff, out=np.full_like(sf, gain_lo), where=ff > 0), gain_lo, gain_hi)
         sse = y @ y - 2 * gain * sf + gain**2 * ff
@@ -192,11 +184,11 @@ def fit_sigmoid_checked(
             best = (float(sse[k]), float(gain[k]), float(lm), float(bs[k]))
     _, gain0, lm0, b0 = best
 
-    def resid(p: np.ndarray) -> np.ndarray:
-        return r0 + (p[0] - r0) * expit(p[2] * (log_s - p[1])) - m
+    def resid(p: np.ndarray) -> np.ndarray:  # p = (A, log S_mid, b)
+        return r0 + (p[0] - r0) * sigmoid_fraction(s, math.exp(p[1]), p[2]) - m
 
     def jac(p: np.ndarray) -> np.ndarray:
-        f = expit(p[2] * (log_s - p[1]))
+        f = sigmoid_fraction(s, math.exp(p[1]), p[2])
         d = (p[0] - r0) * f * (1 - f)
         with np.errstate(invalid="ignore"):
             db = np.where(s > 0, d * (log_s - p[1]), 0.0)

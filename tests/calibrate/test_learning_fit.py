@@ -113,6 +113,23 @@ def test_metric_curve_matches_rlsim():
     json.dumps(fit.to_dict(), allow_nan=False)
 
 
+@pytest.mark.parametrize("noise, exponent", [(0.0, B), (0.01, B), (0.0, 0.02)])
+def test_fitted_curve_is_rlsims_formula(noise, exponent):
+    """One sigmoid: the curve calibrate fits and evaluates is rlsim.learning's, to the last bit. The points here
+    come from rlsim's formula (not the test's own), the fit's residuals are measured with it, and a flat exponent
+    keeps R(0) = R0 (a power form that clamps S = 0 to a tiny number does not)."""
+    truth = MetricCurve(initial=R0, asymptote=A, mid_samples=S_MID, exponent=exponent)
+    s = np.linspace(0.0, 4 * S_MID, 60)
+    m = rl.metric_at(truth, s) + np.random.default_rng(3).normal(0.0, noise, s.size)
+    fit = fit_sigmoid(s, m, r0=R0)
+    curve = fit.to_metric_curve()
+    np.testing.assert_array_equal(fit.predict(s), rl.metric_at(curve, s))
+    assert fit.predict(0.0) == R0 and rl.metric_at(curve, 0.0) == R0
+    assert fit.rmse == pytest.approx(math.sqrt(np.mean((rl.metric_at(curve, s) - m) ** 2)), rel=1e-12, abs=1e-15)
+    if noise == 0.0 and exponent == B:  # exact points: the fit recovers rlsim's curve
+        assert rel(fit.A, A) < 1e-6 and rel(fit.S_mid, S_MID) < 1e-6 and rel(fit.b, B) < 1e-6
+
+
 # ---------------------------------------------------------------------------------------------- samples-to-target
 
 
