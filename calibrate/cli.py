@@ -181,6 +181,7 @@ def cmd_published(args: argparse.Namespace) -> int:
 def _published_tables(summary: dict, step_df, gen_df, costs: dict[str, float], out: Path) -> None:
     from calibrate import published as pub
     from calibrate import published_generation as gen
+    from rlsim.phases import Phase
 
     if step_df is not None:
         results = pub.evaluate(step_df, costs or None)
@@ -192,7 +193,7 @@ def _published_tables(summary: dict, step_df, gen_df, costs: dict[str, float], o
                 ph = r.phases_s
                 parts = "/".join(
                     f"{ph.get(k, 0):.1f}"
-                    for k in ("rollout", "old_logprob", "ref_logprob", "train_actor", "weight_sync")
+                    for k in (Phase.ROLLOUT, Phase.OLD_LOGPROB, Phase.REF_LOGPROB, Phase.TRAIN_ACTOR, Phase.WEIGHT_SYNC)
                 )
                 print(f"{r.label[:58]:<58} {r.measured_s:>8.1f}s {r.predicted_s:>8.1f}s {r.error_pct:>+6.1f}%  {parts}")
         print()

@@ -49,19 +49,20 @@ from calibrate.errors import CalibrateError
 from calibrate.runs import Run, check_same_setup, eval_points, measured, setup_scenario, step_times
 from rlsim.learning import mid_samples_through
 from rlsim.machine_load import load_summary, load_warning
+from rlsim.phases import Phase
 from rlsim.profile import LEARNING_VERSION, PhaseFit, Profile
 from rlsim.scenario import from_dict
 
 ADAM_SQRT_POWER = 0.5  # samples-to-target ~ (1 + B / B_noise) ** power for Adam under the sqrt LR rule
 # per phase, the coefficients that scale its time: overheads multiply, efficiencies divide
 SCALED = {
-    "rollout": (
+    Phase.ROLLOUT.value: (
         ("decode_iteration_overhead_s", "decode_per_seq_overhead_s", "prefill_overhead_s"),
         ("decode_memory_efficiency", "decode_compute_efficiency", "prefill_compute_efficiency"),
     ),
-    "train_actor": (("train_step_overhead_s",), ("train_compute_efficiency",)),
-    "old_logprob": (("forward_overhead_s",), ("forward_compute_efficiency",)),
-    "weight_sync": (("weight_sync_latency_s",), ("link_efficiency",)),
+    Phase.TRAIN_ACTOR.value: (("train_step_overhead_s",), ("train_compute_efficiency",)),
+    Phase.OLD_LOGPROB.value: (("forward_overhead_s",), ("forward_compute_efficiency",)),
+    Phase.WEIGHT_SYNC.value: (("weight_sync_latency_s",), ("link_efficiency",)),
 }
 
 
@@ -126,19 +127,20 @@ def reward_and_glue(runs: list[Run]) -> dict[str, float]:
     reward, glue = [], []
     for run in runs:
         recs = run.records[1:]
-        reward += [r["timing_s"].get("reward", 0.0) / r["responses"] for r in recs]
-        timed = np.array([sum(v for k, v in r["timing_s"].items() if k != "eval") for r in recs])
+        reward += [r["timing_s"].get(Phase.REWARD.value, 0.0) / r["responses"] for r in recs]
+        timed = np.array([sum(v for k, v in r["timing_s"].items() if k != Phase.EVAL) for r in recs])
         glue += list(np.maximum(0.0, step_times(run) - timed) / np.array([r["responses"] for r in recs]))
     return {"reward_s_per_sample": float(np.mean(reward)), "rollout_s_per_sample": float(np.mean(glue))}
 
 
 def _with_run_costs(profile: Profile, costs: dict[str, float]) -> Profile:
     phases = dict(profile.phases)
-    if "rollout" in phases:
-        roll = phases["rollout"]
+    rollout = Phase.ROLLOUT.value
+    if rollout in phases:
+        roll = phases[rollout]
         params = {**roll.parameters, "rollout_overhead_s": 0.0, "rollout_s_per_sample": costs["rollout_s_per_sample"]}
-        phases["rollout"] = dataclasses.replace(roll, parameters=params)
-    phases["reward"] = PhaseFit(
+        phases[rollout] = dataclasses.replace(roll, parameters=params)
+    phases[Phase.REWARD.value] = PhaseFit(
         "per-sample, from the reference runs",
         {"reward_s_per_sample": costs["reward_s_per_sample"], "reward_overhead_s": 0.0},
     )
@@ -176,12 +178,13 @@ def in_loop_factors(runs: list[Run], profile: Profile, gpu: str | None = None) -
     longest of them. The rollout compares the engine's part: the runs' rollout timer does not see the glue."""
     predicted = predict_run(max(runs, key=lambda r: len(r.records)), profile, gpu)["phase_time_s"]
     meas = [measured(run, None)["phase_time_s"] for run in runs]
-    glue = profile.phases["rollout"].parameters.get("rollout_s_per_sample", 0.0) if "rollout" in profile.phases else 0
+    roll = profile.phases.get(Phase.ROLLOUT.value)
+    glue = roll.parameters.get("rollout_s_per_sample", 0.0) if roll is not None else 0
     factors = {}
     for phase in SCALED:
         if phase not in profile.phases:
             continue
-        pred = predicted.get(phase, 0.0) - (glue * runs[0].batch if phase == "rollout" else 0.0)
+        pred = predicted.get(phase, 0.0) - (glue * runs[0].batch if phase == Phase.ROLLOUT else 0.0)
         ratios = [m[phase] / pred for m in meas if m.get(phase, 0.0) > 0 and pred > 0]
         if ratios:
             factors[phase] = float(np.median(ratios))

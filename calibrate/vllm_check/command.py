@@ -44,6 +44,7 @@ from calibrate.vllm_check.predict import (
     model_kv_bytes,
     summarize,
 )
+from rlsim.phases import Phase
 
 DESCRIPTION = (
     "vLLM's own benchmark (vllm bench throughput) at points off the project's bench grid, against rlsim's engine "
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         args.bench_table = out / "bench" / "bench.csv"
     table_path = args.bench_table or run_project_bench(args.model, plan.grid, args.bench_repeats, out, env)
     table = load_bench_tables([table_path])
-    table = table[table["phase"] == "rollout"].reset_index(drop=True)
+    table = table[table["phase"] == Phase.ROLLOUT.value].reset_index(drop=True)
     if not len(table):
         raise CalibrateError(f"{table_path}: no rollout rows; give a table from rlsim-real bench generation")
     bench_grid = Grid(
