@@ -187,6 +187,7 @@ def cmd_published(args: argparse.Namespace) -> int:
 def _published_tables(summary: dict, step_df, gen_df, costs: dict[str, float], out: Path) -> None:
     from calibrate import published as pub
     from calibrate import published_generation as gen
+    from rlsim.phases import Phase
 
     if step_df is not None:
         results = pub.evaluate(step_df, costs or None)
@@ -198,7 +199,7 @@ def _published_tables(summary: dict, step_df, gen_df, costs: dict[str, float], o
                 ph = r.phases_s
                 parts = "/".join(
                     f"{ph.get(k, 0):.1f}"
-                    for k in ("rollout", "old_logprob", "ref_logprob", "train_actor", "weight_sync")
+                    for k in (Phase.ROLLOUT, Phase.OLD_LOGPROB, Phase.REF_LOGPROB, Phase.TRAIN_ACTOR, Phase.WEIGHT_SYNC)
                 )
                 print(f"{r.label[:58]:<58} {r.measured_s:>8.1f}s {r.predicted_s:>8.1f}s {r.error_pct:>+6.1f}%  {parts}")
         print()
@@ -244,7 +245,7 @@ def _run_lr_rule(path: Path) -> str | None:
 def cmd_fit_learning(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from calibrate.learning_fit import fit_learning
+    from calibrate.learning_fit.fit import fit_learning
     from rlsim.profile import load_profile
 
     profile = load_profile(args.profile)  # before the fit: a bad profile fails fast
@@ -412,9 +413,9 @@ def build_parser() -> argparse.ArgumentParser:
             help="predict before you run on this CPU: bench, reference runs, fit, predictions, held-out runs, validate",
         )
     )
-    from calibrate import vllm_check  # light: numpy, pandas and rlsim load only when the check runs
+    from calibrate.vllm_check.command import add_arguments  # light: numpy, pandas, rlsim load when the check runs
 
-    vllm_check.add_arguments(
+    add_arguments(
         sub.add_parser("vllm-check", help="vLLM's own benchmark off the bench grid against the engine model (~6 min)")
     )
     return parser

@@ -60,30 +60,31 @@ from rlsim import catalog
 from rlsim.costs import RooflineCostModel
 from rlsim.engine import simulate_replica
 from rlsim.machine_load import HIGH_OTHER_CPU, load_summary, sustained
+from rlsim.phases import Phase
 from rlsim.profile import PROVENANCE_KEYS, PhaseFit, Profile
 from rlsim.scenario import Costs, Scenario, from_dict
 from rlsim.scheduler import SchedulerRules
 
 FIT_PARAMS: dict[str, tuple[str, ...]] = {
-    "rollout": (
+    Phase.ROLLOUT.value: (
         "decode_iteration_overhead_s",
         "decode_per_seq_overhead_s",
         "decode_memory_efficiency",
         "prefill_overhead_s",
         "prefill_compute_efficiency",
     ),
-    "train_actor": ("train_compute_efficiency", "train_step_overhead_s"),
-    "old_logprob": ("forward_compute_efficiency", "forward_overhead_s"),
-    "weight_sync": ("weight_sync_latency_s",),
+    Phase.TRAIN_ACTOR.value: ("train_compute_efficiency", "train_step_overhead_s"),
+    Phase.OLD_LOGPROB.value: ("forward_compute_efficiency", "forward_overhead_s"),
+    Phase.WEIGHT_SYNC.value: ("weight_sync_latency_s",),
 }
 # coefficients a bench cannot see, fixed in a profile: the bench times engine.generate alone (no dispatch), and
 # an in-process engine does not sleep
 FIXED = {"rollout_overhead_s": 0.0, "rollout_s_per_sample": 0.0, "sleep_wake_overhead_s": 0.0}
 CONFIG_COLUMNS = {
-    "rollout": ["concurrency", "prompt_tokens", "response_tokens"],
-    "train_actor": ["tokens", "sequences"],
-    "old_logprob": ["tokens", "sequences"],
-    "weight_sync": ["bytes"],
+    Phase.ROLLOUT.value: ["concurrency", "prompt_tokens", "response_tokens"],
+    Phase.TRAIN_ACTOR.value: ["tokens", "sequences"],
+    Phase.OLD_LOGPROB.value: ["tokens", "sequences"],
+    Phase.WEIGHT_SYNC.value: ["bytes"],
 }
 
 
@@ -151,7 +152,7 @@ def _provenance_max_num_seqs(value: str) -> int | None:
 def predict(phase: str, scn: Scenario, costs: Costs, rows: pd.DataFrame) -> np.ndarray:
     """rlsim's prediction of each row's seconds under ``costs``."""
     cost = RooflineCostModel.from_scenario(scn, costs)
-    if phase == "rollout":
+    if phase == Phase.ROLLOUT:
         decode, prefill = cost.decode_coefficients(), cost.prefill_coefficients()
         out = []
         cache: dict[tuple[str, int, int, int], float] = {}
@@ -167,14 +168,14 @@ def predict(phase: str, scn: Scenario, costs: Costs, rows: pd.DataFrame) -> np.n
                 cache[(e, c, p, r)] = res.makespan_s + cost.rollout_overhead_s(c)
             out.append(cache[(e, c, p, r)])
         return np.array(out)
-    if phase in ("train_actor", "old_logprob"):
+    if phase in (Phase.TRAIN_ACTOR, Phase.OLD_LOGPROB):
         n_tok = rows["tokens"].to_numpy(float)
         seqs = rows["sequences"].to_numpy(float)
         sq = seqs * (n_tok / seqs) ** 2
-        if phase == "train_actor":
+        if phase == Phase.TRAIN_ACTOR:
             return np.array([cost.train_s(scn.model, t, s, 1, 1) for t, s in zip(n_tok, sq)])
         return np.array([cost.forward_s(scn.model, t, s) for t, s in zip(n_tok, sq)])
-    if phase == "weight_sync":
+    if phase == Phase.WEIGHT_SYNC:
         # the bench times an in-process load of the given bytes: link time plus the fixed latency (no sleep/wake)
         link = scn.hardware.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency
         return rows["bytes"].to_numpy(float) / link + costs.weight_sync_latency_s
@@ -233,7 +234,7 @@ def _fit(
 def phase_params(phase: str, rows: pd.DataFrame) -> tuple[str, ...]:
     """The coefficients fitted for a phase: :data:`FIT_PARAMS`, and for the weight sync also ``link_efficiency``
     when the bench moved at least three sizes (the bandwidth is identifiable apart from the fixed latency)."""
-    if phase == "weight_sync" and rows["bytes"].nunique() >= 3:
+    if phase == Phase.WEIGHT_SYNC and rows["bytes"].nunique() >= 3:
         return (*FIT_PARAMS[phase], "link_efficiency")
     return FIT_PARAMS[phase]
 
@@ -334,12 +335,12 @@ def _trust(phase: str, rows: pd.DataFrame, names: tuple[str, ...], held_out: dic
 
 
 def _range(phase: str, rows: pd.DataFrame) -> dict[str, tuple[float, float]]:
-    if phase == "rollout":
+    if phase == Phase.ROLLOUT:
         c = rows["concurrency"].astype(float)
         ctx_lo = c * rows["prompt_tokens"].astype(float)
         ctx_hi = c * (rows["prompt_tokens"] + rows["response_tokens"]).astype(float)
         return {"batch": (float(c.min()), float(c.max())), "context_tokens": (float(ctx_lo.min()), float(ctx_hi.max()))}
-    if phase in ("train_actor", "old_logprob"):
+    if phase in (Phase.TRAIN_ACTOR, Phase.OLD_LOGPROB):
         return {"tokens_per_gpu": (float(rows["tokens"].min()), float(rows["tokens"].max()))}
     return {}
 
@@ -350,7 +351,7 @@ def fit_profile(
     """Fit every phase present in the table; return the profile and the per-phase results."""
     prov = provenance(table)
     gpu = gpu or guess_gpu(str(table["device"].iloc[0]))
-    roll = table[table["phase"] == "rollout"]
+    roll = table[table["phase"] == Phase.ROLLOUT.value]
     max_batch = int(roll["concurrency"].max()) if len(roll) else 1
     max_ctx = int((roll["prompt_tokens"] + roll["response_tokens"]).max()) if len(roll) else 16
     scn = base_scenario(model, gpu, max_batch, max_ctx)
@@ -372,10 +373,10 @@ def fit_profile(
     phases = {}
     for r in results:
         params = dict(r.parameters)
-        if r.phase == "rollout":
+        if r.phase == Phase.ROLLOUT:
             params["rollout_overhead_s"] = FIXED["rollout_overhead_s"]
             params["rollout_s_per_sample"] = FIXED["rollout_s_per_sample"]
-        if r.phase == "weight_sync":
+        if r.phase == Phase.WEIGHT_SYNC:
             params["sleep_wake_overhead_s"] = FIXED["sleep_wake_overhead_s"]
         phases[r.phase] = PhaseFit("roofline", params, r.uncertainty, r.fitted_range, r.held_out)
     return Profile(provenance=full_prov, phases=phases), results

@@ -47,20 +47,22 @@ import numpy as np
 
 from calibrate.errors import CalibrateError
 from calibrate.runs import Run, check_same_setup, eval_points, measured, setup_scenario, step_times
+from rlsim.learning import mid_samples_through
 from rlsim.machine_load import load_summary, load_warning
+from rlsim.phases import Phase
 from rlsim.profile import LEARNING_VERSION, PhaseFit, Profile
 from rlsim.scenario import from_dict
 
 ADAM_SQRT_POWER = 0.5  # samples-to-target ~ (1 + B / B_noise) ** power for Adam under the sqrt LR rule
 # per phase, the coefficients that scale its time: overheads multiply, efficiencies divide
 SCALED = {
-    "rollout": (
+    Phase.ROLLOUT.value: (
         ("decode_iteration_overhead_s", "decode_per_seq_overhead_s", "prefill_overhead_s"),
         ("decode_memory_efficiency", "decode_compute_efficiency", "prefill_compute_efficiency"),
     ),
-    "train_actor": (("train_step_overhead_s",), ("train_compute_efficiency",)),
-    "old_logprob": (("forward_overhead_s",), ("forward_compute_efficiency",)),
-    "weight_sync": (("weight_sync_latency_s",), ("link_efficiency",)),
+    Phase.TRAIN_ACTOR.value: (("train_step_overhead_s",), ("train_compute_efficiency",)),
+    Phase.OLD_LOGPROB.value: (("forward_overhead_s",), ("forward_compute_efficiency",)),
+    Phase.WEIGHT_SYNC.value: (("weight_sync_latency_s",), ("link_efficiency",)),
 }
 
 
@@ -125,19 +127,20 @@ def reward_and_glue(runs: list[Run]) -> dict[str, float]:
     reward, glue = [], []
     for run in runs:
         recs = run.records[1:]
-        reward += [r["timing_s"].get("reward", 0.0) / r["responses"] for r in recs]
-        timed = np.array([sum(v for k, v in r["timing_s"].items() if k != "eval") for r in recs])
+        reward += [r["timing_s"].get(Phase.REWARD.value, 0.0) / r["responses"] for r in recs]
+        timed = np.array([sum(v for k, v in r["timing_s"].items() if k != Phase.EVAL) for r in recs])
         glue += list(np.maximum(0.0, step_times(run) - timed) / np.array([r["responses"] for r in recs]))
     return {"reward_s_per_sample": float(np.mean(reward)), "rollout_s_per_sample": float(np.mean(glue))}
 
 
 def _with_run_costs(profile: Profile, costs: dict[str, float]) -> Profile:
     phases = dict(profile.phases)
-    if "rollout" in phases:
-        roll = phases["rollout"]
+    rollout = Phase.ROLLOUT.value
+    if rollout in phases:
+        roll = phases[rollout]
         params = {**roll.parameters, "rollout_overhead_s": 0.0, "rollout_s_per_sample": costs["rollout_s_per_sample"]}
-        phases["rollout"] = dataclasses.replace(roll, parameters=params)
-    phases["reward"] = PhaseFit(
+        phases[rollout] = dataclasses.replace(roll, parameters=params)
+    phases[Phase.REWARD.value] = PhaseFit(
         "per-sample, from the reference runs",
         {"reward_s_per_sample": costs["reward_s_per_sample"], "reward_overhead_s": 0.0},
     )
@@ -175,12 +178,13 @@ def in_loop_factors(runs: list[Run], profile: Profile, gpu: str | None = None) -
     longest of them. The rollout compares the engine's part: the runs' rollout timer does not see the glue."""
     predicted = predict_run(max(runs, key=lambda r: len(r.records)), profile, gpu)["phase_time_s"]
     meas = [measured(run, None)["phase_time_s"] for run in runs]
-    glue = profile.phases["rollout"].parameters.get("rollout_s_per_sample", 0.0) if "rollout" in profile.phases else 0
+    roll = profile.phases.get(Phase.ROLLOUT.value)
+    glue = roll.parameters.get("rollout_s_per_sample", 0.0) if roll is not None else 0
     factors = {}
     for phase in SCALED:
         if phase not in profile.phases:
             continue
-        pred = predicted.get(phase, 0.0) - (glue * runs[0].batch if phase == "rollout" else 0.0)
+        pred = predicted.get(phase, 0.0) - (glue * runs[0].batch if phase == Phase.ROLLOUT else 0.0)
         ratios = [m[phase] / pred for m in meas if m.get(phase, 0.0) > 0 and pred > 0]
         if ratios:
             factors[phase] = float(np.median(ratios))
@@ -237,7 +241,8 @@ def stall_upper(censored: int, runs: int, level: float = 0.9) -> float:
 
 def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
     """The profile's ``learning`` section from the reference runs (module docstring)."""
-    from calibrate.learning_fit import b_simple_pooled, fit_sigmoid
+    from calibrate.learning_fit.curve import fit_sigmoid
+    from calibrate.learning_fit.noise import b_simple_pooled
 
     points: dict[float, list[float]] = {}
     for run in runs:
@@ -264,8 +269,7 @@ def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
     asymptote = max(curve.asymptote, target + 1e-3)
     if not curve.initial < target < asymptote:
         raise CalibrateError(f"the reference curve starts at {curve.initial:.3g}, above the target {target:g}")
-    gain = (target - curve.initial) / (asymptote - curve.initial)
-    mid = n_star * (1.0 / gain - 1.0) ** (1.0 / curve.exponent)  # R(n_star) = target exactly
+    mid = mid_samples_through(curve.initial, asymptote, curve.exponent, n_star, target)  # R(n_star) = target
     noise = b_simple_pooled([r.records for r in runs], names=[r.name for r in runs], skip_unusable=True)
     rule = runs[0].config.get("lr_rule") or (runs[0].scenario_file or {}).get("learning", {}).get("lr_rule", "sqrt")
     if noise["b_simple"] is not None and noise["b_simple"] > 0:

@@ -29,17 +29,17 @@ import yaml
 from rlsim import __version__
 from rlsim.errors import RlsimError
 from rlsim.files import read_json, read_text, read_yaml_mapping
-from rlsim.phases import TIMED_PHASES
+from rlsim.phases import TIMED_PHASES, Phase
 
 PHASE_COLORS = {
-    "rollout": "#4C78A8",
-    "reward": "#F58518",
-    "old_logprob": "#E45756",
-    "ref_logprob": "#72B7B2",
-    "values": "#54A24B",
-    "train_actor": "#EECA3B",
-    "train_critic": "#B279A2",
-    "weight_sync": "#FF9DA6",
+    Phase.ROLLOUT.value: "#4C78A8",
+    Phase.REWARD.value: "#F58518",
+    Phase.OLD_LOGPROB.value: "#E45756",
+    Phase.REF_LOGPROB.value: "#72B7B2",
+    Phase.VALUES.value: "#54A24B",
+    Phase.TRAIN_ACTOR.value: "#EECA3B",
+    Phase.TRAIN_CRITIC.value: "#B279A2",
+    Phase.WEIGHT_SYNC.value: "#FF9DA6",
 }
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1100px;

@@ -10,8 +10,10 @@ from rlsim.learning import (
     batch_multiplier,
     lr_multiplier,
     metric_at,
+    mid_samples_through,
     reference_samples_to_target,
     samples_to_target,
+    sigmoid_fraction,
 )
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 
@@ -28,6 +30,24 @@ def test_sigmoid_midpoint_and_inverse():
     # a multiplier m stretches the curve: m times the samples for the same metric
     assert metric_at(CURVE, 3 * n, multiplier=3.0) == pytest.approx(0.7)
     assert np.all(np.diff(metric_at(CURVE, np.linspace(1, 1e5, 50))) > 0)
+
+
+def test_sigmoid_fraction_by_hand():
+    """The curve's shape, defined once: 1 / (1 + (S_mid / S)^b), 0 at S = 0 whatever the exponent."""
+    assert sigmoid_fraction(1000.0, 1000.0, 2.0) == 0.5
+    assert sigmoid_fraction(2000.0, 1000.0, 2.0) == pytest.approx(1 / (1 + 0.25))
+    assert sigmoid_fraction(0.0, 1000.0, 1e-3) == 0.0 and metric_at(CURVE, 0.0) == CURVE.initial
+    assert sigmoid_fraction(1e-9, 1e12, 50.0) == 0.0 and sigmoid_fraction(1e12, 1e-9, 50.0) == 1.0  # overflow: limits
+    grid = sigmoid_fraction(np.array([[500.0, 1000.0, 4000.0]]), 1000.0, np.array([[1.0], [2.0]]))  # broadcasts
+    np.testing.assert_allclose(grid, [[1 / 3, 0.5, 0.8], [0.2, 0.5, 16 / 17]])
+
+
+def test_mid_samples_through_puts_the_target_there():
+    """S_mid such that the curve reaches the target at given samples: the inverse finds those samples back."""
+    mid = mid_samples_through(0.2, 0.8, 2.0, 5000.0, 0.7)
+    assert mid == pytest.approx(5000.0 * math.sqrt(0.2))  # (S_mid / 5000)^2 = 1/gain - 1 = 0.2
+    curve = MetricCurve(initial=0.2, asymptote=0.8, mid_samples=mid, exponent=2.0)
+    assert reference_samples_to_target(curve, 0.7) == pytest.approx(5000.0, rel=1e-12)
 
 
 @pytest.mark.parametrize("target", [0.2, 0.8, 0.9, 0.1])

@@ -232,3 +232,12 @@ def test_report_refuses_a_truncated_steps_table_and_wrong_curves(tmp_path):
     (sweep / "curves.csv").write_text("a,b\n1,2\n")
     proc = subprocess.run([sys.executable, "-m", "rlsim.cli", "report", str(sweep)], capture_output=True, text=True)
     assert proc.returncode == 2 and "curves.csv: lacks column(s)" in proc.stderr, proc.stderr
+
+
+def test_every_timed_phase_has_a_colour():
+    """The report colours phases by their Phase names: every phase a run times gets one, and nothing else does."""
+    from rlsim.phases import TIMED_PHASES
+    from rlsim.report import PHASE_COLORS
+
+    assert list(PHASE_COLORS) == [p.value for p in TIMED_PHASES]
+    assert len(set(PHASE_COLORS.values())) == len(PHASE_COLORS)

@@ -243,7 +243,8 @@ def test_under_sustained_load_a_configuration_is_the_mean_of_its_repeats():
     quiet = train.assign(other_cpu_fraction=0.01)
     fit_loaded, fit_quiet = fit_phase("train_actor", scn, loaded), fit_phase("train_actor", scn, quiet)
     # the mean of (4, 1, 1) repeats is twice the median: the loaded fit's efficiency is half the quiet one's
-    assert float((mean / train.groupby("tokens")["time_s"].transform("median")).median()) == pytest.approx(2.0, rel=0.02)
+    ratio_mean_median = float((mean / train.groupby("tokens")["time_s"].transform("median")).median())
+    assert ratio_mean_median == pytest.approx(2.0, rel=0.02)
     ratio = fit_quiet.parameters["train_compute_efficiency"] / fit_loaded.parameters["train_compute_efficiency"]
     assert ratio == pytest.approx(2.0, rel=0.05)
     assert fit_loaded.held_out["point"] == "mean of repeats (sustained load)"
@@ -253,3 +254,16 @@ def test_under_sustained_load_a_configuration_is_the_mean_of_its_repeats():
     # a load in fewer than half of the repeats is not sustained: the median again
     some = train.assign(other_cpu_fraction=[0.4 if i % 3 == 0 else 0.0 for i in range(len(train))])
     assert fit_phase("train_actor", scn, some).held_out["point"] == "median of repeats"
+
+
+def test_fitted_phases_are_named_by_the_phase_vocabulary():
+    """The bench-fitted phases are named once (rlsim.phases.Phase): the coefficients fitted, the configuration
+    columns and the in-loop scaling name the same four, all members of Phase."""
+    from calibrate.costfit import CONFIG_COLUMNS
+    from calibrate.runfit import SCALED
+    from rlsim.phases import Phase
+
+    bench = [Phase.ROLLOUT, Phase.TRAIN_ACTOR, Phase.OLD_LOGPROB, Phase.WEIGHT_SYNC]
+    for table in (FIT_PARAMS, CONFIG_COLUMNS, SCALED):
+        assert list(table) == [p.value for p in bench]
+        assert all(type(k) is str for k in table)  # plain strings: profile JSON keys and table values stay as they were

@@ -379,11 +379,23 @@ def test_nemo_rl_mapping():
 def test_calibrate_importers_does_not_import_torch_or_vllm():
     import ast
 
-    tree = ast.parse(Path(__file__).parents[2].joinpath("calibrate", "importers.py").read_text())
+    files = sorted(Path(__file__).parents[2].joinpath("calibrate", "importers").glob("*.py"))
+    assert {f.stem for f in files} >= {"__init__", "core", "convert", "verl", "openrlhf", "trl", "nemo_rl"}
     names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module.split(".")[0])
+    for f in files:
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module.split(".")[0])
     assert not names & {"torch", "vllm"}
+
+
+def test_every_framework_module_is_a_format():
+    """One module per framework, each registered under its --format name with its own step keys and timer."""
+    from calibrate.importers import convert, nemo_rl, openrlhf, trl, verl
+
+    assert FORMATS == ("verl", "openrlhf", "trl", "nemo-rl")
+    for name, module in zip(FORMATS, (verl, openrlhf, trl, nemo_rl)):
+        assert convert.FORMAT_SPECS[name] is module.FORMAT
+        assert module.FORMAT.step_keys == module.STEP_KEYS and module.STEP_TIMER in module.FORMAT.timer_hint

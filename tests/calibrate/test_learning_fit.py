@@ -11,18 +11,11 @@ import numpy as np
 import pytest
 
 from calibrate.errors import CalibrateError
-from calibrate.learning_fit import (
-    CriticalBatchFit,
-    SigmoidFit,
-    b_simple_pooled,
-    fit_critical_batch,
-    fit_learning,
-    fit_sigmoid,
-    invariance_score,
-    samples_to_target,
-    samples_to_target_from_fit,
-    table_multiplier,
-)
+from calibrate.learning_fit.batch import CriticalBatchFit, fit_critical_batch, table_multiplier
+from calibrate.learning_fit.curve import SigmoidFit, fit_sigmoid, samples_to_target, samples_to_target_from_fit
+from calibrate.learning_fit.fit import fit_learning
+from calibrate.learning_fit.invariance import invariance_score
+from calibrate.learning_fit.noise import b_simple_pooled
 from rlsim import learning as rl
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 
@@ -118,6 +111,23 @@ def test_metric_curve_matches_rlsim():
     assert (curve.initial, curve.asymptote, curve.mid_samples, curve.exponent) == (fit.R0, fit.A, fit.S_mid, fit.b)
     np.testing.assert_allclose(rl.metric_at(curve, s[1:]), fit.predict(s[1:]), rtol=1e-12)
     json.dumps(fit.to_dict(), allow_nan=False)
+
+
+@pytest.mark.parametrize("noise, exponent", [(0.0, B), (0.01, B), (0.0, 0.02)])
+def test_fitted_curve_is_rlsims_formula(noise, exponent):
+    """One sigmoid: the curve calibrate fits and evaluates is rlsim.learning's, to the last bit. The points here
+    come from rlsim's formula (not the test's own), the fit's residuals are measured with it, and a flat exponent
+    keeps R(0) = R0 (a power form that clamps S = 0 to a tiny number does not)."""
+    truth = MetricCurve(initial=R0, asymptote=A, mid_samples=S_MID, exponent=exponent)
+    s = np.linspace(0.0, 4 * S_MID, 60)
+    m = rl.metric_at(truth, s) + np.random.default_rng(3).normal(0.0, noise, s.size)
+    fit = fit_sigmoid(s, m, r0=R0)
+    curve = fit.to_metric_curve()
+    np.testing.assert_array_equal(fit.predict(s), rl.metric_at(curve, s))
+    assert fit.predict(0.0) == R0 and rl.metric_at(curve, 0.0) == R0
+    assert fit.rmse == pytest.approx(math.sqrt(np.mean((rl.metric_at(curve, s) - m) ** 2)), rel=1e-12, abs=1e-15)
+    if noise == 0.0 and exponent == B:  # exact points: the fit recovers rlsim's curve
+        assert rel(fit.A, A) < 1e-6 and rel(fit.S_mid, S_MID) < 1e-6 and rel(fit.b, B) < 1e-6
 
 
 # ---------------------------------------------------------------------------------------------- samples-to-target
@@ -419,10 +429,10 @@ def test_fit_functions_do_not_mutate_inputs():
 
 
 def test_calibrate_never_imports_torch_or_vllm():
-    assert "calibrate.learning_fit" in sys.modules
+    assert "calibrate.learning_fit.fit" in sys.modules
     import subprocess
 
-    code = "import sys, calibrate.learning_fit; print(any(m in sys.modules for m in ('torch', 'vllm')))"
+    code = "import sys, calibrate.learning_fit.fit; print(any(m in sys.modules for m in ('torch', 'vllm')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -610,7 +620,7 @@ def test_fit_learning_command_writes_the_learning_model_into_the_profile(tmp_pat
 def test_critical_batch_power_follows_the_lr_rule():
     """One learning model: fit-learning's cross-batch fit takes the power of the runs' LR rule (Adam's 1/2 under
     sqrt, McCandlish's 1 under linear), as fit --runs does; it recovers B_crit from exact points of that form."""
-    from calibrate.learning_fit import critical_power, fit_critical_batch
+    from calibrate.learning_fit.batch import critical_power, fit_critical_batch
 
     assert (critical_power("sqrt"), critical_power("none"), critical_power("linear"), critical_power(None)) == (
         0.5,
