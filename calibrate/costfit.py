@@ -62,6 +62,7 @@ from rlsim.engine import simulate_replica
 from rlsim.machine_load import HIGH_OTHER_CPU, load_summary, sustained
 from rlsim.phases import Phase
 from rlsim.profile import PROVENANCE_KEYS, PhaseFit, Profile
+from rlsim.records import BENCH_PHASE_COLUMNS
 from rlsim.scenario import Costs, Scenario, from_dict
 from rlsim.scheduler import SchedulerRules
 
@@ -80,12 +81,7 @@ FIT_PARAMS: dict[str, tuple[str, ...]] = {
 # coefficients a bench cannot see, fixed in a profile: the bench times engine.generate alone (no dispatch), and
 # an in-process engine does not sleep
 FIXED = {"rollout_overhead_s": 0.0, "rollout_s_per_sample": 0.0, "sleep_wake_overhead_s": 0.0}
-CONFIG_COLUMNS = {
-    Phase.ROLLOUT.value: ["concurrency", "prompt_tokens", "response_tokens"],
-    Phase.TRAIN_ACTOR.value: ["tokens", "sequences"],
-    Phase.OLD_LOGPROB.value: ["tokens", "sequences"],
-    Phase.WEIGHT_SYNC.value: ["bytes"],
-}
+CONFIG_COLUMNS = {phase: list(cols) for phase, cols in BENCH_PHASE_COLUMNS.items()}  # rlsim.records
 
 
 def guess_gpu(device: str) -> str:

@@ -55,14 +55,14 @@ def check_costs(costs: dict[str, float]) -> None:
     """Every key a ``Costs`` field and every value inside its bounds, or a CalibrateError naming it."""
     import dataclasses
 
-    from rlsim.scenario import Costs, _check_bounds
+    from rlsim.scenario import Costs, check_bounds
 
     fields = {f.name: f for f in dataclasses.fields(Costs)}
     for key, value in costs.items():
         if key not in fields:
             raise CalibrateError(f"costs.{key} is not a costs field (one of: {', '.join(fields)})")
         try:
-            _check_bounds(value, f"costs.{key}", fields[key].metadata)
+            check_bounds(value, f"costs.{key}", fields[key].metadata)
         except RlsimError as exc:
             raise CalibrateError(str(exc)) from None
 

@@ -37,6 +37,8 @@ def read_json(path: str | Path, fix: str) -> dict[str, Any]:
         data = json.loads(read_text(path, "file"))
     except json.JSONDecodeError as exc:
         raise RlsimError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); {fix}") from None
+    except RecursionError:  # [[[[... thousands deep exhausts the decoder's stack
+        raise RlsimError(f"{path}: JSON nested too deeply; {fix}") from None
     if not isinstance(data, dict):
         raise RlsimError(f"{path}: expected a JSON object; {fix}")
     return data

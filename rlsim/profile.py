@@ -306,10 +306,13 @@ def load_profile(path: str | Path) -> Profile:
     p = Path(path)
     if not p.is_file():
         raise ProfileError(f"profile {p}: no such file; give the path of a profile JSON from rlsim-calibrate fit")
-    try:
-        data = json.loads(p.read_text())
-    except json.JSONDecodeError as exc:
-        raise ProfileError(f"profile {p}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    from rlsim.errors import RlsimError
+    from rlsim.files import read_json
+
+    try:  # the one JSON reader: binary, non-UTF-8, invalid or too deeply nested files are one line
+        data = read_json(p, "give a profile JSON from rlsim-calibrate fit")
+    except RlsimError as exc:
+        raise ProfileError(f"profile {exc}") from None
     return profile_from_dict(data, where=f"profile {p}")
 
 

@@ -57,6 +57,8 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
                 validate_record(rec)
             except (json.JSONDecodeError, RunLogError) as exc:
                 raise RunLogError(f"{path}:{lineno}: {exc}") from None
+            except RecursionError:
+                raise RunLogError(f"{path}:{lineno}: nested too deeply to be a run-log record") from None
             yield rec
 
 

@@ -109,7 +109,8 @@ def damage_text(text: str, rng: random.Random) -> tuple[bytes, str]:
         return b"", kind
     if kind == "nest":
         depth = rng.choice((100, 1000, 20000))
-        return ("[" * depth + "]" * depth).encode() if rng.random() < 0.5 else ("a:\n" + " " * 0 + "{" * depth).encode(), kind
+        text = "[" * depth + "]" * depth if rng.random() < 0.5 else "a:\n" + "{" * depth
+        return text.encode(), kind
     if kind == "huge":
         return data * rng.choice((50, 500)), kind
     if kind == "nul":
@@ -199,10 +200,8 @@ def _fail(failures: list[str], cli: str, n: int) -> None:
     for f in failures:
         groups.setdefault(_where(f), []).append(f)
     summary = "\n".join(f"  {len(v)} x {k}" for k, v in groups.items())
-    assert not failures, (
-        f"{len(failures)} of {n} {cli} fuzz cases failed (RLSIM_FUZZ_SEED={SEED}), by place:\n{summary}\nfirst of each:\n"
-        + "\n\n".join(v[0][-2500:] for v in groups.values())
-    )
+    head = f"{len(failures)} of {n} {cli} fuzz cases failed (RLSIM_FUZZ_SEED={SEED}), by place:\n{summary}"
+    assert not failures, head + "\nfirst of each:\n" + "\n\n".join(v[0][-2500:] for v in groups.values())
 
 
 def _report_count(cli: str, n: int, outcomes: dict[int, int]) -> None:
@@ -230,9 +229,10 @@ def test_fuzz_rlsim(tmp_path):
                                   "learning.target", "hardware.num_gpus", "nope.key", "workload"])  # fmt: skip
                 argv += ["--set", f"{key}={rng.choice(['0', '-3', '1e400', 'nan', 'abc', '', '[1', '5', '1e9'])}"]
         elif roll < 0.9:
+            candidate = rng.choice(["workload.prompts_per_step=32", "x=1", "workload.group_size=0", "=",
+                                    "learning.lr_rule=cubic", "workload.prompts_per_step=32,run.seed=1"])  # fmt: skip
             argv = ["decide", str(path), "--baseline", "workload.prompts_per_step=16", "--json", "--set", "run.steps=2",
-                    "--candidate", rng.choice(["workload.prompts_per_step=32", "x=1", "workload.group_size=0", "=",
-                                                "learning.lr_rule=cubic", "workload.prompts_per_step=32,run.seed=1"])]  # fmt: skip
+                    "--candidate", candidate]  # fmt: skip
         else:
             out = tmp_path / f"r{i}"
             argv = ["run", str(src), "--set", "run.steps=2", "--set", "run.until_target=false", "-o", str(out)]
@@ -327,9 +327,8 @@ def test_fuzz_rlsim_real(tmp_path):
     for i in cases:
         rng = _rng("rlsim-real", i)
         files, what = [], []
-        for j, (name, doc) in enumerate(
-            rng.sample([("latency_bs8_in32_out128.json", VLLM_LATENCY), ("throughput.json", VLLM_THROUGHPUT)], rng.randint(1, 2))
-        ):  # fmt: skip
+        kinds = [("latency_bs8_in32_out128.json", VLLM_LATENCY), ("throughput.json", VLLM_THROUGHPUT)]
+        for j, (name, doc) in enumerate(rng.sample(kinds, rng.randint(1, 2))):
             doc, w = mutate(json.loads(json.dumps(doc)), rng, rng.randint(1, 3))
             path = tmp_path / f"{i}_{j}_{name}"
             text = json.dumps(doc, allow_nan=True)

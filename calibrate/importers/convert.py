@@ -15,7 +15,8 @@ from typing import Any
 from calibrate.errors import CalibrateError
 from calibrate.importers import nemo_rl, openrlhf, trl, verl
 from calibrate.importers.core import Format, Group, Mapped, RowError, group_steps, is_number, read_rows
-from rlsim.runlog import SCHEMA_VERSION, validate_record, write_jsonl
+from rlsim import records
+from rlsim.runlog import write_jsonl
 
 FORMAT_SPECS: dict[str, Format] = {m.FORMAT.name: m.FORMAT for m in (verl, openrlhf, trl, nemo_rl)}
 FORMATS: tuple[str, ...] = tuple(FORMAT_SPECS)
@@ -191,29 +192,26 @@ def run_log_record(
 
     ``eval_metric_initial`` goes into the first record only, as real runs log it with their first step.
     """
-    rec: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "step": step,
-        "cumulative_samples": cumulative_samples,
-        "prompts": prompts,
-        "responses": responses,
-        "prompt_tokens": prompt_tokens,
-        "response_tokens": response_tokens,
-        "lr": mapped.lr,
-        "reward_mean": mapped.reward,
-        "eval_metric": mapped.eval_metric,
-        "wall_s": wall_s,
-        "step_time_s": mapped.step_s,
-        "timing_s": mapped.timing,
-        "source_format": source_format,
-        "source_line": source_line,
-        "source_metrics": source_metrics,
-    }
-    if eval_metric_initial is not None:
-        rec["eval_metric_initial"] = eval_metric_initial
-    validate_record(rec)
-    return rec
+    extra = {"eval_metric_initial": eval_metric_initial} if eval_metric_initial is not None else {}
+    return records.run_log_record(
+        run_id=run_id,
+        step=step,
+        cumulative_samples=cumulative_samples,
+        prompts=prompts,
+        responses=responses,
+        prompt_tokens=prompt_tokens,
+        response_tokens=response_tokens,
+        lr=mapped.lr,
+        reward_mean=mapped.reward,
+        eval_metric=mapped.eval_metric,
+        wall_s=wall_s,
+        step_time_s=mapped.step_s,
+        timing_s=mapped.timing,
+        source_format=source_format,
+        source_line=source_line,
+        source_metrics=source_metrics,
+        **extra,
+    )
 
 
 def write_runlog(result: ImportResult, out_path: str | Path) -> Path:

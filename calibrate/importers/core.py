@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +69,11 @@ class Format:
 
 
 def is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A JSON/CSV number a float can hold: not a bool, not an integer past the largest float (JSON allows
+    10**400, and math.isfinite of it raises OverflowError). NaN and infinities pass; callers check finiteness."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    return isinstance(v, float) or abs(v) <= sys.float_info.max
 
 
 def need(row: dict[str, Any], key: str) -> float:
@@ -182,6 +187,9 @@ def read_rows(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple[
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             problems.append((lineno, f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"))
+            continue
+        except RecursionError:  # [[[[... thousands deep
+            problems.append((lineno, "nested too deeply to be a line of metrics"))
             continue
         if not isinstance(obj, dict):
             problems.append((lineno, f"a JSON {type(obj).__name__}, not an object of metrics"))

@@ -41,9 +41,6 @@ from rlsim.scheduler import SchedulerRules
 from rlsim.sync import WeightSync
 from rlsim.training import Training
 
-# the old private name, for calibrate/published.py (owned elsewhere); new code imports check_bounds
-_check_bounds = check_bounds
-
 __all__ = [
     "MAX_OVERHEAD_S",
     "MAX_RATE",
