@@ -12,7 +12,7 @@ One step (phase names from rlsim.phases, each timed with the device synchronized
    split into micro-batches whose gradients accumulate (``real.update``). The squared gradient norm of a
    micro-batch (the mean over the first mini-batch's micro-batches) and of the whole first mini-batch are logged
    (``grad_norm_sq_small`` / ``grad_norm_sq_big`` with their batch sizes in samples) so that calibrate can
-   estimate B_simple (REFERENCE section 3).
+   estimate B_simple (docs/reference.md section 3).
 6. ``weight_sync``: the engine loads the new weights.
 7. Every ``eval_every`` steps: greedy accuracy on the held-out split, timed as ``eval`` and excluded from
    ``wall_s`` (and so from time-to-target).

@@ -8,7 +8,7 @@
   k3 KL to the reference), gradient clipping at norm 1, one Adam step per mini-batch. The squared gradient norm of
   a micro-batch (the mean over the first mini-batch's micro-batches) and of the whole first mini-batch are
   returned (``grad_norm_sq_small`` / ``grad_norm_sq_big`` with their batch sizes in samples) so that calibrate can
-  estimate B_simple (REFERENCE section 3).
+  estimate B_simple (docs/reference.md section 3).
 * :func:`update_critic` (phase ``train_critic``, PPO): the clipped value loss over the same mini-batches.
 
 The losses themselves are pure functions in :mod:`real.algos`. ``rlsim-real bench train`` times these same

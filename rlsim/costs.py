@@ -1,6 +1,6 @@
 """Cost models: seconds for each phase of an RL step, as pure functions behind one protocol.
 
-The default is a roofline (REFERENCE sections 6-7): catalog peak numbers times efficiency factors, plus fixed
+The default is a roofline (docs/reference.md sections 6-7): catalog peak numbers times efficiency factors, plus fixed
 overheads, all in ``Scenario.costs``. A calibrated profile (``rlsim.profile``) supplies fitted values for the
 same coefficients, so the efficiencies measured on one device carry to another through the roofline.
 

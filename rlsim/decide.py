@@ -1,6 +1,6 @@
 """The decision rule: does a candidate configuration reach the target sooner than a baseline?
 
-REFERENCE section 1: with T = N* / q, candidate c beats baseline b iff q_c / q_b > N*_c / N*_b, i.e. its
+docs/reference.md section 1: with T = N* / q, candidate c beats baseline b iff q_c / q_b > N*_c / N*_b, i.e. its
 throughput gain exceeds its samples-to-target penalty. ``speedup`` = (q_c / q_b) / (N*_c / N*_b) = T_b / T_c in
 the steady state; the simulated times-to-target (which include pipeline fill and whole steps) are reported too.
 """

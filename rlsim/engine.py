@@ -37,7 +37,7 @@ token budget ``max_num_batched_tokens`` (>= ``max_num_seqs``):
    ``max(decode.mem_intercept_s[b] + decode.mem_slope_s_per_token * K,
          decode.compute_intercept_s[b] + decode.compute_slope_s_per_token * K + prefill compute of the chunks,
          decode.floor_s[b]) + decode.overhead_s[b]`` (+ ``prefill.overhead_s`` when ``T > 0``): the roofline of
-   REFERENCE section 6, weights read once for decode and prefill together; the floor is CPU work that overlaps
+   docs/reference.md section 6, weights read once for decode and prefill together; the floor is CPU work that overlaps
    the GPU step (zero for a serial engine, whose CPU work is in ``overhead_s``).
 4. Each decoding sequence generates one token; a request whose prefill completed samples its first token (as
    vLLM does) and decodes from the next iteration. A request that reaches its response length frees its blocks.

@@ -1,6 +1,6 @@
 """Learning model: how many samples a configuration needs to reach the target metric. Pure functions.
 
-Pieces (REFERENCE sections 3-5):
+Pieces (docs/reference.md sections 3-5):
 
 * **Metric curve in samples** (ScaleRL's sigmoid, arXiv 2510.13786, with cumulative samples S in place of
   compute): ``R(S) = R0 + (A - R0) / (1 + (S_mid / S)^b)``. ``metric`` holds R0 (``initial``), A

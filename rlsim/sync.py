@@ -1,6 +1,6 @@
 """Weight sync: seconds to move the trainer's new weights into the generation engines, per shard and in parallel.
 
-What the frameworks do (REFERENCE section 11): every engine GPU receives its own tensor-parallel shard of the
+What the frameworks do (docs/reference.md section 11): every engine GPU receives its own tensor-parallel shard of the
 weights at once, not the whole model through one GPU's link.
 
 * Colocated (trainer and engines on the same GPUs; verl, NeMo RL colocated): each engine GPU's shard comes from

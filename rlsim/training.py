@@ -14,7 +14,7 @@ backends, as the RL frameworks run them:
 
 Units: seconds, bytes, FLOPs; token counts are per RL step unless named otherwise.
 
-Sources of the formulas (REFERENCE section 11):
+Sources of the formulas (docs/reference.md section 11):
 
 * Compute: 6 N_active FLOPs per trained token (2 forward, 4 backward) plus causal attention (half of 4 L H d per
   token pair); full activation recompute adds one forward, selective recompute the attention core again

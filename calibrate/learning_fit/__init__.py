@@ -1,6 +1,6 @@
 """Fit rlsim's learning model (rlsim.learning) from run logs. Pure functions: numpy and scipy, no file I/O.
 
-Modules (REFERENCE sections 3-5):
+Modules (docs/reference.md sections 3-5):
 
 * ``curve``: :func:`~calibrate.learning_fit.curve.fit_sigmoid`, ScaleRL's sigmoid in cumulative samples (the
   formula itself is rlsim's: :func:`rlsim.learning.metric_at`); samples-to-target, measured (first crossing) and

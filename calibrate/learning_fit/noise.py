@@ -1,4 +1,4 @@
-"""The gradient-noise scale B_simple from the two-batch gradient norms that real runs log (REFERENCE section 3).
+"""The gradient-noise scale B_simple from the two-batch gradient norms that real runs log (docs/reference.md section 3).
 
 :func:`noise_terms`: the unbiased per-step estimates of |G|^2 and tr(Sigma); :func:`b_simple_pooled`: B_simple
 from them, pooled over every step of one or more runs, with a bootstrap interval.
@@ -68,7 +68,7 @@ def b_simple_pooled(
 ) -> dict[str, Any]:
     """B_simple from every step of one or more runs (seeds of one configuration): ``mean tr(Sigma) / mean |G|^2``.
 
-    Per step (:func:`noise_terms`, REFERENCE section 3): ``|G|^2 ~ (B_big |g_big|^2 - B_small |g_small|^2) /
+    Per step (:func:`noise_terms`, docs/reference.md section 3): ``|G|^2 ~ (B_big |g_big|^2 - B_small |g_small|^2) /
     (B_big - B_small)`` and ``tr(Sigma) ~ (|g_small|^2 - |g_big|^2) / (1/B_small - 1/B_big)``. McCandlish et al.
     (2018, appendix A) average the two unbiased estimates separately over many steps before taking the ratio,
     because each step's ratio is dominated by noise in |G|^2. Pooling all steps of all runs uses every logged step

@@ -239,7 +239,7 @@ class Learning:
 
 @dataclass(frozen=True)
 class Costs:
-    """Roofline efficiencies and fixed overheads (REFERENCE sections 6-7). A calibrated profile replaces them.
+    """Roofline efficiencies and fixed overheads (docs/reference.md sections 6-7). A calibrated profile replaces them.
 
     Defaults are assumptions, typical of vLLM and FSDP on H100-class GPUs; each is a fraction of the catalog
     peak (efficiency) or seconds (overhead).
