@@ -132,22 +132,6 @@ PROFILE = {  # fitted costs plus a learning model and a length model, as rlsim-c
 }
 
 
-@pytest.fixture
-def validated(monkeypatch):
-    """Every scenario the cross-field rules see (each from_dict ends there), in order."""
-    from rlsim.scenario import validation
-
-    seen = []
-    check = validation.validate
-
-    def counting(s):
-        seen.append(s)
-        check(s)
-
-    monkeypatch.setattr(validation, "validate", counting)
-    return seen
-
-
 def test_run_with_set_and_a_profile_validates_the_scenario_once(tmp_path, capsys, validated):
     """``rlsim run S --set workload.prompts_per_step=64 --profile P``: the file, the profile's learning and length
     models and --set are put together as plain data and validated once, on the way to the engine. (Before: the

@@ -131,21 +131,13 @@ def test_empty_grid_values_are_refused():
         sweep(_small(), {"run.seed": []})
 
 
-def test_each_configuration_is_validated_once(monkeypatch):
+def test_each_configuration_is_validated_once(validated):
     """One validation per grid key before the processes start (fail fast), then one per configuration, in
     run_config: base + the configuration's overrides as plain data (before: from_dict(base), then
     Scenario.with_overrides, then once more in the parent for the engine curves)."""
-    from rlsim.scenario import validation
-
     scn = _small()
-    seen = []
-    check = validation.validate
-
-    def counting(s):
-        seen.append(s)
-        check(s)
-
-    monkeypatch.setattr(validation, "validate", counting)
+    seen = validated
+    seen.clear()  # count from here: _small's own validation is not the sweep's
     grid = {"workload.prompts_per_step": [16, 32], "run.seed": [0, 1]}
     res = sweep(scn.with_overrides({"run.steps": 2}), grid, workers=1)
     assert len(seen) == 1 + 2 + 4  # with_overrides above, one per grid key, one per configuration

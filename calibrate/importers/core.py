@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.files import read_text
+from rlsim.phases import Phase
 
 REL_TOL = 0.02  # nested-timer test: the parts fit in the total within 2 % + 0.5 s
 ABS_TOL_S = 0.5
@@ -120,6 +121,19 @@ def eval_mean(row: dict[str, Any], pick: Callable[[str], bool]) -> float | None:
 def nested(total: float, part: float, others: float) -> bool:
     """Whether ``part`` was timed inside ``total``: the other timers plus ``part`` still fit in ``total``."""
     return part <= total and others + part <= total * (1 + REL_TOL) + ABS_TOL_S
+
+
+def step_without_eval(
+    row: dict[str, Any], step: float, timing: dict[str, float], others: float, key: str, used: set[str]
+) -> float:
+    """The step's seconds with its evaluation taken out: the eval timer ``key`` (when logged) goes into
+    ``timing`` as the eval phase and is subtracted from ``step`` when it was timed inside it (:func:`nested`)."""
+    if key not in row:
+        return step
+    sec = need(row, key)
+    used.add(key)
+    timing[Phase.EVAL.value] = sec
+    return step - sec if nested(step, sec, others) else step
 
 
 def derive_count(total_tokens: float | None, mean_prompt: float | None, mean_response: float | None) -> int | None:

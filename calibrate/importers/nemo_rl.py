@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibrate.importers.core import Format, Mapped, derive_count, first, is_number, need, nested, opt
+from calibrate.importers.core import Format, Mapped, derive_count, first, is_number, need, opt, step_without_eval
 from rlsim.phases import Phase
 
 STEP_KEYS = ("step", "_step")  # NeMo RL passes its trainer step to wandb
@@ -78,14 +78,7 @@ def map_row(row: dict[str, Any]) -> Mapped:
             for phase in phases:
                 timing[phase.value] = timing.get(phase.value, 0.0) + sec / len(phases)
     others = sum(timing.values()) + sum(need(row, k) for k in OTHER_TIMERS if k in row)
-    step_s = step
-    if EVAL_TIMER in row:
-        val = need(row, EVAL_TIMER)
-        used.add(EVAL_TIMER)
-        timing[Phase.EVAL.value] = val
-        if nested(step, val, others):
-            step_s = step - val
-    m = Mapped(timing, step_s, used)
+    m = Mapped(timing, step_without_eval(row, step, timing, others, EVAL_TIMER, used), used)
     m.reward = first(row, FIELDS["reward_mean"], used)
     m.lr = first(row, FIELDS["lr"], used)
     m.eval_metric = opt(row, EVAL_METRIC)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibrate.importers.core import Format, Mapped, derive_count, eval_mean, first, need, nested, opt
+from calibrate.importers.core import Format, Mapped, derive_count, eval_mean, first, need, opt, step_without_eval
 from rlsim.phases import Phase
 
 STEP_KEYS = ("training/global_step", "step", "_step")  # wandb's _step is the trainer step here
@@ -89,14 +89,7 @@ def map_row(row: dict[str, Any]) -> Mapped:
             timing[phase.value] = timing.get(phase.value, 0.0) + need(row, key)
             used.add(key)
     others = sum(timing.values()) + sum(need(row, k) for k in OTHER_TIMERS if k in row)
-    step_s = step
-    if EVAL_TIMER in row:
-        testing = need(row, EVAL_TIMER)
-        used.add(EVAL_TIMER)
-        timing[Phase.EVAL.value] = testing
-        if nested(step, testing, others):
-            step_s = step - testing
-    m = Mapped(timing, step_s, used)
+    m = Mapped(timing, step_without_eval(row, step, timing, others, EVAL_TIMER, used), used)
     m.reward = first(row, FIELDS["reward_mean"], used)
     m.lr = first(row, FIELDS["lr"], used)
     m.eval_metric = eval_metric(row)
