@@ -56,7 +56,7 @@ Why it is fast: between two events (a finish, a preemption, an admission, a pref
 the cached context grows by ``b`` per iteration and new blocks follow a fixed cycle of ``block_size``
 iterations, so the run of iterations up to the next event is summed in closed form (the max of two affine
 functions of the iteration index and a constant). Work grows with the number of requests, admission steps and
-preemptions, not with tokens. The kernel is compiled with numba. ``tests/reference_engine.py`` holds the plain
+preemptions, not with tokens. The kernel is compiled with numba. ``tests/rlsim/reference_engine.py`` holds the plain
 iteration-by-iteration implementation of these rules and property tests check the two agree.
 """
 

@@ -208,6 +208,7 @@ def _report_count(cli: str, n: int, outcomes: dict[int, int]) -> None:
     print(f"fuzz {cli}: {n} cases, exit codes {dict(sorted(outcomes.items()))}")  # shown with -s / in -rA
 
 
+@pytest.mark.slow
 def test_fuzz_rlsim(tmp_path):
     from rlsim import cli
 

@@ -47,6 +47,7 @@ def test_train_and_sync_benches():
     assert (sync["bytes"] > 0).all() and _positive_finite(sync["time_s"]) and (sync["phase"] == "weight_sync").all()
 
 
+@pytest.mark.slow
 def test_cli_bench_writes_tidy_tables(tmp_path):
     out = tmp_path / "b"
     proc = subprocess.run(

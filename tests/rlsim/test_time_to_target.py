@@ -25,6 +25,7 @@ def paper():
     }
 
 
+@pytest.mark.slow
 def test_paper_p1024_retuned_is_24_to_34_percent_faster(paper):
     reduction = 1 - paper[(1024, "sqrt")]["time_to_target_s"] / paper[(128, "sqrt")]["time_to_target_s"]
     assert 0.24 <= reduction <= 0.34

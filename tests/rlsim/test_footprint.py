@@ -11,7 +11,7 @@ from rlsim import cli, footprint
 from rlsim.footprint import FootprintError, check, estimate
 from rlsim.simulation import simulate
 
-SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "paper_grpo.yaml"
+SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "paper_grpo.yaml"
 
 
 def test_the_estimate_grows_with_responses_and_steps():

@@ -1,5 +1,5 @@
 """Checks ``rlsim.engine.simulate_replica`` (event-driven, closed-form) against the plain iteration-by-iteration
-reference in ``tests/reference_engine.py`` and against hand-computed oracles."""
+reference in ``tests/rlsim/reference_engine.py`` and against hand-computed oracles."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from rlsim.engine import (
     PrefillCoefficients,
     simulate_replica,
 )
-from tests.reference_engine import reference_replica
+from tests.rlsim.reference_engine import reference_replica
 
 INT_FIELDS = (
     "num_iterations",

@@ -1,5 +1,5 @@
 """The engine's vLLM rules (paged KV blocks, chunked prefill under a token budget, prefix caching of a group's
-shared prompt): the compiled kernel against the plain reference in ``tests/reference_engine.py`` on randomized
+shared prompt): the compiled kernel against the plain reference in ``tests/rlsim/reference_engine.py`` on randomized
 cases, and hand-derived oracles for each rule."""
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from rlsim.engine import (
     SchedulerRules,
     simulate_replica,
 )
-from tests.reference_engine import reference_replica
-from tests.test_engine_reference import assert_matches, build_case, pick_capacity
+from tests.rlsim.reference_engine import reference_replica
+from tests.rlsim.test_engine_reference import assert_matches, build_case, pick_capacity
 
 V1_INT_FIELDS = ("prefill_tokens", "prefix_hit_tokens")
 
 
 def build_v1_case(integer, uniform, choice):
-    """A random case from tests.test_engine_reference.build_case with random scheduler rules and prompt groups."""
+    """A random case from tests.rlsim.test_engine_reference.build_case with random scheduler rules and prompt groups."""
     prompt, response, m, _cap, decode, prefill, regime = build_case(integer, uniform, choice)
     n = len(prompt)
     bs = choice((1, 2, 4, 16))

@@ -39,7 +39,7 @@ from rlsim.scenario import (
 )
 from rlsim.sweep import parse_grid
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
 SMALL = SCENARIOS / "small_1gpu.yaml"
 PAPER = SCENARIOS / "paper_grpo.yaml"
