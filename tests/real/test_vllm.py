@@ -20,6 +20,7 @@ if subprocess.run(
 
 pytestmark = pytest.mark.slow  # every test here starts a vLLM engine (about 20 s)
 
+
 @pytest.fixture(scope="module")
 def checks(tmp_path_factory):
     script = Path(__file__).with_name("vllm_checks.py")
