@@ -154,3 +154,18 @@ def test_run_with_set_validates_the_scenario_once(capsys, validated):
     assert main(["run", str(SCENARIOS / "small_1gpu.yaml"), "--set", "workload.prompts_per_step=64", "--json"]) == 0
     assert [s.workload.prompts_per_step for s in validated] == [64]
     assert json.loads(capsys.readouterr().out)["prompts_per_step"] == 64
+
+
+@pytest.mark.parametrize("scenario", sorted(p.name for p in SCENARIOS.glob("*.yaml")))
+def test_every_built_in_scenario_prints_strict_json(scenario, capsys):
+    """`rlsim run S --json` for each scenario shipped in scenarios/: a strict JSON parser (no NaN, Infinity)
+    reads it, and it carries time-to-target where the scenario has a learning model."""
+
+    def refuse(name):
+        raise ValueError(f"{scenario}: non-JSON constant {name} in --json output")
+
+    assert main(["run", str(SCENARIOS / scenario), "--set", "run.steps=3", "--set", "run.band_seeds=1", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert summary["step_time_s"] > 0
+    if summary.get("target") is not None:
+        assert summary["time_to_target_s"] > 0
