@@ -8,6 +8,9 @@
 ``rlsim sweep SCENARIO [--grid key=v1,v2 ...] [--executor local|ray] [--address ADDR] [-o DIR]``
     every combination (default: the scenario's sweep.grid), one row each; DIR gets sweep.csv/.parquet,
     curves.csv, engine_curves.csv, sweep.json and the resolved scenario.
+``rlsim import-config --format verl|trl FILE [--set KEY=VALUE ...] [--scenario-set KEY=VALUE ...] -o SCENARIO``
+    a scenario from a framework's own training config (rlsim.frameworks.config_import); --set overrides framework
+    keys before mapping, --scenario-set scenario fields after it; unused framework keys are listed on stderr.
 ``rlsim report DIR [-o report.html] [--png]``
     one self-contained HTML file from a sweep or run directory; --png also writes each figure as PNG.
 
@@ -308,6 +311,30 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_config(args: argparse.Namespace) -> int:
+    from rlsim.frameworks.config_import import import_config
+    from rlsim.scenario import parse_overrides
+
+    framework_set = parse_overrides(args.set or [])
+    scenario_set = parse_overrides(args.scenario_set or [], flag="--scenario-set")
+    if args.output.exists() and args.output.is_dir():
+        raise _Usage(f"-o {args.output}: is a directory; give a file name such as scenario.yaml")
+    imported = import_config(args.config, args.format, framework_set, scenario_set)
+    if imported.unused:
+        print(
+            f"rlsim: note: {len(imported.unused)} {args.format} key(s) of {args.config} not used (no rlsim field; "
+            f"listed under assumptions): {', '.join(imported.unused)}",
+            file=sys.stderr,
+        )
+    import yaml
+
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(imported.scenario, sort_keys=False, width=120)
+    atomic_write(args.output, lambda p: p.write_text(text))
+    print(f"wrote {args.output}")
+    return 0
+
+
 class _Usage(RlsimError):
     """A usage error found after parsing (reported like the others, exit 2)."""
 
@@ -363,6 +390,26 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("-o", "--output", type=Path, help="HTML file to write (default: DIRECTORY/report.html)")
     rep.add_argument("--png", action="store_true", help="also write each figure as PNG (needs Chrome + kaleido)")
     rep.set_defaults(func=cmd_report)
+
+    imp = sub.add_parser("import-config", help="write an rlsim scenario from a verl or TRL training config")
+    imp.add_argument("config", type=Path, help="the framework's config file (YAML or JSON)")
+    imp.add_argument("--format", required=True, choices=("verl", "trl"), help="the framework the file is for")
+    imp.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a framework key before mapping, e.g. --set actor_rollout_ref.rollout.n=8 (repeatable)",
+    )
+    imp.add_argument(
+        "--scenario-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override an rlsim scenario field after mapping, e.g. --scenario-set hardware.gpu=H200 (repeatable)",
+    )
+    imp.add_argument("-o", "--output", type=Path, required=True, help="scenario YAML file to write")
+    imp.set_defaults(func=cmd_import_config)
     return parser
 
 

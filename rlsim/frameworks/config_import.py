@@ -1,0 +1,249 @@
+"""Reading a framework's own training config into an rlsim scenario (``rlsim import-config``).
+
+A framework module (:mod:`rlsim.frameworks.verl`, :mod:`rlsim.frameworks.trl`) holds its mapping ``TABLE`` (framework
+key, its default in the framework, the rlsim field it sets, the rule) and ``to_scenario(source)``, which reads the
+config through a :class:`Source` and returns the scenario sections. This module does what the formats share:
+
+* read the file (YAML, or JSON, which YAML reads too) and flatten it to dotted keys (``data.train_batch_size``);
+* apply the framework overrides (``--set KEY=VALUE``, dotted framework keys) before anything is mapped;
+* track which keys the mapping read: every other key of the file is listed (stderr and ``assumptions``), never
+  dropped silently; a key the mapping reads must be in the module's ``TABLE`` (so the TABLE is what the code does);
+* the rlsim-side facts the framework config lacks, as documented defaults the scenario lists under
+  ``assumptions``: the GPU (``DEFAULT_GPU``), prompt and response length distributions (:func:`length_assumptions`);
+* resolve a Hugging Face model name to the rlsim catalog (:func:`resolve_model`);
+* apply the rlsim overrides (``--scenario-set``) and validate the scenario once.
+
+Bad input (a missing file, a contradiction between two keys, a model outside the catalog) raises
+:class:`rlsim.errors.RlsimError` with one line naming the key(s) and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rlsim.errors import RlsimError, ScenarioError
+from rlsim.files import load_yaml, read_text
+
+DEFAULT_GPU = "H100-SXM"  # assumption: neither verl nor TRL configs name the GPU type
+PROMPT_FRACTION = 0.5  # assumption: prompts fixed at half the framework's maximum prompt length
+RESPONSE_MEAN_FRACTION = 0.5  # assumption: mean response length before clipping, as a fraction of the maximum
+RESPONSE_SIGMA = 0.6  # assumption: standard deviation of log response length (as rlsim.frameworks.nemo_rl)
+# checkpoint suffixes whose architecture is the base model's (fine-tuned weights, same config.json shapes)
+VARIANT_SUFFIXES = ("-Instruct", "-instruct", "-Chat", "-chat", "-it")
+_MISSING = object()
+
+
+class ImportConfigError(RlsimError, ValueError):
+    """A framework config that cannot be read or mapped (the message names the key and the fix)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of a mapping TABLE: a framework key, its default in the framework (None: none), the rlsim field it
+    sets and how."""
+
+    key: str
+    default: Any
+    field: str
+    rule: str
+
+
+@dataclass
+class Source:
+    """A framework config as flat dotted keys, recording which keys were read and which framework defaults
+    stood in for absent ones."""
+
+    flat: dict[str, Any]
+    table: tuple[Row, ...]
+    framework: str
+    used: set[str] = field(default_factory=set)
+    defaults_used: dict[str, Any] = field(default_factory=dict)
+
+    def _row(self, key: str) -> Row:
+        for row in self.table:
+            if row.key == key:
+                return row
+        raise KeyError(f"{self.framework}: {key} is read but not in the mapping TABLE")  # a bug, not bad input
+
+    def get(self, key: str, default: Any = _MISSING) -> Any:
+        """The value of ``key``; when absent (or null), ``default`` if given, else the TABLE's framework default."""
+        row = self._row(key)
+        self.used.add(key)
+        value = self.flat.get(key)
+        if value is not None:
+            return value
+        fallback = row.default if default is _MISSING else default
+        if fallback is not None:
+            self.defaults_used[key] = fallback
+        return fallback
+
+    def given(self, key: str) -> bool:
+        """Whether the file (or --set) gives ``key`` a value; reading it counts as using it."""
+        self._row(key)
+        self.used.add(key)
+        return self.flat.get(key) is not None
+
+    def unused(self) -> list[str]:
+        return [k for k in self.flat if k not in self.used]
+
+
+@dataclass(frozen=True)
+class Imported:
+    """The result of an import: the scenario's plain data (validated) and the framework keys it did not use."""
+
+    scenario: dict[str, Any]
+    unused: dict[str, Any]
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"data": {"train_batch_size": 8}}`` -> ``{"data.train_batch_size": 8}``; lists stay values."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, dotted))
+        else:
+            out[dotted] = value
+    return out
+
+
+def read_config(path: Path, fmt: str) -> dict[str, Any]:
+    """The mapping a YAML or JSON framework config holds."""
+    if not path.is_file():
+        raise ImportConfigError(f"{path}: is not a file; give the path of a {fmt} config (YAML or JSON)")
+    text = read_text(path, f"{fmt} config")
+    try:
+        data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
+    except (yaml.YAMLError, json.JSONDecodeError):
+        syntax = "JSON" if path.suffix == ".json" else "YAML"
+        raise ImportConfigError(f"{path}: is not valid {syntax}; fix its syntax") from None
+    if not isinstance(data, dict):
+        raise ImportConfigError(f"{path}: must hold a mapping of {fmt} config keys; see tests/rlsim/fixtures/configs/")
+    return data
+
+
+def resolve_model(name: Any, key: str) -> tuple[str, list[str]]:
+    """The catalog name for a Hugging Face model name or path (``Qwen/Qwen3-8B``, ``~/models/Qwen2.5-7B-Instruct``):
+    the name, else its last path part, matched against catalog names, aliases and hf_ids (with or without the
+    organisation), else the last part without an Instruct/Chat suffix (same architecture as the base, noted)."""
+    if not isinstance(name, str) or not name:
+        raise ImportConfigError(
+            f"{key}: not set; name the model, e.g. --set {key}=Qwen/Qwen2.5-7B (one of rlsim/catalog/models.yaml)"
+        )
+    forms = _model_forms()
+    tail = name.rstrip("/").rsplit("/", 1)[-1]
+    for cand in (name, tail):
+        if cand in forms:
+            return forms[cand], []
+    for suffix in VARIANT_SUFFIXES:
+        base = tail[: -len(suffix)]
+        if tail.endswith(suffix) and base in forms:
+            return forms[base], [f"model: {name} simulated as catalog model {forms[base]} (same architecture)"]
+    raise ImportConfigError(
+        f"{key}: {name!r} is not in rlsim's model catalog; --set {key}=NAME with one of: "
+        + ", ".join(sorted(set(forms.values())))
+    )
+
+
+@cache
+def _model_forms() -> dict[str, str]:
+    """Every spelling of a catalog model (name, hf_id, aliases, each also without its organisation) -> its name."""
+    entries = yaml.safe_load(resources.files("rlsim.catalog").joinpath("models.yaml").read_text())
+    forms: dict[str, str] = {}
+    for name, entry in entries.items():
+        for form in (name, entry.get("hf_id"), *(entry.get("aliases") or ())):
+            if form:
+                forms.setdefault(str(form), name)
+                forms.setdefault(str(form).rsplit("/", 1)[-1], name)
+    return forms
+
+
+def length_assumptions(max_prompt: int, max_response: int) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """Prompt and response length distributions for a config that gives only their maxima, and the assumptions."""
+    prompt_tokens = max(1, int(max_prompt * PROMPT_FRACTION))
+    mean = max(1.0, max_response * RESPONSE_MEAN_FRACTION)
+    prompt = {"dist": "fixed", "tokens": prompt_tokens}
+    response = {"dist": "lognormal", "mean_tokens": mean, "sigma": RESPONSE_SIGMA}
+    notes = [
+        f"prompt lengths: fixed {prompt_tokens} tokens ({PROMPT_FRACTION:g} x the maximum {max_prompt}; the config "
+        "gives only the maximum; --scenario-set workload.prompt_length.tokens=N to change)",
+        f"response lengths: lognormal, mean {mean:g} tokens before clipping at {max_response}, sigma "
+        f"{RESPONSE_SIGMA:g} (the config gives only the maximum; "
+        "--scenario-set workload.response_length.mean_tokens=N)",
+    ]
+    return prompt, response, notes
+
+
+def divisible(a_key: str, a: int, b_key: str, b: int) -> int:
+    """``a // b``, refusing (naming both keys) when b does not divide a."""
+    if b <= 0 or a % b:
+        raise ImportConfigError(f"{a_key} ({a}) must be divisible by {b_key} ({b}); change one of them")
+    return a // b
+
+
+def as_int(source: Source, key: str) -> int:
+    value = source.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value or value < 1:
+        raise ImportConfigError(f"{key}: {value!r} must be a positive whole number; fix it in the file or with --set")
+    return int(value)
+
+
+def import_config(
+    path: Path, fmt: str, framework_set: dict[str, Any] | None = None, scenario_set: dict[str, Any] | None = None
+) -> Imported:
+    """Read ``path`` as a ``fmt`` config, apply ``framework_set`` (dotted framework keys), map it, apply
+    ``scenario_set`` (dotted rlsim keys) and validate the scenario."""
+    from rlsim.frameworks import trl, verl
+    from rlsim.scenario import apply_overrides, from_dict
+
+    modules = {"verl": verl, "trl": trl}
+    if fmt not in modules:
+        raise ImportConfigError(f"--format {fmt!r} is not supported; use one of: {', '.join(modules)}")
+    module = modules[fmt]
+    flat = flatten(read_config(path, fmt))
+    for key, value in (framework_set or {}).items():
+        for old in [k for k in flat if k.startswith(key + ".")]:  # --set a.b=x replaces the section a.b
+            del flat[old]
+        flat.update(flatten(value, key) if isinstance(value, dict) and value else {key: value})
+    source = Source(flat, module.TABLE, fmt)
+    sections, notes = module.to_scenario(source)
+    gpu_note = f"hardware.gpu: {DEFAULT_GPU} (the {fmt} config does not name the GPU type)"
+    sections.setdefault("hardware", {}).setdefault("gpu", DEFAULT_GPU)
+    unused = {k: flat[k] for k in source.unused()}
+    assumptions = [
+        f"imported from {path.name} (--format {fmt}; mapping of {module.VERSION_READ})",
+        gpu_note,
+        *notes,
+    ]
+    if source.defaults_used:
+        assumptions.append(
+            f"{fmt} defaults for keys the file does not set: "
+            + ", ".join(f"{k}={v}" for k, v in sorted(source.defaults_used.items()))
+        )
+    assumptions += [f"{fmt} key not used (no rlsim field): {k} = {_short(v)}" for k, v in unused.items()]
+    raw = {
+        "name": path.stem,
+        "description": f"{fmt} config {path.name} as an rlsim scenario (rlsim import-config)",
+        "assumptions": assumptions,
+        **sections,
+    }
+    if scenario_set:
+        raw = apply_overrides(raw, scenario_set)
+        raw["assumptions"] = [*raw["assumptions"], *(f"--scenario-set {k}={v}" for k, v in scenario_set.items())]
+    try:
+        from_dict(raw)
+    except ScenarioError as exc:
+        raise ImportConfigError(f"the imported scenario is invalid: {exc}") from None
+    return Imported(raw, unused)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return text if len(text) <= 80 else text[:77] + "..."

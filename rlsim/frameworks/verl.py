@@ -1,0 +1,153 @@
+"""verl (volcengine/verl) PPO/GRPO trainer configs as rlsim scenarios: the mapping TABLE and ``to_scenario``.
+
+Read at volcengine/verl commit b178a3cd56f58b2d502255daba591e92833930a7 (v0.7.0-125, 2026-01-29): the Hydra config
+``verl/trainer/config/ppo_trainer.yaml`` and its parts (``actor/actor.yaml``, ``rollout/rollout.yaml``,
+``data/legacy_data.yaml``, ``model/hf_model.yaml``) for the defaults, and ``verl/workers/fsdp_workers.py`` for the
+batch semantics. A verl config is the nested YAML of that Hydra tree; the ``key=value`` overrides of a verl command
+line are given with ``--set`` (dotted keys, applied before mapping).
+
+Batch semantics (facts from that commit):
+
+* ``data.train_batch_size`` counts prompts per step (P); each prompt gets ``actor_rollout_ref.rollout.n`` responses
+  (G), so a step trains B = P x G responses.
+* ``actor_rollout_ref.actor.ppo_mini_batch_size`` also counts prompts: the workers multiply it by rollout.n and
+  divide it over the data-parallel ranks, so one optimizer step per mini-batch and
+  train_batch_size / ppo_mini_batch_size mini-batches per step, each repeated ``ppo_epochs`` times.
+* ``ppo_micro_batch_size_per_gpu`` counts responses per forward/backward on one GPU; the per-rank mini-batch
+  (ppo_mini_batch_size x n / GPUs) must be a multiple of it (verl asserts this). With ``use_dynamic_bsz`` the
+  micro-batches are instead packed up to ``ppo_max_token_len_per_gpu`` tokens.
+* the hybrid engine colocates the trainer and the vLLM engine on all ``trainer.n_gpus_per_node x trainer.nnodes``
+  GPUs and alternates them synchronously (rlsim placement colocated, schedule sync-colocated).
+* ``algorithm.adv_estimator`` gae trains a critic (rlsim algorithm ppo), grpo does not; ``use_kl_loss`` or
+  ``use_kl_in_reward`` needs the reference model's log-probs (rlsim algorithm.kl_reference).
+
+Other verl keys (the Megatron backend, SGLang rollout, other advantage estimators) are refused or listed as unused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlsim.frameworks.config_import import ImportConfigError, Row, Source, as_int, divisible, length_assumptions
+from rlsim.frameworks.config_import import resolve_model as _resolve_model
+
+VERSION_READ = "verl b178a3c (v0.7.0-125)"
+A = "actor_rollout_ref.actor."
+R = "actor_rollout_ref.rollout."
+M = "actor_rollout_ref.model."
+
+TABLE: tuple[Row, ...] = (
+    Row("data.train_batch_size", 1024, "workload.prompts_per_step", "P: prompts per step"),
+    Row(R + "n", 1, "workload.group_size", "G: responses per prompt (B = P x G)"),
+    Row(A + "ppo_mini_batch_size", 256, "algorithm.mini_batches_per_step", "train_batch_size / ppo_mini_batch_size"),
+    Row(A + "ppo_epochs", 1, "algorithm.epochs_per_step", "passes over the step's batch"),
+    Row(A + "ppo_micro_batch_size_per_gpu", None, "training.micro_batch_size", "responses per micro-batch, unpacked"),
+    Row(A + "use_dynamic_bsz", False, "training.sequence_packing", "true: micro-batches packed by tokens"),
+    Row(A + "ppo_max_token_len_per_gpu", 16384, "training.packing_tokens", "with use_dynamic_bsz: tokens per bin"),
+    Row(R + "log_prob_micro_batch_size_per_gpu", None, "training.logprob_micro_batch_size", "log-prob passes"),
+    Row(R + "tensor_model_parallel_size", 2, "engine.tensor_parallel_size", "vLLM TP per replica"),
+    Row(R + "gpu_memory_utilization", 0.5, "engine.gpu_memory_utilization", "vLLM's fraction of each GPU"),
+    Row(R + "name", "vllm", "engine.behaviour", "vllm -> vllm-v1 (verl 0.7 runs the V1 engine); others refused"),
+    Row("trainer.n_gpus_per_node", 8, "hardware.num_gpus, hardware.gpus_per_node", "num_gpus = per node x nnodes"),
+    Row("trainer.nnodes", 1, "hardware.num_gpus", "placement colocated, schedule sync-colocated (hybrid engine)"),
+    Row("data.max_prompt_length", 512, "workload.max_prompt_tokens", "and the assumed prompt length"),
+    Row("data.max_response_length", 512, "workload.max_response_tokens", "and the assumed response lengths"),
+    Row(A + "optim.lr", 1e-6, "learning.lr0", "learning.reference_batch = B (lr0 holds at this config's batch)"),
+    Row("algorithm.adv_estimator", "gae", "algorithm.name", "gae -> ppo (critic), grpo -> grpo; others refused"),
+    Row(A + "use_kl_loss", False, "algorithm.kl_reference", "either KL option -> reference log-prob pass"),
+    Row("algorithm.use_kl_in_reward", False, "algorithm.kl_reference", "either KL option -> reference log-prob pass"),
+    Row(M + "path", None, "model", "a catalog name, alias or hf_id (Instruct/Chat: the base architecture)"),
+    Row("critic.model.path", None, "algorithm.critic_model", "gae only; default: the policy's architecture"),
+    Row(M + "enable_gradient_checkpointing", True, "training.activation_recompute", "true -> full, false -> none"),
+    Row(A + "strategy", "fsdp", "training.backend", "fsdp / fsdp2 -> fsdp; megatron refused (not mapped yet)"),
+    Row(A + "fsdp_config.param_offload", False, "training.offload_params", "FSDP parameter offload"),
+    Row(A + "fsdp_config.optimizer_offload", False, "training.offload_optimizer", "FSDP optimizer offload"),
+)
+
+ESTIMATORS = {"gae": "ppo", "grpo": "grpo"}
+
+
+def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
+    """The scenario sections for a verl config, and the assumptions made."""
+    notes: list[str] = []
+    prompts = as_int(src, "data.train_batch_size")
+    group = as_int(src, R + "n")
+    mini = as_int(src, A + "ppo_mini_batch_size")
+    mini_batches = divisible("data.train_batch_size", prompts, A + "ppo_mini_batch_size", mini)
+    per_node, nnodes = as_int(src, "trainer.n_gpus_per_node"), as_int(src, "trainer.nnodes")
+    gpus = per_node * nnodes
+    per_rank = divisible(f"{A}ppo_mini_batch_size x {R}n", mini * group, "trainer.n_gpus_per_node x nnodes", gpus)
+
+    training: dict[str, Any] = {"backend": "fsdp"}
+    strategy = src.get(A + "strategy")
+    if strategy not in ("fsdp", "fsdp2"):
+        raise ImportConfigError(
+            f"{A}strategy: {strategy!r} is not mapped yet (only fsdp / fsdp2); use the FSDP backend or write the "
+            "scenario's training section by hand"
+        )
+    if src.get(A + "use_dynamic_bsz"):
+        training.update(sequence_packing=True, micro_batch_size=1)
+        training["packing_tokens"] = as_int(src, A + "ppo_max_token_len_per_gpu")
+    else:
+        if src.get(A + "ppo_micro_batch_size_per_gpu") is None:
+            raise ImportConfigError(
+                f"{A}ppo_micro_batch_size_per_gpu: not set (and use_dynamic_bsz is false); set it, e.g. "
+                f"--set {A}ppo_micro_batch_size_per_gpu=8"
+            )
+        micro = as_int(src, A + "ppo_micro_batch_size_per_gpu")
+        divisible(f"{A}ppo_mini_batch_size x {R}n / GPUs", per_rank, A + "ppo_micro_batch_size_per_gpu", micro)
+        training.update(sequence_packing=False, micro_batch_size=micro)
+        if src.given(R + "log_prob_micro_batch_size_per_gpu"):
+            training["logprob_micro_batch_size"] = as_int(src, R + "log_prob_micro_batch_size_per_gpu")
+    training["activation_recompute"] = "full" if src.get(M + "enable_gradient_checkpointing") else "none"
+    training["offload_params"] = bool(src.get(A + "fsdp_config.param_offload"))
+    training["offload_optimizer"] = bool(src.get(A + "fsdp_config.optimizer_offload"))
+
+    estimator = src.get("algorithm.adv_estimator")
+    if estimator not in ESTIMATORS:
+        raise ImportConfigError(
+            f"algorithm.adv_estimator: {estimator!r} is not mapped (only {', '.join(ESTIMATORS)}); "
+            "--set algorithm.adv_estimator=grpo for a critic-free estimator of the same cost"
+        )
+    model, model_notes = _resolve_model(src.get(M + "path"), M + "path")
+    notes += model_notes
+    algorithm: dict[str, Any] = {
+        "name": ESTIMATORS[estimator],
+        "mini_batches_per_step": mini_batches,
+        "epochs_per_step": as_int(src, A + "ppo_epochs"),
+        "kl_reference": any([bool(src.get(A + "use_kl_loss")), bool(src.get("algorithm.use_kl_in_reward"))]),
+    }
+    if estimator == "gae" and src.given("critic.model.path"):
+        algorithm["critic_model"], critic_notes = _resolve_model(src.get("critic.model.path"), "critic.model.path")
+        notes += [n.replace("model:", "critic model:", 1) for n in critic_notes]
+
+    rollout_engine = src.get(R + "name")
+    if rollout_engine != "vllm":
+        raise ImportConfigError(
+            f"{R}name: {rollout_engine!r} is not mapped (rlsim models vLLM); --set {R}name=vllm to simulate vLLM"
+        )
+    max_prompt, max_response = as_int(src, "data.max_prompt_length"), as_int(src, "data.max_response_length")
+    prompt_length, response_length, length_notes = length_assumptions(max_prompt, max_response)
+    notes += length_notes
+    sections = {
+        "model": model,
+        "hardware": {"num_gpus": gpus, "gpus_per_node": per_node, "placement": "colocated"},
+        "engine": {
+            "tensor_parallel_size": as_int(src, R + "tensor_model_parallel_size"),
+            "gpu_memory_utilization": float(src.get(R + "gpu_memory_utilization")),
+            "behaviour": "vllm-v1",
+        },
+        "workload": {
+            "prompts_per_step": prompts,
+            "group_size": group,
+            "prompt_length": prompt_length,
+            "response_length": response_length,
+            "max_prompt_tokens": max_prompt,
+            "max_response_tokens": max_response,
+        },
+        "algorithm": algorithm,
+        "training": training,
+        "schedule": {"mode": "sync-colocated"},
+        "learning": {"lr0": float(src.get(A + "optim.lr")), "reference_batch": prompts * group},
+    }
+    return sections, notes
