@@ -256,3 +256,11 @@ def test_the_mapping_reads_only_keys_of_its_table(module):
     with pytest.raises(KeyError, match="not in the mapping TABLE"):
         source.get("no.such.key")
     assert len({row.key for row in module.TABLE}) == len(module.TABLE)
+
+
+@pytest.mark.parametrize("module", [verl, trl])
+def test_readme_tables_list_every_mapped_key(module):
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    for row in module.TABLE:
+        assert f"| `{row.key}` |" in readme, row.key
+    assert module.VERSION_READ.split(" ")[1] in readme  # the commit read
