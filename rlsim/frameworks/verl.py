@@ -44,7 +44,9 @@ TABLE: tuple[Row, ...] = (
     Row(A + "ppo_micro_batch_size_per_gpu", None, "training.micro_batch_size", "responses per micro-batch, unpacked"),
     Row(A + "use_dynamic_bsz", False, "training.sequence_packing", "true: micro-batches packed by tokens"),
     Row(A + "ppo_max_token_len_per_gpu", 16384, "training.packing_tokens", "with use_dynamic_bsz: tokens per bin"),
+    Row(A + "ppo_micro_batch_size", None, "training.micro_batch_size", "deprecated global form: / GPUs (wins)"),
     Row(R + "log_prob_micro_batch_size_per_gpu", None, "training.logprob_micro_batch_size", "log-prob passes"),
+    Row(R + "log_prob_micro_batch_size", None, "training.logprob_micro_batch_size", "deprecated global: / GPUs"),
     Row(R + "tensor_model_parallel_size", 2, "engine.tensor_parallel_size", "vLLM TP per replica"),
     Row(R + "gpu_memory_utilization", 0.5, "engine.gpu_memory_utilization", "vLLM's fraction of each GPU"),
     Row(R + "name", "vllm", "engine.behaviour", "vllm -> vllm-v1 (verl 0.7 runs the V1 engine); others refused"),
@@ -89,15 +91,21 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         training.update(sequence_packing=True, micro_batch_size=1)
         training["packing_tokens"] = as_int(src, A + "ppo_max_token_len_per_gpu")
     else:
-        if src.get(A + "ppo_micro_batch_size_per_gpu") is None:
+        micro_key = A + "ppo_micro_batch_size_per_gpu"
+        if src.given(A + "ppo_micro_batch_size"):  # verl divides the deprecated global size by the GPUs
+            micro_key = A + "ppo_micro_batch_size"
+            micro = max(1, as_int(src, micro_key) // gpus)
+        elif src.get(micro_key) is None:
             raise ImportConfigError(
-                f"{A}ppo_micro_batch_size_per_gpu: not set (and use_dynamic_bsz is false); set it, e.g. "
-                f"--set {A}ppo_micro_batch_size_per_gpu=8"
+                f"{micro_key}: not set (and use_dynamic_bsz is false); set it, e.g. --set {micro_key}=8"
             )
-        micro = as_int(src, A + "ppo_micro_batch_size_per_gpu")
-        divisible(f"{A}ppo_mini_batch_size x {R}n / GPUs", per_rank, A + "ppo_micro_batch_size_per_gpu", micro)
+        else:
+            micro = as_int(src, micro_key)
+        divisible(f"{A}ppo_mini_batch_size x {R}n / GPUs", per_rank, micro_key + " (per GPU)", micro)
         training.update(sequence_packing=False, micro_batch_size=micro)
-        if src.given(R + "log_prob_micro_batch_size_per_gpu"):
+        if src.given(R + "log_prob_micro_batch_size"):
+            training["logprob_micro_batch_size"] = max(1, as_int(src, R + "log_prob_micro_batch_size") // gpus)
+        elif src.given(R + "log_prob_micro_batch_size_per_gpu"):
             training["logprob_micro_batch_size"] = as_int(src, R + "log_prob_micro_batch_size_per_gpu")
     training["activation_recompute"] = "full" if src.get(M + "enable_gradient_checkpointing") else "none"
     training["offload_params"] = bool(src.get(A + "fsdp_config.param_offload"))

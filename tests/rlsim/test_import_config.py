@@ -83,6 +83,27 @@ def test_verl_gae_is_ppo_with_the_critic_and_instruct_resolves_to_base(tmp_path)
     assert any("Qwen2.5-0.5B-Instruct simulated as catalog model Qwen2.5-0.5B" in a for a in s.assumptions)
 
 
+def test_verl_deprecated_global_micro_batch_is_divided_over_the_gpus(tmp_path):
+    """ppo_micro_batch_size 64 over 8 GPUs: 8 per GPU, and it wins over the per-GPU key, as verl's workers do."""
+    code, out = _import(tmp_path, "verl", VERL_GRPO, ["actor_rollout_ref.actor.ppo_micro_batch_size=64"])
+    assert code == 0
+    assert load_scenario(out).training.micro_batch_size == 8
+
+
+def test_verl_without_a_micro_batch_is_refused(tmp_path, capsys):
+    code, out = _import(tmp_path, "verl", VERL_GRPO, ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null"])
+    assert code == 2 and not out.exists()
+    assert "ppo_micro_batch_size_per_gpu: not set (and use_dynamic_bsz is false)" in capsys.readouterr().err
+
+
+def test_verl_dynamic_batch_packs_by_tokens(tmp_path):
+    sets = ["actor_rollout_ref.actor.use_dynamic_bsz=true", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=24576"]
+    code, out = _import(tmp_path, "verl", VERL_GRPO, sets)
+    assert code == 0
+    tr = load_scenario(out).training
+    assert tr.sequence_packing and tr.packing_tokens == 24576 and tr.micro_batch_size == 1
+
+
 def test_trl_batch_semantics_by_hand(tmp_path):
     """8 per device x 8 processes x steps_per_generation 8 = 512 completions per round; / 8 generations = P 64;
     8 / gradient_accumulation_steps 2 = 4 optimizer steps per round."""
