@@ -20,6 +20,7 @@ Bad input (a missing file, a contradiction between two keys, a model outside the
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -189,10 +190,19 @@ def divisible(a_key: str, a: int, b_key: str, b: int) -> int:
 
 
 def as_int(source: Source, key: str) -> int:
-    value = source.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value or value < 1:
-        raise ImportConfigError(f"{key}: {value!r} must be a positive whole number; fix it in the file or with --set")
+    """``key``'s value as a positive whole number (one line naming the key otherwise)."""
+    value = as_float(source, key, "a positive whole number")
+    if not value.is_integer() or value < 1:
+        raise ImportConfigError(f"{key}: {value:g} must be a positive whole number; fix it in the file or with --set")
     return int(value)
+
+
+def as_float(source: Source, key: str, what: str = "a number") -> float:
+    """``key``'s value as a finite number (one line naming the key otherwise)."""
+    value = source.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ImportConfigError(f"{key}: {_short(value)} must be {what}; fix it in the file or with --set")
+    return float(value)
 
 
 def import_config(
@@ -214,12 +224,13 @@ def import_config(
         flat.update(flatten(value, key) if isinstance(value, dict) and value else {key: value})
     source = Source(flat, module.TABLE, fmt)
     sections, notes = module.to_scenario(source)
-    gpu_note = f"hardware.gpu: {DEFAULT_GPU} (the {fmt} config does not name the GPU type)"
     sections.setdefault("hardware", {}).setdefault("gpu", DEFAULT_GPU)
+    gpu_note = f"hardware.gpu: {DEFAULT_GPU} (the {fmt} config does not name the GPU type; --scenario-set it)"
+    gpu_notes = [] if "hardware.gpu" in (scenario_set or {}) else [gpu_note]
     unused = {k: flat[k] for k in source.unused()}
     assumptions = [
         f"imported from {path.name} (--format {fmt}; mapping of {module.VERSION_READ})",
-        gpu_note,
+        *gpu_notes,
         *notes,
     ]
     if source.defaults_used:
@@ -245,5 +256,5 @@ def import_config(
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else value
+    text = json.dumps(value, default=str) if not isinstance(value, str) else value
     return text if len(text) <= 80 else text[:77] + "..."

@@ -34,7 +34,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlsim.frameworks.config_import import ImportConfigError, Row, Source, as_int, divisible, length_assumptions
+from rlsim.frameworks.config_import import (
+    ImportConfigError,
+    Row,
+    Source,
+    as_float,
+    as_int,
+    divisible,
+    length_assumptions,
+)
 from rlsim.frameworks.config_import import resolve_model as _resolve_model
 
 VERSION_READ = "TRL f2cd577 (v1.9.0-26)"
@@ -110,12 +118,12 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         mode = src.get("vllm_mode")
         if mode == "colocate":
             engine["tensor_parallel_size"] = as_int(src, "vllm_tensor_parallel_size")
-            engine["gpu_memory_utilization"] = float(src.get("vllm_gpu_memory_utilization"))
+            engine["gpu_memory_utilization"] = as_float(src, "vllm_gpu_memory_utilization")
         elif mode == "server":
             tp = as_int(src, "vllm_server_tensor_parallel_size")
             rollout_gpus = tp * as_int(src, "vllm_server_data_parallel_size")
             engine["tensor_parallel_size"] = tp
-            engine["gpu_memory_utilization"] = float(src.get("vllm_server_gpu_memory_utilization"))
+            engine["gpu_memory_utilization"] = as_float(src, "vllm_server_gpu_memory_utilization")
             hardware = {
                 "num_gpus": procs + rollout_gpus,
                 "placement": "separate",
@@ -154,7 +162,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             "name": "grpo",
             "mini_batches_per_step": mini_batches,
             "epochs_per_step": iterations,
-            "kl_reference": float(src.get("beta")) > 0,
+            "kl_reference": as_float(src, "beta") > 0,
             "recompute_old_logprob": recompute,
         },
         "training": {
@@ -164,6 +172,6 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             "activation_recompute": "full" if src.get("gradient_checkpointing") else "none",
         },
         "schedule": {"mode": schedule},
-        "learning": {"lr0": float(src.get("learning_rate")), "reference_batch": generations},
+        "learning": {"lr0": as_float(src, "learning_rate"), "reference_batch": generations},
     }
     return sections, notes

@@ -28,7 +28,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlsim.frameworks.config_import import ImportConfigError, Row, Source, as_int, divisible, length_assumptions
+from rlsim.frameworks.config_import import (
+    ImportConfigError,
+    Row,
+    Source,
+    as_float,
+    as_int,
+    divisible,
+    length_assumptions,
+)
 from rlsim.frameworks.config_import import resolve_model as _resolve_model
 
 VERSION_READ = "verl b178a3c (v0.7.0-125)"
@@ -142,7 +150,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "hardware": {"num_gpus": gpus, "gpus_per_node": per_node, "placement": "colocated"},
         "engine": {
             "tensor_parallel_size": as_int(src, R + "tensor_model_parallel_size"),
-            "gpu_memory_utilization": float(src.get(R + "gpu_memory_utilization")),
+            "gpu_memory_utilization": as_float(src, R + "gpu_memory_utilization"),
             "behaviour": "vllm-v1",
         },
         "workload": {
@@ -156,6 +164,6 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "algorithm": algorithm,
         "training": training,
         "schedule": {"mode": "sync-colocated"},
-        "learning": {"lr0": float(src.get(A + "optim.lr")), "reference_batch": prompts * group},
+        "learning": {"lr0": as_float(src, A + "optim.lr"), "reference_batch": prompts * group},
     }
     return sections, notes

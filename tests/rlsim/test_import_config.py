@@ -258,6 +258,36 @@ def test_bad_file_is_one_line(tmp_path, capsys, fmt, text, suffix, message):
     assert code == 2 and len(err) == 1 and message in err[0] and not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("fmt", "path", "item", "words"),
+    [
+        ("verl", VERL_GRPO, "data.train_batch_size=abc", "data.train_batch_size: abc must be a positive whole number"),
+        ("verl", VERL_GRPO, "actor_rollout_ref.rollout.n=0", "actor_rollout_ref.rollout.n: 0 must be a positive whole"),
+        (
+            "verl",
+            VERL_GRPO,
+            "actor_rollout_ref.actor.optim.lr=fast",
+            "actor_rollout_ref.actor.optim.lr: fast must be a",
+        ),
+        ("trl", TRL_SERVER, "vllm_mode=remote", "vllm_mode: 'remote' must be colocate or server"),
+    ],
+)
+def test_a_bad_value_is_one_line_naming_the_key(tmp_path, capsys, fmt, path, item, words):
+    code, out = _import(tmp_path, fmt, path, [item])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and words in err[0] and not out.exists()
+
+
+def test_the_gpu_default_is_an_assumption_unless_set(tmp_path):
+    _import(tmp_path, "verl", VERL_GRPO)
+    assert any(
+        a.startswith("hardware.gpu: H100-SXM")
+        for a in yaml.safe_load((tmp_path / "scenario.yaml").read_text())["assumptions"]
+    )
+    _import(tmp_path, "verl", VERL_GRPO, scenario_sets=["hardware.gpu=H200"])
+    assert not any(a.startswith("hardware.gpu:") for a in load_scenario(tmp_path / "scenario.yaml").assumptions)
+
+
 def test_wrong_format_is_refused_by_the_parser(tmp_path):
     with pytest.raises(SystemExit) as exc:
         _import(tmp_path, "openrlhf", VERL_GRPO)
