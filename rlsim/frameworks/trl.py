@@ -21,7 +21,8 @@ Batch semantics (facts from that commit):
   multiple of steps_per_generation x num_iterations, or with vLLM and vllm_importance_sampling_correction (default
   true).
 * ``use_vllm`` false generates with transformers' ``generate`` (static batches; rlsim engine.static_batching);
-  ``vllm_mode`` colocate shares the training GPUs, server runs ``trl vllm-serve`` on GPUs of its own.
+  ``vllm_mode`` colocate shares the training GPUs (``trl/generation/vllm_generation.py``: vllm_tensor_parallel_size
+  must divide the processes), server runs ``trl vllm-serve`` on GPUs of its own.
 
 Launch facts TRL's config does not hold are taken as extra keys given with ``--set`` (defaults in ``LAUNCH``):
 ``num_processes`` (accelerate launch --num_processes; default 1, a plain ``python train.py``) and, for server mode,
@@ -118,6 +119,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         mode = src.get("vllm_mode")
         if mode == "colocate":
             engine["tensor_parallel_size"] = as_int(src, "vllm_tensor_parallel_size")
+            # trl/generation/vllm_generation.py: the TP groups must split the processes evenly
+            divisible("num_processes", procs, "vllm_tensor_parallel_size", engine["tensor_parallel_size"])
             engine["gpu_memory_utilization"] = as_float(src, "vllm_gpu_memory_utilization")
         elif mode == "server":
             tp = as_int(src, "vllm_server_tensor_parallel_size")

@@ -219,8 +219,14 @@ def _leaves(data, prefix=""):
             ["num_processes=8", "model_name_or_path=Qwen2.5-0.5B", "generation_batch_size=128"],
             ["generation_batch_size", "steps_per_generation"],
         ),
+        (
+            "trl",
+            TRL_SERVER,
+            ["num_processes=6", "vllm_mode=colocate", "vllm_tensor_parallel_size=4"],
+            ["num_processes", "vllm_tensor_parallel_size"],
+        ),
     ],
-    ids=["verl-mini", "verl-micro", "trl-generations", "trl-accumulation", "trl-both-set"],
+    ids=["verl-mini", "verl-micro", "trl-generations", "trl-accumulation", "trl-both-set", "trl-colocated-tp"],
 )
 def test_contradiction_is_refused_naming_both_keys_and_writes_nothing(tmp_path, capsys, fmt, path, sets, keys):
     code, out = _import(tmp_path, fmt, path, sets)
