@@ -149,6 +149,17 @@ def derive_count(total_tokens: float | None, mean_prompt: float | None, mean_res
 # reading
 
 
+def lengths_and_count(m: Mapped, row: dict[str, Any], used: set[str], prompt: str, response: str, total: str) -> Mapped:
+    """Fill ``m``'s mean prompt and response lengths from their keys, and its responses per step as
+    ``total`` tokens / (mean prompt + mean response) when that is close to an integer (:func:`derive_count`)."""
+    m.mean_prompt, m.mean_response = opt(row, prompt), opt(row, response)
+    m.responses = derive_count(opt(row, total), m.mean_prompt, m.mean_response)
+    if m.responses is not None:
+        used.add(total)
+        m.count_note = f"responses per step = {total} / ({prompt} + {response})"
+    return m
+
+
 def _flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in obj.items():

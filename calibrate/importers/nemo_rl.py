@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibrate.importers.core import Format, Mapped, derive_count, first, is_number, need, opt, step_without_eval
+from calibrate.importers.core import Format, Mapped, first, is_number, lengths_and_count, need, opt, step_without_eval
 from rlsim.phases import Phase
 
 STEP_KEYS = ("step", "_step")  # NeMo RL passes its trainer step to wandb
@@ -82,13 +82,7 @@ def map_row(row: dict[str, Any]) -> Mapped:
     m.reward = first(row, FIELDS["reward_mean"], used)
     m.lr = first(row, FIELDS["lr"], used)
     m.eval_metric = opt(row, EVAL_METRIC)
-    m.mean_prompt = opt(row, MEAN_PROMPT)
-    m.mean_response = opt(row, MEAN_RESPONSE)
-    m.responses = derive_count(opt(row, TOTAL_TOKENS), m.mean_prompt, m.mean_response)
-    if m.responses is not None:
-        used.add(TOTAL_TOKENS)
-        m.count_note = f"responses per step = {TOTAL_TOKENS} / ({MEAN_PROMPT} + {MEAN_RESPONSE})"
-    return m
+    return lengths_and_count(m, row, used, MEAN_PROMPT, MEAN_RESPONSE, TOTAL_TOKENS)
 
 
 FORMAT = Format("nemo-rl", STEP_KEYS, STEP_TIMER, lambda r: STEP_TIMER in r, eval_metric, map_row)

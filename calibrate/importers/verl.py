@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibrate.importers.core import Format, Mapped, derive_count, eval_mean, first, need, opt, step_without_eval
+from calibrate.importers.core import Format, Mapped, eval_mean, first, lengths_and_count, need, step_without_eval
 from rlsim.phases import Phase
 
 STEP_KEYS = ("training/global_step", "step", "_step")  # wandb's _step is the trainer step here
@@ -93,13 +93,7 @@ def map_row(row: dict[str, Any]) -> Mapped:
     m.reward = first(row, FIELDS["reward_mean"], used)
     m.lr = first(row, FIELDS["lr"], used)
     m.eval_metric = eval_metric(row)
-    m.mean_prompt = opt(row, MEAN_PROMPT)
-    m.mean_response = opt(row, MEAN_RESPONSE)
-    m.responses = derive_count(opt(row, TOTAL_TOKENS), m.mean_prompt, m.mean_response)
-    if m.responses is not None:
-        used.add(TOTAL_TOKENS)
-        m.count_note = f"responses per step = {TOTAL_TOKENS} / ({MEAN_PROMPT} + {MEAN_RESPONSE})"
-    return m
+    return lengths_and_count(m, row, used, MEAN_PROMPT, MEAN_RESPONSE, TOTAL_TOKENS)
 
 
 FORMAT = Format("verl", STEP_KEYS, STEP_TIMER, lambda r: STEP_TIMER in r, eval_metric, map_row)
