@@ -55,7 +55,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from calibrate.errors import CalibrateError
-from calibrate.tables import provenance
+from calibrate.tables import bench_threads, provenance
 from rlsim import catalog
 from rlsim.costs import RooflineCostModel
 from rlsim.engine import simulate_replica
@@ -366,6 +366,9 @@ def fit_profile(
         date=full_prov.get("date") or _dt.date.today().isoformat(),
         command=command or prov.get("command"),
     )
+    threads = bench_threads(table)
+    if threads:
+        full_prov["bench_torch_threads"] = threads  # fit and validate compare the runs' with these
     phases = {}
     for r in results:
         params = dict(r.parameters)

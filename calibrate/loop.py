@@ -45,10 +45,10 @@ def _run(cmd: list[str]) -> None:
         raise CalibrateError(f"step failed with exit status {proc.returncode}: {' '.join(shown)}")
 
 
-def bench_commands(out: Path, engine: str, batches: list[int]) -> list[list[str]]:
+def bench_commands(out: Path, engine: str, batches: list[int], threads: str = "auto") -> list[list[str]]:
     """The benches over the runs' range: 5-token prompts (3 digits, '=', BOS), 2..8 new tokens, up to the largest
     batch in one generate call; updates on 12-token sequences in 2 micro-batches up to the largest batch."""
-    reps = ["--repeats", "7", "--warmup", "2"]
+    reps = ["--repeats", "7", "--warmup", "2", "--threads", threads]
     top = max(batches)
     conc = sorted({16, 32, 64, 128, 256, top} | {b for b in batches})
     gen = ["--concurrency", ",".join(map(str, conc)), "--prompt-tokens", "5", "--response-tokens", "2,4,8"]
@@ -56,7 +56,17 @@ def bench_commands(out: Path, engine: str, batches: list[int]) -> list[list[str]
     train = ["--tokens", ",".join(str(12 * s) for s in seqs if s % 2 == 0), "--seq-len", "12", "--micro-batches", "2"]
     # four model sizes (1.2-4.5 MB of weights) so that the sync's latency and bandwidth are fitted apart
     sizes = ["tiny", "tiny:hidden_size=192", "tiny:hidden_size=256", "tiny:hidden_size=320"]
-    sync = [*(a for m in sizes for a in ("--model", m)), "--repeats", "15", "--warmup", "5", "--number", "10"]
+    sync = [
+        *(a for m in sizes for a in ("--model", m)),
+        "--repeats",
+        "15",
+        "--warmup",
+        "5",
+        "--number",
+        "10",
+        "--threads",
+        threads,
+    ]
     return [
         _command("real.cli", "bench", "generation", "--engine", engine, *gen, *reps, "-o", str(out / "generation")),
         _command("real.cli", "bench", "train", *train, *reps, "-o", str(out / "train")),
@@ -98,6 +108,8 @@ def train_command(args: argparse.Namespace, prompts: int, seed: int, run_dir: Pa
         "50",
         "--seed",
         str(seed),
+        "--threads",
+        args.threads,
         "-o",
         str(run_dir),
     )
@@ -114,7 +126,7 @@ def loop(args: argparse.Namespace) -> int:
     ref_p = REFERENCE_BATCH // g
     held_p = sorted({max(1, round(ref_p * m)) for m in HELD_OUT})
     t0 = time.perf_counter()
-    for cmd in bench_commands(out / "bench", args.engine, [REFERENCE_BATCH, *(p * g for p in held_p)]):
+    for cmd in bench_commands(out / "bench", args.engine, [REFERENCE_BATCH, *(p * g for p in held_p)], args.threads):
         if (Path(cmd[-1]) / "bench.csv").is_file():
             print(f"(kept {cmd[-1]}/bench.csv)")
             continue
@@ -176,6 +188,12 @@ def add_arguments(loop_parser: argparse.ArgumentParser) -> None:
     loop_parser.add_argument("--target", type=float, default=0.9)
     loop_parser.add_argument(
         "--seeds", type=int, default=8, help="runs per batch size (steps-to-target varies from seed to seed)"
+    )
+    loop_parser.add_argument(
+        "--threads",
+        default="auto",
+        help="torch threads of every bench and run (rlsim-real --threads): auto, one per core other processes "
+        "leave free at each command's start, or a number",
     )
     loop_parser.add_argument("-o", "--output", type=Path, required=True)
     loop_parser.set_defaults(func=loop)

@@ -94,6 +94,38 @@ def provenance(table: pd.DataFrame) -> dict[str, Any]:
     return {"device": str(table["device"].iloc[0])}
 
 
+def bench_threads(table: pd.DataFrame) -> dict[str, int]:
+    """The torch threads each phase was benched with (``rlsim-real bench`` records them in each row's provenance);
+    phases whose rows do not record them (older tables, imported ``vllm bench`` JSON) are left out."""
+    found: dict[str, int] = {}
+    if "provenance" not in table:
+        return found
+    for phase, value in table[["phase", "provenance"]].dropna().drop_duplicates().itertuples(index=False):
+        try:
+            n = json.loads(value).get("torch_threads")
+        except (TypeError, AttributeError, json.JSONDecodeError):
+            continue
+        if isinstance(n, int) and not isinstance(n, bool):
+            found.setdefault(str(phase), n)
+    return found
+
+
+def threads_warning(bench: dict[str, int], runs: list[Any], what: str) -> str | None:
+    """A warning when runs ran with other torch thread counts than the bench they are predicted from (each count
+    is a different machine to the cost model: beside a CPU-bound process 2 threads were 2.6-4.5x slower than 1,
+    see real.environment); None when they agree or either side does not record them."""
+    benched = set(bench.values())
+    ran = {run.environment.get("torch_threads") for run in runs} - {None}
+    if not benched or not ran or ran == benched:
+        return None
+    phases = ", ".join(f"{k} {v}" for k, v in sorted(bench.items()))
+    return (
+        f"{what} ran with {', '.join(map(str, sorted(ran)))} torch thread(s) but the bench with {phases}: the "
+        "prediction is for the bench's threads; bench and run under the same load (rlsim-real --threads auto picks "
+        "the same count then) or pass the same --threads to both"
+    )
+
+
 # ---------------------------------------------------------------------------------------------- models
 
 

@@ -34,6 +34,7 @@ import pandas as pd
 from calibrate.errors import CalibrateError
 from calibrate.runfit import scenario_out
 from calibrate.runs import Run, check_same_setup, load_run, measured, setup_scenario
+from calibrate.tables import threads_warning
 from rlsim.machine_load import load_warning
 from rlsim.phases import TIMED_PHASES
 from rlsim.profile import Profile
@@ -133,6 +134,9 @@ def validate(
             f"run {r.run}: step time {r.measured_step_time_s:.4g} s is {off:+.0%} from its batch's median; the "
             "medians per batch leave it out of the comparison's centre"
         )
+    if profile is not None:
+        threads = threads_warning(profile.provenance.get("bench_torch_threads") or {}, runs, "the validated runs")
+        warnings += [threads] if threads else []
     held = [b for b in by_batch if b["held_out"]]
     notes = []
     if not held:

@@ -60,6 +60,8 @@ def provenance(
         "engine": engine,
         "engine_version": version,
         "torch_version": torch.__version__,
+        "torch_threads": env["torch_threads"],  # rlsim-calibrate fit compares it with the runs'
+        "threads_rule": env["threads_rule"],
         "model": model,
         "dtype": dtype,
         "date": _dt.date.today().isoformat(),

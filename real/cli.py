@@ -30,7 +30,16 @@ def _add_train(sub: Any) -> None:
 
     p = sub.add_parser("train", help="a real GRPO or PPO run (writes the run log, checkpoints, config)")
     add_train_arguments(p)
+    _add_threads(p)
     p.set_defaults(func=cmd_train)
+
+
+def _add_threads(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--threads",
+        default="auto",
+        help="torch threads: auto (one per core other processes leave free at the start, measured) or a number",
+    )
 
 
 @contextlib.contextmanager
@@ -74,7 +83,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     try:
         with _stdout_to_stderr():
-            summary = train(cfg, args.output, progress)
+            summary = train(cfg, args.output, progress, args.threads)
     finally:
         if bar is not None:
             bar.close()
@@ -113,6 +122,7 @@ def _add_bench(sub: Any) -> None:
     )
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("-o", "--output", type=Path, help="directory for bench.csv, bench.parquet, provenance.json")
+    _add_threads(p)
     p.set_defaults(func=cmd_bench)
 
 
@@ -136,21 +146,19 @@ def cmd_bench(args: argparse.Namespace) -> int:
     models = args.model or [None]
     if args.kind != "sync" and len(models) > 1:
         raise RealError(f"--model given {len(models)} times; the {args.kind} bench takes one (sync takes several)")
+    from real.environment import apply_threads
+
+    if args.kind == "generation":
+        grid = [_ints(args.concurrency, "--concurrency"), _ints(args.prompt_tokens, "--prompt-tokens")]
+        grid.append(_ints(args.response_tokens, "--response-tokens"))
+    elif args.kind == "train":
+        tokens = _ints(args.tokens, "--tokens")
+    print(f"threads: {apply_threads(args.threads)}", file=sys.stderr)  # after the input is checked
     with _stdout_to_stderr():  # the table below is the result; the engines' output goes to stderr
         if args.kind == "generation":
-            table = bench.bench_generation(
-                args.engine,
-                models[0],
-                _ints(args.concurrency, "--concurrency"),
-                _ints(args.prompt_tokens, "--prompt-tokens"),
-                _ints(args.response_tokens, "--response-tokens"),
-                args.repeats,
-                args.warmup,
-            )
+            table = bench.bench_generation(args.engine, models[0], *grid, args.repeats, args.warmup)
         elif args.kind == "train":
-            table = bench.bench_train(
-                models[0], _ints(args.tokens, "--tokens"), args.seq_len, args.repeats, args.warmup, args.micro_batches
-            )
+            table = bench.bench_train(models[0], tokens, args.seq_len, args.repeats, args.warmup, args.micro_batches)
         else:
             table = bench.bench_sync(args.engine, models, args.repeats, args.warmup, args.number)
     print(bench.summarize(table).to_string(index=False, float_format=lambda x: f"{x:.4g}"))

@@ -3,6 +3,16 @@
 Real runs write it to ``environment.json`` (with the model folder and the engine's limit on running sequences);
 bench rows carry it in their provenance. The load average is the one at the start; each step and each bench
 repeat records its own load (rlsim.machine_load).
+
+Threads (``--threads auto``, the default of ``rlsim-real train`` and ``bench``): torch runs one thread per core
+that other processes leave free, measured over half a second at the start. Measured on this project's 2-core VM
+beside one CPU-bound process (a tiny Llama's update at 512 / 2048 / 6144 tokens, 15 repeats): with torch's
+default 2 threads the median was 2.6-4.5x the quiet time and the repeats spread 2-3x (p10 102 ms, p90 262 ms at
+512 tokens), because each parallel region waits for the thread the scheduler has parked; with 1 thread it was
+within 0-17% of the quiet 1-thread time with a quiet machine's spread. So under a sustained load the bench and
+the runs measure the same stable regime instead of two draws of a bimodal one; the chosen count and why are in
+``environment.json`` and each bench row's provenance, and ``rlsim-calibrate fit``/``validate`` warn when the
+bench and the runs ran with different counts.
 """
 
 from __future__ import annotations
@@ -12,6 +22,57 @@ import platform
 from typing import Any
 
 from real.engines import route_vllm_logs_to_stderr
+
+THREADS_SAMPLE_S = 0.5  # how long --threads auto watches the other processes' CPU at the start
+_threads_rule: str | None = None  # why torch runs the threads it does (set by apply_threads)
+
+
+def free_cores(sample_s: float = THREADS_SAMPLE_S) -> tuple[int, int, float | None]:
+    """(cores, cores that other processes left free, their busy cores) over ``sample_s`` seconds of this process
+    sleeping; every core counts as free where ``/proc/stat`` cannot be read."""
+    import time
+
+    from rlsim.machine_load import LoadMeter
+
+    cores = os.cpu_count() or 1
+    meter = LoadMeter().start()
+    time.sleep(sample_s)
+    other = meter.stop()["other_cpu_fraction"]
+    if other is None:
+        return cores, cores, None
+    busy = other * cores
+    return cores, max(1, cores - round(busy)), busy
+
+
+def apply_threads(spec: str) -> str:
+    """Set torch's intra-op threads from ``--threads``: ``auto`` (one per core other processes leave free, never
+    more than torch's default) or a count; returns the rule, which :func:`environment` records."""
+    global _threads_rule
+    import torch
+
+    from real.errors import RealError
+
+    default = torch.get_num_threads()
+    if spec == "auto":
+        cores, free, busy = free_cores()
+        n = min(default, free)
+        if busy is None:
+            _threads_rule = f"auto: torch's default {default} (the machine's load cannot be read)"
+        else:
+            _threads_rule = (
+                f"auto: other processes kept {busy:.1f} of {cores} cores busy at the start, so {n} of torch's "
+                f"default {default}"
+            )
+    else:
+        try:
+            n = int(spec)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise RealError(f"--threads {spec!r}: give auto or a number of threads >= 1")
+        _threads_rule = f"--threads {n}"
+    torch.set_num_threads(n)
+    return _threads_rule
 
 
 def environment() -> dict[str, Any]:
@@ -24,6 +85,7 @@ def environment() -> dict[str, Any]:
         "torch": torch.__version__,
         "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"cpu ({os.cpu_count()} cores)",
         "torch_threads": torch.get_num_threads(),
+        "threads_rule": _threads_rule or f"torch's default ({torch.get_num_threads()})",
         "load_avg_1m": os.getloadavg()[0],  # at the start; each step logs its own load (rlsim.machine_load)
     }
     try:

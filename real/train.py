@@ -47,7 +47,7 @@ from typing import Any
 
 from real.checkpoint import load_checkpoint, prepare_run_dir, save_checkpoint, truncate_log
 from real.config import TrainConfig
-from real.environment import environment
+from real.environment import apply_threads, environment
 from real.errors import RealError
 from real.models import model_cache_dir
 from rlsim.files import atomic_write_text
@@ -76,8 +76,9 @@ def stop_after_step() -> int | None:
     return step
 
 
-def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, Any]:
-    """Run (or resume) training into ``run_dir``; returns a summary dict."""
+def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = "auto") -> dict[str, Any]:
+    """Run (or resume) training into ``run_dir``; returns a summary dict. ``threads``: torch's threads
+    (real.environment.apply_threads), set once the input is checked."""
     cfg.validate()
     stop_after = stop_after_step()
     from real.tasks import get_task, make_splits
@@ -95,6 +96,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None) -> dict[str, An
     prepare_run_dir(cfg, run_dir)
     torch.manual_seed(cfg.seed)
     model_dir = resolve_model(cfg.model, model_cache_dir())
+    apply_threads(threads)  # recorded in environment.json (torch_threads, threads_rule)
     env = {**environment(), "model_dir": str(model_dir)}  # calibrate reads the architecture from here
     policy, tok = load_policy(model_dir)
     policy.train()
