@@ -8,8 +8,9 @@
 ``rlsim sweep SCENARIO [--grid key=v1,v2 ...] [--executor local|ray] [--address ADDR] [-o DIR]``
     every combination (default: the scenario's sweep.grid), one row each; DIR gets sweep.csv/.parquet,
     curves.csv, engine_curves.csv, sweep.json and the resolved scenario.
-``rlsim import-config --format verl|trl FILE [--set KEY=VALUE ...] [--scenario-set KEY=VALUE ...] -o SCENARIO``
-    a scenario from a framework's own training config (rlsim.frameworks.config_import); --set overrides framework
+``rlsim import-config --format FMT FILE [--set KEY=VALUE ...] [--scenario-set KEY=VALUE ...] -o SCENARIO``
+    a scenario from a framework's own training config (FMT verl, trl, openrlhf or nemo-rl;
+    rlsim.frameworks.config_import); --set overrides framework
     keys before mapping, --scenario-set scenario fields after it; unused framework keys are listed on stderr.
 ``rlsim report DIR [-o report.html] [--png]``
     one self-contained HTML file from a sweep or run directory; --png also writes each figure as PNG.
@@ -391,9 +392,20 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--png", action="store_true", help="also write each figure as PNG (needs Chrome + kaleido)")
     rep.set_defaults(func=cmd_report)
 
-    imp = sub.add_parser("import-config", help="write an rlsim scenario from a verl or TRL training config")
-    imp.add_argument("config", type=Path, help="the framework's config file (YAML or JSON)")
-    imp.add_argument("--format", required=True, choices=("verl", "trl"), help="the framework the file is for")
+    imp = sub.add_parser(
+        "import-config", help="write an rlsim scenario from a verl, TRL, OpenRLHF or NeMo RL training config"
+    )
+    imp.add_argument(
+        "config",
+        type=Path,
+        help="the framework's config (YAML or JSON; OpenRLHF also its train_ppo_ray command line; NeMo RL a recipe)",
+    )
+    imp.add_argument(
+        "--format",
+        required=True,
+        choices=("verl", "trl", "openrlhf", "nemo-rl"),
+        help="the framework the file is for",
+    )
     imp.add_argument(
         "--set",
         action="append",

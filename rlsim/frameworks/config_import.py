@@ -1,8 +1,12 @@
 """Reading a framework's own training config into an rlsim scenario (``rlsim import-config``).
 
-A framework module (:mod:`rlsim.frameworks.verl`, :mod:`rlsim.frameworks.trl`) holds its mapping ``TABLE`` (framework
-key, its default in the framework, the rlsim field it sets, the rule) and ``to_scenario(source)``, which reads the
-config through a :class:`Source` and returns the scenario sections. This module does what the formats share:
+A framework module (:mod:`rlsim.frameworks.verl`, :mod:`~rlsim.frameworks.trl`, :mod:`~rlsim.frameworks.openrlhf`,
+:mod:`~rlsim.frameworks.nemo_rl`; :data:`FORMATS`) holds its mapping ``TABLE`` (framework key, its default in the
+framework, the rlsim field it sets, the rule) and ``to_scenario(source)``, which reads the config through a
+:class:`Source` and returns the scenario sections. A module may also define ``read(path)`` (a file form of its own:
+OpenRLHF's argument lists, NeMo RL's ``defaults:`` chain), ``canonical(flat)`` (other spellings of its keys to the
+TABLE's, and how each was spelled) and ``resolve(flat)`` (interpolations, after the overrides). This module does
+what the formats share:
 
 * read the file (YAML, or JSON, which YAML reads too) and flatten it to dotted keys (``data.train_batch_size``);
 * apply the framework overrides (``--set KEY=VALUE``, dotted framework keys) before anything is mapped;
@@ -66,6 +70,12 @@ class Source:
     framework: str
     used: set[str] = field(default_factory=set)
     defaults_used: dict[str, Any] = field(default_factory=dict)
+    spelling: dict[str, str] = field(default_factory=dict)  # TABLE key -> how the file (or --set) spelled it
+    legacy: bool = False  # the file spells its keys the framework's older way (canonical() says)
+
+    def name(self, key: str) -> str:
+        """``key`` as the user spelled it (messages name the key the user wrote)."""
+        return self.spelling.get(key, key)
 
     def _row(self, key: str) -> Row:
         for row in self.table:
@@ -93,6 +103,16 @@ class Source:
 
     def unused(self) -> list[str]:
         return [k for k in self.flat if k not in self.used]
+
+
+def formats() -> dict[str, Any]:
+    """``--format`` name -> its framework module."""
+    from rlsim.frameworks import nemo_rl, openrlhf, trl, verl
+
+    return {"verl": verl, "trl": trl, "openrlhf": openrlhf, "nemo-rl": nemo_rl}
+
+
+FORMATS = ("verl", "trl", "openrlhf", "nemo-rl")
 
 
 @dataclass(frozen=True)
@@ -193,7 +213,9 @@ def as_int(source: Source, key: str) -> int:
     """``key``'s value as a positive whole number (one line naming the key otherwise)."""
     value = as_float(source, key, "a positive whole number")
     if not value.is_integer() or value < 1:
-        raise ImportConfigError(f"{key}: {value:g} must be a positive whole number; fix it in the file or with --set")
+        raise ImportConfigError(
+            f"{source.name(key)}: {value:g} must be a positive whole number; fix it in the file or with --set"
+        )
     return int(value)
 
 
@@ -201,8 +223,47 @@ def as_float(source: Source, key: str, what: str = "a number") -> float:
     """``key``'s value as a finite number (one line naming the key otherwise)."""
     value = source.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ImportConfigError(f"{key}: {_short(value)} must be {what}; fix it in the file or with --set")
+        raise ImportConfigError(f"{source.name(key)}: {_short(value)} must be {what}; fix it in the file or with --set")
     return float(value)
+
+
+def framework_flat(
+    path: Path, fmt: str, framework_set: dict[str, Any] | None = None
+) -> tuple[Any, dict[str, Any], dict[str, str], bool]:
+    """The module for ``fmt`` and the config as flat TABLE-spelled keys with ``framework_set`` applied and
+    interpolations resolved; also how each renamed key was spelled and whether the file used the legacy spelling."""
+    modules = formats()
+    if fmt not in modules:
+        raise ImportConfigError(f"--format {fmt!r} is not supported; use one of: {', '.join(modules)}")
+    module = modules[fmt]
+    data = module.read(path) if hasattr(module, "read") else read_config(path, fmt)
+    flat = flatten(data)
+    canonical = getattr(module, "canonical", None)
+    spelling: dict[str, str] = {}
+    legacy = False
+    if canonical is not None:
+        flat, spelling = canonical(flat, str(path.name))
+        legacy = bool(spelling)
+    sets = flatten_sets(framework_set or {})
+    if canonical is not None:
+        sets, set_spelling = canonical(sets, "--set")
+        spelling.update(set_spelling)
+    for key, value in sets.items():
+        for old in [k for k in flat if k.startswith(key + ".")]:  # --set a.b=x replaces the section a.b
+            del flat[old]
+        flat[key] = value
+    resolve = getattr(module, "resolve", None)
+    if resolve is not None:
+        flat = resolve(flat)
+    return module, flat, spelling, legacy
+
+
+def flatten_sets(framework_set: dict[str, Any]) -> dict[str, Any]:
+    """``--set`` items as flat dotted keys (a mapping value spreads over its section)."""
+    out: dict[str, Any] = {}
+    for key, value in framework_set.items():
+        out.update(flatten(value, key) if isinstance(value, dict) and value else {key: value})
+    return out
 
 
 def import_config(
@@ -210,24 +271,15 @@ def import_config(
 ) -> Imported:
     """Read ``path`` as a ``fmt`` config, apply ``framework_set`` (dotted framework keys), map it, apply
     ``scenario_set`` (dotted rlsim keys) and validate the scenario."""
-    from rlsim.frameworks import trl, verl
     from rlsim.scenario import apply_overrides, from_dict
 
-    modules = {"verl": verl, "trl": trl}
-    if fmt not in modules:
-        raise ImportConfigError(f"--format {fmt!r} is not supported; use one of: {', '.join(modules)}")
-    module = modules[fmt]
-    flat = flatten(read_config(path, fmt))
-    for key, value in (framework_set or {}).items():
-        for old in [k for k in flat if k.startswith(key + ".")]:  # --set a.b=x replaces the section a.b
-            del flat[old]
-        flat.update(flatten(value, key) if isinstance(value, dict) and value else {key: value})
-    source = Source(flat, module.TABLE, fmt)
+    module, flat, spelling, legacy = framework_flat(path, fmt, framework_set)
+    source = Source(flat, module.TABLE, fmt, spelling=spelling, legacy=legacy)
     sections, notes = module.to_scenario(source)
     sections.setdefault("hardware", {}).setdefault("gpu", DEFAULT_GPU)
     gpu_note = f"hardware.gpu: {DEFAULT_GPU} (the {fmt} config does not name the GPU type; --scenario-set it)"
     gpu_notes = [] if "hardware.gpu" in (scenario_set or {}) else [gpu_note]
-    unused = {k: flat[k] for k in source.unused()}
+    unused = {source.name(k): flat[k] for k in source.unused()}
     assumptions = [
         f"imported from {path.name} (--format {fmt}; mapping of {module.VERSION_READ})",
         *gpu_notes,
@@ -236,7 +288,7 @@ def import_config(
     if source.defaults_used:
         assumptions.append(
             f"{fmt} defaults for keys the file does not set: "
-            + ", ".join(f"{k}={v}" for k, v in sorted(source.defaults_used.items()))
+            + ", ".join(f"{source.name(k)}={v}" for k, v in sorted(source.defaults_used.items()))
         )
     assumptions += [f"{fmt} key not used (no rlsim field): {k} = {_short(v)}" for k, v in unused.items()]
     raw = {

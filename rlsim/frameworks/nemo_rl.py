@@ -1,9 +1,12 @@
-"""NeMo RL (NVIDIA-NeMo/RL, v0.5-v0.6) GRPO recipes as rlsim scenarios.
+"""NeMo RL (NVIDIA-NeMo/RL) GRPO recipes as rlsim scenarios: the one mapping behind ``rlsim-calibrate published``
+and ``rlsim import-config --format nemo-rl``.
 
 ``scenario_from_recipe(fields)`` maps the fields of a NeMo RL GRPO performance recipe (as the published step-time
 tables and ``calibrate/data/published/rl_step_times_dev.csv`` spell them) to a scenario mapping; a recipe rlsim
-cannot express raises :class:`NotExpressible` with the reason. The same mapping serves a user's own NeMo RL runs:
-put their recipe's fields in a CSV row with these columns.
+cannot express raises :class:`NotExpressible` with the reason. ``to_scenario(source)`` (``rlsim import-config``)
+reads a recipe YAML itself: ``read(path)`` follows its ``defaults:`` chain, :func:`resolve` its ``${...}``
+interpolations, and the TABLE's keys become the same fields, so both paths go through ``scenario_from_recipe``
+(see "Recipe YAML" below).
 
 Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read at tags v0.5.0 / v0.6.0):
 
@@ -47,16 +50,59 @@ Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read a
 * recipe_dynamic_sampling -> refused (DAPO repeats generation until the batch fills; rounds per step are not
   published)
 * prompts_per_step empty -> refused (multi-turn agent rows publish no prompts x generations per step)
+
+Optional fields, absent from the published rows (which then map as above), set by the recipe YAML import:
+``train_backend`` dtensor (policy.dtensor_cfg: FSDP2, training.backend fsdp; with TP or CP > 1 a Megatron layout of
+those sizes, noted), ``recipe_train_micro_batch_size`` (micro_batch_size; default 1), ``recipe_sequence_packing``
+(false: padded micro-batches of that many sequences), ``max_new_tokens`` and ``recipe_max_model_len`` (the
+response cap is the least of max_new_tokens and max_model_len - prompt), ``recipe_in_flight_weight_updates``
+(schedule.in_flight_weight_updates), ``gpus_per_node`` (hardware.gpus_per_node) and ``recipe_lr`` (learning.lr0 at
+reference_batch P x G).
+
+Recipe YAML (``rlsim import-config --format nemo-rl``), read at NVIDIA-NeMo/RL v0.7.0 (commit
+81aa43dda4765b0429cf31dab44441e4e4383911): a recipe names its parent in ``defaults:`` (a path relative to the
+recipe's directory, or a list of them; ``nemo_rl/utils/config.py`` load_config_with_inheritance): parents merge
+first, in order, the child wins key by key, a section marked ``_override_: true`` replaces the parent's section
+whole. ``${a.b}`` interpolations and the ``mul`` / ``div`` / ``max`` resolvers NeMo RL registers are resolved after
+``--set`` (so an override of ``policy.max_total_sequence_length`` moves every key that refers to it). The TABLE's
+defaults are the values of ``examples/configs/grpo_math_1B.yaml`` at that commit (NeMo RL configs spell every key;
+the base recipe is where the performance recipes' chains end). Facts from that commit:
+
+* ``nemo_rl/algorithms/grpo.py`` setup: colocated generation shares all ``cluster.gpus_per_node x num_nodes`` GPUs;
+  non-colocated on one node takes ``generation.colocated.resources.gpus_per_node`` GPUs for vLLM (resources.num_nodes
+  null or 1) and leaves the rest for training; on several nodes ``resources.num_nodes`` whole nodes
+  (``resources.gpus_per_node`` must equal ``cluster.gpus_per_node``) and the other nodes train. It asserts
+  ``force_on_policy_ratio`` only with train_global_batch_size == num_prompts_per_step x num_generations_per_prompt.
+* ``grpo.py`` async_grpo_train asserts ``vllm_cfg.async_engine`` and ``loss_fn.use_importance_sampling_correction``.
+* ``nemo_rl/models/policy/lm_policy.py``: exactly one of ``megatron_cfg.enabled`` / ``dtensor_cfg.enabled``.
+* ``nemo_rl/models/policy/workers/dtensor_policy_worker.py`` train: one optimizer step per global batch of
+  ``train_global_batch_size`` (the remainder of P x G is dropped; rlsim refuses a non-divisor).
+* ``nemo_rl/models/generation/vllm/vllm_worker.py``: ``policy.generation.vllm_kwargs`` go to the vLLM engine
+  (``max_num_seqs`` there is engine.max_num_seqs).
 """
 
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 from typing import Any
 
 from rlsim import catalog
 from rlsim.errors import RlsimError
+from rlsim.frameworks.config_import import (
+    DEFAULT_GPU,
+    ImportConfigError,
+    Row,
+    Source,
+    as_float,
+    as_int,
+    divisible,
+    read_config,
+    resolve_model,
+)
 from rlsim.lengths import lognormal_mean_for_clipped_mean
+from rlsim.scenario.overrides import parse_scalar
 
 PROMPT_TOKENS = 128  # assumption: math prompts of OpenMathInstruct-2 with NeMo RL's cot template
 RESPONSE_SIGMA = 0.6  # assumption: standard deviation of log response length (one value for every row)
@@ -135,7 +181,11 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
     num_gpus = int(_need(fields, "num_gpus", "the GPU count is needed"))
     max_seq = int(_num(fields, "recipe_max_total_sequence_length") or _need(fields, "max_seq_len", "needed"))
     avg_gen = _need(fields, "avg_gen_len", "the mean response length is needed")
-    max_response = max_seq - PROMPT_TOKENS
+    max_model_len = int(_num(fields, "recipe_max_model_len") or max_seq)
+    max_response = min(max_seq, max_model_len) - PROMPT_TOKENS
+    max_new = _num(fields, "max_new_tokens")
+    if max_new is not None:
+        max_response = min(max_response, int(max_new))
     if not 0 < avg_gen < max_response:
         raise NotExpressible(f"avg_gen_len {avg_gen} must lie between 0 and max_seq_len - prompt ({max_response})")
     mode = str(fields.get("policy_mode", "on")).strip()
@@ -147,10 +197,14 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
         if colocated:
             raise NotExpressible("async GRPO needs separate generation and training GPUs (colocated is true)")
         schedule = {"mode": "async", "max_staleness": int(mode[6:-3])}
+        if fields.get("recipe_in_flight_weight_updates") is not None:
+            schedule["in_flight_weight_updates"] = _flag(fields, "recipe_in_flight_weight_updates")
         async_engine = True  # NeMo RL's async GRPO requires vllm_cfg.async_engine
     else:
         raise NotExpressible(f"policy_mode {mode!r} is neither 'on' nor 'async-<k>off'")
     hardware: dict[str, Any] = {"gpu": gpu_name(fields.get("gpu", "")), "num_gpus": num_gpus}
+    if _num(fields, "gpus_per_node") is not None:
+        hardware["gpus_per_node"] = int(_num(fields, "gpus_per_node"))  # type: ignore[arg-type]
     if colocated:
         hardware["placement"] = "colocated"
     else:
@@ -170,19 +224,8 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
         "behaviour": "vllm-v1",
     }
     gbs = _num(fields, "recipe_train_global_batch_size") or _num(fields, "train_gbs")
-    training: dict[str, Any] = {
-        "backend": "megatron",
-        "tensor_parallel_size": int(_num(fields, "train_tp", 1) or 1),
-        "pipeline_parallel_size": int(_num(fields, "train_pp", 1) or 1),
-        "context_parallel_size": int(_num(fields, "train_cp", 1) or 1),
-        "expert_parallel_size": int(_num(fields, "train_ep", 1) or 1),
-        "micro_batch_size": 1,
-        "sequence_packing": True,
-        "packing_tokens": max_seq,
-        "activation_recompute": "full" if _flag(fields, "recipe_activation_checkpointing") else "none",
-        "precision": "fp8" if _flag(fields, "recipe_fp8_training") else "bf16",
-        "distributed_optimizer": True,
-    }
+    notes: list[str] = []
+    training = _training(fields, max_seq, notes)
     if gbs is not None:
         training["global_batch_size"] = int(gbs)
     lp = _num(fields, "recipe_logprob_batch_size")
@@ -198,7 +241,8 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
         "assumptions": [
             f"prompt length fixed at {PROMPT_TOKENS} tokens",
             f"response lengths lognormal, sigma {RESPONSE_SIGMA}, clipped at {max_response}, clipped mean "
-            f"{avg_gen:.0f} (published)",
+            f"{avg_gen:.0f} ({fields.get('avg_gen_len_source') or 'published'})",
+            *notes,
         ],
         "model": model,
         "hardware": hardware,
@@ -216,6 +260,414 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
         "weight_sync": {"transfer": "broadcast", "offload_trainer": colocated},
         "schedule": schedule,
     }
+    lr = _num(fields, "recipe_lr")
+    if lr is not None:
+        out["learning"] = {"lr0": lr, "reference_batch": int(prompts) * int(group)}
     if steps is not None:
         out["run"] = {"steps": steps}
     return out
+
+
+def _training(fields: dict[str, Any], max_seq: int, notes: list[str]) -> dict[str, Any]:
+    """The ``training`` section: Megatron (the published recipes) or DTensor (FSDP2) with the recipe's sizes."""
+    packing = _flag(fields, "recipe_sequence_packing", True)
+    micro = int(_num(fields, "recipe_train_micro_batch_size", 1) or 1)
+    tp, cp = int(_num(fields, "train_tp", 1) or 1), int(_num(fields, "train_cp", 1) or 1)
+    common: dict[str, Any] = {
+        "micro_batch_size": micro,
+        "sequence_packing": packing,
+        "activation_recompute": "full" if _flag(fields, "recipe_activation_checkpointing") else "none",
+        "precision": "fp8" if _flag(fields, "recipe_fp8_training") else "bf16",
+        "distributed_optimizer": True,
+    }
+    if packing:
+        common["packing_tokens"] = max_seq
+    backend = str(fields.get("train_backend") or "megatron").strip()
+    if backend == "dtensor" and tp == cp == 1:
+        return {"backend": "fsdp", **common}
+    if backend == "dtensor":
+        notes.append(
+            f"DTensor TP {tp} x CP {cp} simulated as a Megatron layout of those sizes (rlsim's fsdp is DP only)"
+        )
+    elif backend != "megatron":
+        raise NotExpressible(f"train_backend {backend!r} is neither megatron nor dtensor")
+    return {
+        "backend": "megatron",
+        "tensor_parallel_size": tp,
+        "pipeline_parallel_size": int(_num(fields, "train_pp", 1) or 1),
+        "context_parallel_size": cp,
+        "expert_parallel_size": int(_num(fields, "train_ep", 1) or 1),
+        **common,
+    }
+
+
+# ------------------------------------------------------------------------------------------- recipe YAML import
+
+VERSION_READ = "NeMo RL 81aa43d (v0.7.0)"
+G = "grpo."
+PO = "policy."
+MG = "policy.megatron_cfg."
+DT = "policy.dtensor_cfg."
+GEN = "policy.generation."
+V = "policy.generation.vllm_cfg."
+COL = "policy.generation.colocated."
+ASYNC = "grpo.async_grpo."
+RESPONSE_MEAN_FRACTION = 0.5  # assumption: the clipped mean response length, as a fraction of the cap
+
+TABLE: tuple[Row, ...] = (
+    Row(G + "num_prompts_per_step", 32, "workload.prompts_per_step", "P: prompts per step"),
+    Row(G + "num_generations_per_prompt", 16, "workload.group_size", "G: responses per prompt (B = P x G)"),
+    Row(PO + "train_global_batch_size", 512, "training.global_batch_size", "one optimizer step each; divides B"),
+    Row(PO + "train_micro_batch_size", 4, "training.micro_batch_size", "sequences (packed: bins) per micro-batch"),
+    Row(PO + "logprob_batch_size", None, "training.logprob_micro_batch_size", "log-prob passes; default mbs"),
+    Row(PO + "max_total_sequence_length", 512, "training.packing_tokens", "bin size; and the response cap"),
+    Row(PO + "sequence_packing.enabled", True, "training.sequence_packing", "false: padded micro-batches"),
+    Row(PO + "model_name", None, "model", "a catalog name, alias or hf_id (Instruct: the base architecture)"),
+    Row(MG + "enabled", False, "training.backend", "megatron; exactly one of it and dtensor_cfg.enabled"),
+    Row(MG + "tensor_model_parallel_size", 1, "training.tensor_parallel_size", "Megatron TP"),
+    Row(MG + "pipeline_model_parallel_size", 1, "training.pipeline_parallel_size", "Megatron PP"),
+    Row(MG + "context_parallel_size", 1, "training.context_parallel_size", "Megatron CP"),
+    Row(MG + "expert_model_parallel_size", 1, "training.expert_parallel_size", "Megatron EP"),
+    Row(MG + "activation_checkpointing", False, "training.activation_recompute", "true -> full, false -> none"),
+    Row(MG + "fp8_cfg.enabled", False, "training.precision", "true -> fp8"),
+    Row(MG + "optimizer.lr", 5e-6, "learning.lr0", "Megatron; learning.reference_batch = B"),
+    Row(DT + "enabled", True, "training.backend", "fsdp (FSDP2); TP or CP > 1: a Megatron layout, noted"),
+    Row(DT + "tensor_parallel_size", 1, "training.tensor_parallel_size", "DTensor TP"),
+    Row(DT + "context_parallel_size", 1, "training.context_parallel_size", "DTensor CP"),
+    Row(DT + "activation_checkpointing", False, "training.activation_recompute", "true -> full, false -> none"),
+    Row(PO + "optimizer.kwargs.lr", 5e-6, "learning.lr0", "DTensor; learning.reference_batch = B"),
+    Row(GEN + "backend", "vllm", "engine.behaviour", "vllm -> vllm-v1; others refused"),
+    Row(GEN + "max_new_tokens", None, "workload.max_response_tokens", "cap: least of it, max_model_len - prompt"),
+    Row(V + "tensor_parallel_size", 1, "engine.tensor_parallel_size", "vLLM TP per engine"),
+    Row(V + "pipeline_parallel_size", 1, "engine", "> 1 refused (not modelled)"),
+    Row(V + "gpu_memory_utilization", 0.6, "engine.gpu_memory_utilization", "vLLM's fraction of each GPU"),
+    Row(V + "max_model_len", None, "workload.max_response_tokens", "default max_total_sequence_length"),
+    Row(V + "async_engine", False, "engine.max_num_seqs", "vLLM default: 128 AsyncLLM, 1024 LLM"),
+    Row(V + "precision", None, "engine.precision", "fp8 -> fp8, else bf16"),
+    Row(GEN + "vllm_kwargs.max_num_seqs", None, "engine.max_num_seqs", "else vLLM's default for the engine"),
+    Row(COL + "enabled", True, "hardware.placement", "true: colocated, sync-colocated; false: separate"),
+    Row(COL + "resources.gpus_per_node", None, "hardware.rollout_gpus", "one node: vLLM's GPUs of it"),
+    Row(COL + "resources.num_nodes", None, "hardware.rollout_gpus", "several nodes: vLLM's whole nodes"),
+    Row("cluster.gpus_per_node", 1, "hardware.num_gpus, hardware.gpus_per_node", "num_gpus = per node x nodes"),
+    Row("cluster.num_nodes", 1, "hardware.num_gpus", "num_gpus = per node x nodes"),
+    Row(ASYNC + "enabled", False, "schedule.mode", "true: async (needs colocated false)"),
+    Row(ASYNC + "max_trajectory_age_steps", 1, "schedule.max_staleness", "k"),
+    Row(ASYNC + "in_flight_weight_updates", False, "schedule.in_flight_weight_updates", "async only"),
+    Row(G + "use_dynamic_sampling", False, "(refused)", "true refused: DAPO rounds per step are unknown"),
+    Row(G + "max_rollout_turns", 1, "(refused)", "> 1 refused: multi-turn rollouts"),
+    Row("loss_fn.reference_policy_kl_penalty", 0.01, "algorithm.kl_reference", "> 0: reference on host"),
+    Row("loss_fn.force_on_policy_ratio", False, "(check)", "true needs train_global_batch_size = B"),
+    Row("loss_fn.use_importance_sampling_correction", False, "(check)", "async needs it true (NeMo RL asserts)"),
+)
+
+
+def read(path: Path) -> dict[str, Any]:
+    """The recipe at ``path`` merged with its ``defaults:`` chain (parents first, in order; the child wins; a
+    section with ``_override_: true`` replaces the parent's); a cycle or a missing parent is refused naming the
+    file."""
+    return _read_chain(Path(path), ())
+
+
+def _read_chain(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
+    key = path.resolve()
+    if key in seen:
+        chain = " -> ".join(p.name for p in (*seen, key))
+        raise ImportConfigError(f"{path}: defaults chain has a cycle ({chain}); remove one of the defaults: entries")
+    if seen and not path.is_file():
+        raise ImportConfigError(
+            f"{seen[-1]}: defaults: {path} is not a file (paths are relative to the recipe's directory); fix the path"
+        )
+    config = read_config(path, "nemo-rl")
+    parents = config.pop("defaults", None)
+    if parents is None:
+        return config
+    if isinstance(parents, str):
+        parents = [parents]
+    if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+        raise ImportConfigError(f"{path}: defaults must be a path or a list of paths to parent recipes")
+    merged: dict[str, Any] = {}
+    for parent in parents:
+        parent_path = Path(parent) if parent.startswith("/") else path.parent / parent
+        merged = _merge(merged, _read_chain(parent_path, (*seen, key)))
+    return _merge(merged, config)
+
+
+def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """OmegaConf-style merge: mappings merge key by key, anything else (null included) replaces."""
+    out = dict(base)
+    for key, value in child.items():
+        if isinstance(value, dict):
+            value = dict(value)
+            override = value.pop("_override_", False)
+            if not override and isinstance(out.get(key), dict):
+                out[key] = _merge(out[key], value)
+                continue
+            out[key] = _merge({}, value)
+        else:
+            out[key] = value
+    return out
+
+
+_INTERP = re.compile(r"\$\{")
+RESOLVERS = {"mul": lambda a, b: a * b, "div": lambda a, b: a / b, "max": lambda a, b: max(a, b)}
+
+
+def resolve(flat: dict[str, Any]) -> dict[str, Any]:
+    """Every ``${a.b}`` (and ``${mul:x, y}``, ``${div:..}``, ``${max:..}``) in the values replaced by what it names.
+    A value that cannot be resolved (it names no key, a cycle, another resolver) stays as written: an unused key is
+    listed so, a mapped one is refused by its check naming the key."""
+    out = dict(flat)
+    for key in flat:
+        try:
+            out[key] = _value(out, key, ())
+        except ImportConfigError:
+            out[key] = flat[key]
+    return out
+
+
+def _value(flat: dict[str, Any], key: str, stack: tuple[str, ...]) -> Any:
+    value = flat[key]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+    if key in stack:
+        raise ImportConfigError(f"{key}: its interpolation refers back to itself ({' -> '.join((*stack, key))})")
+    return _interpolate(flat, value, (*stack, key))
+
+
+def _interpolate(flat: dict[str, Any], text: str, stack: tuple[str, ...]) -> Any:
+    """``text`` with its interpolations resolved: a text that is one interpolation keeps the value's type."""
+    parts: list[Any] = []
+    i = 0
+    while i < len(text):
+        m = _INTERP.search(text, i)
+        if m is None:
+            parts.append(text[i:])
+            break
+        parts.append(text[i : m.start()])
+        end = _closing(text, m.end(), stack[-1])
+        parts.append(_expression(flat, text[m.end() : end].strip(), stack))
+        i = end + 1
+    parts = [p for p in parts if p != ""]
+    if len(parts) == 1:
+        return parts[0]
+    return "".join(str(p) for p in parts)
+
+
+def _closing(text: str, start: int, key: str) -> int:
+    depth = 1
+    for j in range(start, len(text)):
+        if text.startswith("${", j):
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+    raise ImportConfigError(f"{key}: {text!r} has an unclosed ${{; fix the interpolation")
+
+
+def _expression(flat: dict[str, Any], expr: str, stack: tuple[str, ...]) -> Any:
+    name, colon, rest = expr.partition(":")
+    if colon and name in RESOLVERS:
+        args = [_argument(flat, a.strip(), stack) for a in _split_args(rest)]
+        try:
+            return RESOLVERS[name](*args)
+        except TypeError:
+            raise ImportConfigError(f"{stack[-1]}: ${{{expr}}} needs two numbers; fix the values it names") from None
+    if colon:
+        raise ImportConfigError(f"{stack[-1]}: resolver {name!r} is not one NeMo RL registers (mul, div, max)")
+    if expr not in flat:
+        raise ImportConfigError(
+            f"{stack[-1]}: ${{{expr}}} names no key of the config; fix the interpolation or --set it"
+        )
+    return _value(flat, expr, stack)
+
+
+def _argument(flat: dict[str, Any], text: str, stack: tuple[str, ...]) -> Any:
+    if "${" in text:
+        return _interpolate(flat, text, stack)
+    return parse_scalar(text)
+
+
+def _split_args(text: str) -> list[str]:
+    """Split resolver arguments at top-level commas."""
+    args, depth, cur = [], 0, ""
+    for j, ch in enumerate(text):
+        if text.startswith("${", j):
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    args.append(cur)
+    return args
+
+
+def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
+    """The scenario sections for a NeMo RL GRPO recipe YAML, and the assumptions made: its keys become the fields
+    of :func:`scenario_from_recipe` (the published mapping)."""
+    notes: list[str] = []
+    if src.get(G + "use_dynamic_sampling"):
+        raise ImportConfigError(
+            f"{G}use_dynamic_sampling: true repeats generation until the batch fills (DAPO), a number of rounds "
+            f"rlsim cannot know; --set {G}use_dynamic_sampling=false to simulate one round per step"
+        )
+    if as_int(src, G + "max_rollout_turns") > 1:
+        raise ImportConfigError(
+            f"{G}max_rollout_turns: multi-turn rollouts are not modelled; --set {G}max_rollout_turns=1"
+        )
+    backend = src.get(GEN + "backend")
+    if backend != "vllm":
+        raise ImportConfigError(
+            f"{GEN}backend: {backend!r} is not modelled (rlsim models vLLM); --set {GEN}backend=vllm"
+        )
+    prompts, group = as_int(src, G + "num_prompts_per_step"), as_int(src, G + "num_generations_per_prompt")
+    gbs = as_int(src, PO + "train_global_batch_size")
+    divisible(
+        f"{G}num_prompts_per_step x num_generations_per_prompt", prompts * group, PO + "train_global_batch_size", gbs
+    )
+    if src.get("loss_fn.force_on_policy_ratio") and gbs != prompts * group:
+        raise ImportConfigError(
+            f"loss_fn.force_on_policy_ratio: true needs {PO}train_global_batch_size ({gbs}) == "
+            f"{G}num_prompts_per_step x num_generations_per_prompt ({prompts * group}) (NeMo RL asserts it); "
+            "change one of them"
+        )
+    per_node, nodes = as_int(src, "cluster.gpus_per_node"), as_int(src, "cluster.num_nodes")
+    colocated = bool(src.get(COL + "enabled"))
+    gen_gpus, train_gpus = _pools(src, per_node, nodes, colocated)
+    is_async = bool(src.get(ASYNC + "enabled"))
+    if is_async and colocated:
+        raise ImportConfigError(
+            f"{ASYNC}enabled: true with {COL}enabled: true is not modelled (rlsim's async schedule needs separate "
+            f"generation and training GPUs); --set {COL}enabled=false with resources, or {ASYNC}enabled=false"
+        )
+    if is_async:  # grpo.py async_grpo_train asserts both
+        for key in (V + "async_engine", "loss_fn.use_importance_sampling_correction"):
+            if not src.get(key):
+                raise ImportConfigError(
+                    f"{ASYNC}enabled: true needs {key}: true (NeMo RL asserts it); --set {key}=true or "
+                    f"{ASYNC}enabled=false"
+                )
+    megatron, dtensor = bool(src.get(MG + "enabled")), bool(src.get(DT + "enabled"))
+    if megatron == dtensor:
+        raise ImportConfigError(
+            f"{MG}enabled ({megatron}) and {DT}enabled ({dtensor}): NeMo RL needs exactly one of them true; "
+            "--set one to false"
+        )
+    model, model_notes = resolve_model(src.get(PO + "model_name"), PO + "model_name")
+    notes += model_notes
+    max_seq = as_int(src, PO + "max_total_sequence_length")
+    max_model_len = as_int(src, V + "max_model_len") if src.given(V + "max_model_len") else max_seq
+    max_new = as_int(src, GEN + "max_new_tokens") if src.given(GEN + "max_new_tokens") else max_seq
+    if as_int(src, V + "pipeline_parallel_size") > 1:
+        raise ImportConfigError(
+            f"{V}pipeline_parallel_size: vLLM pipeline parallelism is not modelled; --set {V}pipeline_parallel_size=1"
+        )
+    cap = min(max_new, max_model_len - PROMPT_TOKENS, max_seq - PROMPT_TOKENS)
+    if cap < 2:
+        raise ImportConfigError(
+            f"{PO}max_total_sequence_length ({max_seq}) leaves no room for responses after the assumed "
+            f"{PROMPT_TOKENS}-token prompts; raise it"
+        )
+    fields: dict[str, Any] = {
+        "model": model,
+        "gpu": DEFAULT_GPU,
+        "num_gpus": per_node * nodes,
+        "gpus_per_node": per_node,
+        "colocated": colocated,
+        "gen_gpus": gen_gpus,
+        "train_gpus": train_gpus,
+        "policy_mode": f"async-{as_int(src, ASYNC + 'max_trajectory_age_steps')}off" if is_async else "on",
+        "prompts_per_step": prompts,
+        "gens_per_prompt": group,
+        "avg_gen_len": RESPONSE_MEAN_FRACTION * cap,
+        "avg_gen_len_source": f"assumed: {RESPONSE_MEAN_FRACTION:g} x the cap; the recipe gives only the maximum",
+        "recipe_max_total_sequence_length": max_seq,
+        "recipe_max_model_len": max_model_len,
+        "max_new_tokens": max_new,
+        "gen_tp": as_int(src, V + "tensor_parallel_size"),
+        "recipe_gpu_memory_utilization": as_float(src, V + "gpu_memory_utilization"),
+        "recipe_vllm_async_engine": bool(src.get(V + "async_engine")),
+        "recipe_fp8_generation": str(src.get(V + "precision")).lower() == "fp8",
+        "recipe_train_global_batch_size": gbs,
+        "recipe_train_micro_batch_size": as_int(src, PO + "train_micro_batch_size"),
+        "recipe_sequence_packing": bool(src.get(PO + "sequence_packing.enabled")),
+        "recipe_kl": as_float(src, "loss_fn.reference_policy_kl_penalty"),
+    }
+    if src.given(GEN + "vllm_kwargs.max_num_seqs"):
+        fields["recipe_max_num_seqs"] = as_int(src, GEN + "vllm_kwargs.max_num_seqs")
+    if src.given(PO + "logprob_batch_size"):
+        fields["recipe_logprob_batch_size"] = as_int(src, PO + "logprob_batch_size")
+    if is_async:
+        fields["recipe_in_flight_weight_updates"] = bool(src.get(ASYNC + "in_flight_weight_updates"))
+    if megatron:
+        fields.update(
+            train_backend="megatron",
+            train_tp=as_int(src, MG + "tensor_model_parallel_size"),
+            train_pp=as_int(src, MG + "pipeline_model_parallel_size"),
+            train_cp=as_int(src, MG + "context_parallel_size"),
+            train_ep=as_int(src, MG + "expert_model_parallel_size"),
+            recipe_activation_checkpointing=bool(src.get(MG + "activation_checkpointing")),
+            recipe_fp8_training=bool(src.get(MG + "fp8_cfg.enabled")),
+            recipe_lr=as_float(src, MG + "optimizer.lr"),
+        )
+    else:
+        fields.update(
+            train_backend="dtensor",
+            train_tp=as_int(src, DT + "tensor_parallel_size"),
+            train_cp=as_int(src, DT + "context_parallel_size"),
+            recipe_activation_checkpointing=bool(src.get(DT + "activation_checkpointing")),
+            recipe_lr=as_float(src, PO + "optimizer.kwargs.lr"),
+        )
+    try:
+        raw = scenario_from_recipe(fields)
+    except NotExpressible as exc:
+        raise ImportConfigError(f"the recipe cannot be expressed: {exc}") from None
+    for key in ("name", "description"):
+        raw.pop(key, None)
+    notes += [f"{a} (as rlsim-calibrate published maps NeMo RL recipes)" for a in raw.pop("assumptions", [])]
+    return raw, notes
+
+
+def _pools(src: Source, per_node: int, nodes: int, colocated: bool) -> tuple[int | None, int | None]:
+    """(generation GPUs, training GPUs) of a non-colocated recipe, by NeMo RL's rules (grpo.py setup)."""
+    if colocated:
+        return None, None
+    res_gpus_key, res_nodes_key = COL + "resources.gpus_per_node", COL + "resources.num_nodes"
+    res_nodes = as_int(src, res_nodes_key) if src.given(res_nodes_key) else None
+    if nodes == 1:
+        if not src.given(res_gpus_key):
+            raise ImportConfigError(
+                f"{res_gpus_key}: not set; on one node (cluster.num_nodes 1) non-colocated generation needs it "
+                f"(NeMo RL asserts it), e.g. --set {res_gpus_key}={max(1, per_node // 2)}"
+            )
+        gen = as_int(src, res_gpus_key)
+        if res_nodes not in (None, 1):
+            raise ImportConfigError(
+                f"{res_nodes_key} ({res_nodes}) must be 1 or null when cluster.num_nodes is 1 (NeMo RL asserts it)"
+            )
+        if gen >= per_node:
+            raise ImportConfigError(
+                f"{res_gpus_key} ({gen}) must be less than cluster.gpus_per_node ({per_node}): training needs the "
+                "rest of the node; change one of them"
+            )
+        return gen, per_node - gen
+    if res_nodes is None:
+        raise ImportConfigError(
+            f"{res_nodes_key}: not set; with cluster.num_nodes {nodes} non-colocated generation takes whole nodes "
+            f"(NeMo RL asserts it), e.g. --set {res_nodes_key}=1"
+        )
+    res_gpus = as_int(src, res_gpus_key) if src.given(res_gpus_key) else None
+    if res_gpus != per_node:
+        raise ImportConfigError(
+            f"{res_gpus_key} ({res_gpus}) must equal cluster.gpus_per_node ({per_node}) when cluster.num_nodes > 1 "
+            "(NeMo RL asserts it); change one of them"
+        )
+    if res_nodes >= nodes:
+        raise ImportConfigError(
+            f"{res_nodes_key} ({res_nodes}) must be less than cluster.num_nodes ({nodes}): training needs nodes "
+            "of its own; change one of them"
+        )
+    return res_nodes * per_node, (nodes - res_nodes) * per_node

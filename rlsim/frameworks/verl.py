@@ -1,7 +1,8 @@
 """verl (volcengine/verl) PPO/GRPO trainer configs as rlsim scenarios: the mapping TABLE and ``to_scenario``.
 
 Read at volcengine/verl commit b178a3cd56f58b2d502255daba591e92833930a7 (v0.7.0-125, 2026-01-29): the Hydra config
-``verl/trainer/config/ppo_trainer.yaml`` and its parts (``actor/actor.yaml``, ``rollout/rollout.yaml``,
+``verl/trainer/config/ppo_trainer.yaml`` and its parts (``actor/actor.yaml``, ``rollout/rollout.yaml`` (its
+``max_num_seqs: 256``),
 ``data/legacy_data.yaml``, ``model/hf_model.yaml``) for the defaults, and ``verl/workers/fsdp_workers.py`` for the
 batch semantics. A verl config is the nested YAML of that Hydra tree; the ``key=value`` overrides of a verl command
 line are given with ``--set`` (dotted keys, applied before mapping).
@@ -57,6 +58,7 @@ TABLE: tuple[Row, ...] = (
     Row(R + "log_prob_micro_batch_size", None, "training.logprob_micro_batch_size", "deprecated global: / GPUs"),
     Row(R + "tensor_model_parallel_size", 2, "engine.tensor_parallel_size", "vLLM TP per replica"),
     Row(R + "gpu_memory_utilization", 0.5, "engine.gpu_memory_utilization", "vLLM's fraction of each GPU"),
+    Row(R + "max_num_seqs", 256, "engine.max_num_seqs", "vLLM's running sequences per engine"),
     Row(R + "name", "vllm", "engine.behaviour", "vllm -> vllm-v1 (verl 0.7 runs the V1 engine); others refused"),
     Row("trainer.n_gpus_per_node", 8, "hardware.num_gpus, hardware.gpus_per_node", "num_gpus = per node x nnodes"),
     Row("trainer.nnodes", 1, "hardware.num_gpus", "placement colocated, schedule sync-colocated (hybrid engine)"),
@@ -151,6 +153,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "engine": {
             "tensor_parallel_size": as_int(src, R + "tensor_model_parallel_size"),
             "gpu_memory_utilization": as_float(src, R + "gpu_memory_utilization"),
+            "max_num_seqs": as_int(src, R + "max_num_seqs"),
             "behaviour": "vllm-v1",
         },
         "workload": {

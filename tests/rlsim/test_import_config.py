@@ -1,4 +1,5 @@
-"""`rlsim import-config`: verl and TRL configs as scenarios (rlsim.frameworks.config_import, verl, trl).
+"""`rlsim import-config`: verl, TRL, OpenRLHF and NeMo RL configs as scenarios (rlsim.frameworks.config_import,
+verl, trl, openrlhf, nemo_rl).
 
 Every fixture imports, loads and simulates; the batch mappings are checked against values computed by hand from the
 frameworks' semantics; overrides, unused keys and refusals behave as documented.
@@ -10,9 +11,9 @@ import pytest
 import yaml
 
 from rlsim.cli import main
-from rlsim.frameworks import trl, verl
+from rlsim.frameworks import nemo_rl, openrlhf, trl, verl
 from rlsim.frameworks.config_import import ImportConfigError, Source, import_config
-from rlsim.scenario import load_scenario
+from rlsim.scenario import from_dict, load_scenario
 from rlsim.simulation import simulate
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
@@ -20,13 +21,31 @@ VERL_GRPO = CONFIGS / "verl_grpo_qwen3_8b.yaml"
 VERL_PPO = CONFIGS / "verl_ppo_qwen2.5_0.5b_quickstart.yaml"
 TRL_GSPO = CONFIGS / "trl_gspo_qwen3_0.6b.yaml"
 TRL_SERVER = CONFIGS / "trl_grpo_qwen2.5_7b_vllm_server.json"
-# the launch facts each fixture's README row names (and, for the GSPO example, a catalog model for Qwen3-0.6B)
+ORL_HYBRID = CONFIGS / "openrlhf_ppo_llama3_8b_hybrid_engine.sh"
+ORL_SLURM = CONFIGS / "openrlhf_ppo_llama3_8b_slurm.args"
+ORL_FLAT = CONFIGS / "openrlhf_ppo_llama3_8b_hybrid_engine_v0.9.5.yaml"
+NEMO = CONFIGS / "nemo_rl"
+NEMO_BASE = NEMO / "grpo_math_1B.yaml"
+NEMO_PERF = NEMO / "recipes" / "llm" / "performance"
+NEMO_LLAMA = NEMO_PERF / "grpo-llama3.1-8b-instruct-2n8g.yaml"
+NEMO_ASYNC = NEMO_PERF / "grpo-llama3.1-8b-instruct-2n8g-async-1off.yaml"
+NEMO_QWEN = NEMO_PERF / "grpo-qwen3-30ba3b-4n8g.yaml"
+ORL_MODEL = ["actor.model_name_or_path=Llama-3.1-8B"]
+# the launch facts each fixture's README row names (and catalog models for Qwen3-0.6B and Llama-3-8B)
 FIXTURES = [
     ("verl", VERL_GRPO, []),
     ("verl", VERL_PPO, []),
     ("trl", TRL_GSPO, ["num_processes=8", "model_name_or_path=Qwen2.5-0.5B"]),
     ("trl", TRL_SERVER, ["num_processes=4", "vllm_server_tensor_parallel_size=4"]),
+    ("openrlhf", ORL_HYBRID, ORL_MODEL),
+    ("openrlhf", ORL_SLURM, ORL_MODEL),
+    ("openrlhf", ORL_FLAT, ["pretrain=Llama-3.1-8B"]),
+    ("nemo-rl", NEMO_BASE, []),
+    ("nemo-rl", NEMO_LLAMA, []),
+    ("nemo-rl", NEMO_ASYNC, []),
+    ("nemo-rl", NEMO_QWEN, []),
 ]
+MODULES = [verl, trl, openrlhf, nemo_rl]
 
 
 def _import(tmp_path, fmt, path, sets=(), scenario_sets=()):
@@ -52,7 +71,7 @@ def test_each_fixture_imports_loads_and_simulates_three_steps(tmp_path, fmt, pat
 def test_fixture_readme_names_every_fixture():
     readme = (CONFIGS / "README.md").read_text()
     for _, path, _ in FIXTURES:
-        assert f"`{path.name}`" in readme
+        assert f"`{path.relative_to(CONFIGS).as_posix()}`" in readme
 
 
 def test_verl_batch_semantics_by_hand(tmp_path):
@@ -296,10 +315,10 @@ def test_the_gpu_default_is_an_assumption_unless_set(tmp_path):
 
 def test_wrong_format_is_refused_by_the_parser(tmp_path):
     with pytest.raises(SystemExit) as exc:
-        _import(tmp_path, "openrlhf", VERL_GRPO)
+        _import(tmp_path, "slime", VERL_GRPO)
     assert exc.value.code == 2
-    with pytest.raises(ImportConfigError, match="--format 'openrlhf' is not supported"):
-        import_config(VERL_GRPO, "openrlhf")
+    with pytest.raises(ImportConfigError, match="--format 'slime' is not supported"):
+        import_config(VERL_GRPO, "slime")
 
 
 def test_a_verl_file_read_as_trl_is_refused_for_its_missing_model(tmp_path, capsys):
@@ -307,7 +326,7 @@ def test_a_verl_file_read_as_trl_is_refused_for_its_missing_model(tmp_path, caps
     assert code == 2 and "model_name_or_path: not set" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("module", [verl, trl])
+@pytest.mark.parametrize("module", MODULES)
 def test_the_mapping_reads_only_keys_of_its_table(module):
     source = Source({}, module.TABLE, module.__name__)
     with pytest.raises(KeyError, match="not in the mapping TABLE"):
@@ -315,9 +334,274 @@ def test_the_mapping_reads_only_keys_of_its_table(module):
     assert len({row.key for row in module.TABLE}) == len(module.TABLE)
 
 
-@pytest.mark.parametrize("module", [verl, trl])
+@pytest.mark.parametrize("module", MODULES)
 def test_readme_tables_list_every_mapped_key(module):
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     for row in module.TABLE:
         assert f"| `{row.key}` |" in readme, row.key
     assert module.VERSION_READ.split(" ")[1] in readme  # the commit read
+
+
+# ------------------------------------------------------------------------------------------------ OpenRLHF
+
+
+def _scenario(fmt, path, sets=(), scenario_sets=None):
+    from rlsim.scenario import parse_overrides
+
+    return from_dict(import_config(path, fmt, parse_overrides(list(sets)), scenario_sets).scenario)
+
+
+def test_openrlhf_batch_semantics_by_hand():
+    """rollout.batch_size 1024 x n_samples_per_prompt 8 = B 8192 samples; train.batch_size 128 samples per optimizer
+    step: 8192 / 128 = 64 optimizer steps; the hybrid engine shares the 8 actor GPUs with 4 engines x TP 2."""
+    s = _scenario("openrlhf", ORL_HYBRID, [*ORL_MODEL, "rollout.n_samples_per_prompt=8", "train.max_epochs=2"])
+    assert (s.workload.prompts_per_step, s.workload.group_size, s.workload.responses_per_step) == (1024, 8, 8192)
+    assert s.algorithm.mini_batches_per_step == 64 and s.algorithm.epochs_per_step == 2
+    assert s.hardware.placement == "colocated" and s.schedule.mode == "sync-colocated"
+    assert s.hardware.num_gpus == 8 and s.engine.tensor_parallel_size == 2 and s.num_replicas == 4
+    assert s.engine.gpu_memory_utilization == 0.5 and s.engine.prefix_caching is False
+    assert s.algorithm.name == "ppo" and s.algorithm.kl_reference and s.algorithm.recompute_old_logprob
+    assert s.training.sequence_packing and s.training.packing_tokens == 16384 and s.training.micro_batch_size == 1
+    assert s.training.activation_recompute == "full"
+    assert (s.workload.max_prompt_tokens, s.workload.max_response_tokens) == (1024, 1024)  # max_len 2048, halved
+    assert s.learning.lr0 == 5e-7 and s.learning.reference_batch == 8192
+    assert s.model.name == "Llama-3.1-8B"
+
+
+def test_openrlhf_flat_names_of_v095_give_the_same_scenario_as_the_dotted_ones():
+    """The v0.9.5 example in flat names (rollout_batch_size=1024, n_samples_per_prompt=8: P 1024, G 8, B 8192)
+    and the v0.11.0 example in dotted names are the same run."""
+    flat = _scenario("openrlhf", ORL_FLAT, ["pretrain=Llama-3.1-8B", "n_samples_per_prompt=8"])
+    dotted = _scenario("openrlhf", ORL_HYBRID, [*ORL_MODEL, "rollout.n_samples_per_prompt=8"])
+    assert (flat.workload.prompts_per_step, flat.workload.group_size, flat.workload.responses_per_step) == (
+        1024,
+        8,
+        8192,
+    )
+    for section in ("hardware", "engine", "algorithm", "schedule", "learning"):
+        assert flat.to_dict()[section] == dotted.to_dict()[section], section
+    assert {**flat.to_dict()["training"], "logprob_micro_batch_size": 1} == dotted.to_dict()["training"]
+    assert (flat.workload.max_prompt_tokens, flat.workload.max_response_tokens) == (1024, 1024)
+    # the flat file's defaults are v0.9.5's: micro_rollout_batch_size 8 (v0.11.0: 1)
+    assert flat.training.logprob_micro_batch_size == 8 and dotted.training.logprob_micro_batch_size == 1
+
+
+def test_openrlhf_separate_pools_and_the_other_models_gpus():
+    s = _scenario("openrlhf", ORL_SLURM, ORL_MODEL)
+    assert s.hardware.placement == "separate" and s.schedule.mode == "sync-separate"
+    assert (s.hardware.rollout_gpus, s.hardware.train_gpus, s.hardware.num_gpus) == (8, 4, 12)
+    assert s.num_replicas == 4 and s.engine.tensor_parallel_size == 2 and s.hardware.gpus_per_node == 4
+    assert s.algorithm.mini_batches_per_step == 8  # 1024 x 1 / 128
+    assert s.training.micro_batch_size == 8 and not s.training.sequence_packing
+    assert s.training.logprob_micro_batch_size == 16 and s.training.offload_optimizer
+    assert any(a.startswith("GPUs of their own for the critic 4: not counted") for a in s.assumptions)
+    assert any("ds.packing_samples without dynamic batch" in a for a in s.assumptions)
+
+
+def test_openrlhf_async_queue_is_the_staleness():
+    sets = [*ORL_MODEL, "train.async_enable=true", "train.async_queue_size=2", "train.partial_rollout_enable=true"]
+    s = _scenario("openrlhf", ORL_SLURM, sets)
+    assert s.schedule.mode == "async" and s.schedule.max_staleness == 2
+    assert s.schedule.in_flight_weight_updates and not s.schedule.streaming
+    s = _scenario("openrlhf", ORL_HYBRID, [*ORL_MODEL, "train.async_enable=true"])  # colocate_all: DeepSpeed only
+    assert s.hardware.placement == "separate" and (s.hardware.rollout_gpus, s.hardware.train_gpus) == (8, 8)
+    assert not s.schedule.in_flight_weight_updates
+
+
+def test_openrlhf_reads_the_command_line_after_the_module_and_refuses_shell_arrays(tmp_path, capsys):
+    cmd = tmp_path / "run.sh"
+    cmd.write_text(
+        'ray job submit --address="http://127.0.0.1:8265" \\\n   -- python3 -m openrlhf.cli.train_ppo_ray \\\n'
+        "   --actor.model_name_or_path Qwen/Qwen2.5-7B --vllm.num_engines=8 \\\n   --train.colocate_all  # sync\n"
+        "   --algo.advantage.estimator group_norm --rollout.n_samples_per_prompt 8 --train.batch_size 1024\n"
+    )
+    s = _scenario("openrlhf", cmd)
+    assert s.algorithm.name == "grpo" and s.num_replicas == 8 and s.hardware.placement == "colocated"
+    assert s.model.name == "Qwen2.5-7B" and s.algorithm.mini_batches_per_step == 8
+    arrays = tmp_path / "arrays.sh"
+    arrays.write_text("python3 -m openrlhf.cli.train_ppo_ray \\\n   ${CKPT_ARGS[@]}\n")
+    code, out = _import(tmp_path, "openrlhf", arrays)
+    assert code == 2 and "'${CKPT_ARGS[@]}' is not a --flag" in capsys.readouterr().err and not out.exists()
+
+
+def test_openrlhf_every_key_is_mapped_or_listed():
+    imported = import_config(ORL_SLURM, "openrlhf", {"actor.model_name_or_path": "Llama-3.1-8B"})
+    flags = openrlhf.parse_arguments(ORL_SLURM.read_text())
+    mapped = {row.key for row in openrlhf.TABLE}
+    assert {k for k in flags if k not in mapped} <= set(imported.unused) <= set(flags)
+    assert "reward.model_name_or_path" in imported.unused and "ckpt.output_dir" in imported.unused
+    legacy = import_config(ORL_FLAT, "openrlhf", {"pretrain": "Llama-3.1-8B"})
+    assert "reward_pretrain" in legacy.unused and "normalize_reward" in legacy.unused  # in the file's spelling
+    assert "rollout_batch_size" not in legacy.unused and "prompt_max_len" not in legacy.unused
+
+
+@pytest.mark.parametrize(
+    ("path", "sets", "keys"),
+    [
+        (ORL_SLURM, ["train.batch_size=100"], ["train.batch_size", "train.micro_batch_size"]),
+        (ORL_HYBRID, ["vllm.num_engines=2"], ["actor.num_nodes", "vllm.num_engines", "train.colocate_all"]),
+        (ORL_HYBRID, ["ref.num_gpus_per_node=4"], ["ref.num_gpus_per_node", "actor.num_gpus_per_node"]),
+        (ORL_HYBRID, ["rollout.vllm_generate_batch_size=2048"], ["vllm_generate_batch_size", "async_enable"]),
+        (ORL_HYBRID, ["train.batch_size=96"], ["rollout.batch_size", "train.batch_size"]),
+        (ORL_HYBRID, ["rollout.max_new_tokens=4096"], ["rollout.max_new_tokens", "data.max_len"]),
+        (ORL_FLAT, ["train_batch_size=100"], ["train_batch_size", "micro_train_batch_size"]),
+    ],
+    ids=["deepspeed-batch", "colocate-engines", "colocate-ref", "oversampling", "mini-batches", "lengths", "flat"],
+)
+def test_openrlhf_contradiction_is_refused_naming_both_keys(tmp_path, capsys, path, sets, keys):
+    model = ["pretrain=Llama-3.1-8B"] if path == ORL_FLAT else ORL_MODEL
+    code, out = _import(tmp_path, "openrlhf", path, [*model, *sets])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("rlsim: error:")]
+    assert code == 2 and not out.exists() and len(lines) == 1
+    for key in keys:
+        assert key in lines[0]
+
+
+def test_openrlhf_one_key_in_both_spellings_is_refused(tmp_path):
+    both = tmp_path / "both.yaml"
+    both.write_text("rollout_batch_size: 64\nrollout:\n  batch_size: 128\n")
+    with pytest.raises(ImportConfigError, match="rollout_batch_size and rollout.batch_size give the same"):
+        import_config(both, "openrlhf")
+
+
+def test_openrlhf_without_vllm_or_with_dynamic_filtering_is_refused():
+    with pytest.raises(ImportConfigError, match="vllm.num_engines: not set"):
+        import_config(ORL_HYBRID, "openrlhf", {"vllm.num_engines": 0, "actor.model_name_or_path": "Llama-3.1-8B"})
+    with pytest.raises(ImportConfigError, match="algo.dynamic_filtering_enable: dynamic filtering"):
+        import_config(ORL_HYBRID, "openrlhf", {"algo.dynamic_filtering_enable": True})
+
+
+# ------------------------------------------------------------------------------------------------ NeMo RL
+
+
+def test_nemo_rl_defaults_chain_merges_parents_first_and_the_child_wins():
+    """async-1off <- 2n8g <- grpo_math_1B: P 64 x G 32 from the middle recipe, its PP 2 replaced by the child's 1,
+    non-colocated on 1 + 1 nodes of 8 (resources.num_nodes 1), one step stale, vLLM gpu_memory_utilization 0.8."""
+    s = _scenario("nemo-rl", NEMO_ASYNC)
+    assert (s.workload.prompts_per_step, s.workload.group_size) == (64, 32)
+    assert s.training.backend == "megatron" and s.training.pipeline_parallel_size == 1
+    assert s.training.global_batch_size == 2048 and s.optimizer_steps_per_step == 1
+    assert (s.hardware.placement, s.hardware.rollout_gpus, s.hardware.train_gpus) == ("separate", 8, 8)
+    assert s.schedule.mode == "async" and s.schedule.max_staleness == 1 and s.schedule.in_flight_weight_updates
+    assert s.engine.gpu_memory_utilization == 0.8 and s.engine.max_num_seqs == 128  # AsyncLLM's default
+    assert s.learning.lr0 == 5e-7 and s.model.name == "Llama-3.1-8B"
+    sync = _scenario("nemo-rl", NEMO_LLAMA)
+    assert sync.training.pipeline_parallel_size == 2 and sync.hardware.placement == "colocated"
+    assert sync.hardware.num_gpus == 16 and sync.hardware.gpus_per_node == 8 and sync.engine.max_num_seqs == 1024
+
+
+def test_nemo_rl_base_recipe_is_dtensor_on_one_gpu():
+    """grpo_math_1B: 32 prompts x 16 generations = 512 = train_global_batch_size (one optimizer step), DTensor
+    TP 1 (rlsim fsdp), 4 sequences per micro-batch packed into bins of 512 x 4 tokens."""
+    s = _scenario("nemo-rl", NEMO_BASE)
+    assert (s.workload.prompts_per_step, s.workload.group_size, s.optimizer_steps_per_step) == (32, 16, 1)
+    assert s.hardware.num_gpus == 1 and s.training.backend == "fsdp"
+    assert s.training.micro_batch_size == 4 and s.training.packing_tokens == 512
+    assert s.training.logprob_micro_batch_size == 4  # ${policy.train_micro_batch_size}
+    assert s.workload.max_response_tokens == 512 - nemo_rl.PROMPT_TOKENS
+    assert s.model.name == "Qwen2.5-1.5B" and s.learning.lr0 == 5e-6
+
+
+def test_nemo_rl_interpolations_follow_the_overrides():
+    s = _scenario("nemo-rl", NEMO_BASE, ["policy.max_total_sequence_length=1024", "policy.train_micro_batch_size=2"])
+    assert s.workload.max_response_tokens == 1024 - nemo_rl.PROMPT_TOKENS  # max_new_tokens, max_model_len follow
+    assert s.training.packing_tokens == 1024 and s.training.logprob_micro_batch_size == 2
+    # a recipe that spells max_model_len and max_new_tokens keeps them; the least cap wins
+    s = _scenario("nemo-rl", NEMO_LLAMA, ["policy.max_total_sequence_length=2048"])
+    assert s.workload.max_response_tokens == 2048 - nemo_rl.PROMPT_TOKENS
+
+
+def test_nemo_rl_moe_recipe_with_a_null_section_and_an_interpolation():
+    s = _scenario("nemo-rl", NEMO_QWEN)
+    assert s.model.name == "Qwen3-30B-A3B" and s.training.expert_parallel_size == 8
+    assert s.engine.tensor_parallel_size == 2 and s.num_replicas == 16 and s.hardware.num_gpus == 32
+    assert s.learning.lr0 == 3e-7  # megatron_cfg.optimizer.lr; policy.optimizer is null in this recipe
+
+
+def test_nemo_rl_import_is_the_published_mapping():
+    """The v0.7.0 recipe with the v0.5.0 train_global_batch_size (512, the development row's) maps like
+    rlsim-calibrate published maps that row, but for what only the row has (the measured response length)."""
+    from calibrate.published import dev_set_path, read_rows
+
+    dev = read_rows([dev_set_path()])
+    row = dev[(dev["model"] == "meta-llama/Llama-3.1-8B-Instruct") & (dev["policy_mode"] == "on")].iloc[0].to_dict()
+    published = from_dict(nemo_rl.scenario_from_recipe(row, steps=2)).to_dict()
+    sets = ["policy.train_global_batch_size=512", "loss_fn.force_on_policy_ratio=false"]
+    mine = _scenario("nemo-rl", NEMO_LLAMA, sets).to_dict()
+    for section in ("engine", "algorithm", "schedule", "weight_sync"):
+        assert mine[section] == published[section], section
+    assert mine["training"] == published["training"]
+    hw = {k: v for k, v in mine["hardware"].items() if k != "gpus_per_node"}
+    assert hw == {k: v for k, v in published["hardware"].items() if k != "gpus_per_node"}
+    for key in ("prompts_per_step", "group_size", "prompt_length", "max_prompt_tokens", "max_response_tokens"):
+        assert mine["workload"][key] == published["workload"][key], key
+
+
+def test_nemo_rl_every_key_is_mapped_or_listed():
+    from rlsim.frameworks.config_import import flatten
+
+    imported = import_config(NEMO_LLAMA, "nemo-rl")
+    merged = flatten(nemo_rl.read(NEMO_LLAMA))
+    mapped = {row.key for row in nemo_rl.TABLE}
+    assert {k for k in merged if k not in mapped} <= set(imported.unused) <= set(merged)
+    # a mapped key this recipe does not use (DTensor's, with Megatron on) is listed too
+    assert "policy.dtensor_cfg.tensor_parallel_size" in imported.unused
+    assert "logger.wandb.project" in imported.unused and "grpo.seed" in imported.unused
+    assert "defaults" not in imported.unused
+
+
+def test_nemo_rl_defaults_chain_cycle_and_missing_parent_are_refused_naming_the_file(tmp_path):
+    (tmp_path / "a.yaml").write_text("defaults: b.yaml\ngrpo:\n  num_prompts_per_step: 8\n")
+    (tmp_path / "b.yaml").write_text("defaults: [./a.yaml]\n")
+    with pytest.raises(ImportConfigError, match=r"a.yaml: defaults chain has a cycle \(a.yaml -> b.yaml -> a.yaml\)"):
+        import_config(tmp_path / "a.yaml", "nemo-rl")
+    (tmp_path / "c.yaml").write_text("defaults: ../nowhere/base.yaml\n")
+    with pytest.raises(ImportConfigError, match=r"c.yaml: defaults: .*nowhere/base.yaml is not a file"):
+        import_config(tmp_path / "c.yaml", "nemo-rl")
+
+
+def test_nemo_rl_override_marker_replaces_the_parents_section(tmp_path):
+    parent = NEMO_BASE.resolve()
+    child = tmp_path / "child.yaml"
+    child.write_text(f"defaults: {parent}\ncluster:\n  _override_: true\n  gpus_per_node: 8\n")
+    s = _scenario("nemo-rl", child)
+    assert s.hardware.num_gpus == 8  # num_nodes gone with the parent's section: the TABLE default 1
+
+
+@pytest.mark.parametrize(
+    ("path", "sets", "keys"),
+    [
+        (NEMO_QWEN, ["policy.train_global_batch_size=1024"], ["force_on_policy_ratio", "train_global_batch_size"]),
+        (NEMO_BASE, ["policy.train_global_batch_size=384"], ["num_prompts_per_step", "train_global_batch_size"]),
+        (NEMO_ASYNC, ["policy.generation.vllm_cfg.async_engine=false"], ["async_grpo.enabled", "async_engine"]),
+        (NEMO_LLAMA, ["policy.dtensor_cfg.enabled=true"], ["megatron_cfg.enabled", "dtensor_cfg.enabled"]),
+        (NEMO_ASYNC, ["policy.generation.colocated.enabled=true"], ["async_grpo.enabled", "colocated.enabled"]),
+        (
+            NEMO_ASYNC,
+            ["policy.generation.colocated.resources.gpus_per_node=4"],
+            ["resources.gpus_per_node", "cluster.gpus_per_node"],
+        ),
+        (
+            NEMO_BASE,
+            ["policy.generation.colocated.enabled=false", "cluster.gpus_per_node=8"],
+            ["resources.gpus_per_node"],
+        ),
+        (NEMO_BASE, ["grpo.use_dynamic_sampling=true"], ["grpo.use_dynamic_sampling"]),
+    ],
+    ids=[
+        "on-policy-ratio",
+        "global-batch",
+        "async-engine",
+        "two-backends",
+        "async-colocated",
+        "gen-nodes",
+        "one-node-gen-gpus",
+        "dynamic-sampling",
+    ],
+)
+def test_nemo_rl_contradiction_is_refused_naming_the_keys(tmp_path, capsys, path, sets, keys):
+    code, out = _import(tmp_path, "nemo-rl", path, sets)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("rlsim: error:")]
+    assert code == 2 and not out.exists() and len(lines) == 1
+    for key in keys:
+        assert key in lines[0]

@@ -1,0 +1,451 @@
+"""OpenRLHF (OpenRLHF/OpenRLHF) ``train_ppo_ray`` arguments as an rlsim scenario: the mapping TABLE and
+``to_scenario``.
+
+Read at OpenRLHF/OpenRLHF commit 3c3be6234e0cb353e76bb8019947db9dfe99fca7 (v0.11.0, 2026-08-13):
+``openrlhf/cli/train_ppo_ray.py`` (the argparse flags, their defaults, the checks after parsing and the placement of
+the models in ``train``), ``openrlhf/utils/deepspeed/deepspeed.py`` (gradient accumulation),
+``openrlhf/trainer/ray/ppo_actor.py`` (``ppo_train``: the replay buffer in micro-batches, an optimizer step every
+``accumulated_gradient`` of them, ``max_epochs`` passes) and ``openrlhf/trainer/ppo_trainer_async.py`` (the rollout
+queue). Since v0.10.2 the flags are dotted (``--rollout.batch_size``); the TABLE uses these names. The flat names of
+earlier releases (``--rollout_batch_size``, ``--pretrain``, ...) are read as their dotted successors (``LEGACY``,
+read at v0.9.5, commit c0e2ee2473cd115863630599cc3d51917d4b7c3e), with that release's defaults where they differ
+(``LEGACY_DEFAULTS``); a file that gives one key in both spellings is refused.
+
+The file (``read``) is what a user has: the launch command (``python3 -m openrlhf.cli.train_ppo_ray --flag value
+...``, as in the example scripts, backslash continuations and ``#`` comments allowed; everything before the module
+name, such as ``ray job submit ... --``, is skipped), or one ``--flag value`` per line; a flag without a value is a
+``store_true`` flag set. A ``.yaml`` / ``.yml`` / ``.json`` file instead holds the argparse dest names as keys
+(nested or dotted: ``rollout: {batch_size: 1024}`` or ``rollout.batch_size: 1024``).
+
+Batch semantics (facts from that commit):
+
+* ``rollout.batch_size`` prompts per rollout (P), each sampled ``rollout.n_samples_per_prompt`` times (G): a step
+  makes B = P x G samples.
+* ``train.batch_size`` counts samples per optimizer step: DeepSpeed accumulates train.batch_size /
+  (train.micro_batch_size x data-parallel actor GPUs) micro-batches (DeepSpeed checks that this is whole), so a step
+  is B / train.batch_size optimizer steps, repeated ``train.max_epochs`` times. Data-parallel actor GPUs are
+  actor.num_nodes x actor.num_gpus_per_node / (ds.ring_attn_size x ds.tensor_parallel_size).
+* ``train.colocate_all`` (synchronous) puts the vLLM engines, actor, reference and critic on the actor's GPUs
+  (it asserts actor GPUs == vllm.num_engines x vllm.tensor_parallel_size); otherwise the engines have GPUs of their
+  own and the reference, critic and reward models theirs (rlsim: separate pools, the other models' passes on the
+  training GPUs). In async mode (``train.async_enable``) colocate_all colocates only the DeepSpeed models; the
+  generator runs at most ``train.async_queue_size`` rollouts ahead of the trainer (rlsim max_staleness) and one
+  rollout is finished before the next starts (schedule.streaming false); ``train.partial_rollout_enable`` lets
+  weight updates land while vLLM generates (schedule.in_flight_weight_updates).
+* the reference model exists when ``algo.kl.init_coef`` > 0; ``algo.advantage.estimator`` gae trains a critic
+  (rlsim ppo), the others (reinforce, rloo, reinforce_baseline, group_norm, dr_grpo) are critic-free (rlsim grpo).
+  The actor always computes the old log-probs when it makes experience (rlsim recompute_old_logprob).
+* ``data.max_len`` caps prompt + response; ``rollout.max_new_tokens`` (None: max_len - the prompt) caps the
+  response. v0.9.5 and earlier had ``prompt_max_len`` and ``generate_max_len`` instead.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from rlsim.frameworks.config_import import (
+    ImportConfigError,
+    Row,
+    Source,
+    as_float,
+    as_int,
+    divisible,
+    length_assumptions,
+    read_config,
+)
+from rlsim.frameworks.config_import import resolve_model as _resolve_model
+from rlsim.scenario.overrides import parse_scalar
+
+VERSION_READ = "OpenRLHF 3c3be62 (v0.11.0; flat names of v0.9.5 c0e2ee2)"
+MODULE = "openrlhf.cli.train_ppo_ray"
+ESTIMATORS = {
+    "gae": "ppo",
+    "reinforce": "grpo",
+    "rloo": "grpo",
+    "reinforce_baseline": "grpo",
+    "group_norm": "grpo",
+    "dr_grpo": "grpo",
+}
+
+TABLE: tuple[Row, ...] = (
+    Row("rollout.batch_size", 1024, "workload.prompts_per_step", "P: prompts per rollout"),
+    Row("rollout.n_samples_per_prompt", 1, "workload.group_size", "G: samples per prompt (B = P x G)"),
+    Row("train.batch_size", 128, "algorithm.mini_batches_per_step", "samples per optimizer step: B / train.batch_size"),
+    Row("train.max_epochs", 1, "algorithm.epochs_per_step", "passes over the rollout"),
+    Row("train.micro_batch_size", 1, "training.micro_batch_size", "samples per GPU per micro-step (flat: 4)"),
+    Row("rollout.micro_batch_size", 1, "training.logprob_micro_batch_size", "make-experience passes (flat: 8)"),
+    Row("ds.packing_samples", False, "training.sequence_packing", "alone: still micro_batch_size samples each"),
+    Row("train.dynamic_batch_enable", False, "training.sequence_packing", "true: bins of train.max_tokens_per_gpu"),
+    Row("train.max_tokens_per_gpu", 16192, "training.packing_tokens", "with dynamic batch"),
+    Row("actor.num_nodes", 1, "hardware.train_gpus", "actor GPUs = nodes x GPUs per node"),
+    Row("actor.num_gpus_per_node", 8, "hardware.gpus_per_node", "actor GPUs = nodes x GPUs per node"),
+    Row("ref.num_nodes", 1, "(check, note)", "colocated with the actor: must equal the actor's (with KL)"),
+    Row("ref.num_gpus_per_node", 8, "(check, note)", "colocated with the actor: must equal the actor's (with KL)"),
+    Row("critic.num_nodes", 1, "(note)", "gae: the critic's GPUs when not colocated"),
+    Row("critic.num_gpus_per_node", 8, "(note)", "gae: the critic's GPUs when not colocated"),
+    Row("train.colocate_all", False, "hardware.placement", "true (sync): colocated; false: separate pools"),
+    Row("train.colocate_actor_ref", False, "(check)", "the reference on the actor's GPUs"),
+    Row("vllm.num_engines", None, "engine.replicas", "required (rlsim models vLLM generation)"),
+    Row("vllm.tensor_parallel_size", 1, "engine.tensor_parallel_size", "vLLM TP per engine"),
+    Row("vllm.gpu_memory_utilization", 0.95, "engine.gpu_memory_utilization", "vLLM's fraction of each GPU"),
+    Row("vllm.enable_prefix_caching", False, "engine.prefix_caching", "as given (OpenRLHF passes it to vLLM)"),
+    Row("train.async_enable", False, "schedule.mode", "true: async (vLLM on GPUs of its own)"),
+    Row("train.async_queue_size", 1, "schedule.max_staleness", "rollouts ahead of the trainer (k)"),
+    Row("train.partial_rollout_enable", False, "schedule.in_flight_weight_updates", "async only"),
+    Row("rollout.vllm_generate_batch_size", None, "(check)", "> rollout.batch_size needs async (oversampling)"),
+    Row("algo.advantage.estimator", "gae", "algorithm.name", "gae -> ppo (critic); the others -> grpo"),
+    Row("algo.kl.init_coef", 0.01, "algorithm.kl_reference", "> 0: the reference model and its pass"),
+    Row("algo.dynamic_filtering_enable", False, "(refused)", "true refused: rounds per step are unknown"),
+    Row("data.max_len", 2048, "workload.max_prompt_tokens", "prompt + response cap"),
+    Row("rollout.max_new_tokens", None, "workload.max_response_tokens", "None: max_len - prompt (half each assumed)"),
+    Row("prompt_max_len", None, "workload.max_prompt_tokens", "v0.9.5 and earlier (flat, default 1024)"),
+    Row("actor.adam.lr", 1e-6, "learning.lr0", "learning.reference_batch = B"),
+    Row("actor.model_name_or_path", None, "model", "a catalog name, alias or hf_id (Instruct: the base architecture)"),
+    Row("critic.model_name_or_path", None, "algorithm.critic_model", "gae; default: the policy's architecture"),
+    Row("actor.gradient_checkpointing_enable", False, "training.activation_recompute", "true -> full, false -> none"),
+    Row("ds.zero_stage", 2, "training.backend", "fsdp (full sharding; stages below 3 noted)"),
+    Row("ds.adam_offload", False, "training.offload_optimizer", "DeepSpeed CPU Adam"),
+    Row("ds.tensor_parallel_size", 1, "training.tensor_parallel_size", "> 1: a Megatron layout (AutoTP), noted"),
+    Row("ds.ring_attn_size", 1, "training.context_parallel_size", "> 1: a Megatron layout (ring attention), noted"),
+)
+
+# flat names (v0.9.5, commit c0e2ee2) -> their dotted successors (v0.11.0)
+LEGACY: dict[str, str] = {
+    "rollout_batch_size": "rollout.batch_size",
+    "n_samples_per_prompt": "rollout.n_samples_per_prompt",
+    "train_batch_size": "train.batch_size",
+    "max_epochs": "train.max_epochs",
+    "micro_train_batch_size": "train.micro_batch_size",
+    "micro_rollout_batch_size": "rollout.micro_batch_size",
+    "packing_samples": "ds.packing_samples",
+    "use_dynamic_batch": "train.dynamic_batch_enable",
+    "train_max_tokens_per_gpu": "train.max_tokens_per_gpu",
+    "actor_num_nodes": "actor.num_nodes",
+    "actor_num_gpus_per_node": "actor.num_gpus_per_node",
+    "ref_num_nodes": "ref.num_nodes",
+    "ref_num_gpus_per_node": "ref.num_gpus_per_node",
+    "critic_num_nodes": "critic.num_nodes",
+    "critic_num_gpus_per_node": "critic.num_gpus_per_node",
+    "colocate_all_models": "train.colocate_all",
+    "colocate_actor_ref": "train.colocate_actor_ref",
+    "vllm_num_engines": "vllm.num_engines",
+    "vllm_tensor_parallel_size": "vllm.tensor_parallel_size",
+    "vllm_gpu_memory_utilization": "vllm.gpu_memory_utilization",
+    "enable_prefix_caching": "vllm.enable_prefix_caching",
+    "async_train": "train.async_enable",
+    "async_queue_size": "train.async_queue_size",
+    "vllm_generate_batch_size": "rollout.vllm_generate_batch_size",
+    "advantage_estimator": "algo.advantage.estimator",
+    "init_kl_coef": "algo.kl.init_coef",
+    "dynamic_filtering": "algo.dynamic_filtering_enable",
+    "max_len": "data.max_len",
+    "generate_max_len": "rollout.max_new_tokens",
+    "max_new_tokens": "rollout.max_new_tokens",
+    "actor_learning_rate": "actor.adam.lr",
+    "pretrain": "actor.model_name_or_path",
+    "critic_pretrain": "critic.model_name_or_path",
+    "gradient_checkpointing": "actor.gradient_checkpointing_enable",
+    "zero_stage": "ds.zero_stage",
+    "adam_offload": "ds.adam_offload",
+    "ds_tensor_parallel_size": "ds.tensor_parallel_size",
+    "ring_attn_size": "ds.ring_attn_size",
+}
+# the flat name a dotted key is written with (generate_max_len, v0.9.5's, for rollout.max_new_tokens)
+FLAT_NAMES: dict[str, str] = {dotted: flat for flat, dotted in LEGACY.items() if flat != "max_new_tokens"}
+# defaults of v0.9.5 that differ from v0.11.0's, for a file in the flat spelling
+LEGACY_DEFAULTS: dict[str, Any] = {
+    "train.micro_batch_size": 4,
+    "rollout.micro_batch_size": 8,
+    "prompt_max_len": 1024,
+    "rollout.max_new_tokens": 1024,
+}
+
+
+def read(path: Path) -> dict[str, Any]:
+    """The arguments in ``path``: YAML / JSON of dest names, else a command line or one ``--flag value`` per line."""
+    if path.suffix in (".yaml", ".yml", ".json"):
+        return read_config(path, "openrlhf")
+    if not path.is_file():
+        raise ImportConfigError(
+            f"{path}: is not a file; give the train_ppo_ray command line, one --flag value per line, or YAML / JSON"
+        )
+    from rlsim.files import read_text
+
+    return parse_arguments(read_text(path, "openrlhf arguments"), str(path))
+
+
+def parse_arguments(text: str, where: str = "arguments") -> dict[str, Any]:
+    """``--rollout.batch_size 1024 --train.colocate_all`` -> ``{"rollout.batch_size": 1024, "train.colocate_all":
+    True}``: a flag takes the words up to the next ``--flag`` (none: true; several: a list); ``--flag=value`` too;
+    a flag given twice keeps its last value (as argparse does)."""
+    try:
+        words = shlex.split(text.replace("\\\n", " "), comments=True)
+    except ValueError as exc:
+        raise ImportConfigError(f"{where}: cannot be split into shell words ({exc}); fix the quoting") from None
+    if MODULE in words:
+        words = words[len(words) - words[::-1].index(MODULE) :]
+    out: dict[str, Any] = {}
+    flag: str | None = None
+    values: list[Any] = []
+
+    def done() -> None:
+        if flag is not None:  # a flag given twice: the last wins, as with argparse
+            out[flag] = True if not values else values[0] if len(values) == 1 else list(values)
+
+    for word in words:
+        if word.startswith("--") and len(word) > 2:
+            done()
+            name, eq, value = word[2:].partition("=")
+            flag, values = name, ([parse_scalar(value)] if eq else [])
+        elif flag is None:
+            raise ImportConfigError(
+                f"{where}: {word!r} is not a --flag; give the {MODULE} command line or one --flag value per line "
+                "(shell arrays and variables are not expanded)"
+            )
+        else:
+            values.append(parse_scalar(word))
+    done()
+    if not out:
+        raise ImportConfigError(
+            f"{where}: holds no --flag; give the {MODULE} arguments, e.g. --rollout.batch_size 1024"
+        )
+    return out
+
+
+def canonical(flat: dict[str, Any], where: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """Flat (v0.9.5) names renamed to the dotted TABLE names, and how each key is spelled (for a file in the flat
+    spelling, every TABLE key's flat name, so that messages and defaults name the flags the user has); one key in
+    both spellings is refused naming both."""
+    out: dict[str, Any] = {}
+    spelling: dict[str, str] = {}
+    for key, value in flat.items():
+        dotted = LEGACY.get(key, key)
+        if dotted in out:
+            first = spelling.get(dotted, dotted)
+            raise ImportConfigError(f"{where}: {first} and {key} give the same OpenRLHF argument; keep one of them")
+        out[dotted] = value
+        if dotted != key:
+            spelling[dotted] = key
+    if spelling:
+        for dotted, flat_name in FLAT_NAMES.items():
+            spelling.setdefault(dotted, flat_name)
+    return out, spelling
+
+
+def _default(src: Source, key: str) -> Any:
+    return src.get(key, LEGACY_DEFAULTS[key]) if src.legacy else src.get(key)
+
+
+def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
+    """The scenario sections for OpenRLHF train_ppo_ray arguments, and the assumptions made."""
+    notes: list[str] = []
+    n = src.name
+    if src.get("algo.dynamic_filtering_enable"):
+        raise ImportConfigError(
+            f"{n('algo.dynamic_filtering_enable')}: dynamic filtering samples until enough groups pass, a number of "
+            "rounds rlsim cannot know; remove the flag to simulate one round per step"
+        )
+    prompts, group = as_int(src, "rollout.batch_size"), as_int(src, "rollout.n_samples_per_prompt")
+    samples = prompts * group
+    if src.get("vllm.num_engines") in (None, 0):
+        raise ImportConfigError(
+            f"{n('vllm.num_engines')}: not set (or 0); rlsim models vLLM generation: give it, e.g. "
+            f"--set {n('vllm.num_engines')}=4"
+        )
+    engines, tp = as_int(src, "vllm.num_engines"), as_int(src, "vllm.tensor_parallel_size")
+    actor_nodes, actor_per_node = as_int(src, "actor.num_nodes"), as_int(src, "actor.num_gpus_per_node")
+    actor_gpus = actor_nodes * actor_per_node
+    ring, ds_tp = as_int(src, "ds.ring_attn_size"), as_int(src, "ds.tensor_parallel_size")
+    actor_key = f"{n('actor.num_nodes')} x {n('actor.num_gpus_per_node')}"
+    dp = divisible(actor_key, actor_gpus, f"{n('ds.ring_attn_size')} x {n('ds.tensor_parallel_size')}", ring * ds_tp)
+    train_batch = as_int(src, "train.batch_size")
+    micro_key = "train.micro_batch_size"
+    micro = as_int(src, micro_key) if src.given(micro_key) else int(_default(src, micro_key))
+    # DeepSpeed: train_batch_size == micro x accumulation x data-parallel ranks
+    divisible(n("train.batch_size"), train_batch, f"{n(micro_key)} x data-parallel actor GPUs ({dp})", micro * dp)
+    mini = divisible(
+        f"{n('rollout.batch_size')} x {n('rollout.n_samples_per_prompt')}", samples, n("train.batch_size"), train_batch
+    )
+    rmicro_key = "rollout.micro_batch_size"
+    rollout_micro = as_int(src, rmicro_key) if src.given(rmicro_key) else int(_default(src, rmicro_key))
+    if samples // rollout_micro < dp:  # train_ppo_ray.py asserts it
+        raise ImportConfigError(
+            f"{n('rollout.batch_size')} x {n('rollout.n_samples_per_prompt')} / {n(rmicro_key)} ({samples} / "
+            f"{rollout_micro}) must be at least the data-parallel actor GPUs ({actor_key} / ring x TP = {dp}) "
+            "(OpenRLHF asserts it); change one of them"
+        )
+    colocate, is_async = bool(src.get("train.colocate_all")), bool(src.get("train.async_enable"))
+    gen_key = "rollout.vllm_generate_batch_size"
+    if src.given(gen_key) and as_int(src, gen_key) > prompts:
+        if not is_async:
+            raise ImportConfigError(
+                f"{n(gen_key)} ({as_int(src, gen_key)}) > {n('rollout.batch_size')} ({prompts}) needs "
+                f"{n('train.async_enable')} (OpenRLHF asserts it); change one of them"
+            )
+        notes.append(f"{n(gen_key)} {as_int(src, gen_key)} > {prompts}: oversampling is not modelled (P = {prompts})")
+    kl = as_float(src, "algo.kl.init_coef") > 0
+    colocate_ref = bool(src.get("train.colocate_actor_ref"))
+    if kl and (colocate or colocate_ref):
+        for part in ("num_nodes", "num_gpus_per_node"):
+            ref, act = as_int(src, f"ref.{part}"), as_int(src, f"actor.{part}")
+            if ref != act:
+                raise ImportConfigError(
+                    f"{n(f'ref.{part}')} ({ref}) must equal {n(f'actor.{part}')} ({act}) when the reference is "
+                    "colocated with the actor (OpenRLHF asserts it); change one of them"
+                )
+    estimator = src.get("algo.advantage.estimator")
+    if estimator not in ESTIMATORS:
+        raise ImportConfigError(
+            f"{n('algo.advantage.estimator')}: {estimator!r} is not one of {', '.join(ESTIMATORS)}; fix it"
+        )
+    model, model_notes = _resolve_model(src.get("actor.model_name_or_path"), n("actor.model_name_or_path"))
+    notes += model_notes
+    algorithm: dict[str, Any] = {
+        "name": ESTIMATORS[estimator],
+        "mini_batches_per_step": mini,
+        "epochs_per_step": as_int(src, "train.max_epochs"),
+        "kl_reference": kl,
+        "recompute_old_logprob": True,
+    }
+    if estimator == "gae":
+        if src.given("critic.model_name_or_path"):
+            algorithm["critic_model"], critic_notes = _resolve_model(
+                src.get("critic.model_name_or_path"), n("critic.model_name_or_path")
+            )
+            notes += [c.replace("model:", "critic model:", 1) for c in critic_notes]
+        else:
+            notes.append(
+                "critic: the policy's architecture (OpenRLHF starts the critic from the reward model; --set "
+                f"{n('critic.model_name_or_path')}=NAME for another)"
+            )
+
+    hardware: dict[str, Any] = {"gpus_per_node": actor_per_node}
+    if colocate and not is_async:
+        if actor_gpus != engines * tp:  # train_ppo_ray.py asserts it
+            raise ImportConfigError(
+                f"{actor_key} ({actor_gpus}) must equal {n('vllm.num_engines')} x {n('vllm.tensor_parallel_size')} "
+                f"({engines * tp}) with {n('train.colocate_all')} (OpenRLHF asserts it); change one of them"
+            )
+        hardware.update(num_gpus=actor_gpus, placement="colocated")
+        schedule: dict[str, Any] = {"mode": "sync-colocated"}
+    else:
+        hardware.update(
+            num_gpus=engines * tp + actor_gpus, placement="separate", rollout_gpus=engines * tp, train_gpus=actor_gpus
+        )
+        if is_async:
+            schedule = {
+                "mode": "async",
+                "max_staleness": as_int(src, "train.async_queue_size"),
+                "streaming": False,
+                "in_flight_weight_updates": bool(src.get("train.partial_rollout_enable")),
+            }
+            if colocate:
+                notes.append(f"{n('train.colocate_all')} in async mode colocates only the DeepSpeed models (OpenRLHF)")
+        else:
+            schedule = {"mode": "sync-separate"}
+        others = []
+        if kl and not colocate_ref:
+            others.append(f"reference {as_int(src, 'ref.num_nodes') * as_int(src, 'ref.num_gpus_per_node')}")
+        if estimator == "gae":
+            others.append(f"critic {as_int(src, 'critic.num_nodes') * as_int(src, 'critic.num_gpus_per_node')}")
+        if others:
+            notes.append(
+                f"GPUs of their own for the {' and '.join(others)}: not counted; rlsim runs their passes on the "
+                "training GPUs"
+            )
+
+    training: dict[str, Any] = {"backend": "fsdp"}
+    if ring > 1 or ds_tp > 1:
+        training = {"backend": "megatron", "tensor_parallel_size": ds_tp, "context_parallel_size": ring}
+        notes.append(
+            f"DeepSpeed AutoTP {ds_tp} x ring attention {ring} simulated as a Megatron layout of those sizes "
+            "(rlsim's fsdp is data-parallel only)"
+        )
+    zero = src.get("ds.zero_stage")
+    if zero not in (0, 1, 2, 3) or isinstance(zero, bool):
+        raise ImportConfigError(
+            f"{n('ds.zero_stage')}: {zero!r} must be 0, 1, 2 or 3; fix it in the file or with --set"
+        )
+    if zero < 3:
+        notes.append(f"{n('ds.zero_stage')} {zero}: simulated as full sharding (ZeRO-3 / FSDP)")
+    if src.get("train.dynamic_batch_enable"):
+        training.update(
+            sequence_packing=True, micro_batch_size=1, packing_tokens=as_int(src, "train.max_tokens_per_gpu")
+        )
+        src.get("ds.packing_samples")  # OpenRLHF turns packing on with dynamic batching
+    else:
+        if src.get("ds.packing_samples"):
+            notes.append(
+                f"{n('ds.packing_samples')} without dynamic batch: {micro} samples per micro-batch (rlsim does not "
+                "model the padding packing removes)"
+            )
+        training.update(sequence_packing=False, micro_batch_size=micro)
+    training["logprob_micro_batch_size"] = rollout_micro
+    training["activation_recompute"] = "full" if src.get("actor.gradient_checkpointing_enable") else "none"
+    training["offload_optimizer"] = bool(src.get("ds.adam_offload"))
+
+    max_prompt, max_response, length_notes = _lengths(src)
+    notes += length_notes
+    prompt_length, response_length, assumed = length_assumptions(max_prompt, max_response)
+    notes += assumed
+    sections = {
+        "model": model,
+        "hardware": hardware,
+        "engine": {
+            "tensor_parallel_size": tp,
+            "replicas": engines,
+            "gpu_memory_utilization": as_float(src, "vllm.gpu_memory_utilization"),
+            "prefix_caching": bool(src.get("vllm.enable_prefix_caching")),
+            "behaviour": "vllm-v1",
+        },
+        "workload": {
+            "prompts_per_step": prompts,
+            "group_size": group,
+            "prompt_length": prompt_length,
+            "response_length": response_length,
+            "max_prompt_tokens": max_prompt,
+            "max_response_tokens": max_response,
+        },
+        "algorithm": algorithm,
+        "training": training,
+        "schedule": schedule,
+        "learning": {"lr0": as_float(src, "actor.adam.lr"), "reference_batch": samples},
+    }
+    return sections, notes
+
+
+def _lengths(src: Source) -> tuple[int, int, list[str]]:
+    """(max prompt tokens, max response tokens, notes): v0.9.5's prompt_max_len / generate_max_len when the file
+    uses them, else v0.10's data.max_len with rollout.max_new_tokens (None: half of max_len each, assumed)."""
+    n = src.name
+    new_key = "rollout.max_new_tokens"
+    old_style = src.given("prompt_max_len") or (src.given(new_key) and n(new_key) == "generate_max_len")
+    if src.legacy and (old_style or not (src.given("data.max_len") or src.given(new_key))):
+        prompt = as_int(src, "prompt_max_len") if src.given("prompt_max_len") else int(_default(src, "prompt_max_len"))
+        response = as_int(src, new_key) if src.given(new_key) else int(_default(src, new_key))
+        return prompt, response, []
+    if src.given("prompt_max_len"):
+        raise ImportConfigError(
+            f"prompt_max_len is a v0.9.5 flag; with the dotted flags give {n('data.max_len')} (prompt + response) "
+            f"and {n(new_key)}"
+        )
+    total = as_int(src, "data.max_len")
+    if src.given(new_key):
+        response = as_int(src, new_key)
+        if response >= total:
+            raise ImportConfigError(
+                f"{n(new_key)} ({response}) must be less than {n('data.max_len')} ({total}), which also holds the "
+                "prompt; change one of them"
+            )
+        return total - response, response, []
+    prompt = total // 2
+    return (
+        prompt,
+        total - prompt,
+        [
+            f"{n('data.max_len')} {total} split half prompt, half response ({n(new_key)} unset: OpenRLHF generates up "
+            "to max_len - the prompt's length)"
+        ],
+    )
