@@ -12,6 +12,9 @@
     a scenario from a framework's own training config (FMT verl, trl, openrlhf or nemo-rl;
     rlsim.frameworks.config_import); --set overrides framework
     keys before mapping, --scenario-set scenario fields after it; unused framework keys are listed on stderr.
+``rlsim plan SCENARIO [--objective time|cost|gpu-hours] [--gpus N | --max-gpus N] [--gpu-types A,B] ... [-o DIR]``
+    the configuration that reaches the target first or cheapest, the Pareto front and why (rlsim.plan.cli);
+    DIR gets plan.csv, plan.json, report.html, winner.yaml; --emit FMT the winner in a framework's keys.
 ``rlsim report DIR [-o report.html] [--png]``
     one self-contained HTML file from a sweep or run directory; --png also writes each figure as PNG.
 
@@ -391,6 +394,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("-o", "--output", type=Path, help="HTML file to write (default: DIRECTORY/report.html)")
     rep.add_argument("--png", action="store_true", help="also write each figure as PNG (needs Chrome + kaleido)")
     rep.set_defaults(func=cmd_report)
+
+    from rlsim.plan.cli import add_plan_parser
+
+    add_plan_parser(sub)
 
     imp = sub.add_parser(
         "import-config", help="write an rlsim scenario from a verl, TRL, OpenRLHF or NeMo RL training config"

@@ -157,20 +157,44 @@ def _run(
         warnings += prof.range_warnings(operating_point(scn, records))
     result = SimResult(scn, records, spans, prof.info() if prof else None, warnings)
     if n_star is not None:
-        curve = scn.learning.metric
-        metrics = metric_at(curve, [r["cumulative_samples"] for r in records], n_star.multiplier)
-        for rec, value in zip(records, metrics):
-            rec["eval_metric"] = float(value)
-        result.time_to_target = time_to_target(
-            n_star, records, scn.workload.responses_per_step, result.steady_step_time_s
-        )
-        result.warnings += list(n_star.warnings)
-        if result.time_to_target.extrapolated:
-            result.warnings.append(
-                f"the target needs {result.time_to_target.steps_to_target} steps but {len(records)} were simulated; "
-                "the rest is extrapolated at the steady-state step time (set run.until_target: true to simulate them)"
-            )
+        _attach_learning(result, n_star)
     return result
+
+
+def _attach_learning(result: SimResult, n_star: SamplesToTarget) -> None:
+    """The predicted metric per step and the time-to-target of ``result``, for N* = ``n_star``."""
+    scn, records = result.scenario, result.records
+    metrics = metric_at(scn.learning.metric, [r["cumulative_samples"] for r in records], n_star.multiplier)
+    for rec, value in zip(records, metrics):
+        rec["eval_metric"] = float(value)
+    result.time_to_target = time_to_target(n_star, records, scn.workload.responses_per_step, result.steady_step_time_s)
+    result.warnings += list(n_star.warnings)
+    if result.time_to_target.extrapolated:
+        result.warnings.append(
+            f"the target needs {result.time_to_target.steps_to_target} steps but {len(records)} were simulated; "
+            "the rest is extrapolated at the steady-state step time (set run.until_target: true to simulate them)"
+        )
+
+
+def simulate_variants(scns: list[Scenario], profile: Profile | None = None) -> list[SimResult]:
+    """Simulate scenarios that differ only in their learning sections (the step times do not depend on it: the
+    pipeline reads no learning field) with one pipeline run: the first scenario's timeline, each scenario's
+    learning model on it. Each runs ``run.steps`` steps (``run.until_target`` is not applied) and extrapolates the
+    time-to-target at the steady-state step time, as :func:`simulate` does for a short run."""
+    if not scns:
+        return []
+    first = scns[0]
+    check(estimate(first.workload.responses_per_step, first.run.steps))
+    costs = profile.apply(first.costs) if profile is not None else first.costs
+    base = _run(first, costs, profile, None)
+    out = []
+    for scn in scns:
+        result = SimResult(scn, [dict(r) for r in base.records], base.spans, base.profile_info, list(base.warnings))
+        n_star = _samples_to_target(scn)
+        if n_star is not None:
+            _attach_learning(result, n_star)
+        out.append(result)
+    return out
 
 
 BAND_STEPS = 40  # steps simulated per extra band run: enough for a steady-state step time

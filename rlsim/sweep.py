@@ -168,12 +168,7 @@ def sweep(
     base = scenario.to_dict()  # each configuration validates base + its overrides once (run_config)
     prof = profile.to_dict() if profile is not None else None
     tasks = [(base, cfg, prof, i, explicit) for i, cfg in enumerate(configs)]
-    if executor == "local":
-        outputs = _run_local(tasks, workers, progress)
-    elif executor == "ray":
-        outputs = _run_ray(tasks, address, progress)
-    else:
-        raise ScenarioError("--executor", executor, "is not an executor", "use local or ray")
+    outputs = run_tasks(run_config, tasks, executor, address, workers, progress)
     rows = [o["row"] for o in outputs]
     curves = [c for o in outputs for c in o["curve"]]
     engines: dict[tuple[str, str, int, int], pd.DataFrame] = {}
@@ -190,13 +185,30 @@ def sweep(
     )
 
 
-def _run_local(tasks, workers, progress):
+def run_tasks(
+    fn: Callable[[Any], Any],
+    tasks: list[Any],
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Any]:
+    """``[fn(t) for t in tasks]`` on an executor (``local``: processes on this machine; ``ray``: a Ray cluster),
+    in the tasks' order whatever order they finish in; ``progress(done, total)`` after each."""
+    if executor == "local":
+        return _run_local(fn, tasks, workers, progress)
+    if executor == "ray":
+        return _run_ray(fn, tasks, address, progress)
+    raise ScenarioError("--executor", executor, "is not an executor", "use local or ray")
+
+
+def _run_local(fn, tasks, workers, progress):
     n = len(tasks)
     workers = workers or min(n, os.cpu_count() or 1)
     if workers <= 1 or n == 1:
         out = []
         for i, t in enumerate(tasks):
-            out.append(run_config(t))
+            out.append(fn(t))
             if progress:
                 progress(i + 1, n)
         return out
@@ -205,7 +217,7 @@ def _run_local(tasks, workers, progress):
 
     results: list[Any] = [None] * n
     with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-        futures = {pool.submit(run_config, t): t[3] for t in tasks}
+        futures = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
         for done, fut in enumerate(as_completed(futures), 1):
             results[futures[fut]] = fut.result()
             if progress:
@@ -213,7 +225,7 @@ def _run_local(tasks, workers, progress):
     return results
 
 
-def _run_ray(tasks, address, progress):
+def _run_ray(fn, tasks, address, progress):
     try:
         import ray
     except ImportError:
@@ -230,7 +242,7 @@ def _run_ray(tasks, address, progress):
             ) from None
         started = True
     try:
-        remote = ray.remote(run_config)
+        remote = ray.remote(fn)
         refs = [remote.remote(t) for t in tasks]
         results: list[Any] = [None] * len(tasks)
         index = {ref: i for i, ref in enumerate(refs)}

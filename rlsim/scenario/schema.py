@@ -21,6 +21,7 @@ from rlsim.scenario.sections import (
     Engine,
     Hardware,
     Learning,
+    Plan,
     Run,
     Schedule,
     Sweep,
@@ -46,6 +47,7 @@ class Scenario:
     costs: Costs = Costs()
     run: Run = Run()
     sweep: Sweep = Sweep()
+    plan: Plan = Plan()
     name: str = "scenario"
     description: str = ""
     assumptions: tuple[str, ...] = ()

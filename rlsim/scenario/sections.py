@@ -296,3 +296,11 @@ class Sweep:
     """A default grid for ``rlsim sweep``: dotted scenario keys -> values."""
 
     grid: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ``rlsim plan`` prices with: US dollars per GPU-hour by GPU type (catalog names, e.g. ``H100-SXM: 2.5``),
+    over the price catalog's (rlsim/catalog/prices.yaml); ``--price GPU=USD`` wins over both."""
+
+    prices: dict[str, float] = field(default_factory=dict)

@@ -129,6 +129,11 @@ def validate(s: Scenario) -> None:
             "set workload.group_size: 8, say",
         )
     _validate_learning(s.learning)
+    for gpu, price in s.plan.prices.items():
+        if not price > 0:
+            raise ScenarioError(
+                f"plan.prices.{gpu}", price, "must be a price above 0 (US dollars per GPU-hour)", "write e.g. 2.5"
+            )
     if s.workload.responses_per_step % s.algorithm.mini_batches_per_step:
         raise ScenarioError(
             "algorithm.mini_batches_per_step",

@@ -1,0 +1,193 @@
+"""``rlsim plan SCENARIO``: the command line of the planner (rlsim.plan).
+
+``rlsim plan SCENARIO [--objective time|cost|gpu-hours] [--gpus N | --max-gpus N] [--gpu-types A,B]
+[--schedules colocated,separate,async-1,...] [--deadline-h H] [--budget-usd X] [--price GPU=USD ...]
+[--grid key=v1,v2 ...] [--set key=value ...] [--profile FILE] [--finalists K] [--executor local|ray]
+[--address ADDR] [--workers N] [-o DIR] [--emit verl|trl|openrlhf|nemo-rl [--original FILE]] [--json]``
+
+Prints the answer (the user's configuration, the winner, why it wins, and per batch size and LR rule why the
+others lose), the Pareto front and what was pruned; ``-o DIR`` writes plan.csv, plan.json, report.html,
+scenario.resolved.yaml and winner.yaml (rlsim.plan.output); ``--emit FMT`` writes the winner in that framework's
+keys (a patch file and the equivalent command-line overrides), over ``--original`` (the framework config the
+scenario was imported from) when given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from rlsim.errors import RlsimError
+
+EMIT_FORMATS = ("verl", "trl", "openrlhf", "nemo-rl")
+
+
+def add_plan_parser(sub: Any) -> None:
+    p = sub.add_parser("plan", help="search batch, LR rule, schedule, split, parallelism and GPUs for the best plan")
+    p.add_argument("scenario", type=Path, help="scenario YAML file with a learning model (your configuration)")
+    p.add_argument("--objective", choices=("time", "cost", "gpu-hours"), default="time", help="what to minimize")
+    p.add_argument("--gpus", type=int, help="a fixed number of GPUs (default: the scenario's)")
+    p.add_argument("--max-gpus", type=int, help="search GPU counts in powers of two up to this many")
+    p.add_argument("--gpu-types", help="GPU types to search, comma-separated catalog names (default: the scenario's)")
+    p.add_argument("--schedules", help="schedules to search: colocated, separate, async-K (default: all four)")
+    p.add_argument("--deadline-h", type=float, help="only configurations reaching the target within H hours")
+    p.add_argument("--budget-usd", type=float, help="only configurations costing at most this much to the target")
+    p.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        metavar="GPU=USD",
+        help="US dollars per GPU-hour for a GPU type, over the catalog and the scenario's plan.prices (repeatable)",
+    )
+    p.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="replace an axis (e.g. workload.prompts_per_step=64,128) or add a key to search (repeatable)",
+    )
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every configuration")
+    p.add_argument("--profile", type=Path, help="calibrated profile JSON")
+    p.add_argument("--finalists", type=int, default=5, help="best configurations simulated in full (default 5)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local", help="local processes or Ray")
+    p.add_argument("--address", help="address of an existing Ray cluster (with --executor ray)")
+    p.add_argument("--workers", type=int, help="local processes (default: one per CPU)")
+    p.add_argument("-o", "--output", type=Path, help="directory for plan.csv, plan.json, report.html, winner.yaml")
+    p.add_argument("--emit", choices=EMIT_FORMATS, help="write the winner in this framework's keys (needs -o)")
+    p.add_argument("--original", type=Path, help="with --emit: the framework config the scenario was imported from")
+    p.add_argument("--json", action="store_true", help="print plan.json on stdout instead of the text answer")
+    p.set_defaults(func=cmd_plan)
+
+
+def _names(text: str | None, flag: str) -> list[str] | None:
+    if text is None:
+        return None
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        raise RlsimError(f"{flag} {text!r} lists nothing; give comma-separated names")
+    return names
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from rlsim.plan import plan
+    from rlsim.plan.explain import explain
+    from rlsim.plan.output import plan_json, write_plan
+    from rlsim.prices import parse_price_overrides
+    from rlsim.profile import load_profile
+    from rlsim.scenario import load_scenario, parse_overrides
+    from rlsim.sweep import parse_grid
+
+    if args.emit and args.output is None:
+        raise RlsimError("--emit writes a patch file: give -o DIR")
+    if args.original is not None and not args.emit:
+        raise RlsimError("--original is the framework config --emit patches: give --emit FORMAT too")
+    if args.original is not None and not args.original.is_file():
+        raise RlsimError(f"--original {args.original}: no such file; give the framework config you imported")
+    if args.finalists < 0:
+        raise RlsimError(f"--finalists {args.finalists}: give 0 or more")
+    if args.output is not None and args.output.exists() and not args.output.is_dir():
+        raise RlsimError(f"-o {args.output}: exists and is not a directory; give a directory path")
+    overrides = parse_overrides(args.set or [])
+    scenario = load_scenario(args.scenario, overrides)
+    grid = parse_grid(args.grid) if args.grid else None
+    prices = parse_price_overrides(args.price)
+    profile = load_profile(args.profile) if args.profile else None
+    bar = None
+    if sys.stderr.isatty() and not args.json:
+        from tqdm import tqdm
+
+        bar = tqdm(unit="group", desc="plan", file=sys.stderr)
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+    try:
+        result = plan(
+            scenario,
+            args.objective,
+            grid,
+            _names(args.gpu_types, "--gpu-types"),
+            args.gpus,
+            args.max_gpus,
+            _names(args.schedules, "--schedules"),
+            args.deadline_h,
+            args.budget_usd,
+            prices,
+            profile,
+            args.executor,
+            args.address,
+            args.workers,
+            progress,
+            overrides,
+            args.finalists,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    lines = explain(result)
+    command = "rlsim " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("rlsim") else "rlsim plan"
+    if args.json:
+        print(json.dumps(plan_json(result, lines, command), indent=2, allow_nan=False, default=str))
+    else:
+        _print_text(result, lines)
+    if args.output is not None:
+        written = write_plan(result, args.output, lines, command)
+        if args.emit and result.winner is not None:
+            written += _emit(result, args)
+        print(f"\nwrote {', '.join(str(p) for p in written)}", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def _print_text(result: Any, lines: list[str]) -> None:
+    t = result.table
+    pruned = t[t["status"] == "pruned"]
+    print(
+        f"rlsim plan: {result.scenario.name}, objective {result.objective}: {len(t)} configurations, "
+        f"{len(pruned)} pruned, {int(t['feasible'].sum())} feasible, "
+        f"{int((t.get('fidelity') == 'full').sum())} simulated in full"
+    )
+    for line in result.space.describe():
+        print(f"  searched {line}")
+    print()
+    print("\n".join(lines))
+    if len(pruned):
+        reasons = Counter(str(r).split(";")[0] for r in pruned["reason"])
+        print(f"\npruned ({len(pruned)}), by reason:")
+        for reason, n in reasons.most_common(5):
+            print(f"  {n:>5} x {reason[:150]}")
+        if len(reasons) > 5:
+            print(f"  ... {len(reasons) - 5} other reasons (plan.csv has every row's)")
+    front = t[t["pareto"]].sort_values("time_to_target_s")
+    if len(front):
+        ycol = "cost_usd" if front["cost_usd"].notna().all() else "gpu_hours_to_target"
+        print(f"\nPareto front (time-to-target vs {'cost' if ycol == 'cost_usd' else 'GPU-hours'}):")
+        for r in front.itertuples():
+            y = getattr(r, ycol)
+            y_text = f"${y:,.0f}" if ycol == "cost_usd" else f"{y:,.0f} GPU-h"
+            print(
+                f"  config {r.config:>5}: {r.time_to_target_s / 3600:7.2f} h  {y_text:>12}  P={r.prompts_per_step} "
+                f"LR {r.lr_rule} {r.schedule} {r.split} TP{r.engine_tp} {r.num_gpus} x {r.gpu} ({r.fidelity})"
+            )
+    for note in result.notes:
+        print(f"note: {note}")
+
+
+def _emit(result: Any, args: argparse.Namespace) -> list[Path]:
+    from rlsim.frameworks.emit import emit, write_emitted
+    from rlsim.scenario import from_dict
+    from rlsim.plan.output import winner_scenario
+
+    scn = from_dict(winner_scenario(result))
+    emitted = emit(args.emit, scn, args.original)
+    written = write_emitted(emitted, args.emit, args.output)
+    print(f"\n{args.emit} overrides for the winner: {' '.join(emitted.overrides) or '(none: your config is the plan)'}")
+    for note in emitted.notes:
+        print(f"note: {note}")
+    return written

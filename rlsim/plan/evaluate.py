@@ -1,0 +1,108 @@
+"""Evaluating configurations: one pure, picklable function per group of configurations that share a step time.
+
+Two fidelities:
+
+* ``screen``: every configuration of the search. The configurations of one group differ only in their learning
+  section (the LR rule), which the pipeline does not read, so the group is simulated once for a short run
+  (``SCREEN_STEPS`` steady-state steps plus k to fill and k to drain an async pipeline of staleness k) and each
+  configuration's samples-to-target is put on that timeline; the time-to-target is extrapolated at the
+  steady-state step time (rlsim.target).
+* ``full``: the finalists (the best few, the user's own configuration and the ones the explanation names) are
+  simulated as ``rlsim run --set run.until_target=true`` does: every step to the target, with the band.
+
+A configuration the scenario's validation rejects (a model that does not fit, a TP that does not divide the
+rollout pool), an engine that cannot hold one sequence, or a simulation too large for this machine is *pruned*:
+its row says why and nothing is simulated for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from rlsim.errors import RlsimError
+from rlsim.profile import profile_from_dict
+from rlsim.result import SimResult
+from rlsim.scenario import Scenario
+
+SCREEN_STEPS = 3  # steady-state steps per screened group (sync: every step; async k: steps k+1..N-k)
+ROW_KEYS = (
+    "step_time_s",
+    "samples_per_s",
+    "generation_tokens_per_s",
+    "samples_to_target",
+    "time_to_target_s",
+    "gpu_hours_to_target",
+    "probability_reaching_target",
+    "replicas",
+    "mean_decode_batch",
+)
+
+
+def screen_steps(scn: Scenario) -> int:
+    return SCREEN_STEPS + 2 * scn.schedule.staleness
+
+
+def result_row(result: SimResult) -> dict[str, Any]:
+    """The numbers a plan row keeps from a simulation: throughput, samples- and time-to-target, what bounds the
+    step (the largest phase and, with separate pools, the busier pool) and the samples multipliers."""
+    s = result.summary()
+    row: dict[str, Any] = {k: s.get(k) for k in ROW_KEYS}
+    scn = result.scenario
+    row["responses_per_step"] = scn.workload.responses_per_step
+    row["lr"] = result.records[0]["lr"] if result.records else None
+    phases = s["phase_time_s"]
+    row["bounding_phase"] = max(phases, key=lambda k: phases[k]) if phases else None
+    util = s["utilization"]
+    row["busiest_pool"] = max(util, key=lambda k: util[k]) if util else None
+    row["busiest_pool_utilization"] = util[row["busiest_pool"]] if util else None
+    band = s.get("time_to_target_band_s") or [None, None]
+    row["time_to_target_low_s"], row["time_to_target_high_s"] = band
+    for mult, value in (s.get("samples_multiplier") or {}).items():
+        row[f"samples_multiplier/{mult}"] = value
+    for phase, sec in phases.items():
+        row[f"phase_time_s/{phase}"] = sec
+    row["warnings"] = " | ".join(s["warnings"]) or None
+    return row
+
+
+def evaluate_group(task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], dict | None, list[str]]) -> list:
+    """Screen one group: ``(base scenario dict, [(index, overrides)], profile dict, explicit keys)`` -> one
+    ``(index, row)`` per configuration (``row["status"]`` ok or pruned, ``row["reason"]`` when pruned)."""
+    from rlsim.simulation import configure, simulate_variants
+
+    base, items, profile_dict, explicit = task
+    profile = profile_from_dict(profile_dict) if profile_dict else None
+    valid: list[tuple[int, Scenario]] = []
+    out: list[tuple[int, dict[str, Any]]] = []
+    for index, overrides in items:
+        try:
+            scn = configure(base, profile, overrides, explicit)
+        except RlsimError as exc:
+            out.append((index, {"status": "pruned", "reason": str(exc)}))
+            continue
+        short = dataclasses.replace(scn.run, steps=screen_steps(scn), until_target=False)
+        valid.append((index, dataclasses.replace(scn, run=short)))
+    if valid:
+        try:
+            results = simulate_variants([scn for _, scn in valid], profile)
+        except RlsimError as exc:  # an engine that cannot hold a sequence, a run too large for this machine
+            out += [(index, {"status": "pruned", "reason": str(exc)}) for index, _ in valid]
+        else:
+            for (index, _), result in zip(valid, results):
+                out.append((index, {"status": "ok", "reason": None, "fidelity": "screen", **result_row(result)}))
+    return out
+
+
+def evaluate_full(task: tuple[dict[str, Any], int, dict[str, Any], dict | None, list[str]]) -> tuple[int, dict]:
+    """One finalist simulated to its target with the band: ``(base, index, overrides, profile, explicit)``."""
+    from rlsim.simulation import configure, simulate_configured
+
+    base, index, overrides, profile_dict, explicit = task
+    profile = profile_from_dict(profile_dict) if profile_dict else None
+    try:
+        scn = configure(base, profile, overrides, explicit)
+        result = simulate_configured(scn, profile, with_band=True, to_target=True)
+    except RlsimError as exc:
+        return index, {"status": "pruned", "reason": str(exc)}
+    return index, {"status": "ok", "reason": None, "fidelity": "full", **result_row(result)}

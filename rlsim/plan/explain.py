@@ -1,0 +1,151 @@
+"""Why the plan's winner wins, in the paper's terms (docs/reference.md section 1).
+
+Time-to-target T = N* / q, so against the user's own configuration (the baseline b) a configuration c is faster
+exactly when its throughput gain q_c / q_b exceeds its samples penalty N*_c / N*_b; under the cost objective the
+gain is per dollar (q / (GPUs x price)). The explanation gives:
+
+* the baseline and the winner (full simulations), the gain, the penalty and the speedup between them;
+* what bounds each one's step: the largest phase and, with separate pools, the busier pool;
+* per batch size and LR rule, the best screened configuration against the winner (screened numbers on both
+  sides), and for each one that loses, why: its samples penalty exceeds its throughput gain (or it is slower and
+  needs no fewer samples).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from rlsim.plan.search import PlanResult
+
+
+def _describe(row: pd.Series) -> str:
+    parts = [
+        f"P={row['prompts_per_step']}",
+        f"G={row['group_size']}",
+        f"LR {row['lr_rule']}",
+        str(row["schedule"]),
+    ]
+    if row["split"] != "shared":
+        parts.append(f"rollout/train GPUs {row['split']}")
+    parts.append(f"engine TP{row['engine_tp']}")
+    if "train_tp" in row and isinstance(row["train_tp"], (int, float)) and not pd.isna(row["train_tp"]):
+        parts.append(f"train TP{int(row['train_tp'])}")
+    parts.append(f"{row['num_gpus']} x {row['gpu']}")
+    return ", ".join(parts)
+
+
+def _numbers(row: pd.Series) -> str:
+    text = (
+        f"{row['samples_per_s']:.2f} samples/s, N* = {row['samples_to_target']:,.0f} samples, time-to-target "
+        f"{row['time_to_target_s'] / 3600:.2f} h, {row['gpu_hours_to_target']:,.0f} GPU-h"
+    )
+    if isinstance(row.get("cost_usd"), (int, float)) and not pd.isna(row["cost_usd"]):
+        text += f", ${row['cost_usd']:,.0f}"
+    return text
+
+
+def _bound(row: pd.Series) -> str:
+    phase = row["bounding_phase"]
+    sec = row.get(f"phase_time_s/{phase}")
+    text = f"{phase} is its largest phase ({sec:.1f} s of a {row['step_time_s']:.1f} s step)"
+    if row["split"] != "shared" and isinstance(row.get("busiest_pool"), str):
+        pool = row["busiest_pool"].removesuffix("_pool")
+        text += f"; the {pool} pool is the busier one ({row['busiest_pool_utilization']:.0%} busy)"
+    return text
+
+
+def _screen(row: pd.Series, key: str) -> float:
+    """A row's screened value (a finalist keeps its screened numbers beside the full ones)."""
+    alt = row.get(f"screen_{key}")
+    return float(alt) if isinstance(alt, (int, float)) and not pd.isna(alt) else float(row[key])
+
+
+def ratios(row: pd.Series, base: pd.Series, objective: str, screened: bool = False) -> dict[str, float]:
+    """Gain, penalty and speedup of ``row`` over ``base``; under the cost objective the gain is throughput per
+    dollar-hour (q / (GPUs x price)), under gpu-hours per GPU."""
+    q = (lambda r: _screen(r, "samples_per_s")) if screened else (lambda r: float(r["samples_per_s"]))
+    gain = q(row) / q(base)
+    if objective == "cost":
+        gain *= (base["num_gpus"] * base["usd_per_gpu_hour"]) / (row["num_gpus"] * row["usd_per_gpu_hour"])
+    elif objective == "gpu-hours":
+        gain *= base["num_gpus"] / row["num_gpus"]
+    penalty = float(row["samples_to_target"]) / float(base["samples_to_target"])
+    return {"gain": gain, "penalty": penalty, "speedup": gain / penalty}
+
+
+def per_batch(result: PlanResult, against: int) -> pd.DataFrame:
+    """For each (P, LR rule): the best feasible configuration by the objective and its gain, penalty and speedup
+    over configuration ``against``, screened numbers on both sides."""
+    t = result.table
+    base = result.row(against)
+    ok = t[t["feasible"]]
+    rows: list[dict[str, Any]] = []
+    for (p, rule), group in ok.groupby(["prompts_per_step", "lr_rule"], sort=True):
+        best = group.sort_values(["objective", "config"]).iloc[0]
+        r = ratios(best, base, result.objective, screened=True)
+        rows.append(
+            {
+                "prompts_per_step": p,
+                "lr_rule": rule,
+                "config": int(best["config"]),
+                "configuration": _describe(best),
+                "throughput_gain": r["gain"],
+                "samples_penalty": r["penalty"],
+                "speedup": r["speedup"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def explain(result: PlanResult) -> list[str]:
+    """The explanation as lines of text (module docstring)."""
+    base = result.row(result.baseline)
+    gain_word = {"time": "throughput gain", "cost": "throughput gain per dollar", "gpu-hours": "gain per GPU"}
+    word = gain_word[result.objective]
+    lines = []
+    if base["status"] != "ok" or not base["feasible"]:
+        why = base.get("infeasible_reason") or base.get("reason")
+        lines.append(f"your configuration ({_describe(base)}) is not feasible: {why}")
+    else:
+        lines.append(f"your configuration: {_describe(base)}")
+        lines.append(f"  {_numbers(base)} ({base['fidelity']} simulation)")
+        lines.append(f"  {_bound(base)}")
+    if result.winner is None:
+        lines.append("no configuration meets the constraints; loosen --deadline-h / --budget-usd or widen the search")
+        return lines
+    win = result.row(result.winner)
+    if result.winner == result.baseline:
+        lines.append("the winner is your configuration: no configuration searched beats it")
+    else:
+        lines.append(f"winner: {_describe(win)}")
+        lines.append(f"  {_numbers(win)} ({win['fidelity']} simulation)")
+        lines.append(f"  {_bound(win)}")
+        if base["status"] == "ok" and base["feasible"]:
+            r = ratios(win, base, result.objective)
+            lines.append(
+                f"why it wins: {word} {r['gain']:.2f}x > samples penalty {r['penalty']:.2f}x, so it is "
+                f"{r['speedup']:.2f}x {'faster' if result.objective == 'time' else 'cheaper'} "
+                f"({base['time_to_target_s'] / 3600:.2f} h -> {win['time_to_target_s'] / 3600:.2f} h)"
+            )
+    table = per_batch(result, result.winner)
+    lines.append(
+        f"against the winner, the best configuration at each batch size and LR rule (screened; {word} and "
+        "samples penalty over the winner's):"
+    )
+    for r in table.itertuples():
+        verdict = "the winner" if r.config == result.winner else ("ties" if math.isclose(r.speedup, 1.0) else "loses")
+        lines.append(
+            f"  P={r.prompts_per_step:<5} LR {r.lr_rule:<6}  gain {r.throughput_gain:5.2f}x  penalty "
+            f"{r.samples_penalty:5.2f}x  speedup {r.speedup:5.2f}  {verdict}"
+        )
+    for r in table.itertuples():
+        if r.config == result.winner or r.speedup >= 1.0 or math.isclose(r.speedup, 1.0):
+            continue
+        why = f"its samples penalty {r.samples_penalty:.2f}x exceeds its {word} {r.throughput_gain:.2f}x"
+        if r.throughput_gain < 1.0 and not math.isclose(r.throughput_gain, 1.0):
+            why += " (it is slower too)" if r.samples_penalty >= 1.0 else " (it needs fewer samples but is slower)"
+        lines.append(f"P={r.prompts_per_step} with LR {r.lr_rule} loses: {why}")
+    return lines

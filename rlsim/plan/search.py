@@ -1,0 +1,253 @@
+"""``rlsim plan``: the configuration that reaches the target first (or cheapest), the Pareto front of time-to-target
+against cost, and why the winner wins against the user's own configuration.
+
+Steps (each configuration is one row of ``PlanResult.table``):
+
+1. the axes (rlsim.plan.space) give every configuration; the scenario as given is the *baseline* (the user's own
+   configuration), a row of its own when the search does not contain it;
+2. every configuration is screened (rlsim.plan.evaluate): one short simulation per group that shares a step
+   time, the LR rules on its timeline; configurations the scenario rules reject are pruned with the reason;
+3. cost = GPU-hours to target x the GPU type's price (rlsim.prices: catalog, then the scenario's
+   ``plan.prices``, then ``--price``); the constraints (``deadline_h``, ``budget_usd``) mark the rest
+   infeasible;
+4. the best ``finalists`` by the objective and the baseline are simulated in full (every step to the target,
+   with the band); the winner is the best of them (the baseline included: it can be the answer);
+5. the Pareto front (time-to-target vs cost, or vs GPU-hours when a price is missing) over the feasible rows;
+6. the explanation (rlsim.plan.explain).
+
+The same plan on any executor gives the same table: each group is a pure function of the scenario, its
+overrides and the profile, and rows are put back in configuration order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from rlsim.errors import RlsimError, ScenarioError
+from rlsim.plan.evaluate import evaluate_full, evaluate_group
+from rlsim.plan.space import Config, Space, baseline_config, build_space, configurations
+from rlsim.profile import Profile
+from rlsim.scenario import Scenario
+
+OBJECTIVES = {"time": "time_to_target_s", "cost": "cost_usd", "gpu-hours": "gpu_hours_to_target"}
+FINALISTS = 5
+
+
+class PlanError(RlsimError, ValueError):
+    """A plan that cannot be made (nothing feasible is not this: that is a result)."""
+
+
+@dataclass
+class PlanResult:
+    scenario: Scenario
+    space: Space
+    objective: str
+    table: pd.DataFrame  # one row per configuration tried, in configuration order; "config" is its number
+    baseline: int  # the row of the user's own configuration
+    winner: int | None  # None: nothing feasible
+    pareto: list[int]
+    prices: dict[str, dict[str, Any]]  # GPU -> price record (usd_per_gpu_hour, source, date, offer, overridden)
+    constraints: dict[str, float | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def row(self, config: int) -> pd.Series:
+        return self.table.loc[self.table["config"] == config].iloc[0]
+
+    def overrides(self, config: int) -> dict[str, Any]:
+        """The dotted overrides of a configuration (None values: the scenario's default, e.g. replicas)."""
+        return dict(self.table.attrs["overrides"][config])
+
+
+def _prices(s: Scenario, gpus: Iterable[str], cli: dict[str, float] | None) -> dict[str, dict[str, Any]]:
+    """The price record of each GPU type; a GPU with no price gets None (cost objective and budget need one)."""
+    from rlsim.prices import MissingPrice, price_for
+
+    over = {**s.plan.prices, **(cli or {})}
+    out: dict[str, dict[str, Any]] = {}
+    for gpu in gpus:
+        try:
+            p = price_for(gpu, over)
+        except MissingPrice:
+            out[gpu] = {"usd_per_gpu_hour": None}
+            continue
+        out[gpu] = {
+            "usd_per_gpu_hour": p.usd_per_gpu_hour,
+            "source": p.source,
+            "date": p.date,
+            "offer": p.offer,
+            "overridden": p.overridden,
+        }
+    return out
+
+
+def _group(configs: list[Config]) -> list[list[int]]:
+    """Indices of configurations sharing a step time (the same overrides outside the learning section)."""
+    groups: dict[tuple, list[int]] = {}
+    for i, c in enumerate(configs):
+        groups.setdefault(c.systems_key(), []).append(i)
+    return list(groups.values())
+
+
+def _objective_value(row: dict[str, Any], column: str) -> float:
+    value = row.get(column)
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else math.inf
+
+
+def pareto_front(points: Sequence[tuple[int, float, float]]) -> list[int]:
+    """The ids of the points no other point beats on both coordinates (lower is better), by the first."""
+    front: list[int] = []
+    best_y = math.inf
+    for pid, _x, y in sorted(points, key=lambda p: (p[1], p[2], p[0])):
+        if y < best_y:
+            front.append(pid)
+            best_y = y
+    return front
+
+
+def plan(
+    scenario: Scenario,
+    objective: str = "time",
+    grid: dict[str, list[Any]] | None = None,
+    gpu_types: Sequence[str] | None = None,
+    gpus: int | None = None,
+    max_gpus: int | None = None,
+    schedules: Sequence[str] | None = None,
+    deadline_h: float | None = None,
+    budget_usd: float | None = None,
+    prices: dict[str, float] | None = None,
+    profile: Profile | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    explicit: Iterable[str] = (),
+    finalists: int = FINALISTS,
+) -> PlanResult:
+    """Search the configurations of ``scenario`` (module docstring) and pick the best by ``objective``."""
+    from rlsim.sweep import run_tasks
+
+    if objective not in OBJECTIVES:
+        raise ScenarioError("--objective", objective, "is not an objective", f"use one of: {', '.join(OBJECTIVES)}")
+    if scenario.learning.metric is None or scenario.learning.target is None:
+        raise PlanError(
+            "rlsim plan needs a learning model to rank by time-to-target: set learning.metric and learning.target "
+            "in the scenario (or give a --profile with a learning section)"
+            if profile is None or not profile.learning_overrides()
+            else "the scenario has no learning.target; set it"
+        )
+    for name, value in (("--deadline-h", deadline_h), ("--budget-usd", budget_usd)):
+        if value is not None and not value > 0:
+            raise ScenarioError(name, value, "must be above 0", f"give {name} as a positive number")
+    explicit = list(explicit)
+    space = build_space(scenario, grid, gpu_types, gpus, max_gpus, schedules)
+    price_table = _prices(scenario, space.gpus, prices)
+    missing = [g for g, p in price_table.items() if p["usd_per_gpu_hour"] is None]
+    if missing and (objective == "cost" or budget_usd is not None):
+        what = "--objective cost" if objective == "cost" else "--budget-usd"
+        raise PlanError(
+            f"{what} needs a price for {', '.join(missing)} and the catalog has none: pass --price "
+            f"{missing[0]}=USD_PER_GPU_HOUR or set plan.prices.{missing[0]} in the scenario"
+        )
+    configs = configurations(space)
+    base_cfg = baseline_config(scenario)
+    baseline = next((i for i, c in enumerate(configs) if c.overrides == base_cfg.overrides), None)
+    if baseline is None:
+        configs.append(Config(base_cfg.overrides, {**base_cfg.labels}))
+        baseline = len(configs) - 1
+    base = scenario.to_dict()
+    prof = profile.to_dict() if profile is not None else None
+    groups = _group(configs)
+    tasks = [(base, [(i, configs[i].overrides) for i in g], prof, explicit) for g in groups]
+    outputs = run_tasks(evaluate_group, tasks, executor, address, workers, progress)
+    rows: dict[int, dict[str, Any]] = {}
+    for out in outputs:
+        for index, row in out:
+            rows[index] = row
+    column = OBJECTIVES[objective]
+
+    def finish(index: int) -> None:
+        """Cost, constraints and objective of a row (after screening or the full simulation)."""
+        row = rows[index]
+        gpu = configs[index].labels["gpu"]
+        price = price_table[gpu]["usd_per_gpu_hour"]
+        ok = row["status"] == "ok"
+        gh = row.get("gpu_hours_to_target") if ok else None
+        row["usd_per_gpu_hour"] = price
+        row["cost_usd"] = gh * price if gh is not None and price is not None else None
+        why = None
+        if ok and row.get("time_to_target_s") is None:
+            why = "no time-to-target (the learning model cannot reach the target)"
+        elif ok and deadline_h is not None and row["time_to_target_s"] > deadline_h * 3600:
+            why = f"time-to-target {row['time_to_target_s'] / 3600:.2f} h is over the deadline {deadline_h:g} h"
+        elif ok and budget_usd is not None and row["cost_usd"] > budget_usd:
+            why = f"cost ${row['cost_usd']:,.0f} is over the budget ${budget_usd:,.0f}"
+        row["feasible"] = ok and why is None
+        row["infeasible_reason"] = row.get("reason") if not ok else why
+        row["objective"] = _objective_value(row, column) if row["feasible"] else math.inf
+
+    for i in rows:
+        finish(i)
+    ranked = sorted((i for i in rows if rows[i]["feasible"]), key=lambda i: (rows[i]["objective"], i))
+    chosen = ranked[:finalists]
+    full = sorted(set(chosen) | {baseline})
+    full_tasks = [(base, i, configs[i].overrides, prof, explicit) for i in full]
+    for index, row in run_tasks(evaluate_full, full_tasks, executor, address, workers, None):
+        screened = rows[index]
+        rows[index] = {
+            **row,
+            "screen_step_time_s": screened.get("step_time_s"),
+            "screen_time_to_target_s": screened.get("time_to_target_s"),
+        }
+        finish(index)
+    feasible_full = [i for i in full if rows[i]["feasible"]]
+    winner = min(feasible_full, key=lambda i: (rows[i]["objective"], i)) if feasible_full else None
+    # Pareto: time vs cost (GPU-hours where a price is missing)
+    ycol = "cost_usd" if not missing else "gpu_hours_to_target"
+    pts = [
+        (i, rows[i]["time_to_target_s"], rows[i][ycol])
+        for i in rows
+        if rows[i]["feasible"] and rows[i].get(ycol) is not None
+    ]
+    front = pareto_front(pts)
+    table = pd.DataFrame(
+        [
+            {
+                "config": i,
+                **configs[i].labels,
+                "baseline": i == baseline,
+                "winner": i == winner,
+                "pareto": i in front,
+                **rows[i],
+            }
+            for i in range(len(configs))
+        ]
+    )
+    table.attrs["overrides"] = [c.overrides for c in configs]
+    notes = []
+    if missing:
+        notes.append(
+            f"no price for {', '.join(missing)}: cost is left empty for it and the Pareto front is time-to-target "
+            "vs GPU-hours; pass --price GPU=USD to price it"
+        )
+    if len(space.groups) == 1:
+        notes.append(
+            f"G kept at {space.groups[0]}: rlsim's learning model depends on B = P x G only, so G and P trade one "
+            "for one; add --grid workload.group_size=4,8,16 to search it"
+        )
+    return PlanResult(
+        scenario,
+        space,
+        objective,
+        table,
+        baseline,
+        winner,
+        front,
+        price_table,
+        {"deadline_h": deadline_h, "budget_usd": budget_usd},
+        notes,
+    )
