@@ -181,8 +181,8 @@ def _print_text(result: Any, lines: list[str]) -> None:
 
 def _emit(result: Any, args: argparse.Namespace) -> list[Path]:
     from rlsim.frameworks.emit import emit, write_emitted
-    from rlsim.scenario import from_dict
     from rlsim.plan.output import winner_scenario
+    from rlsim.scenario import from_dict
 
     scn = from_dict(winner_scenario(result))
     emitted = emit(args.emit, scn, args.original)

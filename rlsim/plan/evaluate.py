@@ -25,7 +25,7 @@ from rlsim.profile import profile_from_dict
 from rlsim.result import SimResult
 from rlsim.scenario import Scenario
 
-SCREEN_STEPS = 3  # steady-state steps per screened group (sync: every step; async k: steps k+1..N-k)
+SCREEN_STEPS = 2  # steady-state steps per screened group (sync: every step; async k: steps k+1..N-k)
 ROW_KEYS = (
     "step_time_s",
     "samples_per_s",
@@ -37,6 +37,11 @@ ROW_KEYS = (
     "replicas",
     "mean_decode_batch",
 )
+
+
+def _learning_only(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether overrides ``a`` and ``b`` set the same keys and differ in ``learning.*`` values only."""
+    return set(a) == set(b) and all(k.startswith("learning.") or a[k] == b[k] for k in a)
 
 
 def screen_steps(scn: Scenario) -> int:
@@ -69,15 +74,23 @@ def result_row(result: SimResult) -> dict[str, Any]:
 def evaluate_group(task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], dict | None, list[str]]) -> list:
     """Screen one group: ``(base scenario dict, [(index, overrides)], profile dict, explicit keys)`` -> one
     ``(index, row)`` per configuration (``row["status"]`` ok or pruned, ``row["reason"]`` when pruned)."""
+    from rlsim.scenario.build import with_learning
     from rlsim.simulation import configure, simulate_variants
 
     base, items, profile_dict, explicit = task
     profile = profile_from_dict(profile_dict) if profile_dict else None
     valid: list[tuple[int, Scenario]] = []
     out: list[tuple[int, dict[str, Any]]] = []
+    first: tuple[dict[str, Any], Scenario] | None = None  # the group's first valid configuration
     for index, overrides in items:
         try:
-            scn = configure(base, profile, overrides, explicit)
+            if first is not None and _learning_only(first[0], overrides):
+                # the rest of the scenario is the first's, already validated: rebuild the learning section only
+                changed = {k: v for k, v in overrides.items() if first[0][k] != v}
+                scn = with_learning(first[1], changed)
+            else:
+                scn = configure(base, profile, overrides, explicit)
+                first = first or (overrides, scn)
         except RlsimError as exc:
             out.append((index, {"status": "pruned", "reason": str(exc)}))
             continue

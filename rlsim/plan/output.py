@@ -221,7 +221,7 @@ def _css() -> str:
 def write_plan(result: PlanResult, out: Path, explanation: list[str], command: str) -> list[Path]:
     """Write the plan's files into ``out`` (module docstring); returns their paths."""
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+
     table = plan_table(result)
     atomic_write(out / "plan.csv", lambda p: table.to_csv(p, index=False))
     meta = plan_json(result, explanation, command)

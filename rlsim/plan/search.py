@@ -145,7 +145,7 @@ def plan(
             raise ScenarioError(name, value, "must be above 0", f"give {name} as a positive number")
     explicit = list(explicit)
     space = build_space(scenario, grid, gpu_types, gpus, max_gpus, schedules)
-    price_table = _prices(scenario, space.gpus, prices)
+    price_table = _prices(scenario, dict.fromkeys([*space.gpus, scenario.hardware.gpu.name]), prices)
     missing = [g for g, p in price_table.items() if p["usd_per_gpu_hour"] is None]
     if missing and (objective == "cost" or budget_usd is not None):
         what = "--objective cost" if objective == "cost" else "--budget-usd"

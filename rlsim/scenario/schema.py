@@ -121,7 +121,7 @@ class Scenario:
         return float(self.model.kv_bytes_per_token)
 
     def to_dict(self) -> dict[str, Any]:
-        return _to_plain(self)
+        return to_plain(self)
 
     def digest(self) -> str:
         """Short stable hash of the resolved scenario (used as run id and in report provenance)."""
@@ -137,11 +137,12 @@ class Scenario:
         return from_dict(apply_overrides(self.to_dict(), as_overrides(overrides)))
 
 
-def _to_plain(obj: Any) -> Any:
+def to_plain(obj: Any) -> Any:
+    """A section (or the scenario) as plain data: dicts, lists and scalars, as YAML holds it."""
     if dataclasses.is_dataclass(obj):
-        return {f.name: _to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, dict):
-        return {k: _to_plain(v) for k, v in obj.items()}
+        return {k: to_plain(v) for k, v in obj.items()}
     if isinstance(obj, tuple):
-        return [_to_plain(x) for x in obj]
+        return [to_plain(x) for x in obj]
     return obj

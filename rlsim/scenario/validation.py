@@ -128,7 +128,7 @@ def validate(s: Scenario) -> None:
             "must be at least 2 for grpo (advantages are normalized within a group)",
             "set workload.group_size: 8, say",
         )
-    _validate_learning(s.learning)
+    validate_learning(s.learning)
     for gpu, price in s.plan.prices.items():
         if not price > 0:
             raise ScenarioError(
@@ -215,7 +215,7 @@ def _validate_model(m: ModelSpec, path: str) -> None:
         )
 
 
-def _validate_learning(lr: Learning) -> None:
+def validate_learning(lr: Learning) -> None:
     if (lr.metric is None) != (lr.target is None):
         missing = "learning.metric" if lr.metric is None else "learning.target"
         raise ScenarioError(

@@ -1,0 +1,262 @@
+"""rlsim plan: the search space, pruning with reasons, constraints, the winner, the Pareto front, the explanation
+in the paper's terms, the files it writes, and that executors and repeats give the same plan.csv."""
+
+import json
+import math
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+
+import rlsim
+from rlsim.errors import RlsimError, ScenarioError
+from rlsim.plan import PlanError, pareto_front, plan
+from rlsim.plan.explain import explain
+from rlsim.plan.space import _splits, baseline_config, build_space, configurations
+from rlsim.scenario.build import with_learning
+from rlsim.simulation import configure
+from tests.conftest import SCENARIOS
+
+PAPER = SCENARIOS / "paper_grpo.yaml"
+CLI = [sys.executable, "-m", "rlsim.cli"]
+
+
+@pytest.fixture(scope="module")
+def paper():
+    return rlsim.load_scenario(PAPER)
+
+
+@pytest.fixture(scope="module")
+def small_plan(paper):
+    """P in {128, 1024}, async-1 and colocated, engine TP 2 and 4: 48 configurations + their finalists."""
+    return plan(
+        paper,
+        grid={"workload.prompts_per_step": [128, 1024], "engine.tensor_parallel_size": [2, 4]},
+        schedules=["async-1", "colocated"],
+        finalists=2,
+        workers=1,
+    )
+
+
+def test_default_axes_follow_the_scenario(paper):
+    space = build_space(paper)
+    assert space.prompts == (32, 64, 128, 256, 512, 1024, 2048, 4096)  # P x 2^-2 .. P x 2^5
+    assert space.groups == (8,) and space.lr_rules == ("sqrt", "linear", "none")
+    assert space.schedules == ("colocated", "separate", "async-1", "async-2")
+    assert space.engine_tp == (1, 2, 4, 8) and space.gpus == ("H100-SXM",) and space.counts == (64,)
+    assert build_space(paper, max_gpus=64).counts == (8, 16, 32, 64)
+    grid = build_space(paper, grid={"workload.prompts_per_step": [256], "run.seed": [0, 1]})
+    assert grid.prompts == (256,) and grid.extra == {"run.seed": [0, 1]}
+
+
+def test_bad_axes_are_refused_naming_the_flag(paper):
+    with pytest.raises(ScenarioError, match="--gpus"):
+        build_space(paper, gpus=8, max_gpus=64)
+    with pytest.raises(ScenarioError, match="--schedules"):
+        build_space(paper, grid={"schedule.mode": ["async"]})
+    with pytest.raises(ScenarioError, match="async-K"):
+        build_space(paper, schedules=["async-0"])
+
+
+def test_splits_are_whole_replicas_with_both_pools_used():
+    for n, tp in ((64, 8), (64, 2), (16, 4), (8, 8)):
+        for r, t in _splits(n, tp, (0.5, 0.625, 0.75, 0.875)):
+            assert r % tp == 0 and r > 0 and t > 0 and r + t == n
+    assert _splits(8, 8, (0.5, 0.875)) == []  # one 8-wide replica leaves no trainer
+
+
+def test_configurations_share_a_systems_key_across_lr_rules(paper):
+    configs = configurations(build_space(paper, grid={"workload.prompts_per_step": [128]}, schedules=["async-1"]))
+    assert len(configs) == 3 * 4 * 4  # 3 rules x 4 TP x 4 splits (TP 8: 32/32, 40/24, 48/16, 56/8)
+    keys = {}
+    for c in configs:
+        keys.setdefault(c.systems_key(), set()).add(c.overrides["learning.lr_rule"])
+    assert all(v == {"sqrt", "linear", "none"} for v in keys.values())
+
+
+def test_with_learning_equals_a_full_rebuild(paper):
+    over = {"learning.lr_rule": "none", "learning.untuned_lr_penalty": 2.0}
+    assert with_learning(paper, over) == configure(paper, None, over)
+    with pytest.raises(ScenarioError, match="learning.lr_rule"):
+        with_learning(paper, {"learning.lr_rule": "cubic"})
+
+
+def test_the_baseline_is_the_scenario_as_given(paper, small_plan):
+    base = small_plan.row(small_plan.baseline)
+    assert small_plan.overrides(small_plan.baseline) == baseline_config(paper).overrides
+    assert (base["prompts_per_step"], base["schedule"], base["split"], base["engine_tp"]) == (
+        128,
+        "async-1",
+        "48/16",
+        2,
+    )
+    assert base["baseline"] and base["fidelity"] == "full"
+    # its full simulation is rlsim run's, to the target
+    ref = rlsim.simulate(paper, with_band=True, to_target=True).summary()
+    assert base["time_to_target_s"] == pytest.approx(ref["time_to_target_s"], rel=1e-12)
+
+
+def test_pruned_configurations_say_why_and_have_no_numbers(small_plan):
+    t = small_plan.table
+    pruned = t[t["status"] == "pruned"]
+    assert len(pruned) > 0  # colocated: the 30B MoE trainer does not fit beside the engine on 64 x 80 GB
+    assert pruned["reason"].str.len().gt(20).all() and pruned["time_to_target_s"].isna().all()
+    assert (~pruned["feasible"]).all()
+
+
+def test_the_winner_is_the_best_full_simulation_and_is_retuned(paper, small_plan):
+    t = small_plan.table
+    full = t[(t["fidelity"] == "full") & t["feasible"]]
+    win = small_plan.row(small_plan.winner)
+    assert win["winner"] and win["fidelity"] == "full"
+    assert win["time_to_target_s"] == full["time_to_target_s"].min()
+    assert win["lr_rule"] == paper.learning.invariant_rule  # a retuned configuration
+    # screened rows of one systems configuration share a step time across LR rules
+    ok = t[(t["status"] == "ok") & (t["fidelity"] == "screen")]
+    per = ok.groupby(["prompts_per_step", "schedule", "split", "engine_tp"])["step_time_s"].nunique()
+    assert (per == 1).all()
+
+
+def test_the_pareto_front_is_not_dominated(small_plan):
+    t = small_plan.table[small_plan.table["feasible"]]
+    front = t[t["pareto"]]
+    assert len(front) >= 1
+    for r in front.itertuples():
+        better = t[(t["time_to_target_s"] <= r.time_to_target_s) & (t["cost_usd"] <= r.cost_usd)]
+        strictly = better[(better["time_to_target_s"] < r.time_to_target_s) | (better["cost_usd"] < r.cost_usd)]
+        assert strictly.empty
+
+
+def test_pareto_front_by_hand():
+    pts = [(0, 1.0, 5.0), (1, 2.0, 3.0), (2, 2.5, 4.0), (3, 3.0, 1.0), (4, 1.0, 6.0)]
+    assert pareto_front(pts) == [0, 1, 3]
+
+
+def test_the_explanation_speaks_the_papers_terms(paper):
+    """Must-show 3: objective time on the scenario's GPUs; the winner is retuned, and the explanation says why
+    P = 2048 and P = 256 without retuning lose (their samples penalty exceeds their throughput gain)."""
+    result = plan(paper, grid={"engine.tensor_parallel_size": [2, 4]}, schedules=["async-1"], finalists=2)
+    lines = "\n".join(explain(result))
+    win = result.row(result.winner)
+    assert win["lr_rule"] == "sqrt" and win["prompts_per_step"] != 128
+    assert "why it wins: throughput gain" in lines
+    for p in (256, 2048):
+        assert f"P={p} with LR none loses: its samples penalty" in lines
+    assert "P=2048 with LR sqrt loses: its samples penalty" in lines
+    base = result.row(result.baseline)
+    assert "your configuration: P=128" in lines and base["fidelity"] == "full"
+
+
+def test_constraints_mark_configurations_infeasible(paper):
+    tight = plan(
+        paper,
+        grid={"workload.prompts_per_step": [128, 1024], "engine.tensor_parallel_size": [4]},
+        schedules=["async-1"],
+        deadline_h=0.5,
+        finalists=1,
+    )
+    t = tight.table
+    assert tight.winner is None and not t["feasible"].any() and tight.pareto == []
+    assert t["infeasible_reason"].str.contains("over the deadline 0.5 h").any()
+    assert "no configuration meets the constraints" in "\n".join(explain(tight))
+    budget = plan(paper, grid={"workload.prompts_per_step": [128, 1024]}, schedules=["async-1"], budget_usd=1500)
+    ok = budget.table[budget.table["feasible"]]
+    assert len(ok) and (ok["cost_usd"] <= 1500).all()
+
+
+def test_cost_needs_a_price_and_an_override_gives_it(paper):
+    with pytest.raises(PlanError, match="H800.*--price H800="):
+        plan(paper, objective="cost", gpu_types=["H800"], grid={"workload.prompts_per_step": [128]})
+    result = plan(
+        paper,
+        objective="cost",
+        gpu_types=["H800"],
+        prices={"H800": 2.0},
+        grid={"workload.prompts_per_step": [128, 1024]},
+        schedules=["async-1"],
+        finalists=1,
+    )
+    win = result.row(result.winner)
+    assert win["usd_per_gpu_hour"] == 2.0 and win["cost_usd"] == pytest.approx(win["gpu_hours_to_target"] * 2.0)
+    assert result.prices["H800"]["overridden"]
+
+
+def test_a_scenario_without_a_learning_model_is_refused():
+    scn = rlsim.load_scenario(SCENARIOS / "dense8b_h100_async.yaml")
+    with pytest.raises(PlanError, match="learning.metric and learning.target"):
+        plan(scn)
+
+
+def test_the_same_plan_on_one_or_two_workers_gives_the_same_csv(paper, tmp_path):
+    from rlsim.plan.output import plan_table
+
+    kw = {"grid": {"workload.prompts_per_step": [128, 512]}, "schedules": ["async-1"], "finalists": 1}
+    one, two = plan(paper, workers=1, **kw), plan(paper, workers=2, **kw)
+    plan_table(one).to_csv(tmp_path / "a.csv", index=False)
+    plan_table(two).to_csv(tmp_path / "b.csv", index=False)
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+@pytest.mark.slow
+def test_the_same_plan_on_ray_gives_the_identical_csv(tmp_path):
+    pytest.importorskip("ray")
+    args = ["plan", str(PAPER), "--grid", "workload.prompts_per_step=128,512", "--schedules", "async-1"]
+    args += ["--finalists", "1"]
+    for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
+        proc = subprocess.run([*CLI, *args, *extra, "-o", str(tmp_path / name)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "local" / "plan.csv").read_bytes() == (tmp_path / "ray" / "plan.csv").read_bytes()
+
+
+def test_cli_writes_the_plan_and_the_winner_runs_as_a_scenario(tmp_path):
+    out = tmp_path / "plan"
+    args = ["plan", str(PAPER), "--grid", "workload.prompts_per_step=128,1024", "--schedules", "async-1"]
+    proc = subprocess.run([*CLI, *args, "--finalists", "1", "-o", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "winner: P=1024" in proc.stdout and "Pareto front" in proc.stdout
+    table = pd.read_csv(out / "plan.csv")
+    meta = json.loads((out / "plan.json").read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
+    # 2 P x 3 LR rules x 4 engine TP x 4 splits; the scenario's own (P=128, TP2, 48/16) is one of them
+    assert len(table) == meta["configurations"] == 2 * 3 * 4 * 4 and table["baseline"].sum() == 1
+    assert meta["winner"]["config"] == int(table.loc[table["winner"], "config"].iloc[0])
+    assert json.loads(table.loc[table["winner"], "overrides"].iloc[0]) == meta["winner"]["overrides"]
+    html = (out / "report.html").read_text()
+    assert "Pareto front" in html and "plotly" in html and '<script src="http' not in html  # offline
+    win = rlsim.load_scenario(out / "winner.yaml")
+    assert win.workload.prompts_per_step == meta["winner"]["overrides"]["workload.prompts_per_step"]
+    again = rlsim.simulate(win, with_band=True, to_target=True).summary()
+    assert again["time_to_target_s"] == pytest.approx(meta["winner"]["time_to_target_s"], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["--emit", "verl"], "--emit writes a patch file"),
+        (["--original", "x.yaml"], "--original is the framework config"),
+        (["--objective", "cost", "--gpu-types", "H800"], "--price H800="),
+        (["--gpus", "8", "--max-gpus", "64"], "--gpus"),
+        (["--price", "H100-SXM=-1"], "H100-SXM"),
+        (["--deadline-h", "0"], "--deadline-h"),
+        (["--grid", "hardware.placement=colocated"], "--schedules"),
+    ],
+)
+def test_cli_bad_input_is_one_line_exit_2(tmp_path, extra, words):
+    proc = subprocess.run([*CLI, "plan", str(PAPER), *extra], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rlsim: error:") and words in lines[0], proc.stderr
+
+
+def test_scenario_prices_are_validated_and_used(paper):
+    with pytest.raises(ScenarioError, match="plan.prices.H100-SXM"):
+        configure(paper, None, {"plan.prices": {"H100-SXM": 0}})
+    priced = configure(paper, None, {"plan.prices": {"H100-SXM": 1.0}})
+    result = plan(priced, grid={"workload.prompts_per_step": [128]}, schedules=["async-1"], finalists=0)
+    assert result.prices["H100-SXM"]["usd_per_gpu_hour"] == 1.0
+    base = result.row(result.baseline)
+    assert math.isclose(base["cost_usd"], base["gpu_hours_to_target"])
+    assert isinstance(yaml.safe_dump(priced.to_dict()), str)
+    with pytest.raises(RlsimError):
+        plan(paper, objective="speed")
