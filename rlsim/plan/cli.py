@@ -2,7 +2,8 @@
 
 ``rlsim plan SCENARIO [--objective time|cost|gpu-hours] [--gpus N | --max-gpus N] [--gpu-types A,B]
 [--schedules colocated,separate,async-1,...] [--deadline-h H] [--budget-usd X] [--price GPU=USD ...]
-[--grid key=v1,v2 ...] [--set key=value ...] [--profile FILE] [--finalists K] [--executor local|ray]
+[--grid key=v1,v2 ...] [--set key=value ...] [--profile FILE] [--assume-learning paper] [--finalists K]
+[--executor local|ray]
 [--address ADDR] [--workers N] [-o DIR] [--emit verl|trl|openrlhf|nemo-rl [--original FILE]] [--json]``
 
 Prints the answer (the user's configuration, the winner, why it wins, and per batch size and LR rule why the
@@ -52,6 +53,12 @@ def add_plan_parser(sub: Any) -> None:
     )
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every configuration")
     p.add_argument("--profile", type=Path, help="calibrated profile JSON")
+    p.add_argument(
+        "--assume-learning",
+        choices=("paper",),
+        help="plan with the seed paper's learning model anchored at your batch (for a scenario without one, e.g. "
+        "from rlsim import-config); printed as an assumption",
+    )
     p.add_argument("--finalists", type=int, default=5, help="best configurations simulated in full (default 5)")
     p.add_argument("--executor", choices=("local", "ray"), default="local", help="local processes or Ray")
     p.add_argument("--address", help="address of an existing Ray cluster (with --executor ray)")
@@ -93,6 +100,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise RlsimError(f"-o {args.output}: exists and is not a directory; give a directory path")
     overrides = parse_overrides(args.set or [])
     scenario = load_scenario(args.scenario, overrides)
+    assumed = None
+    if args.assume_learning:
+        from rlsim.plan.assume import assumed_learning
+
+        learning, assumed = assumed_learning(scenario, args.assume_learning)
+        scenario = load_scenario(args.scenario, {**learning, **overrides})  # --set keys still win
     grid = parse_grid(args.grid) if args.grid else None
     prices = parse_price_overrides(args.price)
     profile = load_profile(args.profile) if args.profile else None
@@ -131,6 +144,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    if assumed:
+        result.notes.insert(0, assumed)
     lines = explain(result)
     command = "rlsim " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("rlsim") else "rlsim plan"
     if args.json:

@@ -11,7 +11,8 @@ A configuration is a mapping of dotted scenario overrides (as ``--set`` takes th
 * schedule: colocated (``sync-colocated``), separate (``sync-separate``), async-1, async-2 (``async`` with
   ``max_staleness`` k).
 * pool split (separate pools only): the rollout pool's share of the GPUs, 1/2, 5/8, 3/4, 7/8, each rounded to a
-  whole number of engine replicas.
+  whole number of engine replicas and, when the GPUs span several nodes (the scenario's ``gpus_per_node`` or its
+  GPU's NVLink domain), to whole nodes on each side.
 * engine tensor parallelism: 1, 2, 4, 8 up to one NVLink domain; replicas fill the rollout GPUs.
 * training layout: under ``training.backend: megatron``, tensor parallel 1, 2, 4, 8 (within a node); FSDP has
   no layout to choose.
@@ -25,6 +26,7 @@ the reason a configuration was pruned.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +73,7 @@ class Space:
     gpus: tuple[str, ...]
     counts: tuple[int, ...]
     extra: dict[str, list[Any]] = field(default_factory=dict)  # --grid keys no axis owns
+    node: int | None = None  # GPUs per node: pools over several nodes take whole nodes
 
     def describe(self) -> list[str]:
         """One line per axis: what is searched."""
@@ -160,15 +163,18 @@ def build_space(
     for label, values in (("workload.prompts_per_step", prompts), ("hardware.num_gpus", counts)):
         if not values:
             raise ScenarioError("--grid", label, "lists no values", "give at least one")
-    return Space(prompts, groups, lr_rules, scheds, shares, engine_tp, train_tp, names, counts, grid)
+    return Space(prompts, groups, lr_rules, scheds, shares, engine_tp, train_tp, names, counts, grid, domain)
 
 
-def _splits(n: int, tp: int, shares: Sequence[float]) -> list[tuple[int, int]]:
-    """(rollout GPUs, train GPUs) for each share: a whole number of TP-wide replicas on the rollout side, at
+def _splits(n: int, tp: int, shares: Sequence[float], node: int | None = None) -> list[tuple[int, int]]:
+    """(rollout GPUs, train GPUs) for each share: a whole number of TP-wide replicas on the rollout side, and
+    when the GPUs span several nodes of ``node`` GPUs, whole nodes on each side (the frameworks place each pool on
+    whole nodes: OpenRLHF's num_nodes x num_gpus_per_node, verl's resource pools, NeMo RL's cluster split); at
     least one GPU on each side; duplicates dropped."""
+    unit = math.lcm(tp, node) if node is not None and n > node else tp
     out: list[tuple[int, int]] = []
     for share in shares:
-        r = round(n * share / tp) * tp
+        r = round(n * share / unit) * unit
         if 0 < r < n and (r, n - r) not in out:
             out.append((r, n - r))
     return out
@@ -193,7 +199,8 @@ def configurations(space: Space) -> list[Config]:
     ):
         sched_over = schedule_overrides(sched)
         splits: list[tuple[int, int] | None]
-        splits = list(_splits(n, tp, space.shares)) if sched_over["hardware.placement"] == "separate" else [None]
+        separate = sched_over["hardware.placement"] == "separate"
+        splits = list(_splits(n, tp, space.shares, space.node)) if separate else [None]
         for split in splits:
             base: dict[str, Any] = {
                 "hardware.gpu": gpu,

@@ -215,7 +215,7 @@ def test_train_prints_only_its_json_summary_on_stdout(tmp_path):
         "import json, logging, os, sys\n"
         "import real.train\n"
         "log = logging.getLogger('noisy'); log.addHandler(logging.StreamHandler(sys.stdout)); log.setLevel('INFO')\n"
-        "def fake_train(cfg, run_dir, progress=None, threads=\"auto\"):\n"
+        'def fake_train(cfg, run_dir, progress=None, threads="auto"):\n'
         "    print('INFO print from a library')\n"
         "    os.write(1, b'INFO from C code\\n')\n"
         "    log.info('INFO from a logger on stdout')\n"
