@@ -136,16 +136,18 @@ def explain(result: PlanResult) -> list[str]:
         "samples penalty over the winner's):"
     )
     for r in table.itertuples():
-        verdict = "the winner" if r.config == result.winner else ("ties" if math.isclose(r.speedup, 1.0) else "loses")
-        lines.append(
-            f"  P={r.prompts_per_step:<5} LR {r.lr_rule:<6}  gain {r.throughput_gain:5.2f}x  penalty "
-            f"{r.samples_penalty:5.2f}x  speedup {r.speedup:5.2f}  {verdict}"
+        head = (
+            f"  P={r.prompts_per_step:<6} LR {r.lr_rule:<6} gain {r.throughput_gain:5.2f}x  "
+            f"penalty {r.samples_penalty:5.2f}x"
         )
-    for r in table.itertuples():
-        if r.config == result.winner or r.speedup >= 1.0 or math.isclose(r.speedup, 1.0):
-            continue
-        why = f"its samples penalty {r.samples_penalty:.2f}x exceeds its {word} {r.throughput_gain:.2f}x"
-        if r.throughput_gain < 1.0 and not math.isclose(r.throughput_gain, 1.0):
-            why += " (it is slower too)" if r.samples_penalty >= 1.0 else " (it needs fewer samples but is slower)"
-        lines.append(f"P={r.prompts_per_step} with LR {r.lr_rule} loses: {why}")
+        if r.config == result.winner:
+            lines.append(f"{head}  -> the winner")
+        elif math.isclose(r.speedup, 1.0) or r.speedup > 1.0:
+            lines.append(f"{head}  -> ties (speedup {r.speedup:.2f})")
+        else:
+            slower = r.throughput_gain < 1.0 and not math.isclose(r.throughput_gain, 1.0)
+            lines.append(
+                f"{head}  -> loses (speedup {r.speedup:.2f}): its samples penalty exceeds its {word}"
+                + (" (it is slower too)" if slower and r.samples_penalty >= 1.0 else "")
+            )
     return lines

@@ -142,9 +142,13 @@ def test_the_explanation_speaks_the_papers_terms(paper):
     win = result.row(result.winner)
     assert win["lr_rule"] == "sqrt" and win["prompts_per_step"] != 128
     assert "why it wins: throughput gain" in lines
-    for p in (256, 2048):
-        assert f"P={p} with LR none loses: its samples penalty" in lines
-    assert "P=2048 with LR sqrt loses: its samples penalty" in lines
+    rows = {line.split("->")[0].split()[0] + " " + line.split()[2]: line for line in lines.splitlines() if "->" in line}
+    for key in ("P=256 none", "P=2048 none", "P=2048 sqrt"):
+        assert (
+            "-> loses" in rows[key]
+            and "its samples penalty" in rows[key]
+            and "exceeds its throughput gain" in rows[key]
+        )
     base = result.row(result.baseline)
     assert "your configuration: P=128" in lines and base["fidelity"] == "full"
 
