@@ -109,6 +109,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     grid = parse_grid(args.grid) if args.grid else None
     prices = parse_price_overrides(args.price)
     profile = load_profile(args.profile) if args.profile else None
+    if args.assume_learning and profile is not None and profile.learning_overrides():
+        raise RlsimError(
+            f"--assume-learning {args.assume_learning} and --profile {args.profile} (which has a fitted learning "
+            "model) both give the learning model; drop one"
+        )
     bar = None
     if sys.stderr.isatty() and not args.json:
         from tqdm import tqdm

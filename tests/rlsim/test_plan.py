@@ -264,3 +264,31 @@ def test_scenario_prices_are_validated_and_used(paper):
     assert isinstance(yaml.safe_dump(priced.to_dict()), str)
     with pytest.raises(RlsimError):
         plan(paper, objective="speed")
+
+
+def test_the_readme_tour_from_a_verl_config_to_an_emitted_patch(tmp_path):
+    """README "Planning": import a verl config, plan it with the paper's learning model, emit the winner; the
+    overrides applied to the original give the winner's batch back."""
+    from rlsim.frameworks.config_import import import_config
+    from rlsim.frameworks.emit import parse_emitted_overrides
+
+    config = SCENARIOS.parent / "tests" / "rlsim" / "fixtures" / "configs" / "verl_grpo_qwen3_8b.yaml"
+    scn = tmp_path / "verl.yaml"
+    proc = subprocess.run([*CLI, "import-config", "--format", "verl", str(config), "-o", str(scn)], capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "plan"
+    args = ["plan", str(scn), "--assume-learning", "paper", "--grid", "workload.prompts_per_step=1024,8192"]
+    args += ["--schedules", "colocated", "-o", str(out), "--emit", "verl", "--original", str(config)]
+    proc = subprocess.run([*CLI, *args], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "learning model assumed (--assume-learning paper)" in proc.stdout and "verl overrides" in proc.stdout
+    overrides = (out / "verl_overrides.sh").read_text().split()
+    assert "data.train_batch_size=8192" in overrides
+    patch = yaml.safe_load((out / "verl_patch.yaml").read_text())
+    assert patch["data"]["train_batch_size"] == 8192
+    back = rlsim.from_dict(import_config(config, "verl", parse_emitted_overrides("verl", overrides)).scenario)
+    win = rlsim.load_scenario(out / "winner.yaml")
+    assert back.workload.prompts_per_step == win.workload.prompts_per_step == 8192
+    assert back.algorithm.mini_batches_per_step == win.algorithm.mini_batches_per_step
+    meta = json.loads((out / "plan.json").read_text())
+    assert meta["notes"][0].startswith("learning model assumed")
