@@ -125,10 +125,15 @@ def explain(result: PlanResult) -> list[str]:
         lines.append(f"  {_bound(win)}")
         if base["status"] == "ok" and base["feasible"]:
             r = ratios(win, base, result.objective)
+            change = f"{base['time_to_target_s'] / 3600:.2f} h -> {win['time_to_target_s'] / 3600:.2f} h"
+            if result.objective == "cost":
+                change = f"${base['cost_usd']:,.0f} -> ${win['cost_usd']:,.0f}; {change}"
+            elif result.objective == "gpu-hours":
+                change = f"{base['gpu_hours_to_target']:,.0f} -> {win['gpu_hours_to_target']:,.0f} GPU-h; {change}"
+            better = {"time": "faster", "cost": "cheaper", "gpu-hours": "fewer GPU-hours"}[result.objective]
             lines.append(
                 f"why it wins: {word} {r['gain']:.2f}x > samples penalty {r['penalty']:.2f}x, so it is "
-                f"{r['speedup']:.2f}x {'faster' if result.objective == 'time' else 'cheaper'} "
-                f"({base['time_to_target_s'] / 3600:.2f} h -> {win['time_to_target_s'] / 3600:.2f} h)"
+                f"{r['speedup']:.2f}x {better} ({change})"
             )
     table = per_batch(result, result.winner)
     lines.append(

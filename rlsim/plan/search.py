@@ -111,6 +111,7 @@ def pareto_front(points: Sequence[tuple[int, float, float]]) -> list[int]:
 
 def plan(
     scenario: Scenario,
+    *,
     objective: str = "time",
     grid: dict[str, list[Any]] | None = None,
     gpu_types: Sequence[str] | None = None,
