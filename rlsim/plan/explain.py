@@ -21,6 +21,14 @@ import pandas as pd
 from rlsim.plan.search import PlanResult
 
 
+# what a gain below 1 means under each objective
+TOO = {
+    "time": "it is slower too",
+    "cost": "each sample costs more too",
+    "gpu-hours": "each sample takes more GPU-hours too",
+}
+
+
 def _describe(row: pd.Series) -> str:
     parts = [
         f"P={row['prompts_per_step']}",
@@ -153,6 +161,6 @@ def explain(result: PlanResult) -> list[str]:
             slower = r.throughput_gain < 1.0 and not math.isclose(r.throughput_gain, 1.0)
             lines.append(
                 f"{head}  -> loses (speedup {r.speedup:.2f}): its samples penalty exceeds its {word}"
-                + (" (it is slower too)" if slower and r.samples_penalty >= 1.0 else "")
+                + (f" ({TOO[result.objective]})" if slower and r.samples_penalty >= 1.0 else "")
             )
     return lines
