@@ -20,7 +20,6 @@ import pandas as pd
 
 from rlsim.plan.search import PlanResult
 
-
 # what a gain below 1 means under each objective
 TOO = {
     "time": "it is slower too",
