@@ -234,6 +234,12 @@ def test_fuzz_rlsim(tmp_path):
                                     "learning.lr_rule=cubic", "workload.prompts_per_step=32,run.seed=1"])  # fmt: skip
             argv = ["decide", str(path), "--baseline", "workload.prompts_per_step=16", "--json", "--set", "run.steps=2",
                     "--candidate", candidate]  # fmt: skip
+        elif roll < 0.92:  # a small plan: 3 LR rules x the async pool splits at one P and TP, no finalists
+            argv = ["plan", str(path), "--json", "--grid", "workload.prompts_per_step=16", "--schedules", "async-1",
+                    "--grid", "engine.tensor_parallel_size=1", "--finalists", "0", "--workers", "1"]  # fmt: skip
+            if rng.random() < 0.3:
+                argv += rng.choice([["--price", "H100-SXM=abc"], ["--deadline-h", "-1"], ["--objective", "cost"],
+                                    ["--gpu-types", "Z80"], ["--max-gpus", "0"], ["--grid", "nope.key=1"]])  # fmt: skip
         else:
             out = tmp_path / f"r{i}"
             argv = ["run", str(src), "--set", "run.steps=2", "--set", "run.until_target=false", "-o", str(out)]
