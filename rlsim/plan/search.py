@@ -134,12 +134,11 @@ def plan(
 
     if objective not in OBJECTIVES:
         raise ScenarioError("--objective", objective, "is not an objective", f"use one of: {', '.join(OBJECTIVES)}")
-    if scenario.learning.metric is None or scenario.learning.target is None:
+    fitted = profile is not None and bool(profile.learning_overrides())
+    if not fitted and (scenario.learning.metric is None or scenario.learning.target is None):
         raise PlanError(
             "rlsim plan needs a learning model to rank by time-to-target: set learning.metric and learning.target "
-            "in the scenario (or give a --profile with a learning section)"
-            if profile is None or not profile.learning_overrides()
-            else "the scenario has no learning.target; set it"
+            "in the scenario, give a --profile with a learning section, or --assume-learning paper"
         )
     for name, value in (("--deadline-h", deadline_h), ("--budget-usd", budget_usd)):
         if value is not None and not value > 0:

@@ -292,3 +292,31 @@ def test_the_readme_tour_from_a_verl_config_to_an_emitted_patch(tmp_path):
     assert back.algorithm.mini_batches_per_step == win.algorithm.mini_batches_per_step
     meta = json.loads((out / "plan.json").read_text())
     assert meta["notes"][0].startswith("learning model assumed")
+
+
+def test_a_profiles_learning_model_is_enough_to_plan(paper):
+    """A scenario without a learning model plans with a profile's fitted one (as run/sweep use it)."""
+    import dataclasses
+
+    from rlsim.profile import LEARNING_VERSION, PhaseFit, Profile
+
+    bare = configure(paper, None, {"learning.metric": None, "learning.target": None})
+    with pytest.raises(PlanError, match="--assume-learning paper"):
+        plan(bare)
+    lr = paper.learning
+    learning = {
+        "version": LEARNING_VERSION,
+        "reference_batch": lr.reference_batch,
+        "metric": dataclasses.asdict(lr.metric),
+        "target": lr.target,
+        "batch_multiplier": {k: v for k, v in dataclasses.asdict(lr.batch_multiplier).items() if v is not None},
+    }
+    keys = ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")
+    # one phase fitted to the scenario's own coefficient: the costs are the scenario's
+    phases = {"train_actor": PhaseFit("roofline", {"train_compute_efficiency": paper.costs.train_compute_efficiency})}
+    profile = Profile(provenance=dict.fromkeys(keys, "test"), phases=phases, learning=learning)
+    kw = {"grid": {"workload.prompts_per_step": [128, 1024]}, "schedules": ["async-1"], "finalists": 1}
+    with_profile = plan(bare, profile=profile, **kw)
+    as_scenario = plan(paper, **kw)
+    a, b = with_profile.row(with_profile.winner), as_scenario.row(as_scenario.winner)
+    assert a["time_to_target_s"] == pytest.approx(b["time_to_target_s"], rel=1e-9)
