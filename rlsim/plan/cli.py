@@ -152,7 +152,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if assumed:
         result.notes.insert(0, assumed)
     lines = explain(result)
-    command = "rlsim " + " ".join(sys.argv[1:]) if sys.argv and sys.argv[0].endswith("rlsim") else "rlsim plan"
+    command = "rlsim " + " ".join(sys.argv[1:])  # how the plan was asked for (plan.json, the report)
     if args.json:
         print(json.dumps(plan_json(result, lines, command), indent=2, allow_nan=False, default=str))
     else:

@@ -13,13 +13,13 @@ gain is per dollar (q / (GPUs x price)). The explanation gives:
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 
 from rlsim.plan.search import PlanResult
 
+TIE = 0.01  # speedups and gains within 1% of 1 are a tie (the screen is good to about 2%)
 # what a gain below 1 means under each objective
 TOO = {
     "time": "it is slower too",
@@ -84,18 +84,24 @@ def ratios(row: pd.Series, base: pd.Series, objective: str, screened: bool = Fal
 
 
 def per_batch(result: PlanResult, against: int) -> pd.DataFrame:
-    """For each (P, LR rule): the best feasible configuration by the objective and its gain, penalty and speedup
+    """For each (P, G, LR rule): the best feasible configuration by the objective and its gain, penalty and speedup
     over configuration ``against``, screened numbers on both sides."""
     t = result.table
     base = result.row(against)
-    ok = t[t["feasible"]]
+    ok = t[t["feasible"]].copy()
+    # every row on its screened numbers (a finalist's objective scaled back by its screened time-to-target: cost
+    # and GPU-hours are proportional to it), so that the comparison is screen against screen
+    if "screen_time_to_target_s" in ok:
+        scale = (ok["screen_time_to_target_s"] / ok["time_to_target_s"]).fillna(1.0)
+        ok["objective"] = ok["objective"] * scale
     rows: list[dict[str, Any]] = []
-    for (p, rule), group in ok.groupby(["prompts_per_step", "lr_rule"], sort=True):
+    for (p, g, rule), group in ok.groupby(["prompts_per_step", "group_size", "lr_rule"], sort=True):
         best = group.sort_values(["objective", "config"]).iloc[0]
         r = ratios(best, base, result.objective, screened=True)
         rows.append(
             {
                 "prompts_per_step": p,
+                "group_size": g,
                 "lr_rule": rule,
                 "config": int(best["config"]),
                 "configuration": _describe(best),
@@ -148,16 +154,14 @@ def explain(result: PlanResult) -> list[str]:
         "samples penalty over the winner's):"
     )
     for r in table.itertuples():
-        head = (
-            f"  P={r.prompts_per_step:<6} LR {r.lr_rule:<6} gain {r.throughput_gain:5.2f}x  "
-            f"penalty {r.samples_penalty:5.2f}x"
-        )
+        batch = f"P={r.prompts_per_step:<6}" + (f" G={r.group_size:<3}" if len(result.space.groups) > 1 else "")
+        head = f"  {batch} LR {r.lr_rule:<6} gain {r.throughput_gain:5.2f}x  penalty {r.samples_penalty:5.2f}x"
         if r.config == result.winner:
             lines.append(f"{head}  -> the winner")
-        elif math.isclose(r.speedup, 1.0) or r.speedup > 1.0:
-            lines.append(f"{head}  -> ties (speedup {r.speedup:.2f})")
+        elif r.speedup > 1.0 - TIE:
+            lines.append(f"{head}  -> ties (speedup {r.speedup:.2f}; the screen is good to about 2%)")
         else:
-            slower = r.throughput_gain < 1.0 and not math.isclose(r.throughput_gain, 1.0)
+            slower = r.throughput_gain < 1.0 - TIE
             lines.append(
                 f"{head}  -> loses (speedup {r.speedup:.2f}): its samples penalty exceeds its {word}"
                 + (f" ({TOO[result.objective]})" if slower and r.samples_penalty >= 1.0 else "")

@@ -201,6 +201,7 @@ def plan(
         rows[index] = {
             **row,
             "screen_step_time_s": screened.get("step_time_s"),
+            "screen_samples_per_s": screened.get("samples_per_s"),
             "screen_time_to_target_s": screened.get("time_to_target_s"),
         }
         finish(index)
