@@ -168,7 +168,8 @@ def sweep(
     base = scenario.to_dict()  # each configuration validates base + its overrides once (run_config)
     prof = profile.to_dict() if profile is not None else None
     tasks = [(base, cfg, prof, i, explicit) for i, cfg in enumerate(configs)]
-    outputs = run_tasks(run_config, tasks, executor, address, workers, progress)
+    costs = [_cost_hint(scenario, profile, cfg, explicit) for cfg in configs]
+    outputs = run_tasks(run_config, tasks, executor, address, workers, progress, costs)
     rows = [o["row"] for o in outputs]
     curves = [c for o in outputs for c in o["curve"]]
     engines: dict[tuple[str, str, int, int], pd.DataFrame] = {}
@@ -185,6 +186,25 @@ def sweep(
     )
 
 
+def _cost_hint(scenario: Scenario, profile: Profile | None, overrides: dict[str, Any], explicit: list[str]) -> float:
+    """Roughly how long a configuration takes to simulate: the responses it simulates (samples-to-target when it
+    runs to the target, else steps x responses per step); 0 when it is invalid (it fails fast)."""
+    from rlsim.learning import LearningModelError, samples_to_target
+    from rlsim.simulation import configure
+
+    try:
+        scn = configure(scenario, profile, overrides, explicit)
+    except RlsimError:
+        return 0.0
+    b = scn.workload.responses_per_step
+    if scn.learning.metric is None:
+        return float(b * scn.run.steps)
+    try:
+        return min(samples_to_target(scn.learning, b, scn.schedule.staleness).samples, b * scn.run.max_steps)
+    except LearningModelError:
+        return float(b * scn.run.steps)
+
+
 def run_tasks(
     fn: Callable[[Any], Any],
     tasks: list[Any],
@@ -192,14 +212,24 @@ def run_tasks(
     address: str | None = None,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    costs: list[float] | None = None,
 ) -> list[Any]:
     """``[fn(t) for t in tasks]`` on an executor (``local``: processes on this machine; ``ray``: a Ray cluster),
-    in the tasks' order whatever order they finish in; ``progress(done, total)`` after each."""
+    in the tasks' order whatever order they finish in; ``progress(done, total)`` after each. With ``costs`` (a
+    rough duration per task) the longest are started first, so that the last one to start is a short one: the
+    results and their order do not change."""
+    order = sorted(range(len(tasks)), key=lambda i: (-costs[i], i)) if costs is not None else list(range(len(tasks)))
+    submitted = [tasks[i] for i in order]
     if executor == "local":
-        return _run_local(fn, tasks, workers, progress)
-    if executor == "ray":
-        return _run_ray(fn, tasks, address, progress)
-    raise ScenarioError("--executor", executor, "is not an executor", "use local or ray")
+        done = _run_local(fn, submitted, workers, progress)
+    elif executor == "ray":
+        done = _run_ray(fn, submitted, address, progress)
+    else:
+        raise ScenarioError("--executor", executor, "is not an executor", "use local or ray")
+    out: list[Any] = [None] * len(tasks)
+    for i, result in zip(order, done):
+        out[i] = result
+    return out
 
 
 def _run_local(fn, tasks, workers, progress):

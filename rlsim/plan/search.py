@@ -93,6 +93,11 @@ def _group(configs: list[Config]) -> list[list[int]]:
     return list(groups.values())
 
 
+def _group_cost(overrides: dict[str, Any]) -> float:
+    k = int(overrides.get("schedule.max_staleness") or 0)
+    return float(overrides["workload.prompts_per_step"] * overrides["workload.group_size"] * (2 + 2 * k))
+
+
 def _objective_value(row: dict[str, Any], column: str) -> float:
     value = row.get(column)
     return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else math.inf
@@ -163,7 +168,9 @@ def plan(
     prof = profile.to_dict() if profile is not None else None
     groups = _group(configs)
     tasks = [(base, [(i, configs[i].overrides) for i in g], prof, explicit) for g in groups]
-    outputs = run_tasks(evaluate_group, tasks, executor, address, workers, progress)
+    # longest first: a group simulates about P x G x its screened steps responses
+    costs = [_group_cost(configs[g[0]].overrides) for g in groups]
+    outputs = run_tasks(evaluate_group, tasks, executor, address, workers, progress, costs)
     rows: dict[int, dict[str, Any]] = {}
     for out in outputs:
         for index, row in out:
@@ -196,7 +203,8 @@ def plan(
     chosen = ranked[:finalists]
     full = sorted(set(chosen) | {baseline})
     full_tasks = [(base, i, configs[i].overrides, prof, explicit) for i in full]
-    for index, row in run_tasks(evaluate_full, full_tasks, executor, address, workers, None):
+    full_costs = [float(rows[i].get("samples_to_target") or 0.0) for i in full]  # responses simulated to target
+    for index, row in run_tasks(evaluate_full, full_tasks, executor, address, workers, None, full_costs):
         screened = rows[index]
         rows[index] = {
             **row,

@@ -145,3 +145,19 @@ def test_each_configuration_is_validated_once(validated):
     assert configs == [(16, 0), (16, 1), (32, 0), (32, 1)]
     assert res.table["error"].isna().all()
     assert len(res.engine_curves) and set(res.engine_curves["engine"]) == {"Qwen2.5-0.5B / H100-SXM / TP1"}
+
+
+def test_run_tasks_starts_the_longest_first_and_returns_in_task_order():
+    from rlsim.sweep import run_tasks
+
+    started = []
+
+    def fn(t):
+        started.append(t)
+        return t * 10
+
+    out = run_tasks(fn, [1, 2, 3, 4], workers=1, costs=[5.0, 50.0, 0.0, 50.0])
+    assert out == [10, 20, 30, 40]  # the tasks' order
+    assert started == [2, 4, 1, 3]  # longest first, ties by position
+    started.clear()
+    assert run_tasks(fn, [1, 2, 3], workers=1) == [10, 20, 30] and started == [1, 2, 3]
