@@ -136,7 +136,10 @@ def _figures(result: PlanResult) -> list[tuple[str, str, Any]]:
                     marker={"color": color, "size": 14, "symbol": "star"},
                 )
             )
+    # log axes: a plan's times and costs span orders of magnitude, and the front sits at the low end
     fig.update_layout(xaxis_title="time-to-target (h)", yaxis_title=ylabel, height=480)
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
     figs.append(
         (
             "Pareto front",
