@@ -19,7 +19,8 @@ root, and says which files changed::
 
     python -m tests.rlsim.golden --update
 
-(``python -m tests.rlsim.golden`` alone only compares and lists the differences.) Commit the new files with the
+(``python -m tests.rlsim.golden`` alone only compares and lists the differences; it runs the kernel
+``rlsim.engine.kernel`` picks, ``RLSIM_KERNEL=jit`` for numba's just-in-time one.) Commit the new files with the
 model change, naming it.
 """
 
