@@ -48,7 +48,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr, ndtri
 
 from rlsim.errors import RlsimError
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
@@ -233,6 +232,8 @@ def reach_within(median_samples: float, log_sigma: float, budget_samples: float,
     if log_sigma <= 0:
         hit = median_samples <= budget_samples
         return Reach((1.0 - stall) if hit else 0.0, median_samples, budget_samples)
+    from scipy.special import ndtr, ndtri  # here: importing scipy.special takes 0.1-0.2 s, on every run otherwise
+
     z = (math.log(budget_samples) - math.log(median_samples)) / log_sigma
     p = float(ndtr(z))
     if p <= 1e-300:  # no seed gets there: the conditional median is the budget itself
