@@ -39,8 +39,8 @@ def test_rlsim_run_json_with_the_built_kernel_does_not_load_numba():
     assert not {m for m in loaded_by_run("small_1gpu.yaml") if m.startswith("numba")}
 
 
-def test_a_scenario_without_a_learning_target_does_not_load_scipy():
-    assert not {m for m in loaded_by_run("small_1gpu.yaml") if m.startswith("scipy")}
+def test_rlsim_run_json_does_not_load_scipy_even_for_time_to_target_and_its_band():
+    assert not {m for m in loaded_by_run("paper_grpo.yaml") if m.startswith("scipy")}
 
 
 @pytest.mark.skipif(not hasattr(yaml, "CSafeLoader"), reason="PyYAML without libyaml")
