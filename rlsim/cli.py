@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -459,6 +460,10 @@ def run_command(prog: str, args: object, interrupted: str = "interrupted") -> in
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     command = args[0] if args and args[0] in _LEAN_COMMANDS else None
+    if command in ("run", "decide"):
+        # one process and no linear algebra: numpy's BLAS thread pool would only cost start-up time (50 ms of
+        # 0.4 s on a busy 2-core machine); a value the user set wins, and numpy already imported keeps its own
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     return run_command("rlsim", build_parser(command).parse_args(args))
 
 
