@@ -14,7 +14,7 @@ from rlsim.errors import ProfileError, RlsimError, ScenarioError  # noqa: E402
 from rlsim.phases import Phase  # noqa: E402
 from rlsim.scenario import Scenario, from_dict, load_scenario  # noqa: E402
 
-_LAZY = {  # these pull in numba and SimPy; importing them on first use keeps `import rlsim.x` light
+_LAZY = {  # these pull in SimPy (and numba when the kernel is not built ahead of time): `import rlsim.x` stays light
     "simulate": ("rlsim.simulation", "simulate"),
     "SimResult": ("rlsim.result", "SimResult"),
     "Profile": ("rlsim.profile", "Profile"),

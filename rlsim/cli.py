@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -343,7 +344,15 @@ class _Usage(RlsimError):
     """A usage error found after parsing (reported like the others, exit 2)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+# the commands whose parsers are cheap to build: the planner's parser lives in rlsim.plan.cli, whose package imports
+# the planner (pandas, the sweep machinery), so `rlsim run` leaves it out (build_parser(command))
+_LEAN_COMMANDS = ("run", "decide", "sweep", "report", "import-config")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``rlsim`` parser. ``command``: the subcommand about to be parsed, when it is known; for one of
+    ``_LEAN_COMMANDS`` the ``plan`` subparser (and the import of the planner) is left out, which changes nothing
+    that command parses or prints. Without it (help, a mistyped command, ``plan``) every subcommand is there."""
     from rlsim import __version__
 
     parser = argparse.ArgumentParser(prog="rlsim", description=__doc__.split("\n")[0])
@@ -395,9 +404,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--png", action="store_true", help="also write each figure as PNG (needs Chrome + kaleido)")
     rep.set_defaults(func=cmd_report)
 
-    from rlsim.plan.cli import add_plan_parser
+    if command not in _LEAN_COMMANDS:
+        from rlsim.plan.cli import add_plan_parser
 
-    add_plan_parser(sub)
+        add_plan_parser(sub)
 
     imp = sub.add_parser(
         "import-config", help="write an rlsim scenario from a verl, TRL, OpenRLHF or NeMo RL training config"
@@ -448,7 +458,13 @@ def run_command(prog: str, args: object, interrupted: str = "interrupted") -> in
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_command("rlsim", build_parser().parse_args(argv))
+    args = sys.argv[1:] if argv is None else list(argv)
+    command = args[0] if args and args[0] in _LEAN_COMMANDS else None
+    if command in ("run", "decide"):
+        # one process and no linear algebra: numpy's BLAS thread pool would only cost start-up time (50 ms of
+        # 0.4 s on a busy 2-core machine); a value the user set wins, and numpy already imported keeps its own
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return run_command("rlsim", build_parser(command).parse_args(args))
 
 
 if __name__ == "__main__":

@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from rlsim import __version__
 from rlsim.learning import reach_within
@@ -35,6 +34,9 @@ from rlsim.pipeline import CPU, Span, pool_gpus
 from rlsim.runlog import to_frame
 from rlsim.scenario import Scenario
 from rlsim.target import TimeToTarget, time_at_samples
+
+if TYPE_CHECKING:  # pandas is imported by the tables that need it (rlsim.runlog.to_frame), not by `rlsim run --json`
+    import pandas as pd
 
 
 @dataclass

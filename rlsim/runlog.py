@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rlsim.records import REQUIRED_KEYS, SCHEMA_VERSION, RunLogError, validate_record
+
+if TYPE_CHECKING:  # imported where a table is made: reading and writing records needs no pandas
+    import pandas as pd
 
 __all__ = [
     "REQUIRED_KEYS",
@@ -86,6 +87,8 @@ def unflatten(row: dict[str, Any], sep: str = "/") -> dict[str, Any]:
 
 def to_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     """Records as a DataFrame with flattened ``timing_s/<phase>`` columns, one row per step."""
+    import pandas as pd
+
     return pd.DataFrame([flatten(r) for r in records])
 
 

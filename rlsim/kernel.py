@@ -1,0 +1,622 @@
+"""The compiled part of :mod:`rlsim.engine`: the event-driven kernel of the rules in that module's docstring.
+
+Plain Python under numba's ``njit``, so that it stays readable and ``tests/rlsim/reference_engine.py`` stays an
+independent check. It imports numba and numpy only, so that ``rlsim/kernel_build.py`` (run by ``setup.py`` at install
+time) can compile it ahead of time into an extension module without importing the rest of rlsim.
+
+Two ways to run it, chosen by :func:`rlsim.engine.kernel`:
+
+* **ahead of time** (the default when installed): ``rlsim/kernel_build.py`` compiles the two entry points of
+  ``SIGNATURES`` with numba's AOT compiler into ``rlsim/_kernel_aot_<digest>``, named by the digest of this file, so
+  a module built from other source is never loaded; ``rlsim`` then starts without importing numba or compiling;
+* **just in time**: importing this module compiles every function below for its one explicit signature (or loads
+  it from numba's on-disk cache), and no other argument types are ever compiled: a call with other types fails
+  instead of compiling a second version. ``rlsim.engine`` passes writable C-contiguous int64 / float64 arrays.
+
+Both are the same source compiled by the same LLVM without fast-math, so they give the same bits
+(``tests/rlsim/test_kernel.py`` checks it; ``tests/rlsim/test_golden.py`` checks both against the golden outputs).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# the entry points rlsim.engine calls, with their argument types (numba's signature syntax)
+SIGNATURES = {
+    # prompt, response, group, n_groups, max_num_seqs, cap, bs, chunked, budget, mem_a, mem_s, cmp_a, cmp_s, over,
+    # floor, pf_over, pf_tok, pf_sq, finish_s, stats
+    "run_replica": (
+        "i8(i8[::1], i8[::1], i8[::1], i8, i8, i8, i8, b1, i8, f8[::1], f8, f8[::1], f8, f8[::1], f8[::1], f8, f8, "
+        "f8, f8[::1], f8[::1])"
+    ),
+    # groups, prompt, out
+    "renumber_consecutive": "i8(i8[::1], i8[::1], i8[::1])",
+}
+
+
+def _compiled(signature: str):
+    """``numba.njit`` for one signature, cached on disk: compiled (or loaded) at import, never for other types."""
+    return numba.njit(signature, cache=True)
+
+
+@numba.njit(cache=True, inline="always")
+def _linear_sum(a: float, s: float, lo: int, hi: int) -> float:
+    """sum_{i=lo}^{hi-1} (a + s*i)."""
+    if hi <= lo:
+        return 0.0
+    count = hi - lo
+    return a * count + s * (lo + hi - 1) * count / 2.0
+
+
+@_compiled("f8(f8, f8, f8, f8, i8)")
+def _segment_s(a1: float, s1: float, a2: float, s2: float, n: int) -> float:
+    """sum_{i=0}^{n-1} max(a1 + s1*i, a2 + s2*i), exactly split at the crossing."""
+    if s1 == s2:
+        return _linear_sum(max(a1, a2), s1, 0, n)
+    # f(i) = a1 + s1 i >= g(i) = a2 + s2 i  <=>  (s1 - s2) i >= a2 - a1
+    # clamp in floating point before the integer cast: nearly parallel lines put the crossing far away
+    cross = min(max((a2 - a1) / (s1 - s2), -1.0), float(n))
+    if s1 > s2:  # f wins for i >= cross
+        i0 = int(np.ceil(cross)) if cross > 0 else 0
+        if i0 > n:
+            i0 = n
+        return _linear_sum(a2, s2, 0, i0) + _linear_sum(a1, s1, i0, n)
+    # s1 < s2: f wins for i <= cross
+    i0 = int(np.floor(cross)) + 1 if cross >= 0 else 0
+    if i0 > n:
+        i0 = n
+    return _linear_sum(a1, s1, 0, i0) + _linear_sum(a2, s2, i0, n)
+
+
+@_compiled("f8(f8, f8, f8, f8, f8, i8)")
+def _segment_floor_s(a1: float, s1: float, a2: float, s2: float, c: float, n: int) -> float:
+    """sum_{i=0}^{n-1} max(a1 + s1*i, a2 + s2*i, c) for slopes s1, s2 >= 0: the constant c rules up to the first
+    i where either line reaches it, the two lines after."""
+    if n <= 0:
+        return 0.0
+    first = n
+    for a, sl in ((a1, s1), (a2, s2)):
+        if a >= c:
+            first = 0
+        elif sl > 0:
+            kf = np.ceil((c - a) / sl)  # clamp in floating point: a tiny slope puts the crossing far away
+            if kf < first:
+                first = int(kf)
+    if first > n:
+        first = n
+    if first <= 0:
+        return _segment_s(a1, s1, a2, s2, n)
+    return c * first + _segment_s(a1 + s1 * first, s1, a2 + s2 * first, s2, n - first)
+
+
+@_compiled("i8(i8[::1], i8[::1], i8[::1], i8, i8, i8, i8)")
+def _heap_push(keys, idx, ep, size, k, j, e):
+    i = size
+    keys[i] = k
+    idx[i] = j
+    ep[i] = e
+    while i > 0:
+        parent = (i - 1) >> 1
+        if keys[parent] < keys[i] or (keys[parent] == keys[i] and idx[parent] <= idx[i]):
+            break
+        keys[parent], keys[i] = keys[i], keys[parent]
+        idx[parent], idx[i] = idx[i], idx[parent]
+        ep[parent], ep[i] = ep[i], ep[parent]
+        i = parent
+    return size + 1
+
+
+@_compiled("i8(i8[::1], i8[::1], i8[::1], i8)")
+def _heap_pop(keys, idx, ep, size):
+    size -= 1
+    keys[0] = keys[size]
+    idx[0] = idx[size]
+    ep[0] = ep[size]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        child = left
+        right = left + 1
+        if right < size and (keys[right] < keys[left] or (keys[right] == keys[left] and idx[right] < idx[left])):
+            child = right
+        if keys[i] < keys[child] or (keys[i] == keys[child] and idx[i] <= idx[child]):
+            break
+        keys[child], keys[i] = keys[i], keys[child]
+        idx[child], idx[i] = idx[i], idx[child]
+        ep[child], ep[i] = ep[i], ep[child]
+        i = child
+    return size
+
+
+@_compiled("i8(i8[::1], i8[::1], i8[::1], i8, i8, i8, i8, b1[::1], i8[::1])")
+def _heap_add(keys, idx, ep, size, k, j, e, running_flag, epoch):
+    """Push (k, j, e), first dropping stale entries (finished or preempted requests) when the heap is full."""
+    if size == keys.shape[0]:  # rare
+        new_size = 0
+        for q in range(size):
+            if running_flag[idx[q]] and ep[q] == epoch[idx[q]]:
+                new_size = _heap_push(keys, idx, ep, new_size, keys[q], idx[q], ep[q])
+        size = new_size
+    return _heap_push(keys, idx, ep, size, k, j, e)
+
+
+@_compiled("i8(i8[::1], i8, i8, b1[::1])")
+def _stack_add(stack, length, j, running_flag):
+    """Append j to the admission-order stack, first dropping requests no longer running when it is full."""
+    if length == stack.shape[0]:  # rare
+        new_len = 0
+        for q in range(length):
+            if running_flag[stack[q]]:
+                stack[new_len] = stack[q]
+                new_len += 1
+        length = new_len
+    stack[length] = j
+    return length + 1
+
+
+@numba.njit(cache=True, inline="always")
+def _cdiv(a, b):
+    return (a + b - 1) // b
+
+
+@numba.njit(cache=True, inline="always")
+def _phase(it, bs):
+    """Histogram slot of the decoders that need a new KV block in iteration ``it`` (see _run_replica)."""
+    return (bs - it % bs) % bs
+
+
+@_compiled("i8(i8[::1], i8, i8, i8, i8)")
+def _cum_blocks(cnt, bs, it0, b, n):
+    """Blocks ``b`` decoders allocate over iterations it0 .. it0+n-1: each takes one every ``bs`` iterations, in
+    the iteration where its context reaches a block boundary (``cnt`` counts decoders per phase)."""
+    if bs == 1:
+        return b * n
+    q = n // bs
+    total = q * b
+    start = it0 + q * bs
+    for x in range(n - q * bs):
+        total += cnt[_phase(start + x, bs)]
+    return total
+
+
+@_compiled("i8(i8[::1], i8, i8, i8, i8, i8)")
+def _run_cap(cnt, bs, it0, b, free, limit):
+    """The largest n <= limit with _cum_blocks(cnt, bs, it0, b, n) <= free (b > 0, free >= 0)."""
+    if bs == 1:
+        n = free // b
+        return n if n < limit else limit
+    q = free // b
+    n = q * bs  # q whole cycles take q * b <= free blocks
+    if n >= limit:
+        return limit
+    rem = free - q * b  # < b: the walk below stops within one cycle
+    while n < limit:
+        need = cnt[_phase(it0 + n, bs)]
+        if need > rem:
+            break
+        rem -= need
+        n += 1
+    return n
+
+
+@numba.njit(cache=True, inline="always")
+def _context(j, prompt, generated, group, grp_tok):
+    """Request j's context (prompt + generated), its prompt group (-1: none) and the tokens of its prompt that
+    the group has cached (0: none)."""
+    g = group[j]
+    return prompt[j] + generated[j], g, (grp_tok[g] if g >= 0 else 0)
+
+
+@numba.njit(cache=True, inline="always")
+def _requeue_front(queue, q_head, j):
+    """Put a preempted request back at the front of the circular waiting queue; returns the new head."""
+    q_head = (q_head - 1 + queue.shape[0]) % queue.shape[0]
+    queue[q_head] = j
+    return q_head
+
+
+@numba.njit(cache=True, inline="always")
+def _publish(j, g, prompt_j, bs, shared, grp_tok, grp_ref):
+    """j, the first of group g, has its prompt scheduled: its full prompt blocks up to the last prompt token
+    (which vLLM always recomputes) become the group's, referenced by j."""
+    hg = ((prompt_j - 1) // bs) * bs
+    if hg > 0:
+        grp_tok[g] = hg
+        grp_ref[g] = 1
+        shared[j] = hg
+
+
+@_compiled("i8(i8, i8, i8, i8[::1], i8[::1], i8[::1], i8[::1])")
+def _release(j, tokens, bs, shared, group, grp_tok, grp_ref):
+    """Blocks freed when request ``j`` holding ``tokens`` KV tokens leaves the running set: its own blocks, and its
+    group's shared prompt blocks when it was their last holder."""
+    s = shared[j]
+    freed = _cdiv(tokens, bs) - s // bs
+    if s > 0:
+        g = group[j]
+        grp_ref[g] -= 1
+        if grp_ref[g] == 0:
+            freed += grp_tok[g] // bs
+            grp_tok[g] = 0
+        shared[j] = 0
+    return freed
+
+
+@_compiled(SIGNATURES["run_replica"])
+def run_replica(
+    prompt,
+    response,
+    group,
+    n_groups,
+    max_num_seqs,
+    cap,
+    bs,
+    chunked,
+    budget,
+    mem_a,
+    mem_s,
+    cmp_a,
+    cmp_s,
+    over,
+    floor,
+    pf_over,
+    pf_tok,
+    pf_sq,
+    finish_s,
+    stats,
+):
+    """Event-driven kernel of the rules in the module docstring (``cap`` in blocks of ``bs`` tokens); fills
+    finish_s and stats, returns 0 or -1 - j if request j can never be admitted."""
+    n = prompt.shape[0]
+    generated = np.zeros(n, dtype=np.int64)
+    admit_iter = np.zeros(n, dtype=np.int64)  # iteration a decoder started decoding
+    gen_at_admit = np.zeros(n, dtype=np.int64)  # its generated count then
+    ctx_at = np.zeros(n, dtype=np.int64)  # its KV tokens then
+    computed = np.zeros(n, dtype=np.int64)  # KV tokens of a request being prefilled (chunked)
+    shared = np.zeros(n, dtype=np.int64)  # tokens of its group's cached prompt it references
+    epoch = np.zeros(n, dtype=np.int64)
+    running_flag = np.zeros(n, dtype=np.bool_)  # decoding or being prefilled
+    was_preempted = np.zeros(n, dtype=np.bool_)
+    done = np.empty(n, dtype=np.int64)  # requests whose prefill completes in this step (chunked)
+    grp_tok = np.zeros(max(n_groups, 1), dtype=np.int64)  # cached shared-prompt tokens per group (0: none)
+    grp_ref = np.zeros(max(n_groups, 1), dtype=np.int64)  # running requests referencing them
+    cnt = np.zeros(bs, dtype=np.int64)  # decoders per block phase: slot (kv - iteration) mod bs
+    queue = np.empty(n, dtype=np.int64)  # waiting queue: circular buffer, preempted requests re-enter at the front
+    for j in range(n):
+        queue[j] = j
+    q_head = 0
+    q_len = n
+    stack = np.empty(2 * n + 2, dtype=np.int64)  # running requests in admission order (lazy removal)
+    stack_len = 0
+    # min-heap of (finish iteration, request, epoch); stale entries skipped by epoch
+    h_key = np.empty(2 * n + 2, dtype=np.int64)
+    h_idx = np.empty(2 * n + 2, dtype=np.int64)
+    h_ep = np.empty(2 * n + 2, dtype=np.int64)
+    h_size = 0
+
+    t = 0.0
+    decode_total = 0.0
+    prefill_total = 0.0
+    cur_iter = 0
+    n_iter = 0
+    used = 0  # KV blocks held
+    kv_tok = 0  # KV tokens of the decoders (what a decode iteration reads)
+    b = 0  # decoders
+    running = 0  # decoders + the request being prefilled
+    pre = -1  # the request whose prefill is under way (chunked; at most one, the last admitted)
+    n_preempt = 0
+    peak_blocks = 0
+    peak_b = 0
+    recomputed = 0
+    decoded = 0
+    prefilled = 0
+    cache_hit = 0
+
+    budget_stop = False
+    while True:
+        if running == 0 and q_len == 0:
+            break
+        ph = _phase(cur_iter, bs)
+        explicit = True
+        if not chunked:
+            # ---- legacy round 1: admission, then one prefill for everything admitted
+            adm_tok = 0.0
+            adm_sq = 0.0
+            adm_count = 0
+            budget_stop = False
+            while q_len > 0 and b < max_num_seqs:
+                j = queue[q_head]
+                c, g, hit = _context(j, prompt, generated, group, grp_tok)
+                own = _cdiv(c, bs) - hit // bs
+                nxt = cnt[ph] + (1 if c % bs == 0 else 0)
+                if used + own + nxt > cap:
+                    break
+                if adm_count > 0 and adm_tok + (c - hit) > budget:
+                    budget_stop = True  # the next round may admit it: run one iteration only
+                    break
+                q_head = (q_head + 1) % n
+                q_len -= 1
+                used += own
+                if hit > 0:
+                    grp_ref[g] += 1
+                    shared[j] = hit
+                    cache_hit += hit
+                elif g >= 0:  # the first of its group: its full prompt blocks become the group's
+                    _publish(j, g, prompt[j], bs, shared, grp_tok, grp_ref)
+                if was_preempted[j]:
+                    recomputed += c - hit
+                    was_preempted[j] = False
+                adm_tok += c - hit
+                adm_sq += float(c) * float(c) - float(hit) * float(hit)
+                adm_count += 1
+                # it decodes from this round's iteration on
+                b += 1
+                running += 1
+                kv_tok += c
+                cnt[(c - cur_iter) % bs] += 1
+                epoch[j] += 1
+                running_flag[j] = True
+                admit_iter[j] = cur_iter
+                gen_at_admit[j] = generated[j]
+                ctx_at[j] = c
+                h_size = _heap_add(
+                    h_key, h_idx, h_ep, h_size, cur_iter + response[j] - generated[j], j, epoch[j], running_flag, epoch
+                )
+                stack_len = _stack_add(stack, stack_len, j, running_flag)
+            if adm_count > 0:
+                dt = pf_over + pf_tok * adm_tok + pf_sq * adm_sq
+                t += dt
+                prefill_total += dt
+                prefilled += int(adm_tok)
+            if used > peak_blocks:
+                peak_blocks = used
+            if b > peak_b:
+                peak_b = b
+            if b == 0:
+                if q_len > 0:
+                    return -1 - queue[q_head]
+                break
+            # ---- legacy round 2: preemption, latest admitted first, while the next iteration does not fit
+            while used + cnt[ph] > cap:
+                while not running_flag[stack[stack_len - 1]]:
+                    stack_len -= 1
+                j = stack[stack_len - 1]
+                stack_len -= 1
+                steps_done = cur_iter - admit_iter[j]
+                generated[j] = gen_at_admit[j] + steps_done
+                kv = ctx_at[j] + steps_done
+                used -= _release(j, kv, bs, shared, group, grp_tok, grp_ref)
+                kv_tok -= kv
+                cnt[(ctx_at[j] - admit_iter[j]) % bs] -= 1
+                running_flag[j] = False
+                was_preempted[j] = True
+                epoch[j] += 1
+                b -= 1
+                running -= 1
+                q_head = _requeue_front(queue, q_head, j)
+                q_len += 1
+                n_preempt += 1
+            if b == 0:
+                continue
+            explicit = False
+        elif pre < 0 and b > 0 and used + cnt[ph] <= cap:
+            # ---- chunked: a decode-only step, unless the front request can be admitted in it
+            explicit = False
+            if q_len > 0 and running < max_num_seqs:
+                j = queue[q_head]
+                c, g, hit = _context(j, prompt, generated, group, grp_tok)
+                chunk = min(c - hit, budget - b)
+                if cap - used - cnt[ph] >= _cdiv(hit + chunk, bs) - hit // bs:
+                    explicit = True
+        if not explicit:
+            # ---- decode iterations up to the next event: a finish, or the iteration whose blocks do not fit
+            while not (running_flag[h_idx[0]] and h_ep[0] == epoch[h_idx[0]]):
+                h_size = _heap_pop(h_key, h_idx, h_ep, h_size)
+            n_fin = h_key[0] - cur_iter
+            steps = _run_cap(cnt, bs, cur_iter, b, cap - used, 1 if budget_stop else n_fin)
+            dt = (
+                _segment_floor_s(
+                    mem_a[b] + mem_s * kv_tok, mem_s * b, cmp_a[b] + cmp_s * kv_tok, cmp_s * b, floor[b], steps
+                )
+                + over[b] * steps
+            )
+            t += dt
+            decode_total += dt
+            decoded += b * steps
+            used += _cum_blocks(cnt, bs, cur_iter, b, steps)
+            kv_tok += b * steps
+            cur_iter += steps
+            n_iter += steps
+        else:
+            # ---- chunked: one step as vLLM V1 schedules it
+            preempted = False
+            # decoders first (running order); preempt from the end (the prefill under way first) until their
+            # new blocks fit
+            while used + cnt[ph] > cap:
+                while not running_flag[stack[stack_len - 1]]:
+                    stack_len -= 1
+                j = stack[stack_len - 1]
+                stack_len -= 1
+                if j == pre:
+                    used -= _release(j, computed[j], bs, shared, group, grp_tok, grp_ref)
+                    pre = -1
+                else:
+                    steps_done = cur_iter - admit_iter[j]
+                    generated[j] = gen_at_admit[j] + steps_done
+                    kv = ctx_at[j] + steps_done
+                    used -= _release(j, kv, bs, shared, group, grp_tok, grp_ref)
+                    kv_tok -= kv
+                    cnt[(ctx_at[j] - admit_iter[j]) % bs] -= 1
+                    b -= 1
+                    epoch[j] += 1
+                running_flag[j] = False
+                was_preempted[j] = True
+                running -= 1
+                q_head = _requeue_front(queue, q_head, j)
+                q_len += 1
+                n_preempt += 1
+                preempted = True
+            used += cnt[ph]
+            left = budget - b
+            tok = 0.0
+            sq = 0.0
+            n_done = 0
+            # the prefill under way takes the next chunk, or preempts itself when its blocks do not fit
+            if pre >= 0:
+                j = pre
+                c = prompt[j] + generated[j]
+                a = computed[j]
+                chunk = min(c - a, left)
+                need = _cdiv(a + chunk, bs) - _cdiv(a, bs)
+                if cap - used < need:
+                    stack_len -= 1  # it is the last admitted
+                    used -= _release(j, a, bs, shared, group, grp_tok, grp_ref)
+                    running_flag[j] = False
+                    was_preempted[j] = True
+                    running -= 1
+                    pre = -1
+                    q_head = _requeue_front(queue, q_head, j)
+                    q_len += 1
+                    n_preempt += 1
+                    preempted = True
+                else:
+                    used += need
+                    left -= chunk
+                    tok += chunk
+                    sq += float(a + chunk) * float(a + chunk) - float(a) * float(a)
+                    computed[j] = a + chunk
+                    if a + chunk == c:
+                        done[n_done] = j
+                        n_done += 1
+                        pre = -1
+            # then the waiting queue, front first, while tokens, sequences and blocks last (no admission in a
+            # step that preempted)
+            if not preempted:
+                while q_len > 0 and left > 0 and running < max_num_seqs:
+                    j = queue[q_head]
+                    c, g, hit = _context(j, prompt, generated, group, grp_tok)
+                    chunk = min(c - hit, left)
+                    need = _cdiv(hit + chunk, bs) - hit // bs
+                    if cap - used < need:
+                        break
+                    q_head = (q_head + 1) % n
+                    q_len -= 1
+                    used += need
+                    running += 1
+                    running_flag[j] = True
+                    if hit > 0:
+                        grp_ref[g] += 1
+                        shared[j] = hit
+                        cache_hit += hit
+                    if was_preempted[j]:
+                        recomputed += c - hit
+                        was_preempted[j] = False
+                    left -= chunk
+                    tok += chunk
+                    sq += float(hit + chunk) * float(hit + chunk) - float(hit) * float(hit)
+                    computed[j] = hit + chunk
+                    stack_len = _stack_add(stack, stack_len, j, running_flag)
+                    if hit + chunk == c:
+                        done[n_done] = j
+                        n_done += 1
+                        if g >= 0 and hit == 0:  # the first of its group: its full prompt blocks become the group's
+                            _publish(j, g, prompt[j], bs, shared, grp_tok, grp_ref)
+                    else:
+                        pre = j
+            # the iteration: decode of b sequences and the prefill chunks in one forward pass
+            if b == 0 and n_done == 0 and pre < 0 and tok == 0.0:
+                if running == 0 and q_len > 0 and not preempted:
+                    return -1 - queue[q_head]
+                continue
+            if used > peak_blocks:
+                peak_blocks = used
+            if running > peak_b:
+                peak_b = running
+            dec = 0.0
+            if b > 0:
+                dec = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
+            dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok + pf_tok * tok + pf_sq * sq, floor[b])
+            dt += over[b]
+            if tok > 0.0:
+                dt += pf_over
+            t += dt
+            decode_total += dec
+            prefill_total += dt - dec
+            prefilled += int(tok)
+            decoded += b
+            kv_tok += b
+            cur_iter += 1
+            n_iter += 1
+            # prefills that completed sample their first token; the rest decode from the next iteration
+            for k in range(n_done):
+                j = done[k]
+                c = prompt[j] + generated[j]
+                generated[j] += 1
+                if generated[j] >= response[j]:
+                    used -= _release(j, c, bs, shared, group, grp_tok, grp_ref)
+                    running_flag[j] = False
+                    running -= 1
+                    finish_s[j] = t
+                    continue
+                b += 1
+                kv_tok += c
+                cnt[(c - cur_iter) % bs] += 1
+                epoch[j] += 1
+                admit_iter[j] = cur_iter
+                gen_at_admit[j] = generated[j]
+                ctx_at[j] = c
+                h_size = _heap_add(
+                    h_key, h_idx, h_ep, h_size, cur_iter + response[j] - generated[j], j, epoch[j], running_flag, epoch
+                )
+        if used > peak_blocks:
+            peak_blocks = used
+        # decoders that generated their last token in the iteration just run
+        while h_size > 0:
+            j = h_idx[0]
+            if not (running_flag[j] and h_ep[0] == epoch[j]):
+                h_size = _heap_pop(h_key, h_idx, h_ep, h_size)
+                continue
+            if h_key[0] != cur_iter:
+                break
+            h_size = _heap_pop(h_key, h_idx, h_ep, h_size)
+            kv = ctx_at[j] + (cur_iter - admit_iter[j])
+            generated[j] = response[j]
+            used -= _release(j, kv, bs, shared, group, grp_tok, grp_ref)
+            kv_tok -= kv
+            cnt[(ctx_at[j] - admit_iter[j]) % bs] -= 1
+            running_flag[j] = False
+            b -= 1
+            running -= 1
+            finish_s[j] = t
+    stats[0] = t
+    stats[1] = decode_total
+    stats[2] = prefill_total
+    stats[3] = n_iter
+    stats[4] = n_preempt
+    stats[5] = peak_blocks * bs
+    stats[6] = peak_b
+    stats[7] = recomputed
+    stats[8] = decoded
+    stats[9] = prefilled
+    stats[10] = cache_hit
+    return 0
+
+
+@_compiled(SIGNATURES["renumber_consecutive"])
+def renumber_consecutive(groups, prompt, out):
+    """Dense ids of non-decreasing group ids into ``out``: the group count, -1 if the ids decrease somewhere, -2 if
+    a group's prompt lengths differ."""
+    g = 0
+    out[0] = 0
+    for i in range(1, groups.shape[0]):
+        if groups[i] < groups[i - 1]:
+            return -1
+        if groups[i] != groups[i - 1]:
+            g += 1
+        elif prompt[i] != prompt[i - 1]:
+            return -2
+        out[i] = g
+    return g + 1

@@ -1,0 +1,5 @@
+import sys
+
+from tests.rlsim.golden import main
+
+sys.exit(main())

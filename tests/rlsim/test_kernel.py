@@ -1,0 +1,153 @@
+"""The compiled engine kernel (rlsim/kernel.py): numba's just-in-time build has one version per entry point whatever
+the callers pass, the ahead-of-time build (rlsim/kernel_build.py) gives the same bits, and RLSIM_KERNEL picks one.
+
+The golden outputs (tests/rlsim/test_golden.py) run under both kernels too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import sys
+
+import numpy as np
+import pytest
+
+from rlsim import engine, kernel_build
+from rlsim.engine import DecodeCoefficients, SchedulerRules, simulate_replica
+from rlsim.errors import RlsimError
+from tests.rlsim.test_engine_reference import numpy_case
+
+RULES = (
+    SchedulerRules(),
+    SchedulerRules(block_size=16, chunked_prefill=True, max_num_batched_tokens=64, prefix_caching=True),
+    SchedulerRules(block_size=4, chunked_prefill=True, max_num_batched_tokens=16),
+    SchedulerRules(block_size=8, max_num_batched_tokens=40, prefix_caching=True),
+)
+
+
+def aot_kernel():
+    """The ahead-of-time kernel built from this rlsim/kernel.py, or None when it is not built here."""
+    try:
+        return importlib.import_module(f"rlsim.{engine.aot_module_name()}")
+    except ImportError:
+        return None
+
+
+def jit_kernel():
+    return importlib.import_module("rlsim.kernel")
+
+
+def run_cases(seed: int, count: int) -> list:
+    """``count`` seeded replica cases (tests/rlsim/test_engine_reference.py's generator, with prompt groups) under
+    every rule set; tight caches, so most preempt. Results as plain tuples, compared bit for bit."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(count):
+        prompt, response, m, cap, decode, prefill, _ = numpy_case(rng)
+        rules = RULES[i % len(RULES)]
+        if rules.chunked_prefill:
+            m = min(m, rules.max_num_batched_tokens)
+        groups = np.arange(prompt.size) // 3
+        prompt = prompt[groups * 3]  # a group's requests share one prompt
+        cap = max(cap, int((prompt + response).max()) + 2 * rules.block_size)
+        res = simulate_replica(prompt, response, m, cap, decode, prefill, rules, groups)
+        out.append(tuple(np.asarray(v).tobytes() for v in dataclasses.astuple(res)))
+    return out
+
+
+def test_the_jit_kernel_is_compiled_once_per_entry_point_whatever_the_inputs(monkeypatch):
+    """Read-only, strided, int32 and float inputs all reach the kernel as writable C-contiguous int64 / float64:
+    one signature each (numba would compile a second version of the kernel for a read-only array)."""
+    jit = jit_kernel()
+    monkeypatch.setattr(engine, "_KERNEL", jit)
+    rng = np.random.default_rng(3)
+    prompt, response, m, cap, decode, prefill, _ = numpy_case(rng)
+    expected = simulate_replica(prompt, response, m, cap, decode, prefill, RULES[1], np.arange(prompt.size))
+    frozen = [np.array(a) for a in (prompt, response, decode.mem_intercept_s, decode.overhead_s)]
+    for a in frozen:
+        a.flags.writeable = False
+    ro_decode = dataclasses.replace(decode, mem_intercept_s=frozen[2], overhead_s=frozen[3])
+    strided = np.repeat(np.asarray(prompt, dtype=np.int32), 2)[::2]
+    variants = [
+        (frozen[0], frozen[1], ro_decode, np.arange(prompt.size)),
+        (strided, response.astype(np.float64), decode, np.arange(prompt.size, dtype=np.int32)),
+    ]
+    for p, r, d, g in variants:
+        got = simulate_replica(p, r, m, cap, d, prefill, RULES[1], g)
+        assert got.makespan_s == expected.makespan_s and np.array_equal(got.finish_s, expected.finish_s)
+    assert [len(jit.run_replica.signatures), len(jit.renumber_consecutive.signatures)] == [1, 1]
+
+
+def test_the_jit_kernel_refuses_other_types_instead_of_compiling_them():
+    jit = jit_kernel()
+    prompt = np.ones(3, dtype=np.int64)
+    prompt.flags.writeable = False
+    out = np.zeros(3, dtype=np.int64)
+    with pytest.raises(TypeError, match="No matching definition"):
+        jit.renumber_consecutive(prompt, prompt, out)
+    assert len(jit.renumber_consecutive.signatures) == 1
+
+
+@pytest.mark.skipif(aot_kernel() is None, reason="no ahead-of-time kernel built here (python -m rlsim.kernel_build)")
+def test_the_ahead_of_time_kernel_gives_the_bits_of_the_jit_one(monkeypatch):
+    monkeypatch.setattr(engine, "_KERNEL", aot_kernel())
+    aot = run_cases(11, 240)
+    monkeypatch.setattr(engine, "_KERNEL", jit_kernel())
+    assert run_cases(11, 240) == aot
+
+
+def test_rlsim_kernel_picks_the_kernel(monkeypatch):
+    assert engine._load_kernel("jit") is jit_kernel()
+    with pytest.raises(RlsimError, match="RLSIM_KERNEL='fast': must be auto, aot or jit"):
+        engine._load_kernel("fast")
+    if aot_kernel() is None:
+        with pytest.raises(RlsimError, match="python -m rlsim.kernel_build"):
+            engine._load_kernel("aot")
+        assert engine._load_kernel("auto") is jit_kernel()
+    else:
+        assert engine._load_kernel("aot") is aot_kernel() is engine._load_kernel("auto")
+    monkeypatch.setattr(engine, "_KERNEL", None)
+    monkeypatch.setenv("RLSIM_KERNEL", "jit")
+    assert engine.kernel() is jit_kernel() and engine.kernel_kind() == "jit"
+
+
+def test_a_kernel_built_from_other_source_is_not_the_one_loaded(tmp_path):
+    edited = tmp_path / "kernel.py"
+    edited.write_bytes(kernel_build.SOURCE.read_bytes() + b"\n# edited\n")
+    assert kernel_build.module_name(edited) != kernel_build.module_name() == engine.aot_module_name()
+
+
+@pytest.mark.slow
+def test_kernel_build_writes_a_module_that_loads_without_numba(tmp_path):
+    """``python -m rlsim.kernel_build``'s build, into a scratch file: it loads in a process that never imports
+    numba, and agrees with the just-in-time kernel."""
+    import subprocess
+
+    out = tmp_path / f"{kernel_build.module_name()}.so"
+    assert kernel_build.main(["--output", str(out)]) == 0
+    code = (
+        "import importlib.util, sys, numpy as np\n"
+        f"spec = importlib.util.spec_from_file_location({kernel_build.module_name()!r}, {str(out)!r})\n"
+        "k = importlib.util.module_from_spec(spec); spec.loader.exec_module(k)\n"
+        "g = np.array([0, 0, 1, 1, 2], dtype=np.int64); p = np.array([5, 5, 7, 7, 2], dtype=np.int64)\n"
+        "o = np.empty(5, dtype=np.int64)\n"
+        "print(k.renumber_consecutive(g, p, o), o.tolist(), 'numba' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["3", "[0,", "0,", "1,", "1,", "2]", "False"]
+    spec = importlib.util.spec_from_file_location(kernel_build.module_name(), out)
+    built = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(built)
+    decode = DecodeCoefficients(np.zeros(3), 1e-6, np.zeros(3), 1e-7, np.full(3, 1e-3))
+    args = (np.array([3, 3], dtype=np.int64), np.array([4, 9], dtype=np.int64), np.zeros(2, dtype=np.int64), 1, 2)
+    stats = [np.zeros(11), np.zeros(11)]
+    finish = [np.zeros(2), np.zeros(2)]
+    for k, s, f in zip((built, jit_kernel()), stats, finish):
+        rest = (
+            100, 1, False, 1 << 62, decode.mem_intercept_s, 1e-6, decode.compute_intercept_s, 1e-7,
+            decode.overhead_s, decode.floor, 1e-3, 1e-5, 1e-9, f, s,
+        )  # fmt: skip
+        assert k.run_replica(*args, *rest) == 0
+    assert stats[0].tobytes() == stats[1].tobytes() and finish[0].tobytes() == finish[1].tobytes()
