@@ -115,18 +115,27 @@ def kernel_kind() -> str:
     return "jit" if kernel().__name__ == "rlsim.kernel" else "aot"
 
 
+def aot_kernel() -> ModuleType | None:
+    """The kernel built ahead of time from this rlsim/kernel.py, or None when there is none or it does not load
+    (an extension built against another numpy ABI raises ImportError or RuntimeError: numba's JIT then runs)."""
+    try:
+        return importlib.import_module(f"rlsim.{aot_module_name()}")
+    except Exception:  # whatever stops the extension loading, the JIT kernel is the same kernel
+        return None
+
+
 def _load_kernel(choice: str) -> ModuleType:
     if choice not in ("auto", "aot", "jit"):
         raise RlsimError(f"RLSIM_KERNEL={choice!r}: must be auto, aot or jit; unset it for auto")
     if choice != "jit":
-        try:
-            return importlib.import_module(f"rlsim.{aot_module_name()}")
-        except ImportError:
-            if choice == "aot":
-                raise RlsimError(
-                    f"RLSIM_KERNEL=aot: no kernel built ahead of time from {KERNEL_SOURCE} (rlsim.{aot_module_name()});"
-                    " build it with `python -m rlsim.kernel_build` or unset RLSIM_KERNEL"
-                ) from None
+        built = aot_kernel()
+        if built is not None:
+            return built
+        if choice == "aot":
+            raise RlsimError(
+                f"RLSIM_KERNEL=aot: no kernel built ahead of time from {KERNEL_SOURCE} (rlsim.{aot_module_name()}) "
+                "loads here; build it with `python -m rlsim.kernel_build` or unset RLSIM_KERNEL"
+            )
     return importlib.import_module("rlsim.kernel")
 
 

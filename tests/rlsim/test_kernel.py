@@ -28,11 +28,8 @@ RULES = (
 
 
 def aot_kernel():
-    """The ahead-of-time kernel built from this rlsim/kernel.py, or None when it is not built here."""
-    try:
-        return importlib.import_module(f"rlsim.{engine.aot_module_name()}")
-    except ImportError:
-        return None
+    """The ahead-of-time kernel built from this rlsim/kernel.py, or None when it is not built (or loads) here."""
+    return engine.aot_kernel()
 
 
 def jit_kernel():
