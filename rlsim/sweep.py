@@ -188,21 +188,26 @@ def sweep(
 
 def _cost_hint(scenario: Scenario, profile: Profile | None, overrides: dict[str, Any], explicit: list[str]) -> float:
     """Roughly how long a configuration takes to simulate: the responses it simulates (samples-to-target when it
-    runs to the target, else steps x responses per step); 0 when it is invalid (it fails fast)."""
-    from rlsim.learning import LearningModelError, samples_to_target
-    from rlsim.simulation import configure
+    runs to the target, else steps x responses per step). Read from the overrides without validating the
+    configuration (run_config does that, once); 0 for one that cannot be read (it fails fast anyway)."""
+    from rlsim.learning import samples_to_target
+    from rlsim.scenario.build import with_learning
 
     try:
-        scn = configure(scenario, profile, overrides, explicit)
-    except RlsimError:
+        b = int(overrides.get("workload.prompts_per_step", scenario.workload.prompts_per_step)) * int(
+            overrides.get("workload.group_size", scenario.workload.group_size)
+        )
+        steps = int(overrides.get("run.steps", scenario.run.steps))
+        learning = {k: v for k, v in overrides.items() if k.startswith("learning.")}
+        scn = with_learning(scenario, learning) if learning else scenario
+        if profile is not None and profile.learning_overrides() and not learning:
+            return float(b * steps)  # the profile's learning model applies in run_config; any order will do
+        if scn.learning.metric is None or scn.learning.target is None:
+            return float(b * steps)
+        k = int(overrides.get("schedule.max_staleness", scenario.schedule.staleness))
+        return min(samples_to_target(scn.learning, b, k).samples, float(b * scenario.run.max_steps))
+    except (RlsimError, ValueError, TypeError):
         return 0.0
-    b = scn.workload.responses_per_step
-    if scn.learning.metric is None:
-        return float(b * scn.run.steps)
-    try:
-        return min(samples_to_target(scn.learning, b, scn.schedule.staleness).samples, b * scn.run.max_steps)
-    except LearningModelError:
-        return float(b * scn.run.steps)
 
 
 def run_tasks(

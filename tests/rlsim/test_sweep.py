@@ -142,7 +142,8 @@ def test_each_configuration_is_validated_once(validated):
     res = sweep(scn.with_overrides({"run.steps": 2}), grid, workers=1)
     assert len(seen) == 1 + 2 + 4  # with_overrides above, one per grid key, one per configuration
     configs = [(s.workload.prompts_per_step, s.run.seed) for s in seen[3:]]
-    assert configs == [(16, 0), (16, 1), (32, 0), (32, 1)]
+    assert configs == [(32, 0), (32, 1), (16, 0), (16, 1)]  # the longest (more responses) first
+    assert list(res.table["workload.prompts_per_step"]) == [16, 16, 32, 32]  # rows in configuration order
     assert res.table["error"].isna().all()
     assert len(res.engine_curves) and set(res.engine_curves["engine"]) == {"Qwen2.5-0.5B / H100-SXM / TP1"}
 
