@@ -159,9 +159,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         _print_text(result, lines)
     if args.output is not None:
         written = write_plan(result, args.output, lines, command)
+        out = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the JSON only
         if args.emit and result.winner is not None:
-            written += _emit(result, args)
-        print(f"\nwrote {', '.join(str(p) for p in written)}", file=sys.stderr if args.json else sys.stdout)
+            written += _emit(result, args, out)
+        elif args.emit:
+            print(f"\nnothing to emit for {args.emit}: no configuration meets the constraints", file=out)
+        print(f"\nwrote {', '.join(str(p) for p in written)}", file=out)
     return 0
 
 
@@ -199,7 +202,7 @@ def _print_text(result: Any, lines: list[str]) -> None:
         print(f"note: {note}")
 
 
-def _emit(result: Any, args: argparse.Namespace) -> list[Path]:
+def _emit(result: Any, args: argparse.Namespace, out: Any) -> list[Path]:
     from rlsim.frameworks.emit import emit, write_emitted
     from rlsim.plan.output import winner_scenario
     from rlsim.scenario import from_dict
@@ -207,7 +210,8 @@ def _emit(result: Any, args: argparse.Namespace) -> list[Path]:
     scn = from_dict(winner_scenario(result))
     emitted = emit(args.emit, scn, args.original)
     written = write_emitted(emitted, args.emit, args.output)
-    print(f"\n{args.emit} overrides for the winner: {' '.join(emitted.overrides) or '(none: your config is the plan)'}")
+    shown = " ".join(emitted.overrides) or "(none: your config is the plan)"
+    print(f"\n{args.emit} overrides for the winner: {shown}", file=out)
     for note in emitted.notes:
-        print(f"note: {note}")
+        print(f"note: {note}", file=out)
     return written
