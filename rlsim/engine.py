@@ -82,6 +82,7 @@ __all__ = [
     "SchedulerRules",
     "EngineCapacityError",
     "simulate_replica",
+    "simulate_replicas",
     "decode_iteration_s",
     "mixed_iteration_s",
     "prefill_s",
@@ -98,7 +99,7 @@ _KERNEL: ModuleType | None = None  # the kernel in use, chosen on first use
 
 
 def kernel() -> ModuleType:
-    """The compiled kernel: a module with ``run_replica`` and ``renumber_consecutive`` (``rlsim.kernel.SIGNATURES``).
+    """The compiled kernel: a module with the entry points of ``rlsim.kernel.SIGNATURES``.
 
     The ahead-of-time module built from this very rlsim/kernel.py (``rlsim/kernel_build.py``, run at install) when
     there is one: nothing to compile and no numba to import. Otherwise :mod:`rlsim.kernel` compiled by numba (on
@@ -329,6 +330,144 @@ def simulate_replica(
         prefill_tokens=int(stats[9]),
         prefix_hit_tokens=int(stats[10]),
     )
+
+
+def simulate_replicas(
+    prompt_tokens: np.ndarray,
+    response_tokens: np.ndarray,
+    offsets: np.ndarray,
+    max_num_seqs: int,
+    kv_capacity_tokens: int,
+    decode: DecodeCoefficients,
+    prefill: PrefillCoefficients,
+    rules: SchedulerRules | None = None,
+    prompt_groups: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`simulate_replica` for several replicas in one compiled call: replica ``r`` runs requests
+    ``offsets[r]:offsets[r + 1]`` of the concatenated arrays (offsets non-decreasing, from 0 to the request count),
+    each replica from its own start. Returns the finish times (concatenated, as the requests) and one row of stats
+    per replica: makespan, decode, prefill, iterations, preemptions, peak KV tokens, peak running, recomputed,
+    decoded, prefill and prefix-hit tokens (:class:`ReplicaResult`'s order; a replica without requests has zeros).
+
+    The results, and the error raised, are those of :func:`simulate_replica` called on each replica's slice in
+    turn (replicas without requests skipped): the first replica whose inputs are invalid or whose request can
+    never fit raises, its request numbered within the replica."""
+    rules = rules or SchedulerRules()
+    prompt = _arg(prompt_tokens, np.int64)
+    response = _arg(response_tokens, np.int64)
+    offsets = _arg(offsets, np.int64)
+    if prompt.shape != response.shape or prompt.ndim != 1:
+        raise ValueError(f"prompt_tokens {prompt.shape} and response_tokens {response.shape} must be 1-D, same length")
+    n_rep = offsets.size - 1
+    if offsets.ndim != 1 or n_rep < 0 or offsets[0] != 0 or offsets[-1] != prompt.size or np.any(np.diff(offsets) < 0):
+        raise ValueError(f"offsets must be non-decreasing from 0 to the request count ({prompt.size})")
+    finish = np.zeros(prompt.size, dtype=np.float64)
+    stats = np.zeros(11 * n_rep, dtype=np.float64)
+    if prompt.size == 0:
+        return finish, stats.reshape(n_rep, 11)
+    starts = offsets[:-1]
+
+    def replica_of(i: int) -> int:
+        return int(np.searchsorted(offsets, i, side="right")) - 1
+
+    # the first replica with invalid values, group prompts or a request that cannot fit alone: each replica is
+    # checked in simulate_replica's order, and the replicas before the first failing one still run (their
+    # kernel errors come first)
+    first_bad = n_rep
+    bad_values = (response < 1) | (prompt < 0)
+    if bad_values.any():
+        first_bad = replica_of(int(np.argmax(bad_values)))
+    first = replica_of(0)  # the first replica with requests, where simulate_replica checks the shared arguments
+    if first_bad > first:
+        if max_num_seqs < 1 or max_num_seqs > decode.max_batch:
+            raise ValueError(f"max_num_seqs ({max_num_seqs}) must be in 1..{decode.max_batch} (decode table size)")
+        if rules.chunked_prefill and rules.max_num_batched_tokens < max_num_seqs:
+            raise ValueError(
+                f"max_num_batched_tokens ({rules.max_num_batched_tokens}) must be >= max_num_seqs ({max_num_seqs}), "
+                "as vLLM requires: every running sequence's decode token must fit one iteration"
+            )
+    group, n_groups, bad_group = _replica_groups(prompt, offsets, prompt_groups if rules.prefix_caching else None)
+    first_bad = min(first_bad, bad_group)
+    bs = int(rules.block_size)
+    cap_blocks = int(kv_capacity_tokens) // bs
+    peak = prompt + response - (1 if rules.chunked_prefill else 0)
+    too_big = -(-peak // bs) > cap_blocks
+    if too_big.any():
+        first_bad = min(first_bad, replica_of(int(np.argmax(too_big))))
+    budget = UNLIMITED_TOKENS if rules.max_num_batched_tokens is None else int(rules.max_num_batched_tokens)
+    code = kernel().run_replicas(
+        prompt,
+        response,
+        group,
+        offsets[: first_bad + 1].copy(),
+        n_groups,
+        int(max_num_seqs),
+        cap_blocks,
+        bs,
+        bool(rules.chunked_prefill),
+        budget,
+        _arg(decode.mem_intercept_s, np.float64),
+        float(decode.mem_slope_s_per_token),
+        _arg(decode.compute_intercept_s, np.float64),
+        float(decode.compute_slope_s_per_token),
+        _arg(decode.overhead_s, np.float64),
+        _arg(decode.floor, np.float64),
+        float(prefill.overhead_s),
+        float(prefill.per_token_s),
+        float(prefill.per_token_sq_s),
+        finish,
+        stats,
+    )
+    if code < 0:
+        j = -1 - int(code)
+        r = replica_of(j)
+        lo, hi = starts[r], offsets[r + 1]
+        raise _capacity_error(j - int(lo), prompt[lo:hi], response[lo:hi], kv_capacity_tokens)
+    if first_bad < n_rep:  # simulate_replica's first error on that replica
+        lo, hi = starts[first_bad], offsets[first_bad + 1]
+        if bad_values[lo:hi].any():
+            raise ValueError("response_tokens must be >= 1 and prompt_tokens >= 0")
+        if first_bad == bad_group:
+            raise ValueError("requests of one prompt group must have the same prompt length")
+        worst = int(np.argmax(-(-peak[lo:hi] // bs)))
+        raise _capacity_error(worst, prompt[lo:hi], response[lo:hi], kv_capacity_tokens)
+    return finish, stats.reshape(n_rep, 11)
+
+
+def _replica_groups(
+    prompt: np.ndarray, offsets: np.ndarray, prompt_groups: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`_groups` of every replica's slice at once: the group ids renumbered within each replica, the group
+    count per replica, and the first replica whose group's prompts differ (the replica count: none)."""
+    n_rep = offsets.size - 1
+    if prompt_groups is None:
+        return np.full(prompt.size, -1, dtype=np.int64), np.zeros(n_rep, dtype=np.int64), n_rep
+    groups = np.asarray(prompt_groups).ravel()
+    if groups.shape != prompt.shape:
+        raise ValueError(f"prompt_groups {groups.shape} must have one entry per request {prompt.shape}")
+    starts = offsets[:-1]
+    start = np.zeros(prompt.size, dtype=bool)
+    start[starts[starts < prompt.size]] = True
+    same = np.zeros(prompt.size, dtype=bool)  # in the previous request's group, on the same replica
+    same[1:] = groups[1:] == groups[:-1]
+    same &= ~start
+    if np.any((groups[1:] < groups[:-1]) & ~start[1:]):  # ids out of order on some replica: the general path
+        group = np.empty(prompt.size, dtype=np.int64)
+        n_groups = np.zeros(n_rep, dtype=np.int64)
+        for r in np.flatnonzero(np.diff(offsets)):
+            lo, hi = offsets[r], offsets[r + 1]
+            try:
+                group[lo:hi], n_groups[r] = _groups(prompt[lo:hi], groups[lo:hi])
+            except ValueError:
+                return group, n_groups, int(r)
+        return group, n_groups, n_rep
+    differ = same & (prompt != np.roll(prompt, 1))
+    bad = int(np.searchsorted(offsets, np.argmax(differ), side="right")) - 1 if differ.any() else n_rep
+    dense = np.cumsum(~same) - 1  # group number over all replicas
+    first_of = dense[np.minimum(starts, prompt.size - 1)]
+    group = dense - np.repeat(first_of, np.diff(offsets))
+    n_groups = np.where(np.diff(offsets) > 0, dense[np.maximum(offsets[1:] - 1, 0)] - first_of + 1, 0)
+    return group.astype(np.int64), n_groups.astype(np.int64), bad
 
 
 def _groups(prompt: np.ndarray, prompt_groups: np.ndarray | None) -> tuple[np.ndarray, int]:

@@ -6,7 +6,7 @@ time) can compile it ahead of time into an extension module without importing th
 
 Two ways to run it, chosen by :func:`rlsim.engine.kernel`:
 
-* **ahead of time** (the default when installed): ``rlsim/kernel_build.py`` compiles the two entry points of
+* **ahead of time** (the default when installed): ``rlsim/kernel_build.py`` compiles the entry points of
   ``SIGNATURES`` with numba's AOT compiler into ``rlsim/_kernel_aot_<digest>``, named by the digest of this file, so
   a module built from other source is never loaded; ``rlsim`` then starts without importing numba or compiling;
 * **just in time**: importing this module compiles every function below for its one explicit signature (or loads
@@ -29,6 +29,14 @@ SIGNATURES = {
     "run_replica": (
         "i8(i8[::1], i8[::1], i8[::1], i8, i8, i8, i8, b1, i8, f8[::1], f8, f8[::1], f8, f8[::1], f8[::1], f8, f8, "
         "f8, f8[::1], f8[::1])"
+    ),
+    # run_replica for several replicas in one call: their requests concatenated (replica r's are
+    # offsets[r]:offsets[r+1], group ids numbered per replica, n_groups per replica), finish_s alike and 11 stats
+    # per replica; prompt, response, group, offsets, n_groups, max_num_seqs, cap, bs, chunked, budget, mem_a,
+    # mem_s, cmp_a, cmp_s, over, floor, pf_over, pf_tok, pf_sq, finish_s, stats
+    "run_replicas": (
+        "i8(i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, i8, i8, b1, i8, f8[::1], f8, f8[::1], f8, f8[::1], "
+        "f8[::1], f8, f8, f8, f8[::1], f8[::1])"
     ),
     # groups, prompt, out
     "renumber_consecutive": "i8(i8[::1], i8[::1], i8[::1])",
@@ -602,6 +610,65 @@ def run_replica(
     stats[8] = decoded
     stats[9] = prefilled
     stats[10] = cache_hit
+    return 0
+
+
+@_compiled(SIGNATURES["run_replicas"])
+def run_replicas(
+    prompt,
+    response,
+    group,
+    offsets,
+    n_groups,
+    max_num_seqs,
+    cap,
+    bs,
+    chunked,
+    budget,
+    mem_a,
+    mem_s,
+    cmp_a,
+    cmp_s,
+    over,
+    floor,
+    pf_over,
+    pf_tok,
+    pf_sq,
+    finish_s,
+    stats,
+):
+    """run_replica for each replica r in turn, on requests offsets[r]:offsets[r+1] (one call for a whole step);
+    replica r's stats go to stats[11 r : 11 r + 11]. Stops at the first request that can never be admitted and
+    returns -1 - its index in the concatenation, else 0."""
+    for r in range(offsets.shape[0] - 1):
+        lo = offsets[r]
+        hi = offsets[r + 1]
+        if hi == lo:
+            continue
+        code = run_replica(
+            prompt[lo:hi],
+            response[lo:hi],
+            group[lo:hi],
+            n_groups[r],
+            max_num_seqs,
+            cap,
+            bs,
+            chunked,
+            budget,
+            mem_a,
+            mem_s,
+            cmp_a,
+            cmp_s,
+            over,
+            floor,
+            pf_over,
+            pf_tok,
+            pf_sq,
+            finish_s[lo:hi],
+            stats[11 * r : 11 * r + 11],
+        )
+        if code < 0:
+            return code - lo
     return 0
 
 

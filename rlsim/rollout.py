@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules, simulate_replica
+from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules, simulate_replicas
 
 
 @dataclass(frozen=True)
@@ -50,25 +50,21 @@ def simulate_rollout(
     owner = group % replicas
     order = np.argsort(owner, kind="stable")  # requests of each replica, in arrival order
     bounds = np.searchsorted(owner[order], np.arange(replicas + 1))
-    makespans = [0.0] * replicas
-    preemptions = iterations = decoded = peak_kv = 0
-    for r in np.flatnonzero(np.diff(bounds)):  # replicas that received requests
-        idx = order[bounds[r] : bounds[r + 1]]
-        res = simulate_replica(
-            prompt_tokens[idx],
-            response_tokens[idx],
-            max_num_seqs,
-            kv_capacity_tokens,
-            decode,
-            prefill,
-            rules,
-            group[idx],
-        )
-        makespans[r] = res.makespan_s
-        preemptions += res.num_preemptions
-        iterations += res.num_iterations
-        decoded += res.decoded_tokens
-        peak_kv = max(peak_kv, res.peak_kv_tokens)
+    # every replica in one compiled call (rlsim.engine.simulate_replicas: simulate_replica on each in turn)
+    _, stats = simulate_replicas(
+        prompt_tokens[order],
+        response_tokens[order],
+        bounds,
+        max_num_seqs,
+        kv_capacity_tokens,
+        decode,
+        prefill,
+        rules,
+        group[order],
+    )
+    makespans = stats[:, 0].tolist()
+    preemptions, iterations, decoded = (int(v) for v in stats[:, [4, 3, 8]].sum(axis=0))
+    peak_kv = int(stats[:, 5].max()) if replicas else 0
     return RolloutResult(
         rollout_s=max(makespans) + overhead_s,
         prompt_tokens=int(prompt_tokens.sum()),

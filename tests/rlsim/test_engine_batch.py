@@ -1,0 +1,124 @@
+"""``rlsim.engine.simulate_replicas`` (one compiled call for a step's replicas, as rlsim.rollout uses it) gives the
+bits of :func:`simulate_replica` called on each replica's slice in turn, and raises the error the first failing
+replica raises."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from rlsim import engine
+from rlsim.engine import EngineCapacityError, SchedulerRules, simulate_replica, simulate_replicas
+from rlsim.rollout import simulate_rollout
+from tests.rlsim.test_engine_reference import numpy_case
+from tests.rlsim.test_kernel import RULES, jit_kernel
+
+
+def per_replica(prompt, response, offsets, m, cap, decode, prefill, rules, groups):
+    """simulate_replica on each non-empty slice in turn: finish times and stats rows as simulate_replicas has them."""
+    finish = np.zeros(prompt.size)
+    stats = np.zeros((offsets.size - 1, 11))
+    for r in np.flatnonzero(np.diff(offsets)):
+        lo, hi = offsets[r], offsets[r + 1]
+        res = simulate_replica(prompt[lo:hi], response[lo:hi], m, cap, decode, prefill, rules, groups[lo:hi])
+        finish[lo:hi] = res.finish_s
+        stats[r] = [float(v) for v in dataclasses.astuple(res)[1:]]
+    return finish, stats
+
+
+def outcome(fn, *args):
+    try:
+        finish, stats = fn(*args)
+    except ValueError as exc:  # EngineCapacityError included
+        return type(exc), str(exc)
+    return finish.tobytes(), stats.tobytes()
+
+
+def step_case(rng, i):
+    """A few replicas' worth of numpy_case requests (some replicas empty), grouped by 3, under RULES[i % 4]."""
+    prompt, response, m, cap, decode, prefill, _ = numpy_case(rng)
+    rules = RULES[i % len(RULES)]
+    if rules.chunked_prefill:
+        m = min(m, rules.max_num_batched_tokens)
+    groups = np.arange(prompt.size) // 3
+    prompt = prompt[groups * 3]
+    cap = max(cap, int((prompt + response).max()) + 2 * rules.block_size)
+    cuts = np.sort(rng.integers(0, groups[-1] + 2, size=int(rng.integers(1, 5))))
+    offsets = np.concatenate([[0], np.searchsorted(groups, cuts), [prompt.size]])
+    return prompt, response, offsets, m, cap, decode, prefill, rules, groups
+
+
+@pytest.mark.parametrize("kernel", ["jit", "aot"])
+def test_simulate_replicas_gives_the_bits_of_one_call_per_replica(kernel, monkeypatch):
+    built = engine.aot_kernel() if kernel == "aot" else jit_kernel()
+    if built is None:
+        pytest.skip("no kernel built ahead of time here")
+    monkeypatch.setattr(engine, "_KERNEL", built)
+    rng = np.random.default_rng(5)
+    for i in range(200):
+        case = step_case(rng, i)
+        assert outcome(simulate_replicas, *case) == outcome(per_replica, *case), i
+
+
+def test_simulate_replicas_raises_what_the_first_failing_replica_raises():
+    rng = np.random.default_rng(8)
+    seen = set()
+    for i in range(300):
+        prompt, response, offsets, m, cap, decode, prefill, rules, groups = step_case(rng, i)
+        kind = i % 5
+        if kind == 0:  # a request that cannot fit alone
+            cap = int(rng.integers(1, int((prompt + response).max()) + 1))
+        elif kind == 1:  # a response of 0 tokens somewhere
+            response = response.copy()
+            response[rng.integers(prompt.size)] = 0
+        elif kind == 2:  # a group whose prompts differ
+            prompt = prompt.copy()
+            prompt[rng.integers(prompt.size)] += 1
+        elif kind == 3:  # two errors on different replicas: the earlier replica's
+            response = response.copy()
+            response[-1] = 0
+            cap = int((prompt + response).max()) - 1
+        else:  # max_num_seqs beyond the decode table
+            m = decode.max_batch + int(rng.integers(0, 2))
+        case = (prompt, response, offsets, m, cap, decode, prefill, rules, groups)
+        got = outcome(simulate_replicas, *case)
+        assert got == outcome(per_replica, *case), (i, got)
+        seen.add(got[0] if isinstance(got[0], type) else None)
+    assert {EngineCapacityError, ValueError, None} <= seen
+
+
+def test_group_ids_out_of_order_on_a_replica_take_the_general_path():
+    rng = np.random.default_rng(2)
+    prompt, response, m, cap, decode, prefill, _ = numpy_case(rng)
+    rules = SchedulerRules(block_size=4, prefix_caching=True)
+    groups = rng.permutation(prompt.size) % 4
+    offsets = np.array([0, prompt.size // 2, prompt.size])
+    case = (prompt, response, offsets, m, max(cap, 200), decode, prefill, rules, groups)
+    assert outcome(simulate_replicas, *case) == outcome(per_replica, *case)
+
+
+def test_simulate_rollout_names_the_request_within_its_replica():
+    rng = np.random.default_rng(4)
+    prompt, response, m, cap, decode, prefill, _ = numpy_case(rng)
+    response = response.copy()
+    response[7] = 10**6  # request 7: group 3 of 2 (group size 2) goes to replica 1 of 2, its 4th request
+    with pytest.raises(EngineCapacityError, match=r"^request 3 \("):
+        simulate_rollout(prompt, response, 2, 2, m, 10**5, decode, prefill)
+
+
+@pytest.mark.parametrize("kernel", ["jit", "aot"])
+def test_run_replicas_stops_at_the_first_request_that_never_fits_and_names_it_in_the_concatenation(kernel):
+    """simulate_replicas checks beforehand that every request fits alone; the kernel's own check, called directly."""
+    built = engine.aot_kernel() if kernel == "aot" else jit_kernel()
+    if built is None:
+        pytest.skip("no kernel built ahead of time here")
+    i8 = lambda *v: np.array(v, dtype=np.int64)  # noqa: E731
+    table = np.zeros(3)
+    stats = np.zeros(33)
+    finish = np.zeros(5)
+    args = (i8(1, 1, 1, 50, 1), i8(1, 1, 1, 1, 1), i8(-1, -1, -1, -1, -1), i8(0, 2, 2, 5), i8(0, 0, 0), 2, 10, 1)
+    rest = (False, 1 << 62, table, 1e-6, table, 1e-7, table + 1e-3, table, 1e-3, 1e-5, 1e-9, finish, stats)
+    assert built.run_replicas(*args, *rest) == -1 - 3
+    assert stats[0] > 0 and not stats[11:].any()  # replica 0 ran, replica 1 has no requests, replica 2 failed
