@@ -264,71 +264,32 @@ def simulate_replica(
     Raises EngineCapacityError when a request's prompt plus response cannot fit the KV cache, and ValueError on
     inconsistent inputs (lengths differ, response < 1, max_num_seqs beyond the decode coefficient table).
     """
-    rules = rules or SchedulerRules()
-    prompt = _arg(prompt_tokens, np.int64)
-    response = _arg(response_tokens, np.int64)
-    if prompt.shape != response.shape or prompt.ndim != 1:
-        raise ValueError(f"prompt_tokens {prompt.shape} and response_tokens {response.shape} must be 1-D, same length")
-    if response.size and (response.min() < 1 or prompt.min() < 0):
-        raise ValueError("response_tokens must be >= 1 and prompt_tokens >= 0")
-    if max_num_seqs < 1 or max_num_seqs > decode.max_batch:
-        raise ValueError(f"max_num_seqs ({max_num_seqs}) must be in 1..{decode.max_batch} (decode table size)")
-    if rules.chunked_prefill and rules.max_num_batched_tokens < max_num_seqs:
-        raise ValueError(
-            f"max_num_batched_tokens ({rules.max_num_batched_tokens}) must be >= max_num_seqs ({max_num_seqs}), "
-            "as vLLM requires: every running sequence's decode token must fit one iteration"
-        )
-    group, n_groups = _groups(prompt, prompt_groups if rules.prefix_caching else None)
-    finish = np.zeros(prompt.size, dtype=np.float64)
-    if prompt.size == 0:
-        return ReplicaResult(finish, 0.0, 0.0, 0.0, 0, 0, 0, 0, 0, 0)
-    bs = int(rules.block_size)
-    cap_blocks = int(kv_capacity_tokens) // bs
-    # the most a request ever holds: its whole context (a chunked engine's prefill samples the first token, so the
-    # last token's KV is never written); one that cannot hold it alone can never finish
-    peak = prompt + response - (1 if rules.chunked_prefill else 0)
-    worst = int(np.argmax(-(-peak // bs)))
-    if -(-int(peak[worst]) // bs) > cap_blocks:
-        raise _capacity_error(worst, prompt, response, kv_capacity_tokens)
-    budget = UNLIMITED_TOKENS if rules.max_num_batched_tokens is None else int(rules.max_num_batched_tokens)
-    stats = np.zeros(11, dtype=np.float64)
-    code = kernel().run_replica(
-        prompt,
-        response,
-        group,
-        n_groups,
-        int(max_num_seqs),
-        cap_blocks,
-        bs,
-        bool(rules.chunked_prefill),
-        budget,
-        _arg(decode.mem_intercept_s, np.float64),
-        float(decode.mem_slope_s_per_token),
-        _arg(decode.compute_intercept_s, np.float64),
-        float(decode.compute_slope_s_per_token),
-        _arg(decode.overhead_s, np.float64),
-        _arg(decode.floor, np.float64),
-        float(prefill.overhead_s),
-        float(prefill.per_token_s),
-        float(prefill.per_token_sq_s),
-        finish,
-        stats,
+    # one replica of simulate_replicas: the same checks, errors and kernel call (a shape error is raised there first)
+    finish, stats = simulate_replicas(
+        prompt_tokens,
+        response_tokens,
+        np.array([0, np.size(response_tokens)]),
+        max_num_seqs,
+        kv_capacity_tokens,
+        decode,
+        prefill,
+        rules,
+        prompt_groups,
     )
-    if code < 0:
-        raise _capacity_error(-1 - code, prompt, response, kv_capacity_tokens)
+    s = stats[0]
     return ReplicaResult(
         finish_s=finish,
-        makespan_s=float(stats[0]),
-        decode_s=float(stats[1]),
-        prefill_s=float(stats[2]),
-        num_iterations=int(stats[3]),
-        num_preemptions=int(stats[4]),
-        peak_kv_tokens=int(stats[5]),
-        peak_running=int(stats[6]),
-        recomputed_tokens=int(stats[7]),
-        decoded_tokens=int(stats[8]),
-        prefill_tokens=int(stats[9]),
-        prefix_hit_tokens=int(stats[10]),
+        makespan_s=float(s[0]),
+        decode_s=float(s[1]),
+        prefill_s=float(s[2]),
+        num_iterations=int(s[3]),
+        num_preemptions=int(s[4]),
+        peak_kv_tokens=int(s[5]),
+        peak_running=int(s[6]),
+        recomputed_tokens=int(s[7]),
+        decoded_tokens=int(s[8]),
+        prefill_tokens=int(s[9]),
+        prefix_hit_tokens=int(s[10]),
     )
 
 
