@@ -186,6 +186,21 @@ def _model_forms() -> dict[str, str]:
     return forms
 
 
+def assumed_workload(prompts: int, group: int, max_prompt: int, max_response: int) -> tuple[dict[str, Any], list[str]]:
+    """The scenario's workload section for P prompts of G responses from a config that gives only the length
+    maxima (the distributions are :func:`length_assumptions`'), and the assumptions it makes."""
+    prompt_length, response_length, notes = length_assumptions(max_prompt, max_response)
+    workload = {
+        "prompts_per_step": prompts,
+        "group_size": group,
+        "prompt_length": prompt_length,
+        "response_length": response_length,
+        "max_prompt_tokens": max_prompt,
+        "max_response_tokens": max_response,
+    }
+    return workload, notes
+
+
 def length_assumptions(max_prompt: int, max_response: int) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """Prompt and response length distributions for a config that gives only their maxima, and the assumptions."""
     prompt_tokens = max(1, int(max_prompt * PROMPT_FRACTION))

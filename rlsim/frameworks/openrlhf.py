@@ -51,8 +51,8 @@ from rlsim.frameworks.config_import import (
     Source,
     as_float,
     as_int,
+    assumed_workload,
     divisible,
-    length_assumptions,
     read_config,
 )
 from rlsim.frameworks.config_import import resolve_model as _resolve_model
@@ -388,7 +388,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
 
     max_prompt, max_response, length_notes = _lengths(src)
     notes += length_notes
-    prompt_length, response_length, assumed = length_assumptions(max_prompt, max_response)
+    workload, assumed = assumed_workload(prompts, group, max_prompt, max_response)
     notes += assumed
     sections = {
         "model": model,
@@ -400,14 +400,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             "prefix_caching": bool(src.get("vllm.enable_prefix_caching")),
             "behaviour": "vllm-v1",
         },
-        "workload": {
-            "prompts_per_step": prompts,
-            "group_size": group,
-            "prompt_length": prompt_length,
-            "response_length": response_length,
-            "max_prompt_tokens": max_prompt,
-            "max_response_tokens": max_response,
-        },
+        "workload": workload,
         "algorithm": algorithm,
         "training": training,
         "schedule": schedule,

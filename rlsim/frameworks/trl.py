@@ -41,8 +41,8 @@ from rlsim.frameworks.config_import import (
     Source,
     as_float,
     as_int,
+    assumed_workload,
     divisible,
-    length_assumptions,
 )
 from rlsim.frameworks.config_import import resolve_model as _resolve_model
 
@@ -146,21 +146,14 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     if not src.given("max_prompt_length"):
         notes.append("max_prompt_length: 512 (not a TRL 1.x key; TRL 0.x's default)")
     max_prompt, max_response = as_int(src, "max_prompt_length"), as_int(src, "max_completion_length")
-    prompt_length, response_length, length_notes = length_assumptions(max_prompt, max_response)
+    workload, length_notes = assumed_workload(prompts, group, max_prompt, max_response)
     notes += length_notes
     notes.append("training: FSDP full sharding stands for TRL's DeepSpeed ZeRO-3 / FSDP (accelerate config)")
     sections = {
         "model": model,
         "hardware": hardware,
         "engine": engine,
-        "workload": {
-            "prompts_per_step": prompts,
-            "group_size": group,
-            "prompt_length": prompt_length,
-            "response_length": response_length,
-            "max_prompt_tokens": max_prompt,
-            "max_response_tokens": max_response,
-        },
+        "workload": workload,
         "algorithm": {
             "name": "grpo",
             "mini_batches_per_step": mini_batches,

@@ -35,8 +35,8 @@ from rlsim.frameworks.config_import import (
     Source,
     as_float,
     as_int,
+    assumed_workload,
     divisible,
-    length_assumptions,
 )
 from rlsim.frameworks.config_import import resolve_model as _resolve_model
 
@@ -145,7 +145,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             f"{R}name: {rollout_engine!r} is not mapped (rlsim models vLLM); --set {R}name=vllm to simulate vLLM"
         )
     max_prompt, max_response = as_int(src, "data.max_prompt_length"), as_int(src, "data.max_response_length")
-    prompt_length, response_length, length_notes = length_assumptions(max_prompt, max_response)
+    workload, length_notes = assumed_workload(prompts, group, max_prompt, max_response)
     notes += length_notes
     sections = {
         "model": model,
@@ -156,14 +156,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             "max_num_seqs": as_int(src, R + "max_num_seqs"),
             "behaviour": "vllm-v1",
         },
-        "workload": {
-            "prompts_per_step": prompts,
-            "group_size": group,
-            "prompt_length": prompt_length,
-            "response_length": response_length,
-            "max_prompt_tokens": max_prompt,
-            "max_response_tokens": max_response,
-        },
+        "workload": workload,
         "algorithm": algorithm,
         "training": training,
         "schedule": {"mode": "sync-colocated"},
