@@ -61,10 +61,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
         runs = [load_run(p) for p in args.runs]
         profile, report = fit_runs(profile, runs, args.target, args.gpu, args.length_phases)
-        from calibrate.tables import threads_warning
-
-        threads = threads_warning(profile.provenance.get("bench_torch_threads") or {}, runs, "the reference runs")
-        report["warnings"] += [threads] if threads else []
     print(
         f"{'phase':<12} {'points':>6} {'repeats':>7} {'held-out MAPE':>13} {'max error':>10} {'per repeat':>10}"
         "  coefficients (1 sigma)"

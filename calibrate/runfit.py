@@ -47,6 +47,7 @@ import numpy as np
 
 from calibrate.errors import CalibrateError
 from calibrate.runs import Run, check_same_setup, eval_points, measured, setup_scenario, step_times
+from calibrate.tables import threads_warning
 from rlsim.learning import mid_samples_through
 from rlsim.machine_load import load_summary, load_warning
 from rlsim.phases import Phase
@@ -338,7 +339,8 @@ def fit_runs(
     prof = scaled_profile(prof, factors, base)
     learning = learning_model(runs, target) if target is not None else None
     load = load_summary(r for run in runs for r in run.records)
-    warnings = [w for w in [load_warning("the reference runs", load)] if w]
+    threads = threads_warning(profile.provenance.get("bench_torch_threads") or {}, runs, "the reference runs")
+    warnings = [w for w in [load_warning("the reference runs", load), threads] if w]
     provenance = {
         **prof.provenance,
         "runs": [str(run.path.resolve()) for run in runs],  # validate tells in-sample runs by these

@@ -332,3 +332,18 @@ def test_bad_length_phases_are_refused_with_the_field(phases, match):
 
     with pytest.raises(ScenarioError, match=match):
         rlsim.load_scenario(SMALL, {"workload.response_length_by_samples": phases})
+
+
+def test_fit_warns_when_the_runs_ran_with_other_torch_threads_than_the_bench(tmp_path):
+    model = _model_dir(tmp_path)
+    refs = [_write_run(tmp_path, 16, s, model) for s in range(2)]
+    for r in refs:  # as rlsim-real train records it
+        env = json.loads((r / "environment.json").read_text())
+        (r / "environment.json").write_text(json.dumps({**env, "torch_threads": 2}))
+    prof = _bench_profile()
+    same = Profile(provenance={**prof.provenance, "bench_torch_threads": {"train_actor": 2}}, phases=prof.phases)
+    other = Profile(provenance={**prof.provenance, "bench_torch_threads": {"train_actor": 1}}, phases=prof.phases)
+    runs = [load_run(r) for r in refs]
+    assert not any("torch thread" in w for w in fit_runs(same, runs, 0.9)[1]["warnings"])
+    warned = [w for w in fit_runs(other, runs, 0.9)[1]["warnings"] if "torch thread" in w]
+    assert len(warned) == 1 and "the reference runs ran with 2 torch thread(s)" in warned[0]

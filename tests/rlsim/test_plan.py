@@ -261,7 +261,7 @@ def test_scenario_prices_are_validated_and_used(paper):
     assert result.prices["H100-SXM"]["usd_per_gpu_hour"] == 1.0
     base = result.row(result.baseline)
     assert math.isclose(base["cost_usd"], base["gpu_hours_to_target"])
-    assert isinstance(yaml.safe_dump(priced.to_dict()), str)
+    assert priced.to_dict()["plan"] == {"prices": {"H100-SXM": 1.0}}  # kept in the resolved scenario
     with pytest.raises(RlsimError):
         plan(paper, objective="speed")
 
