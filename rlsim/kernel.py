@@ -43,12 +43,18 @@ SIGNATURES = {
 }
 
 
+def _inlined(fn):
+    """A helper of the entry points, inlined into them by numba (no call, no reference counting of its array
+    arguments), compiled only as part of them."""
+    return numba.njit(cache=True, inline="always")(fn)
+
+
 def _compiled(signature: str):
     """``numba.njit`` for one signature, cached on disk: compiled (or loaded) at import, never for other types."""
     return numba.njit(signature, cache=True)
 
 
-@numba.njit(cache=True, inline="always")
+@_inlined
 def _linear_sum(a: float, s: float, lo: int, hi: int) -> float:
     """sum_{i=lo}^{hi-1} (a + s*i)."""
     if hi <= lo:
@@ -57,7 +63,7 @@ def _linear_sum(a: float, s: float, lo: int, hi: int) -> float:
     return a * count + s * (lo + hi - 1) * count / 2.0
 
 
-@_compiled("f8(f8, f8, f8, f8, i8)")
+@_inlined
 def _segment_s(a1: float, s1: float, a2: float, s2: float, n: int) -> float:
     """sum_{i=0}^{n-1} max(a1 + s1*i, a2 + s2*i), exactly split at the crossing."""
     if s1 == s2:
@@ -77,7 +83,7 @@ def _segment_s(a1: float, s1: float, a2: float, s2: float, n: int) -> float:
     return _linear_sum(a1, s1, 0, i0) + _linear_sum(a2, s2, i0, n)
 
 
-@_compiled("f8(f8, f8, f8, f8, f8, i8)")
+@_inlined
 def _segment_floor_s(a1: float, s1: float, a2: float, s2: float, c: float, n: int) -> float:
     """sum_{i=0}^{n-1} max(a1 + s1*i, a2 + s2*i, c) for slopes s1, s2 >= 0: the constant c rules up to the first
     i where either line reaches it, the two lines after."""
@@ -98,60 +104,60 @@ def _segment_floor_s(a1: float, s1: float, a2: float, s2: float, c: float, n: in
     return c * first + _segment_s(a1 + s1 * first, s1, a2 + s2 * first, s2, n - first)
 
 
-@_compiled("i8(i8[::1], i8[::1], i8[::1], i8, i8, i8, i8)")
-def _heap_push(keys, idx, ep, size, k, j, e):
-    i = size
-    keys[i] = k
-    idx[i] = j
-    ep[i] = e
+@_inlined
+def _heap_sift(keys, idx, pos, size, i):
+    """Move entry i of the indexed min-heap on (key, request) up or down to its place; pos[j] is request j's
+    entry."""
+    k = keys[i]
+    j = idx[i]
     while i > 0:
         parent = (i - 1) >> 1
-        if keys[parent] < keys[i] or (keys[parent] == keys[i] and idx[parent] <= idx[i]):
+        if keys[parent] < k or (keys[parent] == k and idx[parent] < j):
             break
-        keys[parent], keys[i] = keys[i], keys[parent]
-        idx[parent], idx[i] = idx[i], idx[parent]
-        ep[parent], ep[i] = ep[i], ep[parent]
+        keys[i] = keys[parent]
+        idx[i] = idx[parent]
+        pos[idx[i]] = i
         i = parent
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        right = child + 1
+        if right < size and (keys[right] < keys[child] or (keys[right] == keys[child] and idx[right] < idx[child])):
+            child = right
+        if k < keys[child] or (k == keys[child] and j < idx[child]):
+            break
+        keys[i] = keys[child]
+        idx[i] = idx[child]
+        pos[idx[i]] = i
+        i = child
+    keys[i] = k
+    idx[i] = j
+    pos[j] = i
+
+
+@_inlined
+def _heap_push(keys, idx, pos, size, k, j):
+    """Add request j with key k (its finish iteration); returns the new size."""
+    keys[size] = k
+    idx[size] = j
+    _heap_sift(keys, idx, pos, size + 1, size)
     return size + 1
 
 
-@_compiled("i8(i8[::1], i8[::1], i8[::1], i8)")
-def _heap_pop(keys, idx, ep, size):
+@_inlined
+def _heap_remove(keys, idx, pos, size, j):
+    """Take request j out (it finished or was preempted); returns the new size."""
+    i = pos[j]
     size -= 1
-    keys[0] = keys[size]
-    idx[0] = idx[size]
-    ep[0] = ep[size]
-    i = 0
-    while True:
-        left = 2 * i + 1
-        if left >= size:
-            break
-        child = left
-        right = left + 1
-        if right < size and (keys[right] < keys[left] or (keys[right] == keys[left] and idx[right] < idx[left])):
-            child = right
-        if keys[i] < keys[child] or (keys[i] == keys[child] and idx[i] <= idx[child]):
-            break
-        keys[child], keys[i] = keys[i], keys[child]
-        idx[child], idx[i] = idx[i], idx[child]
-        ep[child], ep[i] = ep[i], ep[child]
-        i = child
+    if i != size:
+        keys[i] = keys[size]
+        idx[i] = idx[size]
+        _heap_sift(keys, idx, pos, size, i)
     return size
 
 
-@_compiled("i8(i8[::1], i8[::1], i8[::1], i8, i8, i8, i8, b1[::1], i8[::1])")
-def _heap_add(keys, idx, ep, size, k, j, e, running_flag, epoch):
-    """Push (k, j, e), first dropping stale entries (finished or preempted requests) when the heap is full."""
-    if size == keys.shape[0]:  # rare
-        new_size = 0
-        for q in range(size):
-            if running_flag[idx[q]] and ep[q] == epoch[idx[q]]:
-                new_size = _heap_push(keys, idx, ep, new_size, keys[q], idx[q], ep[q])
-        size = new_size
-    return _heap_push(keys, idx, ep, size, k, j, e)
-
-
-@_compiled("i8(i8[::1], i8, i8, b1[::1])")
+@_inlined
 def _stack_add(stack, length, j, running_flag):
     """Append j to the admission-order stack, first dropping requests no longer running when it is full."""
     if length == stack.shape[0]:  # rare
@@ -165,34 +171,54 @@ def _stack_add(stack, length, j, running_flag):
     return length + 1
 
 
-@numba.njit(cache=True, inline="always")
-def _cdiv(a, b):
-    return (a + b - 1) // b
+@_inlined
+def _bdiv(x, bs, sh):
+    """floor(x / bs): a shift when the block size is a power of two (sh = log2(bs) >= 0), as Python's // for any x."""
+    return x >> sh if sh >= 0 else x // bs
 
 
-@numba.njit(cache=True, inline="always")
-def _phase(it, bs):
-    """Histogram slot of the decoders that need a new KV block in iteration ``it`` (see _run_replica)."""
-    return (bs - it % bs) % bs
+@_inlined
+def _bmod(x, bs, sh):
+    """x mod bs in 0..bs-1 (Python's %): a mask when the block size is a power of two."""
+    return x & (bs - 1) if sh >= 0 else x % bs
 
 
-@_compiled("i8(i8[::1], i8, i8, i8, i8)")
-def _cum_blocks(cnt, bs, it0, b, n):
+@_inlined
+def _bceil(x, bs, sh):
+    """ceil(x / bs) for x >= 0: the blocks x tokens take."""
+    return _bdiv(x + bs - 1, bs, sh)
+
+
+@_inlined
+def _phase(it, bs, sh):
+    """Histogram slot of the decoders that need a new KV block in iteration ``it`` (see _run_replica): -it mod bs."""
+    return _bmod(-it, bs, sh)
+
+
+@_inlined
+def _prev_phase(p, bs):
+    """The slot of the next iteration: the phase goes down by one each iteration, modulo bs."""
+    return p - 1 if p > 0 else bs - 1
+
+
+@_inlined
+def _cum_blocks(cnt, bs, sh, it0, b, n):
     """Blocks ``b`` decoders allocate over iterations it0 .. it0+n-1: each takes one every ``bs`` iterations, in
     the iteration where its context reaches a block boundary (``cnt`` counts decoders per phase)."""
     if bs == 1:
         return b * n
-    q = n // bs
+    q = _bdiv(n, bs, sh)
     total = q * b
-    start = it0 + q * bs
-    for x in range(n - q * bs):
-        total += cnt[_phase(start + x, bs)]
+    p = _phase(it0, bs, sh)  # the phase of it0 + q bs
+    for _ in range(n - q * bs):
+        total += cnt[p]
+        p = _prev_phase(p, bs)
     return total
 
 
-@_compiled("i8(i8[::1], i8, i8, i8, i8, i8)")
-def _run_cap(cnt, bs, it0, b, free, limit):
-    """The largest n <= limit with _cum_blocks(cnt, bs, it0, b, n) <= free (b > 0, free >= 0)."""
+@_inlined
+def _run_cap(cnt, bs, sh, it0, b, free, limit):
+    """The largest n <= limit with _cum_blocks(cnt, bs, sh, it0, b, n) <= free (b > 0, free >= 0)."""
     if bs == 1:
         n = free // b
         return n if n < limit else limit
@@ -201,16 +227,18 @@ def _run_cap(cnt, bs, it0, b, free, limit):
     if n >= limit:
         return limit
     rem = free - q * b  # < b: the walk below stops within one cycle
+    p = _phase(it0, bs, sh)  # the phase of it0 + q bs
     while n < limit:
-        need = cnt[_phase(it0 + n, bs)]
+        need = cnt[p]
         if need > rem:
             break
         rem -= need
         n += 1
+        p = _prev_phase(p, bs)
     return n
 
 
-@numba.njit(cache=True, inline="always")
+@_inlined
 def _context(j, prompt, generated, group, grp_tok):
     """Request j's context (prompt + generated), its prompt group (-1: none) and the tokens of its prompt that
     the group has cached (0: none)."""
@@ -218,43 +246,60 @@ def _context(j, prompt, generated, group, grp_tok):
     return prompt[j] + generated[j], g, (grp_tok[g] if g >= 0 else 0)
 
 
-@numba.njit(cache=True, inline="always")
+@_inlined
 def _requeue_front(queue, q_head, j):
     """Put a preempted request back at the front of the circular waiting queue; returns the new head."""
-    q_head = (q_head - 1 + queue.shape[0]) % queue.shape[0]
+    q_head = q_head - 1 if q_head > 0 else queue.shape[0] - 1
     queue[q_head] = j
     return q_head
 
 
-@numba.njit(cache=True, inline="always")
-def _publish(j, g, prompt_j, bs, shared, grp_tok, grp_ref):
+@_inlined
+def _publish(j, g, prompt_j, bs, sh, shared, grp_tok, grp_ref):
     """j, the first of group g, has its prompt scheduled: its full prompt blocks up to the last prompt token
     (which vLLM always recomputes) become the group's, referenced by j."""
-    hg = ((prompt_j - 1) // bs) * bs
+    hg = _bdiv(prompt_j - 1, bs, sh) * bs
     if hg > 0:
         grp_tok[g] = hg
         grp_ref[g] = 1
         shared[j] = hg
 
 
-@_compiled("i8(i8, i8, i8, i8[::1], i8[::1], i8[::1], i8[::1])")
-def _release(j, tokens, bs, shared, group, grp_tok, grp_ref):
+@_inlined
+def _release(j, tokens, bs, sh, shared, group, grp_tok, grp_ref):
     """Blocks freed when request ``j`` holding ``tokens`` KV tokens leaves the running set: its own blocks, and its
     group's shared prompt blocks when it was their last holder."""
     s = shared[j]
-    freed = _cdiv(tokens, bs) - s // bs
+    freed = _bceil(tokens, bs, sh) - _bdiv(s, bs, sh)
     if s > 0:
         g = group[j]
         grp_ref[g] -= 1
         if grp_ref[g] == 0:
-            freed += grp_tok[g] // bs
+            freed += _bdiv(grp_tok[g], bs, sh)
             grp_tok[g] = 0
         shared[j] = 0
     return freed
 
 
-@_compiled(SIGNATURES["run_replica"])
-def run_replica(
+WORK_ROWS = 16  # int64 rows of a replica's workspace (see _replica)
+
+
+@_inlined
+def _workspace(n, bs):
+    """The scratch arrays of a replica of up to ``n`` requests with blocks of ``bs`` tokens (reused replica after
+    replica): int64 rows, bool rows, the block-phase histogram."""
+    return (
+        np.empty((WORK_ROWS, 2 * n + 2), dtype=np.int64),
+        np.empty((2, n + 1), dtype=np.bool_),
+        np.empty(max(bs, 1), dtype=np.int64),
+    )
+
+
+@numba.njit(cache=True, _nrt=False)
+def _replica(
+    iw,
+    bw,
+    cnt,
     prompt,
     response,
     group,
@@ -276,33 +321,50 @@ def run_replica(
     finish_s,
     stats,
 ):
-    """Event-driven kernel of the rules in the module docstring (``cap`` in blocks of ``bs`` tokens); fills
-    finish_s and stats, returns 0 or -1 - j if request j can never be admitted."""
+    """Event-driven kernel of the rules in the module docstring (``cap`` in blocks of ``bs`` tokens) on the scratch
+    arrays of :func:`_workspace` (sized for at least these requests); fills finish_s and stats, returns 0 or -1 - j
+    if request j can never be admitted. Compiled without numba's reference counting (``_nrt=False``): it allocates
+    nothing, and the helpers inlined into it take its arrays at no cost."""
     n = prompt.shape[0]
-    generated = np.zeros(n, dtype=np.int64)
-    admit_iter = np.zeros(n, dtype=np.int64)  # iteration a decoder started decoding
-    gen_at_admit = np.zeros(n, dtype=np.int64)  # its generated count then
-    ctx_at = np.zeros(n, dtype=np.int64)  # its KV tokens then
-    computed = np.zeros(n, dtype=np.int64)  # KV tokens of a request being prefilled (chunked)
-    shared = np.zeros(n, dtype=np.int64)  # tokens of its group's cached prompt it references
-    epoch = np.zeros(n, dtype=np.int64)
-    running_flag = np.zeros(n, dtype=np.bool_)  # decoding or being prefilled
-    was_preempted = np.zeros(n, dtype=np.bool_)
-    done = np.empty(n, dtype=np.int64)  # requests whose prefill completes in this step (chunked)
-    grp_tok = np.zeros(max(n_groups, 1), dtype=np.int64)  # cached shared-prompt tokens per group (0: none)
-    grp_ref = np.zeros(max(n_groups, 1), dtype=np.int64)  # running requests referencing them
-    cnt = np.zeros(bs, dtype=np.int64)  # decoders per block phase: slot (kv - iteration) mod bs
-    queue = np.empty(n, dtype=np.int64)  # waiting queue: circular buffer, preempted requests re-enter at the front
+    generated = iw[0, :n]
+    admit_iter = iw[1, :n]  # iteration a decoder started decoding
+    gen_at_admit = iw[2, :n]  # its generated count then
+    ctx_at = iw[3, :n]  # its KV tokens then
+    computed = iw[4, :n]  # KV tokens of a request being prefilled (chunked)
+    shared = iw[5, :n]  # tokens of its group's cached prompt it references
+    running_flag = bw[0, :n]  # decoding or being prefilled
+    was_preempted = bw[1, :n]
+    done = iw[7, :n]  # requests whose prefill completes in this step (chunked)
+    grp_tok = iw[8, : max(n_groups, 1)]  # cached shared-prompt tokens per group (0: none)
+    grp_ref = iw[9, : max(n_groups, 1)]  # running requests referencing them
+    cnt = cnt[:bs]  # decoders per block phase: slot (kv - iteration) mod bs
+    slot = iw[10, :n]  # a decoder's slot in cnt
+    for j in range(n):
+        generated[j] = 0
+        shared[j] = 0
+        running_flag[j] = False
+        was_preempted[j] = False
+    for g in range(grp_tok.shape[0]):
+        grp_tok[g] = 0
+        grp_ref[g] = 0
+    for x in range(bs):
+        cnt[x] = 0
+    sh = -1  # log2(bs) when bs is a power of two (block arithmetic by shifts and masks), else -1
+    if bs & (bs - 1) == 0:
+        sh = 0
+        while (1 << sh) < bs:
+            sh += 1
+    queue = iw[11, :n]  # waiting queue: circular buffer, preempted requests re-enter at the front
     for j in range(n):
         queue[j] = j
     q_head = 0
     q_len = n
-    stack = np.empty(2 * n + 2, dtype=np.int64)  # running requests in admission order (lazy removal)
+    stack = iw[12, : 2 * n + 2]  # running requests in admission order (lazy removal)
     stack_len = 0
-    # min-heap of (finish iteration, request, epoch); stale entries skipped by epoch
-    h_key = np.empty(2 * n + 2, dtype=np.int64)
-    h_idx = np.empty(2 * n + 2, dtype=np.int64)
-    h_ep = np.empty(2 * n + 2, dtype=np.int64)
+    # the decoders in a min-heap of (finish iteration, request), h_pos[j] the entry of decoder j
+    h_key = iw[13, :n]
+    h_idx = iw[14, :n]
+    h_pos = iw[15, :n]
     h_size = 0
 
     t = 0.0
@@ -327,7 +389,7 @@ def run_replica(
     while True:
         if running == 0 and q_len == 0:
             break
-        ph = _phase(cur_iter, bs)
+        ph = _phase(cur_iter, bs, sh)
         explicit = True
         if not chunked:
             # ---- legacy round 1: admission, then one prefill for everything admitted
@@ -338,14 +400,14 @@ def run_replica(
             while q_len > 0 and b < max_num_seqs:
                 j = queue[q_head]
                 c, g, hit = _context(j, prompt, generated, group, grp_tok)
-                own = _cdiv(c, bs) - hit // bs
-                nxt = cnt[ph] + (1 if c % bs == 0 else 0)
+                own = _bceil(c, bs, sh) - _bdiv(hit, bs, sh)
+                nxt = cnt[ph] + (1 if _bmod(c, bs, sh) == 0 else 0)
                 if used + own + nxt > cap:
                     break
                 if adm_count > 0 and adm_tok + (c - hit) > budget:
                     budget_stop = True  # the next round may admit it: run one iteration only
                     break
-                q_head = (q_head + 1) % n
+                q_head = q_head + 1 if q_head + 1 < n else 0
                 q_len -= 1
                 used += own
                 if hit > 0:
@@ -353,7 +415,7 @@ def run_replica(
                     shared[j] = hit
                     cache_hit += hit
                 elif g >= 0:  # the first of its group: its full prompt blocks become the group's
-                    _publish(j, g, prompt[j], bs, shared, grp_tok, grp_ref)
+                    _publish(j, g, prompt[j], bs, sh, shared, grp_tok, grp_ref)
                 if was_preempted[j]:
                     recomputed += c - hit
                     was_preempted[j] = False
@@ -364,15 +426,13 @@ def run_replica(
                 b += 1
                 running += 1
                 kv_tok += c
-                cnt[(c - cur_iter) % bs] += 1
-                epoch[j] += 1
+                slot[j] = _bmod(c - cur_iter, bs, sh)
+                cnt[slot[j]] += 1
                 running_flag[j] = True
                 admit_iter[j] = cur_iter
                 gen_at_admit[j] = generated[j]
                 ctx_at[j] = c
-                h_size = _heap_add(
-                    h_key, h_idx, h_ep, h_size, cur_iter + response[j] - generated[j], j, epoch[j], running_flag, epoch
-                )
+                h_size = _heap_push(h_key, h_idx, h_pos, h_size, cur_iter + response[j] - generated[j], j)
                 stack_len = _stack_add(stack, stack_len, j, running_flag)
             if adm_count > 0:
                 dt = pf_over + pf_tok * adm_tok + pf_sq * adm_sq
@@ -396,12 +456,12 @@ def run_replica(
                 steps_done = cur_iter - admit_iter[j]
                 generated[j] = gen_at_admit[j] + steps_done
                 kv = ctx_at[j] + steps_done
-                used -= _release(j, kv, bs, shared, group, grp_tok, grp_ref)
+                used -= _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
                 kv_tok -= kv
-                cnt[(ctx_at[j] - admit_iter[j]) % bs] -= 1
+                cnt[slot[j]] -= 1
+                h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
                 running_flag[j] = False
                 was_preempted[j] = True
-                epoch[j] += 1
                 b -= 1
                 running -= 1
                 q_head = _requeue_front(queue, q_head, j)
@@ -417,14 +477,12 @@ def run_replica(
                 j = queue[q_head]
                 c, g, hit = _context(j, prompt, generated, group, grp_tok)
                 chunk = min(c - hit, budget - b)
-                if cap - used - cnt[ph] >= _cdiv(hit + chunk, bs) - hit // bs:
+                if cap - used - cnt[ph] >= _bceil(hit + chunk, bs, sh) - _bdiv(hit, bs, sh):
                     explicit = True
         if not explicit:
             # ---- decode iterations up to the next event: a finish, or the iteration whose blocks do not fit
-            while not (running_flag[h_idx[0]] and h_ep[0] == epoch[h_idx[0]]):
-                h_size = _heap_pop(h_key, h_idx, h_ep, h_size)
             n_fin = h_key[0] - cur_iter
-            steps = _run_cap(cnt, bs, cur_iter, b, cap - used, 1 if budget_stop else n_fin)
+            steps = _run_cap(cnt, bs, sh, cur_iter, b, cap - used, 1 if budget_stop else n_fin)
             dt = (
                 _segment_floor_s(
                     mem_a[b] + mem_s * kv_tok, mem_s * b, cmp_a[b] + cmp_s * kv_tok, cmp_s * b, floor[b], steps
@@ -434,7 +492,7 @@ def run_replica(
             t += dt
             decode_total += dt
             decoded += b * steps
-            used += _cum_blocks(cnt, bs, cur_iter, b, steps)
+            used += _cum_blocks(cnt, bs, sh, cur_iter, b, steps)
             kv_tok += b * steps
             cur_iter += steps
             n_iter += steps
@@ -449,17 +507,17 @@ def run_replica(
                 j = stack[stack_len - 1]
                 stack_len -= 1
                 if j == pre:
-                    used -= _release(j, computed[j], bs, shared, group, grp_tok, grp_ref)
+                    used -= _release(j, computed[j], bs, sh, shared, group, grp_tok, grp_ref)
                     pre = -1
                 else:
                     steps_done = cur_iter - admit_iter[j]
                     generated[j] = gen_at_admit[j] + steps_done
                     kv = ctx_at[j] + steps_done
-                    used -= _release(j, kv, bs, shared, group, grp_tok, grp_ref)
+                    used -= _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
                     kv_tok -= kv
-                    cnt[(ctx_at[j] - admit_iter[j]) % bs] -= 1
+                    cnt[slot[j]] -= 1
+                    h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
                     b -= 1
-                    epoch[j] += 1
                 running_flag[j] = False
                 was_preempted[j] = True
                 running -= 1
@@ -478,10 +536,10 @@ def run_replica(
                 c = prompt[j] + generated[j]
                 a = computed[j]
                 chunk = min(c - a, left)
-                need = _cdiv(a + chunk, bs) - _cdiv(a, bs)
+                need = _bceil(a + chunk, bs, sh) - _bceil(a, bs, sh)
                 if cap - used < need:
                     stack_len -= 1  # it is the last admitted
-                    used -= _release(j, a, bs, shared, group, grp_tok, grp_ref)
+                    used -= _release(j, a, bs, sh, shared, group, grp_tok, grp_ref)
                     running_flag[j] = False
                     was_preempted[j] = True
                     running -= 1
@@ -507,10 +565,10 @@ def run_replica(
                     j = queue[q_head]
                     c, g, hit = _context(j, prompt, generated, group, grp_tok)
                     chunk = min(c - hit, left)
-                    need = _cdiv(hit + chunk, bs) - hit // bs
+                    need = _bceil(hit + chunk, bs, sh) - _bdiv(hit, bs, sh)
                     if cap - used < need:
                         break
-                    q_head = (q_head + 1) % n
+                    q_head = q_head + 1 if q_head + 1 < n else 0
                     q_len -= 1
                     used += need
                     running += 1
@@ -531,7 +589,7 @@ def run_replica(
                         done[n_done] = j
                         n_done += 1
                         if g >= 0 and hit == 0:  # the first of its group: its full prompt blocks become the group's
-                            _publish(j, g, prompt[j], bs, shared, grp_tok, grp_ref)
+                            _publish(j, g, prompt[j], bs, sh, shared, grp_tok, grp_ref)
                     else:
                         pre = j
             # the iteration: decode of b sequences and the prefill chunks in one forward pass
@@ -564,37 +622,30 @@ def run_replica(
                 c = prompt[j] + generated[j]
                 generated[j] += 1
                 if generated[j] >= response[j]:
-                    used -= _release(j, c, bs, shared, group, grp_tok, grp_ref)
+                    used -= _release(j, c, bs, sh, shared, group, grp_tok, grp_ref)
                     running_flag[j] = False
                     running -= 1
                     finish_s[j] = t
                     continue
                 b += 1
                 kv_tok += c
-                cnt[(c - cur_iter) % bs] += 1
-                epoch[j] += 1
+                slot[j] = _bmod(c - cur_iter, bs, sh)
+                cnt[slot[j]] += 1
                 admit_iter[j] = cur_iter
                 gen_at_admit[j] = generated[j]
                 ctx_at[j] = c
-                h_size = _heap_add(
-                    h_key, h_idx, h_ep, h_size, cur_iter + response[j] - generated[j], j, epoch[j], running_flag, epoch
-                )
+                h_size = _heap_push(h_key, h_idx, h_pos, h_size, cur_iter + response[j] - generated[j], j)
         if used > peak_blocks:
             peak_blocks = used
         # decoders that generated their last token in the iteration just run
-        while h_size > 0:
+        while h_size > 0 and h_key[0] == cur_iter:
             j = h_idx[0]
-            if not (running_flag[j] and h_ep[0] == epoch[j]):
-                h_size = _heap_pop(h_key, h_idx, h_ep, h_size)
-                continue
-            if h_key[0] != cur_iter:
-                break
-            h_size = _heap_pop(h_key, h_idx, h_ep, h_size)
+            h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
             kv = ctx_at[j] + (cur_iter - admit_iter[j])
             generated[j] = response[j]
-            used -= _release(j, kv, bs, shared, group, grp_tok, grp_ref)
+            used -= _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
             kv_tok -= kv
-            cnt[(ctx_at[j] - admit_iter[j]) % bs] -= 1
+            cnt[slot[j]] -= 1
             running_flag[j] = False
             b -= 1
             running -= 1
@@ -611,6 +662,59 @@ def run_replica(
     stats[9] = prefilled
     stats[10] = cache_hit
     return 0
+
+
+@_compiled(SIGNATURES["run_replica"])
+def run_replica(
+    prompt,
+    response,
+    group,
+    n_groups,
+    max_num_seqs,
+    cap,
+    bs,
+    chunked,
+    budget,
+    mem_a,
+    mem_s,
+    cmp_a,
+    cmp_s,
+    over,
+    floor,
+    pf_over,
+    pf_tok,
+    pf_sq,
+    finish_s,
+    stats,
+):
+    """Event-driven kernel of the rules in the module docstring (``cap`` in blocks of ``bs`` tokens); fills
+    finish_s and stats, returns 0 or -1 - j if request j can never be admitted."""
+    iw, bw, cnt = _workspace(prompt.shape[0], bs)
+    return _replica(
+        iw,
+        bw,
+        cnt,
+        prompt,
+        response,
+        group,
+        n_groups,
+        max_num_seqs,
+        cap,
+        bs,
+        chunked,
+        budget,
+        mem_a,
+        mem_s,
+        cmp_a,
+        cmp_s,
+        over,
+        floor,
+        pf_over,
+        pf_tok,
+        pf_sq,
+        finish_s,
+        stats,
+    )
 
 
 @_compiled(SIGNATURES["run_replicas"])
@@ -640,12 +744,19 @@ def run_replicas(
     """run_replica for each replica r in turn, on requests offsets[r]:offsets[r+1] (one call for a whole step);
     replica r's stats go to stats[11 r : 11 r + 11]. Stops at the first request that can never be admitted and
     returns -1 - its index in the concatenation, else 0."""
+    largest = 0
+    for r in range(offsets.shape[0] - 1):
+        largest = max(largest, offsets[r + 1] - offsets[r])
+    iw, bw, cnt = _workspace(largest, bs)  # one workspace, replica after replica
     for r in range(offsets.shape[0] - 1):
         lo = offsets[r]
         hi = offsets[r + 1]
         if hi == lo:
             continue
-        code = run_replica(
+        code = _replica(
+            iw,
+            bw,
+            cnt,
             prompt[lo:hi],
             response[lo:hi],
             group[lo:hi],
