@@ -70,6 +70,7 @@ from types import ModuleType
 
 import numpy as np
 
+from rlsim import threads
 from rlsim.errors import RlsimError
 from rlsim.kernel_build import SOURCE as KERNEL_SOURCE
 from rlsim.kernel_build import module_name as aot_module_name
@@ -356,12 +357,7 @@ def simulate_replicas(
     if too_big.any():
         first_bad = min(first_bad, replica_of(int(np.argmax(too_big))))
     budget = UNLIMITED_TOKENS if rules.max_num_batched_tokens is None else int(rules.max_num_batched_tokens)
-    code = kernel().run_replicas(
-        prompt,
-        response,
-        group,
-        offsets[: first_bad + 1].copy(),
-        n_groups,
+    scalars = (
         int(max_num_seqs),
         cap_blocks,
         bs,
@@ -376,8 +372,10 @@ def simulate_replicas(
         float(prefill.overhead_s),
         float(prefill.per_token_s),
         float(prefill.per_token_sq_s),
-        finish,
-        stats,
+    )
+    # the replicas up to the first invalid one, on several cores when the step is large (rlsim.threads)
+    code = threads.run_replicas(
+        kernel(), prompt, response, group, offsets[: first_bad + 1].copy(), n_groups, scalars, finish, stats
     )
     if code < 0:
         j = -1 - int(code)

@@ -50,8 +50,9 @@ def _inlined(fn):
 
 
 def _compiled(signature: str):
-    """``numba.njit`` for one signature, cached on disk: compiled (or loaded) at import, never for other types."""
-    return numba.njit(signature, cache=True)
+    """``numba.njit`` for one signature, cached on disk: compiled (or loaded) at import, never for other types; it
+    releases the GIL while it runs (rlsim.threads calls it from several threads at once)."""
+    return numba.njit(signature, cache=True, nogil=True)
 
 
 @_inlined

@@ -8,7 +8,10 @@ kernel's source, which :func:`rlsim.engine.kernel` loads without importing numba
 ``setup.py`` runs :func:`build` when rlsim is installed. Without numba or a C compiler there is no built kernel and
 rlsim compiles the same source with numba on first use (slower to start, same results). The module is built for
 the generic CPU of its platform (no host-specific instructions), so a wheel carrying it runs on any machine of that
-platform; without fast-math its results are bit-identical to numba's just-in-time kernel.
+platform; without fast-math its results are bit-identical to numba's just-in-time kernel. Its entry points release
+the GIL while they run, as the just-in-time ones (``nogil``) do, so that rlsim.threads runs replicas on several
+cores: numba's AOT compiler has no such option, so :func:`build` sets numba's ``release_gil`` compile flag for the
+build (:func:`_releasing_gil`).
 
 Nothing from rlsim is imported here, and the kernel source is loaded by path: setup.py runs this file in a build
 environment that has numba but not rlsim's other dependencies.
@@ -17,6 +20,7 @@ environment that has numba but not rlsim's other dependencies.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib.util
 import sys
@@ -55,12 +59,38 @@ def build(output: Path | None = None, source: Path = SOURCE) -> Path:
         cc.output_dir = str(output.parent)
         cc.output_file = output.name
         output.parent.mkdir(parents=True, exist_ok=True)
-        cc.compile()
+        with _releasing_gil():
+            cc.compile()
     if default:  # a source checkout: kernels built from earlier versions of the source are never loaded again
         for old in output.parent.glob(PREFIX + "*"):
             if old != output:
                 old.unlink()
     return output
+
+
+@contextlib.contextmanager
+def _releasing_gil():
+    """numba.pycc compiles its exports with ``numba.core.compiler.Flags()``; within this block those flags have
+    ``release_gil`` set (what ``njit(nogil=True)`` sets), so the CPython wrappers it emits release the GIL around
+    the compiled call. The kernel never touches Python objects, so this is safe; should numba's internals move, the
+    build goes on holding the GIL (same results, replicas then run one after another)."""
+    from numba.pycc import compiler
+
+    plain = getattr(compiler, "Flags", None)
+    if plain is None:
+        yield
+        return
+
+    class NoGilFlags(plain):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    compiler.Flags = NoGilFlags
+    try:
+        yield
+    finally:
+        compiler.Flags = plain
 
 
 def _load_source(source: Path):

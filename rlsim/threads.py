@@ -1,0 +1,108 @@
+"""The replicas of one step on several cores: the kernel's ``run_replicas`` called from threads, each on a
+contiguous range of replicas, while the GIL is released (both kernels release it, rlsim.kernel).
+
+Replicas are independent (each starts from its own empty state and writes only its own requests' finish times
+and its own row of stats), so the results are the bits of one call, whatever the number of threads; the first
+failing replica in replica order is reported, as one call reports it.
+
+How many threads: ``RLSIM_THREADS`` (a count, or ``auto``: the cores this process may run on, the default). A
+process pool that runs configurations in parallel (rlsim.sweep.run_tasks) gives each worker its share of the
+cores. Steps of fewer than MIN_REQUESTS requests run in one call: the kernel takes well under a millisecond there
+and handing work to another thread would cost more than it saves.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rlsim.errors import RlsimError
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+MIN_REQUESTS = 4096  # requests in a step below which one thread runs it
+ENV = "RLSIM_THREADS"
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def available_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def thread_count() -> int:
+    """Threads a step's replicas run on: ``RLSIM_THREADS`` (a count >= 1, or ``auto``: the available cores)."""
+    raw = os.environ.get(ENV, "auto").strip().lower()
+    if raw in ("", "auto"):
+        return available_cores()
+    try:
+        count = int(raw)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise RlsimError(f"{ENV}={raw!r}: must be a whole number of threads >= 1 or auto; unset it for auto")
+    return count
+
+
+def split(offsets: np.ndarray, parts: int) -> list[tuple[int, int]]:
+    """Contiguous replica ranges [r0, r1) covering all replicas, at most ``parts`` of them, each about the same
+    number of requests (cut where the running request count crosses each k / parts of the total)."""
+    n_rep = offsets.size - 1
+    total = int(offsets[-1])
+    cuts = np.searchsorted(offsets, [total * k / parts for k in range(1, parts)], side="left")
+    bounds = sorted({0, n_rep, *(int(min(max(c, 0), n_rep)) for c in cuts)})
+    return [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if offsets[b] > offsets[a]]
+
+
+def run_replicas(
+    kernel: ModuleType,
+    prompt: np.ndarray,
+    response: np.ndarray,
+    group: np.ndarray,
+    offsets: np.ndarray,
+    n_groups: np.ndarray,
+    scalars: tuple,
+    finish: np.ndarray,
+    stats: np.ndarray,
+) -> int:
+    """``kernel.run_replicas(prompt, response, group, offsets, n_groups, *scalars, finish, stats)``, the replicas
+    split over :func:`thread_count` threads when the step is large enough; the same return code and outputs."""
+    threads = min(thread_count(), offsets.size - 1)
+    ranges = split(offsets, threads) if threads > 1 and int(offsets[-1]) >= max(MIN_REQUESTS, 1) else []
+    if len(ranges) <= 1:
+        return int(kernel.run_replicas(prompt, response, group, offsets, n_groups, *scalars, finish, stats))
+
+    def call(r0: int, r1: int) -> int:
+        lo, hi = int(offsets[r0]), int(offsets[r1])
+        code = kernel.run_replicas(
+            prompt[lo:hi],
+            response[lo:hi],
+            group[lo:hi],
+            offsets[r0 : r1 + 1] - lo,
+            n_groups[r0:r1],
+            *scalars,
+            finish[lo:hi],
+            stats[11 * r0 : 11 * r1],
+        )
+        return int(code) - lo if code < 0 else 0  # -1 - j within the range -> -1 - (lo + j)
+
+    futures = [_pool().submit(call, r0, r1) for r0, r1 in ranges[1:]]
+    codes = [call(*ranges[0])] + [f.result() for f in futures]
+    return next((c for c in codes if c < 0), 0)
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor  # here: `rlsim run` on a small step never needs it
+
+        _POOL = ThreadPoolExecutor(max_workers=max(available_cores() - 1, 1), thread_name_prefix="rlsim-replicas")
+    return _POOL

@@ -1,0 +1,73 @@
+"""rlsim.threads: a step's replicas split over threads give the bits of one kernel call, and the error one call
+raises; both kernels release the GIL so that the threads run at once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlsim import engine, kernel_build, threads
+from rlsim.engine import simulate_replicas
+from rlsim.errors import RlsimError
+from tests.rlsim.test_engine_batch import outcome, step_case
+from tests.rlsim.test_kernel import jit_kernel
+
+
+def test_split_covers_every_replica_once_in_order_with_about_equal_requests():
+    offsets = np.array([0, 10, 10, 30, 31, 60, 100, 100])
+    for parts in (1, 2, 3, 4, 7, 12):
+        ranges = threads.split(offsets, parts)
+        assert len(ranges) <= parts
+        assert ranges[0][0] == 0 and all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+        assert offsets[ranges[-1][1]] == offsets[-1]  # only empty replicas may be left after the last range
+        assert all(offsets[b] > offsets[a] for a, b in ranges)  # no range without requests
+    assert threads.split(offsets, 2) == [(0, 5), (5, 7)]  # 60 of 100 requests before the cut at 50
+    assert threads.split(np.array([0, 0, 0]), 2) == []
+
+
+@pytest.mark.parametrize("kernel", ["jit", "aot"])
+@pytest.mark.parametrize("count", ["2", "3", "5"])
+def test_threads_give_the_bits_and_the_errors_of_one_call(kernel, count, monkeypatch):
+    built = engine.aot_kernel() if kernel == "aot" else jit_kernel()
+    if built is None:
+        pytest.skip("no kernel built ahead of time here")
+    monkeypatch.setattr(engine, "_KERNEL", built)
+    monkeypatch.setattr(threads, "MIN_REQUESTS", 0)  # split even these small steps
+    rng = np.random.default_rng(11)
+    split_somewhere = 0
+    for i in range(120):
+        prompt, response, offsets, m, cap, decode, prefill, rules, groups = step_case(rng, i)
+        if i % 3 == 1:  # a request that cannot fit alone, on some replica
+            cap = int(rng.integers(1, int((prompt + response).max()) + 1))
+        case = (prompt, response, offsets, m, cap, decode, prefill, rules, groups)
+        monkeypatch.setenv(threads.ENV, "1")
+        one = outcome(simulate_replicas, *case)
+        monkeypatch.setenv(threads.ENV, count)
+        assert outcome(simulate_replicas, *case) == one, i
+        split_somewhere += len(threads.split(offsets, int(count))) > 1
+    assert split_somewhere > 50
+
+
+def test_rlsim_threads_must_be_a_count_or_auto(monkeypatch):
+    monkeypatch.setenv(threads.ENV, "auto")
+    assert threads.thread_count() == threads.available_cores() >= 1
+    monkeypatch.setenv(threads.ENV, "3")
+    assert threads.thread_count() == 3
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv(threads.ENV, bad)
+        with pytest.raises(RlsimError, match=r"RLSIM_THREADS=.*whole number of threads >= 1 or auto"):
+            threads.thread_count()
+
+
+def test_the_jit_kernel_releases_the_gil():
+    assert jit_kernel().run_replicas.targetoptions.get("nogil") is True
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # numba.pycc is pending deprecation (kernel_build)
+def test_the_ahead_of_time_build_sets_numbas_release_gil_flag_and_restores_it():
+    from numba.pycc import compiler
+
+    plain = compiler.Flags
+    with kernel_build._releasing_gil():
+        assert compiler.Flags().release_gil is True
+    assert compiler.Flags is plain and not plain().release_gil
