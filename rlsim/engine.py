@@ -304,6 +304,7 @@ def simulate_replicas(
     prefill: PrefillCoefficients,
     rules: SchedulerRules | None = None,
     prompt_groups: np.ndarray | None = None,
+    numbered: tuple[np.ndarray, np.ndarray, int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`simulate_replica` for several replicas in one compiled call: replica ``r`` runs requests
     ``offsets[r]:offsets[r + 1]`` of the concatenated arrays (offsets non-decreasing, from 0 to the request count),
@@ -313,7 +314,11 @@ def simulate_replicas(
 
     The results, and the error raised, are those of :func:`simulate_replica` called on each replica's slice in
     turn (replicas without requests skipped): the first replica whose inputs are invalid or whose request can
-    never fit raises, its request numbered within the replica."""
+    never fit raises, its request numbered within the replica.
+
+    ``numbered``, instead of ``prompt_groups``: the groups as rlsim.kernel's ``deal_round_robin`` gives them
+    (int64 ids numbered within each replica, the count per replica, the first replica whose group prompts differ
+    or the replica count), which is what :func:`_replica_groups` would make of ``prompt_groups``."""
     rules = rules or SchedulerRules()
     prompt = _arg(prompt_tokens, np.int64)
     response = _arg(response_tokens, np.int64)
@@ -335,10 +340,12 @@ def simulate_replicas(
     # the first replica with invalid values, group prompts or a request that cannot fit alone: each replica is
     # checked in simulate_replica's order, and the replicas before the first failing one still run (their
     # kernel errors come first)
-    first_bad = n_rep
-    bad_values = (response < 1) | (prompt < 0)
-    if bad_values.any():
-        first_bad = replica_of(int(np.argmax(bad_values)))
+    bs = int(rules.block_size)
+    cap_blocks = int(kv_capacity_tokens) // bs
+    sub = 1 if rules.chunked_prefill else 0  # a request's peak KV is prompt + response - sub tokens
+    found = np.empty(2, dtype=np.int64)  # the first request with invalid values, the first that cannot fit alone
+    kernel().first_invalid(prompt, response, sub, bs, cap_blocks, found)
+    first_bad = replica_of(int(found[0])) if found[0] < prompt.size else n_rep
     first = replica_of(0)  # the first replica with requests, where simulate_replica checks the shared arguments
     if first_bad > first:
         if max_num_seqs < 1 or max_num_seqs > decode.max_batch:
@@ -348,14 +355,15 @@ def simulate_replicas(
                 f"max_num_batched_tokens ({rules.max_num_batched_tokens}) must be >= max_num_seqs ({max_num_seqs}), "
                 "as vLLM requires: every running sequence's decode token must fit one iteration"
             )
-    group, n_groups, bad_group = _replica_groups(prompt, offsets, prompt_groups if rules.prefix_caching else None)
+    if not rules.prefix_caching:
+        group, n_groups, bad_group = _replica_groups(prompt, offsets, None)
+    elif numbered is not None:
+        group, n_groups, bad_group = numbered
+    else:
+        group, n_groups, bad_group = _replica_groups(prompt, offsets, prompt_groups)
     first_bad = min(first_bad, bad_group)
-    bs = int(rules.block_size)
-    cap_blocks = int(kv_capacity_tokens) // bs
-    peak = prompt + response - (1 if rules.chunked_prefill else 0)
-    too_big = -(-peak // bs) > cap_blocks
-    if too_big.any():
-        first_bad = min(first_bad, replica_of(int(np.argmax(too_big))))
+    if found[1] < prompt.size:
+        first_bad = min(first_bad, replica_of(int(found[1])))
     budget = UNLIMITED_TOKENS if rules.max_num_batched_tokens is None else int(rules.max_num_batched_tokens)
     scalars = (
         int(max_num_seqs),
@@ -384,11 +392,11 @@ def simulate_replicas(
         raise _capacity_error(j - int(lo), prompt[lo:hi], response[lo:hi], kv_capacity_tokens)
     if first_bad < n_rep:  # simulate_replica's first error on that replica
         lo, hi = starts[first_bad], offsets[first_bad + 1]
-        if bad_values[lo:hi].any():
+        if np.any((response[lo:hi] < 1) | (prompt[lo:hi] < 0)):
             raise ValueError("response_tokens must be >= 1 and prompt_tokens >= 0")
         if first_bad == bad_group:
             raise ValueError("requests of one prompt group must have the same prompt length")
-        worst = int(np.argmax(-(-peak[lo:hi] // bs)))
+        worst = int(np.argmax(-((sub - prompt[lo:hi] - response[lo:hi]) // bs)))
         raise _capacity_error(worst, prompt[lo:hi], response[lo:hi], kv_capacity_tokens)
     return finish, stats.reshape(n_rep, 11)
 

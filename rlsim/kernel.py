@@ -40,6 +40,10 @@ SIGNATURES = {
     ),
     # groups, prompt, out
     "renumber_consecutive": "i8(i8[::1], i8[::1], i8[::1])",
+    # prompt, response, group_size, replicas, out_prompt, out_response, out_group, offsets, n_groups
+    "deal_round_robin": "i8(i8[::1], i8[::1], i8, i8, i8[::1], i8[::1], i8[::1], i8[::1], i8[::1])",
+    # prompt, response, sub, bs, cap, out
+    "first_invalid": "i8(i8[::1], i8[::1], i8, i8, i8, i8[::1])",
 }
 
 
@@ -799,3 +803,51 @@ def renumber_consecutive(groups, prompt, out):
             return -2
         out[i] = g
     return g + 1
+
+
+@_compiled(SIGNATURES["deal_round_robin"])
+def deal_round_robin(prompt, response, group_size, replicas, out_prompt, out_response, out_group, offsets, n_groups):
+    """rlsim.rollout's dealing of a step's requests: request i is in group i // group_size, which replica
+    group % replicas serves. Each replica's requests in arrival order, concatenated replica after replica into the
+    out arrays (replica r's at offsets[r]:offsets[r + 1]); out_group numbers a replica's groups 0, 1, ... and
+    n_groups counts them. Returns 0, or -1 - i for the first position i of the concatenation whose prompt length
+    differs from its group's first (a group shares one prompt)."""
+    n = prompt.shape[0]
+    n_grp = (n + group_size - 1) // group_size
+    pos = 0
+    bad = -1
+    for r in range(replicas):
+        offsets[r] = pos
+        local = 0
+        for g in range(r, n_grp, replicas):
+            lo = g * group_size
+            hi = min(lo + group_size, n)
+            for i in range(lo, hi):
+                out_prompt[pos] = prompt[i]
+                out_response[pos] = response[i]
+                out_group[pos] = local
+                if bad < 0 and prompt[i] != prompt[lo]:
+                    bad = pos
+                pos += 1
+            local += 1
+        n_groups[r] = local
+    offsets[replicas] = pos
+    return -1 - bad if bad >= 0 else 0
+
+
+@_compiled(SIGNATURES["first_invalid"])
+def first_invalid(prompt, response, sub, bs, cap, out):
+    """out[0]: the first request with a response under 1 token or a negative prompt; out[1]: the first whose peak
+    KV (prompt + response - sub tokens) takes more than ``cap`` blocks of ``bs`` tokens; the request count where
+    there is none. Returns 0."""
+    n = prompt.shape[0]
+    out[0] = n
+    out[1] = n
+    for i in range(n):
+        if out[0] == n and (response[i] < 1 or prompt[i] < 0):
+            out[0] = i
+        if out[1] == n and -((sub - prompt[i] - response[i]) // bs) > cap:
+            out[1] = i
+        if out[0] < n and out[1] < n:
+            break
+    return 0

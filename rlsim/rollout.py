@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules, simulate_replicas
+from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules, kernel, simulate_replicas
 
 
 @dataclass(frozen=True)
@@ -46,21 +46,26 @@ def simulate_rollout(
     """Generate one step's responses on ``replicas`` engines (requests ordered group by group) under the engine's
     scheduling ``rules`` (rlsim.engine.SchedulerRules; default: token-level rounds)."""
     n = len(response_tokens)
-    group = np.arange(n) // group_size
-    owner = group % replicas
-    order = np.argsort(owner, kind="stable")  # requests of each replica, in arrival order
-    bounds = np.searchsorted(owner[order], np.arange(replicas + 1))
+    prompt, response = (np.ascontiguousarray(a, dtype=np.int64) for a in (prompt_tokens, response_tokens))
+    if prompt.shape != (n,):
+        raise ValueError(f"prompt_tokens {prompt.shape} and response_tokens {response.shape} must be 1-D, same length")
+    # each replica's requests in arrival order, its groups numbered from 0 (one compiled pass: rlsim.kernel)
+    dealt = [np.empty(n, dtype=np.int64) for _ in range(3)]
+    bounds = np.empty(replicas + 1, dtype=np.int64)
+    n_groups = np.empty(replicas, dtype=np.int64)
+    code = kernel().deal_round_robin(prompt, response, group_size, replicas, *dealt, bounds, n_groups)
+    bad_group = int(np.searchsorted(bounds, -1 - code, side="right")) - 1 if code < 0 else replicas
     # every replica in one compiled call (rlsim.engine.simulate_replicas: simulate_replica on each in turn)
     _, stats = simulate_replicas(
-        prompt_tokens[order],
-        response_tokens[order],
+        dealt[0],
+        dealt[1],
         bounds,
         max_num_seqs,
         kv_capacity_tokens,
         decode,
         prefill,
         rules,
-        group[order],
+        numbered=(dealt[2], n_groups, bad_group),
     )
     makespans = stats[:, 0].tolist()
     preemptions, iterations, decoded = (int(v) for v in stats[:, [4, 3, 8]].sum(axis=0))

@@ -122,3 +122,46 @@ def test_run_replicas_stops_at_the_first_request_that_never_fits_and_names_it_in
     rest = (False, 1 << 62, table, 1e-6, table, 1e-7, table + 1e-3, table, 1e-3, 1e-5, 1e-9, finish, stats)
     assert built.run_replicas(*args, *rest) == -1 - 3
     assert stats[0] > 0 and not stats[11:].any()  # replica 0 ran, replica 1 has no requests, replica 2 failed
+
+
+@pytest.mark.parametrize("kernel", ["jit", "aot"])
+def test_deal_round_robin_is_the_stable_sort_by_owner_with_groups_numbered_per_replica(kernel):
+    """rlsim.rollout's compiled dealing against its definition in numpy (group = i // G, owner = group % R, stable
+    sort by owner, groups renumbered within each replica), partial last groups included."""
+    built = engine.aot_kernel() if kernel == "aot" else jit_kernel()
+    if built is None:
+        pytest.skip("no kernel built ahead of time here")
+    rng = np.random.default_rng(9)
+    for _ in range(200):
+        n, size, replicas = int(rng.integers(1, 60)), int(rng.integers(1, 6)), int(rng.integers(1, 7))
+        group = np.arange(n) // size
+        prompt = rng.integers(1, 9, n)[group]
+        if rng.random() < 0.3:
+            prompt[rng.integers(n)] += 1  # a group whose prompts may now differ
+        response = rng.integers(1, 50, n)
+        order = np.argsort(group % replicas, kind="stable")
+        bounds = np.searchsorted((group % replicas)[order], np.arange(replicas + 1))
+        want_group, want_counts, want_bad = engine._replica_groups(prompt[order], bounds, group[order])
+        out = [np.empty(n, dtype=np.int64) for _ in range(3)]
+        offsets, counts = np.empty(replicas + 1, dtype=np.int64), np.empty(replicas, dtype=np.int64)
+        code = built.deal_round_robin(prompt, response, size, replicas, *out, offsets, counts)
+        assert np.array_equal(out[0], prompt[order]) and np.array_equal(out[1], response[order])
+        assert np.array_equal(offsets, bounds) and np.array_equal(counts, want_counts)
+        bad = int(np.searchsorted(offsets, -1 - code, side="right")) - 1 if code < 0 else replicas
+        assert bad == want_bad
+        if bad == replicas:
+            assert np.array_equal(out[2], want_group)
+    empty = np.zeros(0, dtype=np.int64)
+    offsets, counts = np.ones(4, dtype=np.int64), np.ones(3, dtype=np.int64)
+    assert built.deal_round_robin(empty, empty, 8, 3, empty, empty, empty, offsets, counts) == 0
+    assert not offsets.any() and not counts.any()
+
+
+def test_simulate_rollout_refuses_a_group_whose_prompts_differ():
+    rng = np.random.default_rng(4)
+    prompt, response, m, cap, decode, prefill, _ = numpy_case(rng)
+    prompt = np.repeat(prompt[::2], 2)[: prompt.size].copy()
+    prompt[5] += 1  # group 2 of 2 requests
+    with pytest.raises(ValueError, match="requests of one prompt group must have the same prompt length"):
+        simulate_rollout(prompt, response, 2, 2, m, 10**6, decode, prefill, rules=SchedulerRules(prefix_caching=True))
+    simulate_rollout(prompt, response, 2, 2, m, 10**6, decode, prefill, rules=SchedulerRules(prefix_caching=False))
