@@ -264,8 +264,27 @@ def run_pipeline(
     env.process(_rollout(env, st))
     trainer = env.process(_trainer(env, st))
     env.run(until=trainer)
-    _add_utilization(st)
+    add_utilization(scenario, st.records, st.spans)
     return st.records, st.spans
+
+
+def cut(
+    scenario: Scenario, records: list[dict[str, Any]], spans: list[Span]
+) -> tuple[list[dict[str, Any]], list[Span]]:
+    """What :func:`run_pipeline` gives for ``scenario`` (``scenario.run.steps`` steps), cut from the records and
+    spans of a longer run of a scenario that differs from it only in its learning section and step count: a step
+    never depends on later steps, so the first steps' records are this run's, except the fields that read the
+    scenario (run id, learning rate) and the pools' utilization, which the later steps' spans (a rollout of the
+    next step started before this one ended) must not count."""
+    n = scenario.run.steps
+    if n > len(records):
+        raise ValueError(f"cannot cut {n} steps from a run of {len(records)}")
+    kept = [sp for sp in spans if sp.step <= n]
+    run_id = f"sim-{scenario.digest()}"
+    lr = lr_for_batch(scenario.learning, scenario.workload.responses_per_step)
+    out = [{**rec, "run_id": run_id, "lr": lr, "timing_s": dict(rec["timing_s"])} for rec in records[:n]]
+    add_utilization(scenario, out, kept)
+    return out, kept
 
 
 def pool_gpus(scenario: Scenario) -> dict[str, int]:
@@ -290,14 +309,15 @@ def _busy_before(spans: list[Span], t: np.ndarray) -> np.ndarray:
     return cum[k] - overhang
 
 
-def _add_utilization(st: _State) -> None:
-    """Busy fraction of each GPU pool within each step's window (previous step's end, this step's end]."""
-    ends = np.array([rec["wall_s"] for rec in st.records])
+def add_utilization(scenario: Scenario, records: list[dict[str, Any]], spans: list[Span]) -> None:
+    """Busy fraction of each GPU pool within each step's window (previous step's end, this step's end], into each
+    record's ``utilization``."""
+    ends = np.array([rec["wall_s"] for rec in records])
     bounds = np.concatenate([[0.0], ends])
     width = np.diff(bounds)
     fractions = {}
-    for track in pool_gpus(st.scenario):
-        busy = _busy_before([sp for sp in st.spans if sp.track == track], bounds)
+    for track in pool_gpus(scenario):
+        busy = _busy_before([sp for sp in spans if sp.track == track], bounds)
         fractions[track] = np.divide(np.diff(busy), width, out=np.zeros_like(width), where=width > 0)
-    for i, rec in enumerate(st.records):
+    for i, rec in enumerate(records):
         rec["utilization"] = {track: float(f[i]) for track, f in fractions.items()}

@@ -17,7 +17,7 @@ from rlsim.costs import RooflineCostModel
 from rlsim.errors import ScenarioError
 from rlsim.footprint import Footprint, check, estimate
 from rlsim.learning import LearningModelError, SamplesToTarget, metric_at, samples_to_target
-from rlsim.pipeline import run_pipeline
+from rlsim.pipeline import cut, run_pipeline
 from rlsim.profile import Profile, fitted_error, load_profile, operating_point
 from rlsim.result import SimResult
 from rlsim.scenario import (
@@ -152,6 +152,12 @@ def _run(
     progress: Callable[[int], None] | None = None,
 ) -> SimResult:
     records, spans = run_pipeline(scn, RooflineCostModel.from_scenario(scn, costs), progress)
+    return _result(scn, records, spans, prof, n_star)
+
+
+def _result(
+    scn: Scenario, records: list[dict[str, Any]], spans: list, prof: Profile | None, n_star: SamplesToTarget | None
+) -> SimResult:
     warnings: list[str] = []
     if prof is not None:
         warnings += prof.range_warnings(operating_point(scn, records))
@@ -189,7 +195,8 @@ def simulate_variants(scns: list[Scenario], profile: Profile | None = None) -> l
     base = _run(first, costs, profile, None)
     out = []
     for scn in scns:
-        result = SimResult(scn, [dict(r) for r in base.records], base.spans, base.profile_info, list(base.warnings))
+        records, spans = cut(scn, base.records, base.spans)  # this scenario's learning rate and run id
+        result = SimResult(scn, records, spans, base.profile_info, list(base.warnings))
         n_star = _samples_to_target(scn)
         if n_star is not None:
             _attach_learning(result, n_star)
@@ -200,17 +207,29 @@ def simulate_variants(scns: list[Scenario], profile: Profile | None = None) -> l
 BAND_STEPS = 40  # steps simulated per extra band run: enough for a steady-state step time
 
 
+def _band_steps(scn: Scenario) -> int:
+    return min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness)
+
+
+def _steady(run_scn: Scenario, run_costs: Costs) -> float:
+    """The steady-state step time of a run of ``run_scn`` under ``run_costs``."""
+    records, _ = run_pipeline(run_scn, RooflineCostModel.from_scenario(run_scn, run_costs))
+    return SimResult(run_scn, records, []).steady_step_time_s
+
+
 def _band(
-    scn: Scenario, costs: Costs, prof: Profile | None, n_star: SamplesToTarget, nominal: SimResult
+    scn: Scenario,
+    costs: Costs,
+    prof: Profile | None,
+    n_star: SamplesToTarget,
+    nominal: SimResult,
+    steady: Callable[[Scenario, Costs], float] = _steady,
 ) -> tuple[float, float]:
     """Extra runs (other seeds; coefficients one sigma faster/slower) measure the steady-state step time over at
-    most BAND_STEPS steps; each scales the nominal time-to-target by its step-time ratio."""
+    most BAND_STEPS steps; each scales the nominal time-to-target by its step-time ratio. ``steady(scenario,
+    costs)`` gives a run's steady-state step time."""
     t0 = nominal.time_to_target.time_to_target_s  # type: ignore[union-attr]
-    short = dataclasses.replace(scn.run, steps=min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness))
-
-    def steady(run_scn: Scenario, run_costs: Costs) -> float:
-        records, _ = run_pipeline(run_scn, RooflineCostModel.from_scenario(run_scn, run_costs))
-        return SimResult(run_scn, records, []).steady_step_time_s
+    short = dataclasses.replace(scn.run, steps=_band_steps(scn))
 
     step0 = steady(dataclasses.replace(scn, run=short), costs)  # the nominal seed over the same short window
 
@@ -228,6 +247,45 @@ def _band(
         fast, slow = scaled(base, _shift(costs, prof, faster=True)), scaled(base, _shift(costs, prof, faster=False))
         factors = (min(fast, slow) / ref, max(fast, slow) / ref)
     return band(times, scn.learning.samples_spread, factors)
+
+
+def simulate_learning_variants(
+    scns: list[Scenario], profile: Profile | None = None, with_band: bool = False
+) -> list[SimResult]:
+    """``simulate_configured(scn, profile, with_band=with_band, to_target=True)`` for each of ``scns``, scenarios
+    that differ only in their learning sections (the learning rate rules of one batch size, say): the same
+    results, from one pipeline run per seed and set of coefficients, as long as the variant that needs the most
+    steps, each variant's run cut from it (rlsim.pipeline.cut: a step never depends on later ones)."""
+    if not scns:
+        return []
+    runs = []
+    for scn in scns:
+        if scn.learning.metric is not None and not scn.run.until_target:
+            scn = dataclasses.replace(scn, run=dataclasses.replace(scn.run, until_target=True))
+        n_star = _samples_to_target(scn)
+        runs.append((n_star, _with_steps_to_target(scn, n_star)))
+    longest = max((run_scn for _, run_scn in runs), key=lambda r: r.run.steps)
+    for n_star, run_scn in runs:
+        footprint(run_scn, with_band and n_star is not None)
+    costs = profile.apply(longest.costs) if profile is not None else longest.costs
+    records, spans = run_pipeline(longest, RooflineCostModel.from_scenario(longest, costs))
+    band_steps = max(_band_steps(run_scn) for _, run_scn in runs)
+    cache: dict[tuple[int, Costs], list[dict[str, Any]]] = {(longest.run.seed, costs): records}
+
+    def steady(run_scn: Scenario, run_costs: Costs) -> float:  # a band run cut from one run per seed and costs
+        key = (run_scn.run.seed, run_costs)
+        if key not in cache:
+            scn = dataclasses.replace(longest, run=dataclasses.replace(run_scn.run, steps=band_steps))
+            cache[key] = run_pipeline(scn, RooflineCostModel.from_scenario(scn, run_costs))[0]
+        return SimResult(run_scn, cache[key][: run_scn.run.steps], []).steady_step_time_s
+
+    out = []
+    for n_star, run_scn in runs:
+        result = _result(run_scn, *cut(run_scn, records, spans), profile, n_star)
+        if with_band and result.time_to_target is not None:
+            result.band_s = _band(run_scn, costs, profile, n_star, result, steady)
+        out.append(result)
+    return out
 
 
 MAX_SHIFT = 2.0  # a coefficient moves by at most this factor for the band

@@ -13,6 +13,7 @@ the same table.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -62,22 +63,56 @@ def expand_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
 def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None, int, list[str]]) -> dict[str, Any]:
     """Simulate one configuration; picklable for process pools and Ray. Returns a row, its curve and the engine
     curve of its setup (None when the configuration is invalid)."""
-    from rlsim.simulation import configure, simulate_configured
-
     base, overrides, profile_dict, index, explicit = task
-    row: dict[str, Any] = {"config": index, **{k: v for k, v in overrides.items()}}
-    engine = None
+    return run_configs((base, [(index, overrides)], profile_dict, explicit))[0]
+
+
+def run_configs(
+    task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], dict[str, Any] | None, list[str]],
+) -> list[dict[str, Any]]:
+    """:func:`run_config` for configurations whose overrides differ only in ``learning.*`` values (the LR rules
+    of one batch size): the step times do not depend on them, so one pipeline run per seed serves them all
+    (rlsim.simulation.simulate_learning_variants), with the same rows as one run each."""
+    from rlsim.simulation import configure, simulate_learning_variants
+
+    base, configs, profile_dict, explicit = task
+    rows = [{"config": index, **dict(overrides)} for index, overrides in configs]
+    out: list[dict[str, Any]] = [{"row": row, "curve": [], "engine": None} for row in rows]
+    valid: list[tuple[int, Scenario]] = []
+    profile = None
     try:
         profile = profile_from_dict(profile_dict) if profile_dict else None
-        # the profile's learning model, then the configuration (which wins), validated once; it runs to the
-        # target when there is a learning model
-        scn = configure(base, profile, overrides, explicit)
-        engine = {"key": _engine_key(scn), "curve": engine_curve(scn)}
-        result = simulate_configured(scn, profile, with_band=True, to_target=True)
-        scn = result.scenario
-    except RlsimError as exc:  # EngineCapacityError included
-        row["error"] = str(exc)
-        return {"row": row, "curve": [], "engine": engine}
+    except RlsimError as exc:
+        for row in rows:
+            row["error"] = str(exc)
+        return out
+    for i, (_, overrides) in enumerate(configs):
+        try:
+            # the profile's learning model, then the configuration (which wins), validated once; it runs to the
+            # target when there is a learning model
+            scn = configure(base, profile, overrides, explicit)
+            out[i]["engine"] = {"key": _engine_key(scn), "curve": engine_curve(scn)}
+            valid.append((i, scn))
+        except RlsimError as exc:
+            rows[i]["error"] = str(exc)
+    try:
+        shared = simulate_learning_variants([scn for _, scn in valid], profile, with_band=True)
+    except RlsimError:  # EngineCapacityError included; may be one variant's only (its longer run): one by one
+        shared = None
+    for k, (i, scn) in enumerate(valid):
+        try:
+            result = shared[k] if shared is not None else simulate_learning_variants([scn], profile, True)[0]
+        except RlsimError as exc:
+            rows[i]["error"] = str(exc)
+            continue
+        out[i]["curve"] = _fill_row(rows[i], result)
+    return out
+
+
+def _fill_row(row: dict[str, Any], result: Any) -> list[dict[str, Any]]:
+    """A configuration's row from its result (in place); returns its curve."""
+    index = row["config"]
+    scn = result.scenario
     s = result.summary()
     row.update(
         error=None,
@@ -111,7 +146,7 @@ def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None
         row[f"phase_time_s/{phase}"] = sec
     for mult, value in (s.get("samples_multiplier") or {}).items():
         row[f"samples_multiplier/{mult}"] = value
-    curve = [
+    return [
         {
             "config": index,
             "step": r["step"],
@@ -121,7 +156,6 @@ def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None
         }
         for r in result.records
     ]
-    return {"row": row, "curve": curve, "engine": engine}
 
 
 def engine_curve(scn: Scenario, points: int = 24) -> pd.DataFrame:
@@ -167,9 +201,20 @@ def sweep(
         configure(scenario, profile, {key: grid[key][0]}, explicit)
     base = scenario.to_dict()  # each configuration validates base + its overrides once (run_config)
     prof = profile.to_dict() if profile is not None else None
-    tasks = [(base, cfg, prof, i, explicit) for i, cfg in enumerate(configs)]
-    costs = [_cost_hint(scenario, profile, cfg, explicit) for cfg in configs]
-    outputs = run_tasks(run_config, tasks, executor, address, workers, progress, costs)
+    # configurations that differ only in learning values share their runs (run_configs): one task each group
+    groups: dict[str, list[int]] = {}
+    for i, cfg in enumerate(configs):
+        systems = {k: v for k, v in cfg.items() if not k.startswith("learning.")}
+        groups.setdefault(json.dumps(systems, sort_keys=True, default=str), []).append(i)
+    members = list(groups.values())
+    tasks = [(base, [(i, configs[i]) for i in group], prof, explicit) for group in members]
+    hints = [_cost_hint(scenario, profile, cfg, explicit) for cfg in configs]
+    costs = [max(hints[i] for i in group) for group in members]  # the longest variant's run serves the rest
+    done = run_tasks(run_configs, tasks, executor, address, workers, progress, costs)
+    outputs: list[dict[str, Any]] = [{}] * len(configs)
+    for group, results in zip(members, done):
+        for i, result in zip(group, results):
+            outputs[i] = result
     rows = [o["row"] for o in outputs]
     curves = [c for o in outputs for c in o["curve"]]
     engines: dict[tuple[str, str, int, int], pd.DataFrame] = {}
