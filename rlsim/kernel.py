@@ -223,14 +223,16 @@ def _cum_blocks(cnt, bs, sh, it0, b, n):
 
 @_inlined
 def _run_cap(cnt, bs, sh, it0, b, free, limit):
-    """The largest n <= limit with _cum_blocks(cnt, bs, sh, it0, b, n) <= free (b > 0, free >= 0)."""
+    """The largest n <= limit with _cum_blocks(cnt, bs, sh, it0, b, n) <= free (b > 0, free >= 0), and the blocks
+    those n iterations take."""
     if bs == 1:
         n = free // b
-        return n if n < limit else limit
+        n = n if n < limit else limit
+        return n, b * n
     q = free // b
     n = q * bs  # q whole cycles take q * b <= free blocks
     if n >= limit:
-        return limit
+        return limit, _cum_blocks(cnt, bs, sh, it0, b, limit)
     rem = free - q * b  # < b: the walk below stops within one cycle
     p = _phase(it0, bs, sh)  # the phase of it0 + q bs
     while n < limit:
@@ -240,7 +242,7 @@ def _run_cap(cnt, bs, sh, it0, b, free, limit):
         rem -= need
         n += 1
         p = _prev_phase(p, bs)
-    return n
+    return n, free - rem
 
 
 @_inlined
@@ -487,17 +489,20 @@ def _replica(
         if not explicit:
             # ---- decode iterations up to the next event: a finish, or the iteration whose blocks do not fit
             n_fin = h_key[0] - cur_iter
-            steps = _run_cap(cnt, bs, sh, cur_iter, b, cap - used, 1 if budget_stop else n_fin)
-            dt = (
-                _segment_floor_s(
-                    mem_a[b] + mem_s * kv_tok, mem_s * b, cmp_a[b] + cmp_s * kv_tok, cmp_s * b, floor[b], steps
+            steps, taken = _run_cap(cnt, bs, sh, cur_iter, b, cap - used, 1 if budget_stop else n_fin)
+            if steps == 1:  # _segment_floor_s of one iteration is exactly the max of its three terms
+                dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
+            else:
+                dt = (
+                    _segment_floor_s(
+                        mem_a[b] + mem_s * kv_tok, mem_s * b, cmp_a[b] + cmp_s * kv_tok, cmp_s * b, floor[b], steps
+                    )
+                    + over[b] * steps
                 )
-                + over[b] * steps
-            )
             t += dt
             decode_total += dt
             decoded += b * steps
-            used += _cum_blocks(cnt, bs, sh, cur_iter, b, steps)
+            used += taken
             kv_tok += b * steps
             cur_iter += steps
             n_iter += steps
@@ -606,16 +611,21 @@ def _replica(
                 peak_blocks = used
             if running > peak_b:
                 peak_b = running
-            dec = 0.0
-            if b > 0:
-                dec = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
-            dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok + pf_tok * tok + pf_sq * sq, floor[b])
-            dt += over[b]
-            if tok > 0.0:
-                dt += pf_over
-            t += dt
-            decode_total += dec
-            prefill_total += dt - dec
+            if tok == 0.0 and b > 0:  # a decode-only iteration (a preemption stopped admission): no prefill terms
+                dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
+                t += dt
+                decode_total += dt
+            else:
+                dec = 0.0
+                if b > 0:
+                    dec = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
+                dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok + pf_tok * tok + pf_sq * sq, floor[b])
+                dt += over[b]
+                if tok > 0.0:
+                    dt += pf_over
+                t += dt
+                decode_total += dec
+                prefill_total += dt - dec
             prefilled += int(tok)
             decoded += b
             kv_tok += b
