@@ -96,10 +96,17 @@ REQUIRED_KEYS: tuple[str, ...] = tuple(f.name for f in RUN_LOG_FIELDS if f.requi
 
 
 def _is_int(v: Any) -> bool:
+    if type(v) is int:  # the common case, without the abstract-class check (simulated records: every step)
+        return True
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
 def _is_number(v: Any) -> bool:
+    t = type(v)
+    if t is float:
+        return math.isfinite(v)
+    if t is int:
+        return True
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
 
 
