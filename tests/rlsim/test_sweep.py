@@ -162,3 +162,40 @@ def test_run_tasks_starts_the_longest_first_and_returns_in_task_order():
     assert started == [2, 4, 1, 3]  # longest first, ties by position
     started.clear()
     assert run_tasks(fn, [1, 2, 3], workers=1) == [10, 20, 30] and started == [1, 2, 3]
+
+
+def test_lr_rule_variants_share_runs_and_give_the_rows_of_sweeps_of_one_rule_each(monkeypatch):
+    """Configurations that differ only in learning values run as one task (rlsim.sweep.run_configs): their rows
+    are those of sweeping each rule alone; a variant with an invalid value fails alone; and when the shared run
+    fails (say a longer variant's later steps do not fit), each variant is simulated on its own."""
+    import rlsim.simulation as simulation
+    from rlsim.errors import RlsimError
+
+    grid = {"workload.prompts_per_step": [16, 64], "learning.lr_rule": ["sqrt", "none", "cubic", "linear"]}
+    both = sweep(_small(), grid, workers=1)
+    t = both.table.set_index("config")
+    assert t.loc[[2, 6], "error"].str.contains("cubic").all() and t.drop([2, 6])["error"].isna().all()
+    for rule in ("sqrt", "none", "linear"):
+        alone = sweep(_small(), {**grid, "learning.lr_rule": [rule]}, workers=1).table
+        mine = both.table[both.table["learning.lr_rule"] == rule].reset_index(drop=True)
+        assert mine["error"].isna().all() and alone["error"].isna().all()
+        pd.testing.assert_frame_equal(  # the same numbers; the failed rows made the mixed table's ints floats
+            mine.drop(columns=["config", "error"]),
+            alone.drop(columns=["config", "error"]),
+            check_dtype=False,
+            check_exact=True,
+        )
+    calls = []
+    shared = simulation.simulate_learning_variants
+
+    def failing_when_shared(scns, *args, **kwargs):
+        calls.append(len(scns))
+        if len(scns) > 1:
+            raise RlsimError("a variant's longer run failed")
+        return shared(scns, *args, **kwargs)
+
+    monkeypatch.setattr(simulation, "simulate_learning_variants", failing_when_shared)
+    fallback = sweep(_small(), grid, workers=1)
+    pd.testing.assert_frame_equal(fallback.table, both.table, check_exact=True)
+    pd.testing.assert_frame_equal(fallback.curves, both.curves, check_exact=True)
+    assert calls == [3, 1, 1, 1, 3, 1, 1, 1]
