@@ -9,9 +9,14 @@ Two ways to run it, chosen by :func:`rlsim.engine.kernel`:
 * **ahead of time** (the default when installed): ``rlsim/kernel_build.py`` compiles the entry points of
   ``SIGNATURES`` with numba's AOT compiler into ``rlsim/_kernel_aot_<digest>``, named by the digest of this file, so
   a module built from other source is never loaded; ``rlsim`` then starts without importing numba or compiling;
-* **just in time**: importing this module compiles every function below for its one explicit signature (or loads
-  it from numba's on-disk cache), and no other argument types are ever compiled: a call with other types fails
+* **just in time**: importing this module compiles every entry point for its one explicit signature (or loads it
+  from numba's on-disk cache), and no other argument types are ever compiled: a call with other types fails
   instead of compiling a second version. ``rlsim.engine`` passes writable C-contiguous int64 / float64 arrays.
+
+The helpers are inlined into the entry points (``_inlined``), and the per-replica work (``_replica``) is compiled
+without numba's reference counting on a workspace its caller allocates once, so the event loop neither allocates
+nor touches reference counts. Every entry point releases the GIL (``nogil``; rlsim/kernel_build.py does the same
+for the built module), so rlsim.threads runs replicas of a step on several cores at once.
 
 Both are the same source compiled by the same LLVM without fast-math, so they give the same bits
 (``tests/rlsim/test_kernel.py`` checks it; ``tests/rlsim/test_golden.py`` checks both against the golden outputs).
