@@ -75,8 +75,9 @@ def run_replicas(
 ) -> int:
     """``kernel.run_replicas(prompt, response, group, offsets, n_groups, *scalars, finish, stats)``, the replicas
     split over :func:`thread_count` threads when the step is large enough; the same return code and outputs."""
-    threads = min(thread_count(), offsets.size - 1)
-    ranges = split(offsets, threads) if threads > 1 and int(offsets[-1]) >= max(MIN_REQUESTS, 1) else []
+    large = int(offsets[-1]) >= max(MIN_REQUESTS, 1)
+    threads = min(thread_count(), offsets.size - 1) if large else 1
+    ranges = split(offsets, threads) if threads > 1 else []
     if len(ranges) <= 1:
         return int(kernel.run_replicas(prompt, response, group, offsets, n_groups, *scalars, finish, stats))
 
