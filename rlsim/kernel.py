@@ -293,7 +293,7 @@ def _release(j, tokens, bs, sh, shared, group, grp_tok, grp_ref):
     return freed
 
 
-WORK_ROWS = 16  # int64 rows of a replica's workspace (see _replica)
+WORK_ROWS = 15  # int64 rows of a replica's workspace (see _replica)
 
 
 @_inlined
@@ -346,11 +346,11 @@ def _replica(
     shared = iw[5, :n]  # tokens of its group's cached prompt it references
     running_flag = bw[0, :n]  # decoding or being prefilled
     was_preempted = bw[1, :n]
-    done = iw[7, :n]  # requests whose prefill completes in this step (chunked)
-    grp_tok = iw[8, : max(n_groups, 1)]  # cached shared-prompt tokens per group (0: none)
-    grp_ref = iw[9, : max(n_groups, 1)]  # running requests referencing them
+    done = iw[6, :n]  # requests whose prefill completes in this step (chunked)
+    grp_tok = iw[7, : max(n_groups, 1)]  # cached shared-prompt tokens per group (0: none)
+    grp_ref = iw[8, : max(n_groups, 1)]  # running requests referencing them
     cnt = cnt[:bs]  # decoders per block phase: slot (kv - iteration) mod bs
-    slot = iw[10, :n]  # a decoder's slot in cnt
+    slot = iw[9, :n]  # a decoder's slot in cnt
     for j in range(n):
         generated[j] = 0
         shared[j] = 0
@@ -366,17 +366,17 @@ def _replica(
         sh = 0
         while (1 << sh) < bs:
             sh += 1
-    queue = iw[11, :n]  # waiting queue: circular buffer, preempted requests re-enter at the front
+    queue = iw[10, :n]  # waiting queue: circular buffer, preempted requests re-enter at the front
     for j in range(n):
         queue[j] = j
     q_head = 0
     q_len = n
-    stack = iw[12, : 2 * n + 2]  # running requests in admission order (lazy removal)
+    stack = iw[11, : 2 * n + 2]  # running requests in admission order (lazy removal)
     stack_len = 0
     # the decoders in a min-heap of (finish iteration, request), h_pos[j] the entry of decoder j
-    h_key = iw[13, :n]
-    h_idx = iw[14, :n]
-    h_pos = iw[15, :n]
+    h_key = iw[12, :n]
+    h_idx = iw[13, :n]
+    h_pos = iw[14, :n]
     h_size = 0
 
     t = 0.0
