@@ -616,7 +616,7 @@ def _replica(
                 peak_blocks = used
             if running > peak_b:
                 peak_b = running
-            if tok == 0.0 and b > 0:  # a decode-only iteration (a preemption stopped admission): no prefill terms
+            if tok == 0.0 and b > 0:  # decode only: the prefill terms are exactly zero, the decode time is the step
                 dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
                 t += dt
                 decode_total += dt
