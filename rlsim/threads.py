@@ -100,6 +100,17 @@ def run_replicas(
     return next((c for c in codes if c < 0), 0)
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's pool threads do not exist there (a task given to the pool would wait
+    forever), so the child makes its own pool when it needs one."""
+    global _POOL
+    _POOL = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:

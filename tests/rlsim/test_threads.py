@@ -71,3 +71,38 @@ def test_the_ahead_of_time_build_sets_numbas_release_gil_flag_and_restores_it():
     with kernel_build._releasing_gil():
         assert compiler.Flags().release_gil is True
     assert compiler.Flags is plain and not plain().release_gil
+
+
+def _threaded_step_in_child(queue):
+    """Run in a forked child: a step split over two threads."""
+    import os
+
+    os.environ[threads.ENV] = "2"
+    queue.put(outcome(simulate_replicas, *_big_case()))
+
+
+def _big_case():
+    rng = np.random.default_rng(3)
+    prompt, response, offsets, m, cap, decode, prefill, rules, groups = step_case(rng, 1)
+    return prompt, response, offsets, m, cap, decode, prefill, rules, groups
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_runs_threaded_steps_with_a_pool_of_its_own(monkeypatch):
+    """The parent's pool threads do not exist in a forked child; the child must not hand work to them (it would
+    wait forever)."""
+    import multiprocessing as mp
+
+    monkeypatch.setattr(threads, "MIN_REQUESTS", 0)
+    monkeypatch.setenv(threads.ENV, "2")
+    case = _big_case()
+    assert len(threads.split(case[2], 2)) == 2
+    want = outcome(simulate_replicas, *case)  # the parent's pool now exists
+    assert threads._POOL is not None
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_threaded_step_in_child, args=(queue,), daemon=True)
+    child.start()
+    got = queue.get(timeout=60)
+    child.join(timeout=60)
+    assert got == want and child.exitcode == 0
