@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from rlsim import threads
 from rlsim.costs import CostModel, RooflineCostModel
 from rlsim.learning import lr_for_batch
 from rlsim.lengths import sample_step
@@ -239,6 +240,7 @@ def run_pipeline(
 ) -> tuple[list[dict[str, Any]], list[Span]]:
     """Simulate ``scenario.run.steps`` steps; return the per-step records and the timeline spans."""
     cost = cost or RooflineCostModel.from_scenario(scenario)
+    threads.thread_count()  # a bad RLSIM_THREADS is refused before anything runs, whatever the step size
     env = simpy.Environment()
     if scenario.hardware.placement == "colocated":
         pool = simpy.Resource(env, capacity=1)

@@ -106,3 +106,24 @@ def test_a_forked_child_runs_threaded_steps_with_a_pool_of_its_own(monkeypatch):
     got = queue.get(timeout=60)
     child.join(timeout=60)
     assert got == want and child.exitcode == 0
+
+
+def test_a_bad_rlsim_threads_is_refused_before_a_small_run_too(tmp_path):
+    """A step under MIN_REQUESTS never reads the count, but the run checks it first: `rlsim run` says what is wrong,
+    exits 2 and writes nothing."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, SCENARIOS
+
+    out = tmp_path / "out"
+    run = subprocess.run(
+        [sys.executable, "-m", "rlsim.cli", "run", str(SCENARIOS / "paper_grpo.yaml"), "-o", str(out)],
+        env=dict(os.environ, RLSIM_THREADS="two"),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 2 and not out.exists()
+    assert "RLSIM_THREADS='two': must be a whole number of threads >= 1 or auto" in run.stderr
