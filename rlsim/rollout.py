@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules, kernel, simulate_replicas
+from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules, _arg, kernel, simulate_replicas
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def simulate_rollout(
     """Generate one step's responses on ``replicas`` engines (requests ordered group by group) under the engine's
     scheduling ``rules`` (rlsim.engine.SchedulerRules; default: token-level rounds)."""
     n = len(response_tokens)
-    prompt, response = (np.ascontiguousarray(a, dtype=np.int64) for a in (prompt_tokens, response_tokens))
+    prompt, response = (_arg(a, np.int64) for a in (prompt_tokens, response_tokens))  # the kernel's one type
     if prompt.shape != (n,):
         raise ValueError(f"prompt_tokens {prompt.shape} and response_tokens {response.shape} must be 1-D, same length")
     # each replica's requests in arrival order, its groups numbered from 0 (one compiled pass: rlsim.kernel)

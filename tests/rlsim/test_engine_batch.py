@@ -165,3 +165,22 @@ def test_simulate_rollout_refuses_a_group_whose_prompts_differ():
     with pytest.raises(ValueError, match="requests of one prompt group must have the same prompt length"):
         simulate_rollout(prompt, response, 2, 2, m, 10**6, decode, prefill, rules=SchedulerRules(prefix_caching=True))
     simulate_rollout(prompt, response, 2, 2, m, 10**6, decode, prefill, rules=SchedulerRules(prefix_caching=False))
+
+
+@pytest.mark.parametrize("kernel", ["jit", "aot"])
+def test_simulate_rollout_takes_read_only_and_other_typed_arrays(kernel, monkeypatch):
+    """The compiled dealing takes only writable int64 arrays (the JIT kernel refuses a read-only one);
+    simulate_rollout converts what it is given."""
+    built = engine.aot_kernel() if kernel == "aot" else jit_kernel()
+    if built is None:
+        pytest.skip("no kernel built ahead of time here")
+    monkeypatch.setattr(engine, "_KERNEL", built)
+    rng = np.random.default_rng(4)
+    prompt, response, m, cap, decode, prefill, _ = numpy_case(rng)
+    prompt = np.repeat(prompt[::2], 2)[: prompt.size].copy()
+    want = simulate_rollout(prompt, response, 2, 2, m, 10**6, decode, prefill)
+    frozen = [np.array(a) for a in (prompt, response)]
+    for a in frozen:
+        a.flags.writeable = False
+    assert simulate_rollout(*frozen, 2, 2, m, 10**6, decode, prefill) == want
+    assert simulate_rollout(prompt.astype(np.int32), response.astype(float), 2, 2, m, 10**6, decode, prefill) == want
