@@ -230,7 +230,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         from tqdm import tqdm
 
         bar = tqdm(total=total, unit="config", desc="sweep", file=sys.stderr)
-    progress = (lambda done, n: bar.update(1)) if bar is not None else None
+    progress = (lambda done, n: bar.update(done - bar.n)) if bar is not None else None  # done: configurations
     try:
         result = sweep(
             scenario,

@@ -210,7 +210,7 @@ def sweep(
     tasks = [(base, [(i, configs[i]) for i in group], prof, explicit) for group in members]
     hints = [_cost_hint(scenario, profile, cfg, explicit) for cfg in configs]
     costs = [max(hints[i] for i in group) for group in members]  # the longest variant's run serves the rest
-    done = run_tasks(run_configs, tasks, executor, address, workers, progress, costs)
+    done = run_tasks(run_configs, tasks, executor, address, workers, progress, costs, [len(g) for g in members])
     outputs: list[dict[str, Any]] = [{}] * len(configs)
     for group, results in zip(members, done):
         for i, result in zip(group, results):
@@ -263,17 +263,28 @@ def run_tasks(
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     costs: list[float] | None = None,
+    sizes: list[int] | None = None,
 ) -> list[Any]:
     """``[fn(t) for t in tasks]`` on an executor (``local``: processes on this machine; ``ray``: a Ray cluster),
-    in the tasks' order whatever order they finish in; ``progress(done, total)`` after each. With ``costs`` (a
-    rough duration per task) the longest are started first, so that the last one to start is a short one: the
-    results and their order do not change."""
+    in the tasks' order whatever order they finish in; ``progress(done, total)`` after each, counting task ``i``
+    as ``sizes[i]`` (the configurations it holds; 1 each by default). With ``costs`` (a rough duration per task)
+    the longest are started first, so that the last one to start is a short one: the results and their order do
+    not change."""
     order = sorted(range(len(tasks)), key=lambda i: (-costs[i], i)) if costs is not None else list(range(len(tasks)))
     submitted = [tasks[i] for i in order]
+    weights = [sizes[i] for i in order] if sizes is not None else [1] * len(tasks)
+    count = 0
+
+    def finished(i: int) -> None:  # task i (in submitted order) is done
+        nonlocal count
+        count += weights[i]
+        if progress:
+            progress(count, sum(weights))
+
     if executor == "local":
-        done = _run_local(fn, submitted, workers, progress)
+        done = _run_local(fn, submitted, workers, finished)
     elif executor == "ray":
-        done = _run_ray(fn, submitted, address, progress)
+        done = _run_ray(fn, submitted, address, finished)
     else:
         raise ScenarioError("--executor", executor, "is not an executor", "use local or ray")
     out: list[Any] = [None] * len(tasks)
@@ -282,15 +293,14 @@ def run_tasks(
     return out
 
 
-def _run_local(fn, tasks, workers, progress):
+def _run_local(fn, tasks, workers, finished):
     n = len(tasks)
     workers = workers or min(n, os.cpu_count() or 1)
     if workers <= 1 or n == 1:
         out = []
         for i, t in enumerate(tasks):
             out.append(fn(t))
-            if progress:
-                progress(i + 1, n)
+            finished(i)
         return out
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -298,14 +308,13 @@ def _run_local(fn, tasks, workers, progress):
     results: list[Any] = [None] * n
     with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
         futures = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
-        for done, fut in enumerate(as_completed(futures), 1):
+        for fut in as_completed(futures):
             results[futures[fut]] = fut.result()
-            if progress:
-                progress(done, n)
+            finished(futures[fut])
     return results
 
 
-def _run_ray(fn, tasks, address, progress):
+def _run_ray(fn, tasks, address, finished):
     try:
         import ray
     except ImportError:
@@ -327,14 +336,11 @@ def _run_ray(fn, tasks, address, progress):
         results: list[Any] = [None] * len(tasks)
         index = {ref: i for i, ref in enumerate(refs)}
         pending = list(refs)
-        done_count = 0
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:
                 results[index[ref]] = ray.get(ref)
-                done_count += 1
-                if progress:
-                    progress(done_count, len(tasks))
+                finished(index[ref])
         return results
     finally:
         if started:

@@ -172,7 +172,9 @@ def test_lr_rule_variants_share_runs_and_give_the_rows_of_sweeps_of_one_rule_eac
     from rlsim.errors import RlsimError
 
     grid = {"workload.prompts_per_step": [16, 64], "learning.lr_rule": ["sqrt", "none", "cubic", "linear"]}
-    both = sweep(_small(), grid, workers=1)
+    ticks = []
+    both = sweep(_small(), grid, workers=1, progress=lambda done, total: ticks.append((done, total)))
+    assert ticks == [(4, 8), (8, 8)]  # progress counts configurations, a group of four at a time
     t = both.table.set_index("config")
     assert t.loc[[2, 6], "error"].str.contains("cubic").all() and t.drop([2, 6])["error"].isna().all()
     for rule in ("sqrt", "none", "linear"):
