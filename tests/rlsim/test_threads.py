@@ -3,6 +3,8 @@ raises; both kernels release the GIL so that the threads run at once."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -78,16 +80,15 @@ def _threaded_step_in_child(queue):
     import os
 
     os.environ[threads.ENV] = "2"
-    queue.put(outcome(simulate_replicas, *_big_case()))
+    queue.put(outcome(simulate_replicas, *_split_case()))
 
 
-def _big_case():
-    rng = np.random.default_rng(3)
-    prompt, response, offsets, m, cap, decode, prefill, rules, groups = step_case(rng, 1)
-    return prompt, response, offsets, m, cap, decode, prefill, rules, groups
+def _split_case():
+    """A few replicas' step (rlsim.threads splits it in two when MIN_REQUESTS is 0)."""
+    return step_case(np.random.default_rng(3), 1)
 
 
-@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+@pytest.mark.skipif(sys.platform == "win32", reason="needs fork")
 def test_a_forked_child_runs_threaded_steps_with_a_pool_of_its_own(monkeypatch):
     """The parent's pool threads do not exist in a forked child; the child must not hand work to them (it would
     wait forever)."""
@@ -95,7 +96,7 @@ def test_a_forked_child_runs_threaded_steps_with_a_pool_of_its_own(monkeypatch):
 
     monkeypatch.setattr(threads, "MIN_REQUESTS", 0)
     monkeypatch.setenv(threads.ENV, "2")
-    case = _big_case()
+    case = _split_case()
     assert len(threads.split(case[2], 2)) == 2
     want = outcome(simulate_replicas, *case)  # the parent's pool now exists
     assert threads._POOL is not None
@@ -113,7 +114,6 @@ def test_a_bad_rlsim_threads_is_refused_before_a_small_run_too(tmp_path):
     exits 2 and writes nothing."""
     import os
     import subprocess
-    import sys
 
     from tests.conftest import ROOT, SCENARIOS
 
