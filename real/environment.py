@@ -22,6 +22,7 @@ import platform
 from typing import Any
 
 from real.engines import route_vllm_logs_to_stderr
+from rlsim.threads import count_of
 
 THREADS_SAMPLE_S = 0.5  # how long --threads auto watches the other processes' CPU at the start
 _threads_rule: str | None = None  # why torch runs the threads it does (set by apply_threads)
@@ -64,11 +65,8 @@ def apply_threads(spec: str) -> str:
                 f"default {default}"
             )
     else:
-        try:
-            n = int(spec)
-        except ValueError:
-            n = 0
-        if n < 1:
+        n = count_of(spec)
+        if n is None:
             raise RealError(f"--threads {spec!r}: give auto or a number of threads >= 1")
         _threads_rule = f"--threads {n}"
     torch.set_num_threads(n)

@@ -56,6 +56,7 @@ from rlsim.machine_load import LoadMeter
 from rlsim.phases import Phase
 from rlsim.records import run_log_record
 from rlsim.runlog import append_record
+from rlsim.threads import count_of
 
 __all__ = ["STOP_AFTER_STEP_ENV", "TrainConfig", "model_cache_dir", "stop_after_step", "train"]
 
@@ -67,11 +68,8 @@ def stop_after_step() -> int | None:
     value = os.environ.get(STOP_AFTER_STEP_ENV, "").strip()
     if not value:
         return None
-    try:
-        step = int(value)
-    except ValueError:
-        step = 0
-    if step < 1:
+    step = count_of(value)
+    if step is None:
         raise RealError(f"{STOP_AFTER_STEP_ENV}={value!r} must be a step number >= 1 (a test hook; unset it to train)")
     return step
 

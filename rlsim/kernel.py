@@ -29,16 +29,10 @@ import numpy as np
 
 # the entry points rlsim.engine calls, with their argument types (numba's signature syntax)
 SIGNATURES = {
-    # prompt, response, group, n_groups, max_num_seqs, cap, bs, chunked, budget, mem_a, mem_s, cmp_a, cmp_s, over,
+    # the replicas of a step in one call: their requests concatenated (replica r's are offsets[r]:offsets[r+1],
+    # group ids numbered per replica, n_groups per replica), finish_s alike and 11 stats per replica; prompt,
+    # response, group, offsets, n_groups, max_num_seqs, cap, bs, chunked, budget, mem_a, mem_s, cmp_a, cmp_s, over,
     # floor, pf_over, pf_tok, pf_sq, finish_s, stats
-    "run_replica": (
-        "i8(i8[::1], i8[::1], i8[::1], i8, i8, i8, i8, b1, i8, f8[::1], f8, f8[::1], f8, f8[::1], f8[::1], f8, f8, "
-        "f8, f8[::1], f8[::1])"
-    ),
-    # run_replica for several replicas in one call: their requests concatenated (replica r's are
-    # offsets[r]:offsets[r+1], group ids numbered per replica, n_groups per replica), finish_s alike and 11 stats
-    # per replica; prompt, response, group, offsets, n_groups, max_num_seqs, cap, bs, chunked, budget, mem_a,
-    # mem_s, cmp_a, cmp_s, over, floor, pf_over, pf_tok, pf_sq, finish_s, stats
     "run_replicas": (
         "i8(i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, i8, i8, b1, i8, f8[::1], f8, f8[::1], f8, f8[::1], "
         "f8[::1], f8, f8, f8, f8[::1], f8[::1])"
@@ -201,7 +195,7 @@ def _bceil(x, bs, sh):
 
 @_inlined
 def _phase(it, bs, sh):
-    """Histogram slot of the decoders that need a new KV block in iteration ``it`` (see _run_replica): -it mod bs."""
+    """Histogram slot of the decoders that need a new KV block in iteration ``it`` (see _replica): -it mod bs."""
     return _bmod(-it, bs, sh)
 
 
@@ -684,59 +678,6 @@ def _replica(
     return 0
 
 
-@_compiled(SIGNATURES["run_replica"])
-def run_replica(
-    prompt,
-    response,
-    group,
-    n_groups,
-    max_num_seqs,
-    cap,
-    bs,
-    chunked,
-    budget,
-    mem_a,
-    mem_s,
-    cmp_a,
-    cmp_s,
-    over,
-    floor,
-    pf_over,
-    pf_tok,
-    pf_sq,
-    finish_s,
-    stats,
-):
-    """Event-driven kernel of the rules in the module docstring (``cap`` in blocks of ``bs`` tokens); fills
-    finish_s and stats, returns 0 or -1 - j if request j can never be admitted."""
-    iw, bw, cnt = _workspace(prompt.shape[0], bs)
-    return _replica(
-        iw,
-        bw,
-        cnt,
-        prompt,
-        response,
-        group,
-        n_groups,
-        max_num_seqs,
-        cap,
-        bs,
-        chunked,
-        budget,
-        mem_a,
-        mem_s,
-        cmp_a,
-        cmp_s,
-        over,
-        floor,
-        pf_over,
-        pf_tok,
-        pf_sq,
-        finish_s,
-        stats,
-    )
-
-
 @_compiled(SIGNATURES["run_replicas"])
 def run_replicas(
     prompt,
@@ -761,9 +702,9 @@ def run_replicas(
     finish_s,
     stats,
 ):
-    """run_replica for each replica r in turn, on requests offsets[r]:offsets[r+1] (one call for a whole step);
-    replica r's stats go to stats[11 r : 11 r + 11]. Stops at the first request that can never be admitted and
-    returns -1 - its index in the concatenation, else 0."""
+    """The event-driven kernel (:func:`_replica`) for each replica r in turn, on requests offsets[r]:offsets[r+1]
+    (one call for a whole step); replica r's stats go to stats[11 r : 11 r + 11]. Stops at the first request that
+    can never be admitted and returns -1 - its index in the concatenation, else 0."""
     largest = 0
     for r in range(offsets.shape[0] - 1):
         largest = max(largest, offsets[r + 1] - offsets[r])

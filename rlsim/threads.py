@@ -38,16 +38,22 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def count_of(text: str) -> int | None:
+    """The whole number >= 1 that ``text`` spells (a thread count, a step number), or None."""
+    try:
+        count = int(text)
+    except ValueError:
+        return None
+    return count if count >= 1 else None
+
+
 def thread_count() -> int:
     """Threads a step's replicas run on: ``RLSIM_THREADS`` (a count >= 1, or ``auto``: the available cores)."""
     raw = os.environ.get(ENV, "auto").strip().lower()
     if raw in ("", "auto"):
         return available_cores()
-    try:
-        count = int(raw)
-    except ValueError:
-        count = 0
-    if count < 1:
+    count = count_of(raw)
+    if count is None:
         raise RlsimError(f"{ENV}={raw!r}: must be a whole number of threads >= 1 or auto; unset it for auto")
     return count
 

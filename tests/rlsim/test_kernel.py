@@ -74,7 +74,7 @@ def test_the_jit_kernel_is_compiled_once_per_entry_point_whatever_the_inputs(mon
     for p, r, d, g in variants:
         got = simulate_replica(p, r, m, cap, d, prefill, RULES[1], g)
         assert got.makespan_s == expected.makespan_s and np.array_equal(got.finish_s, expected.finish_s)
-    assert [len(jit.run_replica.signatures), len(jit.renumber_consecutive.signatures)] == [1, 1]
+    assert [len(jit.run_replicas.signatures), len(jit.renumber_consecutive.signatures)] == [1, 1]
 
 
 def test_the_jit_kernel_refuses_other_types_instead_of_compiling_them():
@@ -138,7 +138,9 @@ def test_kernel_build_writes_a_module_that_loads_without_numba(tmp_path):
     built = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(built)
     decode = DecodeCoefficients(np.zeros(3), 1e-6, np.zeros(3), 1e-7, np.full(3, 1e-3))
-    args = (np.array([3, 3], dtype=np.int64), np.array([4, 9], dtype=np.int64), np.zeros(2, dtype=np.int64), 1, 2)
+    offsets, n_groups = np.array([0, 2], dtype=np.int64), np.array([1], dtype=np.int64)  # one replica, one group
+    args = (np.array([3, 3], dtype=np.int64), np.array([4, 9], dtype=np.int64), np.zeros(2, dtype=np.int64), offsets)
+    args = (*args, n_groups, 2)
     stats = [np.zeros(11), np.zeros(11)]
     finish = [np.zeros(2), np.zeros(2)]
     for k, s, f in zip((built, jit_kernel()), stats, finish):
@@ -146,5 +148,5 @@ def test_kernel_build_writes_a_module_that_loads_without_numba(tmp_path):
             100, 1, False, 1 << 62, decode.mem_intercept_s, 1e-6, decode.compute_intercept_s, 1e-7,
             decode.overhead_s, decode.floor, 1e-3, 1e-5, 1e-9, f, s,
         )  # fmt: skip
-        assert k.run_replica(*args, *rest) == 0
+        assert k.run_replicas(*args, *rest) == 0
     assert stats[0].tobytes() == stats[1].tobytes() and finish[0].tobytes() == finish[1].tobytes()
