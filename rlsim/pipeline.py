@@ -29,13 +29,14 @@ from rlsim.learning import lr_for_batch
 from rlsim.lengths import sample_step
 from rlsim.phases import Phase
 from rlsim.records import run_log_record
-from rlsim.rollout import RolloutResult, simulate_rollout
+from rlsim.rollout import RolloutResult, simulate_rollouts
 from rlsim.scenario import Scenario
 
 ROLLOUT_POOL = "rollout_pool"
 TRAIN_POOL = "train_pool"
 ALL_GPUS = "gpus"
 CPU = "cpu"
+CHUNK_REQUESTS = 1 << 18  # requests simulated in one compiled call (several steps when they are small)
 
 
 @dataclass(frozen=True)
@@ -99,22 +100,22 @@ class _State:
         return duration_s
 
 
-def _rollout(env: simpy.Environment, st: _State):
+def _generations(st: _State):
+    """Each step's sampled lengths, rollout result and dispatch overhead, in step order. A rollout depends only on
+    its step's lengths (and, streaming, on the batches beside it in the window), never on the simulated clock, so
+    the steps are sampled in order (the one generator's draws are those of one step at a time) and simulated
+    CHUNK_REQUESTS requests at a time in one compiled call (rlsim.rollout.simulate_rollouts): the same bits as
+    one call per step, and small steps fill the cores together."""
     s = st.scenario
     k = s.schedule.staleness
     streaming = k > 0 and s.schedule.streaming
     decode, prefill = st.cost.decode_coefficients(), st.cost.prefill_coefficients()
-    rules = s.scheduler_rules
     batch = s.workload.responses_per_step
+    per_chunk = max(1, CHUNK_REQUESTS // (batch * (k + 1 if streaming else 1)))
     window: list[tuple[np.ndarray, np.ndarray]] = []  # streaming: the batches the engines hold at once
-    for n in range(1, s.run.steps + 1):
-        while st.engine_version < n - 1 - k:
-            yield st.version_changed
-        with st.rollout_pool.request() as req:
-            yield req
-            start = env.now
-            st.engine_pause_s = 0.0  # updates that landed while the engines were idle cost them nothing
-            version = st.engine_version  # the oldest weights this batch saw (in-flight updates may follow)
+    for first in range(1, s.run.steps + 1, per_chunk):
+        sampled, requests, overheads, held = [], [], [], []
+        for n in range(first, min(first + per_chunk, s.run.steps + 1)):
             prompts, responses = sample_step(s.workload, st.rng, (n - 1) * batch)
             if s.engine.static_batching:  # every response runs (and is padded) to the step's longest
                 responses = np.full_like(responses, responses.max())
@@ -124,23 +125,42 @@ def _rollout(env: simpy.Environment, st: _State):
                 # a batch shares the straggler tail with the batches in flight beside it: its generation time
                 # is the window's makespan over the batches in the window.
                 window = (window + [(prompts, responses)])[-(k + 1) :]
-                req_p, req_r = np.concatenate([w[0] for w in window]), np.concatenate([w[1] for w in window])
+                requests.append((np.concatenate([w[0] for w in window]), np.concatenate([w[1] for w in window])))
+                held.append(len(window))
             else:
-                req_p, req_r = prompts, responses
-            res = simulate_rollout(
-                req_p,
-                req_r,
-                s.workload.group_size,
-                s.num_replicas,
-                s.engine.max_num_seqs,
-                s.kv_capacity_tokens,
-                decode,
-                prefill,
-                0.0 if streaming else overhead,
-                rules,
-            )
+                requests.append((prompts, responses))
+            sampled.append((prompts, responses))
+            overheads.append(overhead)
+        results = simulate_rollouts(
+            requests,
+            s.workload.group_size,
+            s.num_replicas,
+            s.engine.max_num_seqs,
+            s.kv_capacity_tokens,
+            decode,
+            prefill,
+            [0.0] * len(requests) if streaming else overheads,
+            s.scheduler_rules,
+        )
+        for i, ((prompts, responses), res) in enumerate(zip(sampled, results)):
             if streaming:
-                res = per_batch(res, len(window), prompts, responses, overhead)
+                res = per_batch(res, held[i], prompts, responses, overheads[i])
+            yield prompts, responses, res
+
+
+def _rollout(env: simpy.Environment, st: _State):
+    s = st.scenario
+    k = s.schedule.staleness
+    generations = _generations(st)
+    for n in range(1, s.run.steps + 1):
+        while st.engine_version < n - 1 - k:
+            yield st.version_changed
+        with st.rollout_pool.request() as req:
+            yield req
+            start = env.now
+            st.engine_pause_s = 0.0  # updates that landed while the engines were idle cost them nothing
+            version = st.engine_version  # the oldest weights this batch saw (in-flight updates may follow)
+            prompts, responses, res = next(generations)
             duration = res.rollout_s
             yield env.timeout(duration)
             while st.engine_pause_s > 0:  # in-flight weight updates that landed while this batch generated

@@ -8,6 +8,7 @@ rollout time without being modelled separately.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,17 +46,70 @@ def simulate_rollout(
 ) -> RolloutResult:
     """Generate one step's responses on ``replicas`` engines (requests ordered group by group) under the engine's
     scheduling ``rules`` (rlsim.engine.SchedulerRules; default: token-level rounds)."""
-    n = len(response_tokens)
-    prompt, response = (_arg(a, np.int64) for a in (prompt_tokens, response_tokens))  # the kernel's one type
-    if prompt.shape != (n,):
-        raise ValueError(f"prompt_tokens {prompt.shape} and response_tokens {response.shape} must be 1-D, same length")
-    # each replica's requests in arrival order, its groups numbered from 0 (one compiled pass: rlsim.kernel)
-    dealt = [np.empty(n, dtype=np.int64) for _ in range(3)]
-    bounds = np.empty(replicas + 1, dtype=np.int64)
-    n_groups = np.empty(replicas, dtype=np.int64)
-    code = kernel().deal_round_robin(prompt, response, group_size, replicas, *dealt, bounds, n_groups)
-    bad_group = int(np.searchsorted(bounds, -1 - code, side="right")) - 1 if code < 0 else replicas
-    # every replica in one compiled call (rlsim.engine.simulate_replicas: simulate_replica on each in turn)
+    return simulate_rollouts(
+        [(prompt_tokens, response_tokens)],
+        group_size,
+        replicas,
+        max_num_seqs,
+        kv_capacity_tokens,
+        decode,
+        prefill,
+        [overhead_s],
+        rules,
+    )[0]
+
+
+def simulate_rollouts(
+    steps: Sequence[tuple[np.ndarray, np.ndarray]],
+    group_size: int,
+    replicas: int,
+    max_num_seqs: int,
+    kv_capacity_tokens: int,
+    decode: DecodeCoefficients,
+    prefill: PrefillCoefficients,
+    overhead_s: Sequence[float],
+    rules: SchedulerRules | None = None,
+) -> list[RolloutResult]:
+    """:func:`simulate_rollout` of several steps (their prompt and response lengths, and each one's dispatch
+    overhead) in one compiled call: every replica of every step is independent (each starts empty), so the
+    results are the bits of one call per step, and the replicas of many small steps fill the cores together
+    (rlsim.threads) where one small step would run on one. The first step that cannot run raises, as it would
+    alone."""
+    arrays = []
+    for prompt_tokens, response_tokens in steps:
+        n = len(response_tokens)
+        prompt, response = (_arg(a, np.int64) for a in (prompt_tokens, response_tokens))  # the kernel's one type
+        if prompt.shape != (n,):
+            raise ValueError(
+                f"prompt_tokens {prompt.shape} and response_tokens {response.shape} must be 1-D, same length"
+            )
+        arrays.append((prompt, response))
+    total = sum(len(r) for _, r in arrays)
+    # each replica's requests in arrival order, its groups numbered from 0 (one compiled pass per step:
+    # rlsim.kernel), the steps' replicas one after another
+    dealt = [np.empty(total, dtype=np.int64) for _ in range(3)]
+    bounds = np.empty(len(arrays) * replicas + 1, dtype=np.int64)
+    n_groups = np.empty(len(arrays) * replicas, dtype=np.int64)
+    bad_group = len(arrays) * replicas
+    lo = 0
+    for k, (prompt, response) in enumerate(arrays):
+        hi = lo + len(response)
+        r0 = k * replicas
+        code = kernel().deal_round_robin(
+            prompt,
+            response,
+            group_size,
+            replicas,
+            *(d[lo:hi] for d in dealt),
+            bounds[r0 : r0 + replicas + 1],
+            n_groups[r0 : r0 + replicas],
+        )
+        if code < 0 and bad_group == len(arrays) * replicas:
+            bad_group = r0 + int(np.searchsorted(bounds[r0 : r0 + replicas + 1], -1 - code, side="right")) - 1
+        bounds[r0 : r0 + replicas + 1] += lo
+        lo = hi
+    # every replica of every step in one compiled call (rlsim.engine.simulate_replicas: simulate_replica on each
+    # in turn)
     _, stats = simulate_replicas(
         dealt[0],
         dealt[1],
@@ -67,16 +121,22 @@ def simulate_rollout(
         rules,
         numbered=(dealt[2], n_groups, bad_group),
     )
-    makespans = stats[:, 0].tolist()
-    preemptions, iterations, decoded = (int(v) for v in stats[:, [4, 3, 8]].sum(axis=0))
-    peak_kv = int(stats[:, 5].max()) if replicas else 0
-    return RolloutResult(
-        rollout_s=max(makespans) + overhead_s,
-        prompt_tokens=int(prompt_tokens.sum()),
-        response_tokens=int(response_tokens.sum()),
-        num_preemptions=preemptions,
-        num_iterations=iterations,
-        mean_decode_batch=decoded / iterations if iterations else 0.0,
-        peak_kv_tokens=peak_kv,
-        replica_makespan_s=tuple(makespans),
-    )
+    out = []
+    for k, (prompt, response) in enumerate(arrays):
+        rows = stats[k * replicas : (k + 1) * replicas]
+        makespans = rows[:, 0].tolist()
+        preemptions, iterations, decoded = (int(v) for v in rows[:, [4, 3, 8]].sum(axis=0))
+        peak_kv = int(rows[:, 5].max()) if replicas else 0
+        out.append(
+            RolloutResult(
+                rollout_s=max(makespans) + overhead_s[k],
+                prompt_tokens=int(prompt.sum()),
+                response_tokens=int(response.sum()),
+                num_preemptions=preemptions,
+                num_iterations=iterations,
+                mean_decode_batch=decoded / iterations if iterations else 0.0,
+                peak_kv_tokens=peak_kv,
+                replica_makespan_s=tuple(makespans),
+            )
+        )
+    return out

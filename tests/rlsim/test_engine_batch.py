@@ -5,13 +5,14 @@ replica raises."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
 
 from rlsim import engine
 from rlsim.engine import EngineCapacityError, SchedulerRules, simulate_replica, simulate_replicas
-from rlsim.rollout import simulate_rollout
+from rlsim.rollout import simulate_rollout, simulate_rollouts
 from tests.rlsim.test_engine_reference import numpy_case
 from tests.rlsim.test_kernel import RULES, jit_kernel
 
@@ -184,3 +185,53 @@ def test_simulate_rollout_takes_read_only_and_other_typed_arrays(kernel, monkeyp
         a.flags.writeable = False
     assert simulate_rollout(*frozen, 2, 2, m, 10**6, decode, prefill) == want
     assert simulate_rollout(prompt.astype(np.int32), response.astype(float), 2, 2, m, 10**6, decode, prefill) == want
+
+
+def rollout_steps(rng, count, least=0):
+    """``count`` steps of at least ``least`` requests in prompt groups of 2, on one numpy_case's engine arguments."""
+    prompt, response, m, cap, decode, prefill, _ = numpy_case(rng)
+    steps = []
+    for _ in range(count):
+        n = int(rng.integers(least, max(prompt.size, least) + 1))
+        p = np.repeat(rng.integers(1, 40, n // 2 + 1), 2)[:n]
+        steps.append((p, rng.integers(1, 60, p.size)))
+    return steps, m, max(cap, 400), decode, prefill
+
+
+@pytest.mark.parametrize("kernel", ["jit", "aot"])
+def test_simulate_rollouts_gives_the_results_of_one_call_per_step(kernel, monkeypatch):
+    """Several steps' replicas in one compiled call (rlsim.pipeline simulates small steps so): each step's
+    RolloutResult is the one simulate_rollout gives for it alone, under every rule set (empty steps included)."""
+    built = engine.aot_kernel() if kernel == "aot" else jit_kernel()
+    if built is None:
+        pytest.skip("no kernel built ahead of time here")
+    monkeypatch.setattr(engine, "_KERNEL", built)
+    rng = np.random.default_rng(11)
+    for i in range(40):
+        steps, m, cap, decode, prefill = rollout_steps(rng, int(rng.integers(1, 5)))
+        rules = RULES[i % len(RULES)]
+        m = min(m, rules.max_num_batched_tokens) if rules.chunked_prefill else m
+        replicas = int(rng.integers(1, 4))
+        overheads = rng.random(len(steps)).tolist()
+        want = [
+            simulate_rollout(p, r, 2, replicas, m, cap, decode, prefill, o, rules)
+            for (p, r), o in zip(steps, overheads)
+        ]
+        assert simulate_rollouts(steps, 2, replicas, m, cap, decode, prefill, overheads, rules) == want, i
+
+
+def test_simulate_rollouts_raises_what_the_first_failing_step_raises_alone():
+    rng = np.random.default_rng(12)
+    steps, m, cap, decode, prefill = rollout_steps(rng, 3, least=4)
+    rules = SchedulerRules(prefix_caching=True)
+    bad_fit = list(steps)
+    bad_fit[1] = (bad_fit[1][0], bad_fit[1][1].copy())
+    bad_fit[1][1][-1] = 10**6  # step 1's last request can never fit
+    bad_group = list(steps)
+    bad_group[2] = (bad_group[2][0].copy(), bad_group[2][1])
+    bad_group[2][0][1] += 1  # step 2's first group has two prompt lengths
+    for case, failing in ((bad_fit, 1), (bad_group, 2), (bad_fit[:2] + bad_group[2:], 1)):
+        with pytest.raises(ValueError) as alone:
+            simulate_rollout(*case[failing], 2, 2, m, cap, decode, prefill, 0.0, rules)
+        with pytest.raises(type(alone.value), match=f"^{re.escape(str(alone.value))}$"):
+            simulate_rollouts(case, 2, 2, m, cap, decode, prefill, [0.0] * 3, rules)

@@ -123,3 +123,27 @@ def test_same_seed_same_records_different_seed_different():
     c = rlsim.simulate(_load("paper_grpo", **{"run.seed": 1})).steps
     assert a.equals(b)
     assert not np.allclose(a["timing_s/rollout"], c["timing_s/rollout"])
+
+
+@pytest.mark.parametrize(
+    "name, over",
+    [
+        ("paper_grpo", {}),  # async, streaming: a window of two batches
+        ("paper_grpo", {"schedule.max_staleness": 2, "run.steps": 7}),  # a window of three
+        ("dense8b_h100_colocated", {}),  # synchronous: one batch per rollout
+        ("dense8b_h100_async", {"engine.static_batching": True}),
+    ],
+)
+def test_rollouts_simulated_several_steps_at_a_time_give_the_records_of_one_step_at_a_time(monkeypatch, name, over):
+    """rlsim.pipeline simulates up to CHUNK_REQUESTS requests of consecutive steps in one compiled call: whatever
+    the chunk (one step, a few that do not divide the run, all of them) the records and spans are the same bits."""
+    from rlsim import pipeline
+
+    scenario = _load(name, **over)
+    window = scenario.workload.responses_per_step * (scenario.schedule.staleness + 1)
+    runs = []
+    for chunk in (1, 3 * window, 1 << 40):
+        monkeypatch.setattr(pipeline, "CHUNK_REQUESTS", chunk)
+        records, spans = pipeline.run_pipeline(scenario)
+        runs.append((repr(records), spans))
+    assert runs[0] == runs[1] == runs[2]
