@@ -161,18 +161,57 @@ def _heap_remove(keys, idx, pos, size, j):
     return size
 
 
+NONE = 1 << 62  # the finish iteration of no decoder
+
+
 @_inlined
-def _stack_add(stack, length, j, running_flag):
-    """Append j to the admission-order stack, first dropping requests no longer running when it is full."""
+def _young_flush(stack, length, y0, running_flag, fkey, h_key, h_idx, h_pos, h_size):
+    """Move the young decoders (stack positions y0 .. length-1) into the heap; returns the heap's new size (the
+    young segment is then empty: y0 = length)."""
+    for q in range(y0, length):
+        j = stack[q]
+        if running_flag[j] and fkey[j] < NONE:
+            h_size = _heap_push(h_key, h_idx, h_pos, h_size, fkey[j], j)
+    return h_size
+
+
+@_inlined
+def _stack_add(stack, length, j, running_flag, spos, ymin, y0, fkey, h_key, h_idx, h_pos, h_size):
+    """Push j (admitted, not yet decoding) on the admission-order stack as young; when the stack is full, first
+    flush the young into the heap and drop the requests no longer running. Returns the stack's length, y0 and
+    the heap's size."""
     if length == stack.shape[0]:  # rare
+        h_size = _young_flush(stack, length, y0, running_flag, fkey, h_key, h_idx, h_pos, h_size)
         new_len = 0
         for q in range(length):
             if running_flag[stack[q]]:
                 stack[new_len] = stack[q]
+                spos[stack[q]] = new_len
                 new_len += 1
         length = new_len
+        y0 = length
     stack[length] = j
-    return length + 1
+    spos[j] = length
+    fkey[j] = NONE
+    ymin[length] = ymin[length - 1] if length > y0 else NONE
+    return length + 1, y0, h_size
+
+
+@_inlined
+def _decoding(j, k, young, length, spos, ymin, y0, fkey, h_key, h_idx, h_pos, h_size):
+    """Admitted request j starts decoding, to finish in iteration k: young (the prefix minima of the young segment
+    updated) when it is in that segment and ``young`` (the replica has preempted: until then a decoder goes
+    straight into the heap and y0 moves above it). Returns the heap's size and y0."""
+    fkey[j] = k
+    q = spos[j]
+    if q < y0:
+        return _heap_push(h_key, h_idx, h_pos, h_size, k, j), y0
+    if not young:
+        return _heap_push(h_key, h_idx, h_pos, h_size, k, j), q + 1
+    while q < length and ymin[q] > k:
+        ymin[q] = k
+        q += 1
+    return h_size, y0
 
 
 @_inlined
@@ -287,7 +326,7 @@ def _release(j, tokens, bs, sh, shared, group, grp_tok, grp_ref):
     return freed
 
 
-WORK_ROWS = 15  # int64 rows of a replica's workspace (see _replica)
+WORK_ROWS = 18  # int64 rows of a replica's workspace (see _replica)
 
 
 @_inlined
@@ -367,11 +406,19 @@ def _replica(
     q_len = n
     stack = iw[11, : 2 * n + 2]  # running requests in admission order (lazy removal)
     stack_len = 0
-    # the decoders in a min-heap of (finish iteration, request), h_pos[j] the entry of decoder j
+    # the decoders' finish iterations: the young (admitted at stack positions y0 and above since the last flush)
+    # as prefix minima along the stack, ymin[q] the least over positions y0..q, so that preempting the latest
+    # admitted costs nothing; the others in a min-heap of (finish iteration, request), h_pos[j] the entry of j.
+    # The young enter the heap when one of them finishes (or the stack is compacted). Which decoders finish in an
+    # iteration does not depend on where they are kept, nor does the order they leave in change any result.
     h_key = iw[12, :n]
     h_idx = iw[13, :n]
     h_pos = iw[14, :n]
     h_size = 0
+    fkey = iw[15, :n]  # a decoder's finish iteration (NONE: not decoding)
+    spos = iw[16, :n]  # a running request's stack position
+    ymin = iw[17, : 2 * n + 2]
+    y0 = 0
 
     t = 0.0
     decode_total = 0.0
@@ -438,8 +485,23 @@ def _replica(
                 admit_iter[j] = cur_iter
                 gen_at_admit[j] = generated[j]
                 ctx_at[j] = c
-                h_size = _heap_push(h_key, h_idx, h_pos, h_size, cur_iter + response[j] - generated[j], j)
-                stack_len = _stack_add(stack, stack_len, j, running_flag)
+                stack_len, y0, h_size = _stack_add(
+                    stack, stack_len, j, running_flag, spos, ymin, y0, fkey, h_key, h_idx, h_pos, h_size
+                )
+                h_size, y0 = _decoding(
+                    j,
+                    cur_iter + response[j] - generated[j],
+                    n_preempt > 0,
+                    stack_len,
+                    spos,
+                    ymin,
+                    y0,
+                    fkey,
+                    h_key,
+                    h_idx,
+                    h_pos,
+                    h_size,
+                )
             if adm_count > 0:
                 dt = pf_over + pf_tok * adm_tok + pf_sq * adm_sq
                 t += dt
@@ -465,7 +527,10 @@ def _replica(
                 used -= _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
                 kv_tok -= kv
                 cnt[slot[j]] -= 1
-                h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
+                if stack_len < y0:  # j was in the heap
+                    h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
+                    y0 = stack_len
+                fkey[j] = NONE
                 running_flag[j] = False
                 was_preempted[j] = True
                 b -= 1
@@ -487,7 +552,10 @@ def _replica(
                     explicit = True
         if not explicit:
             # ---- decode iterations up to the next event: a finish, or the iteration whose blocks do not fit
-            n_fin = h_key[0] - cur_iter
+            first = h_key[0] if h_size > 0 else NONE
+            if stack_len > y0 and ymin[stack_len - 1] < first:
+                first = ymin[stack_len - 1]
+            n_fin = first - cur_iter
             steps, taken = _run_cap(cnt, bs, sh, cur_iter, b, cap - used, 1 if budget_stop else n_fin)
             if steps == 1:  # _segment_floor_s of one iteration is exactly the max of its three terms
                 dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
@@ -525,8 +593,12 @@ def _replica(
                     used -= _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
                     kv_tok -= kv
                     cnt[slot[j]] -= 1
-                    h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
+                    if stack_len < y0:  # j was in the heap
+                        h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
+                    fkey[j] = NONE
                     b -= 1
+                if stack_len < y0:
+                    y0 = stack_len
                 running_flag[j] = False
                 was_preempted[j] = True
                 running -= 1
@@ -548,6 +620,8 @@ def _replica(
                 need = _bceil(a + chunk, bs, sh) - _bceil(a, bs, sh)
                 if cap - used < need:
                     stack_len -= 1  # it is the last admitted
+                    if stack_len < y0:
+                        y0 = stack_len
                     used -= _release(j, a, bs, sh, shared, group, grp_tok, grp_ref)
                     running_flag[j] = False
                     was_preempted[j] = True
@@ -593,7 +667,9 @@ def _replica(
                     tok += chunk
                     sq += float(hit + chunk) * float(hit + chunk) - float(hit) * float(hit)
                     computed[j] = hit + chunk
-                    stack_len = _stack_add(stack, stack_len, j, running_flag)
+                    stack_len, y0, h_size = _stack_add(
+                        stack, stack_len, j, running_flag, spos, ymin, y0, fkey, h_key, h_idx, h_pos, h_size
+                    )
                     if hit + chunk == c:
                         done[n_done] = j
                         n_done += 1
@@ -648,10 +724,26 @@ def _replica(
                 admit_iter[j] = cur_iter
                 gen_at_admit[j] = generated[j]
                 ctx_at[j] = c
-                h_size = _heap_push(h_key, h_idx, h_pos, h_size, cur_iter + response[j] - generated[j], j)
+                h_size, y0 = _decoding(
+                    j,
+                    cur_iter + response[j] - generated[j],
+                    n_preempt > 0,
+                    stack_len,
+                    spos,
+                    ymin,
+                    y0,
+                    fkey,
+                    h_key,
+                    h_idx,
+                    h_pos,
+                    h_size,
+                )
         if used > peak_blocks:
             peak_blocks = used
-        # decoders that generated their last token in the iteration just run
+        # decoders that generated their last token in the iteration just run (a young one: all young to the heap)
+        if stack_len > y0 and ymin[stack_len - 1] == cur_iter:
+            h_size = _young_flush(stack, stack_len, y0, running_flag, fkey, h_key, h_idx, h_pos, h_size)
+            y0 = stack_len
         while h_size > 0 and h_key[0] == cur_iter:
             j = h_idx[0]
             h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
@@ -660,6 +752,7 @@ def _replica(
             used -= _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
             kv_tok -= kv
             cnt[slot[j]] -= 1
+            fkey[j] = NONE
             running_flag[j] = False
             b -= 1
             running -= 1
