@@ -175,6 +175,10 @@ def _trainer(env: simpy.Environment, st: _State):
     s, cost = st.scenario, st.cost
     alg = s.algorithm
     colocated = s.hardware.placement == "colocated"
+    in_flight = s.schedule.mode == "async" and s.schedule.in_flight_weight_updates
+    # the weight sync and an in-flight update's engine stall take no step argument: the same every step
+    sync_s = cost.weight_sync_s()
+    pause_s = cost.engine_pause_s() if in_flight else 0.0
     for n in range(1, s.run.steps + 1):
         b: _Batch = yield st.batches.get()
         timing = {p.value: 0.0 for p in Phase if p is not Phase.EVAL}
@@ -207,13 +211,12 @@ def _trainer(env: simpy.Environment, st: _State):
             timing[phase.value] = st.span(phase, n, st.train_track, start, dur)
         # weight sync: the engine must be idle (between batches), except for in-flight updates, which load the
         # weights between engine iterations and stall the engines for the transfer only
-        in_flight = s.schedule.mode == "async" and s.schedule.in_flight_weight_updates
         engine_req = None if (colocated or in_flight) else st.rollout_pool.request()
         if engine_req is not None:
             yield engine_req
-        start, dur = env.now, cost.weight_sync_s()
+        start, dur = env.now, sync_s
         if in_flight:
-            st.engine_pause_s += cost.engine_pause_s()
+            st.engine_pause_s += pause_s
         yield env.timeout(dur)
         timing[Phase.WEIGHT_SYNC.value] = st.span(Phase.WEIGHT_SYNC, n, st.train_track, start, dur)
         if engine_req is not None:
