@@ -17,7 +17,7 @@ from rlsim.costs import RooflineCostModel
 from rlsim.errors import ScenarioError
 from rlsim.footprint import Footprint, check, estimate
 from rlsim.learning import LearningModelError, SamplesToTarget, metric_at, samples_to_target
-from rlsim.pipeline import cut, run_pipeline
+from rlsim.pipeline import cut, cuttable, run_pipeline
 from rlsim.profile import Profile, fitted_error, load_profile, operating_point
 from rlsim.result import SimResult
 from rlsim.scenario import (
@@ -255,9 +255,12 @@ def simulate_learning_variants(
     """``simulate_configured(scn, profile, with_band=with_band, to_target=True)`` for each of ``scns``, scenarios
     that differ only in their learning sections (the learning rate rules of one batch size, say): the same
     results, from one pipeline run per seed and set of coefficients, as long as the variant that needs the most
-    steps, each variant's run cut from it (rlsim.pipeline.cut: a step never depends on later ones)."""
+    steps, each variant's run cut from it (rlsim.pipeline.cut: a step never depends on later ones). Where a step
+    may depend on later ones (not rlsim.pipeline.cuttable), one run each."""
     if not scns:
         return []
+    if not cuttable(scns[0]):
+        return [simulate_configured(scn, profile, with_band=with_band, to_target=True) for scn in scns]
     runs = []
     for scn in scns:
         if scn.learning.metric is not None and not scn.run.until_target:

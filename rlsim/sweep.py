@@ -60,6 +60,23 @@ def expand_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
 
 
+def _shared_runs(
+    scenario: Scenario, profile: Profile | None, configs: list[dict[str, Any]], group: list[int], explicit: list[str]
+) -> list[list[int]]:
+    """A group of configurations that differ only in learning values as the tasks that run it: one that shares
+    its runs, or one each where a shorter run is not the start of a longer one (rlsim.pipeline.cuttable)."""
+    from rlsim.pipeline import cuttable
+    from rlsim.simulation import configure
+
+    if len(group) == 1:
+        return [group]
+    try:
+        shared = cuttable(configure(scenario, profile, configs[group[0]], explicit))
+    except RlsimError:  # an invalid configuration: run_configs reports it in its row
+        shared = True
+    return [group] if shared else [[i] for i in group]
+
+
 def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None, int, list[str]]) -> dict[str, Any]:
     """Simulate one configuration; picklable for process pools and Ray. Returns a row, its curve and the engine
     curve of its setup (None when the configuration is invalid)."""
@@ -206,7 +223,7 @@ def sweep(
     for i, cfg in enumerate(configs):
         systems = {k: v for k, v in cfg.items() if not k.startswith("learning.")}
         groups.setdefault(json.dumps(systems, sort_keys=True, default=str), []).append(i)
-    members = list(groups.values())
+    members = [part for group in groups.values() for part in _shared_runs(scenario, profile, configs, group, explicit)]
     tasks = [(base, [(i, configs[i]) for i in group], prof, explicit) for group in members]
     hints = [_cost_hint(scenario, profile, cfg, explicit) for cfg in configs]
     costs = [max(hints[i] for i in group) for group in members]  # the longest variant's run serves the rest

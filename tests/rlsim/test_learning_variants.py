@@ -29,6 +29,7 @@ def dump(result) -> str:
         ("paper_grpo.yaml", {"workload.prompts_per_step": 64}),  # async, streaming: the next rollout overlaps
         ("dense8b_h100_colocated.yaml", {"run.steps": 4}),
         ("dense8b_h100_async.yaml", {}),
+        ("dense8b_h100_async.yaml", {"schedule.max_staleness": 2}),
     ],
 )
 @pytest.mark.parametrize("steps", [(3, 8), (5, 5), (1, 4)])
@@ -86,3 +87,29 @@ def test_simulate_variants_gives_each_variant_its_own_learning_rate():
     lrs = [r.records[0]["lr"] for r in simulate_variants(scns)]
     assert lrs == [lr_for_batch(s.learning, s.workload.responses_per_step) for s in scns]
     assert len(set(lrs)) == 3
+
+
+@pytest.mark.parametrize("staleness", [1, 2])
+def test_no_cut_where_a_weight_sync_waits_for_later_rollouts(staleness):
+    """Async without in-flight weight updates: a step's weight sync waits for the engines, so for a rollout of a
+    later step that a longer run has started (measured: the last step of 10 cut from 20 ended 53 s later on the
+    paper scenario at P = 64). cut refuses, except the whole run; the learning variants run one run each, byte for
+    byte what simulate_configured gives."""
+    over = {"schedule.in_flight_weight_updates": False, "schedule.max_staleness": staleness}
+    base = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"workload.prompts_per_step": 64, **over})
+    short, long = base.with_overrides({"run.steps": 10}), base.with_overrides({"run.steps": 20})
+    records, spans = run_pipeline(long)
+    if staleness == 1:  # the reason: the last of a longer run's first steps ends later
+        assert records[9]["wall_s"] > run_pipeline(short)[0][9]["wall_s"] + 1.0
+    with pytest.raises(ValueError, match="waits for later rollouts"):
+        cut(short, records, spans)
+    assert cut(long, records, spans)[1] == spans
+    scns = [
+        rlsim.load_scenario(
+            SCENARIOS / "paper_grpo.yaml", {"workload.prompts_per_step": 64, "learning.lr_rule": rule, **over}
+        )
+        for rule in ("sqrt", "none")
+    ]
+    got = simulate_learning_variants(scns, None, with_band=True)
+    want = [simulate_configured(s, None, with_band=True, to_target=True) for s in scns]
+    assert [dump(g) for g in got] == [dump(w) for w in want]

@@ -201,3 +201,20 @@ def test_lr_rule_variants_share_runs_and_give_the_rows_of_sweeps_of_one_rule_eac
     pd.testing.assert_frame_equal(fallback.table, both.table, check_exact=True)
     pd.testing.assert_frame_equal(fallback.curves, both.curves, check_exact=True)
     assert calls == [3, 1, 1, 1, 3, 1, 1, 1]
+
+
+def test_lr_rule_variants_run_one_each_where_a_weight_sync_waits_for_later_rollouts():
+    """Async without in-flight weight updates (rlsim.pipeline.cuttable): a configuration's LR-rule variants are
+    tasks of their own (a shorter run is not the start of a longer one there), with or without the grid setting
+    the schedule; elsewhere they are one task."""
+    from rlsim.sweep import _shared_runs
+
+    configs = [{"learning.lr_rule": "sqrt"}, {"learning.lr_rule": "none"}]
+    paper = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
+    waits = paper.with_overrides({"schedule.in_flight_weight_updates": False})
+    assert _shared_runs(paper, None, configs, [0, 1], []) == [[0, 1]]
+    assert _shared_runs(waits, None, configs, [0, 1], []) == [[0], [1]]
+    on_grid = [{**c, "schedule.in_flight_weight_updates": False} for c in configs]
+    assert _shared_runs(paper, None, on_grid, [0, 1], []) == [[0], [1]]
+    bad = [{**c, "workload.prompts_per_step": 0} for c in configs]  # invalid: reported in its row, not here
+    assert _shared_runs(paper, None, bad, [0, 1], []) == [[0, 1]]
