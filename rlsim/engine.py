@@ -319,6 +319,49 @@ def simulate_replicas(
     ``numbered``, instead of ``prompt_groups``: the groups as rlsim.kernel's ``deal_round_robin`` gives them
     (int64 ids numbered within each replica, the count per replica, the first replica whose group prompts differ
     or the replica count), which is what :func:`_replica_groups` would make of ``prompt_groups``."""
+    return launch_replicas(
+        prompt_tokens,
+        response_tokens,
+        offsets,
+        max_num_seqs,
+        kv_capacity_tokens,
+        decode,
+        prefill,
+        rules,
+        prompt_groups,
+        numbered,
+    ).result()
+
+
+class PendingReplicas:
+    """:func:`simulate_replicas` under way (:func:`launch_replicas`): :meth:`result` gives its finish times and
+    stats, or raises its error."""
+
+    def __init__(self, run: threads.Pending | None, error, invalid: bool, finish: np.ndarray, stats: np.ndarray):
+        self._run, self._error, self._invalid, self._finish, self._stats = run, error, invalid, finish, stats
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        code = self._run.result() if self._run is not None else 0
+        if code < 0 or self._invalid:  # a request that never fits comes first, then the first invalid replica
+            raise self._error(code)
+        return self._finish, self._stats
+
+
+def launch_replicas(
+    prompt_tokens: np.ndarray,
+    response_tokens: np.ndarray,
+    offsets: np.ndarray,
+    max_num_seqs: int,
+    kv_capacity_tokens: int,
+    decode: DecodeCoefficients,
+    prefill: PrefillCoefficients,
+    rules: SchedulerRules | None = None,
+    prompt_groups: np.ndarray | None = None,
+    numbered: tuple[np.ndarray, np.ndarray, int] | None = None,
+) -> PendingReplicas:
+    """:func:`simulate_replicas`, its kernel started on the pool's threads (rlsim.threads.launch) so that the
+    caller can do other work before it asks for the result; errors in the shared arguments are raised now, the
+    others by :meth:`PendingReplicas.result`."""
     rules = rules or SchedulerRules()
     prompt = _arg(prompt_tokens, np.int64)
     response = _arg(response_tokens, np.int64)
@@ -331,7 +374,7 @@ def simulate_replicas(
     finish = np.zeros(prompt.size, dtype=np.float64)
     stats = np.zeros(11 * n_rep, dtype=np.float64)
     if prompt.size == 0:
-        return finish, stats.reshape(n_rep, 11)
+        return PendingReplicas(None, None, False, finish, stats.reshape(n_rep, 11))
     starts = offsets[:-1]
 
     def replica_of(i: int) -> int:
@@ -381,24 +424,27 @@ def simulate_replicas(
         float(prefill.per_token_s),
         float(prefill.per_token_sq_s),
     )
-    # the replicas up to the first invalid one, on several cores when the step is large (rlsim.threads)
-    code = threads.run_replicas(
+    # the replicas up to the first invalid one, on several cores when the call is large (rlsim.threads)
+    run = threads.launch(
         kernel(), prompt, response, group, offsets[: first_bad + 1].copy(), n_groups, scalars, finish, stats
     )
-    if code < 0:
-        j = -1 - int(code)
-        r = replica_of(j)
-        lo, hi = starts[r], offsets[r + 1]
-        raise _capacity_error(j - int(lo), prompt[lo:hi], response[lo:hi], kv_capacity_tokens)
-    if first_bad < n_rep:  # simulate_replica's first error on that replica
+
+    def error(code: int) -> Exception:
+        if code < 0:
+            j = -1 - int(code)
+            r = replica_of(j)
+            lo, hi = starts[r], offsets[r + 1]
+            return _capacity_error(j - int(lo), prompt[lo:hi], response[lo:hi], kv_capacity_tokens)
+        # simulate_replica's first error on the first invalid replica
         lo, hi = starts[first_bad], offsets[first_bad + 1]
         if np.any((response[lo:hi] < 1) | (prompt[lo:hi] < 0)):
-            raise ValueError("response_tokens must be >= 1 and prompt_tokens >= 0")
+            return ValueError("response_tokens must be >= 1 and prompt_tokens >= 0")
         if first_bad == bad_group:
-            raise ValueError("requests of one prompt group must have the same prompt length")
+            return ValueError("requests of one prompt group must have the same prompt length")
         worst = int(np.argmax(-((sub - prompt[lo:hi] - response[lo:hi]) // bs)))
-        raise _capacity_error(worst, prompt[lo:hi], response[lo:hi], kv_capacity_tokens)
-    return finish, stats.reshape(n_rep, 11)
+        return _capacity_error(worst, prompt[lo:hi], response[lo:hi], kv_capacity_tokens)
+
+    return PendingReplicas(run, error, first_bad < n_rep, finish, stats.reshape(n_rep, 11))
 
 
 def _replica_groups(

@@ -29,14 +29,14 @@ from rlsim.learning import lr_for_batch
 from rlsim.lengths import sample_step
 from rlsim.phases import Phase
 from rlsim.records import run_log_record
-from rlsim.rollout import RolloutResult, simulate_rollouts
+from rlsim.rollout import RolloutResult, launch_rollouts
 from rlsim.scenario import Scenario
 
 ROLLOUT_POOL = "rollout_pool"
 TRAIN_POOL = "train_pool"
 ALL_GPUS = "gpus"
 CPU = "cpu"
-CHUNK_REQUESTS = 1 << 18  # requests simulated in one compiled call (several steps when they are small)
+CHUNK_REQUESTS = 1 << 16  # requests simulated in one compiled call (several steps when they are small)
 
 
 @dataclass(frozen=True)
@@ -104,8 +104,9 @@ def _generations(st: _State):
     """Each step's sampled lengths, rollout result and dispatch overhead, in step order. A rollout depends only on
     its step's lengths (and, streaming, on the batches beside it in the window), never on the simulated clock, so
     the steps are sampled in order (the one generator's draws are those of one step at a time) and simulated
-    CHUNK_REQUESTS requests at a time in one compiled call (rlsim.rollout.simulate_rollouts): the same bits as
-    one call per step, and small steps fill the cores together."""
+    CHUNK_REQUESTS requests at a time in one compiled call (rlsim.rollout.launch_rollouts): the same bits as one
+    call per step, small steps fill the cores together, and the next chunk's kernel runs on the pool's threads
+    while this process works through the steps before it (the simulated clock, costs and records)."""
     s = st.scenario
     k = s.schedule.staleness
     streaming = k > 0 and s.schedule.streaming
@@ -113,9 +114,10 @@ def _generations(st: _State):
     batch = s.workload.responses_per_step
     per_chunk = max(1, CHUNK_REQUESTS // (batch * (k + 1 if streaming else 1)))
     window: list[tuple[np.ndarray, np.ndarray]] = []  # streaming: the batches the engines hold at once
-    for first in range(1, s.run.steps + 1, per_chunk):
+
+    def launch(first: int, count: int):
         sampled, requests, overheads, held = [], [], [], []
-        for n in range(first, min(first + per_chunk, s.run.steps + 1)):
+        for n in range(first, first + count):
             prompts, responses = sample_step(s.workload, st.rng, (n - 1) * batch)
             if s.engine.static_batching:  # every response runs (and is padded) to the step's longest
                 responses = np.full_like(responses, responses.max())
@@ -124,14 +126,14 @@ def _generations(st: _State):
                 # The engines hold up to k + 1 batches at once and start a request as soon as a slot frees, so
                 # a batch shares the straggler tail with the batches in flight beside it: its generation time
                 # is the window's makespan over the batches in the window.
-                window = (window + [(prompts, responses)])[-(k + 1) :]
+                window[:] = (window + [(prompts, responses)])[-(k + 1) :]
                 requests.append((np.concatenate([w[0] for w in window]), np.concatenate([w[1] for w in window])))
                 held.append(len(window))
             else:
                 requests.append((prompts, responses))
             sampled.append((prompts, responses))
             overheads.append(overhead)
-        results = simulate_rollouts(
+        pending = launch_rollouts(
             requests,
             s.workload.group_size,
             s.num_replicas,
@@ -142,6 +144,19 @@ def _generations(st: _State):
             [0.0] * len(requests) if streaming else overheads,
             s.scheduler_rules,
         )
+        return sampled, overheads, held, pending
+
+    # chunks of 1, 2, 4, ... steps, at most per_chunk: the first, which nothing overlaps, is short
+    chunks, first, size = [], 1, 1
+    while first <= s.run.steps:
+        count = min(size, per_chunk, s.run.steps + 1 - first)
+        chunks.append((first, count))
+        first, size = first + count, 2 * size
+    chunk = launch(*chunks[0]) if chunks else None
+    for c in range(len(chunks)):
+        sampled, overheads, held, pending = chunk
+        results = pending.result()
+        chunk = launch(*chunks[c + 1]) if c + 1 < len(chunks) else None  # runs while these steps are simulated
         for i, ((prompts, responses), res) in enumerate(zip(sampled, results)):
             if streaming:
                 res = per_batch(res, held[i], prompts, responses, overheads[i])

@@ -8,12 +8,12 @@ rollout time without being modelled separately.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules, _arg, kernel, simulate_replicas
+from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules, _arg, kernel, launch_replicas
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,60 @@ def simulate_rollouts(
     results are the bits of one call per step, and the replicas of many small steps fill the cores together
     (rlsim.threads) where one small step would run on one. The first step that cannot run raises, as it would
     alone."""
+    return launch_rollouts(
+        steps, group_size, replicas, max_num_seqs, kv_capacity_tokens, decode, prefill, overhead_s, rules
+    ).result()
+
+
+class PendingRollouts:
+    """:func:`simulate_rollouts` under way (:func:`launch_rollouts`): :meth:`result` gives each step's
+    RolloutResult, or raises the first failing step's error; an error found before the kernel started is
+    raised there too, not earlier."""
+
+    def __init__(self, make: Callable[[], list[RolloutResult]]):
+        self._make = make
+
+    def result(self) -> list[RolloutResult]:
+        return self._make()
+
+
+def launch_rollouts(
+    steps: Sequence[tuple[np.ndarray, np.ndarray]],
+    group_size: int,
+    replicas: int,
+    max_num_seqs: int,
+    kv_capacity_tokens: int,
+    decode: DecodeCoefficients,
+    prefill: PrefillCoefficients,
+    overhead_s: Sequence[float],
+    rules: SchedulerRules | None = None,
+) -> PendingRollouts:
+    """:func:`simulate_rollouts`, its kernel started on the pool's threads (rlsim.engine.launch_replicas), so
+    that the caller can do other work (the steps before these) while it runs."""
+    try:
+        return _launch_rollouts(
+            steps, group_size, replicas, max_num_seqs, kv_capacity_tokens, decode, prefill, overhead_s, rules
+        )
+    except ValueError as exc:  # EngineCapacityError included
+        error = exc
+
+        def fail() -> list[RolloutResult]:
+            raise error
+
+        return PendingRollouts(fail)
+
+
+def _launch_rollouts(
+    steps: Sequence[tuple[np.ndarray, np.ndarray]],
+    group_size: int,
+    replicas: int,
+    max_num_seqs: int,
+    kv_capacity_tokens: int,
+    decode: DecodeCoefficients,
+    prefill: PrefillCoefficients,
+    overhead_s: Sequence[float],
+    rules: SchedulerRules | None,
+) -> PendingRollouts:
     arrays = []
     for prompt_tokens, response_tokens in steps:
         n = len(response_tokens)
@@ -110,7 +164,7 @@ def simulate_rollouts(
         lo = hi
     # every replica of every step in one compiled call (rlsim.engine.simulate_replicas: simulate_replica on each
     # in turn)
-    _, stats = simulate_replicas(
+    run = launch_replicas(
         dealt[0],
         dealt[1],
         bounds,
@@ -121,6 +175,13 @@ def simulate_rollouts(
         rules,
         numbered=(dealt[2], n_groups, bad_group),
     )
+    return PendingRollouts(lambda: _results(arrays, replicas, run.result()[1], overhead_s))
+
+
+def _results(
+    arrays: list[tuple[np.ndarray, np.ndarray]], replicas: int, stats: np.ndarray, overhead_s: Sequence[float]
+) -> list[RolloutResult]:
+    """Each step's RolloutResult from its replicas' rows of stats."""
     out = []
     for k, (prompt, response) in enumerate(arrays):
         rows = stats[k * replicas : (k + 1) * replicas]

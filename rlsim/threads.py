@@ -1,5 +1,7 @@
 """The replicas of one step on several cores: the kernel's ``run_replicas`` called from threads, each on a
-contiguous range of replicas, while the GIL is released (both kernels release it, rlsim.kernel).
+contiguous range of replicas, while the GIL is released (both kernels release it, rlsim.kernel). A call is
+launched (:func:`launch`): the pool's threads start on its ranges at once, and the caller takes the ranges left
+when it asks for the result, so it can simulate the steps before while the kernel runs (rlsim.pipeline).
 
 Replicas are independent (each starts from its own empty state and writes only its own requests' finish times
 and its own row of stats), so the results are the bits of one call, whatever the number of threads; the first
@@ -68,6 +70,90 @@ def split(offsets: np.ndarray, parts: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if offsets[b] > offsets[a]]
 
 
+TASKS_PER_THREAD = 4  # replica ranges per thread: whoever is free takes the next (a thread busy elsewhere less)
+
+
+class Pending:
+    """A kernel call's replicas as tasks (contiguous replica ranges of about equal requests), started on the
+    pool's threads at once (:func:`launch`) and finished by the caller (:meth:`result`): whichever thread is free
+    takes the next task, the caller too when it asks for the result, so a caller that has other work meanwhile
+    (rlsim.pipeline: the steps before) gets the kernel run beside it. Each task writes only its own replicas'
+    finish times and stats: the bits do not depend on which thread ran what."""
+
+    def __init__(self, kernel: ModuleType, arrays: tuple, scalars: tuple, ranges: list[tuple[int, int]]):
+        import threading
+
+        self._kernel, self._arrays, self._scalars, self._ranges = kernel, arrays, scalars, ranges
+        self._codes = [0] * len(ranges)
+        self._next = 0
+        self._lock = threading.Lock()
+        self._futures: list = []
+
+    def _start(self, workers: int) -> None:
+        self._futures = [_pool().submit(self._work) for _ in range(workers)]
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                i = self._next
+                self._next += 1
+            if i >= len(self._ranges):
+                return
+            self._codes[i] = self._call(*self._ranges[i])
+
+    def _call(self, r0: int, r1: int) -> int:
+        prompt, response, group, offsets, n_groups, finish, stats = self._arrays
+        if r0 == 0 and r1 == offsets.size - 1:  # all of it: no slicing
+            return int(
+                self._kernel.run_replicas(prompt, response, group, offsets, n_groups, *self._scalars, finish, stats)
+            )
+        lo, hi = int(offsets[r0]), int(offsets[r1])
+        code = self._kernel.run_replicas(
+            prompt[lo:hi],
+            response[lo:hi],
+            group[lo:hi],
+            offsets[r0 : r1 + 1] - lo,
+            n_groups[r0:r1],
+            *self._scalars,
+            finish[lo:hi],
+            stats[11 * r0 : 11 * r1],
+        )
+        return int(code) - lo if code < 0 else 0  # -1 - j within the range -> -1 - (lo + j)
+
+    def result(self) -> int:
+        """Run the tasks no thread has taken, wait for the others; the kernel's return code for the whole call:
+        that of the first failing replica in replica order, else 0."""
+        self._work()
+        for f in self._futures:
+            f.result()
+        return next((c for c in self._codes if c < 0), 0)
+
+
+def launch(
+    kernel: ModuleType,
+    prompt: np.ndarray,
+    response: np.ndarray,
+    group: np.ndarray,
+    offsets: np.ndarray,
+    n_groups: np.ndarray,
+    scalars: tuple,
+    finish: np.ndarray,
+    stats: np.ndarray,
+) -> Pending:
+    """``kernel.run_replicas(prompt, response, group, offsets, n_groups, *scalars, finish, stats)`` as tasks that
+    :func:`thread_count` threads share, started now when the call is large enough (MIN_REQUESTS); the arrays
+    must stay untouched until :meth:`Pending.result`, which gives the call's return code."""
+    large = int(offsets[-1]) >= max(MIN_REQUESTS, 1)
+    threads = min(thread_count(), offsets.size - 1) if large else 1
+    ranges = split(offsets, threads * TASKS_PER_THREAD) if threads > 1 else []
+    if len(ranges) <= 1:
+        ranges = [(0, offsets.size - 1)]
+    pending = Pending(kernel, (prompt, response, group, offsets, n_groups, finish, stats), scalars, ranges)
+    if len(ranges) > 1:
+        pending._start(min(threads - 1, len(ranges) - 1))
+    return pending
+
+
 def run_replicas(
     kernel: ModuleType,
     prompt: np.ndarray,
@@ -81,29 +167,7 @@ def run_replicas(
 ) -> int:
     """``kernel.run_replicas(prompt, response, group, offsets, n_groups, *scalars, finish, stats)``, the replicas
     split over :func:`thread_count` threads when the step is large enough; the same return code and outputs."""
-    large = int(offsets[-1]) >= max(MIN_REQUESTS, 1)
-    threads = min(thread_count(), offsets.size - 1) if large else 1
-    ranges = split(offsets, threads) if threads > 1 else []
-    if len(ranges) <= 1:
-        return int(kernel.run_replicas(prompt, response, group, offsets, n_groups, *scalars, finish, stats))
-
-    def call(r0: int, r1: int) -> int:
-        lo, hi = int(offsets[r0]), int(offsets[r1])
-        code = kernel.run_replicas(
-            prompt[lo:hi],
-            response[lo:hi],
-            group[lo:hi],
-            offsets[r0 : r1 + 1] - lo,
-            n_groups[r0:r1],
-            *scalars,
-            finish[lo:hi],
-            stats[11 * r0 : 11 * r1],
-        )
-        return int(code) - lo if code < 0 else 0  # -1 - j within the range -> -1 - (lo + j)
-
-    futures = [_pool().submit(call, r0, r1) for r0, r1 in ranges[1:]]
-    codes = [call(*ranges[0])] + [f.result() for f in futures]
-    return next((c for c in codes if c < 0), 0)
+    return launch(kernel, prompt, response, group, offsets, n_groups, scalars, finish, stats).result()
 
 
 def _forget_pool() -> None:

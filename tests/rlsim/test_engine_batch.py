@@ -235,3 +235,20 @@ def test_simulate_rollouts_raises_what_the_first_failing_step_raises_alone():
             simulate_rollout(*case[failing], 2, 2, m, cap, decode, prefill, 0.0, rules)
         with pytest.raises(type(alone.value), match=f"^{re.escape(str(alone.value))}$"):
             simulate_rollouts(case, 2, 2, m, cap, decode, prefill, [0.0] * 3, rules)
+
+
+def test_launched_rollouts_raise_their_error_when_the_result_is_asked():
+    """rlsim.pipeline launches the next steps' rollouts before it simulates the steps before them: an error found
+    before the kernel starts (shapes, the engine's shared arguments) waits for result(), as a kernel error does."""
+    from rlsim.rollout import launch_rollouts
+
+    rng = np.random.default_rng(13)
+    steps, m, cap, decode, prefill = rollout_steps(rng, 2, least=4)
+    bad_shape = [steps[0], (steps[1][0], steps[1][1][:-1])]
+    bad_seqs = (steps, 2, 2, 10**9, cap, decode, prefill, [0.0, 0.0])  # max_num_seqs beyond the decode table
+    for args in ((bad_shape, 2, 2, m, cap, decode, prefill, [0.0, 0.0]), bad_seqs):
+        with pytest.raises(ValueError) as direct:
+            simulate_rollouts(*args)
+        pending = launch_rollouts(*args)  # no error yet
+        with pytest.raises(ValueError, match=f"^{re.escape(str(direct.value))}$"):
+            pending.result()

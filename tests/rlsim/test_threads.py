@@ -127,3 +127,60 @@ def test_a_bad_rlsim_threads_is_refused_before_a_small_run_too(tmp_path):
     )
     assert run.returncode == 2 and not out.exists()
     assert "RLSIM_THREADS='two': must be a whole number of threads >= 1 or auto" in run.stderr
+
+
+@pytest.mark.parametrize("count", ["1", "2", "4"])
+def test_a_launched_call_runs_while_the_caller_works_and_gives_the_bits_and_errors_of_one_call(count, monkeypatch):
+    """engine.launch_replicas starts the kernel on the pool's threads and returns: the caller's own work meanwhile
+    (here: launching the next cases) changes nothing; each result, or error, is that of simulate_replicas run
+    alone with one thread. Errors of one replica's inputs wait for result(), as a request that never fits does."""
+    monkeypatch.setattr(threads, "MIN_REQUESTS", 0)
+    rng = np.random.default_rng(21)
+    cases = []
+    for i in range(60):
+        prompt, response, offsets, m, cap, decode, prefill, rules, groups = step_case(rng, i)
+        if i % 3 == 1:
+            cap = int(rng.integers(1, int((prompt + response).max()) + 1))
+        if i % 5 == 2 and prompt.size:
+            response = response.copy()
+            response[int(rng.integers(prompt.size))] = 0  # an invalid request on some replica
+        cases.append((prompt, response, offsets, m, cap, decode, prefill, rules, groups))
+    monkeypatch.setenv(threads.ENV, "1")
+    want = [outcome(simulate_replicas, *case) for case in cases]
+    monkeypatch.setenv(threads.ENV, count)
+    launched = [engine.launch_replicas(*case) for case in cases]  # all under way before any result is asked
+    assert [outcome(lambda p=p: p.result()) for p in launched] == want
+    assert sum(isinstance(w[0], type) for w in want) > 15  # errors among them
+
+
+def test_result_waits_for_a_task_another_thread_is_still_running(monkeypatch):
+    """The caller finishes the tasks no thread has taken and then waits for the ones under way: here the pool's
+    thread holds its first task until released, after the caller has run out of tasks to take."""
+    import threading
+
+    monkeypatch.setattr(threads, "MIN_REQUESTS", 0)
+    monkeypatch.setenv(threads.ENV, "2")
+    prompt, response, offsets, m, cap, decode, prefill, rules, groups = step_case(np.random.default_rng(3), 0)
+    offsets = np.array([0, 3 * (prompt.size // 5), prompt.size])  # split in two (rlsim.threads.split)
+    assert len(threads.split(offsets, 2)) == 2
+    case = (prompt, response, offsets, m, cap, decode, prefill, rules, groups)
+    want = outcome(simulate_replicas, *case)
+    real = engine.kernel()
+    release, held = threading.Event(), threading.Event()
+
+    class Holding:  # the kernel, but the pool thread's first call waits for release
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def run_replicas(self, *args):
+            if threading.current_thread() is not threading.main_thread() and not held.is_set():
+                held.set()
+                release.wait(10)
+            return real.run_replicas(*args)
+
+    monkeypatch.setattr(engine, "_KERNEL", Holding())
+    monkeypatch.setattr(threads, "TASKS_PER_THREAD", 1)  # two tasks: one for each thread
+    pending = engine.launch_replicas(*case)
+    assert held.wait(10)  # the pool thread has its task and holds it
+    threading.Timer(0.2, release.set).start()
+    assert outcome(pending.result) == want and release.is_set()
