@@ -15,7 +15,6 @@ training of step n). A step ends when its weight sync ends; its step time is the
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,13 +63,15 @@ def per_batch(
     res: RolloutResult, batches: int, prompts: np.ndarray, responses: np.ndarray, overhead_s: float
 ) -> RolloutResult:
     """One batch's share of a streaming window of ``batches`` batches: its tokens, an equal share of the time."""
-    return dataclasses.replace(
-        res,
+    return RolloutResult(
         rollout_s=res.rollout_s / batches + overhead_s,
         prompt_tokens=int(prompts.sum()),
         response_tokens=int(responses.sum()),
         num_preemptions=round(res.num_preemptions / batches),
         num_iterations=round(res.num_iterations / batches),
+        mean_decode_batch=res.mean_decode_batch,
+        peak_kv_tokens=res.peak_kv_tokens,
+        replica_makespan_s=res.replica_makespan_s,
     )
 
 
@@ -194,9 +195,10 @@ def _trainer(env: simpy.Environment, st: _State):
     # the weight sync and an in-flight update's engine stall take no step argument: the same every step
     sync_s = cost.weight_sync_s()
     pause_s = cost.engine_pause_s() if in_flight else 0.0
+    zero = {p.value: 0.0 for p in Phase if p is not Phase.EVAL}
     for n in range(1, s.run.steps + 1):
         b: _Batch = yield st.batches.get()
-        timing = {p.value: 0.0 for p in Phase if p is not Phase.EVAL}
+        timing = dict(zero)
         timing[Phase.ROLLOUT.value] = b.rollout_s
         seq = (b.prompt_tokens + b.response_tokens).astype(float)
         tokens, sq_tokens, nseq = float(seq.sum()), float((seq * seq).sum()), len(seq)

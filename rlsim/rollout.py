@@ -175,29 +175,35 @@ def _launch_rollouts(
         rules,
         numbered=(dealt[2], n_groups, bad_group),
     )
-    return PendingRollouts(lambda: _results(arrays, replicas, run.result()[1], overhead_s))
+    return PendingRollouts(lambda: _results(dealt, bounds, replicas, run.result()[1], overhead_s))
 
 
 def _results(
-    arrays: list[tuple[np.ndarray, np.ndarray]], replicas: int, stats: np.ndarray, overhead_s: Sequence[float]
+    dealt: list[np.ndarray], bounds: np.ndarray, replicas: int, stats: np.ndarray, overhead_s: Sequence[float]
 ) -> list[RolloutResult]:
-    """Each step's RolloutResult from its replicas' rows of stats."""
+    """Each step's RolloutResult from its replicas' rows of stats and its dealt requests (step k's are
+    bounds[k R]:bounds[(k + 1) R] of the concatenation), every step's sums and maxima in one numpy pass (the
+    stats are whole numbers in float64: their sums are exact in any order)."""
+    steps = len(overhead_s)
+    rows = stats.reshape(steps, replicas, 11)
+    makespans = rows[:, :, 0].tolist()
+    counts = rows[:, :, [4, 3, 8]].sum(axis=1).tolist()
+    peaks = rows[:, :, 5].max(axis=1).tolist() if replicas else [0] * steps
+    edges = bounds[::replicas] if replicas else np.zeros(steps + 1, dtype=np.int64)
+    prompt_sums, response_sums = ((np.concatenate([[0], np.cumsum(a)])[edges]).tolist() for a in (dealt[0], dealt[1]))
     out = []
-    for k, (prompt, response) in enumerate(arrays):
-        rows = stats[k * replicas : (k + 1) * replicas]
-        makespans = rows[:, 0].tolist()
-        preemptions, iterations, decoded = (int(v) for v in rows[:, [4, 3, 8]].sum(axis=0))
-        peak_kv = int(rows[:, 5].max()) if replicas else 0
+    for k in range(steps):
+        preemptions, iterations, decoded = (int(v) for v in counts[k])
         out.append(
             RolloutResult(
-                rollout_s=max(makespans) + overhead_s[k],
-                prompt_tokens=int(prompt.sum()),
-                response_tokens=int(response.sum()),
+                rollout_s=max(makespans[k]) + overhead_s[k],
+                prompt_tokens=prompt_sums[k + 1] - prompt_sums[k],
+                response_tokens=response_sums[k + 1] - response_sums[k],
                 num_preemptions=preemptions,
                 num_iterations=iterations,
                 mean_decode_batch=decoded / iterations if iterations else 0.0,
-                peak_kv_tokens=peak_kv,
-                replica_makespan_s=tuple(makespans),
+                peak_kv_tokens=int(peaks[k]),
+                replica_makespan_s=tuple(makespans[k]),
             )
         )
     return out
