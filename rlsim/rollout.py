@@ -138,6 +138,8 @@ def _launch_rollouts(
                 f"prompt_tokens {prompt.shape} and response_tokens {response.shape} must be 1-D, same length"
             )
         arrays.append((prompt, response))
+    if len(overhead_s) != len(arrays):
+        raise ValueError(f"{len(overhead_s)} overheads for {len(arrays)} steps: give one per step")
     total = sum(len(r) for _, r in arrays)
     # each replica's requests in arrival order, its groups numbered from 0 (one compiled pass per step:
     # rlsim.kernel), the steps' replicas one after another

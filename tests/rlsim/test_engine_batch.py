@@ -252,3 +252,10 @@ def test_launched_rollouts_raise_their_error_when_the_result_is_asked():
         pending = launch_rollouts(*args)  # no error yet
         with pytest.raises(ValueError, match=f"^{re.escape(str(direct.value))}$"):
             pending.result()
+
+
+def test_simulate_rollouts_wants_one_overhead_per_step():
+    rng = np.random.default_rng(14)
+    steps, m, cap, decode, prefill = rollout_steps(rng, 3, least=2)
+    with pytest.raises(ValueError, match="^2 overheads for 3 steps: give one per step$"):
+        simulate_rollouts(steps, 2, 2, m, cap, decode, prefill, [0.0, 0.0])
