@@ -110,6 +110,13 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def _is_str(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+_KIND_CHECKS = {"int": _is_int, "number": _is_number, "str": _is_str}
+
+
 def _check_field(f: Field, value: Any) -> None:
     if value is None:
         if not f.nullable:
@@ -126,7 +133,7 @@ def _check_field(f: Field, value: Any) -> None:
         if not isinstance(value, dict):
             raise RunLogError(f"{f.name} {_short(value)} must be a mapping")
         return
-    ok = {"int": _is_int, "number": _is_number, "str": lambda v: isinstance(v, str)}[f.kind](value)
+    ok = _KIND_CHECKS[f.kind](value)
     if not ok or (f.minimum is not None and value < f.minimum):
         raise RunLogError(f"{f.name} {_short(value)} must be {_kind_text(f)}")
 

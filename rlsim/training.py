@@ -151,7 +151,10 @@ class TrainTime:
 
     @property
     def total_s(self) -> float:
-        return sum(getattr(self, f.name) for f in fields(self) if f.name.endswith("_s"))
+        return sum(getattr(self, name) for name in _TIME_FIELDS)  # in field order, as ever (the same float sum)
+
+
+_TIME_FIELDS = tuple(f.name for f in fields(TrainTime) if f.name.endswith("_s"))
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
