@@ -67,6 +67,7 @@ import importlib
 import os
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -294,48 +295,13 @@ def simulate_replica(
     )
 
 
-def simulate_replicas(
-    prompt_tokens: np.ndarray,
-    response_tokens: np.ndarray,
-    offsets: np.ndarray,
-    max_num_seqs: int,
-    kv_capacity_tokens: int,
-    decode: DecodeCoefficients,
-    prefill: PrefillCoefficients,
-    rules: SchedulerRules | None = None,
-    prompt_groups: np.ndarray | None = None,
-    numbered: tuple[np.ndarray, np.ndarray, int] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`simulate_replica` for several replicas in one compiled call: replica ``r`` runs requests
-    ``offsets[r]:offsets[r + 1]`` of the concatenated arrays (offsets non-decreasing, from 0 to the request count),
-    each replica from its own start. Returns the finish times (concatenated, as the requests) and one row of stats
-    per replica: makespan, decode, prefill, iterations, preemptions, peak KV tokens, peak running, recomputed,
-    decoded, prefill and prefix-hit tokens (:class:`ReplicaResult`'s order; a replica without requests has zeros).
-
-    The results, and the error raised, are those of :func:`simulate_replica` called on each replica's slice in
-    turn (replicas without requests skipped): the first replica whose inputs are invalid or whose request can
-    never fit raises, its request numbered within the replica.
-
-    ``numbered``, instead of ``prompt_groups``: the groups as rlsim.kernel's ``deal_round_robin`` gives them
-    (int64 ids numbered within each replica, the count per replica, the first replica whose group prompts differ
-    or the replica count), which is what :func:`_replica_groups` would make of ``prompt_groups``."""
-    return launch_replicas(
-        prompt_tokens,
-        response_tokens,
-        offsets,
-        max_num_seqs,
-        kv_capacity_tokens,
-        decode,
-        prefill,
-        rules,
-        prompt_groups,
-        numbered,
-    ).result()
+def simulate_replicas(*args: Any, **kwargs: Any) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`launch_replicas` (the same arguments), its result: the finish times and the stats, or its error."""
+    return launch_replicas(*args, **kwargs).result()
 
 
 class PendingReplicas:
-    """:func:`simulate_replicas` under way (:func:`launch_replicas`): :meth:`result` gives its finish times and
-    stats, or raises its error."""
+    """:func:`launch_replicas` under way: :meth:`result` gives its finish times and stats, or raises its error."""
 
     def __init__(self, run: threads.Pending | None, error, invalid: bool, finish: np.ndarray, stats: np.ndarray):
         self._run, self._error, self._invalid, self._finish, self._stats = run, error, invalid, finish, stats
@@ -359,9 +325,22 @@ def launch_replicas(
     prompt_groups: np.ndarray | None = None,
     numbered: tuple[np.ndarray, np.ndarray, int] | None = None,
 ) -> PendingReplicas:
-    """:func:`simulate_replicas`, its kernel started on the pool's threads (rlsim.threads.launch) so that the
-    caller can do other work before it asks for the result; errors in the shared arguments are raised now, the
-    others by :meth:`PendingReplicas.result`."""
+    """:func:`simulate_replica` for several replicas in one compiled call, started on the pool's threads
+    (rlsim.threads.launch) so that the caller can do other work until it asks for :meth:`PendingReplicas.result`:
+    replica ``r`` runs requests ``offsets[r]:offsets[r + 1]`` of the concatenated arrays (offsets non-decreasing,
+    from 0 to the request count), each replica from its own start. The result is the finish times (concatenated,
+    as the requests) and one row of stats per replica: makespan, decode, prefill, iterations, preemptions, peak
+    KV tokens, peak running, recomputed, decoded, prefill and prefix-hit tokens (:class:`ReplicaResult`'s order;
+    a replica without requests has zeros).
+
+    The results, and the error raised, are those of :func:`simulate_replica` called on each replica's slice in
+    turn (replicas without requests skipped): the first replica whose inputs are invalid or whose request can
+    never fit raises, its request numbered within the replica (by ``result()``; arrays of the wrong shape and the
+    shared arguments are refused at once).
+
+    ``numbered``, instead of ``prompt_groups``: the groups as rlsim.kernel's ``deal_round_robin`` gives them
+    (int64 ids numbered within each replica, the count per replica, the first replica whose group prompts differ
+    or the replica count), which is what :func:`_replica_groups` would make of ``prompt_groups``."""
     rules = rules or SchedulerRules()
     prompt = _arg(prompt_tokens, np.int64)
     response = _arg(response_tokens, np.int64)

@@ -8,12 +8,20 @@ rollout time without being modelled separately.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules, _arg, kernel, launch_replicas
+from rlsim.engine import (
+    DecodeCoefficients,
+    PendingReplicas,
+    PrefillCoefficients,
+    SchedulerRules,
+    _arg,
+    kernel,
+    launch_replicas,
+)
 
 
 @dataclass(frozen=True)
@@ -46,7 +54,7 @@ def simulate_rollout(
 ) -> RolloutResult:
     """Generate one step's responses on ``replicas`` engines (requests ordered group by group) under the engine's
     scheduling ``rules`` (rlsim.engine.SchedulerRules; default: token-level rounds)."""
-    return simulate_rollouts(
+    return launch_rollouts(
         [(prompt_tokens, response_tokens)],
         group_size,
         replicas,
@@ -56,40 +64,7 @@ def simulate_rollout(
         prefill,
         [overhead_s],
         rules,
-    )[0]
-
-
-def simulate_rollouts(
-    steps: Sequence[tuple[np.ndarray, np.ndarray]],
-    group_size: int,
-    replicas: int,
-    max_num_seqs: int,
-    kv_capacity_tokens: int,
-    decode: DecodeCoefficients,
-    prefill: PrefillCoefficients,
-    overhead_s: Sequence[float],
-    rules: SchedulerRules | None = None,
-) -> list[RolloutResult]:
-    """:func:`simulate_rollout` of several steps (their prompt and response lengths, and each one's dispatch
-    overhead) in one compiled call: every replica of every step is independent (each starts empty), so the
-    results are the bits of one call per step, and the replicas of many small steps fill the cores together
-    (rlsim.threads) where one small step would run on one. The first step that cannot run raises, as it would
-    alone."""
-    return launch_rollouts(
-        steps, group_size, replicas, max_num_seqs, kv_capacity_tokens, decode, prefill, overhead_s, rules
-    ).result()
-
-
-class PendingRollouts:
-    """:func:`simulate_rollouts` under way (:func:`launch_rollouts`): :meth:`result` gives each step's
-    RolloutResult, or raises the first failing step's error; an error found before the kernel started is
-    raised there too, not earlier."""
-
-    def __init__(self, make: Callable[[], list[RolloutResult]]):
-        self._make = make
-
-    def result(self) -> list[RolloutResult]:
-        return self._make()
+    ).result()[0]
 
 
 def launch_rollouts(
@@ -103,32 +78,13 @@ def launch_rollouts(
     overhead_s: Sequence[float],
     rules: SchedulerRules | None = None,
 ) -> PendingRollouts:
-    """:func:`simulate_rollouts`, its kernel started on the pool's threads (rlsim.engine.launch_replicas), so
-    that the caller can do other work (the steps before these) while it runs."""
-    try:
-        return _launch_rollouts(
-            steps, group_size, replicas, max_num_seqs, kv_capacity_tokens, decode, prefill, overhead_s, rules
-        )
-    except ValueError as exc:  # EngineCapacityError included
-        error = exc
-
-        def fail() -> list[RolloutResult]:
-            raise error
-
-        return PendingRollouts(fail)
-
-
-def _launch_rollouts(
-    steps: Sequence[tuple[np.ndarray, np.ndarray]],
-    group_size: int,
-    replicas: int,
-    max_num_seqs: int,
-    kv_capacity_tokens: int,
-    decode: DecodeCoefficients,
-    prefill: PrefillCoefficients,
-    overhead_s: Sequence[float],
-    rules: SchedulerRules | None,
-) -> PendingRollouts:
+    """:func:`simulate_rollout` of several steps (their prompt and response lengths, and each one's dispatch
+    overhead) in one compiled call, started on the pool's threads (rlsim.engine.launch_replicas) so that the
+    caller can do other work (rlsim.pipeline: the steps before these) until it asks for the result. Every replica
+    of every step is independent (each starts empty), so the results are the bits of one call per step, and the
+    replicas of many small steps fill the cores together where one small step would run on one. The first step
+    that cannot run raises, as it would alone (inputs that are wrong whatever the replica, now; the others by
+    :meth:`PendingRollouts.result`)."""
     arrays = []
     for prompt_tokens, response_tokens in steps:
         n = len(response_tokens)
@@ -164,8 +120,8 @@ def _launch_rollouts(
             bad_group = r0 + int(np.searchsorted(bounds[r0 : r0 + replicas + 1], -1 - code, side="right")) - 1
         bounds[r0 : r0 + replicas + 1] += lo
         lo = hi
-    # every replica of every step in one compiled call (rlsim.engine.simulate_replicas: simulate_replica on each
-    # in turn)
+    # every replica of every step in one compiled call (rlsim.engine.launch_replicas: simulate_replica on each in
+    # turn)
     run = launch_replicas(
         dealt[0],
         dealt[1],
@@ -177,7 +133,22 @@ def _launch_rollouts(
         rules,
         numbered=(dealt[2], n_groups, bad_group),
     )
-    return PendingRollouts(lambda: _results(dealt, bounds, replicas, run.result()[1], overhead_s))
+    return PendingRollouts(run, dealt, bounds, replicas, overhead_s)
+
+
+@dataclass(frozen=True)
+class PendingRollouts:
+    """:func:`launch_rollouts` under way: :meth:`result` gives each step's RolloutResult, or raises the first
+    failing step's error."""
+
+    run: PendingReplicas
+    dealt: list[np.ndarray]  # the steps' requests dealt to replicas, step after step
+    bounds: np.ndarray  # replica boundaries in dealt: step k's replicas are k R .. (k + 1) R - 1
+    replicas: int
+    overhead_s: Sequence[float]
+
+    def result(self) -> list[RolloutResult]:
+        return _results(self.dealt, self.bounds, self.replicas, self.run.result()[1], self.overhead_s)
 
 
 def _results(

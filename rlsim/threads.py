@@ -154,22 +154,6 @@ def launch(
     return pending
 
 
-def run_replicas(
-    kernel: ModuleType,
-    prompt: np.ndarray,
-    response: np.ndarray,
-    group: np.ndarray,
-    offsets: np.ndarray,
-    n_groups: np.ndarray,
-    scalars: tuple,
-    finish: np.ndarray,
-    stats: np.ndarray,
-) -> int:
-    """``kernel.run_replicas(prompt, response, group, offsets, n_groups, *scalars, finish, stats)``, the replicas
-    split over :func:`thread_count` threads when the step is large enough; the same return code and outputs."""
-    return launch(kernel, prompt, response, group, offsets, n_groups, scalars, finish, stats).result()
-
-
 def _forget_pool() -> None:
     """In a forked child: the parent's pool threads do not exist there (a task given to the pool would wait
     forever), so the child makes its own pool when it needs one."""

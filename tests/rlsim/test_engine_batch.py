@@ -12,9 +12,20 @@ import pytest
 
 from rlsim import engine
 from rlsim.engine import EngineCapacityError, SchedulerRules, simulate_replica, simulate_replicas
-from rlsim.rollout import simulate_rollout, simulate_rollouts
+from rlsim.rollout import launch_rollouts, simulate_rollout
 from tests.rlsim.test_engine_reference import numpy_case
 from tests.rlsim.test_kernel import RULES, jit_kernel
+
+
+def built_kernel(kind: str, monkeypatch=None):
+    """The ``jit`` or ``aot`` kernel (the test is skipped where none was built ahead of time); with ``monkeypatch``,
+    rlsim.engine's kernel for the test."""
+    built = engine.aot_kernel() if kind == "aot" else jit_kernel()
+    if built is None:
+        pytest.skip("no kernel built ahead of time here")
+    if monkeypatch is not None:
+        monkeypatch.setattr(engine, "_KERNEL", built)
+    return built
 
 
 def per_replica(prompt, response, offsets, m, cap, decode, prefill, rules, groups):
@@ -53,10 +64,7 @@ def step_case(rng, i):
 
 @pytest.mark.parametrize("kernel", ["jit", "aot"])
 def test_simulate_replicas_gives_the_bits_of_one_call_per_replica(kernel, monkeypatch):
-    built = engine.aot_kernel() if kernel == "aot" else jit_kernel()
-    if built is None:
-        pytest.skip("no kernel built ahead of time here")
-    monkeypatch.setattr(engine, "_KERNEL", built)
+    built_kernel(kernel, monkeypatch)
     rng = np.random.default_rng(5)
     for i in range(200):
         case = step_case(rng, i)
@@ -112,9 +120,7 @@ def test_simulate_rollout_names_the_request_within_its_replica():
 @pytest.mark.parametrize("kernel", ["jit", "aot"])
 def test_run_replicas_stops_at_the_first_request_that_never_fits_and_names_it_in_the_concatenation(kernel):
     """simulate_replicas checks beforehand that every request fits alone; the kernel's own check, called directly."""
-    built = engine.aot_kernel() if kernel == "aot" else jit_kernel()
-    if built is None:
-        pytest.skip("no kernel built ahead of time here")
+    built = built_kernel(kernel)
     i8 = lambda *v: np.array(v, dtype=np.int64)  # noqa: E731
     table = np.zeros(3)
     stats = np.zeros(33)
@@ -129,9 +135,7 @@ def test_run_replicas_stops_at_the_first_request_that_never_fits_and_names_it_in
 def test_deal_round_robin_is_the_stable_sort_by_owner_with_groups_numbered_per_replica(kernel):
     """rlsim.rollout's compiled dealing against its definition in numpy (group = i // G, owner = group % R, stable
     sort by owner, groups renumbered within each replica), partial last groups included."""
-    built = engine.aot_kernel() if kernel == "aot" else jit_kernel()
-    if built is None:
-        pytest.skip("no kernel built ahead of time here")
+    built = built_kernel(kernel)
     rng = np.random.default_rng(9)
     for _ in range(200):
         n, size, replicas = int(rng.integers(1, 60)), int(rng.integers(1, 6)), int(rng.integers(1, 7))
@@ -172,10 +176,7 @@ def test_simulate_rollout_refuses_a_group_whose_prompts_differ():
 def test_simulate_rollout_takes_read_only_and_other_typed_arrays(kernel, monkeypatch):
     """The compiled dealing takes only writable int64 arrays (the JIT kernel refuses a read-only one);
     simulate_rollout converts what it is given."""
-    built = engine.aot_kernel() if kernel == "aot" else jit_kernel()
-    if built is None:
-        pytest.skip("no kernel built ahead of time here")
-    monkeypatch.setattr(engine, "_KERNEL", built)
+    built_kernel(kernel, monkeypatch)
     rng = np.random.default_rng(4)
     prompt, response, m, cap, decode, prefill, _ = numpy_case(rng)
     prompt = np.repeat(prompt[::2], 2)[: prompt.size].copy()
@@ -199,13 +200,10 @@ def rollout_steps(rng, count, least=0):
 
 
 @pytest.mark.parametrize("kernel", ["jit", "aot"])
-def test_simulate_rollouts_gives_the_results_of_one_call_per_step(kernel, monkeypatch):
+def test_launched_rollouts_give_the_results_of_one_call_per_step(kernel, monkeypatch):
     """Several steps' replicas in one compiled call (rlsim.pipeline simulates small steps so): each step's
     RolloutResult is the one simulate_rollout gives for it alone, under every rule set (empty steps included)."""
-    built = engine.aot_kernel() if kernel == "aot" else jit_kernel()
-    if built is None:
-        pytest.skip("no kernel built ahead of time here")
-    monkeypatch.setattr(engine, "_KERNEL", built)
+    built_kernel(kernel, monkeypatch)
     rng = np.random.default_rng(11)
     for i in range(40):
         steps, m, cap, decode, prefill = rollout_steps(rng, int(rng.integers(1, 5)))
@@ -217,10 +215,10 @@ def test_simulate_rollouts_gives_the_results_of_one_call_per_step(kernel, monkey
             simulate_rollout(p, r, 2, replicas, m, cap, decode, prefill, o, rules)
             for (p, r), o in zip(steps, overheads)
         ]
-        assert simulate_rollouts(steps, 2, replicas, m, cap, decode, prefill, overheads, rules) == want, i
+        assert launch_rollouts(steps, 2, replicas, m, cap, decode, prefill, overheads, rules).result() == want, i
 
 
-def test_simulate_rollouts_raises_what_the_first_failing_step_raises_alone():
+def test_launched_rollouts_raise_what_the_first_failing_step_raises_alone():
     rng = np.random.default_rng(12)
     steps, m, cap, decode, prefill = rollout_steps(rng, 3, least=4)
     rules = SchedulerRules(prefix_caching=True)
@@ -234,28 +232,11 @@ def test_simulate_rollouts_raises_what_the_first_failing_step_raises_alone():
         with pytest.raises(ValueError) as alone:
             simulate_rollout(*case[failing], 2, 2, m, cap, decode, prefill, 0.0, rules)
         with pytest.raises(type(alone.value), match=f"^{re.escape(str(alone.value))}$"):
-            simulate_rollouts(case, 2, 2, m, cap, decode, prefill, [0.0] * 3, rules)
+            launch_rollouts(case, 2, 2, m, cap, decode, prefill, [0.0] * 3, rules).result()
 
 
-def test_launched_rollouts_raise_their_error_when_the_result_is_asked():
-    """rlsim.pipeline launches the next steps' rollouts before it simulates the steps before them: an error found
-    before the kernel starts (shapes, the engine's shared arguments) waits for result(), as a kernel error does."""
-    from rlsim.rollout import launch_rollouts
-
-    rng = np.random.default_rng(13)
-    steps, m, cap, decode, prefill = rollout_steps(rng, 2, least=4)
-    bad_shape = [steps[0], (steps[1][0], steps[1][1][:-1])]
-    bad_seqs = (steps, 2, 2, 10**9, cap, decode, prefill, [0.0, 0.0])  # max_num_seqs beyond the decode table
-    for args in ((bad_shape, 2, 2, m, cap, decode, prefill, [0.0, 0.0]), bad_seqs):
-        with pytest.raises(ValueError) as direct:
-            simulate_rollouts(*args)
-        pending = launch_rollouts(*args)  # no error yet
-        with pytest.raises(ValueError, match=f"^{re.escape(str(direct.value))}$"):
-            pending.result()
-
-
-def test_simulate_rollouts_wants_one_overhead_per_step():
+def test_launch_rollouts_wants_one_overhead_per_step():
     rng = np.random.default_rng(14)
     steps, m, cap, decode, prefill = rollout_steps(rng, 3, least=2)
     with pytest.raises(ValueError, match="^2 overheads for 3 steps: give one per step$"):
-        simulate_rollouts(steps, 2, 2, m, cap, decode, prefill, [0.0, 0.0])
+        launch_rollouts(steps, 2, 2, m, cap, decode, prefill, [0.0, 0.0])

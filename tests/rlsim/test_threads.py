@@ -11,7 +11,7 @@ import pytest
 from rlsim import engine, kernel_build, threads
 from rlsim.engine import simulate_replicas
 from rlsim.errors import RlsimError
-from tests.rlsim.test_engine_batch import outcome, step_case
+from tests.rlsim.test_engine_batch import built_kernel, outcome, step_case
 from tests.rlsim.test_kernel import jit_kernel
 
 
@@ -30,10 +30,7 @@ def test_split_covers_every_replica_once_in_order_with_about_equal_requests():
 @pytest.mark.parametrize("kernel", ["jit", "aot"])
 @pytest.mark.parametrize("count", ["2", "3", "5"])
 def test_threads_give_the_bits_and_the_errors_of_one_call(kernel, count, monkeypatch):
-    built = engine.aot_kernel() if kernel == "aot" else jit_kernel()
-    if built is None:
-        pytest.skip("no kernel built ahead of time here")
-    monkeypatch.setattr(engine, "_KERNEL", built)
+    built_kernel(kernel, monkeypatch)
     monkeypatch.setattr(threads, "MIN_REQUESTS", 0)  # split even these small steps
     rng = np.random.default_rng(11)
     split_somewhere = 0
