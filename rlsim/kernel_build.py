@@ -59,7 +59,7 @@ def build(output: Path | None = None, source: Path = SOURCE) -> Path:
         cc.output_dir = str(output.parent)
         cc.output_file = output.name
         output.parent.mkdir(parents=True, exist_ok=True)
-        with _releasing_gil():
+        with _releasing_gil(), kernel.unwrapped_indices():
             cc.compile()
     if default:  # a source checkout: kernels built from earlier versions of the source are never loaded again
         for old in output.parent.glob(PREFIX + "*"):

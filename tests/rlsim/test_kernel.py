@@ -150,3 +150,56 @@ def test_kernel_build_writes_a_module_that_loads_without_numba(tmp_path):
         )  # fmt: skip
         assert k.run_replicas(*args, *rest) == 0
     assert stats[0].tobytes() == stats[1].tobytes() and finish[0].tobytes() == finish[1].tobytes()
+
+
+def test_indices_compile_as_they_are_only_within_unwrapped_indices():
+    """Within the block a negative index is not wrapped (numba's bounds check, on here, then catches it); outside it
+    numba's usual wraparound is back."""
+    import numba
+    from numba.np import arrayobj
+
+    from rlsim.kernel import unwrapped_indices
+
+    def at(a, i):
+        return a[i]
+
+    wrapping = arrayobj.fix_integer_index
+    with unwrapped_indices():
+        assert arrayobj.fix_integer_index is not wrapping
+        as_is = numba.njit(boundscheck=True)(at)
+        assert as_is(np.arange(3), 1) == 1  # compiled here, within the block
+    assert arrayobj.fix_integer_index is wrapping
+    with pytest.raises(IndexError):
+        as_is(np.arange(3), -1)
+    assert numba.njit(boundscheck=True)(at)(np.arange(3), -1) == 2
+
+
+@pytest.mark.slow
+def test_the_kernel_never_indexes_out_of_its_arrays(tmp_path):
+    """The kernel is compiled without the wraparound of negative indices (rlsim.kernel.unwrapped_indices), so a
+    negative index would read outside an array: here the just-in-time kernel, compiled with numba's bounds checks
+    in a fresh process, runs the seeded cases of every rule set (most preempt; prompt groups) without an
+    IndexError, and gives the same bits as the kernel without the checks."""
+    import os
+    import pickle
+    import subprocess
+
+    out = tmp_path / "cases.pkl"
+    code = (
+        "import pickle, sys\n"
+        "from rlsim import engine\n"
+        "from tests.rlsim.test_kernel import run_cases\n"
+        "assert engine.kernel_kind() == 'jit'\n"
+        f"pickle.dump(run_cases(5, 300), open({str(out)!r}, 'wb'))\n"
+    )
+    env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "RLSIM_KERNEL": "jit"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=engine_root())
+    assert run.returncode == 0, run.stderr[-2000:]
+    with out.open("rb") as f:
+        assert pickle.load(f) == run_cases(5, 300)
+
+
+def engine_root():
+    from pathlib import Path
+
+    return Path(engine.__file__).resolve().parent.parent
