@@ -24,6 +24,7 @@ import simpy
 
 from rlsim import threads
 from rlsim.costs import CostModel, RooflineCostModel
+from rlsim.errors import RlsimError
 from rlsim.learning import lr_for_batch
 from rlsim.lengths import sample_step
 from rlsim.phases import Phase
@@ -153,11 +154,25 @@ def _generations(st: _State):
         count = min(size, per_chunk, s.run.steps + 1 - first)
         chunks.append((first, count))
         first, size = first + count, 2 * size
-    chunk = launch(*chunks[0]) if chunks else None
+
+    def launched(c: int):
+        """Chunk c launched, or the error its launch raised: an earlier chunk's error is reported first."""
+        try:
+            return launch(*chunks[c])
+        except RlsimError as exc:
+            return exc
+
+    # two chunks under way: the next runs on the pool's threads while this one's steps are simulated, and takes
+    # the cores this one's last tasks leave free
+    ahead = [launched(c) for c in range(min(2, len(chunks)))]
     for c in range(len(chunks)):
+        chunk = ahead.pop(0)
+        if isinstance(chunk, RlsimError):
+            raise chunk
         sampled, overheads, held, pending = chunk
         results = pending.result()
-        chunk = launch(*chunks[c + 1]) if c + 1 < len(chunks) else None  # runs while these steps are simulated
+        if c + 2 < len(chunks):
+            ahead.append(launched(c + 2))
         for i, ((prompts, responses), res) in enumerate(zip(sampled, results)):
             if streaming:
                 res = per_batch(res, held[i], prompts, responses, overheads[i])

@@ -1,7 +1,9 @@
 """The replicas of one step on several cores: the kernel's ``run_replicas`` called from threads, each on a
 contiguous range of replicas, while the GIL is released (both kernels release it, rlsim.kernel). A call is
 launched (:func:`launch`): the pool's threads start on its ranges at once, and the caller takes the ranges left
-when it asks for the result, so it can simulate the steps before while the kernel runs (rlsim.pipeline).
+when it asks for the result, so it can simulate the steps before while the kernel runs (rlsim.pipeline). Launched
+calls queue, oldest first: a thread that finds no range left in the call it waits for takes those of the next,
+so with the next call launched a core never idles at a call's tail.
 
 Replicas are independent (each starts from its own empty state and writes only its own requests' finish times
 and its own row of stats), so the results are the bits of one call, whatever the number of threads; the first
@@ -16,6 +18,7 @@ and handing work to another thread would cost more than it saves.
 from __future__ import annotations
 
 import os
+import threading
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -72,34 +75,51 @@ def split(offsets: np.ndarray, parts: int) -> list[tuple[int, int]]:
 
 TASKS_PER_THREAD = 4  # replica ranges per thread: whoever is free takes the next (a thread busy elsewhere less)
 
+_COND = threading.Condition()  # guards _QUEUE, _SERVING and every Pending's task counters
+_QUEUE: list[Pending] = []  # launched calls with tasks no thread has taken yet, oldest first
+_SERVING = 0  # pool threads submitted to take tasks from _QUEUE (queued or running)
+
 
 class Pending:
     """A kernel call's replicas as tasks (contiguous replica ranges of about equal requests), started on the
-    pool's threads at once (:func:`launch`) and finished by the caller (:meth:`result`): whichever thread is free
-    takes the next task, the caller too when it asks for the result, so a caller that has other work meanwhile
-    (rlsim.pipeline: the steps before) gets the kernel run beside it. Each task writes only its own replicas'
-    finish times and stats: the bits do not depend on which thread ran what."""
+    pool's threads at once (:func:`launch`) and finished by the caller (:meth:`result`). Whichever thread is free
+    takes the next task of the oldest launched call, the caller too when it asks for its result: its own tasks
+    first, then, while its last ones run elsewhere, those of calls launched after it. So a caller that keeps the
+    next call launched (rlsim.pipeline) never leaves a core idle at a call's tail, and one that has other work
+    meanwhile gets the kernel run beside it. Each task writes only its own replicas' finish times and stats: the
+    bits do not depend on which thread ran what."""
 
     def __init__(self, kernel: ModuleType, arrays: tuple, scalars: tuple, ranges: list[tuple[int, int]]):
-        import threading
-
         self._kernel, self._arrays, self._scalars, self._ranges = kernel, arrays, scalars, ranges
         self._codes = [0] * len(ranges)
-        self._next = 0
-        self._lock = threading.Lock()
-        self._futures: list = []
+        self._next = 0  # the first task no thread has taken
+        self._left = len(ranges)  # tasks not finished
+        self._error: BaseException | None = None
 
-    def _start(self, workers: int) -> None:
-        self._futures = [_pool().submit(self._work) for _ in range(workers)]
+    def _take(self) -> int | None:
+        """The next task no thread has taken (held _COND), or None."""
+        i = self._next
+        if i >= len(self._ranges):
+            return None
+        self._next += 1
+        if self._next == len(self._ranges) and self in _QUEUE:
+            _QUEUE.remove(self)
+        return i
 
-    def _work(self) -> None:
-        while True:
-            with self._lock:
-                i = self._next
-                self._next += 1
-            if i >= len(self._ranges):
-                return
-            self._codes[i] = self._call(*self._ranges[i])
+    def _run(self, i: int) -> None:
+        """Task i, outside the lock; its code (or error) recorded under it."""
+        error = None
+        try:
+            code = self._call(*self._ranges[i])
+        except BaseException as exc:  # raised by result(), in the caller's thread
+            code, error = 0, exc
+        with _COND:
+            self._codes[i] = code
+            if error is not None and self._error is None:
+                self._error = error
+            self._left -= 1
+            if self._left == 0:
+                _COND.notify_all()
 
     def _call(self, r0: int, r1: int) -> int:
         prompt, response, group, offsets, n_groups, finish, stats = self._arrays
@@ -121,12 +141,47 @@ class Pending:
         return int(code) - lo if code < 0 else 0  # -1 - j within the range -> -1 - (lo + j)
 
     def result(self) -> int:
-        """Run the tasks no thread has taken, wait for the others; the kernel's return code for the whole call:
-        that of the first failing replica in replica order, else 0."""
-        self._work()
-        for f in self._futures:
-            f.result()
+        """Run this call's tasks no thread has taken, then, while the others finish elsewhere, tasks of calls
+        launched after it (or wait); the kernel's return code for the whole call: that of the first failing
+        replica in replica order, else 0."""
+        while True:
+            with _COND:
+                if self._left == 0:
+                    break
+                owner, i = self, self._take()
+                if i is None:
+                    owner, i = _oldest_task()
+                    if owner is None:
+                        _COND.wait()
+                        continue
+            owner._run(i)
+        if self._error is not None:
+            raise self._error
         return next((c for c in self._codes if c < 0), 0)
+
+
+def _oldest_task() -> tuple[Pending | None, int]:
+    """The next task of the oldest launched call that has one (held _COND): (call, task), or (None, 0). A call
+    leaves _QUEUE when its last task is taken."""
+    while _QUEUE:
+        owner = _QUEUE[0]
+        i = owner._take()
+        if i is not None:
+            return owner, i
+        _QUEUE.pop(0)  # pragma: no cover - a call whose tasks are all taken is no longer queued
+    return None, 0
+
+
+def _serve() -> None:
+    """A pool thread's work: tasks of the oldest launched calls until none is left untaken."""
+    global _SERVING
+    while True:
+        with _COND:
+            owner, i = _oldest_task()
+            if owner is None:
+                _SERVING -= 1
+                return
+        owner._run(i)
 
 
 def launch(
@@ -143,6 +198,7 @@ def launch(
     """``kernel.run_replicas(prompt, response, group, offsets, n_groups, *scalars, finish, stats)`` as tasks that
     :func:`thread_count` threads share, started now when the call is large enough (MIN_REQUESTS); the arrays
     must stay untouched until :meth:`Pending.result`, which gives the call's return code."""
+    global _SERVING
     large = int(offsets[-1]) >= max(MIN_REQUESTS, 1)
     threads = min(thread_count(), offsets.size - 1) if large else 1
     ranges = split(offsets, threads * TASKS_PER_THREAD) if threads > 1 else []
@@ -150,15 +206,23 @@ def launch(
         ranges = [(0, offsets.size - 1)]
     pending = Pending(kernel, (prompt, response, group, offsets, n_groups, finish, stats), scalars, ranges)
     if len(ranges) > 1:
-        pending._start(min(threads - 1, len(ranges) - 1))
+        with _COND:
+            _QUEUE.append(pending)
+            more = min(threads - 1, len(ranges) - 1) - _SERVING
+            _SERVING += max(more, 0)
+        for _ in range(more):
+            _pool().submit(_serve)
     return pending
 
 
 def _forget_pool() -> None:
     """In a forked child: the parent's pool threads do not exist there (a task given to the pool would wait
-    forever), so the child makes its own pool when it needs one."""
-    global _POOL
+    forever), nor do its calls under way, so the child makes its own pool and queue when it needs them."""
+    global _POOL, _COND, _SERVING
     _POOL = None
+    _COND = threading.Condition()
+    _QUEUE.clear()
+    _SERVING = 0
 
 
 if hasattr(os, "register_at_fork"):

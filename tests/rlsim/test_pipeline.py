@@ -147,3 +147,28 @@ def test_rollouts_simulated_several_steps_at_a_time_give_the_records_of_one_step
         records, spans = pipeline.run_pipeline(scenario)
         runs.append((repr(records), spans))
     assert runs[0] == runs[1] == runs[2]
+
+
+def test_the_first_failing_chunk_is_reported_though_the_next_is_launched_before_it_finishes(monkeypatch):
+    """Two chunks are under way at once: the next is launched before this one's result is asked, so an error its
+    launch raises (a request that can never fit, say) waits until the steps before it are through; the run
+    reports the earlier chunk's error."""
+    from rlsim import pipeline
+    from rlsim.errors import RlsimError
+
+    launches = []
+
+    class Failing:
+        def result(self):
+            raise RlsimError("the first chunk's error")
+
+    def launch(requests, *args):
+        launches.append(len(requests))
+        if len(launches) == 1:
+            return Failing()
+        raise RlsimError("the second chunk's error")
+
+    monkeypatch.setattr(pipeline, "launch_rollouts", launch)
+    with pytest.raises(RlsimError, match="the first chunk's error"):
+        pipeline.run_pipeline(_load("paper_grpo"))
+    assert len(launches) == 2  # the second chunk was launched before the first's result was asked

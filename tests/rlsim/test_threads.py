@@ -181,3 +181,76 @@ def test_result_waits_for_a_task_another_thread_is_still_running(monkeypatch):
     assert held.wait(10)  # the pool thread has its task and holds it
     threading.Timer(0.2, release.set).start()
     assert outcome(pending.result) == want and release.is_set()
+
+
+def _two_task_case(seed: int):
+    """A step that rlsim.threads splits into two tasks (two threads, one task each), and its one-call outcome."""
+    prompt, response, offsets, m, cap, decode, prefill, rules, groups = step_case(np.random.default_rng(seed), 0)
+    offsets = np.array([0, 3 * (prompt.size // 5), prompt.size])
+    assert len(threads.split(offsets, 2)) == 2
+    case = (prompt, response, offsets, m, cap, decode, prefill, rules, groups)
+    return case, outcome(simulate_replicas, *case)
+
+
+def test_a_caller_whose_last_task_runs_elsewhere_runs_the_tasks_of_the_next_call(monkeypatch):
+    """While the pool's thread holds call A's first task, the caller asking for A's result runs A's other task and
+    then both tasks of call B, launched after A, instead of waiting idle; both results are those of one call."""
+    import threading
+
+    monkeypatch.setattr(threads, "MIN_REQUESTS", 0)
+    monkeypatch.setattr(threads, "TASKS_PER_THREAD", 1)
+    monkeypatch.setenv(threads.ENV, "2")
+    (case_a, want_a), (case_b, want_b) = _two_task_case(3), _two_task_case(4)
+    real = engine.kernel()
+    release, held = threading.Event(), threading.Event()
+    ran_by_caller = []
+
+    class Holding:  # the kernel, but the pool thread's first call waits for release
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def run_replicas(self, *args):
+            if threading.current_thread() is threading.main_thread():
+                ran_by_caller.append(args[0].size)
+                if len(ran_by_caller) == 3:
+                    release.set()  # (without the helping, A's result would wait here until the hold times out)
+            elif not held.is_set():
+                held.set()
+                release.wait(10)
+            return real.run_replicas(*args)
+
+    monkeypatch.setattr(engine, "_KERNEL", Holding())
+    a = engine.launch_replicas(*case_a)
+    assert held.wait(10)  # the pool thread holds A's first task
+    b = engine.launch_replicas(*case_b)
+    assert outcome(a.result) == want_a
+    # the caller ran A's second task and both of B's while A's first was held
+    assert len(ran_by_caller) == 3 and sum(ran_by_caller[1:]) == case_b[0].size
+    assert outcome(b.result) == want_b
+
+
+def test_an_error_raised_on_a_pool_thread_is_raised_by_result(monkeypatch):
+    import threading
+
+    monkeypatch.setattr(threads, "MIN_REQUESTS", 0)
+    monkeypatch.setattr(threads, "TASKS_PER_THREAD", 1)
+    monkeypatch.setenv(threads.ENV, "2")
+    case, _ = _two_task_case(3)
+    real = engine.kernel()
+
+    class Failing:  # the kernel, but any call on a pool thread fails
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def run_replicas(self, *args):
+            if threading.current_thread() is not threading.main_thread():
+                entered.set()
+                raise MemoryError("pool thread")
+            return real.run_replicas(*args)
+
+    entered = threading.Event()
+    monkeypatch.setattr(engine, "_KERNEL", Failing())
+    pending = engine.launch_replicas(*case)
+    assert entered.wait(10)  # the pool thread took a task, and failed
+    with pytest.raises(MemoryError, match="pool thread"):
+        pending.result()
