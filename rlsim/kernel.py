@@ -114,6 +114,13 @@ def _segment_s(a1: float, s1: float, a2: float, s2: float, n: int) -> float:
     """sum_{i=0}^{n-1} max(a1 + s1*i, a2 + s2*i), exactly split at the crossing."""
     if s1 == s2:
         return _linear_sum(max(a1, a2), s1, 0, n)
+    # a line above the other at i = 0 with the steeper slope is above it throughout: the crossing below would be
+    # negative (at or before -1 in the second case, so that the quotient cannot round to -0.0) and pick that line
+    # for every i, so it is summed as the crossing would sum it, without the division
+    if s1 > s2 and a1 > a2:
+        return _linear_sum(a2, s2, 0, 0) + _linear_sum(a1, s1, 0, n)
+    if s1 < s2 and a2 - a1 >= s2 - s1:
+        return _linear_sum(a1, s1, 0, 0) + _linear_sum(a2, s2, 0, n)
     # f(i) = a1 + s1 i >= g(i) = a2 + s2 i  <=>  (s1 - s2) i >= a2 - a1
     # clamp in floating point before the integer cast: nearly parallel lines put the crossing far away
     cross = min(max((a2 - a1) / (s1 - s2), -1.0), float(n))
@@ -135,11 +142,11 @@ def _segment_floor_s(a1: float, s1: float, a2: float, s2: float, c: float, n: in
     i where either line reaches it, the two lines after."""
     if n <= 0:
         return 0.0
+    if a1 >= c or a2 >= c:  # a line rules from i = 0
+        return _segment_s(a1, s1, a2, s2, n)
     first = n
     for a, sl in ((a1, s1), (a2, s2)):
-        if a >= c:
-            first = 0
-        elif sl > 0:
+        if sl > 0:
             kf = np.ceil((c - a) / sl)  # clamp in floating point: a tiny slope puts the crossing far away
             if kf < first:
                 first = int(kf)
@@ -309,7 +316,7 @@ def _run_cap(cnt, bs, sh, it0, b, free, limit):
         n = free // b
         n = n if n < limit else limit
         return n, b * n
-    q = free // b
+    q = free // b if free >= b else 0  # (no division in the thrash, where fewer blocks are free than decoders)
     n = q * bs  # q whole cycles take q * b <= free blocks
     if n >= limit:
         return limit, _cum_blocks(cnt, bs, sh, it0, b, limit)
@@ -366,6 +373,90 @@ def _release(j, tokens, bs, sh, shared, group, grp_tok, grp_ref):
             grp_tok[g] = 0
         shared[j] = 0
     return freed
+
+
+@_inlined
+def _pop_latest(stack, length, running_flag):
+    """The latest admitted request still running, taken off the admission-order stack (the finished and preempted
+    ones above it dropped): it and the stack's new length."""
+    while not running_flag[stack[length - 1]]:
+        length -= 1
+    return stack[length - 1], length - 1
+
+
+@_inlined
+def _preempt_decoder(
+    j, length, y0, it, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group, grp_tok, grp_ref, cnt,
+    slot, fkey, h_key, h_idx, h_pos, h_size, running_flag, was_preempted, queue, q_head,
+):  # fmt: skip
+    """Decoder j, just taken off the stack (now ``length`` long), preempted before iteration ``it``: its tokens so
+    far kept, its blocks freed, out of the heap (where it was if below y0) and back at the front of the waiting
+    queue. Returns the blocks freed, its KV tokens, y0, the heap's size and the queue's head."""
+    steps_done = it - admit_iter[j]
+    generated[j] = gen_at_admit[j] + steps_done
+    kv = ctx_at[j] + steps_done
+    freed = _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
+    cnt[slot[j]] -= 1
+    if length < y0:  # j was in the heap
+        h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
+        y0 = length
+    fkey[j] = NONE
+    running_flag[j] = False
+    was_preempted[j] = True
+    return freed, kv, y0, h_size, _requeue_front(queue, q_head, j)
+
+
+@_inlined
+def _decode_run(cnt, bs, sh, it, b, free, limit, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over):
+    """b decoders holding kv_tok KV tokens decode from iteration ``it`` on, as many iterations as their new blocks
+    fit in ``free``, at most ``limit``: their count, the blocks they take and their time (one iteration's is
+    exactly the max of its three terms)."""
+    steps, taken = _run_cap(cnt, bs, sh, it, b, free, limit)
+    if steps == 1:
+        dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
+    else:
+        a_mem = mem_a[b] + mem_s * kv_tok
+        a_cmp = cmp_a[b] + cmp_s * kv_tok
+        dt = _segment_floor_s(a_mem, mem_s * b, a_cmp, cmp_s * b, floor[b], steps) + over[b] * steps
+    return steps, taken, dt
+
+
+@_inlined
+def _first_finish(h_key, h_size, ymin, length, y0):
+    """The iteration in which the next decoder finishes (NONE: no decoder): the heap's least or the young's."""
+    first = h_key[0] if h_size > 0 else NONE
+    if length > y0 and ymin[length - 1] < first:
+        first = ymin[length - 1]
+    return first
+
+
+@_inlined
+def _finish_due(
+    it, t, stack, length, y0, ymin, running_flag, fkey, h_key, h_idx, h_pos, h_size, ctx_at, admit_iter, generated,
+    response, bs, sh, shared, group, grp_tok, grp_ref, cnt, slot, finish_s,
+):  # fmt: skip
+    """The decoders that generated their last token in iteration ``it`` (just run, ending at t) leave (a young one
+    among them: all young enter the heap first). Returns the heap's size, y0, and the blocks, KV tokens and
+    decoders that left."""
+    if length > y0 and ymin[length - 1] == it:
+        h_size = _young_flush(stack, length, y0, running_flag, fkey, h_key, h_idx, h_pos, h_size)
+        y0 = length
+    freed = 0
+    kv_out = 0
+    left = 0
+    while h_size > 0 and h_key[0] == it:
+        j = h_idx[0]
+        h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
+        kv = ctx_at[j] + (it - admit_iter[j])
+        generated[j] = response[j]
+        freed += _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
+        kv_out += kv
+        cnt[slot[j]] -= 1
+        fkey[j] = NONE
+        running_flag[j] = False
+        left += 1
+        finish_s[j] = t
+    return h_size, y0, freed, kv_out, left
 
 
 WORK_ROWS = 18  # int64 rows of a replica's workspace (see _replica)
@@ -559,55 +650,87 @@ def _replica(
                 break
             # ---- legacy round 2: preemption, latest admitted first, while the next iteration does not fit
             while used + cnt[ph] > cap:
-                while not running_flag[stack[stack_len - 1]]:
-                    stack_len -= 1
-                j = stack[stack_len - 1]
-                stack_len -= 1
-                steps_done = cur_iter - admit_iter[j]
-                generated[j] = gen_at_admit[j] + steps_done
-                kv = ctx_at[j] + steps_done
-                used -= _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
+                j, stack_len = _pop_latest(stack, stack_len, running_flag)
+                freed, kv, y0, h_size, q_head = _preempt_decoder(
+                    j, stack_len, y0, cur_iter, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group,
+                    grp_tok, grp_ref, cnt, slot, fkey, h_key, h_idx, h_pos, h_size, running_flag, was_preempted,
+                    queue, q_head,
+                )  # fmt: skip
+                used -= freed
                 kv_tok -= kv
-                cnt[slot[j]] -= 1
-                if stack_len < y0:  # j was in the heap
-                    h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
-                    y0 = stack_len
-                fkey[j] = NONE
-                running_flag[j] = False
-                was_preempted[j] = True
                 b -= 1
                 running -= 1
-                q_head = _requeue_front(queue, q_head, j)
                 q_len += 1
                 n_preempt += 1
             if b == 0:
                 continue
             explicit = False
-        elif pre < 0 and b > 0 and used + cnt[ph] <= cap:
-            # ---- chunked: a decode-only step, unless the front request can be admitted in it
-            explicit = False
-            if q_len > 0 and running < max_num_seqs:
-                j = queue[q_head]
-                c, g, hit = _context(j, prompt, generated, group, grp_tok)
-                chunk = min(c - hit, budget - b)
-                if cap - used - cnt[ph] >= _bceil(hit + chunk, bs, sh) - _bdiv(hit, bs, sh):
-                    explicit = True
-        if not explicit:
-            # ---- decode iterations up to the next event: a finish, or the iteration whose blocks do not fit
-            first = h_key[0] if h_size > 0 else NONE
-            if stack_len > y0 and ymin[stack_len - 1] < first:
-                first = ymin[stack_len - 1]
-            n_fin = first - cur_iter
-            steps, taken = _run_cap(cnt, bs, sh, cur_iter, b, cap - used, 1 if budget_stop else n_fin)
-            if steps == 1:  # _segment_floor_s of one iteration is exactly the max of its three terms
-                dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
-            else:
-                dt = (
-                    _segment_floor_s(
-                        mem_a[b] + mem_s * kv_tok, mem_s * b, cmp_a[b] + cmp_s * kv_tok, cmp_s * b, floor[b], steps
+        elif pre < 0 and b > 0:
+            # ---- chunked, no prefill under way: decode iterations and the preemptions that make room for their
+            # new blocks (latest admitted first; no admission in a step that preempted), up to the first iteration
+            # that can admit the front request or until no decoder is left: the steps the general branch below
+            # takes there, without its prefill bookkeeping (a KV thrash spends most of its iterations here)
+            admit = False
+            while True:
+                ph = _phase(cur_iter, bs, sh)
+                if used + cnt[ph] > cap:
+                    while used + cnt[ph] > cap:
+                        j, stack_len = _pop_latest(stack, stack_len, running_flag)
+                        freed, kv, y0, h_size, q_head = _preempt_decoder(
+                            j, stack_len, y0, cur_iter, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared,
+                            group, grp_tok, grp_ref, cnt, slot, fkey, h_key, h_idx, h_pos, h_size, running_flag,
+                            was_preempted, queue, q_head,
+                        )  # fmt: skip
+                        used -= freed
+                        kv_tok -= kv
+                        b -= 1
+                        running -= 1
+                        q_len += 1
+                        n_preempt += 1
+                    if b == 0:
+                        break
+                    used += cnt[ph]
+                    steps = 1
+                    dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
+                else:
+                    if q_len > 0 and running < max_num_seqs:
+                        j = queue[q_head]
+                        c, g, hit = _context(j, prompt, generated, group, grp_tok)
+                        chunk = min(c - hit, budget - b)
+                        if cap - used - cnt[ph] >= _bceil(hit + chunk, bs, sh) - _bdiv(hit, bs, sh):
+                            admit = True
+                            break
+                    limit = _first_finish(h_key, h_size, ymin, stack_len, y0) - cur_iter
+                    steps, taken, dt = _decode_run(
+                        cnt, bs, sh, cur_iter, b, cap - used, limit, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over
                     )
-                    + over[b] * steps
-                )
+                    used += taken
+                t += dt
+                decode_total += dt
+                decoded += b * steps
+                kv_tok += b * steps
+                cur_iter += steps
+                n_iter += steps
+                if used > peak_blocks:
+                    peak_blocks = used
+                h_size, y0, freed, kv, left = _finish_due(
+                    cur_iter, t, stack, stack_len, y0, ymin, running_flag, fkey, h_key, h_idx, h_pos, h_size, ctx_at,
+                    admit_iter, generated, response, bs, sh, shared, group, grp_tok, grp_ref, cnt, slot, finish_s,
+                )  # fmt: skip
+                used -= freed
+                kv_tok -= kv
+                b -= left
+                running -= left
+                if b == 0:
+                    break
+            if not admit:
+                continue
+        if not explicit:
+            # ---- legacy: decode iterations up to the next event: a finish, or the iteration whose blocks do not fit
+            limit = 1 if budget_stop else _first_finish(h_key, h_size, ymin, stack_len, y0) - cur_iter
+            steps, taken, dt = _decode_run(
+                cnt, bs, sh, cur_iter, b, cap - used, limit, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over
+            )
             t += dt
             decode_total += dt
             decoded += b * steps
@@ -621,30 +744,25 @@ def _replica(
             # decoders first (running order); preempt from the end (the prefill under way first) until their
             # new blocks fit
             while used + cnt[ph] > cap:
-                while not running_flag[stack[stack_len - 1]]:
-                    stack_len -= 1
-                j = stack[stack_len - 1]
-                stack_len -= 1
+                j, stack_len = _pop_latest(stack, stack_len, running_flag)
                 if j == pre:
                     used -= _release(j, computed[j], bs, sh, shared, group, grp_tok, grp_ref)
                     pre = -1
+                    if stack_len < y0:
+                        y0 = stack_len
+                    running_flag[j] = False
+                    was_preempted[j] = True
+                    q_head = _requeue_front(queue, q_head, j)
                 else:
-                    steps_done = cur_iter - admit_iter[j]
-                    generated[j] = gen_at_admit[j] + steps_done
-                    kv = ctx_at[j] + steps_done
-                    used -= _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
+                    freed, kv, y0, h_size, q_head = _preempt_decoder(
+                        j, stack_len, y0, cur_iter, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group,
+                        grp_tok, grp_ref, cnt, slot, fkey, h_key, h_idx, h_pos, h_size, running_flag, was_preempted,
+                        queue, q_head,
+                    )  # fmt: skip
+                    used -= freed
                     kv_tok -= kv
-                    cnt[slot[j]] -= 1
-                    if stack_len < y0:  # j was in the heap
-                        h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
-                    fkey[j] = NONE
                     b -= 1
-                if stack_len < y0:
-                    y0 = stack_len
-                running_flag[j] = False
-                was_preempted[j] = True
                 running -= 1
-                q_head = _requeue_front(queue, q_head, j)
                 q_len += 1
                 n_preempt += 1
                 preempted = True
@@ -782,23 +900,15 @@ def _replica(
                 )
         if used > peak_blocks:
             peak_blocks = used
-        # decoders that generated their last token in the iteration just run (a young one: all young to the heap)
-        if stack_len > y0 and ymin[stack_len - 1] == cur_iter:
-            h_size = _young_flush(stack, stack_len, y0, running_flag, fkey, h_key, h_idx, h_pos, h_size)
-            y0 = stack_len
-        while h_size > 0 and h_key[0] == cur_iter:
-            j = h_idx[0]
-            h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
-            kv = ctx_at[j] + (cur_iter - admit_iter[j])
-            generated[j] = response[j]
-            used -= _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
-            kv_tok -= kv
-            cnt[slot[j]] -= 1
-            fkey[j] = NONE
-            running_flag[j] = False
-            b -= 1
-            running -= 1
-            finish_s[j] = t
+        # decoders that generated their last token in the iteration just run
+        h_size, y0, freed, kv, left = _finish_due(
+            cur_iter, t, stack, stack_len, y0, ymin, running_flag, fkey, h_key, h_idx, h_pos, h_size, ctx_at,
+            admit_iter, generated, response, bs, sh, shared, group, grp_tok, grp_ref, cnt, slot, finish_s,
+        )  # fmt: skip
+        used -= freed
+        kv_tok -= kv
+        b -= left
+        running -= left
     stats[0] = t
     stats[1] = decode_total
     stats[2] = prefill_total
