@@ -203,3 +203,44 @@ def engine_root():
     from pathlib import Path
 
     return Path(engine.__file__).resolve().parent.parent
+
+
+def _segment_by_crossing(a1, s1, a2, s2, n):
+    """rlsim.kernel._segment_s as it was before its shortcuts: always through the crossing."""
+    from rlsim.kernel import _linear_sum
+
+    ls = _linear_sum.py_func
+    if s1 == s2:
+        return ls(max(a1, a2), s1, 0, n)
+    cross = min(max((a2 - a1) / (s1 - s2), -1.0), float(n))
+    if s1 > s2:
+        i0 = min(int(np.ceil(cross)) if cross > 0 else 0, n)
+        return ls(a2, s2, 0, i0) + ls(a1, s1, i0, n)
+    i0 = min(int(np.floor(cross)) + 1 if cross >= 0 else 0, n)
+    return ls(a1, s1, 0, i0) + ls(a2, s2, i0, n)
+
+
+def test_the_segment_sums_shortcuts_give_the_bits_of_the_crossing():
+    """_segment_s skips its division where one line is above the other from i = 0 with the steeper slope: the same
+    bits as through the crossing, on lines that cross before, inside and after the segment, equal intercepts,
+    nearly parallel slopes and quotients that would round to -0.0."""
+    from rlsim.kernel import _segment_s
+
+    rng = np.random.default_rng(17)
+    seg = _segment_s.py_func
+    cases = [(1e-3, 2e-8, 1e-3, 1e-9, 40), (1e-3, 1e-9, 1e-3, 2e-8, 40), (5e-300, 1e-300, 1e-300, 1e300, 3)]
+    cases += [(1e-300, 1e300, 5e-300, 1e-300, 3), (2.0, 1.0, 1.0, 1.0 + 2**-52, 7), (1.0, 0.0, 1.0 + 2**-52, 1e308, 1)]
+    for _ in range(20000):
+        a1, a2 = rng.uniform(0, 1e-2, 2) * rng.choice([1.0, 1e-6, 1e6])
+        s1, s2 = rng.uniform(0, 1e-6, 2) * rng.choice([1.0, 1e-9, 1e3])
+        if rng.random() < 0.2:
+            a2 = a1
+        if rng.random() < 0.1:
+            s2 = np.nextafter(s1, 1.0)
+        cases.append((float(a1), float(s1), float(a2), float(s2), int(rng.integers(0, 5000))))
+    shortcut = 0
+    for a1, s1, a2, s2, n in cases:
+        got, want = seg(a1, s1, a2, s2, n), _segment_by_crossing(a1, s1, a2, s2, n)
+        assert np.float64(got).tobytes() == np.float64(want).tobytes(), (a1, s1, a2, s2, n, got, want)
+        shortcut += (s1 > s2 and a1 > a2) or (s1 < s2 and a2 - a1 >= s2 - s1)
+    assert shortcut > 5000
