@@ -394,7 +394,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sw.add_argument("--profile", type=Path, help="calibrated profile JSON")
     sw.add_argument("--executor", choices=("local", "ray"), default="local", help="local processes or Ray")
     sw.add_argument("--address", help="address of an existing Ray cluster (with --executor ray)")
-    sw.add_argument("--workers", type=int, help="local processes (default: one per CPU)")
+    sw.add_argument("--workers", type=int, help="local processes (default: one per two CPUs)")
     sw.add_argument("-o", "--output", type=Path, help="directory for the sweep table and curves")
     sw.set_defaults(func=cmd_sweep)
 

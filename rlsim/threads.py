@@ -11,8 +11,9 @@ failing replica in replica order is reported, as one call reports it.
 
 How many threads: ``RLSIM_THREADS`` (a count, or ``auto``: the cores this process may run on, the default). A
 process pool that runs configurations in parallel (rlsim.sweep.run_tasks) gives each worker its share of the
-cores. Steps of fewer than MIN_REQUESTS requests run in one call: the kernel takes well under a millisecond there
-and handing work to another thread would cost more than it saves.
+cores, counted again at each call: the workers still running get the cores of those that have finished. Steps
+of fewer than MIN_REQUESTS requests run in one call: the kernel takes well under a millisecond there and handing
+work to another thread would cost more than it saves.
 """
 
 from __future__ import annotations
@@ -52,11 +53,28 @@ def count_of(text: str) -> int | None:
     return count if count >= 1 else None
 
 
+_BUSY = None  # in a worker of rlsim.sweep's process pool: how many of its workers run a task (shared), else None
+
+
+def share_cores(busy) -> None:
+    """Called in each worker process of a pool that runs tasks in parallel (rlsim.sweep): ``busy`` (a
+    multiprocessing.Value shared by the workers) counts the workers running a task, and ``auto`` threads are then
+    this process's share of the cores, so that the workers never run more threads than there are cores, and the
+    last ones running get the cores the others have left (a sweep's longest configuration, started first, often
+    runs alone at the end)."""
+    global _BUSY
+    _BUSY = busy
+
+
 def thread_count() -> int:
-    """Threads a step's replicas run on: ``RLSIM_THREADS`` (a count >= 1, or ``auto``: the available cores)."""
+    """Threads a step's replicas run on: ``RLSIM_THREADS`` (a count >= 1, or ``auto``: the available cores, or
+    in a pool's worker its share of them, :func:`share_cores`)."""
     raw = os.environ.get(ENV, "auto").strip().lower()
     if raw in ("", "auto"):
-        return available_cores()
+        cores = available_cores()
+        if _BUSY is not None:
+            return max(1, cores // max(int(_BUSY.value), 1))
+        return cores
     count = count_of(raw)
     if count is None:
         raise RlsimError(f"{ENV}={raw!r}: must be a whole number of threads >= 1 or auto; unset it for auto")

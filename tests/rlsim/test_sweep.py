@@ -218,3 +218,36 @@ def test_lr_rule_variants_run_one_each_where_a_weight_sync_waits_for_later_rollo
     assert _shared_runs(paper, None, on_grid, [0, 1], []) == [[0], [1]]
     bad = [{**c, "workload.prompts_per_step": 0} for c in configs]  # invalid: reported in its row, not here
     assert _shared_runs(paper, None, bad, [0, 1], []) == [[0, 1]]
+
+
+def test_a_pool_worker_takes_its_share_of_the_cores_counted_at_each_call(monkeypatch):
+    """In a sweep's worker (threads.share_cores) auto threads are the cores over the workers running a task, at
+    least one; an explicit RLSIM_THREADS is taken as it is. _counted counts a worker as busy while it runs one."""
+    import multiprocessing as mp
+
+    from rlsim import sweep as sweep_module
+    from rlsim import threads
+
+    monkeypatch.setattr(threads, "available_cores", lambda: 4)
+    monkeypatch.delenv(threads.ENV, raising=False)
+    busy = mp.get_context("spawn").Value("i", 0)
+    monkeypatch.setattr(threads, "_BUSY", None)
+    assert threads.thread_count() == 4  # not in a pool
+    threads.share_cores(busy)
+    seen = []
+    for others in (0, 1, 2, 3, 5):
+        busy.value = others
+        seen.append(sweep_module._counted(lambda _: threads.thread_count(), None))
+        assert busy.value == others  # counted while it ran, not after
+    assert seen == [4, 2, 1, 1, 1]
+    monkeypatch.setenv(threads.ENV, "3")
+    assert sweep_module._counted(lambda _: threads.thread_count(), None) == 3
+
+
+def test_by_default_a_local_sweep_runs_one_worker_per_two_cores(monkeypatch):
+    from rlsim import sweep as sweep_module
+    from rlsim import threads
+
+    for cores, tasks, workers in ((2, 16, 1), (1, 16, 1), (4, 16, 2), (16, 3, 3), (16, 16, 8), (16, 0, 1)):
+        monkeypatch.setattr(threads, "available_cores", lambda c=cores: c)
+        assert sweep_module.default_workers(tasks) == workers, (cores, tasks)
