@@ -62,7 +62,7 @@ def add_plan_parser(sub: Any) -> None:
     p.add_argument("--finalists", type=int, default=5, help="best configurations simulated in full (default 5)")
     p.add_argument("--executor", choices=("local", "ray"), default="local", help="local processes or Ray")
     p.add_argument("--address", help="address of an existing Ray cluster (with --executor ray)")
-    p.add_argument("--workers", type=int, help="local processes (default: one per CPU)")
+    p.add_argument("--workers", type=int, help="local processes (default: one per two CPUs)")
     p.add_argument("-o", "--output", type=Path, help="directory for plan.csv, plan.json, report.html, winner.yaml")
     p.add_argument("--emit", choices=EMIT_FORMATS, help="write the winner in this framework's keys (needs -o)")
     p.add_argument("--original", type=Path, help="with --emit: the framework config the scenario was imported from")
