@@ -13,12 +13,12 @@ Two ways to run it, chosen by :func:`rlsim.engine.kernel`:
   from numba's on-disk cache), and no other argument types are ever compiled: a call with other types fails
   instead of compiling a second version. ``rlsim.engine`` passes writable C-contiguous int64 / float64 arrays.
 
-The helpers are inlined into the entry points (``_inlined``), and the per-replica work (``_replica``) is compiled
-without numba's reference counting on a workspace its caller allocates once, so the event loop neither allocates
-nor touches reference counts. Every entry point releases the GIL (``nogil``; rlsim/kernel_build.py does the same
-for the built module), so rlsim.threads runs replicas of a step on several cores at once. Both builds compile
-``a[i]`` without the wraparound of negative indices (:func:`unwrapped_indices`): the kernel never indexes with a
-negative integer (tests/rlsim/test_kernel.py runs it under numba's bounds checks).
+The helpers are inlined into the entry points (``_inlined``; a rarely run one is called), and the per-replica work
+(``_replica``) is compiled without numba's reference counting on a workspace its caller allocates once, so the
+event loop neither allocates nor touches reference counts. Every entry point releases the GIL (``nogil``;
+rlsim/kernel_build.py does the same for the built module), so rlsim.threads runs replicas of a step on several cores
+at once. Both builds compile ``a[i]`` without the wraparound of negative indices (:func:`unwrapped_indices`): the
+kernel never indexes with a negative integer (tests/rlsim/test_kernel.py runs it under numba's bounds checks).
 
 Both are the same source compiled by the same LLVM without fast-math, so they give the same bits
 (``tests/rlsim/test_kernel.py`` checks it; ``tests/rlsim/test_golden.py`` checks both against the golden outputs).
@@ -114,25 +114,25 @@ def _segment_s(a1: float, s1: float, a2: float, s2: float, n: int) -> float:
     """sum_{i=0}^{n-1} max(a1 + s1*i, a2 + s2*i), exactly split at the crossing."""
     if s1 == s2:
         return _linear_sum(max(a1, a2), s1, 0, n)
-    # a line above the other at i = 0 with the steeper slope is above it throughout: the crossing below would be
-    # negative (at or before -1 in the second case, so that the quotient cannot round to -0.0) and pick that line
-    # for every i, so it is summed as the crossing would sum it, without the division
-    if s1 > s2 and a1 > a2:
-        return _linear_sum(a2, s2, 0, 0) + _linear_sum(a1, s1, 0, n)
-    if s1 < s2 and a2 - a1 >= s2 - s1:
-        return _linear_sum(a1, s1, 0, 0) + _linear_sum(a2, s2, 0, n)
     # f(i) = a1 + s1 i >= g(i) = a2 + s2 i  <=>  (s1 - s2) i >= a2 - a1
-    # clamp in floating point before the integer cast: nearly parallel lines put the crossing far away
-    cross = min(max((a2 - a1) / (s1 - s2), -1.0), float(n))
+    # clamp in floating point before the integer cast: nearly parallel lines put the crossing far away. A line
+    # above the other at i = 0 with the steeper slope is above it throughout: there the crossing is negative (at
+    # or before -1 in the second case, so that the quotient cannot round to -0.0) and i0 is 0 without the division
     if s1 > s2:  # f wins for i >= cross
-        i0 = int(np.ceil(cross)) if cross > 0 else 0
-        if i0 > n:
-            i0 = n
+        i0 = 0
+        if not a1 > a2:
+            cross = min(max((a2 - a1) / (s1 - s2), -1.0), float(n))
+            i0 = int(np.ceil(cross)) if cross > 0 else 0
+            if i0 > n:
+                i0 = n
         return _linear_sum(a2, s2, 0, i0) + _linear_sum(a1, s1, i0, n)
     # s1 < s2: f wins for i <= cross
-    i0 = int(np.floor(cross)) + 1 if cross >= 0 else 0
-    if i0 > n:
-        i0 = n
+    i0 = 0
+    if not a2 - a1 >= s2 - s1:
+        cross = min(max((a2 - a1) / (s1 - s2), -1.0), float(n))
+        i0 = int(np.floor(cross)) + 1 if cross >= 0 else 0
+        if i0 > n:
+            i0 = n
     return _linear_sum(a1, s1, 0, i0) + _linear_sum(a2, s2, i0, n)
 
 
@@ -213,10 +213,11 @@ def _heap_remove(keys, idx, pos, size, j):
 NONE = 1 << 62  # the finish iteration of no decoder
 
 
-@_inlined
+@numba.njit(cache=True, _nrt=False)
 def _young_flush(stack, length, y0, running_flag, fkey, h_key, h_idx, h_pos, h_size):
     """Move the young decoders (stack positions y0 .. length-1) into the heap; returns the heap's new size (the
-    young segment is then empty: y0 = length)."""
+    young segment is then empty: y0 = length). Called, not inlined: it runs rarely (a young decoder finishes, the
+    stack is compacted), and each of its three inlined copies made numba's compile several seconds longer."""
     for q in range(y0, length):
         j = stack[q]
         if running_flag[j] and fkey[j] < NONE:
@@ -713,31 +714,27 @@ def _replica(
                 n_iter += steps
                 if used > peak_blocks:
                     peak_blocks = used
-                h_size, y0, freed, kv, left = _finish_due(
-                    cur_iter, t, stack, stack_len, y0, ymin, running_flag, fkey, h_key, h_idx, h_pos, h_size, ctx_at,
-                    admit_iter, generated, response, bs, sh, shared, group, grp_tok, grp_ref, cnt, slot, finish_s,
-                )  # fmt: skip
-                used -= freed
-                kv_tok -= kv
-                b -= left
-                running -= left
-                if b == 0:
-                    break
+                if _first_finish(h_key, h_size, ymin, stack_len, y0) == cur_iter:
+                    break  # a decoder finished: the finishes below, after the loop
             if not admit:
-                continue
+                if b == 0:
+                    continue
+                explicit = False
         if not explicit:
-            # ---- legacy: decode iterations up to the next event: a finish, or the iteration whose blocks do not fit
-            limit = 1 if budget_stop else _first_finish(h_key, h_size, ymin, stack_len, y0) - cur_iter
-            steps, taken, dt = _decode_run(
-                cnt, bs, sh, cur_iter, b, cap - used, limit, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over
-            )
-            t += dt
-            decode_total += dt
-            decoded += b * steps
-            used += taken
-            kv_tok += b * steps
-            cur_iter += steps
-            n_iter += steps
+            if not chunked:
+                # ---- legacy: decode iterations up to the next event: a finish, or the iteration whose blocks do
+                # not fit
+                limit = 1 if budget_stop else _first_finish(h_key, h_size, ymin, stack_len, y0) - cur_iter
+                steps, taken, dt = _decode_run(
+                    cnt, bs, sh, cur_iter, b, cap - used, limit, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over
+                )
+                t += dt
+                decode_total += dt
+                decoded += b * steps
+                used += taken
+                kv_tok += b * steps
+                cur_iter += steps
+                n_iter += steps
         else:
             # ---- chunked: one step as vLLM V1 schedules it
             preempted = False

@@ -3,7 +3,7 @@
     python -m pytest tests/benchmarks/test_bench_sweep.py --benchmark-only --benchmark-enable
 
 Issue "Speed: answers in a blink", must-show 3: the paper sweep (``rlsim sweep scenarios/paper_grpo.yaml``: the
-default workers, one process per core, each running a step's replicas on rlsim.threads' threads) in <= 8 s on the
+default workers, one process per two cores, each running a step's replicas on rlsim.threads' threads) in <= 8 s on the
 2-core machine, with a sweep.csv byte-identical to a one-worker, one-thread run. The earlier bound (60 s) is checked
 too; the wall time and the machine's load are in extra_info.
 """
