@@ -408,13 +408,42 @@ def _preempt_decoder(
 
 
 @_inlined
+def _iteration_s(b, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over):
+    """One decode iteration of b decoders holding kv_tok KV tokens: the max of its memory, compute and floor
+    terms, plus the per-iteration overhead."""
+    return max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
+
+
+@_inlined
+def _make_room(
+    cap, used, kv_tok, stack, stack_len, y0, it, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group,
+    grp_tok, grp_ref, cnt, slot, fkey, h_key, h_idx, h_pos, h_size, running_flag, was_preempted, queue, q_head,
+):  # fmt: skip
+    """Preempt decoders, latest admitted first, until the new blocks of iteration ``it`` fit in the cache (or no
+    decoder is left). Returns the decoders preempted and the state they change: used, kv_tok, stack_len, y0,
+    h_size, q_head."""
+    ph = _phase(it, bs, sh)
+    count = 0
+    while used + cnt[ph] > cap:
+        j, stack_len = _pop_latest(stack, stack_len, running_flag)
+        freed, kv, y0, h_size, q_head = _preempt_decoder(
+            j, stack_len, y0, it, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group, grp_tok,
+            grp_ref, cnt, slot, fkey, h_key, h_idx, h_pos, h_size, running_flag, was_preempted, queue, q_head,
+        )  # fmt: skip
+        used -= freed
+        kv_tok -= kv
+        count += 1
+    return count, used, kv_tok, stack_len, y0, h_size, q_head
+
+
+@_inlined
 def _decode_run(cnt, bs, sh, it, b, free, limit, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over):
     """b decoders holding kv_tok KV tokens decode from iteration ``it`` on, as many iterations as their new blocks
     fit in ``free``, at most ``limit``: their count, the blocks they take and their time (one iteration's is
     exactly the max of its three terms)."""
     steps, taken = _run_cap(cnt, bs, sh, it, b, free, limit)
     if steps == 1:
-        dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
+        dt = _iteration_s(b, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over)
     else:
         a_mem = mem_a[b] + mem_s * kv_tok
         a_cmp = cmp_a[b] + cmp_s * kv_tok
@@ -650,19 +679,15 @@ def _replica(
                     return -1 - queue[q_head]
                 break
             # ---- legacy round 2: preemption, latest admitted first, while the next iteration does not fit
-            while used + cnt[ph] > cap:
-                j, stack_len = _pop_latest(stack, stack_len, running_flag)
-                freed, kv, y0, h_size, q_head = _preempt_decoder(
-                    j, stack_len, y0, cur_iter, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group,
-                    grp_tok, grp_ref, cnt, slot, fkey, h_key, h_idx, h_pos, h_size, running_flag, was_preempted,
-                    queue, q_head,
-                )  # fmt: skip
-                used -= freed
-                kv_tok -= kv
-                b -= 1
-                running -= 1
-                q_len += 1
-                n_preempt += 1
+            gone, used, kv_tok, stack_len, y0, h_size, q_head = _make_room(
+                cap, used, kv_tok, stack, stack_len, y0, cur_iter, admit_iter, gen_at_admit, generated, ctx_at, bs, sh,
+                shared, group, grp_tok, grp_ref, cnt, slot, fkey, h_key, h_idx, h_pos, h_size, running_flag,
+                was_preempted, queue, q_head,
+            )  # fmt: skip
+            b -= gone
+            running -= gone
+            q_len += gone
+            n_preempt += gone
             if b == 0:
                 continue
             explicit = False
@@ -675,24 +700,21 @@ def _replica(
             while True:
                 ph = _phase(cur_iter, bs, sh)
                 if used + cnt[ph] > cap:
-                    while used + cnt[ph] > cap:
-                        j, stack_len = _pop_latest(stack, stack_len, running_flag)
-                        freed, kv, y0, h_size, q_head = _preempt_decoder(
-                            j, stack_len, y0, cur_iter, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared,
-                            group, grp_tok, grp_ref, cnt, slot, fkey, h_key, h_idx, h_pos, h_size, running_flag,
-                            was_preempted, queue, q_head,
-                        )  # fmt: skip
-                        used -= freed
-                        kv_tok -= kv
-                        b -= 1
-                        running -= 1
-                        q_len += 1
-                        n_preempt += 1
+                    gone, used, kv_tok, stack_len, y0, h_size, q_head = _make_room(
+                        cap, used, kv_tok, stack, stack_len, y0, cur_iter, admit_iter, gen_at_admit, generated, ctx_at,
+                        bs, sh, shared, group, grp_tok, grp_ref, cnt, slot, fkey, h_key, h_idx, h_pos, h_size,
+                        running_flag, was_preempted, queue, q_head,
+                    )  # fmt: skip
+                    b -= gone
+                    running -= gone
+                    q_len += gone
+                    n_preempt += gone
                     if b == 0:
                         break
                     used += cnt[ph]
                     steps = 1
-                    dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
+                    dt = _iteration_s(b, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over)
+                    first = _first_finish(h_key, h_size, ymin, stack_len, y0)
                 else:
                     if q_len > 0 and running < max_num_seqs:
                         j = queue[q_head]
@@ -701,10 +723,11 @@ def _replica(
                         if cap - used - cnt[ph] >= _bceil(hit + chunk, bs, sh) - _bdiv(hit, bs, sh):
                             admit = True
                             break
-                    limit = _first_finish(h_key, h_size, ymin, stack_len, y0) - cur_iter
+                    first = _first_finish(h_key, h_size, ymin, stack_len, y0)
                     steps, taken, dt = _decode_run(
-                        cnt, bs, sh, cur_iter, b, cap - used, limit, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over
-                    )
+                        cnt, bs, sh, cur_iter, b, cap - used, first - cur_iter, kv_tok, mem_a, mem_s, cmp_a, cmp_s,
+                        floor, over,
+                    )  # fmt: skip
                     used += taken
                 t += dt
                 decode_total += dt
@@ -714,7 +737,7 @@ def _replica(
                 n_iter += steps
                 if used > peak_blocks:
                     peak_blocks = used
-                if _first_finish(h_key, h_size, ymin, stack_len, y0) == cur_iter:
+                if first == cur_iter:
                     break  # a decoder finished: the finishes below, after the loop
             if not admit:
                 if b == 0:
@@ -844,13 +867,13 @@ def _replica(
             if running > peak_b:
                 peak_b = running
             if tok == 0.0 and b > 0:  # decode only: the prefill terms are exactly zero, the decode time is the step
-                dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
+                dt = _iteration_s(b, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over)
                 t += dt
                 decode_total += dt
             else:
                 dec = 0.0
                 if b > 0:
-                    dec = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok, floor[b]) + over[b]
+                    dec = _iteration_s(b, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over)
                 dt = max(mem_a[b] + mem_s * kv_tok, cmp_a[b] + cmp_s * kv_tok + pf_tok * tok + pf_sq * sq, floor[b])
                 dt += over[b]
                 if tok > 0.0:

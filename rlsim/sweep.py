@@ -331,7 +331,7 @@ def _run_local(fn, tasks, workers, finished):
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=ctx, initializer=threads.share_cores, initargs=(busy,)
     ) as pool:
-        futures = {pool.submit(_counted, fn, t): i for i, t in enumerate(tasks)}
+        futures = {pool.submit(threads.counted, fn, t): i for i, t in enumerate(tasks)}
         for fut in as_completed(futures):
             results[futures[fut]] = fut.result()
             finished(futures[fut])
@@ -347,20 +347,6 @@ def default_workers(tasks: int) -> int:
     """Local worker processes for ``tasks`` tasks when --workers is not given: one per CORES_PER_WORKER cores this
     process may run on, at least one, at most one per task."""
     return max(1, min(tasks, threads.available_cores() // CORES_PER_WORKER))
-
-
-def _counted(fn, task):
-    """``fn(task)`` in a pool's worker, counted among the busy workers meanwhile (rlsim.threads.share_cores)."""
-    busy = threads._BUSY
-    if busy is None:
-        return fn(task)
-    with busy.get_lock():
-        busy.value += 1
-    try:
-        return fn(task)
-    finally:
-        with busy.get_lock():
-            busy.value -= 1
 
 
 def _run_ray(fn, tasks, address, finished):

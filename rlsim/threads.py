@@ -66,6 +66,21 @@ def share_cores(busy) -> None:
     _BUSY = busy
 
 
+def counted(fn, task):
+    """``fn(task)``, counted among the busy workers while it runs when this process is a pool's worker
+    (:func:`share_cores`)."""
+    busy = _BUSY
+    if busy is None:
+        return fn(task)
+    with busy.get_lock():
+        busy.value += 1
+    try:
+        return fn(task)
+    finally:
+        with busy.get_lock():
+            busy.value -= 1
+
+
 def thread_count() -> int:
     """Threads a step's replicas run on: ``RLSIM_THREADS`` (a count >= 1, or ``auto``: the available cores, or
     in a pool's worker its share of them, :func:`share_cores`)."""

@@ -225,7 +225,6 @@ def test_a_pool_worker_takes_its_share_of_the_cores_counted_at_each_call(monkeyp
     least one; an explicit RLSIM_THREADS is taken as it is. _counted counts a worker as busy while it runs one."""
     import multiprocessing as mp
 
-    from rlsim import sweep as sweep_module
     from rlsim import threads
 
     monkeypatch.setattr(threads, "available_cores", lambda: 4)
@@ -237,11 +236,11 @@ def test_a_pool_worker_takes_its_share_of_the_cores_counted_at_each_call(monkeyp
     seen = []
     for others in (0, 1, 2, 3, 5):
         busy.value = others
-        seen.append(sweep_module._counted(lambda _: threads.thread_count(), None))
+        seen.append(threads.counted(lambda _: threads.thread_count(), None))
         assert busy.value == others  # counted while it ran, not after
     assert seen == [4, 2, 1, 1, 1]
     monkeypatch.setenv(threads.ENV, "3")
-    assert sweep_module._counted(lambda _: threads.thread_count(), None) == 3
+    assert threads.counted(lambda _: threads.thread_count(), None) == 3
 
 
 def test_by_default_a_local_sweep_runs_one_worker_per_two_cores(monkeypatch):
