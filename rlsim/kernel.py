@@ -157,111 +157,103 @@ def _segment_floor_s(a1: float, s1: float, a2: float, s2: float, c: float, n: in
     return c * first + _segment_s(a1 + s1 * first, s1, a2 + s2 * first, s2, n - first)
 
 
-@_inlined
-def _heap_sift(keys, idx, pos, size, i):
-    """Move entry i of the indexed min-heap on (key, request) up or down to its place; pos[j] is request j's
-    entry."""
-    k = keys[i]
-    j = idx[i]
-    while i > 0:
-        parent = (i - 1) >> 1
-        if keys[parent] < k or (keys[parent] == k and idx[parent] < j):
-            break
-        keys[i] = keys[parent]
-        idx[i] = idx[parent]
-        pos[idx[i]] = i
-        i = parent
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
-        right = child + 1
-        if right < size and (keys[right] < keys[child] or (keys[right] == keys[child] and idx[right] < idx[child])):
-            child = right
-        if k < keys[child] or (k == keys[child] and j < idx[child]):
-            break
-        keys[i] = keys[child]
-        idx[i] = idx[child]
-        pos[idx[i]] = i
-        i = child
-    keys[i] = k
-    idx[i] = j
-    pos[j] = i
-
-
-@_inlined
-def _heap_push(keys, idx, pos, size, k, j):
-    """Add request j with key k (its finish iteration); returns the new size."""
-    keys[size] = k
-    idx[size] = j
-    _heap_sift(keys, idx, pos, size + 1, size)
-    return size + 1
-
-
-@_inlined
-def _heap_remove(keys, idx, pos, size, j):
-    """Take request j out (it finished or was preempted); returns the new size."""
-    i = pos[j]
-    size -= 1
-    if i != size:
-        keys[i] = keys[size]
-        idx[i] = idx[size]
-        _heap_sift(keys, idx, pos, size, i)
-    return size
-
-
 NONE = 1 << 62  # the finish iteration of no decoder
 
 
-@numba.njit(cache=True, _nrt=False)
-def _young_flush(stack, length, y0, running_flag, fkey, h_key, h_idx, h_pos, h_size):
-    """Move the young decoders (stack positions y0 .. length-1) into the heap; returns the heap's new size (the
-    young segment is then empty: y0 = length). Called, not inlined: it runs rarely (a young decoder finishes, the
-    stack is compacted), and each of its three inlined copies made numba's compile several seconds longer."""
-    for q in range(y0, length):
-        j = stack[q]
-        if running_flag[j] and fkey[j] < NONE:
-            h_size = _heap_push(h_key, h_idx, h_pos, h_size, fkey[j], j)
-    return h_size
+def _lowest_bit_table():
+    """Position of the lowest set bit of a 64-bit word from its isolated bit (x & -x) times a de Bruijn constant:
+    the product's top six bits differ for the 64 positions."""
+    table = np.zeros(64, dtype=np.int64)
+    for i in range(64):
+        table[((DEBRUIJN << i) & (2**64 - 1)) >> 58] = i
+    assert sorted(table.tolist()) == list(range(64))
+    return table
+
+
+DEBRUIJN = 0x022FDD63CC95386D  # a de Bruijn sequence B(2, 6)
+LOWEST_BIT = _lowest_bit_table()
 
 
 @_inlined
-def _stack_add(stack, length, j, running_flag, spos, ymin, y0, fkey, h_key, h_idx, h_pos, h_size):
-    """Push j (admitted, not yet decoding) on the admission-order stack as young; when the stack is full, first
-    flush the young into the heap and drop the requests no longer running. Returns the stack's length, y0 and
-    the heap's size."""
+def _lowest_bit(word):
+    """Position (0..63) of the lowest set bit of a nonzero int64 word."""
+    return LOWEST_BIT[((word & -word) * DEBRUIJN >> 58) & 63]
+
+
+# The decoders' finish iterations are a calendar: bucket k & (R - 1) of ``head`` (R, a power of two, above every
+# response length, so that the keys under way, all within [cur_iter, cur_iter + longest response], have buckets of
+# their own) lists the decoders that finish in iteration k, linked through nxt / prv; bit k & (R - 1) of ``bits``
+# says the bucket is not empty. Filing, removing (a preemption) and the finishes of an iteration are O(1); the next
+# finish is the first set bit from the current iteration on. Which decoders finish in an iteration does not depend
+# on the order they are listed in, nor does the order they leave in change any result.
+
+
+@_inlined
+def _cal_add(head, bits, nxt, prv, j, k):
+    """File decoder j under its finish iteration k."""
+    i = k & (head.shape[0] - 1)
+    first = head[i]
+    nxt[j] = first
+    prv[j] = -1
+    if first >= 0:
+        prv[first] = j
+    else:
+        bits[i >> 6] |= 1 << (i & 63)
+    head[i] = j
+
+
+@_inlined
+def _cal_remove(head, bits, nxt, prv, j, k):
+    """Take decoder j, filed under iteration k, out of the calendar."""
+    before = prv[j]
+    after = nxt[j]
+    if after >= 0:
+        prv[after] = before
+    if before >= 0:
+        nxt[before] = after
+    else:
+        i = k & (head.shape[0] - 1)
+        head[i] = after
+        if after < 0:
+            bits[i >> 6] &= ~(1 << (i & 63))
+
+
+@_inlined
+def _first_finish(head, bits, b, it):
+    """The iteration in which the next of the b decoders finishes (NONE: no decoder), from iteration ``it`` on."""
+    if b == 0:
+        return NONE
+    mask = head.shape[0] - 1
+    i = it & mask
+    w = i >> 6
+    word = bits[w] & (-1 << (i & 63))  # the buckets from it's on
+    while word == 0:  # a decoder is filed: the walk ends, after wrapping around at most once
+        w = w + 1 if w + 1 < bits.shape[0] else 0
+        word = bits[w]
+    return it + ((((w << 6) + _lowest_bit(word)) - i) & mask)
+
+
+@_inlined
+def _stack_add(stack, length, j, running_flag, fkey):
+    """Push j (admitted, not yet decoding) on the admission-order stack; when the stack is full, first drop the
+    requests no longer running. Returns the stack's length."""
     if length == stack.shape[0]:  # rare
-        h_size = _young_flush(stack, length, y0, running_flag, fkey, h_key, h_idx, h_pos, h_size)
         new_len = 0
         for q in range(length):
             if running_flag[stack[q]]:
                 stack[new_len] = stack[q]
-                spos[stack[q]] = new_len
                 new_len += 1
         length = new_len
-        y0 = length
     stack[length] = j
-    spos[j] = length
     fkey[j] = NONE
-    ymin[length] = ymin[length - 1] if length > y0 else NONE
-    return length + 1, y0, h_size
+    return length + 1
 
 
 @_inlined
-def _decoding(j, k, young, length, spos, ymin, y0, fkey, h_key, h_idx, h_pos, h_size):
-    """Admitted request j starts decoding, to finish in iteration k: young (the prefix minima of the young segment
-    updated) when it is in that segment and ``young`` (the replica has preempted: until then a decoder goes
-    straight into the heap and y0 moves above it). Returns the heap's size and y0."""
+def _decoding(j, k, fkey, head, bits, nxt, prv):
+    """Admitted request j starts decoding, to finish in iteration k."""
     fkey[j] = k
-    q = spos[j]
-    if q < y0:
-        return _heap_push(h_key, h_idx, h_pos, h_size, k, j), y0
-    if not young:
-        return _heap_push(h_key, h_idx, h_pos, h_size, k, j), q + 1
-    while q < length and ymin[q] > k:
-        ymin[q] = k
-        q += 1
-    return h_size, y0
+    _cal_add(head, bits, nxt, prv, j, k)
 
 
 @_inlined
@@ -387,24 +379,22 @@ def _pop_latest(stack, length, running_flag):
 
 @_inlined
 def _preempt_decoder(
-    j, length, y0, it, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group, grp_tok, grp_ref, cnt,
-    slot, fkey, h_key, h_idx, h_pos, h_size, running_flag, was_preempted, queue, q_head,
+    j, it, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group, grp_tok, grp_ref, cnt, slot, fkey,
+    head, bits, nxt, prv, running_flag, was_preempted, queue, q_head,
 ):  # fmt: skip
-    """Decoder j, just taken off the stack (now ``length`` long), preempted before iteration ``it``: its tokens so
-    far kept, its blocks freed, out of the heap (where it was if below y0) and back at the front of the waiting
-    queue. Returns the blocks freed, its KV tokens, y0, the heap's size and the queue's head."""
+    """Decoder j, just taken off the stack, preempted before iteration ``it``: its tokens so far kept, its blocks
+    freed, out of the calendar and back at the front of the waiting queue. Returns the blocks freed, its KV tokens
+    and the queue's head."""
     steps_done = it - admit_iter[j]
     generated[j] = gen_at_admit[j] + steps_done
     kv = ctx_at[j] + steps_done
     freed = _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
     cnt[slot[j]] -= 1
-    if length < y0:  # j was in the heap
-        h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
-        y0 = length
+    _cal_remove(head, bits, nxt, prv, j, fkey[j])
     fkey[j] = NONE
     running_flag[j] = False
     was_preempted[j] = True
-    return freed, kv, y0, h_size, _requeue_front(queue, q_head, j)
+    return freed, kv, _requeue_front(queue, q_head, j)
 
 
 @_inlined
@@ -416,24 +406,23 @@ def _iteration_s(b, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over):
 
 @_inlined
 def _make_room(
-    cap, used, kv_tok, stack, stack_len, y0, it, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group,
-    grp_tok, grp_ref, cnt, slot, fkey, h_key, h_idx, h_pos, h_size, running_flag, was_preempted, queue, q_head,
+    cap, used, kv_tok, stack, stack_len, it, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group,
+    grp_tok, grp_ref, cnt, slot, fkey, head, bits, nxt, prv, running_flag, was_preempted, queue, q_head,
 ):  # fmt: skip
     """Preempt decoders, latest admitted first, until the new blocks of iteration ``it`` fit in the cache (or no
-    decoder is left). Returns the decoders preempted and the state they change: used, kv_tok, stack_len, y0,
-    h_size, q_head."""
+    decoder is left). Returns the decoders preempted and the state they change: used, kv_tok, stack_len, q_head."""
     ph = _phase(it, bs, sh)
     count = 0
     while used + cnt[ph] > cap:
         j, stack_len = _pop_latest(stack, stack_len, running_flag)
-        freed, kv, y0, h_size, q_head = _preempt_decoder(
-            j, stack_len, y0, it, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group, grp_tok,
-            grp_ref, cnt, slot, fkey, h_key, h_idx, h_pos, h_size, running_flag, was_preempted, queue, q_head,
+        freed, kv, q_head = _preempt_decoder(
+            j, it, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group, grp_tok, grp_ref, cnt, slot,
+            fkey, head, bits, nxt, prv, running_flag, was_preempted, queue, q_head,
         )  # fmt: skip
         used -= freed
         kv_tok -= kv
         count += 1
-    return count, used, kv_tok, stack_len, y0, h_size, q_head
+    return count, used, kv_tok, stack_len, q_head
 
 
 @_inlined
@@ -452,31 +441,21 @@ def _decode_run(cnt, bs, sh, it, b, free, limit, kv_tok, mem_a, mem_s, cmp_a, cm
 
 
 @_inlined
-def _first_finish(h_key, h_size, ymin, length, y0):
-    """The iteration in which the next decoder finishes (NONE: no decoder): the heap's least or the young's."""
-    first = h_key[0] if h_size > 0 else NONE
-    if length > y0 and ymin[length - 1] < first:
-        first = ymin[length - 1]
-    return first
-
-
-@_inlined
 def _finish_due(
-    it, t, stack, length, y0, ymin, running_flag, fkey, h_key, h_idx, h_pos, h_size, ctx_at, admit_iter, generated,
-    response, bs, sh, shared, group, grp_tok, grp_ref, cnt, slot, finish_s,
+    it, t, head, bits, nxt, running_flag, fkey, ctx_at, admit_iter, generated, response, bs, sh, shared, group,
+    grp_tok, grp_ref, cnt, slot, finish_s,
 ):  # fmt: skip
-    """The decoders that generated their last token in iteration ``it`` (just run, ending at t) leave (a young one
-    among them: all young enter the heap first). Returns the heap's size, y0, and the blocks, KV tokens and
-    decoders that left."""
-    if length > y0 and ymin[length - 1] == it:
-        h_size = _young_flush(stack, length, y0, running_flag, fkey, h_key, h_idx, h_pos, h_size)
-        y0 = length
+    """The decoders that generated their last token in iteration ``it`` (just run, ending at t) leave: the whole
+    bucket of ``it``, all of whose decoders finish then. Returns the blocks, KV tokens and decoders that left."""
     freed = 0
     kv_out = 0
     left = 0
-    while h_size > 0 and h_key[0] == it:
-        j = h_idx[0]
-        h_size = _heap_remove(h_key, h_idx, h_pos, h_size, j)
+    i = it & (head.shape[0] - 1)
+    j = head[i]
+    if j >= 0:
+        head[i] = -1
+        bits[i >> 6] &= ~(1 << (i & 63))
+    while j >= 0:
         kv = ctx_at[j] + (it - admit_iter[j])
         generated[j] = response[j]
         freed += _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
@@ -486,20 +465,32 @@ def _finish_due(
         running_flag[j] = False
         left += 1
         finish_s[j] = t
-    return h_size, y0, freed, kv_out, left
+        j = nxt[j]
+    return freed, kv_out, left
 
 
-WORK_ROWS = 18  # int64 rows of a replica's workspace (see _replica)
+WORK_ROWS = 15  # int64 rows of a replica's workspace (see _replica)
 
 
 @_inlined
-def _workspace(n, bs):
-    """The scratch arrays of a replica of up to ``n`` requests with blocks of ``bs`` tokens (reused replica after
-    replica): int64 rows, bool rows, the block-phase histogram."""
+def _workspace(n, bs, longest):
+    """The scratch arrays of a replica of up to ``n`` requests with blocks of ``bs`` tokens and responses of up to
+    ``longest`` tokens (reused replica after replica): int64 rows, bool rows, the block-phase histogram, and the
+    calendar (see _cal_add: R buckets, R > longest, then R / 64 words of bits), empty: every replica that runs to
+    its end leaves it empty again."""
+    r = 64
+    while r <= longest:
+        r *= 2
+    cal = np.empty(r + r // 64, dtype=np.int64)
+    for i in range(r):
+        cal[i] = -1
+    for i in range(r, cal.shape[0]):
+        cal[i] = 0
     return (
         np.empty((WORK_ROWS, 2 * n + 2), dtype=np.int64),
         np.empty((2, n + 1), dtype=np.bool_),
         np.empty(max(bs, 1), dtype=np.int64),
+        cal,
     )
 
 
@@ -508,6 +499,7 @@ def _replica(
     iw,
     bw,
     cnt,
+    cal,
     prompt,
     response,
     group,
@@ -530,9 +522,10 @@ def _replica(
     stats,
 ):
     """Event-driven kernel of the rules in the module docstring (``cap`` in blocks of ``bs`` tokens) on the scratch
-    arrays of :func:`_workspace` (sized for at least these requests); fills finish_s and stats, returns 0 or -1 - j
-    if request j can never be admitted. Compiled without numba's reference counting (``_nrt=False``): it allocates
-    nothing, and the helpers inlined into it take its arrays at no cost."""
+    arrays of :func:`_workspace` (sized for at least these requests, its calendar empty); fills finish_s and stats,
+    returns 0 (the calendar empty again) or -1 - j if request j can never be admitted. Compiled without numba's
+    reference counting (``_nrt=False``): it allocates nothing, and the helpers inlined into it take its arrays at no
+    cost."""
     n = prompt.shape[0]
     generated = iw[0, :n]
     admit_iter = iw[1, :n]  # iteration a decoder started decoding
@@ -569,19 +562,13 @@ def _replica(
     q_len = n
     stack = iw[11, : 2 * n + 2]  # running requests in admission order (lazy removal)
     stack_len = 0
-    # the decoders' finish iterations: the young (admitted at stack positions y0 and above since the last flush)
-    # as prefix minima along the stack, ymin[q] the least over positions y0..q, so that preempting the latest
-    # admitted costs nothing; the others in a min-heap of (finish iteration, request), h_pos[j] the entry of j.
-    # The young enter the heap when one of them finishes (or the stack is compacted). Which decoders finish in an
-    # iteration does not depend on where they are kept, nor does the order they leave in change any result.
-    h_key = iw[12, :n]
-    h_idx = iw[13, :n]
-    h_pos = iw[14, :n]
-    h_size = 0
-    fkey = iw[15, :n]  # a decoder's finish iteration (NONE: not decoding)
-    spos = iw[16, :n]  # a running request's stack position
-    ymin = iw[17, : 2 * n + 2]
-    y0 = 0
+    # the decoders' finish iterations: the calendar (see _cal_add), R buckets then R / 64 words
+    buckets = cal.shape[0] // 65 * 64
+    head = cal[:buckets]
+    bits = cal[buckets:]
+    nxt = iw[12, :n]
+    prv = iw[13, :n]
+    fkey = iw[14, :n]  # a decoder's finish iteration (NONE: not decoding)
 
     t = 0.0
     decode_total = 0.0
@@ -617,8 +604,8 @@ def _replica(
                 j = queue[q_head]
                 c, g, hit = _context(j, prompt, generated, group, grp_tok)
                 own = _bceil(c, bs, sh) - _bdiv(hit, bs, sh)
-                nxt = cnt[ph] + (1 if _bmod(c, bs, sh) == 0 else 0)
-                if used + own + nxt > cap:
+                grow = cnt[ph] + (1 if _bmod(c, bs, sh) == 0 else 0)
+                if used + own + grow > cap:
                     break
                 if adm_count > 0 and adm_tok + (c - hit) > budget:
                     budget_stop = True  # the next round may admit it: run one iteration only
@@ -648,23 +635,8 @@ def _replica(
                 admit_iter[j] = cur_iter
                 gen_at_admit[j] = generated[j]
                 ctx_at[j] = c
-                stack_len, y0, h_size = _stack_add(
-                    stack, stack_len, j, running_flag, spos, ymin, y0, fkey, h_key, h_idx, h_pos, h_size
-                )
-                h_size, y0 = _decoding(
-                    j,
-                    cur_iter + response[j] - generated[j],
-                    n_preempt > 0,
-                    stack_len,
-                    spos,
-                    ymin,
-                    y0,
-                    fkey,
-                    h_key,
-                    h_idx,
-                    h_pos,
-                    h_size,
-                )
+                stack_len = _stack_add(stack, stack_len, j, running_flag, fkey)
+                _decoding(j, cur_iter + response[j] - generated[j], fkey, head, bits, nxt, prv)
             if adm_count > 0:
                 dt = pf_over + pf_tok * adm_tok + pf_sq * adm_sq
                 t += dt
@@ -679,10 +651,10 @@ def _replica(
                     return -1 - queue[q_head]
                 break
             # ---- legacy round 2: preemption, latest admitted first, while the next iteration does not fit
-            gone, used, kv_tok, stack_len, y0, h_size, q_head = _make_room(
-                cap, used, kv_tok, stack, stack_len, y0, cur_iter, admit_iter, gen_at_admit, generated, ctx_at, bs, sh,
-                shared, group, grp_tok, grp_ref, cnt, slot, fkey, h_key, h_idx, h_pos, h_size, running_flag,
-                was_preempted, queue, q_head,
+            gone, used, kv_tok, stack_len, q_head = _make_room(
+                cap, used, kv_tok, stack, stack_len, cur_iter, admit_iter, gen_at_admit, generated, ctx_at, bs, sh,
+                shared, group, grp_tok, grp_ref, cnt, slot, fkey, head, bits, nxt, prv, running_flag, was_preempted,
+                queue, q_head,
             )  # fmt: skip
             b -= gone
             running -= gone
@@ -697,13 +669,14 @@ def _replica(
             # that can admit the front request or until no decoder is left: the steps the general branch below
             # takes there, without its prefill bookkeeping (a KV thrash spends most of its iterations here)
             admit = False
+            first = _first_finish(head, bits, b, cur_iter)  # changes in this loop only when decoders are preempted
             while True:
                 ph = _phase(cur_iter, bs, sh)
                 if used + cnt[ph] > cap:
-                    gone, used, kv_tok, stack_len, y0, h_size, q_head = _make_room(
-                        cap, used, kv_tok, stack, stack_len, y0, cur_iter, admit_iter, gen_at_admit, generated, ctx_at,
-                        bs, sh, shared, group, grp_tok, grp_ref, cnt, slot, fkey, h_key, h_idx, h_pos, h_size,
-                        running_flag, was_preempted, queue, q_head,
+                    gone, used, kv_tok, stack_len, q_head = _make_room(
+                        cap, used, kv_tok, stack, stack_len, cur_iter, admit_iter, gen_at_admit, generated, ctx_at,
+                        bs, sh, shared, group, grp_tok, grp_ref, cnt, slot, fkey, head, bits, nxt, prv, running_flag,
+                        was_preempted, queue, q_head,
                     )  # fmt: skip
                     b -= gone
                     running -= gone
@@ -714,7 +687,7 @@ def _replica(
                     used += cnt[ph]
                     steps = 1
                     dt = _iteration_s(b, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over)
-                    first = _first_finish(h_key, h_size, ymin, stack_len, y0)
+                    first = _first_finish(head, bits, b, first)  # (no decoder finishes before the old first)
                 else:
                     if q_len > 0 and running < max_num_seqs:
                         j = queue[q_head]
@@ -723,7 +696,6 @@ def _replica(
                         if cap - used - cnt[ph] >= _bceil(hit + chunk, bs, sh) - _bdiv(hit, bs, sh):
                             admit = True
                             break
-                    first = _first_finish(h_key, h_size, ymin, stack_len, y0)
                     steps, taken, dt = _decode_run(
                         cnt, bs, sh, cur_iter, b, cap - used, first - cur_iter, kv_tok, mem_a, mem_s, cmp_a, cmp_s,
                         floor, over,
@@ -747,7 +719,7 @@ def _replica(
             if not chunked:
                 # ---- legacy: decode iterations up to the next event: a finish, or the iteration whose blocks do
                 # not fit
-                limit = 1 if budget_stop else _first_finish(h_key, h_size, ymin, stack_len, y0) - cur_iter
+                limit = 1 if budget_stop else _first_finish(head, bits, b, cur_iter) - cur_iter
                 steps, taken, dt = _decode_run(
                     cnt, bs, sh, cur_iter, b, cap - used, limit, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over
                 )
@@ -768,16 +740,13 @@ def _replica(
                 if j == pre:
                     used -= _release(j, computed[j], bs, sh, shared, group, grp_tok, grp_ref)
                     pre = -1
-                    if stack_len < y0:
-                        y0 = stack_len
                     running_flag[j] = False
                     was_preempted[j] = True
                     q_head = _requeue_front(queue, q_head, j)
                 else:
-                    freed, kv, y0, h_size, q_head = _preempt_decoder(
-                        j, stack_len, y0, cur_iter, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group,
-                        grp_tok, grp_ref, cnt, slot, fkey, h_key, h_idx, h_pos, h_size, running_flag, was_preempted,
-                        queue, q_head,
+                    freed, kv, q_head = _preempt_decoder(
+                        j, cur_iter, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group, grp_tok,
+                        grp_ref, cnt, slot, fkey, head, bits, nxt, prv, running_flag, was_preempted, queue, q_head,
                     )  # fmt: skip
                     used -= freed
                     kv_tok -= kv
@@ -800,8 +769,6 @@ def _replica(
                 need = _bceil(a + chunk, bs, sh) - _bceil(a, bs, sh)
                 if cap - used < need:
                     stack_len -= 1  # it is the last admitted
-                    if stack_len < y0:
-                        y0 = stack_len
                     used -= _release(j, a, bs, sh, shared, group, grp_tok, grp_ref)
                     running_flag[j] = False
                     was_preempted[j] = True
@@ -847,9 +814,7 @@ def _replica(
                     tok += chunk
                     sq += float(hit + chunk) * float(hit + chunk) - float(hit) * float(hit)
                     computed[j] = hit + chunk
-                    stack_len, y0, h_size = _stack_add(
-                        stack, stack_len, j, running_flag, spos, ymin, y0, fkey, h_key, h_idx, h_pos, h_size
-                    )
+                    stack_len = _stack_add(stack, stack_len, j, running_flag, fkey)
                     if hit + chunk == c:
                         done[n_done] = j
                         n_done += 1
@@ -904,26 +869,13 @@ def _replica(
                 admit_iter[j] = cur_iter
                 gen_at_admit[j] = generated[j]
                 ctx_at[j] = c
-                h_size, y0 = _decoding(
-                    j,
-                    cur_iter + response[j] - generated[j],
-                    n_preempt > 0,
-                    stack_len,
-                    spos,
-                    ymin,
-                    y0,
-                    fkey,
-                    h_key,
-                    h_idx,
-                    h_pos,
-                    h_size,
-                )
+                _decoding(j, cur_iter + response[j] - generated[j], fkey, head, bits, nxt, prv)
         if used > peak_blocks:
             peak_blocks = used
         # decoders that generated their last token in the iteration just run
-        h_size, y0, freed, kv, left = _finish_due(
-            cur_iter, t, stack, stack_len, y0, ymin, running_flag, fkey, h_key, h_idx, h_pos, h_size, ctx_at,
-            admit_iter, generated, response, bs, sh, shared, group, grp_tok, grp_ref, cnt, slot, finish_s,
+        freed, kv, left = _finish_due(
+            cur_iter, t, head, bits, nxt, running_flag, fkey, ctx_at, admit_iter, generated, response, bs, sh, shared,
+            group, grp_tok, grp_ref, cnt, slot, finish_s,
         )  # fmt: skip
         used -= freed
         kv_tok -= kv
@@ -973,7 +925,10 @@ def run_replicas(
     largest = 0
     for r in range(offsets.shape[0] - 1):
         largest = max(largest, offsets[r + 1] - offsets[r])
-    iw, bw, cnt = _workspace(largest, bs)  # one workspace, replica after replica
+    longest = 0
+    for j in range(response.shape[0]):
+        longest = max(longest, response[j])
+    iw, bw, cnt, cal = _workspace(largest, bs, longest)  # one workspace, replica after replica
     for r in range(offsets.shape[0] - 1):
         lo = offsets[r]
         hi = offsets[r + 1]
@@ -983,6 +938,7 @@ def run_replicas(
             iw,
             bw,
             cnt,
+            cal,
             prompt[lo:hi],
             response[lo:hi],
             group[lo:hi],

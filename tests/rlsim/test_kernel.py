@@ -244,3 +244,91 @@ def test_the_segment_sums_shortcuts_give_the_bits_of_the_crossing():
         assert np.float64(got).tobytes() == np.float64(want).tobytes(), (a1, s1, a2, s2, n, got, want)
         shortcut += (s1 > s2 and a1 > a2) or (s1 < s2 and a2 - a1 >= s2 - s1)
     assert shortcut > 5000
+
+
+def test_the_finish_calendar_keeps_every_decoder_under_its_iteration():
+    """The calendar of finish iterations (rlsim/kernel.py _cal_add, _cal_remove, _first_finish) against a dict: the
+    next finish after each change and each iteration's finishers, over 20,000 random filings, preemptions and
+    finishes with keys up to the longest response ahead, so that buckets wrap around R many times; and the
+    de Bruijn lowest-bit lookup against numpy on every single-bit and random word."""
+    import numba
+
+    from rlsim import kernel
+
+    words = [np.int64(-(2**63))] + [np.int64(1 << i) for i in range(63)]
+    words += [np.int64(w) for w in np.random.default_rng(3).integers(-(2**63), 2**63 - 1, 2000) if w != 0]
+    lowest = numba.njit(lambda w: kernel._lowest_bit(w))
+    for w in words:
+        want = (int(w) & -int(w)).bit_length() - 1
+        assert lowest(w) == want, (w, want)
+
+    @numba.njit
+    def drive(ops, head, bits, nxt, prv, out):
+        # ops rows (kind, a, b): 0 file a under b; 1 remove a filed under b; 2 next finish from b with a decoders;
+        # 3 take iteration b's bucket (its decoders into out, after a count)
+        k = 0
+        for r in range(ops.shape[0]):
+            kind, a, b = ops[r, 0], ops[r, 1], ops[r, 2]
+            if kind == 0:
+                kernel._cal_add(head, bits, nxt, prv, a, b)
+            elif kind == 1:
+                kernel._cal_remove(head, bits, nxt, prv, a, b)
+            elif kind == 2:
+                out[k] = kernel._first_finish(head, bits, a, b)
+                k += 1
+            else:
+                i = b & (head.shape[0] - 1)
+                j = head[i]
+                head[i] = -1
+                bits[i >> 6] &= ~(1 << (i & 63))
+                start = k
+                k += 1
+                while j >= 0:
+                    out[k] = j
+                    k += 1
+                    j = nxt[j]
+                out[start] = k - start - 1
+        return k
+
+    rng = np.random.default_rng(11)
+    longest, n = 300, 64
+    r = 512  # the calendar's R for responses of up to 300 tokens
+    live: dict[int, int] = {}
+    ops, want = [], []
+    it = 0
+    for _ in range(20000):
+        free = [j for j in range(n) if j not in live]
+        roll = rng.random()
+        if free and (roll < 0.45 or not live):
+            j = int(rng.choice(free))
+            live[j] = it + int(rng.integers(1, longest + 1))
+            ops.append((0, j, live[j]))
+        elif roll < 0.7:
+            j = int(rng.choice(list(live)))
+            ops.append((1, j, live.pop(j)))
+        else:
+            it = min(live.values())
+            done = sorted(j for j, key in live.items() if key == it)
+            for j in done:
+                del live[j]
+            ops.append((3, 0, it))
+            want.append(("due", done))
+        ops.append((2, len(live), it))
+        want.append(("first", min(live.values()) if live else kernel.NONE))
+    cal = np.empty(r + r // 64, dtype=np.int64)
+    cal[:r], cal[r:] = -1, 0
+    nxt, prv = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    out = np.empty(len(ops) * (n + 1), dtype=np.int64)
+    size = drive(np.array(ops, dtype=np.int64), cal[:r], cal[r:], nxt, prv, out)
+    got, k = [], 0
+    for kind, _ in want:
+        if kind == "first":
+            got.append(("first", int(out[k])))
+            k += 1
+        else:
+            m = int(out[k])
+            got.append(("due", sorted(out[k + 1 : k + 1 + m].tolist())))
+            k += 1 + m
+    assert k == size and got == want
+    assert sum(1 for kind, v in want if kind == "due" and v) > 3000 and it > 20 * r  # many finishes, many wraps
+    assert not live or cal[r:].any()
