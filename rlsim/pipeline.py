@@ -66,8 +66,8 @@ def per_batch(
     """One batch's share of a streaming window of ``batches`` batches: its tokens, an equal share of the time."""
     return RolloutResult(
         rollout_s=res.rollout_s / batches + overhead_s,
-        prompt_tokens=int(prompts.sum()),
-        response_tokens=int(responses.sum()),
+        prompt_tokens=int(np.add.reduce(prompts)),  # (ndarray.sum's reduction, without its Python wrapper)
+        response_tokens=int(np.add.reduce(responses)),
         num_preemptions=round(res.num_preemptions / batches),
         num_iterations=round(res.num_iterations / batches),
         mean_decode_batch=res.mean_decode_batch,
@@ -216,7 +216,7 @@ def _trainer(env: simpy.Environment, st: _State):
         timing = dict(zero)
         timing[Phase.ROLLOUT.value] = b.rollout_s
         seq = (b.prompt_tokens + b.response_tokens).astype(float)
-        tokens, sq_tokens, nseq = float(seq.sum()), float((seq * seq).sum()), len(seq)
+        tokens, sq_tokens, nseq = float(np.add.reduce(seq)), float(np.add.reduce(seq * seq)), len(seq)
         start, dur = env.now, cost.reward_s(len(seq))
         yield env.timeout(dur)
         timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, CPU, start, dur)
