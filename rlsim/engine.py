@@ -118,6 +118,13 @@ def kernel_kind() -> str:
     return "jit" if kernel().__name__ == "rlsim.kernel" else "aot"
 
 
+def kernel_description() -> str:
+    """Which kernel runs and the numba that compiled it, e.g. ``aot, numba 0.68.1`` (for benchmark records: the
+    compiling numba's LLVM changes the kernel's speed, not its results)."""
+    v = int(kernel().numba_version())
+    return f"{kernel_kind()}, numba {v // 10000}.{v // 100 % 100}.{v % 100}"
+
+
 def aot_kernel() -> ModuleType | None:
     """The kernel built ahead of time from this rlsim/kernel.py, or None when there is none or it does not load
     (an extension built against another numpy ABI raises ImportError or RuntimeError: numba's JIT then runs)."""

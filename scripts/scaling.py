@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import rlsim  # noqa: E402
+from rlsim import engine  # noqa: E402
 from rlsim.machine_load import LoadMeter  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "paper_grpo.yaml"
@@ -73,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Written by `python scripts/scaling.py --repeats {args.repeats}` on {_dt.date.today().isoformat()} "
         f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"rlsim {rlsim.__version__}). The paper scenario with one knob changed (20 steps at P = 128 otherwise), "
+        f"rlsim {rlsim.__version__}, kernel {engine.kernel_description()}). The paper scenario with one knob "
+        "changed (20 steps at P = 128 otherwise), "
         "in-process `rlsim.simulate` without band or run to the target, median of interleaved repeats; other "
         f"processes took a median {statistics.median(loads):.0%} of the machine while it ran."
         if loads

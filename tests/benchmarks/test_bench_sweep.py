@@ -5,7 +5,7 @@
 Issue "Speed: answers in a blink", must-show 3: the paper sweep (``rlsim sweep scenarios/paper_grpo.yaml``: the
 default workers, one process per two cores, each running a step's replicas on rlsim.threads' threads) in <= 8 s on the
 2-core machine, with a sweep.csv byte-identical to a one-worker, one-thread run. The earlier bound (60 s) is checked
-too; the wall time and the machine's load are in extra_info.
+too; the wall time, the machine's load and the kernel (with the numba that compiled it) are in extra_info.
 """
 
 import os
@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from rlsim import engine
 from rlsim.machine_load import LoadMeter
 from tests.conftest import ROOT, SCENARIOS
 
@@ -35,7 +36,12 @@ def test_paper_sweep_16_configurations(benchmark, tmp_path):
     wall = benchmark.stats.stats.max
     t0 = time.perf_counter()
     one = _sweep(tmp_path / "one", "--workers", "1", env=dict(os.environ, RLSIM_THREADS="1"))
-    benchmark.extra_info.update(wall_s=wall, one_worker_wall_s=time.perf_counter() - t0, other_cpu_fraction=load)
+    benchmark.extra_info.update(
+        wall_s=wall,
+        one_worker_wall_s=time.perf_counter() - t0,
+        other_cpu_fraction=load,
+        kernel=engine.kernel_description(),
+    )
     assert table == one, "sweep.csv differs from the one-worker, one-thread run"
     assert table.count(b"\n") == 17  # header and 16 configurations
     assert wall < 60.0, f"the paper sweep took {wall:.1f} s (earlier bound 60 s)"

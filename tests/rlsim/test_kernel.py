@@ -332,3 +332,23 @@ def test_the_finish_calendar_keeps_every_decoder_under_its_iteration():
     assert k == size and got == want
     assert sum(1 for kind, v in want if kind == "due" and v) > 3000 and it > 20 * r  # many finishes, many wraps
     assert not live or cal[r:].any()
+
+
+def test_the_kernel_says_which_numba_compiled_it(monkeypatch):
+    """kernel.numba_version(): the running numba for the JIT kernel; for the built one the build environment's
+    (pyproject.toml asks for numba >= 0.60 there); engine.kernel_description() spells it out."""
+    import re
+
+    import numba
+
+    from rlsim import kernel
+
+    assert kernel._version_number("0.68.1") == 6801 and kernel._version_number("1.2.0rc1+local") == 10200
+    assert jit_kernel().numba_version() == kernel._version_number(numba.__version__)
+    monkeypatch.setattr(engine, "_KERNEL", jit_kernel())
+    v = numba.__version__.split("+")[0].split(".")
+    assert engine.kernel_description() == f"jit, numba {int(v[0])}.{int(v[1])}.{int(v[2]) if v[2].isdigit() else 0}"
+    if aot_kernel() is not None:
+        monkeypatch.setattr(engine, "_KERNEL", aot_kernel())
+        assert aot_kernel().numba_version() >= 6000
+        assert re.fullmatch(r"aot, numba \d+\.\d+\.\d+", engine.kernel_description())
