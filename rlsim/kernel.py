@@ -13,7 +13,7 @@ Two ways to run it, chosen by :func:`rlsim.engine.kernel`:
   from numba's on-disk cache), and no other argument types are ever compiled: a call with other types fails
   instead of compiling a second version. ``rlsim.engine`` passes writable C-contiguous int64 / float64 arrays.
 
-The helpers are inlined into the entry points (``_inlined``; a rarely run one is called), and the per-replica work
+The helpers are inlined into the entry points (``_inlined``), and the per-replica work
 (``_replica``) is compiled without numba's reference counting on a workspace its caller allocates once, so the
 event loop neither allocates nor touches reference counts. Every entry point releases the GIL (``nogil``;
 rlsim/kernel_build.py does the same for the built module), so rlsim.threads runs replicas of a step on several cores

@@ -222,7 +222,7 @@ def test_lr_rule_variants_run_one_each_where_a_weight_sync_waits_for_later_rollo
 
 def test_a_pool_worker_takes_its_share_of_the_cores_counted_at_each_call(monkeypatch):
     """In a sweep's worker (threads.share_cores) auto threads are the cores over the workers running a task, at
-    least one; an explicit RLSIM_THREADS is taken as it is. _counted counts a worker as busy while it runs one."""
+    least one; an explicit RLSIM_THREADS is taken as it is. threads.counted counts a worker busy while it runs one."""
     import multiprocessing as mp
 
     from rlsim import threads
