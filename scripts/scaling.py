@@ -8,6 +8,13 @@ run so the numba kernel is loaded. The table gives the median wall seconds of ``
 (every configuration once per round, so a slow spell of a shared machine hits all of them), the simulated
 responses per second (responses per step x steps / seconds), and the machine's load while it ran
 (rlsim.machine_load: other processes' share of the CPU, median over the rounds).
+
+A second table gives the engine kernel's work in one steady-state step of the paper scenario at several batch
+sizes (:func:`step_work`): per replica, the scheduler events the exact event model has to go through (iterations,
+preemptions; each preemption is followed by a readmission that recomputes the request's context), what share of
+the replica's simulated time the prefills (recomputes included) take, and the kernel's own time for the step on
+one thread (timed in the same rounds as the first table), per replica and as simulated responses per second on
+all cores for the kernel alone (no Python around it, replicas spread perfectly).
 """
 
 from __future__ import annotations
@@ -24,8 +31,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
+
 import rlsim  # noqa: E402
-from rlsim import engine  # noqa: E402
+from rlsim import engine, threads  # noqa: E402
+from rlsim.costs import RooflineCostModel  # noqa: E402
+from rlsim.lengths import sample_step  # noqa: E402
 from rlsim.machine_load import LoadMeter  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "paper_grpo.yaml"
@@ -40,6 +51,100 @@ AXES = [
     ),
 ]
 BASE = {"run.until_target": False, "run.steps": 20}
+WORK_PROMPTS = [128, 1024, 4096, 8192]  # prompts per step (G = 8) of the work table
+
+
+def step_windows(scn: rlsim.Scenario, steps: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The requests the kernel simulates for steps 2 .. steps + 1 of ``scn`` as rlsim.pipeline draws them (the
+    run's seed, steps sampled in order): each step's batch, and under a streaming async schedule the k batches
+    before it that the engines hold beside it, concatenated oldest first (step 1, which nothing overlaps, left
+    out)."""
+    rng = np.random.default_rng(scn.run.seed)
+    batch = scn.workload.responses_per_step
+    drawn = [sample_step(scn.workload, rng, (n - 1) * batch) for n in range(1, steps + 2)]
+    k = scn.schedule.staleness if scn.schedule.streaming else 0
+    held = [drawn[max(n - k, 0) : n + 1] for n in range(1, steps + 1)]
+    return [(np.concatenate([p for p, _ in h]), np.concatenate([r for _, r in h])) for h in held]
+
+
+def step_work(prompts: int, repeats: int = 3, steps: int = 4) -> dict[str, float]:
+    """The kernel's work in ``steps`` steady-state steps (:func:`step_windows`) of the paper scenario at
+    ``prompts`` prompts per step, per step: every step's replicas (prompt groups dealt round-robin, as
+    rlsim.rollout deals them) in one :func:`rlsim.engine.simulate_replicas` call on one thread
+    (``RLSIM_THREADS=1`` while it runs), as rlsim.pipeline makes it for a chunk of steps; per-replica means of
+    the counts, the prefills' share of simulated time and of recomputed tokens, and the median over ``repeats``
+    of the call's seconds per step."""
+    scn = rlsim.load_scenario(SCENARIO, {**BASE, "workload.prompts_per_step": prompts})
+    cost = RooflineCostModel.from_scenario(scn)
+    replicas = scn.num_replicas
+    prompts_, responses_, groups, offsets = [], [], [], [0]
+    for prompt, response in step_windows(scn, steps):  # every step's replicas one after another, in one call
+        group = np.arange(prompt.size) // scn.workload.group_size
+        order = np.argsort(group % replicas, kind="stable")  # replica after replica, each in arrival order
+        prompts_.append(prompt[order])
+        responses_.append(response[order])
+        groups.append(group[order] + (groups[-1][-1] + 1 if groups else 0))  # group ids rise along the call
+        offsets += list(offsets[-1] + np.cumsum(np.bincount(group % replicas, minlength=replicas)))
+    args = (np.concatenate(prompts_), np.concatenate(responses_), np.array(offsets), scn.engine.max_num_seqs)
+    args += (scn.kv_capacity_tokens, cost.decode_coefficients(), cost.prefill_coefficients(), scn.scheduler_rules)
+    seconds, table = [], np.empty((0, 11))
+    before = os.environ.get(threads.ENV)
+    os.environ[threads.ENV] = "1"
+    try:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            table = engine.simulate_replicas(*args, np.concatenate(groups))[1]  # one row per replica of every step
+            seconds.append((time.perf_counter() - t0) / steps)
+    finally:
+        if before is None:
+            del os.environ[threads.ENV]
+        else:
+            os.environ[threads.ENV] = before
+    makespan, prefill_s, iterations, preemptions, recomputed, prefilled = (table[:, c] for c in (0, 2, 3, 4, 7, 9))
+    requests = args[0].size
+    return {
+        "prompts": prompts,
+        "responses_per_step": scn.workload.responses_per_step,
+        "requests_per_replica": requests / table.shape[0],
+        "iterations": float(iterations.mean()),
+        "preemptions": float(preemptions.mean()),
+        "preemptions_per_request": float(preemptions.sum()) / requests,
+        "prefill_share_of_time": float(prefill_s.sum() / makespan.sum()),
+        "recomputed_share_of_prefill": float(recomputed.sum() / max(prefilled.sum(), 1.0)),
+        "kernel_s": statistics.median(seconds),
+        "replicas": replicas,
+    }
+
+
+def work_table(work: dict[int, list[dict[str, float]]], cores: int) -> list[str]:
+    """The markdown lines of the work table: ``work[P]`` holds one :func:`step_work` per round (the counts are the
+    same in each; the kernel's seconds are their median)."""
+    lines = [
+        "",
+        "## The kernel's work per step",
+        "",
+        "Steady-state steps of the paper scenario (steps 2-5: each the streaming window of two batches), their "
+        "replicas in one `rlsim.engine.simulate_replicas` call on one thread (as rlsim.pipeline makes it for a "
+        "chunk of steps), timed once per round of the table above (interleaved with it), median; per replica: the "
+        "scheduler events the exact event model goes through. Every preemption is followed by a readmission that "
+        "recomputes the request's context. The last column is the responses of a step over its kernel time shared "
+        f"by {cores} cores: the kernel alone, replicas spread perfectly, no Python around it.",
+        "",
+        "| P (G = 8) | requests per replica | iterations per replica | preemptions per replica | preemptions per "
+        "request | prefill share of simulated time | recomputed share of prefill tokens | kernel s per step (1 "
+        f"thread) | kernel ms per replica | kernel alone: responses / s on {cores} cores |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for prompts, rounds in work.items():
+        w = rounds[0]
+        kernel_s = statistics.median(r["kernel_s"] for r in rounds)
+        lines.append(
+            f"| {prompts} | {w['requests_per_replica']:,.0f} | {w['iterations']:,.0f} | {w['preemptions']:,.0f} | "
+            f"{w['preemptions_per_request']:.2f} | {w['prefill_share_of_time']:.2%} | "
+            f"{w['recomputed_share_of_prefill']:.1%} | {kernel_s:.4f} | {kernel_s / w['replicas'] * 1e3:.3f} | "
+            f"{w['responses_per_step'] / (kernel_s / cores):,.0f} |"
+        )
+    return lines
 
 
 def _time(overrides: dict) -> tuple[float, float | None, int]:
@@ -62,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     times: dict[int, list[float]] = {i: [] for i in range(len(points))}
     loads: list[float] = []
     responses: dict[int, int] = {}
+    work: dict[int, list[dict[str, float]]] = {p: [] for p in WORK_PROMPTS}
     for _ in range(args.repeats):
         for i, (_name, _v, over) in enumerate(points):
             seconds, load, n = _time(over)
@@ -69,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             responses[i] = n
             if load is not None:
                 loads.append(load)
+        for prompts in WORK_PROMPTS:
+            work[prompts].append(step_work(prompts, repeats=1))
     lines = [
         "# Simulation time vs steps, responses per step and replicas",
         "",
@@ -88,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         med = statistics.median(times[i])
         spread = max(times[i]) / min(times[i])
         lines.append(f"| {name} | {v} | {med:.4f} | {spread:.2f} | {responses[i] / med:,.0f} |")
+    lines += work_table(work, os.cpu_count() or 1)
     args.output.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
