@@ -9,8 +9,8 @@ run so the numba kernel is loaded. The table gives the median wall seconds of ``
 responses per second (responses per step x steps / seconds), and the machine's load while it ran
 (rlsim.machine_load: other processes' share of the CPU, median over the rounds).
 
-A second table gives the engine kernel's work in one steady-state step of the paper scenario at several batch
-sizes (:func:`step_work`): per replica, the scheduler events the exact event model has to go through (iterations,
+A second table gives the engine kernel's work in steady-state steps of the paper scenario at several batch sizes
+(:func:`step_work`): per replica, the scheduler events the exact event model has to go through (iterations,
 preemptions; each preemption is followed by a readmission that recomputes the request's context), what share of
 the replica's simulated time the prefills (recomputes included) take, and the kernel's own time for the step on
 one thread (timed in the same rounds as the first table), per replica and as simulated responses per second on
@@ -62,6 +62,8 @@ def step_windows(scn: rlsim.Scenario, steps: int) -> list[tuple[np.ndarray, np.n
     rng = np.random.default_rng(scn.run.seed)
     batch = scn.workload.responses_per_step
     drawn = [sample_step(scn.workload, rng, (n - 1) * batch) for n in range(1, steps + 2)]
+    if scn.engine.static_batching:  # every response runs (and is padded) to its step's longest
+        drawn = [(p, np.full_like(r, r.max())) for p, r in drawn]
     k = scn.schedule.staleness if scn.schedule.streaming else 0
     held = [drawn[max(n - k, 0) : n + 1] for n in range(1, steps + 1)]
     return [(np.concatenate([p for p, _ in h]), np.concatenate([r for _, r in h])) for h in held]
