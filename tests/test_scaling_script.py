@@ -25,18 +25,29 @@ def _scenario(scaling, prompts):
     return rlsim.load_scenario(scaling.SCENARIO, {**scaling.BASE, "workload.prompts_per_step": prompts})
 
 
-def test_the_windows_are_the_pipelines_steps(scaling):
-    """Step n's window: batch n and, streaming with staleness k = 1, batch n - 1 before it, as drawn in order."""
-    scn = _scenario(scaling, 16)
-    from rlsim.lengths import sample_step
+def test_the_windows_are_the_pipelines_steps(scaling, monkeypatch):
+    """Steps 2 and 3 of the script's windows are the requests rlsim.pipeline hands the kernel for those steps
+    (streaming, staleness 1: the step's batch after the one before it, drawn in order; responses drifting with
+    the cumulative samples, so a step drawn as another shows)."""
+    import rlsim
+    from rlsim import pipeline
 
-    rng = np.random.default_rng(scn.run.seed)
-    batches = [sample_step(scn.workload, rng, n * scn.workload.responses_per_step) for n in range(3)]
+    handed = []
+    launch = pipeline.launch_rollouts
+
+    def recording(steps, *args, **kwargs):
+        handed.extend((p.copy(), r.copy()) for p, r in steps)
+        return launch(steps, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "launch_rollouts", recording)
+    drift = {"workload.response_length_drift": {"final_mean_tokens": 12000, "over_samples": 256}}
+    scn = rlsim.load_scenario(scaling.SCENARIO, {**scaling.BASE, "workload.prompts_per_step": 16, **drift})
+    rlsim.simulate(scn.with_overrides({"run.steps": 3}))
+    assert len(handed) == 3 and handed[1][0].size == 2 * scn.workload.responses_per_step
     windows = scaling.step_windows(scn, 2)
     assert len(windows) == 2
-    for (prompt, response), (a, b) in zip(windows, [(0, 1), (1, 2)]):
-        assert np.array_equal(prompt, np.concatenate([batches[a][0], batches[b][0]]))
-        assert np.array_equal(response, np.concatenate([batches[a][1], batches[b][1]]))
+    for (prompt, response), (want_p, want_r) in zip(windows, handed[1:]):
+        assert np.array_equal(prompt, want_p) and np.array_equal(response, want_r)
 
 
 def test_step_work_counts_what_the_rollouts_count(scaling):
