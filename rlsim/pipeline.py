@@ -15,7 +15,7 @@ training of step n). A step ends when its weight sync ends; its step time is the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +102,33 @@ class _State:
         return duration_s
 
 
+def step_requests(
+    s: Scenario, rng: np.random.Generator
+) -> Iterator[tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray], int]]:
+    """Steps 1, 2, ... of a run as its kernel calls see them, drawn in step order from ``rng`` (the run's
+    generator): each step's prompt and response lengths (responses padded to the step's longest under static
+    batching), the requests its rollout simulates, and how many batches those are. Streaming, the engines hold up
+    to k + 1 batches at once and start a request as soon as a slot frees, so a batch shares the straggler tail with
+    the batches in flight beside it: its requests are the window of the batches before it and itself, oldest
+    first, and its generation time is the window's makespan over that count."""
+    k = s.schedule.staleness
+    streaming = k > 0 and s.schedule.streaming
+    batch = s.workload.responses_per_step
+    window: list[tuple[np.ndarray, np.ndarray]] = []  # streaming: the batches the engines hold at once
+    n = 0
+    while True:
+        n += 1
+        prompts, responses = sample_step(s.workload, rng, (n - 1) * batch)
+        if s.engine.static_batching:  # every response runs (and is padded) to the step's longest
+            responses = np.full_like(responses, responses.max())
+        if not streaming:
+            yield prompts, responses, (prompts, responses), 1
+            continue
+        window[:] = (window + [(prompts, responses)])[-(k + 1) :]
+        both = (np.concatenate([w[0] for w in window]), np.concatenate([w[1] for w in window]))
+        yield prompts, responses, both, len(window)
+
+
 def _generations(st: _State):
     """Each step's sampled lengths, rollout result and dispatch overhead, in step order. A rollout depends only on
     its step's lengths (and, streaming, on the batches beside it in the window), never on the simulated clock, so
@@ -115,26 +142,16 @@ def _generations(st: _State):
     decode, prefill = st.cost.decode_coefficients(), st.cost.prefill_coefficients()
     batch = s.workload.responses_per_step
     per_chunk = max(1, CHUNK_REQUESTS // (batch * (k + 1 if streaming else 1)))
-    window: list[tuple[np.ndarray, np.ndarray]] = []  # streaming: the batches the engines hold at once
+    drawn = step_requests(s, st.rng)
 
-    def launch(first: int, count: int):
+    def launch(count: int):  # the next count steps (chunks are launched in order)
         sampled, requests, overheads, held = [], [], [], []
-        for n in range(first, first + count):
-            prompts, responses = sample_step(s.workload, st.rng, (n - 1) * batch)
-            if s.engine.static_batching:  # every response runs (and is padded) to the step's longest
-                responses = np.full_like(responses, responses.max())
-            overhead = st.cost.rollout_overhead_s(len(responses))
-            if streaming:
-                # The engines hold up to k + 1 batches at once and start a request as soon as a slot frees, so
-                # a batch shares the straggler tail with the batches in flight beside it: its generation time
-                # is the window's makespan over the batches in the window.
-                window[:] = (window + [(prompts, responses)])[-(k + 1) :]
-                requests.append((np.concatenate([w[0] for w in window]), np.concatenate([w[1] for w in window])))
-                held.append(len(window))
-            else:
-                requests.append((prompts, responses))
+        for _ in range(count):
+            prompts, responses, window, batches = next(drawn)
             sampled.append((prompts, responses))
-            overheads.append(overhead)
+            requests.append(window)
+            held.append(batches)
+            overheads.append(st.cost.rollout_overhead_s(len(responses)))
         pending = launch_rollouts(
             requests,
             s.workload.group_size,
@@ -158,7 +175,7 @@ def _generations(st: _State):
     def launched(c: int):
         """Chunk c launched, or the error its launch raised: an earlier chunk's error is reported first."""
         try:
-            return launch(*chunks[c])
+            return launch(chunks[c][1])
         except RlsimError as exc:
             return exc
 

@@ -36,8 +36,8 @@ import numpy as np  # noqa: E402
 import rlsim  # noqa: E402
 from rlsim import engine, threads  # noqa: E402
 from rlsim.costs import RooflineCostModel  # noqa: E402
-from rlsim.lengths import sample_step  # noqa: E402
 from rlsim.machine_load import LoadMeter  # noqa: E402
+from rlsim.pipeline import step_requests  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "paper_grpo.yaml"
 # (what varies, its values, the overrides for one value); the rest is the paper scenario at P = 128, 20 steps
@@ -55,18 +55,12 @@ WORK_PROMPTS = [128, 1024, 4096, 8192]  # prompts per step (G = 8) of the work t
 
 
 def step_windows(scn: rlsim.Scenario, steps: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The requests the kernel simulates for steps 2 .. steps + 1 of ``scn`` as rlsim.pipeline draws them (the
-    run's seed, steps sampled in order): each step's batch, and under a streaming async schedule the k batches
-    before it that the engines hold beside it, concatenated oldest first (step 1, which nothing overlaps, left
-    out)."""
-    rng = np.random.default_rng(scn.run.seed)
-    batch = scn.workload.responses_per_step
-    drawn = [sample_step(scn.workload, rng, (n - 1) * batch) for n in range(1, steps + 2)]
-    if scn.engine.static_batching:  # every response runs (and is padded) to its step's longest
-        drawn = [(p, np.full_like(r, r.max())) for p, r in drawn]
-    k = scn.schedule.staleness if scn.schedule.streaming else 0
-    held = [drawn[max(n - k, 0) : n + 1] for n in range(1, steps + 1)]
-    return [(np.concatenate([p for p, _ in h]), np.concatenate([r for _, r in h])) for h in held]
+    """The requests the kernel simulates for steps 2 .. steps + 1 of ``scn`` (rlsim.pipeline.step_requests with
+    the run's seed: under a streaming async schedule each step's batch after the k batches before it; step 1,
+    which nothing overlaps, left out)."""
+    drawn = step_requests(scn, np.random.default_rng(scn.run.seed))
+    next(drawn)
+    return [next(drawn)[2] for _ in range(steps)]
 
 
 def step_work(prompts: int, repeats: int = 3, steps: int = 4) -> dict[str, float]:
@@ -79,15 +73,15 @@ def step_work(prompts: int, repeats: int = 3, steps: int = 4) -> dict[str, float
     scn = rlsim.load_scenario(SCENARIO, {**BASE, "workload.prompts_per_step": prompts})
     cost = RooflineCostModel.from_scenario(scn)
     replicas = scn.num_replicas
-    prompts_, responses_, groups, offsets = [], [], [], [0]
+    prompt_parts, response_parts, groups, offsets = [], [], [], [0]
     for prompt, response in step_windows(scn, steps):  # every step's replicas one after another, in one call
         group = np.arange(prompt.size) // scn.workload.group_size
         order = np.argsort(group % replicas, kind="stable")  # replica after replica, each in arrival order
-        prompts_.append(prompt[order])
-        responses_.append(response[order])
+        prompt_parts.append(prompt[order])
+        response_parts.append(response[order])
         groups.append(group[order] + (groups[-1][-1] + 1 if groups else 0))  # group ids rise along the call
         offsets += list(offsets[-1] + np.cumsum(np.bincount(group % replicas, minlength=replicas)))
-    args = (np.concatenate(prompts_), np.concatenate(responses_), np.array(offsets), scn.engine.max_num_seqs)
+    args = (np.concatenate(prompt_parts), np.concatenate(response_parts), np.array(offsets), scn.engine.max_num_seqs)
     args += (scn.kv_capacity_tokens, cost.decode_coefficients(), cost.prefill_coefficients(), scn.scheduler_rules)
     seconds, table = [], np.empty((0, 11))
     before = os.environ.get(threads.ENV)
