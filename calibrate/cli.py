@@ -9,7 +9,7 @@ learning model from run logs at two or more batch sizes, written into the profil
 --group-size G]``
 ``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X]``: predict each run's batch from the
 profile alone and compare (never fits)
-``rlsim-calibrate published [CSV ...] -o DIR [--costs fitted|catalog] [--set costs.X=V ...]``: predict
+``rlsim-calibrate published [CSV ...] -o DIR [--costs fitted|catalog] [--set costs.X=V ...] [--cv KEY]``: predict
 published RL step times (default: the project's copy of the NeMo RL development set) and print the accuracy;
 DIR gets published.csv and summary.json
 ``rlsim-calibrate vllm-check -o DIR [--model tiny|smollm2] [--quick]``: vLLM's own benchmark on this machine at
@@ -131,6 +131,8 @@ def cmd_published(args: argparse.Namespace) -> int:
     from rlsim.scenario import parse_scalar, split_assignment
 
     costs: dict[str, float] = pub.costs_set(args.costs)
+    if args.cv is not None and not args.cv.strip():
+        raise CalibrateError("--cv: name a key to hold out by (gpu, version, model, family, tp or a column)")
     for item in args.set or []:  # rlsim's key=value grammar (rlsim.scenario.overrides), keys costs.FIELD only
         usage = f"--set {item!r}: write costs.FIELD=VALUE (one set of costs for every row)"
         try:
@@ -144,12 +146,17 @@ def cmd_published(args: argparse.Namespace) -> int:
             raise CalibrateError(f"--set {item!r}: {text!r} is not a number")
         costs[key[6:]] = float(value)
     pub.check_costs(costs)
+    base = dict(costs)  # what a cross-validation fold starts from, before any --fit on every row
     if args.csv:
         step_paths, gen_paths = pub.split_inputs([Path(p) for p in args.csv])
     else:
         step_paths, gen_paths = [pub.dev_set_path()], [gen.dev_set_path()]
     step_df = pub.read_rows(step_paths) if step_paths else None
     gen_df = gen.read_rows(gen_paths) if gen_paths else None
+    if args.cv is not None:
+        from calibrate import published_cv
+
+        published_cv.check_key(args.cv.strip(), step_df, gen_df)
     out = make_output_dir(args.output, "directory for the outputs")
     engines: dict[str, dict[str, float]] = {}
     if args.fit is not None:
@@ -179,6 +186,8 @@ def cmd_published(args: argparse.Namespace) -> int:
     summary: dict = {"inputs": [str(p) for p in step_paths + gen_paths], "costs_set": args.costs, "costs": costs}
     with catalog.engine_overrides(engines):
         _published_tables(summary, step_df, gen_df, costs, out)
+    if args.cv is not None:
+        summary["cv"] = _published_cv(args, step_df, gen_df, base, out)
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     print(f"wrote {out}/summary.json")
     return 0
@@ -219,6 +228,33 @@ def _published_tables(summary: dict, step_df, gen_df, costs: dict[str, float], o
             "median error by tensor-parallel size: "
             + ", ".join(f"TP{tp} {v['median_error_pct']:+.1f}% (n={v['n']})" for tp, v in by_tp.items())
         )
+
+
+def _published_cv(args: argparse.Namespace, step_df, gen_df, base: dict[str, float], out: Path) -> dict:
+    """Leave-one-group-out accuracy of both tables (calibrate/published_cv.py); DIR gets cv.csv."""
+    import pandas as pd
+
+    from calibrate import published_cv as pcv
+
+    key = args.cv.strip()
+    names = [n.strip() for n in args.fit.split(",") if n.strip()] if args.fit else None
+    result: dict = {"key": key}
+    rows = []
+    for table, df, default, what in (
+        ("step", step_df, pcv.STEP_FIT, "step time"),
+        ("generation", gen_df, pcv.GENERATION_FIT, "generation tokens/s"),
+    ):
+        if df is None:
+            continue
+        cv = pcv.cross_validate(
+            table, df, key, names or list(default), base, progress=lambda m: print(f"cv: {m}", file=sys.stderr)
+        )
+        rows += [{"table": table, **r} for r in cv.pop("rows", [])]
+        result["step_time" if table == "step" else "generation"] = cv
+        print()
+        print("\n".join(pcv.format_table(what, cv)))
+    atomic_write_text(out / "cv.csv", pd.DataFrame(rows).to_csv(index=False))
+    return result
 
 
 def _read_run(path: Path) -> list[dict]:
@@ -402,6 +438,13 @@ def build_parser() -> argparse.ArgumentParser:
         "a named engine behaviour (rlsim/catalog/engines.yaml; a behaviour's own value takes precedence over the "
         "costs field, so fit it under its name); writes DIR/fitted_costs.yaml (its engines section is to be "
         "copied into engines.yaml)",
+    )
+    pub.add_argument(
+        "--cv",
+        metavar="KEY",
+        help="cross-validate: for each group of KEY (gpu, version, model, family, tp, or any column) fit on the "
+        "other groups and predict it; prints and writes (summary.json cv, DIR/cv.csv) the held-out accuracy beside "
+        "the in-sample and catalog-default figures. Fits --fit's names if given, else the default set's",
     )
     pub.set_defaults(func=cmd_published)
 
