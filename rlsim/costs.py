@@ -155,8 +155,9 @@ class RooflineCostModel:
         tokens = b * (k + 1)  # tokens each iteration runs through the target model
         dp = eng_cfg.data_parallel_size if eng_cfg.expert_parallel else 1
         eng = engine_coefficients(s, c)
-        bw = self._tp * gpu.hbm_bandwidth_bytes_per_s * eng["decode_memory_efficiency"]
-        flops = self._tp * self._engine_peak_flops * c.decode_compute_efficiency
+        # the efficiencies are Hopper's fractions of peak; the GPU's factors carry them to its generation
+        bw = self._tp * gpu.hbm_bandwidth_bytes_per_s * eng["decode_memory_efficiency"] * gpu.memory_efficiency_factor
+        flops = self._tp * self._engine_peak_flops * c.decode_compute_efficiency * gpu.gemm_efficiency_factor
         per_param = s.engine_weight_bytes / m.num_params
         expert_bytes = m.expert_params * per_param
         # experts touched by the tokens of every rank (they step together), a rank reading its 1/dp of them
@@ -215,7 +216,8 @@ class RooflineCostModel:
 
     def prefill_coefficients(self) -> PrefillCoefficients:
         c, m = self.costs, self.scenario.model
-        flops = self._tp * self._engine_peak_flops * c.prefill_compute_efficiency
+        gpu = self.scenario.hardware.gpu
+        flops = self._tp * self._engine_peak_flops * c.prefill_compute_efficiency * gpu.gemm_efficiency_factor
         return PrefillCoefficients(
             overhead_s=c.prefill_overhead_s,
             per_token_s=2.0 * m.num_active_params / flops,

@@ -181,18 +181,21 @@ def ring_s(s: Scenario, costs: Costs, nbytes: float, group: int, span_gpus: int)
 
 
 def all_to_all_s(s: Scenario, costs: Costs, nbytes: float, group: int, span_gpus: int) -> float:
-    """All-to-all over ``group`` GPUs: (g-1)/g of a GPU's bytes leave it; the part bound for other NVLink
-    domains goes through the NIC, the rest over NVLink, both at once."""
+    """All-to-all over ``group`` GPUs: a GPU sends 1/g of its ``nbytes`` to each peer, (g-1)/g in all; what goes
+    to peers outside its NVLink domain (``hardware.nvlink_domain``: its node, or with multi-node NVLink the whole
+    GB200 rack) rides its NIC, the rest NVLink, both at once. The group's GPUs are spread evenly over the
+    ``span_gpus`` consecutive GPUs it covers."""
     if group <= 1 or nbytes <= 0:
         return 0.0
     hw = s.hardware
-    out = (group - 1) / group * nbytes
     domain = hw.nvlink_domain
     if span_gpus <= domain:
+        out = (group - 1) / group * nbytes
         return out / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency) + latency_s(s, costs, span_gpus)
-    remote = (span_gpus - domain) / span_gpus
-    t_nic = out * remote / (hw.nic_bandwidth_bytes_per_s * costs.link_efficiency)
-    t_nvl = out * (1 - remote) / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency)
+    remote = (span_gpus - domain) / span_gpus * nbytes  # to the peers in other domains
+    local = (group - 1) / group * nbytes - remote
+    t_nic = remote / (hw.nic_bandwidth_bytes_per_s * costs.link_efficiency)
+    t_nvl = local / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency)
     return max(t_nic, t_nvl) + latency_s(s, costs, span_gpus)
 
 
@@ -234,8 +237,13 @@ def _compute_s(
     else:
         extra = {"none": (0.0, 0.0), "selective": (0.0, 1.0), "full": (1.0, 1.0)}[tr.activation_recompute]
         passes_linear, passes_attn, eff = 3.0 + extra[0], 3.0 + extra[1], costs.train_compute_efficiency
+    eff = eff * gpu.train_efficiency_factor  # the costs are Hopper fractions; this GPU generation's share of them
     if tr.precision == "fp8" and not forward_only:
-        gemm_peak = (gpu.fp8_flops_per_s or gpu.bf16_flops_per_s) * costs.fp8_train_compute_efficiency
+        gemm_peak = (
+            (gpu.fp8_flops_per_s or gpu.bf16_flops_per_s)
+            * costs.fp8_train_compute_efficiency
+            * gpu.train_efficiency_factor
+        )
     else:
         gemm_peak = gpu.bf16_flops_per_s * eff
     attn_peak = gpu.bf16_flops_per_s * eff

@@ -27,11 +27,17 @@ Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read a
 * recipe_max_num_seqs, recipe_vllm_async_engine -> engine.max_num_seqs: the recipe's, else vLLM's default for how
   NeMo RL builds the engine: 1024 for ``vllm.LLM`` (UsageContext.LLM_CLASS on >= 70 GiB GPUs,
   vllm/engine/arg_utils.py get_batch_defaults), 128 for ``AsyncLLM`` (NeMo RL passes no usage context:
-  SchedulerConfig.DEFAULT_MAX_NUM_SEQS); async GRPO always uses the async engine (vllm_worker_async.py)
+  SchedulerConfig.DEFAULT_MAX_NUM_SEQS, and 2048 batched tokens per iteration, DEFAULT_MAX_NUM_BATCHED_TOKENS);
+  async GRPO always uses the async engine (vllm_worker_async.py)
 * recipe_fp8_generation -> engine.precision fp8 (vllm_cfg.precision)
 * (always) -> engine.behaviour vllm-v1 (NeMo RL v0.5.0 pins vllm 0.11.2, v0.6.0 pins 0.17.1: the V1 engine)
 * train_tp, train_pp, train_cp, train_ep -> training.backend megatron with these sizes, expert_tensor_parallel 1, no
-  virtual stages (policy.megatron_cfg)
+  virtual stages (policy.megatron_cfg); recipe_expert_parallel_size (megatron_cfg.expert_model_parallel_size read
+  from the recipe) wins over train_ep where the published table and the recipe disagree
+* gpus_per_node -> hardware.gpus_per_node (cluster.gpus_per_node: 8 on DGX H100, 4 on a GB200 compute tray); the
+  NVLink domain then follows from the catalog and hardware.multi_node_nvlink (NCCL 2.27.5, pinned by NeMo RL
+  v0.5.0 and v0.6.0, turns multi-node NVLink on by itself: collectives between the trays of one GB200 rack ride
+  NVLink, groups beyond the rack the NICs; docs/design.md "Topology")
 * train_gbs (recipe_train_global_batch_size) -> training.global_batch_size (one optimizer.step per global batch
   (megatron_policy_worker.py))
 * recipe_max_total_sequence_length -> training.packing_tokens; micro_batch_size 1 (sequence packing bins of
@@ -108,6 +114,9 @@ PROMPT_TOKENS = 128  # assumption: math prompts of OpenMathInstruct-2 with NeMo 
 RESPONSE_SIGMA = 0.6  # assumption: standard deviation of log response length (one value for every row)
 VLLM_LLM_CLASS_MAX_NUM_SEQS = 1024
 VLLM_ASYNC_ENGINE_MAX_NUM_SEQS = 128
+# AsyncLLM built without a usage context takes SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS (vllm/config/
+# scheduler.py in 0.11.2 and 0.17.1); the LLM class gets 16384 on >= 70 GiB GPUs (the vllm-v1 behaviour's default)
+VLLM_ASYNC_ENGINE_MAX_NUM_BATCHED_TOKENS = 2048
 
 
 class NotExpressible(RlsimError, ValueError):
@@ -216,13 +225,15 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
     max_num_seqs = _num(fields, "recipe_max_num_seqs")
     if max_num_seqs is None:
         max_num_seqs = VLLM_ASYNC_ENGINE_MAX_NUM_SEQS if async_engine else VLLM_LLM_CLASS_MAX_NUM_SEQS
-    engine = {
+    engine: dict[str, Any] = {
         "tensor_parallel_size": int(_num(fields, "gen_tp", 1) or 1),
         "gpu_memory_utilization": _num(fields, "recipe_gpu_memory_utilization", 0.6),
         "max_num_seqs": int(max_num_seqs),
         "precision": "fp8" if _flag(fields, "recipe_fp8_generation") else "bf16",
         "behaviour": "vllm-v1",
     }
+    if async_engine:
+        engine["max_num_batched_tokens"] = VLLM_ASYNC_ENGINE_MAX_NUM_BATCHED_TOKENS
     gbs = _num(fields, "recipe_train_global_batch_size") or _num(fields, "train_gbs")
     notes: list[str] = []
     training = _training(fields, max_seq, notes)
@@ -296,7 +307,8 @@ def _training(fields: dict[str, Any], max_seq: int, notes: list[str]) -> dict[st
         "tensor_parallel_size": tp,
         "pipeline_parallel_size": int(_num(fields, "train_pp", 1) or 1),
         "context_parallel_size": cp,
-        "expert_parallel_size": int(_num(fields, "train_ep", 1) or 1),
+        # the recipe's size where a row carries it (what ran; a table cell can disagree), else the table's
+        "expert_parallel_size": int(_num(fields, "recipe_expert_parallel_size") or _num(fields, "train_ep", 1) or 1),
         **common,
     }
 

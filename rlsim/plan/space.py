@@ -12,7 +12,7 @@ A configuration is a mapping of dotted scenario overrides (as ``--set`` takes th
   ``max_staleness`` k).
 * pool split (separate pools only): the rollout pool's share of the GPUs, 1/2, 5/8, 3/4, 7/8, each rounded to a
   whole number of engine replicas and, when the GPUs span several nodes (the scenario's ``gpus_per_node`` or its
-  GPU's NVLink domain), to whole nodes on each side.
+  GPU's node size: 8 on DGX / HGX, a 4-GPU tray on GB200), to whole nodes on each side.
 * engine tensor parallelism: 1, 2, 4, 8 up to one NVLink domain; replicas fill the rollout GPUs.
 * training layout: under ``training.backend: megatron``, tensor parallel 1, 2, 4, 8 (within a node); FSDP has
   no layout to choose.
@@ -163,7 +163,8 @@ def build_space(
     for label, values in (("workload.prompts_per_step", prompts), ("hardware.num_gpus", counts)):
         if not values:
             raise ScenarioError("--grid", label, "lists no values", "give at least one")
-    return Space(prompts, groups, lr_rules, scheds, shares, engine_tp, train_tp, names, counts, grid, domain)
+    node = s.hardware.node_gpus
+    return Space(prompts, groups, lr_rules, scheds, shares, engine_tp, train_tp, names, counts, grid, node)
 
 
 def _splits(n: int, tp: int, shares: Sequence[float], node: int | None = None) -> list[tuple[int, int]]:

@@ -21,10 +21,15 @@ class Hardware:
     placement: Literal["colocated", "separate"] = "colocated"
     rollout_gpus: int | None = field(default=None, metadata=bounds(ge=1))  # separate placement only
     train_gpus: int | None = field(default=None, metadata=bounds(ge=1))  # separate placement only
-    # GPUs in one NVLink domain and the scale-out bandwidth per GPU (one direction); None: the GPU catalog's
-    # nvlink_domain_size / nic_bandwidth_bytes_per_s (the vendor's standard system)
+    # GPUs per node (or GB200 compute tray) and the scale-out bandwidth per GPU (one direction); None: the GPU
+    # catalog's node_size / nic_bandwidth_bytes_per_s (the vendor's standard system)
     gpus_per_node: int | None = field(default=None, metadata=bounds(ge=1))
     internode_bandwidth_bytes_per_s: float | None = field(default=None, metadata=bounds(gt=0))
+    # whether collectives between the nodes (trays) of one multi-node NVLink domain ride NVLink (NCCL's MNNVL,
+    # with the fabric's IMEX channels set up for the job) or the nodes' NICs; None: NVLink wherever the catalog's
+    # domain spans several nodes (NCCL turns MNNVL on by itself where the fabric allows it: docs/design.md,
+    # "Topology"). Irrelevant where the domain is one node (DGX / HGX)
+    multi_node_nvlink: bool | None = None
 
     @property
     def engine_memory_bytes(self) -> float:
@@ -32,8 +37,23 @@ class Hardware:
         return self.gpu.device_memory_bytes or self.gpu.memory_bytes
 
     @property
+    def node_gpus(self) -> int:
+        """GPUs of one node (or compute tray)."""
+        return self.gpus_per_node or self.gpu.node_size or self.gpu.nvlink_domain_size
+
+    @property
     def nvlink_domain(self) -> int:
-        return self.gpus_per_node or self.gpu.nvlink_domain_size
+        """GPUs a collective reaches over NVLink: the catalog's domain when it spans several nodes and the job
+        uses multi-node NVLink, else one node. A group larger than this crosses the NICs."""
+        node = self.node_gpus
+        if self.multi_node_nvlink_available and self.multi_node_nvlink is not False:
+            return max(node, self.gpu.nvlink_domain_size)
+        return node
+
+    @property
+    def multi_node_nvlink_available(self) -> bool:
+        """Whether the system's NVLink domain spans several nodes (the catalog gives a node smaller than it)."""
+        return self.gpu.node_size is not None and self.gpu.node_size < self.gpu.nvlink_domain_size
 
     @property
     def nic_bandwidth_bytes_per_s(self) -> float:

@@ -113,8 +113,20 @@ class GPUSpec:
     fp8_flops_per_s: float | None = field(default=None, metadata=bounds(ge=MIN_RATE, le=MAX_RATE))
     # GPUs in one NVLink/NVSwitch domain of the standard system (8 for DGX/HGX, 72 for GB200 NVL72)
     nvlink_domain_size: int = field(default=8, metadata=bounds(ge=1, le=100_000))
+    # GPUs of one node or compute tray, the unit a scheduler allocates and whose NICs it owns (8 for DGX/HGX, 4 for
+    # a GB200 compute tray); None: the NVLink domain (one node per domain). A domain of several nodes (multi-node
+    # NVLink) carries collectives between them only when the job sets it up (hardware.multi_node_nvlink)
+    node_size: int | None = field(default=None, metadata=bounds(ge=1, le=100_000))
     # scale-out network per GPU, one direction (DGX H100: one 400 Gb/s NIC per GPU = 50 GB/s)
     nic_bandwidth_bytes_per_s: float = field(default=50e9, metadata=bounds(ge=MIN_RATE, le=MAX_RATE))
+    # What this GPU generation's software reaches, relative to Hopper (H100 SXM = 1), from published measurements
+    # (rlsim/catalog/gpus.yaml gives each value's source): the costs' efficiencies are Hopper fractions of peak, and
+    # these carry them to another generation instead of the peak ratio. train: Megatron / PyTorch training and
+    # log-prob passes; gemm: the engine's prefill and decode GEMMs (best cuBLAS BF16 GEMM fraction); memory: decode's
+    # HBM streaming fraction
+    train_efficiency_factor: float = field(default=1.0, metadata=bounds(gt=0, le=10))
+    gemm_efficiency_factor: float = field(default=1.0, metadata=bounds(gt=0, le=10))
+    memory_efficiency_factor: float = field(default=1.0, metadata=bounds(gt=0, le=10))
     vendor: str = ""
     # cpu: vLLM's CPU platform defaults apply (128-token KV blocks, max_num_batched_tokens 4096 per rank)
     platform: Literal["gpu", "cpu"] = "gpu"
