@@ -24,7 +24,8 @@ coefficients the fold fitted.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
@@ -101,8 +102,7 @@ def check_key(key: str, step_df: pd.DataFrame | None, gen_df: pd.DataFrame | Non
     if not any(_has_key(df, key, t) for df, t in tables):
         cols = sorted({c for df, _ in tables for c in df.columns if c not in ("file", "row")})
         raise CalibrateError(
-            f"--cv {key!r}: no input table has it; use one of {', '.join(DERIVED_KEYS)} or a column "
-            f"({', '.join(cols)})"
+            f"--cv {key!r}: no input table has it; use one of {', '.join(DERIVED_KEYS)} or a column ({', '.join(cols)})"
         )
 
 

@@ -1,0 +1,81 @@
+"""rlsim-calibrate published --cv KEY: leave-one-group-out accuracy (calibrate/published_cv.py)."""
+
+import json
+
+import pytest
+
+from calibrate import published as pub
+from calibrate import published_cv as pcv
+from calibrate import published_generation as gen
+from calibrate.cli import main
+
+NAMES = ["vllm-0.5.decode_per_seq_overhead_s"]
+
+
+@pytest.fixture(scope="module")
+def gen_df():
+    return gen.read_rows([gen.dev_set_path()])
+
+
+@pytest.fixture(scope="module")
+def cv(gen_df):
+    return pcv.cross_validate("generation", gen_df, "gpu", NAMES, {})
+
+
+def test_groups_are_the_catalog_gpus_and_every_row_is_held_out_once(cv, gen_df):
+    assert set(cv["groups"]) == {"A100-80GB", "H100-SXM"}
+    assert sum(g["n_rows"] for g in cv["groups"].values()) == cv["overall"]["n_rows"] == len(gen_df)
+    assert {r["group"] for r in cv["rows"]} == set(cv["groups"])
+
+
+def test_a_fold_never_sees_its_held_out_rows(cv, gen_df):
+    """The A100 fold's coefficient is what a fit on the H100 rows alone gives, and the held-out errors are that
+    fit's predictions of the A100 rows."""
+    h100 = gen_df[gen_df["gpu"].str.contains("H100")]
+    a100 = gen_df[gen_df["gpu"].str.contains("A100")]
+    direct = pub.fit_costs(None, h100, NAMES, {})
+    assert cv["groups"]["A100-80GB"]["fitted"][NAMES[0]] == pytest.approx(direct[NAMES[0]], rel=1e-9)
+    costs, engines = pcv._split(direct)
+    from rlsim import catalog
+
+    with catalog.engine_overrides(engines):
+        errs = [r.error_pct for r in gen.evaluate(a100, costs or None) if r.expressed]
+    held = [r["held_out_error_pct"] for r in cv["rows"] if r["group"] == "A100-80GB"]
+    assert held == pytest.approx(errs)
+
+
+def test_in_sample_and_catalog_are_reported_beside_and_differ(cv):
+    assert cv["in_sample"]["overall"]["n_expressed"] == cv["overall"]["n_expressed"]
+    # fitted on every row and scored on them: never worse than the held-out predictions of the same rows
+    assert cv["in_sample"]["overall"]["median_abs_error_pct"] <= cv["overall"]["median_abs_error_pct"]
+    assert set(cv["catalog"]["groups"]) == set(cv["groups"])
+
+
+def test_groups_by_derived_keys():
+    rec = {"model": "Qwen/Qwen3-30B-A3B", "gpu": "GB200-NVL72", "source_version": "NeMo RL v0.6 perf table"}
+    assert pcv.group_of("gpu", "step")(rec) == "GB200"
+    assert pcv.group_of("family", "step")(rec) == "MoE"
+    assert pcv.group_of("family", "step")({"model": "Qwen/Qwen3-32B"}) == "dense"
+    assert pcv.group_of("version", "step")(rec) == "NeMo RL v0.6"
+    assert pcv.group_of("version", "generation")({"engine": "vLLM", "engine_version": "v0.5.4"}) == "vLLM v0.5.4"
+    assert pcv.group_of("tp", "step")({"gen_tp": 8.0}) == "8"
+
+
+def test_one_group_only_is_skipped_with_the_reason(gen_df):
+    h100 = gen_df[gen_df["gpu"].str.contains("H100")]
+    out = pcv.cross_validate("generation", h100, "gpu", NAMES, {})
+    assert "one group" in out["skipped"]
+
+
+def test_command_writes_cv_and_refuses_an_unknown_key(tmp_path, capsys):
+    csv = gen.dev_set_path()
+    assert main(["published", str(csv), "-o", str(tmp_path), "--cv", "gpu", "--fit", NAMES[0]]) == 0
+    out = capsys.readouterr().out
+    assert "leave one gpu out" in out and "A100-80GB" in out and "cross-validated" in out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert set(summary["cv"]["generation"]["groups"]) == {"A100-80GB", "H100-SXM"}
+    assert (tmp_path / "cv.csv").read_text().startswith("table,")
+    assert main(["published", str(csv), "-o", str(tmp_path / "x"), "--cv", "gpuu"]) == 2
+    err = capsys.readouterr().err
+    assert "--cv 'gpuu'" in err and "gpu, version" in err
+    assert not (tmp_path / "x").exists()  # nothing written for bad input
