@@ -72,11 +72,14 @@ def test_outside_fitted_range_warns_with_amount(tmp_path, capsys):
 
 
 def test_efficiencies_transfer_through_the_roofline():
-    """The same fitted efficiency gives a faster rollout on a GPU with more bandwidth, in proportion."""
+    """The same fitted efficiency gives a faster rollout on a GPU with more bandwidth: H200 has 1.43x H100's HBM
+    peak, of which its HBM3e streams 0.87x Hopper's fraction (catalog memory_efficiency_factor), so decode-bound
+    generation gains about 1.25x at most (1.14x here, compute and CPU work unchanged)."""
     prof = profile_from_dict(_profile())
     on_h100 = rlsim.simulate(_scn(**{"run.steps": 2}), profile=prof)
     on_h200 = rlsim.simulate(_scn(**{"run.steps": 2, "hardware.gpu": "H200"}), profile=prof)
-    assert on_h200.summary()["generation_tokens_per_s"] > 1.2 * on_h100.summary()["generation_tokens_per_s"]
+    ratio = on_h200.summary()["generation_tokens_per_s"] / on_h100.summary()["generation_tokens_per_s"]
+    assert 1.1 < ratio < 4.8 / 3.35 * 0.87 + 1e-9
 
 
 @pytest.mark.parametrize(
