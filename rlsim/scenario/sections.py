@@ -27,8 +27,8 @@ class Hardware:
     internode_bandwidth_bytes_per_s: float | None = field(default=None, metadata=bounds(gt=0))
     # whether collectives between the nodes (trays) of one multi-node NVLink domain ride NVLink (NCCL's MNNVL,
     # with the fabric's IMEX channels set up for the job) or the nodes' NICs; None: NVLink wherever the catalog's
-    # domain spans several nodes (NCCL turns MNNVL on by itself where the fabric allows it: docs/design.md,
-    # "Topology"). Irrelevant where the domain is one node (DGX / HGX)
+    # domain spans several nodes (NCCL turns MNNVL on by itself where the fabric allows it: docs/design.md, "What
+    # transfers"). Irrelevant where the domain is one node (DGX / HGX)
     multi_node_nvlink: bool | None = None
 
     @property
