@@ -164,11 +164,7 @@ def cmd_published(args: argparse.Namespace) -> int:
         if not names:
             raise CalibrateError("--fit: name at least one costs field or BEHAVIOUR.FIELD, comma-separated")
         fitted_all = pub.fit_costs(step_df, gen_df, names, costs)
-        costs = {k: v for k, v in fitted_all.items() if "." not in k}
-        for k, v in fitted_all.items():
-            if "." in k:
-                beh, _, key = k.rpartition(".")
-                engines.setdefault(beh, {})[key] = v
+        costs, engines = pub.split_fitted(fitted_all)
         fitted = {
             "provenance": {
                 "method": "least squares on log(predicted / measured) over every expressed row",

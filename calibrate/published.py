@@ -240,6 +240,20 @@ def log_residuals(step_df: pd.DataFrame | None, gen_df: pd.DataFrame | None, cos
     return np.array(res)
 
 
+def split_fitted(values: dict[str, float]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """(costs fields, {behaviour: {field: value}}) of a fitted set whose keys are costs fields or BEHAVIOUR.FIELD
+    (what fit_costs returns; engine behaviours go to ``rlsim.catalog.engine_overrides``)."""
+    costs: dict[str, float] = {}
+    engines: dict[str, dict[str, float]] = {}
+    for name, value in values.items():
+        beh, _, key = name.rpartition(".")
+        if beh:
+            engines.setdefault(beh, {})[key] = value
+        else:
+            costs[key] = value
+    return costs, engines
+
+
 def fit_costs(
     step_df: pd.DataFrame | None,
     gen_df: pd.DataFrame | None,
@@ -277,23 +291,8 @@ def fit_costs(
         hi.append(float(meta.get("le", meta.get("lt", math.inf))))
     scales = np.array([max(abs(v), 1e-4) for v in start])  # a field at 0 still moves by a useful step
 
-    def split(x: np.ndarray) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-        costs = {k: v for k, v in base.items() if "." not in k}
-        engines: dict[str, dict[str, float]] = {}
-        for k, v in base.items():
-            if "." in k:
-                beh, _, key = k.rpartition(".")
-                engines.setdefault(beh, {})[key] = v
-        for n, v in zip(names, x * scales):
-            beh, _, key = n.rpartition(".")
-            if beh:
-                engines.setdefault(beh, {})[key] = float(v)
-            else:
-                costs[key] = float(v)
-        return costs, engines
-
     def residual(x: np.ndarray) -> np.ndarray:
-        costs, engines = split(x)
+        costs, engines = split_fitted({**base, **{n: float(v) for n, v in zip(names, x * scales)}})
         with catalog.engine_overrides(engines):
             return log_residuals(step_df, gen_df, costs)
 

@@ -34,6 +34,7 @@ from calibrate import published_generation as gen
 from calibrate.errors import CalibrateError
 from rlsim import catalog
 from rlsim.errors import RlsimError
+from rlsim.frameworks.nemo_rl import gpu_name
 
 # What a fold fits, one set for every row of a table: the coefficients of fitted_costs.yaml (step times) and of
 # the vllm-0.5 behaviour (generation; its fixed iteration overhead sits at its bound 0 and is left there)
@@ -48,7 +49,7 @@ DERIVED_KEYS = ("gpu", "version", "model", "family", "tp")
 
 def _gpu(rec: dict[str, Any]) -> str:
     try:
-        return gen.gpu_name(rec.get("gpu", ""))
+        return gpu_name(rec.get("gpu", ""))
     except RlsimError:
         return str(rec.get("gpu", ""))
 
@@ -68,9 +69,9 @@ def _version(rec: dict[str, Any], table: str) -> str:
     return f"{rec.get('engine', '')} {rec.get('engine_version', '')}".strip()
 
 
-def group_of(key: str, table: str) -> Callable[[dict[str, Any]], str] | None:
-    """The function giving a row's group under ``key`` for ``table`` ("step" or "generation"), or None when the
-    key names nothing the table has (checked against its columns by the caller)."""
+def group_of(key: str, table: str) -> Callable[[dict[str, Any]], str]:
+    """The function giving a row's group under ``key`` for ``table`` ("step" or "generation"); whether the table
+    has the column it reads is ``_has_key``'s to say."""
     if key == "gpu":
         return _gpu
     if key == "family":
@@ -113,17 +114,7 @@ def _errors(table: str, df: pd.DataFrame, costs: dict[str, float], engines: dict
     return list(zip(df.index, results))
 
 
-def _split(fitted: dict[str, float]) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
-    costs = {k: v for k, v in fitted.items() if "." not in k}
-    engines: dict[str, dict[str, float]] = {}
-    for k, v in fitted.items():
-        if "." in k:
-            beh, _, field = k.rpartition(".")
-            engines.setdefault(beh, {})[field] = v
-    return costs, engines
-
-
-def _summary(results: list[Any], table: str) -> dict[str, Any]:
+def _summary(results: list[Any]) -> dict[str, Any]:
     errs = [r.error_pct for r in results if r.expressed]
     return pub.error_summary(errs, len(results))
 
@@ -149,7 +140,6 @@ def cross_validate(
     if not _has_key(df, key, table):
         return {"skipped": f"the {table} table has no column for --cv {key}"}
     fn = group_of(key, table)
-    assert fn is not None
     groups = pd.Series([fn(rec) for rec in df.to_dict("records")], index=df.index)
     names_set = sorted(set(groups))
     if len(names_set) < 2:
@@ -167,26 +157,26 @@ def cross_validate(
             note = str(exc)
         else:
             note = ""
-        costs, engines = _split(fitted)
+        costs, engines = pub.split_fitted(fitted)
         results = _errors(table, test, costs, engines)
         held.update(results)
-        summary = _summary([r for _, r in results], table)
+        summary = _summary([r for _, r in results])
         summary["fitted"] = {n: fitted[n] for n in names if n in fitted}
         if note:
             summary["note"] = note
         per_group[g] = summary
     ordered = [held[i] for i in df.index]
-    overall = _summary(ordered, table)
+    overall = _summary(ordered)
     if progress:
         progress(f"{table}: fitting on all {len(df)} rows (in-sample)")
     try:
-        costs, engines = _split(_fit(table, df, names, base))
+        costs, engines = pub.split_fitted(_fit(table, df, names, base))
         in_sample_results = [r for _, r in _errors(table, df, costs, engines)]
     except CalibrateError:
         in_sample_results = [r for _, r in _errors(table, df, base, {})]
-    in_sample = _by_group(in_sample_results, groups, df.index, table)
+    in_sample = _by_group(in_sample_results, groups, df.index)
     catalog_results = [r for _, r in _errors(table, df, {}, {})]
-    catalog_scores = _by_group(catalog_results, groups, df.index, table)
+    catalog_scores = _by_group(catalog_results, groups, df.index)
     return {
         "key": key,
         "fitted_names": list(names),
@@ -210,10 +200,10 @@ def cross_validate(
     }
 
 
-def _by_group(results: list[Any], groups: pd.Series, index: pd.Index, table: str) -> dict[str, Any]:
-    out = {"overall": _summary(results, table), "groups": {}}
+def _by_group(results: list[Any], groups: pd.Series, index: pd.Index) -> dict[str, Any]:
+    out = {"overall": _summary(results), "groups": {}}
     for g in sorted(set(groups)):
-        out["groups"][g] = _summary([r for i, r in zip(index, results) if groups[i] == g], table)
+        out["groups"][g] = _summary([r for i, r in zip(index, results) if groups[i] == g])
     return out
 
 

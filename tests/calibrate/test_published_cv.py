@@ -35,7 +35,7 @@ def test_a_fold_never_sees_its_held_out_rows(cv, gen_df):
     a100 = gen_df[gen_df["gpu"].str.contains("A100")]
     direct = pub.fit_costs(None, h100, NAMES, {})
     assert cv["groups"]["A100-80GB"]["fitted"][NAMES[0]] == pytest.approx(direct[NAMES[0]], rel=1e-9)
-    costs, engines = pcv._split(direct)
+    costs, engines = pub.split_fitted(direct)
     from rlsim import catalog
 
     with catalog.engine_overrides(engines):
