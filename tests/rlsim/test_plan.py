@@ -267,7 +267,7 @@ def test_scenario_prices_are_validated_and_used(paper):
 
 
 def test_the_readme_tour_from_a_verl_config_to_an_emitted_patch(tmp_path):
-    """README "Planning": import a verl config, plan it with the paper's learning model, emit the winner; the
+    """docs/planning.md: import a verl config, plan it with the paper's learning model, emit the winner; the
     overrides applied to the original give the winner's batch back."""
     from rlsim.frameworks.config_import import import_config
     from rlsim.frameworks.emit import parse_emitted_overrides
