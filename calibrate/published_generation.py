@@ -6,12 +6,30 @@ and the lengths, the measured ``output_tok_per_s``). A row becomes one engine re
 benchmark's requests, all submitted at once (``request-rate inf``), simulated by ``rlsim.rollout`` with the
 scenario's engine settings and cost coefficients; prediction = output tokens / makespan.
 
-Mapping of the workload (vLLM's ``benchmarks/benchmark_serving.py`` with ``--dataset-name sharegpt``): ``num-prompts``
-requests whose prompt and output lengths come from ShareGPT conversations, keeping pairs with prompt >= 4, output
->= 4, prompt <= 1024 and prompt + output <= 2048; the output length is the conversation's reply (``max_tokens``),
-so each request generates exactly that many tokens. The exact lengths are not published; rlsim draws them from
-lognormals with the published means (``SHAREGPT_PROMPT_MEAN``, ``SHAREGPT_OUTPUT_MEAN``: vLLM's own figures) and
-one spread for both (``SHAREGPT_SIGMA``), applying the same filter, and averages ``DRAWS`` draws.
+Mapping of the workload (vLLM's ``benchmarks/benchmark_serving.py``; ``vllm bench serve`` since 0.10). The lengths:
+with ``--dataset-name sharegpt`` (``input_len`` / ``output_len`` not numbers) ``num-prompts`` requests whose prompt
+and output lengths come from ShareGPT conversations, keeping pairs with prompt >= 4, output >= 4, prompt <= 1024 and
+prompt + output <= 2048; the output length is the conversation's reply (``max_tokens``), so each request generates
+exactly that many tokens. The exact lengths are not published; rlsim draws them from lognormals with the published
+means (``SHAREGPT_PROMPT_MEAN``, ``SHAREGPT_OUTPUT_MEAN``: vLLM's own figures) and one spread for both
+(``SHAREGPT_SIGMA``), applying the same filter, and averages ``DRAWS`` draws. With numbers in ``input_len`` and
+``output_len`` (``--dataset-name random``, range ratio 0) every request has those lengths.
+
+How the requests arrive (the ``concurrency`` column, :func:`bench_load`), each priced by :func:`bench_throughput`:
+
+* ``request-rate inf`` without a concurrency limit: a *burst*, every request submitted at once; the engine runs
+  up to ``max_num_seqs`` and queues the rest.
+* ``max-concurrency=N`` (or ``concurrency=N``, or a bare integer in that column): *sustained* load, the client
+  keeps N requests in flight and sends the next as one finishes, so the engine runs min(N, max_num_seqs) at a
+  time until the last ``num-prompts`` requests drain. It is not one batch of N: that batch's tail (the batch
+  shrinking as responses end) happens once per benchmark, not once per N requests.
+* ``request-rate=R`` (finite; Poisson arrivals in the benchmark): in steady state the engine holds the N requests
+  that Little's law gives, N = R x latency(N), where R(N) = requests / makespan of the sustained run at N; rlsim
+  solves R(N) = R between the integers (linear between them). Once R exceeds what ``max_num_seqs`` sustains, the
+  engine is saturated: sustained at ``max_num_seqs``. Output tokens/s = output tokens / (requests / R + N / R):
+  the arrivals' span plus the last request's time in the system.
+
+``num-prompts`` not given: vLLM's default, 1000 (``--num-prompts``, benchmark_serving.py).
 
 Engine settings by engine version (``engine_version``), vLLM's defaults at that version: max_num_seqs 256,
 gpu_memory_utilization 0.9, and the named engine behaviour (``engine.behaviour``): ``vllm-0.5`` before 0.6.0,
@@ -26,13 +44,14 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from calibrate.published import error_summary, read_csvs
 from rlsim.costs import RooflineCostModel
+from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules
 from rlsim.errors import RlsimError
 from rlsim.frameworks.nemo_rl import NotExpressible, gpu_name, model_name
 from rlsim.rollout import simulate_rollout
@@ -47,6 +66,7 @@ SHAREGPT_OUTPUT_MEAN = 179.0
 SHAREGPT_SIGMA = 1.0  # assumption: spread of log length (heavy-tailed conversations)
 DRAWS = 3
 VLLM_V0_MAX_NUM_SEQS = 256  # vllm/engine/arg_utils.py EngineArgs.max_num_seqs (0.5.x)
+DEFAULT_NUM_PROMPTS = 1000  # benchmarks/benchmark_serving.py --num-prompts default
 
 
 def dev_set_path() -> Path:
@@ -57,14 +77,120 @@ def read_rows(paths: list[Path]) -> pd.DataFrame:
     return read_csvs(paths, REQUIRED_COLUMNS, dev_set_path().name)
 
 
-def _num_prompts(concurrency: Any) -> int:
-    m = re.search(r"num-prompts\s*=\s*(\d+)", str(concurrency))
-    if m:
-        return int(m.group(1))
+@dataclass(frozen=True)
+class BenchLoad:
+    """How a benchmark's requests arrive (module docstring): ``burst`` (all at once), ``sustained`` (``concurrency``
+    in flight) or ``rate`` (``rate`` requests/s), ``num_prompts`` in all."""
+
+    kind: Literal["burst", "sustained", "rate"]
+    num_prompts: int
+    concurrency: int | None = None
+    rate: float | None = None
+
+    @property
+    def label(self) -> str:
+        if self.kind == "sustained":
+            return f"{self.concurrency} in flight, {self.num_prompts} requests"
+        if self.kind == "rate":
+            return f"{self.rate:g} requests/s, {self.num_prompts} requests"
+        return f"{self.num_prompts} requests at once"
+
+
+_NUMBER = r"(\d+(?:\.\d+)?|inf)"
+
+
+def bench_load(text: Any) -> BenchLoad:
+    """The arrival pattern written in a row's ``concurrency`` column: ``num-prompts=M``, ``max-concurrency=N`` (or
+    ``concurrency=N``), ``request-rate R`` (``inf`` or requests/s) in any order, separated by commas; a bare integer
+    is a fixed concurrency."""
+    raw = str(text).strip()
+    low = raw.lower().replace("_", "-")
     try:
-        return int(float(concurrency))
-    except (TypeError, ValueError):
-        raise NotExpressible(f"concurrency {concurrency!r} gives no number of prompts") from None
+        bare = float(low)
+    except ValueError:
+        bare = None
+    if bare is not None:
+        if bare < 1 or bare != int(bare):
+            raise NotExpressible(f"concurrency {raw!r}: a fixed concurrency is a whole number >= 1")
+        n = int(bare)
+        return BenchLoad("sustained", max(DEFAULT_NUM_PROMPTS, n), concurrency=n)
+
+    def number(pattern: str) -> str | None:
+        m = re.search(pattern + r"\s*[=:]?\s*" + _NUMBER, low)
+        return m.group(1) if m else None
+
+    prompts = number(r"num-prompts")
+    conc = number(r"(?:max-)?concurrency")
+    rate = number(r"(?:request-rate|qps)")
+    if prompts is None and conc is None and rate is None:
+        raise NotExpressible(
+            f"concurrency {raw!r} names no load: write num-prompts=M with max-concurrency=N or request-rate R "
+            "(inf: all at once), or a bare integer for a fixed concurrency"
+        )
+    if (prompts is not None and "inf" in prompts) or (conc is not None and "inf" in conc):
+        raise NotExpressible(f"concurrency {raw!r}: num-prompts and max-concurrency are whole numbers")
+    n_prompts = int(float(prompts)) if prompts is not None else DEFAULT_NUM_PROMPTS
+    if n_prompts < 1:
+        raise NotExpressible(f"concurrency {raw!r}: num-prompts must be >= 1")
+    if conc is not None:  # a concurrency limit holds whatever the rate (the client waits for a free slot)
+        n = int(float(conc))
+        if n < 1:
+            raise NotExpressible(f"concurrency {raw!r}: max-concurrency must be >= 1")
+        if rate is not None and rate != "inf":
+            raise NotExpressible(
+                f"concurrency {raw!r}: both a finite request rate and a concurrency limit; rlsim prices one of them"
+            )
+        return BenchLoad("sustained", n_prompts, concurrency=n)
+    if rate is None or rate == "inf":
+        return BenchLoad("burst", n_prompts)
+    r = float(rate)
+    if r <= 0:
+        raise NotExpressible(f"concurrency {raw!r}: request-rate must be > 0 (inf: all at once)")
+    return BenchLoad("rate", n_prompts, rate=r)
+
+
+def bench_throughput(
+    load: BenchLoad,
+    prompt: np.ndarray,
+    output: np.ndarray,
+    max_num_seqs: int,
+    kv_capacity_tokens: int,
+    decode: DecodeCoefficients,
+    prefill: PrefillCoefficients,
+    rules: SchedulerRules | None = None,
+) -> float:
+    """Output tokens/s of one engine replica serving the requests (``prompt``, ``output`` lengths, in arrival order)
+    under ``load`` (module docstring)."""
+
+    def makespan(running: int) -> float:
+        res = simulate_rollout(prompt, output, 1, 1, running, kv_capacity_tokens, decode, prefill, 0.0, rules)
+        return res.rollout_s
+
+    total = float(output.sum())
+    if load.kind == "burst":
+        return total / makespan(max_num_seqs)
+    if load.kind == "sustained":
+        return total / makespan(min(load.concurrency or 1, max_num_seqs))
+    n_req, rate = len(output), float(load.rate or 0.0)
+    served = {}  # requests/s the engine sustains with n in flight: increasing in n
+
+    def throughput(n: int) -> float:
+        if n not in served:
+            served[n] = n_req / makespan(n)
+        return served[n]
+
+    if throughput(max_num_seqs) <= rate:  # saturated: the queue grows, the engine runs flat out
+        return total / makespan(max_num_seqs)
+    lo, hi = 0, max_num_seqs  # R(lo) < rate <= R(hi), R(0) = 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if throughput(mid) < rate:
+            lo = mid
+        else:
+            hi = mid
+    r_lo = throughput(lo) if lo else 0.0
+    in_flight = lo + (rate - r_lo) / (throughput(hi) - r_lo)
+    return total / ((n_req + in_flight) / rate)
 
 
 def _version(text: Any) -> tuple[int, ...]:
@@ -112,7 +238,10 @@ def scenario_for_row(fields: dict[str, Any], costs: dict[str, float] | None = No
             "precision": "fp8" if name.upper().endswith("-FP8") else "bf16",
             "behaviour": engine_behaviour(version),
         },
-        "workload": {"max_prompt_tokens": 1024, "max_response_tokens": 2044},
+        "workload": {
+            "max_prompt_tokens": max(1024, _fixed_length(fields.get("input_len")) or 0),
+            "max_response_tokens": max(2044, _fixed_length(fields.get("output_len")) or 0),
+        },
         # a serving benchmark has no trainer; a scenario always has one, so give it a layout that holds nothing
         # on the GPUs (the training memory check then never refuses an engine-only row)
         "training": {"offload_optimizer": True, "offload_params": True, "activation_recompute": "full"},
@@ -122,20 +251,52 @@ def scenario_for_row(fields: dict[str, Any], costs: dict[str, float] | None = No
     return raw
 
 
+def _fixed_length(value: Any) -> int | None:
+    """A numeric ``input_len`` / ``output_len`` (the random dataset), or None (ShareGPT and other datasets)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(v) or v < 1 or v != int(v):
+        raise NotExpressible(f"length {value!r}: a fixed prompt or output length is a whole number >= 1")
+    return int(v)
+
+
+def request_lengths(fields: dict[str, Any], n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` requests' (prompt, output) lengths: fixed when both columns are numbers, else a ShareGPT draw."""
+    fixed_in, fixed_out = _fixed_length(fields.get("input_len")), _fixed_length(fields.get("output_len"))
+    if fixed_in is not None and fixed_out is not None:
+        return np.full(n, fixed_in, dtype=np.int64), np.full(n, fixed_out, dtype=np.int64)
+    if (fixed_in is None) != (fixed_out is None):
+        raise NotExpressible(
+            f"input_len {fields.get('input_len')!r} and output_len {fields.get('output_len')!r}: give both as numbers "
+            "(random dataset) or neither (ShareGPT)"
+        )
+    return sharegpt_lengths(n, np.random.default_rng(seed))
+
+
 def predict_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -> float:
-    """Predicted output tokens/s of one benchmark row (mean over DRAWS ShareGPT draws)."""
-    n = _num_prompts(fields.get("concurrency"))
+    """Predicted output tokens/s of one benchmark row (mean over DRAWS ShareGPT draws; one run for fixed lengths)."""
+    load = bench_load(fields.get("concurrency"))
     scn = from_dict(scenario_for_row(fields, costs))
     cost = RooflineCostModel.from_scenario(scn)
     decode, prefill = cost.decode_coefficients(), cost.prefill_coefficients()
-    rules = scn.scheduler_rules
+    fixed = _fixed_length(fields.get("input_len")) is not None
     rates = []
-    for seed in range(DRAWS):
-        prompt, output = sharegpt_lengths(n, np.random.default_rng(seed))
-        res = simulate_rollout(
-            prompt, output, 1, 1, scn.engine.max_num_seqs, scn.kv_capacity_tokens, decode, prefill, 0.0, rules
+    for seed in range(1 if fixed else DRAWS):
+        prompt, output = request_lengths(fields, load.num_prompts, seed)
+        rates.append(
+            bench_throughput(
+                load,
+                prompt,
+                output,
+                scn.engine.max_num_seqs,
+                scn.kv_capacity_tokens,
+                decode,
+                prefill,
+                scn.scheduler_rules,
+            )
         )
-        rates.append(output.sum() / res.rollout_s)
     return float(np.mean(rates))
 
 
@@ -148,6 +309,7 @@ class GenResult:
     measured: float
     predicted: float | None = None
     reason: str = ""
+    load: str = ""  # BenchLoad.label: how the requests arrived
 
     @property
     def expressed(self) -> bool:
@@ -167,6 +329,10 @@ def evaluate(df: pd.DataFrame, costs: dict[str, float] | None = None) -> list[Ge
             tp = 0
         label = f"{rec.get('model')} tp{tp} ({rec.get('engine', '')} {rec.get('engine_version', '')})"
         res = GenResult(str(rec["file"]), int(rec["row"]), label, tp, float("nan"))
+        try:
+            res.load = bench_load(rec.get("concurrency")).label
+        except NotExpressible:
+            pass
         try:
             res.measured = float(rec.get("output_tok_per_s"))
         except (TypeError, ValueError):
@@ -210,6 +376,7 @@ def table(results: list[GenResult]) -> pd.DataFrame:
                 "row": r.row,
                 "run": r.label,
                 "tp": r.tp,
+                "load": r.load,
                 "measured_output_tok_per_s": r.measured,
                 "predicted_output_tok_per_s": r.predicted,
                 "error_pct": r.error_pct,

@@ -185,7 +185,7 @@ def test_generation_row_mapping():
     raw = gen.scenario_for_row(row)
     assert raw["engine"]["precision"] == "fp8" and raw["engine"]["behaviour"] == "vllm-0.5"
     assert raw["engine"]["max_num_seqs"] == 256 and raw["hardware"]["num_gpus"] == 2
-    assert gen._num_prompts(row["concurrency"]) == 320
+    assert gen.bench_load(row["concurrency"]) == gen.BenchLoad("burst", 320)
     with pytest.raises(NotExpressible, match="no named engine behaviour"):
         gen.scenario_for_row({**row, "engine_version": "v0.6.0"})
     # the ShareGPT draw respects the benchmark's filter
