@@ -17,7 +17,8 @@ S2 = sum of squared sequence lengths, F and BW the pool's peak FLOP/s and HBM by
 * log-prob / values passes and training: ``rlsim.training`` (Megatron or FSDP layout: compute, exposed
   communication, pipeline bubble, optimizer update; formulas and sources in its docstring).
 * weight sync: ``rlsim.sync`` (per-shard parallel transfer or broadcast, colocated copy and sleep / wake).
-* reward: ``o_reward + reward_s_per_sample * samples``.
+* reward: ``o_reward + reward_s_per_sample * samples`` on the CPU, or a reward model's forward pass on its GPUs
+  (``rlsim.training.reward_model_s``).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class CostModel(Protocol):
 
     def engine_pause_s(self) -> float: ...
 
-    def reward_s(self, num_samples: int) -> float: ...
+    def reward_s(self, num_samples: int, tokens: float = 0.0, sq_tokens: float = 0.0) -> float: ...
 
 
 ENGINE_KEYS = (
@@ -260,5 +261,10 @@ class RooflineCostModel:
         """Engine stall of an in-flight weight update (async)."""
         return sync.weight_sync_time(self.scenario, self.costs).engine_pause_s
 
-    def reward_s(self, num_samples: int) -> float:
+    def reward_s(self, num_samples: int, tokens: float = 0.0, sq_tokens: float = 0.0) -> float:
+        """Scoring ``num_samples`` samples (``tokens`` prompt + response tokens, ``sq_tokens`` their squares): the
+        reward model's forward pass when the scenario has one (rlsim.training.reward_model_s), else the CPU
+        reward's overhead and per-sample cost."""
+        if self.scenario.reward.model is not None:
+            return training.reward_model_s(self.scenario, self.costs, tokens, sq_tokens)
         return self.costs.reward_overhead_s + self.costs.reward_s_per_sample * num_samples

@@ -15,6 +15,8 @@ training of step n). A step ends when its weight sync ends; its step time is the
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +36,7 @@ from rlsim.scenario import Scenario
 
 ROLLOUT_POOL = "rollout_pool"
 TRAIN_POOL = "train_pool"
+REWARD_POOL = "reward_pool"
 ALL_GPUS = "gpus"
 CPU = "cpu"
 CHUNK_REQUESTS = 1 << 16  # requests simulated in one compiled call (several steps when they are small)
@@ -58,6 +61,7 @@ class _Batch:
     response_tokens: np.ndarray
     rollout: RolloutResult
     rollout_s: float  # engine seconds of this batch, in-flight weight updates included
+    scored: tuple[int, float, float] | None = None  # samples, tokens, squared tokens generated, if not the trained
 
 
 def per_batch(
@@ -87,6 +91,7 @@ class _State:
     rollout_track: str
     train_track: str
     batches: simpy.Store
+    reward_pool: simpy.Resource | None = None  # a reward model's own GPUs (reward.num_gpus)
     engine_version: int = 0
     version_changed: simpy.Event | None = None
     spans: list[Span] = field(default_factory=list)
@@ -102,31 +107,72 @@ class _State:
         return duration_s
 
 
+def _round(s: Scenario, rng: np.random.Generator, cumulative_samples: float) -> tuple[np.ndarray, np.ndarray]:
+    """One generation call's prompt and response lengths (responses padded to the call's longest under static
+    batching): a step's P x G, or under dynamic sampling the round's batch_multiplier x P prompts, G each."""
+    w = s.workload
+    ds = s.algorithm.dynamic_sampling
+    if ds is not None and ds.batch_multiplier != 1:
+        w = dataclasses.replace(w, prompts_per_step=math.ceil(ds.batch_multiplier * w.prompts_per_step - 1e-9))
+    prompts, responses = sample_step(w, rng, cumulative_samples)
+    if s.engine.static_batching:  # every response runs (and is padded) to the call's longest
+        responses = np.full_like(responses, responses.max())
+    return prompts, responses
+
+
 def step_requests(
     s: Scenario, rng: np.random.Generator
-) -> Iterator[tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray], int]]:
+) -> Iterator[tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]], int]]:
     """Steps 1, 2, ... of a run as its kernel calls see them, drawn in step order from ``rng`` (the run's
-    generator): each step's prompt and response lengths (responses padded to the step's longest under static
-    batching), the requests its rollout simulates, and how many batches those are. Streaming, the engines hold up
-    to k + 1 batches at once and start a request as soon as a slot frees, so a batch shares the straggler tail with
-    the batches in flight beside it: its requests are the window of the batches before it and itself, oldest
-    first, and its generation time is the window's makespan over that count."""
+    generator): each step's prompt and response lengths of the samples it trains on, the generation calls its
+    rollout simulates one after another (each a list entry), and how many batches a call holds. Streaming, the
+    engines hold up to k + 1 batches at once and start a request as soon as a slot frees, so a batch shares the
+    straggler tail with the batches in flight beside it: its requests are the window of the batches before it and
+    itself, oldest first, and its generation time is the window's makespan over that count. Under dynamic sampling
+    (synchronous only) a step is ``rounds`` calls, each scored and filtered before the next; it trains on the first
+    P x G samples generated (the kept groups' lengths are drawn like any others')."""
     k = s.schedule.staleness
     streaming = k > 0 and s.schedule.streaming
     batch = s.workload.responses_per_step
+    ds = s.algorithm.dynamic_sampling
+    rounds = ds.rounds() if ds is not None else 1
     window: list[tuple[np.ndarray, np.ndarray]] = []  # streaming: the batches the engines hold at once
     n = 0
     while True:
         n += 1
-        prompts, responses = sample_step(s.workload, rng, (n - 1) * batch)
-        if s.engine.static_batching:  # every response runs (and is padded) to the step's longest
-            responses = np.full_like(responses, responses.max())
+        calls = [_round(s, rng, (n - 1) * batch) for _ in range(rounds)]
+        prompts, responses = calls[0] if rounds == 1 else (np.concatenate(x)[:batch] for x in zip(*calls))
         if not streaming:
-            yield prompts, responses, (prompts, responses), 1
+            yield prompts, responses, calls, 1
             continue
         window[:] = (window + [(prompts, responses)])[-(k + 1) :]
         both = (np.concatenate([w[0] for w in window]), np.concatenate([w[1] for w in window]))
-        yield prompts, responses, both, len(window)
+        yield prompts, responses, [both], len(window)
+
+
+def _scored(calls: list[tuple[np.ndarray, np.ndarray]]) -> tuple[int, float, float]:
+    """Samples, tokens and squared tokens (prompt + response) of all of a step's generation calls."""
+    seq = np.concatenate([(p + r).astype(float) for p, r in calls])
+    return len(seq), float(seq.sum()), float((seq * seq).sum())
+
+
+def merge_rounds(results: list[RolloutResult]) -> RolloutResult:
+    """One step's generation calls run one after another (dynamic sampling's rounds): their times and tokens
+    add up, the decode batch is the mean over all their iterations, the KV peak is the largest."""
+    if len(results) == 1:
+        return results[0]
+    iterations = sum(r.num_iterations for r in results)
+    decoded = sum(r.mean_decode_batch * r.num_iterations for r in results)
+    return RolloutResult(
+        rollout_s=sum(r.rollout_s for r in results),
+        prompt_tokens=sum(r.prompt_tokens for r in results),
+        response_tokens=sum(r.response_tokens for r in results),
+        num_preemptions=sum(r.num_preemptions for r in results),
+        num_iterations=iterations,
+        mean_decode_batch=decoded / iterations if iterations else 0.0,
+        peak_kv_tokens=max(r.peak_kv_tokens for r in results),
+        replica_makespan_s=tuple(np.sum([r.replica_makespan_s for r in results], axis=0).tolist()),
+    )
 
 
 def _generations(st: _State):
@@ -140,18 +186,20 @@ def _generations(st: _State):
     k = s.schedule.staleness
     streaming = k > 0 and s.schedule.streaming
     decode, prefill = st.cost.decode_coefficients(), st.cost.prefill_coefficients()
-    batch = s.workload.responses_per_step
-    per_chunk = max(1, CHUNK_REQUESTS // (batch * (k + 1 if streaming else 1)))
+    per_chunk = max(1, CHUNK_REQUESTS // (s.generated_per_step * (k + 1 if streaming else 1)))
     drawn = step_requests(s, st.rng)
 
     def launch(count: int):  # the next count steps (chunks are launched in order)
-        sampled, requests, overheads, held = [], [], [], []
+        sampled, requests, overheads, held, calls, scored = [], [], [], [], [], []
         for _ in range(count):
-            prompts, responses, window, batches = next(drawn)
+            prompts, responses, step_calls, batches = next(drawn)
             sampled.append((prompts, responses))
-            requests.append(window)
+            requests.extend(step_calls)
+            calls.append(len(step_calls))
+            scored.append(None if len(step_calls) == 1 else _scored(step_calls))
             held.append(batches)
             overheads.append(st.cost.rollout_overhead_s(len(responses)))
+        call_overheads = [st.cost.rollout_overhead_s(len(c[1])) for c in requests]
         pending = launch_rollouts(
             requests,
             s.workload.group_size,
@@ -160,10 +208,10 @@ def _generations(st: _State):
             s.kv_capacity_tokens,
             decode,
             prefill,
-            [0.0] * len(requests) if streaming else overheads,
+            [0.0] * len(requests) if streaming else call_overheads,
             s.scheduler_rules,
         )
-        return sampled, overheads, held, pending
+        return sampled, overheads, held, calls, scored, pending
 
     # chunks of 1, 2, 4, ... steps, at most per_chunk: the first, which nothing overlaps, is short
     chunks, first, size = [], 1, 1
@@ -186,14 +234,17 @@ def _generations(st: _State):
         chunk = ahead.pop(0)
         if isinstance(chunk, RlsimError):
             raise chunk
-        sampled, overheads, held, pending = chunk
+        sampled, overheads, held, calls, scored, pending = chunk
         results = pending.result()
         if c + 2 < len(chunks):
             ahead.append(launched(c + 2))
-        for i, ((prompts, responses), res) in enumerate(zip(sampled, results)):
+        first = 0
+        for i, (prompts, responses) in enumerate(sampled):
+            res = merge_rounds(results[first : first + calls[i]])
+            first += calls[i]
             if streaming:
                 res = per_batch(res, held[i], prompts, responses, overheads[i])
-            yield prompts, responses, res
+            yield prompts, responses, res, scored[i]
 
 
 def _rollout(env: simpy.Environment, st: _State):
@@ -208,7 +259,7 @@ def _rollout(env: simpy.Environment, st: _State):
             start = env.now
             st.engine_pause_s = 0.0  # updates that landed while the engines were idle cost them nothing
             version = st.engine_version  # the oldest weights this batch saw (in-flight updates may follow)
-            prompts, responses, res = next(generations)
+            prompts, responses, res, scored = next(generations)
             duration = res.rollout_s
             yield env.timeout(duration)
             while st.engine_pause_s > 0:  # in-flight weight updates that landed while this batch generated
@@ -216,7 +267,7 @@ def _rollout(env: simpy.Environment, st: _State):
                 yield env.timeout(pause)
                 duration += pause
             st.span(Phase.ROLLOUT, n, st.rollout_track, start, duration)
-        yield st.batches.put(_Batch(n, version, prompts, responses, res, duration))
+        yield st.batches.put(_Batch(n, version, prompts, responses, res, duration, scored))
 
 
 def _trainer(env: simpy.Environment, st: _State):
@@ -228,15 +279,28 @@ def _trainer(env: simpy.Environment, st: _State):
     sync_s = cost.weight_sync_s()
     pause_s = cost.engine_pause_s() if in_flight else 0.0
     zero = {p.value: 0.0 for p in Phase if p is not Phase.EVAL}
+    reward_track, reward_pool = CPU, None
+    if s.reward.model is not None:
+        reward_track = REWARD_POOL if s.reward.num_gpus else st.train_track
+        reward_pool = st.reward_pool if s.reward.num_gpus else st.train_pool
     for n in range(1, s.run.steps + 1):
         b: _Batch = yield st.batches.get()
         timing = dict(zero)
         timing[Phase.ROLLOUT.value] = b.rollout_s
         seq = (b.prompt_tokens + b.response_tokens).astype(float)
         tokens, sq_tokens, nseq = float(np.add.reduce(seq)), float(np.add.reduce(seq * seq)), len(seq)
-        start, dur = env.now, cost.reward_s(len(seq))
-        yield env.timeout(dur)
-        timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, CPU, start, dur)
+        # the reward scores every sample generated (dynamic sampling: every round's), the trainer the kept ones
+        dur = cost.reward_s(*b.scored) if b.scored else cost.reward_s(nseq, tokens, sq_tokens)
+        if reward_track is CPU:
+            start = env.now
+            yield env.timeout(dur)
+            timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, CPU, start, dur)
+        else:  # the reward model's GPUs (its own pool, or the training pool's)
+            with reward_pool.request() as req:
+                yield req
+                start = env.now
+                yield env.timeout(dur)
+                timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, reward_track, start, dur)
         passes: list[tuple[Phase, float]] = []
         opt_steps = s.optimizer_steps_per_step
         if alg.recompute_old_logprob:
@@ -331,6 +395,7 @@ def run_pipeline(
         rollout_track=rollout_track,
         train_track=train_track,
         batches=simpy.Store(env),
+        reward_pool=simpy.Resource(env, capacity=1) if scenario.reward.num_gpus else None,
         progress=progress,
         run_id=f"sim-{scenario.digest()}",
     )
@@ -378,9 +443,10 @@ def cut(
 def pool_gpus(scenario: Scenario) -> dict[str, int]:
     """GPUs in each track that holds GPUs."""
     hw = scenario.hardware
+    own = {REWARD_POOL: scenario.reward.num_gpus} if scenario.reward.num_gpus else {}
     if hw.placement == "colocated":
-        return {ALL_GPUS: hw.num_gpus}
-    return {ROLLOUT_POOL: hw.num_rollout_gpus, TRAIN_POOL: hw.num_train_gpus}
+        return {ALL_GPUS: hw.num_gpus, **own}
+    return {ROLLOUT_POOL: hw.num_rollout_gpus, TRAIN_POOL: hw.num_train_gpus, **own}
 
 
 def _busy_before(spans: list[Span], t: np.ndarray) -> np.ndarray:

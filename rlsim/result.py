@@ -73,6 +73,7 @@ class SimResult:
         rollout_s = sum(r["timing_s"]["rollout"] for r in steady)
         resp_tokens = sum(r["response_tokens"] for r in steady)
         all_tokens = sum(r["prompt_tokens"] + r["response_tokens"] for r in steady)
+        kept = batch / s.generated_per_step
         pools = pool_gpus(s)
         return {
             "rlsim_version": __version__,
@@ -87,15 +88,16 @@ class SimResult:
             "schedule": s.schedule.mode,
             "max_staleness": s.schedule.staleness,
             "gpu": s.hardware.gpu.name,
-            "num_gpus": s.hardware.num_gpus,
+            "num_gpus": s.total_gpus,
             "model": s.model.name,
             "step_time_s": step_time,
             "step_time_p10_s": float(np.percentile(step_times, 10)),
             "step_time_p90_s": float(np.percentile(step_times, 90)),
             "samples_per_s": batch / step_time,
             "generation_tokens_per_s": resp_tokens / rollout_s if rollout_s > 0 else 0.0,
-            "tokens_per_s_per_gpu": all_tokens / len(steady) / step_time / s.hardware.num_gpus,
-            "mean_response_tokens": resp_tokens / len(steady) / batch,
+            # trained tokens (dynamic sampling generates more than it trains: the rounds' share of them)
+            "tokens_per_s_per_gpu": all_tokens * kept / len(steady) / step_time / s.total_gpus,
+            "mean_response_tokens": resp_tokens / len(steady) / s.generated_per_step,
             "phase_time_s": {p.value: float(np.mean([r["timing_s"][p.value] for r in steady])) for p in TIMED_PHASES},
             "utilization": {t: float(np.mean([r["utilization"][t] for r in steady])) for t in pools},
             "gpus_per_pool": pools,
@@ -115,7 +117,7 @@ class SimResult:
             return {"time_to_target_s": None, "samples_to_target": None}
         out = t.as_dict()
         out["target"] = self.scenario.learning.target
-        out["gpu_hours_to_target"] = t.time_to_target_s * self.scenario.hardware.num_gpus / 3600.0
+        out["gpu_hours_to_target"] = t.time_to_target_s * self.scenario.total_gpus / 3600.0
         out["time_to_target_band_s"] = list(self.band_s) if self.band_s is not None else None
         # seeds against the run's budget (run.max_steps steps): how many reach the target, and those that do
         batch = self.scenario.workload.responses_per_step

@@ -304,6 +304,24 @@ def phase_time(
     return _fsdp_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
 
 
+def reward_model_s(s: Scenario, costs: Costs, tokens: float, sq_tokens: float) -> float:
+    """One forward pass of ``s.reward.model`` over the scored samples' ``tokens`` (prompt + response, summed;
+    ``sq_tokens`` their squares) on its GPUs (``reward.num_gpus``, or the training pool's): the GPUs' compute as
+    for a log-prob pass (:func:`_compute_s`, forward only), each copy of ``tensor_parallel_size`` GPUs with its two
+    all-reduces per layer of its share of the hidden states, plus ``costs.forward_overhead_s``. Zero without a
+    reward model (the CPU reward of ``costs.reward_*`` is the pipeline's)."""
+    rw = s.reward
+    model = rw.model
+    if model is None:
+        return 0.0
+    n = rw.num_gpus or s.hardware.num_train_gpus
+    compute, _ = _compute_s(s, costs, model, tokens, sq_tokens, n, forward_only=True)
+    tp = rw.tensor_parallel_size
+    copies = n // tp
+    comm = 2 * model.num_layers * ring_s(s, costs, 2 * tokens / copies * model.hidden_size * ACT_BYTES, tp, tp)
+    return costs.forward_overhead_s + compute + comm
+
+
 def _megatron_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences):
     lay = layout_of(s)
     steps = 1 if forward_only else optimizer_steps

@@ -60,7 +60,7 @@ def step_windows(scn: rlsim.Scenario, steps: int) -> list[tuple[np.ndarray, np.n
     which nothing overlaps, left out)."""
     drawn = step_requests(scn, np.random.default_rng(scn.run.seed))
     next(drawn)
-    return [next(drawn)[2] for _ in range(steps)]
+    return [call for _ in range(steps) for call in next(drawn)[2]]  # (one call per step without dynamic sampling)
 
 
 def step_work(prompts: int, repeats: int = 3, steps: int = 4) -> dict[str, float]:

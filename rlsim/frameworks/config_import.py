@@ -318,7 +318,9 @@ def import_config(
     try:
         from_dict(raw)
     except ScenarioError as exc:
-        raise ImportConfigError(f"the imported scenario is invalid: {exc}") from None
+        raise ImportConfigError(
+            f"the imported scenario is invalid: {exc} (set an rlsim field with --scenario-set {exc.field}=VALUE)"
+        ) from None
     return Imported(raw, unused)
 
 

@@ -53,8 +53,10 @@ Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read a
 * colocated -> weight_sync.offload_trainer (offload_before_refit / offload_after_refit around generation)
 * (always) -> weight_sync.transfer broadcast (separate: packed_broadcast_producer(src=0), training rank 0 broadcasts
   the whole model; colocated: every rank exports full HF tensors (export_hf_weights) for its engine's slice)
-* recipe_dynamic_sampling -> refused (DAPO repeats generation until the batch fills; rounds per step are not
-  published)
+* recipe_dynamic_sampling -> algorithm.dynamic_sampling (DAPO: generation rounds of recipe_batch_multiplier x P
+  prompts until P groups pass the filter, at most recipe_dynamic_sampling_max_gen_batches (default 10); grpo.py
+  dynamic_sampling at v0.5.0); its keep rate from a ``dynamic_sampling_keep_rate`` column, refused without one
+  (no recipe or table publishes it)
 * prompts_per_step empty -> refused (multi-turn agent rows publish no prompts x generations per step)
 
 Optional fields, absent from the published rows (which then map as above), set by the recipe YAML import:
@@ -175,11 +177,7 @@ def gpu_name(text: str) -> str:
 
 def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> dict[str, Any]:
     """A scenario mapping for one NeMo RL GRPO recipe (see the module docstring for the mapping)."""
-    if _flag(fields, "recipe_dynamic_sampling"):
-        raise NotExpressible(
-            "dynamic sampling (DAPO) repeats generation until the batch fills; the generation rounds per step "
-            "are not published"
-        )
+    dynamic = _dynamic_sampling(fields)
     prompts = _need(fields, "prompts_per_step", "multi-turn agent rows publish no prompts x generations per step")
     group = _need(fields, "gens_per_prompt", "the generations per prompt are not published")
     if (_num(fields, "gen_pp", 1) or 1) > 1:
@@ -268,11 +266,35 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
         "weight_sync": {"transfer": "broadcast", "offload_trainer": colocated},
         "schedule": schedule,
     }
+    if dynamic is not None:
+        out["algorithm"]["dynamic_sampling"] = dynamic
     lr = _num(fields, "recipe_lr")
     if lr is not None:
         out["learning"] = {"lr0": lr, "reference_batch": int(prompts) * int(group)}
     if steps is not None:
         out["run"] = {"steps": steps}
+    return out
+
+
+def _dynamic_sampling(fields: dict[str, Any]) -> dict[str, Any] | None:
+    """``algorithm.dynamic_sampling`` of a DAPO row (recipe_dynamic_sampling): the recipe's batch_multiplier and
+    dynamic_sampling_max_gen_batches, and the filter's keep rate, which no recipe or table publishes (it depends on
+    the data and the model): a ``dynamic_sampling_keep_rate`` column, or the row is refused naming it. The import
+    of a recipe YAML leaves it for ``--scenario-set algorithm.dynamic_sampling.keep_rate=R``."""
+    if not _flag(fields, "recipe_dynamic_sampling"):
+        return None
+    out: dict[str, Any] = {
+        "batch_multiplier": _num(fields, "recipe_batch_multiplier") or 1.0,
+        "max_gen_batches": int(_num(fields, "recipe_dynamic_sampling_max_gen_batches") or 10),
+    }
+    keep = _num(fields, "dynamic_sampling_keep_rate")
+    if keep is not None:
+        out["keep_rate"] = keep
+    elif not fields.get("keep_rate_from_scenario_set"):
+        raise NotExpressible(
+            "dynamic sampling (DAPO): the filter's keep rate (prompt groups with reward std > 0) is not published; "
+            "add a dynamic_sampling_keep_rate column (NeMo RL logs dynamic_sampling_num_gen_batches)"
+        )
     return out
 
 
@@ -362,7 +384,9 @@ TABLE: tuple[Row, ...] = (
     Row(ASYNC + "enabled", False, "schedule.mode", "true: async (needs colocated false)"),
     Row(ASYNC + "max_trajectory_age_steps", 1, "schedule.max_staleness", "k"),
     Row(ASYNC + "in_flight_weight_updates", False, "schedule.in_flight_weight_updates", "async only"),
-    Row(G + "use_dynamic_sampling", False, "(refused)", "true refused: DAPO rounds per step are unknown"),
+    Row(G + "use_dynamic_sampling", False, "algorithm.dynamic_sampling", "DAPO rounds; keep rate: --scenario-set"),
+    Row(G + "batch_multiplier", 1, "algorithm.dynamic_sampling.batch_multiplier", "prompts per round / P"),
+    Row(G + "dynamic_sampling_max_gen_batches", 10, "algorithm.dynamic_sampling.max_gen_batches", "round limit"),
     Row(G + "max_rollout_turns", 1, "(refused)", "> 1 refused: multi-turn rollouts"),
     Row("loss_fn.reference_policy_kl_penalty", 0.01, "algorithm.kl_reference", "> 0: reference on host"),
     Row("loss_fn.force_on_policy_ratio", False, "(check)", "true needs train_global_batch_size = B"),
@@ -374,11 +398,6 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections for a NeMo RL GRPO recipe YAML, and the assumptions made: its keys become the fields
     of :func:`scenario_from_recipe` (the published mapping)."""
     notes: list[str] = []
-    if src.get(G + "use_dynamic_sampling"):
-        raise ImportConfigError(
-            f"{G}use_dynamic_sampling: true repeats generation until the batch fills (DAPO), a number of rounds "
-            f"rlsim cannot know; --set {G}use_dynamic_sampling=false to simulate one round per step"
-        )
     if as_int(src, G + "max_rollout_turns") > 1:
         raise ImportConfigError(
             f"{G}max_rollout_turns: multi-turn rollouts are not modelled; --set {G}max_rollout_turns=1"
@@ -461,6 +480,17 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "recipe_sequence_packing": bool(src.get(PO + "sequence_packing.enabled")),
         "recipe_kl": as_float(src, "loss_fn.reference_policy_kl_penalty"),
     }
+    if src.get(G + "use_dynamic_sampling"):
+        fields.update(
+            recipe_dynamic_sampling=True,
+            recipe_batch_multiplier=as_float(src, G + "batch_multiplier"),
+            recipe_dynamic_sampling_max_gen_batches=as_int(src, G + "dynamic_sampling_max_gen_batches"),
+            keep_rate_from_scenario_set=True,
+        )
+        notes.append(
+            f"{G}use_dynamic_sampling: the filter's keep rate is data-dependent and not in the recipe; "
+            "--scenario-set algorithm.dynamic_sampling.keep_rate=R (fraction of prompt groups with reward std > 0)"
+        )
     if src.given(GEN + "vllm_kwargs.max_num_seqs"):
         fields["recipe_max_num_seqs"] = as_int(src, GEN + "vllm_kwargs.max_num_seqs")
     if src.given(PO + "logprob_batch_size"):

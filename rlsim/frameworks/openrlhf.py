@@ -27,8 +27,9 @@ Batch semantics (facts from that commit):
   actor.num_nodes x actor.num_gpus_per_node / (ds.ring_attn_size x ds.tensor_parallel_size).
 * ``train.colocate_all`` (synchronous) puts the vLLM engines, actor, reference and critic on the actor's GPUs
   (it asserts actor GPUs == vllm.num_engines x vllm.tensor_parallel_size); otherwise the engines have GPUs of their
-  own and the reference, critic and reward models theirs (rlsim: separate pools, the other models' passes on the
-  training GPUs). In async mode (``train.async_enable``) colocate_all colocates only the DeepSpeed models; the
+  own and the reference, critic and reward models theirs (rlsim: separate pools, the reference and critic passes
+  on the training GPUs, the reward model on its own GPUs: rlsim's ``reward`` section). In async mode
+  (``train.async_enable``) colocate_all colocates only the DeepSpeed models; the
   generator runs at most ``train.async_queue_size`` rollouts ahead of the trainer (rlsim max_staleness) and one
   rollout is finished before the next starts (schedule.streaming false); ``train.partial_rollout_enable`` lets
   weight updates land while vLLM generates (schedule.in_flight_weight_updates).
@@ -104,6 +105,10 @@ TABLE: tuple[Row, ...] = (
     Row("actor.adam.lr", 1e-6, "learning.lr0", "learning.reference_batch = B"),
     Row("actor.model_name_or_path", None, "model", "a catalog name, alias or hf_id (Instruct: the base architecture)"),
     Row("critic.model_name_or_path", None, "algorithm.critic_model", "gae; default: the policy's architecture"),
+    Row("reward.model_name_or_path", None, "reward.model", "a forward pass over every sample (catalog name)"),
+    Row("reward.num_nodes", 1, "reward.num_gpus", "GPUs of its own = nodes x GPUs per node (not colocate_all)"),
+    Row("reward.num_gpus_per_node", 8, "reward.num_gpus", "GPUs of its own = nodes x GPUs per node"),
+    Row("reward.remote_url", None, "(note)", "a remote reward: priced as the CPU reward"),
     Row("actor.gradient_checkpointing_enable", False, "training.activation_recompute", "true -> full, false -> none"),
     Row("ds.zero_stage", 2, "training.backend", "fsdp (full sharding; stages below 3 noted)"),
     Row("ds.adam_offload", False, "training.offload_optimizer", "DeepSpeed CPU Adam"),
@@ -146,6 +151,10 @@ LEGACY: dict[str, str] = {
     "actor_learning_rate": "actor.adam.lr",
     "pretrain": "actor.model_name_or_path",
     "critic_pretrain": "critic.model_name_or_path",
+    "reward_pretrain": "reward.model_name_or_path",
+    "reward_num_nodes": "reward.num_nodes",
+    "reward_num_gpus_per_node": "reward.num_gpus_per_node",
+    "remote_rm_url": "reward.remote_url",
     "gradient_checkpointing": "actor.gradient_checkpointing_enable",
     "zero_stage": "ds.zero_stage",
     "adam_offload": "ds.adam_offload",
@@ -238,6 +247,39 @@ def _default(src: Source, key: str) -> Any:
     return src.get(key, LEGACY_DEFAULTS[key]) if src.legacy else src.get(key)
 
 
+def _reward(src: Source, policy: str, colocated: bool, notes: list[str]) -> dict[str, Any] | None:
+    """The ``reward`` section: a reward model (``reward.model_name_or_path``) scores every sample with a forward
+    pass, on the actor's GPUs under colocate_all (sync), else on reward.num_nodes x reward.num_gpus_per_node GPUs
+    of its own (shared with the critic under colocate_critic_reward). A remote reward (``reward.remote_url``) or
+    none: the CPU reward of ``costs.reward_*``."""
+    n = src.name
+    key = "reward.model_name_or_path"
+    if src.given("reward.remote_url") or not src.given(key):
+        if src.given("reward.remote_url"):
+            src.get("reward.remote_url")
+            notes.append(f"{n('reward.remote_url')}: a remote reward, priced as the CPU reward (costs.reward_*)")
+        return None
+    try:
+        model, model_notes = _resolve_model(src.get(key), n(key))
+        notes += [c.replace("model:", "reward model:", 1) for c in model_notes]
+    except ImportConfigError:
+        model = policy
+        notes.append(
+            f"reward model {src.get(key)!r} is not in rlsim's catalog: the policy's architecture; --set {n(key)}=NAME "
+            "for another"
+        )
+    out: dict[str, Any] = {"model": model}
+    if colocated:
+        notes.append(f"reward model on the actor's GPUs ({n('train.colocate_all')})")
+    else:
+        out["num_gpus"] = as_int(src, "reward.num_nodes") * as_int(src, "reward.num_gpus_per_node")
+        notes.append(
+            f"reward model on {out['num_gpus']} GPUs of its own (ZeRO-3 in OpenRLHF; rlsim: copies of "
+            "reward.tensor_parallel_size 1)"
+        )
+    return out
+
+
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections for OpenRLHF train_ppo_ray arguments, and the assumptions made."""
     notes: list[str] = []
@@ -320,6 +362,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
                 "critic: the policy's architecture (OpenRLHF starts the critic from the reward model; --set "
                 f"{n('critic.model_name_or_path')}=NAME for another)"
             )
+
+    reward = _reward(src, model, colocate and not is_async, notes)
 
     hardware: dict[str, Any] = {"gpus_per_node": actor_per_node}
     if colocate and not is_async:
@@ -406,6 +450,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "schedule": schedule,
         "learning": {"lr0": as_float(src, "actor.adam.lr"), "reference_batch": samples},
     }
+    if reward is not None:
+        sections["reward"] = reward
     return sections, notes
 
 

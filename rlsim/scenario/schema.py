@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from rlsim.scenario.sections import (
     Hardware,
     Learning,
     Plan,
+    Reward,
     Run,
     Schedule,
     Sweep,
@@ -40,6 +42,7 @@ class Scenario:
     engine: Engine = Engine()
     workload: Workload = Workload()
     algorithm: Algorithm = Algorithm()
+    reward: Reward = Reward()
     training: Training = Training()
     weight_sync: WeightSync = WeightSync()
     schedule: Schedule = Schedule()
@@ -53,6 +56,20 @@ class Scenario:
     assumptions: tuple[str, ...] = ()
 
     # derived ---------------------------------------------------------------------------------------------
+    @property
+    def generated_per_step(self) -> int:
+        """Responses the engines generate per step: P x G, or under dynamic sampling every round's
+        ceil(batch_multiplier x P) x G."""
+        w, ds = self.workload, self.algorithm.dynamic_sampling
+        if ds is None:
+            return w.responses_per_step
+        return math.ceil(ds.batch_multiplier * w.prompts_per_step - 1e-9) * w.group_size * ds.rounds()
+
+    @property
+    def total_gpus(self) -> int:
+        """Every GPU the run holds: the rollout and training GPUs and a reward model's own."""
+        return self.hardware.num_gpus + (self.reward.num_gpus or 0)
+
     @property
     def num_replicas(self) -> int:
         if self.engine.replicas is not None:

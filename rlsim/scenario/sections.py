@@ -8,6 +8,7 @@ rlsim.sync.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -177,6 +178,24 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class DynamicSampling:
+    """DAPO's dynamic sampling (NeMo RL ``grpo.use_dynamic_sampling``, ``nemo_rl/algorithms/grpo.py`` at v0.5.0):
+    each generation round samples ``batch_multiplier`` x P prompts, generates G responses each and scores them;
+    the prompt groups whose rewards all agree (std 0) are dropped, the others cached, and rounds repeat until P
+    groups are cached (the surplus is discarded). Log-probs and training see the P x G kept samples only; the
+    reward sees every generated one. ``keep_rate`` is the fraction of groups the filter keeps: an input (it
+    depends on the data and the model's accuracy; NeMo RL logs it as ``dynamic_sampling_num_gen_batches``)."""
+
+    keep_rate: float = field(metadata=bounds(gt=0, le=1))
+    batch_multiplier: float = field(default=1.0, metadata=bounds(ge=1, le=1000))
+    max_gen_batches: int = field(default=10, metadata=bounds(ge=1, le=10_000))  # NeMo RL's grpo_math_1B default
+
+    def rounds(self) -> int:
+        """Generation rounds per step: the first r with r x multiplier x keep_rate >= 1 (expected kept groups)."""
+        return max(1, math.ceil(1.0 / (self.batch_multiplier * self.keep_rate) - 1e-9))
+
+
+@dataclass(frozen=True)
 class Algorithm:
     name: Literal["grpo", "ppo"] = "grpo"
     mini_batches_per_step: int = field(default=1, metadata=bounds(ge=1, le=1_000_000))
@@ -186,10 +205,25 @@ class Algorithm:
     # they equal the current policy's and a framework may skip the pass.
     recompute_old_logprob: bool = True
     critic_model: ModelSpec | None = None  # PPO critic; default: same architecture as the policy
+    dynamic_sampling: DynamicSampling | None = None  # DAPO: generation rounds until the batch fills
 
     @property
     def optimizer_steps_per_step(self) -> int:
         return self.mini_batches_per_step * self.epochs_per_step
+
+
+@dataclass(frozen=True)
+class Reward:
+    """How samples are scored. Without ``model``: a rule or verifier on the CPU (``costs.reward_overhead_s`` +
+    ``costs.reward_s_per_sample`` per sample). With ``model``: a reward model's forward pass over every scored
+    sample (prompt + response), on ``num_gpus`` GPUs of its own (OpenRLHF's ``reward.num_nodes`` x
+    ``reward.num_gpus_per_node``; a pool beside the rollout and training pools, counted in the GPU-hours) or,
+    with ``num_gpus`` unset, on the training pool between the rollout and the log-prob passes (OpenRLHF's
+    ``colocate_all``). ``tensor_parallel_size`` GPUs hold one copy; the copies split the samples."""
+
+    model: ModelSpec | None = None
+    num_gpus: int | None = field(default=None, metadata=bounds(ge=1, le=1_000_000))
+    tensor_parallel_size: int = field(default=1, metadata=bounds(ge=1, le=1024))
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,8 @@ def validate(s: Scenario) -> None:
             "must be at least 2 for grpo (advantages are normalized within a group)",
             "set workload.group_size: 8, say",
         )
+    _validate_dynamic_sampling(s)
+    _validate_reward(s)
     validate_learning(s.learning)
     for gpu, price in s.plan.prices.items():
         if not price > 0:
@@ -329,4 +331,54 @@ def _validate_lengths(w: Workload) -> None:
     if rmin is not None and rmin < 1:
         raise ScenarioError(
             "workload.response_length", rmin, "gives responses of 0 tokens", "every response >= 1 token"
+        )
+
+
+def _validate_dynamic_sampling(s: Scenario) -> None:
+    ds = s.algorithm.dynamic_sampling
+    if ds is None:
+        return
+    if ds.rounds() > ds.max_gen_batches:
+        raise ScenarioError(
+            "algorithm.dynamic_sampling.keep_rate",
+            ds.keep_rate,
+            f"with batch_multiplier {ds.batch_multiplier:g} needs {ds.rounds()} generation rounds per step, more than "
+            f"max_gen_batches {ds.max_gen_batches} (NeMo RL stops the run with an error there)",
+            "raise algorithm.dynamic_sampling.batch_multiplier or max_gen_batches",
+        )
+    if s.schedule.mode == "async":
+        raise ScenarioError(
+            "algorithm.dynamic_sampling",
+            "set",
+            "is modelled for the synchronous schedules only (rounds of whole batches, each scored before the next)",
+            "use schedule.mode sync-colocated or sync-separate, or remove algorithm.dynamic_sampling",
+        )
+
+
+def _validate_reward(s: Scenario) -> None:
+    rw = s.reward
+    if rw.model is None:
+        for key in ("num_gpus",):
+            if getattr(rw, key) is not None:
+                raise ScenarioError(f"reward.{key}", getattr(rw, key), "needs reward.model", "name the reward model")
+        if rw.tensor_parallel_size != 1:
+            raise ScenarioError(
+                "reward.tensor_parallel_size", rw.tensor_parallel_size, "needs reward.model", "name the reward model"
+            )
+        return
+    _validate_model(rw.model, "reward.model")
+    tp = rw.tensor_parallel_size
+    gpus = rw.num_gpus if rw.num_gpus is not None else s.hardware.num_train_gpus
+    where = "reward.num_gpus" if rw.num_gpus is not None else "the training GPUs (reward.num_gpus unset)"
+    if gpus % tp:
+        raise ScenarioError("reward.tensor_parallel_size", tp, f"must divide {where} ({gpus})", "choose a divisor")
+    per_gpu = rw.model.num_params * rw.model.dtype_bytes / tp
+    memory = s.hardware.engine_memory_bytes
+    if per_gpu > 0.9 * memory:
+        raise ScenarioError(
+            "reward.tensor_parallel_size",
+            tp,
+            f"leaves {per_gpu / 1e9:.1f} GB of {rw.model.name} weights per GPU, more than 90% of the "
+            f"{memory / 1e9:.0f} GB of a {s.hardware.gpu.name}",
+            f"raise it to {math.ceil(rw.model.num_params * rw.model.dtype_bytes / (0.9 * memory))} or more",
         )

@@ -429,9 +429,12 @@ def test_openrlhf_every_key_is_mapped_or_listed():
     flags = openrlhf.parse_arguments(ORL_SLURM.read_text())
     mapped = {row.key for row in openrlhf.TABLE}
     assert {k for k in flags if k not in mapped} <= set(imported.unused) <= set(flags)
-    assert "reward.model_name_or_path" in imported.unused and "ckpt.output_dir" in imported.unused
+    assert "reward.normalize_enable" in imported.unused and "ckpt.output_dir" in imported.unused
+    assert "reward.model_name_or_path" not in imported.unused  # the reward model: rlsim's reward section
+    assert imported.scenario["reward"] == {"model": "Llama-3.1-8B", "num_gpus": 4}
     legacy = import_config(ORL_FLAT, "openrlhf", {"pretrain": "Llama-3.1-8B"})
-    assert "reward_pretrain" in legacy.unused and "normalize_reward" in legacy.unused  # in the file's spelling
+    assert "reward_pretrain" not in legacy.unused and "normalize_reward" in legacy.unused  # in the file's spelling
+    assert legacy.scenario["reward"] == {"model": "Llama-3.1-8B"}  # colocate_all_models: on the actor's GPUs
     assert "rollout_batch_size" not in legacy.unused and "prompt_max_len" not in legacy.unused
 
 
@@ -560,6 +563,18 @@ def test_nemo_rl_defaults_chain_cycle_and_missing_parent_are_refused_naming_the_
         import_config(tmp_path / "c.yaml", "nemo-rl")
 
 
+def test_nemo_rl_dynamic_sampling_maps_with_its_keep_rate_given(tmp_path):
+    sets = ["grpo.use_dynamic_sampling=true", "grpo.batch_multiplier=2", "grpo.dynamic_sampling_max_gen_batches=4"]
+    code, out = _import(tmp_path, "nemo-rl", NEMO_BASE, sets, ["algorithm.dynamic_sampling.keep_rate=0.3"])
+    assert code == 0
+    ds = load_scenario(out).algorithm.dynamic_sampling
+    assert (ds.keep_rate, ds.batch_multiplier, ds.max_gen_batches, ds.rounds()) == (0.3, 2.0, 4, 2)
+    assert "keep rate is data-dependent" in out.read_text()
+    # a keep rate that needs more rounds than the recipe allows: refused naming both
+    code, _ = _import(tmp_path, "nemo-rl", NEMO_BASE, sets, ["algorithm.dynamic_sampling.keep_rate=0.1"])
+    assert code == 2
+
+
 def test_nemo_rl_override_marker_replaces_the_parents_section(tmp_path):
     parent = NEMO_BASE.resolve()
     child = tmp_path / "child.yaml"
@@ -586,7 +601,7 @@ def test_nemo_rl_override_marker_replaces_the_parents_section(tmp_path):
             ["policy.generation.colocated.enabled=false", "cluster.gpus_per_node=8"],
             ["resources.gpus_per_node"],
         ),
-        (NEMO_BASE, ["grpo.use_dynamic_sampling=true"], ["grpo.use_dynamic_sampling"]),
+        (NEMO_BASE, ["grpo.use_dynamic_sampling=true"], ["--scenario-set algorithm.dynamic_sampling.keep_rate"]),
     ],
     ids=[
         "on-policy-ratio",
