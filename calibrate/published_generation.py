@@ -32,8 +32,9 @@ How the requests arrive (the ``concurrency`` column, :func:`bench_load`), each p
 ``num-prompts`` not given: vLLM's default, 1000 (``--num-prompts``, benchmark_serving.py).
 
 Engine settings by engine version (``engine_version``), vLLM's defaults at that version: max_num_seqs 256,
-gpu_memory_utilization 0.9, and the named engine behaviour (``engine.behaviour``): ``vllm-0.5`` before 0.6.0,
-``vllm-v1`` from 0.8 on; 0.6-0.7 have no named behaviour yet and are refused.
+gpu_memory_utilization 0.9, and the scenario's ``software.engine_version``, which selects the named engine
+behaviour (rlsim/catalog/software.yaml: ``vllm-0.5`` for 0.5.x, ``vllm-v1`` from 0.8 on; a release it does not
+know takes the nearest known, the latest at or below it, and the row's reason column says so).
 A model name ending in ``-FP8`` serves FP8 weights (``engine.precision: fp8``).
 """
 
@@ -50,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from calibrate.published import error_summary, read_csvs
+from rlsim import software
 from rlsim.costs import RooflineCostModel
 from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules
 from rlsim.errors import RlsimError
@@ -214,19 +216,12 @@ def sharegpt_lengths(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.n
     )
 
 
-def engine_behaviour(version: tuple[int, ...]) -> str:
-    """The named engine behaviour (rlsim/catalog/engines.yaml) of a vLLM version."""
-    if version < (0, 6, 0):
-        return "vllm-0.5"
-    if version >= (0, 8, 0):
-        return "vllm-v1"
-    raise NotExpressible(f"no named engine behaviour for vLLM {'.'.join(map(str, version))} (add one to engines.yaml)")
-
-
 def scenario_for_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -> dict[str, Any]:
     tp = int(float(fields["tp"]))
     name = str(fields["model"]).strip()
     version = _version(fields.get("engine_version", ""))
+    if version == (0, 0, 0):
+        raise NotExpressible(f"engine_version {fields.get('engine_version')!r} names no vLLM release (write X.Y.Z)")
     raw: dict[str, Any] = {
         "name": f"gen {name} tp{tp}",
         "model": model_name(name),
@@ -236,8 +231,9 @@ def scenario_for_row(fields: dict[str, Any], costs: dict[str, float] | None = No
             "max_num_seqs": VLLM_V0_MAX_NUM_SEQS,
             "gpu_memory_utilization": 0.9,
             "precision": "fp8" if name.upper().endswith("-FP8") else "bf16",
-            "behaviour": engine_behaviour(version),
         },
+        # the engine release selects its behaviour (rlsim/catalog/software.yaml; unknown: the nearest, warned)
+        "software": {"engine": "vllm", "engine_version": ".".join(map(str, version))},
         "workload": {
             "max_prompt_tokens": max(1024, _fixed_length(fields.get("input_len")) or 0),
             "max_response_tokens": max(2044, _fixed_length(fields.get("output_len")) or 0),
@@ -343,6 +339,7 @@ def evaluate(df: pd.DataFrame, costs: dict[str, float] | None = None) -> list[Ge
             continue
         try:
             res.predicted = predict_row(rec, costs)
+            res.reason = "; ".join(software.warnings(from_dict(scenario_for_row(rec, costs))))
         except NotExpressible as exc:
             res.reason = str(exc)
         except RlsimError as exc:

@@ -78,7 +78,7 @@ def engine_coefficients(scenario: Scenario, costs: Costs) -> dict:
     ``engine.cpu_overlap``."""
     out = {k: getattr(costs, k) for k in ENGINE_KEYS}
     out["cpu_overlap"] = scenario.engine.cpu_overlap
-    name = scenario.engine.behaviour
+    name = scenario.engine_behaviour
     if name is not None:
         entry = catalog.engine(name)
         out.update({k: float(entry[k]) for k in ENGINE_KEYS if k in entry})

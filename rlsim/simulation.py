@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from rlsim import software
 from rlsim.costs import RooflineCostModel
 from rlsim.errors import ScenarioError
 from rlsim.footprint import Footprint, check, estimate
@@ -158,7 +159,7 @@ def _run(
 def _result(
     scn: Scenario, records: list[dict[str, Any]], spans: list, prof: Profile | None, n_star: SamplesToTarget | None
 ) -> SimResult:
-    warnings: list[str] = []
+    warnings: list[str] = software.warnings(scn)
     if prof is not None:
         warnings += prof.range_warnings(operating_point(scn, records))
     result = SimResult(scn, records, spans, prof.info() if prof else None, warnings)

@@ -30,7 +30,9 @@ Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read a
   SchedulerConfig.DEFAULT_MAX_NUM_SEQS, and 2048 batched tokens per iteration, DEFAULT_MAX_NUM_BATCHED_TOKENS);
   async GRPO always uses the async engine (vllm_worker_async.py)
 * recipe_fp8_generation -> engine.precision fp8 (vllm_cfg.precision)
-* (always) -> engine.behaviour vllm-v1 (NeMo RL v0.5.0 pins vllm 0.11.2, v0.6.0 pins 0.17.1: the V1 engine)
+* the recipe's tag (or source_version) -> software {framework nemo-rl, framework_version}: the release's pinned vLLM
+  and its behaviour (rlsim/catalog/software.yaml: v0.5.0 pins vllm 0.11.2, v0.6.0 pins 0.17.1: the V1 engine,
+  vllm-v1); without a version (a recipe YAML) engine.behaviour vllm-v1
 * train_tp, train_pp, train_cp, train_ep -> training.backend megatron with these sizes, expert_tensor_parallel 1, no
   virtual stages (policy.megatron_cfg); recipe_expert_parallel_size (megatron_cfg.expert_model_parallel_size read
   from the recipe) wins over train_ep where the published table and the recipe disagree
@@ -92,6 +94,7 @@ the base recipe is where the performance recipes' chains end). Facts from that c
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from rlsim import catalog
@@ -225,8 +228,10 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
         "gpu_memory_utilization": _num(fields, "recipe_gpu_memory_utilization", 0.6),
         "max_num_seqs": int(max_num_seqs),
         "precision": "fp8" if _flag(fields, "recipe_fp8_generation") else "bf16",
-        "behaviour": "vllm-v1",
     }
+    version = framework_version(fields)
+    if version is None:
+        engine["behaviour"] = "vllm-v1"
     if async_engine:
         engine["max_num_batched_tokens"] = VLLM_ASYNC_ENGINE_MAX_NUM_BATCHED_TOKENS
     gbs = _num(fields, "recipe_train_global_batch_size") or _num(fields, "train_gbs")
@@ -266,6 +271,8 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
         "weight_sync": {"transfer": "broadcast", "offload_trainer": colocated},
         "schedule": schedule,
     }
+    if version is not None:  # the release's pinned vLLM and its behaviours (rlsim/catalog/software.yaml)
+        out["software"] = {"framework": "nemo-rl", "framework_version": version, "engine": "vllm"}
     if dynamic is not None:
         out["algorithm"]["dynamic_sampling"] = dynamic
     lr = _num(fields, "recipe_lr")
@@ -274,6 +281,15 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
     if steps is not None:
         out["run"] = {"steps": steps}
     return out
+
+
+def framework_version(fields: dict[str, Any]) -> str | None:
+    """The NeMo RL release of a row: the recipe's tag (``NVIDIA-NeMo/RL@v0.5.0:...``), else the table's
+    ``source_version`` (``NeMo RL v0.6 perf table`` -> 0.6), else None (a recipe YAML: vLLM V1 assumed)."""
+    m = re.search(r"@v(\d+\.\d+(?:\.\d+)?)", str(fields.get("recipe") or ""))
+    if m is None:
+        m = re.search(r"NeMo RL v(\d+\.\d+(?:\.\d+)?)", str(fields.get("source_version") or ""))
+    return m.group(1) if m else None
 
 
 def _dynamic_sampling(fields: dict[str, Any]) -> dict[str, Any] | None:

@@ -35,6 +35,7 @@ from rlsim.scenario.sections import (
     Reward,
     Run,
     Schedule,
+    Software,
     Sweep,
     Workload,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "Schedule",
+    "Software",
     "SchedulerRules",
     "Sweep",
     "Training",

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 def scheduler_rules(s: Scenario) -> SchedulerRules:
     """The engine's scheduling and paging rules: engine fields, else the named behaviour's, else vLLM V1's."""
     eng = s.engine
-    entry = catalog.engine(eng.behaviour) if eng.behaviour is not None else {}
+    name = s.engine_behaviour  # engine.behaviour, else what the software section selects
+    entry = catalog.engine(name) if name is not None else {}
 
     def pick(name: str, default: Any) -> Any:
         value = getattr(eng, name)

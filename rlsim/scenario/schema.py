@@ -26,6 +26,7 @@ from rlsim.scenario.sections import (
     Reward,
     Run,
     Schedule,
+    Software,
     Sweep,
     Workload,
 )
@@ -43,6 +44,7 @@ class Scenario:
     workload: Workload = Workload()
     algorithm: Algorithm = Algorithm()
     reward: Reward = Reward()
+    software: Software = Software()
     training: Training = Training()
     weight_sync: WeightSync = WeightSync()
     schedule: Schedule = Schedule()
@@ -64,6 +66,13 @@ class Scenario:
         if ds is None:
             return w.responses_per_step
         return math.ceil(ds.batch_multiplier * w.prompts_per_step - 1e-9) * w.group_size * ds.rounds()
+
+    @property
+    def engine_behaviour(self) -> str | None:
+        """The named engine behaviour in force: engine.behaviour, else the one the software section selects."""
+        from rlsim import software
+
+        return software.behaviour(self)
 
     @property
     def total_gpus(self) -> int:

@@ -227,6 +227,18 @@ class Reward:
 
 
 @dataclass(frozen=True)
+class Software:
+    """The RL framework and inference engine with their versions (rlsim.software, rlsim/catalog/software.yaml): a
+    framework release pins its engine release, an engine release selects its behaviour (engine.behaviour, unless
+    the scenario sets one) and defaults; unknown versions take the nearest known with a warning."""
+
+    framework: str | None = None  # a framework of rlsim/catalog/software.yaml (nemo-rl)
+    framework_version: str | None = None
+    engine: Literal["vllm"] = "vllm"
+    engine_version: str | None = None
+
+
+@dataclass(frozen=True)
 class Schedule:
     mode: Literal["sync-colocated", "sync-separate", "async"] = "sync-colocated"
     max_staleness: int = field(default=0, metadata=bounds(ge=0, le=64))  # async: k >= 1

@@ -9,7 +9,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING
 
-from rlsim import catalog, training_memory
+from rlsim import catalog, software, training_memory
 from rlsim.errors import ScenarioError
 from rlsim.scenario.sections import Learning, Workload
 from rlsim.scenario.specs import DTYPE_BYTES, ModelSpec
@@ -107,6 +107,7 @@ def validate(s: Scenario) -> None:
             f"x tensor_parallel_size {tp} needs more than the {hw.num_rollout_gpus} rollout GPUs",
             "lower engine.replicas or add GPUs",
         )
+    software.resolve(s)  # an unreadable version or an unknown framework is refused here
     if eng.behaviour is not None and eng.behaviour not in catalog.engine_names():
         raise ScenarioError(
             "engine.behaviour",

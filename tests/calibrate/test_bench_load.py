@@ -96,6 +96,13 @@ def test_fixed_lengths_come_from_numeric_columns():
     with pytest.raises(NotExpressible, match="both as numbers"):
         gen.request_lengths({"input_len": 512, "output_len": "ShareGPT (variable)"}, 3, 0)
     raw = gen.scenario_for_row(
-        {"model": "Meta-Llama-3.1-8B-Instruct", "gpu": "H100-SXM", "tp": 1, "input_len": 4096, "output_len": 64}
+        {
+            "model": "Meta-Llama-3.1-8B-Instruct",
+            "gpu": "H100-SXM",
+            "tp": 1,
+            "engine_version": "0.5.4",
+            "input_len": 4096,
+            "output_len": 64,
+        }
     )
     assert raw["workload"]["max_prompt_tokens"] == 4096 and raw["workload"]["max_response_tokens"] == 2044

@@ -183,11 +183,16 @@ def test_generation_row_mapping():
         "output_tok_per_s": 1000.0,
     }
     raw = gen.scenario_for_row(row)
-    assert raw["engine"]["precision"] == "fp8" and raw["engine"]["behaviour"] == "vllm-0.5"
+    scn = from_dict(raw)
+    assert raw["engine"]["precision"] == "fp8" and scn.engine_behaviour == "vllm-0.5"
     assert raw["engine"]["max_num_seqs"] == 256 and raw["hardware"]["num_gpus"] == 2
     assert gen.bench_load(row["concurrency"]) == gen.BenchLoad("burst", 320)
-    with pytest.raises(NotExpressible, match="no named engine behaviour"):
-        gen.scenario_for_row({**row, "engine_version": "v0.6.0"})
+    # a release the software catalog lacks takes the nearest known at or below it, and the row says so
+    (later,) = gen.evaluate(pd.DataFrame([{**row, "engine_version": "v0.6.0", "file": "x.csv", "row": 0}]))
+    assert later.expressed and "vllm 0.6.0 is not in rlsim's software catalog: using 0.5.4" in later.reason
+    assert from_dict(gen.scenario_for_row({**row, "engine_version": "0.11.2"})).engine_behaviour == "vllm-v1"
+    with pytest.raises(NotExpressible, match="names no vLLM release"):
+        gen.scenario_for_row({**row, "engine_version": "nightly"})
     # the ShareGPT draw respects the benchmark's filter
     p, o = gen.sharegpt_lengths(2000, __import__("numpy").random.default_rng(0))
     assert (p >= 4).all() and (o >= 4).all() and (p <= 1024).all() and (p + o <= 2048).all()

@@ -528,9 +528,14 @@ def test_nemo_rl_import_is_the_published_mapping():
 
     dev = read_rows([dev_set_path()])
     row = dev[(dev["model"] == "meta-llama/Llama-3.1-8B-Instruct") & (dev["policy_mode"] == "on")].iloc[0].to_dict()
-    published = from_dict(nemo_rl.scenario_from_recipe(row, steps=2)).to_dict()
+    published_s = from_dict(nemo_rl.scenario_from_recipe(row, steps=2))
     sets = ["policy.train_global_batch_size=512", "loss_fn.force_on_policy_ratio=false"]
-    mine = _scenario("nemo-rl", NEMO_LLAMA, sets).to_dict()
+    mine_s = _scenario("nemo-rl", NEMO_LLAMA, sets)
+    # the row's release selects the behaviour (software section); the recipe YAML, of no release, names it
+    assert published_s.software.framework_version == "0.5.0" and mine_s.engine.behaviour == "vllm-v1"
+    assert mine_s.engine_behaviour == published_s.engine_behaviour == "vllm-v1"
+    mine, published = mine_s.to_dict(), published_s.to_dict()
+    mine["engine"]["behaviour"] = published["engine"]["behaviour"]
     for section in ("engine", "algorithm", "schedule", "weight_sync"):
         assert mine[section] == published[section], section
     assert mine["training"] == published["training"]

@@ -1,0 +1,117 @@
+"""Software versions as an input: the scenario's ``software`` section names the RL framework and the inference
+engine with their versions, and each version selects documented behaviours (``rlsim/catalog/software.yaml``, each
+with its source at the tag): a framework release pins an engine release, an engine release names its behaviour in
+``rlsim/catalog/engines.yaml`` (CPU loop, scheduler defaults: block size, chunked prefill, prefix caching, token
+budget). The catalog also records each release's ``max_num_seqs`` default (256 in every one so far, rlsim's
+``engine.max_num_seqs`` default).
+
+An unknown version takes the nearest known one, the latest known at or below it (else the earliest known), with a
+one-line warning (:func:`warnings`, printed by ``rlsim run``). What the scenario sets itself wins: an explicit
+``engine.behaviour`` stays (:func:`behaviour`). Nothing is written into the scenario, so an override of
+``software.*`` (a sweep over versions) takes effect like any other field.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from rlsim.catalog import LOADER
+from rlsim.errors import ScenarioError
+
+if TYPE_CHECKING:
+    from rlsim.scenario.schema import Scenario
+
+
+@cache
+def table() -> dict[str, Any]:
+    return yaml.load(resources.files("rlsim.catalog").joinpath("software.yaml").read_text(), Loader=LOADER)
+
+
+def parse_version(text: str, path: str) -> tuple[int, int, int]:
+    """``"0.11.2"``, ``"v0.5"`` or ``"0.17.1rc1"`` -> (0, 11, 2) / (0, 5, 0) / (0, 17, 1)."""
+    m = re.fullmatch(r"\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?\S*\s*", str(text))
+    if not m:
+        raise ScenarioError(path, text, "is not a version", "write it as X.Y.Z, e.g. 0.11.2")
+    return tuple(int(x) for x in m.groups(default="0"))  # type: ignore[return-value]
+
+
+def nearest(kind: str, name: str, version: str, path: str) -> tuple[str, dict[str, Any], str | None]:
+    """The known release of ``name`` (an engine or a framework) for ``version``: (release, entry, warning or None)."""
+    known = table()[kind].get(name)
+    if known is None:
+        raise ScenarioError(
+            path.rsplit("_", 1)[0],
+            name,
+            "has no versions in the software catalog",
+            f"use one of: {', '.join(table()[kind])}",
+        )
+    want = parse_version(version, path)
+    releases = sorted(known, key=lambda r: parse_version(r, path))
+    at_or_below = [r for r in releases if parse_version(r, path) <= want]
+    pick = at_or_below[-1] if at_or_below else releases[0]
+    warning = None
+    if parse_version(pick, path) != want:
+        warning = (
+            f"{name} {version} is not in rlsim's software catalog: using {pick}'s behaviours, the nearest known "
+            f"({', '.join(releases)} known; rlsim/catalog/software.yaml)"
+        )
+    return pick, dict(known[pick]), warning
+
+
+def resolve(s: Scenario) -> tuple[dict[str, Any], list[str], list[str]]:
+    """What the software section selects: (engine settings, assumptions, warnings)."""
+    sw = s.software
+    settings: dict[str, Any] = {}
+    notes: list[str] = []
+    warns: list[str] = []
+    engine_version = sw.engine_version
+    if sw.framework is not None:
+        if sw.framework_version is None:
+            raise ScenarioError(
+                "software.framework_version",
+                None,
+                f"is required with framework {sw.framework}",
+                "give the release, e.g. 0.5.0",
+            )
+        release, entry, warning = nearest(
+            "frameworks", sw.framework, sw.framework_version, "software.framework_version"
+        )
+        if warning:
+            warns.append(warning)
+        if entry.get("engine") != sw.engine:
+            raise ScenarioError(
+                "software.engine",
+                sw.engine,
+                f"is not what {sw.framework} {release} runs ({entry.get('engine')})",
+                f"set software.engine: {entry.get('engine')}",
+            )
+        if engine_version is None:
+            engine_version = entry["engine_version"]
+            notes.append(f"software: {sw.framework} {release} pins {sw.engine} {engine_version} ({entry['source']})")
+    if engine_version is None:
+        return settings, notes, warns
+    release, entry, warning = nearest("engines", sw.engine, engine_version, "software.engine_version")
+    if warning:
+        warns.append(warning)
+    settings["behaviour"] = entry["behaviour"]
+    notes.append(f"software: {sw.engine} {release} -> engine behaviour {entry['behaviour']} ({entry['source']})")
+    return settings, notes, warns
+
+
+def behaviour(s: Scenario) -> str | None:
+    """The named engine behaviour in force: the scenario's ``engine.behaviour``, else what its software selects."""
+    if s.engine.behaviour is not None or (s.software.framework is None and s.software.engine_version is None):
+        return s.engine.behaviour
+    return resolve(s)[0].get("behaviour")
+
+
+def warnings(s: Scenario) -> list[str]:
+    """The one-line warnings of the scenario's software resolution (unknown versions)."""
+    if s.software.framework is None and s.software.engine_version is None:
+        return []
+    return resolve(s)[2]

@@ -1,0 +1,100 @@
+"""Software versions as an input (issue 27): the software section selects the engine behaviour by release, an
+unknown release takes the nearest known one with a warning, and what the scenario sets itself wins."""
+
+import subprocess
+import sys
+
+import pytest
+
+from rlsim import catalog, software
+from rlsim.costs import RooflineCostModel
+from rlsim.errors import ScenarioError
+from rlsim.scenario import from_dict
+
+BASE = {"model": "Qwen2.5-1.5B", "hardware": {"gpu": "H100-SXM", "num_gpus": 1}}
+
+
+def scn(**sw):
+    return from_dict({**BASE, "software": sw})
+
+
+def test_a_framework_release_pins_its_engine_and_behaviour():
+    s = scn(framework="nemo-rl", framework_version="0.6.0")
+    assert s.engine_behaviour == "vllm-v1" and s.engine.behaviour is None  # derived, not written in
+    assert software.warnings(s) == []
+    _, notes, _ = software.resolve(s)
+    assert any("vllm==0.17.1" in n for n in notes)
+
+
+@pytest.mark.parametrize(
+    "version, release, behaviour",
+    [
+        ("0.5.4", "0.5.4", "vllm-0.5"),
+        ("0.7.3", "0.5.4", "vllm-0.5"),
+        ("0.9.2", "0.8.0", "vllm-v1"),
+        ("v0.4.0", "0.5.4", "vllm-0.5"),
+        ("0.20", "0.17.1", "vllm-v1"),
+        ("0.11.2", "0.11.2", "vllm-v1"),
+    ],
+)
+def test_the_nearest_known_release_at_or_below_else_the_earliest(version, release, behaviour):
+    s = scn(engine_version=version)
+    assert s.engine_behaviour == behaviour
+    warns = software.warnings(s)
+    if software.parse_version(version, "x") == software.parse_version(release, "x"):
+        assert warns == []
+    else:
+        assert len(warns) == 1 and f"using {release}'s behaviours" in warns[0]
+
+
+def test_the_version_changes_what_an_iteration_costs():
+    old, new = scn(engine_version="0.5.4"), scn(engine_version="0.11.2")
+    d_old = RooflineCostModel.from_scenario(old).decode_coefficients()
+    d_new = RooflineCostModel.from_scenario(new).decode_coefficients()
+    v05, v1 = catalog.engine("vllm-0.5"), catalog.engine("vllm-v1")
+    # batch 8, TP 1, both serial: overhead = o_iter + o_seq x 8
+    assert d_old.overhead_s[8] == pytest.approx(
+        v05["decode_iteration_overhead_s"] + 8 * v05["decode_per_seq_overhead_s"]
+    )
+    assert d_new.overhead_s[8] == pytest.approx(v1["decode_iteration_overhead_s"] + 8 * v1["decode_per_seq_overhead_s"])
+    assert not old.scheduler_rules.chunked_prefill and new.scheduler_rules.chunked_prefill
+
+
+def test_an_explicit_behaviour_wins_and_overrides_take_effect():
+    s = from_dict({**BASE, "engine": {"behaviour": "vllm-0.5"}, "software": {"engine_version": "0.11.2"}})
+    assert s.engine_behaviour == "vllm-0.5"
+    swept = scn(engine_version="0.5.4").with_overrides({"software.engine_version": "0.17.1"})
+    assert swept.engine_behaviour == "vllm-v1"
+
+
+@pytest.mark.parametrize(
+    "sw, words",
+    [
+        ({"engine_version": "latest"}, "is not a version"),
+        ({"framework": "nemo-rl"}, "framework_version: None is required"),
+        ({"framework": "verl", "framework_version": "0.7.0"}, "has no versions in the software catalog"),
+    ],
+)
+def test_bad_software_is_refused_naming_the_field(sw, words):
+    with pytest.raises(ScenarioError, match=words):
+        scn(**sw)
+
+
+def test_every_release_has_a_source_and_a_known_behaviour():
+    tab = software.table()
+    for release, entry in tab["engines"]["vllm"].items():
+        assert entry["source"] and entry["behaviour"] in catalog.engine_names(), release
+    for name, releases in tab["frameworks"].items():
+        for release, entry in releases.items():
+            assert entry["source"] and entry["engine_version"] in tab["engines"][entry["engine"]], (name, release)
+
+
+def test_rlsim_run_prints_the_warning_once(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "model: Qwen2.5-1.5B\nhardware: {gpu: H100-SXM, num_gpus: 1}\nworkload: {prompts_per_step: 4, group_size: 2}\n"
+        "software: {engine_version: '0.7.3'}\nrun: {steps: 2}\n"
+    )
+    proc = subprocess.run([sys.executable, "-m", "rlsim.cli", "run", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("vllm 0.7.3 is not in rlsim's software catalog") == 1
