@@ -31,6 +31,7 @@ import numpy as np
 from rlsim import catalog, sync, training
 from rlsim.engine import DecodeCoefficients, PrefillCoefficients
 from rlsim.scenario import Costs, ModelSpec, Scenario
+from rlsim.scenario.specs import small_kernel_time_factor
 
 
 class CostModel(Protocol):
@@ -78,11 +79,13 @@ def engine_coefficients(scenario: Scenario, costs: Costs) -> dict:
     ``engine.cpu_overlap``."""
     out = {k: getattr(costs, k) for k in ENGINE_KEYS}
     out["cpu_overlap"] = scenario.engine.cpu_overlap
+    out["gpu_scaled"] = ()
     name = scenario.engine_behaviour
     if name is not None:
         entry = catalog.engine(name)
         out.update({k: float(entry[k]) for k in ENGINE_KEYS if k in entry})
         out["cpu_overlap"] = bool(entry.get("cpu_overlap", out["cpu_overlap"]))
+        out["gpu_scaled"] = tuple(entry.get("gpu_scaled", ()))
     return out
 
 
@@ -206,10 +209,15 @@ class RooflineCostModel:
     def _decode_overheads(self, b: np.ndarray, tp_comm: np.ndarray) -> dict[str, np.ndarray]:
         """CPU work of an iteration added to the GPU step (serial engine) or as a floor under it (overlapped)."""
         cpu_cost = engine_coefficients(self.scenario, self.costs)
+        # the behaviour's overheads that are GPU work (engines.yaml gpu_scaled) scale with the GPU's small-kernel rate
+        slow = small_kernel_time_factor(self.scenario.hardware.gpu)
+        scale = {k: (slow if k in cpu_cost["gpu_scaled"] else 1.0) for k in ENGINE_KEYS}
         cpu = (
-            cpu_cost["decode_iteration_overhead_s"]
-            + cpu_cost["decode_per_seq_overhead_s"] * b
-            + cpu_cost["tp_rank_overhead_s"] * (self.scenario.engine.tensor_parallel_size - 1)
+            cpu_cost["decode_iteration_overhead_s"] * scale["decode_iteration_overhead_s"]
+            + cpu_cost["decode_per_seq_overhead_s"] * scale["decode_per_seq_overhead_s"] * b
+            + cpu_cost["tp_rank_overhead_s"]
+            * scale["tp_rank_overhead_s"]
+            * (self.scenario.engine.tensor_parallel_size - 1)
         )
         if cpu_cost["cpu_overlap"]:
             return {"overhead_s": tp_comm + 0.0 * b, "floor_s": cpu - tp_comm}

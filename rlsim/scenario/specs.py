@@ -127,9 +127,25 @@ class GPUSpec:
     train_efficiency_factor: float = field(default=1.0, metadata=bounds(gt=0, le=10))
     gemm_efficiency_factor: float = field(default=1.0, metadata=bounds(gt=0, le=10))
     memory_efficiency_factor: float = field(default=1.0, metadata=bounds(gt=0, le=10))
+    # NVIDIA streaming multiprocessors and their boost clock: the rate of small, latency-bound kernels (a thread
+    # block per sequence and KV head, a per-rank all-reduce handshake) scales with SMs x clock, not with peak FLOPs
+    # or HBM; None: Hopper's (H100 SXM: 132 SMs at 1.98 GHz; AMD compute units are not SMs, so left unset)
+    sm_count: int | None = field(default=None, metadata=bounds(ge=1, le=100_000))
+    boost_clock_hz: float | None = field(default=None, metadata=bounds(ge=1e8, le=1e10))
     vendor: str = ""
     # cpu: vLLM's CPU platform defaults apply (128-token KV blocks, max_num_batched_tokens 4096 per rank)
     platform: Literal["gpu", "cpu"] = "gpu"
+
+
+HOPPER_SM_RATE = 132 * 1.98e9  # H100 SXM5: 132 SMs (H100 whitepaper), 1,980 MHz max boost (rlsim/catalog/gpus.yaml)
+
+
+def small_kernel_time_factor(gpu: GPUSpec) -> float:
+    """How much longer this GPU takes than an H100 SXM for latency-bound small kernels: Hopper's SMs x boost clock
+    over this GPU's (A100: 132 x 1.98 / (108 x 1.41) = 1.72); 1.0 where the catalog lacks either number."""
+    if gpu.sm_count is None or gpu.boost_clock_hz is None:
+        return 1.0
+    return HOPPER_SM_RATE / (gpu.sm_count * gpu.boost_clock_hz)
 
 
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float8": 1}

@@ -3,6 +3,7 @@ across trays over multi-node NVLink, across trays over the NICs), FP8 weights on
 cores, and the per-generation efficiency factors. Every expected number is computed here by hand from the catalog
 figures."""
 
+import numpy as np
 import pytest
 
 from rlsim import catalog, training
@@ -153,6 +154,41 @@ def test_every_catalog_gpu_has_device_memory_and_sourced_factors():
             continue
         assert spec.get("device_memory_bytes"), name
         assert "device_memory_bytes" in spec["source"], name
-        for key in ("train_efficiency_factor", "gemm_efficiency_factor", "memory_efficiency_factor", "node_size"):
+        factors = ("train_efficiency_factor", "gemm_efficiency_factor", "memory_efficiency_factor", "node_size")
+        for key in (*factors, "sm_count", "boost_clock_hz"):
             if key in spec:
                 assert key in spec["source"], f"{name}.{key} has no source"
+
+
+def test_vllm_05_per_sequence_and_per_rank_work_is_priced_by_the_gpu():
+    """vllm-0.5's per-sequence and per-rank overheads are GPU work stated for an H100: on an A100 they take Hopper's
+    SMs x boost clock over the A100's longer (132 x 1.98 / (108 x 1.41) = 1.716); the V1 behaviour's stay host CPU."""
+    from rlsim.scenario.specs import small_kernel_time_factor
+
+    v05 = catalog.engine("vllm-0.5")
+    slow = 132 * 1.98 / (108 * 1.41)
+    b, tp = 32, 4
+    for gpu, factor in (("H100-SXM", 1.0), ("A100-80GB", slow)):
+        s = from_dict(
+            {
+                "model": "Qwen3-8B",
+                "hardware": {"gpu": gpu, "num_gpus": tp},
+                "engine": {"behaviour": "vllm-0.5", "tensor_parallel_size": tp, "max_num_seqs": 64},
+                "training": {"offload_optimizer": True, "offload_params": True},
+            }
+        )
+        assert small_kernel_time_factor(s.hardware.gpu) == pytest.approx(factor, rel=1e-12)
+        cost = RooflineCostModel.from_scenario(s)
+        over = cost.decode_coefficients().overhead_s[b]
+        comm = cost._decode_overheads(np.arange(65, dtype=float), cost.decode_coefficients().overhead_s * 0)
+        cpu = v05["decode_iteration_overhead_s"] + factor * (
+            v05["decode_per_seq_overhead_s"] * b + v05["tp_rank_overhead_s"] * (tp - 1)
+        )
+        assert comm["overhead_s"][b] == pytest.approx(cpu, rel=1e-12)
+        assert over > cpu  # plus the TP all-reduces
+    v1 = from_dict(
+        {"model": "Qwen2.5-1.5B", "hardware": {"gpu": "A100-80GB", "num_gpus": 1}, "engine": {"behaviour": "vllm-v1"}}
+    )
+    e = catalog.engine("vllm-v1")
+    got = RooflineCostModel.from_scenario(v1)._decode_overheads(np.arange(257, dtype=float), np.zeros(257))
+    assert got["overhead_s"][b] == pytest.approx(e["decode_iteration_overhead_s"] + e["decode_per_seq_overhead_s"] * b)
