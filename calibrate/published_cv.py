@@ -38,11 +38,17 @@ from rlsim.frameworks.nemo_rl import gpu_name
 
 # What a fold fits, one set for every row of a table: the coefficients of fitted_costs.yaml (step times) and of
 # the vllm-0.5 behaviour (generation; its fixed iteration overhead sits at its bound 0 and is left there)
-STEP_FIT = ("decode_memory_efficiency", "train_compute_efficiency", "host_link_efficiency", "sleep_wake_overhead_s")
+STEP_FIT = (
+    "decode_memory_efficiency",
+    "train_compute_efficiency",
+    "sleep_wake_overhead_s",
+    "moe_decode_memory_efficiency_factor",
+)
 GENERATION_FIT = (
     "vllm-0.5.decode_memory_efficiency",
     "vllm-0.5.decode_per_seq_overhead_s",
     "vllm-0.5.tp_rank_overhead_s",
+    "moe_decode_memory_efficiency_factor",
 )
 DERIVED_KEYS = ("gpu", "version", "model", "family", "tp")
 

@@ -10,7 +10,8 @@ S2 = sum of squared sequence lengths, F and BW the pool's peak FLOP/s and HBM by
 * decode iteration (one replica of ``tp`` GPUs, batch b, K cached tokens):
   ``max((W(b) + K * kv_bytes) / (e_mem * tp * BW), (2 N_a b + 4 L H d K) / (e_dec * tp * F)) + o_iter + o_seq * b
   + tensor-parallel all-reduces`` where W(b) = weight bytes read; for MoE the routed experts read grow with b as
-  1 - (1 - k/E)^b of them (each token picks k of E experts).
+  1 - (1 - k/E)^b of them (each token picks k of E experts), streamed at ``moe_decode_memory_efficiency_factor`` of
+  the dense GEMMs' bandwidth (grouped expert GEMMs with few tokens per expert).
 * prefill of a round: ``o_prefill + (2 N_a * sum(c) + 2 L H d * sum(c^2)) / (e_pre * tp * F)`` (causal attention).
 * the engine's CPU work per iteration (``engine_coefficients``: a named behaviour or the costs fields) is added to
   the decode iteration (serial engine) or put as a floor under it (``floor_s``, overlapped engine).
@@ -164,10 +165,10 @@ class RooflineCostModel:
         flops = self._tp * self._engine_peak_flops * c.decode_compute_efficiency * gpu.gemm_efficiency_factor
         per_param = s.engine_weight_bytes / m.num_params
         expert_bytes = m.expert_params * per_param
-        # experts touched by the tokens of every rank (they step together), a rank reading its 1/dp of them
-        weight_read = (s.engine_weight_bytes - expert_bytes) + expert_bytes * moe_weight_fraction(
-            m.num_experts, m.num_experts_per_token, tokens * dp
-        ) / dp
+        # experts touched by the tokens of every rank (they step together), a rank reading its 1/dp of them; the
+        # grouped expert GEMMs stream their weights at a fraction of the dense GEMMs' bandwidth
+        expert_read = expert_bytes * moe_weight_fraction(m.num_experts, m.num_experts_per_token, tokens * dp) / dp
+        weight_read = (s.engine_weight_bytes - expert_bytes) + expert_read / c.moe_decode_memory_efficiency_factor
         # two all-reduces per layer of the batch's hidden states under tensor parallelism
         comm = 2 * m.num_layers * self._allreduce_s(tokens * m.hidden_size * m.dtype_bytes, self._tp)
         if dp > 1:

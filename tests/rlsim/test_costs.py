@@ -206,7 +206,12 @@ def test_expert_parallel_shards_experts_over_dp_ranks_by_hand():
     b = 16
     bw = 2 * ep.hardware.gpu.hbm_bandwidth_bytes_per_s * ep.costs.decode_memory_efficiency
     frac = moe_weight_fraction(m.num_experts, m.num_experts_per_token, np.array([2 * b]))[0]
-    assert d.mem_intercept_s[b] == pytest.approx((dense + experts * frac / 2) / bw)
+    # a rank streams its half of the touched experts at the expert GEMMs' share of the dense bandwidth
+    moe = ep.costs.moe_decode_memory_efficiency_factor
+    assert d.mem_intercept_s[b] == pytest.approx((dense + experts * frac / 2 / moe) / bw)
+    slow = ep.with_overrides({"costs.moe_decode_memory_efficiency_factor": moe / 2})
+    d_slow = RooflineCostModel.from_scenario(slow).decode_coefficients()
+    assert d_slow.mem_intercept_s[b] - d.mem_intercept_s[b] == pytest.approx(experts * frac / 2 / moe / bw)
     d_tp = RooflineCostModel.from_scenario(tp).decode_coefficients()
     sent = b * m.num_experts_per_token * m.hidden_size * m.dtype_bytes / 2
     a2a = 2 * (m.num_layers - m.num_dense_layers) * cm._all_to_all_s(np.array([sent]), 4)[0]
