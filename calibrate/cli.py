@@ -217,6 +217,9 @@ def _published_tables(summary: dict, step_df, gen_df, costs: dict[str, float], o
         for r in gresults:
             if r.expressed:
                 print(f"{r.label[:58]:<58} {r.measured:>9.0f} {r.predicted:>9.0f} {r.error_pct:>+6.1f}%")
+        for r in gresults:
+            if r.expressed and r.reason:  # predicted with a stated assumption (an engine release rlsim lacks)
+                print(f"note: {r.label} ({r.file} row {r.row}): {r.reason}")
         print()
         _print_summary("generation tokens/s", summary["generation"])
         by_tp = summary["generation"]["by_tp"]

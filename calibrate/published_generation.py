@@ -31,10 +31,12 @@ How the requests arrive (the ``concurrency`` column, :func:`bench_load`), each p
 
 ``num-prompts`` not given: vLLM's default, 1000 (``--num-prompts``, benchmark_serving.py).
 
-Engine settings by engine version (``engine_version``), vLLM's defaults at that version: max_num_seqs 256,
-gpu_memory_utilization 0.9, and the scenario's ``software.engine_version``, which selects the named engine
-behaviour (rlsim/catalog/software.yaml: ``vllm-0.5`` for 0.5.x, ``vllm-v1`` from 0.8 on; a release it does not
-know takes the nearest known, the latest at or below it, and the row's reason column says so).
+Engine settings by engine version (``engine_version``), ``vllm serve``'s defaults at that release: its batch limits
+(rlsim/catalog/software.yaml ``batch_defaults``: 256 sequences for 0.5.x; for the V1 server 1024 sequences and 8192
+batched tokens on >= 70 GiB GPUs other than the A100, 256 / 2048 elsewhere), gpu_memory_utilization 0.9, and
+the scenario's ``software.engine_version``, which selects the named engine behaviour (``vllm-0.5`` for 0.5.x,
+``vllm-v1`` from 0.8 on; a release the catalog does not know takes the nearest known, the latest at or below it,
+and the row's reason column says so).
 A model name ending in ``-FP8`` serves FP8 weights (``engine.precision: fp8``).
 """
 
@@ -51,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from calibrate.published import error_summary, read_csvs
-from rlsim import software
+from rlsim import catalog, software
 from rlsim.costs import RooflineCostModel
 from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules
 from rlsim.errors import RlsimError
@@ -67,7 +69,6 @@ SHAREGPT_PROMPT_MEAN = 202.0
 SHAREGPT_OUTPUT_MEAN = 179.0
 SHAREGPT_SIGMA = 1.0  # assumption: spread of log length (heavy-tailed conversations)
 DRAWS = 3
-VLLM_V0_MAX_NUM_SEQS = 256  # vllm/engine/arg_utils.py EngineArgs.max_num_seqs (0.5.x)
 DEFAULT_NUM_PROMPTS = 1000  # benchmarks/benchmark_serving.py --num-prompts default
 
 
@@ -216,19 +217,36 @@ def sharegpt_lengths(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.n
     )
 
 
+def _served_limits(version: tuple[int, ...], gpu: str) -> dict[str, int]:
+    """``vllm serve``'s batch limits at that release on that GPU (rlsim/catalog/software.yaml batch_defaults: the
+    V1 server's 1024 sequences / 8192 tokens on >= 70 GiB GPUs other than the A100, 256 / 2048 elsewhere; vLLM
+    0.5's 256 sequences, its token budget left to the rounds scheduler)."""
+    spec = catalog.gpu(gpu)
+    big = (spec.get("device_memory_bytes") or spec["memory_bytes"]) >= 70 * 2**30 and "a100" not in gpu.lower()
+    limits = software.batch_defaults(".".join(map(str, version)), "openai_api_server", big)
+    return {
+        "max_num_seqs": limits["max_num_seqs"],
+        **({"max_num_batched_tokens": limits["max_num_batched_tokens"]} if "max_num_batched_tokens" in limits else {}),
+    }
+
+
 def scenario_for_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -> dict[str, Any]:
+    engine = str(fields.get("engine") or "vLLM").strip()
+    if engine.lower() != "vllm":
+        raise NotExpressible(f"engine {engine!r} is not modelled: rlsim models vLLM's scheduler and kernels")
     tp = int(float(fields["tp"]))
     name = str(fields["model"]).strip()
+    gpu = gpu_name(fields.get("gpu", ""))
     version = _version(fields.get("engine_version", ""))
     if version == (0, 0, 0):
         raise NotExpressible(f"engine_version {fields.get('engine_version')!r} names no vLLM release (write X.Y.Z)")
     raw: dict[str, Any] = {
         "name": f"gen {name} tp{tp}",
         "model": model_name(name),
-        "hardware": {"gpu": gpu_name(fields.get("gpu", "")), "num_gpus": tp},
+        "hardware": {"gpu": gpu, "num_gpus": tp},
         "engine": {
             "tensor_parallel_size": tp,
-            "max_num_seqs": VLLM_V0_MAX_NUM_SEQS,
+            **_served_limits(version, gpu),
             "gpu_memory_utilization": 0.9,
             "precision": "fp8" if name.upper().endswith("-FP8") else "bf16",
         },

@@ -2,8 +2,8 @@
 engine with their versions, and each version selects documented behaviours (``rlsim/catalog/software.yaml``, each
 with its source at the tag): a framework release pins an engine release, an engine release names its behaviour in
 ``rlsim/catalog/engines.yaml`` (CPU loop, scheduler defaults: block size, chunked prefill, prefix caching, token
-budget). The catalog also records each release's ``max_num_seqs`` default (256 in every one so far, rlsim's
-``engine.max_num_seqs`` default).
+budget) and its batch limits by usage context (:func:`batch_defaults`: ``vllm serve`` or ``vllm.LLM``, a big GPU or
+not), which the published-benchmark mapping applies; a scenario's own ``engine.max_num_seqs`` is what it says.
 
 An unknown version takes the nearest known one, the latest known at or below it (else the earliest known), with a
 one-line warning (:func:`warnings`, printed by ``rlsim run``). What the scenario sets itself wins: an explicit
@@ -115,3 +115,14 @@ def warnings(s: Scenario) -> list[str]:
     if s.software.framework is None and s.software.engine_version is None:
         return []
     return resolve(s)[2]
+
+
+def batch_defaults(engine_version: str, context: str, big_gpu: bool) -> dict[str, int]:
+    """``max_num_seqs`` and ``max_num_batched_tokens`` (when the release records it) an engine release starts with
+    in a usage context (``openai_api_server`` for ``vllm serve``, ``llm_class`` for ``vllm.LLM``) on a GPU of >= 70
+    GiB other than the A100 (``big_gpu``) or another: the nearest known release's (:func:`nearest`)."""
+    _, entry, _ = nearest("engines", "vllm", engine_version, "software.engine_version")
+    table = entry.get("batch_defaults")
+    if table is None:
+        return {"max_num_seqs": int(entry.get("max_num_seqs", 256))}
+    return {k: int(v) for k, v in table[context]["big" if big_gpu else "other"].items()}

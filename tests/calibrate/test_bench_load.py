@@ -106,3 +106,9 @@ def test_fixed_lengths_come_from_numeric_columns():
         }
     )
     assert raw["workload"]["max_prompt_tokens"] == 4096 and raw["workload"]["max_response_tokens"] == 2044
+
+
+def test_a_row_of_another_engine_is_refused_naming_it():
+    row = {"engine": "SGLang", "engine_version": "0.4.1", "model": "Qwen2.5-7B", "gpu": "H100-SXM", "tp": 1}
+    with pytest.raises(NotExpressible, match="engine 'SGLang' is not modelled"):
+        gen.scenario_for_row(row)

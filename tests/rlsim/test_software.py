@@ -98,3 +98,29 @@ def test_rlsim_run_prints_the_warning_once(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "rlsim.cli", "run", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("vllm 0.7.3 is not in rlsim's software catalog") == 1
+
+
+def test_batch_limits_by_release_usage_context_and_gpu():
+    # vllm/engine/arg_utils.py get_batch_defaults: >= 70 GiB GPUs other than the A100 get the big limits
+    assert software.batch_defaults("0.11.2", "openai_api_server", True) == {
+        "max_num_seqs": 1024,
+        "max_num_batched_tokens": 8192,
+    }
+    assert software.batch_defaults("0.17.1", "llm_class", True)["max_num_batched_tokens"] == 16384
+    assert software.batch_defaults("0.12.0", "openai_api_server", False) == {
+        "max_num_seqs": 256,
+        "max_num_batched_tokens": 2048,
+    }
+    assert software.batch_defaults("0.5.4", "openai_api_server", True) == {"max_num_seqs": 256}
+
+
+def test_a_served_v1_benchmark_row_takes_the_servers_limits():
+    from calibrate import published_generation as gen
+
+    row = {"model": "Meta-Llama-3.1-8B-Instruct", "tp": 1, "engine_version": "0.11.2", "concurrency": "64"}
+    h100 = from_dict(gen.scenario_for_row({**row, "gpu": "H100-80GB-SXM"}))
+    a100 = from_dict(gen.scenario_for_row({**row, "gpu": "A100-80GB-SXM"}))
+    assert (h100.engine.max_num_seqs, h100.scheduler_rules.max_num_batched_tokens) == (1024, 8192)
+    assert (a100.engine.max_num_seqs, a100.scheduler_rules.max_num_batched_tokens) == (256, 2048)
+    old = from_dict(gen.scenario_for_row({**row, "gpu": "H100-80GB-SXM", "engine_version": "v0.5.4"}))
+    assert old.engine.max_num_seqs == 256 and not old.scheduler_rules.chunked_prefill
