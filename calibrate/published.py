@@ -18,6 +18,7 @@ published-source values); ``--set costs.X=V`` overrides either for all rows at o
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -138,8 +139,26 @@ def steps_for(fields: dict[str, Any]) -> int:
     return 4 + 2 * k
 
 
+OTHER_FRAMEWORKS = ("verl", "openrlhf", "trl", "slime", "areal", "roll", "skyrl", "prime-rl", "deepspeed-chat")
+
+
+def check_framework(fields: dict[str, Any]) -> None:
+    """Refuse a row that names an RL framework other than NeMo RL: this table's mapping
+    (rlsim/frameworks/nemo_rl.py) gives NeMo RL's semantics (its refit, offload, defaults) to every row."""
+    text = " ".join(str(fields.get(k) or "") for k in ("source", "source_version", "recipe", "framework")).lower()
+    if "nemo" in text:
+        return
+    for name in OTHER_FRAMEWORKS:
+        if re.search(rf"(?<![a-z]){re.escape(name)}(?![a-z])", text):
+            raise NotExpressible(
+                f"the row names framework {name!r}; this table's mapping is NeMo RL's (rlsim/frameworks/nemo_rl.py): "
+                f"simulate that run from its config with rlsim import-config"
+            )
+
+
 def predict_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -> tuple[float, dict[str, float]]:
     """Predicted steady-state step time and mean phase times of one published row."""
+    check_framework(fields)
     raw = scenario_from_recipe(fields, steps=steps_for(fields))
     if costs:
         raw["costs"] = dict(costs)

@@ -232,3 +232,13 @@ def test_fit_recovers_a_known_coefficient(dev):
     assert abs(log_residuals(rows, None, truth)).max() < 1e-9
     fitted = fit_costs(rows, None, ["train_compute_efficiency"], {"train_compute_efficiency": 0.35})
     assert fitted["train_compute_efficiency"] == pytest.approx(0.5, rel=0.02)
+
+
+def test_a_row_of_another_framework_is_refused_not_mapped_as_nemo_rl(dev):
+    row = {**dev.iloc[0].to_dict(), "source": "verl docs/perf table", "source_version": "verl 0.5", "recipe": ""}
+    (res,) = evaluate(pd.DataFrame([row]))
+    assert not res.expressed and "framework 'verl'" in res.reason and "import-config" in res.reason
+    # words that merely contain a framework's name are not one (rollout, control)
+    ok = {**dev.iloc[0].to_dict(), "source": "a rollout control table", "source_version": "", "recipe": ""}
+    (res,) = evaluate(pd.DataFrame([ok]))
+    assert res.expressed
