@@ -207,6 +207,9 @@ def _published_tables(summary: dict, step_df, gen_df, costs: dict[str, float], o
                     for k in (Phase.ROLLOUT, Phase.OLD_LOGPROB, Phase.REF_LOGPROB, Phase.TRAIN_ACTOR, Phase.WEIGHT_SYNC)
                 )
                 print(f"{r.label[:58]:<58} {r.measured_s:>8.1f}s {r.predicted_s:>8.1f}s {r.error_pct:>+6.1f}%  {parts}")
+        for r in results:
+            if r.expressed and r.reason:
+                print(f"note: {r.label} ({r.file} row {r.row}): {r.reason}")
         print()
         _print_summary("step time", summary["step_time"])
     if gen_df is not None:

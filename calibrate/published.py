@@ -142,23 +142,24 @@ def steps_for(fields: dict[str, Any]) -> int:
 OTHER_FRAMEWORKS = ("verl", "openrlhf", "trl", "slime", "areal", "roll", "skyrl", "prime-rl", "deepspeed-chat")
 
 
-def check_framework(fields: dict[str, Any]) -> None:
-    """Refuse a row that names an RL framework other than NeMo RL: this table's mapping
-    (rlsim/frameworks/nemo_rl.py) gives NeMo RL's semantics (its refit, offload, defaults) to every row."""
+def framework_note(fields: dict[str, Any]) -> str:
+    """What to say of a row that names an RL framework other than NeMo RL: this table's mapping
+    (rlsim/frameworks/nemo_rl.py) gives NeMo RL's semantics (its refit, offload, engine defaults) to every row, so
+    such a row is predicted with them and says so ("" for a NeMo RL row or one naming none)."""
     text = " ".join(str(fields.get(k) or "") for k in ("source", "source_version", "recipe", "framework")).lower()
     if "nemo" in text:
-        return
+        return ""
     for name in OTHER_FRAMEWORKS:
         if re.search(rf"(?<![a-z]){re.escape(name)}(?![a-z])", text):
-            raise NotExpressible(
-                f"the row names framework {name!r}; this table's mapping is NeMo RL's (rlsim/frameworks/nemo_rl.py): "
-                f"simulate that run from its config with rlsim import-config"
+            return (
+                f"the row names framework {name!r}, predicted with NeMo RL's mapping (rlsim/frameworks/nemo_rl.py: "
+                "its weight refit, offload and engine defaults); its own config through rlsim import-config is closer"
             )
+    return ""
 
 
 def predict_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -> tuple[float, dict[str, float]]:
     """Predicted steady-state step time and mean phase times of one published row."""
-    check_framework(fields)
     raw = scenario_from_recipe(fields, steps=steps_for(fields))
     if costs:
         raw["costs"] = dict(costs)
@@ -185,6 +186,7 @@ def evaluate(df: pd.DataFrame, costs: dict[str, float] | None = None) -> list[Ro
             continue
         try:
             res.predicted_s, res.phases_s = predict_row(rec, costs)
+            res.reason = framework_note(rec)  # an expressed row's reason is a note on how it was mapped
         except NotExpressible as exc:
             res.reason = str(exc)
         except RlsimError as exc:  # a scenario the mapping built but rlsim refuses (memory, layout)

@@ -234,11 +234,13 @@ def test_fit_recovers_a_known_coefficient(dev):
     assert fitted["train_compute_efficiency"] == pytest.approx(0.5, rel=0.02)
 
 
-def test_a_row_of_another_framework_is_refused_not_mapped_as_nemo_rl(dev):
+def test_a_row_of_another_framework_says_it_was_mapped_as_nemo_rl(dev):
     row = {**dev.iloc[0].to_dict(), "source": "verl docs/perf table", "source_version": "verl 0.5", "recipe": ""}
     (res,) = evaluate(pd.DataFrame([row]))
-    assert not res.expressed and "framework 'verl'" in res.reason and "import-config" in res.reason
-    # words that merely contain a framework's name are not one (rollout, control)
-    ok = {**dev.iloc[0].to_dict(), "source": "a rollout control table", "source_version": "", "recipe": ""}
-    (res,) = evaluate(pd.DataFrame([ok]))
-    assert res.expressed
+    assert res.expressed and "framework 'verl'" in res.reason and "NeMo RL's mapping" in res.reason
+    # words that merely contain a framework's name are not one (rollout, control); NeMo RL rows carry no note
+    plain = {**dev.iloc[0].to_dict(), "source": "a rollout control table", "source_version": "", "recipe": ""}
+    (res,) = evaluate(pd.DataFrame([plain]))
+    assert res.expressed and res.reason == ""
+    (res,) = evaluate(dev.iloc[[0]])
+    assert res.expressed and res.reason == ""
