@@ -238,4 +238,11 @@ def format_table(what: str, cv: dict[str, Any]) -> list[str]:
         f"  {'all held-out rows':<28} {s['n_expressed']:>3} of {s['n_rows']:<3}  {cell(s):>15}  "
         f"{cell(cv['in_sample']['overall']):>15}  {cell(cv['catalog']['overall']):>15}"
     )
+    # what each fold fitted: a coefficient that swings between folds (or sits at a bound) is compensating for a
+    # mechanism the model lacks, which the held-out error then shows
+    for g, s in cv["groups"].items():
+        fitted = s.get("fitted") or {}
+        if fitted:
+            values = ", ".join(f"{k} {v:.3g}" for k, v in fitted.items())
+            lines.append(f"  fitted without {g[:28]}: {values}")
     return lines
