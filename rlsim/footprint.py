@@ -71,7 +71,8 @@ def check(fp: Footprint, available: float | None = None) -> Footprint:
     avail = available_bytes() if available is None else available
     if fp.memory_bytes > avail:
         raise FootprintError(
-            f"workload.prompts_per_step x workload.group_size = {fp.responses_per_step:,} responses per step needs "
+            f"{fp.responses_per_step:,} responses generated per step (workload.prompts_per_step x "
+            f"workload.group_size, times dynamic sampling's rounds) need "
             f"about {_bytes(fp.memory_bytes)} of memory to simulate, and this machine has {_bytes(avail)} "
             f"available; simulate at most about {max(0, int((avail - BASE_BYTES) / BYTES_PER_RESPONSE)):,} responses "
             "per step (fewer prompts or a smaller group)"

@@ -126,7 +126,7 @@ def footprint(scn: Scenario, with_band: bool = False) -> Footprint:
     steps = scn.run.steps
     if with_band:
         steps += (scn.run.band_seeds + 2) * min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness)
-    return check(estimate(scn.workload.responses_per_step, steps))
+    return check(estimate(scn.generated_per_step, steps))  # every generation round's requests are simulated
 
 
 def _samples_to_target(scn: Scenario) -> SamplesToTarget | None:
@@ -191,7 +191,7 @@ def simulate_variants(scns: list[Scenario], profile: Profile | None = None) -> l
     if not scns:
         return []
     first = scns[0]
-    check(estimate(first.workload.responses_per_step, first.run.steps))
+    check(estimate(first.generated_per_step, first.run.steps))
     costs = profile.apply(first.costs) if profile is not None else first.costs
     base = _run(first, costs, profile, None)
     out = []

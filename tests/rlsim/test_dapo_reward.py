@@ -157,3 +157,12 @@ def test_the_published_dapo_row_maps_with_a_keep_rate_and_names_it_without():
     ds = s.algorithm.dynamic_sampling
     # the recipe's batch_multiplier 3 and limit 10 (dapo-deepseek-v3-64n8g.yaml at v0.5.0): 0.75, 1.5 -> 2 rounds
     assert (ds.batch_multiplier, ds.max_gen_batches, ds.rounds()) == (3.0, 10, 2)
+
+
+def test_the_memory_check_counts_every_round():
+    from rlsim.simulation import footprint
+
+    one = footprint(scenario())
+    three = footprint(scenario(algorithm={"dynamic_sampling": {"keep_rate": 0.4}}))
+    assert three.responses_per_step == 3 * one.responses_per_step == 3 * P * G
+    assert three.memory_bytes > one.memory_bytes

@@ -28,7 +28,7 @@ def test_a_run_larger_than_the_available_memory_is_refused_with_the_sizes():
     with pytest.raises(FootprintError) as err:
         check(fp, available=fp.memory_bytes * 0.5)
     text = str(err.value)
-    assert "10,000,000 responses per step" in text and "prompts_per_step" in text and "group_size" in text
+    assert "10,000,000 responses generated per step" in text and "prompts_per_step" in text and "group_size" in text
     # the largest size it names does fit
     named = int(text.split("at most about ")[1].split(" ")[0].replace(",", ""))
     assert check(estimate(named, 1), available=fp.memory_bytes * 0.5)
