@@ -287,6 +287,12 @@ def _common_notes(ctx: _Ctx, framework: str, *, asynchronous: bool, max_num_seqs
         ctx.base is not None
     ):
         ctx.notes.append("workload.max_prompt_tokens / max_response_tokens: length caps are not emitted")
+    ds = s.algorithm.dynamic_sampling
+    if ds is not None and framework != "NeMo RL":
+        ctx.notes.append(f"algorithm.dynamic_sampling (keep rate {ds.keep_rate:g}): not emitted for {framework}")
+    if s.reward.model is not None:
+        where = f"{s.reward.num_gpus} GPUs of its own" if s.reward.num_gpus else "the training GPUs"
+        ctx.notes.append(f"reward.model {s.reward.model.name} on {where}: not emitted (set the framework's reward)")
 
 
 # --------------------------------------------------------------------------------------------------- verl
@@ -491,6 +497,13 @@ def _nemo_rl(ctx: _Ctx) -> dict[str, Any]:
     B = s.workload.responses_per_step
     d[G_ + "num_prompts_per_step"] = s.workload.prompts_per_step
     d[G_ + "num_generations_per_prompt"] = s.workload.group_size
+    ds = s.algorithm.dynamic_sampling
+    if ds is not None:  # the keep rate is the data's, not a key: the rounds follow from it
+        d[G_ + "use_dynamic_sampling"] = True
+        d[G_ + "batch_multiplier"] = ds.batch_multiplier
+        d[G_ + "dynamic_sampling_max_gen_batches"] = ds.max_gen_batches
+    elif ctx.current(G_ + "use_dynamic_sampling"):
+        d[G_ + "use_dynamic_sampling"] = False
     gbs = tr.global_batch_size or _divide("workload P x G", B, "the optimizer steps per step", _opt_steps(s), "NeMo RL")
     d[PO + "train_global_batch_size"] = gbs
     if s.algorithm.epochs_per_step > 1:

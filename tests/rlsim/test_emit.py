@@ -352,3 +352,20 @@ def test_write_emitted_writes_the_patch_the_overrides_and_the_notes(tmp_path):
     orl = emit("openrlhf", _imported("openrlhf", CONFIGS / "openrlhf_ppo_llama3_8b_slurm.args", ORL_MODEL))
     files = write_emitted(orl, "openrlhf", tmp_path / "orl")
     assert files[0].name == "openrlhf_patch.json" and files[0].read_text().startswith("{")
+
+
+def test_dynamic_sampling_and_a_reward_model_are_emitted_or_named():
+    path = PERF / "grpo-llama3.1-8b-instruct-2n8g.yaml"
+    ds = {"algorithm.dynamic_sampling": {"keep_rate": 0.4, "batch_multiplier": 2, "max_gen_batches": 6}}
+    planned = _imported("nemo-rl", path, []).with_overrides(ds)
+    emitted = emit("nemo-rl", planned, original=path)
+    assert emitted.patch["grpo"]["use_dynamic_sampling"] is True
+    assert (
+        emitted.patch["grpo"]["batch_multiplier"] == 2
+        and emitted.patch["grpo"]["dynamic_sampling_max_gen_batches"] == 6
+    )
+    verl_path = CONFIGS / "verl_grpo_qwen3_8b.yaml"
+    planned = _imported("verl", verl_path, []).with_overrides({**ds, "reward.model": "Qwen2.5-1.5B"})
+    notes = emit("verl", planned, original=verl_path).notes
+    assert any("algorithm.dynamic_sampling (keep rate 0.4): not emitted for verl" in n for n in notes)
+    assert any("reward.model Qwen2.5-1.5B on the training GPUs: not emitted" in n for n in notes)
