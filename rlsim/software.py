@@ -122,7 +122,7 @@ def batch_defaults(engine_version: str, context: str, big_gpu: bool) -> dict[str
     in a usage context (``openai_api_server`` for ``vllm serve``, ``llm_class`` for ``vllm.LLM``) on a GPU of >= 70
     GiB other than the A100 (``big_gpu``) or another: the nearest known release's (:func:`nearest`)."""
     _, entry, _ = nearest("engines", "vllm", engine_version, "software.engine_version")
-    table = entry.get("batch_defaults")
-    if table is None:
+    limits = entry.get("batch_defaults")
+    if limits is None:
         return {"max_num_seqs": int(entry.get("max_num_seqs", 256))}
-    return {k: int(v) for k, v in table[context]["big" if big_gpu else "other"].items()}
+    return {k: int(v) for k, v in limits[context]["big" if big_gpu else "other"].items()}
