@@ -544,7 +544,13 @@ def _nemo_rl(ctx: _Ctx) -> dict[str, Any]:
     async_engine = is_async or ctx.current(V + "async_engine") is True
     d[V + "tensor_parallel_size"] = s.engine.tensor_parallel_size
     d[V + "gpu_memory_utilization"] = s.engine.gpu_memory_utilization
-    vllm_default = nemo_rl.VLLM_ASYNC_ENGINE_MAX_NUM_SEQS if async_engine else nemo_rl.VLLM_LLM_CLASS_MAX_NUM_SEQS
+    vllm_default = (
+        nemo_rl.VLLM_ASYNC_ENGINE_MAX_NUM_SEQS
+        if async_engine
+        else nemo_rl.llm_class_max_num_seqs(
+            s.software.framework_version, s.hardware.gpu.name, s.hardware.engine_memory_bytes
+        )
+    )
     if s.engine.max_num_seqs != vllm_default or ctx.has(nemo_rl.GEN + "vllm_kwargs.max_num_seqs"):
         d[nemo_rl.GEN + "vllm_kwargs.max_num_seqs"] = s.engine.max_num_seqs
     if s.engine.replicas is not None and s.engine.replicas * s.engine.tensor_parallel_size != hw.num_rollout_gpus:

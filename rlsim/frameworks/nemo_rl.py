@@ -25,8 +25,9 @@ Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read a
 * gen_tp -> engine.tensor_parallel_size (gen_pp > 1 is refused) (policy.generation.vllm_cfg)
 * recipe_gpu_memory_utilization -> engine.gpu_memory_utilization (vllm_cfg.gpu_memory_utilization)
 * recipe_max_num_seqs, recipe_vllm_async_engine -> engine.max_num_seqs: the recipe's, else vLLM's default for how
-  NeMo RL builds the engine: 1024 for ``vllm.LLM`` (UsageContext.LLM_CLASS on >= 70 GiB GPUs,
-  vllm/engine/arg_utils.py get_batch_defaults), 128 for ``AsyncLLM`` (NeMo RL passes no usage context:
+  NeMo RL builds the engine: 1024 for ``vllm.LLM`` (UsageContext.LLM_CLASS on >= 70 GiB GPUs other than the
+  A100, 256 elsewhere: vllm/engine/arg_utils.py get_batch_defaults at the pinned release, rlsim/catalog/
+  software.yaml), 128 for ``AsyncLLM`` (NeMo RL passes no usage context:
   SchedulerConfig.DEFAULT_MAX_NUM_SEQS, and 2048 batched tokens per iteration, DEFAULT_MAX_NUM_BATCHED_TOKENS);
   async GRPO always uses the async engine (vllm_worker_async.py)
 * recipe_fp8_generation -> engine.precision fp8 (vllm_cfg.precision)
@@ -97,7 +98,7 @@ import math
 import re
 from typing import Any
 
-from rlsim import catalog
+from rlsim import catalog, software
 from rlsim.errors import RlsimError
 from rlsim.frameworks.config_import import (
     DEFAULT_GPU,
@@ -114,7 +115,6 @@ from rlsim.lengths import lognormal_mean_for_clipped_mean
 
 PROMPT_TOKENS = 128  # assumption: math prompts of OpenMathInstruct-2 with NeMo RL's cot template
 RESPONSE_SIGMA = 0.6  # assumption: standard deviation of log response length (one value for every row)
-VLLM_LLM_CLASS_MAX_NUM_SEQS = 1024
 VLLM_ASYNC_ENGINE_MAX_NUM_SEQS = 128
 # AsyncLLM built without a usage context takes SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS (vllm/config/
 # scheduler.py in 0.11.2 and 0.17.1); the LLM class gets 16384 on >= 70 GiB GPUs (the vllm-v1 behaviour's default)
@@ -220,16 +220,18 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
             rollout_gpus=int(_need(fields, "gen_gpus", "separate pools need the generation GPU count")),
             train_gpus=int(_need(fields, "train_gpus", "separate pools need the training GPU count")),
         )
+    version = framework_version(fields)
     max_num_seqs = _num(fields, "recipe_max_num_seqs")
     if max_num_seqs is None:
-        max_num_seqs = VLLM_ASYNC_ENGINE_MAX_NUM_SEQS if async_engine else VLLM_LLM_CLASS_MAX_NUM_SEQS
+        max_num_seqs = (
+            VLLM_ASYNC_ENGINE_MAX_NUM_SEQS if async_engine else llm_class_max_num_seqs(version, hardware["gpu"])
+        )
     engine: dict[str, Any] = {
         "tensor_parallel_size": int(_num(fields, "gen_tp", 1) or 1),
         "gpu_memory_utilization": _num(fields, "recipe_gpu_memory_utilization", 0.6),
         "max_num_seqs": int(max_num_seqs),
         "precision": "fp8" if _flag(fields, "recipe_fp8_generation") else "bf16",
     }
-    version = framework_version(fields)
     if version is None:
         engine["behaviour"] = "vllm-v1"
     if async_engine:
@@ -281,6 +283,20 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
     if steps is not None:
         out["run"] = {"steps": steps}
     return out
+
+
+def llm_class_max_num_seqs(version: str | None, gpu: str, memory_bytes: float | None = None) -> int:
+    """``vllm.LLM``'s max_num_seqs at the vLLM release the NeMo RL release pins (rlsim/catalog/software.yaml
+    batch_defaults: 1024 on GPUs of >= 70 GiB other than the A100, 256 elsewhere); without a release, v0.5.0's.
+    ``memory_bytes`` (what the driver reports) defaults to the catalog entry of ``gpu``."""
+    engine_version = software.nearest("frameworks", "nemo-rl", version or "0.5.0", "software.framework_version")[1][
+        "engine_version"
+    ]
+    if memory_bytes is None:
+        spec = catalog.gpu(gpu)
+        memory_bytes = spec.get("device_memory_bytes") or spec["memory_bytes"]
+    big = memory_bytes >= 70 * 2**30 and "a100" not in gpu.lower()
+    return software.batch_defaults(engine_version, "llm_class", big)["max_num_seqs"]
 
 
 def framework_version(fields: dict[str, Any]) -> str | None:
