@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from calibrate.published import error_summary, read_csvs
-from rlsim import catalog, software
+from rlsim import software
 from rlsim.costs import RooflineCostModel
 from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules
 from rlsim.errors import RlsimError
@@ -221,9 +221,7 @@ def _served_limits(version: tuple[int, ...], gpu: str) -> dict[str, int]:
     """``vllm serve``'s batch limits at that release on that GPU (rlsim/catalog/software.yaml batch_defaults: the
     V1 server's 1024 sequences / 8192 tokens on >= 70 GiB GPUs other than the A100, 256 / 2048 elsewhere; vLLM
     0.5's 256 sequences, its token budget left to the rounds scheduler)."""
-    spec = catalog.gpu(gpu)
-    big = (spec.get("device_memory_bytes") or spec["memory_bytes"]) >= 70 * 2**30 and "a100" not in gpu.lower()
-    limits = software.batch_defaults(".".join(map(str, version)), "openai_api_server", big)
+    limits = software.batch_defaults(".".join(map(str, version)), "openai_api_server", gpu)
     return {
         "max_num_seqs": limits["max_num_seqs"],
         **({"max_num_batched_tokens": limits["max_num_batched_tokens"]} if "max_num_batched_tokens" in limits else {}),
@@ -289,8 +287,9 @@ def request_lengths(fields: dict[str, Any], n: int, seed: int) -> tuple[np.ndarr
     return sharegpt_lengths(n, np.random.default_rng(seed))
 
 
-def predict_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -> float:
-    """Predicted output tokens/s of one benchmark row (mean over DRAWS ShareGPT draws; one run for fixed lengths)."""
+def predict_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -> tuple[float, list[str]]:
+    """Predicted output tokens/s of one benchmark row (mean over DRAWS ShareGPT draws; one run for fixed lengths),
+    and the warnings of its mapping (an engine release taken as its nearest known one)."""
     load = bench_load(fields.get("concurrency"))
     scn = from_dict(scenario_for_row(fields, costs))
     cost = RooflineCostModel.from_scenario(scn)
@@ -311,7 +310,7 @@ def predict_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -
                 scn.scheduler_rules,
             )
         )
-    return float(np.mean(rates))
+    return float(np.mean(rates)), software.warnings(scn)
 
 
 @dataclass
@@ -356,8 +355,8 @@ def evaluate(df: pd.DataFrame, costs: dict[str, float] | None = None) -> list[Ge
             out.append(res)
             continue
         try:
-            res.predicted = predict_row(rec, costs)
-            res.reason = "; ".join(software.warnings(from_dict(scenario_for_row(rec, costs))))
+            res.predicted, warns = predict_row(rec, costs)
+            res.reason = "; ".join(warns)  # an expressed row's reason is a note on how it was mapped
         except NotExpressible as exc:
             res.reason = str(exc)
         except RlsimError as exc:

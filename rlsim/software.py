@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from rlsim import catalog
 from rlsim.catalog import LOADER
 from rlsim.errors import ScenarioError
 
@@ -63,11 +64,10 @@ def nearest(kind: str, name: str, version: str, path: str) -> tuple[str, dict[st
     return pick, dict(known[pick]), warning
 
 
-def resolve(s: Scenario) -> tuple[dict[str, Any], list[str], list[str]]:
-    """What the software section selects: (engine settings, assumptions, warnings)."""
+def resolve(s: Scenario) -> tuple[str | None, list[str]]:
+    """What the software section selects: (the engine release's named behaviour, or None without a release; the
+    warnings of releases taken as their nearest known one)."""
     sw = s.software
-    settings: dict[str, Any] = {}
-    notes: list[str] = []
     warns: list[str] = []
     engine_version = sw.engine_version
     if sw.framework is not None:
@@ -81,8 +81,7 @@ def resolve(s: Scenario) -> tuple[dict[str, Any], list[str], list[str]]:
         release, entry, warning = nearest(
             "frameworks", sw.framework, sw.framework_version, "software.framework_version"
         )
-        if warning:
-            warns.append(warning)
+        warns += [warning] if warning else []
         if entry.get("engine") != sw.engine:
             raise ScenarioError(
                 "software.engine",
@@ -90,39 +89,55 @@ def resolve(s: Scenario) -> tuple[dict[str, Any], list[str], list[str]]:
                 f"is not what {sw.framework} {release} runs ({entry.get('engine')})",
                 f"set software.engine: {entry.get('engine')}",
             )
-        if engine_version is None:
-            engine_version = entry["engine_version"]
-            notes.append(f"software: {sw.framework} {release} pins {sw.engine} {engine_version} ({entry['source']})")
+        engine_version = engine_version or entry["engine_version"]
     if engine_version is None:
-        return settings, notes, warns
-    release, entry, warning = nearest("engines", sw.engine, engine_version, "software.engine_version")
-    if warning:
-        warns.append(warning)
-    settings["behaviour"] = entry["behaviour"]
-    notes.append(f"software: {sw.engine} {release} -> engine behaviour {entry['behaviour']} ({entry['source']})")
-    return settings, notes, warns
+        return None, warns
+    _, entry, warning = nearest("engines", sw.engine, engine_version, "software.engine_version")
+    warns += [warning] if warning else []
+    return entry["behaviour"], warns
 
 
 def behaviour(s: Scenario) -> str | None:
     """The named engine behaviour in force: the scenario's ``engine.behaviour``, else what its software selects."""
     if s.engine.behaviour is not None or (s.software.framework is None and s.software.engine_version is None):
         return s.engine.behaviour
-    return resolve(s)[0].get("behaviour")
+    return resolve(s)[0]
 
 
 def warnings(s: Scenario) -> list[str]:
     """The one-line warnings of the scenario's software resolution (unknown versions)."""
     if s.software.framework is None and s.software.engine_version is None:
         return []
-    return resolve(s)[2]
+    return resolve(s)[1]
 
 
-def batch_defaults(engine_version: str, context: str, big_gpu: bool) -> dict[str, int]:
+V1_REFERENCE_RELEASE = "0.11.2"  # the vLLM V1 release whose defaults apply where a scenario names none
+
+
+def big_gpu(gpu: str, memory_bytes: float | None = None) -> bool:
+    """Whether vLLM gives ``gpu`` its larger batch defaults: >= 70 GiB and not an A100 (vllm/engine/arg_utils.py
+    get_batch_defaults; the A100 is excluded by name, PR #17885). ``memory_bytes`` (what the driver reports)
+    defaults to the catalog entry's."""
+    if memory_bytes is None:
+        spec = catalog.gpu(gpu)
+        memory_bytes = spec.get("device_memory_bytes") or spec["memory_bytes"]
+    return memory_bytes >= 70 * 2**30 and "a100" not in gpu.lower()
+
+
+def batch_defaults(engine_version: str, context: str, gpu: str, memory_bytes: float | None = None) -> dict[str, int]:
     """``max_num_seqs`` and ``max_num_batched_tokens`` (when the release records it) an engine release starts with
-    in a usage context (``openai_api_server`` for ``vllm serve``, ``llm_class`` for ``vllm.LLM``) on a GPU of >= 70
-    GiB other than the A100 (``big_gpu``) or another: the nearest known release's (:func:`nearest`)."""
+    in a usage context (``openai_api_server`` for ``vllm serve``, ``llm_class`` for ``vllm.LLM``) on ``gpu``
+    (:func:`big_gpu`): the nearest known release's (:func:`nearest`)."""
     _, entry, _ = nearest("engines", "vllm", engine_version, "software.engine_version")
     limits = entry.get("batch_defaults")
     if limits is None:
         return {"max_num_seqs": int(entry.get("max_num_seqs", 256))}
-    return {k: int(v) for k, v in limits[context]["big" if big_gpu else "other"].items()}
+    size = "big" if big_gpu(gpu, memory_bytes) else "other"
+    return {k: int(v) for k, v in limits[context][size].items()}
+
+
+def pinned_engine_version(framework: str, version: str | None) -> str:
+    """The engine release a framework release pins (its nearest known release's); no release: the reference V1."""
+    if version is None:
+        return V1_REFERENCE_RELEASE
+    return nearest("frameworks", framework, version, "software.framework_version")[1]["engine_version"]

@@ -286,17 +286,9 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
 
 
 def llm_class_max_num_seqs(version: str | None, gpu: str, memory_bytes: float | None = None) -> int:
-    """``vllm.LLM``'s max_num_seqs at the vLLM release the NeMo RL release pins (rlsim/catalog/software.yaml
-    batch_defaults: 1024 on GPUs of >= 70 GiB other than the A100, 256 elsewhere); without a release, v0.5.0's.
-    ``memory_bytes`` (what the driver reports) defaults to the catalog entry of ``gpu``."""
-    engine_version = software.nearest("frameworks", "nemo-rl", version or "0.5.0", "software.framework_version")[1][
-        "engine_version"
-    ]
-    if memory_bytes is None:
-        spec = catalog.gpu(gpu)
-        memory_bytes = spec.get("device_memory_bytes") or spec["memory_bytes"]
-    big = memory_bytes >= 70 * 2**30 and "a100" not in gpu.lower()
-    return software.batch_defaults(engine_version, "llm_class", big)["max_num_seqs"]
+    """``vllm.LLM``'s max_num_seqs at the vLLM release NeMo RL ``version`` pins, on ``gpu`` (rlsim.software)."""
+    engine_version = software.pinned_engine_version("nemo-rl", version)
+    return software.batch_defaults(engine_version, "llm_class", gpu, memory_bytes)["max_num_seqs"]
 
 
 def framework_version(fields: dict[str, Any]) -> str | None:

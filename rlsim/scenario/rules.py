@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlsim import catalog
+from rlsim import catalog, software
 from rlsim.scheduler import SchedulerRules
 
 if TYPE_CHECKING:
@@ -31,8 +31,13 @@ def scheduler_rules(s: Scenario) -> SchedulerRules:
     gpu = s.hardware.gpu
     on_cpu = gpu.platform == "cpu"
     if budget is None and chunked:
-        big = s.hardware.engine_memory_bytes >= 70 * 2**30 and "a100" not in gpu.name.lower()
-        default = 4096 * eng.tensor_parallel_size if on_cpu else 16384 if big else 8192
+        if on_cpu:
+            default = 4096 * eng.tensor_parallel_size
+        else:  # vllm.LLM's budget at the reference V1 release (rlsim/catalog/software.yaml batch_defaults)
+            limits = software.batch_defaults(
+                software.V1_REFERENCE_RELEASE, "llm_class", gpu.name, s.hardware.engine_memory_bytes
+            )
+            default = limits["max_num_batched_tokens"]
         budget = max(default, eng.max_num_seqs)
     elif budget is None:
         budget = max(s.workload.max_prompt_tokens + s.workload.max_response_tokens, 2048)

@@ -22,8 +22,8 @@ def test_a_framework_release_pins_its_engine_and_behaviour():
     s = scn(framework="nemo-rl", framework_version="0.6.0")
     assert s.engine_behaviour == "vllm-v1" and s.engine.behaviour is None  # derived, not written in
     assert software.warnings(s) == []
-    _, notes, _ = software.resolve(s)
-    assert any("vllm==0.17.1" in n for n in notes)
+    assert software.resolve(s) == ("vllm-v1", [])
+    assert "vllm==0.17.1" in software.table()["frameworks"]["nemo-rl"]["0.6.0"]["source"]
 
 
 @pytest.mark.parametrize(
@@ -102,16 +102,21 @@ def test_rlsim_run_prints_the_warning_once(tmp_path):
 
 def test_batch_limits_by_release_usage_context_and_gpu():
     # vllm/engine/arg_utils.py get_batch_defaults: >= 70 GiB GPUs other than the A100 get the big limits
-    assert software.batch_defaults("0.11.2", "openai_api_server", True) == {
+    assert software.batch_defaults("0.11.2", "openai_api_server", "H100-SXM") == {
         "max_num_seqs": 1024,
         "max_num_batched_tokens": 8192,
     }
-    assert software.batch_defaults("0.17.1", "llm_class", True)["max_num_batched_tokens"] == 16384
-    assert software.batch_defaults("0.12.0", "openai_api_server", False) == {
+    assert software.batch_defaults("0.17.1", "llm_class", "H200")["max_num_batched_tokens"] == 16384
+    # the A100 is excluded by name whatever its memory; a 48 GB GPU by size
+    assert software.batch_defaults("0.12.0", "openai_api_server", "A100-80GB") == {
         "max_num_seqs": 256,
         "max_num_batched_tokens": 2048,
     }
-    assert software.batch_defaults("0.5.4", "openai_api_server", True) == {"max_num_seqs": 256}
+    assert software.batch_defaults("0.11.2", "llm_class", "L40S")["max_num_batched_tokens"] == 8192
+    assert software.batch_defaults("0.5.4", "openai_api_server", "H100-SXM") == {"max_num_seqs": 256}
+    # the scheduler's default budget for a scenario that names no release: vllm.LLM's at the reference release
+    h100 = from_dict({**BASE, "engine": {"behaviour": "vllm-v1"}})
+    assert h100.scheduler_rules.max_num_batched_tokens == 16384
 
 
 def test_a_served_v1_benchmark_row_takes_the_servers_limits():
