@@ -70,7 +70,9 @@ response cap is the least of max_new_tokens and max_model_len - prompt), ``recip
 (schedule.in_flight_weight_updates), ``gpus_per_node`` (hardware.gpus_per_node) and ``recipe_lr`` (learning.lr0 at
 reference_batch P x G).
 
-Recipe YAML (``rlsim import-config --format nemo-rl``), read at NVIDIA-NeMo/RL v0.7.0 (commit
+Recipe YAML (``rlsim import-config --format nemo-rl``; its key ``TABLE`` and ``to_scenario`` live in
+rlsim/frameworks/nemo_rl_import.py, the YAML reader in nemo_rl_recipe.py, both re-exported here), read at
+NVIDIA-NeMo/RL v0.7.0 (commit
 81aa43dda4765b0429cf31dab44441e4e4383911): a recipe names its parent in ``defaults:`` (a path relative to the
 recipe's directory, or a list of them; ``nemo_rl/utils/config.py`` load_config_with_inheritance): parents merge
 first, in order, the child wins key by key, a section marked ``_override_: true`` replaces the parent's section
@@ -100,15 +102,18 @@ from typing import Any
 
 from rlsim import catalog, software
 from rlsim.errors import RlsimError
-from rlsim.frameworks.config_import import (
-    DEFAULT_GPU,
-    ImportConfigError,
-    Row,
-    Source,
-    as_float,
-    as_int,
-    divisible,
-    resolve_model,
+from rlsim.frameworks.nemo_rl_import import (  # noqa: F401  (import-config and emit use them on this module)
+    ASYNC,
+    COL,
+    DT,
+    GEN,
+    MG,
+    PO,
+    TABLE,
+    VERSION_READ,
+    G,
+    V,
+    to_scenario,
 )
 from rlsim.frameworks.nemo_rl_recipe import read, resolve  # noqa: F401  (import-config calls them on this module)
 from rlsim.lengths import lognormal_mean_for_clipped_mean
@@ -357,236 +362,3 @@ def _training(fields: dict[str, Any], max_seq: int, notes: list[str]) -> dict[st
 
 
 # ------------------------------------------------------------------------------------------- recipe YAML import
-
-VERSION_READ = "NeMo RL 81aa43d (v0.7.0)"
-G = "grpo."
-PO = "policy."
-MG = "policy.megatron_cfg."
-DT = "policy.dtensor_cfg."
-GEN = "policy.generation."
-V = "policy.generation.vllm_cfg."
-COL = "policy.generation.colocated."
-ASYNC = "grpo.async_grpo."
-RESPONSE_MEAN_FRACTION = 0.5  # assumption: the clipped mean response length, as a fraction of the cap
-
-TABLE: tuple[Row, ...] = (
-    Row(G + "num_prompts_per_step", 32, "workload.prompts_per_step", "P: prompts per step"),
-    Row(G + "num_generations_per_prompt", 16, "workload.group_size", "G: responses per prompt (B = P x G)"),
-    Row(PO + "train_global_batch_size", 512, "training.global_batch_size", "one optimizer step each; divides B"),
-    Row(PO + "train_micro_batch_size", 4, "training.micro_batch_size", "sequences (packed: bins) per micro-batch"),
-    Row(PO + "logprob_batch_size", None, "training.logprob_micro_batch_size", "log-prob passes; default mbs"),
-    Row(PO + "max_total_sequence_length", 512, "training.packing_tokens", "bin size; and the response cap"),
-    Row(PO + "sequence_packing.enabled", True, "training.sequence_packing", "false: padded micro-batches"),
-    Row(PO + "model_name", None, "model", "a catalog name, alias or hf_id (Instruct: the base architecture)"),
-    Row(MG + "enabled", False, "training.backend", "megatron; exactly one of it and dtensor_cfg.enabled"),
-    Row(MG + "tensor_model_parallel_size", 1, "training.tensor_parallel_size", "Megatron TP"),
-    Row(MG + "pipeline_model_parallel_size", 1, "training.pipeline_parallel_size", "Megatron PP"),
-    Row(MG + "context_parallel_size", 1, "training.context_parallel_size", "Megatron CP"),
-    Row(MG + "expert_model_parallel_size", 1, "training.expert_parallel_size", "Megatron EP"),
-    Row(MG + "activation_checkpointing", False, "training.activation_recompute", "true -> full, false -> none"),
-    Row(MG + "fp8_cfg.enabled", False, "training.precision", "true -> fp8"),
-    Row(MG + "optimizer.lr", 5e-6, "learning.lr0", "Megatron; learning.reference_batch = B"),
-    Row(DT + "enabled", True, "training.backend", "fsdp (FSDP2); TP or CP > 1: a Megatron layout, noted"),
-    Row(DT + "tensor_parallel_size", 1, "training.tensor_parallel_size", "DTensor TP"),
-    Row(DT + "context_parallel_size", 1, "training.context_parallel_size", "DTensor CP"),
-    Row(DT + "activation_checkpointing", False, "training.activation_recompute", "true -> full, false -> none"),
-    Row(PO + "optimizer.kwargs.lr", 5e-6, "learning.lr0", "DTensor; learning.reference_batch = B"),
-    Row(GEN + "backend", "vllm", "engine.behaviour", "vllm -> vllm-v1; others refused"),
-    Row(GEN + "max_new_tokens", None, "workload.max_response_tokens", "cap: least of it, max_model_len - prompt"),
-    Row(V + "tensor_parallel_size", 1, "engine.tensor_parallel_size", "vLLM TP per engine"),
-    Row(V + "pipeline_parallel_size", 1, "engine", "> 1 refused (not modelled)"),
-    Row(V + "gpu_memory_utilization", 0.6, "engine.gpu_memory_utilization", "vLLM's fraction of each GPU"),
-    Row(V + "max_model_len", None, "workload.max_response_tokens", "default max_total_sequence_length"),
-    Row(V + "async_engine", False, "engine.max_num_seqs", "vLLM default: 128 AsyncLLM, 1024 LLM"),
-    Row(V + "precision", None, "engine.precision", "fp8 -> fp8, else bf16"),
-    Row(GEN + "vllm_kwargs.max_num_seqs", None, "engine.max_num_seqs", "else vLLM's default for the engine"),
-    Row(COL + "enabled", True, "hardware.placement", "true: colocated, sync-colocated; false: separate"),
-    Row(COL + "resources.gpus_per_node", None, "hardware.rollout_gpus", "one node: vLLM's GPUs of it"),
-    Row(COL + "resources.num_nodes", None, "hardware.rollout_gpus", "several nodes: vLLM's whole nodes"),
-    Row("cluster.gpus_per_node", 1, "hardware.num_gpus, hardware.gpus_per_node", "num_gpus = per node x nodes"),
-    Row("cluster.num_nodes", 1, "hardware.num_gpus", "num_gpus = per node x nodes"),
-    Row(ASYNC + "enabled", False, "schedule.mode", "true: async (needs colocated false)"),
-    Row(ASYNC + "max_trajectory_age_steps", 1, "schedule.max_staleness", "k"),
-    Row(ASYNC + "in_flight_weight_updates", False, "schedule.in_flight_weight_updates", "async only"),
-    Row(G + "use_dynamic_sampling", False, "algorithm.dynamic_sampling", "DAPO rounds; keep rate: --scenario-set"),
-    Row(G + "batch_multiplier", 1, "algorithm.dynamic_sampling.batch_multiplier", "prompts per round / P"),
-    Row(G + "dynamic_sampling_max_gen_batches", 10, "algorithm.dynamic_sampling.max_gen_batches", "round limit"),
-    Row(G + "max_rollout_turns", 1, "(refused)", "> 1 refused: multi-turn rollouts"),
-    Row("loss_fn.reference_policy_kl_penalty", 0.01, "algorithm.kl_reference", "> 0: reference on host"),
-    Row("loss_fn.force_on_policy_ratio", False, "(check)", "true needs train_global_batch_size = B"),
-    Row("loss_fn.use_importance_sampling_correction", False, "(check)", "async needs it true (NeMo RL asserts)"),
-)
-
-
-def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
-    """The scenario sections for a NeMo RL GRPO recipe YAML, and the assumptions made: its keys become the fields
-    of :func:`scenario_from_recipe` (the published mapping)."""
-    notes: list[str] = []
-    if as_int(src, G + "max_rollout_turns") > 1:
-        raise ImportConfigError(
-            f"{G}max_rollout_turns: multi-turn rollouts are not modelled; --set {G}max_rollout_turns=1"
-        )
-    backend = src.get(GEN + "backend")
-    if backend != "vllm":
-        raise ImportConfigError(
-            f"{GEN}backend: {backend!r} is not modelled (rlsim models vLLM); --set {GEN}backend=vllm"
-        )
-    prompts, group = as_int(src, G + "num_prompts_per_step"), as_int(src, G + "num_generations_per_prompt")
-    gbs = as_int(src, PO + "train_global_batch_size")
-    divisible(
-        f"{G}num_prompts_per_step x num_generations_per_prompt", prompts * group, PO + "train_global_batch_size", gbs
-    )
-    if src.get("loss_fn.force_on_policy_ratio") and gbs != prompts * group:
-        raise ImportConfigError(
-            f"loss_fn.force_on_policy_ratio: true needs {PO}train_global_batch_size ({gbs}) == "
-            f"{G}num_prompts_per_step x num_generations_per_prompt ({prompts * group}) (NeMo RL asserts it); "
-            "change one of them"
-        )
-    per_node, nodes = as_int(src, "cluster.gpus_per_node"), as_int(src, "cluster.num_nodes")
-    colocated = bool(src.get(COL + "enabled"))
-    gen_gpus, train_gpus = _pools(src, per_node, nodes, colocated)
-    is_async = bool(src.get(ASYNC + "enabled"))
-    if is_async and colocated:
-        raise ImportConfigError(
-            f"{ASYNC}enabled: true with {COL}enabled: true is not modelled (rlsim's async schedule needs separate "
-            f"generation and training GPUs); --set {COL}enabled=false with resources, or {ASYNC}enabled=false"
-        )
-    if is_async:  # grpo.py async_grpo_train asserts both
-        for key in (V + "async_engine", "loss_fn.use_importance_sampling_correction"):
-            if not src.get(key):
-                raise ImportConfigError(
-                    f"{ASYNC}enabled: true needs {key}: true (NeMo RL asserts it); --set {key}=true or "
-                    f"{ASYNC}enabled=false"
-                )
-    megatron, dtensor = bool(src.get(MG + "enabled")), bool(src.get(DT + "enabled"))
-    if megatron == dtensor:
-        raise ImportConfigError(
-            f"{MG}enabled ({megatron}) and {DT}enabled ({dtensor}): NeMo RL needs exactly one of them true; "
-            "--set one to false"
-        )
-    model, model_notes = resolve_model(src.get(PO + "model_name"), PO + "model_name")
-    notes += model_notes
-    max_seq = as_int(src, PO + "max_total_sequence_length")
-    max_model_len = as_int(src, V + "max_model_len") if src.given(V + "max_model_len") else max_seq
-    max_new = as_int(src, GEN + "max_new_tokens") if src.given(GEN + "max_new_tokens") else max_seq
-    if as_int(src, V + "pipeline_parallel_size") > 1:
-        raise ImportConfigError(
-            f"{V}pipeline_parallel_size: vLLM pipeline parallelism is not modelled; --set {V}pipeline_parallel_size=1"
-        )
-    cap = min(max_new, max_model_len - PROMPT_TOKENS, max_seq - PROMPT_TOKENS)
-    if cap < 2:
-        raise ImportConfigError(
-            f"{PO}max_total_sequence_length ({max_seq}) leaves no room for responses after the assumed "
-            f"{PROMPT_TOKENS}-token prompts; raise it"
-        )
-    fields: dict[str, Any] = {
-        "model": model,
-        "gpu": DEFAULT_GPU,
-        "num_gpus": per_node * nodes,
-        "gpus_per_node": per_node,
-        "colocated": colocated,
-        "gen_gpus": gen_gpus,
-        "train_gpus": train_gpus,
-        "policy_mode": f"async-{as_int(src, ASYNC + 'max_trajectory_age_steps')}off" if is_async else "on",
-        "prompts_per_step": prompts,
-        "gens_per_prompt": group,
-        "avg_gen_len": RESPONSE_MEAN_FRACTION * cap,
-        "avg_gen_len_source": f"assumed: {RESPONSE_MEAN_FRACTION:g} x the cap; the recipe gives only the maximum",
-        "recipe_max_total_sequence_length": max_seq,
-        "recipe_max_model_len": max_model_len,
-        "max_new_tokens": max_new,
-        "gen_tp": as_int(src, V + "tensor_parallel_size"),
-        "recipe_gpu_memory_utilization": as_float(src, V + "gpu_memory_utilization"),
-        "recipe_vllm_async_engine": bool(src.get(V + "async_engine")),
-        "recipe_fp8_generation": str(src.get(V + "precision")).lower() == "fp8",
-        "recipe_train_global_batch_size": gbs,
-        "recipe_train_micro_batch_size": as_int(src, PO + "train_micro_batch_size"),
-        "recipe_sequence_packing": bool(src.get(PO + "sequence_packing.enabled")),
-        "recipe_kl": as_float(src, "loss_fn.reference_policy_kl_penalty"),
-    }
-    if src.get(G + "use_dynamic_sampling"):
-        fields.update(
-            recipe_dynamic_sampling=True,
-            recipe_batch_multiplier=as_float(src, G + "batch_multiplier"),
-            recipe_dynamic_sampling_max_gen_batches=as_int(src, G + "dynamic_sampling_max_gen_batches"),
-            keep_rate_from_scenario_set=True,
-        )
-        notes.append(
-            f"{G}use_dynamic_sampling: the filter's keep rate is data-dependent and not in the recipe; "
-            "--scenario-set algorithm.dynamic_sampling.keep_rate=R (fraction of prompt groups with reward std > 0)"
-        )
-    if src.given(GEN + "vllm_kwargs.max_num_seqs"):
-        fields["recipe_max_num_seqs"] = as_int(src, GEN + "vllm_kwargs.max_num_seqs")
-    if src.given(PO + "logprob_batch_size"):
-        fields["recipe_logprob_batch_size"] = as_int(src, PO + "logprob_batch_size")
-    if is_async:
-        fields["recipe_in_flight_weight_updates"] = bool(src.get(ASYNC + "in_flight_weight_updates"))
-    if megatron:
-        fields.update(
-            train_backend="megatron",
-            train_tp=as_int(src, MG + "tensor_model_parallel_size"),
-            train_pp=as_int(src, MG + "pipeline_model_parallel_size"),
-            train_cp=as_int(src, MG + "context_parallel_size"),
-            train_ep=as_int(src, MG + "expert_model_parallel_size"),
-            recipe_activation_checkpointing=bool(src.get(MG + "activation_checkpointing")),
-            recipe_fp8_training=bool(src.get(MG + "fp8_cfg.enabled")),
-            recipe_lr=as_float(src, MG + "optimizer.lr"),
-        )
-    else:
-        fields.update(
-            train_backend="dtensor",
-            train_tp=as_int(src, DT + "tensor_parallel_size"),
-            train_cp=as_int(src, DT + "context_parallel_size"),
-            recipe_activation_checkpointing=bool(src.get(DT + "activation_checkpointing")),
-            recipe_lr=as_float(src, PO + "optimizer.kwargs.lr"),
-        )
-    try:
-        raw = scenario_from_recipe(fields)
-    except NotExpressible as exc:
-        raise ImportConfigError(f"the recipe cannot be expressed: {exc}") from None
-    for key in ("name", "description"):
-        raw.pop(key, None)
-    notes += [f"{a} (as rlsim-calibrate published maps NeMo RL recipes)" for a in raw.pop("assumptions", [])]
-    return raw, notes
-
-
-def _pools(src: Source, per_node: int, nodes: int, colocated: bool) -> tuple[int | None, int | None]:
-    """(generation GPUs, training GPUs) of a non-colocated recipe, by NeMo RL's rules (grpo.py setup)."""
-    if colocated:
-        return None, None
-    res_gpus_key, res_nodes_key = COL + "resources.gpus_per_node", COL + "resources.num_nodes"
-    res_nodes = as_int(src, res_nodes_key) if src.given(res_nodes_key) else None
-    if nodes == 1:
-        if not src.given(res_gpus_key):
-            raise ImportConfigError(
-                f"{res_gpus_key}: not set; on one node (cluster.num_nodes 1) non-colocated generation needs it "
-                f"(NeMo RL asserts it), e.g. --set {res_gpus_key}={max(1, per_node // 2)}"
-            )
-        gen = as_int(src, res_gpus_key)
-        if res_nodes not in (None, 1):
-            raise ImportConfigError(
-                f"{res_nodes_key} ({res_nodes}) must be 1 or null when cluster.num_nodes is 1 (NeMo RL asserts it)"
-            )
-        if gen >= per_node:
-            raise ImportConfigError(
-                f"{res_gpus_key} ({gen}) must be less than cluster.gpus_per_node ({per_node}): training needs the "
-                "rest of the node; change one of them"
-            )
-        return gen, per_node - gen
-    if res_nodes is None:
-        raise ImportConfigError(
-            f"{res_nodes_key}: not set; with cluster.num_nodes {nodes} non-colocated generation takes whole nodes "
-            f"(NeMo RL asserts it), e.g. --set {res_nodes_key}=1"
-        )
-    res_gpus = as_int(src, res_gpus_key) if src.given(res_gpus_key) else None
-    if res_gpus != per_node:
-        raise ImportConfigError(
-            f"{res_gpus_key} ({res_gpus}) must equal cluster.gpus_per_node ({per_node}) when cluster.num_nodes > 1 "
-            "(NeMo RL asserts it); change one of them"
-        )
-    if res_nodes >= nodes:
-        raise ImportConfigError(
-            f"{res_nodes_key} ({res_nodes}) must be less than cluster.num_nodes ({nodes}): training needs nodes "
-            "of its own; change one of them"
-        )
-    return res_nodes * per_node, (nodes - res_nodes) * per_node
