@@ -130,9 +130,16 @@ def cmd_published(args: argparse.Namespace) -> int:
     from rlsim.errors import ScenarioError
     from rlsim.scenario import parse_scalar, split_assignment
 
-    costs: dict[str, float] = pub.costs_set(args.costs)
     if args.cv is not None and not args.cv.strip():
         raise CalibrateError("--cv: name a key to hold out by (gpu, version, model, family, tp or a column)")
+    if args.cv is not None and args.costs == "fitted":
+        raise CalibrateError(
+            "--cv with --costs fitted: the fitted set was fitted on the development rows, so every fold would start "
+            "from values that saw its held-out rows; drop --costs (cross-validation starts from rlsim's catalog "
+            "defaults) or name --costs catalog"
+        )
+    args.costs = args.costs or ("catalog" if args.cv is not None else "fitted")
+    costs: dict[str, float] = pub.costs_set(args.costs)
     for item in args.set or []:  # rlsim's key=value grammar (rlsim.scenario.overrides), keys costs.FIELD only
         usage = f"--set {item!r}: write costs.FIELD=VALUE (one set of costs for every row)"
         try:
@@ -428,9 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
     pub.add_argument("-o", "--output", required=True, help="directory for published.csv and summary.json")
     pub.add_argument(
         "--costs",
-        default="fitted",
-        help="cost coefficients for every row: fitted (fitted on the development set, see its file) or catalog "
-        "(rlsim's defaults)",
+        default=None,
+        help="cost coefficients for every row: fitted (fitted on the development set, see its file; the default) "
+        "or catalog (rlsim's defaults; the default, and the only choice, with --cv)",
     )
     pub.add_argument("--set", action="append", metavar="costs.FIELD=VALUE", help="one cost override for every row")
     pub.add_argument(

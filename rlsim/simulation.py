@@ -159,7 +159,7 @@ def _run(
 def _result(
     scn: Scenario, records: list[dict[str, Any]], spans: list, prof: Profile | None, n_star: SamplesToTarget | None
 ) -> SimResult:
-    warnings: list[str] = software.warnings(scn)
+    warnings: list[str] = software.warnings(scn) + scn.hardware.topology_warnings()
     if prof is not None:
         warnings += prof.range_warnings(operating_point(scn, records))
     result = SimResult(scn, records, spans, prof.info() if prof else None, warnings)

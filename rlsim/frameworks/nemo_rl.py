@@ -38,9 +38,9 @@ Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read a
   virtual stages (policy.megatron_cfg); recipe_expert_parallel_size (megatron_cfg.expert_model_parallel_size read
   from the recipe) wins over train_ep where the published table and the recipe disagree
 * gpus_per_node -> hardware.gpus_per_node (cluster.gpus_per_node: 8 on DGX H100, 4 on a GB200 compute tray); the
-  NVLink domain then follows from the catalog and hardware.multi_node_nvlink (NCCL 2.27.5, pinned by NeMo RL
-  v0.5.0 and v0.6.0, turns multi-node NVLink on by itself: collectives between the trays of one GB200 rack ride
-  NVLink, groups beyond the rack the NICs; docs/design.md "Topology")
+  NVLink domain then follows from hardware.multi_node_nvlink, left unset: collectives between GB200 trays ride
+  their NICs (NCCL 2.27.5 uses multi-node NVLink only with the fabric's IMEX channels in the job and cuMem on, which
+  neither release's launch sets up; the published GB200 rows behave so: docs/design.md "Topology")
 * train_gbs (recipe_train_global_batch_size) -> training.global_batch_size (one optimizer.step per global batch
   (megatron_policy_worker.py))
 * recipe_max_total_sequence_length -> training.packing_tokens; micro_batch_size 1 (sequence packing bins of

@@ -26,10 +26,11 @@ class Hardware:
     # catalog's node_size / nic_bandwidth_bytes_per_s (the vendor's standard system)
     gpus_per_node: int | None = field(default=None, metadata=bounds(ge=1))
     internode_bandwidth_bytes_per_s: float | None = field(default=None, metadata=bounds(gt=0))
-    # whether collectives between the nodes (trays) of one multi-node NVLink domain ride NVLink (NCCL's MNNVL,
-    # with the fabric's IMEX channels set up for the job) or the nodes' NICs; None: NVLink wherever the catalog's
-    # domain spans several nodes (NCCL turns MNNVL on by itself where the fabric allows it: docs/design.md, "What
-    # transfers"). Irrelevant where the domain is one node (DGX / HGX)
+    # whether collectives between the nodes (trays) of one multi-node NVLink domain ride NVLink (NCCL's MNNVL) or
+    # the nodes' NICs. true: NVLink across the trays of one rack (the job has the fabric's IMEX channels in its
+    # containers and NCCL's cuMem on in every process: NCCL src/mnnvl.cc); false or None: the NICs, the default,
+    # because no framework launch we read sets that up and the published GB200 runs behave so (docs/design.md,
+    # "Topology"). Irrelevant where the domain is one node (DGX / HGX)
     multi_node_nvlink: bool | None = None
 
     @property
@@ -45,11 +46,25 @@ class Hardware:
     @property
     def nvlink_domain(self) -> int:
         """GPUs a collective reaches over NVLink: the catalog's domain when it spans several nodes and the job
-        uses multi-node NVLink, else one node. A group larger than this crosses the NICs."""
+        says it uses multi-node NVLink, else one node. A group larger than this crosses the NICs."""
         node = self.node_gpus
-        if self.multi_node_nvlink_available and self.multi_node_nvlink is not False:
+        if self.multi_node_nvlink_available and self.multi_node_nvlink is True:
             return max(node, self.gpu.nvlink_domain_size)
         return node
+
+    def topology_warnings(self) -> list[str]:
+        """One line when a job spans several nodes of a multi-node NVLink domain and does not say whether it uses
+        that fabric: rlsim prices the NICs between the nodes, and says how to price NVLink instead."""
+        if not self.multi_node_nvlink_available or self.multi_node_nvlink is not None:
+            return []
+        if self.num_gpus <= self.node_gpus:
+            return []
+        return [
+            f"hardware: the {self.num_gpus} GPUs span {-(-self.num_gpus // self.node_gpus)} {self.gpu.name} nodes "
+            f"of {self.node_gpus}; collectives between them are priced on the NICs. Multi-node NVLink needs the "
+            "fabric's IMEX channels in the job and NCCL's cuMem on; if your job has them, set "
+            "hardware.multi_node_nvlink: true (false silences this)"
+        ]
 
     @property
     def multi_node_nvlink_available(self) -> bool:

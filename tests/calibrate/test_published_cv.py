@@ -79,3 +79,21 @@ def test_command_writes_cv_and_refuses_an_unknown_key(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--cv 'gpuu'" in err and "gpu, version" in err
     assert not (tmp_path / "x").exists()  # nothing written for bad input
+
+
+def test_cross_validation_starts_from_the_catalog_never_from_the_fitted_set(tmp_path, capsys):
+    """The fitted set was fitted on development rows: a fold starting from it would carry values that saw its
+    held-out rows. --cv starts from rlsim's catalog defaults, and refuses --costs fitted in one line."""
+    csv = gen.dev_set_path()
+    assert main(["published", str(csv), "-o", str(tmp_path / "a"), "--cv", "gpu", "--fit", NAMES[0]]) == 0
+    capsys.readouterr()
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["costs_set"] == "catalog" and summary["costs"] == {}
+    bad = ["published", str(csv), "-o", str(tmp_path / "b"), "--cv", "gpu", "--costs", "fitted"]
+    assert main(bad) == 2
+    err = capsys.readouterr().err
+    assert "--cv with --costs fitted" in err and "drop --costs" in err
+    assert not (tmp_path / "b").exists()
+    # without --cv the default stays the fitted set
+    assert main(["published", str(csv), "-o", str(tmp_path / "c")]) == 0
+    assert json.loads((tmp_path / "c" / "summary.json").read_text())["costs_set"] == "fitted"

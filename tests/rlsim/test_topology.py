@@ -29,9 +29,10 @@ def _scenario(gpu="GB200", num_gpus=16, **hardware):
 def test_gb200_tray_and_rack():
     s = _scenario()
     assert s.hardware.node_gpus == 4  # a compute tray
-    assert s.hardware.nvlink_domain == 72  # the rack's NVLink fabric, reached by NCCL's multi-node NVLink
-    assert _scenario(multi_node_nvlink=False).hardware.nvlink_domain == 4  # the trays' NICs between trays
-    assert _scenario(gpus_per_node=4).hardware.nvlink_domain == 72
+    assert s.hardware.nvlink_domain == 4  # unless the job says so, trays talk over their NICs
+    assert _scenario(multi_node_nvlink=True).hardware.nvlink_domain == 72  # the rack's fabric, NCCL's MNNVL
+    assert _scenario(multi_node_nvlink=False).hardware.nvlink_domain == 4
+    assert _scenario(gpus_per_node=4, multi_node_nvlink=True).hardware.nvlink_domain == 72
     # a DGX H100 node is its own NVLink domain whatever multi_node_nvlink says; 4-GPU nodes stay 4-GPU domains
     assert _scenario("H100-SXM").hardware.nvlink_domain == 8
     assert _scenario("H100-SXM", multi_node_nvlink=True).hardware.nvlink_domain == 8
@@ -47,7 +48,7 @@ def test_all_to_all_inside_a_tray_across_trays_over_nvlink_and_over_nics():
     inside = training.all_to_all_s(s, c, nbytes, 4, 4)
     assert inside == pytest.approx(0.75 * nbytes / (NVLINK * eff) + lat_in, rel=1e-12)
     # EP 16 over 4 trays with multi-node NVLink: 15/16 over NVLink, the in-domain latency
-    mnnvl = training.all_to_all_s(s, c, nbytes, 16, 16)
+    mnnvl = training.all_to_all_s(_scenario(multi_node_nvlink=True), c, nbytes, 16, 16)
     assert mnnvl == pytest.approx(15 / 16 * nbytes / (NVLINK * eff) + lat_in, rel=1e-12)
     # EP 16 over 4 trays through the NICs: 12 of 16 destinations are in other trays (12/16 of the bytes over the
     # NIC), 3/16 stay in the tray on NVLink, both at once; the network latency
@@ -55,9 +56,11 @@ def test_all_to_all_inside_a_tray_across_trays_over_nvlink_and_over_nics():
     nic = training.all_to_all_s(s_nic, c, nbytes, 16, 16)
     expected = max(12 / 16 * nbytes / (NIC * eff), 3 / 16 * nbytes / (NVLINK * eff)) + lat_out
     assert nic == pytest.approx(expected, rel=1e-12)
+    assert training.all_to_all_s(s, c, nbytes, 16, 16) == nic  # the default prices the NICs
     assert inside < mnnvl < nic
-    # a group larger than the rack (128 GPUs) sends (128 - 72) / 128 of its bytes through the NICs
-    big = training.all_to_all_s(s, c, nbytes, 128, 128)
+    # with multi-node NVLink, a group larger than the rack (128 GPUs) sends (128 - 72) / 128 of its bytes through
+    # the NICs
+    big = training.all_to_all_s(_scenario(multi_node_nvlink=True), c, nbytes, 128, 128)
     expected = max(56 / 128 * nbytes / (NIC * eff), (127 / 128 - 56 / 128) * nbytes / (NVLINK * eff)) + lat_out
     assert big == pytest.approx(expected, rel=1e-12)
 
@@ -77,8 +80,21 @@ def test_import_config_and_published_rows_see_the_same_gb200_domain():
     }
     published = from_dict(scenario_from_recipe(row, steps=2))
     imported = from_dict(scenario_from_recipe({**row, "gpus_per_node": 4}, steps=2))  # import-config sets it
-    assert published.hardware.nvlink_domain == imported.hardware.nvlink_domain == 72
+    assert published.hardware.nvlink_domain == imported.hardware.nvlink_domain == 4
     assert published.hardware.node_gpus == imported.hardware.node_gpus == 4
+
+
+def test_a_job_across_trays_is_told_which_link_it_was_priced_on():
+    import rlsim
+
+    s = _scenario(num_gpus=8)
+    (line,) = s.hardware.topology_warnings()
+    assert "span 2 GB200 nodes of 4" in line and "hardware.multi_node_nvlink: true" in line
+    assert line in rlsim.simulate(s).warnings
+    assert _scenario(num_gpus=4).hardware.topology_warnings() == []  # one tray: nothing crosses
+    assert _scenario(num_gpus=8, multi_node_nvlink=True).hardware.topology_warnings() == []  # the user said
+    assert _scenario(num_gpus=8, multi_node_nvlink=False).hardware.topology_warnings() == []
+    assert _scenario("H100-SXM", num_gpus=16).hardware.topology_warnings() == []  # DGX: one node per domain
 
 
 def test_recipe_expert_parallel_size_wins_over_the_table():
