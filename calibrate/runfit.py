@@ -148,13 +148,18 @@ def _with_run_costs(profile: Profile, costs: dict[str, float]) -> Profile:
     return dataclasses.replace(profile, phases=phases)
 
 
+IN_LOOP_ROUNDS = 4  # rounds of in-loop scaling at most (fit_runs)
+FROM_RUNS = "rlsim's defaults scaled by the reference runs' own timings (the bench did not time this phase)"
+
+
 def scaled_profile(profile: Profile, factors: dict[str, float], base: Any) -> Profile:
     """The profile with each phase's time scaled by its factor (efficiencies capped at 1). A coefficient the phase
     did not fit (the rollout's decode compute efficiency, when the bench never reached the compute bound) is taken
-    from ``base`` (the scenario's costs) and scaled too."""
+    from ``base`` (the scenario's costs) and scaled too; a phase the bench did not time at all gets ``base``'s
+    coefficients scaled by its factor (``FROM_RUNS``)."""
     phases = dict(profile.phases)
     for phase, f in factors.items():
-        fit = phases[phase]
+        fit = phases.get(phase) or PhaseFit(FROM_RUNS, {})
         overheads, efficiencies = SCALED[phase]
         params = {**{k: getattr(base, k) for k in overheads + efficiencies}, **fit.parameters}
         for k in overheads:
@@ -174,17 +179,17 @@ def predict_run(run: Run, profile: Profile, gpu: str | None = None) -> dict[str,
 
 
 def in_loop_factors(runs: list[Run], profile: Profile, gpu: str | None = None) -> dict[str, float]:
-    """Median over the reference runs of measured / predicted seconds per bench-fitted phase (module docstring),
-    against one prediction: the runs share a setup and a batch (fit_runs checks), and the simulated run is the
-    longest of them. The rollout compares the engine's part: the runs' rollout timer does not see the glue."""
+    """Median over the reference runs of measured / predicted seconds per phase (module docstring), against one
+    prediction: the runs share a setup and a batch (fit_runs checks), and the simulated run is the longest of them.
+    A bench-fitted phase is predicted with its fit, one the bench did not time with rlsim's defaults: either way
+    the runs' own timings set its time. The rollout compares the engine's part: the runs' rollout timer does not
+    see the glue."""
     predicted = predict_run(max(runs, key=lambda r: len(r.records)), profile, gpu)["phase_time_s"]
     meas = [measured(run, None)["phase_time_s"] for run in runs]
     roll = profile.phases.get(Phase.ROLLOUT.value)
     glue = roll.parameters.get("rollout_s_per_sample", 0.0) if roll is not None else 0
     factors = {}
     for phase in SCALED:
-        if phase not in profile.phases:
-            continue
         pred = predicted.get(phase, 0.0) - (glue * runs[0].batch if phase == Phase.ROLLOUT else 0.0)
         ratios = [m[phase] / pred for m in meas if m.get(phase, 0.0) > 0 and pred > 0]
         if ratios:
@@ -334,13 +339,21 @@ def fit_runs(
     lengths = length_model(runs, length_phases)
     costs = reward_and_glue(runs)
     prof = _with_run_costs(dataclasses.replace(profile, lengths=lengths, learning=None), costs)
-    factors = in_loop_factors(runs, prof, gpu)
     base = from_dict(setup_scenario(runs[0], gpu)).costs
-    prof = scaled_profile(prof, factors, base)
+    factors: dict[str, float] = {}
+    # a factor scales a phase's overheads and efficiencies, not the terms without one (a colocated sync's copy, an
+    # efficiency at its cap of 1): scale again until the runs' phases come out as measured (within 1%)
+    for _ in range(IN_LOOP_ROUNDS):
+        step = in_loop_factors(runs, prof, gpu)
+        prof = scaled_profile(prof, step, base)
+        factors = {k: factors.get(k, 1.0) * step.get(k, 1.0) for k in {*factors, *step}}
+        if all(abs(f - 1.0) < 0.01 for f in step.values()):
+            break
+    defaulted = phase_warnings(profile, factors)
     learning = learning_model(runs, target) if target is not None else None
     load = load_summary(r for run in runs for r in run.records)
     threads = threads_warning(profile.provenance.get("bench_torch_threads") or {}, runs, "the reference runs")
-    warnings = [w for w in [load_warning("the reference runs", load), threads] if w]
+    warnings = [w for w in [load_warning("the reference runs", load), threads] if w] + defaulted
     provenance = {
         **prof.provenance,
         "runs": [str(run.path.resolve()) for run in runs],  # validate tells in-sample runs by these
@@ -349,6 +362,27 @@ def fit_runs(
     }
     report = {"lengths": lengths, "costs": costs, "in_loop_factors": factors, "learning": learning, "load": load}
     return dataclasses.replace(prof, provenance=provenance, learning=learning), {**report, "warnings": warnings}
+
+
+def phase_warnings(bench: Profile, factors: dict[str, float]) -> list[str]:
+    """One line per phase whose time does not come from the bench: taken from the reference runs' own timings
+    (``factors`` has it), or neither benched nor timed by the runs, so rlsim's defaults stand."""
+    out = []
+    for phase in SCALED:
+        if phase in bench.phases:
+            continue
+        overheads, efficiencies = SCALED[phase]
+        if phase in factors:
+            out.append(
+                f"phase {phase}: not benched; its time comes from the reference runs' own timings (rlsim's defaults "
+                f"x {factors[phase]:.3g}); bench it (rlsim-real bench) for a fit that follows the batch size"
+            )
+        else:
+            out.append(
+                f"phase {phase}: neither benched nor timed by the reference runs; it takes rlsim's defaults "
+                f"({', '.join(overheads + efficiencies)})"
+            )
+    return out
 
 
 def scenario_out(runs: list[Run], profile: Profile, gpu: str | None = None) -> dict[str, Any]:

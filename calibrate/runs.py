@@ -165,6 +165,10 @@ def setup_scenario(run: Run, gpu: str | None = None, prompts_per_step: int | Non
         )
     else:
         engine["max_num_seqs"] = int(run.environment.get("engine_max_num_seqs") or MAX_NUM_SEQS_VLLM)
+    # the engine that was measured: only vLLM on a GPU sleeps around training (real/engines/vllm_engine.py,
+    # enable_sleep_mode); transformers' generate and vLLM on a CPU keep their weights where they are, so the
+    # colocated sleep / wake (host copies and rlsim's default 2 s per step) does not exist for them
+    sleeps = cfg["engine"] == "vllm" and not str(run.environment.get("device", "cpu")).startswith("cpu")
 
     return {
         "name": f"{Path(str(cfg.get('task', 'run'))).name.replace(':', '_')}_{cfg['algo']}_{cfg['engine']}",
@@ -197,6 +201,7 @@ def setup_scenario(run: Run, gpu: str | None = None, prompts_per_step: int | Non
             "lr_rule": cfg["lr_rule"],
         },
         "run": {"steps": len(run.records), "max_steps": int(cfg["max_steps"]), "seed": 0},
+        "weight_sync": {"engine_sleeps": sleeps},
     }
 
 

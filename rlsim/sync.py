@@ -16,7 +16,8 @@ weights at once, not the whole model through one GPU's link.
 
 ``weight_sync.transfer: broadcast`` models what NeMo RL v0.5-v0.6 do instead: every GPU receives the whole model
 (separate pools: one training rank broadcasts every tensor; colocated: every rank assembles the full tensors and
-its engine keeps its slice). ``weight_sync.offload_trainer`` adds, when colocated, the trainer's weights,
+its engine keeps its slice). ``weight_sync.engine_sleeps: false`` (an engine without sleep mode) drops the
+engine's host copies and the fixed part. ``weight_sync.offload_trainer`` adds, when colocated, the trainer's weights,
 gradients and optimizer state going to host memory before generation and back after it. Host copies run at
 ``costs.host_link_efficiency`` of the PCIe peak.
 
@@ -48,6 +49,10 @@ class WeightSync:
     # colocated: the trainer's parameters, gradients and optimizer state go to host memory before generation and
     # come back after it (NeMo RL offload_before_refit / offload_after_refit)
     offload_trainer: bool = False
+    # colocated: the engine sleeps while the trainer runs (vLLM sleep mode: its weights to host memory, its KV cache
+    # freed) and wakes for the sync, paying those copies and costs.sleep_wake_overhead_s; false: it keeps its
+    # weights where they are (transformers' generate, vLLM without sleep mode, an engine on a CPU)
+    engine_sleeps: bool = True
 
 
 @dataclass(frozen=True)
@@ -110,13 +115,13 @@ def weight_sync_time(s: Scenario, costs: Costs) -> SyncTime:
             need * (1.0 - remote) / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency),
         )
         copy = 2.0 * shard / hw.gpu.hbm_bandwidth_bytes_per_s  # read and write once at the HBM peak
-        host_bytes = 2.0 * s.engine_weight_bytes / s.engine.tensor_parallel_size
+        sleeps = s.weight_sync.engine_sleeps
+        host_bytes = 2.0 * s.engine_weight_bytes / s.engine.tensor_parallel_size if sleeps else 0.0
         if s.weight_sync.offload_trainer:
             mem = memory(s)
             host_bytes += 2.0 * (mem.weights_grads_bytes + mem.optimizer_bytes)
-        host = (
-            host_bytes / (hw.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency)
-            + costs.sleep_wake_overhead_s
+        host = host_bytes / (hw.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency) + (
+            costs.sleep_wake_overhead_s if sleeps else 0.0
         )
         return SyncTime(transfer, copy, host, costs.weight_sync_latency_s)
     bw = link_bandwidth(s, costs, hw.num_gpus)

@@ -339,5 +339,36 @@ def test_in_loop_factors_make_the_reference_runs_phases_come_out_as_measured(tmp
     assert pred["rollout"] - glue == pytest.approx(meas["rollout"], rel=0.02)  # static batching: seeds differ
     assert pred["old_logprob"] == pytest.approx(meas["old_logprob"], rel=0.02)
     assert pred["train_actor"] == pytest.approx(meas["train_actor"], rel=0.05)  # Adam's update is not scaled
-    # the colocated sync also pays a host copy (host_link_efficiency), which no factor scales
-    assert pred["weight_sync"] == pytest.approx(meas["weight_sync"], rel=0.05)
+    # the sync's copy into the engine has no coefficient to scale: the rounds of scaling absorb it
+    assert pred["weight_sync"] == pytest.approx(meas["weight_sync"], rel=0.02)
+
+
+def test_a_phase_the_bench_did_not_time_comes_from_the_runs_and_says_so(tmp_path):
+    """Without a weight-sync bench the reference runs' own sync timings (0.8 ms a step as written) set that phase,
+    not rlsim's defaults (1 s of sync latency plus 2 s of sleep / wake, which the hf engine never pays), and the
+    report names the phase in one line. A phase neither benched nor timed keeps the defaults, also in one line."""
+    import dataclasses
+
+    from calibrate.runfit import FROM_RUNS, fit_runs, predict_run
+    from calibrate.runs import load_run, setup_scenario
+    from tests.calibrate.test_predict_before_run import _bench_profile, _model_dir, _write_run
+
+    model = _model_dir(tmp_path)
+    run = load_run(_write_run(tmp_path, 16, 0, model))
+    # the setup scenario describes the engine that ran: transformers' generate neither sleeps nor wakes
+    assert setup_scenario(run)["weight_sync"]["engine_sleeps"] is False
+    bench = _bench_profile()
+    no_sync = dataclasses.replace(bench, phases={k: v for k, v in bench.phases.items() if k != "weight_sync"})
+    profile, report = fit_runs(no_sync, [run], None)
+    assert profile.phases["weight_sync"].form == FROM_RUNS
+    pred = predict_run(run, profile)["phase_time_s"]["weight_sync"]
+    assert pred == pytest.approx(measured(run, None)["phase_time_s"]["weight_sync"], rel=0.05)  # 0.8 ms, not 3 s
+    (line,) = [w for w in report["warnings"] if w.startswith("phase weight_sync")]
+    assert "not benched" in line and "reference runs' own timings" in line
+    # a phase the runs did not time either (their log has no old_logprob seconds) keeps the defaults, and says so
+    for rec in run.records:
+        rec["timing_s"].pop("old_logprob")
+    no_lp = dataclasses.replace(bench, phases={k: v for k, v in bench.phases.items() if k != "old_logprob"})
+    _, report = fit_runs(no_lp, [run], None)
+    (line,) = [w for w in report["warnings"] if w.startswith("phase old_logprob")]
+    assert "neither benched nor timed" in line and "forward_compute_efficiency" in line

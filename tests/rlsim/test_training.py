@@ -330,6 +330,18 @@ def test_colocated_sync_over_nvlink_when_a_trainer_copy_fits_one_domain():
     assert st.copy_s == pytest.approx(2 * W / 1e12)
     assert st.host_s == pytest.approx(2 * W / 1e10)
     assert st.total_s == pytest.approx(0.02 + 0.004 + 0.4)
+    # an engine without sleep mode keeps its weights: no host copies, no fixed sleep / wake (even at 2 s)
+    awake = _scn(
+        {
+            "hardware.num_gpus": 16,
+            "training.backend": "megatron",
+            "training.tensor_parallel_size": 8,
+            "weight_sync.engine_sleeps": False,
+            "costs.sleep_wake_overhead_s": 2.0,
+        }
+    )
+    st = weight_sync_time(awake, awake.costs)
+    assert st.host_s == 0 and st.total_s == pytest.approx(0.02 + 0.004)
     # FSDP over all 16 GPUs: one copy spans two domains, half of each shard comes through the NIC
     s = _scn({"hardware.num_gpus": 16, "training.backend": "fsdp"})
     st = weight_sync_time(s, s.costs)
