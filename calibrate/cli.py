@@ -362,6 +362,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(
         pd.DataFrame(details["by_batch"]).drop(columns=["outlier_runs"]).T.to_string(float_format=lambda x: f"{x:.4g}")
     )
+    print()
+    for row in details["by_batch"]:  # one line per batch: which phase misses, and by how much
+        errs = [(k.split("/", 1)[1], v) for k, v in row.items() if k.startswith("error/") and v is not None]
+        text = ", ".join(f"{name} {v:+.1%}" for name, v in errs) or "no phase timings"
+        print(
+            f"phase errors, B = {row['responses_per_step']} ({'held out' if row['held_out'] else 'reference'}): {text}"
+        )
     for w in details["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     for n in details["notes"]:

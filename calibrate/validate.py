@@ -12,9 +12,11 @@ scenario ``fit --scenario-out`` wrote (same numbers), and compares:
   on with short responses), and samples- and time-to-target (None for a seed that never reached the target
   within its budget); a run is flagged as an outlier when its step time is more than
   ``OUTLIER`` away from its batch's median, or when other processes took a large share of the machine during it;
-* per batch: the median over seeds of step time, and of samples- and time-to-target over the seeds that reached
-  the target, against the prediction for the seeds that do (``samples_to_target_if_reached``); the share of seeds
-  that reached it against the predicted probability (rlsim.learning.reach_within).
+* per batch: the median over seeds of step time and of each phase's seconds (``error/PHASE``: a miss names its
+  phase; the rollout's is the engine's part, without the per-sample glue its timer does not see), and of
+  samples- and time-to-target over the seeds that reached the target, against the prediction for the seeds that
+  do (``samples_to_target_if_reached``); the share of seeds that reached it against the predicted probability
+  (rlsim.learning.reach_within). ``summary.worst_phase`` names, per batch, the phase that misses most.
 
 Runs in the profile's provenance (the reference runs it was fitted on) are in-sample; every other run is held
 out. Runs of different setups (task, model, algorithm, engine, LR rule) are refused, and a validation with
@@ -36,7 +38,7 @@ from calibrate.runfit import scenario_out
 from calibrate.runs import Run, check_same_setup, load_run, measured, setup_scenario
 from calibrate.tables import threads_warning
 from rlsim.machine_load import load_warning
-from rlsim.phases import TIMED_PHASES
+from rlsim.phases import TIMED_PHASES, Phase
 from rlsim.profile import Profile
 
 OUTLIER = 0.25  # a run's step time this far from its batch's median marks it an outlier
@@ -85,6 +87,8 @@ def validate(
     fitted_on = {str(Path(p).resolve()) for p in (profile.provenance.get("runs") or [])} if profile else set()
     predictions: dict[int, dict[str, Any]] = {}
     rows, per_run, warnings = [], {}, []
+    roll = profile.phases.get(Phase.ROLLOUT.value) if profile is not None else None
+    glue = roll.parameters.get("rollout_s_per_sample", 0.0) if roll is not None else 0.0
     for run in runs:
         if run.batch not in predictions:
             predictions[run.batch] = predict_batch(run, profile, gpu)
@@ -117,6 +121,8 @@ def validate(
         }
         for phase in TIMED_PHASES:
             mv, pv = m["phase_time_s"][phase.value], p["phase_time_s"][phase.value]
+            if phase == Phase.ROLLOUT:  # the engine's part: the per-sample glue is outside the runs' rollout timer
+                pv = max(0.0, pv - glue * run.batch)
             if mv > 0 or pv > 0:
                 row[f"measured_s/{phase.value}"] = mv
                 row[f"predicted_s/{phase.value}"] = pv
@@ -169,6 +175,14 @@ def _batch_row(t: pd.DataFrame, p: dict[str, Any], learning: dict[str, Any] | No
     meas_step = float(t["measured_step_time_s"].median())
     meas_n = _median(reached["measured_samples_to_target"].tolist())
     meas_t = _median(reached["measured_time_to_target_s"].tolist())
+    # per phase: the median over seeds of the measured seconds against the prediction, so a miss names its phase
+    phases: dict[str, Any] = {}
+    for col in [c for c in t if c.startswith("measured_s/")]:
+        phase = col.split("/", 1)[1]
+        meas, pred = float(t[col].median()), float(t[f"predicted_s/{phase}"].iloc[0])
+        phases[f"measured_s/{phase}"] = meas
+        phases[f"predicted_s/{phase}"] = pred
+        phases[f"error/{phase}"] = _err(pred, meas)
     return {
         "responses_per_step": int(t["responses_per_step"].iloc[0]),
         "prompts_per_step": int(t["prompts_per_step"].iloc[0]),
@@ -189,6 +203,7 @@ def _batch_row(t: pd.DataFrame, p: dict[str, Any], learning: dict[str, Any] | No
         "measured_time_to_target_s": meas_t,
         "predicted_time_to_target_s": p.get("time_to_target_if_reached_s"),
         "time_to_target_error": _err(p.get("time_to_target_if_reached_s"), meas_t),
+        **phases,
     }
 
 
@@ -203,6 +218,15 @@ def _summary(rows: list[dict[str, Any]], target: float | None, held_out: bool) -
         "max_abs_step_time_error": worst("step_time_error"),
         "max_abs_samples_to_target_error": worst("samples_to_target_error"),
         "max_abs_time_to_target_error": worst("time_to_target_error"),
+        # the phase that misses most, per batch: what to look at first when the step time is off
+        "worst_phase": {
+            str(r["responses_per_step"]): max(
+                ((k.split("/", 1)[1], r[k]) for k in r if k.startswith("error/") and r[k] is not None),
+                key=lambda kv: abs(kv[1]),
+                default=(None, None),
+            )
+            for r in rows
+        },
         "reaching_target": {
             str(r["responses_per_step"]): {
                 "measured": f"{r['runs_reaching_target']} of {r['runs']}",

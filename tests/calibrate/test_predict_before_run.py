@@ -181,6 +181,23 @@ def test_validate_never_changes_the_profile_and_its_numbers_are_rlsim_runs(fitte
         assert row["predicted_samples_to_target"] == out["samples_to_target_if_reached"]
         assert row["predicted_time_to_target_s"] == out["time_to_target_if_reached_s"]
         assert row["predicted_probability_reaching_target"] == out["probability_reaching_target"]
+        # per phase, so a miss names its phase: the same run's phase seconds against the seeds' median
+        runs_here = table[table["responses_per_step"] == row["responses_per_step"]]
+        glue = profile.phases["rollout"].parameters["rollout_s_per_sample"] * row["responses_per_step"]
+        for phase in ("rollout", "reward", "old_logprob", "train_actor", "weight_sync"):
+            # the rollout's timer in the runs does not see the per-sample glue: the engine's part is compared
+            pred = out["phase_time_s"][phase] - (glue if phase == "rollout" else 0.0)
+            assert row[f"predicted_s/{phase}"] == pytest.approx(pred, rel=1e-12)
+            meas = runs_here[f"measured_s/{phase}"].median()
+            assert row[f"measured_s/{phase}"] == meas
+            assert row[f"error/{phase}"] == pytest.approx(pred / meas - 1, rel=1e-9)
+    worst = details["summary"]["worst_phase"]
+    for row in details["by_batch"]:
+        if not row["held_out"]:
+            continue
+        name, err = worst[str(row["responses_per_step"])]
+        assert abs(err) == max(abs(v) for k, v in row.items() if k.startswith("error/") and v is not None)
+        assert row[f"error/{name}"] == err
 
 
 def test_a_held_out_runs_measured_lengths_do_not_change_its_prediction(fitted):
