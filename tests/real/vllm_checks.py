@@ -11,6 +11,60 @@ os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def per_tensor_sync(engine, model_dir: Path) -> dict:
+    """Every trained tensor reaches the engine: change one tensor of the trainer at a time, reload, and compare the
+    engine's log-probs of a fixed sequence with the trainer's (a tensor dropped by the reload leaves the engine's
+    log-probs where they were). Also whether the rotary caches, which the reload does not load, keep their values."""
+    import torch
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    from real.models import load_policy
+
+    policy, tok = load_policy(model_dir)
+    ids = tok("12+34=46")["input_ids"]
+    params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
+
+    def engine_logprobs() -> torch.Tensor:
+        res = engine.llm.generate([TokensPrompt(prompt_token_ids=ids)], params, use_tqdm=False)[0]
+        return torch.tensor([d[t].logprob for d, t in zip(res.prompt_logprobs[1:], ids[1:])])
+
+    def trainer_logprobs() -> torch.Tensor:
+        with torch.no_grad():
+            lp = torch.log_softmax(policy(torch.tensor([ids])).logits[0].float(), -1)
+        return lp[torch.arange(len(ids) - 1), torch.tensor(ids[1:])]
+
+    engine.load_weights(policy)
+    engine0, trainer0 = engine_logprobs(), trainer_logprobs()
+    gen = torch.Generator().manual_seed(0)
+    per_tensor = {}
+    for name, tensor in policy.state_dict().items():  # state_dict: what load_weights sends
+        saved = tensor.clone()
+        with torch.no_grad():
+            tensor.add_(torch.randn(tensor.shape, generator=gen) * 0.5)
+        engine.load_weights(policy)
+        e, t = engine_logprobs(), trainer_logprobs()
+        per_tensor[name] = {
+            "trainer_moved": float((t - trainer0).abs().max()),
+            "engine_moved": float((e - engine0).abs().max()),
+            "engine_vs_trainer": float((e - t).abs().max()),
+        }
+        with torch.no_grad():
+            tensor.copy_(saved)
+    engine.load_weights(policy)
+    out = {"per_tensor": per_tensor, "restored_logprobs": float((engine_logprobs() - engine0).abs().max())}
+
+    def rotary_caches(model) -> list[bool]:
+        return [
+            bool(torch.equal(m.cos_sin_cache, m._compute_cos_sin_cache().to(m.cos_sin_cache.dtype)))
+            for m in model.modules()
+            if hasattr(m, "cos_sin_cache") and hasattr(m, "_compute_cos_sin_cache")
+        ]
+
+    out["rotary_caches_intact"] = engine.llm.apply_model(rotary_caches)[0]
+    return out
+
+
 def main() -> None:
     import torch
 
@@ -40,6 +94,8 @@ def main() -> None:
     out["same_as_hf_after"] = after == hf.generate(prompts, 1, 6, 1.0, seed=0, greedy=True)
     engine.load_weights(load_policy(tiny)[0])
     out["restored"] = engine.generate(prompts, 1, 6, 1.0, seed=0, greedy=True) == before
+
+    out.update(per_tensor_sync(engine, tiny))
 
     one = [tok("12+34=")["input_ids"]]
     a, b = engine.generate(one, 8, 6, 1.0, seed=1), engine.generate(one, 8, 6, 1.0, seed=1)
