@@ -245,23 +245,35 @@ def stall_upper(censored: int, runs: int, level: float = 0.9) -> float:
     return 1.0 if censored >= runs else float(beta.ppf(level, censored + 1, runs - censored))
 
 
+def degenerate_reasons(
+    initial: float, fitted_asymptote: float, asymptote_err: float, target: float, mid_samples: float, batch: int
+) -> list[str]:
+    """Why a fitted reference curve cannot be trusted to place the target, one reason per line (empty: it can):
+    its plateau not clearly above the target (within 2% of the climb from the initial value, or two standard errors
+    of the fitted plateau; at or below it the fit lifts it to target + 1e-3 to cross at all, and samples-to-target
+    rides on that lift), or its mid-point below one step's samples (the curve rises inside the first step, so
+    nothing says how it scales)."""
+    out = []
+    err = asymptote_err if math.isfinite(asymptote_err) else 0.0
+    if fitted_asymptote - target <= max(0.02 * abs(target - initial), 2.0 * err):
+        out.append(
+            f"the reference curve levels off at {fitted_asymptote:.3g}, not clearly above the target {target:g}: "
+            "where it crosses the target is an extrapolation (lower --target, or run the seeds longer)"
+        )
+    if mid_samples < batch:
+        out.append(
+            f"the reference curve's mid-point, {mid_samples:.3g} samples, is below one step ({batch} samples): it "
+            "rises within the first step, so samples-to-target at other targets and batches is not resolved "
+            "(evaluate more often early, --eval-every, or lower the learning rate)"
+        )
+    return out
+
+
 def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
     """The profile's ``learning`` section from the reference runs (module docstring)."""
     from calibrate.learning_fit.curve import fit_sigmoid
     from calibrate.learning_fit.noise import b_simple_pooled
 
-    points: dict[float, list[float]] = {}
-    for run in runs:
-        for x, y in zip(*eval_points(run)):
-            points.setdefault(float(x), []).append(float(y))
-    if len(points) < 3:
-        raise CalibrateError("the reference runs logged fewer than 3 evaluations; evaluate more often (--eval-every)")
-    xs = np.array(sorted(points))
-    ys = np.array([np.mean(points[x]) for x in xs])
-    initial = [r.records[0].get("eval_metric_initial") for r in runs]
-    known = [v for v in initial if v is not None]
-    fit = fit_sigmoid(xs, ys, r0=float(np.mean(known)) if known else None)
-    curve = fit.to_metric_curve()
     per_run = [measured(run, target) for run in runs]
     hits = [m["samples_to_target"] for m in per_run if m["samples_to_target"] is not None]
     censored = [m["budget_samples"] for m in per_run if m["samples_to_target"] is None]
@@ -270,12 +282,29 @@ def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
             f"none of the {len(runs)} reference runs reached the target {target:g}; lower --target, run longer "
             "(--max-steps) or add seeds"
         )
+    # the curve of the seeds that learn: a stalled seed (a constant answer) is the stall share's business, and
+    # averaged in it flattens the curve onto the target (3 of 5 seeds stalled near 0.5 gave an asymptote of 0.901
+    # for a target of 0.9 and a mid-point of 0.018 samples)
+    learners = [run for run, m in zip(runs, per_run) if m["samples_to_target"] is not None]
+    points: dict[float, list[float]] = {}
+    for run in learners:
+        for x, y in zip(*eval_points(run)):
+            points.setdefault(float(x), []).append(float(y))
+    if len(points) < 3:
+        raise CalibrateError("the reference runs logged fewer than 3 evaluations; evaluate more often (--eval-every)")
+    xs = np.array(sorted(points))
+    ys = np.array([np.mean(points[x]) for x in xs])
+    initial = [r.records[0].get("eval_metric_initial") for r in learners]
+    known = [v for v in initial if v is not None]
+    fit = fit_sigmoid(xs, ys, r0=float(np.mean(known)) if known else None)
+    curve = fit.to_metric_curve()
     mu, sigma, stall = seed_model(hits, censored)
     n_star = math.exp(mu)  # the median over seeds
     asymptote = max(curve.asymptote, target + 1e-3)
     if not curve.initial < target < asymptote:
         raise CalibrateError(f"the reference curve starts at {curve.initial:.3g}, above the target {target:g}")
     mid = mid_samples_through(curve.initial, asymptote, curve.exponent, n_star, target)  # R(n_star) = target
+    degenerate = degenerate_reasons(curve.initial, curve.asymptote, fit.asymptote_err, target, mid, runs[0].batch)
     noise = b_simple_pooled([r.records for r in runs], names=[r.name for r in runs], skip_unusable=True)
     rule = runs[0].config.get("lr_rule") or (runs[0].scenario_file or {}).get("learning", {}).get("lr_rule", "sqrt")
     if noise["b_simple"] is not None and noise["b_simple"] > 0:
@@ -303,6 +332,10 @@ def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
         "samples_spread": float(min(sigma, 2.0)),
         "stall_probability": float(min(stall, 0.99)),
         "stall_probability_upper_90": stall_upper(len(censored), len(runs)),
+        # fitted at one batch size (fit --runs takes one): the same share is assumed at every batch
+        "stall_model": "constant across batch sizes (fitted at one reference batch)",
+        "curve_from_runs": [run.name for run in learners],
+        "degenerate": degenerate,
         # what the fit saw (documentation; not rlsim Learning fields)
         "batch_form": form,
         "lr_rule": rule,
@@ -351,9 +384,10 @@ def fit_runs(
             break
     defaulted = phase_warnings(profile, factors)
     learning = learning_model(runs, target) if target is not None else None
+    learning_notes = learning_warnings(learning) if learning is not None else []
     load = load_summary(r for run in runs for r in run.records)
     threads = threads_warning(profile.provenance.get("bench_torch_threads") or {}, runs, "the reference runs")
-    warnings = [w for w in [load_warning("the reference runs", load), threads] if w] + defaulted
+    warnings = [w for w in [load_warning("the reference runs", load), threads] if w] + defaulted + learning_notes
     provenance = {
         **prof.provenance,
         "runs": [str(run.path.resolve()) for run in runs],  # validate tells in-sample runs by these
@@ -362,6 +396,21 @@ def fit_runs(
     }
     report = {"lengths": lengths, "costs": costs, "in_loop_factors": factors, "learning": learning, "load": load}
     return dataclasses.replace(prof, provenance=provenance, learning=learning), {**report, "warnings": warnings}
+
+
+def learning_warnings(learning: dict[str, Any]) -> list[str]:
+    """One line per thing the learning model could not settle: a degenerate reference curve, and seeds that
+    stalled (their share is assumed the same at every batch size)."""
+    out = [f"learning: {reason}" for reason in learning.get("degenerate") or []]
+    stalled = learning["runs"] - learning["runs_reaching_target"]
+    if stalled:
+        out.append(
+            f"learning: {stalled} of {learning['runs']} reference seeds never reached the target: the curve is the "
+            f"other seeds', the stall share {learning['stall_probability']:.2f} (90% upper bound "
+            f"{learning['stall_probability_upper_90']:.2f}) is assumed the same at every batch size (seeds at one "
+            "batch cannot say more; validate seeds at other batches)"
+        )
+    return out
 
 
 def phase_warnings(bench: Profile, factors: dict[str, float]) -> list[str]:
