@@ -60,7 +60,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         from calibrate.runs import load_run
 
         runs = [load_run(p) for p in args.runs]
-        profile, report = fit_runs(profile, runs, args.target, args.gpu, args.length_phases)
+        profile, report = fit_runs(profile, runs, args.target, args.gpu, args.length_phases, args.allow_thread_mismatch)
     print(
         f"{'phase':<12} {'points':>6} {'repeats':>7} {'held-out MAPE':>13} {'max error':>10} {'per repeat':>10}"
         "  coefficients (1 sigma)"
@@ -340,7 +340,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from rlsim.profile import load_profile
 
     profile = load_profile(args.profile) if args.profile else None
-    table, details = validate(args.runs, profile, args.target, args.gpu)
+    table, details = validate(args.runs, profile, args.target, args.gpu, args.allow_thread_mismatch)
     out = make_output_dir(args.output, "directory for the validation")
     atomic_write(out / "validation.csv", lambda p: table.to_csv(p, index=False))
     atomic_write_text(out / "validation.json", json.dumps(details, indent=2, default=str) + "\n")
@@ -405,6 +405,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fit.add_argument("--gpu", help="catalog device the bench ran on (default: guessed from the table's device)")
     fit.add_argument("-o", "--output", type=Path, required=True, help="profile JSON to write")
+    fit.add_argument(
+        "--allow-thread-mismatch",
+        action="store_true",
+        help="go on (with a warning) when the runs ran with other torch thread counts than the bench",
+    )
     fit.set_defaults(func=cmd_fit)
 
     fl = sub.add_parser("fit-learning", help="fit the learning model from run logs into a profile")
@@ -430,6 +435,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--target", type=float, help="eval metric target, only for a profile without a learning model (measured side)"
     )
     val.add_argument("--gpu", help="catalog device of the runs (default: guessed)")
+    val.add_argument(
+        "--allow-thread-mismatch",
+        action="store_true",
+        help="go on (with a warning) when the runs ran with other torch thread counts than the bench",
+    )
     val.add_argument("-o", "--output", type=Path, required=True)
     val.set_defaults(func=cmd_validate)
 

@@ -18,6 +18,7 @@ is skipped and a run that finished is not re-run, so the loop resumes where it s
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -25,10 +26,11 @@ from pathlib import Path
 
 from calibrate.errors import CalibrateError
 
-REFERENCE_BATCH = 128  # responses per step of the reference runs
-HELD_OUT = (0.5, 4.0)  # held-out batch sizes, as multiples of the reference
+REFERENCE_BATCH = 128  # responses per step of the reference runs (--reference-batch)
+HELD_OUT = (0.5, 4.0)  # held-out batch sizes, as multiples of the reference (--held-out)
 LR0 = 1e-3  # Adam learning rate at 128 responses per step, sqrt-scaled to the others
 MAX_STEPS = 300
+THREADS_SAMPLE_S = 2.0  # how long --threads auto watches the machine, once, at the loop's start
 TASK = "parity:length=3"
 PROGRAMS = {"real.cli": "rlsim-real", "calibrate.cli": "rlsim-calibrate", "rlsim.cli": "rlsim"}
 
@@ -93,13 +95,13 @@ def train_command(args: argparse.Namespace, prompts: int, seed: int, run_dir: Pa
         "--lr0",
         str(LR0),
         "--reference-batch",
-        str(REFERENCE_BATCH),
+        str(128),  # the batch LR0 is stated at; the run sqrt-scales it to its own
         "--micro-batches",
         "2",
         "--target",
         str(args.target),
         "--max-steps",
-        str(MAX_STEPS),
+        str(args.max_steps),
         "--eval-every",
         "2",
         "--eval-size",
@@ -115,18 +117,51 @@ def train_command(args: argparse.Namespace, prompts: int, seed: int, run_dir: Pa
     )
 
 
+def resolve_threads(spec: str, sample_s: float = THREADS_SAMPLE_S) -> tuple[str, str]:
+    """One torch thread count for every bench and run of the loop (a count, or ``auto``: the cores other processes
+    leave free, measured once at the start): each count is a different machine to the cost model, and ``auto``
+    decided per command gave the bench and the runs different counts when the load came and went. Returns the
+    count and why."""
+    from rlsim.machine_load import LoadMeter
+    from rlsim.threads import count_of
+
+    if spec != "auto":
+        n = count_of(spec)
+        if n is None:
+            raise CalibrateError(f"--threads {spec!r}: give auto or a number of threads >= 1")
+        return str(n), f"--threads {n}"
+    cores = os.cpu_count() or 1
+    meter = LoadMeter().start()
+    time.sleep(sample_s)
+    other = meter.stop()["other_cpu_fraction"]
+    if other is None:
+        return str(cores), f"auto: {cores} (the machine's load cannot be read)"
+    n = max(1, cores - round(other * cores))
+    return str(n), f"auto at the loop's start: other processes kept {other * cores:.1f} of {cores} cores busy"
+
+
 def loop(args: argparse.Namespace) -> int:
     out: Path = args.output
     out.mkdir(parents=True, exist_ok=True)
-    g = args.group_size
+    g, ref_b = args.group_size, args.reference_batch
     if args.seeds < 1:
         raise CalibrateError(f"--seeds {args.seeds} must be at least 1")
-    if g < 2 or REFERENCE_BATCH % g:
-        raise CalibrateError(f"--group-size {g} must be at least 2 and divide the reference batch {REFERENCE_BATCH}")
-    ref_p = REFERENCE_BATCH // g
-    held_p = sorted({max(1, round(ref_p * m)) for m in HELD_OUT})
+    if args.max_steps < 2:
+        raise CalibrateError(f"--max-steps {args.max_steps} must be at least 2")
+    if g < 2 or ref_b % g:
+        raise CalibrateError(f"--group-size {g} must be at least 2 and divide --reference-batch {ref_b}")
+    try:
+        multiples = [float(m) for m in str(args.held_out).split(",") if m.strip()]
+    except ValueError:
+        raise CalibrateError(f"--held-out {args.held_out!r}: give multiples of the reference, e.g. 0.25,4") from None
+    if not multiples or any(m <= 0 for m in multiples):
+        raise CalibrateError(f"--held-out {args.held_out!r}: give positive multiples of the reference, e.g. 0.25,4")
+    ref_p = ref_b // g
+    held_p = sorted({max(1, round(ref_p * m)) for m in multiples} - {ref_p})
+    args.threads, why = resolve_threads(args.threads)
+    print(f"torch threads for every bench and run: {args.threads} ({why})", flush=True)
     t0 = time.perf_counter()
-    for cmd in bench_commands(out / "bench", args.engine, [REFERENCE_BATCH, *(p * g for p in held_p)], args.threads):
+    for cmd in bench_commands(out / "bench", args.engine, [ref_b, *(p * g for p in held_p)], args.threads):
         if (Path(cmd[-1]) / "bench.csv").is_file():
             print(f"(kept {cmd[-1]}/bench.csv)")
             continue
@@ -183,7 +218,16 @@ def loop(args: argparse.Namespace) -> int:
 
 def add_arguments(loop_parser: argparse.ArgumentParser) -> None:
     loop_parser.add_argument("--engine", default="hf", choices=("hf", "vllm"), help="the runs' and benches' engine")
-    loop_parser.add_argument("--group-size", type=int, default=8, help="G (P = 128 / G at the reference)")
+    loop_parser.add_argument("--group-size", type=int, default=8, help="G (P = reference batch / G at the reference)")
+    loop_parser.add_argument(
+        "--reference-batch", type=int, default=REFERENCE_BATCH, help="responses per step of the reference runs"
+    )
+    loop_parser.add_argument(
+        "--held-out",
+        default=",".join(f"{m:g}" for m in HELD_OUT),
+        help="held-out batch sizes as multiples of the reference, comma-separated (e.g. 0.25,4)",
+    )
+    loop_parser.add_argument("--max-steps", type=int, default=MAX_STEPS, help="step budget of every run")
     loop_parser.add_argument("--task", default=TASK)
     loop_parser.add_argument("--target", type=float, default=0.9)
     loop_parser.add_argument(
@@ -192,8 +236,8 @@ def add_arguments(loop_parser: argparse.ArgumentParser) -> None:
     loop_parser.add_argument(
         "--threads",
         default="auto",
-        help="torch threads of every bench and run (rlsim-real --threads): auto, one per core other processes "
-        "leave free at each command's start, or a number",
+        help="torch threads of every bench and run (rlsim-real --threads): a number, or auto: one per core other "
+        "processes leave free, measured once at the loop's start and used for every command",
     )
     loop_parser.add_argument("-o", "--output", type=Path, required=True)
     loop_parser.set_defaults(func=loop)

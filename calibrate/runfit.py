@@ -47,7 +47,7 @@ import numpy as np
 
 from calibrate.errors import CalibrateError
 from calibrate.runs import Run, check_same_setup, eval_points, measured, setup_scenario, step_times
-from calibrate.tables import threads_warning
+from calibrate.tables import check_threads
 from rlsim.learning import mid_samples_through
 from rlsim.machine_load import load_summary, load_warning
 from rlsim.phases import Phase
@@ -355,9 +355,15 @@ def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
 
 
 def fit_runs(
-    profile: Profile, runs: list[Run], target: float | None, gpu: str | None = None, length_phases: int = LENGTH_PHASES
+    profile: Profile,
+    runs: list[Run],
+    target: float | None,
+    gpu: str | None = None,
+    length_phases: int = LENGTH_PHASES,
+    allow_thread_mismatch: bool = False,
 ) -> tuple[Profile, dict[str, Any]]:
-    """The profile with everything the reference runs give (module docstring), and a report of the fit."""
+    """The profile with everything the reference runs give (module docstring), and a report of the fit. Runs
+    that ran with other torch thread counts than the bench are refused unless ``allow_thread_mismatch``."""
     if not runs:
         raise CalibrateError("--runs: give the reference runs (run directories of rlsim-real train)")
     check_same_setup(runs, "--runs")
@@ -386,7 +392,9 @@ def fit_runs(
     learning = learning_model(runs, target) if target is not None else None
     learning_notes = learning_warnings(learning) if learning is not None else []
     load = load_summary(r for run in runs for r in run.records)
-    threads = threads_warning(profile.provenance.get("bench_torch_threads") or {}, runs, "the reference runs")
+    threads = check_threads(
+        profile.provenance.get("bench_torch_threads") or {}, runs, "the reference runs", allow_thread_mismatch
+    )
     warnings = [w for w in [load_warning("the reference runs", load), threads] if w] + defaulted + learning_notes
     provenance = {
         **prof.provenance,

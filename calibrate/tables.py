@@ -126,6 +126,15 @@ def threads_warning(bench: dict[str, int], runs: list[Any], what: str) -> str | 
     )
 
 
+def check_threads(bench: dict[str, int], runs: list[Any], what: str, allow: bool) -> str | None:
+    """Refuse runs whose torch thread counts differ from the bench's (each count is a different machine to the
+    cost model) unless ``allow`` (``--allow-thread-mismatch``): then the mismatch is a warning (returned)."""
+    msg = threads_warning(bench, runs, what)
+    if msg is not None and not allow:
+        raise CalibrateError(f"{msg}; or pass --allow-thread-mismatch to go on anyway")
+    return msg
+
+
 # ---------------------------------------------------------------------------------------------- models
 
 

@@ -36,7 +36,7 @@ import pandas as pd
 from calibrate.errors import CalibrateError
 from calibrate.runfit import scenario_out
 from calibrate.runs import Run, check_same_setup, load_run, measured, setup_scenario
-from calibrate.tables import threads_warning
+from calibrate.tables import check_threads
 from rlsim.machine_load import load_warning
 from rlsim.phases import TIMED_PHASES, Phase
 from rlsim.profile import Profile
@@ -69,7 +69,11 @@ def _median(values: list[float | None]) -> float | None:
 
 
 def validate(
-    run_dirs: list[str | Path], profile: Profile | None, target: float | None = None, gpu: str | None = None
+    run_dirs: list[str | Path],
+    profile: Profile | None,
+    target: float | None = None,
+    gpu: str | None = None,
+    allow_thread_mismatch: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Compare each run and each batch size with the profile's prediction; a table (one row per run) and the
     details (per batch, summary, warnings). ``target`` only when the profile has no learning model (then only the
@@ -141,7 +145,9 @@ def validate(
             "medians per batch leave it out of the comparison's centre"
         )
     if profile is not None:
-        threads = threads_warning(profile.provenance.get("bench_torch_threads") or {}, runs, "the validated runs")
+        threads = check_threads(
+            profile.provenance.get("bench_torch_threads") or {}, runs, "the validated runs", allow_thread_mismatch
+        )
         warnings += [threads] if threads else []
     held = [b for b in by_batch if b["held_out"]]
     notes = []

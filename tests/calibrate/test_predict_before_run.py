@@ -351,7 +351,9 @@ def test_bad_length_phases_are_refused_with_the_field(phases, match):
         rlsim.load_scenario(SMALL, {"workload.response_length_by_samples": phases})
 
 
-def test_fit_warns_when_the_runs_ran_with_other_torch_threads_than_the_bench(tmp_path):
+def test_fit_and_validate_refuse_runs_with_other_torch_threads_than_the_bench(tmp_path):
+    """Each thread count is a different machine to the cost model: fit and validate refuse such runs in one line
+    that says how to go on, and with --allow-thread-mismatch they go on with the same line as a warning."""
     model = _model_dir(tmp_path)
     refs = [_write_run(tmp_path, 16, s, model) for s in range(2)]
     for r in refs:  # as rlsim-real train records it
@@ -362,8 +364,21 @@ def test_fit_warns_when_the_runs_ran_with_other_torch_threads_than_the_bench(tmp
     other = Profile(provenance={**prof.provenance, "bench_torch_threads": {"train_actor": 1}}, phases=prof.phases)
     runs = [load_run(r) for r in refs]
     assert not any("torch thread" in w for w in fit_runs(same, runs, 0.9)[1]["warnings"])
-    warned = [w for w in fit_runs(other, runs, 0.9)[1]["warnings"] if "torch thread" in w]
+    with pytest.raises(CalibrateError, match=r"ran with 2 torch thread\(s\).*--allow-thread-mismatch"):
+        fit_runs(other, runs, 0.9)
+    warned = [w for w in fit_runs(other, runs, 0.9, allow_thread_mismatch=True)[1]["warnings"] if "torch thread" in w]
     assert len(warned) == 1 and "the reference runs ran with 2 torch thread(s)" in warned[0]
+    fitted, _ = fit_runs(same, runs, 0.9)
+    mismatched = Profile(
+        provenance={**fitted.provenance, "bench_torch_threads": {"train_actor": 1}},
+        phases=fitted.phases,
+        learning=fitted.learning,
+        lengths=fitted.lengths,
+    )
+    with pytest.raises(CalibrateError, match="the validated runs ran with 2"):
+        validate(refs, mismatched)
+    _, details = validate(refs, mismatched, allow_thread_mismatch=True)
+    assert any("the validated runs ran with 2 torch thread(s)" in w for w in details["warnings"])
 
 
 def test_stalled_seeds_do_not_flatten_the_curve_and_a_degenerate_one_is_said(tmp_path):

@@ -3,6 +3,7 @@ choice is recorded where calibrate reads it, and fit / validate warn when the be
 
 import argparse
 import json
+import os
 
 import pandas as pd
 import pytest
@@ -76,6 +77,19 @@ def test_fit_and_validate_warn_when_bench_and_runs_ran_with_other_threads():
 def test_the_loop_passes_its_threads_to_every_bench_and_run(tmp_path):
     for cmd in bench_commands(tmp_path, "hf", [64, 128, 512], "1"):
         assert cmd[cmd.index("--threads") + 1] == "1"
-    args = argparse.Namespace(task="parity:length=3", engine="hf", group_size=8, target=0.9, threads="auto")
+    args = argparse.Namespace(task="parity:length=3", engine="hf", group_size=8, target=0.9, threads="1", max_steps=600)
     cmd = train_command(args, 16, 0, tmp_path / "run")
-    assert cmd[cmd.index("--threads") + 1] == "auto"
+    assert cmd[cmd.index("--threads") + 1] == "1" and cmd[cmd.index("--max-steps") + 1] == "600"
+
+
+def test_the_loop_decides_its_threads_once_for_every_command():
+    """auto is resolved once, at the loop's start, into the one count every bench and run gets (per command it gave
+    the bench and the runs different counts as the load came and went); a number is kept; a typo is refused."""
+    from calibrate.errors import CalibrateError
+    from calibrate.loop import resolve_threads
+
+    n, why = resolve_threads("auto", sample_s=0.2)
+    assert n.isdigit() and 1 <= int(n) <= (os.cpu_count() or 1) and why.startswith("auto")
+    assert resolve_threads("2") == ("2", "--threads 2")
+    with pytest.raises(CalibrateError, match="--threads 'two'"):
+        resolve_threads("two")
