@@ -175,6 +175,34 @@ def _low(p: float | None, learning: dict[str, Any] | None) -> float | None:
     return float(p * (1.0 - q_hi) / (1.0 - q))
 
 
+def reach_band(p: float | None, learning: dict[str, Any] | None, seeds: int, level: float = 0.9) -> list[int] | None:
+    """The ``level`` band of how many of ``seeds`` runs reach the target, as the profile predicts it: each seed
+    reaches it with (1 - q) F, F the share of unstalled seeds that cross within the budget (the prediction
+    ``p`` = (1 - q0) F with the fitted stall share q0), and q itself uncertain, as c stalled of n reference seeds
+    allow (Jeffreys' Beta(c + 1/2, n - c + 1/2)): a Beta-binomial count, integrated over q on a grid. None
+    without a learning model or a prediction."""
+    from scipy.stats import beta, binom
+
+    if p is None or not learning or seeds < 1:
+        return None
+    n = int(learning.get("runs") or 0)
+    c = n - int(learning.get("runs_reaching_target") or 0)
+    q0 = float(learning.get("stall_probability") or 0.0)
+    f = min(1.0, p / (1.0 - q0)) if q0 < 1 else 0.0
+    if n < 1:
+        pmf = binom.pmf(range(seeds + 1), seeds, p)
+    else:
+        qs = (np.arange(2000) + 0.5) / 2000  # midpoints: the Beta density integrated over q
+        w = beta.pdf(qs, c + 0.5, n - c + 0.5)
+        w /= w.sum()
+        pmf = (w[:, None] * binom.pmf(np.arange(seeds + 1)[None, :], seeds, (1 - qs[:, None]) * f)).sum(axis=0)
+    cdf = np.cumsum(pmf)
+    tail = (1 - level) / 2
+    lo = int(np.searchsorted(cdf, tail - 1e-12))
+    hi = int(np.searchsorted(cdf, 1 - tail - 1e-12))
+    return [lo, min(hi, seeds)]
+
+
 def _batch_row(t: pd.DataFrame, p: dict[str, Any], learning: dict[str, Any] | None) -> dict[str, Any]:
     """One batch size: medians over its runs (seeds) against the one prediction."""
     reached = t[t["reached_target"]]
@@ -203,6 +231,11 @@ def _batch_row(t: pd.DataFrame, p: dict[str, Any], learning: dict[str, Any] | No
         "predicted_probability_reaching_target": p.get("probability_reaching_target"),
         # with the stall share at the 90% upper bound the profile's few seeds allow
         "predicted_probability_reaching_target_low": _low(p.get("probability_reaching_target"), learning),
+        # how many of these seeds the profile expects to reach it (90% band), and whether the count lies in it
+        "predicted_reaching_target_band_90": (
+            band := reach_band(p.get("probability_reaching_target"), learning, len(t))
+        ),
+        "reaching_target_in_band": None if band is None else bool(band[0] <= len(reached) <= band[1]),
         "measured_samples_to_target": meas_n,
         "predicted_samples_to_target": p.get("samples_to_target_if_reached"),
         "samples_to_target_error": _err(p.get("samples_to_target_if_reached"), meas_n),
@@ -238,6 +271,8 @@ def _summary(rows: list[dict[str, Any]], target: float | None, held_out: bool) -
                 "measured": f"{r['runs_reaching_target']} of {r['runs']}",
                 "predicted_probability": r["predicted_probability_reaching_target"],
                 "predicted_probability_low": r["predicted_probability_reaching_target_low"],
+                "predicted_band_90": r["predicted_reaching_target_band_90"],
+                "in_band": r["reaching_target_in_band"],
             }
             for r in rows
         }

@@ -424,3 +424,20 @@ def test_a_mid_point_inside_the_first_step_is_a_degenerate_curve():
     assert len(reasons) == 2 and "levels off at 0.899" in reasons[0] and "0.018 samples" in reasons[1]
     assert degenerate_reasons(0.5, 0.98, 0.001, 0.9, 5000.0, 64) == []
     assert len(degenerate_reasons(0.5, 0.98, 0.05, 0.9, 5000.0, 64)) == 1  # plateau within two standard errors
+
+
+def test_the_predicted_band_of_seeds_reaching_the_target():
+    """Counted by hand: with the stall share known (no reference seeds to be unsure from), the count is binomial;
+    Binomial(10, 0.5) has P(<= 1) = 11/1024 < 5% <= P(<= 2) = 56/1024 and P(<= 7) = 968/1024 < 95% <= P(<= 8), so
+    the 90% band is [2, 8]; Binomial(4, 0.5): P(0) = 1/16 >= 5%, P(<= 3) = 15/16 < 95%: [0, 4]. An uncertain stall
+    share (3 of 5 reference seeds stalled) only widens it: the issue's 0 of 5 and 4 of 5 at p = 0.4 both lie in it."""
+    from calibrate.validate import reach_band
+
+    assert reach_band(0.5, {"runs": 0}, 10) == [2, 8]
+    assert reach_band(0.5, {"runs": 0}, 4) == [0, 4]
+    assert reach_band(None, {"runs": 5}, 5) is None and reach_band(0.5, None, 5) is None
+    issue = {"runs": 5, "runs_reaching_target": 2, "stall_probability": 0.6}
+    lo, hi = reach_band(0.4, issue, 5)
+    assert lo == 0 and hi >= 4
+    sure = reach_band(0.4, {"runs": 0}, 5)
+    assert lo <= sure[0] and hi >= sure[1]
