@@ -245,17 +245,26 @@ def stall_upper(censored: int, runs: int, level: float = 0.9) -> float:
     return 1.0 if censored >= runs else float(beta.ppf(level, censored + 1, runs - censored))
 
 
+PLATEAU_SEEN = 1.5  # the learners' evaluations must run this far past their crossing to show the curve's plateau
+
+
 def degenerate_reasons(
-    initial: float, fitted_asymptote: float, asymptote_err: float, target: float, mid_samples: float, batch: int
+    initial: float,
+    fitted_asymptote: float,
+    asymptote_err: float,
+    target: float,
+    mid_samples: float,
+    batch: int,
+    plateau_seen: bool = True,
 ) -> list[str]:
     """Why a fitted reference curve cannot be trusted to place the target, one reason per line (empty: it can):
-    its plateau not clearly above the target (within 2% of the climb from the initial value, or two standard errors
-    of the fitted plateau; at or below it the fit lifts it to target + 1e-3 to cross at all, and samples-to-target
-    rides on that lift), or its mid-point below one step's samples (the curve rises inside the first step, so
-    nothing says how it scales)."""
+    a plateau the runs show (``plateau_seen``) not clearly above the target (within 2% of the climb from the
+    initial value, or two standard errors of the fitted plateau; at or below it the fit lifts it to target + 1e-3
+    to cross at all, and samples-to-target rides on that lift), or its mid-point below one step's samples (the
+    curve rises inside the first step, so nothing says how it scales)."""
     out = []
     err = asymptote_err if math.isfinite(asymptote_err) else 0.0
-    if fitted_asymptote - target <= max(0.02 * abs(target - initial), 2.0 * err):
+    if plateau_seen and fitted_asymptote - target <= max(0.02 * abs(target - initial), 2.0 * err):
         out.append(
             f"the reference curve levels off at {fitted_asymptote:.3g}, not clearly above the target {target:g}: "
             "where it crosses the target is an extrapolation (lower --target, or run the seeds longer)"
@@ -304,7 +313,12 @@ def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
     if not curve.initial < target < asymptote:
         raise CalibrateError(f"the reference curve starts at {curve.initial:.3g}, above the target {target:g}")
     mid = mid_samples_through(curve.initial, asymptote, curve.exponent, n_star, target)  # R(n_star) = target
-    degenerate = degenerate_reasons(curve.initial, curve.asymptote, fit.asymptote_err, target, mid, runs[0].batch)
+    # runs that stop at the target (rlsim-real train --target) never show the plateau: then it is not judged
+    past = max(float(eval_points(r)[0].max()) / m["samples_to_target"] for r, m in zip(runs, per_run) if r in learners)
+    plateau_seen = past >= PLATEAU_SEEN
+    degenerate = degenerate_reasons(
+        curve.initial, curve.asymptote, fit.asymptote_err, target, mid, runs[0].batch, plateau_seen
+    )
     noise = b_simple_pooled([r.records for r in runs], names=[r.name for r in runs], skip_unusable=True)
     rule = runs[0].config.get("lr_rule") or (runs[0].scenario_file or {}).get("learning", {}).get("lr_rule", "sqrt")
     if noise["b_simple"] is not None and noise["b_simple"] > 0:
@@ -336,6 +350,7 @@ def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
         "stall_model": "constant across batch sizes (fitted at one reference batch)",
         "curve_from_runs": [run.name for run in learners],
         "degenerate": degenerate,
+        "plateau_seen": plateau_seen,  # the learners evaluated at least PLATEAU_SEEN x past their crossing
         # what the fit saw (documentation; not rlsim Learning fields)
         "batch_form": form,
         "lr_rule": rule,
@@ -410,6 +425,12 @@ def learning_warnings(learning: dict[str, Any]) -> list[str]:
     """One line per thing the learning model could not settle: a degenerate reference curve, and seeds that
     stalled (their share is assumed the same at every batch size)."""
     out = [f"learning: {reason}" for reason in learning.get("degenerate") or []]
+    if learning.get("plateau_seen") is False:
+        out.append(
+            f"learning: the reference runs stop near the target, so the curve's plateau "
+            f"({learning['metric']['asymptote']:.3g}) is not observed: samples-to-target at {learning['target']:g} "
+            "rests on the seeds' crossings, at any other target (learning.target) it is an extrapolation"
+        )
     stalled = learning["runs"] - learning["runs_reaching_target"]
     if stalled:
         out.append(
