@@ -111,7 +111,14 @@ class TrainConfig:
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of ``rlsim-real train``: one per TrainConfig field (some fields have no flag), plus ``-o``."""
     d = TrainConfig()
-    p.add_argument("--task", default=d.task, help="task name or name:key=value (addition, reversal, sorting)")
+    from real.tasks import task_names
+
+    p.add_argument(
+        "--task",
+        default=d.task,
+        help=f"task name or name:key=value, one of {', '.join(task_names())} (real/tasks.py; parity:length=3 "
+        "learns from the tiny random model within a few minutes here)",
+    )
     p.add_argument("--algo", default=d.algo, choices=ALGOS)
     p.add_argument("--engine", default=d.engine, choices=ENGINES)
     p.add_argument(

@@ -26,7 +26,20 @@ BUILTIN_SPECS = ["addition", "addition:digits=1", "addition:digits=3", "reversal
 
 
 def test_builtin_tasks_are_registered():
-    assert {"addition", "reversal", "sorting"} <= set(task_names())
+    assert {"addition", "parity", "reversal", "sorting"} <= set(task_names())
+
+
+def test_train_help_lists_every_registered_task():
+    """--help named three tasks and not parity, the one that learned: it now reads the registry."""
+    import argparse
+
+    from real.config import add_train_arguments
+
+    parser = argparse.ArgumentParser()
+    add_train_arguments(parser)
+    text = parser.format_help()
+    for name in task_names():
+        assert name in text
 
 
 @pytest.mark.parametrize(
