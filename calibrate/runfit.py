@@ -390,21 +390,26 @@ def fit_runs(
         )
     if any(run.kind != "real" for run in runs):
         raise CalibrateError("--runs: imported logs have no bench to scale; give runs of rlsim-real train")
-    lengths = length_model(runs, length_phases)
-    costs = reward_and_glue(runs)
+    learning = learning_model(runs, target) if target is not None else None
+    # one definition of a run's step time (docs/calibrate.md): the steps to the predicted target. The lengths, the
+    # glue and the in-loop factors come from the same steps of every reference run; a stalled seed's hundreds of
+    # later steps of 2-token answers would otherwise set the lengths of steps that never see them
+    span = max(2, math.ceil(learning["median_samples_to_target"] / runs[0].batch)) if learning else None
+    timed = [dataclasses.replace(run, records=run.records[:span]) for run in runs] if span else runs
+    lengths = length_model(timed, length_phases)
+    costs = reward_and_glue(timed)
     prof = _with_run_costs(dataclasses.replace(profile, lengths=lengths, learning=None), costs)
     base = from_dict(setup_scenario(runs[0], gpu)).costs
     factors: dict[str, float] = {}
     # a factor scales a phase's overheads and efficiencies, not the terms without one (a colocated sync's copy, an
     # efficiency at its cap of 1): scale again until the runs' phases come out as measured (within 1%)
     for _ in range(IN_LOOP_ROUNDS):
-        step = in_loop_factors(runs, prof, gpu)
+        step = in_loop_factors(timed, prof, gpu)
         prof = scaled_profile(prof, step, base)
         factors = {k: factors.get(k, 1.0) * step.get(k, 1.0) for k in {*factors, *step}}
         if all(abs(f - 1.0) < 0.01 for f in step.values()):
             break
     defaulted = phase_warnings(profile, factors)
-    learning = learning_model(runs, target) if target is not None else None
     learning_notes = learning_warnings(learning) if learning is not None else []
     load = load_summary(r for run in runs for r in run.records)
     threads = check_threads(
@@ -415,6 +420,8 @@ def fit_runs(
         **prof.provenance,
         "runs": [str(run.path.resolve()) for run in runs],  # validate tells in-sample runs by these
         "in_loop_factors": factors,
+        # the steps of each reference run the lengths, glue and in-loop factors come from (None: all of them)
+        "fit_span_steps": span,
         "runs_load": load,
     }
     report = {"lengths": lengths, "costs": costs, "in_loop_factors": factors, "learning": learning, "load": load}

@@ -202,6 +202,8 @@ def setup_scenario(run: Run, gpu: str | None = None, prompts_per_step: int | Non
         },
         "run": {"steps": len(run.records), "max_steps": int(cfg["max_steps"]), "seed": 0},
         "weight_sync": {"engine_sleeps": sleeps},
+        # rlsim-real's trainer pads the step's batch to its longest sequence (real/update.py batch_tensors)
+        "training": {"sequence_packing": False, "pad_to_longest": True},
     }
 
 

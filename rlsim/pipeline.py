@@ -303,6 +303,9 @@ def _trainer(env: simpy.Environment, st: _State):
                 timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, reward_track, start, dur)
         passes: list[tuple[Phase, float]] = []
         opt_steps = s.optimizer_steps_per_step
+        if s.training.pad_to_longest and nseq:  # every pass below sees each sequence at the batch's longest
+            longest = float(seq.max())
+            tokens, sq_tokens = nseq * longest, nseq * longest * longest
         if alg.recompute_old_logprob:
             passes.append((Phase.OLD_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens, nseq)))
         if alg.kl_reference:

@@ -77,6 +77,10 @@ class Training:
     micro_batch_size: int = field(default=1, metadata={"ge": 1, "le": 1_000_000})
     sequence_packing: bool = True
     packing_tokens: int | None = field(default=None, metadata={"ge": 1})
+    # without packing: the trainer pads the step's whole batch to its longest prompt + response, so every
+    # log-prob and training pass costs responses x that length (rlsim-real's trainer, real/update.py
+    # batch_tensors); the longest of more samples is longer, so the cost per sample grows with the batch
+    pad_to_longest: bool = False
     # sequences (packed: bins) per micro-batch of the forward-only log-prob passes; None: micro_batch_size
     logprob_micro_batch_size: int | None = field(default=None, metadata={"ge": 1})
     # responses per optimizer step (the frameworks' train global batch); None: responses per step divided by

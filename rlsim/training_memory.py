@@ -91,6 +91,13 @@ def validate(s: Scenario) -> None:
     tr, m = s.training, s.model
     n = s.hardware.num_train_gpus
     at = "training"
+    if tr.pad_to_longest and tr.sequence_packing:
+        raise ScenarioError(
+            f"{at}.pad_to_longest",
+            True,
+            "pads every sequence to the batch's longest, but sequence packing leaves no padding",
+            f"set {at}.sequence_packing: false, or remove {at}.pad_to_longest",
+        )
     if tr.backend == "fsdp":
         for key in (
             "tensor_parallel_size",

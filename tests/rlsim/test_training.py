@@ -729,3 +729,39 @@ def test_in_flight_updates_stall_busy_engines_only():
     base, _ = run_pipeline(_async({**slow_trainer, "schedule.in_flight_weight_updates": False}))
     for a, b in zip(recs[2:], base[2:]):
         assert a["timing_s"]["rollout"] == pytest.approx(b["timing_s"]["rollout"])
+
+
+def test_a_batch_padded_to_its_longest_costs_responses_times_that_length():
+    """pad_to_longest: every log-prob and training pass sees each sequence at the step's longest prompt + response,
+    so the passes cost exactly what the same passes cost for n x longest tokens (and n x longest^2 for attention);
+    the rollout is untouched. With packing on it is refused: packing leaves no padding."""
+    import rlsim
+    from rlsim.costs import RooflineCostModel
+    from rlsim.errors import ScenarioError
+
+    over = {
+        "training.sequence_packing": False,
+        "training.micro_batch_size": 16,  # compute-bound passes (few weight reads per pass)
+        "workload.max_response_tokens": 4096,
+        "workload.response_length": {"dist": "uniform", "low": 64, "high": 4096},
+    }
+    plain = _scn(over)
+    padded = _scn({**over, "training.pad_to_longest": True})
+    run_p, run_q = rlsim.simulate(plain), rlsim.simulate(padded)
+    rec = run_q.records[0]
+    n = rec["responses"]
+    # the step's longest sequence, from the pipeline's own draws of the first step
+    import numpy as np
+
+    from rlsim.pipeline import step_requests
+
+    rng = np.random.default_rng(padded.run.seed)
+    prompts, responses, _, _ = next(step_requests(padded, rng))
+    longest = float((prompts + responses).max())
+    cost = RooflineCostModel.from_scenario(padded)
+    expected = cost.train_s(padded.model, n * longest, n * longest * longest, padded.optimizer_steps_per_step, 1, n)
+    assert rec["timing_s"]["train_actor"] == pytest.approx(expected, rel=1e-9)
+    assert rec["timing_s"]["rollout"] == run_p.records[0]["timing_s"]["rollout"]
+    assert rec["timing_s"]["train_actor"] > run_p.records[0]["timing_s"]["train_actor"]
+    with pytest.raises(ScenarioError, match="pad_to_longest"):
+        _scn({"training.pad_to_longest": True})
