@@ -1,7 +1,9 @@
 """What only real runs show, fitted from the reference runs into the profile (``rlsim-calibrate fit --runs``).
 
 The bench fit (calibrate.costfit) times each phase alone. The runs at the reference batch (one batch size, any
-number of seeds, one setup) then give, once and for every later prediction:
+number of seeds, one setup) then give, once and for every later prediction (with a target, from each run's steps
+up to the median crossing: the span a run's step time is defined over, docs/calibrate.md; a stalled seed's later
+steps would otherwise set the lengths of steps that never see them):
 
 * **the response-length model** (``lengths``): the prompt length (the runs' mean prompt tokens per response) and
   the histogram of response lengths (``response_length_counts`` in the run log) pooled over every step of every
