@@ -1,7 +1,7 @@
 """``rlsim-calibrate loop``: predict before you run, on this machine, as a user would do it by hand.
 
 1. bench: generation, training and weight sync on the run's engine, over the range the runs will use;
-2. the reference runs: ``seeds`` real GRPO runs at the reference batch (P x G = ``reference_batch``);
+2. the reference runs: ``seeds`` real GRPO (or PPO) runs at the reference batch (P x G = ``reference_batch``);
 3. ``rlsim-calibrate fit`` on the bench tables and the reference runs: the profile (costs, in-loop factors,
    reward and glue, the response-length model, the learning model) and the measured setup as a scenario;
 4. ``rlsim sweep SCENARIO --profile PROFILE`` over the held-out batch sizes (0.5x and 4x the reference by
@@ -83,7 +83,7 @@ def train_command(args: argparse.Namespace, prompts: int, seed: int, run_dir: Pa
         "--task",
         args.task,
         "--algo",
-        "grpo",
+        args.algo,
         "--engine",
         args.engine,
         "--prompts-per-step",
@@ -218,6 +218,9 @@ def loop(args: argparse.Namespace) -> int:
 
 def add_arguments(loop_parser: argparse.ArgumentParser) -> None:
     loop_parser.add_argument("--engine", default="hf", choices=("hf", "vllm"), help="the runs' and benches' engine")
+    loop_parser.add_argument(
+        "--algo", default="grpo", choices=("grpo", "ppo"), help="the runs' algorithm (ppo: with a critic)"
+    )
     loop_parser.add_argument("--group-size", type=int, default=8, help="G (P = reference batch / G at the reference)")
     loop_parser.add_argument(
         "--reference-batch", type=int, default=REFERENCE_BATCH, help="responses per step of the reference runs"

@@ -77,9 +77,12 @@ def test_fit_and_validate_warn_when_bench_and_runs_ran_with_other_threads():
 def test_the_loop_passes_its_threads_to_every_bench_and_run(tmp_path):
     for cmd in bench_commands(tmp_path, "hf", [64, 128, 512], "1"):
         assert cmd[cmd.index("--threads") + 1] == "1"
-    args = argparse.Namespace(task="parity:length=3", engine="hf", group_size=8, target=0.9, threads="1", max_steps=600)
+    args = argparse.Namespace(
+        task="parity:length=3", engine="hf", group_size=8, target=0.9, threads="1", max_steps=600, algo="ppo"
+    )
     cmd = train_command(args, 16, 0, tmp_path / "run")
     assert cmd[cmd.index("--threads") + 1] == "1" and cmd[cmd.index("--max-steps") + 1] == "600"
+    assert cmd[cmd.index("--algo") + 1] == "ppo"
 
 
 def test_the_loop_decides_its_threads_once_for_every_command():
