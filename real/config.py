@@ -116,8 +116,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--task",
         default=d.task,
-        help=f"task name or name:key=value, one of {', '.join(task_names())} (real/tasks.py; parity:length=3 "
-        "learns from the tiny random model within a few minutes here)",
+        help=f"task name or name:key=value, one of {', '.join(task_names())} (real/tasks.py; last, first, max and "
+        "parity learn from the tiny random model within a minute or two here)",
     )
     p.add_argument("--algo", default=d.algo, choices=ALGOS)
     p.add_argument("--engine", default=d.engine, choices=ENGINES)

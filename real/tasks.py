@@ -10,8 +10,15 @@ Built-in tasks (spec -> example):
 - ``reversal`` (``length``, default 4): ``"r1234="`` -> ``"4321"``.
 - ``sorting`` (``length``, default 4): ``"s3142="`` -> ``"1234"``.
 - ``parity`` (``length``, default 3): ``"472="`` -> ``"0"`` (``"1"`` for an odd number). The answer depends on
-  one position, so a randomly initialized tiny model learns it by RL alone in well under a minute on a CPU:
-  the task that shows the loop learns. The others need more steps (or a bigger model) from random weights.
+  one position, so a randomly initialized tiny model learns it by RL alone in well under a minute on a CPU; but
+  a constant answer earns half the reward, and many seeds stall there (2 of 5 in the vLLM loop of issue 28).
+- ``last``, ``first``, ``max`` (``length``, default 3): ``"472="`` -> ``"2"``, ``"4"``, ``"7"``: one digit read
+  off the string, ten possible answers, so a constant answer earns a tenth. GRPO from the tiny random model on
+  this project's 2-core VM (hf, B = 128, sqrt LR 1e-3, two seeds each, 2026-12-02): ``last`` reached 0.9 eval
+  accuracy in 120 and 208 steps (12 and 27 s), ``first`` in 108 steps (the other seed 0.85 at 300), ``max`` in
+  52 steps (the other 0.85 at 300). PPO with a critic learns ``last`` far slower (0.66 and 0.10 after 300).
+- ``addition``, ``reversal``, ``sorting``: multi-digit answers; they need more steps (or a bigger model) from
+  random weights.
 
 A spec is ``name`` or ``name:key=value,key=value`` (``addition:digits=1``); integer values are parsed.
 
@@ -226,7 +233,55 @@ class Parity(_DigitString):
         return str(int(digits[-1]) % 2)
 
 
+@dataclass(frozen=True)
+class _OneDigit(_DigitString):
+    """``472=`` -> one digit read off the ``length``-digit string: subclasses say which."""
+
+    length: int = 3
+    max_length: ClassVar[int] = 9
+
+    @property
+    def max_answer_chars(self) -> int:
+        return 1
+
+    def prompt_for(self, digits: str) -> str:
+        return f"{digits}="
+
+
+@dataclass(frozen=True)
+class LastDigit(_OneDigit):
+    """``472=`` -> ``2``: the last digit (ten answers, so a constant one earns a tenth, not parity's half)."""
+
+    name: ClassVar[str] = "last"
+
+    def answer_for(self, digits: str) -> str:
+        return digits[-1]
+
+
+@dataclass(frozen=True)
+class FirstDigit(_OneDigit):
+    """``472=`` -> ``4``: the first digit."""
+
+    name: ClassVar[str] = "first"
+
+    def answer_for(self, digits: str) -> str:
+        return digits[0]
+
+
+@dataclass(frozen=True)
+class MaxDigit(_OneDigit):
+    """``472=`` -> ``7``: the largest digit (every position matters)."""
+
+    name: ClassVar[str] = "max"
+
+    def answer_for(self, digits: str) -> str:
+        return max(digits)
+
+
 register_task("addition")(Addition)
+register_task("first")(FirstDigit)
+register_task("last")(LastDigit)
+register_task("max")(MaxDigit)
 register_task("parity")(Parity)
 register_task("reversal")(Reversal)
 register_task("sorting")(Sorting)

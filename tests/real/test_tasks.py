@@ -26,7 +26,7 @@ BUILTIN_SPECS = ["addition", "addition:digits=1", "addition:digits=3", "reversal
 
 
 def test_builtin_tasks_are_registered():
-    assert {"addition", "parity", "reversal", "sorting"} <= set(task_names())
+    assert {"addition", "first", "last", "max", "parity", "reversal", "sorting"} <= set(task_names())
 
 
 def test_train_help_lists_every_registered_task():
@@ -50,6 +50,11 @@ def test_train_help_lists_every_registered_task():
         ("reversal", 1234, "r1234=", "4321"),
         ("reversal:length=3", 12, "r012=", "210"),
         ("sorting", 3142, "s3142=", "1234"),
+        ("last", 472, "472=", "2"),
+        ("first", 472, "472=", "4"),
+        ("max", 472, "472=", "7"),
+        ("max:length=4", 472, "0472=", "7"),
+        ("first:length=4", 472, "0472=", "0"),
     ],
 )
 def test_examples_by_hand(spec, index, prompt, answer):
