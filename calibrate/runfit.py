@@ -316,7 +316,7 @@ def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
         raise CalibrateError(f"the reference curve starts at {curve.initial:.3g}, above the target {target:g}")
     mid = mid_samples_through(curve.initial, asymptote, curve.exponent, n_star, target)  # R(n_star) = target
     # runs that stop at the target (rlsim-real train --target) never show the plateau: then it is not judged
-    past = max(float(eval_points(r)[0].max()) / m["samples_to_target"] for r, m in zip(runs, per_run) if r in learners)
+    past = max(float(eval_points(run)[0].max()) / n for run, n in zip(learners, hits))
     plateau_seen = past >= PLATEAU_SEEN
     degenerate = degenerate_reasons(
         curve.initial, curve.asymptote, fit.asymptote_err, target, mid, runs[0].batch, plateau_seen
@@ -392,6 +392,9 @@ def fit_runs(
         )
     if any(run.kind != "real" for run in runs):
         raise CalibrateError("--runs: imported logs have no bench to scale; give runs of rlsim-real train")
+    threads = check_threads(  # refused before any work when the runs ran with other threads than the bench
+        profile.provenance.get("bench_torch_threads") or {}, runs, "the reference runs", allow_thread_mismatch
+    )
     learning = learning_model(runs, target) if target is not None else None
     # one definition of a run's step time (docs/calibrate.md): the steps to the predicted target. The lengths, the
     # glue and the in-loop factors come from the same steps of every reference run; a stalled seed's hundreds of
@@ -414,9 +417,6 @@ def fit_runs(
     defaulted = phase_warnings(profile, factors)
     learning_notes = learning_warnings(learning) if learning is not None else []
     load = load_summary(r for run in runs for r in run.records)
-    threads = check_threads(
-        profile.provenance.get("bench_torch_threads") or {}, runs, "the reference runs", allow_thread_mismatch
-    )
     warnings = [w for w in [load_warning("the reference runs", load), threads] if w] + defaulted + learning_notes
     provenance = {
         **prof.provenance,
