@@ -213,7 +213,8 @@ def _batch_row(t: pd.DataFrame, p: dict[str, Any], learning: dict[str, Any] | No
     phases: dict[str, Any] = {}
     for col in [c for c in t if c.startswith("measured_s/")]:
         phase = col.split("/", 1)[1]
-        meas, pred = float(t[col].median()), float(t[f"predicted_s/{phase}"].iloc[0])
+        preds = t[f"predicted_s/{phase}"].dropna()  # one prediction per batch; a run may lack the phase
+        meas, pred = float(t[col].median()), float(preds.iloc[0]) if len(preds) else 0.0
         phases[f"measured_s/{phase}"] = meas
         phases[f"predicted_s/{phase}"] = pred
         phases[f"error/{phase}"] = _err(pred, meas)
