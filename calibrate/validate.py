@@ -282,6 +282,27 @@ def _summary(rows: list[dict[str, Any]], target: float | None, held_out: bool) -
     }
 
 
+def _phase_table(by_batch: list[dict[str, Any]]) -> str:
+    """One row per batch, one column per phase: predicted / measured milliseconds and the error, so a reader sees
+    which phase misses without scrolling the wide by-batch table."""
+    import html
+
+    phases = [k.split("/", 1)[1] for k in (by_batch[0] if by_batch else {}) if k.startswith("error/")]
+    if not phases:
+        return "<p>no phase timings</p>"
+    head = "".join(f"<th>{html.escape(ph)}</th>" for ph in phases)
+    rows = []
+    for r in by_batch:
+        cells = []
+        for ph in phases:
+            err, pred, meas = r.get(f"error/{ph}"), r.get(f"predicted_s/{ph}"), r.get(f"measured_s/{ph}")
+            text = "-" if err is None else f"{pred * 1e3:.3g} / {meas * 1e3:.3g} ms, <b>{err:+.1%}</b>"
+            cells.append(f"<td>{text}</td>")
+        role = "held out" if r["held_out"] else "reference"
+        rows.append(f"<tr><td>B = {r['responses_per_step']} ({role})</td>{''.join(cells)}</tr>")
+    return f"<table><tr><th>batch</th>{head}</tr>{''.join(rows)}</table>"
+
+
 def report_html(table: pd.DataFrame, details: dict[str, Any], profile: Profile | None) -> str:
     """A self-contained HTML report: predicted vs measured plots and the error summary."""
     import html
@@ -342,6 +363,7 @@ def report_html(table: pd.DataFrame, details: dict[str, Any], profile: Profile |
         "<h2>Error summary (held-out runs)</h2><pre>"
         + html.escape(json.dumps(details["summary"], indent=2))
         + "</pre>",
+        "<h2>Per phase (medians over seeds: predicted / measured ms, error)</h2>" + _phase_table(details["by_batch"]),
         "<h2>By batch size (medians over seeds; samples- and time-to-target over the seeds that reached the target, "
         "against the prediction for those; time-to-target error = samples error x step-time error)</h2>"
         + pd.DataFrame(details["by_batch"]).to_html(index=False, float_format=lambda x: f"{x:.4g}", na_rep="-"),

@@ -191,6 +191,10 @@ def test_validate_never_changes_the_profile_and_its_numbers_are_rlsim_runs(fitte
             meas = runs_here[f"measured_s/{phase}"].median()
             assert row[f"measured_s/{phase}"] == meas
             assert row[f"error/{phase}"] == pytest.approx(pred / meas - 1, rel=1e-9)
+    from calibrate.validate import report_html
+
+    page = report_html(table, details, profile)  # the report shows the per-phase errors in a table of their own
+    assert "Per phase" in page and "B = 128 (reference)" in page and "rollout" in page
     worst = details["summary"]["worst_phase"]
     for row in details["by_batch"]:
         if not row["held_out"]:
