@@ -60,7 +60,15 @@ def cmd_fit(args: argparse.Namespace) -> int:
         from calibrate.runs import load_run
 
         runs = [load_run(p) for p in args.runs]
-        profile, report = fit_runs(profile, runs, args.target, args.gpu, args.length_phases, args.allow_thread_mismatch)
+        profile, report = fit_runs(
+            profile,
+            runs,
+            args.target,
+            args.gpu,
+            args.length_phases,
+            args.allow_thread_mismatch,
+            args.allow_load_mismatch,
+        )
     print(
         f"{'phase':<12} {'points':>6} {'repeats':>7} {'held-out MAPE':>13} {'max error':>10} {'per repeat':>10}"
         "  coefficients (1 sigma)"
@@ -409,6 +417,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-thread-mismatch",
         action="store_true",
         help="go on (with a warning) when the runs ran with other torch thread counts than the bench",
+    )
+    fit.add_argument(
+        "--allow-load-mismatch",
+        action="store_true",
+        help="go on (with a warning) when the bench and the reference runs ran under different machine loads",
     )
     fit.set_defaults(func=cmd_fit)
 

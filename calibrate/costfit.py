@@ -369,6 +369,7 @@ def fit_profile(
     threads = bench_threads(table)
     if threads:
         full_prov["bench_torch_threads"] = threads  # fit and validate compare the runs' with these
+    full_prov["bench_load"] = load_summary(table.to_dict("records"))  # fit --runs compares the runs' with it
     phases = {}
     for r in results:
         params = dict(r.parameters)

@@ -378,9 +378,11 @@ def fit_runs(
     gpu: str | None = None,
     length_phases: int = LENGTH_PHASES,
     allow_thread_mismatch: bool = False,
+    allow_load_mismatch: bool = False,
 ) -> tuple[Profile, dict[str, Any]]:
     """The profile with everything the reference runs give (module docstring), and a report of the fit. Runs
-    that ran with other torch thread counts than the bench are refused unless ``allow_thread_mismatch``."""
+    that ran with other torch thread counts than the bench, or under a load that differs from the bench's by more
+    than ``LOAD_MISMATCH`` of the machine, are refused unless allowed."""
     if not runs:
         raise CalibrateError("--runs: give the reference runs (run directories of rlsim-real train)")
     check_same_setup(runs, "--runs")
@@ -395,6 +397,8 @@ def fit_runs(
     threads = check_threads(  # refused before any work when the runs ran with other threads than the bench
         profile.provenance.get("bench_torch_threads") or {}, runs, "the reference runs", allow_thread_mismatch
     )
+    load = load_summary(r for run in runs for r in run.records)
+    load_note = check_load(profile.provenance.get("bench_load") or {}, load, allow_load_mismatch)
     learning = learning_model(runs, target) if target is not None else None
     # one definition of a run's step time (docs/calibrate.md): the steps to the predicted target. The lengths, the
     # glue and the in-loop factors come from the same steps of every reference run; a stalled seed's hundreds of
@@ -416,8 +420,8 @@ def fit_runs(
             break
     defaulted = phase_warnings(profile, factors)
     learning_notes = learning_warnings(learning) if learning is not None else []
-    load = load_summary(r for run in runs for r in run.records)
-    warnings = [w for w in [load_warning("the reference runs", load), threads] if w] + defaulted + learning_notes
+    warnings = [w for w in [load_warning("the reference runs", load), threads, load_note] if w]
+    warnings += defaulted + learning_notes
     provenance = {
         **prof.provenance,
         "runs": [str(run.path.resolve()) for run in runs],  # validate tells in-sample runs by these
@@ -428,6 +432,26 @@ def fit_runs(
     }
     report = {"lengths": lengths, "costs": costs, "in_loop_factors": factors, "learning": learning, "load": load}
     return dataclasses.replace(prof, provenance=provenance, learning=learning), {**report, "warnings": warnings}
+
+
+LOAD_MISMATCH = 0.25  # bench and reference runs whose median load differs by more than this share are refused
+
+
+def check_load(bench: dict[str, Any], runs: dict[str, Any], allow: bool) -> str | None:
+    """Refuse a bench and reference runs measured under different loads (median share of the machine other
+    processes took, rlsim.machine_load): the in-loop factors would carry that difference into every prediction.
+    With ``allow`` the mismatch is a warning (returned); None when they agree or either side did not record it."""
+    b, r = bench.get("median_other_cpu_fraction"), runs.get("median_other_cpu_fraction")
+    if b is None or r is None or abs(b - r) <= LOAD_MISMATCH:
+        return None
+    msg = (
+        f"the bench ran with other processes taking a median {b:.0%} of the machine and the reference runs {r:.0%}: "
+        "the in-loop factors would carry that difference into every prediction; bench and run under the same load "
+        "(rlsim-calibrate loop runs them back to back)"
+    )
+    if not allow:
+        raise CalibrateError(f"{msg}, or pass --allow-load-mismatch to go on anyway")
+    return msg
 
 
 def learning_warnings(learning: dict[str, Any]) -> list[str]:

@@ -449,3 +449,23 @@ def test_the_predicted_band_of_seeds_reaching_the_target():
     assert lo == 0 and hi >= 4
     sure = reach_band(0.4, {"runs": 0}, 5)
     assert lo <= sure[0] and hi >= sure[1]
+
+
+def test_a_bench_and_runs_measured_under_different_loads_are_refused(tmp_path):
+    """Issue 28: a bench taken beside other work (median 50% of the machine) and quiet reference runs gave a fit
+    that was off on its own reference batch; the in-loop factors carry the difference into every prediction. fit
+    refuses it in one line that says how to rerun; --allow-load-mismatch goes on with the line as a warning; loads
+    within 25 points of each other pass."""
+    model = _model_dir(tmp_path)
+    runs = [load_run(_write_run(tmp_path, 16, s, model)) for s in range(2)]  # other_cpu_fraction 0 each step
+    prof = _bench_profile()
+    loaded = Profile(
+        provenance={**prof.provenance, "bench_load": {"median_other_cpu_fraction": 0.5}}, phases=prof.phases
+    )
+    with pytest.raises(CalibrateError, match=r"median 50% of the machine and the reference runs 0%.*allow-load"):
+        fit_runs(loaded, runs, 0.9)
+    _, report = fit_runs(loaded, runs, 0.9, allow_load_mismatch=True)
+    assert any("median 50% of the machine" in w for w in report["warnings"])
+    near = Profile(provenance={**prof.provenance, "bench_load": {"median_other_cpu_fraction": 0.2}}, phases=prof.phases)
+    _, report = fit_runs(near, runs, 0.9)
+    assert not any("of the machine and the reference runs" in w for w in report["warnings"])
