@@ -142,7 +142,6 @@ def resolve_threads(spec: str, sample_s: float = THREADS_SAMPLE_S) -> tuple[str,
 
 def loop(args: argparse.Namespace) -> int:
     out: Path = args.output
-    out.mkdir(parents=True, exist_ok=True)
     g, ref_b = args.group_size, args.reference_batch
     if args.seeds < 1:
         raise CalibrateError(f"--seeds {args.seeds} must be at least 1")
@@ -159,6 +158,7 @@ def loop(args: argparse.Namespace) -> int:
     ref_p = ref_b // g
     held_p = sorted({max(1, round(ref_p * m)) for m in multiples} - {ref_p})
     args.threads, why = resolve_threads(args.threads)
+    out.mkdir(parents=True, exist_ok=True)  # only once the arguments are good: a typo leaves nothing behind
     print(f"torch threads for every bench and run: {args.threads} ({why})", flush=True)
     t0 = time.perf_counter()
     for cmd in bench_commands(out / "bench", args.engine, [ref_b, *(p * g for p in held_p)], args.threads):

@@ -96,3 +96,11 @@ def test_the_loop_decides_its_threads_once_for_every_command():
     assert resolve_threads("2") == ("2", "--threads 2")
     with pytest.raises(CalibrateError, match="--threads 'two'"):
         resolve_threads("two")
+
+
+def test_a_loop_with_a_bad_argument_stops_before_it_writes_anything(tmp_path):
+    from calibrate.cli import main
+
+    for bad in (["--held-out", "0,4"], ["--held-out", "x"], ["--threads", "tw0"], ["--max-steps", "1"]):
+        assert main(["loop", *bad, "-o", str(tmp_path / "loop")]) == 2
+        assert not (tmp_path / "loop").exists()
