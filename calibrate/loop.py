@@ -18,7 +18,6 @@ is skipped and a run that finished is not re-run, so the loop resumes where it s
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
@@ -122,7 +121,7 @@ def resolve_threads(spec: str, sample_s: float = THREADS_SAMPLE_S) -> tuple[str,
     leave free, measured once at the start): each count is a different machine to the cost model, and ``auto``
     decided per command gave the bench and the runs different counts when the load came and went. Returns the
     count and why."""
-    from rlsim.machine_load import LoadMeter
+    from rlsim.machine_load import free_cores
     from rlsim.threads import count_of
 
     if spec != "auto":
@@ -130,14 +129,10 @@ def resolve_threads(spec: str, sample_s: float = THREADS_SAMPLE_S) -> tuple[str,
         if n is None:
             raise CalibrateError(f"--threads {spec!r}: give auto or a number of threads >= 1")
         return str(n), f"--threads {n}"
-    cores = os.cpu_count() or 1
-    meter = LoadMeter().start()
-    time.sleep(sample_s)
-    other = meter.stop()["other_cpu_fraction"]
-    if other is None:
+    cores, free, busy = free_cores(sample_s)
+    if busy is None:
         return str(cores), f"auto: {cores} (the machine's load cannot be read)"
-    n = max(1, cores - round(other * cores))
-    return str(n), f"auto at the loop's start: other processes kept {other * cores:.1f} of {cores} cores busy"
+    return str(free), f"auto at the loop's start: other processes kept {busy:.1f} of {cores} cores busy"
 
 
 def loop(args: argparse.Namespace) -> int:

@@ -48,15 +48,14 @@ from typing import Any
 import numpy as np
 
 from calibrate.errors import CalibrateError
-from calibrate.runs import Run, check_same_setup, eval_points, measured, setup_scenario, step_times
+from calibrate.runlearning import learning_model, learning_warnings
+from calibrate.runs import Run, check_same_setup, measured, setup_scenario, step_times
 from calibrate.tables import check_threads
-from rlsim.learning import mid_samples_through
 from rlsim.machine_load import load_summary, load_warning
 from rlsim.phases import Phase
-from rlsim.profile import LEARNING_VERSION, PhaseFit, Profile
+from rlsim.profile import PhaseFit, Profile
 from rlsim.scenario import from_dict
 
-ADAM_SQRT_POWER = 0.5  # samples-to-target ~ (1 + B / B_noise) ** power for Adam under the sqrt LR rule
 # per phase, the coefficients that scale its time: overheads multiply, efficiencies divide
 SCALED = {
     Phase.ROLLOUT.value: (
@@ -199,178 +198,6 @@ def in_loop_factors(runs: list[Run], profile: Profile, gpu: str | None = None) -
     return factors
 
 
-# ---------------------------------------------------------------------------------------------- learning
-
-
-def seed_model(hits: list[float], censored: list[float]) -> tuple[float, float, float]:
-    """Maximum-likelihood (mu, sigma, stall) of samples-to-target over seeds: a share ``stall`` of seeds never
-    reaches the target, the others at lognormal(mu, sigma) samples. ``hits`` reached it at those samples,
-    ``censored`` had not within those budgets (each either stalled or would have needed more: right-censored).
-    With none censored, stall is 0 and (mu, sigma) the plain log mean and std; with one hit there is no spread to
-    fit (sigma 0) and the stall share is the censored seeds' share."""
-    from scipy.optimize import minimize
-    from scipy.special import expit
-    from scipy.stats import norm
-
-    x = np.log(np.asarray(hits, float))
-    c = np.log(np.asarray(censored, float)) if censored else np.zeros(0)
-    if x.size < 2:
-        return float(x[0]), 0.0, c.size / (c.size + 1.0)
-    mu0, s0 = float(x.mean()), float(max(x.std(ddof=1), 1e-3))
-    if not c.size:
-        return mu0, s0, 0.0
-
-    def nll(p: np.ndarray) -> float:
-        mu, log_s, logit_q = p
-        s, q = math.exp(log_s), float(expit(logit_q))
-        hit = np.log1p(-q) + norm.logpdf(x, mu, s)
-        cens = np.logaddexp(math.log(max(q, 1e-300)), np.log1p(-q) + norm.logsf(c, mu, s))
-        return -(hit.sum() + cens.sum())
-
-    best = None
-    for q0 in (0.05, 0.3):  # a stall and a wide spread explain a censored seed alike: start from both
-        sol = minimize(
-            nll,
-            np.array([mu0, math.log(s0), math.log(q0 / (1 - q0))]),
-            method="Nelder-Mead",
-            options={"xatol": 1e-7, "fatol": 1e-10, "maxiter": 4000},
-        )
-        best = sol if best is None or sol.fun < best.fun else best
-    return float(best.x[0]), float(math.exp(best.x[1])), float(expit(best.x[2]))
-
-
-def stall_upper(censored: int, runs: int, level: float = 0.9) -> float:
-    """One-sided upper bound (Clopper-Pearson, ``level``) on the stall share: ``censored`` of ``runs`` seeds did
-    not reach the target. With 0 of 6 it is 0.32: six seeds cannot rule out that a third stall."""
-    from scipy.stats import beta
-
-    return 1.0 if censored >= runs else float(beta.ppf(level, censored + 1, runs - censored))
-
-
-PLATEAU_SEEN = 1.5  # the learners' evaluations must run this far past their crossing to show the curve's plateau
-
-
-def degenerate_reasons(
-    initial: float,
-    fitted_asymptote: float,
-    asymptote_err: float,
-    target: float,
-    mid_samples: float,
-    batch: int,
-    plateau_seen: bool = True,
-) -> list[str]:
-    """Why a fitted reference curve cannot be trusted to place the target, one reason per line (empty: it can):
-    a plateau the runs show (``plateau_seen``) not clearly above the target (within 2% of the climb from the
-    initial value, or two standard errors of the fitted plateau; at or below it the fit lifts it to target + 1e-3
-    to cross at all, and samples-to-target rides on that lift), or its mid-point below one step's samples (the
-    curve rises inside the first step, so nothing says how it scales)."""
-    out = []
-    err = asymptote_err if math.isfinite(asymptote_err) else 0.0
-    if plateau_seen and fitted_asymptote - target <= max(0.02 * abs(target - initial), 2.0 * err):
-        out.append(
-            f"the reference curve levels off at {fitted_asymptote:.3g}, not clearly above the target {target:g}: "
-            "where it crosses the target is an extrapolation (lower --target, or run the seeds longer)"
-        )
-    if mid_samples < batch:
-        out.append(
-            f"the reference curve's mid-point, {mid_samples:.3g} samples, is below one step ({batch} samples): it "
-            "rises within the first step, so samples-to-target at other targets and batches is not resolved "
-            "(evaluate more often early, --eval-every, or lower the learning rate)"
-        )
-    return out
-
-
-def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
-    """The profile's ``learning`` section from the reference runs (module docstring)."""
-    from calibrate.learning_fit.curve import fit_sigmoid
-    from calibrate.learning_fit.noise import b_simple_pooled
-
-    per_run = [measured(run, target) for run in runs]
-    hits = [m["samples_to_target"] for m in per_run if m["samples_to_target"] is not None]
-    censored = [m["budget_samples"] for m in per_run if m["samples_to_target"] is None]
-    if not hits:
-        raise CalibrateError(
-            f"none of the {len(runs)} reference runs reached the target {target:g}; lower --target, run longer "
-            "(--max-steps) or add seeds"
-        )
-    # the curve of the seeds that learn: a stalled seed (a constant answer) is the stall share's business, and
-    # averaged in it flattens the curve onto the target (3 of 5 seeds stalled near 0.5 gave an asymptote of 0.901
-    # for a target of 0.9 and a mid-point of 0.018 samples)
-    learners = [run for run, m in zip(runs, per_run) if m["samples_to_target"] is not None]
-    points: dict[float, list[float]] = {}
-    for run in learners:
-        for x, y in zip(*eval_points(run)):
-            points.setdefault(float(x), []).append(float(y))
-    if len(points) < 3:
-        raise CalibrateError("the reference runs logged fewer than 3 evaluations; evaluate more often (--eval-every)")
-    xs = np.array(sorted(points))
-    ys = np.array([np.mean(points[x]) for x in xs])
-    initial = [r.records[0].get("eval_metric_initial") for r in learners]
-    known = [v for v in initial if v is not None]
-    fit = fit_sigmoid(xs, ys, r0=float(np.mean(known)) if known else None)
-    curve = fit.to_metric_curve()
-    mu, sigma, stall = seed_model(hits, censored)
-    n_star = math.exp(mu)  # the median over seeds
-    asymptote = max(curve.asymptote, target + 1e-3)
-    if not curve.initial < target < asymptote:
-        raise CalibrateError(f"the reference curve starts at {curve.initial:.3g}, above the target {target:g}")
-    mid = mid_samples_through(curve.initial, asymptote, curve.exponent, n_star, target)  # R(n_star) = target
-    # runs that stop at the target (rlsim-real train --target) never show the plateau: then it is not judged
-    past = max(float(eval_points(run)[0].max()) / n for run, n in zip(learners, hits))
-    plateau_seen = past >= PLATEAU_SEEN
-    degenerate = degenerate_reasons(
-        curve.initial, curve.asymptote, fit.asymptote_err, target, mid, runs[0].batch, plateau_seen
-    )
-    noise = b_simple_pooled([r.records for r in runs], names=[r.name for r in runs], skip_unusable=True)
-    rule = runs[0].config.get("lr_rule") or (runs[0].scenario_file or {}).get("learning", {}).get("lr_rule", "sqrt")
-    if noise["b_simple"] is not None and noise["b_simple"] > 0:
-        power = 1.0 if rule == "linear" else ADAM_SQRT_POWER
-        batch_multiplier: dict[str, Any] = {
-            "form": "critical_batch",
-            "critical_batch": float(noise["b_simple"]),
-            "critical_power": power,
-        }
-        form = (
-            "E ~ (1 + B / B_simple) ** 0.5: Adam under the sqrt LR rule (rlsim.learning derives it)"
-            if power == ADAM_SQRT_POWER
-            else "E ~ 1 + B / B_simple: McCandlish et al. 2018 (LR tuned per batch)"
-        )
-    else:
-        batch_multiplier = {"form": "invariant"}
-        form = "invariant: the reference runs logged no usable two-batch gradient norms"
-    return {
-        "version": LEARNING_VERSION,
-        "reference_batch": runs[0].batch,
-        "metric": {"initial": curve.initial, "asymptote": asymptote, "mid_samples": mid, "exponent": curve.exponent},
-        "target": float(target),
-        "batch_multiplier": batch_multiplier,
-        "invariant_rule": "linear" if rule == "linear" else "sqrt",
-        "samples_spread": float(min(sigma, 2.0)),
-        "stall_probability": float(min(stall, 0.99)),
-        "stall_probability_upper_90": stall_upper(len(censored), len(runs)),
-        # fitted at one batch size (fit --runs takes one): the same share is assumed at every batch
-        "stall_model": "constant across batch sizes (fitted at one reference batch)",
-        "curve_from_runs": [run.name for run in learners],
-        "degenerate": degenerate,
-        "plateau_seen": plateau_seen,  # the learners evaluated at least PLATEAU_SEEN x past their crossing
-        # what the fit saw (documentation; not rlsim Learning fields)
-        "batch_form": form,
-        "lr_rule": rule,
-        "median_samples_to_target": n_star,
-        "runs": len(runs),
-        "runs_reaching_target": len(hits),
-        "measured_samples_to_target": hits,
-        "budget_samples": censored,
-        "b_simple": noise["b_simple"],
-        "b_simple_interval": [v if v is not None and np.isfinite(v) else None for v in noise["interval"]],
-        "b_simple_steps": noise["num_steps"],
-        "sigmoid_rmse": fit.rmse,
-    }
-
-
-# ---------------------------------------------------------------------------------------------- together
-
-
 def fit_runs(
     profile: Profile,
     runs: list[Run],
@@ -452,27 +279,6 @@ def check_load(bench: dict[str, Any], runs: dict[str, Any], allow: bool) -> str 
     if not allow:
         raise CalibrateError(f"{msg}, or pass --allow-load-mismatch to go on anyway")
     return msg
-
-
-def learning_warnings(learning: dict[str, Any]) -> list[str]:
-    """One line per thing the learning model could not settle: a degenerate reference curve, and seeds that
-    stalled (their share is assumed the same at every batch size)."""
-    out = [f"learning: {reason}" for reason in learning.get("degenerate") or []]
-    if learning.get("plateau_seen") is False:
-        out.append(
-            f"learning: the reference runs stop near the target, so the curve's plateau "
-            f"({learning['metric']['asymptote']:.3g}) is not observed: samples-to-target at {learning['target']:g} "
-            "rests on the seeds' crossings, at any other target (learning.target) it is an extrapolation"
-        )
-    stalled = learning["runs"] - learning["runs_reaching_target"]
-    if stalled:
-        out.append(
-            f"learning: {stalled} of {learning['runs']} reference seeds never reached the target: the curve is the "
-            f"other seeds', the stall share {learning['stall_probability']:.2f} (90% upper bound "
-            f"{learning['stall_probability_upper_90']:.2f}) is assumed the same at every batch size (seeds at one "
-            "batch cannot say more; validate seeds at other batches)"
-        )
-    return out
 
 
 def phase_warnings(bench: Profile, factors: dict[str, float]) -> list[str]:

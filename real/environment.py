@@ -29,20 +29,10 @@ _threads_rule: str | None = None  # why torch runs the threads it does (set by a
 
 
 def free_cores(sample_s: float = THREADS_SAMPLE_S) -> tuple[int, int, float | None]:
-    """(cores, cores that other processes left free, their busy cores) over ``sample_s`` seconds of this process
-    sleeping; every core counts as free where ``/proc/stat`` cannot be read."""
-    import time
+    """rlsim.machine_load.free_cores over ``sample_s`` (default: half a second)."""
+    from rlsim.machine_load import free_cores as measure
 
-    from rlsim.machine_load import LoadMeter
-
-    cores = os.cpu_count() or 1
-    meter = LoadMeter().start()
-    time.sleep(sample_s)
-    other = meter.stop()["other_cpu_fraction"]
-    if other is None:
-        return cores, cores, None
-    busy = other * cores
-    return cores, max(1, cores - round(busy)), busy
+    return measure(sample_s)
 
 
 def apply_threads(spec: str) -> str:

@@ -215,25 +215,6 @@ def register_task(name: str) -> Callable[[Callable[..., Task]], Callable[..., Ta
 
 
 @dataclass(frozen=True)
-class Parity(_DigitString):
-    """``472=`` -> ``0``: whether the ``length``-digit number is odd (``1``) or even (``0``)."""
-
-    length: int = 3
-    name: ClassVar[str] = "parity"
-    max_length: ClassVar[int] = 9
-
-    @property
-    def max_answer_chars(self) -> int:
-        return 1
-
-    def prompt_for(self, digits: str) -> str:
-        return f"{digits}="
-
-    def answer_for(self, digits: str) -> str:
-        return str(int(digits[-1]) % 2)
-
-
-@dataclass(frozen=True)
 class _OneDigit(_DigitString):
     """``472=`` -> one digit read off the ``length``-digit string: subclasses say which."""
 
@@ -246,6 +227,16 @@ class _OneDigit(_DigitString):
 
     def prompt_for(self, digits: str) -> str:
         return f"{digits}="
+
+
+@dataclass(frozen=True)
+class Parity(_OneDigit):
+    """``472=`` -> ``0``: whether the ``length``-digit number is odd (``1``) or even (``0``)."""
+
+    name: ClassVar[str] = "parity"
+
+    def answer_for(self, digits: str) -> str:
+        return str(int(digits[-1]) % 2)
 
 
 @dataclass(frozen=True)

@@ -109,3 +109,17 @@ def load_warning(what: str, summary: dict[str, Any]) -> str | None:
         f"{summary['max_other_cpu_fraction']:.0%}); its timings are slower than this machine alone: rerun on a "
         "quiet machine to trust them"
     )
+
+
+def free_cores(sample_s: float) -> tuple[int, int, float | None]:
+    """(cores, cores that other processes left free, their busy cores) over ``sample_s`` seconds of this process
+    sleeping; every core counts as free where ``/proc/stat`` cannot be read. rlsim-real's ``--threads auto`` and
+    rlsim-calibrate loop's decide their torch threads from it."""
+    cores = os.cpu_count() or 1
+    meter = LoadMeter().start()
+    time.sleep(sample_s)
+    other = meter.stop()["other_cpu_fraction"]
+    if other is None:
+        return cores, cores, None
+    busy = other * cores
+    return cores, max(1, cores - round(busy)), busy

@@ -162,7 +162,7 @@ def _result(
     warnings: list[str] = software.warnings(scn) + scn.hardware.topology_warnings()
     if prof is not None:
         warnings += prof.range_warnings(operating_point(scn, records))
-        # what the fit said of its learning model (calibrate.runfit.degenerate_reasons), where it is in use
+        # what the fit said of its learning model (calibrate.runlearning.degenerate_reasons), where it is in use
         if scn.learning.metric is not None and (prof.learning or {}).get("degenerate"):
             warnings += [f"profile learning model: {r}" for r in prof.learning["degenerate"]]
     result = SimResult(scn, records, spans, prof.info() if prof else None, warnings)

@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from calibrate.errors import CalibrateError
-from calibrate.runfit import fit_runs, learning_model, scenario_out, seed_model, stall_upper
+from calibrate.runfit import fit_runs, scenario_out
+from calibrate.runlearning import learning_model, seed_model, stall_upper
 from calibrate.runs import load_run
 from calibrate.validate import validate
 from rlsim.profile import PhaseFit, Profile, load_profile
@@ -425,7 +426,7 @@ def test_stalled_seeds_do_not_flatten_the_curve_and_a_degenerate_one_is_said(tmp
 
 
 def test_a_mid_point_inside_the_first_step_is_a_degenerate_curve():
-    from calibrate.runfit import degenerate_reasons
+    from calibrate.runlearning import degenerate_reasons
 
     # the fit: plateau lifted to 0.901 for a target of 0.9, mid-point 0.018 samples at B = 64
     reasons = degenerate_reasons(0.5, 0.899, 0.0, 0.9, 0.018, 64)

@@ -279,7 +279,7 @@ def test_scaled_profile_scales_each_phase_time_by_its_factor():
 def test_learning_model_takes_adams_power_for_sqrt_rule_runs(tmp_path):
     """Runs trained with the sqrt LR rule get samples ~ (1 + B / B_simple) ** 0.5 (Adam's first-order cost);
     the linear rule McCandlish's power 1. Both use B_simple from the runs' gradient norms."""
-    from calibrate.runfit import learning_model
+    from calibrate.runlearning import learning_model
     from calibrate.runs import load_run
     from rlsim.learning import batch_multiplier
     from rlsim.scenario import BatchMultiplier

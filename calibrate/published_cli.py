@@ -1,0 +1,171 @@
+"""``rlsim-calibrate published``: predict published RL step times and generation throughput, print the accuracy,
+and with ``--cv KEY`` the cross-validated accuracy (calibrate/published.py, published_generation.py,
+published_cv.py hold the work; this module prints and writes what they return). Split from calibrate/cli.py."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from calibrate.errors import CalibrateError
+from rlsim.files import atomic_write_text, make_output_dir
+
+
+def _print_summary(what: str, st: dict) -> None:
+    if st["n_expressed"]:
+        print(
+            f"{what} over {st['n_expressed']} of {st['n_rows']} rows: median |error| "
+            f"{st['median_abs_error_pct']:.1f}%, median signed error {st['bias_pct']:+.1f}%, within 10%: "
+            f"{st['within_10_pct']:.0%}, within 25%: {st['within_25_pct']:.0%}, "
+            f"max |error| {st['max_abs_error_pct']:.1f}%"
+        )
+    for r in st["not_expressed"]:
+        print(f"not expressed: {r['run']} ({r['file']} row {r['row']}): {r['reason']}")
+
+
+def cmd_published(args: argparse.Namespace) -> int:
+    import yaml
+
+    from calibrate import published as pub
+    from calibrate import published_generation as gen
+    from rlsim import catalog
+    from rlsim.errors import ScenarioError
+    from rlsim.scenario import parse_scalar, split_assignment
+
+    if args.cv is not None and not args.cv.strip():
+        raise CalibrateError("--cv: name a key to hold out by (gpu, version, model, family, tp or a column)")
+    if args.cv is not None and args.costs == "fitted":
+        raise CalibrateError(
+            "--cv with --costs fitted: the fitted set was fitted on the development rows, so every fold would start "
+            "from values that saw its held-out rows; drop --costs (cross-validation starts from rlsim's catalog "
+            "defaults) or name --costs catalog"
+        )
+    args.costs = args.costs or ("catalog" if args.cv is not None else "fitted")
+    costs: dict[str, float] = pub.costs_set(args.costs)
+    for item in args.set or []:  # rlsim's key=value grammar (rlsim.scenario.overrides), keys costs.FIELD only
+        usage = f"--set {item!r}: write costs.FIELD=VALUE (one set of costs for every row)"
+        try:
+            key, text = split_assignment(item)
+        except ScenarioError:
+            raise CalibrateError(usage) from None
+        if not key.startswith("costs.") or "." in key[6:]:
+            raise CalibrateError(usage)
+        value = parse_scalar(text)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise CalibrateError(f"--set {item!r}: {text!r} is not a number")
+        costs[key[6:]] = float(value)
+    pub.check_costs(costs)
+    base = dict(costs)  # what a cross-validation fold starts from, before any --fit on every row
+    if args.csv:
+        step_paths, gen_paths = pub.split_inputs([Path(p) for p in args.csv])
+    else:
+        step_paths, gen_paths = [pub.dev_set_path()], [gen.dev_set_path()]
+    step_df = pub.read_rows(step_paths) if step_paths else None
+    gen_df = gen.read_rows(gen_paths) if gen_paths else None
+    if args.cv is not None:
+        from calibrate import published_cv
+
+        published_cv.check_key(args.cv.strip(), step_df, gen_df)
+    out = make_output_dir(args.output, "directory for the outputs")
+    engines: dict[str, dict[str, float]] = {}
+    if args.fit is not None:
+        names = [n.strip() for n in args.fit.split(",") if n.strip()]
+        if not names:
+            raise CalibrateError("--fit: name at least one costs field or BEHAVIOUR.FIELD, comma-separated")
+        fitted_all = pub.fit_costs(step_df, gen_df, names, costs)
+        costs, engines = pub.split_fitted(fitted_all)
+        fitted = {
+            "provenance": {
+                "method": "least squares on log(predicted / measured) over every expressed row",
+                "inputs": [str(p) for p in step_paths + gen_paths],
+                "fitted": names,
+                "started_from": args.costs,
+                "date": time.strftime("%Y-%m-%d"),
+                "command": " ".join(sys.argv),
+            },
+            "costs": {k: float(v) for k, v in costs.items()},
+            "engines": engines,
+        }
+        atomic_write_text(out / "fitted_costs.yaml", yaml.safe_dump(fitted, sort_keys=False))
+        print("fitted: " + ", ".join(f"{n}={fitted_all[n]:.4g}" for n in names))
+    summary: dict = {"inputs": [str(p) for p in step_paths + gen_paths], "costs_set": args.costs, "costs": costs}
+    with catalog.engine_overrides(engines):
+        _published_tables(summary, step_df, gen_df, costs, out)
+    if args.cv is not None:
+        summary["cv"] = _published_cv(args, step_df, gen_df, base, out)
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    print(f"wrote {out}/summary.json")
+    return 0
+
+
+def _published_tables(summary: dict, step_df, gen_df, costs: dict[str, float], out: Path) -> None:
+    from calibrate import published as pub
+    from calibrate import published_generation as gen
+    from rlsim.phases import Phase
+
+    if step_df is not None:
+        results = pub.evaluate(step_df, costs or None)
+        summary["step_time"] = pub.summarize(results)
+        atomic_write_text(out / "published.csv", pub.table(results).to_csv(index=False))
+        print(f"{'run':<58} {'measured':>9} {'predicted':>9} {'error':>7}  phases (s): rollout/logprob/ref/train/sync")
+        for r in results:
+            if r.expressed:
+                ph = r.phases_s
+                parts = "/".join(
+                    f"{ph.get(k, 0):.1f}"
+                    for k in (Phase.ROLLOUT, Phase.OLD_LOGPROB, Phase.REF_LOGPROB, Phase.TRAIN_ACTOR, Phase.WEIGHT_SYNC)
+                )
+                print(f"{r.label[:58]:<58} {r.measured_s:>8.1f}s {r.predicted_s:>8.1f}s {r.error_pct:>+6.1f}%  {parts}")
+        for r in results:
+            if r.expressed and r.reason:
+                print(f"note: {r.label} ({r.file} row {r.row}): {r.reason}")
+        print()
+        _print_summary("step time", summary["step_time"])
+    if gen_df is not None:
+        gresults = gen.evaluate(gen_df, costs or None)
+        summary["generation"] = gen.summarize(gresults)
+        atomic_write_text(out / "generation.csv", gen.table(gresults).to_csv(index=False))
+        print(f"\n{'generation benchmark':<58} {'measured':>9} {'predicted':>9} {'error':>7}  (output tokens/s)")
+        for r in gresults:
+            if r.expressed:
+                print(f"{r.label[:58]:<58} {r.measured:>9.0f} {r.predicted:>9.0f} {r.error_pct:>+6.1f}%")
+        for r in gresults:
+            if r.expressed and r.reason:  # predicted with a stated assumption (an engine release rlsim lacks)
+                print(f"note: {r.label} ({r.file} row {r.row}): {r.reason}")
+        print()
+        _print_summary("generation tokens/s", summary["generation"])
+        by_tp = summary["generation"]["by_tp"]
+        print(
+            "median error by tensor-parallel size: "
+            + ", ".join(f"TP{tp} {v['median_error_pct']:+.1f}% (n={v['n']})" for tp, v in by_tp.items())
+        )
+
+
+def _published_cv(args: argparse.Namespace, step_df, gen_df, base: dict[str, float], out: Path) -> dict:
+    """Leave-one-group-out accuracy of both tables (calibrate/published_cv.py); DIR gets cv.csv."""
+    import pandas as pd
+
+    from calibrate import published_cv as pcv
+
+    key = args.cv.strip()
+    names = [n.strip() for n in args.fit.split(",") if n.strip()] if args.fit else None
+    result: dict = {"key": key}
+    rows = []
+    for table, df, default, what in (
+        ("step", step_df, pcv.STEP_FIT, "step time"),
+        ("generation", gen_df, pcv.GENERATION_FIT, "generation tokens/s"),
+    ):
+        if df is None:
+            continue
+        cv = pcv.cross_validate(
+            table, df, key, names or list(default), base, progress=lambda m: print(f"cv: {m}", file=sys.stderr)
+        )
+        rows += [{"table": table, **r} for r in cv.pop("rows", [])]
+        result["step_time" if table == "step" else "generation"] = cv
+        print()
+        print("\n".join(pcv.format_table(what, cv)))
+    atomic_write_text(out / "cv.csv", pd.DataFrame(rows).to_csv(index=False))
+    return result
