@@ -65,9 +65,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
             runs,
             args.target,
             args.gpu,
-            args.length_phases,
-            args.allow_thread_mismatch,
-            args.allow_load_mismatch,
+            length_phases=args.length_phases,
+            length_progress=args.length_progress,
+            allow_thread_mismatch=args.allow_thread_mismatch,
+            allow_load_mismatch=args.allow_load_mismatch,
         )
     print(
         f"{'phase':<12} {'points':>6} {'repeats':>7} {'held-out MAPE':>13} {'max error':>10} {'per repeat':>10}"
@@ -229,6 +230,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from calibrate.runfit import LENGTH_PHASES
+
     parser = argparse.ArgumentParser(prog="rlsim-calibrate", description="fit profiles and validate predictions")
     sub = parser.add_subparsers(dest="command", required=True)
     fit = sub.add_parser("fit", help="fit each phase's cost model from bench tables into a profile")
@@ -248,8 +251,16 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument(
         "--length-phases",
         type=int,
-        default=1,
-        help="response-length histograms by training progress (with --runs; default 1: pooled, see calibrate.runfit)",
+        default=LENGTH_PHASES,
+        help=f"response-length histograms by training progress (with --runs; default {LENGTH_PHASES}; 1: pooled; "
+        "see calibrate.runfit)",
+    )
+    fit.add_argument(
+        "--length-progress",
+        choices=("learning_rate", "samples"),
+        default="learning_rate",
+        help="what the length phases follow at another batch size: the cumulative learning rate (default) or the "
+        "samples seen (see calibrate.runfit)",
     )
     fit.add_argument(
         "--scenario-out", type=Path, help="write the reference runs' setup as a scenario YAML (with --runs)"

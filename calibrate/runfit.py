@@ -6,17 +6,22 @@ up to the median crossing: the span a run's step time is defined over, docs/cali
 steps would otherwise set the lengths of steps that never see them):
 
 * **the response-length model** (``lengths``): the prompt length (the runs' mean prompt tokens per response) and
-  the histogram of response lengths (``response_length_counts`` in the run log) pooled over every step of every
-  reference run (``response_length``); with ``length_phases`` > 1 also one histogram per group of steps by the
-  cumulative samples they start at (``response_length_by_samples``, groups of equal size). Indexed by samples,
-  which a run at another batch size covers alike (curves in samples are nearly the same: the paper's algorithm
-  side). A policy's responses change as it learns (on the parity task from up to 8 tokens to 2), and an engine
-  that decodes a step as one static batch pays its longest response: the pooled histogram puts a length-8
-  response in nearly every step (expected longest 8.0 at B = 64, 128 and 512 against 5.9, 6.2 and 7.2 measured on
-  the hf loop), 4 phases give 6.7, 6.9 and 7.0. The default stays pooled (1): on that loop's held-out runs the
-  phases moved the step-time error from +0.2% / -9.0% to +4.0% / -13.7% (B = 64 / 512), because the in-loop
-  factor of training and log-prob passes is not constant in the batch (0.64 at B = 128, about 0.75 at 512), an
-  error the pooled lengths happened to cancel. Runs logged without counts give a fixed mean length.
+  the histogram of response lengths (``response_length_counts`` in the run log) pooled over the reference runs'
+  steps (``response_length``), and with ``length_phases`` > 1 (default 4) one histogram per group of steps by
+  training progress (``response_length_by_samples``, groups of equal size). A policy's responses change as it
+  learns (on the parity task from up to 8 tokens to 2), and an engine pays a step's longest response (static
+  batches decode to it; padded training passes are priced at it). Progress at another batch size follows the
+  **cumulative learning rate** (``length_progress: learning_rate``): Adam moves each weight by about the LR per
+  step whatever the batch, so under the sqrt rule a run at 4x the batch reaches a given length after 2x the
+  samples, not after the same samples (``samples``, the curves-in-samples view) nor the same steps. Measured
+  (2026-12-02, parity, sqrt rule, 5 seeds per batch; the samples at which a seed's mean response first falls
+  below 4 tokens, median over seeds, scale as B ** a): vLLM loop (B = 16 / 64 / 256) a = 0.38 below the
+  reference and 0.59 above it, hf loop (B = 64 / 128 / 512) 0.38 and 0.55; a = 0 would be samples, 0.5 the
+  summed LR, 1 steps. Refitting those loops' held-out runs: step time error vLLM +2.8% / -7.7% pooled, -3.5% /
+  -0.1% with 4 phases by LR, +4.1% / -8.4% with 4 by samples; hf +0.3% / -9.4%, -5.0% / -3.2%, +1.9% / -14.4%
+  (at the smaller / larger held-out batch); the rollout's own error at the larger batch -12.1% -> -1.5% (vLLM).
+  The smaller batch's rollout is then under-predicted by 11% in both loops (its a is nearer 0.4 than 0.5).
+  Runs logged without counts give a fixed mean length.
 * **reward and glue** (``reward`` phase, ``rollout_s_per_sample``): the reward's seconds per sample and the work
   outside the timed phases (batch assembly, detokenizing, logging) per sample, as means over the runs' steps
   after the first (measured on the CPU loop: 0.09 ms per response at 64, 128 and 256 responses).
@@ -71,7 +76,8 @@ SCALED = {
 # ---------------------------------------------------------------------------------------------- lengths
 
 
-LENGTH_PHASES = 1  # default groups of the reference runs' steps by training progress (module docstring)
+LENGTH_PHASES = 4  # default groups of the reference runs' steps by training progress (module docstring)
+LENGTH_PROGRESS = "learning_rate"  # what that progress counts at another batch (module docstring)
 
 
 def _histogram(counts: list[list[int]]) -> dict[str, Any]:
@@ -89,8 +95,11 @@ def _histogram(counts: list[list[int]]) -> dict[str, Any]:
     }
 
 
-def length_model(runs: list[Run], phases: int = LENGTH_PHASES) -> dict[str, Any]:
-    """The ``lengths`` section from the reference runs, with ``phases`` groups by progress (module docstring)."""
+def length_model(runs: list[Run], phases: int = LENGTH_PHASES, progress: str = LENGTH_PROGRESS) -> dict[str, Any]:
+    """The ``lengths`` section from the reference runs, with ``phases`` groups by progress (module docstring).
+    The reference runs' setup scenario states the LR at their own batch (``learning.reference_batch``), where
+    progress by learning rate and by samples are the same number: the phases' ends are the runs' samples either
+    way, and ``progress`` says how another batch size reads them (``workload.length_progress``)."""
     recs = [r for run in runs for r in run.records]
     responses = sum(int(r["responses"]) for r in recs)
     prompt = max(1, round(sum(int(r["prompt_tokens"]) for r in recs) / responses))
@@ -111,6 +120,8 @@ def length_model(runs: list[Run], phases: int = LENGTH_PHASES) -> dict[str, Any]
         if found:
             found[-1]["until_samples"] = None
         out["response_length_by_samples"] = found if len(found) > 1 else []
+        if len(found) > 1:
+            out["length_progress"] = progress
         source = f"histogram of {responses} responses over {len(recs)} steps of {len(runs)} run(s)" + (
             f", in {len(found)} phases of training progress" if len(found) > 1 else ""
         )
@@ -204,6 +215,7 @@ def fit_runs(
     target: float | None,
     gpu: str | None = None,
     length_phases: int = LENGTH_PHASES,
+    length_progress: str = LENGTH_PROGRESS,
     allow_thread_mismatch: bool = False,
     allow_load_mismatch: bool = False,
 ) -> tuple[Profile, dict[str, Any]]:
@@ -232,7 +244,7 @@ def fit_runs(
     # later steps of 2-token answers would otherwise set the lengths of steps that never see them
     span = max(2, math.ceil(learning["median_samples_to_target"] / runs[0].batch)) if learning else None
     timed = [dataclasses.replace(run, records=run.records[:span]) for run in runs] if span else runs
-    lengths = length_model(timed, length_phases)
+    lengths = length_model(timed, length_phases, length_progress)
     costs = reward_and_glue(timed)
     prof = _with_run_costs(dataclasses.replace(profile, lengths=lengths, learning=None), costs)
     base = from_dict(setup_scenario(runs[0], gpu)).costs

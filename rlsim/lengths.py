@@ -5,7 +5,8 @@ the mean *before* clipping, sigma the standard deviation of log length: mu = ln(
 ``empirical`` (a histogram: bin chosen by weight, length uniform inside the bin). Samples are integers clipped to
 [minimum, maximum]. An optional drift scales responses so that their mean moves linearly from the distribution's
 mean to a final mean over a number of cumulative samples; or the responses follow a sequence of distributions by
-cumulative samples (``response_length_by_samples``: a policy's lengths change as it learns).
+cumulative samples (``response_length_by_samples``: a policy's lengths change as it learns), or by cumulative
+learning rate (``workload.length_progress``, :func:`progress`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import math
 
 import numpy as np
 
-from rlsim.scenario import Drift, LengthDist, Workload
+from rlsim.learning import lr_scale
+from rlsim.scenario import Drift, Learning, LengthDist, Workload
 
 
 def dist_mean(d: LengthDist) -> float:
@@ -58,12 +60,25 @@ def drift_scale(d: LengthDist, drift: Drift | None, cumulative_samples: float) -
     """Multiplier on response lengths after ``cumulative_samples`` samples (1.0 without drift)."""
     if drift is None:
         return 1.0
-    progress = min(1.0, max(0.0, cumulative_samples / drift.over_samples))
-    return 1.0 + (drift.final_mean_tokens / dist_mean(d) - 1.0) * progress
+    share = min(1.0, max(0.0, cumulative_samples / drift.over_samples))
+    return 1.0 + (drift.final_mean_tokens / dist_mean(d) - 1.0) * share
+
+
+def progress(w: Workload, learning: Learning, steps_done: int) -> float:
+    """How far a run has come after ``steps_done`` steps, as ``response_length_by_samples`` and the drift count it
+    (``workload.length_progress``): its cumulative samples, or its cumulative learning rate in samples at
+    ``learning.reference_batch`` (each step adds that batch times the step's LR over lr0). Adam moves every weight
+    by about the learning rate per step whatever the batch, so what the policy's answers have become (their
+    lengths) follows the summed LR more closely than the samples seen (docs/calibrate.md, issue 28)."""
+    batch = w.responses_per_step
+    if w.length_progress == "samples":
+        return float(steps_done * batch)
+    return steps_done * learning.reference_batch * lr_scale(learning.lr_rule, batch, learning.reference_batch)
 
 
 def response_dist(w: Workload, cumulative_samples: float) -> LengthDist:
-    """The response-length distribution of a step that starts after ``cumulative_samples`` samples."""
+    """The response-length distribution of a step that starts after ``cumulative_samples`` samples (the run's
+    :func:`progress`, which is its samples unless ``workload.length_progress`` says otherwise)."""
     for phase in w.response_length_by_samples:
         if phase.until_samples is None or cumulative_samples < phase.until_samples:
             return phase.length

@@ -28,7 +28,7 @@ from rlsim import threads
 from rlsim.costs import CostModel, RooflineCostModel
 from rlsim.errors import RlsimError
 from rlsim.learning import lr_for_batch
-from rlsim.lengths import sample_step
+from rlsim.lengths import progress, sample_step
 from rlsim.phases import Phase
 from rlsim.records import run_log_record
 from rlsim.rollout import RolloutResult, launch_rollouts
@@ -140,7 +140,7 @@ def step_requests(
     n = 0
     while True:
         n += 1
-        calls = [_round(s, rng, (n - 1) * batch) for _ in range(rounds)]
+        calls = [_round(s, rng, progress(s.workload, s.learning, n - 1)) for _ in range(rounds)]
         prompts, responses = calls[0] if rounds == 1 else (np.concatenate(x)[:batch] for x in zip(*calls))
         if not streaming:
             yield prompts, responses, calls, 1

@@ -69,7 +69,13 @@ LEARNING_KEYS = (
     "stall_probability",
 )
 # the keys of a profile's lengths section that replace the scenario's (rlsim.scenario.Workload fields)
-LENGTH_KEYS = ("prompt_length", "response_length", "response_length_drift", "response_length_by_samples")
+LENGTH_KEYS = (
+    "prompt_length",
+    "response_length",
+    "response_length_drift",
+    "response_length_by_samples",
+    "length_progress",
+)
 
 
 @dataclass(frozen=True)

@@ -182,9 +182,14 @@ class Workload:
     max_prompt_tokens: int = field(default=4096, metadata=bounds(ge=1, le=MAX_TOKENS))
     max_response_tokens: int = field(default=16384, metadata=bounds(ge=1, le=MAX_TOKENS))
     response_length_drift: Drift | None = None
-    # response lengths by training progress: the first phase whose until_samples exceeds the step's cumulative
-    # samples, the last one after that (its until_samples None); empty: response_length throughout
+    # response lengths by training progress: the first phase whose until_samples exceeds the step's progress, the
+    # last one after that (its until_samples None); empty: response_length throughout
     response_length_by_samples: tuple[LengthPhase, ...] = ()
+    # what the progress of response_length_by_samples and response_length_drift counts (rlsim.lengths.progress):
+    # "samples", the cumulative samples; "learning_rate", the cumulative learning rate in samples at
+    # learning.reference_batch (the same as samples at that batch; under the sqrt rule samples x (B_ref / B) ** 0.5),
+    # for lengths that move with how far the optimizer has moved the policy
+    length_progress: Literal["samples", "learning_rate"] = "samples"
 
     @property
     def responses_per_step(self) -> int:

@@ -318,7 +318,7 @@ def test_length_phases_follow_training_progress(tmp_path):
 
     model = _model_dir(tmp_path)
     runs = [load_run(_write_run(tmp_path, 16, s, model)) for s in range(2)]
-    pooled = length_model(runs)
+    pooled = length_model(runs, 1)
     assert pooled["response_length_by_samples"] == [] and pooled["response_length"]["dist"] == "empirical"
     phased = length_model(runs, 3)["response_length_by_samples"]
     ends = [p["until_samples"] for p in phased]
@@ -331,6 +331,40 @@ def test_length_phases_follow_training_progress(tmp_path):
     res = rlsim.simulate(SMALL, overrides={**scn, "run.steps": 3})
     per = [r["response_tokens"] / r["responses"] for r in res.records]
     assert per == [2.0, 2.0, 7.0]  # B = 256: the third step starts at 512 samples
+    assert length_model(runs, 3)["length_progress"] == "learning_rate"  # the default: lengths follow the summed LR
+    assert "length_progress" not in pooled  # one histogram has no progress to follow
+
+
+@pytest.mark.parametrize(
+    "progress, rule, expected",
+    [
+        # B = 256 at an LR stated for 64 responses: sqrt gives each step twice the LR, so 128 samples' progress
+        ("learning_rate", "sqrt", [2.0, 2.0, 2.0, 7.0]),
+        ("learning_rate", "linear", [2.0, 2.0, 7.0, 7.0]),  # 4x the LR: the same as samples
+        ("learning_rate", "none", [2.0] * 4),  # the LR of 64 responses: 64 per step
+        ("samples", "sqrt", [2.0, 2.0, 7.0, 7.0]),
+    ],
+)
+def test_length_phases_follow_the_cumulative_learning_rate_or_the_samples(progress, rule, expected):
+    """workload.length_progress: a phase ends at ``until_samples`` of progress, counted in samples or in summed
+    learning rate (samples at learning.reference_batch), so a larger batch under sqrt scaling stays longer in
+    the early lengths per sample than its samples alone say."""
+    import rlsim
+
+    phases = [
+        {"length": {"dist": "fixed", "tokens": 2}, "until_samples": 300},
+        {"length": {"dist": "fixed", "tokens": 7}},
+    ]
+    over = {
+        "workload.response_length_by_samples": phases,
+        "workload.length_progress": progress,
+        "learning.reference_batch": 64,
+        "learning.lr_rule": rule,
+        "run.steps": 4,
+    }
+    res = rlsim.simulate(SMALL, overrides=over)
+    assert res.records[0]["responses"] == 256
+    assert [r["response_tokens"] / r["responses"] for r in res.records] == expected
 
 
 @pytest.mark.parametrize(
