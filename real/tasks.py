@@ -64,6 +64,8 @@ class Task:
     """
 
     name: str = "task"
+    # True when the prompts need a pretrained model's tokenizer and knowledge (real.train refuses the tiny model)
+    pretrained: ClassVar[bool] = False
 
     @property
     def spec(self) -> str:
@@ -193,6 +195,54 @@ class Sorting(_DigitString):
         return "".join(sorted(digits))
 
 
+_ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen"
+).split()
+_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def number_words(n: int) -> str:
+    """English words for ``0 <= n <= 99``: ``42`` -> ``forty-two``."""
+    if not 0 <= n <= 99:
+        raise ValueError(f"{n} is outside 0..99")
+    if n < 20:
+        return _ONES[n]
+    tens, ones = divmod(n, 10)
+    return _TENS[tens] + (f"-{_ONES[ones]}" if ones else "")
+
+
+@dataclass(frozen=True)
+class Words(Task):
+    """``twelve = 12\\nforty-two =`` -> ``42``: a number from 0 to ``most`` in English words, answered in digits.
+
+    The knowledge (which word is which number) comes from pretraining; RL teaches the answer's form (the digits
+    and then the end of the sequence, where a pretrained model goes on writing). Its prompts hold letters, so the
+    tiny model's character tokenizer cannot encode them: ``rlsim-real train`` refuses it there and asks for a
+    pretrained model (``--model smollm2`` or a local folder)."""
+
+    most: int = 99
+    name: ClassVar[str] = "words"
+    # one worked example before the question: SmolLM2-135M-Instruct then answers 13 of 100 exactly (greedy, this
+    # VM, 2026-12-02), against 1 of 100 with the bare question and 72 with two examples: room to learn
+    SHOT: ClassVar[str] = "twelve = 12\n"
+    pretrained: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        _check_positive(self.name, "most", self.most, 99)
+
+    @property
+    def num_prompts(self) -> int:
+        return self.most + 1
+
+    @property
+    def max_answer_chars(self) -> int:
+        return len(str(self.most))
+
+    def example_at(self, index: int) -> Example:
+        return Example(f"{self.SHOT}{number_words(index)} =", str(index))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Registry
 
@@ -276,6 +326,7 @@ register_task("max")(MaxDigit)
 register_task("parity")(Parity)
 register_task("reversal")(Reversal)
 register_task("sorting")(Sorting)
+register_task("words")(Words)
 
 
 def task_names() -> list[str]:

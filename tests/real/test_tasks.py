@@ -26,7 +26,7 @@ BUILTIN_SPECS = ["addition", "addition:digits=1", "addition:digits=3", "reversal
 
 
 def test_builtin_tasks_are_registered():
-    assert {"addition", "first", "last", "max", "parity", "reversal", "sorting"} <= set(task_names())
+    assert {"addition", "first", "last", "max", "parity", "reversal", "sorting", "words"} <= set(task_names())
 
 
 def test_train_help_lists_every_registered_task():
@@ -55,6 +55,10 @@ def test_train_help_lists_every_registered_task():
         ("max", 472, "472=", "7"),
         ("max:length=4", 472, "0472=", "7"),
         ("first:length=4", 472, "0472=", "0"),
+        ("words", 42, "twelve = 12\nforty-two =", "42"),
+        ("words", 7, "twelve = 12\nseven =", "7"),
+        ("words", 90, "twelve = 12\nninety =", "90"),
+        ("words:most=19", 13, "twelve = 12\nthirteen =", "13"),
     ],
 )
 def test_examples_by_hand(spec, index, prompt, answer):
@@ -204,3 +208,17 @@ def test_parity_task():
     train, held_out = make_splits(task, 0, 500, 100)
     assert not {e.prompt for e in train} & {e.prompt for e in held_out}
     assert all(e.answer == str(int(e.prompt[-2]) % 2) for e in train + held_out)
+
+
+def test_words_task_spells_every_number_and_needs_a_pretrained_model():
+    """``words``: the English name of 0..most, answered in digits. Its prompts are words, outside the tiny model's
+    character set (so real.train refuses the tiny model), and every number has its own name."""
+    task = get_task("words")
+    assert task.pretrained and not get_task("parity").pretrained
+    names = [task.example_at(i).prompt for i in range(task.num_prompts)]
+    assert len(set(names)) == 100 and task.num_prompts == 100
+    assert all(task.example_at(i).answer == str(i) for i in range(100))
+    assert not set("".join(names)) <= set(CHARSET)
+    assert task.max_answer_chars == 2 and get_task("words:most=9").max_answer_chars == 1
+    with pytest.raises(RealError, match=r"most=100 must be an integer in \[1, 99\]"):
+        get_task("words:most=100")
