@@ -84,8 +84,10 @@ def gpu_names() -> list[str]:
     return list(_load("gpus"))
 
 
-def model_names() -> list[str]:
-    return list(_load("models"))
+def model_names(aliases: bool = True) -> list[str]:
+    """The catalog's model names, with every alias (default) or the entries' own names only."""
+    table = _load("models")
+    return list(table) if aliases else [n for n, e in table.items() if n not in (e.get("aliases") or ())]
 
 
 def sources(kind: str, name: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ Bad input (a missing file, a contradiction between two keys, a model outside the
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from dataclasses import dataclass, field
@@ -167,9 +168,15 @@ def resolve_model(name: Any, key: str) -> tuple[str, list[str]]:
         base = tail[: -len(suffix)]
         if tail.endswith(suffix) and base in forms:
             return forms[base], [f"model: {name} simulated as catalog model {forms[base]} (same architecture)"]
+    local = Path(name).expanduser()
+    if (local / "config.json").is_file() or (local.suffix == ".json" and local.is_file()):
+        return str(local.resolve()), [f"model: {name} read from its config.json (rlsim.hf_config)"]
+    near = difflib.get_close_matches(tail, sorted(forms), n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(forms[n] for n in near)}? " if near else ""
     raise ImportConfigError(
-        f"{key}: {name!r} is not in rlsim's model catalog; --set {key}=NAME with one of: "
+        f"{key}: {name!r} is not in rlsim's model catalog; {hint}--set {key}=NAME with one of: "
         + ", ".join(sorted(set(forms.values())))
+        + f", or --set {key}=PATH with the model's Hugging Face config.json (or a folder holding it)"
     )
 
 

@@ -6,11 +6,13 @@ field's bounds checked, then the cross-field rules of :mod:`rlsim.scenario.valid
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import math
 import sys
 import types
 import typing
+from pathlib import Path
 from typing import Any, Literal, Union
 
 from rlsim import catalog
@@ -56,7 +58,25 @@ def _resolve_spec(kind: str, value: Any, path: str) -> dict[str, Any]:
         try:
             return lookup(value)
         except KeyError:
-            raise ScenarioError(path, value, f"is not a catalog {kind}", f"use one of: {', '.join(names())}") from None
+            pass
+        if kind == "model" and (value.endswith(".json") or Path(value).expanduser().is_dir()):
+            from rlsim.hf_config import ModelConfigError, spec_from_path
+
+            try:
+                return spec_from_path(value)
+            except ModelConfigError as exc:
+                raise ScenarioError(path, value, "cannot be read as a model's config.json", str(exc)) from None
+        near = difflib.get_close_matches(value, names(), n=3, cutoff=0.5)
+        fix = f"did you mean {' or '.join(near)}? " if near else ""
+        if kind == "model":
+            raise ScenarioError(
+                path,
+                value,
+                "is not a catalog model",
+                f"{fix}Give a catalog name ({', '.join(catalog.model_names(aliases=False))}), the path of the "
+                "model's Hugging Face config.json (or of the model folder holding one), or its fields",
+            )
+        raise ScenarioError(path, value, f"is not a catalog {kind}", f"{fix}use one of: {', '.join(names())}")
     if isinstance(value, dict):
         value = dict(value)
         base = value.pop("base", None)

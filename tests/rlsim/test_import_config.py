@@ -262,7 +262,23 @@ def test_model_outside_the_catalog_is_refused_naming_the_key(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and not out.exists()
     assert err[-1].startswith("rlsim: error: model_name_or_path: 'Qwen/Qwen3-0.6B' is not in rlsim's model catalog")
-    assert "--set model_name_or_path=NAME" in err[-1]
+    assert "--set model_name_or_path=NAME" in err[-1] and "config.json" in err[-1]
+
+
+def test_a_model_outside_the_catalog_imports_from_its_config_json(tmp_path):
+    """The same TRL file with its model as a local folder holding config.json (what a user who downloaded
+    the model has): the scenario names the folder, and the model's spec is read from the file."""
+    import shutil
+
+    import rlsim
+
+    folder = tmp_path / "Qwen3-8B-local"
+    folder.mkdir()
+    shutil.copy(Path(__file__).parent / "fixtures" / "hf_configs" / "Qwen3-8B" / "config.json", folder)
+    code, out = _import(tmp_path, "trl", TRL_GSPO, ["num_processes=8", f"model_name_or_path={folder}"])
+    assert code == 0
+    scn = rlsim.load_scenario(out)
+    assert scn.model.name == "Qwen3-8B-local" and scn.model.num_params == pytest.approx(8.19e9, rel=0.01)
 
 
 @pytest.mark.parametrize(
