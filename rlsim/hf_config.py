@@ -4,7 +4,7 @@ RL recipes name models the catalog may not hold; their ``config.json`` says ever
 module reads the architectures RL recipes use and derives the parameter counts the way the checkpoints hold them
 (embeddings, per layer attention + MLP or experts + norms, final norm, untied LM head), so a spec read here
 agrees with the published count (tests/rlsim/test_hf_config.py: within 1% for every fixture in
-tests/rlsim/fixtures/hf_configs, each with its source). ``model_type`` selects the family:
+rlsim/catalog/hf_configs, each with its source, which the catalog serves as entries). ``model_type`` selects the family:
 
 * dense, gated MLP: ``llama`` (Llama 2/3/3.1/3.2/3.3; ``attention_bias`` / ``mlp_bias`` counted when set),
   ``mistral``, ``qwen2`` (bias on q, k, v), ``qwen3`` (q/k norms), ``phi3`` (fused q/k/v, same count), ``gemma2``

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 from collections.abc import Iterator
 from functools import cache
 from importlib import resources
@@ -25,12 +26,36 @@ LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def _load(kind: str) -> dict[str, dict[str, Any]]:
     text = resources.files(__name__).joinpath(f"{kind}.yaml").read_text()
     entries = yaml.load(text, Loader=LOADER) or {}
+    if kind == "models":
+        entries = {**_config_models(entries), **entries}
     table: dict[str, dict[str, Any]] = {}
     for name, entry in entries.items():
         table[name] = entry
         for alias in entry.get("aliases", ()) or ():
             table[alias] = entry
     return table
+
+
+def _config_models(entries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Models the catalog holds as their published config.json (``hf_configs/NAME/config.json``, each with its
+    source in ``hf_configs/SOURCES.yaml``), read by rlsim.hf_config; a hand-written entry of models.yaml for the
+    same model (its name or hf_id) wins."""
+    from rlsim.hf_config import spec_from_config
+
+    folder = resources.files(__name__).joinpath("hf_configs")
+    sources = yaml.load(folder.joinpath("SOURCES.yaml").read_text(), Loader=LOADER) or {}
+    known = {str(f) for e in entries.values() for f in (e.get("hf_id"), *(e.get("aliases") or ()))} | set(entries)
+    out: dict[str, dict[str, Any]] = {}
+    for name, src in sources.items():
+        hf_id = str(src.get("hf_id") or "")
+        if name in known or hf_id in known:
+            continue
+        spec = spec_from_config(json.loads(folder.joinpath(name, "config.json").read_text()), name, hf_id)
+        spec["aliases"] = [hf_id] if hf_id else []
+        spec["source"] = {k: src.get(k) for k in ("config_source", "params_source") if src.get(k)}
+        spec["notes"] = "read from its config.json by rlsim.hf_config"
+        out[name] = spec
+    return out
 
 
 def _get(kind: str, name: str) -> dict[str, Any]:

@@ -28,7 +28,6 @@ import json
 import math
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -183,9 +182,11 @@ def resolve_model(name: Any, key: str) -> tuple[str, list[str]]:
 @cache
 def _model_forms() -> dict[str, str]:
     """Every spelling of a catalog model (name, hf_id, aliases, each also without its organisation) -> its name."""
-    entries = yaml.safe_load(resources.files("rlsim.catalog").joinpath("models.yaml").read_text())
+    from rlsim import catalog
+
     forms: dict[str, str] = {}
-    for name, entry in entries.items():
+    for name in catalog.model_names(aliases=False):
+        entry = catalog.model(name)
         for form in (name, entry.get("hf_id"), *(entry.get("aliases") or ())):
             if form:
                 forms.setdefault(str(form), name)
@@ -249,16 +250,21 @@ def as_float(source: Source, key: str, what: str = "a number") -> float:
     return float(value)
 
 
+LAUNCH_NOTES = "__rlsim_launch_notes__"  # a module's read() puts what it assumed reading a launch script here
+
+
 def framework_flat(
     path: Path, fmt: str, framework_set: dict[str, Any] | None = None
-) -> tuple[Any, dict[str, Any], dict[str, str], bool]:
+) -> tuple[Any, dict[str, Any], dict[str, str], bool, list[str]]:
     """The module for ``fmt`` and the config as flat TABLE-spelled keys with ``framework_set`` applied and
-    interpolations resolved; also how each renamed key was spelled and whether the file used the legacy spelling."""
+    interpolations resolved; also how each renamed key was spelled, whether the file used the legacy spelling,
+    and what reading a launch script assumed (rlsim.frameworks.launch)."""
     modules = formats()
     if fmt not in modules:
         raise ImportConfigError(f"--format {fmt!r} is not supported; use one of: {', '.join(modules)}")
     module = modules[fmt]
     data = module.read(path) if hasattr(module, "read") else read_config(path, fmt)
+    read_notes = list(data.pop(LAUNCH_NOTES, []))
     flat = flatten(data)
     canonical = getattr(module, "canonical", None)
     spelling: dict[str, str] = {}
@@ -277,7 +283,7 @@ def framework_flat(
     resolve = getattr(module, "resolve", None)
     if resolve is not None:
         flat = resolve(flat)
-    return module, flat, spelling, legacy
+    return module, flat, spelling, legacy, read_notes
 
 
 def flatten_sets(framework_set: dict[str, Any]) -> dict[str, Any]:
@@ -295,7 +301,7 @@ def import_config(
     ``scenario_set`` (dotted rlsim keys) and validate the scenario."""
     from rlsim.scenario import apply_overrides, from_dict
 
-    module, flat, spelling, legacy = framework_flat(path, fmt, framework_set)
+    module, flat, spelling, legacy, read_notes = framework_flat(path, fmt, framework_set)
     source = Source(flat, module.TABLE, fmt, spelling=spelling, legacy=legacy)
     sections, notes = module.to_scenario(source)
     sections.setdefault("hardware", {}).setdefault("gpu", DEFAULT_GPU)
@@ -305,6 +311,7 @@ def import_config(
     assumptions = [
         f"imported from {path.name} (--format {fmt}; mapping of {module.VERSION_READ})",
         *gpu_notes,
+        *read_notes,
         *notes,
     ]
     if source.defaults_used:

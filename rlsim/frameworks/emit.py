@@ -63,7 +63,7 @@ def emit(fmt: str, scenario: Scenario, original: Path | None = None, framework_s
     flat, spelling, legacy, base = None, {}, False, None
     if original is not None:
         sets = parse_overrides(list(framework_set))
-        _, flat, spelling, legacy = framework_flat(Path(original), fmt, sets)
+        _, flat, spelling, legacy, _ = framework_flat(Path(original), fmt, sets)
         base = from_dict(import_config(Path(original), fmt, sets).scenario)
         if legacy and fmt == "openrlhf":
             table.update(openrlhf.LEGACY_DEFAULTS)

@@ -27,9 +27,12 @@ Other verl keys (the Megatron backend, SGLang rollout, other advantage estimator
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from rlsim.files import read_text
 from rlsim.frameworks.config_import import (
+    LAUNCH_NOTES,
     ImportConfigError,
     Row,
     Source,
@@ -37,8 +40,11 @@ from rlsim.frameworks.config_import import (
     as_int,
     assumed_workload,
     divisible,
+    read_config,
 )
 from rlsim.frameworks.config_import import resolve_model as _resolve_model
+from rlsim.frameworks.launch import framework_command
+from rlsim.scenario.overrides import parse_scalar
 
 VERSION_READ = "verl b178a3c (v0.7.0-125)"
 A = "actor_rollout_ref.actor."
@@ -77,6 +83,42 @@ TABLE: tuple[Row, ...] = (
 )
 
 ESTIMATORS = {"gae": "ppo", "grpo": "grpo"}
+ENTRY = "verl.trainer.main_ppo"
+
+
+def read(path: Path) -> dict[str, Any]:
+    """A verl config: the Hydra YAML (its ``defaults:`` list names verl's own config parts, whose defaults TABLE
+    holds), or a launch script / command line running ``python3 -m verl.trainer.main_ppo key=value ...``, whose
+    overrides (``key=value``, ``+key=value``, ``++key=value``) apply over verl's defaults
+    (rlsim.frameworks.launch reads the script as text; nothing in it is run)."""
+    if path.suffix in (".yaml", ".yml", ".json"):
+        data = read_config(path, "verl")
+        if isinstance(data.get("defaults"), list):
+            data.pop("defaults")
+            data[LAUNCH_NOTES] = [f"verl defaults: {path.name}'s defaults list read as verl's own ({VERSION_READ})"]
+        return data
+    text = read_text(path, "verl launch script")
+    words, notes = framework_command(text, path.name, (ENTRY,))
+    data: dict[str, Any] = {}
+    for word in words:
+        if word.startswith("--config-name"):
+            name = word.partition("=")[2].strip("'\"")
+            if "megatron" in name:
+                raise ImportConfigError(
+                    f"{path.name}: --config-name={name}: verl's Megatron backend is not mapped yet (only fsdp / "
+                    "fsdp2); use the FSDP trainer config or write the scenario's training section by hand"
+                )
+            continue
+        if word.startswith(("--config-path", "hydra.", "~")):
+            continue
+        key, eq, value = word.lstrip("+").partition("=")
+        if not eq or not key:
+            raise ImportConfigError(f"{path.name}: {word!r} after {ENTRY} is not a Hydra override (key=value)")
+        data[key] = parse_scalar(value)
+    if not data:
+        raise ImportConfigError(f"{path.name}: {ENTRY} runs with no key=value overrides; nothing to import")
+    data[LAUNCH_NOTES] = [f"read from the {ENTRY} command in {path.name}, over verl's defaults", *notes]
+    return data
 
 
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:

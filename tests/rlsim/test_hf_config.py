@@ -13,7 +13,7 @@ import rlsim
 from rlsim.errors import ScenarioError
 from rlsim.hf_config import ModelConfigError, spec_from_config, spec_from_path
 
-CONFIGS = Path(__file__).parent / "fixtures" / "hf_configs"
+CONFIGS = Path(rlsim.__file__).parent / "catalog" / "hf_configs"
 SOURCES = yaml.safe_load((CONFIGS / "SOURCES.yaml").read_text())
 SMALL = Path(__file__).resolve().parents[2] / "scenarios" / "small_1gpu.yaml"
 PUBLISHED = sorted(k for k, v in SOURCES.items() if v.get("published_params"))

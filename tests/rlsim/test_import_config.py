@@ -274,7 +274,7 @@ def test_a_model_outside_the_catalog_imports_from_its_config_json(tmp_path):
 
     folder = tmp_path / "Qwen3-8B-local"
     folder.mkdir()
-    shutil.copy(Path(__file__).parent / "fixtures" / "hf_configs" / "Qwen3-8B" / "config.json", folder)
+    shutil.copy(Path(rlsim.__file__).parent / "catalog" / "hf_configs" / "Qwen3-8B" / "config.json", folder)
     code, out = _import(tmp_path, "trl", TRL_GSPO, ["num_processes=8", f"model_name_or_path={folder}"])
     assert code == 0
     scn = rlsim.load_scenario(out)

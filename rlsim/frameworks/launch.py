@@ -1,0 +1,246 @@
+"""Launch scripts read as text and never run: the framework's command line out of a shell script.
+
+People launch verl and OpenRLHF with shell scripts (``python3 -m verl.trainer.main_ppo key=value \\`` over many
+lines, shell variables, arrays, ``bash -c "..."``, ``ray job submit ... -- python3 -m ...``). This module finds
+the line that runs the framework's entry point and returns its arguments with the script's own assignments
+expanded, splitting words with the standard library's ``shlex``. It interprets no more shell than that:
+
+* assignments ``NAME=value`` (with ``export``, ``local``, ``readonly`` or ``declare``; inside ``if`` blocks too,
+  taken as if run, in order) and arrays ``NAME=(a b c)``, possibly over several lines;
+* expansion of ``$NAME``, ``${NAME}``, ``${NAME:-default}`` / ``${NAME-default}`` / ``${NAME:=default}``,
+  ``"${NAME[@]}"`` and integer arithmetic ``$((...))`` (+ - * / % and parentheses over numbers and variables);
+  ``$@`` / ``$*`` / ``$1``.. (the script's own arguments) read as none, said in a note; a variable the script
+  never assigns stays as written (``${NNODES}``), said in a note, so a key that needs its value is refused by
+  the importer naming the key;
+* command substitution (``$(...)``, backquotes) is never run: where the framework's command needs one, the
+  import is refused in one line; elsewhere (``MASTER_PORT=$(...)``) it is skipped. Nothing else the script
+  does (``source``, ``cd``, ``if`` conditions, functions, other commands) is run or read.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from rlsim.frameworks.config_import import ImportConfigError
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_ASSIGN = re.compile(rf"^\s*(?:(?:export|local|readonly|declare(?:\s+-\w+)?)\s+)?({_NAME})=(.*)$")
+_ARRAY = re.compile(rf"^\s*(?:(?:export|local|declare(?:\s+-\w+)?)\s+)?({_NAME})=\((.*?)\)\s*(?:#.*)?$", re.S | re.M)
+_OPERATORS = {";", "&&", "||", "|", "&", "|&"}
+_REDIRECT = re.compile(r"^\d*(>|>>|<|>&|<&|&>)")
+_ARITH = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+
+
+class _Unset(str):
+    """A variable whose value could not be worked out (a command substitution); the reason is the string."""
+
+
+@dataclass
+class _Shell:
+    where: str
+    scalars: dict[str, str] = field(default_factory=dict)
+    arrays: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def value(self, name: str) -> str | None:
+        value = self.scalars.get(name)
+        if isinstance(value, _Unset):
+            raise ImportConfigError(f"{self.where}: ${name} is set by {value}, which is not run; set it by hand")
+        return value
+
+    def arith(self, text: str) -> str:
+        def ev(node: ast.AST) -> int:
+            if isinstance(node, ast.Expression):
+                return ev(node.body)
+            if isinstance(node, ast.Constant) and isinstance(node.value, int):
+                return node.value
+            if isinstance(node, ast.Name):
+                got = self.value(node.id)
+                if got is None or not got.strip().lstrip("-").isdigit():
+                    raise ImportConfigError(f"{self.where}: $(({text})) uses {node.id}, which holds no integer")
+                return int(got)
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+                return -ev(node.operand)
+            if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+                return _ARITH[type(node.op)](ev(node.left), ev(node.right))
+            raise ImportConfigError(f"{self.where}: $(({text})) is more arithmetic than rlsim reads; write the number")
+
+        expr = re.sub(r"\$\{?(" + _NAME + r")\}?", r"\1", text).replace("/", "//")
+        try:
+            tree = ast.parse(expr.strip(), mode="eval")
+        except SyntaxError:
+            raise ImportConfigError(f"{self.where}: $(({text})) is not integer arithmetic rlsim reads") from None
+        return str(ev(tree))
+
+    def expand(self, text: str) -> str:
+        """``text`` with every expansion done, quotes kept for shlex (module docstring)."""
+        out: list[str] = []
+        i, quoted = 0, False
+        while i < len(text):
+            ch = text[i]
+            if ch == "'" and not quoted:
+                end = text.find("'", i + 1)
+                end = len(text) - 1 if end < 0 else end
+                out.append(text[i : end + 1])
+                i = end + 1
+                continue
+            if ch == "\\" and i + 1 < len(text):
+                out.append(text[i : i + 2])
+                i += 2
+                continue
+            if ch == '"':
+                quoted = not quoted
+                out.append(ch)
+                i += 1
+                continue
+            if ch == "`":
+                raise ImportConfigError(f"{self.where}: a command substitution (`...`) is not run; write its value")
+            if ch != "$":
+                out.append(ch)
+                i += 1
+                continue
+            rest = text[i + 1 :]
+            if rest.startswith("(("):
+                end = _matching(text, i + 1)
+                out.append(self.arith(text[i + 3 : end - 1]))
+                i = end + 1
+                continue
+            if rest.startswith("("):
+                raise ImportConfigError(f"{self.where}: a command substitution ($(...)) is not run; write its value")
+            if rest[:1] in ("@", "*") or rest[:1].isdigit() or rest.startswith(("{@}", "{*}")):
+                self.note("the script's own arguments ($@, $1, ...) read as none")
+                i += 2 if not rest.startswith("{") else 4
+                continue
+            m = re.match(rf"\{{({_NAME})\[[@*]\]\}}", rest)
+            if m:
+                words = self.arrays.get(m.group(1), [])
+                joined = " ".join(shlex.quote(w) for w in words)
+                out.append(f'"{joined}"' if quoted else joined)
+                i += 1 + m.end()
+                continue
+            m = re.match(rf"\{{({_NAME})(:?[-=])(.*?)\}}", rest) or re.match(rf"\{{({_NAME})\}}", rest)
+            m = m or re.match(rf"({_NAME})", rest)
+            if not m:
+                out.append(ch)
+                i += 1
+                continue
+            name = m.group(1)
+            value = self.value(name)
+            if value is None and m.re.groups == 3:
+                value = self.expand_word(m.group(3))
+                if m.group(2).endswith("="):
+                    self.scalars[name] = value
+            if value is None:
+                self.note(f"${name} is not set by the script; left as written")
+                out.append("$" + m.group(0))
+            elif quoted:
+                out.append(re.sub(r'(["\\$`])', r"\\\1", value))
+            else:
+                out.append(" ".join(shlex.quote(w) for w in value.split()))
+            i += 1 + m.end()
+        return "".join(out)
+
+    def expand_word(self, text: str) -> str:
+        words = shlex.split(self.expand(text), comments=False)
+        return " ".join(words)
+
+
+def _matching(text: str, start: int) -> int:
+    """The index of the ``)`` that closes the ``(`` at ``start``."""
+    depth = 0
+    for j in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[j], 0)
+        if depth == 0:
+            return j
+    raise ImportConfigError("an unclosed $( in the script; fix its parentheses")
+
+
+def _segments(words: list[str]) -> list[list[str]]:
+    """Words split at ; && || | & (separate commands), redirections dropped."""
+    out: list[list[str]] = [[]]
+    skip = False
+    for w in words:
+        if w in _OPERATORS:
+            out.append([])
+            skip = False
+        elif skip:
+            skip = False
+        elif _REDIRECT.match(w):
+            skip = not re.search(r"[>&<]\S+$", w)  # '> file' takes the next word, '>file' or '2>&1' does not
+        elif not skip:
+            out[-1].append(w)
+    return [s for s in out if s]
+
+
+def _split(text: str, where: str) -> list[str]:
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|")
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    try:
+        return list(lexer)
+    except ValueError as exc:
+        raise ImportConfigError(f"{where}: cannot be split into shell words ({exc}); fix the quoting") from None
+
+
+def _entry_words(words: list[str], markers: tuple[str, ...], where: str) -> list[str] | None:
+    """The arguments after the marker in a command's words, unwrapping ``bash -c`` and ``ray job submit --``."""
+    if len(words) >= 3 and words[0] in ("bash", "sh") and words[1] == "-c":
+        return _from_text(words[2], markers, where, _Shell(where))[0]
+    if "--" in words and words[:1] == ["ray"]:
+        words = words[words.index("--") + 1 :]
+    for k, w in enumerate(words):
+        if w in markers or any(w.endswith("/" + m) for m in markers):
+            return words[k + 1 :]
+    return None
+
+
+def _from_text(text: str, markers: tuple[str, ...], where: str, sh: _Shell) -> tuple[list[str] | None, _Shell]:
+    text = text.replace("\\\r\n", " ").replace("\\\n", " ")
+    spans = list(_ARRAY.finditer(text))
+    for m in spans:
+        sh.arrays[m.group(1)] = _split(sh.expand(m.group(2).replace("\n", " ")), where)
+    for m in reversed(spans):
+        text = text[: m.start()] + text[m.end() :]
+    found: list[str] | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        m = _ASSIGN.match(stripped)
+        if m and not any(mark in stripped for mark in markers):
+            try:
+                words = _split(sh.expand(m.group(2)), where)
+                sh.scalars[m.group(1)] = " ".join(words[:1] if words else [""])
+            except ImportConfigError as exc:
+                sh.scalars[m.group(1)] = _Unset(f"a line the script would run ({exc})")
+            continue
+        if not any(mark in stripped for mark in markers):
+            continue  # another command: never run, never read
+        for seg in _segments(_split(sh.expand(stripped), where)):
+            args = _entry_words(seg, markers, where)
+            if args is not None:
+                found = args
+    return found, sh
+
+
+def framework_command(text: str, where: str, markers: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The words after the framework's entry point (``markers``: ``verl.trainer.main_ppo``) on the last line of
+    the script that runs it, expanded (module docstring), and notes on what was assumed."""
+    args, sh = _from_text(text, markers, where, _Shell(where))
+    if args is None:
+        raise ImportConfigError(f"{where}: runs no {' or '.join(markers)}; give the launch script or config that does")
+    return [a for a in args if a != ""], sh.notes
