@@ -12,9 +12,10 @@ expanded, splitting words with the standard library's ``shlex``. It interprets n
   ``$@`` / ``$*`` / ``$1``.. (the script's own arguments) read as none, said in a note; a variable the script
   never assigns stays as written (``${NNODES}``), said in a note, so a key that needs its value is refused by
   the importer naming the key;
-* command substitution (``$(...)``, backquotes) is never run: where the framework's command needs one, the
-  import is refused in one line; elsewhere (``MASTER_PORT=$(...)``) it is skipped. Nothing else the script
-  does (``source``, ``cd``, ``if`` conditions, functions, other commands) is run or read.
+* command substitution (``$(...)``, backquotes) is never run: on the framework's command line it is refused in
+  one line; a variable set by one (``WORK_DIR=$(pwd)``) stays as written where it is used, said in a note.
+  Nothing else the script does (``source``, ``cd``, ``if`` conditions, functions, other commands) is run or
+  read, and a line without a trailing backslash ends the command, as in bash.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from rlsim.frameworks.config_import import ImportConfigError
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _ASSIGN = re.compile(rf"^\s*(?:(?:export|local|readonly|declare(?:\s+-\w+)?)\s+)?({_NAME})=(.*)$")
-_ARRAY = re.compile(rf"^\s*(?:(?:export|local|declare(?:\s+-\w+)?)\s+)?({_NAME})=\((.*?)\)\s*(?:#.*)?$", re.S | re.M)
+_ARRAY_START = re.compile(rf"^(?:(?:export|local|declare(?:\s+-\w+)?)\s+)?({_NAME})=\((.*)$")
+_COMMENT = re.compile(r"(^|\s)#.*$")
 _OPERATORS = {";", "&&", "||", "|", "&", "|&"}
 _REDIRECT = re.compile(r"^\d*(>|>>|<|>&|<&|&>)")
 _ARITH = {
@@ -42,7 +44,7 @@ _ARITH = {
 
 
 class _Unset(str):
-    """A variable whose value could not be worked out (a command substitution); the reason is the string."""
+    """A variable set by something not run (a command substitution): references to it stay as written."""
 
 
 @dataclass
@@ -57,9 +59,11 @@ class _Shell:
             self.notes.append(text)
 
     def value(self, name: str) -> str | None:
+        """The variable's value; None when the script does not set it, or sets it by running something."""
         value = self.scalars.get(name)
         if isinstance(value, _Unset):
-            raise ImportConfigError(f"{self.where}: ${name} is set by {value}, which is not run; set it by hand")
+            self.note(f"${name} is set by a command substitution, which is not run; left as written")
+            return None
         return value
 
     def arith(self, text: str) -> str:
@@ -145,7 +149,8 @@ class _Shell:
                 if m.group(2).endswith("="):
                     self.scalars[name] = value
             if value is None:
-                self.note(f"${name} is not set by the script; left as written")
+                if not isinstance(self.scalars.get(name), _Unset):
+                    self.note(f"${name} is not set by the script; left as written")
                 out.append("$" + m.group(0))
             elif quoted:
                 out.append(re.sub(r'(["\\$`])', r"\\\1", value))
@@ -196,11 +201,13 @@ def _split(text: str, where: str) -> list[str]:
         raise ImportConfigError(f"{where}: cannot be split into shell words ({exc}); fix the quoting") from None
 
 
-def _entry_words(words: list[str], markers: tuple[str, ...], where: str) -> list[str] | None:
-    """The arguments after the marker in a command's words, unwrapping ``bash -c`` and ``ray job submit --``."""
-    if len(words) >= 3 and words[0] in ("bash", "sh") and words[1] == "-c":
-        return _from_text(words[2], markers, where, _Shell(where))[0]
-    if "--" in words and words[:1] == ["ray"]:
+def _entry_words(words: list[str], markers: tuple[str, ...], sh: _Shell) -> list[str] | None:
+    """The arguments after the marker in a command's words, unwrapping ``bash -c STRING`` (after any launcher:
+    ``srun ... bash -c``) and ``ray job submit ... -- COMMAND``."""
+    for k in range(len(words) - 2):
+        if words[k].rsplit("/", 1)[-1] in ("bash", "sh") and words[k + 1] == "-c":
+            return _from_text(words[k + 2], markers, sh)[0]
+    if "--" in words and any(w.rsplit("/", 1)[-1] == "ray" for w in words[: words.index("--")]):
         words = words[words.index("--") + 1 :]
     for k, w in enumerate(words):
         if w in markers or any(w.endswith("/" + m) for m in markers):
@@ -208,30 +215,36 @@ def _entry_words(words: list[str], markers: tuple[str, ...], where: str) -> list
     return None
 
 
-def _from_text(text: str, markers: tuple[str, ...], where: str, sh: _Shell) -> tuple[list[str] | None, _Shell]:
-    text = text.replace("\\\r\n", " ").replace("\\\n", " ")
-    spans = list(_ARRAY.finditer(text))
-    for m in spans:
-        sh.arrays[m.group(1)] = _split(sh.expand(m.group(2).replace("\n", " ")), where)
-    for m in reversed(spans):
-        text = text[: m.start()] + text[m.end() :]
+def _from_text(text: str, markers: tuple[str, ...], sh: _Shell) -> tuple[list[str] | None, _Shell]:
+    where = sh.where
+    lines = text.replace("\\\r\n", " ").replace("\\\n", " ").splitlines()
     found: list[str] | None = None
-    for line in text.splitlines():
-        stripped = line.strip()
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        i += 1
         if not stripped or stripped.startswith("#"):
+            continue
+        m = _ARRAY_START.match(stripped)
+        if m:  # NAME=( ... ), possibly over several lines; comments dropped line by line
+            body = _COMMENT.sub("", m.group(2))
+            while ")" not in body and i < len(lines):
+                body += " " + _COMMENT.sub("", lines[i].strip())
+                i += 1
+            sh.arrays[m.group(1)] = _split(sh.expand(body[: body.rfind(")")]), where)
             continue
         m = _ASSIGN.match(stripped)
         if m and not any(mark in stripped for mark in markers):
             try:
                 words = _split(sh.expand(m.group(2)), where)
                 sh.scalars[m.group(1)] = " ".join(words[:1] if words else [""])
-            except ImportConfigError as exc:
-                sh.scalars[m.group(1)] = _Unset(f"a line the script would run ({exc})")
+            except ImportConfigError:
+                sh.scalars[m.group(1)] = _Unset(m.group(1))
             continue
         if not any(mark in stripped for mark in markers):
             continue  # another command: never run, never read
         for seg in _segments(_split(sh.expand(stripped), where)):
-            args = _entry_words(seg, markers, where)
+            args = _entry_words(seg, markers, sh)
             if args is not None:
                 found = args
     return found, sh
@@ -240,7 +253,7 @@ def _from_text(text: str, markers: tuple[str, ...], where: str, sh: _Shell) -> t
 def framework_command(text: str, where: str, markers: tuple[str, ...]) -> tuple[list[str], list[str]]:
     """The words after the framework's entry point (``markers``: ``verl.trainer.main_ppo``) on the last line of
     the script that runs it, expanded (module docstring), and notes on what was assumed."""
-    args, sh = _from_text(text, markers, where, _Shell(where))
+    args, sh = _from_text(text, markers, _Shell(where))
     if args is None:
         raise ImportConfigError(f"{where}: runs no {' or '.join(markers)}; give the launch script or config that does")
     return [a for a in args if a != ""], sh.notes

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.frameworks.config_import import (
+    LAUNCH_NOTES,
     ImportConfigError,
     Row,
     Source,
@@ -57,6 +58,7 @@ from rlsim.frameworks.config_import import (
     read_config,
 )
 from rlsim.frameworks.config_import import resolve_model as _resolve_model
+from rlsim.frameworks.launch import framework_command
 from rlsim.scenario.overrides import parse_scalar
 
 VERSION_READ = "OpenRLHF 3c3be62 (v0.11.0; flat names of v0.9.5 c0e2ee2)"
@@ -189,12 +191,14 @@ def parse_arguments(text: str, where: str = "arguments") -> dict[str, Any]:
     """``--rollout.batch_size 1024 --train.colocate_all`` -> ``{"rollout.batch_size": 1024, "train.colocate_all":
     True}``: a flag takes the words up to the next ``--flag`` (none: true; several: a list); ``--flag=value`` too;
     a flag given twice keeps its last value (as argparse does)."""
-    try:
-        words = shlex.split(text.replace("\\\n", " "), comments=True)
-    except ValueError as exc:
-        raise ImportConfigError(f"{where}: cannot be split into shell words ({exc}); fix the quoting") from None
-    if MODULE in words:
-        words = words[len(words) - words[::-1].index(MODULE) :]
+    notes: list[str] = []
+    if MODULE in text:  # a launch script: its variables, arrays, bash -c and ray job submit read as text
+        words, notes = framework_command(text, where, (MODULE,))
+    else:
+        try:
+            words = shlex.split(text.replace("\\\n", " "), comments=True)
+        except ValueError as exc:
+            raise ImportConfigError(f"{where}: cannot be split into shell words ({exc}); fix the quoting") from None
     out: dict[str, Any] = {}
     flag: str | None = None
     values: list[Any] = []
@@ -220,6 +224,8 @@ def parse_arguments(text: str, where: str = "arguments") -> dict[str, Any]:
         raise ImportConfigError(
             f"{where}: holds no --flag; give the {MODULE} arguments, e.g. --rollout.batch_size 1024"
         )
+    if notes:
+        out[LAUNCH_NOTES] = notes
     return out
 
 
