@@ -320,6 +320,8 @@ def import_config(
             + ", ".join(f"{source.name(k)}={v}" for k, v in sorted(source.defaults_used.items()))
         )
     assumptions += [f"{fmt} key not used (no rlsim field): {k} = {_short(v)}" for k, v in unused.items()]
+    # the --set items the import needed, verbatim: rlsim plan --emit --original reads them back (framework_sets)
+    assumptions += [f"{IMPORT_SET}{k}={_plain(v)}" for k, v in (framework_set or {}).items()]
     raw = {
         "name": path.stem,
         "description": f"{fmt} config {path.name} as an rlsim scenario (rlsim import-config)",
@@ -336,6 +338,18 @@ def import_config(
             f"the imported scenario is invalid: {exc} (set an rlsim field with --scenario-set {exc.field}=VALUE)"
         ) from None
     return Imported(raw, unused)
+
+
+IMPORT_SET = "import-config --set "
+
+
+def _plain(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def framework_sets(assumptions: list[str]) -> list[str]:
+    """The ``--set`` items an imported scenario was imported with (its assumptions record them)."""
+    return [a.removeprefix(IMPORT_SET) for a in assumptions if a.startswith(IMPORT_SET)]
 
 
 def _short(value: Any) -> str:

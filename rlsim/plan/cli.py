@@ -203,12 +203,16 @@ def _print_text(result: Any, lines: list[str]) -> None:
 
 
 def _emit(result: Any, args: argparse.Namespace, out: Any) -> list[Path]:
+    from rlsim.frameworks.config_import import framework_sets
     from rlsim.frameworks.emit import emit, write_emitted
     from rlsim.plan.output import winner_scenario
     from rlsim.scenario import from_dict
 
     scn = from_dict(winner_scenario(result))
-    emitted = emit(args.emit, scn, args.original)
+    # the original needs the --set items it was imported with (a model name, a GPU count): read back from the
+    # imported scenario's assumptions, so --emit works for any import
+    sets = framework_sets(list(scn.assumptions)) if args.original is not None else []
+    emitted = emit(args.emit, scn, args.original, sets)
     written = write_emitted(emitted, args.emit, args.output)
     shown = " ".join(emitted.overrides) or "(none: your config is the plan)"
     print(f"\n{args.emit} overrides for the winner: {shown}", file=out)

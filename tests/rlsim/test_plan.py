@@ -320,3 +320,23 @@ def test_a_profiles_learning_model_is_enough_to_plan(paper):
     as_scenario = plan(paper, **kw)
     a, b = with_profile.row(with_profile.winner), as_scenario.row(as_scenario.winner)
     assert a["time_to_target_s"] == pytest.approx(b["time_to_target_s"], rel=1e-9)
+
+
+def test_emit_works_for_an_import_that_needed_set_items(tmp_path):
+    """A TRL config whose model is not in the catalog and whose process count lives on the accelerate command
+    line: imported with --set items, which the scenario records, so plan --emit --original re-imports the
+    original with them (before: the re-import failed for every such file)."""
+    config = SCENARIOS.parent / "tests" / "rlsim" / "fixtures" / "configs" / "trl_gspo_qwen3_0.6b.yaml"
+    scn = tmp_path / "trl.yaml"
+    sets = ["--set", "num_processes=8", "--set", "model_name_or_path=Qwen/Qwen3-8B"]
+    proc = subprocess.run(
+        [*CLI, "import-config", "--format", "trl", str(config), "-o", str(scn), *sets], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "import-config --set num_processes=8" in scn.read_text()
+    out = tmp_path / "plan"
+    args = ["plan", str(scn), "--assume-learning", "paper", "--grid", "workload.prompts_per_step=64,512"]
+    args += ["--schedules", "colocated", "-o", str(out), "--emit", "trl", "--original", str(config)]
+    proc = subprocess.run([*CLI, *args], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "trl overrides for the winner" in proc.stdout and (out / "trl_overrides.sh").is_file()
