@@ -83,8 +83,38 @@ TABLE: tuple[Row, ...] = (
 )
 
 
+# keys only a GRPOConfig has, and keys of TRL's other trainers' configs (trl/trainer/sft_config.py, dpo_config.py)
+GRPO_ONLY = ("num_generations", "max_completion_length", "use_vllm", "vllm_mode", "generation_batch_size")
+GRPO_ONLY += ("steps_per_generation", "num_iterations", "reward_funcs", "reward_weights")
+OTHER_TRAINERS = {
+    "dataset_text_field": "SFTConfig",
+    "packing": "SFTConfig",
+    "max_seq_length": "SFTConfig",
+    "completion_only_loss": "SFTConfig",
+    "assistant_only_loss": "SFTConfig",
+    "rpo_alpha": "DPOConfig",
+    "label_smoothing": "DPOConfig",
+    "reference_free": "DPOConfig",
+}
+
+
+def check_trainer(flat: dict[str, Any], where: str = "the config") -> None:
+    """Refuse a config of another TRL trainer (SFT, DPO) in one line: it has none of GRPOConfig's own keys and
+    some of the other trainer's."""
+    if any(k in flat for k in GRPO_ONLY):
+        return
+    other = {k: v for k, v in OTHER_TRAINERS.items() if k in flat}
+    if other:
+        kinds = " / ".join(sorted(set(other.values())))
+        raise ImportConfigError(
+            f"{where}: holds {', '.join(sorted(other))} ({kinds} keys) and none of GRPOConfig's own "
+            f"({', '.join(GRPO_ONLY[:4])}, ...): not an RL trainer's config; rlsim imports TRL's GRPOConfig"
+        )
+
+
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections for a TRL GRPOConfig, and the assumptions made."""
+    check_trainer(src.flat)
     notes: list[str] = []
     if not src.given("num_processes"):
         notes.append(

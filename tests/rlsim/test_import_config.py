@@ -648,3 +648,16 @@ def test_nemo_rl_contradiction_is_refused_naming_the_keys(tmp_path, capsys, path
     assert code == 2 and not out.exists() and len(lines) == 1
     for key in keys:
         assert key in lines[0]
+
+
+def test_an_sft_config_is_not_imported_as_grpo(tmp_path, capsys):
+    """TRL's SFTConfig (the keys of trl/trainer/sft_config.py) used to import as GRPO without a word."""
+    sft = tmp_path / "sft.yaml"
+    sft.write_text(
+        "model_name_or_path: Qwen/Qwen2.5-7B\nlearning_rate: 2.0e-5\nper_device_train_batch_size: 4\n"
+        "gradient_accumulation_steps: 8\npacking: true\nmax_length: 4096\ndataset_text_field: text\n"
+    )
+    code, out = _import(tmp_path, "trl", sft, ["num_processes=8"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and not out.exists()
+    assert "not an RL trainer's config" in err[-1] and "SFTConfig" in err[-1] and "dataset_text_field" in err[-1]
