@@ -2,7 +2,8 @@
 
 A task turns a ``random.Random`` into an :class:`Example` (a prompt and its one correct answer) and scores a
 completion against it. Prompts and answers use only the characters of :data:`CHARSET`, so the character-level
-tokenizer of ``real.models`` covers every task, including tasks users register themselves.
+tokenizer of ``real.models`` covers every task, including tasks users register themselves, except those marked
+``pretrained`` (``words``), which need a pretrained model's tokenizer and knowledge.
 
 Built-in tasks (spec -> example):
 
@@ -19,6 +20,9 @@ Built-in tasks (spec -> example):
   52 steps (the other 0.85 at 300). PPO with a critic learns ``last`` far slower (0.66 and 0.10 after 300).
 - ``addition``, ``reversal``, ``sorting``: multi-digit answers; they need more steps (or a bigger model) from
   random weights.
+- ``words`` (``most``, default 99): ``"twelve = 12\nforty-two ="`` -> ``"42"``: for a pretrained model
+  (``--model smollm2``). SmolLM2-135M answers 0.10 of the held-out prompts exactly at first; GRPO (hf, B = 32,
+  lr 2e-5, 2 threads) brought it to 0.825 after 5 steps (46 s) and 0.95 after 10 on this VM (2026-12-02).
 
 A spec is ``name`` or ``name:key=value,key=value`` (``addition:digits=1``); integer values are parsed.
 
