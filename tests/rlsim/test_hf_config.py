@@ -104,3 +104,17 @@ def test_bad_model_names_and_configs_say_what_to_do(tmp_path):
         rlsim.load_scenario(SMALL, {"model": str(bad)})
     with pytest.raises(ModelConfigError, match="lacks num_hidden_layers"):
         spec_from_config({"model_type": "llama", "hidden_size": 8}, "x")
+
+
+def test_the_catalog_serves_the_configs_it_lacks_by_name_and_hub_id():
+    """16 of the 24 configs are models models.yaml does not hold: the catalog serves them (with their sources), by
+    name or hub id, and an import resolves an Instruct checkpoint to them; a hand-written entry wins its model."""
+    from rlsim import catalog
+    from rlsim.frameworks.config_import import resolve_model
+
+    names = catalog.model_names(aliases=False)
+    assert len(names) >= 38 and {"Qwen2-7B", "gemma-2-9b", "gpt-oss-20b", "phi-4", "DeepSeek-V2-Lite"} <= set(names)
+    entry = catalog.model("Qwen/Qwen2-7B")
+    assert entry["num_params"] == pytest.approx(7.6e9, rel=0.01) and "config_source" in entry["source"]
+    assert resolve_model("Qwen/Qwen2-7B-Instruct", "model")[0] == "Qwen2-7B"
+    assert catalog.model("Qwen3-8B")["num_params"] == 8.2e9  # models.yaml's entry, not the config's count
