@@ -52,6 +52,7 @@ TABLE: tuple[Row, ...] = (
     Row(DT + "tensor_parallel_size", 1, "training.tensor_parallel_size", "DTensor TP"),
     Row(DT + "context_parallel_size", 1, "training.context_parallel_size", "DTensor CP"),
     Row(DT + "activation_checkpointing", False, "training.activation_recompute", "true -> full, false -> none"),
+    Row(DT + "cpu_offload", False, "training.offload_params, offload_optimizer", "FSDP2 CPU offload (fsdp layout)"),
     Row(PO + "optimizer.kwargs.lr", 5e-6, "learning.lr0", "DTensor; learning.reference_batch = B"),
     Row(GEN + "backend", "vllm", "engine.behaviour", "vllm -> vllm-v1; others refused"),
     Row(GEN + "max_new_tokens", None, "workload.max_response_tokens", "cap: least of it, max_model_len - prompt"),
@@ -212,6 +213,15 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     for key in ("name", "description"):
         raw.pop(key, None)
     notes += [f"{a} (as rlsim-calibrate published maps NeMo RL recipes)" for a in raw.pop("assumptions", [])]
+    if not megatron and src.get(DT + "cpu_offload"):
+        # FSDP2's CPUOffloadPolicy keeps parameters, gradients and optimizer states on the host between uses
+        if raw.get("training", {}).get("backend") != "fsdp":
+            raise ImportConfigError(
+                f"{DT}cpu_offload: true with DTensor TP or CP > 1 is not modelled (rlsim offloads its fsdp layout "
+                "only); set it false or the DTensor parallel sizes to 1"
+            )
+        raw["training"].update(offload_params=True, offload_optimizer=True)
+        notes.append(f"{DT}cpu_offload: parameters and optimizer states offloaded to the host (FSDP2)")
     return raw, notes
 
 

@@ -661,3 +661,11 @@ def test_an_sft_config_is_not_imported_as_grpo(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and not out.exists()
     assert "not an RL trainer's config" in err[-1] and "SFTConfig" in err[-1] and "dataset_text_field" in err[-1]
+
+
+def test_nemo_rl_dtensor_cpu_offload_offloads_params_and_optimizer(tmp_path):
+    """policy.dtensor_cfg.cpu_offload was ignored; it now puts parameters and optimizer states on the host."""
+    off = _scenario("nemo-rl", NEMO_BASE, ["policy.dtensor_cfg.cpu_offload=true"])
+    on = _scenario("nemo-rl", NEMO_BASE)
+    assert off.training.offload_params and off.training.offload_optimizer
+    assert not on.training.offload_params and not on.training.offload_optimizer
