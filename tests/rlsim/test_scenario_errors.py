@@ -170,7 +170,7 @@ CLI_CASES = [
         _set("model", "Qwen9-1T"),
         [],
         None,
-        ["model: 'Qwen9-1T'", "is not a catalog model", "use one of", "Qwen2.5-7B"],
+        ["model: 'Qwen9-1T'", "is not a catalog model", "did you mean", "Qwen2.5-7B", "config.json"],
         id="unknown-catalog-model",
     ),
     pytest.param(
