@@ -41,7 +41,7 @@ PROMPT_FRACTION = 0.5  # assumption: prompts fixed at half the framework's maxim
 RESPONSE_MEAN_FRACTION = 0.5  # assumption: mean response length before clipping, as a fraction of the maximum
 RESPONSE_SIGMA = 0.6  # assumption: standard deviation of log response length (as rlsim.frameworks.nemo_rl)
 # checkpoint suffixes whose architecture is the base model's (fine-tuned weights, same config.json shapes)
-VARIANT_SUFFIXES = ("-Instruct", "-instruct", "-Chat", "-chat", "-it")
+VARIANT_SUFFIXES = ("-Instruct", "-instruct", "-Chat", "-chat", "-it", "-bf16", "-BF16", "-fp8", "-FP8")
 _MISSING = object()
 
 

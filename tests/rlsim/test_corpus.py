@@ -1,0 +1,52 @@
+"""Public launch files imported unedited (tests/rlsim/fixtures/configs/corpus.yaml): each as expected, refused
+with its reason, or a known gap (strict xfail, so a fix shows up). Prints the share imported unedited."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+import rlsim
+from rlsim.frameworks.config_import import ImportConfigError, import_config
+
+CONFIGS = Path(__file__).parent / "fixtures" / "configs"
+CORPUS = yaml.safe_load((CONFIGS / "corpus.yaml").read_text())
+
+
+def _fields(scn) -> dict:
+    return {
+        "prompts": scn.workload.prompts_per_step,
+        "group": scn.workload.group_size,
+        "gpus": scn.hardware.num_gpus + ((scn.reward.num_gpus or 0) if scn.reward.model else 0),
+        "engine_tp": scn.engine.tensor_parallel_size,
+        "response_cap": scn.workload.max_response_tokens,
+        "model": scn.model.name,
+        "schedule": scn.schedule.mode,
+    }
+
+
+def _params():
+    for name, entry in CORPUS.items():
+        marks = [pytest.mark.xfail(strict=True, reason=entry["gap"])] if "gap" in entry else []
+        yield pytest.param(name, entry, marks=marks, id=name)
+
+
+@pytest.mark.parametrize(("name", "entry"), list(_params()))
+def test_corpus_file_imports_unedited_as_expected(name, entry):
+    path = CONFIGS / name
+    if "refused" in entry:
+        with pytest.raises(ImportConfigError, match=entry["refused"]):
+            import_config(path, entry["format"])
+        return
+    scn = rlsim.from_dict(import_config(path, entry["format"]).scenario)
+    got = _fields(scn)
+    assert {k: got[k] for k in entry["expect"]} == entry["expect"]
+
+
+def test_the_corpus_names_its_sources():
+    for folder in {Path(name).parent for name in CORPUS}:
+        assert (CONFIGS / folder / "README.md").is_file(), folder
+    for name in CORPUS:
+        assert (CONFIGS / name).is_file(), name
