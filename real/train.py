@@ -111,7 +111,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
     unknown = tok.unk_token_id
     if unknown is not None and any(unknown in p for p in eval_prompts):
         raise RealError(
-            f"the tokenizer of {model_dir} cannot encode task '{task.name}''s prompts (unknown characters); "
+            f"the tokenizer of {model_dir} cannot encode the prompts of task '{task.name}' (unknown characters); "
             "use a model whose tokenizer covers them (--model smollm2, or a local Hugging Face folder)"
         )
 
