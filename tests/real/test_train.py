@@ -384,3 +384,24 @@ def test_grpo_teaches_smollm2_a_task_it_needs_pretraining_for(tmp_path):
     best = max(r["eval_metric"] for r in log if r["eval_metric"] is not None)
     assert start < 0.4 and best >= start + 0.3, (start, best)
     assert all(sum(r["response_length_counts"]) == 32 for r in log)
+
+
+def test_prompts_the_tokenizer_cannot_encode_are_refused(tmp_path, monkeypatch):
+    """A user's task with letters, not marked as needing a pretrained model: the tiny model's tokenizer maps
+    them to unk, and train refuses in one line instead of training on unknown tokens."""
+    import real.tasks
+    from real.tasks import Example, Task
+
+    class Letters(Task):
+        name = "letters-test"
+
+        @property
+        def num_prompts(self) -> int:
+            return 200
+
+        def example_at(self, index: int) -> Example:
+            return Example(f"abc{index}=", str(index % 10))
+
+    monkeypatch.setitem(real.tasks._REGISTRY, "letters-test", Letters)  # registered for this test only
+    with pytest.raises(RealError, match="cannot encode the prompts of task 'letters-test'"):
+        train(TrainConfig(task="letters-test", max_steps=1, eval_size=16, train_size=100), tmp_path / "r")
