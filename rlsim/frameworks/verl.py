@@ -97,6 +97,8 @@ def read(path: Path) -> dict[str, Any]:
             data.pop("defaults")
             data[LAUNCH_NOTES] = [f"verl defaults: {path.name}'s defaults list read as verl's own ({VERSION_READ})"]
         return data
+    if not path.is_file():
+        raise ImportConfigError(f"{path}: is not a file; give verl's config YAML or the launch script that runs it")
     text = read_text(path, "verl launch script")
     words, notes = framework_command(text, path.name, (ENTRY,))
     data: dict[str, Any] = {}

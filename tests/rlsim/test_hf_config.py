@@ -95,6 +95,8 @@ def test_a_scenario_takes_a_config_json_or_a_model_folder(tmp_path):
 def test_bad_model_names_and_configs_say_what_to_do(tmp_path):
     with pytest.raises(ScenarioError, match=r"did you mean Qwen3-8B.*config.json"):
         rlsim.load_scenario(SMALL, {"model": "Qwen3-8b"})
+    with pytest.raises(ScenarioError, match=r"did you mean Qwen2-7B or"):  # case and -Instruct set aside first
+        rlsim.load_scenario(SMALL, {"model": "Qwen2-7b-Instruct"})
     bad = tmp_path / "config.json"
     bad.write_text('{"model_type": "bloom", "hidden_size": 8}')
     with pytest.raises(ScenarioError, match=r"model_type 'bloom' is not one rlsim reads"):

@@ -83,9 +83,11 @@ def test_nothing_in_a_script_is_ever_run(tmp_path):
     assert not list(tmp_path.glob("ran*"))
 
 
-def test_a_script_without_the_entry_point_is_refused():
+def test_a_script_without_the_entry_point_is_refused(tmp_path, capsys):
     with pytest.raises(ImportConfigError, match="runs no verl.trainer.main_ppo"):
         framework_command("echo hello\n", "run.sh", ENTRY)
+    code = main(["import-config", "--format", "verl", str(tmp_path / "run_qwen.sh"), "-o", str(tmp_path / "s.yaml")])
+    assert code == 2 and "run_qwen.sh: is not a file" in capsys.readouterr().err
 
 
 def test_verls_own_example_script_imports_unedited(tmp_path, capsys):
