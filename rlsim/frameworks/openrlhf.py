@@ -214,8 +214,8 @@ def parse_arguments(text: str, where: str = "arguments") -> dict[str, Any]:
             flag, values = name, ([parse_scalar(value)] if eq else [])
         elif flag is None:
             raise ImportConfigError(
-                f"{where}: {word!r} is not a --flag; give the {MODULE} command line or one --flag value per line "
-                "(shell arrays and variables are not expanded)"
+                f"{where}: {word!r} is not a --flag; give the {MODULE} command line (a launch script: its "
+                "variables and arrays are expanded) or one --flag value per line"
             )
         else:
             values.append(parse_scalar(word))
