@@ -136,9 +136,12 @@ class Scenario:
 
     @property
     def sliding_kv_bytes_per_seq(self) -> float:
-        """KV bytes a running sequence holds in its sliding-window layers: the window's tokens (an upper bound
-        for contexts shorter than the window)."""
-        return self._kv_bytes_all_layers * self.model.sliding_layer_fraction * self.model.sliding_window
+        """KV bytes a running sequence holds in its sliding-window layers: the window's tokens, or the longest
+        context when that is shorter (vLLM's hybrid KV manager allocates those layers' blocks as the sequence
+        grows and frees the ones that leave the window; before, the whole window was charged, so Gemma 2's
+        4,096-token window at 1,536-token contexts left verl's own gemma-2-2b example no KV cache at all)."""
+        longest = self.workload.max_prompt_tokens + self.workload.max_response_tokens
+        return self._kv_bytes_all_layers * self.model.sliding_layer_fraction * min(self.model.sliding_window, longest)
 
     @property
     def _kv_bytes_all_layers(self) -> float:

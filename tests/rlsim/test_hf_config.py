@@ -120,3 +120,16 @@ def test_the_catalog_serves_the_configs_it_lacks_by_name_and_hub_id():
     assert entry["num_params"] == pytest.approx(7.6e9, rel=0.01) and "config_source" in entry["source"]
     assert resolve_model("Qwen/Qwen2-7B-Instruct", "model")[0] == "Qwen2-7B"
     assert catalog.model("Qwen3-8B")["num_params"] == 8.2e9  # models.yaml's entry, not the config's count
+
+
+def test_sliding_window_layers_hold_at_most_the_longest_context():
+    """A sequence shorter than the window holds its own tokens in the sliding layers, not the window's: the KV
+    cache verl's gemma-2-2b example gets (1,536-token contexts, window 4,096) was 0 tokens when the whole window
+    was charged for each of the engine's sequences."""
+    base = {"model": "gemma-2-2b", "engine.max_num_seqs": 32, "workload.max_prompt_tokens": 512}
+    short = rlsim.load_scenario(SMALL, {**base, "workload.max_response_tokens": 1024})
+    long = rlsim.load_scenario(SMALL, {**base, "workload.max_response_tokens": 6000})
+    per_token = short._kv_bytes_all_layers * short.model.sliding_layer_fraction
+    assert short.sliding_kv_bytes_per_seq == pytest.approx(per_token * 1536)
+    assert long.sliding_kv_bytes_per_seq == pytest.approx(per_token * 4096)  # the window, not the 6,512 context
+    assert short.kv_capacity_tokens > long.kv_capacity_tokens
