@@ -157,6 +157,7 @@ def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[st
     total += (layers - n_moe) * dense_mlp
     active = total - n_moe * max(0, experts - top_k) * per_expert
     dtype = _DTYPES.get(str(c.get("torch_dtype") or c.get("dtype") or "bfloat16"), "bfloat16")
+    sliding = _sliding_layers(c, family, layers)
     return {
         "name": name,
         "hf_id": hf_id,
@@ -175,8 +176,8 @@ def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[st
         "kv_lora_rank": int(c["kv_lora_rank"]) if mla else 0,
         "qk_rope_head_dim": int(c["qk_rope_head_dim"]) if mla else 0,
         "num_mtp_layers": int(c.get("num_nextn_predict_layers") or 0),
-        "sliding_window": int(c.get("sliding_window") or 0) if _sliding_layers(c, family, layers) else 0,
-        "num_sliding_layers": _sliding_layers(c, family, layers),
+        "sliding_window": int(c.get("sliding_window") or 0) if sliding else 0,
+        "num_sliding_layers": sliding,
         "dtype": dtype,
         "tie_word_embeddings": tied,
         "num_params": float(total),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import difflib
 import json
 from collections.abc import Iterator
 from functools import cache
@@ -107,6 +108,28 @@ def engine_names() -> list[str]:
 
 def gpu_names() -> list[str]:
     return list(_load("gpus"))
+
+
+# checkpoint suffixes whose architecture is the base model's (fine-tuned or re-cast weights, same config.json shapes)
+VARIANT_SUFFIXES = ("-Instruct", "-instruct", "-Chat", "-chat", "-it", "-bf16", "-BF16", "-fp8", "-FP8")
+
+
+def nearest_names(value: str, names: list[str], n: int = 3) -> list[str]:
+    """Up to ``n`` of ``names`` close to ``value``, for a "did you mean" line: compared without an organisation,
+    case and a VARIANT_SUFFIXES suffix first (``Qwen/Qwen2-7b-Instruct`` -> ``Qwen2-7B``), then by spelling."""
+
+    def key(name: str) -> str:
+        tail = name.rsplit("/", 1)[-1]
+        for suffix in VARIANT_SUFFIXES:
+            tail = tail.removesuffix(suffix)
+        return tail.lower()
+
+    keyed: dict[str, str] = {}
+    for name in names:
+        keyed.setdefault(key(name), name)
+    exact = [keyed[key(value)]] if key(value) in keyed else []
+    close = [keyed[k] for k in difflib.get_close_matches(key(value), list(keyed), n=n, cutoff=0.5)]
+    return list(dict.fromkeys(exact + close))[:n]
 
 
 def model_names(aliases: bool = True) -> list[str]:

@@ -23,7 +23,6 @@ Bad input (a missing file, a contradiction between two keys, a model outside the
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 from dataclasses import dataclass, field
@@ -33,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from rlsim import catalog
+from rlsim.catalog import VARIANT_SUFFIXES
 from rlsim.errors import RlsimError, ScenarioError
 from rlsim.files import load_yaml, read_text
 
@@ -40,8 +41,6 @@ DEFAULT_GPU = "H100-SXM"  # assumption: neither verl nor TRL configs name the GP
 PROMPT_FRACTION = 0.5  # assumption: prompts fixed at half the framework's maximum prompt length
 RESPONSE_MEAN_FRACTION = 0.5  # assumption: mean response length before clipping, as a fraction of the maximum
 RESPONSE_SIGMA = 0.6  # assumption: standard deviation of log response length (as rlsim.frameworks.nemo_rl)
-# checkpoint suffixes whose architecture is the base model's (fine-tuned weights, same config.json shapes)
-VARIANT_SUFFIXES = ("-Instruct", "-instruct", "-Chat", "-chat", "-it", "-bf16", "-BF16", "-fp8", "-FP8")
 _MISSING = object()
 
 
@@ -170,8 +169,8 @@ def resolve_model(name: Any, key: str) -> tuple[str, list[str]]:
     local = Path(name).expanduser()
     if (local / "config.json").is_file() or (local.suffix == ".json" and local.is_file()):
         return str(local.resolve()), [f"model: {name} read from its config.json (rlsim.hf_config)"]
-    near = difflib.get_close_matches(tail, sorted(forms), n=3, cutoff=0.6)
-    hint = f"did you mean {' or '.join(forms[n] for n in near)}? " if near else ""
+    near = catalog.nearest_names(tail, catalog.model_names(aliases=False))
+    hint = f"did you mean {' or '.join(near)}? " if near else ""
     raise ImportConfigError(
         f"{key}: {name!r} is not in rlsim's model catalog; {hint}--set {key}=NAME with one of: "
         + ", ".join(sorted(set(forms.values())))
@@ -182,8 +181,6 @@ def resolve_model(name: Any, key: str) -> tuple[str, list[str]]:
 @cache
 def _model_forms() -> dict[str, str]:
     """Every spelling of a catalog model (name, hf_id, aliases, each also without its organisation) -> its name."""
-    from rlsim import catalog
-
     forms: dict[str, str] = {}
     for name in catalog.model_names(aliases=False):
         entry = catalog.model(name)

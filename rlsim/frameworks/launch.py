@@ -43,15 +43,12 @@ _ARITH = {
 }
 
 
-class _Unset(str):
-    """A variable set by something not run (a command substitution): references to it stay as written."""
-
-
 @dataclass
 class _Shell:
     where: str
     scalars: dict[str, str] = field(default_factory=dict)
     arrays: dict[str, list[str]] = field(default_factory=dict)
+    substituted: set[str] = field(default_factory=set)  # set by a command substitution, not run: left as written
     notes: list[str] = field(default_factory=list)
 
     def note(self, text: str) -> None:
@@ -60,11 +57,10 @@ class _Shell:
 
     def value(self, name: str) -> str | None:
         """The variable's value; None when the script does not set it, or sets it by running something."""
-        value = self.scalars.get(name)
-        if isinstance(value, _Unset):
+        if name in self.substituted:
             self.note(f"${name} is set by a command substitution, which is not run; left as written")
             return None
-        return value
+        return self.scalars.get(name)
 
     def arith(self, text: str) -> str:
         def ev(node: ast.AST) -> int:
@@ -149,7 +145,7 @@ class _Shell:
                 if m.group(2).endswith("="):
                     self.scalars[name] = value
             if value is None:
-                if not isinstance(self.scalars.get(name), _Unset):
+                if name not in self.substituted:
                     self.note(f"${name} is not set by the script; left as written")
                 out.append("$" + m.group(0))
             elif quoted:
@@ -237,9 +233,10 @@ def _from_text(text: str, markers: tuple[str, ...], sh: _Shell) -> tuple[list[st
         if m and not any(mark in stripped for mark in markers):
             try:
                 words = _split(sh.expand(m.group(2)), where)
-                sh.scalars[m.group(1)] = " ".join(words[:1] if words else [""])
+                sh.scalars[m.group(1)] = words[0] if words else ""
+                sh.substituted.discard(m.group(1))
             except ImportConfigError:
-                sh.scalars[m.group(1)] = _Unset(m.group(1))
+                sh.substituted.add(m.group(1))
             continue
         if not any(mark in stripped for mark in markers):
             continue  # another command: never run, never read

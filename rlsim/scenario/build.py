@@ -6,7 +6,6 @@ field's bounds checked, then the cross-field rules of :mod:`rlsim.scenario.valid
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import math
 import sys
@@ -66,7 +65,7 @@ def _resolve_spec(kind: str, value: Any, path: str) -> dict[str, Any]:
                 return spec_from_path(value)
             except ModelConfigError as exc:
                 raise ScenarioError(path, value, "cannot be read as a model's config.json", str(exc)) from None
-        near = _nearest(value, names())
+        near = catalog.nearest_names(value, names())
         fix = f"did you mean {' or '.join(near)}? " if near else ""
         if kind == "model":
             raise ScenarioError(
@@ -86,24 +85,6 @@ def _resolve_spec(kind: str, value: Any, path: str) -> dict[str, Any]:
             return merged
         return value
     raise ScenarioError(path, value, f"must be a catalog {kind} name or a mapping", f"e.g. {path}: {names()[0]}")
-
-
-def _nearest(value: str, names: list[str]) -> list[str]:
-    """Up to three catalog names close to ``value``: compared without case and without an -Instruct / -Chat / -it
-    suffix first (``Qwen2-7b-Instruct`` -> ``Qwen2-7B``), then by spelling."""
-
-    def key(name: str) -> str:
-        tail = name.rsplit("/", 1)[-1].lower()
-        for suffix in ("-instruct", "-chat", "-it"):
-            tail = tail.removesuffix(suffix)
-        return tail
-
-    keyed: dict[str, str] = {}
-    for name in names:
-        keyed.setdefault(key(name), name)
-    exact = [keyed[key(value)]] if key(value) in keyed else []
-    close = [keyed[k] for k in difflib.get_close_matches(key(value), list(keyed), n=3, cutoff=0.5)]
-    return list(dict.fromkeys(exact + close))[:3]
 
 
 @functools.cache

@@ -67,7 +67,7 @@ CASES = [
     ),
     (
         "openrlhf",
-        CONFIGS / "openrlhf_ppo_llama3_8b_hybrid_engine.sh",
+        CONFIGS / "openrlhf_scripts" / "train_ppo_ray_hybrid_engine.sh",
         ORL_MODEL,
         {
             "workload.prompts_per_step": 2048,
@@ -251,7 +251,7 @@ def test_openrlhf_flat_original_gets_flat_names():
 
 
 def test_openrlhf_a_false_flag_is_a_note_to_remove_it():
-    path = CONFIGS / "openrlhf_ppo_llama3_8b_hybrid_engine.sh"
+    path = CONFIGS / "openrlhf_scripts" / "train_ppo_ray_hybrid_engine.sh"
     planned = _imported("openrlhf", path, ORL_MODEL).with_overrides(
         {
             "hardware.placement": "separate",
