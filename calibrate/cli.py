@@ -230,7 +230,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from calibrate.runfit import LENGTH_PHASES
+    from calibrate.runfit import LENGTH_PHASES, LENGTH_PROGRESS
 
     parser = argparse.ArgumentParser(prog="rlsim-calibrate", description="fit profiles and validate predictions")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -258,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument(
         "--length-progress",
         choices=("learning_rate", "samples"),
-        default="learning_rate",
+        default=LENGTH_PROGRESS,
         help="what the length phases follow at another batch size: the cumulative learning rate (default) or the "
         "samples seen (see calibrate.runfit)",
     )
