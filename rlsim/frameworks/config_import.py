@@ -299,7 +299,8 @@ def import_config(
     from rlsim.scenario import apply_overrides, from_dict
 
     module, flat, spelling, legacy, read_notes = framework_flat(path, fmt, framework_set)
-    source = Source(flat, module.TABLE, fmt, spelling=spelling, legacy=legacy)
+    table = module.table_for(flat) if hasattr(module, "table_for") else module.TABLE  # a release's defaults (TRL)
+    source = Source(flat, table, fmt, spelling=spelling, legacy=legacy)
     sections, notes = module.to_scenario(source)
     sections.setdefault("hardware", {}).setdefault("gpu", DEFAULT_GPU)
     gpu_note = f"hardware.gpu: {DEFAULT_GPU} (the {fmt} config does not name the GPU type; --scenario-set it)"

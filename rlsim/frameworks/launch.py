@@ -211,6 +211,18 @@ def _entry_words(words: list[str], markers: tuple[str, ...], sh: _Shell) -> list
     return None
 
 
+def _names_marker(line: str, markers: tuple[str, ...]) -> bool:
+    """Whether a word of ``line`` (split as written, nothing expanded) is the entry point, or a string that holds
+    it (``bash -c "..."``): a path or a substitution that merely contains the marker's text is not."""
+    if not any(mark in line for mark in markers):
+        return False
+    try:
+        words = shlex.split(line, comments=True)
+    except ValueError:
+        return True  # unbalanced quotes: the expanding split names the problem
+    return any(w in markers or w.endswith(tuple("/" + m for m in markers)) or " " in w for w in words if w)
+
+
 def _from_text(text: str, markers: tuple[str, ...], sh: _Shell) -> tuple[list[str] | None, _Shell]:
     where = sh.where
     lines = text.replace("\\\r\n", " ").replace("\\\n", " ").splitlines()
@@ -230,7 +242,8 @@ def _from_text(text: str, markers: tuple[str, ...], sh: _Shell) -> tuple[list[st
             sh.arrays[m.group(1)] = _split(sh.expand(body[: body.rfind(")")]), where)
             continue
         m = _ASSIGN.match(stripped)
-        if m and not any(mark in stripped for mark in markers):
+        runs = _names_marker(stripped, markers)
+        if m and not runs:
             try:
                 words = _split(sh.expand(m.group(2)), where)
                 sh.scalars[m.group(1)] = words[0] if words else ""
@@ -238,7 +251,7 @@ def _from_text(text: str, markers: tuple[str, ...], sh: _Shell) -> tuple[list[st
             except ImportConfigError:
                 sh.substituted.add(m.group(1))
             continue
-        if not any(mark in stripped for mark in markers):
+        if not runs:
             continue  # another command: never run, never read
         for seg in _segments(_split(sh.expand(stripped), where)):
             args = _entry_words(seg, markers, sh)

@@ -27,15 +27,37 @@ Batch semantics (facts from that commit):
 Launch facts TRL's config does not hold are taken as extra keys given with ``--set`` (defaults in ``LAUNCH``):
 ``num_processes`` (accelerate launch --num_processes; default 1, a plain ``python train.py``) and, for server mode,
 ``vllm_server_tensor_parallel_size`` / ``vllm_server_data_parallel_size`` / ``vllm_server_gpu_memory_utilization``
-(``trl vllm-serve`` flags; defaults 1, 1, 0.9). ``max_prompt_length`` was removed from GRPOConfig in TRL 1.x (it was
-512 in 0.x); when absent, prompts are assumed at most 512 tokens.
+(``trl vllm-serve`` flags; defaults 1, 1, 0.9). ``max_prompt_length`` was removed from GRPOConfig in TRL 0.28 (it was
+512 before 0.26); when absent, prompts are assumed at most 512 tokens.
+
+Versions: ``trl_version`` (``--set trl_version=0.18.0``, or the key in the file) selects that release's defaults,
+read from TRL's source at its tags by scripts/trl_defaults.py into trl_defaults.yaml (0.14.0, the first GRPO
+release, to 1.9.0); unset, the newest release's, said in a note. A release's behaviour follows from which options it
+has: before 0.18 there is no ``vllm_mode`` (vLLM ran on GPUs of its own: ``vllm_device`` in 0.14-0.15, ``trl
+vllm-serve`` in 0.16-0.17) and no ``steps_per_generation`` (0.17 generates once per optimizer step, over the
+accumulated batch; 0.14-0.16 generate every micro-step's completions apart); before 0.23 no importance-sampling
+correction, so no old log-prob pass unless the batch is reused. A key the release does not have is refused in
+one line (TRL itself rejects it).
+
+Launch: the file may also be the shell script or command line that runs ``accelerate launch [options] SCRIPT
+--config GRPO.yaml [--key value ...]`` (open-r1's and TRL's documented form; rlsim.frameworks.launch reads it as
+text, never runs it): the GRPO YAML named by ``--config``, the script's ``--key value`` overrides over it, and the
+accelerate options ``--config_file`` (an accelerate config YAML), ``--num_processes``. ``accelerate_config`` (a
+``--set`` key, or ``--config_file``) gives ``num_processes`` (the total over machines) and the distributed type
+(DeepSpeed ZeRO stage, FSDP, DDP) when the command does not.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import re
+from pathlib import Path
 from typing import Any
 
+from rlsim.files import load_yaml, read_text
 from rlsim.frameworks.config_import import (
+    LAUNCH_NOTES,
     ImportConfigError,
     Row,
     Source,
@@ -43,11 +65,15 @@ from rlsim.frameworks.config_import import (
     as_int,
     assumed_workload,
     divisible,
+    read_config,
 )
 from rlsim.frameworks.config_import import resolve_model as _resolve_model
 
-VERSION_READ = "TRL f2cd577 (v1.9.0-26)"
+VERSION_READ = "TRL f2cd577 (v1.9.0-26) and the defaults of every release 0.14.0-1.9.0"
+DEFAULTS_FILE = Path(__file__).with_name("trl_defaults.yaml")
 LAUNCH = {
+    "trl_version": None,
+    "accelerate_config": None,
     "num_processes": 1,
     "vllm_server_tensor_parallel_size": 1,
     "vllm_server_data_parallel_size": 1,
@@ -60,6 +86,8 @@ GA = "gradient_accumulation_steps"
 
 TABLE: tuple[Row, ...] = (
     Row("model_name_or_path", None, "model", "a catalog name, alias or hf_id (Instruct: the base architecture)"),
+    Row("trl_version", None, "(the defaults below)", "not a TRL key: --set it; unset: the newest release's"),
+    Row("accelerate_config", None, "hardware.num_gpus, training notes", "accelerate launch --config_file"),
     Row("num_processes", LAUNCH["num_processes"], "hardware.num_gpus (train GPUs)", "not a TRL key: --set it"),
     Row(PDB, 8, "training.micro_batch_size", "completions per micro-step per GPU (padded, not packed)"),
     Row(GA, 1, "algorithm.mini_batches_per_step", "steps_per_generation / gradient_accumulation_steps"),
@@ -76,7 +104,7 @@ TABLE: tuple[Row, ...] = (
     Row("vllm_server_gpu_memory_utilization", 0.9, "engine.gpu_memory_utilization", "server mode; not a TRL key"),
     Row("vllm_importance_sampling_correction", True, "algorithm.recompute_old_logprob", "with vLLM"),
     Row("max_prompt_length", 512, "workload.max_prompt_tokens", "TRL 0.x only; and the assumed prompt length"),
-    Row("max_completion_length", 512, "workload.max_response_tokens", "and the assumed response lengths"),
+    Row("max_completion_length", 256, "workload.max_response_tokens", "and the assumed response lengths"),
     Row("learning_rate", 1e-6, "learning.lr0", "learning.reference_batch = completions per round"),
     Row("beta", 0.0, "algorithm.kl_reference", "beta > 0 loads the reference model"),
     Row("gradient_checkpointing", True, "training.activation_recompute", "true -> full, false -> none"),
@@ -112,27 +140,236 @@ def check_trainer(flat: dict[str, Any], where: str = "the config") -> None:
         )
 
 
+# ---------------------------------------------------------------------------------------------- versions
+
+FIRST_GRPO = "0.14.0"
+
+
+def _version_tuple(text: str) -> tuple[int, ...] | None:
+    m = re.fullmatch(r"v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.+-].*)?", str(text).strip())
+    return tuple(int(g or 0) for g in m.groups()) if m else None
+
+
+@functools.cache
+def releases() -> dict[str, dict[str, Any]]:
+    """TRL release -> its GRPOConfig defaults and commit (trl_defaults.yaml, by scripts/trl_defaults.py)."""
+    data = load_yaml(read_text(DEFAULTS_FILE, "TRL defaults"))
+    return {str(v): row for v, row in data["versions"].items()}
+
+
+def release_for(version: Any) -> tuple[str, list[str]]:
+    """The release whose defaults apply to ``version`` (the newest release at or below it), and notes."""
+    known = sorted(releases(), key=_version_tuple)
+    newest = known[-1]
+    if version is None:
+        return newest, [
+            f"trl_version: not given, so TRL {newest}'s defaults (the newest release read); --set trl_version=X.Y.Z "
+            "as installed where the config runs (open-r1 pins its TRL in setup.py)"
+        ]
+    wanted = _version_tuple(version)
+    if wanted is None:
+        raise ImportConfigError(f"trl_version: {version!r} is not a version; give it as 0.18.0")
+    if wanted < _version_tuple(FIRST_GRPO):
+        raise ImportConfigError(
+            f"trl_version: TRL {version} has no GRPOTrainer (it came in {FIRST_GRPO}); use a later TRL"
+        )
+    at_or_below = [v for v in known if _version_tuple(v) <= wanted]
+    chosen = at_or_below[-1]
+    notes = [
+        f"trl_version {version}: TRL {chosen}'s defaults (trl_defaults.yaml, commit {releases()[chosen]['commit'][:9]})"
+    ]
+    if wanted > _version_tuple(newest):
+        notes.append(f"trl_version {version} is newer than the newest release read ({newest}): its defaults assumed")
+    return chosen, notes
+
+
+def table_for(flat: dict[str, Any]) -> tuple[Row, ...]:
+    """TABLE with the defaults of the release ``trl_version`` names (a key the release lacks: no default)."""
+    row = releases()[release_for(flat.get("trl_version"))[0]]
+    versioned = set(releases()[max(releases(), key=_version_tuple)]) | {k for r in releases().values() for k in r}
+    return tuple(
+        dataclasses.replace(r, default=row.get(r.key)) if r.key in versioned and r.key != "commit" else r for r in TABLE
+    )
+
+
+def _check_release_keys(src: Source, version: str) -> None:
+    """Refuse a key the release does not have (TRL's argument parser rejects it)."""
+    row = releases()[version]
+    known = {k for r in releases().values() for k in r} - {"commit"}
+    for key in sorted(known - set(row)):
+        if src.flat.get(key) is not None:
+            since = [v for v in sorted(releases(), key=_version_tuple) if key in releases()[v]]
+            when = f"it is in {since[0]}-{since[-1]}" if since else "no release read has it"
+            raise ImportConfigError(
+                f"{src.name(key)}: TRL {version} has no such option ({when}); remove it or --set trl_version to the "
+                "release the config was written for"
+            )
+
+
+def release_changes_table() -> str:
+    """Markdown: the releases at which a default rlsim reads changes, or an option comes or goes (docs/import-config.md
+    holds this table; a test keeps it in step with trl_defaults.yaml)."""
+    lines = ["| TRL release | what changes |", "|---|---|"]
+    before: dict[str, Any] | None = None
+    for version in sorted(releases(), key=_version_tuple):
+        row = {k: v for k, v in releases()[version].items() if k != "commit"}
+        if before is None:
+            text = "first GRPO release: " + ", ".join(f"`{k}` {v}" for k, v in row.items())
+        else:
+            parts = [f"`{k}` {before[k]} -> {v}" for k, v in row.items() if k in before and before[k] != v]
+            parts += [f"`{k}` added ({v})" for k, v in row.items() if k not in before]
+            parts += [f"`{k}` removed" for k in before if k not in row]
+            text = ", ".join(parts)
+        if text:
+            lines.append(f"| {version} | {text} |")
+        before = row
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------- launch
+
+ENTRY = "accelerate"
+# accelerate launch options that take no value (accelerate/commands/launch.py, store_true)
+ACCELERATE_FLAGS = {"--multi_gpu", "--use_deepspeed", "--use_fsdp", "--use_megatron_lm", "--cpu", "-m", "--module"}
+ACCELERATE_FLAGS |= {"--no_python", "--debug", "--quiet", "-q", "--tpu", "--use_xpu", "--same_network"}
+
+
+def _option(word: str) -> tuple[str, str | None]:
+    key, eq, value = word.partition("=")
+    return key, (value if eq else None)
+
+
+def _find(path_text: str, where: Path) -> Path:
+    """A path on the command line: as given (from the working directory), else from the script's folder or one
+    of its parents (launch scripts name files from the repository's root)."""
+    given = Path(path_text)
+    if given.is_absolute() or given.is_file():
+        return given
+    for base in [where.parent, *where.parent.parents]:
+        if (base / given).is_file():
+            return base / given
+    raise ImportConfigError(
+        f"{where.name}: {path_text} is not a file (looked from the working directory and from {where.parent} up); "
+        "run from the folder the command runs from, or give the file with --set"
+    )
+
+
+def read(path: Path) -> dict[str, Any]:
+    """A GRPOConfig as YAML / JSON, or a launch script or command line running ``accelerate launch ... --config
+    GRPO.yaml`` (module docstring)."""
+    if path.suffix in (".yaml", ".yml", ".json"):
+        return read_config(path, "trl")
+    if not path.is_file():
+        raise ImportConfigError(f"{path}: is not a file; give TRL's GRPO config (YAML / JSON) or its accelerate launch")
+    from rlsim.frameworks.launch import framework_command
+
+    words, notes = framework_command(read_text(path, "TRL launch script"), path.name, (ENTRY,))
+    if not words or words[0] != "launch":
+        raise ImportConfigError(f"{path.name}: runs accelerate without launch; give the accelerate launch command")
+    words = words[1:]
+    launch: dict[str, Any] = {}
+    i = 0
+    while i < len(words) and words[i].startswith("-"):  # accelerate's own options, up to the script
+        key, value = _option(words[i])
+        i += 1
+        if key in ACCELERATE_FLAGS:
+            continue
+        if value is None and i < len(words):
+            value, i = words[i], i + 1
+        launch[key.lstrip("-").replace("-", "_")] = value
+    if i >= len(words):
+        raise ImportConfigError(f"{path.name}: accelerate launch names no training script")
+    script, args = words[i], words[i + 1 :]
+    data: dict[str, Any] = {}
+    overrides: dict[str, Any] = {}
+    j = 0
+    while j < len(args):
+        key, value = _option(args[j])
+        j += 1
+        if not key.startswith("--"):
+            raise ImportConfigError(f"{path.name}: {args[j - 1]!r} after {script} is not a --key value argument")
+        if value is None:
+            if j < len(args) and not args[j].startswith("--"):
+                value, j = args[j], j + 1
+            else:
+                value = "true"
+        key = key[2:].replace("-", "_")
+        if key == "config":
+            data = read_config(_find(value, path), "trl")
+        else:
+            overrides[key] = load_yaml(value) if value else value  # TRL's parser types them by the field
+    data.update(overrides)
+    if "config_file" in launch:
+        data.setdefault("accelerate_config", str(_find(launch["config_file"], path)))
+    if "num_processes" in launch:
+        data.setdefault("num_processes", int(launch["num_processes"]))
+    data[LAUNCH_NOTES] = [f"read from the accelerate launch of {script} in {path.name}", *notes]
+    return data
+
+
+def accelerate_settings(path_text: str) -> tuple[dict[str, Any], list[str]]:
+    """What an accelerate config file says of the processes and the sharding."""
+    path = Path(path_text)
+    if not path.is_file():
+        raise ImportConfigError(f"accelerate_config: {path_text} is not a file; give accelerate's config YAML")
+    cfg = read_config(path, "accelerate")
+    kind = str(cfg.get("distributed_type", "NO"))
+    stage = (cfg.get("deepspeed_config") or {}).get("zero_stage")
+    notes = [f"accelerate config {path.name}: distributed_type {kind}" + (f", ZeRO stage {stage}" if stage else "")]
+    if kind == "DEEPSPEED" and stage is not None and int(stage) < 3:
+        notes.append(
+            f"training: ZeRO-{stage} keeps whole parameters on every GPU; rlsim prices ZeRO-3 / FSDP full sharding "
+            "(more gathers per micro-batch, less memory)"
+        )
+    out: dict[str, Any] = {}
+    if cfg.get("num_processes") is not None:
+        out["num_processes"] = int(cfg["num_processes"])
+    return out, notes
+
+
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections for a TRL GRPOConfig, and the assumptions made."""
     check_trainer(src.flat)
-    notes: list[str] = []
-    if not src.given("num_processes"):
+    version, notes = release_for(src.get("trl_version"))
+    _check_release_keys(src, version)
+    has = releases()[version]
+    accel: dict[str, Any] = {}
+    accel_notes: list[str] = []
+    if src.given("accelerate_config"):
+        accel, accel_notes = accelerate_settings(str(src.get("accelerate_config")))
+        notes += accel_notes
+    if src.given("num_processes"):
+        procs = as_int(src, "num_processes")
+    elif "num_processes" in accel:
+        procs = accel["num_processes"]
+        notes.append(f"num_processes: {procs} (the accelerate config's)")
+    else:
+        procs = as_int(src, "num_processes")
         notes.append(
-            f"num_processes: {LAUNCH['num_processes']} (TRL's config has no key for it; --set num_processes=N as "
-            "given to accelerate launch)"
+            f"num_processes: {procs} (TRL's config has no key for it; --set num_processes=N as given to accelerate "
+            "launch, or accelerate_config=FILE)"
         )
-    procs, per_device, accum = as_int(src, "num_processes"), as_int(src, PDB), as_int(src, GA)
+    per_device, accum = as_int(src, PDB), as_int(src, GA)
     group = as_int(src, "num_generations")
     if src.given(GEN) and src.given(SPG):
         raise ImportConfigError(f"{GEN} and {SPG} are both set; TRL allows one of them: remove one")
     if src.given(GEN):
         generations = as_int(src, GEN)
         steps_per_gen = divisible(GEN, generations, f"{PDB} x num_processes", per_device * procs)
-    else:
-        steps_per_gen = as_int(src, SPG) if src.given(SPG) else as_int(src, GA)
+    elif SPG in has or _version_tuple(version) >= (0, 17, 0):
+        # 0.17 generates once per optimizer step over the accumulated batch: steps_per_generation's default
+        steps_per_gen = as_int(src, SPG) if src.given(SPG) else accum
         generations = per_device * procs * steps_per_gen
+    else:
+        steps_per_gen = 0  # below one optimizer step
+        generations = per_device * procs
+        notes.append(
+            f"TRL {version} generates each micro-step's completions apart ({PDB} x num_processes = {generations}) "
+            f"and accumulates {accum} of them into one optimizer step: an rlsim step is one generation round"
+        )
     prompts = divisible(f"{GEN} ({PDB} x num_processes x {SPG})", generations, "num_generations", group)
-    mini_batches = divisible(SPG, steps_per_gen, GA, accum)
+    mini_batches = divisible(SPG, steps_per_gen, GA, accum) if steps_per_gen else 1
+    optimizer_batch = generations if steps_per_gen else generations * accum
     iterations = as_int(src, "num_iterations")
 
     model, model_notes = _resolve_model(src.get("model_name_or_path"), "model_name_or_path")
@@ -146,7 +383,9 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         notes.append("use_vllm false: transformers generate, one static batch per round on each training GPU")
     else:
         engine["behaviour"] = "vllm-v1"
-        mode = src.get("vllm_mode")
+        mode = src.get("vllm_mode") if "vllm_mode" in has else "server"
+        if "vllm_mode" not in has:
+            notes.append(f"TRL {version} has no vllm_mode: vLLM runs on GPUs of its own (server)")
         if mode == "colocate":
             engine["tensor_parallel_size"] = as_int(src, "vllm_tensor_parallel_size")
             # trl/generation/vllm_generation.py: the TP groups must split the processes evenly
@@ -170,15 +409,19 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             )
         else:
             raise ImportConfigError(f"vllm_mode: {mode!r} must be colocate or server; fix it in the file or --set")
-    recompute = accum % (steps_per_gen * iterations) != 0 or (
+    recompute = accum % (max(1, steps_per_gen) * iterations) != 0 or (
         use_vllm and bool(src.get("vllm_importance_sampling_correction"))
     )
-    if not src.given("max_prompt_length"):
-        notes.append("max_prompt_length: 512 (not a TRL 1.x key; TRL 0.x's default)")
-    max_prompt, max_response = as_int(src, "max_prompt_length"), as_int(src, "max_completion_length")
+    if src.get("max_prompt_length") is None:
+        notes.append(f"max_prompt_length: 512 assumed (TRL {version} does not truncate prompts; 0.14-0.25's default)")
+        max_prompt = 512
+    else:
+        max_prompt = as_int(src, "max_prompt_length")
+    max_response = as_int(src, "max_completion_length")
     workload, length_notes = assumed_workload(prompts, group, max_prompt, max_response)
     notes += length_notes
-    notes.append("training: FSDP full sharding stands for TRL's DeepSpeed ZeRO-3 / FSDP (accelerate config)")
+    if not accel_notes:
+        notes.append("training: FSDP full sharding stands for TRL's DeepSpeed ZeRO-3 / FSDP (accelerate config)")
     sections = {
         "model": model,
         "hardware": hardware,
@@ -198,6 +441,6 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             "activation_recompute": "full" if src.get("gradient_checkpointing") else "none",
         },
         "schedule": {"mode": schedule},
-        "learning": {"lr0": as_float(src, "learning_rate"), "reference_batch": generations},
+        "learning": {"lr0": as_float(src, "learning_rate"), "reference_batch": optimizer_batch},
     }
     return sections, notes
