@@ -81,6 +81,10 @@ class Training:
     # log-prob and training pass costs responses x that length (rlsim-real's trainer, real/update.py
     # batch_tensors); the longest of more samples is longer, so the cost per sample grows with the batch
     pad_to_longest: bool = False
+    # without packing: each micro-batch holds only its sequences' real tokens (verl use_remove_padding, its
+    # default; OpenRLHF packing_samples), so its memory is priced at a high quantile of micro_batch_size sequences'
+    # prompt + response tokens under the workload's lengths (rlsim.training_memory), not at micro_batch_size x cap
+    remove_padding: bool = False
     # sequences (packed: bins) per micro-batch of the forward-only log-prob passes; None: micro_batch_size
     logprob_micro_batch_size: int | None = field(default=None, metadata={"ge": 1})
     # responses per optimizer step (the frameworks' train global batch); None: responses per step divided by

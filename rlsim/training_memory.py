@@ -47,12 +47,40 @@ class TrainMemory:
         return self.total_bytes <= self.budget_bytes
 
 
+MICRO_TOKENS_QUANTILE = 0.99  # a micro-batch without padding is priced at this quantile of its real tokens
+_DRAWS = 4000  # micro-batches drawn for that quantile (seeded: the same scenario gives the same answer)
+
+
+def micro_batch_tokens(s: Scenario) -> float:
+    """Tokens one training micro-batch holds at its peak: bins of packing_tokens with packing; micro_batch_size x
+    the longest prompt + response when padded; with ``remove_padding``, the MICRO_TOKENS_QUANTILE quantile of the
+    sum of micro_batch_size sequences' lengths drawn from the workload (each response phase; the largest), at most
+    micro_batch_size x the cap."""
+    tr, w = s.training, s.workload
+    cap = tr.micro_batch_size * packing_tokens(s)
+    if tr.sequence_packing or not tr.remove_padding:
+        return float(cap)
+    import numpy as np
+
+    from rlsim.lengths import sample_lengths
+
+    rng = np.random.default_rng(0)
+    n = tr.micro_batch_size * _DRAWS
+    prompts = sample_lengths(w.prompt_length, n, rng, 1, w.max_prompt_tokens)
+    worst = 0.0
+    for dist in [w.response_length, *(phase.length for phase in w.response_length_by_samples)]:
+        responses = sample_lengths(dist, n, rng, 1, w.max_response_tokens)
+        sums = (prompts + responses).reshape(_DRAWS, tr.micro_batch_size).sum(axis=1)
+        worst = max(worst, float(np.quantile(sums, MICRO_TOKENS_QUANTILE)))
+    return min(float(cap), worst)
+
+
 def memory(s: Scenario, model: ModelSpec | None = None) -> TrainMemory:
     """Training memory per GPU for ``model`` (default: the policy) on the scenario's layout."""
     model = model or s.model
     tr, lay = s.training, layout_of(s)
     budget = s.hardware.gpu.memory_bytes * tr.memory_fraction
-    tokens_mb = tr.micro_batch_size * packing_tokens(s)
+    tokens_mb = micro_batch_tokens(s)
     h = model.hidden_size
     per_layer_full = SEQ_PARALLEL_ACT_BYTES_PER_TOKEN_HIDDEN * h
     logits = tokens_mb / lay.c / lay.t * model.vocab_size * LOGIT_BYTES
@@ -91,6 +119,13 @@ def validate(s: Scenario) -> None:
     tr, m = s.training, s.model
     n = s.hardware.num_train_gpus
     at = "training"
+    if tr.remove_padding and tr.pad_to_longest:  # (with sequence packing it changes nothing: bins hold no padding)
+        raise ScenarioError(
+            f"{at}.remove_padding",
+            True,
+            f"prices unpadded micro-batches, which {at}.pad_to_longest contradicts",
+            f"remove one of {at}.remove_padding and {at}.pad_to_longest",
+        )
     if tr.pad_to_longest and tr.sequence_packing:
         raise ScenarioError(
             f"{at}.pad_to_longest",

@@ -59,6 +59,14 @@ def _config_models(entries: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
     return out
 
 
+@cache
+def same_architecture() -> dict[str, dict[str, Any]]:
+    """Published model names whose architecture is a catalog model's (same_architecture.yaml): name -> ``as``,
+    ``source`` and an optional ``note``."""
+    text = resources.files(__name__).joinpath("same_architecture.yaml").read_text()
+    return yaml.load(text, Loader=LOADER) or {}
+
+
 def _get(kind: str, name: str) -> dict[str, Any]:
     table = _load(kind)
     if name not in table:

@@ -169,6 +169,15 @@ def resolve_model(name: Any, key: str) -> tuple[str, list[str]]:
     local = Path(name).expanduser()
     if (local / "config.json").is_file() or (local.suffix == ".json" and local.is_file()):
         return str(local.resolve()), [f"model: {name} read from its config.json (rlsim.hf_config)"]
+    same = catalog.same_architecture()
+    for cand in (name, *(k for k in same if k.rsplit("/", 1)[-1] == tail)):
+        if cand in same:
+            entry = same[cand]
+            note = f"; {entry['note']}" if entry.get("note") else ""
+            return entry["as"], [
+                f"model: {name} simulated as catalog model {entry['as']} (same architecture: "
+                f"rlsim/catalog/same_architecture.yaml gives the source{note})"
+            ]
     near = catalog.nearest_names(tail, catalog.model_names(aliases=False))
     hint = f"did you mean {' or '.join(near)}? " if near else ""
     raise ImportConfigError(

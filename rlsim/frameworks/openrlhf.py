@@ -79,7 +79,7 @@ TABLE: tuple[Row, ...] = (
     Row("train.max_epochs", 1, "algorithm.epochs_per_step", "passes over the rollout"),
     Row("train.micro_batch_size", 1, "training.micro_batch_size", "samples per GPU per micro-step (flat: 4)"),
     Row("rollout.micro_batch_size", 1, "training.logprob_micro_batch_size", "make-experience passes (flat: 8)"),
-    Row("ds.packing_samples", False, "training.sequence_packing", "alone: still micro_batch_size samples each"),
+    Row("ds.packing_samples", False, "training.remove_padding", "alone: micro_batch_size samples each, unpadded"),
     Row("train.dynamic_batch_enable", False, "training.sequence_packing", "true: bins of train.max_tokens_per_gpu"),
     Row("train.max_tokens_per_gpu", 16192, "training.packing_tokens", "with dynamic batch"),
     Row("actor.num_nodes", 1, "hardware.train_gpus", "actor GPUs = nodes x GPUs per node"),
@@ -426,12 +426,13 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         )
         src.get("ds.packing_samples")  # OpenRLHF turns packing on with dynamic batching
     else:
-        if src.get("ds.packing_samples"):
-            notes.append(
-                f"{n('ds.packing_samples')} without dynamic batch: {micro} samples per micro-batch (rlsim does not "
-                "model the padding packing removes)"
-            )
         training.update(sequence_packing=False, micro_batch_size=micro)
+        if src.get("ds.packing_samples"):
+            training["remove_padding"] = True
+            notes.append(
+                f"{n('ds.packing_samples')} without dynamic batch: {micro} samples per micro-batch, packed without "
+                "padding (training.remove_padding)"
+            )
     training["logprob_micro_batch_size"] = rollout_micro
     training["activation_recompute"] = "full" if src.get("actor.gradient_checkpointing_enable") else "none"
     training["offload_optimizer"] = bool(src.get("ds.adam_offload"))

@@ -77,6 +77,8 @@ TABLE: tuple[Row, ...] = (
     Row(M + "path", None, "model", "a catalog name, alias or hf_id (Instruct/Chat: the base architecture)"),
     Row("critic.model.path", None, "algorithm.critic_model", "gae only; default: the policy's architecture"),
     Row(M + "enable_gradient_checkpointing", True, "training.activation_recompute", "true -> full, false -> none"),
+    Row(M + "use_remove_padding", True, "training.remove_padding", "micro-batches of real tokens (memory check)"),
+    Row(M + "lora_rank", 0, "(a note)", "> 0: LoRA is not modelled; simulated as full fine-tuning"),
     Row(A + "strategy", "fsdp", "training.backend", "fsdp / fsdp2 -> fsdp; megatron refused (not mapped yet)"),
     Row(A + "fsdp_config.param_offload", False, "training.offload_params", "FSDP parameter offload"),
     Row(A + "fsdp_config.optimizer_offload", False, "training.offload_optimizer", "FSDP optimizer offload"),
@@ -157,11 +159,18 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             micro = as_int(src, micro_key)
         divisible(f"{A}ppo_mini_batch_size x {R}n / GPUs", per_rank, micro_key + " (per GPU)", micro)
         training.update(sequence_packing=False, micro_batch_size=micro)
+        training["remove_padding"] = bool(src.get(M + "use_remove_padding"))
         if src.given(R + "log_prob_micro_batch_size"):
             training["logprob_micro_batch_size"] = max(1, as_int(src, R + "log_prob_micro_batch_size") // gpus)
         elif src.given(R + "log_prob_micro_batch_size_per_gpu"):
             training["logprob_micro_batch_size"] = as_int(src, R + "log_prob_micro_batch_size_per_gpu")
     training["activation_recompute"] = "full" if src.get(M + "enable_gradient_checkpointing") else "none"
+    lora = src.get(M + "lora_rank")
+    if isinstance(lora, int) and not isinstance(lora, bool) and lora > 0:
+        notes.append(
+            f"{M}lora_rank {lora}: LoRA is not modelled; simulated as full fine-tuning (its optimizer state and weight "
+            "gradients are more memory and compute than LoRA's)"
+        )
     training["offload_params"] = bool(src.get(A + "fsdp_config.param_offload"))
     training["offload_optimizer"] = bool(src.get(A + "fsdp_config.optimizer_offload"))
 

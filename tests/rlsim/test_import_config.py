@@ -454,7 +454,8 @@ def test_openrlhf_every_key_is_mapped_or_listed():
     assert {k for k in flags if k not in mapped} <= set(imported.unused) <= set(flags)
     assert "reward.normalize_enable" in imported.unused and "ckpt.output_dir" in imported.unused
     assert "reward.model_name_or_path" not in imported.unused  # the reward model: rlsim's reward section
-    assert imported.scenario["reward"] == {"model": "Llama-3.1-8B", "num_gpus": 4}
+    # the reward model: OpenRLHF/Llama-3-8b-rm-mixture, whose architecture is Meta-Llama-3-8B's (same_architecture.yaml)
+    assert imported.scenario["reward"] == {"model": "Meta-Llama-3-8B", "num_gpus": 4}
     legacy = import_config(ORL_FLAT, "openrlhf", {"pretrain": "Llama-3.1-8B"})
     assert "reward_pretrain" not in legacy.unused and "normalize_reward" in legacy.unused  # in the file's spelling
     assert legacy.scenario["reward"] == {"model": "Llama-3.1-8B"}  # colocate_all_models: on the actor's GPUs
@@ -669,3 +670,26 @@ def test_nemo_rl_dtensor_cpu_offload_offloads_params_and_optimizer(tmp_path):
     on = _scenario("nemo-rl", NEMO_BASE)
     assert off.training.offload_params and off.training.offload_optimizer
     assert not on.training.offload_params and not on.training.offload_optimizer
+
+
+def test_a_fine_tune_name_resolves_to_its_base_with_the_source_said(tmp_path):
+    from rlsim import catalog
+    from rlsim.frameworks.config_import import resolve_model
+
+    for name, entry in catalog.same_architecture().items():
+        assert catalog.model(entry["as"]) and len(str(entry["source"])) > 40, name
+    name, notes = resolve_model("OpenRLHF/Llama-3-8b-sft-mixture", "actor.model_name_or_path")
+    assert name == "Meta-Llama-3-8B" and "same_architecture.yaml gives the source" in notes[0]
+    assert resolve_model("/ckpt/Qwen2.5-Coder-7B-Instruct", "m")[0] == "Qwen2.5-7B"  # a local copy, by its name
+    folder = tmp_path / "Qwen2.5-Coder-7B-Instruct"  # a folder with its own config.json is read instead
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    assert resolve_model(str(folder), "m")[0] == str(folder.resolve())
+
+
+def test_verl_removes_padding_by_default_as_verl_does(tmp_path):
+    script = CONFIGS / "verl_scripts" / "grpo_trainer__run_qwen2-7b.sh"  # use_remove_padding=True, micro 40
+    code, out = _import(tmp_path, "verl", script)
+    assert code == 0 and load_scenario(out).training.remove_padding
+    sets = ["actor_rollout_ref.model.use_remove_padding=false"]  # padded, 40 x 1536 tokens: over an H100
+    assert _import(tmp_path, "verl", script, sets)[0] == 2

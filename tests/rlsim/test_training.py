@@ -765,3 +765,30 @@ def test_a_batch_padded_to_its_longest_costs_responses_times_that_length():
     assert rec["timing_s"]["train_actor"] > run_p.records[0]["timing_s"]["train_actor"]
     with pytest.raises(ScenarioError, match="pad_to_longest"):
         _scn({"training.pad_to_longest": True})
+
+
+def test_remove_padding_prices_a_micro_batch_at_its_real_tokens():
+    """Without padding a micro-batch holds its sequences' real tokens: prompts fixed at 200 of a 512 cap and
+    responses fixed at 100 of 512 give 8 x 300 tokens, not 8 x 1024; with lognormal responses the 99th percentile
+    of 8 sequences' sum, between the mean and the cap; padded (the default) prices the cap."""
+    over = {
+        "training.sequence_packing": False,
+        "training.micro_batch_size": 8,
+        "workload.prompt_length": {"dist": "fixed", "tokens": 200},
+        "workload.response_length": {"dist": "fixed", "tokens": 100},
+    }
+    assert training_memory.micro_batch_tokens(_scn(over)) == 8 * PACK
+    assert training_memory.micro_batch_tokens(_scn({**over, "training.remove_padding": True})) == 8 * 300
+    spread = {**over, "training.remove_padding": True}
+    spread["workload.response_length"] = {"dist": "lognormal", "mean_tokens": 100, "sigma": 1.0}
+    tokens = training_memory.micro_batch_tokens(_scn(spread))
+    assert 8 * 300 * 1.3 < tokens < 8 * PACK
+    assert training_memory.micro_batch_tokens(_scn(spread)) == tokens  # seeded: the same answer every time
+    packed = {**spread, "training.sequence_packing": True}  # bins of the cap: remove_padding changes nothing
+    assert training_memory.micro_batch_tokens(_scn(packed)) == 8 * PACK
+
+
+def test_remove_padding_contradicts_pad_to_longest():
+    over = {"training.sequence_packing": False, "training.remove_padding": True, "training.pad_to_longest": True}
+    err = _refused(over, "training.remove_padding: True", "remove one of training.remove_padding")
+    assert err.field == "training.remove_padding"
