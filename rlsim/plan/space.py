@@ -100,15 +100,28 @@ def _schedule_label(mode: str, staleness: int) -> str:
     return f"async-{staleness}"
 
 
+# options that apply only when the trainer and the engines share GPUs: a separate or async candidate takes them off,
+# so that a flag carried from a colocated setup does not prune every other schedule (an imported verl config with
+# weight_sync.offload_trainer pruned 504 of 600 candidates, every separate and async one)
+COLOCATED_ONLY = {"weight_sync.offload_trainer": False}
+
+
 def schedule_overrides(label: str) -> dict[str, Any]:
-    """``colocated`` / ``separate`` / ``async-K`` -> schedule.mode, schedule.max_staleness, hardware.placement."""
+    """``colocated`` / ``separate`` / ``async-K`` -> schedule.mode, schedule.max_staleness, hardware.placement (and,
+    on separate pools, COLOCATED_ONLY's options off)."""
     if label == "colocated":
         return {"schedule.mode": "sync-colocated", "schedule.max_staleness": 0, "hardware.placement": "colocated"}
     if label == "separate":
-        return {"schedule.mode": "sync-separate", "schedule.max_staleness": 0, "hardware.placement": "separate"}
+        sep = {"schedule.mode": "sync-separate", "schedule.max_staleness": 0, "hardware.placement": "separate"}
+        return {**sep, **COLOCATED_ONLY}
     if label.startswith("async-") and label[6:].isdigit() and int(label[6:]) >= 1:
         k = int(label[6:])
-        return {"schedule.mode": "async", "schedule.max_staleness": k, "hardware.placement": "separate"}
+        return {
+            "schedule.mode": "async",
+            "schedule.max_staleness": k,
+            "hardware.placement": "separate",
+            **COLOCATED_ONLY,
+        }
     raise ScenarioError("--schedules", label, "is not a schedule", "use colocated, separate or async-K (K >= 1)")
 
 

@@ -340,3 +340,32 @@ def test_emit_works_for_an_import_that_needed_set_items(tmp_path):
     proc = subprocess.run([*CLI, *args], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "trl overrides for the winner" in proc.stdout and (out / "trl_overrides.sh").is_file()
+
+
+def test_a_colocated_only_option_is_reset_for_other_schedules(paper):
+    """weight_sync.offload_trainer (colocated only) set on the scenario: the colocated candidates keep it, the
+    separate and async ones take it off instead of being pruned for it."""
+    colocated = paper.with_overrides(
+        {
+            "schedule.mode": "sync-colocated",
+            "schedule.max_staleness": 0,
+            "hardware.placement": "colocated",
+            "hardware.rollout_gpus": None,
+            "hardware.train_gpus": None,
+            "weight_sync.offload_trainer": True,
+        }
+    )
+    space = build_space(colocated, grid={"workload.prompts_per_step": [128], "engine.tensor_parallel_size": [8]})
+    configs = configurations(space)
+    assert {c.labels["schedule"] for c in configs} == {"colocated", "separate", "async-1", "async-2"}
+    valid = set()
+    for c in configs:
+        assert c.overrides.get("weight_sync.offload_trainer", True) == (c.labels["schedule"] == "colocated")
+        try:
+            s = colocated.with_overrides(c.overrides)
+        except ScenarioError as exc:  # a split too small for the trainer, never the option
+            assert "offload_trainer" not in str(exc)
+            continue
+        assert s.weight_sync.offload_trainer == (c.labels["schedule"] == "colocated")
+        valid.add(c.labels["schedule"])
+    assert valid == {"colocated", "separate", "async-1", "async-2"}
