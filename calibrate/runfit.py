@@ -70,7 +70,11 @@ SCALED = {
     Phase.TRAIN_ACTOR.value: (("train_step_overhead_s",), ("train_compute_efficiency",)),
     Phase.OLD_LOGPROB.value: (("forward_overhead_s",), ("forward_compute_efficiency",)),
     Phase.WEIGHT_SYNC.value: (("weight_sync_latency_s",), ("link_efficiency",)),
+    # PPO's critic: priced as the policy's passes, scaled by its own timings (a value head, a value loss)
+    Phase.VALUES.value: (("critic_forward_time_scale",), ()),
+    Phase.TRAIN_CRITIC.value: (("critic_train_time_scale",), ()),
 }
+CRITIC_PHASES = (Phase.VALUES.value, Phase.TRAIN_CRITIC.value)  # runs without a critic do not time them
 
 
 # ---------------------------------------------------------------------------------------------- lengths
@@ -298,10 +302,15 @@ def phase_warnings(bench: Profile, factors: dict[str, float]) -> list[str]:
     (``factors`` has it), or neither benched nor timed by the runs, so rlsim's defaults stand."""
     out = []
     for phase in SCALED:
-        if phase in bench.phases:
+        if phase in bench.phases or (phase in CRITIC_PHASES and phase not in factors):
             continue
         overheads, efficiencies = SCALED[phase]
-        if phase in factors:
+        if phase in CRITIC_PHASES:
+            out.append(
+                f"phase {phase}: the critic's passes are the policy's of the same shape scaled by the reference runs' "
+                f"own timings (x {factors[phase]:.3g}: a value head and a value loss)"
+            )
+        elif phase in factors:
             out.append(
                 f"phase {phase}: not benched; its time comes from the reference runs' own timings (rlsim's defaults "
                 f"x {factors[phase]:.3g}); bench it (rlsim-real bench) for a fit that follows the batch size"

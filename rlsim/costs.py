@@ -56,6 +56,8 @@ class CostModel(Protocol):
         num_sequences: int = 0,
     ) -> float: ...
 
+    def critic_scale(self, phase: str) -> float: ...
+
     def reference_swap_s(self, model: ModelSpec) -> float: ...
 
     def weight_sync_s(self) -> float: ...
@@ -241,6 +243,11 @@ class RooflineCostModel:
         return self.costs.rollout_overhead_s + self.costs.rollout_s_per_sample * responses
 
     # -- trainer (rlsim.training) and weight sync (rlsim.sync) ------------------------------------------
+    def critic_scale(self, phase: str) -> float:
+        """The PPO critic's ``values`` / ``train_critic`` pass against the policy's of the same shape."""
+        c = self.costs
+        return c.critic_forward_time_scale if phase == "values" else c.critic_train_time_scale
+
     def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float, num_sequences: int = 0) -> float:
         return training.phase_time(
             self.scenario, self.costs, model, tokens, sq_tokens, forward_only=True, num_sequences=num_sequences

@@ -312,10 +312,10 @@ def _trainer(env: simpy.Environment, st: _State):
             ref = cost.forward_s(s.model, tokens, sq_tokens, nseq) + cost.reference_swap_s(s.model)
             passes.append((Phase.REF_LOGPROB, ref))
         if alg.name == "ppo":
-            passes.append((Phase.VALUES, cost.forward_s(s.critic, tokens, sq_tokens, nseq)))
-            passes.append(
-                (Phase.TRAIN_CRITIC, cost.train_s(s.critic, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq))
-            )
+            values = cost.forward_s(s.critic, tokens, sq_tokens, nseq) * cost.critic_scale(Phase.VALUES.value)
+            passes.append((Phase.VALUES, values))
+            train = cost.train_s(s.critic, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
+            passes.append((Phase.TRAIN_CRITIC, train * cost.critic_scale(Phase.TRAIN_CRITIC.value)))
         passes.append(
             (Phase.TRAIN_ACTOR, cost.train_s(s.model, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq))
         )

@@ -42,15 +42,17 @@ def _model_dir(tmp_path: Path) -> Path:
     return d
 
 
-def _write_run(tmp_path, p, seed, model_dir, *, g=8, max_steps=300, n_star=6000.0, long_responses=0):
+def _write_run(tmp_path, p, seed, model_dir, *, g=8, max_steps=300, n_star=6000.0, long_responses=0, ppo=False):
     """A run at B = p x g that crosses 0.9 at ``n_star`` samples (it stops there, or at ``max_steps``); response
     lengths 2-8 (``long_responses`` of the shortest at length 8 instead, per step); wall-clock from a simple
-    per-sample cost."""
+    per-sample cost. ``ppo``: with a critic whose values pass takes half the old log-prob pass and whose training
+    0.6 of the actor's."""
     b = p * g
     steps = min(max_steps, math.ceil(min(n_star, 1e7) / b) + 1)
     run = tmp_path / f"P{p}_seed{seed}"
     run.mkdir()
-    cfg = {"task": "parity:length=3", "algo": "grpo", "engine": "hf", "lr_rule": "sqrt", "max_new_tokens": 8}
+    algo = "ppo" if ppo else "grpo"
+    cfg = {"task": "parity:length=3", "algo": algo, "engine": "hf", "lr_rule": "sqrt", "max_new_tokens": 8}
     cfg.update(kl_coef=0.0, mini_batches=1, epochs=1, lr0=1e-3, reference_batch=128, seed=seed, max_steps=max_steps)
     (run / "config.json").write_text(json.dumps(cfg))
     (run / "environment.json").write_text(json.dumps({"device": "cpu (2 cores)", "model_dir": str(model_dir)}))
@@ -69,6 +71,8 @@ def _write_run(tmp_path, p, seed, model_dir, *, g=8, max_steps=300, n_star=6000.
         metric = 0.5 + 0.48 / (1.0 + (math.sqrt(0.2) * n_star / samples) ** 2.0) if step % 2 == 0 else None
         timing = {"rollout": 2e-4 * b, "reward": 1e-6 * b, "old_logprob": 1e-4 * b, "train_actor": 4e-4 * b}
         timing["weight_sync"] = 8e-4
+        if ppo:
+            timing.update(values=0.5e-4 * b, train_critic=2.4e-4 * b)
         wall += sum(timing.values()) + 2e-5 * b
         rec = {
             "schema_version": SCHEMA_VERSION,

@@ -343,6 +343,28 @@ def test_in_loop_factors_make_the_reference_runs_phases_come_out_as_measured(tmp
     assert pred["weight_sync"] == pytest.approx(meas["weight_sync"], rel=0.02)
 
 
+def test_the_critics_passes_get_their_own_factors_from_ppo_runs(tmp_path):
+    """A PPO run times the critic's passes apart: priced as the policy's passes of the same shape, each is scaled
+    by its own in-loop factor (here half the log-prob pass and 0.6 of the actor's training), said in one line each;
+    a GRPO run's fit has no such factor and no such line."""
+    from calibrate.runfit import fit_runs, predict_run
+    from calibrate.runs import load_run
+    from tests.calibrate.test_predict_before_run import _bench_profile, _model_dir, _write_run
+
+    model = _model_dir(tmp_path)
+    run = load_run(_write_run(tmp_path, 16, 0, model, ppo=True))
+    profile, report = fit_runs(_bench_profile(), [run], None)
+    factors = report["in_loop_factors"]
+    assert factors["values"] == pytest.approx(0.5 * factors["old_logprob"], rel=0.05)
+    pred, meas = predict_run(run, profile)["phase_time_s"], measured(run, None)["phase_time_s"]
+    assert pred["values"] == pytest.approx(meas["values"], rel=0.02)
+    assert pred["train_critic"] == pytest.approx(meas["train_critic"], rel=0.05)
+    assert sum("the critic's passes" in w for w in report["warnings"]) == 2
+    grpo = load_run(_write_run(tmp_path, 8, 1, model))
+    _, report = fit_runs(_bench_profile(), [grpo], None)
+    assert "values" not in report["in_loop_factors"] and not any("critic" in w for w in report["warnings"])
+
+
 def test_a_phase_the_bench_did_not_time_comes_from_the_runs_and_says_so(tmp_path):
     """Without a weight-sync bench the reference runs' own sync timings (0.8 ms a step as written) set that phase,
     not rlsim's defaults (1 s of sync latency plus 2 s of sleep / wake, which the hf engine never pays), and the

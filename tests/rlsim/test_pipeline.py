@@ -94,6 +94,13 @@ def test_ppo_adds_critic_phases():
     s = _load("small_1gpu", **{"algorithm.name": "ppo"})
     t = rlsim.simulate(s).records[0]["timing_s"]
     assert t["values"] > 0 and t["train_critic"] > 0
+    # the critic is priced as the policy's architecture (the same passes), scaled by its own fitted factors
+    assert t["values"] == pytest.approx(t["old_logprob"]) and t["train_critic"] == pytest.approx(t["train_actor"])
+    scaled = s.with_overrides({"costs.critic_forward_time_scale": 0.5, "costs.critic_train_time_scale": 0.8})
+    u = rlsim.simulate(scaled).records[0]["timing_s"]
+    assert u["values"] == pytest.approx(0.5 * t["values"])
+    assert u["train_critic"] == pytest.approx(0.8 * t["train_critic"])
+    assert u["train_actor"] == pytest.approx(t["train_actor"])
 
 
 def test_more_epochs_and_minibatches_cost_more_training():
