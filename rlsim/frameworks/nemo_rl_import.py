@@ -29,6 +29,7 @@ GEN = "policy.generation."
 V = "policy.generation.vllm_cfg."
 COL = "policy.generation.colocated."
 ASYNC = "grpo.async_grpo."
+AR = "async_rl."  # the single-controller loop's section (NeMo RL's SC entry point reads it instead of async_grpo)
 RESPONSE_MEAN_FRACTION = 0.5  # assumption: the clipped mean response length, as a fraction of the cap
 
 TABLE: tuple[Row, ...] = (
@@ -71,6 +72,10 @@ TABLE: tuple[Row, ...] = (
     Row(ASYNC + "enabled", False, "schedule.mode", "true: async (needs colocated false)"),
     Row(ASYNC + "max_trajectory_age_steps", 1, "schedule.max_staleness", "k"),
     Row(ASYNC + "in_flight_weight_updates", False, "schedule.in_flight_weight_updates", "async only"),
+    Row(AR + "sampler.name", None, "schedule.mode", "single controller: a gate of K versions -> async K; 0 -> sync"),
+    Row(AR + "sampler.max_lookahead_versions", 1, "schedule.max_staleness", "in_order: K"),
+    Row(AR + "sampler.max_staleness_versions", 1, "schedule.max_staleness", "ready_first, weight_fifo, windowed: K"),
+    Row(AR + "min_groups_for_streaming_train", None, "(a note)", "below P: partial batches, not modelled"),
     Row(G + "use_dynamic_sampling", False, "algorithm.dynamic_sampling", "DAPO rounds; keep rate: --scenario-set"),
     Row(G + "batch_multiplier", 1, "algorithm.dynamic_sampling.batch_multiplier", "prompts per round / P"),
     Row(G + "dynamic_sampling_max_gen_batches", 10, "algorithm.dynamic_sampling.max_gen_batches", "round limit"),
@@ -112,10 +117,21 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     colocated = bool(src.get(COL + "enabled"))
     gen_gpus, train_gpus = _pools(src, per_node, nodes, colocated)
     is_async = bool(src.get(ASYNC + "enabled"))
-    if is_async and colocated:
+    staleness = as_int(src, ASYNC + "max_trajectory_age_steps") if is_async else 0
+    single, sc_notes = _single_controller(src, prompts)
+    notes += sc_notes
+    if single is not None:
+        if is_async:
+            raise ImportConfigError(
+                f"{ASYNC}enabled and {AR}sampler are both set; NeMo RL's single controller reads {AR} and refuses "
+                f"{ASYNC[:-1]}: set it to null"
+            )
+        staleness = single
+    if staleness and colocated:
+        key = f"{ASYNC}enabled: true" if is_async else f"{AR}sampler (a gate of {staleness} version(s))"
         raise ImportConfigError(
-            f"{ASYNC}enabled: true with {COL}enabled: true is not modelled (rlsim's async schedule needs separate "
-            f"generation and training GPUs); --set {COL}enabled=false with resources, or {ASYNC}enabled=false"
+            f"{key} with {COL}enabled: true is not modelled (rlsim's async schedule needs separate "
+            f"generation and training GPUs); --set {COL}enabled=false with resources"
         )
     if is_async:  # grpo.py async_grpo_train asserts both
         for key in (V + "async_engine", "loss_fn.use_importance_sampling_correction"):
@@ -153,7 +169,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "colocated": colocated,
         "gen_gpus": gen_gpus,
         "train_gpus": train_gpus,
-        "policy_mode": f"async-{as_int(src, ASYNC + 'max_trajectory_age_steps')}off" if is_async else "on",
+        "policy_mode": f"async-{staleness}off" if staleness else "on",
         "prompts_per_step": prompts,
         "gens_per_prompt": group,
         "avg_gen_len": RESPONSE_MEAN_FRACTION * cap,
@@ -223,6 +239,43 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         raw["training"].update(offload_params=True, offload_optimizer=True)
         notes.append(f"{DT}cpu_offload: parameters and optimizer states offloaded to the host (FSDP2)")
     return raw, notes
+
+
+GATED = {"in_order": "max_lookahead_versions", "ready_first": "max_staleness_versions"}
+GATED |= {"weight_fifo": "max_staleness_versions", "windowed": "max_staleness_versions"}
+
+
+def _single_controller(src: Source, prompts: int) -> tuple[int | None, list[str]]:
+    """The staleness K of NeMo RL's single-controller loop (``async_rl``; nemo_rl/algorithms/async_utils/
+    staleness_sampler.py at 7ea279a): in_order lets generation run ``max_lookahead_versions`` dispatch batches ahead
+    of the trainer, ready_first and weight_fifo ``max_staleness_versions``; windowed never gates generation and
+    drops groups older than ``max_staleness_versions`` (that surplus is not priced). K >= 1 is rlsim's async
+    schedule with max_staleness K, 0 a synchronous one. None: the recipe has no ``async_rl`` section."""
+    name = src.get(AR + "sampler.name")
+    if name is None:
+        return None, []
+    if name not in GATED:
+        raise ImportConfigError(
+            f"{AR}sampler.name: {name!r} is not modelled (in_order, ready_first, weight_fifo, windowed are); a custom "
+            "sampler's staleness is unknown to rlsim"
+        )
+    key = AR + "sampler." + GATED[name]
+    k = src.get(key)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ImportConfigError(f"{key}: {k!r} must be a whole number >= 0 (0: synchronous); fix it or --set it")
+    notes = [f"{AR}sampler {name}, {GATED[name]} {k}: " + (f"async, max_staleness {k}" if k else "synchronous")]
+    if name == "windowed":
+        notes.append(
+            f"{AR}sampler windowed: generation is not gated; groups older than {k} version(s) are dropped "
+            "and their generation is not priced"
+        )
+    floor = src.get(AR + "min_groups_for_streaming_train")
+    if isinstance(floor, int) and not isinstance(floor, bool) and floor < prompts:
+        notes.append(
+            f"{AR}min_groups_for_streaming_train {floor} < P {prompts}: the trainer may start on partial batches; "
+            "rlsim trains on whole steps of P groups"
+        )
+    return k, notes
 
 
 def _pools(src: Source, per_node: int, nodes: int, colocated: bool) -> tuple[int | None, int | None]:

@@ -693,3 +693,23 @@ def test_verl_removes_padding_by_default_as_verl_does(tmp_path):
     assert code == 0 and load_scenario(out).training.remove_padding
     sets = ["actor_rollout_ref.model.use_remove_padding=false"]  # padded, 40 x 1536 tokens: over an H100
     assert _import(tmp_path, "verl", script, sets)[0] == 2
+
+
+SC = CONFIGS / "nemo_rl_7ea279a" / "examples" / "configs"
+
+
+def test_nemo_rl_single_controller_sampler_sets_the_staleness():
+    """async_rl (NeMo RL's single controller): in_order's max_lookahead_versions, the other gated samplers'
+    max_staleness_versions -> async K, 0 -> synchronous; a custom sampler, or async_grpo set as well, refused."""
+    sync = SC / "recipes" / "llm" / "grpo-qwen2.5-math-1.5b-instruct-1n8g-megatron-single-controller-sync.yaml"
+    s = from_dict(import_config(sync, "nemo-rl", {"policy.model_name": "Qwen2.5-1.5B"}).scenario)
+    assert s.schedule.mode == "sync-separate" and s.hardware.rollout_gpus == 4  # max_lookahead_versions 0
+    one_b = SC / "grpo_math_1B_megatron_single_controller.yaml"
+    s = from_dict(import_config(one_b, "nemo-rl", {"async_rl.sampler.max_lookahead_versions": 2}).scenario)
+    assert (s.schedule.mode, s.schedule.max_staleness) == ("async", 2)
+    with pytest.raises(ImportConfigError, match="'custom' is not modelled"):
+        import_config(one_b, "nemo-rl", {"async_rl.sampler.name": "custom"})
+    with pytest.raises(ImportConfigError, match="both set"):
+        import_config(one_b, "nemo-rl", {"grpo.async_grpo.enabled": True})
+    with pytest.raises(ImportConfigError, match="with policy.generation.colocated.enabled: true is not modelled"):
+        import_config(one_b, "nemo-rl", {"policy.generation.colocated.enabled": True})
