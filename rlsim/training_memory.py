@@ -12,6 +12,7 @@ refusal is a ScenarioError naming the field, the value and the fix.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,7 @@ from rlsim.training import (
 )
 
 if TYPE_CHECKING:
-    from rlsim.scenario import ModelSpec, Scenario
+    from rlsim.scenario import ModelSpec, Scenario, Workload
 
 
 @dataclass(frozen=True)
@@ -56,23 +57,30 @@ def micro_batch_tokens(s: Scenario) -> float:
     the longest prompt + response when padded; with ``remove_padding``, the MICRO_TOKENS_QUANTILE quantile of the
     sum of micro_batch_size sequences' lengths drawn from the workload (each response phase; the largest), at most
     micro_batch_size x the cap."""
-    tr, w = s.training, s.workload
+    tr = s.training
     cap = tr.micro_batch_size * packing_tokens(s)
     if tr.sequence_packing or not tr.remove_padding:
         return float(cap)
+    return min(float(cap), _unpadded_quantile(s.workload, tr.micro_batch_size))
+
+
+@functools.lru_cache(maxsize=256)
+def _unpadded_quantile(w: Workload, micro: int) -> float:
+    """The draw behind micro_batch_tokens, cached: a plan checks the memory of hundreds of candidates that share
+    a workload."""
     import numpy as np
 
     from rlsim.lengths import sample_lengths
 
     rng = np.random.default_rng(0)
-    n = tr.micro_batch_size * _DRAWS
+    n = micro * _DRAWS
     prompts = sample_lengths(w.prompt_length, n, rng, 1, w.max_prompt_tokens)
     worst = 0.0
     for dist in [w.response_length, *(phase.length for phase in w.response_length_by_samples)]:
         responses = sample_lengths(dist, n, rng, 1, w.max_response_tokens)
-        sums = (prompts + responses).reshape(_DRAWS, tr.micro_batch_size).sum(axis=1)
+        sums = (prompts + responses).reshape(_DRAWS, micro).sum(axis=1)
         worst = max(worst, float(np.quantile(sums, MICRO_TOKENS_QUANTILE)))
-    return min(float(cap), worst)
+    return worst
 
 
 def memory(s: Scenario, model: ModelSpec | None = None) -> TrainMemory:

@@ -186,10 +186,8 @@ def release_for(version: Any) -> tuple[str, list[str]]:
 def table_for(flat: dict[str, Any]) -> tuple[Row, ...]:
     """TABLE with the defaults of the release ``trl_version`` names (a key the release lacks: no default)."""
     row = releases()[release_for(flat.get("trl_version"))[0]]
-    versioned = set(releases()[max(releases(), key=_version_tuple)]) | {k for r in releases().values() for k in r}
-    return tuple(
-        dataclasses.replace(r, default=row.get(r.key)) if r.key in versioned and r.key != "commit" else r for r in TABLE
-    )
+    versioned = {k for r in releases().values() for k in r} - {"commit"}
+    return tuple(dataclasses.replace(r, default=row.get(r.key)) if r.key in versioned else r for r in TABLE)
 
 
 def _check_release_keys(src: Source, version: str) -> None:
@@ -320,6 +318,11 @@ def accelerate_settings(path_text: str) -> tuple[dict[str, Any], list[str]]:
         notes.append(
             f"training: ZeRO-{stage} keeps whole parameters on every GPU; rlsim prices ZeRO-3 / FSDP full sharding "
             "(more gathers per micro-batch, less memory)"
+        )
+    elif kind not in ("DEEPSPEED", "FSDP"):
+        notes.append(
+            f"training: {kind} keeps whole parameters, gradients and optimizer states on every GPU; rlsim prices "
+            "FSDP full sharding (less memory than it needs)"
         )
     out: dict[str, Any] = {}
     if cfg.get("num_processes") is not None:

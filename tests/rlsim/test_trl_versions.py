@@ -104,3 +104,18 @@ def test_the_generator_reads_field_defaults_and_a_base_class():
     )
     got = module.class_defaults(source, ("_BaseConfig", "GRPOConfig"))
     assert got == {"gradient_checkpointing": True, "beta": 0.04, "num_generations": 8}
+
+
+def test_an_accelerate_config_gives_the_processes_and_names_its_sharding(tmp_path):
+    acc = tmp_path / "ddp.yaml"
+    acc.write_text("distributed_type: MULTI_GPU\nnum_processes: 4\nnum_machines: 1\n")
+    path = _write(tmp_path, GRPO)
+    imported = import_config(path, "trl", {"accelerate_config": str(acc), "trl_version": "1.9.0"})
+    s = rlsim.from_dict(imported.scenario)
+    notes = imported.scenario["assumptions"]
+    assert s.hardware.num_gpus == 4 and "num_processes: 4 (the accelerate config's)" in notes
+    assert any(n.startswith("training: MULTI_GPU keeps whole parameters") for n in notes)
+    zero3 = OPEN_R1 / "recipes" / "accelerate_configs" / "zero3.yaml"
+    notes = import_config(path, "trl", {"accelerate_config": str(zero3)}).scenario["assumptions"]
+    assert "accelerate config zero3.yaml: distributed_type DEEPSPEED, ZeRO stage 3" in notes
+    assert not any(n.startswith("training: ") and "keeps whole" in n for n in notes)
