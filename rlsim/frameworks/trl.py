@@ -145,8 +145,12 @@ def check_trainer(flat: dict[str, Any], where: str = "the config") -> None:
 FIRST_GRPO = "0.14.0"
 
 
+_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(?:dev|rc|a|b|post)\d*|[+-][\w.+-]*)?")
+
+
 def _version_tuple(text: str) -> tuple[int, ...] | None:
-    m = re.fullmatch(r"v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[.+-].*)?", str(text).strip())
+    """``0.18.0``, ``v0.18``, ``0.19.0rc1``, ``1.9.0.dev0``, ``0.18.2+cu128`` -> (major, minor, patch); None else."""
+    m = _VERSION.fullmatch(str(text).strip())
     return tuple(int(g or 0) for g in m.groups()) if m else None
 
 
@@ -188,6 +192,20 @@ def table_for(flat: dict[str, Any]) -> tuple[Row, ...]:
     row = releases()[release_for(flat.get("trl_version"))[0]]
     versioned = {k for r in releases().values() for k in r} - {"commit"}
     return tuple(dataclasses.replace(r, default=row.get(r.key)) if r.key in versioned else r for r in TABLE)
+
+
+def _check_launch_spelling(src: Source) -> None:
+    """A launch key (not a TRL key, so TRL's own parser would not catch it) spelled nearly right is refused in one
+    line naming the right spelling: a silent ``trl_versoin`` would take another release's defaults."""
+    import difflib
+
+    known = {row.key for row in TABLE}
+    for key in src.flat:
+        if key in known:
+            continue
+        near = difflib.get_close_matches(key, list(LAUNCH), n=1, cutoff=0.85)
+        if near:
+            raise ImportConfigError(f"{key}: is not a key rlsim reads; did you mean {near[0]}? (--set {near[0]}=...)")
 
 
 def _check_release_keys(src: Source, version: str) -> None:
@@ -333,6 +351,7 @@ def accelerate_settings(path_text: str) -> tuple[dict[str, Any], list[str]]:
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections for a TRL GRPOConfig, and the assumptions made."""
     check_trainer(src.flat)
+    _check_launch_spelling(src)
     version, notes = release_for(src.get("trl_version"))
     _check_release_keys(src, version)
     has = releases()[version]

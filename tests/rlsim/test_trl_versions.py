@@ -62,8 +62,12 @@ def test_a_key_the_release_lacks_is_refused_in_one_line(tmp_path):
         _scenario(path, trl_version="0.17.0")
     with pytest.raises(ImportConfigError, match="has no GRPOTrainer"):
         _scenario(path, trl_version="0.12.0")
-    with pytest.raises(ImportConfigError, match="is not a version"):
-        _scenario(path, trl_version="latest")
+    for bad in ("latest", "0.18.o", "18"):
+        with pytest.raises(ImportConfigError, match="is not a version"):
+            _scenario(path, trl_version=bad)
+    assert trl.release_for("0.19.0rc1")[0] == "0.19.0" and trl.release_for("v0.18")[0] == "0.18.0"
+    with pytest.raises(ImportConfigError, match="trl_versoin: is not a key rlsim reads; did you mean trl_version"):
+        _scenario(path, trl_versoin="0.18.0")  # a launch key TRL's parser would not catch
 
 
 def test_the_accelerate_launch_is_read_and_never_run(tmp_path, monkeypatch):
