@@ -40,6 +40,8 @@ TABLE: tuple[Row, ...] = (
     Row(PO + "logprob_batch_size", None, "training.logprob_micro_batch_size", "log-prob passes; default mbs"),
     Row(PO + "max_total_sequence_length", 512, "training.packing_tokens", "bin size; and the response cap"),
     Row(PO + "sequence_packing.enabled", True, "training.sequence_packing", "false: padded micro-batches"),
+    Row(PO + "dynamic_batching.enabled", False, "training.sequence_packing", "true: micro-batches by token budget"),
+    Row(PO + "dynamic_batching.train_mb_tokens", None, "training.packing_tokens", "dynamic batching: tokens / mbs"),
     Row(PO + "model_name", None, "model", "a catalog name, alias or hf_id (Instruct: the base architecture)"),
     Row(MG + "enabled", False, "training.backend", "megatron; exactly one of it and dtensor_cfg.enabled"),
     Row(MG + "tensor_model_parallel_size", 1, "training.tensor_parallel_size", "Megatron TP"),
@@ -197,6 +199,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             f"{G}use_dynamic_sampling: the filter's keep rate is data-dependent and not in the recipe; "
             "--scenario-set algorithm.dynamic_sampling.keep_rate=R (fraction of prompt groups with reward std > 0)"
         )
+    if src.get(PO + "dynamic_batching.enabled"):
+        fields.update(_dynamic_batching(src, max_seq, megatron, notes))
     if src.given(GEN + "vllm_kwargs.max_num_seqs"):
         fields["recipe_max_num_seqs"] = as_int(src, GEN + "vllm_kwargs.max_num_seqs")
     if src.given(PO + "logprob_batch_size"):
@@ -239,6 +243,34 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         raw["training"].update(offload_params=True, offload_optimizer=True)
         notes.append(f"{DT}cpu_offload: parameters and optimizer states offloaded to the host (FSDP2)")
     return raw, notes
+
+
+def _dynamic_batching(src: Source, max_seq: int, megatron: bool, notes: list[str]) -> dict[str, Any]:
+    """``policy.dynamic_batching`` (nemo_rl/models/policy/lm_policy.py at 7ea279a): micro-batches of sequences
+    sorted by length up to ``train_mb_tokens`` tokens each (default max_total_sequence_length x
+    train_micro_batch_size), exclusive of sequence packing and of pipeline parallelism (NeMo RL asserts both). Priced
+    as packed bins holding the same tokens per micro-batch; its padding of each sequence to a multiple of
+    ``sequence_length_round`` is not priced."""
+    if src.get(PO + "sequence_packing.enabled"):
+        raise ImportConfigError(
+            f"{PO}dynamic_batching.enabled and {PO}sequence_packing.enabled are both true; NeMo RL allows one "
+            f"(lm_policy.py asserts it): --set {PO}sequence_packing.enabled=false"
+        )
+    if megatron and as_int(src, MG + "pipeline_model_parallel_size") > 1:
+        raise ImportConfigError(
+            f"{PO}dynamic_batching.enabled needs {MG}pipeline_model_parallel_size 1 (NeMo RL asserts it); change one"
+        )
+    micro = as_int(src, PO + "train_micro_batch_size")
+    budget = (
+        as_int(src, PO + "dynamic_batching.train_mb_tokens")
+        if src.given(PO + "dynamic_batching.train_mb_tokens")
+        else max_seq * micro
+    )
+    notes.append(
+        f"{PO}dynamic_batching: micro-batches of up to {budget} tokens, priced as {micro} packed bin(s) of "
+        f"{max(1, budget // micro)} tokens (the padding to sequence_length_round is not priced)"
+    )
+    return {"recipe_sequence_packing": True, "recipe_packing_tokens": max(1, budget // micro)}
 
 
 GATED = {"in_order": "max_lookahead_versions", "ready_first": "max_staleness_versions"}

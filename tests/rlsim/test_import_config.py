@@ -713,3 +713,19 @@ def test_nemo_rl_single_controller_sampler_sets_the_staleness():
         import_config(one_b, "nemo-rl", {"grpo.async_grpo.enabled": True})
     with pytest.raises(ImportConfigError, match="with policy.generation.colocated.enabled: true is not modelled"):
         import_config(one_b, "nemo-rl", {"policy.generation.colocated.enabled": True})
+
+
+def test_nemo_rl_dynamic_batching_is_priced_as_bins_of_its_token_budget():
+    """policy.dynamic_batching (exclusive of sequence packing, as NeMo RL asserts): micro-batches of up to
+    train_mb_tokens tokens, priced as micro_batch_size bins of train_mb_tokens / micro_batch_size; before, the
+    micro-batches were priced padded to the cap."""
+    one_b = SC / "grpo_math_1B.yaml"
+    sets = {"policy.dynamic_batching.enabled": True, "policy.sequence_packing.enabled": False}
+    s = from_dict(import_config(one_b, "nemo-rl", sets).scenario)
+    assert s.training.sequence_packing and (s.training.micro_batch_size, s.training.packing_tokens) == (4, 512)
+    s = from_dict(import_config(one_b, "nemo-rl", {**sets, "policy.dynamic_batching.train_mb_tokens": 4096}).scenario)
+    assert s.training.packing_tokens == 1024
+    padded = from_dict(import_config(one_b, "nemo-rl", {"policy.sequence_packing.enabled": False}).scenario)
+    assert not padded.training.sequence_packing
+    with pytest.raises(ImportConfigError, match="NeMo RL allows one"):
+        import_config(one_b, "nemo-rl", {"policy.dynamic_batching.enabled": True})
