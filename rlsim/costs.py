@@ -31,6 +31,7 @@ import numpy as np
 
 from rlsim import catalog, sync, training
 from rlsim.engine import DecodeCoefficients, PrefillCoefficients
+from rlsim.phases import Phase
 from rlsim.scenario import Costs, ModelSpec, Scenario
 from rlsim.scenario.specs import small_kernel_time_factor
 
@@ -246,7 +247,7 @@ class RooflineCostModel:
     def critic_scale(self, phase: str) -> float:
         """The PPO critic's ``values`` / ``train_critic`` pass against the policy's of the same shape."""
         c = self.costs
-        return c.critic_forward_time_scale if phase == "values" else c.critic_train_time_scale
+        return c.critic_forward_time_scale if phase == Phase.VALUES.value else c.critic_train_time_scale
 
     def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float, num_sequences: int = 0) -> float:
         return training.phase_time(

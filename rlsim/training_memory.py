@@ -53,10 +53,10 @@ _DRAWS = 4000  # micro-batches drawn for that quantile (seeded: the same scenari
 
 
 def micro_batch_tokens(s: Scenario) -> float:
-    """Tokens one training micro-batch holds at its peak: bins of packing_tokens with packing; micro_batch_size x
-    the longest prompt + response when padded; with ``remove_padding``, the MICRO_TOKENS_QUANTILE quantile of the
-    sum of micro_batch_size sequences' lengths drawn from the workload (each response phase; the largest), at most
-    micro_batch_size x the cap."""
+    """Tokens one training micro-batch holds at its peak: micro_batch_size x packing_tokens (the bins with
+    packing, the padded cap without); with ``remove_padding``, the MICRO_TOKENS_QUANTILE quantile of the sum of
+    micro_batch_size sequences' lengths drawn from the workload (each response phase; the largest; drift is not
+    applied), at most that cap."""
     tr = s.training
     cap = tr.micro_batch_size * packing_tokens(s)
     if tr.sequence_packing or not tr.remove_padding:

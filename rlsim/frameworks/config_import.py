@@ -170,14 +170,14 @@ def resolve_model(name: Any, key: str) -> tuple[str, list[str]]:
     if (local / "config.json").is_file() or (local.suffix == ".json" and local.is_file()):
         return str(local.resolve()), [f"model: {name} read from its config.json (rlsim.hf_config)"]
     same = catalog.same_architecture()
-    for cand in (name, *(k for k in same if k.rsplit("/", 1)[-1] == tail)):
-        if cand in same:
-            entry = same[cand]
-            note = f"; {entry['note']}" if entry.get("note") else ""
-            return entry["as"], [
-                f"model: {name} simulated as catalog model {entry['as']} (same architecture: "
-                f"rlsim/catalog/same_architecture.yaml gives the source{note})"
-            ]
+    known = name if name in same else next((k for k in same if k.rsplit("/", 1)[-1] == tail), None)
+    if known is not None:
+        entry = same[known]
+        note = f"; {entry['note']}" if entry.get("note") else ""
+        return entry["as"], [
+            f"model: {name} simulated as catalog model {entry['as']} (same architecture: "
+            f"rlsim/catalog/same_architecture.yaml gives the source{note})"
+        ]
     near = catalog.nearest_names(tail, catalog.model_names(aliases=False))
     hint = f"did you mean {' or '.join(near)}? " if near else ""
     raise ImportConfigError(
@@ -292,6 +292,13 @@ def framework_flat(
     return module, flat, spelling, legacy, read_notes
 
 
+def mapping_table(module: Any, flat: dict[str, Any] | None) -> tuple[Row, ...]:
+    """The module's TABLE with the defaults of the framework release the config names (TRL's ``trl_version``:
+    ``table_for``), so that import and emit read an absent key the same way."""
+    table_for = getattr(module, "table_for", None)
+    return table_for(flat or {}) if table_for is not None else module.TABLE
+
+
 def flatten_sets(framework_set: dict[str, Any]) -> dict[str, Any]:
     """``--set`` items as flat dotted keys (a mapping value spreads over its section)."""
     out: dict[str, Any] = {}
@@ -308,8 +315,7 @@ def import_config(
     from rlsim.scenario import apply_overrides, from_dict
 
     module, flat, spelling, legacy, read_notes = framework_flat(path, fmt, framework_set)
-    table = module.table_for(flat) if hasattr(module, "table_for") else module.TABLE  # a release's defaults (TRL)
-    source = Source(flat, table, fmt, spelling=spelling, legacy=legacy)
+    source = Source(flat, mapping_table(module, flat), fmt, spelling=spelling, legacy=legacy)
     sections, notes = module.to_scenario(source)
     sections.setdefault("hardware", {}).setdefault("gpu", DEFAULT_GPU)
     gpu_note = f"hardware.gpu: {DEFAULT_GPU} (the {fmt} config does not name the GPU type; --scenario-set it)"

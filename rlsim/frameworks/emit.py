@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.frameworks import nemo_rl, openrlhf, trl, verl
-from rlsim.frameworks.config_import import FORMATS, ImportConfigError, framework_flat, import_config
+from rlsim.frameworks.config_import import FORMATS, ImportConfigError, framework_flat, import_config, mapping_table
 from rlsim.frameworks.emit_keys import _MISSING, EMITTERS, EmitError, _Ctx
 from rlsim.scenario.schema import Scenario
 
@@ -59,14 +59,15 @@ def emit(fmt: str, scenario: Scenario, original: Path | None = None, framework_s
     if fmt not in EMITTERS:
         raise EmitError(f"--emit {fmt!r} is not supported; use one of: {', '.join(FORMATS)}")
     module = _MODULES[fmt]
-    table = {row.key: row.default for row in module.TABLE}
     flat, spelling, legacy, base = None, {}, False, None
     if original is not None:
         sets = parse_overrides(list(framework_set))
         _, flat, spelling, legacy, _ = framework_flat(Path(original), fmt, sets)
         base = from_dict(import_config(Path(original), fmt, sets).scenario)
-        if legacy and fmt == "openrlhf":
-            table.update(openrlhf.LEGACY_DEFAULTS)
+    # the original's release's defaults (TRL's trl_version): an absent key reads as the import read it
+    table = {row.key: row.default for row in mapping_table(module, flat)}
+    if legacy and fmt == "openrlhf":
+        table.update(openrlhf.LEGACY_DEFAULTS)
     ctx = _Ctx(fmt, scenario, flat, spelling, legacy, base, table)
     desired = EMITTERS[fmt](ctx)
     patch_flat: dict[str, Any] = {}

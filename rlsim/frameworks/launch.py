@@ -220,7 +220,9 @@ def _names_marker(line: str, markers: tuple[str, ...]) -> bool:
         words = shlex.split(line, comments=True)
     except ValueError:
         return True  # unbalanced quotes: the expanding split names the problem
-    return any(w in markers or w.endswith(tuple("/" + m for m in markers)) or " " in w for w in words if w)
+    ends = tuple("/" + m for m in markers)
+    # a quoted string holding words (bash -c "...") runs the marker when one of its words does
+    return any(w in markers or w.endswith(ends) or (" " in w and _names_marker(w, markers)) for w in words if w)
 
 
 def _from_text(text: str, markers: tuple[str, ...], sh: _Shell) -> tuple[list[str] | None, _Shell]:

@@ -103,7 +103,7 @@ TABLE: tuple[Row, ...] = (
     Row("vllm_server_data_parallel_size", 1, "hardware.rollout_gpus", "server mode: TP x DP GPUs; not a TRL key"),
     Row("vllm_server_gpu_memory_utilization", 0.9, "engine.gpu_memory_utilization", "server mode; not a TRL key"),
     Row("vllm_importance_sampling_correction", True, "algorithm.recompute_old_logprob", "with vLLM"),
-    Row("max_prompt_length", 512, "workload.max_prompt_tokens", "TRL 0.x only; and the assumed prompt length"),
+    Row("max_prompt_length", None, "workload.max_prompt_tokens", "TRL < 0.28 only; and the assumed prompt length"),
     Row("max_completion_length", 256, "workload.max_response_tokens", "and the assumed response lengths"),
     Row("learning_rate", 1e-6, "learning.lr0", "learning.reference_batch = completions per round"),
     Row("beta", 0.0, "algorithm.kl_reference", "beta > 0 loads the reference model"),

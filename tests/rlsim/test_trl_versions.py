@@ -123,3 +123,29 @@ def test_an_accelerate_config_gives_the_processes_and_names_its_sharding(tmp_pat
     notes = import_config(path, "trl", {"accelerate_config": str(zero3)}).scenario["assumptions"]
     assert "accelerate config zero3.yaml: distributed_type DEEPSPEED, ZeRO stage 3" in notes
     assert not any(n.startswith("training: ") and "keeps whole" in n for n in notes)
+
+
+def test_the_table_states_the_newest_releases_defaults():
+    """docs/import-config.md's TRL table shows TABLE's defaults: those of the newest release read (a key it lacks:
+    none)."""
+    newest = trl.releases()[max(trl.releases(), key=trl._version_tuple)]
+    versioned = {k for row in trl.releases().values() for k in row} - {"commit"}
+    for row in trl.TABLE:
+        if row.key in versioned:
+            assert row.default == newest.get(row.key), row.key
+
+
+def test_emit_reads_an_absent_key_with_the_originals_release(tmp_path, monkeypatch):
+    """open-r1's code recipe under TRL 0.18 runs vLLM as a server (0.18's default vllm_mode): a colocated plan
+    must write vllm_mode: colocate, which under 1.9.0's default it would not need."""
+    from rlsim.frameworks.emit import emit
+
+    monkeypatch.chdir(CONFIGS)
+    path = OPEN_R1 / "readme_commands" / "grpo_code.sh"
+    plan = {"hardware.placement": "colocated", "schedule.mode": "sync-colocated", "hardware.num_gpus": 7}
+    plan |= {"hardware.rollout_gpus": None, "hardware.train_gpus": None}
+    for version, written in (("0.18.0", True), ("1.9.0", False)):
+        sets = [f"trl_version={version}", "max_prompt_length=null"]  # 1.9.0 has no max_prompt_length
+        base = rlsim.from_dict(import_config(path, "trl", {"trl_version": version, "max_prompt_length": None}).scenario)
+        patch = emit("trl", base.with_overrides(plan), original=path, framework_set=sets).patch
+        assert (patch.get("vllm_mode") == "colocate") is written, (version, patch)
