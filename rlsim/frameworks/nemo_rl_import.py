@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rlsim.frameworks import sglang
 from rlsim.frameworks.config_import import (
     DEFAULT_GPU,
     ImportConfigError,
@@ -27,6 +28,8 @@ MG = "policy.megatron_cfg."
 DT = "policy.dtensor_cfg."
 GEN = "policy.generation."
 V = "policy.generation.vllm_cfg."
+S = "policy.generation.sglang_cfg."
+SGLANG_VERSION = "0.5.12.post1"  # NeMo RL 7ea279a pyproject.toml: the sglang extra pins sglang==0.5.12.post1
 COL = "policy.generation.colocated."
 ASYNC = "grpo.async_grpo."
 AR = "async_rl."  # the single-controller loop's section (NeMo RL's SC entry point reads it instead of async_grpo)
@@ -57,7 +60,7 @@ TABLE: tuple[Row, ...] = (
     Row(DT + "activation_checkpointing", False, "training.activation_recompute", "true -> full, false -> none"),
     Row(DT + "cpu_offload", False, "training.offload_params, offload_optimizer", "FSDP2 CPU offload (fsdp layout)"),
     Row(PO + "optimizer.kwargs.lr", 5e-6, "learning.lr0", "DTensor; learning.reference_batch = B"),
-    Row(GEN + "backend", "vllm", "engine.behaviour", "vllm -> vllm-v1; others refused"),
+    Row(GEN + "backend", "vllm", "engine.behaviour", "vllm -> vllm-v1; sglang -> sglang-0.5; others refused"),
     Row(GEN + "max_new_tokens", None, "workload.max_response_tokens", "cap: least of it, max_model_len - prompt"),
     Row(V + "tensor_parallel_size", 1, "engine.tensor_parallel_size", "vLLM TP per engine"),
     Row(V + "pipeline_parallel_size", 1, "engine", "> 1 refused (not modelled)"),
@@ -66,6 +69,12 @@ TABLE: tuple[Row, ...] = (
     Row(V + "async_engine", False, "engine.max_num_seqs", "vLLM default: 128 AsyncLLM, 1024 LLM"),
     Row(V + "precision", None, "engine.precision", "fp8 -> fp8, else bf16"),
     Row(GEN + "vllm_kwargs.max_num_seqs", None, "engine.max_num_seqs", "else vLLM's default for the engine"),
+    Row(S + "tp_size", 1, "engine.tensor_parallel_size", "backend sglang: TP per engine"),
+    Row(S + "pp_size", 1, "engine", "backend sglang: > 1 refused (not modelled)"),
+    Row(S + "dp_size", 1, "engine", "backend sglang: > 1 refused (not modelled)"),
+    Row(S + "mem_fraction_static", None, "engine.gpu_memory_utilization", "backend sglang: weights + KV, no acts"),
+    Row(S + "max_running_requests", None, "engine.max_num_seqs", "backend sglang: unset -> 4096 (SGLang's pool)"),
+    Row(S + "context_length", None, "workload.max_response_tokens", "backend sglang: as vllm_cfg.max_model_len"),
     Row(COL + "enabled", True, "hardware.placement", "true: colocated, sync-colocated; false: separate"),
     Row(COL + "resources.gpus_per_node", None, "hardware.rollout_gpus", "one node: vLLM's GPUs of it"),
     Row(COL + "resources.num_nodes", None, "hardware.rollout_gpus", "several nodes: vLLM's whole nodes"),
@@ -100,10 +109,15 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             f"{G}max_rollout_turns: multi-turn rollouts are not modelled; --set {G}max_rollout_turns=1"
         )
     backend = src.get(GEN + "backend")
-    if backend != "vllm":
+    if backend not in ("vllm", "sglang"):
         raise ImportConfigError(
-            f"{GEN}backend: {backend!r} is not modelled (rlsim models vLLM); --set {GEN}backend=vllm"
+            f"{GEN}backend: {backend!r} is not modelled (rlsim models vllm and sglang); --set {GEN}backend=vllm"
         )
+    sg = backend == "sglang"
+    if sg:
+        for key in ("pp_size", "dp_size"):
+            if src.given(S + key) and as_int(src, S + key) > 1:
+                raise ImportConfigError(f"{S}{key}: > 1 is not modelled; --set {S}{key}=1")
     prompts, group = as_int(src, G + "num_prompts_per_step"), as_int(src, G + "num_generations_per_prompt")
     gbs = as_int(src, PO + "train_global_batch_size")
     divisible(
@@ -151,7 +165,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     model, model_notes = resolve_model(src.get(PO + "model_name"), PO + "model_name")
     notes += model_notes
     max_seq = as_int(src, PO + "max_total_sequence_length")
-    max_model_len = as_int(src, V + "max_model_len") if src.given(V + "max_model_len") else max_seq
+    length_key = S + "context_length" if sg else V + "max_model_len"
+    max_model_len = as_int(src, length_key) if src.given(length_key) else max_seq
     max_new = as_int(src, GEN + "max_new_tokens") if src.given(GEN + "max_new_tokens") else max_seq
     if as_int(src, V + "pipeline_parallel_size") > 1:
         raise ImportConfigError(
@@ -179,7 +194,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "recipe_max_total_sequence_length": max_seq,
         "recipe_max_model_len": max_model_len,
         "max_new_tokens": max_new,
-        "gen_tp": as_int(src, V + "tensor_parallel_size"),
+        "gen_tp": as_int(src, S + "tp_size" if sg else V + "tensor_parallel_size"),
         "recipe_gpu_memory_utilization": as_float(src, V + "gpu_memory_utilization"),
         "recipe_vllm_async_engine": bool(src.get(V + "async_engine")),
         "recipe_fp8_generation": str(src.get(V + "precision")).lower() == "fp8",
@@ -232,6 +247,18 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         raise ImportConfigError(f"the recipe cannot be expressed: {exc}") from None
     for key in ("name", "description"):
         raw.pop(key, None)
+    if sg:  # the engine NeMo RL's sglang_cfg starts (nemo_rl/models/generation/sglang at 7ea279a)
+        if not src.given(S + "mem_fraction_static"):
+            raise ImportConfigError(f"{S}mem_fraction_static is not set; give it (NeMo RL passes it to SGLang)")
+        max_running = as_int(src, S + "max_running_requests") if src.given(S + "max_running_requests") else None
+        raw["engine"], raw["software"], sg_notes = sglang.engine_section(
+            as_int(src, S + "tp_size"),
+            as_float(src, S + "mem_fraction_static"),
+            max_running,
+            SGLANG_VERSION,
+            f"{GEN}backend sglang",
+        )
+        notes += sg_notes
     notes += [f"{a} (as rlsim-calibrate published maps NeMo RL recipes)" for a in raw.pop("assumptions", [])]
     if not megatron and src.get(DT + "cpu_offload"):
         # FSDP2's CPUOffloadPolicy keeps parameters, gradients and optimizer states on the host between uses

@@ -22,7 +22,12 @@ Batch semantics (facts from that commit):
 * ``algorithm.adv_estimator`` gae trains a critic (rlsim algorithm ppo), grpo does not; ``use_kl_loss`` or
   ``use_kl_in_reward`` needs the reference model's log-probs (rlsim algorithm.kl_reference).
 
-Other verl keys (the Megatron backend, SGLang rollout, other advantage estimators) are refused or listed as unused.
+* ``rollout.name`` sglang: SGLang 0.5.6 (verl's pin) with ``gpu_memory_utilization`` as its ``mem_fraction_static``
+  and ``max_num_seqs`` as ``max_running_requests``, as verl's ``async_sglang_server.py`` passes them; verl's
+  ``max_num_batched_tokens`` and ``enable_chunked_prefill`` are vLLM's and do not reach SGLang
+  (rlsim.frameworks.sglang).
+
+Other verl keys (the Megatron backend, other advantage estimators) are refused or listed as unused.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.files import read_text
+from rlsim.frameworks import sglang
 from rlsim.frameworks.config_import import (
     LAUNCH_NOTES,
     ImportConfigError,
@@ -47,6 +53,7 @@ from rlsim.frameworks.launch import framework_command
 from rlsim.scenario.overrides import parse_scalar
 
 VERSION_READ = "verl b178a3c (v0.7.0-125)"
+SGLANG_VERSION = "0.5.6"  # verl b178a3c setup.py: the sglang extra pins sglang[srt,openai]==0.5.6
 A = "actor_rollout_ref.actor."
 R = "actor_rollout_ref.rollout."
 M = "actor_rollout_ref.model."
@@ -63,9 +70,9 @@ TABLE: tuple[Row, ...] = (
     Row(R + "log_prob_micro_batch_size_per_gpu", None, "training.logprob_micro_batch_size", "log-prob passes"),
     Row(R + "log_prob_micro_batch_size", None, "training.logprob_micro_batch_size", "deprecated global: / GPUs"),
     Row(R + "tensor_model_parallel_size", 2, "engine.tensor_parallel_size", "vLLM TP per replica"),
-    Row(R + "gpu_memory_utilization", 0.5, "engine.gpu_memory_utilization", "vLLM's fraction of each GPU"),
-    Row(R + "max_num_seqs", 256, "engine.max_num_seqs", "vLLM's running sequences per engine"),
-    Row(R + "name", "vllm", "engine.behaviour", "vllm -> vllm-v1 (verl 0.7 runs the V1 engine); others refused"),
+    Row(R + "gpu_memory_utilization", 0.5, "engine.gpu_memory_utilization", "of each GPU; SGLang mem_fraction_static"),
+    Row(R + "max_num_seqs", 256, "engine.max_num_seqs", "running sequences; SGLang max_running_requests"),
+    Row(R + "name", "vllm", "engine.behaviour", "vllm -> vllm-v1 (the V1 engine); sglang -> sglang-0.5"),
     Row("trainer.n_gpus_per_node", 8, "hardware.num_gpus, hardware.gpus_per_node", "num_gpus = per node x nnodes"),
     Row("trainer.nnodes", 1, "hardware.num_gpus", "placement colocated, schedule sync-colocated (hybrid engine)"),
     Row("data.max_prompt_length", 512, "workload.max_prompt_tokens", "and the assumed prompt length"),
@@ -193,17 +200,29 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         notes += [n.replace("model:", "critic model:", 1) for n in critic_notes]
 
     rollout_engine = src.get(R + "name")
-    if rollout_engine != "vllm":
+    if rollout_engine not in ("vllm", "sglang"):
         raise ImportConfigError(
-            f"{R}name: {rollout_engine!r} is not mapped (rlsim models vLLM); --set {R}name=vllm to simulate vLLM"
+            f"{R}name: {rollout_engine!r} is not mapped (rlsim models vllm and sglang); --set {R}name=vllm to "
+            "simulate vLLM"
         )
     max_prompt, max_response = as_int(src, "data.max_prompt_length"), as_int(src, "data.max_response_length")
     workload, length_notes = assumed_workload(prompts, group, max_prompt, max_response)
     notes += length_notes
+    if rollout_engine == "sglang":  # verl passes gpu_memory_utilization and max_num_seqs on (async_sglang_server.py)
+        engine, software_section, sglang_notes = sglang.engine_section(
+            as_int(src, R + "tensor_model_parallel_size"),
+            as_float(src, R + "gpu_memory_utilization"),
+            as_int(src, R + "max_num_seqs"),
+            SGLANG_VERSION,
+            f"{R}name sglang",
+        )
+        notes += sglang_notes
     sections = {
         "model": model,
         "hardware": {"num_gpus": gpus, "gpus_per_node": per_node, "placement": "colocated"},
-        "engine": {
+        "engine": engine
+        if rollout_engine == "sglang"
+        else {
             "tensor_parallel_size": as_int(src, R + "tensor_model_parallel_size"),
             "gpu_memory_utilization": as_float(src, R + "gpu_memory_utilization"),
             "max_num_seqs": as_int(src, R + "max_num_seqs"),
@@ -215,4 +234,6 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "schedule": {"mode": "sync-colocated"},
         "learning": {"lr0": as_float(src, A + "optim.lr"), "reference_batch": prompts * group},
     }
+    if rollout_engine == "sglang":
+        sections["software"] = software_section
     return sections, notes

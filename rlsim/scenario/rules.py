@@ -2,7 +2,8 @@
 engine behaviour's (``engine.behaviour``, rlsim/catalog/engines.yaml), else vLLM V1's defaults.
 
 Token budgets are in tokens, block sizes in tokens per KV block; the defaults are vLLM's (V1 ``LLM`` class on GPUs,
-the CPU platform's on CPUs, vLLM 0.5's admission rounds without chunked prefill).
+the CPU platform's on CPUs, vLLM 0.5's admission rounds without chunked prefill), or a behaviour's own table by the
+GPU's memory (SGLang's chunked_prefill_size: ``token_budget_by_memory_gib``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ def scheduler_rules(s: Scenario) -> SchedulerRules:
     budget = eng.max_num_batched_tokens
     gpu = s.hardware.gpu
     on_cpu = gpu.platform == "cpu"
-    if budget is None and chunked:
+    by_memory = entry.get("token_budget_by_memory_gib")  # SGLang: chunked_prefill_size by the GPU's memory
+    if budget is None and chunked and by_memory and not on_cpu:
+        gib = s.hardware.engine_memory_bytes / 2**30
+        budget = next(tokens for below, tokens in by_memory if below is None or gib < below)
+    elif budget is None and chunked:
         if on_cpu:
             default = 4096 * eng.tensor_parallel_size
         else:  # vllm.LLM's budget at the reference V1 release (rlsim/catalog/software.yaml batch_defaults)

@@ -254,7 +254,7 @@ class Software:
 
     framework: str | None = None  # a framework of rlsim/catalog/software.yaml (nemo-rl)
     framework_version: str | None = None
-    engine: Literal["vllm"] = "vllm"
+    engine: Literal["vllm", "sglang"] = "vllm"
     engine_version: str | None = None
 
 
