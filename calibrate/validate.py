@@ -27,6 +27,7 @@ nothing held out says so. Time-to-target error = samples-to-target error (learni
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +151,14 @@ def validate(
         )
         warnings += [threads] if threads else []
     held = [b for b in by_batch if b["held_out"]]
-    notes = []
+    notes = [
+        f"B = {b['responses_per_step']}: {b['learning_doublings_outside']:.1f} doublings outside the batches the "
+        f"learning model was fitted at; invariance is taken as known within {VERIFIED_DOUBLINGS:g}, so its "
+        "reaching band starts at 0 and its samples-to-target assumes the range reaches it (run seeds at a second "
+        "batch size and fit-learning to place the range's edge)"
+        for b in by_batch
+        if b["learning_range_unverified"]
+    ]
     if not held:
         notes.append(
             "nothing is held out: every run is one the profile was fitted on, so these errors are in-sample; "
@@ -175,12 +183,35 @@ def _low(p: float | None, learning: dict[str, Any] | None) -> float | None:
     return float(p * (1.0 - q_hi) / (1.0 - q))
 
 
-def reach_band(p: float | None, learning: dict[str, Any] | None, seeds: int, level: float = 0.9) -> list[int] | None:
+# How far (in doublings of the batch) from the batches a learning model was fitted at the batch-size invariance is
+# taken as known. Beyond it a run may lie outside the invariant range, where seeds stall or need several times the
+# samples, and nothing measured at the fitted batches says where that edge is. Evidence: the seed paper's GRPO
+# family holds from P = 64 to 1,024 around its reference 128 (one doubling below, three above) and departs at 2,048
+# and 4,096; rlsim-real PPO on first:length=3 (hf, G = 8, sqrt LR, 5 seeds per batch, docs/calibrate.md) holds from
+# B = 32 to 128 around 64 (samples to 0.5: medians 4,608 / 5,760 / 5,632) and departs at 16 (none of 5 within
+# 9,600 samples) and 256 (3 of 5, median 10,240): one doubling was inside every time, two was not.
+VERIFIED_DOUBLINGS = 1.0
+
+
+def doublings_outside(batch: float, learning: dict[str, Any] | None) -> float:
+    """How many doublings ``batch`` lies outside the batches the learning model was fitted at (0 inside them):
+    fit-learning's ``fitted_range.batch``, else the one ``reference_batch``."""
+    if not learning or not learning.get("reference_batch"):
+        return 0.0
+    lo, hi = (learning.get("fitted_range") or {}).get("batch") or [learning["reference_batch"]] * 2
+    return max(0.0, math.log2(lo / batch), math.log2(batch / hi))
+
+
+def reach_band(
+    p: float | None, learning: dict[str, Any] | None, seeds: int, level: float = 0.9, batch: float | None = None
+) -> list[int] | None:
     """The ``level`` band of how many of ``seeds`` runs reach the target, as the profile predicts it: each seed
     reaches it with (1 - q) F, F the share of unstalled seeds that cross within the budget (the prediction
     ``p`` = (1 - q0) F with the fitted stall share q0), and q itself uncertain, as c stalled of n reference seeds
-    allow (Jeffreys' Beta(c + 1/2, n - c + 1/2)): a Beta-binomial count, integrated over q on a grid. None
-    without a learning model or a prediction."""
+    allow (Jeffreys' Beta(c + 1/2, n - c + 1/2)): a Beta-binomial count, integrated over q on a grid. At a
+    ``batch`` more than :data:`VERIFIED_DOUBLINGS` outside the fitted batches the band starts at 0: the run may lie
+    beyond the invariant range's edge, which the fitted batches cannot place. None without a learning model or a
+    prediction."""
     from scipy.stats import beta, binom
 
     if p is None or not learning or seeds < 1:
@@ -200,12 +231,15 @@ def reach_band(p: float | None, learning: dict[str, Any] | None, seeds: int, lev
     tail = (1 - level) / 2
     lo = int(np.searchsorted(cdf, tail - 1e-12))
     hi = int(np.searchsorted(cdf, 1 - tail - 1e-12))
+    if batch is not None and doublings_outside(batch, learning) > VERIFIED_DOUBLINGS:
+        lo = 0
     return [lo, min(hi, seeds)]
 
 
 def _batch_row(t: pd.DataFrame, p: dict[str, Any], learning: dict[str, Any] | None) -> dict[str, Any]:
     """One batch size: medians over its runs (seeds) against the one prediction."""
     reached = t[t["reached_target"]]
+    batch = int(t["responses_per_step"].iloc[0])
     meas_step = float(t["measured_step_time_s"].median())
     meas_n = _median(reached["measured_samples_to_target"].tolist())
     meas_t = _median(reached["measured_time_to_target_s"].tolist())
@@ -234,8 +268,12 @@ def _batch_row(t: pd.DataFrame, p: dict[str, Any], learning: dict[str, Any] | No
         "predicted_probability_reaching_target_low": _low(p.get("probability_reaching_target"), learning),
         # how many of these seeds the profile expects to reach it (90% band), and whether the count lies in it
         "predicted_reaching_target_band_90": (
-            band := reach_band(p.get("probability_reaching_target"), learning, len(t))
+            band := reach_band(p.get("probability_reaching_target"), learning, len(t), batch=batch)
         ),
+        # doublings outside the batches the learning model was fitted at: beyond VERIFIED_DOUBLINGS the
+        # invariant range is not known to reach this batch
+        "learning_doublings_outside": (out := doublings_outside(batch, learning)),
+        "learning_range_unverified": out > VERIFIED_DOUBLINGS,
         "reaching_target_in_band": None if band is None else bool(band[0] <= len(reached) <= band[1]),
         "measured_samples_to_target": meas_n,
         "predicted_samples_to_target": p.get("samples_to_target_if_reached"),

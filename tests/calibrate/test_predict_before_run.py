@@ -490,6 +490,23 @@ def test_the_predicted_band_of_seeds_reaching_the_target():
     assert lo <= sure[0] and hi >= sure[1]
 
 
+def test_the_band_starts_at_zero_beyond_the_verified_range():
+    """PPO on first:length=3 (docs/calibrate.md): 5 of 5 reference seeds reached 0.5 at B = 64, so the band at
+    B = 16 was [3, 5] and 0 of 5 reached it there. Two doublings from the only fitted batch the invariant range's
+    edge may lie between, so the band starts at 0; one doubling away (and inside fit-learning's fitted batches) it
+    is the Beta-binomial band as before."""
+    from calibrate.validate import doublings_outside, reach_band
+
+    ref = {"runs": 5, "runs_reaching_target": 5, "stall_probability": 0.0, "reference_batch": 64}
+    assert reach_band(0.99, ref, 5) == [3, 5]
+    assert reach_band(0.99, ref, 5, batch=32) == [3, 5]
+    assert reach_band(0.99, ref, 5, batch=16) == [0, 5] and reach_band(0.99, ref, 5, batch=256) == [0, 5]
+    assert doublings_outside(16, ref) == 2.0 and doublings_outside(64, ref) == 0.0
+    several = {**ref, "fitted_range": {"batch": [32, 128]}}
+    assert doublings_outside(256, several) == 1.0 and reach_band(0.99, several, 5, batch=256) == [3, 5]
+    assert reach_band(0.99, several, 5, batch=8) == [0, 5]
+
+
 def test_a_bench_and_runs_measured_under_different_loads_are_refused(tmp_path):
     """Issue 28: a bench taken beside other work (median 50% of the machine) and quiet reference runs gave a fit
     that was off on its own reference batch; the in-loop factors carry the difference into every prediction. fit
