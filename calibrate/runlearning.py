@@ -21,6 +21,9 @@ from rlsim.profile import LEARNING_VERSION
 ADAM_SQRT_POWER = 0.5  # samples-to-target ~ (1 + B / B_noise) ** power for Adam under the sqrt LR rule
 
 
+MIN_SPREAD = 0.01  # the least log-spread of samples-to-target over seeds seed_model fits
+
+
 def seed_model(hits: list[float], censored: list[float]) -> tuple[float, float, float]:
     """Maximum-likelihood (mu, sigma, stall) of samples-to-target over seeds: a share ``stall`` of seeds never
     reaches the target, the others at lognormal(mu, sigma) samples. ``hits`` reached it at those samples,
@@ -41,7 +44,9 @@ def seed_model(hits: list[float], censored: list[float]) -> tuple[float, float, 
 
     def nll(p: np.ndarray) -> float:
         mu, log_s, logit_q = p
-        s, q = math.exp(log_s), float(expit(logit_q))
+        # a floor on the spread: seeds that crossed at the same sample would otherwise drive it to 0, where the
+        # density of their crossings is infinite and the stall share goes wherever the optimizer left it
+        s, q = max(math.exp(log_s), MIN_SPREAD), float(expit(logit_q))
         hit = np.log1p(-q) + norm.logpdf(x, mu, s)
         cens = np.logaddexp(math.log(max(q, 1e-300)), np.log1p(-q) + norm.logsf(c, mu, s))
         return -(hit.sum() + cens.sum())
@@ -55,7 +60,7 @@ def seed_model(hits: list[float], censored: list[float]) -> tuple[float, float, 
             options={"xatol": 1e-7, "fatol": 1e-10, "maxiter": 4000},
         )
         best = sol if best is None or sol.fun < best.fun else best
-    return float(best.x[0]), float(math.exp(best.x[1])), float(expit(best.x[2]))
+    return float(best.x[0]), max(float(math.exp(best.x[1])), MIN_SPREAD), float(expit(best.x[2]))
 
 
 def stall_upper(censored: int, runs: int, level: float = 0.9) -> float:

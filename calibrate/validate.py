@@ -219,6 +219,13 @@ def reach_band(
     n = int(learning.get("runs") or 0)
     c = n - int(learning.get("runs_reaching_target") or 0)
     q0 = float(learning.get("stall_probability") or 0.0)
+    by_batch = learning.get("seeds_by_batch")
+    if batch is not None and by_batch and learning.get("stall_batches"):
+        # fit-learning measured seeds at several batches: the stall share read at this batch, uncertain as the
+        # seeds of the nearest measured batch allow
+        near = min(by_batch, key=lambda b: abs(math.log(float(b) / batch)))
+        n, c = by_batch[near][0], by_batch[near][0] - by_batch[near][1]
+        q0 = float(np.interp(math.log(batch), np.log(learning["stall_batches"]), learning["stall_shares"]))
     f = min(1.0, p / (1.0 - q0)) if q0 < 1 else 0.0
     if n < 1:
         pmf = binom.pmf(range(seeds + 1), seeds, p)

@@ -26,7 +26,9 @@ Pieces (docs/reference.md sections 3-5):
   there, so a prediction says how many seeds reach the target and how many samples those that do need.
 * ``stall_probability``: the share of seeds that never reach the target whatever the budget (a GRPO run whose
   groups all score alike gets zero advantage and stops learning); the chance of reaching it within a budget is
-  (1 - stall_probability) x P(N* <= budget).
+  (1 - stall_probability) x P(N* <= budget). Measured at several batches (``stall_batches`` / ``stall_shares``,
+  from ``rlsim-calibrate fit-learning``) it moves with the batch (:func:`stall_at`): PPO stalls more at both ends
+  of its invariant range (docs/calibrate.md).
 
 The power p of the critical-batch form (``critical_power``):
 
@@ -212,6 +214,15 @@ def samples_to_target(learning: Learning, batch: int, mean_staleness: float = 0.
     lmul = lr_multiplier(learning, batch)
     smul = (1.0 + learning.staleness_penalty_per_step) ** mean_staleness
     return SamplesToTarget(ref * bmul * lmul * smul, ref, bmul, lmul, smul, tuple(warnings))
+
+
+def stall_at(learning: Learning, batch: float) -> float:
+    """The share of seeds that stall at ``batch``: ``stall_shares`` read in log batch between ``stall_batches`` (the
+    nearest end beyond them), else ``stall_probability``."""
+    if learning.stall_batches is None or learning.stall_shares is None:
+        return learning.stall_probability
+    xs = np.log(np.asarray(learning.stall_batches, dtype=float))
+    return float(np.interp(math.log(batch), xs, np.asarray(learning.stall_shares, dtype=float)))
 
 
 @dataclass(frozen=True)

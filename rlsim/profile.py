@@ -67,6 +67,8 @@ LEARNING_KEYS = (
     "samples_spread",
     "invariant_rule",
     "stall_probability",
+    "stall_batches",
+    "stall_shares",
 )
 # the keys of a profile's lengths section that replace the scenario's (rlsim.scenario.Workload fields)
 LENGTH_KEYS = (

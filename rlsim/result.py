@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlsim import __version__
-from rlsim.learning import reach_within
+from rlsim.learning import reach_within, stall_at
 from rlsim.phases import TIMED_PHASES
 from rlsim.pipeline import CPU, Span, pool_gpus
 from rlsim.runlog import to_frame
@@ -125,7 +125,7 @@ class SimResult:
             t.samples_to_target,
             self.scenario.learning.samples_spread,
             self.scenario.run.max_steps * batch,
-            self.scenario.learning.stall_probability,
+            stall_at(self.scenario.learning, batch),
         )
         out["probability_reaching_target"] = reach.probability
         out["budget_samples"] = reach.budget_samples

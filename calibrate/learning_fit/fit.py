@@ -23,6 +23,7 @@ from calibrate.learning_fit.checks import check_target, curve_points, finite_or_
 from calibrate.learning_fit.curve import SigmoidFit, first_crossing, fit_sigmoid_checked, samples_to_target_from_fit
 from calibrate.learning_fit.invariance import INVARIANCE_DEFINITION, invariance_score
 from calibrate.learning_fit.noise import GRAD_KEYS, b_simple_pooled
+from calibrate.runlearning import seed_model, stall_upper
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 
 
@@ -30,7 +31,7 @@ from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 class RunFit:
     batch: int
     num_points: int
-    sigmoid: SigmoidFit
+    sigmoid: SigmoidFit | None  # None: the run's metric never rose (a stalled seed)
     samples_to_target: float | None  # measured first crossing
     samples_to_target_fit: float | None  # inverse of the run's sigmoid
     max_samples: float
@@ -53,6 +54,8 @@ class LearningFit:
     samples_spread: float = 0.0
     notes: tuple[str, ...] = ()
     lr_rule: str | None = None  # the runs' LR rule: it fixes the critical-batch power
+    stall_by_batch: dict[int, float] = field(default_factory=dict)  # share of seeds that stall, per batch
+    seeds_by_batch: dict[int, tuple[int, int]] = field(default_factory=dict)  # (runs, reaching target) per batch
 
     @property
     def metric_curve(self) -> MetricCurve:
@@ -67,6 +70,9 @@ class LearningFit:
             target=float(self.target),
             batch_multiplier=self.critical_batch.to_batch_multiplier(),
             samples_spread=float(min(self.samples_spread, 2.0)),
+            stall_probability=float(self.stall_by_batch.get(self.reference_batch, 0.0)),
+            stall_batches=tuple(float(b) for b in sorted(self.stall_by_batch)) or None,
+            stall_shares=tuple(float(self.stall_by_batch[b]) for b in sorted(self.stall_by_batch)) or None,
         )
 
     def to_profile_learning(self) -> dict[str, Any]:
@@ -102,6 +108,19 @@ class LearningFit:
                 "samples_to_target": list(self.table.samples_to_target or ()),
             },
             "samples_spread": float(self.samples_spread),
+            # the stall share per batch (rlsim Learning fields) and the reference batch's, with the seed counts
+            # behind each (calibrate.validate's reaching band)
+            "stall_probability": float(self.stall_by_batch.get(self.reference_batch, 0.0)),
+            "stall_batches": [float(b) for b in sorted(self.stall_by_batch)] or None,
+            "stall_shares": [float(self.stall_by_batch[b]) for b in sorted(self.stall_by_batch)] or None,
+            "stall_probability_upper_90": stall_upper(
+                *(lambda n, k: (n - k, n))(*self.seeds_by_batch.get(self.reference_batch, (0, 0)))
+            )
+            if self.seeds_by_batch.get(self.reference_batch, (0, 0))[0]
+            else None,
+            "runs": self.seeds_by_batch.get(self.reference_batch, (0, 0))[0],
+            "runs_reaching_target": self.seeds_by_batch.get(self.reference_batch, (0, 0))[1],
+            "seeds_by_batch": {str(b): list(v) for b, v in sorted(self.seeds_by_batch.items())},
             "samples_to_target": {
                 str(b): {
                     "samples": float(n),
@@ -118,8 +137,12 @@ class LearningFit:
             }
             or None,
             "fitted_range": {
-                "batch": [min(self.curves), max(self.curves)],
-                "samples": [min(r.sigmoid.samples_range[0] for r in self.runs), max(r.max_samples for r in self.runs)],
+                # the batches seeds ran at (their stall shares are measured even where no curve was fitted)
+                "batch": [min(self.seeds_by_batch or self.curves), max(self.seeds_by_batch or self.curves)],
+                "samples": [
+                    min(r.sigmoid.samples_range[0] for r in self.runs if r.sigmoid is not None),
+                    max(r.max_samples for r in self.runs),
+                ],
             },
             "notes": list(self.notes),
         }
@@ -207,26 +230,32 @@ def fit_learning(
         )
     points = [_run_points(run, i) for i, run in enumerate(runs)]
     run_fits = []
+    notes: list[str] = []
     for i, ((s, m), b) in enumerate(zip(points, batch_of)):
+        crossed = first_crossing(s, m, target)
         try:
-            sig = fit_sigmoid_checked(s, m, None, exclude_fraction, upper)
+            sig: SigmoidFit | None = fit_sigmoid_checked(s, m, None, exclude_fraction, upper)
         except CalibrateError as exc:
-            raise CalibrateError(f"run {i} (B={b}): {exc}") from None
+            if crossed is not None:
+                raise CalibrateError(f"run {i} (B={b}): {exc}") from None
+            sig = None  # a seed that never rose: it counts as not reaching the target (the stall share's)
+            notes.append(f"run {i} (B={b}): no curve to fit ({exc}); counted as a seed that did not reach the target")
         run_fits.append(
             RunFit(
                 b,
                 int(s.size),
                 sig,
-                first_crossing(s, m, target),
-                samples_to_target_from_fit(sig, target),
+                crossed,
+                samples_to_target_from_fit(sig, target) if sig is not None else None,
                 float(s[-1]),
             )
         )
 
     curves: dict[int, SigmoidFit] = {}
+    stall: dict[int, float] = {}  # per batch: the share of seeds that stall
+    seeds: dict[int, tuple[int, int]] = {}  # per batch: (runs, runs that reached the target)
     stt: dict[int, float] = {}
     source: dict[int, str] = {}
-    notes: list[str] = []
     spreads = []
     for b in distinct:
         idx = [i for i, x in enumerate(batch_of) if x == b]
@@ -234,17 +263,30 @@ def fit_learning(
         m = np.concatenate([points[i][1] for i in idx])
         order = np.argsort(s, kind="stable")
         r0 = float(np.mean([points[i][1][0] for i in idx]))
+        measured = [run_fits[i].samples_to_target for i in idx]
         try:
             curves[b] = fit_sigmoid_checked(s[order], m[order], r0, exclude_fraction, upper)
         except CalibrateError as exc:
-            raise CalibrateError(f"batch {b}: {exc}") from None
-        measured = [run_fits[i].samples_to_target for i in idx]
+            if any(x is not None for x in measured):
+                raise CalibrateError(f"batch {b}: {exc}") from None
+            notes.append(f"B={b}: no run reached the target and their pooled metric does not rise ({exc})")
         hits = [x for x in measured if x is not None and x > 0]
+        censored = [run_fits[i].max_samples for i, x in zip(idx, measured) if x is None or x <= 0]
+        seeds[b] = (len(idx), len(hits))
         if len(hits) == len(measured):
             stt[b] = float(np.exp(np.mean(np.log(hits))))
             source[b] = "measured"
+            stall[b] = 0.0
+        elif hits:  # as fit --runs does: the seeds that learn give N*, the censored ones a stall share
+            mu, _, q = seed_model(hits, censored)
+            stt[b], source[b], stall[b] = float(math.exp(mu)), "seeds", float(min(q, 0.99))
+            notes.append(
+                f"B={b}: {len(censored)} of {len(idx)} runs did not reach the target: samples-to-target from the "
+                f"{len(hits)} that did (lognormal, the others right-censored), stall share {stall[b]:.2f}"
+            )
         else:
-            n_fit = samples_to_target_from_fit(curves[b], target)
+            stall[b] = (len(idx) + 0.5) / (len(idx) + 1.0)  # none reached: Jeffreys' posterior mean of the share
+            n_fit = samples_to_target_from_fit(curves[b], target) if b in curves else None
             if n_fit is None or n_fit <= 0:
                 notes.append(f"B={b}: the target {target:g} is not reached, measured or by the fit; left out")
             else:
@@ -274,7 +316,7 @@ def fit_learning(
     cb = fit_critical_batch(bl, [stt[b] for b in bl], critical_power(lr_rule))
     table = table_multiplier(bl, [stt[b] for b in bl])
     fitted = {}
-    for b in distinct:
+    for b in curves:
         smax = max(r.max_samples for r in run_fits if r.batch == b)
         grid = np.linspace(0.0, smax, 257)
         fitted[b] = (grid, curves[b].predict(grid))
@@ -306,4 +348,6 @@ def fit_learning(
         samples_spread=float(np.mean(spreads)) if spreads else 0.0,
         notes=tuple(notes),
         lr_rule=lr_rule,
+        stall_by_batch=stall,
+        seeds_by_batch=seeds,
     )

@@ -321,6 +321,11 @@ class Learning:
     # share of seeds that never reach the target at any budget (a GRPO run whose groups all score alike stops
     # learning); the rest reach it at a lognormal N* (rlsim.learning.reach_within)
     stall_probability: float = field(default=0.0, metadata=bounds(ge=0, lt=1))
+    # the stall share measured at several batches (rlsim-calibrate fit-learning with seeds at each): increasing
+    # batches and their shares, read in log batch between them and the nearest end beyond; None: stall_probability
+    # at every batch
+    stall_batches: tuple[float, ...] | None = None
+    stall_shares: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)

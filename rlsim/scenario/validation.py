@@ -237,6 +237,26 @@ def validate_learning(lr: Learning) -> None:
                 f"({lr.metric.asymptote})",
                 "choose a target the curve reaches",
             )
+    if (lr.stall_batches is None) != (lr.stall_shares is None):
+        raise ScenarioError(
+            "learning.stall_batches",
+            lr.stall_batches,
+            "and learning.stall_shares come together",
+            "give both or neither",
+        )
+    if lr.stall_batches is not None:
+        xs, qs = lr.stall_batches, lr.stall_shares
+        if len(xs) != len(qs) or not xs:  # type: ignore[arg-type]
+            raise ScenarioError(
+                "learning.stall_batches",
+                xs,
+                f"needs one entry per stall share ({len(qs)})",
+                "one share per batch",  # type: ignore[arg-type]
+            )
+        if any(x <= 0 for x in xs) or any(b <= a for a, b in zip(xs, xs[1:])):
+            raise ScenarioError("learning.stall_batches", xs, "must be positive and increasing", "sort by batch")
+        if any(not 0 <= q < 1 for q in qs):  # type: ignore[union-attr]
+            raise ScenarioError("learning.stall_shares", qs, "must lie in [0, 1)", "give shares of seeds")
     bm, at = lr.batch_multiplier, "learning.batch_multiplier"
     need = {"invariant": (), "critical_batch": ("critical_batch",), "table": ("batches", "samples_to_target")}[bm.form]
     for key in need:

@@ -396,6 +396,50 @@ def test_fit_learning_leaves_out_a_batch_that_never_gets_there():
     assert fit.critical_batch.batch_range == (256.0, 512.0)
 
 
+def _flat(batch, steps=40):
+    """A seed that never learns: its metric stays at R0 (the PPO seeds of docs/calibrate.md at B = 16)."""
+    return [
+        {"step": t, "cumulative_samples": t * batch, "responses": batch, "eval_metric": R0, "wall_s": 1.0 * t}
+        for t in range(1, steps + 1)
+    ]
+
+
+def test_fit_learning_measures_the_stall_share_at_each_batch():
+    """Issue 28: seeds that never learn are counted per batch, not fitted: at 256 every seed learns (share 0), at
+    512 one of four stalls and the other three give samples-to-target, at 128 none learns (Jeffreys' mean
+    4.5 / 5). The profile carries the table, rlsim reads it in log batch, and P(reach) moves with it."""
+    n512 = len(run_log(512))
+    runs = [run_log(256, seed=s) for s in range(4)]
+    runs += [run_log(512, noise=0.01, seed=s) for s in range(3)] + [_flat(512, n512)]
+    runs += [_flat(128) for _ in range(4)]
+    fit = fit_learning(runs, target=0.6, reference_batch=256)
+    assert fit.stall_by_batch[256] == 0.0 and fit.stall_by_batch[128] == pytest.approx(4.5 / 5)
+    assert 0.1 < fit.stall_by_batch[512] < 0.5  # one censored of four: a stall (its budget is the others')
+    # the three that learn cross where the curve does: R(S) = 0.6 at S = S_mid x 2 ** (2 / 3)
+    assert fit.samples_to_target[512] == pytest.approx(S_MID * 2 ** (2 / 3), rel=0.1)
+    assert fit.seeds_by_batch == {128: (4, 0), 256: (4, 4), 512: (4, 3)}
+    assert 128 not in fit.samples_to_target and any("run 11 (B=128)" in n for n in fit.notes)
+    prof = fit.to_profile_learning()
+    assert prof["stall_batches"] == [128.0, 256.0, 512.0] and prof["fitted_range"]["batch"] == [128, 512]
+    learning = fit.to_learning(Learning(lr0=1e-6))
+    assert rl.stall_at(learning, 256) == 0.0 and rl.stall_at(learning, 128) == pytest.approx(0.9)
+    assert rl.stall_at(learning, 181) == pytest.approx(0.45, rel=0.01)  # halfway in log batch
+    assert rl.stall_at(learning, 64) == rl.stall_at(learning, 128)  # the nearest end beyond
+
+
+def test_a_stall_table_must_be_whole():
+    from rlsim.errors import ScenarioError
+    from rlsim.scenario import from_dict
+
+    base = {"model": "Qwen2.5-1.5B", "hardware": {"gpu": "H100-SXM", "num_gpus": 1}}
+    with pytest.raises(ScenarioError, match="stall_shares come together"):
+        from_dict({**base, "learning": {"stall_batches": [16, 64]}})
+    with pytest.raises(ScenarioError, match="increasing"):
+        from_dict({**base, "learning": {"stall_batches": [64, 16], "stall_shares": [0.1, 0.2]}})
+    with pytest.raises(ScenarioError, match=r"\[0, 1\)"):
+        from_dict({**base, "learning": {"stall_batches": [16, 64], "stall_shares": [1.0, 0.2]}})
+
+
 # ---------------------------------------------------------------------------------------------- inputs untouched
 
 
