@@ -112,8 +112,8 @@ def _round(s: Scenario, rng: np.random.Generator, cumulative_samples: float) -> 
     batching): a step's P x G, or under dynamic sampling the round's batch_multiplier x P prompts, G each."""
     w = s.workload
     ds = s.algorithm.dynamic_sampling
-    if ds is not None and ds.batch_multiplier != 1:
-        w = dataclasses.replace(w, prompts_per_step=math.ceil(ds.batch_multiplier * w.prompts_per_step - 1e-9))
+    if ds is not None and ds.prompts_per_call(w.prompts_per_step) != w.prompts_per_step:
+        w = dataclasses.replace(w, prompts_per_step=ds.prompts_per_call(w.prompts_per_step))
     prompts, responses = sample_step(w, rng, cumulative_samples)
     if s.engine.static_batching:  # every response runs (and is padded) to the call's longest
         responses = np.full_like(responses, responses.max())
@@ -129,8 +129,9 @@ def step_requests(
     engines hold up to k + 1 batches at once and start a request as soon as a slot frees, so a batch shares the
     straggler tail with the batches in flight beside it: its requests are the window of the batches before it and
     itself, oldest first, and its generation time is the window's makespan over that count. Under dynamic sampling
-    (synchronous only) a step is ``rounds`` calls, each scored and filtered before the next; it trains on the first
-    P x G samples generated (the kept groups' lengths are drawn like any others')."""
+    in rounds (synchronous only) a step is ``rounds`` calls, each scored and filtered before the next, and under
+    streaming replacement one call of ceil(P / keep_rate) groups; it trains on the first P x G samples generated
+    (the kept groups' lengths are drawn like any others')."""
     k = s.schedule.staleness
     streaming = k > 0 and s.schedule.streaming
     batch = s.workload.responses_per_step
@@ -141,11 +142,12 @@ def step_requests(
     while True:
         n += 1
         calls = [_round(s, rng, progress(s.workload, s.learning, n - 1)) for _ in range(rounds)]
-        prompts, responses = calls[0] if rounds == 1 else (np.concatenate(x)[:batch] for x in zip(*calls))
+        prompts, responses = (np.concatenate(x)[:batch] for x in zip(*calls))
         if not streaming:
             yield prompts, responses, calls, 1
             continue
-        window[:] = (window + [(prompts, responses)])[-(k + 1) :]
+        # the engines hold every generated sample of a batch, filtered replacements too (one call: its arrays)
+        window[:] = (window + [calls[0]])[-(k + 1) :]
         both = (np.concatenate([w[0] for w in window]), np.concatenate([w[1] for w in window]))
         yield prompts, responses, [both], len(window)
 
@@ -196,7 +198,11 @@ def _generations(st: _State):
             sampled.append((prompts, responses))
             requests.extend(step_calls)
             calls.append(len(step_calls))
-            scored.append(None if len(step_calls) == 1 else _scored(step_calls))
+            # dynamic sampling scores every sample the batch generated, the trained ones and those filtered or left
+            # over (streaming, the window's newest batch: its last len(generated) requests)
+            generated = s.generated_per_step
+            own = step_calls if batches == 1 else [(c[0][-generated:], c[1][-generated:]) for c in step_calls]
+            scored.append(None if s.algorithm.dynamic_sampling is None else _scored(own))
             held.append(batches)
             overheads.append(st.cost.rollout_overhead_s(len(responses)))
         call_overheads = [st.cost.rollout_overhead_s(len(c[1])) for c in requests]

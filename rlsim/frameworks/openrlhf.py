@@ -100,7 +100,8 @@ TABLE: tuple[Row, ...] = (
     Row("rollout.vllm_generate_batch_size", None, "(check)", "> rollout.batch_size needs async (oversampling)"),
     Row("algo.advantage.estimator", "gae", "algorithm.name", "gae -> ppo (critic); the others -> grpo"),
     Row("algo.kl.init_coef", 0.01, "algorithm.kl_reference", "> 0: the reference model and its pass"),
-    Row("algo.dynamic_filtering_enable", False, "(refused)", "true refused: rounds per step are unknown"),
+    Row("algo.dynamic_filtering_enable", False, "algorithm.dynamic_sampling", "true: mode replace; keep rate given"),
+    Row("algo.dynamic_filtering_range", (0.0, 1.0), "algorithm.dynamic_sampling", "mean rewards kept (a note)"),
     Row("data.max_len", 2048, "workload.max_prompt_tokens", "prompt + response cap"),
     Row("rollout.max_new_tokens", None, "workload.max_response_tokens", "None: max_len - prompt (half each assumed)"),
     Row("prompt_max_len", None, "workload.max_prompt_tokens", "v0.9.5 and earlier (flat, default 1024)"),
@@ -147,6 +148,7 @@ LEGACY: dict[str, str] = {
     "advantage_estimator": "algo.advantage.estimator",
     "init_kl_coef": "algo.kl.init_coef",
     "dynamic_filtering": "algo.dynamic_filtering_enable",
+    "dynamic_filtering_reward_range": "algo.dynamic_filtering_range",
     "max_len": "data.max_len",
     "generate_max_len": "rollout.max_new_tokens",
     "max_new_tokens": "rollout.max_new_tokens",
@@ -290,11 +292,6 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections for OpenRLHF train_ppo_ray arguments, and the assumptions made."""
     notes: list[str] = []
     n = src.name
-    if src.get("algo.dynamic_filtering_enable"):
-        raise ImportConfigError(
-            f"{n('algo.dynamic_filtering_enable')}: dynamic filtering samples until enough groups pass, a number of "
-            "rounds rlsim cannot know; remove the flag to simulate one round per step"
-        )
     prompts, group = as_int(src, "rollout.batch_size"), as_int(src, "rollout.n_samples_per_prompt")
     samples = prompts * group
     if src.get("vllm.num_engines") in (None, 0):
@@ -459,6 +456,16 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     }
     if reward is not None:
         sections["reward"] = reward
+    if src.get("algo.dynamic_filtering_enable"):
+        # samples_generator.py _generate_vllm (3c3be62): a group whose mean reward falls outside the range is
+        # dropped and one new prompt dispatched at once, until rollout.batch_size groups pass
+        low, high = src.get("algo.dynamic_filtering_range") or (0.0, 1.0)
+        algorithm["dynamic_sampling"] = {"mode": "replace"}
+        notes.append(
+            f"{n('algo.dynamic_filtering_enable')}: streaming replacement of groups whose mean reward is outside "
+            f"({low:g}, {high:g}); the share kept depends on the data and the model: --scenario-set "
+            "algorithm.dynamic_sampling.keep_rate=R (OpenRLHF logs dynamic_filtering_pass_rate, in percent)"
+        )
     return sections, notes
 
 

@@ -65,7 +65,7 @@ class Scenario:
         w, ds = self.workload, self.algorithm.dynamic_sampling
         if ds is None:
             return w.responses_per_step
-        return math.ceil(ds.batch_multiplier * w.prompts_per_step - 1e-9) * w.group_size * ds.rounds()
+        return ds.prompts_per_call(w.prompts_per_step) * w.group_size * ds.rounds()
 
     @property
     def engine_behaviour(self) -> str | None:

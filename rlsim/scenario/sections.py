@@ -209,10 +209,26 @@ class DynamicSampling:
     keep_rate: float = field(metadata=bounds(gt=0, le=1))
     batch_multiplier: float = field(default=1.0, metadata=bounds(ge=1, le=1000))
     max_gen_batches: int = field(default=10, metadata=bounds(ge=1, le=10_000))  # NeMo RL's grpo_math_1B default
+    # rounds: NeMo RL's waves, each scored and filtered before the next. replace: OpenRLHF's streaming replacement
+    # (algo.dynamic_filtering_enable, openrlhf/trainer/ppo_utils/samples_generator.py _generate_vllm at 3c3be62):
+    # P prompts go to the engines and each group the filter drops sends one new prompt at once, until P groups
+    # pass; priced as one generation call of ceil(P / keep_rate) groups queued in order, exact while the engines'
+    # running slots stay full (a replacement waits for a slot either way), short by the replacements' own tail
+    # otherwise
+    mode: Literal["rounds", "replace"] = "rounds"
 
     def rounds(self) -> int:
-        """Generation rounds per step: the first r with r x multiplier x keep_rate >= 1 (expected kept groups)."""
+        """Generation rounds per step: the first r with r x multiplier x keep_rate >= 1 (expected kept groups);
+        one under streaming replacement."""
+        if self.mode == "replace":
+            return 1
         return max(1, math.ceil(1.0 / (self.batch_multiplier * self.keep_rate) - 1e-9))
+
+    def prompts_per_call(self, prompts: int) -> int:
+        """Prompts one generation call holds: ceil(multiplier x P) per round, ceil(P / keep_rate) replacing."""
+        if self.mode == "replace":
+            return math.ceil(prompts / self.keep_rate - 1e-9)
+        return math.ceil(self.batch_multiplier * prompts - 1e-9)
 
 
 @dataclass(frozen=True)

@@ -367,12 +367,13 @@ def _validate_dynamic_sampling(s: Scenario) -> None:
             f"max_gen_batches {ds.max_gen_batches} (NeMo RL stops the run with an error there)",
             "raise algorithm.dynamic_sampling.batch_multiplier or max_gen_batches",
         )
-    if s.schedule.mode == "async":
+    if s.schedule.mode == "async" and ds.mode == "rounds":
         raise ScenarioError(
             "algorithm.dynamic_sampling",
             "set",
-            "is modelled for the synchronous schedules only (rounds of whole batches, each scored before the next)",
-            "use schedule.mode sync-colocated or sync-separate, or remove algorithm.dynamic_sampling",
+            "in rounds is modelled for the synchronous schedules only (rounds of whole batches, each scored before "
+            "the next)",
+            "use schedule.mode sync-colocated or sync-separate, dynamic_sampling.mode replace, or remove it",
         )
 
 

@@ -39,12 +39,12 @@ def test_corpus_file_imports_unedited_as_expected(name, entry, monkeypatch):
     launch facts its source's documented command gives (paths among them relative to the corpus folder)."""
     monkeypatch.chdir(CONFIGS)
     path = CONFIGS / name
-    sets = entry.get("set", {})
+    sets, rlsim_sets = entry.get("set", {}), entry.get("scenario_set", {})
     if "refused" in entry:
         with pytest.raises(ImportConfigError, match=entry["refused"]):
-            import_config(path, entry["format"], sets)
+            import_config(path, entry["format"], sets, rlsim_sets)
         return
-    scn = rlsim.from_dict(import_config(path, entry["format"], sets).scenario)
+    scn = rlsim.from_dict(import_config(path, entry["format"], sets, rlsim_sets).scenario)
     got = _fields(scn)
     assert {k: got[k] for k in entry["expect"]} == entry["expect"]
 

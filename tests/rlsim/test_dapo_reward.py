@@ -81,6 +81,43 @@ def test_a_batch_multiplier_generates_bigger_rounds():
     assert ds["rollout"] == pytest.approx(2 * double["rollout"], rel=1e-12)
 
 
+def test_streaming_replacement_is_one_call_of_p_over_keep_groups():
+    """OpenRLHF's dynamic filtering: each dropped group sends one new prompt at once, so a step generates about
+    P / keep groups in one stream: ceil(8 / 0.3) = 27 prompts, priced like one call of a 27-prompt workload; the
+    reward scores all 27 x G, the trainer sees P x G. Rounds of whole batches at the same keep rate (4 waves of 8)
+    take longer: each wave waits for its stragglers and the last generates groups the batch does not need."""
+    rep = {"dynamic_sampling": {"keep_rate": 0.3, "mode": "replace"}}
+    s = scenario(algorithm=rep)
+    assert s.algorithm.dynamic_sampling.rounds() == 1 and s.generated_per_step == 27 * G
+    ds, rec, _ = first_step(s)
+    one, _, _ = first_step(scenario(workload={"prompts_per_step": 27}))
+    base, base_rec, _ = first_step(scenario())
+    assert ds["rollout"] == pytest.approx(one["rollout"], rel=1e-12)
+    c = s.costs
+    assert ds["reward"] == pytest.approx(c.reward_overhead_s + c.reward_s_per_sample * 27 * G, rel=1e-12)
+    assert ds["train_actor"] == pytest.approx(base["train_actor"], rel=1e-12) and rec["responses"] == P * G
+    rounds, _, _ = first_step(scenario(algorithm={"dynamic_sampling": {"keep_rate": 0.3}}))
+    assert rounds["rollout"] > ds["rollout"]
+
+
+def test_streaming_replacement_runs_under_an_async_schedule():
+    """OpenRLHF's async trainer filters too: the engines hold each batch's replacements in the stream."""
+    sep = {"placement": "separate", "rollout_gpus": 1, "train_gpus": 1}
+    s = scenario(
+        algorithm={"dynamic_sampling": {"keep_rate": 0.5, "mode": "replace"}},
+        hardware=sep,
+        schedule={"mode": "async", "max_staleness": 1},
+    )
+    records, _ = run_pipeline(s)
+    # the engines see what a 2P-prompt workload gives them (ceil(8 / 0.5) = 16 prompts per batch)
+    double, _ = run_pipeline(
+        scenario(hardware=sep, schedule={"mode": "async", "max_staleness": 1}, workload={"prompts_per_step": 2 * P})
+    )
+    assert records[-1]["responses"] == P * G and double[-1]["responses"] == 2 * P * G
+    for rec, ref in zip(records, double):
+        assert rec["timing_s"]["rollout"] == pytest.approx(ref["timing_s"]["rollout"], rel=1e-12)
+
+
 def test_dynamic_sampling_beyond_its_round_limit_or_async_is_refused():
     with pytest.raises(ScenarioError, match="max_gen_batches"):
         scenario(algorithm={"dynamic_sampling": {"keep_rate": 0.05, "max_gen_batches": 10}})  # 20 rounds

@@ -491,11 +491,16 @@ def test_openrlhf_one_key_in_both_spellings_is_refused(tmp_path):
         import_config(both, "openrlhf")
 
 
-def test_openrlhf_without_vllm_or_with_dynamic_filtering_is_refused():
+def test_openrlhf_without_vllm_or_dynamic_filtering_without_its_keep_rate_is_refused():
     with pytest.raises(ImportConfigError, match="vllm.num_engines: not set"):
         import_config(ORL_HYBRID, "openrlhf", {"vllm.num_engines": 0, "actor.model_name_or_path": "Llama-3.1-8B"})
-    with pytest.raises(ImportConfigError, match="algo.dynamic_filtering_enable: dynamic filtering"):
+    with pytest.raises(ImportConfigError, match="--scenario-set algorithm.dynamic_sampling.keep_rate"):
         import_config(ORL_HYBRID, "openrlhf", {"algo.dynamic_filtering_enable": True})
+    imp = import_config(
+        ORL_HYBRID, "openrlhf", {"algo.dynamic_filtering_enable": True}, {"algorithm.dynamic_sampling.keep_rate": 0.25}
+    )
+    assert imp.scenario["algorithm"]["dynamic_sampling"] == {"mode": "replace", "keep_rate": 0.25}
+    assert any("streaming replacement" in a for a in imp.scenario["assumptions"])
 
 
 # ------------------------------------------------------------------------------------------------ NeMo RL
