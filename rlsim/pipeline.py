@@ -16,7 +16,6 @@ training of step n). A step ends when its weight sync ends; its step time is the
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
