@@ -27,7 +27,11 @@ Batch semantics (facts from that commit):
   ``max_num_batched_tokens`` and ``enable_chunked_prefill`` are vLLM's and do not reach SGLang
   (rlsim.frameworks.sglang).
 
-Other verl keys (the Megatron backend, other advantage estimators) are refused or listed as unused.
+* ``actor.strategy`` megatron (``--config-name ppo_megatron_trainer``, or a YAML whose defaults name
+  ``megatron_actor``): the layout of ``actor.megatron.*`` over the GPUs, micro-batches per data-parallel rank, no
+  recomputation unless ``override_transformer_config.recompute_granularity`` says so (:func:`_megatron`).
+
+Other verl keys (other advantage estimators, Megatron's offloads) are refused or listed as unused.
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ from rlsim.scenario.overrides import parse_scalar
 VERSION_READ = "verl b178a3c (v0.7.0-125)"
 SGLANG_VERSION = "0.5.6"  # verl b178a3c setup.py: the sglang extra pins sglang[srt,openai]==0.5.6
 A = "actor_rollout_ref.actor."
+MG = A + "megatron."  # verl's Megatron actor (strategy megatron)
+REF_MG = "actor_rollout_ref.ref.megatron."
 R = "actor_rollout_ref.rollout."
 M = "actor_rollout_ref.model."
 
@@ -86,7 +92,21 @@ TABLE: tuple[Row, ...] = (
     Row(M + "enable_gradient_checkpointing", True, "training.activation_recompute", "true -> full, false -> none"),
     Row(M + "use_remove_padding", True, "training.remove_padding", "micro-batches of real tokens (memory check)"),
     Row(M + "lora_rank", 0, "(a note)", "> 0: LoRA is not modelled; simulated as full fine-tuning"),
-    Row(A + "strategy", "fsdp", "training.backend", "fsdp / fsdp2 -> fsdp; megatron refused (not mapped yet)"),
+    Row(A + "strategy", "fsdp", "training.backend", "fsdp / fsdp2 -> fsdp; megatron -> megatron"),
+    Row(MG + "tensor_model_parallel_size", 1, "training.tensor_parallel_size", "strategy megatron: TP"),
+    Row(MG + "pipeline_model_parallel_size", 1, "training.pipeline_parallel_size", "strategy megatron: PP"),
+    Row(MG + "virtual_pipeline_model_parallel_size", None, "training.virtual_pipeline_stages", "null: 1"),
+    Row(MG + "context_parallel_size", 1, "training.context_parallel_size", "strategy megatron: CP"),
+    Row(MG + "expert_model_parallel_size", 1, "training.expert_parallel_size", "strategy megatron: EP"),
+    Row(MG + "expert_tensor_parallel_size", None, "training.expert_tensor_parallel_size", "null: TP (Megatron)"),
+    Row(MG + "use_distributed_optimizer", True, "training.distributed_optimizer", "strategy megatron"),
+    Row(MG + "use_remove_padding", True, "training.remove_padding", "strategy megatron: thd (real tokens)"),
+    Row(MG + "override_transformer_config.recompute_granularity", None, "training.activation_recompute", "null: none"),
+    Row(MG + "param_offload", False, "(refused)", "true refused: Megatron offload not modelled"),
+    Row(MG + "grad_offload", False, "(refused)", "true refused: Megatron offload not modelled"),
+    Row(MG + "optimizer_offload", False, "(refused)", "true refused: Megatron offload not modelled"),
+    Row(REF_MG + "tensor_model_parallel_size", 1, "(a note)", "the reference pass runs on the actor's layout"),
+    Row(REF_MG + "pipeline_model_parallel_size", 1, "(a note)", "the reference pass runs on the actor's layout"),
     Row(A + "fsdp_config.param_offload", False, "training.offload_params", "FSDP parameter offload"),
     Row(A + "fsdp_config.optimizer_offload", False, "training.offload_optimizer", "FSDP optimizer offload"),
 )
@@ -103,7 +123,8 @@ def read(path: Path) -> dict[str, Any]:
     if path.suffix in (".yaml", ".yml", ".json"):
         data = read_config(path, "verl")
         if isinstance(data.get("defaults"), list):
-            data.pop("defaults")
+            if any("megatron_actor" in str(entry) for entry in data.pop("defaults")):
+                data.setdefault("actor_rollout_ref", {}).setdefault("actor", {}).setdefault("strategy", "megatron")
             data[LAUNCH_NOTES] = [f"verl defaults: {path.name}'s defaults list read as verl's own ({VERSION_READ})"]
         return data
     if not path.is_file():
@@ -114,11 +135,8 @@ def read(path: Path) -> dict[str, Any]:
     for word in words:
         if word.startswith("--config-name"):
             name = word.partition("=")[2].strip("'\"")
-            if "megatron" in name:
-                raise ImportConfigError(
-                    f"{path.name}: --config-name={name}: verl's Megatron backend is not mapped yet (only fsdp / "
-                    "fsdp2); use the FSDP trainer config or write the scenario's training section by hand"
-                )
+            if "megatron" in name:  # ppo_megatron_trainer.yaml: megatron_actor's defaults (strategy megatron)
+                data[A + "strategy"] = "megatron"
             continue
         if word.startswith(("--config-path", "hydra.", "~")):
             continue
@@ -132,6 +150,68 @@ def read(path: Path) -> dict[str, Any]:
     return data
 
 
+def _is_moe(name: Any) -> bool:
+    """Whether the model a verl config names has experts (False when it cannot be resolved: the import says why
+    later)."""
+    from rlsim import catalog
+    from rlsim.hf_config import spec_from_path
+
+    try:
+        resolved, _ = _resolve_model(name, M + "path")
+        spec = catalog.model(resolved) if not Path(resolved).exists() else spec_from_path(resolved)
+    except (ImportConfigError, KeyError, ValueError, OSError):
+        return False
+    return int(spec.get("num_experts") or 0) > 0
+
+
+def _megatron(src: Source, mini_samples: int, gpus: int, moe: bool) -> tuple[dict[str, Any], int, list[str]]:
+    """verl's Megatron actor (``ppo_megatron_trainer.yaml``, ``actor/megatron_actor.yaml`` and
+    ``engine/megatron.yaml`` at b178a3c): the layout from ``actor.megatron.*`` (expert TP null is TP, as Megatron-core
+    reads it), micro-batches per data-parallel rank, recomputation from ``override_transformer_config``
+    (recompute_granularity null: none), the distributed optimizer. Returns the training section, the responses per
+    data-parallel rank of a mini-batch, and notes."""
+    notes: list[str] = []
+    tp, pp, cp = (
+        as_int(src, MG + k)
+        for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
+    )
+    dp = divisible(
+        "trainer.n_gpus_per_node x nnodes", gpus, f"{MG}tensor x pipeline x context parallel sizes", tp * pp * cp
+    )
+    etp = src.get(MG + "expert_tensor_parallel_size")  # null: TP for a MoE model (Megatron-core), moot for a dense one
+    granularity = src.get(MG + "override_transformer_config.recompute_granularity")
+    if granularity not in (None, "full", "selective"):
+        raise ImportConfigError(
+            f"{MG}override_transformer_config.recompute_granularity: {granularity!r} is not full, selective or null"
+        )
+    for key in ("param_offload", "grad_offload", "optimizer_offload"):
+        if src.get(MG + key):
+            raise ImportConfigError(
+                f"{MG}{key}: offloading Megatron's {key.split('_')[0]} state is not modelled (rlsim offloads its fsdp "
+                f"layout only); --set {MG}{key}=false"
+            )
+    training: dict[str, Any] = {
+        "backend": "megatron",
+        "tensor_parallel_size": tp,
+        "pipeline_parallel_size": pp,
+        "virtual_pipeline_stages": int(src.get(MG + "virtual_pipeline_model_parallel_size") or 1),
+        "context_parallel_size": cp,
+        "expert_parallel_size": as_int(src, MG + "expert_model_parallel_size"),
+        "expert_tensor_parallel_size": int(etp) if etp is not None else (tp if moe else 1),
+        "distributed_optimizer": bool(src.get(MG + "use_distributed_optimizer")),
+        "activation_recompute": granularity or "none",
+    }
+    per_rank = divisible(f"{A}ppo_mini_batch_size x {R}n", mini_samples, "the data-parallel size", dp)
+    notes.append(
+        f"{A}strategy megatron: TP {tp} x PP {pp} x CP {cp} over {gpus} GPUs, data-parallel {dp}; "
+        f"recompute {granularity or 'none'} ({MG}override_transformer_config)"
+    )
+    ref = [k for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size") if src.given(REF_MG + k)]
+    if any(src.get(REF_MG + k) != src.get(MG + k) for k in ref):
+        notes.append(f"{REF_MG}*: the reference model's own layout is not modelled; its pass runs on the actor's")
+    return training, per_rank, notes
+
+
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections for a verl config, and the assumptions made."""
     notes: list[str] = []
@@ -141,15 +221,18 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     mini_batches = divisible("data.train_batch_size", prompts, A + "ppo_mini_batch_size", mini)
     per_node, nnodes = as_int(src, "trainer.n_gpus_per_node"), as_int(src, "trainer.nnodes")
     gpus = per_node * nnodes
-    per_rank = divisible(f"{A}ppo_mini_batch_size x {R}n", mini * group, "trainer.n_gpus_per_node x nnodes", gpus)
-
     training: dict[str, Any] = {"backend": "fsdp"}
     strategy = src.get(A + "strategy")
-    if strategy not in ("fsdp", "fsdp2"):
+    if strategy not in ("fsdp", "fsdp2", "megatron"):
         raise ImportConfigError(
-            f"{A}strategy: {strategy!r} is not mapped yet (only fsdp / fsdp2); use the FSDP backend or write the "
+            f"{A}strategy: {strategy!r} is not mapped (fsdp, fsdp2, megatron); use one of them or write the "
             "scenario's training section by hand"
         )
+    if strategy == "megatron":
+        training, per_rank, megatron_notes = _megatron(src, mini * group, gpus, _is_moe(src.get(M + "path")))
+        notes += megatron_notes
+    else:
+        per_rank = divisible(f"{A}ppo_mini_batch_size x {R}n", mini * group, "trainer.n_gpus_per_node x nnodes", gpus)
     if src.get(A + "use_dynamic_bsz"):
         training.update(sequence_packing=True, micro_batch_size=1)
         training["packing_tokens"] = as_int(src, A + "ppo_max_token_len_per_gpu")
@@ -166,20 +249,24 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             micro = as_int(src, micro_key)
         divisible(f"{A}ppo_mini_batch_size x {R}n / GPUs", per_rank, micro_key + " (per GPU)", micro)
         training.update(sequence_packing=False, micro_batch_size=micro)
-        training["remove_padding"] = bool(src.get(M + "use_remove_padding"))
+        # the Megatron actor packs by its engine's use_remove_padding (megatron_actor.py: thd), true by default
+        padding_key = MG + "use_remove_padding" if strategy == "megatron" else M + "use_remove_padding"
+        training["remove_padding"] = bool(src.get(padding_key))
         if src.given(R + "log_prob_micro_batch_size"):
             training["logprob_micro_batch_size"] = max(1, as_int(src, R + "log_prob_micro_batch_size") // gpus)
         elif src.given(R + "log_prob_micro_batch_size_per_gpu"):
             training["logprob_micro_batch_size"] = as_int(src, R + "log_prob_micro_batch_size_per_gpu")
-    training["activation_recompute"] = "full" if src.get(M + "enable_gradient_checkpointing") else "none"
+    if strategy != "megatron":  # Megatron recomputes by override_transformer_config (_megatron)
+        training["activation_recompute"] = "full" if src.get(M + "enable_gradient_checkpointing") else "none"
     lora = src.get(M + "lora_rank")
     if isinstance(lora, int) and not isinstance(lora, bool) and lora > 0:
         notes.append(
             f"{M}lora_rank {lora}: LoRA is not modelled; simulated as full fine-tuning (its optimizer state and weight "
             "gradients are more memory and compute than LoRA's)"
         )
-    training["offload_params"] = bool(src.get(A + "fsdp_config.param_offload"))
-    training["offload_optimizer"] = bool(src.get(A + "fsdp_config.optimizer_offload"))
+    if strategy != "megatron":
+        training["offload_params"] = bool(src.get(A + "fsdp_config.param_offload"))
+        training["offload_optimizer"] = bool(src.get(A + "fsdp_config.optimizer_offload"))
 
     estimator = src.get("algorithm.adv_estimator")
     if estimator not in ESTIMATORS:

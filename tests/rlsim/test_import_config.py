@@ -734,3 +734,49 @@ def test_nemo_rl_dynamic_batching_is_priced_as_bins_of_its_token_budget():
     assert not padded.training.sequence_packing
     with pytest.raises(ImportConfigError, match="NeMo RL allows one"):
         import_config(one_b, "nemo-rl", {"policy.dynamic_batching.enabled": True})
+
+
+# ------------------------------------------------------------------------------------------------ verl Megatron
+
+VERL_MEGATRON = (
+    Path(__file__).parent / "fixtures" / "configs" / "verl_scripts" / "grpo_trainer__run_qwen2-7b_math_megatron.sh"
+)
+
+
+def test_verl_megatron_trainer_imports_its_layout():
+    """--config-name ppo_megatron_trainer with TP 2 x PP 2 on 8 GPUs: data-parallel 2, so a mini-batch of 256 x 5
+    responses is 640 per rank, in micro-batches of 4; verl's Megatron engine packs real tokens (thd) and does not
+    recompute unless told."""
+    imp = import_config(VERL_MEGATRON, "verl", {})
+    tr = imp.scenario["training"]
+    assert (tr["backend"], tr["tensor_parallel_size"], tr["pipeline_parallel_size"]) == ("megatron", 2, 2)
+    assert (tr["micro_batch_size"], tr["remove_padding"], tr["activation_recompute"]) == (4, True, "none")
+    assert tr["expert_tensor_parallel_size"] == 1  # a dense model: Megatron's "null is TP" is moot
+    assert any("data-parallel 2" in a for a in imp.scenario["assumptions"])
+    full = import_config(
+        VERL_MEGATRON,
+        "verl",
+        {"actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity": "full"},
+    )
+    assert full.scenario["training"]["activation_recompute"] == "full"
+
+
+def test_verl_megatron_layouts_that_do_not_divide_or_offload_are_refused():
+    with pytest.raises(ImportConfigError, match="tensor x pipeline x context"):
+        import_config(VERL_MEGATRON, "verl", {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size": 3})
+    with pytest.raises(ImportConfigError, match="optimizer_offload.*--set"):
+        import_config(VERL_MEGATRON, "verl", {"actor_rollout_ref.actor.megatron.optimizer_offload": True})
+
+
+def test_a_verl_yaml_whose_defaults_name_the_megatron_actor_is_megatron(tmp_path):
+    cfg = tmp_path / "ppo_megatron.yaml"
+    cfg.write_text(
+        "defaults:\n  - actor@actor_rollout_ref.actor: megatron_actor\n  - _self_\n"
+        "data: {train_batch_size: 64}\n"
+        "actor_rollout_ref:\n  model: {path: Qwen/Qwen2.5-7B}\n"
+        "  actor: {ppo_mini_batch_size: 64, ppo_micro_batch_size_per_gpu: 2,\n"
+        "          megatron: {tensor_model_parallel_size: 4}}\n"
+        "  rollout: {n: 4}\n"
+    )
+    tr = import_config(cfg, "verl", {}).scenario["training"]
+    assert tr["backend"] == "megatron" and tr["tensor_parallel_size"] == 4
