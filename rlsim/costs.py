@@ -59,6 +59,8 @@ class CostModel(Protocol):
 
     def critic_scale(self, phase: str) -> float: ...
 
+    def on_critic_pool(self) -> CostModel: ...
+
     def reference_swap_s(self, model: ModelSpec) -> float: ...
 
     def weight_sync_s(self) -> float: ...
@@ -244,6 +246,10 @@ class RooflineCostModel:
         return self.costs.rollout_overhead_s + self.costs.rollout_s_per_sample * responses
 
     # -- trainer (rlsim.training) and weight sync (rlsim.sync) ------------------------------------------
+    def on_critic_pool(self) -> RooflineCostModel:
+        """The same costs on the critic's own GPUs (algorithm.critic_gpus): its passes priced on that pool."""
+        return RooflineCostModel(self.scenario.critic_pool_view(), self.costs)
+
     def critic_scale(self, phase: str) -> float:
         """The PPO critic's ``values`` / ``train_critic`` pass against the policy's of the same shape."""
         c = self.costs

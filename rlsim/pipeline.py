@@ -36,6 +36,7 @@ from rlsim.scenario import Scenario
 ROLLOUT_POOL = "rollout_pool"
 TRAIN_POOL = "train_pool"
 REWARD_POOL = "reward_pool"
+CRITIC_POOL = "critic_pool"
 ALL_GPUS = "gpus"
 CPU = "cpu"
 CHUNK_REQUESTS = 1 << 16  # requests simulated in one compiled call (several steps when they are small)
@@ -285,6 +286,7 @@ def _trainer(env: simpy.Environment, st: _State):
     pause_s = cost.engine_pause_s() if in_flight else 0.0
     zero = {p.value: 0.0 for p in Phase if p is not Phase.EVAL}
     reward_track, reward_pool = CPU, None
+    critic_cost = cost.on_critic_pool() if alg.name == "ppo" and alg.critic_gpus else None
     if s.reward.model is not None:
         reward_track = REWARD_POOL if s.reward.num_gpus else st.train_track
         reward_pool = st.reward_pool if s.reward.num_gpus else st.train_pool
@@ -316,20 +318,33 @@ def _trainer(env: simpy.Environment, st: _State):
         if alg.kl_reference:
             ref = cost.forward_s(s.model, tokens, sq_tokens, nseq) + cost.reference_swap_s(s.model)
             passes.append((Phase.REF_LOGPROB, ref))
+        critic: list[tuple[Phase, float]] = []  # PPO: the critic's passes, on its own pool or after the actor's
         if alg.name == "ppo":
-            values = cost.forward_s(s.critic, tokens, sq_tokens, nseq) * cost.critic_scale(Phase.VALUES.value)
-            passes.append((Phase.VALUES, values))
-            train = cost.train_s(s.critic, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
-            passes.append((Phase.TRAIN_CRITIC, train * cost.critic_scale(Phase.TRAIN_CRITIC.value)))
-        passes.append(
-            (Phase.TRAIN_ACTOR, cost.train_s(s.model, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq))
-        )
+            cc = critic_cost or cost
+            values = cc.forward_s(s.critic, tokens, sq_tokens, nseq) * cost.critic_scale(Phase.VALUES.value)
+            train = cc.train_s(s.critic, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
+            critic = [(Phase.VALUES, values), (Phase.TRAIN_CRITIC, train * cost.critic_scale(Phase.TRAIN_CRITIC.value))]
+        actor_train = cost.train_s(s.model, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
         train_req = st.train_pool.request()
         yield train_req
-        for phase, dur in passes:
-            start = env.now
-            yield env.timeout(dur)
-            timing[phase.value] = st.span(phase, n, st.train_track, start, dur)
+        if critic_cost is None:  # one pool: the passes one after the other
+            for phase, dur in [*passes, *critic, (Phase.TRAIN_ACTOR, actor_train)]:
+                start = env.now
+                yield env.timeout(dur)
+                timing[phase.value] = st.span(phase, n, st.train_track, start, dur)
+        else:  # the critic's pool beside the actor's: experience, then training, each as long as the longer side
+            for actor_side, (phase, dur) in (
+                (passes, critic[0]),
+                ([(Phase.TRAIN_ACTOR, actor_train)], critic[1]),
+            ):
+                start, t = env.now, env.now
+                for p, d in actor_side:
+                    st.spans.append(Span(p, n, st.train_track, t, t + d))
+                    timing[p.value] = d
+                    t += d
+                st.spans.append(Span(phase, n, CRITIC_POOL, start, start + dur))
+                timing[phase.value] = dur
+                yield env.timeout(max(t - start, dur))
         # weight sync: the engine must be idle (between batches), except for in-flight updates, which load the
         # weights between engine iterations and stall the engines for the transfer only
         engine_req = None if (colocated or in_flight) else st.rollout_pool.request()
@@ -452,6 +467,8 @@ def pool_gpus(scenario: Scenario) -> dict[str, int]:
     """GPUs in each track that holds GPUs."""
     hw = scenario.hardware
     own = {REWARD_POOL: scenario.reward.num_gpus} if scenario.reward.num_gpus else {}
+    if scenario.algorithm.critic_gpus:
+        own[CRITIC_POOL] = scenario.algorithm.critic_gpus
     if hw.placement == "colocated":
         return {ALL_GPUS: hw.num_gpus, **own}
     return {ROLLOUT_POOL: hw.num_rollout_gpus, TRAIN_POOL: hw.num_train_gpus, **own}

@@ -247,7 +247,7 @@ def resident_memory(s: Scenario) -> TrainMemory:
     critic's training state, and a reference model's bf16 weights unless it waits on the host."""
     mem = memory(s)
     extra = 0.0
-    if s.algorithm.name == "ppo":
+    if s.algorithm.name == "ppo" and not s.algorithm.critic_gpus:  # a critic pool holds its own state
         critic = memory(s, s.critic)
         extra += critic.weights_grads_bytes + critic.optimizer_bytes
     if s.algorithm.kl_reference and not s.training.reference_on_host:
@@ -256,7 +256,21 @@ def resident_memory(s: Scenario) -> TrainMemory:
 
 
 def check_memory(s: Scenario) -> None:
-    """Refuse a layout whose training state does not fit, naming the field to change and how."""
+    """Refuse a layout whose training state does not fit, naming the field to change and how (and a PPO critic's
+    on its own GPUs, algorithm.critic_gpus)."""
+    if s.algorithm.name == "ppo" and s.algorithm.critic_gpus:
+        view = s.critic_pool_view()
+        crit = memory(view, s.critic)
+        if not crit.fits:
+            raise ScenarioError(
+                "algorithm.critic_gpus",
+                s.algorithm.critic_gpus,
+                f"holds the critic ({s.critic.name}) at {crit.total_bytes / 1e9:.1f} GB per GPU (weights and gradients "
+                f"{crit.weights_grads_bytes / 1e9:.1f}, optimizer {crit.optimizer_bytes / 1e9:.1f}, activations "
+                f"{crit.activation_bytes / 1e9:.1f}), over {s.training.memory_fraction:.0%} of a "
+                f"{s.hardware.gpu.name}",
+                "raise it, or set training.offload_optimizer: true",
+            )
     tr = s.training
     model, mem = s.model, resident_memory(s)
     if mem.fits:

@@ -27,8 +27,9 @@ Batch semantics (facts from that commit):
   actor.num_nodes x actor.num_gpus_per_node / (ds.ring_attn_size x ds.tensor_parallel_size).
 * ``train.colocate_all`` (synchronous) puts the vLLM engines, actor, reference and critic on the actor's GPUs
   (it asserts actor GPUs == vllm.num_engines x vllm.tensor_parallel_size); otherwise the engines have GPUs of their
-  own and the reference, critic and reward models theirs (rlsim: separate pools, the reference and critic passes
-  on the training GPUs, the reward model on its own GPUs: rlsim's ``reward`` section). In async mode
+  own and the reference, critic and reward models theirs (rlsim: separate pools, the reward model on its own GPUs
+  (rlsim's ``reward`` section), the critic on its own (``algorithm.critic_gpus``) unless it shares the reward
+  model's (``train.colocate_critic_reward``), the reference's passes on the training GPUs). In async mode
   (``train.async_enable``) colocate_all colocates only the DeepSpeed models; the
   generator runs at most ``train.async_queue_size`` rollouts ahead of the trainer (rlsim max_staleness) and one
   rollout is finished before the next starts (schedule.streaming false); ``train.partial_rollout_enable`` lets
@@ -86,8 +87,9 @@ TABLE: tuple[Row, ...] = (
     Row("actor.num_gpus_per_node", 8, "hardware.gpus_per_node", "actor GPUs = nodes x GPUs per node"),
     Row("ref.num_nodes", 1, "(check, note)", "colocated with the actor: must equal the actor's (with KL)"),
     Row("ref.num_gpus_per_node", 8, "(check, note)", "colocated with the actor: must equal the actor's (with KL)"),
-    Row("critic.num_nodes", 1, "(note)", "gae: the critic's GPUs when not colocated"),
-    Row("critic.num_gpus_per_node", 8, "(note)", "gae: the critic's GPUs when not colocated"),
+    Row("critic.num_nodes", 1, "algorithm.critic_gpus", "gae, not colocated: the critic's own pool (x per node)"),
+    Row("critic.num_gpus_per_node", 8, "algorithm.critic_gpus", "gae, not colocated: the critic's own pool"),
+    Row("train.colocate_critic_reward", False, "(note)", "true: the critic runs on the training GPUs (noted)"),
     Row("train.colocate_all", False, "hardware.placement", "true (sync): colocated; false: separate pools"),
     Row("train.colocate_actor_ref", False, "(check)", "the reference on the actor's GPUs"),
     Row("vllm.num_engines", None, "engine.replicas", "required (rlsim models vLLM generation)"),
@@ -138,6 +140,7 @@ LEGACY: dict[str, str] = {
     "critic_num_gpus_per_node": "critic.num_gpus_per_node",
     "colocate_all_models": "train.colocate_all",
     "colocate_actor_ref": "train.colocate_actor_ref",
+    "colocate_critic_reward": "train.colocate_critic_reward",
     "vllm_num_engines": "vllm.num_engines",
     "vllm_tensor_parallel_size": "vllm.tensor_parallel_size",
     "vllm_gpu_memory_utilization": "vllm.gpu_memory_utilization",
@@ -395,8 +398,15 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         others = []
         if kl and not colocate_ref:
             others.append(f"reference {as_int(src, 'ref.num_nodes') * as_int(src, 'ref.num_gpus_per_node')}")
-        if estimator == "gae":
-            others.append(f"critic {as_int(src, 'critic.num_nodes') * as_int(src, 'critic.num_gpus_per_node')}")
+        critic_gpus = as_int(src, "critic.num_nodes") * as_int(src, "critic.num_gpus_per_node")
+        if estimator == "gae" and (colocate or src.get("train.colocate_critic_reward")):
+            others.append(f"critic {critic_gpus}")
+        elif estimator == "gae":  # its own placement group, its passes beside the actor's (ppo_trainer.py)
+            algorithm["critic_gpus"] = critic_gpus
+            notes.append(
+                f"critic on {critic_gpus} GPUs of its own ({n('critic.num_nodes')} x {n('critic.num_gpus_per_node')}): "
+                "its values pass beside the actor's log-probs, its training beside the actor's"
+            )
         if others:
             notes.append(
                 f"GPUs of their own for the {' and '.join(others)}: not counted; rlsim runs their passes on the "

@@ -75,8 +75,19 @@ class Scenario:
 
     @property
     def total_gpus(self) -> int:
-        """Every GPU the run holds: the rollout and training GPUs and a reward model's own."""
-        return self.hardware.num_gpus + (self.reward.num_gpus or 0)
+        """Every GPU the run holds: the rollout and training GPUs, a reward model's and a PPO critic's own."""
+        return self.hardware.num_gpus + (self.reward.num_gpus or 0) + (self.algorithm.critic_gpus or 0)
+
+    def critic_pool_view(self) -> Scenario:
+        """This scenario as the critic's own pool sees it (algorithm.critic_gpus): the training layout over those
+        GPUs, so the training cost and memory models price the critic there. Not validated: a view, not a run."""
+        hw = dataclasses.replace(
+            self.hardware,
+            placement="separate",
+            train_gpus=self.algorithm.critic_gpus,
+            rollout_gpus=max(1, self.hardware.num_rollout_gpus),
+        )
+        return dataclasses.replace(self, hardware=hw)
 
     @property
     def num_replicas(self) -> int:

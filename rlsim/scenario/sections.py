@@ -241,6 +241,11 @@ class Algorithm:
     # they equal the current policy's and a framework may skip the pass.
     recompute_old_logprob: bool = True
     critic_model: ModelSpec | None = None  # PPO critic; default: same architecture as the policy
+    # PPO: GPUs of the critic's own pool (OpenRLHF's critic.num_nodes x critic.num_gpus_per_node, its default
+    # placement): the values pass runs beside the actor's log-prob passes and the critic's training beside the
+    # actor's (ppo_trainer.py launches both groups at once and waits for both); None: the critic runs on the
+    # training pool after the actor's passes
+    critic_gpus: int | None = field(default=None, metadata=bounds(ge=1, le=1_000_000))
     dynamic_sampling: DynamicSampling | None = None  # DAPO: generation rounds until the batch fills
 
     @property

@@ -130,6 +130,7 @@ def validate(s: Scenario) -> None:
             "set workload.group_size: 8, say",
         )
     _validate_dynamic_sampling(s)
+    _validate_critic_pool(s)
     _validate_reward(s)
     validate_learning(s.learning)
     for gpu, price in s.plan.prices.items():
@@ -352,6 +353,28 @@ def _validate_lengths(w: Workload) -> None:
     if rmin is not None and rmin < 1:
         raise ScenarioError(
             "workload.response_length", rmin, "gives responses of 0 tokens", "every response >= 1 token"
+        )
+
+
+def _validate_critic_pool(s: Scenario) -> None:
+    """``algorithm.critic_gpus``: a PPO critic's own pool, which the training layout must divide."""
+    n = s.algorithm.critic_gpus
+    if n is None:
+        return
+    if s.algorithm.name != "ppo":
+        raise ScenarioError(
+            "algorithm.critic_gpus", n, "is set but the algorithm has no critic (grpo)", "remove it or use ppo"
+        )
+    tr = s.training
+    model_parallel = (
+        1 if tr.backend == "fsdp" else tr.tensor_parallel_size * tr.pipeline_parallel_size * tr.context_parallel_size
+    )
+    if n % model_parallel:
+        raise ScenarioError(
+            "algorithm.critic_gpus",
+            n,
+            f"is not a multiple of the training layout's tensor x pipeline x context parallel size ({model_parallel})",
+            "give the critic a multiple of it",
         )
 
 
