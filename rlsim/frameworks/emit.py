@@ -16,10 +16,14 @@ the framework's config, by the inverse of the import mapping (:mod:`rlsim.framew
   (``++key=value`` where the original lacks the key), ``--key value`` for TRL and OpenRLHF (an OpenRLHF
   ``store_true`` flag set false cannot be written as an argument: ``notes`` says to remove it).
 * ``notes``: each planned knob the framework (or rlsim's mapping of it) cannot express, named, e.g. TRL has no
-  async schedule; and the launch facts that are not config keys (TRL's num_processes).
+  async schedule.
+* ``launch`` (TRL): the launch facts that are not GRPOConfig keys (``num_processes``, the vLLM server's sizes), as
+  the ``accelerate launch`` / ``trl vllm-serve`` flags that set them; TRL's parser refuses them in the config, so
+  they are in neither the patch nor the overrides.
 
 ``write_emitted(emitted, fmt, out_dir)`` writes ``<fmt>_patch.yaml`` (``.json`` for OpenRLHF, whose YAML/JSON form
-holds argparse dest names), ``<fmt>_overrides.sh`` (one shell line) and, when there are notes, ``<fmt>_notes.txt``.
+holds argparse dest names), ``<fmt>_overrides.sh`` (one shell line), ``trl_launch.sh`` when TRL's launch changes and,
+when there are notes, ``<fmt>_notes.txt``.
 
 A plan the framework's batch rules cannot express (e.g. verl's ppo_mini_batch_size counts prompts, so the optimizer
 steps per step must divide P) raises :class:`EmitError` naming the scenario field and the framework key.
@@ -30,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +54,9 @@ class Emitted:
     patch: dict[str, Any]
     overrides: list[str]
     notes: list[str]
+    # TRL: the launch facts that are not GRPOConfig keys, as the commands that take them (accelerate launch
+    # --num_processes N; trl vllm-serve --tensor_parallel_size N ...): TRL's parser refuses them in the config
+    launch: list[str] = field(default_factory=list)
 
 
 def emit(fmt: str, scenario: Scenario, original: Path | None = None, framework_set: Sequence[str] = ()) -> Emitted:
@@ -74,15 +81,25 @@ def emit(fmt: str, scenario: Scenario, original: Path | None = None, framework_s
     for key, value in desired.items():
         if not _same(value, ctx.current(key)):
             patch_flat[_spell(ctx, key)] = value
-    if fmt == "trl":
-        launch = [k for k in trl.LAUNCH if k in patch_flat]
-        if launch:
+    launch: list[str] = []
+    if fmt == "trl":  # TrlParser refuses keys that are not GRPOConfig's: they go to the commands that take them
+        facts = {k: patch_flat.pop(k) for k in list(patch_flat) if k in trl.LAUNCH}
+        launch = [f"{TRL_LAUNCH_FLAGS[k]} {_text(v)}" for k, v in facts.items() if k in TRL_LAUNCH_FLAGS]
+        if facts:
             ctx.notes.append(
-                f"{', '.join(launch)}: launch facts, not GRPOConfig keys (accelerate launch --num_processes; "
-                "trl vllm-serve --tensor_parallel_size / --data_parallel_size / --gpu_memory_utilization)"
+                f"{', '.join(facts)}: launch facts, not GRPOConfig keys: {'; '.join(launch)} (trl_launch.sh)"
             )
     overrides = _overrides(ctx, patch_flat)
-    return Emitted(_nest(patch_flat), overrides, ctx.notes)
+    return Emitted(_nest(patch_flat), overrides, ctx.notes, launch)
+
+
+# TRL's launch facts as the command-line flags that set them (accelerate launch; trl vllm-serve)
+TRL_LAUNCH_FLAGS = {
+    "num_processes": "accelerate launch --num_processes",
+    "vllm_server_tensor_parallel_size": "trl vllm-serve --tensor_parallel_size",
+    "vllm_server_data_parallel_size": "trl vllm-serve --data_parallel_size",
+    "vllm_server_gpu_memory_utilization": "trl vllm-serve --gpu_memory_utilization",
+}
 
 
 def write_emitted(emitted: Emitted, fmt: str, out_dir: Path) -> list[Path]:
@@ -103,6 +120,10 @@ def write_emitted(emitted: Emitted, fmt: str, out_dir: Path) -> list[Path]:
     overrides = out_dir / f"{stem}_overrides.sh"
     overrides.write_text(" ".join(emitted.overrides) + "\n")
     written = [patch, overrides]
+    if emitted.launch:
+        launch = out_dir / f"{stem}_launch.sh"
+        launch.write_text("".join(f"{line}\n" for line in emitted.launch))
+        written.append(launch)
     if emitted.notes:
         notes = out_dir / f"{stem}_notes.txt"
         notes.write_text("".join(f"- {n}\n" for n in emitted.notes))
@@ -110,9 +131,19 @@ def write_emitted(emitted: Emitted, fmt: str, out_dir: Path) -> list[Path]:
     return written
 
 
-def parse_emitted_overrides(fmt: str, overrides: Sequence[str]) -> dict[str, Any]:
+def parse_emitted_overrides(fmt: str, overrides: Sequence[str], launch: Sequence[str] = ()) -> dict[str, Any]:
     """``overrides`` as ``rlsim import-config --set`` items take them (dotted key -> value): Hydra ``key=value``
-    (``+``/``++`` prefixes dropped) or ``--key value`` words (a flag without a value is true)."""
+    (``+``/``++`` prefixes dropped) or ``--key value`` words (a flag without a value is true); TRL's ``launch``
+    lines give their launch facts back under the keys the import reads (``num_processes`` ...)."""
+    from rlsim.scenario.overrides import parse_scalar as _scalar
+
+    facts = {}
+    for line in launch:
+        command, _, value = line.rpartition(" ")
+        key = next(k for k, flag in TRL_LAUNCH_FLAGS.items() if flag == command)
+        facts[key] = _scalar(value)
+    if facts:
+        return {**parse_emitted_overrides(fmt, overrides), **facts}
     from rlsim.scenario.overrides import parse_scalar
 
     out: dict[str, Any] = {}
@@ -122,6 +153,8 @@ def parse_emitted_overrides(fmt: str, overrides: Sequence[str]) -> dict[str, Any
             out[key] = parse_scalar(text)
         return out
     words = [w for item in overrides for w in item.split()]
+    if not words:
+        return {}
     out = openrlhf.parse_arguments(" ".join(words), "overrides")
     return out
 

@@ -216,6 +216,8 @@ def _emit(result: Any, args: argparse.Namespace, out: Any) -> list[Path]:
     written = write_emitted(emitted, args.emit, args.output)
     shown = " ".join(emitted.overrides) or "(none: your config is the plan)"
     print(f"\n{args.emit} overrides for the winner: {shown}", file=out)
+    for line in emitted.launch:
+        print(f"launch: {line}", file=out)
     for note in emitted.notes:
         print(f"note: {note}", file=out)
     return written

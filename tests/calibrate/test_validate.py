@@ -124,7 +124,7 @@ def test_real_runs_validate_against_a_profile(tmp_path):
         subprocess.run(
             [*real, "train", "--task", "parity:length=3", "--prompts-per-step", str(p), "--group-size", "8"]
             + ["--lr0", "1e-3", "--micro-batches", "2", "--max-steps", "120", "--eval-every", "2"]
-            + ["--eval-size", "128", "--target", "0.9", "--seed", str(seed), "-o", str(run)],
+            + ["--eval-size", "128", "--target", "0.9", "--seed", str(seed), "--threads", "1", "-o", str(run)],
             check=True,
             capture_output=True,
             timeout=600,
@@ -144,6 +144,8 @@ def test_real_runs_validate_against_a_profile(tmp_path):
             "2,6",
             "--repeats",
             "2",
+            "--threads",  # one count for the bench and the runs, whatever the load (fit refuses a mismatch)
+            "1",
             "-o",
             str(bench / "g"),
         ],
@@ -162,6 +164,8 @@ def test_real_runs_validate_against_a_profile(tmp_path):
             "8",
             "--repeats",
             "2",
+            "--threads",
+            "1",
             "-o",
             str(bench / "t"),
         ],
@@ -169,7 +173,7 @@ def test_real_runs_validate_against_a_profile(tmp_path):
         capture_output=True,
         timeout=600,
     )
-    sync = [*real, "bench", "sync", "--repeats", "3", "-o", str(bench / "s")]
+    sync = [*real, "bench", "sync", "--repeats", "3", "--threads", "1", "-o", str(bench / "s")]
     subprocess.run(sync, check=True, capture_output=True, timeout=600)
     me = [sys.executable, "-m", "calibrate.cli"]
     prof, scen = tmp_path / "profile.json", tmp_path / "scenario.yaml"

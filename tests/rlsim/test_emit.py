@@ -191,7 +191,7 @@ def test_round_trip_gives_the_plans_knobs_back(fmt, path, sets, plan):
     assert _knobs(planned) != _knobs(original)
     emitted = emit(fmt, planned, original=path, framework_set=sets)
     assert emitted.patch and emitted.overrides
-    again = {**parse_overrides(list(sets)), **parse_emitted_overrides(fmt, emitted.overrides)}
+    again = {**parse_overrides(list(sets)), **parse_emitted_overrides(fmt, emitted.overrides, emitted.launch)}
     back = from_dict(import_config(path, fmt, again).scenario)
     assert _knobs(back) == _knobs(planned)
     assert back.learning.lr0 == pytest.approx(lr_for_batch(planned.learning, planned.workload.responses_per_step))
@@ -345,10 +345,12 @@ def test_write_emitted_writes_the_patch_the_overrides_and_the_notes(tmp_path):
     planned = _imported("trl", path, sets).with_overrides(plan)
     emitted = emit("trl", planned, original=path, framework_set=sets)
     files = write_emitted(emitted, "trl", tmp_path / "out")
-    assert [f.name for f in files] == ["trl_patch.yaml", "trl_overrides.sh", "trl_notes.txt"]
-    assert yaml.safe_load(files[0].read_text()) == emitted.patch
+    assert [f.name for f in files] == ["trl_patch.yaml", "trl_overrides.sh", "trl_launch.sh", "trl_notes.txt"]
+    assert yaml.safe_load(files[0].read_text()) == emitted.patch and "num_processes" not in emitted.patch
     assert files[1].read_text().count("\n") == 1 and "--num_generations 16" in files[1].read_text()
-    assert files[2].read_text().startswith("- num_processes: launch facts, not GRPOConfig keys")
+    assert "num_processes" not in files[1].read_text()
+    assert files[2].read_text() == "accelerate launch --num_processes 8\n"
+    assert files[3].read_text().startswith("- num_processes: launch facts, not GRPOConfig keys")
     orl = emit("openrlhf", _imported("openrlhf", CONFIGS / "openrlhf_ppo_llama3_8b_slurm.args", ORL_MODEL))
     files = write_emitted(orl, "openrlhf", tmp_path / "orl")
     assert files[0].name == "openrlhf_patch.json" and files[0].read_text().startswith("{")
@@ -369,3 +371,30 @@ def test_dynamic_sampling_and_a_reward_model_are_emitted_or_named():
     notes = emit("verl", planned, original=verl_path).notes
     assert any("algorithm.dynamic_sampling (keep rate 0.4): not emitted for verl" in n for n in notes)
     assert any("reward.model Qwen2.5-1.5B on the training GPUs: not emitted" in n for n in notes)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "path", "sets", "plan"), [c for c in CASES if c[0] == "trl"], ids=lambda v: str(v)[:40]
+)
+def test_trl_loads_the_emitted_config_through_its_own_parser(tmp_path, fmt, path, sets, plan):
+    """Issue 29, must-show 2: the original with the patch applied is what `trl grpo --config` reads. TRL's own
+    TrlParser (ScriptArguments, GRPOConfig, ModelConfig; TRL 1.9.0, the newest release rlsim's defaults read) parses
+    it, refusing any key that is not TRL's (a launch fact in the file is refused: Emitted.launch holds them), its
+    GRPOConfig checks pass, and it holds the plan's batch: G, and B = per-device batch x processes x steps per
+    generation, over the launch's process count."""
+    from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
+
+    planned = _imported(fmt, path, sets).with_overrides(plan)
+    emitted = emit(fmt, planned, original=path, framework_set=sets)
+    config = {**yaml.safe_load(path.read_text()), **emitted.patch}
+    out = tmp_path / "emitted.yaml"
+    out.write_text(yaml.safe_dump(config))
+    parser = TrlParser((ScriptArguments, GRPOConfig, ModelConfig))
+    # use_cpu and dataset_name are this test machine's and the script's, not the config's
+    _, grpo, _ = parser.parse_args_and_config(args=["--config", str(out), "--use_cpu", "true", "--dataset_name", "d"])
+    launch = parse_emitted_overrides(fmt, [], emitted.launch)
+    processes = launch.get("num_processes", dict(s.split("=") for s in sets).get("num_processes"))
+    w = planned.workload
+    assert grpo.num_generations == w.group_size
+    assert grpo.per_device_train_batch_size * int(processes) * grpo.steps_per_generation == w.responses_per_step
+    assert grpo.learning_rate == pytest.approx(lr_for_batch(planned.learning, w.responses_per_step))

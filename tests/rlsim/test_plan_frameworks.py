@@ -43,7 +43,7 @@ def test_import_simulate_plan_emit_round_trip(fmt, path, sets, _plan):
     assert result.winner is not None, result.table["infeasible_reason"].dropna().unique()[:3]
     winner = from_dict(winner_scenario(result))
     emitted = emit(fmt, winner, original=path, framework_set=sets)
-    again = {**parse_overrides(list(sets)), **parse_emitted_overrides(fmt, emitted.overrides)}
+    again = {**parse_overrides(list(sets)), **parse_emitted_overrides(fmt, emitted.overrides, emitted.launch)}
     back = from_dict(import_config(path, fmt, again).scenario)
     assert _batch_knobs(back) == _batch_knobs(winner)
     if _batch_knobs(winner) != _batch_knobs(imported):
