@@ -289,7 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     imp = sub.add_parser("import", help="read a framework's per-step metrics into the run-log schema")
     imp.add_argument("log", type=Path)
-    imp.add_argument("--format", required=True, choices=("verl", "openrlhf", "trl", "nemo-rl"))
+    imp.add_argument(
+        "--format",
+        required=True,
+        help="the framework that wrote the log: verl, openrlhf, trl, nemo-rl or another adapter",
+    )
     imp.add_argument("--prompts-per-step", type=int)
     imp.add_argument("--group-size", type=int)
     imp.add_argument("-o", "--output", type=Path, required=True, help="runlog.jsonl to write")

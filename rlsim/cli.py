@@ -420,8 +420,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     imp.add_argument(
         "--format",
         required=True,
-        choices=("verl", "trl", "openrlhf", "nemo-rl"),
-        help="the framework the file is for",
+        help="the framework the file is for: verl, trl, openrlhf, nemo-rl, or another registered adapter "
+        "(python -m rlsim.frameworks.registry lists them)",
     )
     imp.add_argument(
         "--set",

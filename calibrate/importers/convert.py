@@ -13,12 +13,25 @@ from pathlib import Path
 from typing import Any
 
 from calibrate.errors import CalibrateError
-from calibrate.importers import nemo_rl, openrlhf, trl, verl
 from calibrate.importers.core import Format, Group, Mapped, RowError, group_steps, is_number, read_rows
 from rlsim import records
 from rlsim.runlog import write_jsonl
 
-FORMAT_SPECS: dict[str, Format] = {m.FORMAT.name: m.FORMAT for m in (verl, openrlhf, trl, nemo_rl)}
+
+def _specs() -> dict[str, Format]:
+    """Each framework adapter's run-log importer (rlsim.frameworks.registry: Adapter.log_importer) by name."""
+    import importlib
+
+    from rlsim.frameworks import registry
+
+    out = {}
+    for name, adapter in registry.adapters().items():
+        if adapter.log_importer:
+            out[name] = importlib.import_module(adapter.log_importer).FORMAT
+    return out
+
+
+FORMAT_SPECS: dict[str, Format] = _specs()
 FORMATS: tuple[str, ...] = tuple(FORMAT_SPECS)
 
 

@@ -23,6 +23,7 @@ Bad input (a missing file, a contradiction between two keys, a model outside the
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from dataclasses import dataclass, field
@@ -105,13 +106,10 @@ class Source:
 
 
 def formats() -> dict[str, Any]:
-    """``--format`` name -> its framework module."""
-    from rlsim.frameworks import nemo_rl, openrlhf, trl, verl
+    """``--format`` name -> its framework module (the adapters of rlsim.frameworks.registry)."""
+    from rlsim.frameworks import registry
 
-    return {"verl": verl, "trl": trl, "openrlhf": openrlhf, "nemo-rl": nemo_rl}
-
-
-FORMATS = ("verl", "trl", "openrlhf", "nemo-rl")
+    return {name: adapter.load() for name, adapter in registry.adapters().items()}
 
 
 @dataclass(frozen=True)
@@ -267,7 +265,9 @@ def framework_flat(
     and what reading a launch script assumed (rlsim.frameworks.launch)."""
     modules = formats()
     if fmt not in modules:
-        raise ImportConfigError(f"--format {fmt!r} is not supported; use one of: {', '.join(modules)}")
+        near = difflib.get_close_matches(fmt, list(modules), n=1)
+        hint = f"did you mean {near[0]}? " if near else ""
+        raise ImportConfigError(f"--format {fmt!r} is not supported; {hint}use one of: {', '.join(modules)}")
     module = modules[fmt]
     data = module.read(path) if hasattr(module, "read") else read_config(path, fmt)
     read_notes = list(data.pop(LAUNCH_NOTES, []))

@@ -38,12 +38,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlsim.frameworks import nemo_rl, openrlhf, trl, verl
-from rlsim.frameworks.config_import import FORMATS, ImportConfigError, framework_flat, import_config, mapping_table
-from rlsim.frameworks.emit_keys import _MISSING, EMITTERS, EmitError, _Ctx
+from rlsim.frameworks import openrlhf, registry
+from rlsim.frameworks.config_import import ImportConfigError, framework_flat, import_config, mapping_table
+from rlsim.frameworks.emit_keys import _MISSING, EmitError, _Ctx
 from rlsim.scenario.schema import Scenario
 
-HYDRA = ("verl", "nemo-rl")
+
+def _hydra(fmt: str) -> bool:
+    """Whether ``fmt``'s overrides are Hydra ``key=value`` items (its adapter says)."""
+    return registry.get(fmt).overrides == "hydra"
 
 
 @dataclass(frozen=True)
@@ -63,9 +66,9 @@ def emit(fmt: str, scenario: Scenario, original: Path | None = None, framework_s
     """The framework keys that express ``scenario`` (see the module docstring)."""
     from rlsim.scenario import from_dict, parse_overrides
 
-    if fmt not in EMITTERS:
-        raise EmitError(f"--emit {fmt!r} is not supported; use one of: {', '.join(FORMATS)}")
-    module = _MODULES[fmt]
+    if fmt not in registry.names():
+        raise EmitError(f"--emit {fmt!r} is not supported; use one of: {', '.join(registry.names())}")
+    module = registry.get(fmt).load()
     flat, spelling, legacy, base = None, {}, False, None
     if original is not None:
         sets = parse_overrides(list(framework_set))
@@ -73,33 +76,24 @@ def emit(fmt: str, scenario: Scenario, original: Path | None = None, framework_s
         base = from_dict(import_config(Path(original), fmt, sets).scenario)
     # the original's release's defaults (TRL's trl_version): an absent key reads as the import read it
     table = {row.key: row.default for row in mapping_table(module, flat)}
-    if legacy and fmt == "openrlhf":
-        table.update(openrlhf.LEGACY_DEFAULTS)
+    if legacy:  # the original's old spelling has its own defaults (OpenRLHF's flat names)
+        table.update(getattr(module, "LEGACY_DEFAULTS", {}))
     ctx = _Ctx(fmt, scenario, flat, spelling, legacy, base, table)
-    desired = EMITTERS[fmt](ctx)
+    desired = module.emit_keys(ctx)
     patch_flat: dict[str, Any] = {}
     for key, value in desired.items():
         if not _same(value, ctx.current(key)):
             patch_flat[_spell(ctx, key)] = value
-    launch: list[str] = []
-    if fmt == "trl":  # TrlParser refuses keys that are not GRPOConfig's: they go to the commands that take them
-        facts = {k: patch_flat.pop(k) for k in list(patch_flat) if k in trl.LAUNCH}
-        launch = [f"{TRL_LAUNCH_FLAGS[k]} {_text(v)}" for k, v in facts.items() if k in TRL_LAUNCH_FLAGS]
-        if facts:
-            ctx.notes.append(
-                f"{', '.join(facts)}: launch facts, not GRPOConfig keys: {'; '.join(launch)} (trl_launch.sh)"
-            )
+    # launch facts that are not config keys (TRL's LAUNCH_FLAGS): the framework's parser refuses them in the
+    # config, so they go to the commands that take them
+    flags = getattr(module, "LAUNCH_FLAGS", {})
+    facts = {k: patch_flat.pop(k) for k in list(patch_flat) if k in flags}
+    launch = [f"{flags[k]} {_text(v)}" for k, v in facts.items() if flags[k]]
+    if facts:
+        where = f"{fmt.replace('-', '_')}_launch.sh"
+        ctx.notes.append(f"{', '.join(facts)}: launch facts, not config keys: {'; '.join(launch)} ({where})")
     overrides = _overrides(ctx, patch_flat)
     return Emitted(_nest(patch_flat), overrides, ctx.notes, launch)
-
-
-# TRL's launch facts as the command-line flags that set them (accelerate launch; trl vllm-serve)
-TRL_LAUNCH_FLAGS = {
-    "num_processes": "accelerate launch --num_processes",
-    "vllm_server_tensor_parallel_size": "trl vllm-serve --tensor_parallel_size",
-    "vllm_server_data_parallel_size": "trl vllm-serve --data_parallel_size",
-    "vllm_server_gpu_memory_utilization": "trl vllm-serve --gpu_memory_utilization",
-}
 
 
 def write_emitted(emitted: Emitted, fmt: str, out_dir: Path) -> list[Path]:
@@ -138,16 +132,17 @@ def parse_emitted_overrides(fmt: str, overrides: Sequence[str], launch: Sequence
     from rlsim.scenario.overrides import parse_scalar as _scalar
 
     facts = {}
+    flags = getattr(registry.get(fmt).load(), "LAUNCH_FLAGS", {})
     for line in launch:
         command, _, value = line.rpartition(" ")
-        key = next(k for k, flag in TRL_LAUNCH_FLAGS.items() if flag == command)
+        key = next(k for k, flag in flags.items() if flag == command)
         facts[key] = _scalar(value)
     if facts:
         return {**parse_emitted_overrides(fmt, overrides), **facts}
     from rlsim.scenario.overrides import parse_scalar
 
     out: dict[str, Any] = {}
-    if fmt in HYDRA:
+    if _hydra(fmt):
         for item in overrides:
             key, _, text = item.lstrip("+").partition("=")
             out[key] = parse_scalar(text)
@@ -207,12 +202,14 @@ def _text(value: Any) -> str:
 def _overrides(ctx: _Ctx, patch_flat: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for key, value in patch_flat.items():
-        if ctx.fmt in HYDRA:
+        if _hydra(ctx.fmt):
             absent = ctx.flat is not None and key not in ctx.flat and _canonical(ctx, key) not in ctx.flat
-            fresh = ctx.flat is None and ctx.fmt == "nemo-rl" and ctx.table.get(key) is None
-            prefix = "++" if ctx.fmt == "nemo-rl" and (absent or fresh) else ""
+            # a key the original lacks: the adapter's NEW_KEY_PREFIX (NeMo RL's ++, Hydra's add-or-override)
+            new_key = getattr(registry.get(ctx.fmt).load(), "NEW_KEY_PREFIX", "")
+            fresh = ctx.flat is None and bool(new_key) and ctx.table.get(key) is None
+            prefix = new_key if (absent or fresh) else ""
             out.append(f"{prefix}{key}={_text(value)}")
-        elif ctx.fmt == "openrlhf" and isinstance(value, bool):
+        elif getattr(registry.get(ctx.fmt).load(), "SWITCH_FLAGS", False) and isinstance(value, bool):
             if value:
                 out.append(f"--{key}")
             else:
@@ -231,5 +228,4 @@ def _canonical(ctx: _Ctx, spelled: str) -> str:
     return spelled
 
 
-_MODULES = {"verl": verl, "trl": trl, "openrlhf": openrlhf, "nemo-rl": nemo_rl}
 __all__ = ["Emitted", "EmitError", "ImportConfigError", "emit", "parse_emitted_overrides", "write_emitted"]

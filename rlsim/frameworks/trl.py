@@ -53,7 +53,7 @@ import dataclasses
 import functools
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlsim.files import load_yaml, read_text
 from rlsim.frameworks.config_import import (
@@ -68,6 +68,13 @@ from rlsim.frameworks.config_import import (
     read_config,
 )
 from rlsim.frameworks.config_import import resolve_model as _resolve_model
+from rlsim.frameworks.registry import Adapter
+
+if TYPE_CHECKING:
+    from rlsim.frameworks.emit_keys import _Ctx
+
+# the adapter (rlsim.frameworks.registry): this module's import mapping, emit_keys and docs table
+ADAPTER = Adapter("trl", __name__, overrides="flags", log_importer="calibrate.importers.trl")
 
 VERSION_READ = "TRL f2cd577 (v1.9.0-26) and the defaults of every release 0.14.0-1.9.0"
 DEFAULTS_FILE = Path(__file__).with_name("trl_defaults.yaml")
@@ -78,6 +85,16 @@ LAUNCH = {
     "vllm_server_tensor_parallel_size": 1,
     "vllm_server_data_parallel_size": 1,
     "vllm_server_gpu_memory_utilization": 0.9,
+}
+# the launch facts as the command-line flags that set them (accelerate launch; trl vllm-serve): emit writes them
+# there, never into the GRPOConfig (TRL's parser refuses keys it does not know); None: not emitted
+LAUNCH_FLAGS = {
+    "trl_version": None,
+    "accelerate_config": None,
+    "num_processes": "accelerate launch --num_processes",
+    "vllm_server_tensor_parallel_size": "trl vllm-serve --tensor_parallel_size",
+    "vllm_server_data_parallel_size": "trl vllm-serve --data_parallel_size",
+    "vllm_server_gpu_memory_utilization": "trl vllm-serve --gpu_memory_utilization",
 }
 GEN = "generation_batch_size"
 SPG = "steps_per_generation"
@@ -466,3 +483,55 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "learning": {"lr0": as_float(src, "learning_rate"), "reference_batch": optimizer_batch},
     }
     return sections, notes
+
+
+# ------------------------------------------------------------------------------------------- emit
+
+
+def emit_keys(ctx: _Ctx) -> dict[str, Any]:
+    from rlsim.frameworks.emit_keys import _common_notes, _divide, _lr, _opt_steps
+
+    s, hw = ctx.s, ctx.s.hardware
+    d: dict[str, Any] = {}
+    procs = hw.num_train_gpus
+    micro = s.training.micro_batch_size
+    B = s.workload.responses_per_step
+    spg = _divide("workload P x G", B, f"{PDB} x num_processes", micro * procs, "TRL")
+    ga = _divide(SPG, spg, "the optimizer steps per step", _opt_steps(s), "TRL")
+    d["num_processes"] = procs
+    d[PDB] = micro
+    d[GA] = ga
+    d["num_generations"] = s.workload.group_size
+    d["num_iterations"] = s.algorithm.epochs_per_step
+    if ctx.has(GEN):
+        d[GEN] = B
+    elif ctx.has(SPG) or spg != ga:
+        d[SPG] = spg
+    use_vllm = not s.engine.static_batching
+    d["use_vllm"] = use_vllm
+    tp = s.engine.tensor_parallel_size
+    if use_vllm and hw.placement == "colocated":
+        d["vllm_mode"] = "colocate"
+        d["vllm_tensor_parallel_size"] = tp
+        d["vllm_gpu_memory_utilization"] = s.engine.gpu_memory_utilization
+    elif use_vllm:
+        d["vllm_mode"] = "server"
+        d["vllm_server_tensor_parallel_size"] = tp
+        d["vllm_server_data_parallel_size"] = s.num_replicas
+        d["vllm_server_gpu_memory_utilization"] = s.engine.gpu_memory_utilization
+        if s.num_replicas * tp != hw.num_rollout_gpus:
+            ctx.notes.append(f"engine.replicas {s.num_replicas} x TP {tp} leaves rollout GPUs idle (trl vllm-serve)")
+    elif hw.placement == "separate":
+        ctx.notes.append("hardware.placement separate without vLLM: TRL's transformers generation is colocated")
+    d["learning_rate"] = _lr(s)
+    d["gradient_checkpointing"] = s.training.activation_recompute != "none"
+    tr = s.training
+    if tr.backend == "megatron":
+        ctx.notes.append(
+            f"training.backend megatron (TP {tr.tensor_parallel_size}, PP {tr.pipeline_parallel_size}): TRL trains "
+            "data-parallel (DeepSpeed ZeRO / FSDP)"
+        )
+    if tr.sequence_packing:
+        ctx.notes.append("training.sequence_packing: TRL's GRPOTrainer pads its micro-batches (as rlsim maps it)")
+    _common_notes(ctx, "TRL", asynchronous=False, max_num_seqs=False, pp=True)
+    return d

@@ -16,6 +16,7 @@ scenario was imported from) when given.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 from collections import Counter
@@ -23,8 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.errors import RlsimError
-
-EMIT_FORMATS = ("verl", "trl", "openrlhf", "nemo-rl")
 
 
 def add_plan_parser(sub: Any) -> None:
@@ -64,7 +63,12 @@ def add_plan_parser(sub: Any) -> None:
     p.add_argument("--address", help="address of an existing Ray cluster (with --executor ray)")
     p.add_argument("--workers", type=int, help="local processes (default: one per two CPUs)")
     p.add_argument("-o", "--output", type=Path, help="directory for plan.csv, plan.json, report.html, winner.yaml")
-    p.add_argument("--emit", choices=EMIT_FORMATS, help="write the winner in this framework's keys (needs -o)")
+    p.add_argument(
+        "--emit",
+        metavar="FRAMEWORK",
+        help="write the winner in this framework's keys (verl, trl, openrlhf, nemo-rl or another registered adapter; "
+        "needs -o)",
+    )
     p.add_argument("--original", type=Path, help="with --emit: the framework config the scenario was imported from")
     p.add_argument("--json", action="store_true", help="print plan.json on stdout instead of the text answer")
     p.set_defaults(func=cmd_plan)
@@ -90,6 +94,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     if args.emit and args.output is None:
         raise RlsimError("--emit writes a patch file: give -o DIR")
+    if args.emit:
+        from rlsim.frameworks import registry
+
+        if args.emit not in registry.names():
+            near = difflib.get_close_matches(args.emit, registry.names(), n=1)
+            hint = f"did you mean {near[0]}? " if near else ""
+            raise RlsimError(
+                f"--emit {args.emit!r} is not a framework rlsim writes; {hint}use one of: {', '.join(registry.names())}"
+            )
     if args.original is not None and not args.emit:
         raise RlsimError("--original is the framework config --emit patches: give --emit FORMAT too")
     if args.original is not None and not args.original.is_file():

@@ -217,7 +217,7 @@ def test_unknown_format_and_missing_file_and_bad_args(tmp_path):
         import_log(tmp_path / "missing.jsonl", "verl")
     with pytest.raises(CalibrateError, match="--group-size"):
         import_log(FIX / "verl_grpo.jsonl", "verl", group_size=0)
-    assert FORMATS == ("verl", "openrlhf", "trl", "nemo-rl")
+    assert FORMATS == ("verl", "trl", "openrlhf", "nemo-rl")
 
 
 def test_no_step_key_numbers_rows_consecutively(tmp_path):
@@ -395,7 +395,7 @@ def test_every_framework_module_is_a_format():
     """One module per framework, each registered under its --format name with its own step keys and timer."""
     from calibrate.importers import convert, nemo_rl, openrlhf, trl, verl
 
-    assert FORMATS == ("verl", "openrlhf", "trl", "nemo-rl")
-    for name, module in zip(FORMATS, (verl, openrlhf, trl, nemo_rl)):
+    assert FORMATS == ("verl", "trl", "openrlhf", "nemo-rl")
+    for name, module in zip(FORMATS, (verl, trl, openrlhf, nemo_rl)):
         assert convert.FORMAT_SPECS[name] is module.FORMAT
         assert module.FORMAT.step_keys == module.STEP_KEYS and module.STEP_TIMER in module.FORMAT.timer_hint

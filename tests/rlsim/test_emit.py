@@ -350,7 +350,7 @@ def test_write_emitted_writes_the_patch_the_overrides_and_the_notes(tmp_path):
     assert files[1].read_text().count("\n") == 1 and "--num_generations 16" in files[1].read_text()
     assert "num_processes" not in files[1].read_text()
     assert files[2].read_text() == "accelerate launch --num_processes 8\n"
-    assert files[3].read_text().startswith("- num_processes: launch facts, not GRPOConfig keys")
+    assert files[3].read_text().startswith("- num_processes: launch facts, not config keys")
     orl = emit("openrlhf", _imported("openrlhf", CONFIGS / "openrlhf_ppo_llama3_8b_slurm.args", ORL_MODEL))
     files = write_emitted(orl, "openrlhf", tmp_path / "orl")
     assert files[0].name == "openrlhf_patch.json" and files[0].read_text().startswith("{")

@@ -329,12 +329,15 @@ def test_the_gpu_default_is_an_assumption_unless_set(tmp_path):
     assert not any(a.startswith("hardware.gpu:") for a in load_scenario(tmp_path / "scenario.yaml").assumptions)
 
 
-def test_wrong_format_is_refused_by_the_parser(tmp_path):
-    with pytest.raises(SystemExit) as exc:
-        _import(tmp_path, "slime", VERL_GRPO)
-    assert exc.value.code == 2
-    with pytest.raises(ImportConfigError, match="--format 'slime' is not supported"):
-        import_config(VERL_GRPO, "slime")
+def test_wrong_format_is_refused_naming_the_frameworks(tmp_path, capsys):
+    """The formats are the registered adapters (rlsim.frameworks.registry), checked when the import runs: one line,
+    exit 2, nothing written; a near miss is named."""
+    code, out = _import(tmp_path, "slime", VERL_GRPO)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and not out.exists() and len(err) == 1
+    assert "--format 'slime' is not supported; use one of: verl, trl, openrlhf, nemo-rl" in err[0]
+    with pytest.raises(ImportConfigError, match="--format 'verlx' is not supported; did you mean verl"):
+        import_config(VERL_GRPO, "verlx")
 
 
 def test_a_verl_file_read_as_trl_is_refused_for_its_missing_model(tmp_path, capsys):
