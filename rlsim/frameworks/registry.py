@@ -149,5 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # run as a script: use the package's module, whose classes the adapters were made with
+    from rlsim.frameworks import registry as _registry
+
+    raise SystemExit(_registry.main())

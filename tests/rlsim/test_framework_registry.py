@@ -67,3 +67,15 @@ def test_an_adapter_missing_a_part_is_refused(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match="halfrl has no to_scenario"):
         registry.register(registry.Adapter("halfrl", "halfrl"))
     assert "halfrl" not in registry.names()
+
+
+def test_the_registry_lists_the_adapters_when_run():
+    """`python -m rlsim.frameworks.registry` runs the package's module (not a second copy as __main__, whose
+    Adapter class the framework modules would not be instances of)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "rlsim.frameworks.registry"], capture_output=True, text=True, check=True
+    )
+    assert [line.split(":")[0] for line in out.stdout.splitlines()] == ["verl", "trl", "openrlhf", "nemo-rl"]
