@@ -61,6 +61,8 @@ class CostModel(Protocol):
 
     def on_critic_pool(self) -> CostModel: ...
 
+    def on_pool(self, gpus: int) -> CostModel: ...
+
     def reference_swap_s(self, model: ModelSpec) -> float: ...
 
     def weight_sync_s(self) -> float: ...
@@ -249,6 +251,10 @@ class RooflineCostModel:
     def on_critic_pool(self) -> RooflineCostModel:
         """The same costs on the critic's own GPUs (algorithm.critic_gpus): its passes priced on that pool."""
         return RooflineCostModel(self.scenario.critic_pool_view(), self.costs)
+
+    def on_pool(self, gpus: int) -> RooflineCostModel:
+        """The same costs on a pool of ``gpus`` GPUs of its own (the reference model's, algorithm.reference_gpus)."""
+        return RooflineCostModel(self.scenario.pool_view(gpus), self.costs)
 
     def critic_scale(self, phase: str) -> float:
         """The PPO critic's ``values`` / ``train_critic`` pass against the policy's of the same shape."""

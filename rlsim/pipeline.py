@@ -37,6 +37,7 @@ ROLLOUT_POOL = "rollout_pool"
 TRAIN_POOL = "train_pool"
 REWARD_POOL = "reward_pool"
 CRITIC_POOL = "critic_pool"
+REFERENCE_POOL = "reference_pool"
 ALL_GPUS = "gpus"
 CPU = "cpu"
 CHUNK_REQUESTS = 1 << 16  # requests simulated in one compiled call (several steps when they are small)
@@ -287,6 +288,7 @@ def _trainer(env: simpy.Environment, st: _State):
     zero = {p.value: 0.0 for p in Phase if p is not Phase.EVAL}
     reward_track, reward_pool = CPU, None
     critic_cost = cost.on_critic_pool() if alg.name == "ppo" and alg.critic_gpus else None
+    ref_cost = cost.on_pool(alg.reference_gpus) if alg.kl_reference and alg.reference_gpus else None
     if s.reward.model is not None:
         reward_track = REWARD_POOL if s.reward.num_gpus else st.train_track
         reward_pool = st.reward_pool if s.reward.num_gpus else st.train_pool
@@ -315,36 +317,47 @@ def _trainer(env: simpy.Environment, st: _State):
             tokens, sq_tokens = nseq * longest, nseq * longest * longest
         if alg.recompute_old_logprob:
             passes.append((Phase.OLD_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens, nseq)))
-        if alg.kl_reference:
+        # passes on pools of their own (the critic's, the reference's) run beside the actor's: experience, then
+        # training, each stage as long as its longest side
+        side_fwd: list[tuple[Phase, float, str]] = []
+        side_train: list[tuple[Phase, float, str]] = []
+        if alg.kl_reference and ref_cost is not None:
+            side_fwd.append((Phase.REF_LOGPROB, ref_cost.forward_s(s.model, tokens, sq_tokens, nseq), REFERENCE_POOL))
+        elif alg.kl_reference:
             ref = cost.forward_s(s.model, tokens, sq_tokens, nseq) + cost.reference_swap_s(s.model)
             passes.append((Phase.REF_LOGPROB, ref))
-        critic: list[tuple[Phase, float]] = []  # PPO: the critic's passes, on its own pool or after the actor's
+        train_passes: list[tuple[Phase, float]] = []
         if alg.name == "ppo":
             cc = critic_cost or cost
             values = cc.forward_s(s.critic, tokens, sq_tokens, nseq) * cost.critic_scale(Phase.VALUES.value)
             train = cc.train_s(s.critic, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
-            critic = [(Phase.VALUES, values), (Phase.TRAIN_CRITIC, train * cost.critic_scale(Phase.TRAIN_CRITIC.value))]
+            train *= cost.critic_scale(Phase.TRAIN_CRITIC.value)
+            if critic_cost is None:
+                passes.append((Phase.VALUES, values))
+                train_passes.append((Phase.TRAIN_CRITIC, train))
+            else:
+                side_fwd.append((Phase.VALUES, values, CRITIC_POOL))
+                side_train.append((Phase.TRAIN_CRITIC, train, CRITIC_POOL))
         actor_train = cost.train_s(s.model, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
+        train_passes.append((Phase.TRAIN_ACTOR, actor_train))
         train_req = st.train_pool.request()
         yield train_req
-        if critic_cost is None:  # one pool: the passes one after the other
-            for phase, dur in [*passes, *critic, (Phase.TRAIN_ACTOR, actor_train)]:
-                start = env.now
-                yield env.timeout(dur)
-                timing[phase.value] = st.span(phase, n, st.train_track, start, dur)
-        else:  # the critic's pool beside the actor's: experience, then training, each as long as the longer side
-            for actor_side, (phase, dur) in (
-                (passes, critic[0]),
-                ([(Phase.TRAIN_ACTOR, actor_train)], critic[1]),
-            ):
-                start, t = env.now, env.now
-                for p, d in actor_side:
-                    st.spans.append(Span(p, n, st.train_track, t, t + d))
-                    timing[p.value] = d
-                    t += d
-                st.spans.append(Span(phase, n, CRITIC_POOL, start, start + dur))
-                timing[phase.value] = dur
-                yield env.timeout(max(t - start, dur))
+        for actor_side, sides in ((passes, side_fwd), (train_passes, side_train)):
+            if not sides:  # one pool: the passes one after the other
+                for phase, dur in actor_side:
+                    start = env.now
+                    yield env.timeout(dur)
+                    timing[phase.value] = st.span(phase, n, st.train_track, start, dur)
+                continue
+            start, t = env.now, env.now
+            for p, d in actor_side:
+                st.spans.append(Span(p, n, st.train_track, t, t + d))
+                timing[p.value] = d
+                t += d
+            for p, d, track in sides:
+                st.spans.append(Span(p, n, track, start, start + d))
+                timing[p.value] = d
+            yield env.timeout(max(t - start, *(d for _, d, _ in sides)))
         # weight sync: the engine must be idle (between batches), except for in-flight updates, which load the
         # weights between engine iterations and stall the engines for the transfer only
         engine_req = None if (colocated or in_flight) else st.rollout_pool.request()
@@ -469,6 +482,8 @@ def pool_gpus(scenario: Scenario) -> dict[str, int]:
     own = {REWARD_POOL: scenario.reward.num_gpus} if scenario.reward.num_gpus else {}
     if scenario.algorithm.critic_gpus:
         own[CRITIC_POOL] = scenario.algorithm.critic_gpus
+    if scenario.algorithm.reference_gpus:
+        own[REFERENCE_POOL] = scenario.algorithm.reference_gpus
     if hw.placement == "colocated":
         return {ALL_GPUS: hw.num_gpus, **own}
     return {ROLLOUT_POOL: hw.num_rollout_gpus, TRAIN_POOL: hw.num_train_gpus, **own}

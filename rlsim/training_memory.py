@@ -250,7 +250,7 @@ def resident_memory(s: Scenario) -> TrainMemory:
     if s.algorithm.name == "ppo" and not s.algorithm.critic_gpus:  # a critic pool holds its own state
         critic = memory(s, s.critic)
         extra += critic.weights_grads_bytes + critic.optimizer_bytes
-    if s.algorithm.kl_reference and not s.training.reference_on_host:
+    if s.algorithm.kl_reference and not s.training.reference_on_host and not s.algorithm.reference_gpus:
         extra += reference_weight_bytes(s, s.model)
     return TrainMemory(mem.weights_grads_bytes + extra, mem.optimizer_bytes, mem.activation_bytes, mem.budget_bytes)
 
@@ -270,6 +270,23 @@ def check_memory(s: Scenario) -> None:
                 f"{crit.activation_bytes / 1e9:.1f}), over {s.training.memory_fraction:.0%} of a "
                 f"{s.hardware.gpu.name}",
                 "raise it, or set training.offload_optimizer: true",
+            )
+    if s.algorithm.kl_reference and s.algorithm.reference_gpus:
+        view = s.pool_view(s.algorithm.reference_gpus)
+        act = (
+            memory(view).activation_bytes
+            / s.training.micro_batch_size
+            * (s.training.logprob_micro_batch_size or s.training.micro_batch_size)
+        )
+        need = reference_weight_bytes(view, s.model) + act
+        budget = s.hardware.gpu.memory_bytes * s.training.memory_fraction
+        if need > budget:
+            raise ScenarioError(
+                "algorithm.reference_gpus",
+                s.algorithm.reference_gpus,
+                f"holds the reference model ({s.model.name}) at {need / 1e9:.1f} GB per GPU (weights and one "
+                f"forward micro-batch), over {s.training.memory_fraction:.0%} of a {s.hardware.gpu.name}",
+                "raise it",
             )
     tr = s.training
     model, mem = s.model, resident_memory(s)

@@ -29,7 +29,8 @@ Batch semantics (facts from that commit):
   (it asserts actor GPUs == vllm.num_engines x vllm.tensor_parallel_size); otherwise the engines have GPUs of their
   own and the reference, critic and reward models theirs (rlsim: separate pools, the reward model on its own GPUs
   (rlsim's ``reward`` section), the critic on its own (``algorithm.critic_gpus``) unless it shares the reward
-  model's (``train.colocate_critic_reward``), the reference's passes on the training GPUs). In async mode
+  model's (``train.colocate_critic_reward``), the reference on its own (``algorithm.reference_gpus``) unless
+  ``train.colocate_actor_ref``). In async mode
   (``train.async_enable``) colocate_all colocates only the DeepSpeed models; the
   generator runs at most ``train.async_queue_size`` rollouts ahead of the trainer (rlsim max_staleness) and one
   rollout is finished before the next starts (schedule.streaming false); ``train.partial_rollout_enable`` lets
@@ -93,8 +94,13 @@ TABLE: tuple[Row, ...] = (
     Row("train.max_tokens_per_gpu", 16192, "training.packing_tokens", "with dynamic batch"),
     Row("actor.num_nodes", 1, "hardware.train_gpus", "actor GPUs = nodes x GPUs per node"),
     Row("actor.num_gpus_per_node", 8, "hardware.gpus_per_node", "actor GPUs = nodes x GPUs per node"),
-    Row("ref.num_nodes", 1, "(check, note)", "colocated with the actor: must equal the actor's (with KL)"),
-    Row("ref.num_gpus_per_node", 8, "(check, note)", "colocated with the actor: must equal the actor's (with KL)"),
+    Row("ref.num_nodes", 1, "algorithm.reference_gpus", "own pool unless colocated (then must equal the actor's)"),
+    Row(
+        "ref.num_gpus_per_node",
+        8,
+        "algorithm.reference_gpus",
+        "own pool unless colocated (then must equal the actor's)",
+    ),
     Row("critic.num_nodes", 1, "algorithm.critic_gpus", "gae, not colocated: the critic's own pool (x per node)"),
     Row("critic.num_gpus_per_node", 8, "algorithm.critic_gpus", "gae, not colocated: the critic's own pool"),
     Row("train.colocate_critic_reward", False, "(note)", "true: the critic runs on the training GPUs (noted)"),
@@ -404,7 +410,14 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         else:
             schedule = {"mode": "sync-separate"}
         others = []
-        if kl and not colocate_ref:
+        if kl and not colocate_ref and not colocate:  # its own placement group, beside the actor (ppo_trainer.py)
+            ref_gpus = as_int(src, "ref.num_nodes") * as_int(src, "ref.num_gpus_per_node")
+            algorithm["reference_gpus"] = ref_gpus
+            notes.append(
+                f"reference model on {ref_gpus} GPUs of its own ({n('ref.num_nodes')} x {n('ref.num_gpus_per_node')}): "
+                "its log-prob pass beside the actor's"
+            )
+        elif kl and not colocate_ref:
             others.append(f"reference {as_int(src, 'ref.num_nodes') * as_int(src, 'ref.num_gpus_per_node')}")
         critic_gpus = as_int(src, "critic.num_nodes") * as_int(src, "critic.num_gpus_per_node")
         if estimator == "gae" and (colocate or src.get("train.colocate_critic_reward")):

@@ -75,19 +75,23 @@ class Scenario:
 
     @property
     def total_gpus(self) -> int:
-        """Every GPU the run holds: the rollout and training GPUs, a reward model's and a PPO critic's own."""
-        return self.hardware.num_gpus + (self.reward.num_gpus or 0) + (self.algorithm.critic_gpus or 0)
+        """Every GPU the run holds: the rollout and training GPUs, and the reward model's, PPO critic's and
+        reference model's own."""
+        alg = self.algorithm
+        return self.hardware.num_gpus + (self.reward.num_gpus or 0) + (alg.critic_gpus or 0) + (alg.reference_gpus or 0)
 
-    def critic_pool_view(self) -> Scenario:
-        """This scenario as the critic's own pool sees it (algorithm.critic_gpus): the training layout over those
-        GPUs, so the training cost and memory models price the critic there. Not validated: a view, not a run."""
+    def pool_view(self, gpus: int) -> Scenario:
+        """This scenario as a pool of ``gpus`` GPUs of its own sees it (algorithm.critic_gpus, reference_gpus): the
+        training layout over those GPUs, so the training cost and memory models price a model there. Not
+        validated: a view, not a run."""
         hw = dataclasses.replace(
-            self.hardware,
-            placement="separate",
-            train_gpus=self.algorithm.critic_gpus,
-            rollout_gpus=max(1, self.hardware.num_rollout_gpus),
+            self.hardware, placement="separate", train_gpus=gpus, rollout_gpus=max(1, self.hardware.num_rollout_gpus)
         )
         return dataclasses.replace(self, hardware=hw)
+
+    def critic_pool_view(self) -> Scenario:
+        """The critic's own pool (algorithm.critic_gpus)."""
+        return self.pool_view(int(self.algorithm.critic_gpus or 0))
 
     @property
     def num_replicas(self) -> int:

@@ -246,6 +246,10 @@ class Algorithm:
     # actor's (ppo_trainer.py launches both groups at once and waits for both); None: the critic runs on the
     # training pool after the actor's passes
     critic_gpus: int | None = field(default=None, metadata=bounds(ge=1, le=1_000_000))
+    # GPUs of the reference model's own pool (OpenRLHF's ref.num_nodes x ref.num_gpus_per_node without
+    # colocate_actor_ref): its log-prob pass runs beside the actor's (make_experience launches both at once);
+    # None: on the training pool, after the actor's
+    reference_gpus: int | None = field(default=None, metadata=bounds(ge=1, le=1_000_000))
     dynamic_sampling: DynamicSampling | None = None  # DAPO: generation rounds until the batch fills
 
     @property

@@ -357,7 +357,27 @@ def _validate_lengths(w: Workload) -> None:
 
 
 def _validate_critic_pool(s: Scenario) -> None:
-    """``algorithm.critic_gpus``: a PPO critic's own pool, which the training layout must divide."""
+    """``algorithm.critic_gpus`` / ``reference_gpus``: a PPO critic's or the reference model's own pool, which the
+    training layout must divide."""
+    ref = s.algorithm.reference_gpus
+    if ref is not None and not s.algorithm.kl_reference:
+        raise ScenarioError(
+            "algorithm.reference_gpus",
+            ref,
+            "is set but there is no reference pass (kl_reference false)",
+            "remove it or set algorithm.kl_reference: true",
+        )
+    tr = s.training
+    parallel = (
+        1 if tr.backend == "fsdp" else tr.tensor_parallel_size * tr.pipeline_parallel_size * tr.context_parallel_size
+    )
+    if ref is not None and ref % parallel:
+        raise ScenarioError(
+            "algorithm.reference_gpus",
+            ref,
+            f"is not a multiple of the training layout's tensor x pipeline x context parallel size ({parallel})",
+            "give the reference a multiple of it",
+        )
     n = s.algorithm.critic_gpus
     if n is None:
         return

@@ -21,7 +21,8 @@ def _fields(scn) -> dict:
         "group": scn.workload.group_size,
         "gpus": scn.hardware.num_gpus
         + ((scn.reward.num_gpus or 0) if scn.reward.model else 0)
-        + (scn.algorithm.critic_gpus or 0),
+        + (scn.algorithm.critic_gpus or 0)
+        + (scn.algorithm.reference_gpus or 0),
         "engine_tp": scn.engine.tensor_parallel_size,
         "response_cap": scn.workload.max_response_tokens,
         "model": scn.model.name,

@@ -77,3 +77,38 @@ def test_a_critic_pool_without_a_critic_or_a_layout_that_divides_it_is_refused()
                 "training": {"backend": "megatron", "tensor_parallel_size": 2},
             }
         )
+
+
+def test_the_reference_pool_runs_beside_the_actor_and_is_counted():
+    """OpenRLHF's reference model on GPUs of its own (algorithm.reference_gpus): its log-prob pass costs what it
+    did on the training pool (same GPU count) and runs beside the actor's old log-probs, so the step loses it; its
+    weights leave the training GPUs' memory check; its GPUs count."""
+    from rlsim.pipeline import REFERENCE_POOL
+
+    grpo = {"name": "grpo", "kl_reference": True}
+    one = from_dict({**BASE, "algorithm": grpo})
+    own = from_dict({**BASE, "algorithm": {**grpo, "reference_gpus": 2}})
+    (r1,), (r2,) = run_pipeline(one)[0][-1:], run_pipeline(own)[0][-1:]
+    assert r2["timing_s"]["ref_logprob"] == pytest.approx(r1["timing_s"]["ref_logprob"], rel=1e-12)
+    saved = r1["timing_s"]["ref_logprob"] - max(0.0, r2["timing_s"]["ref_logprob"] - r2["timing_s"]["old_logprob"])
+    assert r1["step_time_s"] - r2["step_time_s"] == pytest.approx(saved, rel=1e-9)
+    assert own.total_gpus == 6 and pool_gpus(own)[REFERENCE_POOL] == 2
+    with pytest.raises(ScenarioError, match="no reference pass"):
+        from_dict({**BASE, "algorithm": {"name": "grpo", "reference_gpus": 2}})
+
+
+def test_openrlhf_places_the_reference_on_its_own_gpus_unless_colocated():
+    """OpenRLHF's slurm example with the reference no longer colocated with the actor: ref.num_nodes x
+    ref.num_gpus_per_node (1 x 4) become the reference pool; colocated (the file as published) it stays on the
+    actor's GPUs."""
+    from pathlib import Path
+
+    from rlsim.frameworks.config_import import import_config
+
+    path = Path(__file__).parent / "fixtures" / "configs" / "openrlhf_ppo_llama3_8b_slurm.args"
+    sets = {"actor.model_name_or_path": "Llama-3.1-8B"}
+    published = import_config(path, "openrlhf", sets).scenario["algorithm"]
+    assert "reference_gpus" not in published
+    apart = import_config(path, "openrlhf", {**sets, "train.colocate_actor_ref": False}).scenario
+    assert apart["algorithm"]["reference_gpus"] == 4
+    assert any("reference model on 4 GPUs of its own" in a for a in apart["assumptions"])
