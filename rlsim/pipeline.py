@@ -287,7 +287,11 @@ def _trainer(env: simpy.Environment, st: _State):
     pause_s = cost.engine_pause_s() if in_flight else 0.0
     zero = {p.value: 0.0 for p in Phase if p is not Phase.EVAL}
     reward_track, reward_pool = CPU, None
-    critic_cost = cost.on_critic_pool() if alg.name == "ppo" and alg.critic_gpus else None
+    critic_cost, critic_track = None, CRITIC_POOL
+    if alg.name == "ppo" and alg.critic_gpus:
+        critic_cost = cost.on_critic_pool()
+    elif alg.name == "ppo" and alg.critic_with_reward:  # the reward model's GPUs (validated: it has them)
+        critic_cost, critic_track = cost.on_pool(int(s.reward.num_gpus or 0)), REWARD_POOL
     ref_cost = cost.on_pool(alg.reference_gpus) if alg.kl_reference and alg.reference_gpus else None
     if s.reward.model is not None:
         reward_track = REWARD_POOL if s.reward.num_gpus else st.train_track
@@ -336,8 +340,8 @@ def _trainer(env: simpy.Environment, st: _State):
                 passes.append((Phase.VALUES, values))
                 train_passes.append((Phase.TRAIN_CRITIC, train))
             else:
-                side_fwd.append((Phase.VALUES, values, CRITIC_POOL))
-                side_train.append((Phase.TRAIN_CRITIC, train, CRITIC_POOL))
+                side_fwd.append((Phase.VALUES, values, critic_track))
+                side_train.append((Phase.TRAIN_CRITIC, train, critic_track))
         actor_train = cost.train_s(s.model, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
         train_passes.append((Phase.TRAIN_ACTOR, actor_train))
         train_req = st.train_pool.request()

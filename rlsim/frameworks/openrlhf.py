@@ -28,8 +28,9 @@ Batch semantics (facts from that commit):
 * ``train.colocate_all`` (synchronous) puts the vLLM engines, actor, reference and critic on the actor's GPUs
   (it asserts actor GPUs == vllm.num_engines x vllm.tensor_parallel_size); otherwise the engines have GPUs of their
   own and the reference, critic and reward models theirs (rlsim: separate pools, the reward model on its own GPUs
-  (rlsim's ``reward`` section), the critic on its own (``algorithm.critic_gpus``) unless it shares the reward
-  model's (``train.colocate_critic_reward``), the reference on its own (``algorithm.reference_gpus``) unless
+  (rlsim's ``reward`` section), the critic on its own (``algorithm.critic_gpus``) or on the reward model's
+  (``train.colocate_critic_reward``: ``algorithm.critic_with_reward``), the reference on its own
+  (``algorithm.reference_gpus``) unless
   ``train.colocate_actor_ref``). In async mode
   (``train.async_enable``) colocate_all colocates only the DeepSpeed models; the
   generator runs at most ``train.async_queue_size`` rollouts ahead of the trainer (rlsim max_staleness) and one
@@ -103,7 +104,7 @@ TABLE: tuple[Row, ...] = (
     ),
     Row("critic.num_nodes", 1, "algorithm.critic_gpus", "gae, not colocated: the critic's own pool (x per node)"),
     Row("critic.num_gpus_per_node", 8, "algorithm.critic_gpus", "gae, not colocated: the critic's own pool"),
-    Row("train.colocate_critic_reward", False, "(note)", "true: the critic runs on the training GPUs (noted)"),
+    Row("train.colocate_critic_reward", False, "algorithm.critic_with_reward", "true: the critic on the reward's GPUs"),
     Row("train.colocate_all", False, "hardware.placement", "true (sync): colocated; false: separate pools"),
     Row("train.colocate_actor_ref", False, "(check)", "the reference on the actor's GPUs"),
     Row("vllm.num_engines", None, "engine.replicas", "required (rlsim models vLLM generation)"),
@@ -420,7 +421,14 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         elif kl and not colocate_ref:
             others.append(f"reference {as_int(src, 'ref.num_nodes') * as_int(src, 'ref.num_gpus_per_node')}")
         critic_gpus = as_int(src, "critic.num_nodes") * as_int(src, "critic.num_gpus_per_node")
-        if estimator == "gae" and (colocate or src.get("train.colocate_critic_reward")):
+        with_reward = bool(src.get("train.colocate_critic_reward")) and reward is not None and "num_gpus" in reward
+        if estimator == "gae" and with_reward:  # one placement group for both (OpenRLHF asserts equal sizes)
+            algorithm["critic_with_reward"] = True
+            notes.append(
+                f"critic on the reward model's {reward['num_gpus']} GPUs ({n('train.colocate_critic_reward')}): its "
+                "values pass after the reward model's forward there, its training beside the actor's"
+            )
+        elif estimator == "gae" and (colocate or src.get("train.colocate_critic_reward")):
             others.append(f"critic {critic_gpus}")
         elif estimator == "gae":  # its own placement group, its passes beside the actor's (ppo_trainer.py)
             algorithm["critic_gpus"] = critic_gpus

@@ -250,6 +250,9 @@ class Algorithm:
     # colocate_actor_ref): its log-prob pass runs beside the actor's (make_experience launches both at once);
     # None: on the training pool, after the actor's
     reference_gpus: int | None = field(default=None, metadata=bounds(ge=1, le=1_000_000))
+    # PPO: the critic on the reward model's own GPUs (reward.num_gpus; OpenRLHF colocate_critic_reward): its passes
+    # there, its values after the reward model's forward, the GPUs counted once
+    critic_with_reward: bool = False
     dynamic_sampling: DynamicSampling | None = None  # DAPO: generation rounds until the batch fills
 
     @property

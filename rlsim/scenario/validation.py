@@ -378,6 +378,14 @@ def _validate_critic_pool(s: Scenario) -> None:
             f"is not a multiple of the training layout's tensor x pipeline x context parallel size ({parallel})",
             "give the reference a multiple of it",
         )
+    if s.algorithm.critic_with_reward:
+        if s.algorithm.name != "ppo" or s.reward.model is None or not s.reward.num_gpus or s.algorithm.critic_gpus:
+            raise ScenarioError(
+                "algorithm.critic_with_reward",
+                True,
+                "needs ppo, a reward model on GPUs of its own (reward.model, reward.num_gpus) and no critic_gpus",
+                "set those, or remove it",
+            )
     n = s.algorithm.critic_gpus
     if n is None:
         return

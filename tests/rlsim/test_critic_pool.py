@@ -112,3 +112,18 @@ def test_openrlhf_places_the_reference_on_its_own_gpus_unless_colocated():
     apart = import_config(path, "openrlhf", {**sets, "train.colocate_actor_ref": False}).scenario
     assert apart["algorithm"]["reference_gpus"] == 4
     assert any("reference model on 4 GPUs of its own" in a for a in apart["assumptions"])
+
+
+def test_a_critic_on_the_reward_models_gpus_follows_its_forward():
+    """OpenRLHF colocate_critic_reward: the critic's passes on the reward model's GPUs (counted once), its values
+    after the reward model's forward there, its training beside the actor's."""
+    from rlsim.pipeline import REWARD_POOL
+
+    reward = {"model": "Qwen2.5-1.5B", "num_gpus": 2}
+    s = from_dict({**BASE, "reward": reward, "algorithm": {**BASE["algorithm"], "critic_with_reward": True}})
+    assert s.total_gpus == 6 and CRITIC_POOL not in pool_gpus(s)
+    records, spans = run_pipeline(s)
+    on_reward = sorted((sp.start_s, sp.phase.value) for sp in spans if sp.track == REWARD_POOL and sp.step == 2)
+    assert [p for _, p in on_reward] == ["reward", "values", "train_critic"]
+    with pytest.raises(ScenarioError, match="critic_with_reward"):
+        from_dict({**BASE, "algorithm": {**BASE["algorithm"], "critic_with_reward": True}})  # no reward GPUs

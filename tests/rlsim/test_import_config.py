@@ -413,7 +413,9 @@ def test_openrlhf_separate_pools_and_the_other_models_gpus():
     assert s.algorithm.mini_batches_per_step == 8  # 1024 x 1 / 128
     assert s.training.micro_batch_size == 8 and not s.training.sequence_packing
     assert s.training.logprob_micro_batch_size == 16 and s.training.offload_optimizer
-    assert any(a.startswith("GPUs of their own for the critic 4: not counted") for a in s.assumptions)
+    # colocate_critic_reward: the critic on the reward model's 4 GPUs, counted once with them
+    assert s.algorithm.critic_with_reward and s.reward.num_gpus == 4 and s.total_gpus == 16
+    assert any(a.startswith("critic on the reward model's 4 GPUs") for a in s.assumptions)
     assert any("ds.packing_samples without dynamic batch" in a for a in s.assumptions)
 
 
