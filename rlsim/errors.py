@@ -50,3 +50,13 @@ class NotTextError(RlsimError, ValueError):
 
 class ProfileError(RlsimError, ValueError):
     """A profile file is missing, malformed or of an unsupported schema version."""
+
+
+def suggest(given: object, known: object) -> str:
+    """``did you mean X? use one of: ...``: the nearest of ``known`` to ``given`` first, when one is near (the fix
+    part of a ScenarioError for a misspelt key or value)."""
+    import difflib
+
+    names = [str(k) for k in known]  # type: ignore[attr-defined]
+    near = difflib.get_close_matches(str(given), names, n=1, cutoff=0.6)
+    return (f"did you mean {near[0]}? " if near else "") + f"use one of: {', '.join(names)}"

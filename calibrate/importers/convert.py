@@ -64,7 +64,9 @@ def import_log(
     step could be read, or an unknown batch size.
     """
     if fmt not in FORMAT_SPECS:
-        raise CalibrateError(f"unknown log format {fmt!r}; use one of {', '.join(FORMATS)}")
+        from rlsim.errors import suggest
+
+        raise CalibrateError(f"unknown log format {fmt!r}; {suggest(fmt, FORMATS)}")
     spec = FORMAT_SPECS[fmt]
     p = Path(path)
     if not p.is_file():

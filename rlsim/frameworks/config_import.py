@@ -257,6 +257,22 @@ def as_float(source: Source, key: str, what: str = "a number") -> float:
 LAUNCH_NOTES = "__rlsim_launch_notes__"  # a module's read() puts what it assumed reading a launch script here
 
 
+def _check_set_keys(module: Any, fmt: str, flat: dict[str, Any], sets: dict[str, Any]) -> None:
+    """Refuse a ``--set`` key that is neither in the file nor in rlsim's mapping of ``fmt`` but is a near miss of
+    one (a typo that would otherwise be one more "not used" key): one line, with the key it likely meant. A key far
+    from every known one is a framework key rlsim does not map, taken and listed as unused."""
+    known = {row.key for row in module.TABLE} | set(flat)
+    for key in sets:
+        if key in known or any(k.startswith(key + ".") for k in known):
+            continue
+        near = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.85)
+        if near:
+            raise ImportConfigError(
+                f"--set {key}: not a key of the file or of rlsim's {fmt} mapping; did you mean {near[0]}? "
+                f"(--set {near[0]}=...)"
+            )
+
+
 def framework_flat(
     path: Path, fmt: str, framework_set: dict[str, Any] | None = None
 ) -> tuple[Any, dict[str, Any], dict[str, str], bool, list[str]]:
@@ -282,6 +298,7 @@ def framework_flat(
     if canonical is not None:
         sets, set_spelling = canonical(sets, "--set")
         spelling.update(set_spelling)
+    _check_set_keys(module, fmt, flat, sets)
     for key, value in sets.items():
         for old in [k for k in flat if k.startswith(key + ".")]:  # --set a.b=x replaces the section a.b
             del flat[old]

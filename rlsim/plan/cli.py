@@ -120,6 +120,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
         learning, assumed = assumed_learning(scenario, args.assume_learning)
         scenario = load_scenario(args.scenario, {**learning, **overrides})  # --set keys still win
     grid = parse_grid(args.grid) if args.grid else None
+    if grid:  # a misspelt axis would prune every candidate as an unknown key: refuse it before any work
+        from rlsim.scenario.build import check_key_path
+
+        for key, values in grid.items():
+            check_key_path(key, values)
     prices = parse_price_overrides(args.price)
     profile = load_profile(args.profile) if args.profile else None
     if args.assume_learning and profile is not None and profile.learning_overrides():

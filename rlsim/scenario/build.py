@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from rlsim import catalog
-from rlsim.errors import ScenarioError
+from rlsim.errors import ScenarioError, suggest
 from rlsim.scenario import validation
 from rlsim.scenario.schema import Scenario, to_plain
 from rlsim.scenario.specs import GPUSpec, ModelSpec
@@ -87,6 +87,27 @@ def _resolve_spec(kind: str, value: Any, path: str) -> dict[str, Any]:
     raise ScenarioError(path, value, f"must be a catalog {kind} name or a mapping", f"e.g. {path}: {names()[0]}")
 
 
+def check_key_path(key: str, value: Any = None) -> None:
+    """Refuse a dotted scenario key (``--grid``, ``--set``, decide's sides) whose path names no field, before any
+    work, with the nearest known key; a path below a field that is not a section (a mapping such as plan.prices,
+    a list) is not checked further."""
+    from rlsim.scenario.schema import Scenario
+
+    cls: Any = Scenario
+    done: list[str] = []
+    for part in key.split("."):
+        if cls is None:
+            return
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        if part not in fields:
+            raise ScenarioError(".".join([*done, part]), value, "is not a known key", suggest(part, fields))
+        tp = _type_hints(cls)[part]
+        if typing.get_origin(tp) in (Union, types.UnionType):
+            tp = next((a for a in typing.get_args(tp) if a is not type(None)), tp)
+        cls = tp if dataclasses.is_dataclass(tp) else None
+        done.append(part)
+
+
 @functools.cache
 def _type_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)  # resolving string annotations costs ~0.2 ms a class: once each
@@ -103,7 +124,7 @@ def _build(cls: type, data: Any, path: str) -> Any:
     if unknown:
         key = unknown[0]
         raise ScenarioError(
-            f"{path}.{key}" if path else str(key), data[key], "is not a known key", f"use one of: {', '.join(fields)}"
+            f"{path}.{key}" if path else str(key), data[key], "is not a known key", suggest(key, fields)
         )
     kwargs: dict[str, Any] = {}
     for name, f in fields.items():
@@ -135,7 +156,7 @@ def _convert(tp: Any, value: Any, path: str, meta: Any) -> Any:
     if origin is Literal:
         allowed = typing.get_args(tp)
         if value not in allowed:
-            raise ScenarioError(path, value, "is not allowed", f"use one of: {', '.join(map(str, allowed))}")
+            raise ScenarioError(path, value, "is not allowed", suggest(value, [str(a) for a in allowed]))
         return value
     if origin is dict:
         if not isinstance(value, dict):

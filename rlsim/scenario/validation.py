@@ -10,7 +10,7 @@ import math
 from typing import TYPE_CHECKING
 
 from rlsim import catalog, software, training_memory
-from rlsim.errors import ScenarioError
+from rlsim.errors import ScenarioError, suggest
 from rlsim.scenario.sections import Learning, Workload
 from rlsim.scenario.specs import DTYPE_BYTES, ModelSpec
 
@@ -113,7 +113,7 @@ def validate(s: Scenario) -> None:
             "engine.behaviour",
             eng.behaviour,
             "is not a named engine behaviour",
-            f"use one of: {', '.join(catalog.engine_names())} (rlsim/catalog/engines.yaml), or remove it",
+            suggest(eng.behaviour, catalog.engine_names()) + " (rlsim/catalog/engines.yaml), or remove it",
         )
     if eng.activation_memory_fraction >= eng.gpu_memory_utilization:
         raise ScenarioError(

@@ -211,7 +211,7 @@ def test_nothing_readable_raises(tmp_path):
 
 
 def test_unknown_format_and_missing_file_and_bad_args(tmp_path):
-    with pytest.raises(CalibrateError, match="unknown log format 'deepspeed-chat'; use one of verl"):
+    with pytest.raises(CalibrateError, match="unknown log format 'deepspeed-chat'; use one of: verl"):
         import_log(FIX / "verl_grpo.jsonl", "deepspeed-chat")
     with pytest.raises(CalibrateError, match="no such log file"):
         import_log(tmp_path / "missing.jsonl", "verl")

@@ -66,7 +66,10 @@ def test_a_key_the_release_lacks_is_refused_in_one_line(tmp_path):
         with pytest.raises(ImportConfigError, match="is not a version"):
             _scenario(path, trl_version=bad)
     assert trl.release_for("0.19.0rc1")[0] == "0.19.0" and trl.release_for("v0.18")[0] == "0.18.0"
-    with pytest.raises(ImportConfigError, match="trl_versoin: is not a key rlsim reads; did you mean trl_version"):
+    with pytest.raises(
+        ImportConfigError,
+        match="--set trl_versoin: not a key of the file or of rlsim.s trl mapping; did you mean trl_version",
+    ):
         _scenario(path, trl_versoin="0.18.0")  # a launch key TRL's parser would not catch
 
 
