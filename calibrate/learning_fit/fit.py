@@ -84,6 +84,7 @@ class LearningFit:
         from rlsim.profile import LEARNING_VERSION
 
         ref = self.curves[self.reference_batch]
+        ref_runs, ref_hits = self.seeds_by_batch.get(self.reference_batch, (0, 0))
         inv = {k: v for k, v in self.invariance.items() if k not in ("levels", "ratio_by_level", "gstd_by_level")}
         return {
             "version": LEARNING_VERSION,
@@ -113,13 +114,9 @@ class LearningFit:
             "stall_probability": float(self.stall_by_batch.get(self.reference_batch, 0.0)),
             "stall_batches": [float(b) for b in sorted(self.stall_by_batch)] or None,
             "stall_shares": [float(self.stall_by_batch[b]) for b in sorted(self.stall_by_batch)] or None,
-            "stall_probability_upper_90": stall_upper(
-                *(lambda n, k: (n - k, n))(*self.seeds_by_batch.get(self.reference_batch, (0, 0)))
-            )
-            if self.seeds_by_batch.get(self.reference_batch, (0, 0))[0]
-            else None,
-            "runs": self.seeds_by_batch.get(self.reference_batch, (0, 0))[0],
-            "runs_reaching_target": self.seeds_by_batch.get(self.reference_batch, (0, 0))[1],
+            "stall_probability_upper_90": stall_upper(ref_runs - ref_hits, ref_runs) if ref_runs else None,
+            "runs": ref_runs,
+            "runs_reaching_target": ref_hits,
             "seeds_by_batch": {str(b): list(v) for b, v in sorted(self.seeds_by_batch.items())},
             "samples_to_target": {
                 str(b): {
