@@ -59,8 +59,6 @@ class CostModel(Protocol):
 
     def critic_scale(self, phase: str) -> float: ...
 
-    def on_critic_pool(self) -> CostModel: ...
-
     def on_pool(self, gpus: int) -> CostModel: ...
 
     def reference_swap_s(self, model: ModelSpec) -> float: ...
@@ -248,12 +246,8 @@ class RooflineCostModel:
         return self.costs.rollout_overhead_s + self.costs.rollout_s_per_sample * responses
 
     # -- trainer (rlsim.training) and weight sync (rlsim.sync) ------------------------------------------
-    def on_critic_pool(self) -> RooflineCostModel:
-        """The same costs on the critic's own GPUs (algorithm.critic_gpus): its passes priced on that pool."""
-        return RooflineCostModel(self.scenario.critic_pool_view(), self.costs)
-
     def on_pool(self, gpus: int) -> RooflineCostModel:
-        """The same costs on a pool of ``gpus`` GPUs of its own (the reference model's, algorithm.reference_gpus)."""
+        """The same costs on a pool of ``gpus`` GPUs of its own (the critic's or the reference model's)."""
         return RooflineCostModel(self.scenario.pool_view(gpus), self.costs)
 
     def critic_scale(self, phase: str) -> float:

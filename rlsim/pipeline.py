@@ -287,11 +287,8 @@ def _trainer(env: simpy.Environment, st: _State):
     pause_s = cost.engine_pause_s() if in_flight else 0.0
     zero = {p.value: 0.0 for p in Phase if p is not Phase.EVAL}
     reward_track, reward_pool = CPU, None
-    critic_cost, critic_track = None, CRITIC_POOL
-    if alg.name == "ppo" and alg.critic_gpus:
-        critic_cost = cost.on_critic_pool()
-    elif alg.name == "ppo" and alg.critic_with_reward:  # the reward model's GPUs (validated: it has them)
-        critic_cost, critic_track = cost.on_pool(int(s.reward.num_gpus or 0)), REWARD_POOL
+    critic_cost = cost.on_pool(s.critic_pool_gpus) if s.critic_pool_gpus else None
+    critic_track = REWARD_POOL if alg.critic_with_reward else CRITIC_POOL
     ref_cost = cost.on_pool(alg.reference_gpus) if alg.kl_reference and alg.reference_gpus else None
     if s.reward.model is not None:
         reward_track = REWARD_POOL if s.reward.num_gpus else st.train_track

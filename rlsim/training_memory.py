@@ -247,7 +247,7 @@ def resident_memory(s: Scenario) -> TrainMemory:
     critic's training state, and a reference model's bf16 weights unless it waits on the host."""
     mem = memory(s)
     extra = 0.0
-    if s.algorithm.name == "ppo" and not (s.algorithm.critic_gpus or s.algorithm.critic_with_reward):  # own pool
+    if s.algorithm.name == "ppo" and not s.critic_pool_gpus:  # a critic on a pool of its own holds its state there
         critic = memory(s, s.critic)
         extra += critic.weights_grads_bytes + critic.optimizer_bytes
     if s.algorithm.kl_reference and not s.training.reference_on_host and not s.algorithm.reference_gpus:
@@ -258,8 +258,8 @@ def resident_memory(s: Scenario) -> TrainMemory:
 def check_memory(s: Scenario) -> None:
     """Refuse a layout whose training state does not fit, naming the field to change and how (and a PPO critic's
     on its own GPUs, algorithm.critic_gpus)."""
-    if s.algorithm.name == "ppo" and (s.algorithm.critic_gpus or s.algorithm.critic_with_reward):
-        view = s.critic_pool_view() if s.algorithm.critic_gpus else s.pool_view(int(s.reward.num_gpus or 1))
+    if s.critic_pool_gpus:
+        view = s.pool_view(s.critic_pool_gpus)
         crit = memory(view, s.critic)
         if not crit.fits:
             raise ScenarioError(

@@ -89,9 +89,14 @@ class Scenario:
         )
         return dataclasses.replace(self, hardware=hw)
 
-    def critic_pool_view(self) -> Scenario:
-        """The critic's own pool (algorithm.critic_gpus)."""
-        return self.pool_view(int(self.algorithm.critic_gpus or 0))
+    @property
+    def critic_pool_gpus(self) -> int:
+        """GPUs a PPO critic has apart from the training pool: its own (algorithm.critic_gpus), the reward model's
+        (algorithm.critic_with_reward), else 0 (it runs on the training pool)."""
+        alg = self.algorithm
+        if alg.name != "ppo":
+            return 0
+        return int(alg.critic_gpus or (self.reward.num_gpus if alg.critic_with_reward else 0) or 0)
 
     @property
     def num_replicas(self) -> int:
