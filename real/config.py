@@ -52,7 +52,8 @@ class TrainConfig:
     gamma: float = 1.0  # PPO: GAE discount
     lam: float = 0.95  # PPO: GAE lambda
     value_clip: float = 0.2  # PPO: value clip
-    critic_lr: float = 3e-3  # PPO: critic learning rate
+    critic_lr: float = 3e-3  # PPO: critic learning rate at reference_batch
+    critic_lr_rule: str = "none"  # PPO: how the critic's LR scales with B (frameworks leave it where it is set)
 
     @property
     def batch(self) -> int:
@@ -64,6 +65,8 @@ class TrainConfig:
             raise RealError(f"--algo {self.algo!r} is not one of {', '.join(ALGOS)}")
         if self.lr_rule not in LR_RULES:
             raise RealError(f"--lr-rule {self.lr_rule!r} is not one of {', '.join(LR_RULES)}")
+        if self.critic_lr_rule not in LR_RULES:
+            raise RealError(f"--critic-lr-rule {self.critic_lr_rule!r} is not one of {', '.join(LR_RULES)}")
         for name in (
             "prompts_per_step",
             "group_size",
@@ -83,6 +86,8 @@ class TrainConfig:
             raise RealError(f"--reference-batch ({self.reference_batch}) must be at least 1")
         if not self.lr0 > 0:
             raise RealError(f"--lr0 ({self.lr0}) must be positive")
+        if not self.critic_lr > 0:
+            raise RealError(f"--critic-lr ({self.critic_lr}) must be positive")
         if not self.temperature > 0:
             raise RealError(f"--temperature ({self.temperature}) must be positive")
         lo, hi = EVAL_METRIC_RANGE
@@ -132,6 +137,13 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lr-rule", default=d.lr_rule, choices=LR_RULES)
     p.add_argument("--lr0", type=float, default=d.lr0, help="learning rate at --reference-batch responses")
     p.add_argument("--reference-batch", type=int, default=d.reference_batch)
+    p.add_argument("--critic-lr", type=float, default=d.critic_lr, help="PPO: critic LR at --reference-batch")
+    p.add_argument(
+        "--critic-lr-rule",
+        default=d.critic_lr_rule,
+        choices=LR_RULES,
+        help="PPO: how the critic's LR scales with the batch (default none: verl and OpenRLHF leave it as set)",
+    )
     p.add_argument("--scale-adam-betas", action="store_true", help="1 - beta -> k (1 - beta) with the batch")
     p.add_argument("--target", type=float, default=None, help="stop when eval accuracy (0..1) reaches this")
     p.add_argument("--max-steps", type=int, default=d.max_steps)

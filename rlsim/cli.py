@@ -32,6 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rlsim.answer import Answer, gpu_hours, hours
+from rlsim.answer import samples as samples_text
 from rlsim.errors import RlsimError
 from rlsim.files import atomic_write
 from rlsim.footprint import LONG_S, Footprint
@@ -69,22 +71,23 @@ def _fmt_table(summary: dict[str, Any]) -> str:
     for pool, u in summary["utilization"].items():
         rows.append((f"utilization {pool}", f"{u * 100:.1f}% of {summary['gpus_per_pool'][pool]} GPUs"))
     if summary.get("time_to_target_s") is not None:
-        band = summary.get("time_to_target_band_s")
-        ttt = _hours(summary["time_to_target_s"])
+        answer = Answer.of(summary)
         rows += [
             ("target", f"{summary['target']:g}"),
-            ("samples to target", f"{summary['samples_to_target']:,.0f} (median over seeds)"),
-            ("time to target", ttt + (f" (band {_hours(band[0])} .. {_hours(band[1])})" if band else "")),
-            ("GPU-hours to target", f"{summary['gpu_hours_to_target']:.4g}"),
+            ("samples to target", f"{samples_text(summary['samples_to_target'])} (median over seeds)"),
+            ("time to target", answer.time_text),
+            ("GPU-hours to target", gpu_hours(summary["gpu_hours_to_target"])),
             (
                 "seeds reaching it",
-                f"{summary['probability_reaching_target']:.0%} within {summary['budget_samples']:,.0f} samples; "
-                f"those in {summary['samples_to_target_if_reached']:,.0f} samples, "
-                f"{_hours(summary['time_to_target_if_reached_s'])}",
+                f"{summary['probability_reaching_target']:.0%} within {samples_text(summary['budget_samples'])} "
+                f"samples; those in {samples_text(summary['samples_to_target_if_reached'])} samples, "
+                f"{hours(summary['time_to_target_if_reached_s'])}",
             ),
         ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    if summary.get("time_to_target_s") is not None:  # the answer first, then what it is made of
+        lines = [f"answer: {Answer.of(summary).sentence()}", "", *lines]
     step = summary["step_time_s"]
     lines.append("")
     lines.append(f"{'phase':<{width}}  {'s/step':>9}  {'share':>6}")
@@ -100,8 +103,8 @@ def _fmt_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)  # warnings go to stderr once (cmd_run), not into the table
 
 
-def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds:.1f} s"
+def _finite_or_none(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
 def _non_finite(obj: Any, path: str = "") -> tuple[str, float] | None:
@@ -156,7 +159,7 @@ def _say_if_long(fp: Footprint) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from rlsim.profile import load_profile
     from rlsim.scenario import parse_overrides
-    from rlsim.simulation import configure, simulate_configured
+    from rlsim.simulation import configure, planned_steps, simulate_configured
 
     overrides = parse_overrides(args.set or [])
     profile = load_profile(args.profile) if args.profile else None
@@ -165,7 +168,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     scenario = configure(args.scenario, profile, overrides)
     if args.output is not None and args.output.exists() and not args.output.is_dir():
         raise _Usage(f"-o {args.output}: exists and is not a directory; give a directory path")
-    progress, close = _progress_bar(scenario.run.steps, sys.stderr.isatty() and not args.json)
+    progress, close = _progress_bar(planned_steps(scenario), sys.stderr.isatty() and not args.json)
     try:
         # the band costs extra runs only when there is a learning model (the scenario's or the profile's)
         result = simulate_configured(scenario, profile, progress=progress, with_band=True, before=_say_if_long)
@@ -259,10 +262,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
         if c in table
     ]
+    if "error" in view and table["error"].isna().all():
+        view.remove("error")  # a column of nothing says nothing
     shown = table[view].copy()
-    if "time_to_target_s" in shown:
-        shown["time_to_target_s"] = shown["time_to_target_s"] / 3600
-        shown = shown.rename(columns={"time_to_target_s": "time_to_target_h"})
+    if "time_to_target_s" in shown:  # each row's answer as run, decide and plan print it (rlsim.answer)
+        answers = [Answer.of(row) for _, row in table.iterrows()]
+        shown["time_to_target_s"] = [a.time_text if a.time_to_target_s is not None else "-" for a in answers]
+        shown = shown.rename(columns={"time_to_target_s": "time_to_target (band)"})
+    for col in ("samples_to_target", "gpu_hours_to_target"):
+        if col in shown:
+            shown[col] = [samples_text(_finite_or_none(x)) for x in shown[col]]
     print(shown.to_string(index=False, float_format=lambda x: f"{x:,.2f}"))
     if args.output is not None:
         out = args.output

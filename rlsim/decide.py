@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from rlsim.answer import Answer, hours
 from rlsim.learning import LearningModelError
 from rlsim.profile import Profile
 from rlsim.result import SimResult
@@ -54,26 +55,27 @@ class Decision:
         }
 
     def text(self) -> str:
-        d = self.as_dict()
-        b, c = d["baseline"], d["candidate"]
-
-        def hours(x: float) -> str:
-            return f"{x / 3600:.2f} h"
-
+        """The verdict first, in a sentence, then each side's answer (rlsim.answer) and the rule's three ratios."""
+        ab, ac = Answer.of(self.baseline), Answer.of(self.candidate)
+        if self.verdict:
+            head = (
+                f"verdict: yes - the candidate reaches the target in {hours(ac.time_to_target_s)} against "
+                f"{hours(ab.time_to_target_s)} ({self.speedup:.2f}x sooner): its throughput gain "
+                f"{self.throughput_ratio:.2f}x exceeds its samples penalty {self.samples_ratio:.2f}x"
+            )
+        else:
+            head = (
+                f"verdict: no - the candidate needs {hours(ac.time_to_target_s)} against the baseline's "
+                f"{hours(ab.time_to_target_s)}: its throughput gain {self.throughput_ratio:.2f}x does not exceed its "
+                f"samples penalty {self.samples_ratio:.2f}x"
+            )
         lines = [
-            f"baseline  {_fmt(self.baseline_overrides)}: {b['samples_per_s']:.2f} samples/s, N* = "
-            f"{b['samples_to_target']:,.0f} samples, time-to-target {hours(b['time_to_target_s'])}",
-            f"candidate {_fmt(self.candidate_overrides)}: {c['samples_per_s']:.2f} samples/s, N* = "
-            f"{c['samples_to_target']:,.0f} samples, time-to-target {hours(c['time_to_target_s'])}",
+            head,
+            f"baseline  {_fmt(self.baseline_overrides)}: {ab.sentence()}",
+            f"candidate {_fmt(self.candidate_overrides)}: {ac.sentence()}",
             f"throughput gain q_c/q_b   = {self.throughput_ratio:.3f}",
             f"samples penalty N*_c/N*_b = {self.samples_ratio:.3f}",
             f"speedup (gain / penalty)  = {self.speedup:.3f}",
-            f"verdict: {d['verdict']} - the candidate "
-            + (
-                "reaches the target sooner: its throughput gain exceeds its samples penalty"
-                if self.verdict
-                else "is not faster: its throughput gain does not exceed its samples penalty"
-            ),
         ]
         return "\n".join(lines)
 
@@ -87,6 +89,7 @@ def _side(summary: dict[str, Any]) -> dict[str, Any]:
         "time_to_target_s",
         "time_to_target_band_s",
         "gpu_hours_to_target",
+        "time_to_target_extrapolated",
         "samples_multiplier",
         "responses_per_step",
         "gpu",

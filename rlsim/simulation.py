@@ -86,7 +86,8 @@ def simulate(
     the result carries time-to-target; ``with_band`` adds its band (extra runs). The profile is applied here and
     only here (:func:`configure`, then :func:`simulate_configured`); the keys of ``overrides`` and ``explicit``
     (dotted keys a caller already set on ``scenario``, e.g. from ``--set``) win over its learning section.
-    ``to_target``: run to the target when there is a learning model (``run.until_target``), as a sweep does.
+    With a learning model the run goes to the target unless ``run.until_target`` is false
+    (:func:`resolve_until_target`); ``to_target`` forces it, as a sweep does.
     Before anything is simulated, the run's memory and time are estimated (rlsim.footprint): a run larger than
     the machine's available memory is refused (FootprintError), and ``before(footprint)`` is called with the
     estimate (the CLI says when it is long).
@@ -106,8 +107,7 @@ def simulate_configured(
 ) -> SimResult:
     """Simulate a scenario as :func:`configure` built it (the profile's learning and length models already in):
     the profile's fitted cost coefficients and range warnings apply here; nothing is validated again."""
-    if to_target and scn.learning.metric is not None and not scn.run.until_target:
-        scn = dataclasses.replace(scn, run=dataclasses.replace(scn.run, until_target=True))
+    scn = resolve_until_target(scn, to_target)
     n_star = _samples_to_target(scn)
     run_scn = _with_steps_to_target(scn, n_star)
     fp = footprint(run_scn, with_band and n_star is not None)
@@ -118,6 +118,24 @@ def simulate_configured(
     if with_band and result.time_to_target is not None:
         result.band_s = _band(run_scn, costs, profile, n_star, result)
     return result
+
+
+def resolve_until_target(scn: Scenario, to_target: bool = False) -> Scenario:
+    """``run.until_target`` made a bool: true with ``to_target`` (sweep, decide, plan) or when unset (None) and the
+    scenario has a learning model, so every command answers from the same simulated steps; an explicit false
+    keeps ``run.steps`` (the rest extrapolated, and the result says so)."""
+    has_model = scn.learning.metric is not None
+    until = scn.run.until_target
+    until = True if to_target and has_model else (has_model if until is None else until)
+    if until == scn.run.until_target:
+        return scn
+    return dataclasses.replace(scn, run=dataclasses.replace(scn.run, until_target=until))
+
+
+def planned_steps(scn: Scenario) -> int:
+    """The steps :func:`simulate_configured` will run for ``scn`` (to the target where it goes there)."""
+    scn = resolve_until_target(scn)
+    return _with_steps_to_target(scn, _samples_to_target(scn)).run.steps
 
 
 def footprint(scn: Scenario, with_band: bool = False) -> Footprint:
@@ -267,8 +285,7 @@ def simulate_learning_variants(
         return [simulate_configured(scn, profile, with_band=with_band, to_target=True) for scn in scns]
     runs = []
     for scn in scns:
-        if scn.learning.metric is not None and not scn.run.until_target:
-            scn = dataclasses.replace(scn, run=dataclasses.replace(scn.run, until_target=True))
+        scn = resolve_until_target(scn, to_target=True)
         n_star = _samples_to_target(scn)
         runs.append((n_star, _with_steps_to_target(scn, n_star)))
     longest = max((run_scn for _, run_scn in runs), key=lambda r: r.run.steps)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from rlsim.answer import Answer
 from rlsim.plan.search import PlanResult
 
 TIE = 0.01  # speedups and gains within 1% of 1 are a tie (the screen is good to about 2%)
@@ -45,13 +46,7 @@ def _describe(row: pd.Series) -> str:
 
 
 def _numbers(row: pd.Series) -> str:
-    text = (
-        f"{row['samples_per_s']:.2f} samples/s, N* = {row['samples_to_target']:,.0f} samples, time-to-target "
-        f"{row['time_to_target_s'] / 3600:.2f} h, {row['gpu_hours_to_target']:,.0f} GPU-h"
-    )
-    if isinstance(row.get("cost_usd"), (int, float)) and not pd.isna(row["cost_usd"]):
-        text += f", ${row['cost_usd']:,.0f}"
-    return text
+    return Answer.of(row).sentence()
 
 
 def _bound(row: pd.Series) -> str:

@@ -416,8 +416,10 @@ class Costs:
 class Run:
     steps: int = field(default=20, metadata=bounds(ge=1, le=1_000_000))
     seed: int = field(default=0, metadata=bounds(ge=0, le=2**63 - 1))
-    # simulate until the predicted metric reaches learning.target (at most max_steps) instead of `steps`
-    until_target: bool = False
+    # simulate until the predicted metric reaches learning.target (at most max_steps) instead of `steps`; None
+    # (unset): to the target when there is a learning model, so run, decide, sweep and plan give one answer; false:
+    # `steps` steps, the rest of the way extrapolated at the steady-state step time (the result says so)
+    until_target: bool | None = None
     max_steps: int = field(default=100_000, metadata=bounds(ge=1, le=1_000_000))
     band_seeds: int = field(default=3, metadata=bounds(ge=1, le=100))  # simulation seeds for the band
 

@@ -49,12 +49,12 @@ def test_p_1e7_with_g_1e5_is_one_line_and_exit_2_before_any_allocation():
 
 def test_simulate_hands_the_estimate_over_before_it_runs(monkeypatch, capsys):
     seen = []
-    result = simulate(SCENARIO, overrides=["run.steps=3"], before=seen.append)
+    result = simulate(SCENARIO, overrides=["run.steps=3", "run.until_target=false"], before=seen.append)
     assert len(seen) == 1 and seen[0].steps == 3
     assert seen[0].responses_per_step == result.scenario.workload.responses_per_step
     # the CLI announces a run whose estimate is long (here: any run, with the threshold at zero) on stderr
     monkeypatch.setattr(cli, "LONG_S", 0.0)
-    assert cli.main(["run", str(SCENARIO), "--set", "run.steps=3", "--json"]) == 0
+    assert cli.main(["run", str(SCENARIO), "--set", "run.steps=3", "--set", "run.until_target=false", "--json"]) == 0
     captured = capsys.readouterr()
     assert "rlsim: note:" in captured.err and "responses per step" in captured.err
     assert captured.out.lstrip().startswith("{")  # the note stays out of the JSON

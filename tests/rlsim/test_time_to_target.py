@@ -66,7 +66,7 @@ def test_time_to_target_is_the_wall_clock_of_the_step_reaching_n_star():
 
 def test_short_run_extrapolates_and_says_so():
     full = rlsim.simulate(PAPER, overrides={"run.until_target": True}).summary()
-    short = rlsim.simulate(PAPER, overrides={"run.steps": 20})
+    short = rlsim.simulate(PAPER, overrides={"run.steps": 20, "run.until_target": False})
     s = short.summary()
     assert s["time_to_target_extrapolated"] is True
     assert any("extrapolated" in w for w in s["warnings"])

@@ -38,7 +38,10 @@ GOLDEN = Path(__file__).resolve().parent
 HASHED = ("runlog.jsonl", "trace.json", "scenario.resolved.yaml", "summary.json")
 # case -> (scenario file stem, --set overrides): short variants that exercise preemption
 EXTRA = {
-    "paper_grpo_p2048_preempting": ("paper_grpo", ("workload.prompts_per_step=2048", "run.steps=4")),
+    "paper_grpo_p2048_preempting": (
+        "paper_grpo",
+        ("workload.prompts_per_step=2048", "run.steps=4", "run.until_target=false"),
+    ),
     "dense8b_colocated_rounds_preempting": (
         "dense8b_h100_colocated",
         (
