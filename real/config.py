@@ -59,6 +59,13 @@ class TrainConfig:
     def batch(self) -> int:
         return self.prompts_per_step * self.group_size
 
+    @property
+    def critic_lr_at_batch(self) -> float:
+        """PPO: the critic's Adam LR at this run's batch (``critic_lr`` at ``reference_batch``, by its rule)."""
+        from rlsim.learning import lr_scale
+
+        return self.critic_lr * lr_scale(self.critic_lr_rule, self.batch, self.reference_batch)
+
     def validate(self) -> None:
         """Raise RealError on the first bad value: one line naming the flag, the value and the rule."""
         if self.algo not in ALGOS:

@@ -126,8 +126,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
     critic = critic_opt = None
     if cfg.algo == "ppo":
         critic = Critic(model_dir)
-        critic_lr = cfg.critic_lr * lr_scale(cfg.critic_lr_rule, cfg.batch, cfg.reference_batch)
-        critic_opt = torch.optim.Adam(critic.modules.parameters(), lr=critic_lr)
+        critic_opt = torch.optim.Adam(critic.modules.parameters(), lr=cfg.critic_lr_at_batch)
 
     data_rng = random.Random(cfg.seed)
     start_step, wall_s, best = 1, 0.0, None

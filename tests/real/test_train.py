@@ -172,6 +172,7 @@ def test_a_bad_stop_hook_is_refused_before_anything_is_written(tmp_path, monkeyp
         (["--model", "/nonexistent/model"], "model folder '/nonexistent/model' does not exist"),
         (["--group-size", "1"], "at least 2 for grpo"),
         (["--max-time-s", "0"], "--max-time-s (0) must be a positive number of seconds"),
+        (["--critic-lr", "0"], "--critic-lr (0.0) must be positive"),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path, extra, match):
@@ -205,6 +206,17 @@ def test_targets_inside_the_accuracy_range_are_accepted():
         TrainConfig(target=target).validate()
     with pytest.raises(RealError, match=r"--target 5 is outside the eval metric's range 0\.\.1"):
         TrainConfig(target=5).validate()
+
+
+def test_the_critic_lr_follows_its_own_rule():
+    """PPO's critic keeps its LR at every batch unless told (verl and OpenRLHF leave it where it is set); with
+    --critic-lr-rule sqrt it scales like the actor's."""
+    at = dict(prompts_per_step=32, group_size=8, reference_batch=128, critic_lr=3e-3)  # B = 256 = 2x
+    assert TrainConfig(**at).critic_lr_at_batch == pytest.approx(3e-3)
+    assert TrainConfig(**at, critic_lr_rule="sqrt").critic_lr_at_batch == pytest.approx(3e-3 * 2**0.5)
+    assert TrainConfig(**at, critic_lr_rule="linear").critic_lr_at_batch == pytest.approx(6e-3)
+    with pytest.raises(RealError, match="--critic-lr-rule 'cubic' is not one of sqrt, linear, none"):
+        TrainConfig(critic_lr_rule="cubic").validate()
 
 
 def test_train_prints_only_its_json_summary_on_stdout(tmp_path):
