@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import shutil
 from pathlib import Path
@@ -27,6 +28,7 @@ import pandas as pd
 import yaml
 
 from rlsim import __version__
+from rlsim.answer import Answer, gpu_hours, hours, samples
 from rlsim.errors import RlsimError
 from rlsim.files import read_json, read_text, read_yaml_mapping
 from rlsim.phases import TIMED_PHASES, Phase
@@ -41,6 +43,9 @@ PHASE_COLORS = {
     Phase.TRAIN_CRITIC.value: "#B279A2",
     Phase.WEIGHT_SYNC.value: "#FF9DA6",
 }
+# series colours (plotly's default sequence): the same series keeps its colour on every figure of a page
+SERIES_COLORS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880")
+
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1100px;
        color: #222; }
@@ -48,6 +53,8 @@ h1 { font-size: 1.6em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 
 table { border-collapse: collapse; font-size: 0.85em; } td, th { border: 1px solid #ddd; padding: 3px 8px; }
 th { background: #f5f5f5; text-align: left; } .note { color: #555; font-size: 0.9em; }
 pre { background: #f7f7f7; padding: 0.8em; font-size: 0.8em; overflow-x: auto; }
+.answer { font-size: 1.1em; background: #eef5fb; border-left: 4px solid #4C78A8; padding: 0.6em 0.9em; }
+.wide { overflow-x: auto; max-width: 100%; }
 """
 
 
@@ -97,6 +104,8 @@ def sweep_figures(
     figs = []
     group_keys = [k for k in grid if k not in ("workload.prompts_per_step", "workload.group_size")]
     ok["series"] = ok.apply(lambda r: _label(r, group_keys) or "all", axis=1)
+    # one colour per series (LR rule, GPU, ...) on every figure of the page
+    colour = {name: SERIES_COLORS[i % len(SERIES_COLORS)] for i, name in enumerate(dict.fromkeys(ok["series"]))}
     has_target = ok["time_to_target_s"].notna().any()
 
     if has_target:
@@ -110,6 +119,7 @@ def sweep_figures(
                     y=hours,
                     mode="lines+markers",
                     name=name,
+                    line={"color": colour[name]},
                     error_y={
                         "type": "data",
                         "symmetric": False,
@@ -154,13 +164,17 @@ def sweep_figures(
                 go.Scatter(
                     x=g["penalty"],
                     y=g["gain"],
-                    mode="markers+text",
+                    mode="markers",
                     name=name,
+                    marker={"color": colour[name], "size": 9},
                     text=[f"P={p}" for p in g["prompts_per_step"]],
-                    textposition="top center",
                     hovertemplate="penalty %{x:.2f}, gain %{y:.2f}<extra>%{fullData.name} %{text}</extra>",
                 )
             )
+        # one label per cluster of points (within 10% on both axes), naming every P in it, so labels never overlap
+        for (x, y), names, shift in _place_labels(_label_clusters(ok)):
+            fig.add_annotation(x=math.log10(x), y=math.log10(y), text=names, showarrow=False, yshift=shift,
+                               font={"size": 10})  # fmt: skip
         fig.update_layout(
             title=f"Throughput gain vs samples penalty (reference: {_label(ref, list(grid))})",
             xaxis={"title": "samples penalty N*/N*_ref", "type": "log"},
@@ -263,8 +277,9 @@ def sweep_figures(
     return figs
 
 
-def run_figures(steps: pd.DataFrame) -> list[tuple[str, str, Any]]:
+def run_figures(steps: pd.DataFrame, summary: dict[str, Any] | None = None) -> list[tuple[str, str, Any]]:
     go, _ = _plotly()
+    summary = summary or {}
     figs = []
     fig = go.Figure()
     for phase in TIMED_PHASES:
@@ -273,13 +288,148 @@ def run_figures(steps: pd.DataFrame) -> list[tuple[str, str, Any]]:
             fig.add_trace(
                 go.Bar(x=steps["step"], y=steps[col], name=phase.value, marker_color=PHASE_COLORS.get(phase.value))
             )
-    fig.update_layout(barmode="stack", title="Seconds per phase, per step", xaxis={"title": "step"})
-    figs.append(("Phase breakdown per step", "", fig))
+    if "step_time_s" in steps:
+        fig.add_trace(
+            go.Scatter(x=steps["step"], y=steps["step_time_s"], name="step time", mode="lines",
+                       line={"color": "black", "width": 2})
+        )  # fmt: skip
+    fig.update_layout(
+        barmode="stack",
+        title="Seconds per phase, per step, and the step time",
+        xaxis={"title": "step"},
+        yaxis={"title": "seconds"},
+    )
+    overlap = sum((summary.get("phase_time_s") or {}).values()) > 1.005 * summary.get("step_time_s", float("inf"))
+    caption = (
+        "Phases that run at the same time (generation and training under an async schedule or on separate GPU "
+        "pools) overlap within a step, so the bars stack above the step time (the black line)."
+        if overlap
+        else "The phases run one after another: the bars add up to the step time (the black line)."
+    )
+    figs.append(("Phase breakdown per step", caption, fig))
     if "eval_metric" in steps and steps["eval_metric"].notna().any():
-        fig = go.Figure(go.Scatter(x=steps["wall_s"] / 3600, y=steps["eval_metric"], mode="lines"))
-        fig.update_layout(title="Predicted metric vs wall-clock", xaxis={"title": "hours"})
-        figs.append(("Metric vs wall-clock", "", fig))
+        fig = go.Figure(
+            go.Scatter(x=steps["wall_s"] / 3600, y=steps["eval_metric"], mode="lines", name="predicted metric")
+        )
+        target = summary.get("target")
+        if isinstance(target, (int, float)):
+            fig.add_hline(
+                y=target, line_dash="dash", line_color="#E45756", annotation_text=f"target {target:g}",
+                annotation_position="top left",
+            )  # fmt: skip
+        ttt = summary.get("time_to_target_s")
+        if isinstance(ttt, (int, float)):
+            fig.add_vline(
+                x=ttt / 3600, line_dash="dot", line_color="#555", annotation_text=f"reached at {hours(ttt)}",
+                annotation_position="bottom left",
+            )  # fmt: skip
+        fig.update_layout(
+            title="Predicted metric vs wall-clock",
+            xaxis={"title": "wall-clock (hours)"},
+            yaxis={"title": "predicted eval metric"},
+        )
+        caption = "The learning model's metric along the simulated steps; the dashed line is the target."
+        if summary.get("time_to_target_extrapolated"):
+            caption += " The run stopped before the target: the time to it is extrapolated at the steady step time."
+        figs.append(("Metric vs wall-clock", caption, fig))
     return figs
+
+
+def run_answer_html(summary: dict[str, Any]) -> str:
+    """The run's answer first: one sentence, then a small table in human units (rlsim.answer)."""
+    a = Answer.of(summary)
+    rows = [
+        ("batch", f"P={summary.get('prompts_per_step')} x G={summary.get('group_size')} = "
+                  f"{summary.get('responses_per_step')} responses per step"),
+        ("hardware", f"{summary.get('num_gpus')} x {summary.get('gpu')}, {summary.get('schedule')}"),
+    ]  # fmt: skip
+    if a.time_to_target_s is not None:
+        rows += [
+            ("time to target", a.time_text),
+            ("target", f"{summary.get('target'):g}" if isinstance(summary.get("target"), (int, float)) else "-"),
+            ("samples to target", f"{samples(a.samples_to_target)} (median over seeds)"),
+            ("GPU-hours to target", gpu_hours(a.gpu_hours_to_target)),
+        ]
+        if isinstance(summary.get("probability_reaching_target"), (int, float)):
+            rows.append(("seeds reaching it", f"{summary['probability_reaching_target']:.0%} within the run's budget"))
+    rows += [
+        ("throughput", f"{a.samples_per_s:,.2f} samples/s"),
+        ("step time", f"{summary.get('step_time_s', float('nan')):,.1f} s (steady state)"),
+        ("steps simulated", f"{summary.get('steps')}"),
+    ]
+    body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+    return f"<p class='answer'>{html.escape(a.sentence())}</p><table>{body}</table>"
+
+
+def sweep_answer_html(table: pd.DataFrame, scenario: dict[str, Any]) -> str:
+    """The sweep's answer first: the fastest configuration against the scenario's own, in a sentence."""
+    ok = table[table["error"].isna() & table["time_to_target_s"].notna()] if "time_to_target_s" in table else None
+    if ok is None or ok.empty:
+        best = table[table["error"].isna()].sort_values("samples_per_s", ascending=False)
+        if best.empty:
+            return "<p class='answer'>Every configuration failed; see the error column.</p>"
+        return f"<p class='answer'>Highest throughput: {html.escape(_config_text(best.iloc[0]))}.</p>"
+    best = ok.sort_values("time_to_target_s").iloc[0]
+    ref = _reference_row(table, scenario)
+    text = f"Fastest to the target: {_config_text(best)}: {Answer.of(best).sentence()}."
+    if ref is not None and ref["config"] != best["config"] and pd.notna(ref.get("time_to_target_s")):
+        q = best["samples_per_s"] / ref["samples_per_s"]
+        n = best["samples_to_target"] / ref["samples_to_target"]
+        text += (
+            f" The scenario's own configuration ({_config_text(ref)}) needs {hours(ref['time_to_target_s'])}: "
+            f"the faster one's throughput gain {q:.2f}x over its samples penalty {n:.2f}x."
+        )
+    return f"<p class='answer'>{html.escape(text)}</p>"
+
+
+def _label_clusters(ok: pd.DataFrame, tol: float = 0.1) -> list[tuple[tuple[float, float], str]]:
+    """Points of the decision figure grouped where they would overprint (within ``tol`` in log10 on both axes,
+    after sorting by penalty): each group's first point and the P values of all its points."""
+    pts = ok.sort_values(["penalty", "gain"])[["penalty", "gain", "prompts_per_step"]].to_numpy()
+    groups: list[list] = []
+    for x, y, p in pts:
+        for g in groups:
+            gx, gy = g[0][0], g[0][1]
+            if abs(math.log10(x / gx)) < tol and abs(math.log10(y / gy)) < tol:
+                g.append((x, y, p))
+                break
+        else:
+            groups.append([(x, y, p)])
+    out = []
+    for g in groups:
+        ps = sorted({int(p) for _, _, p in g})
+        out.append(((g[0][0], g[0][1]), "P=" + ", ".join(str(p) for p in ps)))
+    return out
+
+
+def _place_labels(clusters: list[tuple[tuple[float, float], str]]) -> list[tuple[tuple[float, float], str, int]]:
+    """Each cluster's label above its point, or below, or further above, whichever first keeps clear of the
+    labels and points already placed (in decades of the log axes: a label is about 0.35 wide and 0.1 high)."""
+    points = [(math.log10(x), math.log10(y)) for (x, y), _ in clusters]
+    placed: list[tuple[float, float]] = []  # label centres
+    out = []
+    for ((x, y), names), (lx, ly) in sorted(zip(clusters, points), key=lambda c: (-c[1][1], c[1][0])):
+        width = 0.02 * len(names)
+        options = ((12, 0.07), (-14, -0.08), (26, 0.15), (-28, -0.16))
+        chosen = options[0]
+        for option in options:
+            cy = ly + option[1]
+            clear = all(abs(cx - lx) > (width + 0.1) or abs(py - cy) > 0.09 for cx, py in placed)
+            clear = clear and all(abs(px - lx) > width / 2 or abs(py - cy) > 0.05 for px, py in points)
+            if clear:
+                chosen = option
+                break
+        placed.append((lx, ly + chosen[1]))
+        out.append(((x, y), names, chosen[0]))
+    return out
+
+
+def _config_text(row: pd.Series) -> str:
+    parts = [f"P={int(row['prompts_per_step'])}"] if "prompts_per_step" in row else []
+    for key, name in (("lr_rule", "LR"), ("gpu", "on")):
+        if key in row and pd.notna(row[key]):
+            parts.append(f"{name} {row[key]}")
+    return ", ".join(parts) or f"config {row['config']}"
 
 
 # ---------------------------------------------------------------------------------------------- page
@@ -327,11 +477,21 @@ def _table_html(table: pd.DataFrame) -> str:
         )
         if c in table
     ]
+    if "error" in cols and table["error"].isna().all():
+        cols.remove("error")  # a column of nothing says nothing
     view = table[cols].copy()
     if "time_to_target_s" in view:
-        view["time_to_target_s"] = (view["time_to_target_s"] / 3600).round(2)
-        view = view.rename(columns={"time_to_target_s": "time_to_target_h"})
-    return view.to_html(index=False, float_format=lambda x: f"{x:,.2f}", na_rep="-", border=0)
+        view["time_to_target_s"] = [Answer.of(r).time_text for _, r in table.iterrows()]
+        view = view.rename(columns={"time_to_target_s": "time to target (band)"})
+    for col in ("samples_to_target", "gpu_hours_to_target", "generation_tokens_per_s"):
+        if col in view:
+            view[col] = [samples(x) if pd.notna(x) else "-" for x in view[col]]
+    view = view.rename(columns={c: c.replace("_", " ") for c in view.columns})
+    return (
+        "<div class='wide'>"
+        + view.to_html(index=False, float_format=lambda x: f"{x:,.2f}", na_rep="-", border=0)
+        + "</div>"
+    )
 
 
 # the columns the report reads from each table (what rlsim sweep / run -o write)
@@ -391,22 +551,14 @@ def build_report(directory: str | Path) -> tuple[str, list[tuple[str, Any]]]:
         engines = _read_table(d / "engine_curves.csv") if (d / "engine_curves.csv").is_file() else pd.DataFrame()
         figs = sweep_figures(table, curves, engines, scenario, meta.get("grid", {}))
         title = f"rlsim sweep: {scenario.get('name')}"
-        summary_html = _table_html(table)
+        summary_html = sweep_answer_html(table, scenario) + _table_html(table)
     elif (d / "summary.json").is_file() and (d / "steps.csv").is_file():
         meta = read_json(d / "summary.json", _RERUN)
         scenario = read_yaml_mapping(d / "scenario.resolved.yaml", _RERUN)
         steps = meta.get("steps")
-        figs = run_figures(_read_table(d / "steps.csv", steps if isinstance(steps, int) else None))
+        figs = run_figures(_read_table(d / "steps.csv", steps if isinstance(steps, int) else None), meta)
         title = f"rlsim run: {scenario.get('name')}"
-        keys = (
-            "step_time_s",
-            "samples_per_s",
-            "generation_tokens_per_s",
-            "tokens_per_s_per_gpu",
-            "samples_to_target",
-            "time_to_target_s",
-        )
-        summary_html = "<table>" + "".join(f"<tr><th>{k}</th><td>{meta.get(k)}</td></tr>" for k in keys) + "</table>"
+        summary_html = run_answer_html(meta)
     else:
         raise ReportError(
             f"{d}: holds neither sweep.csv (from rlsim sweep -o) nor summary.json and steps.csv "
@@ -416,7 +568,7 @@ def build_report(directory: str | Path) -> tuple[str, list[tuple[str, Any]]]:
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
         f"<p class='note'>{html.escape(scenario.get('description', '') or '')}</p>",
-        "<h2>Summary</h2>",
+        "<h2>Answer</h2>",
         summary_html,
     ]
     for i, (name, caption, fig) in enumerate(figs):

@@ -176,11 +176,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         _print_text(result, lines)
     if args.output is not None:
-        written = write_plan(result, args.output, lines, command)
         out = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the JSON only
+        emitted: list[Path] = []
+        patch = None
         if args.emit and result.winner is not None:
-            written += _emit(result, args, out)
-        elif args.emit:
+            emitted, patch = _emit(result, args, out)
+        written = write_plan(result, args.output, lines, command, patch) + emitted
+        if args.emit and result.winner is None:
             print(f"\nnothing to emit for {args.emit}: no configuration meets the constraints", file=out)
         print(f"\nwrote {', '.join(str(p) for p in written)}", file=out)
     return 0
@@ -220,7 +222,8 @@ def _print_text(result: Any, lines: list[str]) -> None:
         print(f"note: {note}")
 
 
-def _emit(result: Any, args: argparse.Namespace, out: Any) -> list[Path]:
+def _emit(result: Any, args: argparse.Namespace, out: Any) -> tuple[list[Path], list[str]]:
+    """Write the winner in the framework's format; returns the files and the patch's lines for the report."""
     from rlsim.frameworks.config_import import framework_sets
     from rlsim.frameworks.emit import emit, write_emitted
     from rlsim.plan.output import winner_scenario
@@ -238,4 +241,5 @@ def _emit(result: Any, args: argparse.Namespace, out: Any) -> list[Path]:
         print(f"launch: {line}", file=out)
     for note in emitted.notes:
         print(f"note: {note}", file=out)
-    return written
+    patch = [f"# {args.emit} overrides for the winner", *emitted.overrides, *(f"# launch: {x}" for x in emitted.launch)]
+    return written, patch

@@ -29,7 +29,7 @@ TOO = {
 }
 
 
-def _describe(row: pd.Series) -> str:
+def describe(row: pd.Series) -> str:
     parts = [
         f"P={row['prompts_per_step']}",
         f"G={row['group_size']}",
@@ -99,7 +99,7 @@ def per_batch(result: PlanResult, against: int) -> pd.DataFrame:
                 "group_size": g,
                 "lr_rule": rule,
                 "config": int(best["config"]),
-                "configuration": _describe(best),
+                "configuration": describe(best),
                 "throughput_gain": r["gain"],
                 "samples_penalty": r["penalty"],
                 "speedup": r["speedup"],
@@ -116,9 +116,9 @@ def explain(result: PlanResult) -> list[str]:
     lines = []
     if base["status"] != "ok" or not base["feasible"]:
         why = base.get("infeasible_reason") or base.get("reason")
-        lines.append(f"your configuration ({_describe(base)}) is not feasible: {why}")
+        lines.append(f"your configuration ({describe(base)}) is not feasible: {why}")
     else:
-        lines.append(f"your configuration: {_describe(base)}")
+        lines.append(f"your configuration: {describe(base)}")
         lines.append(f"  {_numbers(base)} ({base['fidelity']} simulation)")
         lines.append(f"  {_bound(base)}")
     if result.winner is None:
@@ -128,7 +128,7 @@ def explain(result: PlanResult) -> list[str]:
     if result.winner == result.baseline:
         lines.append("the winner is your configuration: no configuration searched beats it")
     else:
-        lines.append(f"winner: {_describe(win)}")
+        lines.append(f"winner: {describe(win)}")
         lines.append(f"  {_numbers(win)} ({win['fidelity']} simulation)")
         lines.append(f"  {_bound(win)}")
         if base["status"] == "ok" and base["feasible"]:

@@ -22,8 +22,10 @@ import pandas as pd
 import yaml
 
 from rlsim import __version__
+from rlsim.answer import Answer, gpu_hours, samples
 from rlsim.files import atomic_write, atomic_write_text
 from rlsim.phases import TIMED_PHASES
+from rlsim.plan.explain import describe
 from rlsim.plan.search import PlanResult
 
 PLAN_COLUMNS = ("config", "status", "feasible", "objective", "time_to_target_s", "overrides")
@@ -173,8 +175,62 @@ def _figures(result: PlanResult) -> list[tuple[str, str, Any]]:
     return figs
 
 
-def plan_report(result: PlanResult, explanation: list[str], command: str) -> tuple[str, list[tuple[str, Any]]]:
-    """The HTML page of a plan and its (name, figure) pairs."""
+def answer_html(result: PlanResult, patch: list[str] | None = None) -> str:
+    """The plan's answer first: a sentence, yours against the recommendation in a small table, and the change to
+    make (the keys that differ, as --set flags, and the framework patch when --emit wrote one)."""
+    if result.winner is None:
+        return "<p class='answer'>No configuration meets the constraints; plan.csv says why each was refused.</p>"
+    base, win = result.row(result.baseline), result.row(result.winner)
+    ab, aw = Answer.of(base), Answer.of(win)
+    if result.winner == result.baseline:
+        text = f"Keep your configuration: no configuration searched beats it. {ab.sentence()}."
+    else:
+        faster = base["time_to_target_s"] / win["time_to_target_s"]
+        text = (
+            f"Run {describe(win)}: time-to-target {aw.time_text} against your {ab.time_text}, "
+            f"{faster:.2f}x sooner"
+            + (f", ${win['cost_usd']:,.0f} against ${base['cost_usd']:,.0f}" if ab.cost_usd and aw.cost_usd else "")
+            + "."
+        )
+    rows = [
+        ("time to target", ab.time_text, aw.time_text),
+        ("throughput", f"{ab.samples_per_s:,.2f} samples/s", f"{aw.samples_per_s:,.2f} samples/s"),
+        ("samples to target", samples(ab.samples_to_target), samples(aw.samples_to_target)),
+        ("GPU-hours", gpu_hours(ab.gpu_hours_to_target), gpu_hours(aw.gpu_hours_to_target)),
+        ("cost", *(f"${a.cost_usd:,.0f}" if a.cost_usd is not None else "-" for a in (ab, aw))),
+    ]
+    table = "<table><tr><th></th><th>yours</th><th>recommended</th></tr>" + "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(y)}</td><td>{html.escape(w)}</td></tr>" for k, y, w in rows
+    )
+    table += "</table>"
+    yours, theirs = result.overrides(result.baseline), result.overrides(result.winner)
+    changed = [k for k in theirs if theirs[k] != yours.get(k) and theirs[k] is not None]
+    out = f"<p class='answer'>{html.escape(text)}</p>{table}"
+    if changed:
+        out += "<h3>The change to make</h3><table><tr><th>key</th><th>yours</th><th>recommended</th></tr>"
+        out += "".join(
+            f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(yours.get(k, '-')))}</td>"
+            f"<td>{html.escape(str(theirs[k]))}</td></tr>"
+            for k in changed
+        )
+        flags = " ".join(f"--set {k}={_plain_text(theirs[k])}" for k in changed)
+        out += (
+            f"</table><p class='note'>To simulate it: <code>rlsim run {html.escape(result.scenario.name)}.yaml "
+            f"{html.escape(flags)}</code> (winner.yaml holds the whole scenario).</p>"
+        )
+    if patch:
+        out += "<h3>The patch for your framework</h3><pre>" + html.escape("\n".join(patch)) + "</pre>"
+    return out
+
+
+def _plain_text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def plan_report(
+    result: PlanResult, explanation: list[str], command: str, patch: list[str] | None = None
+) -> tuple[str, list[tuple[str, Any]]]:
+    """The HTML page of a plan and its (name, figure) pairs; ``patch``: the framework overrides --emit wrote."""
     figs = _figures(result)
     meta = plan_json(result, explanation, command)
     title = f"rlsim plan: {result.scenario.name} (objective {result.objective})"
@@ -195,7 +251,10 @@ def plan_report(result: PlanResult, explanation: list[str], command: str) -> tup
     parts = [
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{_css()}</style></head><body><h1>{html.escape(title)}</h1>",
-        "<h2>Answer</h2><pre>" + html.escape("\n".join(explanation)) + "</pre>",
+        "<h2>Answer</h2>" + answer_html(result, patch),
+        "<h2>Why</h2><details><summary>the whole explanation, as the terminal printed it</summary><pre>"
+        + html.escape("\n".join(explanation))
+        + "</pre></details>",
     ]
     for i, (name, caption, fig) in enumerate(figs):
         parts.append(f"<h2>{html.escape(name)}</h2><p class='note'>{html.escape(caption)}</p>")
@@ -221,7 +280,9 @@ def _css() -> str:
     return CSS
 
 
-def write_plan(result: PlanResult, out: Path, explanation: list[str], command: str) -> list[Path]:
+def write_plan(
+    result: PlanResult, out: Path, explanation: list[str], command: str, patch: list[str] | None = None
+) -> list[Path]:
     """Write the plan's files into ``out`` (module docstring); returns their paths."""
     out.mkdir(parents=True, exist_ok=True)
 
@@ -235,7 +296,7 @@ def write_plan(result: PlanResult, out: Path, explanation: list[str], command: s
     win = winner_scenario(result)
     if win is not None:
         files["winner.yaml"] = yaml.safe_dump(win, sort_keys=False)
-    files["report.html"] = plan_report(result, explanation, command)[0]
+    files["report.html"] = plan_report(result, explanation, command, patch)[0]
     for name, text in files.items():
         atomic_write_text(out / name, text)
     return [out / "plan.csv", *(out / name for name in files)]
