@@ -142,12 +142,14 @@ def write_outputs(result: Any, out: Path) -> list[Path]:
 
 
 def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
+    """Steps on stderr (rlsim.progress): a bar on a terminal, a line every 30 s off one; none with --json's
+    silence asked for or for a run under 50 steps."""
     if not enabled or total < 50:
         return None, lambda: None
-    from tqdm import tqdm
+    from rlsim.progress import Progress
 
-    bar = tqdm(total=total, unit="step", desc="simulating", file=sys.stderr, leave=False)
-    return (lambda n: bar.update(1)), bar.close
+    bar = Progress("simulating", "step", total)
+    return bar.step, bar.close
 
 
 def _say_if_long(fp: Footprint) -> None:
@@ -168,7 +170,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     scenario = configure(args.scenario, profile, overrides)
     if args.output is not None and args.output.exists() and not args.output.is_dir():
         raise _Usage(f"-o {args.output}: exists and is not a directory; give a directory path")
-    progress, close = _progress_bar(planned_steps(scenario), sys.stderr.isatty() and not args.json)
+    progress, close = _progress_bar(planned_steps(scenario), not args.json)
     try:
         # the band costs extra runs only when there is a learning model (the scenario's or the profile's)
         result = simulate_configured(scenario, profile, progress=progress, with_band=True, before=_say_if_long)

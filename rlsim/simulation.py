@@ -138,13 +138,20 @@ def planned_steps(scn: Scenario) -> int:
     return _with_steps_to_target(scn, _samples_to_target(scn)).run.steps
 
 
+def window(scn: Scenario) -> int:
+    """The batches a step's requests are simulated with: k + 1 under a streaming async schedule, else 1."""
+    k = scn.schedule.staleness
+    return k + 1 if k > 0 and scn.schedule.streaming else 1
+
+
 def footprint(scn: Scenario, with_band: bool = False) -> Footprint:
     """The checked estimate (rlsim.footprint) of simulating ``scn``'s steps, and with ``with_band`` the band's
     extra runs (one per extra seed, the nominal seed again, and two with shifted coefficients)."""
     steps = scn.run.steps
     if with_band:
         steps += (scn.run.band_seeds + 2) * min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness)
-    return check(estimate(scn.generated_per_step, steps))  # every generation round's requests are simulated
+    # every generation round's requests are simulated, each step's inside its streaming window
+    return check(estimate(scn.generated_per_step, steps, window(scn)))
 
 
 def _samples_to_target(scn: Scenario) -> SamplesToTarget | None:
@@ -212,7 +219,7 @@ def simulate_variants(scns: list[Scenario], profile: Profile | None = None) -> l
     if not scns:
         return []
     first = scns[0]
-    check(estimate(first.generated_per_step, first.run.steps))
+    check(estimate(first.generated_per_step, first.run.steps, window(first)))
     costs = profile.apply(first.costs) if profile is not None else first.costs
     base = _run(first, costs, profile, None)
     out = []

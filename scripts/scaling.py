@@ -40,6 +40,7 @@ from rlsim.machine_load import LoadMeter  # noqa: E402
 from rlsim.pipeline import step_requests  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "paper_grpo.yaml"
+ESTIMATES_START = "<!-- estimates: scripts/estimates.py -->"
 # (what varies, its values, the overrides for one value); the rest is the paper scenario at P = 128, 20 steps
 AXES = [
     ("steps", [10, 30, 100, 300], lambda v: {"run.steps": v}),
@@ -193,7 +194,10 @@ def main(argv: list[str] | None = None) -> int:
         spread = max(times[i]) / min(times[i])
         lines.append(f"| {name} | {v} | {med:.4f} | {spread:.2f} | {responses[i] / med:,.0f} |")
     lines += work_table(work, os.cpu_count() or 1)
-    args.output.write_text("\n".join(lines) + "\n")
+    kept = ""  # the estimate table scripts/estimates.py keeps in the same file
+    if args.output.is_file() and ESTIMATES_START in args.output.read_text():
+        kept = "\n" + args.output.read_text()[args.output.read_text().index(ESTIMATES_START) :]
+    args.output.write_text("\n".join(lines) + "\n" + kept)
     print("\n".join(lines))
     return 0
 

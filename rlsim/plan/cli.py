@@ -132,17 +132,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
             f"--assume-learning {args.assume_learning} and --profile {args.profile} (which has a fitted learning "
             "model) both give the learning model; drop one"
         )
-    bar = None
-    if sys.stderr.isatty() and not args.json:
-        from tqdm import tqdm
+    from rlsim.progress import Progress
 
-        bar = tqdm(unit="group", desc="plan", file=sys.stderr)
+    # screening, then the finalists simulated in full: each stage its own count (rlsim.progress)
+    bar = None if args.json else Progress("plan: screening", "group")
 
-    def progress(done: int, total: int) -> None:
-        if bar is not None:
-            bar.total = total
-            bar.n = done
-            bar.refresh()
+    def progress(done: int, total: int, stage: str = "screen") -> None:
+        if bar is None:
+            return
+        if stage == "finalists" and not bar.desc.endswith("in full"):
+            bar.stage("plan: finalists simulated in full", total)
+        bar.update(done, total)
 
     try:
         result = plan(

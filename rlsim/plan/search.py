@@ -130,7 +130,7 @@ def plan(
     executor: str = "local",
     address: str | None = None,
     workers: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[..., None] | None = None,  # (done, total[, stage]): "screen", then "finalists"
     explicit: Iterable[str] = (),
     finalists: int = FINALISTS,
 ) -> PlanResult:
@@ -204,7 +204,8 @@ def plan(
     full = sorted(set(chosen) | {baseline})
     full_tasks = [(base, i, configs[i].overrides, prof, explicit) for i in full]
     full_costs = [float(rows[i].get("samples_to_target") or 0.0) for i in full]  # responses simulated to target
-    for index, row in run_tasks(evaluate_full, full_tasks, executor, address, workers, None, full_costs):
+    finals = (lambda done, total: progress(done, total, "finalists")) if progress is not None else None
+    for index, row in run_tasks(evaluate_full, full_tasks, executor, address, workers, finals, full_costs):
         screened = rows[index]
         rows[index] = {
             **row,

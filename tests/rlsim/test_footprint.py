@@ -19,7 +19,22 @@ def test_the_estimate_grows_with_responses_and_steps():
     # memory follows the largest step's responses, not the steps; time follows both
     assert wide.memory_bytes - small.memory_bytes == pytest.approx(footprint.BYTES_PER_RESPONSE * 999_000)
     assert long.memory_bytes == small.memory_bytes
-    assert wide.seconds == pytest.approx(1000 * small.seconds) and long.seconds == pytest.approx(100 * small.seconds)
+    per_run = footprint.SECONDS_PER_RUN
+    assert wide.seconds - per_run == pytest.approx(1000 * (small.seconds - per_run))
+    assert long.seconds - per_run == pytest.approx(100 * (small.seconds - per_run))
+
+
+def test_a_streaming_window_multiplies_the_work_and_the_memory():
+    """Under a streaming async schedule each step simulates its batch among the k in flight (k + 1 batches)."""
+    one, window = estimate(1_000, 10), estimate(1_000, 10, window=65)
+    per_run = footprint.SECONDS_PER_RUN
+    assert window.seconds - per_run == pytest.approx(65 * (one.seconds - per_run))
+    assert window.memory_bytes - footprint.BASE_BYTES == pytest.approx(65 * (one.memory_bytes - footprint.BASE_BYTES))
+    paper = simulate(SCENARIO, overrides=["schedule.max_staleness=64", "run.steps=3", "run.until_target=false"])
+    seen = []
+    simulate(SCENARIO, overrides=["schedule.max_staleness=64", "run.steps=3", "run.until_target=false"],
+             before=seen.append)  # fmt: skip
+    assert seen[0].window == 65 and paper.scenario.schedule.staleness == 64
 
 
 def test_a_run_larger_than_the_available_memory_is_refused_with_the_sizes():
