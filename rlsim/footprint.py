@@ -9,7 +9,8 @@ grows with responses per step (P x G) and with the steps simulated. Measured on 
 * time: 16-34 us per response and step then (4.2M responses x 3 steps: 423 s), before the numba kernel; now much
   less (below).
 
-:func:`estimate` uses those figures with a margin (``BYTES_PER_RESPONSE`` 200), :func:`check` refuses a run whose
+:func:`estimate` uses those figures with a margin (``BYTES_PER_RESPONSE`` 100 per response of a step's window,
+so 200 per response at the paper's k = 1, where 140 was measured), :func:`check` refuses a run whose
 estimated memory exceeds what the machine has available (``MemAvailable`` from /proc/meminfo), naming the numbers
 and the fix, instead of a multi-terabyte allocation failing (or swapping) deep in numpy: P = 1e7 with G = 1e5
 asked for 7 TiB.
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from rlsim.errors import RlsimError
 
 BASE_BYTES = 250e6
-BYTES_PER_RESPONSE = 200.0
+BYTES_PER_RESPONSE = 100.0  # per response in a step's window (the measured 140 per response was at k = 1: 2 batches)
 SECONDS_PER_RESPONSE = 0.09e-6  # per response simulated in a step's window
 SECONDS_PER_RUN = 5e-3
 LONG_S = 60.0  # an estimated run time above which the CLI says how long it will take before starting

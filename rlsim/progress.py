@@ -3,7 +3,8 @@
 On a terminal a tqdm bar per stage (a plan's screening, then its finalists simulated in full, each with its own
 count). Off a terminal (a log file, CI, a pipe) nothing for work that ends within ``every_s`` seconds, then one
 line every ``every_s`` seconds with the stage, the count and the time so far, so a long run shows that it moves
-without filling a log.
+without filling a log. Only the command lines (rlsim.cli, rlsim.plan.cli) make one: the library reports progress
+through callbacks and writes nothing itself.
 """
 
 from __future__ import annotations
@@ -57,11 +58,8 @@ class Progress:
         if now - self._last >= self.every_s:
             self._last = now
             of = f"/{self.total:,}" if self.total else ""
-            print(
-                f"rlsim: {self.desc}: {done:,}{of} {self.unit}s, {now - self._start:.0f} s so far",
-                file=self.stream,
-                flush=True,
-            )
+            self.stream.write(f"rlsim: {self.desc}: {done:,}{of} {self.unit}s, {now - self._start:.0f} s so far\n")
+            self.stream.flush()
 
     def step(self, _n: int = 0) -> None:
         """One more unit (a simulated step): the callback ``rlsim.simulation.simulate`` takes."""

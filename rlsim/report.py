@@ -10,7 +10,9 @@ Figures for a sweep directory (written by ``rlsim sweep -o DIR``):
 5. generation throughput vs concurrency: the engine model's tokens/s per replica and the sweep's operating points;
 6. a provenance block: rlsim version, scenario name and hash, seed, grid, profile, the scenario's assumptions.
 
-A run directory (``rlsim run -o DIR``) gets the phase breakdown per step, the metric curve and provenance.
+Both open with an Answer section (rlsim.answer: time-to-target in hours with its band, throughput, samples,
+GPU-hours; a sweep's fastest configuration against the scenario's own). A run directory (``rlsim run -o DIR``)
+gets the phase breakdown per step with the step time over it, the metric curve with its target, and provenance.
 This module is the only one besides the CLI that writes files, and it imports plotly only when called.
 """
 
@@ -112,19 +114,19 @@ def sweep_figures(
         fig = go.Figure()
         for name, g in ok.groupby("series", sort=False):
             g = g.sort_values("responses_per_step")
-            hours = g["time_to_target_s"] / 3600
+            ttt_h = g["time_to_target_s"] / 3600
             fig.add_trace(
                 go.Scatter(
                     x=g["responses_per_step"],
-                    y=hours,
+                    y=ttt_h,
                     mode="lines+markers",
                     name=name,
                     line={"color": colour[name]},
                     error_y={
                         "type": "data",
                         "symmetric": False,
-                        "array": (g["time_to_target_high_s"] / 3600 - hours).fillna(0),
-                        "arrayminus": (hours - g["time_to_target_low_s"] / 3600).fillna(0),
+                        "array": (g["time_to_target_high_s"] / 3600 - ttt_h).fillna(0),
+                        "arrayminus": (ttt_h - g["time_to_target_low_s"] / 3600).fillna(0),
                     },
                     text=[f"P={p}" for p in g["prompts_per_step"]],
                     hovertemplate="B=%{x} (%{text})<br>%{y:.2f} h<extra>%{fullData.name}</extra>",
