@@ -215,8 +215,8 @@ def answer_html(result: PlanResult, patch: list[str] | None = None) -> str:
         )
         flags = " ".join(f"--set {k}={_plain_text(theirs[k])}" for k in changed)
         out += (
-            f"</table><p class='note'>To simulate it: <code>rlsim run {html.escape(result.scenario.name)}.yaml "
-            f"{html.escape(flags)}</code> (winner.yaml holds the whole scenario).</p>"
+            f"</table><p class='note'>To simulate it: <code>rlsim run SCENARIO.yaml {html.escape(flags)}</code> "
+            "with your scenario file, or <code>rlsim run winner.yaml</code> (written beside this page).</p>"
         )
     if patch:
         out += "<h3>The patch for your framework</h3><pre>" + html.escape("\n".join(patch)) + "</pre>"
