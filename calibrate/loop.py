@@ -140,6 +140,8 @@ def loop(args: argparse.Namespace) -> int:
     g, ref_b = args.group_size, args.reference_batch
     if args.seeds < 1:
         raise CalibrateError(f"--seeds {args.seeds} must be at least 1")
+    if args.first_seed < 0:
+        raise CalibrateError(f"--first-seed {args.first_seed} must be 0 or more")
     if args.max_steps < 2:
         raise CalibrateError(f"--max-steps {args.max_steps} must be at least 2")
     if g < 2 or ref_b % g:
@@ -163,11 +165,13 @@ def loop(args: argparse.Namespace) -> int:
         _run(cmd)
     runs = out / "runs"
 
-    def runs_at(p: int) -> list[Path]:
-        return [runs / f"P{p}_G{g}_seed{s}" for s in range(args.seeds)]
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
 
-    for i, run_dir in enumerate(runs_at(ref_p)):
-        _run(train_command(args, ref_p, i, run_dir))
+    def runs_at(p: int) -> list[Path]:
+        return [runs / f"P{p}_G{g}_seed{s}" for s in seeds]
+
+    for seed, run_dir in zip(seeds, runs_at(ref_p)):
+        _run(train_command(args, ref_p, seed, run_dir))
     profile, scenario = out / "profile.json", out / "scenario.yaml"
     tables = [str(out / "bench" / k / "bench.csv") for k in ("generation", "train", "sync")]
     refs = [str(r) for r in runs_at(ref_p)]
@@ -203,8 +207,8 @@ def loop(args: argparse.Namespace) -> int:
     )
     (predictions / "made_at.txt").write_text(time.strftime("%Y-%m-%dT%H:%M:%S%z") + " (before the held-out runs)\n")
     for p in held_p:
-        for i, run_dir in enumerate(runs_at(p)):
-            _run(train_command(args, p, i, run_dir))
+        for seed, run_dir in zip(seeds, runs_at(p)):
+            _run(train_command(args, p, seed, run_dir))
     every = [str(r) for p in [ref_p, *held_p] for r in runs_at(p)]
     _run(_command("calibrate.cli", "validate", "--profile", str(profile), *every, "-o", str(out / "validation")))
     print(f"\nthe loop took {time.perf_counter() - t0:.0f} s; report: {out / 'validation' / 'report.html'}")
@@ -230,6 +234,9 @@ def add_arguments(loop_parser: argparse.ArgumentParser) -> None:
     loop_parser.add_argument("--target", type=float, default=0.9)
     loop_parser.add_argument(
         "--seeds", type=int, default=8, help="runs per batch size (steps-to-target varies from seed to seed)"
+    )
+    loop_parser.add_argument(
+        "--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1 (a fresh set of seeds)"
     )
     loop_parser.add_argument(
         "--threads",
