@@ -525,3 +525,19 @@ def test_a_bench_and_runs_measured_under_different_loads_are_refused(tmp_path):
     near = Profile(provenance={**prof.provenance, "bench_load": {"median_other_cpu_fraction": 0.2}}, phases=prof.phases)
     _, report = fit_runs(near, runs, 0.9)
     assert not any("of the machine and the reference runs" in w for w in report["warnings"])
+
+
+def test_loop_first_seed_is_checked_and_reaches_the_runs(tmp_path, capsys):
+    """--first-seed picks a fresh set of seeds; a negative one is refused before anything is written."""
+    from calibrate.cli import main as calibrate_main
+    from calibrate.loop import train_command
+
+    out = tmp_path / "loop"
+    code = calibrate_main(["loop", "--first-seed", "-1", "--seeds", "2", "--threads", "1", "-o", str(out)])
+    assert code == 2 and "--first-seed -1 must be 0 or more" in capsys.readouterr().err and not out.exists()
+    import argparse
+
+    args = argparse.Namespace(task="parity:length=3", algo="ppo", engine="hf", group_size=8, target=0.5,
+                              max_steps=10, threads="1")  # fmt: skip
+    cmd = train_command(args, 8, 7, tmp_path / "r")
+    assert cmd[cmd.index("--seed") + 1] == "7"
