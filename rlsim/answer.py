@@ -61,7 +61,6 @@ class Answer:
     gpu_hours_to_target: float | None = None
     cost_usd: float | None = None
     extrapolated: bool = False
-    steps_to_target: int | None = None
     steps_simulated: int | None = None
 
     @classmethod
@@ -71,7 +70,6 @@ class Answer:
         band = summary.get("time_to_target_band_s")
         lo, hi = band if band else (summary.get("time_to_target_low_s"), summary.get("time_to_target_high_s"))
         lo, hi = _number(lo), _number(hi)
-        steps_to = _number(summary.get("steps_to_target"))
         steps_sim = _number(summary.get("steps"))
         return cls(
             samples_per_s=float(summary["samples_per_s"]),
@@ -81,7 +79,6 @@ class Answer:
             gpu_hours_to_target=_number(summary.get("gpu_hours_to_target")),
             cost_usd=_number(summary.get("cost_usd")),
             extrapolated=bool(summary.get("time_to_target_extrapolated") or False),
-            steps_to_target=int(steps_to) if steps_to is not None else None,
             steps_simulated=int(steps_sim) if steps_sim is not None else None,
         )
 
@@ -109,14 +106,3 @@ class Answer:
         if self.cost_usd is not None:
             parts.append(f"${self.cost_usd:,.0f}")
         return ", ".join(parts)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "samples_per_s": self.samples_per_s,
-            "time_to_target_s": self.time_to_target_s,
-            "time_to_target_band_s": list(self.band_s) if self.band_s is not None else None,
-            "samples_to_target": self.samples_to_target,
-            "gpu_hours_to_target": self.gpu_hours_to_target,
-            "cost_usd": self.cost_usd,
-            "time_to_target_extrapolated": self.extrapolated,
-        }
