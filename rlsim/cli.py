@@ -161,7 +161,7 @@ def _say_if_long(fp: Footprint) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from rlsim.profile import load_profile
     from rlsim.scenario import parse_overrides
-    from rlsim.simulation import configure, planned_steps, simulate_configured
+    from rlsim.simulation import configure, planned_steps, predict
 
     overrides = parse_overrides(args.set or [])
     profile = load_profile(args.profile) if args.profile else None
@@ -173,7 +173,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     progress, close = _progress_bar(planned_steps(scenario), not args.json)
     try:
         # the band costs extra runs only when there is a learning model (the scenario's or the profile's)
-        result = simulate_configured(scenario, profile, progress=progress, with_band=True, before=_say_if_long)
+        result = predict(scenario, profile, progress=progress, with_band=True, before=_say_if_long)
     finally:
         close()
     summary = result.summary()

@@ -112,14 +112,19 @@ def decide(
 ) -> Decision:
     """Simulate both sides to their target and apply the decision rule. ``explicit``: dotted keys the user set on
     ``scenario``; they and each side's keys win over a profile's learning section (rlsim.simulation.simulate)."""
-    from rlsim.simulation import simulate
+    from rlsim.simulation import configure, planned_steps, predict
+    from rlsim.timeline import Timelines
 
     if scenario.learning.metric is None and not (profile is not None and profile.learning_overrides()):
         raise LearningModelError("rlsim decide needs a learning model: set learning.metric and learning.target")
-    results: list[SimResult] = []
-    for side in (baseline, candidate):
-        over = {**side, "run.until_target": True}
-        results.append(simulate(scenario, profile=profile, overrides=over, with_band=with_band, explicit=explicit))
+    sides = [
+        configure(scenario, profile, {**side, "run.until_target": True}, explicit) for side in (baseline, candidate)
+    ]
+    # sides that differ only in their learning model share a timeline: the longer run first, the other its start
+    timelines = Timelines()
+    results: dict[int, SimResult] = {}
+    for i in sorted(range(2), key=lambda i: -planned_steps(sides[i])):
+        results[i] = predict(sides[i], profile, with_band=with_band, timelines=timelines)
     sb, sc = results[0].summary(), results[1].summary()
     q_ratio = sc["samples_per_s"] / sb["samples_per_s"]
     n_ratio = sc["samples_to_target"] / sb["samples_to_target"]

@@ -444,39 +444,6 @@ def run_pipeline(
     return st.records, st.spans
 
 
-def cuttable(scenario: Scenario) -> bool:
-    """Whether a run's first steps are those of a run of only those steps (what :func:`cut` needs). Not under an
-    async schedule without in-flight weight updates: a step's weight sync waits for the engines to be idle, so for
-    the rollout of a later step already under way, which a longer run starts and a shorter one never does."""
-    s = scenario.schedule
-    return not (s.mode == "async" and s.staleness > 0 and not s.in_flight_weight_updates)
-
-
-def cut(
-    scenario: Scenario, records: list[dict[str, Any]], spans: list[Span]
-) -> tuple[list[dict[str, Any]], list[Span]]:
-    """What :func:`run_pipeline` gives for ``scenario`` (``scenario.run.steps`` steps), cut from the records and
-    spans of a longer run of a scenario that differs from it only in its learning section and step count: where
-    a step never depends on later steps (:func:`cuttable`), the first steps' records are this run's, except the
-    fields that read the scenario (run id, learning rate) and the pools' utilization, which the later steps' spans
-    (a rollout of the next step started before this one ended) must not count. Refuses (ValueError) a cut that
-    would not be this run's."""
-    n = scenario.run.steps
-    if n > len(records):
-        raise ValueError(f"cannot cut {n} steps from a run of {len(records)}")
-    if n < len(records) and not cuttable(scenario):
-        raise ValueError(
-            f"cannot cut {n} steps from a run of {len(records)}: under an async schedule without in-flight weight "
-            "updates a step's weight sync waits for later rollouts"
-        )
-    kept = [sp for sp in spans if sp.step <= n]
-    run_id = f"sim-{scenario.digest()}"
-    lr = lr_for_batch(scenario.learning, scenario.workload.responses_per_step)
-    out = [{**rec, "run_id": run_id, "lr": lr, "timing_s": dict(rec["timing_s"])} for rec in records[:n]]
-    add_utilization(scenario, out, kept)
-    return out, kept
-
-
 def pool_gpus(scenario: Scenario) -> dict[str, int]:
     """GPUs in each track that holds GPUs."""
     hw = scenario.hardware

@@ -14,11 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from rlsim import software
-from rlsim.costs import RooflineCostModel
 from rlsim.errors import ScenarioError
 from rlsim.footprint import Footprint, check, estimate
-from rlsim.learning import LearningModelError, SamplesToTarget, metric_at, samples_to_target
-from rlsim.pipeline import cut, cuttable, run_pipeline
+from rlsim.learning import LearningModelError, SamplesToTarget, lr_for_batch, metric_at, samples_to_target
 from rlsim.profile import Profile, fitted_error, load_profile, operating_point
 from rlsim.result import SimResult
 from rlsim.scenario import (
@@ -31,6 +29,7 @@ from rlsim.scenario import (
     read_scenario,
 )
 from rlsim.target import band, steps_for_samples, time_to_target
+from rlsim.timeline import Timeline, Timelines
 
 
 def configure(
@@ -77,6 +76,7 @@ def simulate(
     explicit: Iterable[str] = (),
     to_target: bool = False,
     before: Callable[[Footprint], None] | None = None,
+    timelines: Timelines | None = None,
 ) -> SimResult:
     """Simulate a run. ``scenario`` is a Scenario, a YAML path or a dict; ``profile`` a Profile or JSON path.
 
@@ -84,29 +84,32 @@ def simulate(
     ``progress(step)`` is called after each simulated step. With a learning model (``learning.metric`` and
     ``learning.target``, from the scenario or from the profile's learning section, which replaces the scenario's)
     the result carries time-to-target; ``with_band`` adds its band (extra runs). The profile is applied here and
-    only here (:func:`configure`, then :func:`simulate_configured`); the keys of ``overrides`` and ``explicit``
-    (dotted keys a caller already set on ``scenario``, e.g. from ``--set``) win over its learning section.
-    With a learning model the run goes to the target unless ``run.until_target`` is false
-    (:func:`resolve_until_target`); ``to_target`` forces it, as a sweep does.
-    Before anything is simulated, the run's memory and time are estimated (rlsim.footprint): a run larger than
-    the machine's available memory is refused (FootprintError), and ``before(footprint)`` is called with the
-    estimate (the CLI says when it is long).
+    only here (:func:`configure`, then :func:`predict`); the keys of ``overrides`` and ``explicit`` (dotted keys a
+    caller already set on ``scenario``, e.g. from ``--set``) win over its learning section. With a learning model
+    the run goes to the target unless ``run.until_target`` is false (:func:`resolve_until_target`); ``to_target``
+    forces it, as a sweep does. Before anything is simulated, the run's memory and time are estimated
+    (rlsim.footprint): a run larger than the machine's available memory is refused (FootprintError), and
+    ``before(footprint)`` is called with the estimate (the CLI says when it is long). ``timelines`` (a cache a
+    caller keeps across calls) serves the systems side where it was simulated before (rlsim.timeline).
     """
     prof = load_profile(profile) if isinstance(profile, (str, Path)) else profile
     scn = configure(scenario, prof, overrides, explicit)
-    return simulate_configured(scn, prof, progress, with_band, to_target, before)
+    return predict(scn, prof, progress, with_band, to_target, before, timelines)
 
 
-def simulate_configured(
+def predict(
     scn: Scenario,
     profile: Profile | None = None,
     progress: Callable[[int], None] | None = None,
     with_band: bool = False,
     to_target: bool = False,
     before: Callable[[Footprint], None] | None = None,
+    timelines: Timelines | None = None,
 ) -> SimResult:
-    """Simulate a scenario as :func:`configure` built it (the profile's learning and length models already in):
-    the profile's fitted cost coefficients and range warnings apply here; nothing is validated again."""
+    """The answer for a scenario as :func:`configure` built it (the profile's learning and length models already
+    in; nothing is validated again): the systems timeline, from ``timelines`` or simulated (rlsim.timeline), with
+    the profile's fitted costs and range warnings, and the learning model applied to it (:func:`answer`)."""
+    timelines = timelines if timelines is not None else Timelines()
     scn = resolve_until_target(scn, to_target)
     n_star = _samples_to_target(scn)
     run_scn = _with_steps_to_target(scn, n_star)
@@ -114,9 +117,9 @@ def simulate_configured(
     if before is not None:
         before(fp)
     costs = profile.apply(scn.costs) if profile is not None else scn.costs
-    result = _run(run_scn, costs, profile, n_star, progress)
+    result = answer(run_scn, timelines.get(run_scn, costs, progress), profile, n_star)
     if with_band and result.time_to_target is not None:
-        result.band_s = _band(run_scn, costs, profile, n_star, result)
+        result.band_s = _band(run_scn, costs, profile, n_star, result, timelines)
     return result
 
 
@@ -132,9 +135,9 @@ def resolve_until_target(scn: Scenario, to_target: bool = False) -> Scenario:
     return dataclasses.replace(scn, run=dataclasses.replace(scn.run, until_target=until))
 
 
-def planned_steps(scn: Scenario) -> int:
-    """The steps :func:`simulate_configured` will run for ``scn`` (to the target where it goes there)."""
-    scn = resolve_until_target(scn)
+def planned_steps(scn: Scenario, to_target: bool = False) -> int:
+    """The steps :func:`predict` will run for ``scn`` (to the target where it goes there)."""
+    scn = resolve_until_target(scn, to_target)
     return _with_steps_to_target(scn, _samples_to_target(scn)).run.steps
 
 
@@ -170,27 +173,21 @@ def _with_steps_to_target(scn: Scenario, n_star: SamplesToTarget | None) -> Scen
     return dataclasses.replace(scn, run=dataclasses.replace(scn.run, steps=min(steps, scn.run.max_steps)))
 
 
-def _run(
-    scn: Scenario,
-    costs: Costs,
-    prof: Profile | None,
-    n_star: SamplesToTarget | None,
-    progress: Callable[[int], None] | None = None,
-) -> SimResult:
-    records, spans = run_pipeline(scn, RooflineCostModel.from_scenario(scn, costs), progress)
-    return _result(scn, records, spans, prof, n_star)
-
-
-def _result(
-    scn: Scenario, records: list[dict[str, Any]], spans: list, prof: Profile | None, n_star: SamplesToTarget | None
-) -> SimResult:
+def answer(scn: Scenario, timeline: Timeline, prof: Profile | None, n_star: SamplesToTarget | None) -> SimResult:
+    """``scn``'s result from a timeline of its systems (its own copy of the records: this sets their run id,
+    learning rate and predicted metric): the warnings, and with a learning model (``n_star``) the metric per
+    step and the time-to-target. Nothing is simulated."""
+    records = timeline.records
+    run_id, lr = f"sim-{scn.digest()}", lr_for_batch(scn.learning, scn.workload.responses_per_step)
+    for rec in records:
+        rec["run_id"], rec["lr"] = run_id, lr
     warnings: list[str] = software.warnings(scn) + scn.hardware.topology_warnings()
     if prof is not None:
         warnings += prof.range_warnings(operating_point(scn, records))
         # what the fit said of its learning model (calibrate.runlearning.degenerate_reasons), where it is in use
         if scn.learning.metric is not None and (prof.learning or {}).get("degenerate"):
             warnings += [f"profile learning model: {r}" for r in prof.learning["degenerate"]]
-    result = SimResult(scn, records, spans, prof.info() if prof else None, warnings)
+    result = SimResult(scn, records, timeline.spans, prof.info() if prof else None, warnings)
     if n_star is not None:
         _attach_learning(result, n_star)
     return result
@@ -211,112 +208,35 @@ def _attach_learning(result: SimResult, n_star: SamplesToTarget) -> None:
         )
 
 
-def simulate_variants(scns: list[Scenario], profile: Profile | None = None) -> list[SimResult]:
-    """Simulate scenarios that differ only in their learning sections (the step times do not depend on it: the
-    pipeline reads no learning field) with one pipeline run: the first scenario's timeline, each scenario's
-    learning model on it. Each runs ``run.steps`` steps (``run.until_target`` is not applied) and extrapolates the
-    time-to-target at the steady-state step time, as :func:`simulate` does for a short run."""
-    if not scns:
-        return []
-    first = scns[0]
-    check(estimate(first.generated_per_step, first.run.steps, window(first)))
-    costs = profile.apply(first.costs) if profile is not None else first.costs
-    base = _run(first, costs, profile, None)
-    out = []
-    for scn in scns:
-        records, spans = cut(scn, base.records, base.spans)  # this scenario's learning rate and run id
-        result = SimResult(scn, records, spans, base.profile_info, list(base.warnings))
-        n_star = _samples_to_target(scn)
-        if n_star is not None:
-            _attach_learning(result, n_star)
-        out.append(result)
-    return out
-
-
 BAND_STEPS = 40  # steps simulated per extra band run: enough for a steady-state step time
 
 
-def _band_steps(scn: Scenario) -> int:
-    return min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness)
-
-
-def _steady(run_scn: Scenario, run_costs: Costs) -> float:
-    """The steady-state step time of a run of ``run_scn`` under ``run_costs``."""
-    records, _ = run_pipeline(run_scn, RooflineCostModel.from_scenario(run_scn, run_costs))
-    return SimResult(run_scn, records, []).steady_step_time_s
-
-
 def _band(
-    scn: Scenario,
-    costs: Costs,
-    prof: Profile | None,
-    n_star: SamplesToTarget,
-    nominal: SimResult,
-    steady: Callable[[Scenario, Costs], float] = _steady,
+    scn: Scenario, costs: Costs, prof: Profile | None, n_star: SamplesToTarget, nominal: SimResult, timelines: Timelines
 ) -> tuple[float, float]:
     """Extra runs (other seeds; coefficients one sigma faster/slower) measure the steady-state step time over at
-    most BAND_STEPS steps; each scales the nominal time-to-target by its step-time ratio. ``steady(scenario,
-    costs)`` gives a run's steady-state step time."""
+    most BAND_STEPS steps; each scales the nominal time-to-target by its step-time ratio."""
     t0 = nominal.time_to_target.time_to_target_s  # type: ignore[union-attr]
-    short = dataclasses.replace(scn.run, steps=_band_steps(scn))
+    short = dataclasses.replace(scn.run, steps=min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness))
 
-    step0 = steady(dataclasses.replace(scn, run=short), costs)  # the nominal seed over the same short window
+    def steady(run_scn: Scenario, run_costs: Costs) -> float:
+        return SimResult(run_scn, timelines.get(run_scn, run_costs).records, []).steady_step_time_s
+
+    base = dataclasses.replace(scn, run=short)
+    step0 = steady(base, costs)  # the nominal seed over the same short window
 
     def scaled(run_scn: Scenario, run_costs: Costs) -> float:
         return t0 * steady(run_scn, run_costs) / step0
 
     times = [t0]
     for i in range(1, scn.run.band_seeds):
-        other = dataclasses.replace(scn, run=dataclasses.replace(short, seed=scn.run.seed + i))
-        times.append(scaled(other, costs))
+        times.append(scaled(dataclasses.replace(scn, run=dataclasses.replace(short, seed=scn.run.seed + i)), costs))
     factors = (1.0, 1.0)
     if prof is not None and any(fit.uncertainty for fit in prof.phases.values()):
-        base = dataclasses.replace(scn, run=short)
         ref = scaled(base, costs)
         fast, slow = scaled(base, _shift(costs, prof, faster=True)), scaled(base, _shift(costs, prof, faster=False))
         factors = (min(fast, slow) / ref, max(fast, slow) / ref)
     return band(times, scn.learning.samples_spread, factors)
-
-
-def simulate_learning_variants(
-    scns: list[Scenario], profile: Profile | None = None, with_band: bool = False
-) -> list[SimResult]:
-    """``simulate_configured(scn, profile, with_band=with_band, to_target=True)`` for each of ``scns``, scenarios
-    that differ only in their learning sections (the learning rate rules of one batch size, say): the same
-    results, from one pipeline run per seed and set of coefficients, as long as the variant that needs the most
-    steps, each variant's run cut from it (rlsim.pipeline.cut: a step never depends on later ones). Where a step
-    may depend on later ones (not rlsim.pipeline.cuttable), one run each."""
-    if not scns:
-        return []
-    if not cuttable(scns[0]):
-        return [simulate_configured(scn, profile, with_band=with_band, to_target=True) for scn in scns]
-    runs = []
-    for scn in scns:
-        scn = resolve_until_target(scn, to_target=True)
-        n_star = _samples_to_target(scn)
-        runs.append((n_star, _with_steps_to_target(scn, n_star)))
-    longest = max((run_scn for _, run_scn in runs), key=lambda r: r.run.steps)
-    for n_star, run_scn in runs:
-        footprint(run_scn, with_band and n_star is not None)
-    costs = profile.apply(longest.costs) if profile is not None else longest.costs
-    records, spans = run_pipeline(longest, RooflineCostModel.from_scenario(longest, costs))
-    band_steps = max(_band_steps(run_scn) for _, run_scn in runs)
-    cache: dict[tuple[int, Costs], list[dict[str, Any]]] = {(longest.run.seed, costs): records}
-
-    def steady(run_scn: Scenario, run_costs: Costs) -> float:  # a band run cut from one run per seed and costs
-        key = (run_scn.run.seed, run_costs)
-        if key not in cache:
-            scn = dataclasses.replace(longest, run=dataclasses.replace(run_scn.run, steps=band_steps))
-            cache[key] = run_pipeline(scn, RooflineCostModel.from_scenario(scn, run_costs))[0]
-        return SimResult(run_scn, cache[key][: run_scn.run.steps], []).steady_step_time_s
-
-    out = []
-    for n_star, run_scn in runs:
-        result = _result(run_scn, *cut(run_scn, records, spans), profile, n_star)
-        if with_band and result.time_to_target is not None:
-            result.band_s = _band(run_scn, costs, profile, n_star, result, steady)
-        out.append(result)
-    return out
 
 
 MAX_SHIFT = 2.0  # a coefficient moves by at most this factor for the band

@@ -60,23 +60,6 @@ def expand_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
 
 
-def _shared_runs(
-    scenario: Scenario, profile: Profile | None, configs: list[dict[str, Any]], group: list[int], explicit: list[str]
-) -> list[list[int]]:
-    """A group of configurations that differ only in learning values as the tasks that run it: one that shares
-    its runs, or one each where a shorter run is not the start of a longer one (rlsim.pipeline.cuttable)."""
-    from rlsim.pipeline import cuttable
-    from rlsim.simulation import configure
-
-    if len(group) == 1:
-        return [group]
-    try:
-        shared = cuttable(configure(scenario, profile, configs[group[0]], explicit))
-    except RlsimError:  # an invalid configuration: run_configs reports it in its row
-        shared = True
-    return [group] if shared else [[i] for i in group]
-
-
 def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None, int, list[str]]) -> dict[str, Any]:
     """Simulate one configuration; picklable for process pools and Ray. Returns a row, its curve and the engine
     curve of its setup (None when the configuration is invalid)."""
@@ -87,15 +70,16 @@ def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None
 def run_configs(
     task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], dict[str, Any] | None, list[str]],
 ) -> list[dict[str, Any]]:
-    """:func:`run_config` for configurations whose overrides differ only in ``learning.*`` values (the LR rules
-    of one batch size): the step times do not depend on them, so one pipeline run per seed serves them all
-    (rlsim.simulation.simulate_learning_variants), with the same rows as one run each."""
-    from rlsim.simulation import configure, simulate_learning_variants
+    """:func:`run_config` for several configurations in one process, with one timeline cache (rlsim.timeline):
+    those whose overrides differ only in ``learning.*`` values (the LR rules of one batch size) share the systems
+    side, the longest run simulated first and the others looked up in it; the rows are those of one run each."""
+    from rlsim.simulation import configure, planned_steps, predict
+    from rlsim.timeline import Timelines
 
     base, configs, profile_dict, explicit = task
     rows = [{"config": index, **dict(overrides)} for index, overrides in configs]
     out: list[dict[str, Any]] = [{"row": row, "curve": [], "engine": None} for row in rows]
-    valid: list[tuple[int, Scenario]] = []
+    valid: list[tuple[int, Scenario, int]] = []
     profile = None
     try:
         profile = profile_from_dict(profile_dict) if profile_dict else None
@@ -109,16 +93,13 @@ def run_configs(
             # target when there is a learning model
             scn = configure(base, profile, overrides, explicit)
             out[i]["engine"] = {"key": _engine_key(scn), "curve": engine_curve(scn)}
-            valid.append((i, scn))
+            valid.append((i, scn, planned_steps(scn, to_target=True)))
         except RlsimError as exc:
             rows[i]["error"] = str(exc)
-    try:
-        shared = simulate_learning_variants([scn for _, scn in valid], profile, with_band=True)
-    except RlsimError:  # EngineCapacityError included; may be one variant's only (its longer run): one by one
-        shared = None
-    for k, (i, scn) in enumerate(valid):
+    timelines = Timelines()
+    for i, scn, _ in sorted(valid, key=lambda v: -v[2]):  # the longest first: the shorter runs are its start
         try:
-            result = shared[k] if shared is not None else simulate_learning_variants([scn], profile, True)[0]
+            result = predict(scn, profile, with_band=True, to_target=True, timelines=timelines)
         except RlsimError as exc:
             rows[i]["error"] = str(exc)
             continue
@@ -223,7 +204,7 @@ def sweep(
     for i, cfg in enumerate(configs):
         systems = {k: v for k, v in cfg.items() if not k.startswith("learning.")}
         groups.setdefault(json.dumps(systems, sort_keys=True, default=str), []).append(i)
-    members = [part for group in groups.values() for part in _shared_runs(scenario, profile, configs, group, explicit)]
+    members = list(groups.values())
     tasks = [(base, [(i, configs[i]) for i in group], prof, explicit) for group in members]
     hints = [_cost_hint(scenario, profile, cfg, explicit) for cfg in configs]
     costs = [max(hints[i] for i in group) for group in members]  # the longest variant's run serves the rest

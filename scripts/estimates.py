@@ -5,7 +5,7 @@
 Cases: every built-in scenario as ``rlsim run`` simulates it (to the target where there is a learning model, with
 the band), the paper plan's winner (``rlsim plan scenarios/paper_grpo.yaml``, simulated as ``rlsim run
 winner.yaml`` would), and runs to the target that take many steps (the paper at staleness 64; at P = 2048).
-Each is timed in this process (``simulate_configured``, after an untimed warm-up so the numba kernel is loaded),
+Each is timed in this process (``predict``, after an untimed warm-up so the numba kernel is loaded),
 median of ``--repeats`` interleaved rounds, beside the estimate that ``before`` receives. Prints a Markdown table
 with the machine's load while it ran (rlsim.machine_load); ``--write`` puts it at the end of docs/scaling.md, in
 place of the one there (scripts/scaling.py keeps it when it rewrites the rest).
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rlsim.machine_load import LoadMeter  # noqa: E402
-from rlsim.simulation import configure, simulate_configured  # noqa: E402
+from rlsim.simulation import configure, predict  # noqa: E402
 
 SCENARIOS = ROOT / "scenarios"
 DOC = ROOT / "docs" / "scaling.md"
@@ -55,7 +55,7 @@ def main() -> int:
     todo = cases()
     estimates: dict[str, tuple[int, float]] = {}
     times: dict[str, list[float]] = {label: [] for label, _ in todo}
-    simulate_configured(todo[0][1], with_band=True)  # warm-up: the kernel loads once
+    predict(todo[0][1], with_band=True)  # warm-up: the kernel loads once
     meter = LoadMeter()
     loads = []
     for _ in range(args.repeats):
@@ -63,7 +63,7 @@ def main() -> int:
         for label, scn in todo:
             seen = []
             t0 = time.perf_counter()
-            simulate_configured(scn, with_band=True, before=seen.append)
+            predict(scn, with_band=True, before=seen.append)
             times[label].append(time.perf_counter() - t0)
             estimates[label] = (seen[0].steps, seen[0].seconds)
         loads.append(meter.stop()["other_cpu_fraction"] or 0.0)

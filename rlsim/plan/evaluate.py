@@ -75,7 +75,8 @@ def evaluate_group(task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]],
     """Screen one group: ``(base scenario dict, [(index, overrides)], profile dict, explicit keys)`` -> one
     ``(index, row)`` per configuration (``row["status"]`` ok or pruned, ``row["reason"]`` when pruned)."""
     from rlsim.scenario.build import with_learning
-    from rlsim.simulation import configure, simulate_variants
+    from rlsim.simulation import configure, predict
+    from rlsim.timeline import Timelines
 
     base, items, profile_dict, explicit = task
     profile = profile_from_dict(profile_dict) if profile_dict else None
@@ -96,26 +97,26 @@ def evaluate_group(task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]],
             continue
         short = dataclasses.replace(scn.run, steps=screen_steps(scn), until_target=False)
         valid.append((index, dataclasses.replace(scn, run=short)))
-    if valid:
+    timelines = Timelines()  # the group's learning variants share one short timeline
+    for index, scn in valid:
         try:
-            results = simulate_variants([scn for _, scn in valid], profile)
+            result = predict(scn, profile, timelines=timelines)
         except RlsimError as exc:  # an engine that cannot hold a sequence, a run too large for this machine
-            out += [(index, {"status": "pruned", "reason": str(exc)}) for index, _ in valid]
+            out.append((index, {"status": "pruned", "reason": str(exc)}))
         else:
-            for (index, _), result in zip(valid, results):
-                out.append((index, {"status": "ok", "reason": None, "fidelity": "screen", **result_row(result)}))
+            out.append((index, {"status": "ok", "reason": None, "fidelity": "screen", **result_row(result)}))
     return out
 
 
 def evaluate_full(task: tuple[dict[str, Any], int, dict[str, Any], dict | None, list[str]]) -> tuple[int, dict]:
     """One finalist simulated to its target with the band: ``(base, index, overrides, profile, explicit)``."""
-    from rlsim.simulation import configure, simulate_configured
+    from rlsim.simulation import configure, predict
 
     base, index, overrides, profile_dict, explicit = task
     profile = profile_from_dict(profile_dict) if profile_dict else None
     try:
         scn = configure(base, profile, overrides, explicit)
-        result = simulate_configured(scn, profile, with_band=True, to_target=True)
+        result = predict(scn, profile, with_band=True, to_target=True)
     except RlsimError as exc:
         return index, {"status": "pruned", "reason": str(exc)}
     return index, {"status": "ok", "reason": None, "fidelity": "full", **result_row(result)}

@@ -166,8 +166,8 @@ def test_run_tasks_starts_the_longest_first_and_returns_in_task_order():
 
 def test_lr_rule_variants_share_runs_and_give_the_rows_of_sweeps_of_one_rule_each(monkeypatch):
     """Configurations that differ only in learning values run as one task (rlsim.sweep.run_configs): their rows
-    are those of sweeping each rule alone; a variant with an invalid value fails alone; and when the shared run
-    fails (say a longer variant's later steps do not fit), each variant is simulated on its own."""
+    are those of sweeping each rule alone; a variant with an invalid value fails alone; and a variant whose own run
+    fails (say its later steps do not fit) fails in its row while the others keep theirs."""
     import rlsim.simulation as simulation
     from rlsim.errors import RlsimError
 
@@ -187,37 +187,58 @@ def test_lr_rule_variants_share_runs_and_give_the_rows_of_sweeps_of_one_rule_eac
             check_dtype=False,
             check_exact=True,
         )
+    real_predict = simulation.predict
+
+    def failing_for_none(scn, *args, **kwargs):
+        if scn.learning.lr_rule == "none":
+            raise RlsimError("this variant's run failed")
+        return real_predict(scn, *args, **kwargs)
+
+    monkeypatch.setattr(simulation, "predict", failing_for_none)
+    part = sweep(_small(), grid, workers=1).table.set_index("config")
+    assert part.loc[[1, 5], "error"].eq("this variant's run failed").all()
+    kept = [0, 3, 4, 7]
+    pd.testing.assert_frame_equal(part.loc[kept], t.loc[kept], check_exact=True)
+
+
+def test_an_lr_rule_sweep_simulates_each_systems_configuration_once(monkeypatch):
+    """The issue-31 promise: a sweep that varies only the learning-rate rule runs the engine once per systems
+    configuration (and band run), as a sweep of one rule does; the answers differ by rule."""
+    import rlsim.timeline as timeline
+
     calls = []
-    shared = simulation.simulate_learning_variants
+    real = timeline.run_pipeline
 
-    def failing_when_shared(scns, *args, **kwargs):
-        calls.append(len(scns))
-        if len(scns) > 1:
-            raise RlsimError("a variant's longer run failed")
-        return shared(scns, *args, **kwargs)
+    def counting(scn, *args, **kwargs):
+        calls.append((scn.workload.prompts_per_step, scn.run.seed, scn.run.steps))
+        return real(scn, *args, **kwargs)
 
-    monkeypatch.setattr(simulation, "simulate_learning_variants", failing_when_shared)
-    fallback = sweep(_small(), grid, workers=1)
-    pd.testing.assert_frame_equal(fallback.table, both.table, check_exact=True)
-    pd.testing.assert_frame_equal(fallback.curves, both.curves, check_exact=True)
-    assert calls == [3, 1, 1, 1, 3, 1, 1, 1]
-
-
-def test_lr_rule_variants_run_one_each_where_a_weight_sync_waits_for_later_rollouts():
-    """Async without in-flight weight updates (rlsim.pipeline.cuttable): a configuration's LR-rule variants are
-    tasks of their own (a shorter run is not the start of a longer one there), with or without the grid setting
-    the schedule; elsewhere they are one task."""
-    from rlsim.sweep import _shared_runs
-
-    configs = [{"learning.lr_rule": "sqrt"}, {"learning.lr_rule": "none"}]
+    monkeypatch.setattr(timeline, "run_pipeline", counting)
     paper = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
-    waits = paper.with_overrides({"schedule.in_flight_weight_updates": False})
-    assert _shared_runs(paper, None, configs, [0, 1], []) == [[0, 1]]
-    assert _shared_runs(waits, None, configs, [0, 1], []) == [[0], [1]]
-    on_grid = [{**c, "schedule.in_flight_weight_updates": False} for c in configs]
-    assert _shared_runs(paper, None, on_grid, [0, 1], []) == [[0], [1]]
-    bad = [{**c, "workload.prompts_per_step": 0} for c in configs]  # invalid: reported in its row, not here
-    assert _shared_runs(paper, None, bad, [0, 1], []) == [[0, 1]]
+    one = sweep(paper, {"workload.prompts_per_step": [64, 256], "learning.lr_rule": ["sqrt"]}, workers=1)
+    alone = list(calls)
+    calls.clear()
+    three = sweep(
+        paper, {"workload.prompts_per_step": [64, 256], "learning.lr_rule": ["sqrt", "none", "linear"]}, workers=1
+    )
+    seeds = paper.run.band_seeds
+    # per batch size: the longest rule's run, then the band's other seeds (its nominal short run is the start)
+    assert len(calls) == 2 * seeds and len(alone) == 2 * seeds
+    assert len(set(three.table["time_to_target_s"])) >= 4 and one.table["error"].isna().all()
+
+
+def test_lr_variants_whose_lengths_follow_the_learning_rate_do_not_share_a_timeline():
+    """With ``workload.length_progress: learning_rate`` the response lengths read the LR rule, so the rules'
+    timelines differ (their systems keys do)."""
+    from rlsim.timeline import systems_key
+
+    paper = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
+    keys = {
+        systems_key(paper.with_overrides({"learning.lr_rule": r, **lengths}), paper.costs)
+        for r in ("sqrt", "none")
+        for lengths in ({}, {"workload.length_progress": "learning_rate"})
+    }
+    assert len(keys) == 3
 
 
 def test_a_pool_worker_takes_its_share_of_the_cores_counted_at_each_call(monkeypatch):
