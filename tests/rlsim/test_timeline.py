@@ -88,7 +88,9 @@ def test_learning_variants_give_the_bytes_of_one_run_each(with_profile):
         for g, w in zip(got, want):
             assert g.band_s == w.band_s and g.band_s is not None
             assert dump(g) == dump(w)
-        assert [r.records[0]["lr"] for r in got] == [lr_for_batch(s.learning, s.workload.responses_per_step) for s in scns]
+        assert [r.records[0]["lr"] for r in got] == [
+            lr_for_batch(s.learning, s.workload.responses_per_step) for s in scns
+        ]
         # the longest (untuned) run first: the others are its start, their bands its seeds' runs
         band_runs = scns[0].run.band_seeds - 1 + (2 if with_profile else 0)
         assert shared.simulated == 1 + band_runs
