@@ -1,7 +1,8 @@
-"""What pyproject.toml cannot say: the engine kernel (rlsim/kernel.py) compiled ahead of time at install, by
-rlsim/kernel_build.py, into the extension module rlsim/_kernel_aot_<digest>, so that rlsim starts without importing
-numba or compiling. When that fails (no C compiler, for one) the install goes on without it and rlsim compiles the
-same kernel with numba on first use (rlsim.engine.kernel): slower to start, same results.
+"""What pyproject.toml cannot say: the engine kernel (rlsim/engine/kernel.py) compiled ahead of time at install, by
+rlsim/engine/kernel_build.py, into the extension module rlsim/engine/_kernel_aot_<digest>, so that rlsim starts
+without importing numba or compiling. When that fails (no C compiler, for one) the install goes on without it and
+rlsim compiles the
+same kernel with numba on first use (rlsim.engine.replica.kernel): slower to start, same results.
 """
 
 import importlib.util
@@ -13,10 +14,10 @@ from setuptools.command.build_ext import build_ext
 from setuptools.errors import CompileError
 
 HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("rlsim_kernel_build", HERE / "rlsim" / "kernel_build.py")
+_spec = importlib.util.spec_from_file_location("rlsim_kernel_build", HERE / "rlsim" / "engine" / "kernel_build.py")
 kernel_build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(kernel_build)  # by path: the build environment has numba, not rlsim's other dependencies
-KERNEL = "rlsim." + kernel_build.module_name()
+KERNEL = "rlsim.engine." + kernel_build.module_name()
 
 
 class BuildExt(build_ext):

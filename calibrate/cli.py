@@ -30,7 +30,7 @@ from pathlib import Path
 
 from calibrate import published_cli
 from calibrate.errors import CalibrateError
-from rlsim.files import atomic_write, atomic_write_text, make_output_dir
+from rlsim.io.files import atomic_write, atomic_write_text, make_output_dir
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -38,7 +38,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
     from calibrate.costfit import fit_profile
     from calibrate.tables import load_bench_tables, model_spec_from_folder, table_model
-    from rlsim.machine_load import load_summary, load_warning
+    from rlsim.host.machine_load import load_summary, load_warning
 
     if args.scenario_out is not None and not args.runs:
         raise CalibrateError("--scenario-out writes the setup of the reference runs; give them with --runs RUN_DIR...")
@@ -120,7 +120,7 @@ def _print_run_fit(report: dict) -> None:
 
 def _read_run(path: Path) -> list[dict]:
     """A run's step records from a run directory (its runlog.jsonl) or a run-log file."""
-    from rlsim.runlog import RunLogError, read_jsonl
+    from rlsim.io.runlog import RunLogError, read_jsonl
 
     log = path / "runlog.jsonl" if path.is_dir() else path
     if not log.is_file():
@@ -133,7 +133,7 @@ def _read_run(path: Path) -> list[dict]:
 
 def _run_lr_rule(path: Path) -> str | None:
     """The LR rule in a run directory's config.json (rlsim-real train), or None for a bare run log."""
-    from rlsim.files import read_json
+    from rlsim.io.files import read_json
 
     cfg = path / "config.json" if path.is_dir() else path.parent / "config.json"
     return read_json(cfg, "rerun the run or restore the file").get("lr_rule") if cfg.is_file() else None
@@ -143,7 +143,7 @@ def cmd_fit_learning(args: argparse.Namespace) -> int:
     import dataclasses
 
     from calibrate.learning_fit.fit import fit_learning
-    from rlsim.profile import load_profile
+    from rlsim.run.profile import load_profile
 
     profile = load_profile(args.profile)  # before the fit: a bad profile fails fast
     runs = [_read_run(p) for p in args.runs]
@@ -189,7 +189,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from calibrate.validate import report_html, validate
-    from rlsim.profile import load_profile
+    from rlsim.run.profile import load_profile
 
     profile = load_profile(args.profile) if args.profile else None
     table, details = validate(args.runs, profile, args.target, args.gpu, args.allow_thread_mismatch)

@@ -1,13 +1,13 @@
 """Fitting rlsim's cost model to benchmark tables: the roofline coefficients of each phase, with uncertainty,
 the range fitted over, and the error on held-out points.
 
-The model fitted is rlsim's own (``rlsim.costs.RooflineCostModel`` and, for generation, ``rlsim.engine``), so a
-profile predicts exactly what the simulator will compute. Per phase, the free coefficients are:
+The model fitted is rlsim's own (``rlsim.run.costs.RooflineCostModel`` and, for generation, ``rlsim.engine.replica``),
+so a profile predicts exactly what the simulator will compute. Per phase, the free coefficients are:
 
 * rollout: ``decode_iteration_overhead_s``, ``decode_per_seq_overhead_s``, ``decode_memory_efficiency``,
   ``prefill_overhead_s``, ``prefill_compute_efficiency``. A bench point (c sequences, p prompt tokens, r
   response tokens, EOS ignored) is predicted as one replica serving c identical requests
-  (``rlsim.engine.simulate_replica``): for the ``hf`` engine one prefill round and r decode iterations; for
+  (``rlsim.engine.replica.simulate_replica``): for the ``hf`` engine one prefill round and r decode iterations; for
   ``vllm`` under vLLM's rules on the bench's device (:func:`bench_rules`).
 * train_actor: ``train_compute_efficiency``, ``train_step_overhead_s`` (one optimizer step on the tokens);
 * old_logprob: ``forward_compute_efficiency``, ``forward_overhead_s`` (one forward pass);
@@ -21,7 +21,7 @@ median of its repeats (relative errors, so small and large points weigh alike; a
 process on a shared machine moves a median little, where a fit over every repeat followed it: one slowed bench
 round pushed the rollout's held-out MAPE to 153%), coefficients bounded (efficiencies in [1e-6, 1], overheads in
 [0, 100 s]). When the phase's table was measured under a *sustained* load (other processes above
-``rlsim.machine_load.HIGH_OTHER_CPU`` in more than half of the repeats that recorded it), a configuration is the
+``rlsim.host.machine_load.HIGH_OTHER_CPU`` in more than half of the repeats that recorded it), a configuration is the
 *mean* of its repeats instead: slowed repeats are then the machine's steady state, and a run's time (a sum of
 steps) follows the expected time, not the median. Measured on this 2-core VM beside one CPU-bound process, the
 repeats were bimodal (about 2x the quiet time, or 100-150 ms more when the scheduler took a core away mid-call,
@@ -57,14 +57,14 @@ from scipy.optimize import least_squares
 from calibrate.errors import CalibrateError
 from calibrate.tables import bench_threads, provenance
 from rlsim import catalog
-from rlsim.costs import RooflineCostModel
-from rlsim.engine import simulate_replica
-from rlsim.machine_load import HIGH_OTHER_CPU, load_summary, sustained
+from rlsim.engine.replica import simulate_replica
+from rlsim.engine.scheduler import SchedulerRules
+from rlsim.host.machine_load import HIGH_OTHER_CPU, load_summary, sustained
+from rlsim.io.records import BENCH_PHASE_COLUMNS
 from rlsim.phases import Phase
-from rlsim.profile import PROVENANCE_KEYS, PhaseFit, Profile
-from rlsim.records import BENCH_PHASE_COLUMNS
+from rlsim.run.costs import RooflineCostModel
+from rlsim.run.profile import PROVENANCE_KEYS, PhaseFit, Profile
 from rlsim.scenario import Costs, Scenario, from_dict
-from rlsim.scheduler import SchedulerRules
 
 FIT_PARAMS: dict[str, tuple[str, ...]] = {
     Phase.ROLLOUT.value: (
@@ -81,7 +81,7 @@ FIT_PARAMS: dict[str, tuple[str, ...]] = {
 # coefficients a bench cannot see, fixed in a profile: the bench times engine.generate alone (no dispatch), and
 # an in-process engine does not sleep
 FIXED = {"rollout_overhead_s": 0.0, "rollout_s_per_sample": 0.0, "sleep_wake_overhead_s": 0.0}
-CONFIG_COLUMNS = {phase: list(cols) for phase, cols in BENCH_PHASE_COLUMNS.items()}  # rlsim.records
+CONFIG_COLUMNS = {phase: list(cols) for phase, cols in BENCH_PHASE_COLUMNS.items()}  # rlsim.io.records
 
 
 def guess_gpu(device: str) -> str:

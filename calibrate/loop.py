@@ -121,8 +121,8 @@ def resolve_threads(spec: str, sample_s: float = THREADS_SAMPLE_S) -> tuple[str,
     leave free, measured once at the start): each count is a different machine to the cost model, and ``auto``
     decided per command gave the bench and the runs different counts when the load came and went. Returns the
     count and why."""
-    from rlsim.machine_load import free_cores
-    from rlsim.threads import count_of
+    from rlsim.host.machine_load import free_cores
+    from rlsim.host.threads import count_of
 
     if spec != "auto":
         n = count_of(spec)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from calibrate.errors import CalibrateError
-from rlsim.files import atomic_write_text, make_output_dir
+from rlsim.io.files import atomic_write_text, make_output_dir
 
 
 def _print_summary(what: str, st: dict) -> None:

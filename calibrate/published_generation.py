@@ -3,7 +3,7 @@
 Input: CSVs with the columns of ``calibrate/data/published/gen_throughput_dev.csv``: one row per published
 benchmark point (engine and version, model, GPU, tensor-parallel size ``tp``, the workload in ``concurrency``
 and the lengths, the measured ``output_tok_per_s``). A row becomes one engine replica of ``tp`` GPUs serving the
-benchmark's requests, all submitted at once (``request-rate inf``), simulated by ``rlsim.rollout`` with the
+benchmark's requests, all submitted at once (``request-rate inf``), simulated by ``rlsim.engine.rollout`` with the
 scenario's engine settings and cost coefficients; prediction = output tokens / makespan.
 
 Mapping of the workload (vLLM's ``benchmarks/benchmark_serving.py``; ``vllm bench serve`` since 0.10). The lengths:
@@ -53,13 +53,13 @@ import numpy as np
 import pandas as pd
 
 from calibrate.published import error_summary, read_csvs
-from rlsim import software
-from rlsim.costs import RooflineCostModel
-from rlsim.engine import DecodeCoefficients, PrefillCoefficients, SchedulerRules
+from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients
+from rlsim.engine.replica import SchedulerRules
+from rlsim.engine.rollout import simulate_rollout
 from rlsim.errors import RlsimError
 from rlsim.frameworks.nemo_rl import NotExpressible, gpu_name, model_name
-from rlsim.rollout import simulate_rollout
-from rlsim.scenario import from_dict
+from rlsim.run.costs import RooflineCostModel
+from rlsim.scenario import from_dict, software
 
 REQUIRED_COLUMNS = ("model", "gpu", "tp", "concurrency", "output_tok_per_s")
 # tokens after benchmark_serving's filter, Llama-3 tokenizer: "average input 202, average output 179" (vLLM v0.6.0

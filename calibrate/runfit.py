@@ -35,7 +35,7 @@ steps would otherwise set the lengths of steps that never see them):
   (``samples_spread``: the log standard deviation of samples-to-target, a lognormal fitted by maximum likelihood
   with the seeds that never reached the target within their budget as right-censored); and the batch term, whose
   form follows the LR rule: the critical-batch form with B_crit = B_simple pooled over every step of the
-  reference runs' logged gradient norms, to the power 1/2 for Adam under the sqrt rule (rlsim.learning derives
+  reference runs' logged gradient norms, to the power 1/2 for Adam under the sqrt rule (rlsim.learning.model derives
   it) and 1 under the linear rule (McCandlish et al. 2018, LR tuned per batch); invariant when no norms were
   logged. A fixed LR (rule ``none``) keeps the power 1/2 with sqrt as the trajectory-preserving rule, so the
   scenario's untuned-LR penalty applies on top.
@@ -56,9 +56,9 @@ from calibrate.errors import CalibrateError
 from calibrate.runlearning import learning_model, learning_warnings
 from calibrate.runs import Run, check_same_setup, measured, setup_scenario, step_times
 from calibrate.tables import check_threads
-from rlsim.machine_load import load_summary, load_warning
+from rlsim.host.machine_load import load_summary, load_warning
 from rlsim.phases import Phase
-from rlsim.profile import PhaseFit, Profile
+from rlsim.run.profile import PhaseFit, Profile
 from rlsim.scenario import from_dict
 
 # per phase, the coefficients that scale its time: overheads multiply, efficiencies divide
@@ -86,7 +86,8 @@ LENGTH_PROGRESS = "learning_rate"  # what that progress counts at another batch 
 
 def _histogram(counts: list[list[int]]) -> dict[str, Any]:
     """An empirical LengthDist from per-step counts of responses by length: one bin per length, [k - 0.5,
-    k + 0.5), which rounds back to k (rlsim.lengths samples uniformly in a bin; a response is at least 1 token)."""
+    k + 0.5), which rounds back to k (rlsim.workload.lengths samples uniformly in a bin; a response is at least 1
+    token)."""
     total = np.zeros(max(len(c) for c in counts))
     for c in counts:
         total[: len(c)] += np.asarray(c, float)
@@ -188,7 +189,7 @@ def scaled_profile(profile: Profile, factors: dict[str, float], base: Any) -> Pr
 
 def predict_run(run: Run, profile: Profile, gpu: str | None = None) -> dict[str, Any]:
     """rlsim's summary for the run's setup at its own P, under the profile (its lengths, not the run's)."""
-    from rlsim.simulation import simulate
+    from rlsim.run.simulation import simulate
 
     scn = from_dict(setup_scenario(run, gpu))
     return simulate(scn, profile=dataclasses.replace(profile, learning=None)).summary()
@@ -282,7 +283,7 @@ LOAD_MISMATCH = 0.25  # bench and reference runs whose median load differs by mo
 
 def check_load(bench: dict[str, Any], runs: dict[str, Any], allow: bool) -> str | None:
     """Refuse a bench and reference runs measured under different loads (median share of the machine other
-    processes took, rlsim.machine_load): the in-loop factors would carry that difference into every prediction.
+    processes took, rlsim.host.machine_load): the in-loop factors would carry that difference into every prediction.
     With ``allow`` the mismatch is a warning (returned); None when they agree or either side did not record it."""
     b, r = bench.get("median_other_cpu_fraction"), runs.get("median_other_cpu_fraction")
     if b is None or r is None or abs(b - r) <= LOAD_MISMATCH:

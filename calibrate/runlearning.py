@@ -15,8 +15,8 @@ import numpy as np
 
 from calibrate.errors import CalibrateError
 from calibrate.runs import Run, eval_points, measured
-from rlsim.learning import mid_samples_through
-from rlsim.profile import LEARNING_VERSION
+from rlsim.learning.model import mid_samples_through
+from rlsim.run.profile import LEARNING_VERSION
 
 ADAM_SQRT_POWER = 0.5  # samples-to-target ~ (1 + B / B_noise) ** power for Adam under the sqrt LR rule
 
@@ -155,7 +155,7 @@ def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
             "critical_power": power,
         }
         form = (
-            "E ~ (1 + B / B_simple) ** 0.5: Adam under the sqrt LR rule (rlsim.learning derives it)"
+            "E ~ (1 + B / B_simple) ** 0.5: Adam under the sqrt LR rule (rlsim.learning.model derives it)"
             if power == ADAM_SQRT_POWER
             else "E ~ 1 + B / B_simple: McCandlish et al. 2018 (LR tuned per batch)"
         )

@@ -31,11 +31,11 @@ import numpy as np
 
 from calibrate.errors import CalibrateError
 from calibrate.tables import model_spec_from_folder
-from rlsim.files import read_json, read_yaml_mapping
-from rlsim.learning import lr_scale
-from rlsim.machine_load import load_summary
+from rlsim.host.machine_load import load_summary
+from rlsim.io.files import read_json, read_yaml_mapping
+from rlsim.io.runlog import RunLogError, read_jsonl
 from rlsim.phases import TIMED_PHASES
-from rlsim.runlog import RunLogError, read_jsonl
+from rlsim.workload.lr_rules import lr_scale
 
 # the config keys that make two real runs the same setup (the batch, P, and the seed may differ)
 SETUP_KEYS = ("task", "algo", "engine", "lr_rule", "max_new_tokens", "kl_coef", "mini_batches", "epochs")

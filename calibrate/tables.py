@@ -3,7 +3,7 @@
 A bench table is tidy: one row per measured repeat with at least ``phase``, ``device``, ``time_s`` and the
 configuration columns of that phase (``concurrency``, ``prompt_tokens``, ``response_tokens`` for rollout;
 ``tokens``, ``sequences`` for train_actor / old_logprob; ``bytes`` for weight_sync) and a ``provenance`` JSON
-column; these columns are defined once, in ``rlsim.records``. Fitting refuses tables it cannot trust: NaN,
+column; these columns are defined once, in ``rlsim.io.records``. Fitting refuses tables it cannot trust: NaN,
 infinite, zero or negative times, rows of several devices mixed in one fit, and phases with too few distinct
 configurations.
 """
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from calibrate.errors import CalibrateError
-from rlsim.records import BENCH_PHASE_COLUMNS, BENCH_REQUIRED_COLUMNS
+from rlsim.io.records import BENCH_PHASE_COLUMNS, BENCH_REQUIRED_COLUMNS
 
 
 def load_bench_tables(paths: list[str | Path]) -> pd.DataFrame:

@@ -16,7 +16,7 @@ scenario ``fit --scenario-out`` wrote (same numbers), and compares:
   phase; the rollout's is the engine's part, without the per-sample glue its timer does not see), and of
   samples- and time-to-target over the seeds that reached the target, against the prediction for the seeds that
   do (``samples_to_target_if_reached``); the share of seeds that reached it against the predicted probability
-  (rlsim.learning.reach_within). ``summary.worst_phase`` names, per batch, the phase that misses most.
+  (rlsim.learning.model.reach_within). ``summary.worst_phase`` names, per batch, the phase that misses most.
 
 Runs in the profile's provenance (the reference runs it was fitted on) are in-sample; every other run is held
 out. Runs of different setups (task, model, algorithm, engine, LR rule) are refused, and a validation with
@@ -38,16 +38,16 @@ from calibrate.errors import CalibrateError
 from calibrate.runfit import scenario_out
 from calibrate.runs import Run, check_same_setup, load_run, measured, setup_scenario
 from calibrate.tables import check_threads
-from rlsim.machine_load import load_warning
+from rlsim.host.machine_load import load_warning
 from rlsim.phases import TIMED_PHASES, Phase
-from rlsim.profile import Profile
+from rlsim.run.profile import Profile
 
 OUTLIER = 0.25  # a run's step time this far from its batch's median marks it an outlier
 
 
 def predict_batch(run: Run, profile: Profile | None, gpu: str | None = None) -> dict[str, Any]:
     """The prediction for ``run``'s batch: its setup at its P under the profile (the summary of rlsim.simulate)."""
-    from rlsim.simulation import simulate
+    from rlsim.run.simulation import simulate
 
     if profile is not None and run.kind == "real":  # the scenario fit --scenario-out writes, at this run's P
         raw = scenario_out([run], profile, gpu)

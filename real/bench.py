@@ -3,7 +3,7 @@
 Each returns a tidy table, one row per measured repeat (warm-up repeats are run and dropped; the repeats of
 a table's configurations are interleaved, round by round, so drifts of the machine do not bias one of them), with the
 configuration, the seconds and the derived throughput, plus a ``provenance`` column (JSON) naming the device,
-engine and version, torch version, model, dtype, date and command; the columns are ``rlsim.records.BENCH_COLUMNS``
+engine and version, torch version, model, dtype, date and command; the columns are ``rlsim.io.records.BENCH_COLUMNS``
 (defined there once, with their units). ``write_table`` writes bench.csv,
 bench.parquet and provenance.json.
 
@@ -37,10 +37,10 @@ from typing import Any
 import pandas as pd
 
 from real.errors import RealError
-from rlsim.files import read_text
-from rlsim.machine_load import LoadMeter
+from rlsim.host.machine_load import LoadMeter
+from rlsim.io.files import read_text
+from rlsim.io.records import BENCH_COLUMNS
 from rlsim.phases import Phase
-from rlsim.records import BENCH_COLUMNS
 
 
 def provenance(
@@ -72,7 +72,7 @@ def provenance(
 
 
 def _timed_rounds(fns: list, repeats: int, warmup: int) -> list[list[tuple[float, dict[str, Any]]]]:
-    """Seconds of each function per repeat with the machine's load over it (``rlsim.machine_load``), the
+    """Seconds of each function per repeat with the machine's load over it (``rlsim.host.machine_load``), the
     repeats interleaved: round i times every function once.
 
     Slow drifts of the machine (clock, cache, other tenants) then spread over every configuration as noise
@@ -298,7 +298,7 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_table(df: pd.DataFrame, out: Path) -> None:
-    from rlsim.files import atomic_write, atomic_write_text
+    from rlsim.io.files import atomic_write, atomic_write_text
 
     atomic_write(out / "bench.csv", lambda p: df.to_csv(p, index=False))
     atomic_write(out / "bench.parquet", lambda p: df.to_parquet(p, index=False))

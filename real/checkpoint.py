@@ -18,7 +18,7 @@ from typing import Any
 
 from real.config import TrainConfig
 from real.errors import RealError
-from rlsim.files import atomic_write_text, make_output_dir
+from rlsim.io.files import atomic_write_text, make_output_dir
 
 
 def prepare_run_dir(cfg: TrainConfig, run_dir: Path) -> None:

@@ -16,9 +16,9 @@ from typing import Any
 
 from real.engines import ENGINES
 from real.errors import RealError
+from rlsim.workload.lr_rules import LR_RULES
 
 ALGOS = ("grpo", "ppo")
-LR_RULES = ("sqrt", "linear", "none")
 EVAL_METRIC_RANGE = (0.0, 1.0)  # the eval metric is the held-out accuracy: a fraction of the eval split
 
 
@@ -62,7 +62,7 @@ class TrainConfig:
     @property
     def critic_lr_at_batch(self) -> float:
         """PPO: the critic's Adam LR at this run's batch (``critic_lr`` at ``reference_batch``, by its rule)."""
-        from rlsim.learning import lr_scale
+        from rlsim.workload.lr_rules import lr_scale
 
         return self.critic_lr * lr_scale(self.critic_lr_rule, self.batch, self.reference_batch)
 

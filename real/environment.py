@@ -2,7 +2,7 @@
 
 Real runs write it to ``environment.json`` (with the model folder and the engine's limit on running sequences);
 bench rows carry it in their provenance. The load average is the one at the start; each step and each bench
-repeat records its own load (rlsim.machine_load).
+repeat records its own load (rlsim.host.machine_load).
 
 Threads (``--threads auto``, the default of ``rlsim-real train`` and ``bench``): torch runs one thread per core
 that other processes leave free, measured over half a second at the start. Measured on this project's 2-core VM
@@ -22,15 +22,15 @@ import platform
 from typing import Any
 
 from real.engines import route_vllm_logs_to_stderr
-from rlsim.threads import count_of
+from rlsim.host.threads import count_of
 
 THREADS_SAMPLE_S = 0.5  # how long --threads auto watches the other processes' CPU at the start
 _threads_rule: str | None = None  # why torch runs the threads it does (set by apply_threads)
 
 
 def free_cores(sample_s: float = THREADS_SAMPLE_S) -> tuple[int, int, float | None]:
-    """rlsim.machine_load.free_cores over ``sample_s`` (default: half a second)."""
-    from rlsim.machine_load import free_cores as measure
+    """rlsim.host.machine_load.free_cores over ``sample_s`` (default: half a second)."""
+    from rlsim.host.machine_load import free_cores as measure
 
     return measure(sample_s)
 
@@ -74,7 +74,7 @@ def environment() -> dict[str, Any]:
         "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"cpu ({os.cpu_count()} cores)",
         "torch_threads": torch.get_num_threads(),
         "threads_rule": _threads_rule or f"torch's default ({torch.get_num_threads()})",
-        "load_avg_1m": os.getloadavg()[0],  # at the start; each step logs its own load (rlsim.machine_load)
+        "load_avg_1m": os.getloadavg()[0],  # at the start; each step logs its own load (rlsim.host.machine_load)
     }
     try:
         import transformers

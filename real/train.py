@@ -50,13 +50,13 @@ from real.config import TrainConfig
 from real.environment import apply_threads, environment
 from real.errors import RealError
 from real.models import model_cache_dir
-from rlsim.files import atomic_write_text
-from rlsim.learning import lr_scale
-from rlsim.machine_load import LoadMeter
+from rlsim.host.machine_load import LoadMeter
+from rlsim.host.threads import count_of
+from rlsim.io.files import atomic_write_text
+from rlsim.io.records import run_log_record
+from rlsim.io.runlog import append_record
 from rlsim.phases import Phase
-from rlsim.records import run_log_record
-from rlsim.runlog import append_record
-from rlsim.threads import count_of
+from rlsim.workload.lr_rules import lr_scale
 
 __all__ = ["STOP_AFTER_STEP_ENV", "TrainConfig", "model_cache_dir", "stop_after_step", "train"]
 

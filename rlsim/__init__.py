@@ -15,10 +15,10 @@ from rlsim.phases import Phase  # noqa: E402
 from rlsim.scenario import Scenario, from_dict, load_scenario  # noqa: E402
 
 _LAZY = {  # these pull in SimPy (and numba when the kernel is not built ahead of time): `import rlsim.x` stays light
-    "simulate": ("rlsim.simulation", "simulate"),
-    "SimResult": ("rlsim.result", "SimResult"),
-    "Profile": ("rlsim.profile", "Profile"),
-    "load_profile": ("rlsim.profile", "load_profile"),
+    "simulate": ("rlsim.run.simulation", "simulate"),
+    "SimResult": ("rlsim.run.result", "SimResult"),
+    "Profile": ("rlsim.run.profile", "Profile"),
+    "load_profile": ("rlsim.run.profile", "load_profile"),
 }
 
 

@@ -32,11 +32,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rlsim.answer import Answer, gpu_hours, hours
-from rlsim.answer import samples as samples_text
+from rlsim.answers.answer import Answer, gpu_hours, hours
+from rlsim.answers.answer import samples as samples_text
 from rlsim.errors import RlsimError
-from rlsim.files import atomic_write
-from rlsim.footprint import LONG_S, Footprint
+from rlsim.host.footprint import LONG_S, Footprint
+from rlsim.io.files import atomic_write
 
 
 def _fmt_table(summary: dict[str, Any]) -> str:
@@ -121,7 +121,7 @@ def _non_finite(obj: Any, path: str = "") -> tuple[str, float] | None:
 
 def write_outputs(result: Any, out: Path) -> list[Path]:
     """Write the run's files into ``out`` (created if needed); returns their paths."""
-    from rlsim import runlog
+    from rlsim.io import runlog
     from rlsim.scenario import dump_yaml
 
     out.mkdir(parents=True, exist_ok=True)
@@ -142,26 +142,26 @@ def write_outputs(result: Any, out: Path) -> list[Path]:
 
 
 def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | None, Callable[[], None]]:
-    """Steps on stderr (rlsim.progress): a bar on a terminal, a line every 30 s off one; none with --json's
+    """Steps on stderr (rlsim.host.progress): a bar on a terminal, a line every 30 s off one; none with --json's
     silence asked for or for a run under 50 steps."""
     if not enabled or total < 50:
         return None, lambda: None
-    from rlsim.progress import Progress
+    from rlsim.host.progress import Progress
 
     bar = Progress("simulating", "step", total)
     return bar.step, bar.close
 
 
 def _say_if_long(fp: Footprint) -> None:
-    """Before a long simulation starts, one line on stderr with its estimated size and time (rlsim.footprint)."""
+    """Before a long simulation starts, one line on stderr with its estimated size and time (rlsim.host.footprint)."""
     if fp.seconds > LONG_S:
         print(f"rlsim: note: {fp.describe()} (estimated; Ctrl-C stops it)", file=sys.stderr)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from rlsim.profile import load_profile
+    from rlsim.run.profile import load_profile
+    from rlsim.run.simulation import configure, planned_steps, predict
     from rlsim.scenario import parse_overrides
-    from rlsim.simulation import configure, planned_steps, predict
 
     overrides = parse_overrides(args.set or [])
     profile = load_profile(args.profile) if args.profile else None
@@ -200,8 +200,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
-    from rlsim.decide import decide, parse_side
-    from rlsim.profile import load_profile
+    from rlsim.answers.decide import decide, parse_side
+    from rlsim.run.profile import load_profile
     from rlsim.scenario import load_scenario, parse_overrides
 
     overrides = parse_overrides(args.set or [])
@@ -215,9 +215,9 @@ def cmd_decide(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from rlsim.profile import load_profile
+    from rlsim.answers.sweep import parse_grid, sweep
+    from rlsim.run.profile import load_profile
     from rlsim.scenario import dump_yaml, load_scenario, parse_overrides
-    from rlsim.sweep import parse_grid, sweep
 
     overrides = parse_overrides(args.set or [])
     scenario = load_scenario(args.scenario, overrides)
@@ -267,7 +267,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if "error" in view and table["error"].isna().all():
         view.remove("error")  # a column of nothing says nothing
     shown = table[view].copy()
-    if "time_to_target_s" in shown:  # each row's answer as run, decide and plan print it (rlsim.answer)
+    if "time_to_target_s" in shown:  # each row's answer as run, decide and plan print it (rlsim.answers.answer)
         answers = [Answer.of(row) for _, row in table.iterrows()]
         shown["time_to_target_s"] = [a.time_text if a.time_to_target_s is not None else "-" for a in answers]
         shown = shown.rename(columns={"time_to_target_s": "time_to_target (band)"})
@@ -306,7 +306,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from rlsim.report import ReportError, build_report, export_pngs
+    from rlsim.answers.report import ReportError, build_report, export_pngs
 
     if not args.directory.is_dir():
         raise _Usage(f"{args.directory}: not a directory; give the -o directory of rlsim sweep or rlsim run")

@@ -1,4 +1,4 @@
-"""How good the time estimates are: rlsim.footprint's estimate against the measured time of the same simulation.
+"""How good the time estimates are: rlsim.host.footprint's estimate against the measured time of the same simulation.
 
     python scripts/estimates.py [--repeats 3] [--write]
 
@@ -7,7 +7,7 @@ the band), the paper plan's winner (``rlsim plan scenarios/paper_grpo.yaml``, si
 winner.yaml`` would), and runs to the target that take many steps (the paper at staleness 64; at P = 2048).
 Each is timed in this process (``predict``, after an untimed warm-up so the numba kernel is loaded),
 median of ``--repeats`` interleaved rounds, beside the estimate that ``before`` receives. Prints a Markdown table
-with the machine's load while it ran (rlsim.machine_load); ``--write`` puts it at the end of docs/scaling.md, in
+with the machine's load while it ran (rlsim.host.machine_load); ``--write`` puts it at the end of docs/scaling.md, in
 place of the one there (scripts/scaling.py keeps it when it rewrites the rest).
 """
 
@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rlsim.machine_load import LoadMeter  # noqa: E402
-from rlsim.simulation import configure, predict  # noqa: E402
+from rlsim.host.machine_load import LoadMeter  # noqa: E402
+from rlsim.run.simulation import configure, predict  # noqa: E402
 
 SCENARIOS = ROOT / "scenarios"
 DOC = ROOT / "docs" / "scaling.md"
@@ -72,7 +72,7 @@ def main() -> int:
         "",
         "## Estimated against measured simulation time",
         "",
-        "What `rlsim.footprint.estimate` says before a simulation starts (the CLI prints it when it is over a "
+        "What `rlsim.host.footprint.estimate` says before a simulation starts (the CLI prints it when it is over a "
         "minute) against the simulation's measured time, in this process with the band, as `rlsim run` simulates "
         "it (every built-in scenario goes to its target where it has a learning model). A streaming async schedule "
         "simulates each step inside the window of the k batches in flight, so its work is (k + 1) x its responses.",

@@ -7,7 +7,7 @@ Each point is the paper scenario (scenarios/paper_grpo.yaml) with one knob chang
 run so the numba kernel is loaded. The table gives the median wall seconds of ``--repeats`` interleaved repeats
 (every configuration once per round, so a slow spell of a shared machine hits all of them), the simulated
 responses per second (responses per step x steps / seconds), and the machine's load while it ran
-(rlsim.machine_load: other processes' share of the CPU, median over the rounds).
+(rlsim.host.machine_load: other processes' share of the CPU, median over the rounds).
 
 A second table gives the engine kernel's work in steady-state steps of the paper scenario at several batch sizes
 (:func:`step_work`): per replica, the scheduler events the exact event model has to go through (iterations,
@@ -34,10 +34,11 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 import rlsim  # noqa: E402
-from rlsim import engine, threads  # noqa: E402
-from rlsim.costs import RooflineCostModel  # noqa: E402
-from rlsim.machine_load import LoadMeter  # noqa: E402
-from rlsim.pipeline import step_requests  # noqa: E402
+from rlsim.engine import replica as engine  # noqa: E402
+from rlsim.host import threads  # noqa: E402
+from rlsim.host.machine_load import LoadMeter  # noqa: E402
+from rlsim.run.costs import RooflineCostModel  # noqa: E402
+from rlsim.run.pipeline import step_requests  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "paper_grpo.yaml"
 ESTIMATES_START = "<!-- estimates: scripts/estimates.py -->"
@@ -56,7 +57,7 @@ WORK_PROMPTS = [128, 1024, 4096, 8192]  # prompts per step (G = 8) of the work t
 
 
 def step_windows(scn: rlsim.Scenario, steps: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The requests the kernel simulates for steps 2 .. steps + 1 of ``scn`` (rlsim.pipeline.step_requests with
+    """The requests the kernel simulates for steps 2 .. steps + 1 of ``scn`` (rlsim.run.pipeline.step_requests with
     the run's seed: under a streaming async schedule each step's batch after the k batches before it; step 1,
     which nothing overlaps, left out)."""
     drawn = step_requests(scn, np.random.default_rng(scn.run.seed))
@@ -67,8 +68,8 @@ def step_windows(scn: rlsim.Scenario, steps: int) -> list[tuple[np.ndarray, np.n
 def step_work(prompts: int, repeats: int = 3, steps: int = 4) -> dict[str, float]:
     """The kernel's work in ``steps`` steady-state steps (:func:`step_windows`) of the paper scenario at
     ``prompts`` prompts per step, per step: every step's replicas (prompt groups dealt round-robin, as
-    rlsim.rollout deals them) in one :func:`rlsim.engine.simulate_replicas` call on one thread
-    (``RLSIM_THREADS=1`` while it runs), as rlsim.pipeline makes it for a chunk of steps; per-replica means of
+    rlsim.engine.rollout deals them) in one :func:`rlsim.engine.replica.simulate_replicas` call on one thread
+    (``RLSIM_THREADS=1`` while it runs), as rlsim.run.pipeline makes it for a chunk of steps; per-replica means of
     the counts, the prefills' share of simulated time and of recomputed tokens, and the median over ``repeats``
     of the call's seconds per step."""
     scn = rlsim.load_scenario(SCENARIO, {**BASE, "workload.prompts_per_step": prompts})
@@ -121,7 +122,8 @@ def work_table(work: dict[int, list[dict[str, float]]], cores: int) -> list[str]
         "## The kernel's work per step",
         "",
         "Steady-state steps of the paper scenario (steps 2-5: each the streaming window of two batches), their "
-        "replicas in one `rlsim.engine.simulate_replicas` call on one thread (as rlsim.pipeline makes it for a "
+        "replicas in one `rlsim.engine.replica.simulate_replicas` call on one thread (as rlsim.run.pipeline makes it "
+        "for a "
         "chunk of steps), timed once per round of the table above (interleaved with it), median; per replica: the "
         "scheduler events the exact event model goes through. Every preemption is followed by a readmission that "
         "recomputes the request's context. The last column is the responses of a step over its kernel time shared "

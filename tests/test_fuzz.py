@@ -6,7 +6,7 @@ The cases are generated from ``RLSIM_FUZZ_SEED`` (default 0, so a CI run is repr
 the case's index and what was mutated) and ``RLSIM_FUZZ_CASES`` (default 2,400 over the three CLIs: rlsim 1,500,
 rlsim-calibrate 500, rlsim-real 400). The commands run in-process (``main(argv)``), as a subprocess each would
 cost a second of start-up; the simulator's memory limit is set to about 50,000 responses per step so that a
-mutation to a huge batch is refused by the footprint check (rlsim.footprint) instead of running for minutes.
+mutation to a huge batch is refused by the footprint check (rlsim.host.footprint) instead of running for minutes.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rlsim import footprint
+from rlsim.host import footprint
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))

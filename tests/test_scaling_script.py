@@ -1,13 +1,13 @@
 """scripts/scaling.py's table of the kernel's work per step: its per-replica counts are those of the steps as
-rlsim simulates them (rlsim.rollout deals the same requests to the same replicas)."""
+rlsim simulates them (rlsim.engine.rollout deals the same requests to the same replicas)."""
 
 import importlib.util
 
 import numpy as np
 import pytest
 
-from rlsim.costs import RooflineCostModel
-from rlsim.rollout import simulate_rollout
+from rlsim.engine.rollout import simulate_rollout
+from rlsim.run.costs import RooflineCostModel
 from tests.conftest import ROOT
 
 
@@ -26,11 +26,11 @@ def _scenario(scaling, prompts):
 
 
 def test_the_windows_are_the_pipelines_steps(scaling, monkeypatch):
-    """Steps 2 and 3 of the script's windows are the requests rlsim.pipeline hands the kernel for those steps
+    """Steps 2 and 3 of the script's windows are the requests rlsim.run.pipeline hands the kernel for those steps
     (streaming, staleness 1: the step's batch after the one before it, drawn in order; responses drifting with
     the cumulative samples, so a step drawn as another shows)."""
     import rlsim
-    from rlsim import pipeline
+    from rlsim.run import pipeline
 
     handed = []
     launch = pipeline.launch_rollouts

@@ -1,4 +1,4 @@
-"""Import the per-step metrics that real RL frameworks log into rlsim run logs (:mod:`rlsim.runlog`).
+"""Import the per-step metrics that real RL frameworks log into rlsim run logs (:mod:`rlsim.io.runlog`).
 
 ``import_log(path, fmt)`` reads a metrics dump of a verl, OpenRLHF, TRL (GRPOTrainer) or NeMo RL run and returns
 an :class:`ImportResult`: one valid run-log record per training step, plus ``problems``, the (line number, reason)

@@ -14,8 +14,8 @@ from typing import Any
 
 from calibrate.errors import CalibrateError
 from calibrate.importers.core import Format, Group, Mapped, RowError, group_steps, is_number, read_rows
-from rlsim import records
-from rlsim.runlog import write_jsonl
+from rlsim.io import records
+from rlsim.io.runlog import write_jsonl
 
 
 def _specs() -> dict[str, Format]:
@@ -231,7 +231,7 @@ def run_log_record(
 
 def write_runlog(result: ImportResult, out_path: str | Path) -> Path:
     """Write the imported records as a run log (JSON Lines, validated line by line)."""
-    from rlsim.files import atomic_write
+    from rlsim.io.files import atomic_write
 
     out = Path(out_path)
     atomic_write(out, lambda p: write_jsonl(p, result.records))  # all or nothing

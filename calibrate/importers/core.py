@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlsim.files import read_text
+from rlsim.io.files import read_text
 from rlsim.phases import Phase
 
 REL_TOL = 0.02  # nested-timer test: the parts fit in the total within 2 % + 0.5 s

@@ -154,7 +154,7 @@ def fit_critical_batch(
 
 def critical_power(lr_rule: str | None) -> float:
     """The critical-batch power for runs trained under ``lr_rule``: 1/2 for Adam under the sqrt rule (and a
-    fixed LR, whose mismatch with sqrt the LR term prices; rlsim.learning derives both), 1 under the linear rule
+    fixed LR, whose mismatch with sqrt the LR term prices; rlsim.learning.model derives both), 1 under the linear rule
     (McCandlish et al. 2018, LR tuned per batch) and when the rule is unknown."""
     return 0.5 if lr_rule in ("sqrt", "none") else 1.0
 

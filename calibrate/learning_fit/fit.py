@@ -4,7 +4,7 @@
 Per run a sigmoid and the measured samples-to-target; per batch a sigmoid on the pooled points of its runs and
 the samples-to-target used across batches; across batches the critical-batch fit, the table, the invariance
 score and B_simple per batch (the pieces: :mod:`calibrate.learning_fit`). Run logs come in as lists of step
-records (rlsim.runlog); reading the files is the CLI's.
+records (rlsim.io.runlog); reading the files is the CLI's.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class LearningFit:
         ``reference_batch``, ``metric``, ``target``, ``batch_multiplier`` and ``samples_spread`` are rlsim
         ``Learning`` fields; the rest documents the fit.
         """
-        from rlsim.profile import LEARNING_VERSION
+        from rlsim.run.profile import LEARNING_VERSION
 
         ref = self.curves[self.reference_batch]
         ref_runs, ref_hits = self.seeds_by_batch.get(self.reference_batch, (0, 0))
@@ -211,7 +211,7 @@ def fit_learning(
     where logged, pooled over every logged step of that batch's runs (:func:`b_simple_pooled`).
     ``reference_batch`` (default: the smallest batch with a samples-to-target) must be one of the batches.
     ``samples_spread``: mean over batches with two or more runs that reached the target of the standard deviation
-    (ddof 1) of the log of their first crossings (rlsim.learning's definition); 0 when none.
+    (ddof 1) of the log of their first crossings (rlsim.learning.model's definition); 0 when none.
     """
     target = check_target(target)
     if isinstance(runs, Mapping) or not isinstance(runs, Sequence) or not runs:
@@ -291,7 +291,7 @@ def fit_learning(
                 source[b] = "fit"
                 notes.append(f"B={b}: samples-to-target from the fitted curve (not every run reached the target)")
         if len(hits) >= 2:
-            spreads.append(float(np.std(np.log(hits), ddof=1)))  # rlsim.learning: the log-sd over seeds
+            spreads.append(float(np.std(np.log(hits), ddof=1)))  # rlsim.learning.model: the log-sd over seeds
     if len(stt) < 2:
         raise CalibrateError(
             f"the target {target:g} is reached (measured or by the fit) at fewer than two batch sizes "

@@ -14,7 +14,7 @@
    ``--repeats`` times, the repeats interleaved round by round (a slow drift of the shared machine spreads over
    every point).
 3. **Predict.** Each point with rlsim's engine model under the fitted profile: one replica receiving the N
-   requests at once (``rlsim.engine.simulate_replica``), ``max_num_seqs`` as above and the KV capacity that
+   requests at once (``rlsim.engine.replica.simulate_replica``), ``max_num_seqs`` as above and the KV capacity that
    ``VLLM_CPU_KVCACHE_SPACE`` gives (whole 128-token blocks, vLLM's CPU block size).
 4. **Compare.** Output tokens per second, measured = N x output length / vLLM's ``elapsed_time`` (what vLLM prints
    as "output tokens/s"; its JSON's ``tokens_per_second`` counts prompt tokens too), predicted = the same tokens /

@@ -1,7 +1,7 @@
 """rlsim's side of the check: each point predicted by the engine model under the fitted profile, compared with
 what vLLM measured, and the error statistics.
 
-A point is one replica receiving the N requests at once (``rlsim.engine.simulate_replica``) with vLLM's CPU
+A point is one replica receiving the N requests at once (``rlsim.engine.replica.simulate_replica``) with vLLM's CPU
 ``max_num_seqs`` and the KV capacity that ``VLLM_CPU_KVCACHE_SPACE`` gives (whole 128-token blocks). Output tokens
 per second: measured = N x output length / vLLM's ``elapsed_time``, predicted = the same tokens / the predicted
 seconds; error = predicted / measured - 1.
@@ -48,8 +48,8 @@ def predict_seconds(
     import numpy as np
 
     from calibrate.costfit import base_scenario
-    from rlsim.costs import RooflineCostModel
-    from rlsim.engine import simulate_replica
+    from rlsim.engine.replica import simulate_replica
+    from rlsim.run.costs import RooflineCostModel
 
     gpu = gpu or profile.provenance.get("gpu_catalog_entry") or "CPU-2core"
     p = int(round(point.prompt_tokens if prompt_tokens is None else prompt_tokens))

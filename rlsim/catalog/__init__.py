@@ -39,9 +39,9 @@ def _load(kind: str) -> dict[str, dict[str, Any]]:
 
 def _config_models(entries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Models the catalog holds as their published config.json (``hf_configs/NAME/config.json``, each with its
-    source in ``hf_configs/SOURCES.yaml``), read by rlsim.hf_config; a hand-written entry of models.yaml for the
+    source in ``hf_configs/SOURCES.yaml``), read by rlsim.catalog.hf_config; a hand-written entry of models.yaml for the
     same model (its name or hf_id) wins."""
-    from rlsim.hf_config import spec_from_config
+    from rlsim.catalog.hf_config import spec_from_config
 
     folder = resources.files(__name__).joinpath("hf_configs")
     sources = yaml.load(folder.joinpath("SOURCES.yaml").read_text(), Loader=LOADER) or {}
@@ -54,7 +54,7 @@ def _config_models(entries: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
         spec = spec_from_config(json.loads(folder.joinpath(name, "config.json").read_text()), name, hf_id)
         spec["aliases"] = [hf_id] if hf_id else []
         spec["source"] = {k: src.get(k) for k in ("config_source", "params_source") if src.get(k)}
-        spec["notes"] = "read from its config.json by rlsim.hf_config"
+        spec["notes"] = "read from its config.json by rlsim.catalog.hf_config"
         out[name] = spec
     return out
 

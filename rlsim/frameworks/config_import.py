@@ -36,7 +36,7 @@ import yaml
 from rlsim import catalog
 from rlsim.catalog import VARIANT_SUFFIXES
 from rlsim.errors import RlsimError, ScenarioError
-from rlsim.files import load_yaml, read_text
+from rlsim.io.files import load_yaml, read_text
 
 DEFAULT_GPU = "H100-SXM"  # assumption: neither verl nor TRL configs name the GPU type
 PROMPT_FRACTION = 0.5  # assumption: prompts fixed at half the framework's maximum prompt length
@@ -166,7 +166,7 @@ def resolve_model(name: Any, key: str) -> tuple[str, list[str]]:
             return forms[base], [f"model: {name} simulated as catalog model {forms[base]} (same architecture)"]
     local = Path(name).expanduser()
     if (local / "config.json").is_file() or (local.suffix == ".json" and local.is_file()):
-        return str(local.resolve()), [f"model: {name} read from its config.json (rlsim.hf_config)"]
+        return str(local.resolve()), [f"model: {name} read from its config.json (rlsim.catalog.hf_config)"]
     same = catalog.same_architecture()
     known = name if name in same else next((k for k in same if k.rsplit("/", 1)[-1] == tail), None)
     if known is not None:

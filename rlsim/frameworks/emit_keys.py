@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlsim.errors import RlsimError
-from rlsim.learning import lr_for_batch
 from rlsim.scenario.schema import Scenario
+from rlsim.workload.lr_rules import lr_for_batch
 
 _MISSING = object()
 

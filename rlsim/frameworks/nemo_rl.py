@@ -100,7 +100,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
-from rlsim import catalog, software
+from rlsim import catalog
 from rlsim.errors import RlsimError
 from rlsim.frameworks.nemo_rl_import import (  # noqa: F401  (import-config and emit use them on this module)
     ASYNC,
@@ -117,7 +117,8 @@ from rlsim.frameworks.nemo_rl_import import (  # noqa: F401  (import-config and 
 )
 from rlsim.frameworks.nemo_rl_recipe import read, resolve  # noqa: F401  (import-config calls them on this module)
 from rlsim.frameworks.registry import Adapter
-from rlsim.lengths import lognormal_mean_for_clipped_mean
+from rlsim.scenario import software
+from rlsim.workload.lengths import lognormal_mean_for_clipped_mean
 
 if TYPE_CHECKING:
     from rlsim.frameworks.emit_keys import _Ctx
@@ -299,7 +300,8 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
 
 
 def llm_class_max_num_seqs(version: str | None, gpu: str, memory_bytes: float | None = None) -> int:
-    """``vllm.LLM``'s max_num_seqs at the vLLM release NeMo RL ``version`` pins, on ``gpu`` (rlsim.software)."""
+    """``vllm.LLM``'s max_num_seqs at the vLLM release NeMo RL ``version`` pins, on ``gpu``
+    (rlsim.scenario.software)."""
     engine_version = software.pinned_engine_version("nemo-rl", version)
     return software.batch_defaults(engine_version, "llm_class", gpu, memory_bytes)["max_num_seqs"]
 

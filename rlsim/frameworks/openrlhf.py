@@ -202,7 +202,7 @@ def read(path: Path) -> dict[str, Any]:
         raise ImportConfigError(
             f"{path}: is not a file; give the train_ppo_ray command line, one --flag value per line, or YAML / JSON"
         )
-    from rlsim.files import read_text
+    from rlsim.io.files import read_text
 
     return parse_arguments(read_text(path, "openrlhf arguments"), str(path))
 

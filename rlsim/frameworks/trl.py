@@ -55,7 +55,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlsim.files import load_yaml, read_text
 from rlsim.frameworks.config_import import (
     LAUNCH_NOTES,
     ImportConfigError,
@@ -69,6 +68,7 @@ from rlsim.frameworks.config_import import (
 )
 from rlsim.frameworks.config_import import resolve_model as _resolve_model
 from rlsim.frameworks.registry import Adapter
+from rlsim.io.files import load_yaml, read_text
 
 if TYPE_CHECKING:
     from rlsim.frameworks.emit_keys import _Ctx

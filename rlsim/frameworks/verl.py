@@ -39,7 +39,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlsim.files import read_text
 from rlsim.frameworks import sglang
 from rlsim.frameworks.config_import import (
     LAUNCH_NOTES,
@@ -55,6 +54,7 @@ from rlsim.frameworks.config_import import (
 from rlsim.frameworks.config_import import resolve_model as _resolve_model
 from rlsim.frameworks.launch import framework_command
 from rlsim.frameworks.registry import Adapter
+from rlsim.io.files import read_text
 from rlsim.scenario.overrides import parse_scalar
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ def _is_moe(name: Any) -> bool:
     """Whether the model a verl config names has experts (False when it cannot be resolved: the import says why
     later)."""
     from rlsim import catalog
-    from rlsim.hf_config import spec_from_path
+    from rlsim.catalog.hf_config import spec_from_path
 
     try:
         resolved, _ = _resolve_model(name, M + "path")

@@ -25,8 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 from rlsim.errors import ScenarioError
-from rlsim.learning import lr_for_batch
 from rlsim.scenario import Scenario
+from rlsim.workload.lr_rules import lr_for_batch
 
 PAPER = {
     "reference_batch": 1024,  # B0 = 128 prompts x 8 (paper)

@@ -84,13 +84,13 @@ def _names(text: str | None, flag: str) -> list[str] | None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from rlsim.answers.sweep import parse_grid
     from rlsim.plan import plan
     from rlsim.plan.explain import explain
     from rlsim.plan.output import plan_json, write_plan
-    from rlsim.prices import parse_price_overrides
-    from rlsim.profile import load_profile
+    from rlsim.plan.prices import parse_price_overrides
+    from rlsim.run.profile import load_profile
     from rlsim.scenario import load_scenario, parse_overrides
-    from rlsim.sweep import parse_grid
 
     if args.emit and args.output is None:
         raise RlsimError("--emit writes a patch file: give -o DIR")
@@ -132,9 +132,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
             f"--assume-learning {args.assume_learning} and --profile {args.profile} (which has a fitted learning "
             "model) both give the learning model; drop one"
         )
-    from rlsim.progress import Progress
+    from rlsim.host.progress import Progress
 
-    # screening, then the finalists simulated in full: each stage its own count (rlsim.progress)
+    # screening, then the finalists simulated in full: each stage its own count (rlsim.host.progress)
     bar = None if args.json else Progress("plan: screening", "group")
 
     def progress(done: int, total: int, stage: str = "screen") -> None:

@@ -6,7 +6,7 @@ Two fidelities:
   section (the LR rule), which the pipeline does not read, so the group is simulated once for a short run
   (``SCREEN_STEPS`` steady-state steps plus k to fill and k to drain an async pipeline of staleness k) and each
   configuration's samples-to-target is put on that timeline; the time-to-target is extrapolated at the
-  steady-state step time (rlsim.target).
+  steady-state step time (rlsim.learning.target).
 * ``full``: the finalists (the best few, the user's own configuration and the ones the explanation names) are
   simulated as ``rlsim run --set run.until_target=true`` does: every step to the target, with the band.
 
@@ -21,8 +21,8 @@ import dataclasses
 from typing import Any
 
 from rlsim.errors import RlsimError
-from rlsim.profile import profile_from_dict
-from rlsim.result import SimResult
+from rlsim.run.profile import profile_from_dict
+from rlsim.run.result import SimResult
 from rlsim.scenario import Scenario
 
 SCREEN_STEPS = 2  # steady-state steps per screened group (sync: every step; async k: steps k+1..N-k)
@@ -74,9 +74,9 @@ def result_row(result: SimResult) -> dict[str, Any]:
 def evaluate_group(task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], dict | None, list[str]]) -> list:
     """Screen one group: ``(base scenario dict, [(index, overrides)], profile dict, explicit keys)`` -> one
     ``(index, row)`` per configuration (``row["status"]`` ok or pruned, ``row["reason"]`` when pruned)."""
+    from rlsim.run.simulation import configure, predict
+    from rlsim.run.timeline import Timelines
     from rlsim.scenario.build import with_learning
-    from rlsim.simulation import configure, predict
-    from rlsim.timeline import Timelines
 
     base, items, profile_dict, explicit = task
     profile = profile_from_dict(profile_dict) if profile_dict else None
@@ -110,7 +110,7 @@ def evaluate_group(task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]],
 
 def evaluate_full(task: tuple[dict[str, Any], int, dict[str, Any], dict | None, list[str]]) -> tuple[int, dict]:
     """One finalist simulated to its target with the band: ``(base, index, overrides, profile, explicit)``."""
-    from rlsim.simulation import configure, predict
+    from rlsim.run.simulation import configure, predict
 
     base, index, overrides, profile_dict, explicit = task
     profile = profile_from_dict(profile_dict) if profile_dict else None

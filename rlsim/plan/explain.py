@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from rlsim.answer import Answer
+from rlsim.answers.answer import Answer
 from rlsim.plan.search import PlanResult
 
 TIE = 0.01  # speedups and gains within 1% of 1 are a tie (the screen is good to about 2%)

@@ -22,8 +22,8 @@ import pandas as pd
 import yaml
 
 from rlsim import __version__
-from rlsim.answer import Answer, gpu_hours, samples
-from rlsim.files import atomic_write, atomic_write_text
+from rlsim.answers.answer import Answer, gpu_hours, samples
+from rlsim.io.files import atomic_write, atomic_write_text
 from rlsim.phases import TIMED_PHASES
 from rlsim.plan.explain import describe
 from rlsim.plan.search import PlanResult
@@ -98,7 +98,7 @@ def plan_json(result: PlanResult, explanation: list[str], command: str) -> dict[
 
 
 def _figures(result: PlanResult) -> list[tuple[str, str, Any]]:
-    from rlsim.report import PHASE_COLORS, _plotly
+    from rlsim.answers.report import PHASE_COLORS, _plotly
 
     go, _ = _plotly()
     t = result.table[result.table["feasible"]].copy()
@@ -275,7 +275,7 @@ def plan_report(
 
 
 def _css() -> str:
-    from rlsim.report import CSS
+    from rlsim.answers.report import CSS
 
     return CSS
 

@@ -7,7 +7,7 @@ Steps (each configuration is one row of ``PlanResult.table``):
    configuration), a row of its own when the search does not contain it;
 2. every configuration is screened (rlsim.plan.evaluate): one short simulation per group that shares a step
    time, the LR rules on its timeline; configurations the scenario rules reject are pruned with the reason;
-3. cost = GPU-hours to target x the GPU type's price (rlsim.prices: catalog, then the scenario's
+3. cost = GPU-hours to target x the GPU type's price (rlsim.plan.prices: catalog, then the scenario's
    ``plan.prices``, then ``--price``); the constraints (``deadline_h``, ``budget_usd``) mark the rest
    infeasible;
 4. the best ``finalists`` by the objective and the baseline are simulated in full (every step to the target,
@@ -31,7 +31,7 @@ import pandas as pd
 from rlsim.errors import RlsimError, ScenarioError
 from rlsim.plan.evaluate import evaluate_full, evaluate_group
 from rlsim.plan.space import Config, Space, baseline_config, build_space, configurations
-from rlsim.profile import Profile
+from rlsim.run.profile import Profile
 from rlsim.scenario import Scenario
 
 OBJECTIVES = {"time": "time_to_target_s", "cost": "cost_usd", "gpu-hours": "gpu_hours_to_target"}
@@ -65,7 +65,7 @@ class PlanResult:
 
 def _prices(s: Scenario, gpus: Iterable[str], cli: dict[str, float] | None) -> dict[str, dict[str, Any]]:
     """The price record of each GPU type; a GPU with no price gets None (cost objective and budget need one)."""
-    from rlsim.prices import MissingPrice, price_for
+    from rlsim.plan.prices import MissingPrice, price_for
 
     over = {**s.plan.prices, **(cli or {})}
     out: dict[str, dict[str, Any]] = {}
@@ -135,7 +135,7 @@ def plan(
     finalists: int = FINALISTS,
 ) -> PlanResult:
     """Search the configurations of ``scenario`` (module docstring) and pick the best by ``objective``."""
-    from rlsim.sweep import run_tasks
+    from rlsim.answers.sweep import run_tasks
 
     if objective not in OBJECTIVES:
         raise ScenarioError("--objective", objective, "is not an objective", f"use one of: {', '.join(OBJECTIVES)}")

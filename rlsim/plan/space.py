@@ -33,9 +33,9 @@ from typing import Any
 
 from rlsim.errors import ScenarioError
 from rlsim.scenario import Scenario
+from rlsim.workload.lr_rules import LR_RULES
 
 P_EXPONENTS = range(-2, 6)  # P x 2^k
-LR_RULES = ("sqrt", "linear", "none")
 SCHEDULES = ("colocated", "separate", "async-1", "async-2")
 ROLLOUT_SHARES = (0.5, 0.625, 0.75, 0.875)
 ENGINE_TP = (1, 2, 4, 8)

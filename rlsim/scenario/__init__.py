@@ -4,8 +4,8 @@ Validation happens here and only here: unknown keys, types, ranges and cross-fie
 fit the GPUs, one sequence must fit the KV cache of a replica). Every error is a :class:`ScenarioError` naming
 the field path, the value, the rule and the fix. Units live in field names (``_tokens``, ``_s``, ``_bytes``).
 
-Sections: ``model``, ``hardware``, ``engine``, ``workload``, ``algorithm``, ``training`` (rlsim.training),
-``weight_sync`` (rlsim.sync), ``schedule``, ``learning``, ``costs``, ``run``; plus free-text ``name``,
+Sections: ``model``, ``hardware``, ``engine``, ``workload``, ``algorithm``, ``training`` (rlsim.trainer.training),
+``weight_sync`` (rlsim.trainer.sync), ``schedule``, ``learning``, ``costs``, ``run``; plus free-text ``name``,
 ``description`` and ``assumptions`` (a list of what the scenario assumes that is not measured or published).
 ``model`` and ``hardware.gpu`` name a catalog entry (``rlsim/catalog/*.yaml``) or spell the numbers out.
 
@@ -15,6 +15,7 @@ what it derives), ``rules`` (the engine's scheduler rules), ``build`` (from_dict
 Import from ``rlsim.scenario``; the names below are its public interface.
 """
 
+from rlsim.engine.scheduler import SchedulerRules
 from rlsim.errors import ScenarioError
 from rlsim.scenario.build import check_bounds, from_dict
 from rlsim.scenario.overrides import apply_overrides, as_overrides, parse_overrides, parse_scalar, split_assignment
@@ -40,10 +41,8 @@ from rlsim.scenario.sections import (
     Workload,
 )
 from rlsim.scenario.specs import MAX_OVERHEAD_S, MAX_RATE, MAX_TOKENS, MIN_RATE, GPUSpec, ModelSpec
+from rlsim.scenario.trainer_sections import Training, WeightSync
 from rlsim.scenario.yamlfile import dump_yaml, load_scenario, read_scenario
-from rlsim.scheduler import SchedulerRules
-from rlsim.sync import WeightSync
-from rlsim.training import Training
 
 __all__ = [
     "MAX_OVERHEAD_S",

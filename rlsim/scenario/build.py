@@ -59,7 +59,7 @@ def _resolve_spec(kind: str, value: Any, path: str) -> dict[str, Any]:
         except KeyError:
             pass
         if kind == "model" and (value.endswith(".json") or Path(value).expanduser().is_dir()):
-            from rlsim.hf_config import ModelConfigError, spec_from_path
+            from rlsim.catalog.hf_config import ModelConfigError, spec_from_path
 
             try:
                 return spec_from_path(value)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlsim import catalog, software
-from rlsim.scheduler import SchedulerRules
+from rlsim import catalog
+from rlsim.engine.scheduler import SchedulerRules
+from rlsim.scenario import software
 
 if TYPE_CHECKING:
     from rlsim.scenario.schema import Scenario

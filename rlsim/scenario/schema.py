@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from rlsim import training as training_model
+from rlsim.engine.scheduler import SchedulerRules
 from rlsim.scenario.rules import scheduler_rules
 from rlsim.scenario.sections import (
     Algorithm,
@@ -30,9 +30,7 @@ from rlsim.scenario.sections import (
     Workload,
 )
 from rlsim.scenario.specs import ModelSpec
-from rlsim.scheduler import SchedulerRules
-from rlsim.sync import WeightSync
-from rlsim.training import Training
+from rlsim.scenario.trainer_sections import Training, WeightSync
 
 
 @dataclass(frozen=True)
@@ -69,7 +67,7 @@ class Scenario:
     @property
     def engine_behaviour(self) -> str | None:
         """The named engine behaviour in force: engine.behaviour, else the one the software section selects."""
-        from rlsim import software
+        from rlsim.scenario import software
 
         return software.behaviour(self)
 
@@ -126,8 +124,11 @@ class Scenario:
 
     @property
     def optimizer_steps_per_step(self) -> int:
-        """Optimizer steps per RL step, from the train global batch (or algorithm.mini_batches_per_step)."""
-        return training_model.optimizer_steps_per_step(self)
+        """Optimizer steps per RL step: (responses / train global batch, or algorithm.mini_batches_per_step) x
+        epochs."""
+        gbs = self.training.global_batch_size
+        mini = self.workload.responses_per_step // gbs if gbs else self.algorithm.mini_batches_per_step
+        return mini * self.algorithm.epochs_per_step
 
     @property
     def kv_capacity_tokens(self) -> int:

@@ -2,8 +2,8 @@
 distributions, algorithm, schedule, learning model, cost coefficients, run and sweep, as frozen dataclasses.
 
 Each field's bounds are its metadata (:func:`rlsim.scenario.specs.bounds`); the rules that relate several fields
-are in :mod:`rlsim.scenario.validation`. ``training`` and ``weight_sync`` are defined in rlsim.training and
-rlsim.sync.
+are in :mod:`rlsim.scenario.validation`. ``training`` and ``weight_sync`` are defined in rlsim.trainer.training and
+rlsim.trainer.sync.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rlsim.scenario.specs import MAX_OVERHEAD_S, MAX_TOKENS, GPUSpec, ModelSpec, bounds
+from rlsim.workload.lr_rules import LrRule
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ class Engine:
     # overlap replace costs.decode_iteration_overhead_s / decode_per_seq_overhead_s / tp_rank_overhead_s and
     # engine.cpu_overlap; None: those fields as given
     behaviour: str | None = None
-    # How the engine schedules and pages its KV cache (rlsim/engine.py). None: the named behaviour's value, else
+    # How the engine schedules and pages its KV cache (rlsim/engine/replica.py). None: the named behaviour's value, else
     # vLLM V1's default. block_size: tokens per KV block (vLLM --block-size: 16 on GPUs, 128 on CPU).
     block_size: int | None = field(default=None, metadata=bounds(ge=1, le=4096))
     # chunked prefill (V1): prompts split under max_num_batched_tokens and prefilled in the same forward pass as
@@ -185,7 +186,8 @@ class Workload:
     # response lengths by training progress: the first phase whose until_samples exceeds the step's progress, the
     # last one after that (its until_samples None); empty: response_length throughout
     response_length_by_samples: tuple[LengthPhase, ...] = ()
-    # what the progress of response_length_by_samples and response_length_drift counts (rlsim.lengths.progress):
+    # what the progress of response_length_by_samples and response_length_drift counts
+    # (rlsim.workload.lengths.progress):
     # "samples", the cumulative samples; "learning_rate", the cumulative learning rate in samples at
     # learning.reference_batch (the same as samples at that batch; under the sqrt rule samples x (B_ref / B) ** 0.5),
     # for lengths that move with how far the optimizer has moved the policy
@@ -276,7 +278,8 @@ class Reward:
 
 @dataclass(frozen=True)
 class Software:
-    """The RL framework and inference engine with their versions (rlsim.software, rlsim/catalog/software.yaml): a
+    """The RL framework and inference engine with their versions (rlsim.scenario.software,
+    rlsim/catalog/software.yaml): a
     framework release pins its engine release, an engine release selects its behaviour (engine.behaviour, unless
     the scenario sets one) and defaults; unknown versions take the nearest known with a warning."""
 
@@ -313,7 +316,7 @@ class MetricCurve:
 
 @dataclass(frozen=True)
 class BatchMultiplier:
-    """How samples-to-target depends on the batch B = P x G (see rlsim.learning)."""
+    """How samples-to-target depends on the batch B = P x G (see rlsim.learning.model)."""
 
     form: Literal["invariant", "critical_batch", "table"] = "invariant"
     # invariant: m = 1 in [low, high] (responses per step, so at least 1); None: open
@@ -323,7 +326,7 @@ class BatchMultiplier:
     penalty_per_doubling_below: float = field(default=1.0, metadata=bounds(ge=1, le=1000))  # below batch_low
     critical_batch: float | None = field(default=None, metadata=bounds(gt=0))  # critical_batch form
     # critical_batch form: E ~ (1 + B / critical_batch) ** critical_power; 1: LR tuned per batch (McCandlish et
-    # al. 2018); 0.5: Adam under the sqrt LR rule (rlsim.learning derives it)
+    # al. 2018); 0.5: Adam under the sqrt LR rule (rlsim.learning.model derives it)
     critical_power: float = field(default=1.0, metadata=bounds(gt=0, le=2))
     batches: tuple[float, ...] | None = None  # table form: increasing batches (responses per step)
     samples_to_target: tuple[float, ...] | None = None  # table form: measured N* at each batch
@@ -332,13 +335,13 @@ class BatchMultiplier:
 
 @dataclass(frozen=True)
 class Learning:
-    """Learning-rate rule and the sample-indexed learning model (rlsim.learning)."""
+    """Learning-rate rule and the sample-indexed learning model (rlsim.learning.model)."""
 
     lr0: float = field(default=1e-6, metadata=bounds(gt=0))
     reference_batch: int = field(default=1024, metadata=bounds(ge=1))  # responses per step at which lr0 holds
-    lr_rule: Literal["sqrt", "linear", "none"] = "sqrt"
+    lr_rule: LrRule = "sqrt"
     # the rule that keeps the trajectory in samples (sqrt for Adam); other rules pay untuned_lr_penalty
-    invariant_rule: Literal["sqrt", "linear", "none"] = "sqrt"
+    invariant_rule: LrRule = "sqrt"
     # samples multiplier for doubling the batch at a fixed LR: the seed paper's fixed-LR control (P 128 -> 256)
     untuned_lr_penalty: float = field(default=1.67, metadata=bounds(ge=1, le=1000))
     metric: MetricCurve | None = None
@@ -347,7 +350,7 @@ class Learning:
     staleness_penalty_per_step: float = field(default=0.0, metadata=bounds(ge=0, le=10))
     samples_spread: float = field(default=0.0, metadata=bounds(ge=0, le=2))  # std of log N* across seeds
     # share of seeds that never reach the target at any budget (a GRPO run whose groups all score alike stops
-    # learning); the rest reach it at a lognormal N* (rlsim.learning.reach_within)
+    # learning); the rest reach it at a lognormal N* (rlsim.learning.model.reach_within)
     stall_probability: float = field(default=0.0, metadata=bounds(ge=0, lt=1))
     # the stall share measured at several batches (rlsim-calibrate fit-learning with seeds at each): increasing
     # batches and their shares, read in log batch between them and the nearest end beyond; None: stall_probability
@@ -390,7 +393,7 @@ class Costs:
     rollout_s_per_sample: float = field(default=0.0, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
     reward_overhead_s: float = field(default=0.1, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
     reward_s_per_sample: float = field(default=1e-4, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
-    # training at scale (rlsim.training): GEMM efficiency against the FP8 peak, the fraction of the dense
+    # training at scale (rlsim.trainer.training): GEMM efficiency against the FP8 peak, the fraction of the dense
     # efficiency that routed-expert GEMMs reach, and the host's Adam rate when the optimizer is offloaded
     fp8_train_compute_efficiency: float = field(default=0.3, metadata=bounds(gt=0, le=1))
     moe_compute_efficiency_factor: float = field(default=0.85, metadata=bounds(gt=0, le=1))

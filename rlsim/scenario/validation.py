@@ -9,10 +9,12 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING
 
-from rlsim import catalog, software, training_memory
+from rlsim import catalog
 from rlsim.errors import ScenarioError, suggest
+from rlsim.scenario import software
 from rlsim.scenario.sections import Learning, Workload
 from rlsim.scenario.specs import DTYPE_BYTES, ModelSpec
+from rlsim.trainer import memory as training_memory
 
 if TYPE_CHECKING:
     from rlsim.scenario.schema import Scenario

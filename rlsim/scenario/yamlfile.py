@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from rlsim.errors import ScenarioError
-from rlsim.files import load_yaml, read_text
+from rlsim.io.files import load_yaml, read_text
 from rlsim.scenario.build import from_dict
 from rlsim.scenario.overrides import apply_overrides, as_overrides
 from rlsim.scenario.schema import Scenario

@@ -6,15 +6,15 @@ Issue "Speed: answers in a blink", must-show 2: in-process ``rlsim.simulate`` of
 lognormal responses of mean 4,000 and at most 16,384 tokens, async with staleness 1, so each step simulates a
 window of two batches) at P = 128, 1024 and 8192 for 300 steps, at >= 5,000,000 simulated responses per
 wall-second. The earlier target (core issue, must-show 5: >= 1,000,000 at P = 1024) is checked too. The rate,
-the machine's load and the kernel (with the numba that compiled it) are in extra_info; threads are rlsim.threads'
+the machine's load and the kernel (with the numba that compiled it) are in extra_info; threads are rlsim.host.threads'
 default (RLSIM_THREADS, auto: every core).
 """
 
 import pytest
 
 import rlsim
-from rlsim import engine
-from rlsim.machine_load import LoadMeter
+from rlsim.engine import replica as engine
+from rlsim.host.machine_load import LoadMeter
 from tests.conftest import SCENARIOS
 
 STEPS = 300
@@ -53,14 +53,14 @@ def test_engine_kernel_one_replica(benchmark):
     """One replica, 1,024 requests with heavy preemption (KV cache far smaller than the batch needs)."""
     import numpy as np
 
-    from rlsim.costs import RooflineCostModel
+    from rlsim.run.costs import RooflineCostModel
 
     s = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"engine.max_num_seqs": 1024})
     cost = RooflineCostModel.from_scenario(s)
     rng = np.random.default_rng(0)
     prompts = rng.integers(100, 1000, 1024)
     responses = np.clip(rng.lognormal(np.log(4000) - 0.32, 0.8, 1024), 1, 16384).astype(np.int64)
-    from rlsim.engine import simulate_replica
+    from rlsim.engine.replica import simulate_replica
 
     args = (prompts, responses, 1024, s.kv_capacity_tokens, cost.decode_coefficients(), cost.prefill_coefficients())
     simulate_replica(*args)

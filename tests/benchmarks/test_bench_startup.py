@@ -5,7 +5,7 @@ at most 0.4 s with numba's cache warm, at most 1.5 s with it empty (median of th
 
 Each round is a fresh ``python -m rlsim.cli run ...`` process, what the ``rlsim`` command runs. Cold rounds point
 ``NUMBA_CACHE_DIR`` at a new empty folder, so nothing numba compiled before is found. With the kernel built ahead
-of time (``pip install`` builds it; ``python -m rlsim.kernel_build`` in a checkout) neither imports numba; the
+of time (``pip install`` builds it; ``python -m rlsim.engine.kernel_build`` in a checkout) neither imports numba; the
 targets are checked for that kernel. The just-in-time fallback (``RLSIM_KERNEL=jit``: numba compiles, or loads from
 its cache, on first use) is timed too and recorded in extra_info, not checked.
 """
@@ -20,7 +20,7 @@ import tempfile
 
 import pytest
 
-from rlsim import engine
+from rlsim.engine import replica as engine
 from tests.conftest import ROOT, SCENARIOS
 
 COMMAND = [sys.executable, "-m", "rlsim.cli", "run", str(SCENARIOS / "paper_grpo.yaml"), "--json"]
@@ -54,8 +54,8 @@ def _cold(benchmark, kernel: str, rounds: int) -> float:
 
 
 def _kernel_note() -> str:
-    built = engine._load_kernel("auto").__name__ != "rlsim.kernel"
-    return "" if built else " (no kernel built ahead of time: run `python -m rlsim.kernel_build`)"
+    built = engine._load_kernel("auto").__name__ != "rlsim.engine.kernel"
+    return "" if built else " (no kernel built ahead of time: run `python -m rlsim.engine.kernel_build`)"
 
 
 @pytest.mark.benchmark(group="startup")

@@ -3,8 +3,9 @@
     python -m pytest tests/benchmarks/test_bench_sweep.py --benchmark-only --benchmark-enable
 
 Issue "Speed: answers in a blink", must-show 3: the paper sweep (``rlsim sweep scenarios/paper_grpo.yaml``: the
-default workers, one process per two cores, each running a step's replicas on rlsim.threads' threads) in <= 8 s on the
-2-core machine, with a sweep.csv byte-identical to a one-worker, one-thread run. The earlier bound (60 s) is checked
+default workers, one process per two cores, each running a step's replicas on rlsim.host.threads' threads) in <= 8 s
+on the 2-core machine, with a sweep.csv byte-identical to a one-worker, one-thread run. The earlier bound (60 s) is
+checked
 too; the wall time, the machine's load and the kernel (with the numba that compiled it) are in extra_info.
 """
 
@@ -15,8 +16,8 @@ import time
 
 import pytest
 
-from rlsim import engine
-from rlsim.machine_load import LoadMeter
+from rlsim.engine import replica as engine
+from rlsim.host.machine_load import LoadMeter
 from tests.conftest import ROOT, SCENARIOS
 
 TARGET_S = 8.0

@@ -13,7 +13,7 @@ import pytest
 from calibrate.costfit import FIT_PARAMS, base_scenario, fit_phase, fit_profile, predict
 from calibrate.errors import CalibrateError
 from calibrate.tables import load_bench_tables
-from rlsim.profile import load_profile
+from rlsim.run.profile import load_profile
 
 TINY = {
     "name": "tiny",

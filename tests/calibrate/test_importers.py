@@ -10,7 +10,7 @@ import pytest
 
 from calibrate.errors import CalibrateError
 from calibrate.importers import FORMATS, format_problems, import_log, write_runlog
-from rlsim.runlog import read_jsonl, validate_record
+from rlsim.io.runlog import read_jsonl, validate_record
 
 FIX = Path(__file__).parent / "fixtures"
 

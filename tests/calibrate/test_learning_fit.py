@@ -16,7 +16,7 @@ from calibrate.learning_fit.curve import SigmoidFit, fit_sigmoid, samples_to_tar
 from calibrate.learning_fit.fit import fit_learning
 from calibrate.learning_fit.invariance import invariance_score
 from calibrate.learning_fit.noise import b_simple_pooled
-from rlsim import learning as rl
+from rlsim.learning import model as rl
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 
 R0, A, S_MID, B = 0.2, 0.8, 5e4, 1.5
@@ -115,7 +115,7 @@ def test_metric_curve_matches_rlsim():
 
 @pytest.mark.parametrize("noise, exponent", [(0.0, B), (0.01, B), (0.0, 0.02)])
 def test_fitted_curve_is_rlsims_formula(noise, exponent):
-    """One sigmoid: the curve calibrate fits and evaluates is rlsim.learning's, to the last bit. The points here
+    """One sigmoid: the curve calibrate fits and evaluates is rlsim.learning.model's, to the last bit. The points here
     come from rlsim's formula (not the test's own), the fit's residuals are measured with it, and a flat exponent
     keeps R(0) = R0 (a power form that clamps S = 0 to a tiny number does not)."""
     truth = MetricCurve(initial=R0, asymptote=A, mid_samples=S_MID, exponent=exponent)
@@ -624,7 +624,7 @@ def test_fit_learning_command_writes_the_learning_model_into_the_profile(tmp_pat
     import subprocess
     import sys
 
-    from rlsim.profile import PhaseFit, Profile, load_profile
+    from rlsim.run.profile import PhaseFit, Profile, load_profile
 
     prov = {
         k: "x" for k in ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")

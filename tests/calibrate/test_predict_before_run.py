@@ -23,8 +23,8 @@ from calibrate.runfit import fit_runs, scenario_out
 from calibrate.runlearning import learning_model, seed_model, stall_upper
 from calibrate.runs import load_run
 from calibrate.validate import validate
-from rlsim.profile import PhaseFit, Profile, load_profile
-from rlsim.runlog import SCHEMA_VERSION
+from rlsim.io.runlog import SCHEMA_VERSION
+from rlsim.run.profile import PhaseFit, Profile, load_profile
 
 SMALL = Path(__file__).resolve().parents[2] / "scenarios" / "small_1gpu.yaml"
 PROV = {k: "test" for k in ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")}
@@ -457,7 +457,7 @@ def test_stalled_seeds_do_not_flatten_the_curve_and_a_degenerate_one_is_said(tmp
     lines = [w for w in report["warnings"] if w.startswith("learning:")]
     assert any("levels off at" in w and "not clearly above the target 0.9" in w for w in lines)
     # and every prediction made with that profile says so too
-    from rlsim.simulation import simulate
+    from rlsim.run.simulation import simulate
 
     result = simulate(scenario_out(flat, profile), profile=profile)
     assert any(w.startswith("profile learning model: the reference curve levels off") for w in result.warnings)

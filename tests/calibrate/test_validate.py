@@ -222,8 +222,8 @@ def test_scaled_profile_scales_each_phase_time_by_its_factor():
     """The in-loop factor read off the reference runs multiplies the phase's predicted seconds."""
     from calibrate.costfit import base_scenario
     from calibrate.runfit import scaled_profile
-    from rlsim.costs import RooflineCostModel
-    from rlsim.profile import PhaseFit, Profile
+    from rlsim.run.costs import RooflineCostModel
+    from rlsim.run.profile import PhaseFit, Profile
     from tests.calibrate.test_costfit import TINY
 
     scn = base_scenario(TINY, "CPU-2core", 64, 64)
@@ -248,7 +248,7 @@ def test_scaled_profile_scales_each_phase_time_by_its_factor():
     def rollout_seconds(prof):
         import numpy as np
 
-        from rlsim.engine import simulate_replica
+        from rlsim.engine.replica import simulate_replica
 
         cost = RooflineCostModel.from_scenario(scn, prof.apply(scn.costs))
         n = 64
@@ -285,7 +285,7 @@ def test_learning_model_takes_adams_power_for_sqrt_rule_runs(tmp_path):
     the linear rule McCandlish's power 1. Both use B_simple from the runs' gradient norms."""
     from calibrate.runlearning import learning_model
     from calibrate.runs import load_run
-    from rlsim.learning import batch_multiplier
+    from rlsim.learning.model import batch_multiplier
     from rlsim.scenario import BatchMultiplier
     from tests.calibrate.test_predict_before_run import _model_dir, _write_run
 

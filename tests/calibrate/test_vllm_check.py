@@ -36,7 +36,7 @@ from calibrate.vllm_check.predict import (
     predict_seconds,
     summarize,
 )
-from rlsim.profile import PhaseFit, Profile
+from rlsim.run.profile import PhaseFit, Profile
 from tests.calibrate.test_costfit import TINY
 
 ROLLOUT = {

@@ -17,7 +17,7 @@ from calibrate.errors import CalibrateError  # noqa: E402
 from calibrate.tables import load_bench_tables  # noqa: E402
 from real import bench  # noqa: E402
 from real.errors import RealError  # noqa: E402
-from rlsim.records import BENCH_COLUMNS, BENCH_REQUIRED_COLUMNS  # noqa: E402
+from rlsim.io.records import BENCH_COLUMNS, BENCH_REQUIRED_COLUMNS  # noqa: E402
 
 
 def _positive_finite(values) -> bool:
@@ -131,7 +131,7 @@ def test_repeats_are_interleaved_across_configurations():
     times = bench._timed_rounds(fns, repeats=3, warmup=2)
     assert calls == ["a", "a", "b", "b", "c", "c"] + ["a", "b", "c"] * 3
     assert [len(t) for t in times] == [3, 3, 3] and all(x >= 0 for t in times for x, _ in t)
-    # each repeat carries the machine's load over it (rlsim.machine_load)
+    # each repeat carries the machine's load over it (rlsim.host.machine_load)
     assert all(set(load) == {"other_cpu_fraction", "cpu_s", "load_avg_1m"} for t in times for _, load in t)
 
 

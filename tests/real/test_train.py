@@ -14,7 +14,7 @@ pytest.importorskip("transformers")
 
 from real.errors import RealError  # noqa: E402
 from real.train import STOP_AFTER_STEP_ENV, TrainConfig, train  # noqa: E402
-from rlsim.runlog import read_jsonl  # noqa: E402
+from rlsim.io.runlog import read_jsonl  # noqa: E402
 
 CLI = [sys.executable, "-m", "real.cli"]
 
@@ -248,10 +248,10 @@ def test_train_prints_only_its_json_summary_on_stdout(tmp_path):
 
 
 def test_real_and_simulated_run_logs_pass_the_same_validator(tmp_path):
-    """One definition of the run-log record (rlsim.records): the lines a real run writes and the records the
+    """One definition of the run-log record (rlsim.io.records): the lines a real run writes and the records the
     simulator makes are valid, and either without any one required field is refused."""
     import rlsim
-    from rlsim.records import REQUIRED_KEYS, RunLogError, validate_record
+    from rlsim.io.records import REQUIRED_KEYS, RunLogError, validate_record
 
     cfg = TrainConfig(
         task="parity:length=3",

@@ -72,7 +72,7 @@ def main() -> None:
     from real.engines.hf import HFEngine
     from real.models import load_policy, resolve_model
     from real.train import TrainConfig, train
-    from rlsim.runlog import read_jsonl
+    from rlsim.io.runlog import read_jsonl
 
     cache = Path(os.environ.get("RLSIM_CACHE_DIR") or tempfile.mkdtemp())
     tiny = resolve_model("tiny", cache)

@@ -1,6 +1,6 @@
-"""Plain, iteration-by-iteration reference for ``rlsim.engine.simulate_replica``.
+"""Plain, iteration-by-iteration reference for ``rlsim.engine.replica.simulate_replica``.
 
-Written from the rules in the ``rlsim.engine`` module docstring only (not from the compiled kernel). Every
+Written from the rules in the ``rlsim.engine.replica`` module docstring only (not from the compiled kernel). Every
 iteration is simulated one at a time and the KV blocks held are recounted from every request's state each time
 they are needed, so it is slow but easy to check against the text. Only meant for small cases in tests.
 
@@ -29,15 +29,14 @@ from collections import deque
 
 import numpy as np
 
-from rlsim.engine import (
+from rlsim.engine.iteration import (
     DecodeCoefficients,
-    EngineCapacityError,
     PrefillCoefficients,
-    SchedulerRules,
     decode_iteration_s,
     mixed_iteration_s,
     prefill_s,
 )
+from rlsim.engine.replica import EngineCapacityError, SchedulerRules
 
 __all__ = ["reference_replica"]
 

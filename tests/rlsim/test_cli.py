@@ -10,7 +10,7 @@ import yaml
 
 import rlsim
 from rlsim.cli import main
-from rlsim.runlog import read_jsonl
+from rlsim.io.runlog import read_jsonl
 from tests.conftest import SCENARIOS
 
 

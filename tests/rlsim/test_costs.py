@@ -7,8 +7,8 @@ import pytest
 
 import rlsim
 from rlsim import catalog
-from rlsim.costs import RooflineCostModel, moe_weight_fraction
-from rlsim.engine import decode_iteration_s
+from rlsim.engine.iteration import decode_iteration_s
+from rlsim.run.costs import RooflineCostModel, moe_weight_fraction
 from tests.conftest import SCENARIOS
 
 

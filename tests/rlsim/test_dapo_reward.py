@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from rlsim.errors import ScenarioError
-from rlsim.pipeline import run_pipeline
+from rlsim.run.pipeline import run_pipeline
 from rlsim.scenario import DynamicSampling, from_dict
 
 P, G, PROMPT, RESPONSE = 8, 4, 100, 200  # fixed lengths: every generation call of a size is the same
@@ -64,7 +64,7 @@ def test_extra_rounds_repeat_generation_and_scoring_not_training():
 
 
 def test_the_summary_reads_the_rounds():
-    from rlsim.simulation import simulate
+    from rlsim.run.simulation import simulate
 
     summary = simulate(scenario(algorithm={"dynamic_sampling": {"keep_rate": 0.5}})).summary()
     assert summary["mean_response_tokens"] == pytest.approx(RESPONSE)  # over the 2 P G generated, not P G
@@ -197,7 +197,7 @@ def test_the_published_dapo_row_maps_with_a_keep_rate_and_names_it_without():
 
 
 def test_the_memory_check_counts_every_round():
-    from rlsim.simulation import footprint
+    from rlsim.run.simulation import footprint
 
     one = footprint(scenario())
     three = footprint(scenario(algorithm={"dynamic_sampling": {"keep_rate": 0.4}}))

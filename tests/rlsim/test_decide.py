@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import rlsim
-from rlsim.decide import decide, parse_side
+from rlsim.answers.decide import decide, parse_side
 from tests.conftest import SCENARIOS
 
 PAPER = SCENARIOS / "paper_grpo.yaml"

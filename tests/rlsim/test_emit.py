@@ -13,8 +13,8 @@ import yaml
 
 from rlsim.frameworks.config_import import import_config
 from rlsim.frameworks.emit import EmitError, emit, parse_emitted_overrides, write_emitted
-from rlsim.learning import lr_for_batch
 from rlsim.scenario import from_dict, parse_overrides
+from rlsim.workload.lr_rules import lr_for_batch
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
 PERF = CONFIGS / "nemo_rl" / "recipes" / "llm" / "performance"

@@ -1,5 +1,6 @@
-"""``rlsim.engine.simulate_replicas`` (one compiled call for a step's replicas, as rlsim.rollout uses it) gives the
-bits of :func:`simulate_replica` called on each replica's slice in turn, and raises the error the first failing
+"""``rlsim.engine.replica.simulate_replicas`` (one compiled call for a step's replicas, as rlsim.engine.rollout uses
+it) gives the bits of :func:`simulate_replica` called on each replica's slice in turn, and raises the error the first
+failing
 replica raises."""
 
 from __future__ import annotations
@@ -10,16 +11,16 @@ import re
 import numpy as np
 import pytest
 
-from rlsim import engine
-from rlsim.engine import EngineCapacityError, SchedulerRules, simulate_replica, simulate_replicas
-from rlsim.rollout import launch_rollouts, simulate_rollout
+from rlsim.engine import replica as engine
+from rlsim.engine.replica import EngineCapacityError, SchedulerRules, simulate_replica, simulate_replicas
+from rlsim.engine.rollout import launch_rollouts, simulate_rollout
 from tests.rlsim.test_engine_reference import numpy_case
 from tests.rlsim.test_kernel import RULES, jit_kernel
 
 
 def built_kernel(kind: str, monkeypatch=None):
     """The ``jit`` or ``aot`` kernel (the test is skipped where none was built ahead of time); with ``monkeypatch``,
-    rlsim.engine's kernel for the test."""
+    rlsim.engine.replica's kernel for the test."""
     built = engine.aot_kernel() if kind == "aot" else jit_kernel()
     if built is None:
         pytest.skip("no kernel built ahead of time here")
@@ -133,8 +134,8 @@ def test_run_replicas_stops_at_the_first_request_that_never_fits_and_names_it_in
 
 @pytest.mark.parametrize("kernel", ["jit", "aot"])
 def test_deal_round_robin_is_the_stable_sort_by_owner_with_groups_numbered_per_replica(kernel):
-    """rlsim.rollout's compiled dealing against its definition in numpy (group = i // G, owner = group % R, stable
-    sort by owner, groups renumbered within each replica), partial last groups included."""
+    """rlsim.engine.rollout's compiled dealing against its definition in numpy (group = i // G, owner = group % R,
+    stable sort by owner, groups renumbered within each replica), partial last groups included."""
     built = built_kernel(kernel)
     rng = np.random.default_rng(9)
     for _ in range(200):
@@ -201,7 +202,7 @@ def rollout_steps(rng, count, least=0):
 
 @pytest.mark.parametrize("kernel", ["jit", "aot"])
 def test_launched_rollouts_give_the_results_of_one_call_per_step(kernel, monkeypatch):
-    """Several steps' replicas in one compiled call (rlsim.pipeline simulates small steps so): each step's
+    """Several steps' replicas in one compiled call (rlsim.run.pipeline simulates small steps so): each step's
     RolloutResult is the one simulate_rollout gives for it alone, under every rule set (empty steps included)."""
     built_kernel(kernel, monkeypatch)
     rng = np.random.default_rng(11)

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from rlsim import catalog
-from rlsim.costs import RooflineCostModel, engine_coefficients
-from rlsim.engine import DecodeCoefficients, PrefillCoefficients, decode_iteration_s, simulate_replica
+from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients, decode_iteration_s
+from rlsim.engine.replica import simulate_replica
 from rlsim.errors import ScenarioError
+from rlsim.run.costs import RooflineCostModel, engine_coefficients
 from rlsim.scenario import from_dict
 
 BASE = {"model": "Qwen3-8B", "hardware": {"gpu": "H100-SXM", "num_gpus": 8}}

@@ -1,4 +1,4 @@
-"""Checks ``rlsim.engine.simulate_replica`` (event-driven, closed-form) against the plain iteration-by-iteration
+"""Checks ``rlsim.engine.replica.simulate_replica`` (event-driven, closed-form) against the plain iteration-by-iteration
 reference in ``tests/rlsim/reference_engine.py`` and against hand-computed oracles."""
 
 from __future__ import annotations
@@ -10,12 +10,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
-from rlsim.engine import (
-    DecodeCoefficients,
-    EngineCapacityError,
-    PrefillCoefficients,
-    simulate_replica,
-)
+from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients
+from rlsim.engine.replica import EngineCapacityError, simulate_replica
 from tests.rlsim.reference_engine import reference_replica
 
 INT_FIELDS = (

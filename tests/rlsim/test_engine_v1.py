@@ -11,13 +11,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
-from rlsim.engine import (
-    DecodeCoefficients,
-    EngineCapacityError,
-    PrefillCoefficients,
-    SchedulerRules,
-    simulate_replica,
-)
+from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients
+from rlsim.engine.replica import EngineCapacityError, SchedulerRules, simulate_replica
 from tests.rlsim.reference_engine import reference_replica
 from tests.rlsim.test_engine_reference import assert_matches, build_case, pick_capacity
 
@@ -269,13 +264,13 @@ def test_scenario_does_not_import_numba():
     import subprocess
     import sys
 
-    code = "import sys, rlsim.scenario, rlsim.scheduler; print('numba' in sys.modules)"
+    code = "import sys, rlsim.scenario, rlsim.engine.scheduler; print('numba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
 
 
 def test_group_ids_in_any_order_or_labelling_give_the_same_run():
-    """Groups arrive consecutively from rlsim.rollout (the compiled renumbering); any other labels, in any order,
+    """Groups arrive consecutively from rlsim.engine.rollout (the compiled renumbering); any other labels, in any order,
     take the general path and must give the same result; unequal prompts within a group are refused either way."""
     decode, prefill = _flat()
     rules = SchedulerRules(block_size=4, chunked_prefill=True, max_num_batched_tokens=64, prefix_caching=True)

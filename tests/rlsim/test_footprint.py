@@ -1,4 +1,4 @@
-"""A simulation's memory and time are estimated before it starts (rlsim.footprint): one the machine cannot hold is
+"""A simulation's memory and time are estimated before it starts (rlsim.host.footprint): one the machine cannot hold is
 refused in one line, a long one is announced."""
 
 import subprocess
@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from rlsim import cli, footprint
-from rlsim.footprint import FootprintError, check, estimate
-from rlsim.simulation import simulate
+from rlsim import cli
+from rlsim.host import footprint
+from rlsim.host.footprint import FootprintError, check, estimate
+from rlsim.run.simulation import simulate
 
 SCENARIO = Path(__file__).resolve().parents[2] / "scenarios" / "paper_grpo.yaml"
 

@@ -8,7 +8,7 @@ A deliberate model change regenerates them in one command from the repository ro
 
 import pytest
 
-from rlsim import engine
+from rlsim.engine import replica as engine
 from tests.rlsim import golden
 
 

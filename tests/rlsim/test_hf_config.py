@@ -1,5 +1,5 @@
-"""Model specs read from Hugging Face config.json files (rlsim.hf_config): parameter counts against the published
-ones, the architecture against the catalog's hand-checked entries, and the scenario's ``model:`` routes."""
+"""Model specs read from Hugging Face config.json files (rlsim.catalog.hf_config): parameter counts against the
+published ones, the architecture against the catalog's hand-checked entries, and the scenario's ``model:`` routes."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 import rlsim
+from rlsim.catalog.hf_config import ModelConfigError, spec_from_config, spec_from_path
 from rlsim.errors import ScenarioError
-from rlsim.hf_config import ModelConfigError, spec_from_config, spec_from_path
 
 CONFIGS = Path(rlsim.__file__).parent / "catalog" / "hf_configs"
 SOURCES = yaml.safe_load((CONFIGS / "SOURCES.yaml").read_text())

@@ -13,8 +13,8 @@ import yaml
 from rlsim.cli import main
 from rlsim.frameworks import nemo_rl, openrlhf, trl, verl
 from rlsim.frameworks.config_import import ImportConfigError, Source, import_config
+from rlsim.run.simulation import simulate
 from rlsim.scenario import from_dict, load_scenario
-from rlsim.simulation import simulate
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
 VERL_GRPO = CONFIGS / "verl_grpo_qwen3_8b.yaml"

@@ -1,5 +1,7 @@
-"""The compiled engine kernel (rlsim/kernel.py): numba's just-in-time build has one version per entry point whatever
-the callers pass, the ahead-of-time build (rlsim/kernel_build.py) gives the same bits, and RLSIM_KERNEL picks one.
+"""The compiled engine kernel (rlsim/engine/kernel.py): numba's just-in-time build has one version per entry point
+whatever the callers pass, the ahead-of-time build (rlsim/engine/kernel_build.py) gives the same bits, and
+RLSIM_KERNEL picks
+one.
 
 The golden outputs (tests/rlsim/test_golden.py) run under both kernels too.
 """
@@ -14,8 +16,10 @@ import sys
 import numpy as np
 import pytest
 
-from rlsim import engine, kernel_build
-from rlsim.engine import DecodeCoefficients, SchedulerRules, simulate_replica
+from rlsim.engine import kernel_build
+from rlsim.engine import replica as engine
+from rlsim.engine.iteration import DecodeCoefficients
+from rlsim.engine.replica import SchedulerRules, simulate_replica
 from rlsim.errors import RlsimError
 from tests.rlsim.test_engine_reference import numpy_case
 
@@ -28,12 +32,12 @@ RULES = (
 
 
 def aot_kernel():
-    """The ahead-of-time kernel built from this rlsim/kernel.py, or None when it is not built (or loads) here."""
+    """The ahead-of-time kernel built from this rlsim/engine/kernel.py, or None when it is not built (or loads) here."""
     return engine.aot_kernel()
 
 
 def jit_kernel():
-    return importlib.import_module("rlsim.kernel")
+    return importlib.import_module("rlsim.engine.kernel")
 
 
 def run_cases(seed: int, count: int) -> list:
@@ -87,7 +91,9 @@ def test_the_jit_kernel_refuses_other_types_instead_of_compiling_them():
     assert len(jit.renumber_consecutive.signatures) == 1
 
 
-@pytest.mark.skipif(aot_kernel() is None, reason="no ahead-of-time kernel built here (python -m rlsim.kernel_build)")
+@pytest.mark.skipif(
+    aot_kernel() is None, reason="no ahead-of-time kernel built here (python -m rlsim.engine.kernel_build)"
+)
 def test_the_ahead_of_time_kernel_gives_the_bits_of_the_jit_one(monkeypatch):
     monkeypatch.setattr(engine, "_KERNEL", aot_kernel())
     aot = run_cases(11, 240)
@@ -100,7 +106,7 @@ def test_rlsim_kernel_picks_the_kernel(monkeypatch):
     with pytest.raises(RlsimError, match="RLSIM_KERNEL='fast': must be auto, aot or jit"):
         engine._load_kernel("fast")
     if aot_kernel() is None:
-        with pytest.raises(RlsimError, match="python -m rlsim.kernel_build"):
+        with pytest.raises(RlsimError, match="python -m rlsim.engine.kernel_build"):
             engine._load_kernel("aot")
         assert engine._load_kernel("auto") is jit_kernel()
     else:
@@ -118,7 +124,7 @@ def test_a_kernel_built_from_other_source_is_not_the_one_loaded(tmp_path):
 
 @pytest.mark.slow
 def test_kernel_build_writes_a_module_that_loads_without_numba(tmp_path):
-    """``python -m rlsim.kernel_build``'s build, into a scratch file: it loads in a process that never imports
+    """``python -m rlsim.engine.kernel_build``'s build, into a scratch file: it loads in a process that never imports
     numba, and agrees with the just-in-time kernel."""
     import subprocess
 
@@ -158,7 +164,7 @@ def test_indices_compile_as_they_are_only_within_unwrapped_indices():
     import numba
     from numba.np import arrayobj
 
-    from rlsim.kernel import unwrapped_indices
+    from rlsim.engine.kernel import unwrapped_indices
 
     def at(a, i):
         return a[i]
@@ -176,7 +182,7 @@ def test_indices_compile_as_they_are_only_within_unwrapped_indices():
 
 @pytest.mark.slow
 def test_the_kernel_never_indexes_out_of_its_arrays(tmp_path):
-    """The kernel is compiled without the wraparound of negative indices (rlsim.kernel.unwrapped_indices), so a
+    """The kernel is compiled without the wraparound of negative indices (rlsim.engine.kernel.unwrapped_indices), so a
     negative index would read outside an array: here the just-in-time kernel, compiled with numba's bounds checks
     in a fresh process, runs the seeded cases of every rule set (most preempt; prompt groups) without an
     IndexError, and gives the same bits as the kernel without the checks."""
@@ -187,7 +193,7 @@ def test_the_kernel_never_indexes_out_of_its_arrays(tmp_path):
     out = tmp_path / "cases.pkl"
     code = (
         "import pickle, sys\n"
-        "from rlsim import engine\n"
+        "from rlsim.engine import replica as engine\n"
         "from tests.rlsim.test_kernel import run_cases\n"
         "assert engine.kernel_kind() == 'jit'\n"
         f"pickle.dump(run_cases(5, 300), open({str(out)!r}, 'wb'))\n"
@@ -202,12 +208,12 @@ def test_the_kernel_never_indexes_out_of_its_arrays(tmp_path):
 def engine_root():
     from pathlib import Path
 
-    return Path(engine.__file__).resolve().parent.parent
+    return Path(engine.__file__).resolve().parents[2]
 
 
 def _segment_by_crossing(a1, s1, a2, s2, n):
-    """rlsim.kernel._segment_s as it was before its shortcuts: always through the crossing."""
-    from rlsim.kernel import _linear_sum
+    """rlsim.engine.kernel._segment_s as it was before its shortcuts: always through the crossing."""
+    from rlsim.engine.kernel import _linear_sum
 
     ls = _linear_sum.py_func
     if s1 == s2:
@@ -224,7 +230,7 @@ def test_the_segment_sums_shortcuts_give_the_bits_of_the_crossing():
     """_segment_s skips its division where one line is above the other from i = 0 with the steeper slope: the same
     bits as through the crossing, on lines that cross before, inside and after the segment, equal intercepts,
     nearly parallel slopes and quotients that would round to -0.0."""
-    from rlsim.kernel import _segment_s
+    from rlsim.engine.kernel import _segment_s
 
     rng = np.random.default_rng(17)
     seg = _segment_s.py_func
@@ -247,13 +253,13 @@ def test_the_segment_sums_shortcuts_give_the_bits_of_the_crossing():
 
 
 def test_the_finish_calendar_keeps_every_decoder_under_its_iteration():
-    """The calendar of finish iterations (rlsim/kernel.py _cal_add, _cal_remove, _first_finish) against a dict: the
-    next finish after each change and each iteration's finishers, over 20,000 random filings, preemptions and
+    """The calendar of finish iterations (rlsim/engine/kernel.py _cal_add, _cal_remove, _first_finish) against a dict:
+    the next finish after each change and each iteration's finishers, over 20,000 random filings, preemptions and
     finishes with keys up to the longest response ahead, so that buckets wrap around R many times; and the
     de Bruijn lowest-bit lookup against numpy on every single-bit and random word."""
     import numba
 
-    from rlsim import kernel
+    from rlsim.engine import kernel
 
     words = [np.int64(-(2**63))] + [np.int64(1 << i) for i in range(63)]
     words += [np.int64(w) for w in np.random.default_rng(3).integers(-(2**63), 2**63 - 1, 2000) if w != 0]
@@ -340,7 +346,7 @@ def test_the_kernel_says_which_numba_compiled_it(monkeypatch):
 
     import numba
 
-    from rlsim import kernel
+    from rlsim.engine import kernel
 
     assert kernel._version_number("0.68.1") == 6801 and kernel._version_number("1.2.0rc1+local") == 10200
     assert jit_kernel().numba_version() == kernel._version_number(numba.__version__)
@@ -351,3 +357,16 @@ def test_the_kernel_says_which_numba_compiled_it(monkeypatch):
         monkeypatch.setattr(engine, "_KERNEL", aot_kernel())
         assert aot_kernel().numba_version() >= 6000
         assert re.fullmatch(r"aot, numba \d+\.\d+\.\d+", engine.kernel_description())
+
+
+def test_the_kernels_stats_slots_are_replica_results_fields_in_order():
+    """rlsim.engine.kernel names each slot of a replica's row of stats (STAT_*, N_STATS; it imports numba and numpy
+    only, so it cannot import rlsim.engine.replica); rlsim.engine.replica reads the row by ReplicaResult's fields.
+    The two orders must be one."""
+    from rlsim.engine import kernel as source
+
+    slots = {name: getattr(source, name) for name in dir(source) if name.startswith("STAT_")}
+    assert sorted(slots.values()) == list(range(source.N_STATS)) and source.N_STATS == engine.N_STATS
+    for name, i in slots.items():
+        field = engine.STATS[i]
+        assert name.removeprefix("STAT_").lower() in (field.upper().lower(), field.removeprefix("num_")), (name, field)

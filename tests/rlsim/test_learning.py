@@ -1,11 +1,11 @@
-"""The learning model against hand-computed values (rlsim.learning)."""
+"""The learning model against hand-computed values (rlsim.learning.model)."""
 
 import math
 
 import numpy as np
 import pytest
 
-from rlsim.learning import (
+from rlsim.learning.model import (
     LearningModelError,
     batch_multiplier,
     lr_multiplier,
@@ -124,7 +124,7 @@ def test_reach_within_agrees_with_scipy_to_the_last_digits():
     not scipy.special (whose import took a third of `rlsim run`): the same values to 1e-12 relative."""
     from scipy.special import ndtr, ndtri
 
-    from rlsim.learning import reach_within
+    from rlsim.learning.model import reach_within
 
     for budget in np.geomspace(1e2, 1e9, 301):
         for sigma in (0.05, 0.1, 0.3, 1.0, 2.5):
@@ -145,7 +145,7 @@ def test_reach_within_is_the_truncated_lognormal():
 
     from scipy.stats import norm
 
-    from rlsim.learning import reach_within
+    from rlsim.learning.model import reach_within
 
     r = reach_within(20000.0, 0.3, 19200.0)
     p = norm.cdf(math.log(19200 / 20000) / 0.3)

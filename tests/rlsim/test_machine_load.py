@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from rlsim.machine_load import HIGH_OTHER_CPU, LoadMeter, load_summary, load_warning
+from rlsim.host.machine_load import HIGH_OTHER_CPU, LoadMeter, load_summary, load_warning
 
 
 def test_a_cpu_bound_neighbour_shows_up_as_other_cpu():

@@ -1,6 +1,6 @@
 """One configuration, one answer: ``rlsim run``, ``decide``, ``sweep`` and ``plan`` print the same time-to-target
 and throughput for the paper scenario at P = 128 and 1024 (issue 30, must-show 2), in their terminal text and
-their JSON, because each simulates to the target from the same scenario and formats it with rlsim.answer."""
+their JSON, because each simulates to the target from the same scenario and formats it with rlsim.answers.answer."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rlsim.answer import Answer, hours
+from rlsim.answers.answer import Answer, hours
 from rlsim.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def test_run_decide_sweep_plan_agree(prompts, capsys, tmp_path):
     assert base["time_to_target_s"] == pytest.approx(ttt, rel=1e-12)
     assert base["samples_per_s"] == pytest.approx(q, rel=1e-12)
 
-    # the same words on every terminal: the hours and samples/s as rlsim.answer formats them
+    # the same words on every terminal: the hours and samples/s as rlsim.answers.answer formats them
     answer = Answer.of(run)
     run_text = _text_out(capsys, ["run", PAPER, "--set", p])
     dec_text = _text_out(capsys, ["decide", PAPER, "--baseline", p, "--candidate", other])

@@ -142,9 +142,9 @@ def test_same_seed_same_records_different_seed_different():
     ],
 )
 def test_rollouts_simulated_several_steps_at_a_time_give_the_records_of_one_step_at_a_time(monkeypatch, name, over):
-    """rlsim.pipeline simulates up to CHUNK_REQUESTS requests of consecutive steps in one compiled call: whatever
+    """rlsim.run.pipeline simulates up to CHUNK_REQUESTS requests of consecutive steps in one compiled call: whatever
     the chunk (one step, a few that do not divide the run, all of them) the records and spans are the same bits."""
-    from rlsim import pipeline
+    from rlsim.run import pipeline
 
     scenario = _load(name, **over)
     window = scenario.workload.responses_per_step * (scenario.schedule.staleness + 1)
@@ -160,8 +160,8 @@ def test_the_first_failing_chunk_is_reported_though_the_next_is_launched_before_
     """Two chunks are under way at once: the next is launched before this one's result is asked, so an error its
     launch raises (a request that can never fit, say) waits until the steps before it are through; the run
     reports the earlier chunk's error."""
-    from rlsim import pipeline
     from rlsim.errors import RlsimError
+    from rlsim.run import pipeline
 
     launches = []
 

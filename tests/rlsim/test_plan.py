@@ -15,8 +15,8 @@ from rlsim.errors import RlsimError, ScenarioError
 from rlsim.plan import PlanError, pareto_front, plan
 from rlsim.plan.explain import explain
 from rlsim.plan.space import _splits, baseline_config, build_space, configurations
+from rlsim.run.simulation import configure
 from rlsim.scenario.build import with_learning
-from rlsim.simulation import configure
 from tests.conftest import SCENARIOS
 
 PAPER = SCENARIOS / "paper_grpo.yaml"
@@ -298,7 +298,7 @@ def test_a_profiles_learning_model_is_enough_to_plan(paper):
     """A scenario without a learning model plans with a profile's fitted one (as run/sweep use it)."""
     import dataclasses
 
-    from rlsim.profile import LEARNING_VERSION, PhaseFit, Profile
+    from rlsim.run.profile import LEARNING_VERSION, PhaseFit, Profile
 
     bare = configure(paper, None, {"learning.metric": None, "learning.target": None})
     with pytest.raises(PlanError, match="--assume-learning paper"):

@@ -8,8 +8,8 @@ from rlsim.frameworks.emit import emit, parse_emitted_overrides
 from rlsim.plan import plan
 from rlsim.plan.assume import assumed_learning
 from rlsim.plan.output import winner_scenario
+from rlsim.run.simulation import simulate
 from rlsim.scenario import from_dict, parse_overrides
-from rlsim.simulation import simulate
 from tests.rlsim.test_emit import CASES, IDS
 
 

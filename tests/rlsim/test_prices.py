@@ -1,4 +1,4 @@
-"""The price catalog (rlsim/catalog/prices.yaml) and rlsim.prices.
+"""The price catalog (rlsim/catalog/prices.yaml) and rlsim.plan.prices.
 
 * Coverage and provenance: every GPU of gpus.yaml has exactly one price entry; every price (default and offer) has a
   source and an ISO date; a null says why; each default is the lower median of its counted offers and carries that
@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from rlsim import catalog, prices
+from rlsim import catalog
 from rlsim.errors import RlsimError, ScenarioError
-from rlsim.prices import MissingPrice, Price, PriceCatalogError
+from rlsim.plan import prices
+from rlsim.plan.prices import MissingPrice, Price, PriceCatalogError
 
 REPO = Path(__file__).resolve().parents[2]
 TABLE = prices.load_catalog()

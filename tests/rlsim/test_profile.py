@@ -7,7 +7,7 @@ import pytest
 
 import rlsim
 from rlsim.errors import ProfileError
-from rlsim.profile import load_profile, profile_from_dict
+from rlsim.run.profile import load_profile, profile_from_dict
 from tests.conftest import SCENARIOS
 
 PROV = {
@@ -129,7 +129,7 @@ LEARNING = {
 def test_profile_learning_section_replaces_the_scenarios_learning_model(tmp_path, capsys):
     """A fitted learning section (rlsim-calibrate fit-learning) gives a scenario without a learning model its
     time-to-target, and replaces a scenario's own; the scenario's LR rule stays."""
-    from rlsim.learning import reference_samples_to_target
+    from rlsim.learning.model import reference_samples_to_target
     from rlsim.scenario import MetricCurve
 
     prof = profile_from_dict({**_profile(), "learning": LEARNING})
@@ -176,8 +176,8 @@ def test_explicit_overrides_and_sweep_grids_win_over_a_learning_profile(tmp_path
     """The profile's learning section replaces the scenario file's, but never what the user set on purpose:
     ``--set learning.target`` (run, sweep, decide), a sweep grid over it, ``simulate(overrides=...)``. (Before,
     ``--set learning.target=0.4`` came out as the profile's 0.6 and a sweep over the target gave equal rows.)"""
+    from rlsim.answers.sweep import sweep
     from rlsim.cli import main
-    from rlsim.sweep import sweep
 
     prof = profile_from_dict({**_profile(), "learning": LEARNING})
     p = tmp_path / "p.json"
@@ -217,7 +217,7 @@ def test_explicit_overrides_and_sweep_grids_win_over_a_learning_profile(tmp_path
 def test_a_barely_constrained_coefficient_keeps_the_band_finite():
     """The band moves each fitted coefficient one sigma in log space, at most a factor 2: a decode efficiency of
     0.35 +- 0.5 (the bench never reached the memory bound) no longer drops to its 1e-6 floor."""
-    from rlsim.simulation import MAX_SHIFT, _shift
+    from rlsim.run.simulation import MAX_SHIFT, _shift
 
     data = _profile()
     data["phases"]["rollout"]["uncertainty"] = {"decode_memory_efficiency": 0.5, "decode_iteration_overhead_s": 0.001}
@@ -242,7 +242,7 @@ def test_a_scenario_under_a_profile_is_validated_once_and_errors_name_their_caus
     import yaml
 
     from rlsim.errors import ScenarioError
-    from rlsim.simulation import configure
+    from rlsim.run.simulation import configure
 
     small = SCENARIOS / "small_1gpu.yaml"  # max_response_tokens 1024
     raw = yaml.safe_load(small.read_text())

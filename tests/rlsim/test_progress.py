@@ -6,9 +6,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from rlsim.plan.cli import cmd_plan  # noqa: F401  (the plan CLI imports cleanly with rlsim.progress)
-from rlsim.progress import Progress
-from rlsim.simulation import simulate
+from rlsim.host.progress import Progress
+from rlsim.plan.cli import cmd_plan  # noqa: F401  (the plan CLI imports cleanly with rlsim.host.progress)
+from rlsim.run.simulation import simulate
 
 PAPER = Path(__file__).resolve().parents[2] / "scenarios" / "paper_grpo.yaml"
 

@@ -1,4 +1,4 @@
-"""rlsim.records: the run-log record and the bench-table columns, defined once (real runs and the simulator use
+"""rlsim.io.records: the run-log record and the bench-table columns, defined once (real runs and the simulator use
 them; tests/real/test_train.py checks that a real run's log passes the same validator)."""
 
 import json
@@ -6,9 +6,8 @@ import json
 import pytest
 
 import rlsim
-from rlsim.machine_load import LOAD_KEYS
-from rlsim.phases import Phase
-from rlsim.records import (
+from rlsim.host.machine_load import LOAD_KEYS
+from rlsim.io.records import (
     BENCH_COLUMNS,
     BENCH_PHASE_COLUMNS,
     BENCH_REQUIRED_COLUMNS,
@@ -20,7 +19,8 @@ from rlsim.records import (
     run_log_record,
     validate_record,
 )
-from rlsim.runlog import read_jsonl, write_jsonl
+from rlsim.io.runlog import read_jsonl, write_jsonl
+from rlsim.phases import Phase
 
 MINIMAL = dict(
     run_id="r",

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 import rlsim
-from rlsim.report import find_chrome
+from rlsim.answers.report import find_chrome
 from tests.conftest import SCENARIOS
 from tests.rlsim.test_sweep import LEARNING
 
@@ -237,8 +237,8 @@ def test_report_refuses_a_truncated_steps_table_and_wrong_curves(tmp_path):
 
 def test_every_timed_phase_has_a_colour():
     """The report colours phases by their Phase names: every phase a run times gets one, and nothing else does."""
+    from rlsim.answers.report import PHASE_COLORS
     from rlsim.phases import TIMED_PHASES
-    from rlsim.report import PHASE_COLORS
 
     assert list(PHASE_COLORS) == [p.value for p in TIMED_PHASES]
     assert len(set(PHASE_COLORS.values())) == len(PHASE_COLORS)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from rlsim.answer import Answer
+from rlsim.answers.answer import Answer
+from rlsim.answers.report import find_chrome
 from rlsim.cli import main
-from rlsim.report import find_chrome
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = str(ROOT / "scenarios" / "paper_grpo.yaml")

@@ -24,8 +24,9 @@ from hypothesis import strategies as st
 
 import rlsim
 from rlsim import catalog
-from rlsim.decide import parse_side
-from rlsim.engine import EngineCapacityError
+from rlsim.answers.decide import parse_side
+from rlsim.answers.sweep import parse_grid
+from rlsim.engine.replica import EngineCapacityError
 from rlsim.errors import RlsimError, ScenarioError, one_line
 from rlsim.scenario import (
     Scenario,
@@ -37,7 +38,6 @@ from rlsim.scenario import (
     parse_scalar,
     split_assignment,
 )
-from rlsim.sweep import parse_grid
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"

@@ -6,10 +6,10 @@ import sys
 
 import pytest
 
-from rlsim import catalog, software
-from rlsim.costs import RooflineCostModel
+from rlsim import catalog
 from rlsim.errors import ScenarioError
-from rlsim.scenario import from_dict
+from rlsim.run.costs import RooflineCostModel
+from rlsim.scenario import from_dict, software
 
 BASE = {"model": "Qwen2.5-1.5B", "hardware": {"gpu": "H100-SXM", "num_gpus": 1}}
 

@@ -9,10 +9,20 @@ from importlib import resources
 import pytest
 import yaml
 
-from rlsim import catalog, engine
+from rlsim import catalog
+from rlsim.engine import replica as engine
 from tests.conftest import ROOT, SCENARIOS
 
-HEAVY = ("pandas", "pyarrow", "plotly", "tqdm", "rlsim.plan", "rlsim.sweep", "rlsim.report", "rlsim.frameworks")
+HEAVY = (
+    "pandas",
+    "pyarrow",
+    "plotly",
+    "tqdm",
+    "rlsim.plan",
+    "rlsim.answers.sweep",
+    "rlsim.answers.report",
+    "rlsim.frameworks",
+)
 
 
 def loaded_by_run(scenario: str) -> set[str]:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import rlsim
-from rlsim.sweep import expand_grid, parse_grid, sweep
+from rlsim.answers.sweep import expand_grid, parse_grid, sweep
 from tests.conftest import SCENARIOS
 
 LEARNING = {
@@ -149,7 +149,7 @@ def test_each_configuration_is_validated_once(validated):
 
 
 def test_run_tasks_starts_the_longest_first_and_returns_in_task_order():
-    from rlsim.sweep import run_tasks
+    from rlsim.answers.sweep import run_tasks
 
     started = []
 
@@ -165,10 +165,10 @@ def test_run_tasks_starts_the_longest_first_and_returns_in_task_order():
 
 
 def test_lr_rule_variants_share_runs_and_give_the_rows_of_sweeps_of_one_rule_each(monkeypatch):
-    """Configurations that differ only in learning values run as one task (rlsim.sweep.run_configs): their rows
+    """Configurations that differ only in learning values run as one task (rlsim.answers.sweep.run_configs): their rows
     are those of sweeping each rule alone; a variant with an invalid value fails alone; and a variant whose own run
     fails (say its later steps do not fit) fails in its row while the others keep theirs."""
-    import rlsim.simulation as simulation
+    import rlsim.run.simulation as simulation
     from rlsim.errors import RlsimError
 
     grid = {"workload.prompts_per_step": [16, 64], "learning.lr_rule": ["sqrt", "none", "cubic", "linear"]}
@@ -204,7 +204,7 @@ def test_lr_rule_variants_share_runs_and_give_the_rows_of_sweeps_of_one_rule_eac
 def test_an_lr_rule_sweep_simulates_each_systems_configuration_once(monkeypatch):
     """The issue-31 promise: a sweep that varies only the learning-rate rule runs the engine once per systems
     configuration (and band run), as a sweep of one rule does; the answers differ by rule."""
-    import rlsim.timeline as timeline
+    import rlsim.run.timeline as timeline
 
     calls = []
     real = timeline.run_pipeline
@@ -230,7 +230,7 @@ def test_an_lr_rule_sweep_simulates_each_systems_configuration_once(monkeypatch)
 def test_lr_variants_whose_lengths_follow_the_learning_rate_do_not_share_a_timeline():
     """With ``workload.length_progress: learning_rate`` the response lengths read the LR rule, so the rules'
     timelines differ (their systems keys do)."""
-    from rlsim.timeline import systems_key
+    from rlsim.run.timeline import systems_key
 
     paper = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
     keys = {
@@ -246,7 +246,7 @@ def test_a_pool_worker_takes_its_share_of_the_cores_counted_at_each_call(monkeyp
     least one; an explicit RLSIM_THREADS is taken as it is. threads.counted counts a worker busy while it runs one."""
     import multiprocessing as mp
 
-    from rlsim import threads
+    from rlsim.host import threads
 
     monkeypatch.setattr(threads, "available_cores", lambda: 4)
     monkeypatch.delenv(threads.ENV, raising=False)
@@ -265,8 +265,8 @@ def test_a_pool_worker_takes_its_share_of_the_cores_counted_at_each_call(monkeyp
 
 
 def test_by_default_a_local_sweep_runs_one_worker_per_two_cores(monkeypatch):
-    from rlsim import sweep as sweep_module
-    from rlsim import threads
+    from rlsim.answers import sweep as sweep_module
+    from rlsim.host import threads
 
     for cores, tasks, workers in ((2, 16, 1), (1, 16, 1), (4, 16, 2), (16, 3, 3), (16, 16, 8), (16, 0, 1)):
         monkeypatch.setattr(threads, "available_cores", lambda c=cores: c)

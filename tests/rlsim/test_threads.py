@@ -1,4 +1,4 @@
-"""rlsim.threads: a step's replicas split over threads give the bits of one kernel call, and the error one call
+"""rlsim.host.threads: a step's replicas split over threads give the bits of one kernel call, and the error one call
 raises; both kernels release the GIL so that the threads run at once."""
 
 from __future__ import annotations
@@ -8,9 +8,11 @@ import sys
 import numpy as np
 import pytest
 
-from rlsim import engine, kernel_build, threads
-from rlsim.engine import simulate_replicas
+from rlsim.engine import kernel_build
+from rlsim.engine import replica as engine
+from rlsim.engine.replica import simulate_replicas
 from rlsim.errors import RlsimError
+from rlsim.host import threads
 from tests.rlsim.test_engine_batch import built_kernel, outcome, step_case
 from tests.rlsim.test_kernel import jit_kernel
 
@@ -81,7 +83,7 @@ def _threaded_step_in_child(queue):
 
 
 def _split_case():
-    """A few replicas' step (rlsim.threads splits it in two when MIN_REQUESTS is 0)."""
+    """A few replicas' step (rlsim.host.threads splits it in two when MIN_REQUESTS is 0)."""
     return step_case(np.random.default_rng(3), 1)
 
 
@@ -158,7 +160,7 @@ def test_result_waits_for_a_task_another_thread_is_still_running(monkeypatch):
     monkeypatch.setattr(threads, "MIN_REQUESTS", 0)
     monkeypatch.setenv(threads.ENV, "2")
     prompt, response, offsets, m, cap, decode, prefill, rules, groups = step_case(np.random.default_rng(3), 0)
-    offsets = np.array([0, 3 * (prompt.size // 5), prompt.size])  # split in two (rlsim.threads.split)
+    offsets = np.array([0, 3 * (prompt.size // 5), prompt.size])  # split in two (rlsim.host.threads.split)
     assert len(threads.split(offsets, 2)) == 2
     case = (prompt, response, offsets, m, cap, decode, prefill, rules, groups)
     want = outcome(simulate_replicas, *case)
@@ -184,7 +186,7 @@ def test_result_waits_for_a_task_another_thread_is_still_running(monkeypatch):
 
 
 def _two_task_case(seed: int):
-    """A step that rlsim.threads splits into two tasks (two threads, one task each), and its one-call outcome."""
+    """A step that rlsim.host.threads splits into two tasks (two threads, one task each), and its one-call outcome."""
     prompt, response, offsets, m, cap, decode, prefill, rules, groups = step_case(np.random.default_rng(seed), 0)
     offsets = np.array([0, 3 * (prompt.size // 5), prompt.size])
     assert len(threads.split(offsets, 2)) == 2

@@ -1,4 +1,4 @@
-"""rlsim.timeline: a scenario's systems side simulated once and looked up after that. A shorter run is the start
+"""rlsim.run.timeline: a scenario's systems side simulated once and looked up after that. A shorter run is the start
 of a longer one where no step depends on later ones (and is simulated anew where one does); scenarios that differ
 only in their learning sections share a timeline and give what one run each gives, byte for byte, each with its
 own learning rate and run id."""
@@ -10,12 +10,12 @@ import json
 import pytest
 
 import rlsim
-from rlsim.costs import RooflineCostModel
-from rlsim.learning import lr_for_batch
-from rlsim.pipeline import run_pipeline
-from rlsim.profile import profile_from_dict
-from rlsim.simulation import predict
-from rlsim.timeline import Timelines, prefix_exact, systems_key
+from rlsim.run.costs import RooflineCostModel
+from rlsim.run.pipeline import run_pipeline
+from rlsim.run.profile import profile_from_dict
+from rlsim.run.simulation import predict
+from rlsim.run.timeline import Timelines, prefix_exact, systems_key
+from rlsim.workload.lr_rules import lr_for_batch
 from tests.conftest import SCENARIOS
 from tests.rlsim.test_profile import _profile
 

@@ -6,10 +6,11 @@ figures."""
 import numpy as np
 import pytest
 
-from rlsim import catalog, training
-from rlsim.costs import RooflineCostModel
+from rlsim import catalog
 from rlsim.frameworks.nemo_rl import scenario_from_recipe
+from rlsim.run.costs import RooflineCostModel
 from rlsim.scenario import from_dict
+from rlsim.trainer import training
 
 GB200 = catalog.gpu("GB200")
 NVLINK = GB200["link_bandwidth_bytes_per_s"]  # 900e9 per direction

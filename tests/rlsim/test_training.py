@@ -1,4 +1,4 @@
-"""Training systems model (rlsim.training) and weight sync (rlsim.sync): analytic oracles.
+"""Training systems model (rlsim.trainer.training) and weight sync (rlsim.trainer.sync): analytic oracles.
 
 Every expected number is computed in the test from the formulas of the module docstrings, on a toy GPU and a toy
 model with round numbers, with latencies and overheads set to zero and link efficiency 1, so that each term can
@@ -24,10 +24,11 @@ import pytest
 import yaml
 
 import rlsim
-from rlsim import training, training_memory
 from rlsim.errors import ScenarioError
 from rlsim.scenario import from_dict
-from rlsim.sync import weight_sync_time
+from rlsim.trainer import memory as training_memory
+from rlsim.trainer import training
+from rlsim.trainer.sync import weight_sync_time
 
 GPU = {
     "name": "toy",
@@ -714,7 +715,7 @@ def test_in_flight_updates_stall_busy_engines_only():
     """Generation-bound: every weight update lands while the engines generate, so each steady batch's rollout is
     its engine time plus one stall (the sync's transfer + copy). Trainer-bound: updates land while the engines
     wait for the trainer, and cost them nothing."""
-    from rlsim.pipeline import run_pipeline
+    from rlsim.run.pipeline import run_pipeline
 
     gen_bound = _async({"costs.weight_sync_latency_s": 0})
     recs, _ = run_pipeline(gen_bound)
@@ -736,8 +737,8 @@ def test_a_batch_padded_to_its_longest_costs_responses_times_that_length():
     so the passes cost exactly what the same passes cost for n x longest tokens (and n x longest^2 for attention);
     the rollout is untouched. With packing on it is refused: packing leaves no padding."""
     import rlsim
-    from rlsim.costs import RooflineCostModel
     from rlsim.errors import ScenarioError
+    from rlsim.run.costs import RooflineCostModel
 
     over = {
         "training.sequence_packing": False,
@@ -753,7 +754,7 @@ def test_a_batch_padded_to_its_longest_costs_responses_times_that_length():
     # the step's longest sequence, from the pipeline's own draws of the first step
     import numpy as np
 
-    from rlsim.pipeline import step_requests
+    from rlsim.run.pipeline import step_requests
 
     rng = np.random.default_rng(padded.run.seed)
     prompts, responses, _, _ = next(step_requests(padded, rng))

@@ -1,0 +1,108 @@
+"""The answer for one configuration, as every command states it: time-to-target with its band, throughput, samples,
+GPU-hours and cost, with extrapolation named where used.
+
+``rlsim run``, ``decide``, ``sweep`` and ``plan`` (their terminal text, ``--json`` and the HTML reports) all read
+an :class:`Answer` built from the same simulated result (:meth:`rlsim.run.result.SimResult.summary`, or a sweep or
+plan row that copied it), and format it with the helpers here, so the same configuration shows the same numbers
+everywhere. Every command simulates to the target when the scenario has a learning model
+(:func:`rlsim.run.simulation.resolve_until_target`); ``run.until_target: false`` keeps a short run and the answer then
+says the rest was extrapolated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+def _number(value: Any) -> float | None:
+    """A finite float, or None for None / NaN / a missing value."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def hours(seconds: float | None) -> str:
+    """Seconds as the unit a person reads: ``11.89 h``, ``42 min`` or ``35 s``."""
+    if seconds is None:
+        return "-"
+    if seconds >= 3600:
+        return f"{seconds / 3600:,.2f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.1f} s"
+
+
+def samples(n: float | None) -> str:
+    """A sample count with thousands separators and no decimals: ``266,667``."""
+    return "-" if n is None else f"{n:,.0f}"
+
+
+def gpu_hours(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:,.0f} GPU-h" if x >= 10 else f"{x:.2f} GPU-h"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One configuration's answer. ``time_to_target_s`` is None without a learning model."""
+
+    samples_per_s: float
+    time_to_target_s: float | None = None
+    band_s: tuple[float, float] | None = None
+    samples_to_target: float | None = None
+    gpu_hours_to_target: float | None = None
+    cost_usd: float | None = None
+    extrapolated: bool = False
+    steps_simulated: int | None = None
+
+    @classmethod
+    def of(cls, summary: Mapping[str, Any]) -> Answer:
+        """From a run's summary (``SimResult.summary()``) or a sweep / plan row with the same keys (a row holds the
+        band as ``time_to_target_low_s`` / ``_high_s``)."""
+        band = summary.get("time_to_target_band_s")
+        lo, hi = band if band else (summary.get("time_to_target_low_s"), summary.get("time_to_target_high_s"))
+        lo, hi = _number(lo), _number(hi)
+        steps_sim = _number(summary.get("steps"))
+        return cls(
+            samples_per_s=float(summary["samples_per_s"]),
+            time_to_target_s=_number(summary.get("time_to_target_s")),
+            band_s=(lo, hi) if lo is not None and hi is not None else None,
+            samples_to_target=_number(summary.get("samples_to_target")),
+            gpu_hours_to_target=_number(summary.get("gpu_hours_to_target")),
+            cost_usd=_number(summary.get("cost_usd")),
+            extrapolated=bool(summary.get("time_to_target_extrapolated") or False),
+            steps_simulated=int(steps_sim) if steps_sim is not None else None,
+        )
+
+    @property
+    def time_text(self) -> str:
+        """``11.89 h (band 10.46-13.66 h)``, with ``extrapolated`` named where the run stopped short."""
+        if self.time_to_target_s is None:
+            return "-"
+        text = hours(self.time_to_target_s)
+        if self.band_s is not None:
+            text += f" (band {hours(self.band_s[0])} .. {hours(self.band_s[1])})"
+        if self.extrapolated:
+            sim = f" after {self.steps_simulated} simulated steps" if self.steps_simulated else ""
+            text += f", extrapolated{sim}"
+        return text
+
+    def sentence(self) -> str:
+        """The answer in one line: time-to-target first, then what it is made of."""
+        parts = [f"{self.samples_per_s:.2f} samples/s"]
+        if self.time_to_target_s is None:
+            return parts[0]
+        parts = [f"time-to-target {self.time_text}", *parts, f"N* = {samples(self.samples_to_target)} samples"]
+        if self.gpu_hours_to_target is not None:
+            parts.append(gpu_hours(self.gpu_hours_to_target))
+        if self.cost_usd is not None:
+            parts.append(f"${self.cost_usd:,.0f}")
+        return ", ".join(parts)

@@ -1,0 +1,363 @@
+"""Sweeps: the Cartesian product of scenario overrides, simulated in parallel, one row per configuration.
+
+Each configuration runs until its target (``run.until_target``) when the scenario has a learning model, with the
+time-to-target band. Rows hold throughput, samples-to-target, time-to-target with its band, GPU-hours and the
+phase breakdown; a configuration the scenario rules reject (a model that does not fit, say) gets a row with its
+``error`` instead of stopping the sweep.
+
+Executors: ``local`` (processes on this machine, ``concurrent.futures``) and ``ray`` (a Ray cluster: a new local
+instance, or an existing one via ``address``). Both run the same pure function per configuration, so they give
+the same table.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rlsim.engine.iteration import decode_iteration_s
+from rlsim.errors import RlsimError, ScenarioError
+from rlsim.host import threads
+from rlsim.run.costs import RooflineCostModel
+from rlsim.run.profile import Profile, profile_from_dict
+from rlsim.scenario import Scenario, parse_scalar, split_assignment
+from rlsim.workload.lengths import dist_mean
+
+
+@dataclass
+class SweepResult:
+    scenario: Scenario
+    grid: dict[str, list[Any]]
+    table: pd.DataFrame  # one row per configuration
+    curves: pd.DataFrame  # per configuration and step: cumulative samples, wall-clock, predicted metric
+    engine_curves: pd.DataFrame  # generation tokens/s vs concurrency per distinct engine setup
+    profile_info: dict[str, Any] | None = None
+
+
+def parse_grid(items: Iterable[str]) -> dict[str, list[Any]]:
+    """``["workload.prompts_per_step=64,128", "learning.lr_rule=sqrt,none"]`` -> grid mapping: each item a
+    ``key=v1,v2,...`` (rlsim.scenario.overrides), its values split at commas, empty ones dropped."""
+    grid: dict[str, list[Any]] = {}
+    for item in items:
+        key, values = split_assignment(item, "--grid", "run.seed=0,1,2", "key=v1,v2,...")
+        grid[key] = [parse_scalar(v.strip()) for v in values.split(",") if v.strip()]
+        if not grid[key]:
+            raise ScenarioError("--grid", item, "lists no values", "write e.g. run.seed=0,1,2")
+    return grid
+
+
+def expand_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """All combinations, the last key varying fastest (as itertools.product)."""
+    if not grid:
+        return [{}]
+    keys = list(grid)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
+
+
+def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None, int, list[str]]) -> dict[str, Any]:
+    """Simulate one configuration; picklable for process pools and Ray. Returns a row, its curve and the engine
+    curve of its setup (None when the configuration is invalid)."""
+    base, overrides, profile_dict, index, explicit = task
+    return run_configs((base, [(index, overrides)], profile_dict, explicit))[0]
+
+
+def run_configs(
+    task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], dict[str, Any] | None, list[str]],
+) -> list[dict[str, Any]]:
+    """:func:`run_config` for several configurations in one process, with one timeline cache (rlsim.run.timeline):
+    those whose overrides differ only in ``learning.*`` values (the LR rules of one batch size) share the systems
+    side, the longest run simulated first and the others looked up in it; the rows are those of one run each."""
+    from rlsim.run.simulation import configure, planned_steps, predict
+    from rlsim.run.timeline import Timelines
+
+    base, configs, profile_dict, explicit = task
+    rows = [{"config": index, **dict(overrides)} for index, overrides in configs]
+    out: list[dict[str, Any]] = [{"row": row, "curve": [], "engine": None} for row in rows]
+    valid: list[tuple[int, Scenario, int]] = []
+    profile = None
+    try:
+        profile = profile_from_dict(profile_dict) if profile_dict else None
+    except RlsimError as exc:
+        for row in rows:
+            row["error"] = str(exc)
+        return out
+    for i, (_, overrides) in enumerate(configs):
+        try:
+            # the profile's learning model, then the configuration (which wins), validated once; it runs to the
+            # target when there is a learning model
+            scn = configure(base, profile, overrides, explicit)
+            out[i]["engine"] = {"key": _engine_key(scn), "curve": engine_curve(scn)}
+            valid.append((i, scn, planned_steps(scn, to_target=True)))
+        except RlsimError as exc:
+            rows[i]["error"] = str(exc)
+    timelines = Timelines()
+    for i, scn, _ in sorted(valid, key=lambda v: -v[2]):  # the longest first: the shorter runs are its start
+        try:
+            result = predict(scn, profile, with_band=True, to_target=True, timelines=timelines)
+        except RlsimError as exc:
+            rows[i]["error"] = str(exc)
+            continue
+        out[i]["curve"] = _fill_row(rows[i], result)
+    return out
+
+
+def _fill_row(row: dict[str, Any], result: Any) -> list[dict[str, Any]]:
+    """A configuration's row from its result (in place); returns its curve."""
+    index = row["config"]
+    scn = result.scenario
+    s = result.summary()
+    row.update(
+        error=None,
+        prompts_per_step=scn.workload.prompts_per_step,
+        group_size=scn.workload.group_size,
+        responses_per_step=scn.workload.responses_per_step,
+        lr_rule=scn.learning.lr_rule,
+        lr=result.records[0]["lr"],
+        gpu=scn.hardware.gpu.name,
+        num_gpus=scn.hardware.num_gpus,
+        schedule=scn.schedule.mode,
+        max_staleness=scn.schedule.staleness,
+        steps=s["steps"],
+        step_time_s=s["step_time_s"],
+        samples_per_s=s["samples_per_s"],
+        generation_tokens_per_s=s["generation_tokens_per_s"],
+        tokens_per_s_per_gpu=s["tokens_per_s_per_gpu"],
+        mean_decode_batch=s["mean_decode_batch"],
+        replicas=s["replicas"],
+        samples_to_target=s["samples_to_target"],
+        time_to_target_s=s["time_to_target_s"],
+        time_to_target_low_s=(s.get("time_to_target_band_s") or [None, None])[0],
+        time_to_target_high_s=(s.get("time_to_target_band_s") or [None, None])[1],
+        gpu_hours_to_target=s.get("gpu_hours_to_target"),
+        probability_reaching_target=s.get("probability_reaching_target"),
+        samples_to_target_if_reached=s.get("samples_to_target_if_reached"),
+        time_to_target_if_reached_s=s.get("time_to_target_if_reached_s"),
+        warnings=" | ".join(s["warnings"]) or None,
+    )
+    for phase, sec in s["phase_time_s"].items():
+        row[f"phase_time_s/{phase}"] = sec
+    for mult, value in (s.get("samples_multiplier") or {}).items():
+        row[f"samples_multiplier/{mult}"] = value
+    return [
+        {
+            "config": index,
+            "step": r["step"],
+            "cumulative_samples": r["cumulative_samples"],
+            "wall_s": r["wall_s"],
+            "eval_metric": r["eval_metric"],
+        }
+        for r in result.records
+    ]
+
+
+def engine_curve(scn: Scenario, points: int = 24) -> pd.DataFrame:
+    """Tokens/s of one replica's decode iteration vs concurrency b, at the workload's mean context per sequence."""
+    d = RooflineCostModel.from_scenario(scn).decode_coefficients()
+    ctx = dist_mean(scn.workload.prompt_length) + dist_mean(scn.workload.response_length) / 2.0
+    batches = np.unique(np.geomspace(1, scn.engine.max_num_seqs, points).round().astype(int))
+    batches = (
+        batches[batches * ctx <= scn.kv_capacity_tokens]
+        if (batches * ctx <= scn.kv_capacity_tokens).any()
+        else batches[:1]
+    )
+    tps = [b / decode_iteration_s(d, int(b), b * ctx) for b in batches]
+    label = f"{scn.model.name} / {scn.hardware.gpu.name} / TP{scn.engine.tensor_parallel_size}"
+    return pd.DataFrame({"engine": label, "concurrency": batches, "tokens_per_s_per_replica": tps})
+
+
+def _engine_key(scn: Scenario) -> tuple[str, str, int, int]:
+    """What tells one engine curve from another: model, GPU, tensor parallelism, max_num_seqs."""
+    return (scn.model.name, scn.hardware.gpu.name, scn.engine.tensor_parallel_size, scn.engine.max_num_seqs)
+
+
+def sweep(
+    scenario: Scenario,
+    grid: dict[str, list[Any]] | None = None,
+    profile: Profile | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    explicit: Iterable[str] = (),
+) -> SweepResult:
+    """Run every configuration of ``grid`` (default: the scenario's ``sweep.grid``) and tabulate them. The grid's
+    keys and ``explicit`` (keys the user set on ``scenario``) win over a profile's learning section."""
+    from rlsim.run.simulation import configure
+
+    explicit = list(explicit)
+    grid = {k: list(v) for k, v in (grid if grid is not None else scenario.sweep.grid).items()}
+    configs = expand_grid(grid)
+    for key in grid:  # fail fast on a key the scenario does not have (before starting processes)
+        if not grid[key]:
+            raise ScenarioError(f"sweep.grid.{key}", grid[key], "lists no values", "give at least one value")
+        configure(scenario, profile, {key: grid[key][0]}, explicit)
+    base = scenario.to_dict()  # each configuration validates base + its overrides once (run_config)
+    prof = profile.to_dict() if profile is not None else None
+    # configurations that differ only in learning values share their runs (run_configs): one task each group
+    groups: dict[str, list[int]] = {}
+    for i, cfg in enumerate(configs):
+        systems = {k: v for k, v in cfg.items() if not k.startswith("learning.")}
+        groups.setdefault(json.dumps(systems, sort_keys=True, default=str), []).append(i)
+    members = list(groups.values())
+    tasks = [(base, [(i, configs[i]) for i in group], prof, explicit) for group in members]
+    hints = [_cost_hint(scenario, profile, cfg, explicit) for cfg in configs]
+    costs = [max(hints[i] for i in group) for group in members]  # the longest variant's run serves the rest
+    done = run_tasks(run_configs, tasks, executor, address, workers, progress, costs, [len(g) for g in members])
+    outputs: list[dict[str, Any]] = [{}] * len(configs)
+    for group, results in zip(members, done):
+        for i, result in zip(group, results):
+            outputs[i] = result
+    rows = [o["row"] for o in outputs]
+    curves = [c for o in outputs for c in o["curve"]]
+    engines: dict[tuple[str, str, int, int], pd.DataFrame] = {}
+    for o in outputs:  # in configuration order: the first configuration of an engine setup gives its curve
+        if o["engine"] is not None:
+            engines.setdefault(tuple(o["engine"]["key"]), o["engine"]["curve"])
+    return SweepResult(
+        scenario=scenario,
+        grid=grid,
+        table=pd.DataFrame(rows),
+        curves=pd.DataFrame(curves, columns=["config", "step", "cumulative_samples", "wall_s", "eval_metric"]),
+        engine_curves=pd.concat(engines.values(), ignore_index=True) if engines else pd.DataFrame(),
+        profile_info=profile.info() if profile is not None else None,
+    )
+
+
+def _cost_hint(scenario: Scenario, profile: Profile | None, overrides: dict[str, Any], explicit: list[str]) -> float:
+    """Roughly how long a configuration takes to simulate: the responses it simulates (samples-to-target when it
+    runs to the target, else steps x responses per step). Read from the overrides without validating the
+    configuration (run_config does that, once); 0 for one that cannot be read (it fails fast anyway)."""
+    from rlsim.learning.model import samples_to_target
+    from rlsim.scenario.build import with_learning
+
+    try:
+        b = int(overrides.get("workload.prompts_per_step", scenario.workload.prompts_per_step)) * int(
+            overrides.get("workload.group_size", scenario.workload.group_size)
+        )
+        steps = int(overrides.get("run.steps", scenario.run.steps))
+        learning = {k: v for k, v in overrides.items() if k.startswith("learning.")}
+        scn = with_learning(scenario, learning) if learning else scenario
+        if profile is not None and profile.learning_overrides() and not learning:
+            return float(b * steps)  # the profile's learning model applies in run_config; any order will do
+        if scn.learning.metric is None or scn.learning.target is None:
+            return float(b * steps)
+        k = int(overrides.get("schedule.max_staleness", scenario.schedule.staleness))
+        return min(samples_to_target(scn.learning, b, k).samples, float(b * scenario.run.max_steps))
+    except (RlsimError, ValueError, TypeError):
+        return 0.0
+
+
+def run_tasks(
+    fn: Callable[[Any], Any],
+    tasks: list[Any],
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    costs: list[float] | None = None,
+    sizes: list[int] | None = None,
+) -> list[Any]:
+    """``[fn(t) for t in tasks]`` on an executor (``local``: processes on this machine; ``ray``: a Ray cluster),
+    in the tasks' order whatever order they finish in; ``progress(done, total)`` after each, counting task ``i``
+    as ``sizes[i]`` (the configurations it holds; 1 each by default). With ``costs`` (a rough duration per task)
+    the longest are started first, so that the last one to start is a short one: the results and their order do
+    not change."""
+    order = sorted(range(len(tasks)), key=lambda i: (-costs[i], i)) if costs is not None else list(range(len(tasks)))
+    submitted = [tasks[i] for i in order]
+    weights = [sizes[i] for i in order] if sizes is not None else [1] * len(tasks)
+    count = 0
+
+    def finished(i: int) -> None:  # task i (in submitted order) is done
+        nonlocal count
+        count += weights[i]
+        if progress:
+            progress(count, sum(weights))
+
+    if executor == "local":
+        done = _run_local(fn, submitted, workers, finished)
+    elif executor == "ray":
+        done = _run_ray(fn, submitted, address, finished)
+    else:
+        raise ScenarioError("--executor", executor, "is not an executor", "use local or ray")
+    out: list[Any] = [None] * len(tasks)
+    for i, result in zip(order, done):
+        out[i] = result
+    return out
+
+
+def _run_local(fn, tasks, workers, finished):
+    """Local processes: ``workers`` of them (default: one per two cores, so that each runs its kernel calls on two
+    threads, rlsim.host.threads; on two cores, this process alone); each takes its share of the cores, counted again
+    at each kernel call (threads.share_cores), so the last still running get the cores of those done."""
+    n = len(tasks)
+    workers = workers or default_workers(n)
+    if workers <= 1 or n == 1:
+        out = []
+        for i, t in enumerate(tasks):
+            out.append(fn(t))
+            finished(i)
+        return out
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    results: list[Any] = [None] * n
+    ctx = mp.get_context("spawn")
+    busy = ctx.Value("i", 0)  # workers running a task: each takes its share of the cores (threads.share_cores)
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=threads.share_cores, initargs=(busy,)
+    ) as pool:
+        futures = {pool.submit(threads.counted, fn, t): i for i, t in enumerate(tasks)}
+        for fut in as_completed(futures):
+            results[futures[fut]] = fut.result()
+            finished(futures[fut])
+    return results
+
+
+# cores per local worker by default: a worker's two threads keep two cores busy (measured: the paper sweep on two
+# cores took 13.5 s in one process, 14.1-15.2 s in two)
+CORES_PER_WORKER = 2
+
+
+def default_workers(tasks: int) -> int:
+    """Local worker processes for ``tasks`` tasks when --workers is not given: one per CORES_PER_WORKER cores this
+    process may run on, at least one, at most one per task."""
+    return max(1, min(tasks, threads.available_cores() // CORES_PER_WORKER))
+
+
+def _run_ray(fn, tasks, address, finished):
+    try:
+        import ray
+    except ImportError:
+        raise RlsimError("--executor ray needs Ray: pip install 'rlsim[ray]'") from None
+    started = False
+    if not ray.is_initialized():
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise RlsimError(
+                f"--executor ray --address {address}: no Ray cluster to join ({first[:160]}); start one (ray start "
+                "--head) or run without --executor ray"
+            ) from None
+        started = True
+    try:
+        remote = ray.remote(fn)
+        refs = [remote.remote(t) for t in tasks]
+        results: list[Any] = [None] * len(tasks)
+        index = {ref: i for i, ref in enumerate(refs)}
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                results[index[ref]] = ray.get(ref)
+                finished(index[ref])
+        return results
+    finally:
+        if started:
+            ray.shutdown()

@@ -1,0 +1,176 @@
+"""One step's generation: B = P x G requests spread over the engine replicas, each simulated by rlsim.engine.replica.
+
+Prompts are dealt to replicas round-robin with all G responses of a prompt on the same replica (as when a
+framework sends a prompt with n=G), where they form one prompt group for prefix caching; replicas run in
+parallel and the phase ends when the slowest finishes, so stragglers (long responses, a loaded replica) set the
+rollout time without being modelled separately.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients
+from rlsim.engine.replica import N_STATS, STAT, PendingReplicas, SchedulerRules, _arg, kernel, launch_replicas
+
+
+@dataclass(frozen=True)
+class RolloutResult:
+    rollout_s: float  # slowest replica plus the per-step dispatch overhead
+    prompt_tokens: int
+    response_tokens: int
+    num_preemptions: int
+    num_iterations: int  # summed over replicas
+    mean_decode_batch: float  # decoded tokens / decode iterations, over all replicas
+    peak_kv_tokens: int  # the largest on any replica
+    replica_makespan_s: tuple[float, ...]
+
+    @property
+    def generation_tokens_per_s(self) -> float:
+        return self.response_tokens / self.rollout_s if self.rollout_s > 0 else 0.0
+
+
+def simulate_rollout(
+    prompt_tokens: np.ndarray,
+    response_tokens: np.ndarray,
+    group_size: int,
+    replicas: int,
+    max_num_seqs: int,
+    kv_capacity_tokens: int,
+    decode: DecodeCoefficients,
+    prefill: PrefillCoefficients,
+    overhead_s: float = 0.0,
+    rules: SchedulerRules | None = None,
+) -> RolloutResult:
+    """Generate one step's responses on ``replicas`` engines (requests ordered group by group) under the engine's
+    scheduling ``rules`` (rlsim.engine.replica.SchedulerRules; default: token-level rounds)."""
+    return launch_rollouts(
+        [(prompt_tokens, response_tokens)],
+        group_size,
+        replicas,
+        max_num_seqs,
+        kv_capacity_tokens,
+        decode,
+        prefill,
+        [overhead_s],
+        rules,
+    ).result()[0]
+
+
+def launch_rollouts(
+    steps: Sequence[tuple[np.ndarray, np.ndarray]],
+    group_size: int,
+    replicas: int,
+    max_num_seqs: int,
+    kv_capacity_tokens: int,
+    decode: DecodeCoefficients,
+    prefill: PrefillCoefficients,
+    overhead_s: Sequence[float],
+    rules: SchedulerRules | None = None,
+) -> PendingRollouts:
+    """:func:`simulate_rollout` of several steps (their prompt and response lengths, and each one's dispatch
+    overhead) in one compiled call, started on the pool's threads (rlsim.engine.replica.launch_replicas) so that the
+    caller can do other work (rlsim.run.pipeline: the steps before these) until it asks for the result. Every replica
+    of every step is independent (each starts empty), so the results are the bits of one call per step, and the
+    replicas of many small steps fill the cores together where one small step would run on one. The first step
+    that cannot run raises, as it would alone (inputs that are wrong whatever the replica, now; the others by
+    :meth:`PendingRollouts.result`)."""
+    arrays = []
+    for prompt_tokens, response_tokens in steps:
+        n = len(response_tokens)
+        prompt, response = (_arg(a, np.int64) for a in (prompt_tokens, response_tokens))  # the kernel's one type
+        if prompt.shape != (n,):
+            raise ValueError(
+                f"prompt_tokens {prompt.shape} and response_tokens {response.shape} must be 1-D, same length"
+            )
+        arrays.append((prompt, response))
+    if len(overhead_s) != len(arrays):
+        raise ValueError(f"{len(overhead_s)} overheads for {len(arrays)} steps: give one per step")
+    total = sum(len(r) for _, r in arrays)
+    # each replica's requests in arrival order, its groups numbered from 0 (one compiled pass per step:
+    # rlsim.engine.kernel), the steps' replicas one after another
+    dealt = [np.empty(total, dtype=np.int64) for _ in range(3)]
+    bounds = np.empty(len(arrays) * replicas + 1, dtype=np.int64)
+    n_groups = np.empty(len(arrays) * replicas, dtype=np.int64)
+    bad_group = len(arrays) * replicas
+    lo = 0
+    for k, (prompt, response) in enumerate(arrays):
+        hi = lo + len(response)
+        r0 = k * replicas
+        code = kernel().deal_round_robin(
+            prompt,
+            response,
+            group_size,
+            replicas,
+            *(d[lo:hi] for d in dealt),
+            bounds[r0 : r0 + replicas + 1],
+            n_groups[r0 : r0 + replicas],
+        )
+        if code < 0 and bad_group == len(arrays) * replicas:
+            bad_group = r0 + int(np.searchsorted(bounds[r0 : r0 + replicas + 1], -1 - code, side="right")) - 1
+        bounds[r0 : r0 + replicas + 1] += lo
+        lo = hi
+    # every replica of every step in one compiled call (rlsim.engine.replica.launch_replicas: simulate_replica on each
+    # # in turn)
+    run = launch_replicas(
+        dealt[0],
+        dealt[1],
+        bounds,
+        max_num_seqs,
+        kv_capacity_tokens,
+        decode,
+        prefill,
+        rules,
+        numbered=(dealt[2], n_groups, bad_group),
+    )
+    return PendingRollouts(run, dealt, bounds, replicas, overhead_s)
+
+
+@dataclass(frozen=True)
+class PendingRollouts:
+    """:func:`launch_rollouts` under way: :meth:`result` gives each step's RolloutResult, or raises the first
+    failing step's error."""
+
+    run: PendingReplicas
+    dealt: list[np.ndarray]  # the steps' requests dealt to replicas, step after step
+    bounds: np.ndarray  # replica boundaries in dealt: step k's replicas are k R .. (k + 1) R - 1
+    replicas: int
+    overhead_s: Sequence[float]
+
+    def result(self) -> list[RolloutResult]:
+        return _results(self.dealt, self.bounds, self.replicas, self.run.result()[1], self.overhead_s)
+
+
+def _results(
+    dealt: list[np.ndarray], bounds: np.ndarray, replicas: int, stats: np.ndarray, overhead_s: Sequence[float]
+) -> list[RolloutResult]:
+    """Each step's RolloutResult from its replicas' rows of stats and its dealt requests (step k's are
+    bounds[k R]:bounds[(k + 1) R] of the concatenation), every step's sums and maxima in one numpy pass (the
+    stats are whole numbers in float64: their sums are exact in any order)."""
+    steps = len(overhead_s)
+    rows = stats.reshape(steps, replicas, N_STATS)
+    makespans = rows[:, :, STAT["makespan_s"]].tolist()
+    summed = [STAT["num_preemptions"], STAT["num_iterations"], STAT["decoded_tokens"]]
+    counts = np.add.reduce(rows[:, :, summed], axis=1).tolist()  # (.sum / .max without their Python wrappers)
+    peaks = np.maximum.reduce(rows[:, :, STAT["peak_kv_tokens"]], axis=1).tolist() if replicas else [0] * steps
+    edges = bounds[::replicas] if replicas else np.zeros(steps + 1, dtype=np.int64)
+    prompt_sums, response_sums = ((np.concatenate([[0], np.cumsum(a)])[edges]).tolist() for a in (dealt[0], dealt[1]))
+    out = []
+    for k in range(steps):
+        preemptions, iterations, decoded = (int(v) for v in counts[k])
+        out.append(
+            RolloutResult(
+                rollout_s=max(makespans[k]) + overhead_s[k],
+                prompt_tokens=prompt_sums[k + 1] - prompt_sums[k],
+                response_tokens=response_sums[k + 1] - response_sums[k],
+                num_preemptions=preemptions,
+                num_iterations=iterations,
+                mean_decode_batch=decoded / iterations if iterations else 0.0,
+                peak_kv_tokens=int(peaks[k]),
+                replica_makespan_s=tuple(makespans[k]),
+            )
+        )
+    return out

@@ -1,0 +1,32 @@
+"""The engine's scheduling and paging rules (what rlsim.engine.replica simulates), apart from the compiled kernel.
+
+Kept free of numba: rlsim.scenario needs it, and code that starts a vLLM engine in the same process imports the
+scenario. (vLLM 0.32 on CPU scans every loaded module when its worker starts and fails on llvmlite's objects, so
+nothing on that path may import numba before the engine is up.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SchedulerRules"]
+
+
+@dataclass(frozen=True)
+class SchedulerRules:
+    """How the engine schedules and pages (module docstring). The defaults are rlsim's earlier token-level rules;
+    :meth:`rlsim.scenario.Scenario.scheduler_rules` gives an engine's own."""
+
+    block_size: int = 1
+    chunked_prefill: bool = False
+    # tokens per iteration (chunked) or per admission round's prefill (rounds); None: no limit (rounds only)
+    max_num_batched_tokens: int | None = None
+    prefix_caching: bool = False
+
+    def __post_init__(self):
+        if self.block_size < 1:
+            raise ValueError(f"block_size ({self.block_size}) must be >= 1")
+        if self.chunked_prefill and self.max_num_batched_tokens is None:
+            raise ValueError("chunked prefill needs max_num_batched_tokens")
+        if self.max_num_batched_tokens is not None and self.max_num_batched_tokens < 1:
+            raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= 1")

@@ -1,0 +1,115 @@
+"""What a simulation will take, known before it starts: memory and time from the responses it simulates.
+
+The simulator handles every response of every step (its lengths, its place in the engine's batches), so its cost
+grows with responses per step (P x G) and with the steps simulated. Measured on the 2-core development VM
+(`rlsim run scenarios/paper_grpo.yaml` with P x G from 128 to 4.2M, 1 to 4 steps, 2026-12-01):
+
+* memory: a base of about 250 MB (Python, numpy, SimPy, numba) plus about 140 bytes per response of the largest
+  step (397 MB at 1.05M responses, 837 MB at 4.2M); the steps do not accumulate per-response data;
+* time: 16-34 us per response and step then (4.2M responses x 3 steps: 423 s), before the numba kernel; now much
+  less (below).
+
+:func:`estimate` uses those figures with a margin (``BYTES_PER_RESPONSE`` 100 per response of a step's window,
+so 200 per response at the paper's k = 1, where 140 was measured), :func:`check` refuses a run whose
+estimated memory exceeds what the machine has available (``MemAvailable`` from /proc/meminfo), naming the numbers
+and the fix, instead of a multi-terabyte allocation failing (or swapping) deep in numpy: P = 1e7 with G = 1e5
+asked for 7 TiB.
+
+Time: a streaming async schedule simulates each step's batch inside the window of the k batches in flight before
+it (rlsim.run.pipeline.step_requests), so a step costs (k + 1) x its responses. Measured with the numba kernel
+(``python scripts/estimates.py``, 2026-12-03, 2-core VM, quiet): 0.05-0.15 us per response in a window, plus a
+few ms per run; ``SECONDS_PER_RESPONSE`` 0.09 us and ``SECONDS_PER_RUN`` 5 ms put every case of docs/scaling.md's
+estimate table within 2x of its measured time (the built-in scenarios, the paper plan's winner, runs to the
+target at staleness 64 and at P = 2048). The time is for the caller to warn about (:data:`LONG_S`); other
+machines differ by a small factor, the response count by orders of magnitude.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rlsim.errors import RlsimError
+
+BASE_BYTES = 250e6
+BYTES_PER_RESPONSE = 100.0  # per response in a step's window (the measured 140 per response was at k = 1: 2 batches)
+SECONDS_PER_RESPONSE = 0.09e-6  # per response simulated in a step's window
+SECONDS_PER_RUN = 5e-3
+LONG_S = 60.0  # an estimated run time above which the CLI says how long it will take before starting
+FALLBACK_AVAILABLE_BYTES = 8 * 2**30  # when /proc/meminfo cannot be read (not Linux)
+
+
+class FootprintError(RlsimError):
+    """A simulation larger than this machine can run."""
+
+
+@dataclass(frozen=True)
+class Footprint:
+    responses_per_step: int
+    steps: int  # every step simulated: the run's and its band's extra runs'
+    memory_bytes: float
+    seconds: float
+    window: int = 1  # batches whose requests a step simulates together (k + 1 streaming)
+
+    def describe(self) -> str:
+        size, time = _bytes(self.memory_bytes), _duration(self.seconds)
+        return (
+            f"{self.responses_per_step:,} responses per step x {self.steps:,} steps simulated: about {size} of "
+            f"memory and {time}"
+        )
+
+
+def estimate(responses_per_step: int, steps: int, window: int = 1) -> Footprint:
+    """The estimated peak memory and time of simulating ``steps`` steps in all, each step's requests simulated in a
+    window of ``window`` batches (k + 1 under a streaming async schedule; module docstring)."""
+    memory = BASE_BYTES + BYTES_PER_RESPONSE * float(responses_per_step) * float(window)
+    seconds = SECONDS_PER_RUN + SECONDS_PER_RESPONSE * float(responses_per_step) * float(steps) * float(window)
+    return Footprint(int(responses_per_step), int(steps), memory, seconds, int(window))
+
+
+def available_bytes() -> float:
+    """The memory available to a new allocation now: ``MemAvailable`` of /proc/meminfo."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024.0
+    except OSError:
+        pass
+    return float(FALLBACK_AVAILABLE_BYTES)
+
+
+def check(fp: Footprint, available: float | None = None) -> Footprint:
+    """``fp`` when the machine has the memory for it; a FootprintError naming the sizes and the fix otherwise."""
+    avail = available_bytes() if available is None else available
+    if fp.memory_bytes > avail:
+        raise FootprintError(
+            f"{fp.responses_per_step:,} responses generated per step (workload.prompts_per_step x "
+            f"workload.group_size, times dynamic sampling's rounds) need "
+            f"about {_bytes(fp.memory_bytes)} of memory to simulate, and this machine has {_bytes(avail)} "
+            f"available; simulate at most about "
+            f"{max(0, int((avail - BASE_BYTES) / (BYTES_PER_RESPONSE * fp.window))):,} responses per step (fewer "
+            "prompts or a smaller group"
+            + (
+                f"; a streaming schedule holds {fp.window} batches at once: a smaller max_staleness helps too)"
+                if fp.window > 1
+                else ")"
+            )
+        )
+    return fp
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n / 1024:,.0f} KiB"
+
+
+def _duration(s: float) -> str:
+    if s >= 86400:
+        return f"{s / 86400:,.1f} days"
+    if s >= 3600:
+        return f"{s / 3600:.1f} h"
+    if s >= 60:
+        return f"{s / 60:.0f} min"
+    return f"{s:.0f} s"

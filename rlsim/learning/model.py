@@ -1,0 +1,234 @@
+"""Learning model: how many samples a configuration needs to reach the target metric. Pure functions.
+
+Pieces (docs/reference.md sections 3-5):
+
+* **Metric curve in samples** (ScaleRL's sigmoid, arXiv 2510.13786, with cumulative samples S in place of
+  compute): ``R(S) = R0 + (A - R0) / (1 + (S_mid / S)^b)``. ``metric`` holds R0 (``initial``), A
+  (``asymptote``), S_mid (``mid_samples``, at the reference batch with a trajectory-preserving LR) and b
+  (``exponent``).
+* **Samples multiplier** m >= 0 stretches the curve along samples: a configuration follows R(S / m), so its
+  samples-to-target is m x N*_ref. m is the product of:
+  - the batch term ``batch_multiplier`` in one of three forms: ``invariant`` (1 inside [batch_low, batch_high], an
+    omitted bound leaving that side open,
+    ``penalty_per_doubling`` per doubling outside), ``critical_batch`` (E = E_min (1 + B / B_crit) ** p,
+    normalized to 1 at the reference batch; see below for p), or ``table`` (measured samples-to-target per batch,
+    interpolated in log-log; it refuses to extrapolate unless ``allow_extrapolation`` is set, and then it warns);
+  - the LR term: a rule that does not keep the trajectory of the trajectory-preserving rule (``invariant_rule``,
+    sqrt for Adam: Malladi et al. 2022) pays ``untuned_lr_penalty`` per doubling-equivalent of LR mismatch,
+    ``m_lr = untuned_lr_penalty ** (2 |log2(eta / eta*)|)``: with sqrt as the invariant rule, doubling the batch
+    at a fixed LR costs exactly ``untuned_lr_penalty`` (default 1.67: the seed paper's fixed-LR control, P 128 ->
+    256 untuned needs 1.67x the samples);
+  - the staleness term for async schedules: ``(1 + staleness_penalty_per_step) ** mean staleness``.
+* ``samples_spread``: the spread of samples-to-target across training seeds, as the standard deviation of its log
+  (samples-to-target is lognormal over seeds, its median the model's N*; for a small spread this is the relative
+  standard deviation). It sets the bands and the chance of reaching the target within a budget
+  (:func:`reach_within`): a seed whose N* exceeds the run's budget (``run.max_steps`` x B samples) never gets
+  there, so a prediction says how many seeds reach the target and how many samples those that do need.
+* ``stall_probability``: the share of seeds that never reach the target whatever the budget (a GRPO run whose
+  groups all score alike gets zero advantage and stops learning); the chance of reaching it within a budget is
+  (1 - stall_probability) x P(N* <= budget). Measured at several batches (``stall_batches`` / ``stall_shares``,
+  from ``rlsim-calibrate fit-learning``) it moves with the batch (:func:`stall_at`): PPO stalls more at both ends
+  of its invariant range (docs/calibrate.md).
+
+The power p of the critical-batch form (``critical_power``):
+
+* p = 1 is McCandlish et al. 2018 (arXiv 1812.06162): E = E_min (1 + B / B_noise) with the learning rate tuned
+  for each batch, derived for SGD.
+* p = 1/2 is Adam under the sqrt rule, eta = eta0 sqrt(B / B0), to first order in eta. Per coordinate, Adam's
+  second moment tracks E[g_hat^2] = g^2 + sigma^2 / B, so one step lowers the loss by about
+  eta g^2 / sqrt(g^2 + sigma^2 / B). Per sample that is eta0 / sqrt(B0) * g^2 / sqrt(B g^2 + sigma^2), so the
+  samples for a given progress grow as sqrt(1 + B / B_noise) with B_noise = sigma^2 / g^2: invariance while the
+  noise dominates (B << B_noise, the regime where the sqrt rule preserves the trajectory, Malladi et al. 2022),
+  then sqrt(B) growth once Adam's normalized step is signal-dominated (each step moves about eta, and eta grows
+  only as sqrt(B)). It assumes eta below the curvature limit (second-order term dropped) and one aggregate
+  noise scale; calibrate.runfit uses it, with B_noise = B_simple, for runs trained with the sqrt rule.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from rlsim.errors import RlsimError
+from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
+from rlsim.workload.lr_rules import lr_scale
+
+
+class LearningModelError(RlsimError, ValueError):
+    """The learning model cannot answer (target out of reach, a table asked to extrapolate)."""
+
+
+def lr_multiplier(learning: Learning, batch: float) -> float:
+    """Samples multiplier for using ``learning.lr_rule`` instead of the trajectory-preserving rule."""
+    used = lr_scale(learning.lr_rule, batch, learning.reference_batch)
+    ideal = lr_scale(learning.invariant_rule, batch, learning.reference_batch)
+    mismatch = abs(math.log2(used / ideal))
+    return learning.untuned_lr_penalty ** (2.0 * mismatch)
+
+
+# ---------------------------------------------------------------------------------------------- curve
+
+
+def sigmoid_fraction(
+    samples: np.ndarray | float, mid_samples: np.ndarray | float, exponent: np.ndarray | float
+) -> np.ndarray:
+    """``1 / (1 + (S_mid / S)^b)``: the share of the gain A - R0 that ScaleRL's curve has made after S samples.
+
+    The one definition of the curve's shape (:func:`metric_at` and calibrate's sigmoid fit use it): 0 at S <= 0,
+    1/2 at S_mid, rising to 1. The arguments broadcast against each other like numpy arrays; a power that
+    overflows reads as its limit (0 well before S_mid, 1 well after)."""
+    s = np.asarray(samples, dtype=float)
+    with np.errstate(divide="ignore", over="ignore"):
+        frac = 1.0 / (1.0 + np.power(mid_samples / np.maximum(s, 1e-300), exponent))
+    return np.where(s > 0, frac, 0.0)[()]
+
+
+def metric_at(curve: MetricCurve, samples: np.ndarray | float, multiplier: float = 1.0) -> np.ndarray:
+    """R(S / m): the metric after ``samples`` cumulative samples for a configuration with multiplier m."""
+    s = np.asarray(samples, dtype=float) / multiplier
+    return curve.initial + (curve.asymptote - curve.initial) * sigmoid_fraction(s, curve.mid_samples, curve.exponent)
+
+
+def mid_samples_through(initial: float, asymptote: float, exponent: float, samples: float, target: float) -> float:
+    """The S_mid that puts ``target`` at ``samples`` on the curve from ``initial`` to ``asymptote`` with
+    ``exponent``: R(samples) = target solved for S_mid (``initial < target < asymptote``)."""
+    gain = (target - initial) / (asymptote - initial)
+    return samples * (1.0 / gain - 1.0) ** (1.0 / exponent)
+
+
+def reference_samples_to_target(curve: MetricCurve, target: float) -> float:
+    """N*_ref: samples at which R(S) first reaches ``target`` (inverse of the sigmoid)."""
+    lo, hi = sorted((curve.initial, curve.asymptote))
+    if not lo < target < hi:
+        raise LearningModelError(
+            f"learning.target {target} is out of reach: the metric curve runs from {curve.initial} to "
+            f"{curve.asymptote}; choose a target strictly between them"
+        )
+    gain = (target - curve.initial) / (curve.asymptote - curve.initial)
+    # in logs: a small exponent makes the power overflow
+    log_samples = math.log(curve.mid_samples) - math.log(1.0 / gain - 1.0) / curve.exponent
+    if log_samples > math.log(1e30):
+        raise LearningModelError(
+            f"learning.metric: reaching the target {target} needs more than 1e30 samples (exponent "
+            f"{curve.exponent}, mid_samples {curve.mid_samples}); check the metric curve"
+        )
+    return math.exp(log_samples)
+
+
+# ---------------------------------------------------------------------------------------------- batch
+
+
+def batch_multiplier(bm: BatchMultiplier, batch: float, reference_batch: float) -> tuple[float, list[str]]:
+    """Samples multiplier of the batch term (1 at the reference batch for every form) and any warnings."""
+    if bm.form == "invariant":
+        return _invariant(bm, batch) / _invariant(bm, reference_batch), []
+    if bm.form == "critical_batch":
+        ratio = (1.0 + batch / bm.critical_batch) / (1.0 + reference_batch / bm.critical_batch)  # type: ignore[operator]
+        return ratio**bm.critical_power, []
+    value, warnings = _table(bm, batch)
+    ref, ref_warnings = _table(bm, reference_batch)
+    return value / ref, warnings + ref_warnings
+
+
+MAX_LOG_MULTIPLIER = math.log(1e30)  # a samples multiplier beyond 1e30 is a broken model, not a prediction
+
+
+def _invariant(bm: BatchMultiplier, batch: float) -> float:
+    log_m = 0.0  # in logs: a large penalty over many doublings overflows a float
+    if bm.batch_high is not None and batch > bm.batch_high:
+        log_m = math.log(bm.penalty_per_doubling) * math.log2(batch / bm.batch_high)
+    elif bm.batch_low is not None and batch < bm.batch_low:
+        log_m = math.log(bm.penalty_per_doubling_below) * math.log2(bm.batch_low / batch)
+    if log_m > MAX_LOG_MULTIPLIER:
+        raise LearningModelError(
+            f"learning.batch_multiplier: at batch {batch:g} the samples multiplier exceeds 1e30 (penalty per "
+            "doubling over that many doublings); check batch_low, batch_high and the penalties"
+        )
+    return math.exp(log_m)
+
+
+def _table(bm: BatchMultiplier, batch: float) -> tuple[float, list[str]]:
+    xs = np.log(np.asarray(bm.batches, dtype=float))
+    ys = np.log(np.asarray(bm.samples_to_target, dtype=float))
+    x = math.log(batch)
+    if xs[0] <= x <= xs[-1]:
+        return float(math.exp(np.interp(x, xs, ys))), []
+    lo, hi = bm.batches[0], bm.batches[-1]  # type: ignore[index]
+    msg = f"batch {batch:g} is outside the samples-to-target table's batches [{lo:g}, {hi:g}]"
+    if not bm.allow_extrapolation:
+        raise LearningModelError(
+            f"learning.batch_multiplier: {msg}; add a measured point or set "
+            "learning.batch_multiplier.allow_extrapolation: true to extrapolate the end slopes in log-log"
+        )
+    i, j = (0, 1) if x < xs[0] else (-2, -1)
+    slope = (ys[j] - ys[i]) / (xs[j] - xs[i])
+    return float(math.exp(ys[i] + slope * (x - xs[i]))), [f"{msg}; extrapolated in log-log"]
+
+
+# ---------------------------------------------------------------------------------------------- together
+
+
+@dataclass(frozen=True)
+class SamplesToTarget:
+    samples: float  # N* for this configuration
+    reference_samples: float  # N*_ref at the reference batch with the trajectory-preserving rule
+    batch_multiplier: float
+    lr_multiplier: float
+    staleness_multiplier: float
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def multiplier(self) -> float:
+        return self.batch_multiplier * self.lr_multiplier * self.staleness_multiplier
+
+
+def samples_to_target(learning: Learning, batch: int, mean_staleness: float = 0.0) -> SamplesToTarget:
+    """N* for ``batch`` responses per step under ``learning`` (raises LearningModelError when it cannot)."""
+    if learning.metric is None or learning.target is None:
+        raise LearningModelError("learning.metric and learning.target are needed for samples-to-target")
+    ref = reference_samples_to_target(learning.metric, learning.target)
+    bmul, warnings = batch_multiplier(learning.batch_multiplier, batch, learning.reference_batch)
+    lmul = lr_multiplier(learning, batch)
+    smul = (1.0 + learning.staleness_penalty_per_step) ** mean_staleness
+    return SamplesToTarget(ref * bmul * lmul * smul, ref, bmul, lmul, smul, tuple(warnings))
+
+
+def stall_at(learning: Learning, batch: float) -> float:
+    """The share of seeds that stall at ``batch``: ``stall_shares`` read in log batch between ``stall_batches`` (the
+    nearest end beyond them), else ``stall_probability``."""
+    if learning.stall_batches is None or learning.stall_shares is None:
+        return learning.stall_probability
+    xs = np.log(np.asarray(learning.stall_batches, dtype=float))
+    return float(np.interp(math.log(batch), xs, np.asarray(learning.stall_shares, dtype=float)))
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Seeds against a budget: N* over seeds is lognormal(log median, sigma) (module docstring)."""
+
+    probability: float  # P(N* <= budget): the share of seeds that reach the target within the budget
+    samples_if_reached: float  # median N* over the seeds that do (the lognormal truncated at the budget)
+    budget_samples: float
+
+
+def reach_within(median_samples: float, log_sigma: float, budget_samples: float, stall: float = 0.0) -> Reach:
+    """The chance that a seed reaches the target within ``budget_samples`` (a share ``stall`` of seeds never does)
+    and the median samples-to-target of the seeds that do. With no spread every seed that does not stall needs
+    ``median_samples``."""
+    if median_samples <= 0 or budget_samples <= 0:
+        raise LearningModelError("reach_within needs positive median and budget samples")
+    if log_sigma <= 0:
+        hit = median_samples <= budget_samples
+        return Reach((1.0 - stall) if hit else 0.0, median_samples, budget_samples)
+    # the standard normal's CDF and quantile from the standard library: scipy.special's ndtr / ndtri agree to
+    # 1e-12 relative (tests/rlsim/test_learning.py), and importing scipy.special took a third of `rlsim run`
+    from statistics import NormalDist
+
+    z = (math.log(budget_samples) - math.log(median_samples)) / log_sigma
+    p = 0.5 * math.erfc(-z / math.sqrt(2.0))
+    if p <= 1e-300:  # no seed gets there: the conditional median is the budget itself
+        return Reach(0.0, budget_samples, budget_samples)
+    cond = math.exp(math.log(median_samples) + log_sigma * NormalDist().inv_cdf(p / 2.0))
+    return Reach((1.0 - stall) * p, cond, budget_samples)

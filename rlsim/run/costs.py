@@ -1,0 +1,296 @@
+"""Cost models: seconds for each phase of an RL step, as pure functions behind one protocol.
+
+The default is a roofline (docs/reference.md sections 6-7): catalog peak numbers times efficiency factors, plus fixed
+overheads, all in ``Scenario.costs``. A calibrated profile (``rlsim.run.profile``) supplies fitted values for the
+same coefficients, so the efficiencies measured on one device carry to another through the roofline.
+
+Formulas (N = parameters, N_a = active parameters, L layers, H attention heads, d head dim, T tokens,
+S2 = sum of squared sequence lengths, F and BW the pool's peak FLOP/s and HBM bytes/s):
+
+* decode iteration (one replica of ``tp`` GPUs, batch b, K cached tokens):
+  ``max((W(b) + K * kv_bytes) / (e_mem * tp * BW), (2 N_a b + 4 L H d K) / (e_dec * tp * F)) + o_iter + o_seq * b
+  + tensor-parallel all-reduces`` where W(b) = weight bytes read; for MoE the routed experts read grow with b as
+  1 - (1 - k/E)^b of them (each token picks k of E experts), streamed at ``moe_decode_memory_efficiency_factor`` of
+  the dense GEMMs' bandwidth (grouped expert GEMMs with few tokens per expert).
+* prefill of a round: ``o_prefill + (2 N_a * sum(c) + 2 L H d * sum(c^2)) / (e_pre * tp * F)`` (causal attention).
+* the engine's CPU work per iteration (``engine_coefficients``: a named behaviour or the costs fields) is added to
+  the decode iteration (serial engine) or put as a floor under it (``floor_s``, overlapped engine).
+* log-prob / values passes and training: ``rlsim.trainer.training`` (Megatron or FSDP layout: compute, exposed
+  communication, pipeline bubble, optimizer update; formulas and sources in its docstring).
+* weight sync: ``rlsim.trainer.sync`` (per-shard parallel transfer or broadcast, colocated copy and sleep / wake).
+* reward: ``o_reward + reward_s_per_sample * samples`` on the CPU, or a reward model's forward pass on its GPUs
+  (``rlsim.trainer.training.reward_model_s``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from rlsim import catalog
+from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients
+from rlsim.phases import Phase
+from rlsim.scenario import Costs, ModelSpec, Scenario
+from rlsim.scenario.specs import small_kernel_time_factor
+from rlsim.trainer import sync, training
+
+
+class CostModel(Protocol):
+    """What the pipeline asks of a cost model. All results in seconds."""
+
+    def decode_coefficients(self) -> DecodeCoefficients: ...
+
+    def prefill_coefficients(self) -> PrefillCoefficients: ...
+
+    def rollout_overhead_s(self, responses: int) -> float: ...
+
+    def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float, num_sequences: int = 0) -> float: ...
+
+    def train_s(
+        self,
+        model: ModelSpec,
+        tokens: float,
+        sq_tokens: float,
+        optimizer_steps: int,
+        epochs: int,
+        num_sequences: int = 0,
+    ) -> float: ...
+
+    def critic_scale(self, phase: str) -> float: ...
+
+    def on_pool(self, gpus: int) -> CostModel: ...
+
+    def reference_swap_s(self, model: ModelSpec) -> float: ...
+
+    def weight_sync_s(self) -> float: ...
+
+    def engine_pause_s(self) -> float: ...
+
+    def reward_s(self, num_samples: int, tokens: float = 0.0, sq_tokens: float = 0.0) -> float: ...
+
+
+ENGINE_KEYS = (
+    "decode_memory_efficiency",
+    "decode_iteration_overhead_s",
+    "decode_per_seq_overhead_s",
+    "tp_rank_overhead_s",
+)
+
+
+def engine_coefficients(scenario: Scenario, costs: Costs) -> dict:
+    """What the engine's software sets: the HBM efficiency its decode kernels reach, its CPU work per iteration
+    and whether that work overlaps the GPU step. A named behaviour (``engine.behaviour``,
+    rlsim/catalog/engines.yaml) supplies the values it has; the rest come from ``costs`` and
+    ``engine.cpu_overlap``."""
+    out = {k: getattr(costs, k) for k in ENGINE_KEYS}
+    out["cpu_overlap"] = scenario.engine.cpu_overlap
+    out["gpu_scaled"] = ()
+    name = scenario.engine_behaviour
+    if name is not None:
+        entry = catalog.engine(name)
+        out.update({k: float(entry[k]) for k in ENGINE_KEYS if k in entry})
+        out["cpu_overlap"] = bool(entry.get("cpu_overlap", out["cpu_overlap"]))
+        out["gpu_scaled"] = tuple(entry.get("gpu_scaled", ()))
+    return out
+
+
+def moe_weight_fraction(num_experts: int, experts_per_token: int, batch: np.ndarray) -> np.ndarray:
+    """Expected fraction of a layer's experts touched by ``batch`` tokens routed to k of E experts uniformly."""
+    if num_experts == 0:
+        return np.ones_like(np.asarray(batch, dtype=float))
+    return 1.0 - (1.0 - experts_per_token / num_experts) ** np.asarray(batch, dtype=float)
+
+
+def attention_flops_per_token_context(m: ModelSpec, full_layers_only: bool = False) -> float:
+    """FLOPs of QK^T and AV for one query token against one cached token: 4 L H d over all layers, or over the
+    full-attention layers only (sliding-window layers see at most the window)."""
+    layers = m.num_layers * (1.0 - m.sliding_layer_fraction) if full_layers_only else m.num_layers
+    return 4.0 * layers * m.num_attention_heads * m.head_dim
+
+
+@dataclass(frozen=True)
+class RooflineCostModel:
+    """Roofline costs for one scenario; ``costs`` defaults to ``scenario.costs`` (a profile passes its own)."""
+
+    scenario: Scenario
+    costs: Costs
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario, costs: Costs | None = None) -> RooflineCostModel:
+        return cls(scenario, costs or scenario.costs)
+
+    # -- helpers -----------------------------------------------------------------------------------------
+    @property
+    def _tp(self) -> int:
+        return self.scenario.engine.tensor_parallel_size
+
+    @property
+    def _engine_peak_flops(self) -> float:
+        gpu = self.scenario.hardware.gpu
+        if self.scenario.engine.precision == "fp8" and gpu.fp8_flops_per_s:
+            return gpu.fp8_flops_per_s
+        return gpu.bf16_flops_per_s
+
+    def _collective_bandwidth(self, num_gpus: int) -> float:
+        """Per-GPU bandwidth of a collective over ``num_gpus`` GPUs: NVLink in one node, the network beyond."""
+        hw = self.scenario.hardware
+        bw = hw.gpu.link_bandwidth_bytes_per_s if num_gpus <= hw.nvlink_domain else hw.nic_bandwidth_bytes_per_s
+        return bw * self.costs.link_efficiency
+
+    def _allreduce_s(self, nbytes: np.ndarray | float, num_gpus: int) -> np.ndarray | float:
+        """Ring all-reduce: 2 (n-1)/n of the bytes cross each GPU's link, plus latency (rlsim.trainer.training)."""
+        if num_gpus <= 1:
+            return 0.0 * np.asarray(nbytes)
+        return 2.0 * (num_gpus - 1) / num_gpus * np.asarray(nbytes) / self._collective_bandwidth(num_gpus) + (
+            training.latency_s(self.scenario, self.costs, num_gpus)
+        )
+
+    # -- rollout -----------------------------------------------------------------------------------------
+    def decode_coefficients(self) -> DecodeCoefficients:
+        """Per-iteration decode cost for batches 0..max_num_seqs (per generated token under speculative decoding).
+
+        With MTP speculative decoding (``engine.speculative_tokens`` k, acceptance a) an iteration runs the k draft
+        passes of the MTP module and verifies k + 1 tokens per sequence in one target pass; it yields
+        1 + a + ... + a^k tokens per sequence on average, and the coefficients are the iteration's cost divided by
+        that (the engine kernel advances one token per sequence per step). With expert parallelism over
+        ``engine.data_parallel_size`` attention ranks, a rank reads its TP share of the dense weights and its share
+        of the experts the tokens of all ranks touch, and each MoE layer adds a dispatch and a combine all-to-all.
+        """
+        s, c, m = self.scenario, self.costs, self.scenario.model
+        gpu = s.hardware.gpu
+        eng_cfg = s.engine
+        b = np.arange(eng_cfg.max_num_seqs + 1, dtype=float)
+        k = eng_cfg.speculative_tokens
+        tokens = b * (k + 1)  # tokens each iteration runs through the target model
+        dp = eng_cfg.data_parallel_size if eng_cfg.expert_parallel else 1
+        eng = engine_coefficients(s, c)
+        # the efficiencies are Hopper's fractions of peak; the GPU's factors carry them to its generation
+        bw = self._tp * gpu.hbm_bandwidth_bytes_per_s * eng["decode_memory_efficiency"] * gpu.memory_efficiency_factor
+        flops = self._tp * self._engine_peak_flops * c.decode_compute_efficiency * gpu.gemm_efficiency_factor
+        per_param = s.engine_weight_bytes / m.num_params
+        expert_bytes = m.expert_params * per_param
+        # experts touched by the tokens of every rank (they step together), a rank reading its 1/dp of them; the
+        # grouped expert GEMMs stream their weights at a fraction of the dense GEMMs' bandwidth
+        expert_read = expert_bytes * moe_weight_fraction(m.num_experts, m.num_experts_per_token, tokens * dp) / dp
+        weight_read = (s.engine_weight_bytes - expert_bytes) + expert_read / c.moe_decode_memory_efficiency_factor
+        # two all-reduces per layer of the batch's hidden states under tensor parallelism
+        comm = 2 * m.num_layers * self._allreduce_s(tokens * m.hidden_size * m.dtype_bytes, self._tp)
+        if dp > 1:
+            moe_layers = m.num_layers - m.num_dense_layers
+            sent = tokens * m.num_experts_per_token * m.hidden_size * m.dtype_bytes / self._tp
+            comm = comm + 2 * moe_layers * self._all_to_all_s(sent, dp * self._tp)
+        # sliding-window layers: each sequence reads and attends to the window (contexts beyond it)
+        window_attn = attention_flops_per_token_context(m) * m.sliding_layer_fraction * m.sliding_window
+        mem_a = (weight_read + b * s.sliding_kv_bytes_per_seq) / bw
+        cmp_a = (2.0 * m.num_active_params * tokens + window_attn * tokens) / flops
+        if k:
+            head_params = m.vocab_size * m.hidden_size
+            module_bytes = (s.engine_weight_bytes / m.num_layers + head_params * per_param) * m.num_mtp_layers
+            module_flops = 2.0 * (m.num_active_params / m.num_layers + head_params) * m.num_mtp_layers
+            mem_a = mem_a + k * module_bytes / bw
+            cmp_a = cmp_a + k * module_flops * b / flops
+        per_token = 1.0 / self.tokens_per_iteration
+        over = self._decode_overheads(b, comm)
+        return DecodeCoefficients(
+            mem_intercept_s=mem_a * per_token,
+            mem_slope_s_per_token=s.kv_bytes_per_token / bw * per_token,
+            compute_intercept_s=cmp_a * per_token,
+            compute_slope_s_per_token=attention_flops_per_token_context(m, True) * (k + 1) / flops * per_token,
+            **{key: value * per_token for key, value in over.items()},
+        )
+
+    @property
+    def tokens_per_iteration(self) -> float:
+        """Mean tokens a sequence gains per decode iteration: 1 + a + ... + a^k with k speculative tokens."""
+        k, a = self.scenario.engine.speculative_tokens, self.scenario.engine.speculative_acceptance_rate
+        return float(sum(a**i for i in range(k + 1)))
+
+    def _all_to_all_s(self, nbytes: np.ndarray, num_gpus: int) -> np.ndarray:
+        """All-to-all over ``num_gpus`` GPUs (rlsim.trainer.training.all_to_all_s) for an array of per-GPU byte
+        counts."""
+        one = training.all_to_all_s(self.scenario, self.costs, 1.0, num_gpus, num_gpus)
+        lat = training.latency_s(self.scenario, self.costs, num_gpus)
+        return np.where(nbytes > 0, (one - lat) * nbytes + lat, 0.0)
+
+    def _decode_overheads(self, b: np.ndarray, tp_comm: np.ndarray) -> dict[str, np.ndarray]:
+        """CPU work of an iteration added to the GPU step (serial engine) or as a floor under it (overlapped)."""
+        cpu_cost = engine_coefficients(self.scenario, self.costs)
+        # the behaviour's overheads that are GPU work (engines.yaml gpu_scaled) scale with the GPU's small-kernel rate
+        slow = small_kernel_time_factor(self.scenario.hardware.gpu)
+        scale = {k: (slow if k in cpu_cost["gpu_scaled"] else 1.0) for k in ENGINE_KEYS}
+        cpu = (
+            cpu_cost["decode_iteration_overhead_s"] * scale["decode_iteration_overhead_s"]
+            + cpu_cost["decode_per_seq_overhead_s"] * scale["decode_per_seq_overhead_s"] * b
+            + cpu_cost["tp_rank_overhead_s"]
+            * scale["tp_rank_overhead_s"]
+            * (self.scenario.engine.tensor_parallel_size - 1)
+        )
+        if cpu_cost["cpu_overlap"]:
+            return {"overhead_s": tp_comm + 0.0 * b, "floor_s": cpu - tp_comm}
+        return {"overhead_s": cpu + tp_comm}
+
+    def prefill_coefficients(self) -> PrefillCoefficients:
+        c, m = self.costs, self.scenario.model
+        gpu = self.scenario.hardware.gpu
+        flops = self._tp * self._engine_peak_flops * c.prefill_compute_efficiency * gpu.gemm_efficiency_factor
+        return PrefillCoefficients(
+            overhead_s=c.prefill_overhead_s,
+            per_token_s=2.0 * m.num_active_params / flops,
+            # every layer attends causally over the prompt: exact for sliding-window layers while the prompt is
+            # within the window (an upper bound beyond it)
+            per_token_sq_s=0.5 * attention_flops_per_token_context(m) / flops,
+        )
+
+    def rollout_overhead_s(self, responses: int) -> float:
+        """Per-step host work around the engine for a step of ``responses`` responses."""
+        return self.costs.rollout_overhead_s + self.costs.rollout_s_per_sample * responses
+
+    # -- trainer (rlsim.trainer.training) and weight sync (rlsim.trainer.sync)
+    # ------------------------------------------
+    def on_pool(self, gpus: int) -> RooflineCostModel:
+        """The same costs on a pool of ``gpus`` GPUs of its own (the critic's or the reference model's)."""
+        return RooflineCostModel(self.scenario.pool_view(gpus), self.costs)
+
+    def critic_scale(self, phase: str) -> float:
+        """The PPO critic's ``values`` / ``train_critic`` pass against the policy's of the same shape."""
+        c = self.costs
+        return c.critic_forward_time_scale if phase == Phase.VALUES.value else c.critic_train_time_scale
+
+    def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float, num_sequences: int = 0) -> float:
+        return training.phase_time(
+            self.scenario, self.costs, model, tokens, sq_tokens, forward_only=True, num_sequences=num_sequences
+        ).total_s
+
+    def train_s(
+        self,
+        model: ModelSpec,
+        tokens: float,
+        sq_tokens: float,
+        optimizer_steps: int,
+        epochs: int,
+        num_sequences: int = 0,
+    ) -> float:
+        return training.phase_time(
+            self.scenario, self.costs, model, tokens, sq_tokens, optimizer_steps, epochs, num_sequences=num_sequences
+        ).total_s
+
+    def reference_swap_s(self, model: ModelSpec) -> float:
+        """Host traffic of swapping a host-resident reference model in for the reference pass."""
+        return training.reference_swap_s(self.scenario, self.costs, model)
+
+    def weight_sync_s(self) -> float:
+        return sync.weight_sync_time(self.scenario, self.costs).total_s
+
+    def engine_pause_s(self) -> float:
+        """Engine stall of an in-flight weight update (async)."""
+        return sync.weight_sync_time(self.scenario, self.costs).engine_pause_s
+
+    def reward_s(self, num_samples: int, tokens: float = 0.0, sq_tokens: float = 0.0) -> float:
+        """Scoring ``num_samples`` samples (``tokens`` prompt + response tokens, ``sq_tokens`` their squares): the
+        reward model's forward pass when the scenario has one (rlsim.trainer.training.reward_model_s), else the CPU
+        reward's overhead and per-sample cost."""
+        if self.scenario.reward.model is not None:
+            return training.reward_model_s(self.scenario, self.costs, tokens, sq_tokens)
+        return self.costs.reward_overhead_s + self.costs.reward_s_per_sample * num_samples

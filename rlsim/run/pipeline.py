@@ -1,0 +1,485 @@
+"""The SimPy model of an RL run: one process per role, GPU pools as resources, three schedules.
+
+Processes (thin; every duration comes from a pure cost function):
+
+* ``rollout`` generates batch n on the rollout pool once the engine's weights are recent enough: batch n may use
+  weights of version >= n - 1 - k (k = ``schedule.max_staleness``, 0 for the synchronous schedules).
+* ``trainer`` takes batch n, scores it (reward, on CPU), runs the log-prob / values passes and the updates on the
+  training pool, then pushes the new weights (``weight_sync``), which needs the engine idle: it holds the
+  training pool and waits for the rollout pool. The engine then serves version n.
+
+Schedules: ``sync-colocated`` (one pool of all GPUs; the engine sleeps while training, sleep/wake is paid in the
+weight sync), ``sync-separate`` (two pools, k = 0), ``async`` (two pools, rollouts for steps n+1..n+k overlap the
+training of step n). A step ends when its weight sync ends; its step time is the gap to the previous step's end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import simpy
+
+from rlsim.engine.rollout import RolloutResult, launch_rollouts
+from rlsim.errors import RlsimError
+from rlsim.host import threads
+from rlsim.io.records import run_log_record
+from rlsim.phases import Phase
+from rlsim.run.costs import CostModel, RooflineCostModel
+from rlsim.scenario import Scenario
+from rlsim.workload.lengths import progress, sample_step
+from rlsim.workload.lr_rules import lr_for_batch
+
+ROLLOUT_POOL = "rollout_pool"
+TRAIN_POOL = "train_pool"
+REWARD_POOL = "reward_pool"
+CRITIC_POOL = "critic_pool"
+REFERENCE_POOL = "reference_pool"
+ALL_GPUS = "gpus"
+CPU = "cpu"
+CHUNK_REQUESTS = 1 << 16  # requests simulated in one compiled call (several steps when they are small)
+
+
+@dataclass(frozen=True)
+class Span:
+    """One phase of one step on one track (a GPU pool or the CPU), in simulated seconds."""
+
+    phase: Phase
+    step: int
+    track: str
+    start_s: float
+    end_s: float
+
+
+@dataclass
+class _Batch:
+    step: int
+    version: int
+    prompt_tokens: np.ndarray
+    response_tokens: np.ndarray
+    rollout: RolloutResult
+    rollout_s: float  # engine seconds of this batch, in-flight weight updates included
+    scored: tuple[int, float, float] | None = None  # samples, tokens, squared tokens generated, if not the trained
+
+
+def per_batch(
+    res: RolloutResult, batches: int, prompts: np.ndarray, responses: np.ndarray, overhead_s: float
+) -> RolloutResult:
+    """One batch's share of a streaming window of ``batches`` batches: its tokens, an equal share of the time."""
+    return RolloutResult(
+        rollout_s=res.rollout_s / batches + overhead_s,
+        prompt_tokens=int(np.add.reduce(prompts)),  # (ndarray.sum's reduction, without its Python wrapper)
+        response_tokens=int(np.add.reduce(responses)),
+        num_preemptions=round(res.num_preemptions / batches),
+        num_iterations=round(res.num_iterations / batches),
+        mean_decode_batch=res.mean_decode_batch,
+        peak_kv_tokens=res.peak_kv_tokens,
+        replica_makespan_s=res.replica_makespan_s,
+    )
+
+
+@dataclass
+class _State:
+    env: simpy.Environment
+    scenario: Scenario
+    cost: CostModel
+    rng: np.random.Generator
+    rollout_pool: simpy.Resource
+    train_pool: simpy.Resource
+    rollout_track: str
+    train_track: str
+    batches: simpy.Store
+    reward_pool: simpy.Resource | None = None  # a reward model's own GPUs (reward.num_gpus)
+    engine_version: int = 0
+    version_changed: simpy.Event | None = None
+    spans: list[Span] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    last_end_s: float = 0.0
+    engine_pause_s: float = 0.0  # in-flight weight updates not yet paid by the engines
+    progress: Callable[[int], None] | None = None
+    run_id: str = ""
+
+    def span(self, phase: Phase, step: int, track: str, start: float, duration_s: float) -> float:
+        """Record a finished phase; returns its duration as computed (not as a difference of clock readings)."""
+        self.spans.append(Span(phase, step, track, start, self.env.now))
+        return duration_s
+
+
+def _round(s: Scenario, rng: np.random.Generator, cumulative_samples: float) -> tuple[np.ndarray, np.ndarray]:
+    """One generation call's prompt and response lengths (responses padded to the call's longest under static
+    batching): a step's P x G, or under dynamic sampling the round's batch_multiplier x P prompts, G each."""
+    w = s.workload
+    ds = s.algorithm.dynamic_sampling
+    if ds is not None and ds.prompts_per_call(w.prompts_per_step) != w.prompts_per_step:
+        w = dataclasses.replace(w, prompts_per_step=ds.prompts_per_call(w.prompts_per_step))
+    prompts, responses = sample_step(w, rng, cumulative_samples)
+    if s.engine.static_batching:  # every response runs (and is padded) to the call's longest
+        responses = np.full_like(responses, responses.max())
+    return prompts, responses
+
+
+def step_requests(
+    s: Scenario, rng: np.random.Generator
+) -> Iterator[tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]], int]]:
+    """Steps 1, 2, ... of a run as its kernel calls see them, drawn in step order from ``rng`` (the run's
+    generator): each step's prompt and response lengths of the samples it trains on, the generation calls its
+    rollout simulates one after another (each a list entry), and how many batches a call holds. Streaming, the
+    engines hold up to k + 1 batches at once and start a request as soon as a slot frees, so a batch shares the
+    straggler tail with the batches in flight beside it: its requests are the window of the batches before it and
+    itself, oldest first, and its generation time is the window's makespan over that count. Under dynamic sampling
+    in rounds (synchronous only) a step is ``rounds`` calls, each scored and filtered before the next, and under
+    streaming replacement one call of ceil(P / keep_rate) groups; it trains on the first P x G samples generated
+    (the kept groups' lengths are drawn like any others')."""
+    k = s.schedule.staleness
+    streaming = k > 0 and s.schedule.streaming
+    batch = s.workload.responses_per_step
+    ds = s.algorithm.dynamic_sampling
+    rounds = ds.rounds() if ds is not None else 1
+    window: list[tuple[np.ndarray, np.ndarray]] = []  # streaming: the batches the engines hold at once
+    n = 0
+    while True:
+        n += 1
+        calls = [_round(s, rng, progress(s.workload, s.learning, n - 1)) for _ in range(rounds)]
+        prompts, responses = (np.concatenate(x)[:batch] for x in zip(*calls))
+        if not streaming:
+            yield prompts, responses, calls, 1
+            continue
+        # the engines hold every generated sample of a batch, filtered replacements too (one call: its arrays)
+        window[:] = (window + [calls[0]])[-(k + 1) :]
+        both = (np.concatenate([w[0] for w in window]), np.concatenate([w[1] for w in window]))
+        yield prompts, responses, [both], len(window)
+
+
+def _scored(calls: list[tuple[np.ndarray, np.ndarray]]) -> tuple[int, float, float]:
+    """Samples, tokens and squared tokens (prompt + response) of all of a step's generation calls."""
+    seq = np.concatenate([(p + r).astype(float) for p, r in calls])
+    return len(seq), float(seq.sum()), float((seq * seq).sum())
+
+
+def merge_rounds(results: list[RolloutResult]) -> RolloutResult:
+    """One step's generation calls run one after another (dynamic sampling's rounds): their times and tokens
+    add up, the decode batch is the mean over all their iterations, the KV peak is the largest."""
+    if len(results) == 1:
+        return results[0]
+    iterations = sum(r.num_iterations for r in results)
+    decoded = sum(r.mean_decode_batch * r.num_iterations for r in results)
+    return RolloutResult(
+        rollout_s=sum(r.rollout_s for r in results),
+        prompt_tokens=sum(r.prompt_tokens for r in results),
+        response_tokens=sum(r.response_tokens for r in results),
+        num_preemptions=sum(r.num_preemptions for r in results),
+        num_iterations=iterations,
+        mean_decode_batch=decoded / iterations if iterations else 0.0,
+        peak_kv_tokens=max(r.peak_kv_tokens for r in results),
+        replica_makespan_s=tuple(np.sum([r.replica_makespan_s for r in results], axis=0).tolist()),
+    )
+
+
+def _generations(st: _State):
+    """Each step's sampled lengths, rollout result and dispatch overhead, in step order. A rollout depends only on
+    its step's lengths (and, streaming, on the batches beside it in the window), never on the simulated clock, so
+    the steps are sampled in order (the one generator's draws are those of one step at a time) and simulated
+    CHUNK_REQUESTS requests at a time in one compiled call (rlsim.engine.rollout.launch_rollouts): the same bits as one
+    call per step, small steps fill the cores together, and the next chunk's kernel runs on the pool's threads
+    while this process works through the steps before it (the simulated clock, costs and records)."""
+    s = st.scenario
+    k = s.schedule.staleness
+    streaming = k > 0 and s.schedule.streaming
+    decode, prefill = st.cost.decode_coefficients(), st.cost.prefill_coefficients()
+    per_chunk = max(1, CHUNK_REQUESTS // (s.generated_per_step * (k + 1 if streaming else 1)))
+    drawn = step_requests(s, st.rng)
+
+    def launch(count: int):  # the next count steps (chunks are launched in order)
+        sampled, requests, overheads, held, calls, scored = [], [], [], [], [], []
+        for _ in range(count):
+            prompts, responses, step_calls, batches = next(drawn)
+            sampled.append((prompts, responses))
+            requests.extend(step_calls)
+            calls.append(len(step_calls))
+            # dynamic sampling scores every sample the batch generated, the trained ones and those filtered or left
+            # over (streaming, the window's newest batch: its last len(generated) requests)
+            generated = s.generated_per_step
+            own = step_calls if batches == 1 else [(c[0][-generated:], c[1][-generated:]) for c in step_calls]
+            scored.append(None if s.algorithm.dynamic_sampling is None else _scored(own))
+            held.append(batches)
+            overheads.append(st.cost.rollout_overhead_s(len(responses)))
+        call_overheads = [st.cost.rollout_overhead_s(len(c[1])) for c in requests]
+        pending = launch_rollouts(
+            requests,
+            s.workload.group_size,
+            s.num_replicas,
+            s.engine.max_num_seqs,
+            s.kv_capacity_tokens,
+            decode,
+            prefill,
+            [0.0] * len(requests) if streaming else call_overheads,
+            s.scheduler_rules,
+        )
+        return sampled, overheads, held, calls, scored, pending
+
+    # chunks of 1, 2, 4, ... steps, at most per_chunk: the first, which nothing overlaps, is short
+    chunks, first, size = [], 1, 1
+    while first <= s.run.steps:
+        count = min(size, per_chunk, s.run.steps + 1 - first)
+        chunks.append((first, count))
+        first, size = first + count, 2 * size
+
+    def launched(c: int):
+        """Chunk c launched, or the error its launch raised: an earlier chunk's error is reported first."""
+        try:
+            return launch(chunks[c][1])
+        except RlsimError as exc:
+            return exc
+
+    # two chunks under way: the next runs on the pool's threads while this one's steps are simulated, and takes
+    # the cores this one's last tasks leave free
+    ahead = [launched(c) for c in range(min(2, len(chunks)))]
+    for c in range(len(chunks)):
+        chunk = ahead.pop(0)
+        if isinstance(chunk, RlsimError):
+            raise chunk
+        sampled, overheads, held, calls, scored, pending = chunk
+        results = pending.result()
+        if c + 2 < len(chunks):
+            ahead.append(launched(c + 2))
+        first = 0
+        for i, (prompts, responses) in enumerate(sampled):
+            res = merge_rounds(results[first : first + calls[i]])
+            first += calls[i]
+            if streaming:
+                res = per_batch(res, held[i], prompts, responses, overheads[i])
+            yield prompts, responses, res, scored[i]
+
+
+def _rollout(env: simpy.Environment, st: _State):
+    s = st.scenario
+    k = s.schedule.staleness
+    generations = _generations(st)
+    for n in range(1, s.run.steps + 1):
+        while st.engine_version < n - 1 - k:
+            yield st.version_changed
+        with st.rollout_pool.request() as req:
+            yield req
+            start = env.now
+            st.engine_pause_s = 0.0  # updates that landed while the engines were idle cost them nothing
+            version = st.engine_version  # the oldest weights this batch saw (in-flight updates may follow)
+            prompts, responses, res, scored = next(generations)
+            duration = res.rollout_s
+            yield env.timeout(duration)
+            while st.engine_pause_s > 0:  # in-flight weight updates that landed while this batch generated
+                pause, st.engine_pause_s = st.engine_pause_s, 0.0
+                yield env.timeout(pause)
+                duration += pause
+            st.span(Phase.ROLLOUT, n, st.rollout_track, start, duration)
+        yield st.batches.put(_Batch(n, version, prompts, responses, res, duration, scored))
+
+
+def _trainer(env: simpy.Environment, st: _State):
+    s, cost = st.scenario, st.cost
+    alg = s.algorithm
+    colocated = s.hardware.placement == "colocated"
+    in_flight = s.schedule.mode == "async" and s.schedule.in_flight_weight_updates
+    # the weight sync and an in-flight update's engine stall take no step argument: the same every step
+    sync_s = cost.weight_sync_s()
+    pause_s = cost.engine_pause_s() if in_flight else 0.0
+    zero = {p.value: 0.0 for p in Phase if p is not Phase.EVAL}
+    reward_track, reward_pool = CPU, None
+    critic_cost = cost.on_pool(s.critic_pool_gpus) if s.critic_pool_gpus else None
+    critic_track = REWARD_POOL if alg.critic_with_reward else CRITIC_POOL
+    ref_cost = cost.on_pool(alg.reference_gpus) if alg.kl_reference and alg.reference_gpus else None
+    if s.reward.model is not None:
+        reward_track = REWARD_POOL if s.reward.num_gpus else st.train_track
+        reward_pool = st.reward_pool if s.reward.num_gpus else st.train_pool
+    for n in range(1, s.run.steps + 1):
+        b: _Batch = yield st.batches.get()
+        timing = dict(zero)
+        timing[Phase.ROLLOUT.value] = b.rollout_s
+        seq = (b.prompt_tokens + b.response_tokens).astype(float)
+        tokens, sq_tokens, nseq = float(np.add.reduce(seq)), float(np.add.reduce(seq * seq)), len(seq)
+        # the reward scores every sample generated (dynamic sampling: every round's), the trainer the kept ones
+        dur = cost.reward_s(*b.scored) if b.scored else cost.reward_s(nseq, tokens, sq_tokens)
+        if reward_track is CPU:
+            start = env.now
+            yield env.timeout(dur)
+            timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, CPU, start, dur)
+        else:  # the reward model's GPUs (its own pool, or the training pool's)
+            with reward_pool.request() as req:
+                yield req
+                start = env.now
+                yield env.timeout(dur)
+                timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, reward_track, start, dur)
+        passes: list[tuple[Phase, float]] = []
+        opt_steps = s.optimizer_steps_per_step
+        if s.training.pad_to_longest and nseq:  # every pass below sees each sequence at the batch's longest
+            longest = float(seq.max())
+            tokens, sq_tokens = nseq * longest, nseq * longest * longest
+        if alg.recompute_old_logprob:
+            passes.append((Phase.OLD_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens, nseq)))
+        # passes on pools of their own (the critic's, the reference's) run beside the actor's: experience, then
+        # training, each stage as long as its longest side
+        side_fwd: list[tuple[Phase, float, str]] = []
+        side_train: list[tuple[Phase, float, str]] = []
+        if alg.kl_reference and ref_cost is not None:
+            side_fwd.append((Phase.REF_LOGPROB, ref_cost.forward_s(s.model, tokens, sq_tokens, nseq), REFERENCE_POOL))
+        elif alg.kl_reference:
+            ref = cost.forward_s(s.model, tokens, sq_tokens, nseq) + cost.reference_swap_s(s.model)
+            passes.append((Phase.REF_LOGPROB, ref))
+        train_passes: list[tuple[Phase, float]] = []
+        if alg.name == "ppo":
+            cc = critic_cost or cost
+            values = cc.forward_s(s.critic, tokens, sq_tokens, nseq) * cost.critic_scale(Phase.VALUES.value)
+            train = cc.train_s(s.critic, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
+            train *= cost.critic_scale(Phase.TRAIN_CRITIC.value)
+            if critic_cost is None:
+                passes.append((Phase.VALUES, values))
+                train_passes.append((Phase.TRAIN_CRITIC, train))
+            else:
+                side_fwd.append((Phase.VALUES, values, critic_track))
+                side_train.append((Phase.TRAIN_CRITIC, train, critic_track))
+        actor_train = cost.train_s(s.model, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
+        train_passes.append((Phase.TRAIN_ACTOR, actor_train))
+        train_req = st.train_pool.request()
+        yield train_req
+        for actor_side, sides in ((passes, side_fwd), (train_passes, side_train)):
+            if not sides:  # one pool: the passes one after the other
+                for phase, dur in actor_side:
+                    start = env.now
+                    yield env.timeout(dur)
+                    timing[phase.value] = st.span(phase, n, st.train_track, start, dur)
+                continue
+            start, t = env.now, env.now
+            for p, d in actor_side:
+                st.spans.append(Span(p, n, st.train_track, t, t + d))
+                timing[p.value] = d
+                t += d
+            for p, d, track in sides:
+                st.spans.append(Span(p, n, track, start, start + d))
+                timing[p.value] = d
+            yield env.timeout(max(t - start, *(d for _, d, _ in sides)))
+        # weight sync: the engine must be idle (between batches), except for in-flight updates, which load the
+        # weights between engine iterations and stall the engines for the transfer only
+        engine_req = None if (colocated or in_flight) else st.rollout_pool.request()
+        if engine_req is not None:
+            yield engine_req
+        start, dur = env.now, sync_s
+        if in_flight:
+            st.engine_pause_s += pause_s
+        yield env.timeout(dur)
+        timing[Phase.WEIGHT_SYNC.value] = st.span(Phase.WEIGHT_SYNC, n, st.train_track, start, dur)
+        if engine_req is not None:
+            st.spans.append(Span(Phase.WEIGHT_SYNC, n, st.rollout_track, start, env.now))
+            st.rollout_pool.release(engine_req)
+        st.train_pool.release(train_req)
+        st.engine_version = n
+        changed, st.version_changed = st.version_changed, env.event()
+        changed.succeed()
+        st.records.append(_record(st, b, timing, env.now))
+        st.last_end_s = env.now
+        if st.progress is not None:
+            st.progress(n)
+
+
+def _record(st: _State, b: _Batch, timing: dict[str, float], end_s: float) -> dict[str, Any]:
+    s = st.scenario
+    batch = s.workload.responses_per_step
+    r = b.rollout
+    return run_log_record(
+        run_id=st.run_id,
+        step=b.step,
+        cumulative_samples=b.step * batch,
+        prompts=s.workload.prompts_per_step,
+        responses=batch,
+        prompt_tokens=r.prompt_tokens,
+        response_tokens=r.response_tokens,
+        lr=lr_for_batch(s.learning, batch),
+        reward_mean=None,
+        eval_metric=None,
+        wall_s=end_s,
+        step_time_s=end_s - st.last_end_s,
+        staleness=b.step - 1 - b.version,
+        generation_tokens_per_s=r.generation_tokens_per_s,
+        num_preemptions=r.num_preemptions,
+        mean_decode_batch=r.mean_decode_batch,
+        peak_kv_tokens=r.peak_kv_tokens,
+        timing_s=timing,
+    )
+
+
+def run_pipeline(
+    scenario: Scenario, cost: CostModel | None = None, progress: Callable[[int], None] | None = None
+) -> tuple[list[dict[str, Any]], list[Span]]:
+    """Simulate ``scenario.run.steps`` steps; return the per-step records and the timeline spans."""
+    cost = cost or RooflineCostModel.from_scenario(scenario)
+    threads.thread_count()  # a bad RLSIM_THREADS is refused before anything runs, whatever the step size
+    env = simpy.Environment()
+    if scenario.hardware.placement == "colocated":
+        pool = simpy.Resource(env, capacity=1)
+        rollout_pool = train_pool = pool
+        rollout_track = train_track = ALL_GPUS
+    else:
+        rollout_pool, train_pool = simpy.Resource(env, capacity=1), simpy.Resource(env, capacity=1)
+        rollout_track, train_track = ROLLOUT_POOL, TRAIN_POOL
+    st = _State(
+        env=env,
+        scenario=scenario,
+        cost=cost,
+        rng=np.random.default_rng(scenario.run.seed),
+        rollout_pool=rollout_pool,
+        train_pool=train_pool,
+        rollout_track=rollout_track,
+        train_track=train_track,
+        batches=simpy.Store(env),
+        reward_pool=simpy.Resource(env, capacity=1) if scenario.reward.num_gpus else None,
+        progress=progress,
+        run_id=f"sim-{scenario.digest()}",
+    )
+    st.version_changed = env.event()
+    env.process(_rollout(env, st))
+    trainer = env.process(_trainer(env, st))
+    env.run(until=trainer)
+    add_utilization(scenario, st.records, st.spans)
+    return st.records, st.spans
+
+
+def pool_gpus(scenario: Scenario) -> dict[str, int]:
+    """GPUs in each track that holds GPUs."""
+    hw = scenario.hardware
+    own = {REWARD_POOL: scenario.reward.num_gpus} if scenario.reward.num_gpus else {}
+    if scenario.algorithm.critic_gpus:
+        own[CRITIC_POOL] = scenario.algorithm.critic_gpus
+    if scenario.algorithm.reference_gpus:
+        own[REFERENCE_POOL] = scenario.algorithm.reference_gpus
+    if hw.placement == "colocated":
+        return {ALL_GPUS: hw.num_gpus, **own}
+    return {ROLLOUT_POOL: hw.num_rollout_gpus, TRAIN_POOL: hw.num_train_gpus, **own}
+
+
+def _busy_before(spans: list[Span], t: np.ndarray) -> np.ndarray:
+    """Busy seconds of one track before each time in ``t`` (spans on a track never overlap: capacity 1)."""
+    if not spans:
+        return np.zeros_like(t)
+    starts = np.array([sp.start_s for sp in spans])
+    ends = np.array([sp.end_s for sp in spans])
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    cum = np.concatenate([[0.0], np.cumsum(ends - starts)])
+    k = np.searchsorted(starts, t, side="right")  # spans started at or before t
+    overhang = np.where(k > 0, np.maximum(0.0, ends[np.maximum(k - 1, 0)] - t), 0.0)
+    return cum[k] - overhang
+
+
+def add_utilization(scenario: Scenario, records: list[dict[str, Any]], spans: list[Span]) -> None:
+    """Busy fraction of each GPU pool within each step's window (previous step's end, this step's end], into each
+    record's ``utilization``."""
+    ends = np.array([rec["wall_s"] for rec in records])
+    bounds = np.concatenate([[0.0], ends])
+    width = np.diff(bounds)
+    fractions = {}
+    for track in pool_gpus(scenario):
+        busy = _busy_before([sp for sp in spans if sp.track == track], bounds)
+        fractions[track] = np.divide(np.diff(busy), width, out=np.zeros_like(width), where=width > 0)
+    for i, rec in enumerate(records):
+        rec["utilization"] = {track: float(f[i]) for track, f in fractions.items()}

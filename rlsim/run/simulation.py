@@ -1,0 +1,262 @@
+"""The entry point: scenario (+ optional profile) -> SimResult, with the learning model applied on top.
+
+The systems side (step times) comes from the SimPy pipeline; the algorithm side (samples-to-target and the
+predicted metric per step, stored as ``eval_metric``) from rlsim.learning.model. Under an async schedule the staleness
+multiplier uses k = ``schedule.max_staleness``, the lag of every steady-state batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from rlsim.errors import ScenarioError
+from rlsim.host.footprint import Footprint, check, estimate
+from rlsim.learning.model import LearningModelError, SamplesToTarget, metric_at, samples_to_target
+from rlsim.learning.target import band, steps_for_samples, time_to_target
+from rlsim.run.profile import Profile, fitted_error, load_profile, operating_point
+from rlsim.run.result import SimResult
+from rlsim.run.timeline import Timeline, Timelines
+from rlsim.scenario import (
+    Costs,
+    Scenario,
+    apply_overrides,
+    as_overrides,
+    from_dict,
+    load_scenario,
+    read_scenario,
+    software,
+)
+from rlsim.workload.lr_rules import lr_for_batch
+
+
+def configure(
+    scenario: Scenario | str | Path | dict[str, Any],
+    profile: Profile | None = None,
+    overrides: dict[str, Any] | list[str] | None = None,
+    explicit: Iterable[str] = (),
+) -> Scenario:
+    """The scenario a simulation runs: ``scenario`` (a Scenario, a YAML path or a dict), the profile's fitted
+    learning and length models in place of its own (:meth:`Profile.fitted_overrides`: the keys of ``overrides``
+    and ``explicit`` win), then ``overrides`` on top. The plain data is built once and validated once.
+
+    When the combination is invalid, a dict's (or, under a profile, a file's) own error is reported if it has one,
+    as when it was validated alone before the rest was added; an error only the profile's sections cause is a
+    ProfileError. A file with overrides and no profile is validated as :func:`load_scenario` does it."""
+    over = as_overrides(overrides)
+    if isinstance(scenario, Scenario):  # already valid: one more validation, with everything added at once
+        if profile is not None:
+            return profile.with_fitted(scenario, over, keep=explicit)
+        return scenario.with_overrides(over) if over else scenario
+    if profile is None and not isinstance(scenario, dict):
+        return load_scenario(scenario, over)  # a file and --set: validated together, as rlsim run always did
+    raw = scenario if isinstance(scenario, dict) else read_scenario(scenario)
+    mine = profile.fitted_overrides(over, keep=explicit) if profile is not None else {}
+    try:
+        return from_dict(apply_overrides(raw, {**mine, **over}) if mine or over else raw)
+    except ScenarioError as exc:
+        if mine or over:  # the scenario's own error, if it has one, is reported first
+            try:
+                from_dict(raw)
+            except ScenarioError as own:
+                raise own from None
+        if over or not mine:
+            raise
+        raise fitted_error(exc) from None
+
+
+def simulate(
+    scenario: Scenario | str | Path | dict[str, Any],
+    profile: Profile | str | Path | None = None,
+    overrides: dict[str, Any] | list[str] | None = None,
+    progress: Callable[[int], None] | None = None,
+    with_band: bool = False,
+    explicit: Iterable[str] = (),
+    to_target: bool = False,
+    before: Callable[[Footprint], None] | None = None,
+    timelines: Timelines | None = None,
+) -> SimResult:
+    """Simulate a run. ``scenario`` is a Scenario, a YAML path or a dict; ``profile`` a Profile or JSON path.
+
+    ``overrides`` are dotted keys (``{"workload.prompts_per_step": 256}`` or ``["run.steps=5"]``);
+    ``progress(step)`` is called after each simulated step. With a learning model (``learning.metric`` and
+    ``learning.target``, from the scenario or from the profile's learning section, which replaces the scenario's)
+    the result carries time-to-target; ``with_band`` adds its band (extra runs). The profile is applied here and
+    only here (:func:`configure`, then :func:`predict`); the keys of ``overrides`` and ``explicit`` (dotted keys a
+    caller already set on ``scenario``, e.g. from ``--set``) win over its learning section. With a learning model
+    the run goes to the target unless ``run.until_target`` is false (:func:`resolve_until_target`); ``to_target``
+    forces it, as a sweep does. Before anything is simulated, the run's memory and time are estimated
+    (rlsim.host.footprint): a run larger than the machine's available memory is refused (FootprintError), and
+    ``before(footprint)`` is called with the estimate (the CLI says when it is long). ``timelines`` (a cache a
+    caller keeps across calls) serves the systems side where it was simulated before (rlsim.run.timeline).
+    """
+    prof = load_profile(profile) if isinstance(profile, (str, Path)) else profile
+    scn = configure(scenario, prof, overrides, explicit)
+    return predict(scn, prof, progress, with_band, to_target, before, timelines)
+
+
+def predict(
+    scn: Scenario,
+    profile: Profile | None = None,
+    progress: Callable[[int], None] | None = None,
+    with_band: bool = False,
+    to_target: bool = False,
+    before: Callable[[Footprint], None] | None = None,
+    timelines: Timelines | None = None,
+) -> SimResult:
+    """The answer for a scenario as :func:`configure` built it (the profile's learning and length models already
+    in; nothing is validated again): the systems timeline, from ``timelines`` or simulated (rlsim.run.timeline), with
+    the profile's fitted costs and range warnings, and the learning model applied to it (:func:`answer`)."""
+    timelines = timelines if timelines is not None else Timelines()
+    scn = resolve_until_target(scn, to_target)
+    n_star = _samples_to_target(scn)
+    run_scn = _with_steps_to_target(scn, n_star)
+    fp = footprint(run_scn, with_band and n_star is not None)
+    if before is not None:
+        before(fp)
+    costs = profile.apply(scn.costs) if profile is not None else scn.costs
+    result = answer(run_scn, timelines.get(run_scn, costs, progress), profile, n_star)
+    if with_band and result.time_to_target is not None:
+        result.band_s = _band(run_scn, costs, profile, n_star, result, timelines)
+    return result
+
+
+def resolve_until_target(scn: Scenario, to_target: bool = False) -> Scenario:
+    """``run.until_target`` made a bool: true with ``to_target`` (sweep, decide, plan) or when unset (None) and the
+    scenario has a learning model, so every command answers from the same simulated steps; an explicit false
+    keeps ``run.steps`` (the rest extrapolated, and the result says so)."""
+    has_model = scn.learning.metric is not None
+    until = scn.run.until_target
+    until = True if to_target and has_model else (has_model if until is None else until)
+    if until == scn.run.until_target:
+        return scn
+    return dataclasses.replace(scn, run=dataclasses.replace(scn.run, until_target=until))
+
+
+def planned_steps(scn: Scenario, to_target: bool = False) -> int:
+    """The steps :func:`predict` will run for ``scn`` (to the target where it goes there)."""
+    scn = resolve_until_target(scn, to_target)
+    return _with_steps_to_target(scn, _samples_to_target(scn)).run.steps
+
+
+def window(scn: Scenario) -> int:
+    """The batches a step's requests are simulated with: k + 1 under a streaming async schedule, else 1."""
+    k = scn.schedule.staleness
+    return k + 1 if k > 0 and scn.schedule.streaming else 1
+
+
+def footprint(scn: Scenario, with_band: bool = False) -> Footprint:
+    """The checked estimate (rlsim.host.footprint) of simulating ``scn``'s steps, and with ``with_band`` the band's
+    extra runs (one per extra seed, the nominal seed again, and two with shifted coefficients)."""
+    steps = scn.run.steps
+    if with_band:
+        steps += (scn.run.band_seeds + 2) * min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness)
+    # every generation round's requests are simulated, each step's inside its streaming window
+    return check(estimate(scn.generated_per_step, steps, window(scn)))
+
+
+def _samples_to_target(scn: Scenario) -> SamplesToTarget | None:
+    if scn.learning.metric is None:
+        return None
+    return samples_to_target(scn.learning, scn.workload.responses_per_step, scn.schedule.staleness)
+
+
+def _with_steps_to_target(scn: Scenario, n_star: SamplesToTarget | None) -> Scenario:
+    """With ``run.until_target``: as many steps as the target needs (+ k to drain), at most run.max_steps."""
+    if not scn.run.until_target:
+        return scn
+    if n_star is None:
+        raise LearningModelError("run.until_target needs learning.metric and learning.target")
+    steps = steps_for_samples(n_star.samples, scn.workload.responses_per_step) + scn.schedule.staleness
+    return dataclasses.replace(scn, run=dataclasses.replace(scn.run, steps=min(steps, scn.run.max_steps)))
+
+
+def answer(scn: Scenario, timeline: Timeline, prof: Profile | None, n_star: SamplesToTarget | None) -> SimResult:
+    """``scn``'s result from a timeline of its systems (its own copy of the records: this sets their run id,
+    learning rate and predicted metric): the warnings, and with a learning model (``n_star``) the metric per
+    step and the time-to-target. Nothing is simulated."""
+    records = timeline.records
+    run_id, lr = f"sim-{scn.digest()}", lr_for_batch(scn.learning, scn.workload.responses_per_step)
+    for rec in records:
+        rec["run_id"], rec["lr"] = run_id, lr
+    warnings: list[str] = software.warnings(scn) + scn.hardware.topology_warnings()
+    if prof is not None:
+        warnings += prof.range_warnings(operating_point(scn, records))
+        # what the fit said of its learning model (calibrate.runlearning.degenerate_reasons), where it is in use
+        if scn.learning.metric is not None and (prof.learning or {}).get("degenerate"):
+            warnings += [f"profile learning model: {r}" for r in prof.learning["degenerate"]]
+    result = SimResult(scn, records, timeline.spans, prof.info() if prof else None, warnings)
+    if n_star is not None:
+        _attach_learning(result, n_star)
+    return result
+
+
+def _attach_learning(result: SimResult, n_star: SamplesToTarget) -> None:
+    """The predicted metric per step and the time-to-target of ``result``, for N* = ``n_star``."""
+    scn, records = result.scenario, result.records
+    metrics = metric_at(scn.learning.metric, [r["cumulative_samples"] for r in records], n_star.multiplier)
+    for rec, value in zip(records, metrics):
+        rec["eval_metric"] = float(value)
+    result.time_to_target = time_to_target(n_star, records, scn.workload.responses_per_step, result.steady_step_time_s)
+    result.warnings += list(n_star.warnings)
+    if result.time_to_target.extrapolated:
+        result.warnings.append(
+            f"the target needs {result.time_to_target.steps_to_target} steps but {len(records)} were simulated; "
+            "the rest is extrapolated at the steady-state step time (set run.until_target: true to simulate them)"
+        )
+
+
+BAND_STEPS = 40  # steps simulated per extra band run: enough for a steady-state step time
+
+
+def _band(
+    scn: Scenario, costs: Costs, prof: Profile | None, n_star: SamplesToTarget, nominal: SimResult, timelines: Timelines
+) -> tuple[float, float]:
+    """Extra runs (other seeds; coefficients one sigma faster/slower) measure the steady-state step time over at
+    most BAND_STEPS steps; each scales the nominal time-to-target by its step-time ratio."""
+    t0 = nominal.time_to_target.time_to_target_s  # type: ignore[union-attr]
+    short = dataclasses.replace(scn.run, steps=min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness))
+
+    def steady(run_scn: Scenario, run_costs: Costs) -> float:
+        return SimResult(run_scn, timelines.get(run_scn, run_costs).records, []).steady_step_time_s
+
+    base = dataclasses.replace(scn, run=short)
+    step0 = steady(base, costs)  # the nominal seed over the same short window
+
+    def scaled(run_scn: Scenario, run_costs: Costs) -> float:
+        return t0 * steady(run_scn, run_costs) / step0
+
+    times = [t0]
+    for i in range(1, scn.run.band_seeds):
+        times.append(scaled(dataclasses.replace(scn, run=dataclasses.replace(short, seed=scn.run.seed + i)), costs))
+    factors = (1.0, 1.0)
+    if prof is not None and any(fit.uncertainty for fit in prof.phases.values()):
+        ref = scaled(base, costs)
+        fast, slow = scaled(base, _shift(costs, prof, faster=True)), scaled(base, _shift(costs, prof, faster=False))
+        factors = (min(fast, slow) / ref, max(fast, slow) / ref)
+    return band(times, scn.learning.samples_spread, factors)
+
+
+MAX_SHIFT = 2.0  # a coefficient moves by at most this factor for the band
+
+
+def _shift(costs: Costs, prof: Profile, faster: bool) -> Costs:
+    """Coefficients moved one standard deviation towards faster (or slower) hardware, in log space: value x
+    exp(+-sigma / value), at most a factor MAX_SHIFT. (A linear shift took a coefficient whose sigma exceeds its
+    value, one the bench barely constrains, to its floor: a decode efficiency of 0.17 +- 0.21 became 1e-6 and a
+    7-second time-to-target got a 9-hour upper band.)"""
+    changes: dict[str, float] = {}
+    for fit in prof.phases.values():
+        for name, sigma in fit.uncertainty.items():
+            value = getattr(costs, name)
+            if value <= 0:
+                continue
+            factor = math.exp(min(sigma / value, math.log(MAX_SHIFT)))
+            if name.endswith("efficiency"):  # larger is faster
+                changes[name] = min(1.0, value * factor) if faster else value / factor
+            else:  # overhead seconds: smaller is faster
+                changes[name] = value / factor if faster else value * factor
+    return dataclasses.replace(costs, **changes)

@@ -1,0 +1,97 @@
+"""Systems in, timeline out: a scenario's systems side simulated once and looked up after that.
+
+A timeline is what the discrete-event pipeline (rlsim.run.pipeline) gives for a scenario: the per-step records (step
+times, tokens, preemptions, phase timings, utilization) and the spans. It depends on the scenario's systems inputs
+only, with a profile's fitted costs folded in: the learning model is not among them, except where the response
+lengths follow the summed learning rate (``workload.length_progress: learning_rate`` reads ``learning.lr_rule``
+and ``learning.reference_batch``). :func:`systems_key` is the digest of exactly those inputs, so scenarios that differ
+only in their learning model (the learning-rate rules of one batch size, a target, a curve) share a timeline.
+
+:class:`Timelines` is the cache a command holds: ``get(scenario, costs)`` simulates ``scenario.run.steps`` steps
+once per key and serves later requests from it, a shorter one as the first steps of a longer timeline where a step
+never depends on later ones (:func:`prefix_exact`). Its ``simulated`` counts the pipeline runs it made. The
+scenario-dependent fields of the records (run id, learning rate) are the answer's to set (rlsim.run.simulation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rlsim.run.costs import RooflineCostModel
+from rlsim.run.pipeline import Span, add_utilization, run_pipeline
+from rlsim.scenario import Costs, Scenario
+
+# run fields the pipeline never reads (the step count is the request's, not the key's)
+_NOT_SYSTEMS_RUN = ("steps", "until_target", "max_steps", "band_seeds")
+# learning fields the pipeline reads when the lengths follow the summed learning rate (rlsim.workload.lengths.progress)
+_LENGTH_LEARNING = ("lr_rule", "reference_batch")
+
+
+def systems_key(scn: Scenario, costs: Costs) -> str:
+    """Digest of what a timeline of ``scn`` depends on: the scenario without its learning model and step count,
+    with ``costs`` (the coefficients the run uses, a profile's fitted ones folded in)."""
+    data = scn.to_dict()
+    run = {k: v for k, v in data["run"].items() if k not in _NOT_SYSTEMS_RUN}
+    reads = _LENGTH_LEARNING if scn.workload.length_progress != "samples" else ()
+    learning = {k: data["learning"][k] for k in reads}
+    systems = {**data, "run": run, "learning": learning, "costs": dataclasses.asdict(costs)}
+    for key in ("name", "description", "assumptions", "sweep", "plan"):  # labels, other commands' inputs
+        systems.pop(key, None)
+    text = json.dumps(systems, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def prefix_exact(scn: Scenario) -> bool:
+    """Whether a run's first n steps are those of a run of n steps. Not under an async schedule without in-flight
+    weight updates: a step's weight sync waits for the engines to be idle, so for the rollout of a later step
+    already under way, which a longer run starts and a shorter one never does."""
+    s = scn.schedule
+    return not (s.mode == "async" and s.staleness > 0 and not s.in_flight_weight_updates)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """One simulated run's records and spans (records as rlsim.run.pipeline writes them)."""
+
+    records: list[dict[str, Any]]
+    spans: list[Span]
+
+    def first(self, scn: Scenario, steps: int) -> Timeline:
+        """The first ``steps`` steps, copied; the pools' utilization recounted without the later steps' spans (a
+        rollout of the next step may start before this one ends)."""
+        if steps > len(self.records):
+            raise ValueError(f"a timeline of {len(self.records)} steps has no first {steps}")
+        kept = [sp for sp in self.spans if sp.step <= steps]
+        records = [{**rec, "timing_s": dict(rec["timing_s"])} for rec in self.records[:steps]]
+        if steps < len(self.records):
+            add_utilization(scn, records, kept)
+        return Timeline(records, kept)
+
+
+class Timelines:
+    """The timelines one command has simulated, by :func:`systems_key`; ``simulated`` counts pipeline runs."""
+
+    def __init__(self) -> None:
+        self._store: dict[str, Timeline] = {}
+        self.simulated = 0
+
+    def get(self, scn: Scenario, costs: Costs, progress: Callable[[int], None] | None = None) -> Timeline:
+        """The timeline of ``scn.run.steps`` steps of ``scn`` under ``costs``: from the cache when it holds that
+        many steps of the same systems (or more, where :func:`prefix_exact`), else simulated (``progress(step)``
+        after each step) and kept when it is the longest of its key."""
+        key = systems_key(scn, costs)
+        steps = scn.run.steps
+        have = self._store.get(key)
+        if have is not None and (len(have.records) == steps or (len(have.records) > steps and prefix_exact(scn))):
+            return have.first(scn, steps)
+        records, spans = run_pipeline(scn, RooflineCostModel.from_scenario(scn, costs), progress)
+        self.simulated += 1
+        made = Timeline(records, spans)
+        if have is None or steps > len(have.records):
+            self._store[key] = made
+        return made.first(scn, steps)

@@ -1,0 +1,335 @@
+"""The training section's memory model and rules: what one training GPU holds at the peak of a step, and which
+layouts the scenario refuses (divisibility of the parallel sizes, FP8 support, the train global batch, memory).
+
+Bytes per GPU (sources in rlsim.trainer.training's docstring): Megatron 6 bytes per parameter of a GPU's model shard for
+bf16 weights and fp32 gradients plus 12 / d for the distributed optimizer (18 without; Megatron-LM
+``docs/source/api-guide/dist_optimizer.md``), activations of p in-flight micro-batches of L/p layers (34 s h / t
+per layer with sequence parallel and flash attention, 2 s h / t under full recompute; Korthikanti et al. 2022) and
+the last stage's fp32 logits; FSDP 16 bytes per parameter sharded over the group plus two gathered layers and one
+micro-batch's activations; a PPO critic's state and a GPU-resident reference model's bf16 weights on top. Every
+refusal is a ScenarioError naming the field, the value and the fix.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rlsim.errors import ScenarioError
+from rlsim.trainer.training import (
+    ACT_BYTES,
+    LOGIT_BYTES,
+    SEQ_PARALLEL_ACT_BYTES_PER_TOKEN_HIDDEN,
+    layout_of,
+    packing_tokens,
+    reference_weight_bytes,
+)
+
+if TYPE_CHECKING:
+    from rlsim.scenario import ModelSpec, Scenario, Workload
+
+
+@dataclass(frozen=True)
+class TrainMemory:
+    """Bytes per training GPU at the peak of a step (the most loaded pipeline stage)."""
+
+    weights_grads_bytes: float
+    optimizer_bytes: float
+    activation_bytes: float
+    budget_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return self.weights_grads_bytes + self.optimizer_bytes + self.activation_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.budget_bytes
+
+
+MICRO_TOKENS_QUANTILE = 0.99  # a micro-batch without padding is priced at this quantile of its real tokens
+_DRAWS = 4000  # micro-batches drawn for that quantile (seeded: the same scenario gives the same answer)
+
+
+def micro_batch_tokens(s: Scenario) -> float:
+    """Tokens one training micro-batch holds at its peak: micro_batch_size x packing_tokens (the bins with
+    packing, the padded cap without); with ``remove_padding``, the MICRO_TOKENS_QUANTILE quantile of the sum of
+    micro_batch_size sequences' lengths drawn from the workload (each response phase; the largest; drift is not
+    applied), at most that cap."""
+    tr = s.training
+    cap = tr.micro_batch_size * packing_tokens(s)
+    if tr.sequence_packing or not tr.remove_padding:
+        return float(cap)
+    return min(float(cap), _unpadded_quantile(s.workload, tr.micro_batch_size))
+
+
+@functools.lru_cache(maxsize=256)
+def _unpadded_quantile(w: Workload, micro: int) -> float:
+    """The draw behind micro_batch_tokens, cached: a plan checks the memory of hundreds of candidates that share
+    a workload."""
+    import numpy as np
+
+    from rlsim.workload.lengths import sample_lengths
+
+    rng = np.random.default_rng(0)
+    n = micro * _DRAWS
+    prompts = sample_lengths(w.prompt_length, n, rng, 1, w.max_prompt_tokens)
+    worst = 0.0
+    for dist in [w.response_length, *(phase.length for phase in w.response_length_by_samples)]:
+        responses = sample_lengths(dist, n, rng, 1, w.max_response_tokens)
+        sums = (prompts + responses).reshape(_DRAWS, micro).sum(axis=1)
+        worst = max(worst, float(np.quantile(sums, MICRO_TOKENS_QUANTILE)))
+    return worst
+
+
+def memory(s: Scenario, model: ModelSpec | None = None) -> TrainMemory:
+    """Training memory per GPU for ``model`` (default: the policy) on the scenario's layout."""
+    model = model or s.model
+    tr, lay = s.training, layout_of(s)
+    budget = s.hardware.gpu.memory_bytes * tr.memory_fraction
+    tokens_mb = micro_batch_tokens(s)
+    h = model.hidden_size
+    per_layer_full = SEQ_PARALLEL_ACT_BYTES_PER_TOKEN_HIDDEN * h
+    logits = tokens_mb / lay.c / lay.t * model.vocab_size * LOGIT_BYTES
+    if tr.backend == "megatron":
+        dense = (model.num_params - model.expert_params) / (lay.t * lay.p)
+        expert = model.expert_params / (lay.e * lay.et * lay.p)
+        params = dense + expert
+        weights_grads = 6.0 * params
+        if tr.offload_optimizer:
+            opt = 0.0
+        elif tr.distributed_optimizer:
+            opt = 12.0 * (dense / (lay.d * lay.c) + expert / lay.d_expert)
+        else:
+            opt = 12.0 * params
+        per_layer = 2.0 * h if tr.activation_recompute == "full" else per_layer_full
+        tok = tokens_mb / (lay.c * lay.t)
+        act = tok * per_layer * model.num_layers / lay.p * lay.p + logits  # p micro-batches of L/p layers
+        if tr.activation_recompute == "full":
+            act += tok * per_layer_full  # one layer recomputed at a time
+        return TrainMemory(weights_grads, opt, act, budget)
+    n = lay.n
+    shard = model.num_params / n
+    weights_grads = 0.0 if tr.offload_params else 8.0 * shard  # fp32 parameters and gradients, sharded
+    opt = 0.0 if (tr.offload_optimizer or tr.offload_params) else 8.0 * shard  # Adam moments
+    layer_bytes = model.num_params / model.num_layers * ACT_BYTES
+    per_layer = 2.0 * h if tr.activation_recompute == "full" else per_layer_full
+    act = tokens_mb * per_layer * model.num_layers + tokens_mb * per_layer_full + logits + 2 * layer_bytes
+    return TrainMemory(weights_grads, opt, act, budget)
+
+
+# ---------------------------------------------------------------------------------------------------- checks
+
+
+def validate(s: Scenario) -> None:
+    """Rules of the ``training`` section against the rest of the scenario; raises ScenarioError."""
+    tr, m = s.training, s.model
+    n = s.hardware.num_train_gpus
+    at = "training"
+    if tr.remove_padding and tr.pad_to_longest:  # (with sequence packing it changes nothing: bins hold no padding)
+        raise ScenarioError(
+            f"{at}.remove_padding",
+            True,
+            f"prices unpadded micro-batches, which {at}.pad_to_longest contradicts",
+            f"remove one of {at}.remove_padding and {at}.pad_to_longest",
+        )
+    if tr.pad_to_longest and tr.sequence_packing:
+        raise ScenarioError(
+            f"{at}.pad_to_longest",
+            True,
+            "pads every sequence to the batch's longest, but sequence packing leaves no padding",
+            f"set {at}.sequence_packing: false, or remove {at}.pad_to_longest",
+        )
+    if tr.backend == "fsdp":
+        for key in (
+            "tensor_parallel_size",
+            "pipeline_parallel_size",
+            "virtual_pipeline_stages",
+            "context_parallel_size",
+            "expert_parallel_size",
+            "expert_tensor_parallel_size",
+        ):
+            if getattr(tr, key) != 1:
+                raise ScenarioError(
+                    f"{at}.{key}",
+                    getattr(tr, key),
+                    "is a Megatron layout; backend fsdp shards data-parallel only",
+                    f"set {at}.backend: megatron or remove {at}.{key}",
+                )
+        if not tr.distributed_optimizer:
+            raise ScenarioError(
+                f"{at}.distributed_optimizer", False, "has no meaning for backend fsdp (always sharded)", "remove it"
+            )
+    else:
+        if tr.offload_params:
+            raise ScenarioError(
+                f"{at}.offload_params", True, "is an FSDP option", f"set {at}.backend: fsdp or remove it"
+            )
+        t, p, c = tr.tensor_parallel_size, tr.pipeline_parallel_size, tr.context_parallel_size
+        if n % (t * p * c):
+            raise ScenarioError(
+                f"{at}.tensor_parallel_size",
+                t,
+                f"x pipeline_parallel_size ({p}) x context_parallel_size ({c}) = {t * p * c} must divide the "
+                f"{n} training GPUs",
+                "choose sizes whose product divides the training GPUs",
+            )
+        e, et = tr.expert_parallel_size, tr.expert_tensor_parallel_size
+        if e * et > 1 and not m.is_moe:
+            key, value = ("expert_parallel_size", e) if e > 1 else ("expert_tensor_parallel_size", et)
+            raise ScenarioError(f"{at}.{key}", value, f"needs a MoE model ({m.name} is dense)", "set it to 1")
+        if m.is_moe and m.num_experts % e:
+            raise ScenarioError(
+                f"{at}.expert_parallel_size", e, f"must divide num_experts ({m.num_experts})", "choose a divisor"
+            )
+        if m.is_moe and n % (e * et * p):
+            raise ScenarioError(
+                f"{at}.expert_parallel_size",
+                e,
+                f"x expert_tensor_parallel_size ({et}) x pipeline_parallel_size ({p}) = {e * et * p} must divide "
+                f"the {n} training GPUs",
+                "choose sizes whose product divides the training GPUs",
+            )
+        if m.num_attention_heads % t:
+            raise ScenarioError(
+                f"{at}.tensor_parallel_size",
+                t,
+                f"must divide num_attention_heads ({m.num_attention_heads})",
+                "choose a divisor",
+            )
+        if p > m.num_layers:
+            raise ScenarioError(
+                f"{at}.pipeline_parallel_size", p, f"exceeds the model's {m.num_layers} layers", "lower it"
+            )
+        if tr.virtual_pipeline_stages > 1 and p == 1:
+            raise ScenarioError(
+                f"{at}.virtual_pipeline_stages",
+                tr.virtual_pipeline_stages,
+                "needs pipeline_parallel_size > 1",
+                "set it to 1 or use pipeline parallelism",
+            )
+    if tr.precision == "fp8" and s.hardware.gpu.fp8_flops_per_s is None:
+        raise ScenarioError(
+            f"{at}.precision",
+            "fp8",
+            f"needs FP8 tensor cores; {s.hardware.gpu.name} has none (no fp8_flops_per_s)",
+            f"set {at}.precision: bf16 or use an FP8-capable GPU",
+        )
+    if s.weight_sync.offload_trainer and s.hardware.placement != "colocated":
+        raise ScenarioError(
+            "weight_sync.offload_trainer",
+            True,
+            "only applies when trainer and engines share GPUs (colocated)",
+            "remove it or set hardware.placement: colocated",
+        )
+    gbs, batch = tr.global_batch_size, s.workload.responses_per_step
+    if gbs is not None:
+        if batch % gbs:
+            raise ScenarioError(
+                f"{at}.global_batch_size",
+                gbs,
+                f"must divide the responses per step ({batch} = P x G)",
+                "choose a divisor of P x G (several optimizer steps per RL step) or P x G itself",
+            )
+        if s.algorithm.mini_batches_per_step not in (1, batch // gbs):
+            raise ScenarioError(
+                "algorithm.mini_batches_per_step",
+                s.algorithm.mini_batches_per_step,
+                f"contradicts training.global_batch_size ({gbs}: {batch // gbs} optimizer steps per step)",
+                "give one of the two",
+            )
+    check_memory(s)
+
+
+def resident_memory(s: Scenario) -> TrainMemory:
+    """What the training GPUs hold at the peak of a step: the policy's training state and activations, a PPO
+    critic's training state, and a reference model's bf16 weights unless it waits on the host."""
+    mem = memory(s)
+    extra = 0.0
+    if s.algorithm.name == "ppo" and not s.critic_pool_gpus:  # a critic on a pool of its own holds its state there
+        critic = memory(s, s.critic)
+        extra += critic.weights_grads_bytes + critic.optimizer_bytes
+    if s.algorithm.kl_reference and not s.training.reference_on_host and not s.algorithm.reference_gpus:
+        extra += reference_weight_bytes(s, s.model)
+    return TrainMemory(mem.weights_grads_bytes + extra, mem.optimizer_bytes, mem.activation_bytes, mem.budget_bytes)
+
+
+def check_memory(s: Scenario) -> None:
+    """Refuse a layout whose training state does not fit, naming the field to change and how (and a PPO critic's
+    on its own GPUs, algorithm.critic_gpus)."""
+    if s.critic_pool_gpus:
+        view = s.pool_view(s.critic_pool_gpus)
+        crit = memory(view, s.critic)
+        if not crit.fits:
+            raise ScenarioError(
+                "algorithm.critic_gpus",
+                s.algorithm.critic_gpus,
+                f"holds the critic ({s.critic.name}) at {crit.total_bytes / 1e9:.1f} GB per GPU (weights and gradients "
+                f"{crit.weights_grads_bytes / 1e9:.1f}, optimizer {crit.optimizer_bytes / 1e9:.1f}, activations "
+                f"{crit.activation_bytes / 1e9:.1f}), over {s.training.memory_fraction:.0%} of a "
+                f"{s.hardware.gpu.name}",
+                "raise it, or set training.offload_optimizer: true",
+            )
+    if s.algorithm.kl_reference and s.algorithm.reference_gpus:
+        view = s.pool_view(s.algorithm.reference_gpus)
+        act = (
+            memory(view).activation_bytes
+            / s.training.micro_batch_size
+            * (s.training.logprob_micro_batch_size or s.training.micro_batch_size)
+        )
+        need = reference_weight_bytes(view, s.model) + act
+        budget = s.hardware.gpu.memory_bytes * s.training.memory_fraction
+        if need > budget:
+            raise ScenarioError(
+                "algorithm.reference_gpus",
+                s.algorithm.reference_gpus,
+                f"holds the reference model ({s.model.name}) at {need / 1e9:.1f} GB per GPU (weights and one "
+                f"forward micro-batch), over {s.training.memory_fraction:.0%} of a {s.hardware.gpu.name}",
+                "raise it",
+            )
+    tr = s.training
+    model, mem = s.model, resident_memory(s)
+    if mem.fits:
+        return
+    gb = 1e9
+    what = (
+        f"needs {mem.total_bytes / gb:.1f} GB per training GPU for {model.name} (weights and gradients "
+        f"{'with the critic and reference ' if mem.weights_grads_bytes > memory(s).weights_grads_bytes else ''}"
+        f"{mem.weights_grads_bytes / gb:.1f}, optimizer {mem.optimizer_bytes / gb:.1f}, activations "
+        f"{mem.activation_bytes / gb:.1f}), over {tr.memory_fraction:.0%} of the "
+        f"{s.hardware.gpu.memory_bytes / gb:.0f} GB of a {s.hardware.gpu.name}"
+    )
+    if mem.activation_bytes > mem.weights_grads_bytes + mem.optimizer_bytes:
+        if tr.activation_recompute != "full":
+            raise ScenarioError(
+                "training.activation_recompute",
+                tr.activation_recompute,
+                what,
+                "set training.activation_recompute: full, or lower training.micro_batch_size",
+            )
+        fix = "lower it" if tr.backend == "fsdp" else "lower it, or raise training.context_parallel_size"
+        raise ScenarioError("training.micro_batch_size", tr.micro_batch_size, what, fix)
+    if tr.backend == "fsdp":
+        gpus = "hardware.num_gpus" if s.hardware.placement == "colocated" else "hardware.train_gpus"
+        if not tr.offload_optimizer:
+            raise ScenarioError(
+                "training.offload_optimizer",
+                False,
+                what,
+                f"set training.offload_optimizer: true (CPU Adam), or raise {gpus}",
+            )
+        raise ScenarioError(gpus, s.hardware.num_train_gpus, what, f"raise {gpus} or set training.offload_params: true")
+    if not tr.distributed_optimizer:
+        raise ScenarioError("training.distributed_optimizer", False, what, "set training.distributed_optimizer: true")
+    key = (
+        "expert_parallel_size"
+        if model.is_moe and model.expert_params > 0.5 * model.num_params
+        else ("pipeline_parallel_size")
+    )
+    raise ScenarioError(
+        f"training.{key}",
+        getattr(tr, key),
+        what,
+        f"raise training.{key} or training.tensor_parallel_size, or set training.offload_optimizer: true",
+    )

@@ -1,0 +1,111 @@
+"""Weight sync: seconds to move the trainer's new weights into the generation engines, per shard and in parallel.
+
+What the frameworks do (docs/reference.md section 11): every engine GPU receives its own tensor-parallel shard of the
+weights at once, not the whole model through one GPU's link.
+
+* Colocated (trainer and engines on the same GPUs; verl, NeMo RL colocated): each engine GPU's shard comes from
+  the training shards of its own NVLink domain by device-to-device copy (CUDA IPC) and from other domains through
+  its NIC when one model copy of the trainer spans several domains (resharding from the training layout to the
+  generation layout). The copy into the engine's buffers reads and writes the shard once in HBM. Around it the
+  engine wakes (weights back from host memory, KV cache re-allocated) and later sleeps again (weights to the
+  host); ``costs.sleep_wake_overhead_s`` is the fixed part.
+* Separate pools (NCCL broadcast from the trainer to the engines): each engine GPU receives its shard through
+  its NIC (or NVLink when both pools share one NVLink domain), each trainer GPU of one model copy sends its part;
+  a pipelined broadcast moves each byte over each link once, so the time is the larger of the two per-GPU
+  volumes over the per-GPU bandwidth.
+
+``weight_sync.transfer: broadcast`` models what NeMo RL v0.5-v0.6 do instead: every GPU receives the whole model
+(separate pools: one training rank broadcasts every tensor; colocated: every rank assembles the full tensors and
+its engine keeps its slice). ``weight_sync.engine_sleeps: false`` (an engine without sleep mode) drops the
+engine's host copies and the fixed part. ``weight_sync.offload_trainer`` adds, when colocated, the trainer's weights,
+gradients and optimizer state going to host memory before generation and back after it. Host copies run at
+``costs.host_link_efficiency`` of the PCIe peak.
+
+Units: bytes and seconds. Bytes moved are the training dtype's (an FP8 engine quantizes on load).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
+
+from rlsim.trainer.memory import memory
+from rlsim.trainer.training import layout_of, link_bandwidth
+
+if TYPE_CHECKING:
+    from rlsim.scenario import Costs, Scenario
+
+
+@dataclass(frozen=True)
+class SyncTime:
+    """Seconds of one weight sync, by part. ``engine_pause_s`` is what an in-flight update costs the engines."""
+
+    transfer_s: float = 0.0  # shards over NVLink / NICs, in parallel
+    copy_s: float = 0.0  # into the engine's buffers (colocated: device-to-device)
+    host_s: float = 0.0  # colocated: engine weights to and from host memory around training (sleep / wake)
+    latency_s: float = 0.0  # fixed: collective set-up, format conversion, engine bookkeeping
+
+    @property
+    def total_s(self) -> float:
+        return sum(getattr(self, f.name) for f in fields(self))
+
+    @property
+    def engine_pause_s(self) -> float:
+        """How long the engines stop for an in-flight update: the receive and the copy."""
+        return self.transfer_s + self.copy_s
+
+
+def trainer_copy_span(s: Scenario) -> int:
+    """GPUs that hold one full copy of the trained weights (the senders' group)."""
+    lay = layout_of(s)
+    if s.training.backend == "fsdp":
+        return lay.n
+    dense_span = lay.t * lay.p
+    expert_span = lay.e * lay.et * lay.p if s.model.is_moe else 0
+    return max(dense_span, expert_span)
+
+
+def sender_bytes(s: Scenario) -> float:
+    """Bytes the most loaded trainer GPU of one model copy sends: its share of the dense and of the expert
+    weights (Megatron spreads dense weights over t x p GPUs, experts over e x et x p)."""
+    lay, m = layout_of(s), s.model
+    if s.training.backend == "fsdp":
+        return m.weight_bytes / lay.n
+    expert = m.expert_params * m.dtype_bytes
+    return (m.weight_bytes - expert) / (lay.t * lay.p) + (expert / (lay.e * lay.et * lay.p) if m.is_moe else 0.0)
+
+
+def engine_shard_bytes(s: Scenario) -> float:
+    """Bytes of weights each engine GPU receives (its tensor-parallel shard, training dtype)."""
+    return s.model.weight_bytes / s.engine.tensor_parallel_size
+
+
+def weight_sync_time(s: Scenario, costs: Costs) -> SyncTime:
+    hw = s.hardware
+    shard = engine_shard_bytes(s)
+    span = trainer_copy_span(s)
+    send = sender_bytes(s)
+    domain = hw.nvlink_domain
+    if hw.placement == "colocated":
+        # sharded: each GPU assembles its engine shard; broadcast: each GPU assembles every full tensor (NeMo RL's
+        # Megatron-Bridge export_hf_weights on every rank) and keeps its slice
+        need = shard if s.weight_sync.transfer == "sharded" else s.model.weight_bytes
+        remote = max(0.0, 1.0 - domain / span)  # the part held outside this NVLink domain
+        transfer = max(
+            need * remote / (hw.nic_bandwidth_bytes_per_s * costs.link_efficiency),
+            need * (1.0 - remote) / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency),
+        )
+        copy = 2.0 * shard / hw.gpu.hbm_bandwidth_bytes_per_s  # read and write once at the HBM peak
+        sleeps = s.weight_sync.engine_sleeps
+        host_bytes = 2.0 * s.engine_weight_bytes / s.engine.tensor_parallel_size if sleeps else 0.0
+        if s.weight_sync.offload_trainer:
+            mem = memory(s)
+            host_bytes += 2.0 * (mem.weights_grads_bytes + mem.optimizer_bytes)
+        host = host_bytes / (hw.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency) + (
+            costs.sleep_wake_overhead_s if sleeps else 0.0
+        )
+        return SyncTime(transfer, copy, host, costs.weight_sync_latency_s)
+    bw = link_bandwidth(s, costs, hw.num_gpus)
+    if s.weight_sync.transfer == "broadcast":  # the whole model leaves one GPU; a pipelined broadcast moves it
+        return SyncTime(transfer_s=s.model.weight_bytes / bw, latency_s=costs.weight_sync_latency_s)
+    return SyncTime(transfer_s=max(shard, send) / bw, latency_s=costs.weight_sync_latency_s)

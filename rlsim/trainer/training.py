@@ -1,0 +1,385 @@
+"""Training systems model: the ``training`` section and how long an update or a log-prob pass takes on the
+trainer's layout (whether the layout fits in memory, and the section's other rules: rlsim.trainer.memory). Two
+backends, as the RL frameworks run them:
+
+* ``megatron`` (NeMo RL, verl's Megatron workers): tensor (t), pipeline (p, with v virtual stages), context (c),
+  expert (e, with expert tensor parallel et) and data parallel d = n / (t p c) over the n training GPUs, with the
+  distributed optimizer. Time per optimizer step = compute + exposed communication (TP all-reduces, CP ring
+  exchange beyond what attention hides, EP all-to-all, DP reduce-scatter / all-gather beyond what the last
+  micro-batch hides, pipeline send/recv of the fill and drain) + pipeline bubble + optimizer update + overhead.
+* ``fsdp`` (verl, OpenRLHF, TRL: ZeRO-3 / FSDP2): every layer's parameters all-gathered before its forward and
+  backward, gradients reduce-scattered after its backward, for every micro-batch, prefetched so that only
+  ``max(0, communication - compute)`` per layer and micro-batch is exposed, plus the first gather; optional CPU
+  offload of the optimizer and parameters.
+
+Units: seconds, bytes, FLOPs; token counts are per RL step unless named otherwise.
+
+Sources of the formulas (docs/reference.md section 11):
+
+* Compute: 6 N_active FLOPs per trained token (2 forward, 4 backward) plus causal attention (half of 4 L H d per
+  token pair); full activation recompute adds one forward, selective recompute the attention core again
+  (Korthikanti et al. 2022, arXiv 2205.05198, section 5).
+* Pipeline bubble of 1F1B with m micro-batches: (p-1)/(m+p-1) of the step, i.e. (p-1)/m of the ideal time;
+  interleaved with v virtual stages (p-1)/(v m) (Narayanan et al. 2021, arXiv 2104.04473, section 2.2).
+* Tensor parallel with sequence parallel: per layer two all-gather + reduce-scatter pairs forward and two
+  backward, each moving (t-1)/t of the micro-batch's activations (Korthikanti et al. 2022, section 4.2.2); the
+  same volume as two all-reduces (Shoeybi et al. 2019, arXiv 1909.08053).
+* Expert parallel: each token's hidden state goes to its k experts and comes back, twice forward and twice
+  backward (dispatch and combine); (e-1)/e of it leaves the GPU.
+* Data parallel with the distributed optimizer: reduce-scatter of gradients and all-gather of parameters, each
+  moving (g-1)/g of the bf16 parameters of a GPU's model shard; overlapped with the last micro-batch's backward
+  and the next step's first forward (Megatron-LM ``overlap_grad_reduce`` / ``overlap_param_gather``, which
+  reduce a bucket once its gradients are final, i.e. in the last micro-batch). Bytes per parameter in memory:
+  6 + 12/d with the distributed optimizer, 18 without (bf16 weights, fp32 gradients, fp32 master weights and
+  Adam moments; Megatron-LM ``docs/source/api-guide/dist_optimizer.md``).
+* Activations per layer per micro-batch with sequence parallel and flash attention: 34 s h / t bytes (s tokens,
+  Korthikanti et al. 2022 eq. 2 without the 5 a s^2 term that flash attention does not store); full
+  recompute keeps only the layer input, 2 s h / t. 1F1B keeps p micro-batches in flight on the first stage.
+* ZeRO-3 / FSDP: 3 x the model's bytes per GPU per micro-batch (all-gather forward and backward, reduce-scatter
+  of gradients; FSDP2 regathers for every micro-batch of an accumulated step), per layer, overlapped with compute
+  (Rajbhandari et al. 2020, arXiv 1910.02054); 16 bytes per parameter sharded over the group (fp32 master,
+  gradients and Adam moments).
+
+A collective's bandwidth is the NVLink bandwidth while its group stays in one NVLink domain and the GPU's NIC
+bandwidth once it crosses domains (each GPU has its own NIC, so a ring over nodes runs at the NIC's speed), both
+times ``costs.link_efficiency``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rlsim.scenario import Costs, ModelSpec, Scenario
+
+ADAM_BYTES_PER_PARAM = 28.0  # fp32 master, m, v read+write, bf16 grad read, bf16 weight write
+OFFLOAD_BYTES_PER_PARAM = 6.0  # fp32 gradient to the host, bf16 parameter back
+ACT_BYTES = 2  # bf16 activations and communication buffers
+SEQ_PARALLEL_ACT_BYTES_PER_TOKEN_HIDDEN = 34.0  # Korthikanti et al. 2022, eq. 2 (flash attention: no 5as/h term)
+LOGIT_BYTES = 4  # fp32 logits of the last stage
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Group sizes of a training layout over n GPUs."""
+
+    n: int
+    t: int = 1
+    p: int = 1
+    v: int = 1
+    c: int = 1
+    e: int = 1
+    et: int = 1
+
+    @property
+    def d(self) -> int:
+        """Data-parallel size of the dense parameters."""
+        return self.n // (self.t * self.p * self.c)
+
+    @property
+    def d_expert(self) -> int:
+        """Data-parallel size of the expert parameters (MoE parallel folding: experts over e x et of a stage)."""
+        return max(1, self.n // (self.e * self.et * self.p))
+
+
+def layout_of(s: Scenario) -> Layout:
+    tr = s.training
+    if tr.backend == "fsdp":
+        return Layout(n=s.hardware.num_train_gpus)
+    return Layout(
+        n=s.hardware.num_train_gpus,
+        t=tr.tensor_parallel_size,
+        p=tr.pipeline_parallel_size,
+        v=tr.virtual_pipeline_stages,
+        c=tr.context_parallel_size,
+        e=tr.expert_parallel_size,
+        et=tr.expert_tensor_parallel_size,
+    )
+
+
+@dataclass(frozen=True)
+class TrainTime:
+    """Seconds of one training phase (all its optimizer steps), by part; ``total_s`` is what the phase takes."""
+
+    compute_s: float = 0.0
+    tp_comm_s: float = 0.0
+    cp_comm_s: float = 0.0  # exposed
+    ep_comm_s: float = 0.0
+    dp_comm_s: float = 0.0  # exposed
+    fsdp_comm_s: float = 0.0  # exposed
+    pp_bubble_s: float = 0.0
+    pp_p2p_s: float = 0.0
+    optimizer_s: float = 0.0
+    overhead_s: float = 0.0
+    micro_batches: int = 1  # per data-parallel rank and optimizer step
+
+    @property
+    def total_s(self) -> float:
+        return sum(getattr(self, name) for name in _TIME_FIELDS)  # in field order, as ever (the same float sum)
+
+
+_TIME_FIELDS = tuple(f.name for f in fields(TrainTime) if f.name.endswith("_s"))
+
+
+# ---------------------------------------------------------------------------------------------------- helpers
+
+
+def link_bandwidth(s: Scenario, costs: Costs, span_gpus: int) -> float:
+    """Per-GPU bandwidth of a collective whose group spans ``span_gpus`` consecutive GPUs."""
+    hw = s.hardware
+    bw = hw.gpu.link_bandwidth_bytes_per_s if span_gpus <= hw.nvlink_domain else hw.nic_bandwidth_bytes_per_s
+    return bw * costs.link_efficiency
+
+
+def latency_s(s: Scenario, costs: Costs, span_gpus: int) -> float:
+    """Fixed time of one collective: ``collective_latency_s`` inside an NVLink domain, ``internode_latency_s``
+    once the group crosses domains (network round trips dominate small messages there)."""
+    return costs.collective_latency_s if span_gpus <= s.hardware.nvlink_domain else costs.internode_latency_s
+
+
+def ring_s(s: Scenario, costs: Costs, nbytes: float, group: int, span_gpus: int) -> float:
+    """All-gather or reduce-scatter over ``group`` GPUs: (g-1)/g of the bytes cross each GPU's link."""
+    if group <= 1 or nbytes <= 0:
+        return 0.0
+    return (group - 1) / group * nbytes / link_bandwidth(s, costs, span_gpus) + latency_s(s, costs, span_gpus)
+
+
+def all_to_all_s(s: Scenario, costs: Costs, nbytes: float, group: int, span_gpus: int) -> float:
+    """All-to-all over ``group`` GPUs: a GPU sends 1/g of its ``nbytes`` to each peer, (g-1)/g in all; what goes
+    to peers outside its NVLink domain (``hardware.nvlink_domain``: its node, or with multi-node NVLink the whole
+    GB200 rack) rides its NIC, the rest NVLink, both at once. The group's GPUs are spread evenly over the
+    ``span_gpus`` consecutive GPUs it covers."""
+    if group <= 1 or nbytes <= 0:
+        return 0.0
+    hw = s.hardware
+    domain = hw.nvlink_domain
+    if span_gpus <= domain:
+        out = (group - 1) / group * nbytes
+        return out / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency) + latency_s(s, costs, span_gpus)
+    remote = (span_gpus - domain) / span_gpus * nbytes  # to the peers in other domains
+    local = (group - 1) / group * nbytes - remote
+    t_nic = remote / (hw.nic_bandwidth_bytes_per_s * costs.link_efficiency)
+    t_nvl = local / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency)
+    return max(t_nic, t_nvl) + latency_s(s, costs, span_gpus)
+
+
+def active_expert_params(m: ModelSpec) -> float:
+    return m.expert_params * m.num_experts_per_token / m.num_experts if m.is_moe else 0.0
+
+
+def packing_tokens(s: Scenario) -> int:
+    tr = s.training
+    return tr.packing_tokens or (s.workload.max_prompt_tokens + s.workload.max_response_tokens)
+
+
+def _micro_batches(s: Scenario, lay: Layout, tokens_per_opt: float, seqs_per_opt: float, forward_only: bool) -> int:
+    """Micro-batches per data-parallel rank in one optimizer step (or one log-prob pass)."""
+    tr = s.training
+    mbs = (tr.logprob_micro_batch_size or tr.micro_batch_size) if forward_only else tr.micro_batch_size
+    if tr.sequence_packing or seqs_per_opt <= 0:
+        return max(1, math.ceil(tokens_per_opt / lay.d / (mbs * packing_tokens(s))))
+    return max(1, math.ceil(seqs_per_opt / lay.d / mbs))
+
+
+def _compute_s(
+    s: Scenario, costs: Costs, model: ModelSpec, tokens: float, sq_tokens: float, n: int, forward_only: bool
+) -> tuple[float, float]:
+    """(compute seconds, of which attention) over ``n`` GPUs for ``tokens`` trained (or forwarded) tokens."""
+    gpu, tr = s.hardware.gpu, s.training
+    expert = 2.0 * active_expert_params(model) * tokens
+    dense = 2.0 * model.num_active_params * tokens - expert
+    attn = 0.5 * 4.0 * model.num_layers * model.num_attention_heads * model.head_dim * sq_tokens
+    if forward_only:
+        passes_linear, passes_attn, eff = 1.0, 1.0, costs.forward_compute_efficiency
+    else:
+        extra = {"none": (0.0, 0.0), "selective": (0.0, 1.0), "full": (1.0, 1.0)}[tr.activation_recompute]
+        passes_linear, passes_attn, eff = 3.0 + extra[0], 3.0 + extra[1], costs.train_compute_efficiency
+    eff = eff * gpu.train_efficiency_factor  # the costs are Hopper fractions; this GPU generation's share of them
+    if tr.precision == "fp8" and not forward_only:
+        gemm_peak = (
+            (gpu.fp8_flops_per_s or gpu.bf16_flops_per_s)
+            * costs.fp8_train_compute_efficiency
+            * gpu.train_efficiency_factor
+        )
+    else:
+        gemm_peak = gpu.bf16_flops_per_s * eff
+    attn_peak = gpu.bf16_flops_per_s * eff
+    t_dense = passes_linear * dense / (n * gemm_peak)
+    t_expert = passes_linear * expert / (n * gemm_peak * costs.moe_compute_efficiency_factor)
+    t_attn = passes_attn * attn / (n * attn_peak)
+    return t_dense + t_expert + t_attn, t_attn
+
+
+def _optimizer_s(s: Scenario, costs: Costs, shard_params: float) -> float:
+    hw = s.hardware
+    if s.training.offload_optimizer:
+        return (
+            OFFLOAD_BYTES_PER_PARAM
+            * shard_params
+            / (hw.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency)
+            + shard_params / costs.cpu_adam_params_per_s
+        )
+    return ADAM_BYTES_PER_PARAM * shard_params / hw.gpu.hbm_bandwidth_bytes_per_s
+
+
+# ---------------------------------------------------------------------------------------------------- time
+
+
+def reference_weight_bytes(s: Scenario, model: ModelSpec) -> float:
+    """bf16 weights of a frozen copy of ``model`` on one training GPU, sharded like the trained one."""
+    lay = layout_of(s)
+    if s.training.backend == "fsdp":
+        return model.num_params / lay.n * ACT_BYTES
+    dense = (model.num_params - model.expert_params) / (lay.t * lay.p)
+    return (dense + model.expert_params / (lay.e * lay.et * lay.p)) * ACT_BYTES
+
+
+def reference_swap_s(s: Scenario, costs: Costs, model: ModelSpec) -> float:
+    """Host traffic of swapping a host-resident reference model in and out of the trainer's GPUs: policy weights
+    out, reference in, policy back (3 x a GPU's bf16 shard)."""
+    if not s.training.reference_on_host:
+        return 0.0
+    host_bw = s.hardware.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency
+    return 3.0 * reference_weight_bytes(s, model) / host_bw
+
+
+def phase_time(
+    s: Scenario,
+    costs: Costs,
+    model: ModelSpec,
+    tokens: float,
+    sq_tokens: float,
+    optimizer_steps: int = 1,
+    epochs: int = 1,
+    forward_only: bool = False,
+    num_sequences: int = 0,
+) -> TrainTime:
+    """Seconds of a training phase (``forward_only``: one log-prob / values pass) over the step's ``tokens``
+    (prompt + response, summed) and ``sq_tokens`` (sum of squared sequence lengths)."""
+    if s.training.backend == "megatron":
+        return _megatron_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
+    return _fsdp_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
+
+
+def reward_model_s(s: Scenario, costs: Costs, tokens: float, sq_tokens: float) -> float:
+    """One forward pass of ``s.reward.model`` over the scored samples' ``tokens`` (prompt + response, summed;
+    ``sq_tokens`` their squares) on its GPUs (``reward.num_gpus``, or the training pool's): the GPUs' compute as
+    for a log-prob pass (:func:`_compute_s`, forward only), each copy of ``tensor_parallel_size`` GPUs with its two
+    all-reduces per layer of its share of the hidden states, plus ``costs.forward_overhead_s``. Zero without a
+    reward model (the CPU reward of ``costs.reward_*`` is the pipeline's)."""
+    rw = s.reward
+    model = rw.model
+    if model is None:
+        return 0.0
+    n = rw.num_gpus or s.hardware.num_train_gpus
+    compute, _ = _compute_s(s, costs, model, tokens, sq_tokens, n, forward_only=True)
+    tp = rw.tensor_parallel_size
+    copies = n // tp
+    comm = 2 * model.num_layers * ring_s(s, costs, 2 * tokens / copies * model.hidden_size * ACT_BYTES, tp, tp)
+    return costs.forward_overhead_s + compute + comm
+
+
+def _megatron_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences):
+    lay = layout_of(s)
+    steps = 1 if forward_only else optimizer_steps
+    passes = 1 if forward_only else epochs
+    tok_opt = tokens * passes / steps  # tokens per optimizer step
+    m = _micro_batches(s, lay, tok_opt, num_sequences * passes / steps, forward_only)
+    compute, attn = _compute_s(s, costs, model, tokens * passes, sq_tokens * passes, lay.n, forward_only)
+    # tensor parallel: 2 collectives per layer forward, 2 backward (+2 for a recomputed forward)
+    tp_ops = 2 if forward_only else (6 if s.training.activation_recompute == "full" else 4)
+    layers_per_stage = model.num_layers / lay.p
+    tokens_per_tp_group = tok_opt / (lay.d * lay.c)
+    tp_per_op = ring_s(s, costs, 2 * tokens_per_tp_group * model.hidden_size * ACT_BYTES, lay.t, lay.t)
+    tp = steps * tp_ops * layers_per_stage * (tp_per_op + (m - 1) * latency_s(s, costs, lay.t) * (lay.t > 1))
+    # context parallel: ring exchange of K and V (forward; twice backward), hidden behind attention compute
+    cp = 0.0
+    if lay.c > 1:
+        kv_bytes = 2 * model.num_kv_heads * model.head_dim * ACT_BYTES * tok_opt / (lay.d * lay.c * lay.t)
+        volume = (1 if forward_only else 3) * layers_per_stage * kv_bytes * (lay.c - 1)
+        cp_raw = steps * volume / link_bandwidth(s, costs, lay.t * lay.c)
+        cp = max(0.0, cp_raw - attn)
+    # expert parallel: dispatch + combine, forward and backward
+    ep = 0.0
+    if model.is_moe and lay.e > 1:
+        ep_ops = 2 if forward_only else (6 if s.training.activation_recompute == "full" else 4)
+        tokens_per_gpu = tok_opt * lay.p / lay.n
+        nbytes = tokens_per_gpu * model.num_experts_per_token * model.hidden_size * ACT_BYTES
+        moe_layers_per_stage = model.num_moe_layers / lay.p
+        ep = steps * ep_ops * moe_layers_per_stage * all_to_all_s(s, costs, nbytes, lay.e, lay.e * lay.et)
+    # pipeline: bubble of the fill and drain, and the send/recv of activations there
+    bubble = p2p = 0.0
+    if lay.p > 1:
+        bubble = (compute + tp + ep) * (lay.p - 1) / (lay.v * m)
+        act = tok_opt / (lay.d * m) / (lay.c * lay.t) * model.hidden_size * ACT_BYTES
+        span = lay.n // lay.p * 2
+        hops = (1 if forward_only else 2) * (lay.p - 1)
+        p2p = steps * hops * (act / link_bandwidth(s, costs, span) + latency_s(s, costs, span))
+    dp = opt = 0.0
+    overhead = costs.forward_overhead_s if forward_only else steps * costs.train_step_overhead_s
+    if not forward_only:
+        dense_params = (model.num_params - model.expert_params) / (lay.t * lay.p)
+        expert_params = model.expert_params / (lay.e * lay.et * lay.p)
+        g_dense, g_exp = lay.d * lay.c, lay.d_expert
+        span = lay.n // lay.p
+        rs = ring_s(s, costs, dense_params * ACT_BYTES, g_dense, span) + ring_s(
+            s, costs, expert_params * ACT_BYTES, g_exp, span
+        )
+        ag = rs  # the all-gather moves what the reduce-scatter moved (an all-reduce is the two together)
+        if s.training.overlap_communication:
+            # the last micro-batch's backward (recomputed forward included) hides the reduce-scatter, the next
+            # step's first forward the all-gather
+            last_mb = compute / steps / m
+            forwards = 4.0 if s.training.activation_recompute == "full" else 3.0  # forward-equivalents per mb
+            exposed = max(0.0, rs - (forwards - 1.0) / forwards * last_mb) + max(0.0, ag - last_mb / forwards)
+        else:
+            exposed = rs + ag
+        dp = steps * exposed
+        if s.training.distributed_optimizer:
+            shard = dense_params / g_dense + expert_params / g_exp
+        else:
+            shard = dense_params + expert_params
+        opt = steps * _optimizer_s(s, costs, shard)
+    return TrainTime(
+        compute_s=compute,
+        tp_comm_s=tp,
+        cp_comm_s=cp,
+        ep_comm_s=ep,
+        dp_comm_s=dp,
+        pp_bubble_s=bubble,
+        pp_p2p_s=p2p,
+        optimizer_s=opt,
+        overhead_s=overhead,
+        micro_batches=m,
+    )
+
+
+def _fsdp_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences):
+    lay = layout_of(s)
+    n, hw = lay.n, s.hardware
+    steps = 1 if forward_only else optimizer_steps
+    passes = 1 if forward_only else epochs
+    tok_opt = tokens * passes / steps
+    m = _micro_batches(s, lay, tok_opt, num_sequences * passes / steps, forward_only)
+    compute, _ = _compute_s(s, costs, model, tokens * passes, sq_tokens * passes, n, forward_only)
+    comm = 0.0
+    if n > 1:
+        layer_bytes = model.num_params / model.num_layers * ACT_BYTES
+        ag = ring_s(s, costs, layer_bytes, n, n)
+        rs = ag
+        if s.training.offload_params:  # the shard comes up from the host before each gather
+            ag += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency)
+            rs += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency)
+        recompute = 1.0 if s.training.activation_recompute == "full" else 0.0
+        fwd_layer = compute / (steps * m * model.num_layers) / (1.0 if forward_only else 3.0 + recompute)
+        per_mb = max(0.0, ag - fwd_layer)
+        if not forward_only:
+            per_mb += max(0.0, ag + rs - (2.0 + recompute) * fwd_layer)
+        comm = steps * (m * model.num_layers * per_mb + ag)  # + the first layer's gather, never hidden
+    opt = 0.0
+    overhead = costs.forward_overhead_s if forward_only else steps * costs.train_step_overhead_s
+    if not forward_only:
+        opt = steps * _optimizer_s(s, costs, model.num_params / n)
+    return TrainTime(compute_s=compute, fsdp_comm_s=comm, optimizer_s=opt, overhead_s=overhead, micro_batches=m)
