@@ -306,7 +306,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from rlsim.answers.report import ReportError, build_report, export_pngs
+    from rlsim.answers.figures import ReportError
+    from rlsim.answers.report import build_report, export_pngs
 
     if not args.directory.is_dir():
         raise _Usage(f"{args.directory}: not a directory; give the -o directory of rlsim sweep or rlsim run")

@@ -13,14 +13,14 @@ Figures for a sweep directory (written by ``rlsim sweep -o DIR``):
 Both open with an Answer section (rlsim.answers.answer: time-to-target in hours with its band, throughput, samples,
 GPU-hours; a sweep's fastest configuration against the scenario's own). A run directory (``rlsim run -o DIR``)
 gets the phase breakdown per step with the step time over it, the metric curve with its target, and provenance.
-This module is the only one besides the CLI that writes files, and it imports plotly only when called.
+The figures are rlsim.answers.figures'; this module reads the directory, builds the page and writes it (and
+PNGs through a headless Chromium); plotly is imported only when a figure is made.
 """
 
 from __future__ import annotations
 
 import html
 import json
-import math
 import os
 import shutil
 from pathlib import Path
@@ -30,24 +30,10 @@ import pandas as pd
 import yaml
 
 from rlsim import __version__
-from rlsim.answers.answer import Answer, hours, samples
-from rlsim.answers.report_answer import label_clusters, place_labels, run_answer_html, sweep_answer_html
-from rlsim.errors import RlsimError
+from rlsim.answers.answer import Answer, samples
+from rlsim.answers.figures import ReportError, run_figures, sweep_figures
+from rlsim.answers.report_answer import run_answer_html, sweep_answer_html
 from rlsim.io.files import read_json, read_text, read_yaml_mapping
-from rlsim.phases import TIMED_PHASES, Phase
-
-PHASE_COLORS = {
-    Phase.ROLLOUT.value: "#4C78A8",
-    Phase.REWARD.value: "#F58518",
-    Phase.OLD_LOGPROB.value: "#E45756",
-    Phase.REF_LOGPROB.value: "#72B7B2",
-    Phase.VALUES.value: "#54A24B",
-    Phase.TRAIN_ACTOR.value: "#EECA3B",
-    Phase.TRAIN_CRITIC.value: "#B279A2",
-    Phase.WEIGHT_SYNC.value: "#FF9DA6",
-}
-# series colours (plotly's default sequence): the same series keeps its colour on every figure of a page
-SERIES_COLORS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880")
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1100px;
@@ -59,283 +45,6 @@ pre { background: #f7f7f7; padding: 0.8em; font-size: 0.8em; overflow-x: auto; }
 .answer { font-size: 1.1em; background: #eef5fb; border-left: 4px solid #4C78A8; padding: 0.6em 0.9em; }
 .wide { overflow-x: auto; max-width: 100%; }
 """
-
-
-class ReportError(RlsimError):
-    """The directory holds no sweep or run outputs to report on."""
-
-
-def _plotly():
-    try:
-        import plotly.graph_objects as go
-        from plotly.subplots import make_subplots
-    except ImportError:
-        raise ReportError("reports need plotly: pip install 'rlsim[report]'") from None
-    return go, make_subplots
-
-
-# ---------------------------------------------------------------------------------------------- figures
-
-
-def _label(row: pd.Series, keys: list[str]) -> str:
-    return ", ".join(f"{k.split('.')[-1]}={row[k]}" for k in keys if k in row)
-
-
-def _reference_row(table: pd.DataFrame, scenario: dict[str, Any]) -> pd.Series:
-    """The configuration at the reference batch with the trajectory-preserving rule, else the first row."""
-    learning = scenario.get("learning", {})
-    ok = table[table["error"].isna()]
-    ref = ok[
-        (ok["responses_per_step"] == learning.get("reference_batch"))
-        & (ok["lr_rule"] == learning.get("invariant_rule", "sqrt"))
-    ]
-    return (ref if len(ref) else ok).iloc[0]
-
-
-def sweep_figures(
-    table: pd.DataFrame,
-    curves: pd.DataFrame,
-    engines: pd.DataFrame,
-    scenario: dict[str, Any],
-    grid: dict[str, list[Any]],
-) -> list[tuple[str, str, Any]]:
-    """(title, caption, figure) for each figure of a sweep report."""
-    go, make_subplots = _plotly()
-    ok = table[table["error"].isna()].copy()
-    if ok.empty:
-        raise ReportError("every configuration of the sweep failed; see the error column of sweep.csv")
-    figs = []
-    group_keys = [k for k in grid if k not in ("workload.prompts_per_step", "workload.group_size")]
-    ok["series"] = ok.apply(lambda r: _label(r, group_keys) or "all", axis=1)
-    # one colour per series (LR rule, GPU, ...) on every figure of the page
-    colour = {name: SERIES_COLORS[i % len(SERIES_COLORS)] for i, name in enumerate(dict.fromkeys(ok["series"]))}
-    has_target = ok["time_to_target_s"].notna().any()
-
-    if has_target:
-        fig = go.Figure()
-        for name, g in ok.groupby("series", sort=False):
-            g = g.sort_values("responses_per_step")
-            ttt_h = g["time_to_target_s"] / 3600
-            fig.add_trace(
-                go.Scatter(
-                    x=g["responses_per_step"],
-                    y=ttt_h,
-                    mode="lines+markers",
-                    name=name,
-                    line={"color": colour[name]},
-                    error_y={
-                        "type": "data",
-                        "symmetric": False,
-                        "array": (g["time_to_target_high_s"] / 3600 - ttt_h).fillna(0),
-                        "arrayminus": (ttt_h - g["time_to_target_low_s"] / 3600).fillna(0),
-                    },
-                    text=[f"P={p}" for p in g["prompts_per_step"]],
-                    hovertemplate="B=%{x} (%{text})<br>%{y:.2f} h<extra>%{fullData.name}</extra>",
-                )
-            )
-        fig.update_layout(
-            xaxis={"type": "log", "title": "responses per step B = P x G"},
-            yaxis={"title": "time-to-target (hours)", "type": "log"},
-            title="Time-to-target vs batch",
-        )
-        figs.append(
-            (
-                "Time-to-target vs batch",
-                "Error bars: the band over simulation seeds, the learning "
-                "model's seed spread and profile uncertainty (rlsim.learning.target).",
-                fig,
-            )
-        )
-
-        ref = _reference_row(ok, scenario)
-        ok["gain"] = ok["samples_per_s"] / ref["samples_per_s"]
-        ok["penalty"] = ok["samples_to_target"] / ref["samples_to_target"]
-        fig = go.Figure()
-        lo = min(ok["gain"].min(), ok["penalty"].min()) / 1.2
-        hi = max(ok["gain"].max(), ok["penalty"].max()) * 1.2
-        fig.add_trace(
-            go.Scatter(
-                x=[lo, hi],
-                y=[lo, hi],
-                mode="lines",
-                name="break-even: gain = penalty",
-                line={"dash": "dash", "color": "#888"},
-            )
-        )
-        for name, g in ok.groupby("series", sort=False):
-            fig.add_trace(
-                go.Scatter(
-                    x=g["penalty"],
-                    y=g["gain"],
-                    mode="markers",
-                    name=name,
-                    marker={"color": colour[name], "size": 9},
-                    text=[f"P={p}" for p in g["prompts_per_step"]],
-                    hovertemplate="penalty %{x:.2f}, gain %{y:.2f}<extra>%{fullData.name} %{text}</extra>",
-                )
-            )
-        # one label per cluster of points (within 10% on both axes), naming every P in it, so labels never overlap
-        for (x, y), names, shift in place_labels(label_clusters(ok)):
-            fig.add_annotation(x=math.log10(x), y=math.log10(y), text=names, showarrow=False, yshift=shift,
-                               font={"size": 10})  # fmt: skip
-        fig.update_layout(
-            title=f"Throughput gain vs samples penalty (reference: {_label(ref, list(grid))})",
-            xaxis={"title": "samples penalty N*/N*_ref", "type": "log"},
-            yaxis={"title": "throughput gain q/q_ref", "type": "log"},
-        )
-        figs.append(
-            (
-                "The decision: throughput gain vs samples penalty",
-                "A configuration above the dashed line reaches the target sooner than the reference; below "
-                "it, its extra samples cost more time than its throughput saves.",
-                fig,
-            )
-        )
-
-    if not curves.empty and curves["eval_metric"].notna().any():
-        fig = make_subplots(rows=1, cols=2, subplot_titles=("metric vs cumulative samples", "metric vs wall-clock"))
-        merged = curves.merge(ok[["config", "series", "prompts_per_step"]], on="config")
-        for (series, p), g in merged.groupby(["series", "prompts_per_step"], sort=True):
-            name = f"P={p} {series}"
-            fig.add_trace(
-                go.Scatter(x=g["cumulative_samples"], y=g["eval_metric"], mode="lines", name=name, legendgroup=name),
-                row=1,
-                col=1,
-            )
-            fig.add_trace(
-                go.Scatter(
-                    x=g["wall_s"] / 3600,
-                    y=g["eval_metric"],
-                    mode="lines",
-                    name=name,
-                    legendgroup=name,
-                    showlegend=False,
-                ),
-                row=1,
-                col=2,
-            )
-        target = scenario.get("learning", {}).get("target")
-        if target is not None:
-            for col in (1, 2):
-                fig.add_hline(y=target, line_dash="dot", line_color="#888", row=1, col=col)
-        fig.update_xaxes(title_text="cumulative samples", row=1, col=1)
-        fig.update_xaxes(title_text="hours", row=1, col=2)
-        fig.update_yaxes(title_text="predicted metric", row=1, col=1)
-        fig.update_layout(title="The invariance picture", height=500)
-        figs.append(
-            (
-                "Metric vs samples and vs wall-clock",
-                "Curves that coincide in samples (left) differ in wall-clock (right) by their throughput.",
-                fig,
-            )
-        )
-
-    fig = go.Figure()
-    labels = [f"P={r.prompts_per_step} {r.series}" for r in ok.itertuples()]
-    for phase in TIMED_PHASES:
-        col = f"phase_time_s/{phase.value}"
-        if col in ok and ok[col].fillna(0).gt(0).any():
-            fig.add_trace(go.Bar(x=labels, y=ok[col], name=phase.value, marker_color=PHASE_COLORS.get(phase.value)))
-    fig.update_layout(barmode="stack", title="Seconds per step by phase", yaxis={"title": "seconds per step"})
-    figs.append(
-        (
-            "Phase breakdown per configuration",
-            "Under an async schedule phases overlap, so their sum exceeds the step time.",
-            fig,
-        )
-    )
-
-    fig = go.Figure()
-    if not engines.empty:
-        for name, g in engines.groupby("engine", sort=False):
-            fig.add_trace(
-                go.Scatter(
-                    x=g["concurrency"], y=g["tokens_per_s_per_replica"], mode="lines", name=f"engine model: {name}"
-                )
-            )
-    per_replica = ok["generation_tokens_per_s"] / ok["replicas"]
-    fig.add_trace(
-        go.Scatter(
-            x=ok["mean_decode_batch"],
-            y=per_replica,
-            mode="markers+text",
-            name="sweep (mean)",
-            text=[f"P={p}" for p in ok["prompts_per_step"]],
-            textposition="bottom right",
-        )
-    )
-    fig.update_layout(
-        title="Generation throughput vs concurrency",
-        xaxis={"type": "log", "title": "sequences per decode iteration (one replica)"},
-        yaxis={"title": "generated tokens/s per replica"},
-    )
-    figs.append(
-        (
-            "Generation throughput vs concurrency",
-            "Lines: one decode iteration at the workload's mean context. Points: each configuration's whole "
-            "rollout, stragglers and prefill included.",
-            fig,
-        )
-    )
-    return figs
-
-
-def run_figures(steps: pd.DataFrame, summary: dict[str, Any] | None = None) -> list[tuple[str, str, Any]]:
-    go, _ = _plotly()
-    summary = summary or {}
-    figs = []
-    fig = go.Figure()
-    for phase in TIMED_PHASES:
-        col = f"timing_s/{phase.value}"
-        if col in steps and steps[col].fillna(0).gt(0).any():
-            fig.add_trace(
-                go.Bar(x=steps["step"], y=steps[col], name=phase.value, marker_color=PHASE_COLORS.get(phase.value))
-            )
-    if "step_time_s" in steps:
-        fig.add_trace(
-            go.Scatter(x=steps["step"], y=steps["step_time_s"], name="step time", mode="lines",
-                       line={"color": "black", "width": 2})
-        )  # fmt: skip
-    fig.update_layout(
-        barmode="stack",
-        title="Seconds per phase, per step, and the step time",
-        xaxis={"title": "step"},
-        yaxis={"title": "seconds"},
-    )
-    overlap = sum((summary.get("phase_time_s") or {}).values()) > 1.005 * summary.get("step_time_s", float("inf"))
-    caption = (
-        "Phases that run at the same time (generation and training under an async schedule or on separate GPU "
-        "pools) overlap within a step, so the bars stack above the step time (the black line)."
-        if overlap
-        else "The phases run one after another: the bars add up to the step time (the black line)."
-    )
-    figs.append(("Phase breakdown per step", caption, fig))
-    if "eval_metric" in steps and steps["eval_metric"].notna().any():
-        fig = go.Figure(
-            go.Scatter(x=steps["wall_s"] / 3600, y=steps["eval_metric"], mode="lines", name="predicted metric")
-        )
-        target = summary.get("target")
-        if isinstance(target, (int, float)):
-            fig.add_hline(
-                y=target, line_dash="dash", line_color="#E45756", annotation_text=f"target {target:g}",
-                annotation_position="top left",
-            )  # fmt: skip
-        ttt = summary.get("time_to_target_s")
-        if isinstance(ttt, (int, float)):
-            fig.add_vline(
-                x=ttt / 3600, line_dash="dot", line_color="#555", annotation_text=f"reached at {hours(ttt)}",
-                annotation_position="bottom left",
-            )  # fmt: skip
-        fig.update_layout(
-            title="Predicted metric vs wall-clock",
-            xaxis={"title": "wall-clock (hours)"},
-            yaxis={"title": "predicted eval metric"},
-        )
-        caption = "The learning model's metric along the simulated steps; the dashed line is the target."
-        if summary.get("time_to_target_extrapolated"):
-            caption += " The run stopped before the target: the time to it is extrapolated at the steady step time."
-        figs.append(("Metric vs wall-clock", caption, fig))
-    return figs
 
 
 # ---------------------------------------------------------------------------------------------- page

@@ -47,7 +47,7 @@ def sweep_answer_html(table: pd.DataFrame, scenario: dict[str, Any]) -> str:
             return "<p class='answer'>Every configuration failed; see the error column.</p>"
         return f"<p class='answer'>Highest throughput: {html.escape(_config_text(best.iloc[0]))}.</p>"
     best = ok.sort_values("time_to_target_s").iloc[0]
-    from rlsim.answers.report import _reference_row  # the reference the decision figure uses too
+    from rlsim.answers.figures import _reference_row  # the reference the decision figure uses too
 
     ref = _reference_row(table, scenario)
     text = f"Fastest to the target: {_config_text(best)}: {Answer.of(best).sentence()}."

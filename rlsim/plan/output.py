@@ -98,7 +98,7 @@ def plan_json(result: PlanResult, explanation: list[str], command: str) -> dict[
 
 
 def _figures(result: PlanResult) -> list[tuple[str, str, Any]]:
-    from rlsim.answers.report import PHASE_COLORS, _plotly
+    from rlsim.answers.figures import PHASE_COLORS, _plotly
 
     go, _ = _plotly()
     t = result.table[result.table["feasible"]].copy()

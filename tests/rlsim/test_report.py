@@ -237,7 +237,7 @@ def test_report_refuses_a_truncated_steps_table_and_wrong_curves(tmp_path):
 
 def test_every_timed_phase_has_a_colour():
     """The report colours phases by their Phase names: every phase a run times gets one, and nothing else does."""
-    from rlsim.answers.report import PHASE_COLORS
+    from rlsim.answers.figures import PHASE_COLORS
     from rlsim.phases import TIMED_PHASES
 
     assert list(PHASE_COLORS) == [p.value for p in TIMED_PHASES]
