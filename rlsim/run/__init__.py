@@ -1,8 +1,8 @@
 """One run: systems in, timeline out, learning on top. ``costs`` prices each phase (roofline or a profile's fitted
 coefficients), ``pipeline`` is the SimPy model of a step (rollout, reward, log-prob passes, training, weight sync;
-sync or async), ``timeline`` caches a scenario's systems side by the digest of its inputs, ``simulation`` holds the
-one ``simulate`` and ``predict`` (a timeline plus the learning model), ``result`` the SimResult, ``profile`` the
-fitted profile a run may use.
+sync or async) on the pools of ``pools`` (tracks, spans, utilization), ``timeline`` caches a scenario's systems
+side by the digest of its inputs, ``simulation`` holds the one ``simulate`` and ``predict`` (a timeline plus the
+learning model), ``result`` the SimResult, ``profile`` the fitted profile a run may use.
 
-May import: everything below it (errors, phases, host, io, engine, catalog, scenario, trainer, learning).
+May import: everything below it (errors, phases, host, io, workload, engine, catalog, trainer, scenario, learning).
 """

@@ -29,29 +29,22 @@ from rlsim.host import threads
 from rlsim.io.records import run_log_record
 from rlsim.phases import Phase
 from rlsim.run.costs import CostModel, RooflineCostModel
+from rlsim.run.pools import (
+    ALL_GPUS,
+    CPU,
+    CRITIC_POOL,
+    REFERENCE_POOL,
+    REWARD_POOL,
+    ROLLOUT_POOL,
+    TRAIN_POOL,
+    Span,
+    add_utilization,
+)
 from rlsim.scenario import Scenario
 from rlsim.workload.lengths import progress, sample_step
 from rlsim.workload.lr_rules import lr_for_batch
 
-ROLLOUT_POOL = "rollout_pool"
-TRAIN_POOL = "train_pool"
-REWARD_POOL = "reward_pool"
-CRITIC_POOL = "critic_pool"
-REFERENCE_POOL = "reference_pool"
-ALL_GPUS = "gpus"
-CPU = "cpu"
 CHUNK_REQUESTS = 1 << 16  # requests simulated in one compiled call (several steps when they are small)
-
-
-@dataclass(frozen=True)
-class Span:
-    """One phase of one step on one track (a GPU pool or the CPU), in simulated seconds."""
-
-    phase: Phase
-    step: int
-    track: str
-    start_s: float
-    end_s: float
 
 
 @dataclass
@@ -277,101 +270,56 @@ def _rollout(env: simpy.Environment, st: _State):
         yield st.batches.put(_Batch(n, version, prompts, responses, res, duration, scored))
 
 
+@dataclass
+class _TrainerSetup:
+    """What the trainer's steps share: where the reward runs, the critic's and reference's pools, the sync."""
+
+    colocated: bool
+    in_flight: bool
+    sync_s: float  # the weight sync and an in-flight update's engine stall take no step argument
+    pause_s: float
+    reward_track: str
+    reward_pool: simpy.Resource | None
+    critic_cost: CostModel | None
+    critic_track: str
+    ref_cost: CostModel | None
+
+    @classmethod
+    def of(cls, st: _State) -> _TrainerSetup:
+        s, cost, alg = st.scenario, st.cost, st.scenario.algorithm
+        in_flight = s.schedule.mode == "async" and s.schedule.in_flight_weight_updates
+        reward_track, reward_pool = CPU, None
+        if s.reward.model is not None:  # the reward model's GPUs: its own pool, or the training pool's
+            reward_track = REWARD_POOL if s.reward.num_gpus else st.train_track
+            reward_pool = st.reward_pool if s.reward.num_gpus else st.train_pool
+        return cls(
+            colocated=s.hardware.placement == "colocated",
+            in_flight=in_flight,
+            sync_s=cost.weight_sync_s(),
+            pause_s=cost.engine_pause_s() if in_flight else 0.0,
+            reward_track=reward_track,
+            reward_pool=reward_pool,
+            critic_cost=cost.on_pool(s.critic_pool_gpus) if s.critic_pool_gpus else None,
+            critic_track=REWARD_POOL if alg.critic_with_reward else CRITIC_POOL,
+            ref_cost=cost.on_pool(alg.reference_gpus) if alg.kl_reference and alg.reference_gpus else None,
+        )
+
+
 def _trainer(env: simpy.Environment, st: _State):
-    s, cost = st.scenario, st.cost
-    alg = s.algorithm
-    colocated = s.hardware.placement == "colocated"
-    in_flight = s.schedule.mode == "async" and s.schedule.in_flight_weight_updates
-    # the weight sync and an in-flight update's engine stall take no step argument: the same every step
-    sync_s = cost.weight_sync_s()
-    pause_s = cost.engine_pause_s() if in_flight else 0.0
+    """The trainer process: each step's batch scored, its log-prob and training passes, then the weight sync."""
+    setup = _TrainerSetup.of(st)
     zero = {p.value: 0.0 for p in Phase if p is not Phase.EVAL}
-    reward_track, reward_pool = CPU, None
-    critic_cost = cost.on_pool(s.critic_pool_gpus) if s.critic_pool_gpus else None
-    critic_track = REWARD_POOL if alg.critic_with_reward else CRITIC_POOL
-    ref_cost = cost.on_pool(alg.reference_gpus) if alg.kl_reference and alg.reference_gpus else None
-    if s.reward.model is not None:
-        reward_track = REWARD_POOL if s.reward.num_gpus else st.train_track
-        reward_pool = st.reward_pool if s.reward.num_gpus else st.train_pool
-    for n in range(1, s.run.steps + 1):
+    for n in range(1, st.scenario.run.steps + 1):
         b: _Batch = yield st.batches.get()
         timing = dict(zero)
         timing[Phase.ROLLOUT.value] = b.rollout_s
         seq = (b.prompt_tokens + b.response_tokens).astype(float)
-        tokens, sq_tokens, nseq = float(np.add.reduce(seq)), float(np.add.reduce(seq * seq)), len(seq)
-        # the reward scores every sample generated (dynamic sampling: every round's), the trainer the kept ones
-        dur = cost.reward_s(*b.scored) if b.scored else cost.reward_s(nseq, tokens, sq_tokens)
-        if reward_track is CPU:
-            start = env.now
-            yield env.timeout(dur)
-            timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, CPU, start, dur)
-        else:  # the reward model's GPUs (its own pool, or the training pool's)
-            with reward_pool.request() as req:
-                yield req
-                start = env.now
-                yield env.timeout(dur)
-                timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, reward_track, start, dur)
-        passes: list[tuple[Phase, float]] = []
-        opt_steps = s.optimizer_steps_per_step
-        if s.training.pad_to_longest and nseq:  # every pass below sees each sequence at the batch's longest
-            longest = float(seq.max())
-            tokens, sq_tokens = nseq * longest, nseq * longest * longest
-        if alg.recompute_old_logprob:
-            passes.append((Phase.OLD_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens, nseq)))
-        # passes on pools of their own (the critic's, the reference's) run beside the actor's: experience, then
-        # training, each stage as long as its longest side
-        side_fwd: list[tuple[Phase, float, str]] = []
-        side_train: list[tuple[Phase, float, str]] = []
-        if alg.kl_reference and ref_cost is not None:
-            side_fwd.append((Phase.REF_LOGPROB, ref_cost.forward_s(s.model, tokens, sq_tokens, nseq), REFERENCE_POOL))
-        elif alg.kl_reference:
-            ref = cost.forward_s(s.model, tokens, sq_tokens, nseq) + cost.reference_swap_s(s.model)
-            passes.append((Phase.REF_LOGPROB, ref))
-        train_passes: list[tuple[Phase, float]] = []
-        if alg.name == "ppo":
-            cc = critic_cost or cost
-            values = cc.forward_s(s.critic, tokens, sq_tokens, nseq) * cost.critic_scale(Phase.VALUES.value)
-            train = cc.train_s(s.critic, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
-            train *= cost.critic_scale(Phase.TRAIN_CRITIC.value)
-            if critic_cost is None:
-                passes.append((Phase.VALUES, values))
-                train_passes.append((Phase.TRAIN_CRITIC, train))
-            else:
-                side_fwd.append((Phase.VALUES, values, critic_track))
-                side_train.append((Phase.TRAIN_CRITIC, train, critic_track))
-        actor_train = cost.train_s(s.model, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
-        train_passes.append((Phase.TRAIN_ACTOR, actor_train))
+        yield from _reward(env, st, setup, b, seq, n, timing)
         train_req = st.train_pool.request()
         yield train_req
-        for actor_side, sides in ((passes, side_fwd), (train_passes, side_train)):
-            if not sides:  # one pool: the passes one after the other
-                for phase, dur in actor_side:
-                    start = env.now
-                    yield env.timeout(dur)
-                    timing[phase.value] = st.span(phase, n, st.train_track, start, dur)
-                continue
-            start, t = env.now, env.now
-            for p, d in actor_side:
-                st.spans.append(Span(p, n, st.train_track, t, t + d))
-                timing[p.value] = d
-                t += d
-            for p, d, track in sides:
-                st.spans.append(Span(p, n, track, start, start + d))
-                timing[p.value] = d
-            yield env.timeout(max(t - start, *(d for _, d, _ in sides)))
-        # weight sync: the engine must be idle (between batches), except for in-flight updates, which load the
-        # weights between engine iterations and stall the engines for the transfer only
-        engine_req = None if (colocated or in_flight) else st.rollout_pool.request()
-        if engine_req is not None:
-            yield engine_req
-        start, dur = env.now, sync_s
-        if in_flight:
-            st.engine_pause_s += pause_s
-        yield env.timeout(dur)
-        timing[Phase.WEIGHT_SYNC.value] = st.span(Phase.WEIGHT_SYNC, n, st.train_track, start, dur)
-        if engine_req is not None:
-            st.spans.append(Span(Phase.WEIGHT_SYNC, n, st.rollout_track, start, env.now))
-            st.rollout_pool.release(engine_req)
+        for actor_side, sides in _passes(st, setup, seq):
+            yield from _run_passes(env, st, n, timing, actor_side, sides)
+        yield from _weight_sync(env, st, setup, n, timing)
         st.train_pool.release(train_req)
         st.engine_version = n
         changed, st.version_changed = st.version_changed, env.event()
@@ -380,6 +328,101 @@ def _trainer(env: simpy.Environment, st: _State):
         st.last_end_s = env.now
         if st.progress is not None:
             st.progress(n)
+
+
+def _reward(env: simpy.Environment, st: _State, setup: _TrainerSetup, b: _Batch, seq: np.ndarray, n: int, timing: dict):
+    """Score the step: every sample generated (dynamic sampling: every round's), on the CPU or the reward
+    model's GPUs."""
+    tokens, sq_tokens, nseq = float(np.add.reduce(seq)), float(np.add.reduce(seq * seq)), len(seq)
+    dur = st.cost.reward_s(*b.scored) if b.scored else st.cost.reward_s(nseq, tokens, sq_tokens)
+    if setup.reward_track is CPU:
+        start = env.now
+        yield env.timeout(dur)
+        timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, CPU, start, dur)
+        return
+    with setup.reward_pool.request() as req:  # type: ignore[union-attr]
+        yield req
+        start = env.now
+        yield env.timeout(dur)
+        timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, setup.reward_track, start, dur)
+
+
+_Side = list[tuple[Phase, float, str]]
+
+
+def _passes(st: _State, setup: _TrainerSetup, seq: np.ndarray) -> list[tuple[list[tuple[Phase, float]], _Side]]:
+    """The step's two stages (experience, then training), each as (the actor pool's passes, the passes on pools of
+    their own: the critic's, the reference's), priced on the kept samples."""
+    s, cost, alg = st.scenario, st.cost, st.scenario.algorithm
+    tokens, sq_tokens, nseq = float(np.add.reduce(seq)), float(np.add.reduce(seq * seq)), len(seq)
+    opt_steps = s.optimizer_steps_per_step
+    if s.training.pad_to_longest and nseq:  # every pass below sees each sequence at the batch's longest
+        longest = float(seq.max())
+        tokens, sq_tokens = nseq * longest, nseq * longest * longest
+    passes: list[tuple[Phase, float]] = []
+    if alg.recompute_old_logprob:
+        passes.append((Phase.OLD_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens, nseq)))
+    side_fwd: _Side = []
+    side_train: _Side = []
+    if alg.kl_reference and setup.ref_cost is not None:
+        ref_s = setup.ref_cost.forward_s(s.model, tokens, sq_tokens, nseq)
+        side_fwd.append((Phase.REF_LOGPROB, ref_s, REFERENCE_POOL))
+    elif alg.kl_reference:
+        ref = cost.forward_s(s.model, tokens, sq_tokens, nseq) + cost.reference_swap_s(s.model)
+        passes.append((Phase.REF_LOGPROB, ref))
+    train_passes: list[tuple[Phase, float]] = []
+    if alg.name == "ppo":
+        cc = setup.critic_cost or cost
+        values = cc.forward_s(s.critic, tokens, sq_tokens, nseq) * cost.critic_scale(Phase.VALUES.value)
+        train = cc.train_s(s.critic, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
+        train *= cost.critic_scale(Phase.TRAIN_CRITIC.value)
+        if setup.critic_cost is None:
+            passes.append((Phase.VALUES, values))
+            train_passes.append((Phase.TRAIN_CRITIC, train))
+        else:
+            side_fwd.append((Phase.VALUES, values, setup.critic_track))
+            side_train.append((Phase.TRAIN_CRITIC, train, setup.critic_track))
+    actor_train = cost.train_s(s.model, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
+    train_passes.append((Phase.TRAIN_ACTOR, actor_train))
+    return [(passes, side_fwd), (train_passes, side_train)]
+
+
+def _run_passes(
+    env: simpy.Environment, st: _State, n: int, timing: dict, actor_side: list[tuple[Phase, float]], sides: _Side
+):
+    """One stage on the training pool: the actor's passes one after the other; passes on pools of their own run
+    beside them, the stage as long as its longest side."""
+    if not sides:
+        for phase, dur in actor_side:
+            start = env.now
+            yield env.timeout(dur)
+            timing[phase.value] = st.span(phase, n, st.train_track, start, dur)
+        return
+    start, t = env.now, env.now
+    for p, d in actor_side:
+        st.spans.append(Span(p, n, st.train_track, t, t + d))
+        timing[p.value] = d
+        t += d
+    for p, d, track in sides:
+        st.spans.append(Span(p, n, track, start, start + d))
+        timing[p.value] = d
+    yield env.timeout(max(t - start, *(d for _, d, _ in sides)))
+
+
+def _weight_sync(env: simpy.Environment, st: _State, setup: _TrainerSetup, n: int, timing: dict):
+    """The weight sync: the engine must be idle (between batches), except for in-flight updates, which load the
+    weights between engine iterations and stall the engines for the transfer only."""
+    engine_req = None if (setup.colocated or setup.in_flight) else st.rollout_pool.request()
+    if engine_req is not None:
+        yield engine_req
+    start, dur = env.now, setup.sync_s
+    if setup.in_flight:
+        st.engine_pause_s += setup.pause_s
+    yield env.timeout(dur)
+    timing[Phase.WEIGHT_SYNC.value] = st.span(Phase.WEIGHT_SYNC, n, st.train_track, start, dur)
+    if engine_req is not None:
+        st.spans.append(Span(Phase.WEIGHT_SYNC, n, st.rollout_track, start, env.now))
+        st.rollout_pool.release(engine_req)
 
 
 def _record(st: _State, b: _Batch, timing: dict[str, float], end_s: float) -> dict[str, Any]:
@@ -442,44 +485,3 @@ def run_pipeline(
     env.run(until=trainer)
     add_utilization(scenario, st.records, st.spans)
     return st.records, st.spans
-
-
-def pool_gpus(scenario: Scenario) -> dict[str, int]:
-    """GPUs in each track that holds GPUs."""
-    hw = scenario.hardware
-    own = {REWARD_POOL: scenario.reward.num_gpus} if scenario.reward.num_gpus else {}
-    if scenario.algorithm.critic_gpus:
-        own[CRITIC_POOL] = scenario.algorithm.critic_gpus
-    if scenario.algorithm.reference_gpus:
-        own[REFERENCE_POOL] = scenario.algorithm.reference_gpus
-    if hw.placement == "colocated":
-        return {ALL_GPUS: hw.num_gpus, **own}
-    return {ROLLOUT_POOL: hw.num_rollout_gpus, TRAIN_POOL: hw.num_train_gpus, **own}
-
-
-def _busy_before(spans: list[Span], t: np.ndarray) -> np.ndarray:
-    """Busy seconds of one track before each time in ``t`` (spans on a track never overlap: capacity 1)."""
-    if not spans:
-        return np.zeros_like(t)
-    starts = np.array([sp.start_s for sp in spans])
-    ends = np.array([sp.end_s for sp in spans])
-    order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], ends[order]
-    cum = np.concatenate([[0.0], np.cumsum(ends - starts)])
-    k = np.searchsorted(starts, t, side="right")  # spans started at or before t
-    overhang = np.where(k > 0, np.maximum(0.0, ends[np.maximum(k - 1, 0)] - t), 0.0)
-    return cum[k] - overhang
-
-
-def add_utilization(scenario: Scenario, records: list[dict[str, Any]], spans: list[Span]) -> None:
-    """Busy fraction of each GPU pool within each step's window (previous step's end, this step's end], into each
-    record's ``utilization``."""
-    ends = np.array([rec["wall_s"] for rec in records])
-    bounds = np.concatenate([[0.0], ends])
-    width = np.diff(bounds)
-    fractions = {}
-    for track in pool_gpus(scenario):
-        busy = _busy_before([sp for sp in spans if sp.track == track], bounds)
-        fractions[track] = np.divide(np.diff(busy), width, out=np.zeros_like(width), where=width > 0)
-    for i, rec in enumerate(records):
-        rec["utilization"] = {track: float(f[i]) for track, f in fractions.items()}

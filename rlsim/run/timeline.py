@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlsim.run.costs import RooflineCostModel
-from rlsim.run.pipeline import Span, add_utilization, run_pipeline
+from rlsim.run.pipeline import run_pipeline
+from rlsim.run.pools import Span, add_utilization
 from rlsim.scenario import Costs, Scenario
 
 # run fields the pipeline never reads (the step count is the request's, not the key's)

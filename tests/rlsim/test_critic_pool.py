@@ -5,7 +5,8 @@ the training GPUs, its GPUs counted."""
 import pytest
 
 from rlsim.errors import ScenarioError
-from rlsim.run.pipeline import CRITIC_POOL, TRAIN_POOL, pool_gpus, run_pipeline
+from rlsim.run.pipeline import run_pipeline
+from rlsim.run.pools import CRITIC_POOL, TRAIN_POOL, pool_gpus
 from rlsim.scenario import from_dict
 
 BASE = {
@@ -83,7 +84,7 @@ def test_the_reference_pool_runs_beside_the_actor_and_is_counted():
     """OpenRLHF's reference model on GPUs of its own (algorithm.reference_gpus): its log-prob pass costs what it
     did on the training pool (same GPU count) and runs beside the actor's old log-probs, so the step loses it; its
     weights leave the training GPUs' memory check; its GPUs count."""
-    from rlsim.run.pipeline import REFERENCE_POOL
+    from rlsim.run.pools import REFERENCE_POOL
 
     grpo = {"name": "grpo", "kl_reference": True}
     one = from_dict({**BASE, "algorithm": grpo})
@@ -117,7 +118,7 @@ def test_openrlhf_places_the_reference_on_its_own_gpus_unless_colocated():
 def test_a_critic_on_the_reward_models_gpus_follows_its_forward():
     """OpenRLHF colocate_critic_reward: the critic's passes on the reward model's GPUs (counted once), its values
     after the reward model's forward there, its training beside the actor's."""
-    from rlsim.run.pipeline import REWARD_POOL
+    from rlsim.run.pools import REWARD_POOL
 
     reward = {"model": "Qwen2.5-1.5B", "num_gpus": 2}
     s = from_dict({**BASE, "reward": reward, "algorithm": {**BASE["algorithm"], "critic_with_reward": True}})
