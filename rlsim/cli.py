@@ -217,7 +217,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from rlsim.answers.sweep import parse_grid, sweep
     from rlsim.run.profile import load_profile
-    from rlsim.scenario import dump_yaml, load_scenario, parse_overrides
+    from rlsim.scenario import load_scenario, parse_overrides
 
     overrides = parse_overrides(args.set or [])
     scenario = load_scenario(args.scenario, overrides)
@@ -251,19 +251,19 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     table = result.table
-    view = [
-        c
-        for c in (
-            "config",
-            *grid,
-            "samples_per_s",
-            "samples_to_target",
-            "time_to_target_s",
-            "gpu_hours_to_target",
-            "error",
-        )
-        if c in table
-    ]
+    print(_sweep_table_text(table, grid))
+    if args.output is not None:
+        _write_sweep(args.output, scenario, grid, args.executor, result)
+    failed = table["error"].notna().sum() if "error" in table else 0
+    if failed:
+        print(f"rlsim: warning: {failed} configuration(s) failed; see the error column", file=sys.stderr)
+    return 0
+
+
+def _sweep_table_text(table: Any, grid: dict[str, list[Any]]) -> str:
+    """The sweep's table as the terminal shows it: the grid's keys and each row's answer in human units."""
+    keys = ("config", *grid, "samples_per_s", "samples_to_target", "time_to_target_s", "gpu_hours_to_target", "error")
+    view = [c for c in keys if c in table]
     if "error" in view and table["error"].isna().all():
         view.remove("error")  # a column of nothing says nothing
     shown = table[view].copy()
@@ -274,35 +274,36 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for col in ("samples_to_target", "gpu_hours_to_target"):
         if col in shown:
             shown[col] = [samples_text(_finite_or_none(x)) for x in shown[col]]
-    print(shown.to_string(index=False, float_format=lambda x: f"{x:,.2f}"))
-    if args.output is not None:
-        out = args.output
-        out.mkdir(parents=True, exist_ok=True)
-        meta = {
-            "rlsim_version": __import__("rlsim").__version__,
-            "scenario": scenario.name,
-            "scenario_hash": scenario.digest(),
-            "seed": scenario.run.seed,
-            "grid": grid,
-            "executor": args.executor,
-            "profile": result.profile_info,
-            "configurations": len(table),
-        }
-        files = {
-            "scenario.resolved.yaml": lambda p: p.write_text(dump_yaml(scenario)),
-            "sweep.csv": lambda p: table.to_csv(p, index=False),
-            "sweep.parquet": lambda p: table.to_parquet(p, index=False),
-            "curves.csv": lambda p: result.curves.to_csv(p, index=False),
-            "engine_curves.csv": lambda p: result.engine_curves.to_csv(p, index=False),
-            "sweep.json": lambda p: p.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n"),
-        }
-        for name, write in files.items():
-            atomic_write(out / name, write)
-        print(f"\nwrote {out}/: {' '.join(files)}")
-    failed = table["error"].notna().sum() if "error" in table else 0
-    if failed:
-        print(f"rlsim: warning: {failed} configuration(s) failed; see the error column", file=sys.stderr)
-    return 0
+    return shown.to_string(index=False, float_format=lambda x: f"{x:,.2f}")
+
+
+def _write_sweep(out: Path, scenario: Any, grid: dict[str, list[Any]], executor: str, result: Any) -> None:
+    """A sweep's files in ``out`` (each written atomically), then one line naming them."""
+    from rlsim.scenario import dump_yaml
+
+    out.mkdir(parents=True, exist_ok=True)
+    table = result.table
+    meta = {
+        "rlsim_version": __import__("rlsim").__version__,
+        "scenario": scenario.name,
+        "scenario_hash": scenario.digest(),
+        "seed": scenario.run.seed,
+        "grid": grid,
+        "executor": executor,
+        "profile": result.profile_info,
+        "configurations": len(table),
+    }
+    files = {
+        "scenario.resolved.yaml": lambda p: p.write_text(dump_yaml(scenario)),
+        "sweep.csv": lambda p: table.to_csv(p, index=False),
+        "sweep.parquet": lambda p: table.to_parquet(p, index=False),
+        "curves.csv": lambda p: result.curves.to_csv(p, index=False),
+        "engine_curves.csv": lambda p: result.engine_curves.to_csv(p, index=False),
+        "sweep.json": lambda p: p.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n"),
+    }
+    for name, write in files.items():
+        atomic_write(out / name, write)
+    print(f"\nwrote {out}/: {' '.join(files)}")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -370,6 +371,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlsim", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"rlsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_run(sub)
+    _add_decide(sub)
+    _add_sweep(sub)
+    _add_report(sub)
+    if command not in _LEAN_COMMANDS:
+        from rlsim.plan.cli import add_plan_parser
+
+        add_plan_parser(sub)
+    _add_import_config(sub)
+    return parser
+
+
+def _add_run(sub: Any) -> None:
+    """``rlsim run``."""
     run = sub.add_parser("run", help="simulate a scenario and print its step time and throughput")
     run.add_argument("scenario", type=Path, help="scenario YAML file (see scenarios/)")
     run.add_argument(
@@ -384,6 +399,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     run.set_defaults(func=cmd_run)
 
+
+def _add_decide(sub: Any) -> None:
+    """``rlsim decide``."""
     dec = sub.add_parser("decide", help="does a candidate reach the target sooner than a baseline?")
     dec.add_argument("scenario", type=Path, help="scenario YAML file with a learning model")
     dec.add_argument("--baseline", required=True, metavar="K=V[,K=V]", help="overrides for the baseline")
@@ -393,6 +411,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     dec.add_argument("--json", action="store_true", help="print the decision as JSON")
     dec.set_defaults(func=cmd_decide)
 
+
+def _add_sweep(sub: Any) -> None:
+    """``rlsim sweep``."""
     sw = sub.add_parser("sweep", help="simulate every combination of a grid, one row per configuration")
     sw.add_argument("scenario", type=Path, help="scenario YAML file (its sweep.grid is the default grid)")
     sw.add_argument(
@@ -410,17 +431,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sw.add_argument("-o", "--output", type=Path, help="directory for the sweep table and curves")
     sw.set_defaults(func=cmd_sweep)
 
+
+def _add_report(sub: Any) -> None:
+    """``rlsim report``."""
     rep = sub.add_parser("report", help="one self-contained HTML report from a sweep or run directory")
     rep.add_argument("directory", type=Path, help="the -o directory of rlsim sweep or rlsim run")
     rep.add_argument("-o", "--output", type=Path, help="HTML file to write (default: DIRECTORY/report.html)")
     rep.add_argument("--png", action="store_true", help="also write each figure as PNG (needs Chrome + kaleido)")
     rep.set_defaults(func=cmd_report)
 
-    if command not in _LEAN_COMMANDS:
-        from rlsim.plan.cli import add_plan_parser
 
-        add_plan_parser(sub)
-
+def _add_import_config(sub: Any) -> None:
+    """``rlsim import-config``."""
     imp = sub.add_parser(
         "import-config", help="write an rlsim scenario from a verl, TRL, OpenRLHF or NeMo RL training config"
     )
@@ -451,7 +473,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     imp.add_argument("-o", "--output", type=Path, required=True, help="scenario YAML file to write")
     imp.set_defaults(func=cmd_import_config)
-    return parser
 
 
 def run_command(prog: str, args: object, interrupted: str = "interrupted") -> int:
