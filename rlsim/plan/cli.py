@@ -87,30 +87,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from rlsim.answers.sweep import parse_grid
     from rlsim.plan import plan
     from rlsim.plan.explain import explain
-    from rlsim.plan.output import plan_json, write_plan
+    from rlsim.plan.output import plan_json
     from rlsim.plan.prices import parse_price_overrides
     from rlsim.run.profile import load_profile
     from rlsim.scenario import load_scenario, parse_overrides
 
-    if args.emit and args.output is None:
-        raise RlsimError("--emit writes a patch file: give -o DIR")
-    if args.emit:
-        from rlsim.frameworks import registry
-
-        if args.emit not in registry.names():
-            near = difflib.get_close_matches(args.emit, registry.names(), n=1)
-            hint = f"did you mean {near[0]}? " if near else ""
-            raise RlsimError(
-                f"--emit {args.emit!r} is not a framework rlsim writes; {hint}use one of: {', '.join(registry.names())}"
-            )
-    if args.original is not None and not args.emit:
-        raise RlsimError("--original is the framework config --emit patches: give --emit FORMAT too")
-    if args.original is not None and not args.original.is_file():
-        raise RlsimError(f"--original {args.original}: no such file; give the framework config you imported")
-    if args.finalists < 0:
-        raise RlsimError(f"--finalists {args.finalists}: give 0 or more")
-    if args.output is not None and args.output.exists() and not args.output.is_dir():
-        raise RlsimError(f"-o {args.output}: exists and is not a directory; give a directory path")
+    _check_args(args)
     overrides = parse_overrides(args.set or [])
     scenario = load_scenario(args.scenario, overrides)
     assumed = None
@@ -132,18 +114,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             f"--assume-learning {args.assume_learning} and --profile {args.profile} (which has a fitted learning "
             "model) both give the learning model; drop one"
         )
-    from rlsim.host.progress import Progress
-
-    # screening, then the finalists simulated in full: each stage its own count (rlsim.host.progress)
-    bar = None if args.json else Progress("plan: screening", "group")
-
-    def progress(done: int, total: int, stage: str = "screen") -> None:
-        if bar is None:
-            return
-        if stage == "finalists" and not bar.desc.endswith("in full"):
-            bar.stage("plan: finalists simulated in full", total)
-        bar.update(done, total)
-
+    bar, progress = _progress(args.json)
     try:
         result = plan(
             scenario,
@@ -176,16 +147,63 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         _print_text(result, lines)
     if args.output is not None:
-        out = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the JSON only
-        emitted: list[Path] = []
-        patch = None
-        if args.emit and result.winner is not None:
-            emitted, patch = _emit(result, args, out)
-        written = write_plan(result, args.output, lines, command, patch) + emitted
-        if args.emit and result.winner is None:
-            print(f"\nnothing to emit for {args.emit}: no configuration meets the constraints", file=out)
-        print(f"\nwrote {', '.join(str(p) for p in written)}", file=out)
+        _write(result, args, lines, command)
     return 0
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    """Flags that contradict each other or name what does not exist, refused before any work."""
+    if args.emit and args.output is None:
+        raise RlsimError("--emit writes a patch file: give -o DIR")
+    if args.emit:
+        from rlsim.frameworks import registry
+
+        if args.emit not in registry.names():
+            near = difflib.get_close_matches(args.emit, registry.names(), n=1)
+            hint = f"did you mean {near[0]}? " if near else ""
+            raise RlsimError(
+                f"--emit {args.emit!r} is not a framework rlsim writes; {hint}use one of: {', '.join(registry.names())}"
+            )
+    if args.original is not None and not args.emit:
+        raise RlsimError("--original is the framework config --emit patches: give --emit FORMAT too")
+    if args.original is not None and not args.original.is_file():
+        raise RlsimError(f"--original {args.original}: no such file; give the framework config you imported")
+    if args.finalists < 0:
+        raise RlsimError(f"--finalists {args.finalists}: give 0 or more")
+    if args.output is not None and args.output.exists() and not args.output.is_dir():
+        raise RlsimError(f"-o {args.output}: exists and is not a directory; give a directory path")
+
+
+def _progress(quiet: bool) -> tuple[Any, Any]:
+    """The progress bar (None with --json) and its callback: screening, then the finalists simulated in full,
+    each stage its own count (rlsim.host.progress)."""
+    from rlsim.host.progress import Progress
+
+    bar = None if quiet else Progress("plan: screening", "group")
+
+    def progress(done: int, total: int, stage: str = "screen") -> None:
+        if bar is None:
+            return
+        if stage == "finalists" and not bar.desc.endswith("in full"):
+            bar.stage("plan: finalists simulated in full", total)
+        bar.update(done, total)
+
+    return bar, progress
+
+
+def _write(result: Any, args: argparse.Namespace, lines: list[str], command: str) -> None:
+    """The plan's files in -o DIR (and the --emit patch), then one line naming them."""
+    from rlsim.plan.output import write_plan
+
+    out = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the JSON only
+    emitted: list[Path] = []
+    patch = None
+    if args.emit and result.winner is not None:
+        emitted, patch = _emit(result, args, out)
+    written = write_plan(result, args.output, lines, command, patch) + emitted
+    if args.emit and result.winner is None:
+        print(f"\nnothing to emit for {args.emit}: no configuration meets the constraints", file=out)
+    print(f"\nwrote {', '.join(str(p) for p in written)}", file=out)
 
 
 def _print_text(result: Any, lines: list[str]) -> None:

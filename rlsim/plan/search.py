@@ -135,20 +135,7 @@ def plan(
     finalists: int = FINALISTS,
 ) -> PlanResult:
     """Search the configurations of ``scenario`` (module docstring) and pick the best by ``objective``."""
-    from rlsim.answers.sweep import run_tasks
-
-    if objective not in OBJECTIVES:
-        raise ScenarioError("--objective", objective, "is not an objective", f"use one of: {', '.join(OBJECTIVES)}")
-    fitted = profile is not None and bool(profile.learning_overrides())
-    if not fitted and (scenario.learning.metric is None or scenario.learning.target is None):
-        raise PlanError(
-            "rlsim plan needs a learning model to rank by time-to-target: set learning.metric and learning.target "
-            "in the scenario, give a --profile with a learning section, or --assume-learning paper"
-        )
-    for name, value in (("--deadline-h", deadline_h), ("--budget-usd", budget_usd)):
-        if value is not None and not value > 0:
-            raise ScenarioError(name, value, "must be above 0", f"give {name} as a positive number")
-    explicit = list(explicit)
+    _check_inputs(scenario, profile, objective, deadline_h, budget_usd)
     space = build_space(scenario, grid, gpu_types, gpus, max_gpus, schedules)
     price_table = _prices(scenario, dict.fromkeys([*space.gpus, scenario.hardware.gpu.name]), prices)
     missing = [g for g, p in price_table.items() if p["usd_per_gpu_hour"] is None]
@@ -158,62 +145,16 @@ def plan(
             f"{what} needs a price for {', '.join(missing)} and the catalog has none: pass --price "
             f"{missing[0]}=USD_PER_GPU_HOUR or set plan.prices.{missing[0]} in the scenario"
         )
-    configs = configurations(space)
-    base_cfg = baseline_config(scenario)
-    baseline = next((i for i, c in enumerate(configs) if c.overrides == base_cfg.overrides), None)
-    if baseline is None:
-        configs.append(Config(base_cfg.overrides, {**base_cfg.labels}))
-        baseline = len(configs) - 1
-    base = scenario.to_dict()
+    configs, baseline = _with_baseline(configurations(space), scenario)
     prof = profile.to_dict() if profile is not None else None
-    groups = _group(configs)
-    tasks = [(base, [(i, configs[i].overrides) for i in g], prof, explicit) for g in groups]
-    # longest first: a group simulates about P x G x its screened steps responses
-    costs = [_group_cost(configs[g[0]].overrides) for g in groups]
-    outputs = run_tasks(evaluate_group, tasks, executor, address, workers, progress, costs)
-    rows: dict[int, dict[str, Any]] = {}
-    for out in outputs:
-        for index, row in out:
-            rows[index] = row
-    column = OBJECTIVES[objective]
-
-    def finish(index: int) -> None:
-        """Cost, constraints and objective of a row (after screening or the full simulation)."""
-        row = rows[index]
-        gpu = configs[index].labels["gpu"]
-        price = price_table[gpu]["usd_per_gpu_hour"]
-        ok = row["status"] == "ok"
-        gh = row.get("gpu_hours_to_target") if ok else None
-        row["usd_per_gpu_hour"] = price
-        row["cost_usd"] = gh * price if gh is not None and price is not None else None
-        why = None
-        if ok and row.get("time_to_target_s") is None:
-            why = "no time-to-target (the learning model cannot reach the target)"
-        elif ok and deadline_h is not None and row["time_to_target_s"] > deadline_h * 3600:
-            why = f"time-to-target {row['time_to_target_s'] / 3600:.2f} h is over the deadline {deadline_h:g} h"
-        elif ok and budget_usd is not None and row["cost_usd"] > budget_usd:
-            why = f"cost ${row['cost_usd']:,.0f} is over the budget ${budget_usd:,.0f}"
-        row["feasible"] = ok and why is None
-        row["infeasible_reason"] = row.get("reason") if not ok else why
-        row["objective"] = _objective_value(row, column) if row["feasible"] else math.inf
-
+    run = _Runner(scenario.to_dict(), prof, list(explicit), executor, address, workers)
+    rules = _Rules(configs, price_table, OBJECTIVES[objective], deadline_h, budget_usd)
+    rows = run.screen(configs, progress)
     for i in rows:
-        finish(i)
+        rules.finish(i, rows[i])
     ranked = sorted((i for i in rows if rows[i]["feasible"]), key=lambda i: (rows[i]["objective"], i))
-    chosen = ranked[:finalists]
-    full = sorted(set(chosen) | {baseline})
-    full_tasks = [(base, i, configs[i].overrides, prof, explicit) for i in full]
-    full_costs = [float(rows[i].get("samples_to_target") or 0.0) for i in full]  # responses simulated to target
-    finals = (lambda done, total: progress(done, total, "finalists")) if progress is not None else None
-    for index, row in run_tasks(evaluate_full, full_tasks, executor, address, workers, finals, full_costs):
-        screened = rows[index]
-        rows[index] = {
-            **row,
-            "screen_step_time_s": screened.get("step_time_s"),
-            "screen_samples_per_s": screened.get("samples_per_s"),
-            "screen_time_to_target_s": screened.get("time_to_target_s"),
-        }
-        finish(index)
+    full = sorted(set(ranked[:finalists]) | {baseline})
+    run.finalists(configs, rows, full, rules, progress)
     feasible_full = [i for i in full if rows[i]["feasible"]]
     winner = min(feasible_full, key=lambda i: (rows[i]["objective"], i)) if feasible_full else None
     # Pareto: time vs cost (GPU-hours where a price is missing)
@@ -238,6 +179,114 @@ def plan(
         ]
     )
     table.attrs["overrides"] = [c.overrides for c in configs]
+    constraints = {"deadline_h": deadline_h, "budget_usd": budget_usd}
+    notes = _notes(missing, space)
+    return PlanResult(scenario, space, objective, table, baseline, winner, front, price_table, constraints, notes)
+
+
+def _check_inputs(
+    scenario: Scenario, profile: Profile | None, objective: str, deadline_h: float | None, budget_usd: float | None
+) -> None:
+    """An objective, a learning model to rank by and positive constraints, or a one-line refusal."""
+    if objective not in OBJECTIVES:
+        raise ScenarioError("--objective", objective, "is not an objective", f"use one of: {', '.join(OBJECTIVES)}")
+    fitted = profile is not None and bool(profile.learning_overrides())
+    if not fitted and (scenario.learning.metric is None or scenario.learning.target is None):
+        raise PlanError(
+            "rlsim plan needs a learning model to rank by time-to-target: set learning.metric and learning.target "
+            "in the scenario, give a --profile with a learning section, or --assume-learning paper"
+        )
+    for name, value in (("--deadline-h", deadline_h), ("--budget-usd", budget_usd)):
+        if value is not None and not value > 0:
+            raise ScenarioError(name, value, "must be above 0", f"give {name} as a positive number")
+
+
+def _with_baseline(configs: list[Config], scenario: Scenario) -> tuple[list[Config], int]:
+    """The configurations with the scenario's own among them (appended when the space lacks it), and its index."""
+    base_cfg = baseline_config(scenario)
+    baseline = next((i for i, c in enumerate(configs) if c.overrides == base_cfg.overrides), None)
+    if baseline is None:
+        configs.append(Config(base_cfg.overrides, {**base_cfg.labels}))
+        baseline = len(configs) - 1
+    return configs, baseline
+
+
+@dataclass
+class _Rules:
+    """Cost, constraints and objective of a row, after screening or the full simulation."""
+
+    configs: list[Config]
+    price_table: dict[str, dict[str, Any]]
+    column: str
+    deadline_h: float | None
+    budget_usd: float | None
+
+    def finish(self, index: int, row: dict[str, Any]) -> None:
+        price = self.price_table[self.configs[index].labels["gpu"]]["usd_per_gpu_hour"]
+        ok = row["status"] == "ok"
+        gh = row.get("gpu_hours_to_target") if ok else None
+        row["usd_per_gpu_hour"] = price
+        row["cost_usd"] = gh * price if gh is not None and price is not None else None
+        why = None
+        if ok and row.get("time_to_target_s") is None:
+            why = "no time-to-target (the learning model cannot reach the target)"
+        elif ok and self.deadline_h is not None and row["time_to_target_s"] > self.deadline_h * 3600:
+            why = f"time-to-target {row['time_to_target_s'] / 3600:.2f} h is over the deadline {self.deadline_h:g} h"
+        elif ok and self.budget_usd is not None and row["cost_usd"] > self.budget_usd:
+            why = f"cost ${row['cost_usd']:,.0f} is over the budget ${self.budget_usd:,.0f}"
+        row["feasible"] = ok and why is None
+        row["infeasible_reason"] = row.get("reason") if not ok else why
+        row["objective"] = _objective_value(row, self.column) if row["feasible"] else math.inf
+
+
+@dataclass
+class _Runner:
+    """The screen and the finalists' full simulations on the executor (rlsim.answers.sweep.run_tasks)."""
+
+    base: dict[str, Any]
+    prof: dict[str, Any] | None
+    explicit: list[str]
+    executor: str
+    address: str | None
+    workers: int | None
+
+    def screen(self, configs: list[Config], progress: Callable[..., None] | None) -> dict[int, dict[str, Any]]:
+        """Every configuration screened, a group per task, the longest first (about P x G x its steps)."""
+        from rlsim.answers.sweep import run_tasks
+
+        groups = _group(configs)
+        tasks = [(self.base, [(i, configs[i].overrides) for i in g], self.prof, self.explicit) for g in groups]
+        costs = [_group_cost(configs[g[0]].overrides) for g in groups]
+        outputs = run_tasks(evaluate_group, tasks, self.executor, self.address, self.workers, progress, costs)
+        return {index: row for out in outputs for index, row in out}
+
+    def finalists(
+        self,
+        configs: list[Config],
+        rows: dict[int, dict[str, Any]],
+        full: list[int],
+        rules: _Rules,
+        progress: Callable[..., None] | None,
+    ) -> None:
+        """The finalists simulated in full, in place of their screened rows (kept as screen_*)."""
+        from rlsim.answers.sweep import run_tasks
+
+        tasks = [(self.base, i, configs[i].overrides, self.prof, self.explicit) for i in full]
+        costs = [float(rows[i].get("samples_to_target") or 0.0) for i in full]  # responses simulated to target
+        finals = (lambda done, total: progress(done, total, "finalists")) if progress is not None else None
+        for index, row in run_tasks(evaluate_full, tasks, self.executor, self.address, self.workers, finals, costs):
+            screened = rows[index]
+            rows[index] = {
+                **row,
+                "screen_step_time_s": screened.get("step_time_s"),
+                "screen_samples_per_s": screened.get("samples_per_s"),
+                "screen_time_to_target_s": screened.get("time_to_target_s"),
+            }
+            rules.finish(index, rows[index])
+
+
+def _notes(missing: list[str], space: Space) -> list[str]:
+    """What the plan says of its own limits: unpriced GPUs, a group size it did not search."""
     notes = []
     if missing:
         notes.append(
@@ -249,15 +298,4 @@ def plan(
             f"G kept at {space.groups[0]}: rlsim's learning model depends on B = P x G only, so G and P trade one "
             "for one; add --grid workload.group_size=4,8,16 to search it"
         )
-    return PlanResult(
-        scenario,
-        space,
-        objective,
-        table,
-        baseline,
-        winner,
-        front,
-        price_table,
-        {"deadline_h": deadline_h, "budget_usd": budget_usd},
-        notes,
-    )
+    return notes
