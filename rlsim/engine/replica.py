@@ -321,11 +321,8 @@ def launch_replicas(
     prompt = _arg(prompt_tokens, np.int64)
     response = _arg(response_tokens, np.int64)
     offsets = _arg(offsets, np.int64)
-    if prompt.shape != response.shape or prompt.ndim != 1:
-        raise ValueError(f"prompt_tokens {prompt.shape} and response_tokens {response.shape} must be 1-D, same length")
+    _check_arrays(prompt, response, offsets)
     n_rep = offsets.size - 1
-    if offsets.ndim != 1 or n_rep < 0 or offsets[0] != 0 or offsets[-1] != prompt.size or np.any(np.diff(offsets) < 0):
-        raise ValueError(f"offsets must be non-decreasing from 0 to the request count ({prompt.size})")
     finish = np.zeros(prompt.size, dtype=np.float64)
     stats = np.zeros(N_STATS * n_rep, dtype=np.float64)
     if prompt.size == 0:
@@ -346,12 +343,10 @@ def launch_replicas(
     first = replica_of(0)  # the first replica with requests, where simulate_replica checks the shared arguments
     if first_bad > first:
         _check_shared(max_num_seqs, decode, rules)
-    if not rules.prefix_caching:
-        group, n_groups, bad_group = _replica_groups(prompt, offsets, None)
-    elif numbered is not None:
+    if numbered is not None and rules.prefix_caching:
         group, n_groups, bad_group = numbered
     else:
-        group, n_groups, bad_group = _replica_groups(prompt, offsets, prompt_groups)
+        group, n_groups, bad_group = _replica_groups(prompt, offsets, prompt_groups if rules.prefix_caching else None)
     first_bad = min(first_bad, bad_group)
     if found[1] < prompt.size:
         first_bad = min(first_bad, replica_of(int(found[1])))
@@ -372,6 +367,15 @@ def launch_replicas(
         block_size=bs,
     )
     return PendingReplicas(run, error, first_bad < n_rep, finish, stats.reshape(n_rep, N_STATS))
+
+
+def _check_arrays(prompt: np.ndarray, response: np.ndarray, offsets: np.ndarray) -> None:
+    """One request per entry of equal 1-D arrays, split by non-decreasing offsets from 0 to their length."""
+    if prompt.shape != response.shape or prompt.ndim != 1:
+        raise ValueError(f"prompt_tokens {prompt.shape} and response_tokens {response.shape} must be 1-D, same length")
+    n_rep = offsets.size - 1
+    if offsets.ndim != 1 or n_rep < 0 or offsets[0] != 0 or offsets[-1] != prompt.size or np.any(np.diff(offsets) < 0):
+        raise ValueError(f"offsets must be non-decreasing from 0 to the request count ({prompt.size})")
 
 
 def _check_shared(max_num_seqs: int, decode: DecodeCoefficients, rules: SchedulerRules) -> None:

@@ -1,0 +1,96 @@
+"""The terminal text of a run and a sweep (what ``rlsim run`` and ``rlsim sweep`` print), in the human units of
+rlsim.answers.answer. Strings only: the command prints them."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rlsim.answers.answer import Answer, gpu_hours, hours
+from rlsim.answers.answer import samples as samples_text
+
+
+def run_table(summary: dict[str, Any]) -> str:
+    """A run's summary as the terminal shows it: the answer first, then what it is made of, then the phases."""
+    rows = [
+        ("scenario", f"{summary['scenario']} ({summary['scenario_hash']})"),
+        (
+            "model / hardware",
+            f"{summary['model']} on {summary['num_gpus']} x {summary['gpu']}, {summary['schedule']}"
+            + (f" k={summary['max_staleness']}" if summary["max_staleness"] else ""),
+        ),
+        (
+            "batch",
+            f"P={summary['prompts_per_step']} x G={summary['group_size']} = {summary['responses_per_step']} "
+            "responses/step",
+        ),
+        ("steps simulated", f"{summary['steps']} ({summary['steady_state_steps']} steady state)"),
+        (
+            "step time",
+            f"{summary['step_time_s']:.2f} s (p10 {summary['step_time_p10_s']:.2f}, "
+            f"p90 {summary['step_time_p90_s']:.2f})",
+        ),
+        ("samples/s", f"{summary['samples_per_s']:.2f}"),
+        ("generation tokens/s", f"{summary['generation_tokens_per_s']:.0f}"),
+        ("tokens/s/GPU", f"{summary['tokens_per_s_per_gpu']:.0f}"),
+        ("mean response", f"{summary['mean_response_tokens']:.0f} tokens"),
+        (
+            "decode batch (mean)",
+            f"{summary['mean_decode_batch']:.1f} seqs/iteration/replica, "
+            f"{summary['preemptions_per_step']:.0f} preemptions/step",
+        ),
+    ]
+    for pool, u in summary["utilization"].items():
+        rows.append((f"utilization {pool}", f"{u * 100:.1f}% of {summary['gpus_per_pool'][pool]} GPUs"))
+    if summary.get("time_to_target_s") is not None:
+        answer = Answer.of(summary)
+        rows += [
+            ("target", f"{summary['target']:g}"),
+            ("samples to target", f"{samples_text(summary['samples_to_target'])} (median over seeds)"),
+            ("time to target", answer.time_text),
+            ("GPU-hours to target", gpu_hours(summary["gpu_hours_to_target"])),
+            (
+                "seeds reaching it",
+                f"{summary['probability_reaching_target']:.0%} within {samples_text(summary['budget_samples'])} "
+                f"samples; those in {samples_text(summary['samples_to_target_if_reached'])} samples, "
+                f"{hours(summary['time_to_target_if_reached_s'])}",
+            ),
+        ]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    if summary.get("time_to_target_s") is not None:  # the answer first, then what it is made of
+        lines = [f"answer: {Answer.of(summary).sentence()}", "", *lines]
+    step = summary["step_time_s"]
+    lines.append("")
+    lines.append(f"{'phase':<{width}}  {'s/step':>9}  {'share':>6}")
+    shares = {phase: sec / step for phase, sec in summary["phase_time_s"].items() if sec > 0}
+    for phase, share in shares.items():
+        lines.append(f"{phase:<{width}}  {share * step:9.2f}  {share * 100:5.1f}%")
+    if sum(shares.values()) > 1.005:
+        lines.append(
+            f"(the shares add up to {sum(shares.values()):.0%}: a share is the phase's seconds per step over the "
+            "step time, and phases that run at the same time, as generation and training do under an async "
+            "schedule or on separate GPU pools, overlap within a step)"
+        )
+    return "\n".join(lines)  # warnings go to stderr once (cmd_run), not into the table
+
+
+def finite_or_none(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def sweep_table(table: Any, grid: dict[str, list[Any]]) -> str:
+    """The sweep's table as the terminal shows it: the grid's keys and each row's answer in human units."""
+    keys = ("config", *grid, "samples_per_s", "samples_to_target", "time_to_target_s", "gpu_hours_to_target", "error")
+    view = [c for c in keys if c in table]
+    if "error" in view and table["error"].isna().all():
+        view.remove("error")  # a column of nothing says nothing
+    shown = table[view].copy()
+    if "time_to_target_s" in shown:  # each row's answer as run, decide and plan print it (rlsim.answers.answer)
+        answers = [Answer.of(row) for _, row in table.iterrows()]
+        shown["time_to_target_s"] = [a.time_text if a.time_to_target_s is not None else "-" for a in answers]
+        shown = shown.rename(columns={"time_to_target_s": "time_to_target (band)"})
+    for col in ("samples_to_target", "gpu_hours_to_target"):
+        if col in shown:
+            shown[col] = [samples_text(finite_or_none(x)) for x in shown[col]]
+    return shown.to_string(index=False, float_format=lambda x: f"{x:,.2f}")
