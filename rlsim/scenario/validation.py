@@ -26,7 +26,26 @@ def validate(s: Scenario) -> None:
     if s.algorithm.critic_model is not None:
         _validate_model(s.algorithm.critic_model, "algorithm.critic_model")
     _validate_lengths(s.workload)
-    hw, eng, sched = s.hardware, s.engine, s.schedule
+    _validate_placement(s)
+    _validate_schedule(s)
+    _validate_engine_layout(s)
+    software.resolve(s)  # an unreadable version or an unknown framework is refused here
+    _validate_engine_settings(s)
+    _validate_group_size(s)
+    _validate_dynamic_sampling(s)
+    _validate_critic_pool(s)
+    _validate_reward(s)
+    validate_learning(s.learning)
+    _validate_prices(s)
+    _validate_mini_batches(s)
+    # memory: engine weights, KV cache, trainer state
+    _validate_engine_memory(s)
+    training_memory.validate(s)
+
+
+def _validate_placement(s: Scenario) -> None:
+    """``hardware.placement``: separate pools must be given and add up to num_gpus; shared GPUs take no pools."""
+    hw = s.hardware
     if hw.placement == "separate":
         for key in ("rollout_gpus", "train_gpus"):
             if getattr(hw, key) is None:
@@ -47,8 +66,13 @@ def validate(s: Scenario) -> None:
             "shares all GPUs; rollout_gpus/train_gpus are unused",
             "remove them or set hardware.placement: separate",
         )
+
+
+def _validate_schedule(s: Scenario) -> None:
+    """``schedule``: the mode's placement, and a staleness only (and at least 1) for mode async."""
+    sched = s.schedule
     want = "colocated" if sched.mode == "sync-colocated" else "separate"
-    if hw.placement != want:
+    if s.hardware.placement != want:
         raise ScenarioError(
             "schedule.mode",
             sched.mode,
@@ -69,6 +93,11 @@ def validate(s: Scenario) -> None:
             f"has no meaning for mode {sched.mode}",
             "set it to 0 or use mode async",
         )
+
+
+def _validate_engine_layout(s: Scenario) -> None:
+    """The engine's parallel sizes, MTP speculation and replicas against the model and the rollout GPUs."""
+    hw, eng = s.hardware, s.engine
     tp = eng.tensor_parallel_size
     if hw.num_rollout_gpus % tp:
         raise ScenarioError(
@@ -109,7 +138,11 @@ def validate(s: Scenario) -> None:
             f"x tensor_parallel_size {tp} needs more than the {hw.num_rollout_gpus} rollout GPUs",
             "lower engine.replicas or add GPUs",
         )
-    software.resolve(s)  # an unreadable version or an unknown framework is refused here
+
+
+def _validate_engine_settings(s: Scenario) -> None:
+    """``engine.behaviour`` names a catalog entry; the activation reserve stays below the memory utilization."""
+    eng = s.engine
     if eng.behaviour is not None and eng.behaviour not in catalog.engine_names():
         raise ScenarioError(
             "engine.behaviour",
@@ -124,6 +157,10 @@ def validate(s: Scenario) -> None:
             f"must be below gpu_memory_utilization ({eng.gpu_memory_utilization})",
             "lower it or raise engine.gpu_memory_utilization",
         )
+
+
+def _validate_group_size(s: Scenario) -> None:
+    """``workload.group_size``: grpo normalizes advantages within a group, so it needs two responses or more."""
     if s.algorithm.name == "grpo" and s.workload.group_size < 2:
         raise ScenarioError(
             "workload.group_size",
@@ -131,15 +168,19 @@ def validate(s: Scenario) -> None:
             "must be at least 2 for grpo (advantages are normalized within a group)",
             "set workload.group_size: 8, say",
         )
-    _validate_dynamic_sampling(s)
-    _validate_critic_pool(s)
-    _validate_reward(s)
-    validate_learning(s.learning)
+
+
+def _validate_prices(s: Scenario) -> None:
+    """``plan.prices``: every GPU's price per hour is above 0."""
     for gpu, price in s.plan.prices.items():
         if not price > 0:
             raise ScenarioError(
                 f"plan.prices.{gpu}", price, "must be a price above 0 (US dollars per GPU-hour)", "write e.g. 2.5"
             )
+
+
+def _validate_mini_batches(s: Scenario) -> None:
+    """``algorithm.mini_batches_per_step`` divides the responses per step."""
     if s.workload.responses_per_step % s.algorithm.mini_batches_per_step:
         raise ScenarioError(
             "algorithm.mini_batches_per_step",
@@ -147,7 +188,12 @@ def validate(s: Scenario) -> None:
             f"must divide the responses per step ({s.workload.responses_per_step} = P x G)",
             "choose a divisor of P x G",
         )
-    # memory: engine weights, KV cache, trainer state
+
+
+def _validate_engine_memory(s: Scenario) -> None:
+    """The engine's memory: weights per GPU, a token budget for every running sequence, the longest sequence's KV."""
+    hw, eng = s.hardware, s.engine
+    tp = eng.tensor_parallel_size
     gpu_mem = hw.engine_memory_bytes
     budget = gpu_mem * (eng.gpu_memory_utilization - eng.activation_memory_fraction)
     weights_per_gpu = s.engine_weight_bytes_per_gpu
@@ -178,7 +224,6 @@ def validate(s: Scenario) -> None:
             f"cache of {cap} tokens",
             "raise engine.tensor_parallel_size or engine.gpu_memory_utilization, or lower the lengths",
         )
-    training_memory.validate(s)
 
 
 def _validate_model(m: ModelSpec, path: str) -> None:
