@@ -1,19 +1,19 @@
 """The cross-field rules of a scenario: the model fits the GPUs, one sequence fits the KV cache of a replica, the
 schedule matches the placement, the length distributions and the learning model are consistent. Order matters:
 the first broken rule is reported, as a :class:`ScenarioError` naming the field, the value, the rule and the fix.
+The rules that read one section alone (a model spec, the length distributions, the learning model) live in
+``section_rules``; the training section's in rlsim.trainer.memory.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import TYPE_CHECKING
 
 from rlsim import catalog
 from rlsim.errors import ScenarioError, suggest
 from rlsim.scenario import software
-from rlsim.scenario.sections import Learning, Workload
-from rlsim.scenario.specs import DTYPE_BYTES, ModelSpec
+from rlsim.scenario.section_rules import validate_learning, validate_lengths, validate_model
 from rlsim.trainer import memory as training_memory
 
 if TYPE_CHECKING:
@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 
 def validate(s: Scenario) -> None:
     """Cross-field rules. Order matters: the first broken rule is reported."""
-    _validate_model(s.model, "model")
+    validate_model(s.model, "model")
     if s.algorithm.critic_model is not None:
-        _validate_model(s.algorithm.critic_model, "algorithm.critic_model")
-    _validate_lengths(s.workload)
+        validate_model(s.algorithm.critic_model, "algorithm.critic_model")
+    validate_lengths(s.workload)
     _validate_placement(s)
     _validate_schedule(s)
     _validate_engine_layout(s)
@@ -226,183 +226,6 @@ def _validate_engine_memory(s: Scenario) -> None:
         )
 
 
-def _validate_model(m: ModelSpec, path: str) -> None:
-    if m.dtype not in DTYPE_BYTES:
-        raise ScenarioError(f"{path}.dtype", m.dtype, "is not supported", f"use one of: {', '.join(DTYPE_BYTES)}")
-    if m.num_active_params > m.num_params:
-        raise ScenarioError(
-            f"{path}.num_active_params",
-            m.num_active_params,
-            f"exceeds num_params ({m.num_params})",
-            "active parameters are a subset of all",
-        )
-    if m.sliding_window > 0 and not 0 < m.num_sliding_layers < m.num_layers:
-        raise ScenarioError(
-            f"{path}.num_sliding_layers",
-            m.num_sliding_layers,
-            f"must be between 1 and num_layers - 1 ({m.num_layers - 1}) with a sliding_window",
-            "count the sliding-window layers; models whose every layer slides are not modelled",
-        )
-    if m.num_attention_heads % m.num_kv_heads:
-        raise ScenarioError(
-            f"{path}.num_kv_heads",
-            m.num_kv_heads,
-            f"must divide num_attention_heads ({m.num_attention_heads})",
-            "fix the architecture",
-        )
-    if (m.num_experts > 0) != (m.num_experts_per_token > 0) or m.num_experts_per_token > m.num_experts:
-        raise ScenarioError(
-            f"{path}.num_experts_per_token",
-            m.num_experts_per_token,
-            f"is inconsistent with num_experts ({m.num_experts})",
-            "both are 0 for a dense model; experts per token <= experts for MoE",
-        )
-    if m.is_moe and (m.moe_intermediate_size <= 0 or m.expert_params >= m.num_params):
-        raise ScenarioError(
-            f"{path}.moe_intermediate_size",
-            m.moe_intermediate_size,
-            "gives expert parameters inconsistent with num_params",
-            "check the MoE architecture",
-        )
-
-
-def validate_learning(lr: Learning) -> None:
-    if (lr.metric is None) != (lr.target is None):
-        missing = "learning.metric" if lr.metric is None else "learning.target"
-        raise ScenarioError(
-            missing,
-            None,
-            "is required when the other of learning.metric / learning.target is set",
-            "give both (the metric curve and the target on it) or neither",
-        )
-    if lr.metric is not None:
-        lo, hi = sorted((lr.metric.initial, lr.metric.asymptote))
-        if not lo < lr.target < hi:  # type: ignore[operator]
-            raise ScenarioError(
-                "learning.target",
-                lr.target,
-                f"is not strictly between metric.initial ({lr.metric.initial}) and metric.asymptote "
-                f"({lr.metric.asymptote})",
-                "choose a target the curve reaches",
-            )
-    if (lr.stall_batches is None) != (lr.stall_shares is None):
-        raise ScenarioError(
-            "learning.stall_batches",
-            lr.stall_batches,
-            "and learning.stall_shares come together",
-            "give both or neither",
-        )
-    if lr.stall_batches is not None:
-        xs, qs = lr.stall_batches, lr.stall_shares
-        if len(xs) != len(qs) or not xs:  # type: ignore[arg-type]
-            raise ScenarioError(
-                "learning.stall_batches",
-                xs,
-                f"needs one entry per stall share ({len(qs)})",
-                "one share per batch",  # type: ignore[arg-type]
-            )
-        if any(x <= 0 for x in xs) or any(b <= a for a, b in zip(xs, xs[1:])):
-            raise ScenarioError("learning.stall_batches", xs, "must be positive and increasing", "sort by batch")
-        if any(not 0 <= q < 1 for q in qs):  # type: ignore[union-attr]
-            raise ScenarioError("learning.stall_shares", qs, "must lie in [0, 1)", "give shares of seeds")
-    bm, at = lr.batch_multiplier, "learning.batch_multiplier"
-    need = {"invariant": (), "critical_batch": ("critical_batch",), "table": ("batches", "samples_to_target")}[bm.form]
-    for key in need:
-        if getattr(bm, key) is None:
-            raise ScenarioError(f"{at}.{key}", None, f"is required for form {bm.form}", f"set {at}.{key}")
-    if bm.form == "invariant" and None not in (bm.batch_low, bm.batch_high) and bm.batch_low > bm.batch_high:  # type: ignore[operator]
-        raise ScenarioError(f"{at}.batch_low", bm.batch_low, f"exceeds batch_high ({bm.batch_high})", "swap them")
-    if bm.form == "table":
-        xs, ys = bm.batches, bm.samples_to_target
-        if len(xs) != len(ys) or len(xs) < 2:  # type: ignore[arg-type]
-            raise ScenarioError(
-                f"{at}.batches",
-                xs,
-                f"needs as many entries as samples_to_target ({len(ys)}), at least 2",
-                "give one measured samples-to-target per batch",
-            )
-        if any(x <= 0 for x in xs) or any(b <= a for a, b in zip(xs, xs[1:])):  # type: ignore[union-attr, index]
-            raise ScenarioError(f"{at}.batches", xs, "must be positive and increasing", "sort the table by batch")
-        if any(not 0 < y < math.inf for y in ys):  # type: ignore[union-attr]
-            raise ScenarioError(f"{at}.samples_to_target", ys, "must be positive and finite", "fix the table")
-
-
-def _validate_lengths(w: Workload) -> None:
-    phases = w.response_length_by_samples
-    if phases:
-        at = "workload.response_length_by_samples"
-        if w.response_length_drift is not None:
-            raise ScenarioError(
-                f"{at}", "[...]", "cannot be combined with response_length_drift", "give one of the two"
-            )
-        ends = [p.until_samples for p in phases]
-        if ends[-1] is not None or any(e is None for e in ends[:-1]):
-            raise ScenarioError(
-                f"{at}[{len(ends) - 1}].until_samples",
-                ends[-1],
-                "must be null for the last phase only",
-                "give until_samples to every phase but the last",
-            )
-        if any(b <= a for a, b in zip(ends[:-2], ends[1:-1])):
-            raise ScenarioError(f"{at}", ends, "until_samples must increase", "sort the phases by samples")
-    for key, d, cap in (
-        ("workload.prompt_length", w.prompt_length, w.max_prompt_tokens),
-        ("workload.response_length", w.response_length, w.max_response_tokens),
-        *(
-            (f"workload.response_length_by_samples[{i}].length", p.length, w.max_response_tokens)
-            for i, p in enumerate(phases)
-        ),
-    ):
-        need = {
-            "fixed": ("tokens",),
-            "uniform": ("low", "high"),
-            "lognormal": ("mean_tokens", "sigma"),
-            "empirical": ("bin_edges", "weights"),
-        }[d.dist]
-        for k in need:
-            if getattr(d, k) is None:
-                raise ScenarioError(f"{key}.{k}", None, f"is required for dist {d.dist}", f"set {key}.{k}")
-        extra = [
-            f.name
-            for f in dataclasses.fields(d)
-            if f.name != "dist" and f.name not in need and getattr(d, f.name) is not None
-        ]
-        if extra:
-            raise ScenarioError(
-                f"{key}.{extra[0]}",
-                getattr(d, extra[0]),
-                f"is not used by dist {d.dist}",
-                f"remove it; dist {d.dist} takes {', '.join(need)}",
-            )
-        if d.dist == "fixed" and d.tokens > cap:  # type: ignore[operator]
-            raise ScenarioError(f"{key}.tokens", d.tokens, f"exceeds the maximum ({cap})", "lower it or raise the max")
-        if d.dist == "uniform" and not d.low <= d.high:  # type: ignore[operator]
-            raise ScenarioError(f"{key}.low", d.low, f"must not exceed high ({d.high})", "swap low and high")
-        if d.dist == "empirical":
-            edges, weights = d.bin_edges, d.weights
-            if len(edges) != len(weights) + 1 or len(weights) < 1:  # type: ignore[arg-type]
-                raise ScenarioError(
-                    f"{key}.bin_edges",
-                    edges,
-                    f"needs one more edge than weights ({len(weights)})",
-                    "give n+1 edges for n weights",
-                )
-            if any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 0:  # type: ignore[index]
-                raise ScenarioError(f"{key}.bin_edges", edges, "must be non-negative and increasing", "sort them")
-            if any(x < 0 for x in weights) or not 0 < sum(weights) < math.inf:  # type: ignore[union-attr, arg-type]
-                raise ScenarioError(
-                    f"{key}.weights",
-                    weights,
-                    "must be non-negative with a finite positive sum",
-                    "fix the histogram counts",
-                )
-    rmin = {"fixed": w.response_length.tokens, "uniform": w.response_length.low}.get(w.response_length.dist)
-    if rmin is not None and rmin < 1:
-        raise ScenarioError(
-            "workload.response_length", rmin, "gives responses of 0 tokens", "every response >= 1 token"
-        )
-
-
 def _validate_critic_pool(s: Scenario) -> None:
     """``algorithm.critic_gpus`` / ``reference_gpus``: a PPO critic's or the reference model's own pool, which the
     training layout must divide."""
@@ -486,7 +309,7 @@ def _validate_reward(s: Scenario) -> None:
                 "reward.tensor_parallel_size", rw.tensor_parallel_size, "needs reward.model", "name the reward model"
             )
         return
-    _validate_model(rw.model, "reward.model")
+    validate_model(rw.model, "reward.model")
     tp = rw.tensor_parallel_size
     gpus = rw.num_gpus if rw.num_gpus is not None else s.hardware.num_train_gpus
     where = "reward.num_gpus" if rw.num_gpus is not None else "the training GPUs (reward.num_gpus unset)"
