@@ -124,9 +124,19 @@ def memory(s: Scenario, model: ModelSpec | None = None) -> TrainMemory:
 
 def validate(s: Scenario) -> None:
     """Rules of the ``training`` section against the rest of the scenario; raises ScenarioError."""
-    tr, m = s.training, s.model
-    n = s.hardware.num_train_gpus
-    at = "training"
+    _check_padding(s)
+    if s.training.backend == "fsdp":
+        _check_fsdp_layout(s)
+    else:
+        _check_megatron_layout(s)
+    _check_hardware(s)
+    _check_global_batch(s)
+    check_memory(s)
+
+
+def _check_padding(s: Scenario) -> None:
+    """``remove_padding``, ``pad_to_longest`` and ``sequence_packing``: at most one way to treat padding."""
+    tr, at = s.training, "training"
     if tr.remove_padding and tr.pad_to_longest:  # (with sequence packing it changes nothing: bins hold no padding)
         raise ScenarioError(
             f"{at}.remove_padding",
@@ -141,75 +151,86 @@ def validate(s: Scenario) -> None:
             "pads every sequence to the batch's longest, but sequence packing leaves no padding",
             f"set {at}.sequence_packing: false, or remove {at}.pad_to_longest",
         )
-    if tr.backend == "fsdp":
-        for key in (
-            "tensor_parallel_size",
-            "pipeline_parallel_size",
-            "virtual_pipeline_stages",
-            "context_parallel_size",
-            "expert_parallel_size",
-            "expert_tensor_parallel_size",
-        ):
-            if getattr(tr, key) != 1:
-                raise ScenarioError(
-                    f"{at}.{key}",
-                    getattr(tr, key),
-                    "is a Megatron layout; backend fsdp shards data-parallel only",
-                    f"set {at}.backend: megatron or remove {at}.{key}",
-                )
-        if not tr.distributed_optimizer:
+
+
+def _check_fsdp_layout(s: Scenario) -> None:
+    """Backend fsdp: no Megatron parallel sizes, and the optimizer is always sharded."""
+    tr, at = s.training, "training"
+    for key in (
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "virtual_pipeline_stages",
+        "context_parallel_size",
+        "expert_parallel_size",
+        "expert_tensor_parallel_size",
+    ):
+        if getattr(tr, key) != 1:
             raise ScenarioError(
-                f"{at}.distributed_optimizer", False, "has no meaning for backend fsdp (always sharded)", "remove it"
+                f"{at}.{key}",
+                getattr(tr, key),
+                "is a Megatron layout; backend fsdp shards data-parallel only",
+                f"set {at}.backend: megatron or remove {at}.{key}",
             )
-    else:
-        if tr.offload_params:
-            raise ScenarioError(
-                f"{at}.offload_params", True, "is an FSDP option", f"set {at}.backend: fsdp or remove it"
-            )
-        t, p, c = tr.tensor_parallel_size, tr.pipeline_parallel_size, tr.context_parallel_size
-        if n % (t * p * c):
-            raise ScenarioError(
-                f"{at}.tensor_parallel_size",
-                t,
-                f"x pipeline_parallel_size ({p}) x context_parallel_size ({c}) = {t * p * c} must divide the "
-                f"{n} training GPUs",
-                "choose sizes whose product divides the training GPUs",
-            )
-        e, et = tr.expert_parallel_size, tr.expert_tensor_parallel_size
-        if e * et > 1 and not m.is_moe:
-            key, value = ("expert_parallel_size", e) if e > 1 else ("expert_tensor_parallel_size", et)
-            raise ScenarioError(f"{at}.{key}", value, f"needs a MoE model ({m.name} is dense)", "set it to 1")
-        if m.is_moe and m.num_experts % e:
-            raise ScenarioError(
-                f"{at}.expert_parallel_size", e, f"must divide num_experts ({m.num_experts})", "choose a divisor"
-            )
-        if m.is_moe and n % (e * et * p):
-            raise ScenarioError(
-                f"{at}.expert_parallel_size",
-                e,
-                f"x expert_tensor_parallel_size ({et}) x pipeline_parallel_size ({p}) = {e * et * p} must divide "
-                f"the {n} training GPUs",
-                "choose sizes whose product divides the training GPUs",
-            )
-        if m.num_attention_heads % t:
-            raise ScenarioError(
-                f"{at}.tensor_parallel_size",
-                t,
-                f"must divide num_attention_heads ({m.num_attention_heads})",
-                "choose a divisor",
-            )
-        if p > m.num_layers:
-            raise ScenarioError(
-                f"{at}.pipeline_parallel_size", p, f"exceeds the model's {m.num_layers} layers", "lower it"
-            )
-        if tr.virtual_pipeline_stages > 1 and p == 1:
-            raise ScenarioError(
-                f"{at}.virtual_pipeline_stages",
-                tr.virtual_pipeline_stages,
-                "needs pipeline_parallel_size > 1",
-                "set it to 1 or use pipeline parallelism",
-            )
-    if tr.precision == "fp8" and s.hardware.gpu.fp8_flops_per_s is None:
+    if not tr.distributed_optimizer:
+        raise ScenarioError(
+            f"{at}.distributed_optimizer", False, "has no meaning for backend fsdp (always sharded)", "remove it"
+        )
+
+
+def _check_megatron_layout(s: Scenario) -> None:
+    """Backend megatron: the parallel sizes divide the training GPUs, the experts, the heads and the layers."""
+    tr, m = s.training, s.model
+    n = s.hardware.num_train_gpus
+    at = "training"
+    if tr.offload_params:
+        raise ScenarioError(f"{at}.offload_params", True, "is an FSDP option", f"set {at}.backend: fsdp or remove it")
+    t, p, c = tr.tensor_parallel_size, tr.pipeline_parallel_size, tr.context_parallel_size
+    if n % (t * p * c):
+        raise ScenarioError(
+            f"{at}.tensor_parallel_size",
+            t,
+            f"x pipeline_parallel_size ({p}) x context_parallel_size ({c}) = {t * p * c} must divide the "
+            f"{n} training GPUs",
+            "choose sizes whose product divides the training GPUs",
+        )
+    e, et = tr.expert_parallel_size, tr.expert_tensor_parallel_size
+    if e * et > 1 and not m.is_moe:
+        key, value = ("expert_parallel_size", e) if e > 1 else ("expert_tensor_parallel_size", et)
+        raise ScenarioError(f"{at}.{key}", value, f"needs a MoE model ({m.name} is dense)", "set it to 1")
+    if m.is_moe and m.num_experts % e:
+        raise ScenarioError(
+            f"{at}.expert_parallel_size", e, f"must divide num_experts ({m.num_experts})", "choose a divisor"
+        )
+    if m.is_moe and n % (e * et * p):
+        raise ScenarioError(
+            f"{at}.expert_parallel_size",
+            e,
+            f"x expert_tensor_parallel_size ({et}) x pipeline_parallel_size ({p}) = {e * et * p} must divide "
+            f"the {n} training GPUs",
+            "choose sizes whose product divides the training GPUs",
+        )
+    if m.num_attention_heads % t:
+        raise ScenarioError(
+            f"{at}.tensor_parallel_size",
+            t,
+            f"must divide num_attention_heads ({m.num_attention_heads})",
+            "choose a divisor",
+        )
+    if p > m.num_layers:
+        raise ScenarioError(f"{at}.pipeline_parallel_size", p, f"exceeds the model's {m.num_layers} layers", "lower it")
+    if tr.virtual_pipeline_stages > 1 and p == 1:
+        raise ScenarioError(
+            f"{at}.virtual_pipeline_stages",
+            tr.virtual_pipeline_stages,
+            "needs pipeline_parallel_size > 1",
+            "set it to 1 or use pipeline parallelism",
+        )
+
+
+def _check_hardware(s: Scenario) -> None:
+    """FP8 training needs FP8 tensor cores; offloading the trainer needs GPUs shared with the engines."""
+    at = "training"
+    if s.training.precision == "fp8" and s.hardware.gpu.fp8_flops_per_s is None:
         raise ScenarioError(
             f"{at}.precision",
             "fp8",
@@ -223,23 +244,28 @@ def validate(s: Scenario) -> None:
             "only applies when trainer and engines share GPUs (colocated)",
             "remove it or set hardware.placement: colocated",
         )
-    gbs, batch = tr.global_batch_size, s.workload.responses_per_step
-    if gbs is not None:
-        if batch % gbs:
-            raise ScenarioError(
-                f"{at}.global_batch_size",
-                gbs,
-                f"must divide the responses per step ({batch} = P x G)",
-                "choose a divisor of P x G (several optimizer steps per RL step) or P x G itself",
-            )
-        if s.algorithm.mini_batches_per_step not in (1, batch // gbs):
-            raise ScenarioError(
-                "algorithm.mini_batches_per_step",
-                s.algorithm.mini_batches_per_step,
-                f"contradicts training.global_batch_size ({gbs}: {batch // gbs} optimizer steps per step)",
-                "give one of the two",
-            )
-    check_memory(s)
+
+
+def _check_global_batch(s: Scenario) -> None:
+    """``global_batch_size`` divides the responses per step and agrees with algorithm.mini_batches_per_step."""
+    at = "training"
+    gbs, batch = s.training.global_batch_size, s.workload.responses_per_step
+    if gbs is None:
+        return
+    if batch % gbs:
+        raise ScenarioError(
+            f"{at}.global_batch_size",
+            gbs,
+            f"must divide the responses per step ({batch} = P x G)",
+            "choose a divisor of P x G (several optimizer steps per RL step) or P x G itself",
+        )
+    if s.algorithm.mini_batches_per_step not in (1, batch // gbs):
+        raise ScenarioError(
+            "algorithm.mini_batches_per_step",
+            s.algorithm.mini_batches_per_step,
+            f"contradicts training.global_batch_size ({gbs}: {batch // gbs} optimizer steps per step)",
+            "give one of the two",
+        )
 
 
 def resident_memory(s: Scenario) -> TrainMemory:
