@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rlsim.errors import RlsimError
 
@@ -95,8 +95,22 @@ def _moe_layers(c: dict[str, Any], family: str, layers: int) -> list[bool]:
     return [False] * layers
 
 
-def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[str, Any]:
-    """An rlsim model spec (the mapping a scenario's ``model:`` takes) from a parsed config.json."""
+class _Mlp(NamedTuple):
+    """One config's MLP: widths, expert counts and parameters per layer (dense and with experts)."""
+
+    moe: list[bool]  # per layer, whether it holds experts
+    experts: int
+    top_k: int
+    dense_width: int
+    expert_width: int
+    per_expert: int
+    shared_experts: int
+    dense_mlp: int
+    moe_mlp: int
+
+
+def _text_family(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The config to read and its family (a multimodal config's ``text_config``); an unread family is refused."""
     family = str(cfg.get("model_type") or "")
     if family == "gemma3" or (isinstance(cfg.get("text_config"), dict) and family not in FAMILIES):
         text = cfg.get("text_config") or {}
@@ -106,14 +120,13 @@ def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[st
             f"config.json model_type {family or '(none)'!r} is not one rlsim reads ({', '.join(FAMILIES)}); spell "
             "the model out in the scenario (model: {num_layers: ..., hidden_size: ..., num_params: ...})"
         )
-    c = cfg
-    h, layers = int(_need(c, "hidden_size", family)), int(_need(c, "num_hidden_layers", family))
-    heads, vocab = int(_need(c, "num_attention_heads", family)), int(_need(c, "vocab_size", family))
+    return cfg, family
+
+
+def _attention(c: dict[str, Any], family: str, h: int, heads: int, mla: bool) -> tuple[int, int, int]:
+    """Attention parameters per layer, the head dimension and the KV heads (multi-head latent attention or not)."""
     kv = int(c.get("num_key_value_heads") or heads)
     hd = int(c.get("head_dim") or h // heads)
-    mla = family in ("deepseek_v2", "deepseek_v3") and bool(c.get("kv_lora_rank"))
-
-    # attention and the norms around it, per layer
     if mla:
         nope, rope, v = int(c["qk_nope_head_dim"]), int(c["qk_rope_head_dim"]), int(c["v_head_dim"])
         q_rank, kv_rank = int(c.get("q_lora_rank") or 0), int(c["kv_lora_rank"])
@@ -128,9 +141,11 @@ def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[st
             attn += 2 * hd
         if family == "gpt_oss":
             attn += heads  # attention sinks
-    norms = (4 if family in _GEMMA else 2) * h
+    return attn, hd, kv
 
-    # MLP: dense width, experts, shared experts
+
+def _mlp(c: dict[str, Any], family: str, h: int, layers: int) -> _Mlp:
+    """The MLP of every layer: dense width, experts, shared experts."""
     moe = _moe_layers(c, family, layers)
     experts = int(c.get("num_local_experts") or c.get("num_experts") or c.get("n_routed_experts") or 0)
     top_k = int(c.get("num_experts_per_tok") or c.get("experts_per_token") or 0)
@@ -150,12 +165,30 @@ def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[st
         shared = shared_experts * 3 * h * expert_width
     dense_mlp = 3 * h * dense_width + (2 * dense_width + h if c.get("mlp_bias") else 0)
     moe_mlp = experts * per_expert + router + shared
+    return _Mlp(moe, experts, top_k, dense_width, expert_width, per_expert, shared_experts, dense_mlp, moe_mlp)
+
+
+def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[str, Any]:
+    """An rlsim model spec (the mapping a scenario's ``model:`` takes) from a parsed config.json."""
+    cfg, family = _text_family(cfg)
+    c = cfg
+    h, layers = int(_need(c, "hidden_size", family)), int(_need(c, "num_hidden_layers", family))
+    heads, vocab = int(_need(c, "num_attention_heads", family)), int(_need(c, "vocab_size", family))
+    mla = family in ("deepseek_v2", "deepseek_v3") and bool(c.get("kv_lora_rank"))
+
+    # attention and the norms around it, per layer
+    attn, hd, kv = _attention(c, family, h, heads, mla)
+    norms = (4 if family in _GEMMA else 2) * h
+
+    # MLP: dense width, experts, shared experts
+    mlp = _mlp(c, family, h, layers)
+    experts, top_k, expert_width = mlp.experts, mlp.top_k, mlp.expert_width
 
     tied = bool(c.get("tie_word_embeddings", family in _GEMMA))
-    n_moe = sum(moe)
-    total = vocab * h * (1 if tied else 2) + h + layers * (attn + norms) + n_moe * moe_mlp
-    total += (layers - n_moe) * dense_mlp
-    active = total - n_moe * max(0, experts - top_k) * per_expert
+    n_moe = sum(mlp.moe)
+    total = vocab * h * (1 if tied else 2) + h + layers * (attn + norms) + n_moe * mlp.moe_mlp
+    total += (layers - n_moe) * mlp.dense_mlp
+    active = total - n_moe * max(0, experts - top_k) * mlp.per_expert
     dtype = _DTYPES.get(str(c.get("torch_dtype") or c.get("dtype") or "bfloat16"), "bfloat16")
     sliding = _sliding_layers(c, family, layers)
     return {
@@ -167,12 +200,12 @@ def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[st
         "num_kv_heads": kv,
         "head_dim": hd,
         "vocab_size": vocab,
-        "intermediate_size": dense_width if layers > n_moe else 0,
+        "intermediate_size": mlp.dense_width if layers > n_moe else 0,
         "num_experts": experts if n_moe else 0,
         "num_experts_per_token": top_k if n_moe else 0,
         "moe_intermediate_size": expert_width if n_moe else 0,
         "num_dense_layers": layers - n_moe if n_moe else 0,
-        "num_shared_experts": shared_experts,
+        "num_shared_experts": mlp.shared_experts,
         "kv_lora_rank": int(c["kv_lora_rank"]) if mla else 0,
         "qk_rope_head_dim": int(c["qk_rope_head_dim"]) if mla else 0,
         "num_mtp_layers": int(c.get("num_nextn_predict_layers") or 0),
