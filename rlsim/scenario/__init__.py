@@ -4,15 +4,18 @@ Validation happens here and only here: unknown keys, types, ranges and cross-fie
 fit the GPUs, one sequence must fit the KV cache of a replica). Every error is a :class:`ScenarioError` naming
 the field path, the value, the rule and the fix. Units live in field names (``_tokens``, ``_s``, ``_bytes``).
 
-Sections: ``model``, ``hardware``, ``engine``, ``workload``, ``algorithm``, ``training`` (rlsim.trainer.training),
-``weight_sync`` (rlsim.trainer.sync), ``schedule``, ``learning``, ``costs``, ``run``; plus free-text ``name``,
-``description`` and ``assumptions`` (a list of what the scenario assumes that is not measured or published).
+Sections: ``model``, ``hardware``, ``engine``, ``workload``, ``algorithm``, ``training`` and ``weight_sync``
+(``trainer_sections``; their costs are rlsim.trainer's), ``schedule``, ``learning``, ``costs``, ``run``; plus
+free-text ``name``, ``description`` and ``assumptions`` (what the scenario assumes that is not measured or
+published).
 ``model`` and ``hardware.gpu`` name a catalog entry (``rlsim/catalog/*.yaml``) or spell the numbers out.
 
 Modules: ``specs`` (ModelSpec, GPUSpec, field bounds), ``sections`` (the other sections), ``schema`` (Scenario and
 what it derives), ``rules`` (the engine's scheduler rules), ``build`` (from_dict: keys, types, bounds),
-``validation`` (cross-field rules), ``overrides`` (the ``key=value`` grammar), ``yamlfile`` (load and dump YAML).
-Import from ``rlsim.scenario``; the names below are its public interface.
+``validation`` (cross-field rules), ``section_rules`` (rules within one section), ``software`` (versions select
+documented behaviours), ``overrides`` (the ``key=value`` grammar), ``yamlfile`` (load and dump YAML).
+Import from ``rlsim.scenario``; the names below are its public interface. May import: rlsim.catalog, rlsim.engine,
+rlsim.io, rlsim.trainer (the memory model says whether a layout fits), rlsim.workload.
 """
 
 from rlsim.engine.scheduler import SchedulerRules
