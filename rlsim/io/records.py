@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from rlsim.errors import RlsimError
 from rlsim.phases import PHASES, Phase
@@ -91,6 +91,59 @@ RUN_LOG_FIELDS: tuple[Field, ...] = (
     Field("source_line", "int", "line of the step in the imported log", minimum=1),
     Field("source_metrics", "mapping", "the imported log's other numeric metrics of the step"),
 )
+
+
+# A run-log record's type: every field of :data:`RUN_LOG_FIELDS` (required ones plain, optional ones NotRequired; a
+# producer's own extra keys are allowed at run time, as :func:`validate_record` allows them).
+# tests/rlsim/test_records.py checks that the two list the same fields.
+# (The functional form: its types are evaluated here, so NotRequired counts under postponed annotations.)
+RunLogRecord = TypedDict(  # noqa: UP013
+    "RunLogRecord",
+    {
+        "schema_version": int,
+        "run_id": str,
+        "step": int,
+        "cumulative_samples": int,
+        "prompts": int,
+        "responses": int,
+        "prompt_tokens": int | None,
+        "response_tokens": int | None,
+        "lr": float | None,
+        "reward_mean": float | None,
+        "eval_metric": float | None,
+        "wall_s": float,
+        "timing_s": dict[str, float],
+        "eval_metric_initial": NotRequired[float | None],
+        "step_time_s": NotRequired[float],
+        "response_tokens_max": NotRequired[int],
+        "response_length_counts": NotRequired[list[int]],
+        "other_cpu_fraction": NotRequired[float | None],
+        "cpu_s": NotRequired[float | None],
+        "load_avg_1m": NotRequired[float | None],
+        "algo": NotRequired[str],
+        "engine": NotRequired[str],
+        "group_size": NotRequired[int],
+        "accuracy_train": NotRequired[float],
+        "policy_loss": NotRequired[float],
+        "clip_fraction": NotRequired[float],
+        "value_loss": NotRequired[float],
+        "grad_norm_sq_small": NotRequired[float],
+        "grad_batch_small": NotRequired[int],
+        "grad_norm_sq_big": NotRequired[float],
+        "grad_batch_big": NotRequired[int],
+        "staleness": NotRequired[int],
+        "generation_tokens_per_s": NotRequired[float],
+        "num_preemptions": NotRequired[int],
+        "mean_decode_batch": NotRequired[float],
+        "peak_kv_tokens": NotRequired[int],
+        "utilization": NotRequired[dict[str, Any]],
+        "source_format": NotRequired[str],
+        "source_line": NotRequired[int],
+        "source_metrics": NotRequired[dict[str, Any]],
+    },
+)
+
+
 FIELDS_BY_NAME: dict[str, Field] = {f.name: f for f in RUN_LOG_FIELDS}
 REQUIRED_KEYS: tuple[str, ...] = tuple(f.name for f in RUN_LOG_FIELDS if f.required)
 
@@ -173,7 +226,7 @@ def validate_record(rec: dict[str, Any]) -> None:
             _check_field(f, value)
 
 
-def run_log_record(**fields: Any) -> dict[str, Any]:
+def run_log_record(**fields: Any) -> RunLogRecord:
     """One step's run-log record from its fields (``schema_version`` added), checked by :func:`validate_record`.
 
     ``run_log_record(run_id="r", step=1, cumulative_samples=8, prompts=2, responses=8, prompt_tokens=40,
@@ -181,7 +234,7 @@ def run_log_record(**fields: Any) -> dict[str, Any]:
     """
     rec = {"schema_version": SCHEMA_VERSION, **fields}
     validate_record(rec)
-    return rec
+    return rec  # type: ignore[return-value]
 
 
 # ---------------------------------------------------------------------------------------------- bench tables

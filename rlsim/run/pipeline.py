@@ -26,7 +26,7 @@ import simpy
 from rlsim.engine.rollout import RolloutResult, launch_rollouts
 from rlsim.errors import RlsimError
 from rlsim.host import threads
-from rlsim.io.records import run_log_record
+from rlsim.io.records import RunLogRecord, run_log_record
 from rlsim.phases import Phase
 from rlsim.run.costs import CostModel, RooflineCostModel
 from rlsim.run.pools import (
@@ -89,7 +89,7 @@ class _State:
     engine_version: int = 0
     version_changed: simpy.Event | None = None
     spans: list[Span] = field(default_factory=list)
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[RunLogRecord] = field(default_factory=list)
     last_end_s: float = 0.0
     engine_pause_s: float = 0.0  # in-flight weight updates not yet paid by the engines
     progress: Callable[[int], None] | None = None
@@ -453,7 +453,7 @@ def _record(st: _State, b: _Batch, timing: dict[str, float], end_s: float) -> di
 
 def run_pipeline(
     scenario: Scenario, cost: CostModel | None = None, progress: Callable[[int], None] | None = None
-) -> tuple[list[dict[str, Any]], list[Span]]:
+) -> tuple[list[RunLogRecord], list[Span]]:
     """Simulate ``scenario.run.steps`` steps; return the per-step records and the timeline spans."""
     cost = cost or RooflineCostModel.from_scenario(scenario)
     threads.thread_count()  # a bad RLSIM_THREADS is refused before anything runs, whatever the step size

@@ -4,10 +4,10 @@ track, and each step's busy fraction of each pool (utilization)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from rlsim.io.records import RunLogRecord
 from rlsim.phases import Phase
 from rlsim.scenario import Scenario
 
@@ -58,7 +58,7 @@ def _busy_before(spans: list[Span], t: np.ndarray) -> np.ndarray:
     return cum[k] - overhang
 
 
-def add_utilization(scenario: Scenario, records: list[dict[str, Any]], spans: list[Span]) -> None:
+def add_utilization(scenario: Scenario, records: list[RunLogRecord], spans: list[Span]) -> None:
     """Busy fraction of each GPU pool within each step's window (previous step's end, this step's end], into each
     record's ``utilization``."""
     ends = np.array([rec["wall_s"] for rec in records])

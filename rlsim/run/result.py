@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlsim import __version__
+from rlsim.io.records import RunLogRecord
 from rlsim.io.runlog import to_frame
 from rlsim.learning.model import reach_within, stall_at
 from rlsim.learning.target import TimeToTarget, time_at_samples
@@ -42,7 +43,7 @@ if TYPE_CHECKING:  # pandas is imported by the tables that need it (rlsim.io.run
 @dataclass
 class SimResult:
     scenario: Scenario
-    records: list[dict[str, Any]]
+    records: list[RunLogRecord]
     spans: list[Span]
     profile_info: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
@@ -55,7 +56,7 @@ class SimResult:
         return to_frame(self.records)
 
     @property
-    def steady_records(self) -> list[dict[str, Any]]:
+    def steady_records(self) -> list[RunLogRecord]:
         """Steps k+1..N-k: the first k fill the pipeline and the last k drain it (no rollout overlaps them)."""
         k = self.scenario.schedule.staleness
         return self.records[k : len(self.records) - k] if len(self.records) > 2 * k else self.records

@@ -20,8 +20,8 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from rlsim.io.records import RunLogRecord
 from rlsim.run.costs import RooflineCostModel
 from rlsim.run.pipeline import run_pipeline
 from rlsim.run.pools import Span, add_utilization
@@ -59,7 +59,7 @@ def prefix_exact(scn: Scenario) -> bool:
 class Timeline:
     """One simulated run's records and spans (records as rlsim.run.pipeline writes them)."""
 
-    records: list[dict[str, Any]]
+    records: list[RunLogRecord]
     spans: list[Span]
 
     def first(self, scn: Scenario, steps: int) -> Timeline:

@@ -110,3 +110,17 @@ def test_bench_columns_hold_every_phase_configuration_and_the_load():
     assert all(set(cols) <= set(BENCH_COLUMNS) for cols in BENCH_PHASE_COLUMNS.values())
     assert set(BENCH_PHASE_COLUMNS) <= {p.value for p in Phase}
     assert set(LOAD_KEYS) <= set(BENCH_COLUMNS)
+
+
+def test_the_typed_record_lists_the_schemas_fields():
+    """RunLogRecord (the type the simulator's records carry) and RUN_LOG_FIELDS (what validation checks) are one
+    list: the same names, required exactly where the schema requires them, nullable where it allows null."""
+    import typing
+
+    from rlsim.io.records import RUN_LOG_FIELDS, RunLogRecord
+
+    hints = typing.get_type_hints(RunLogRecord)
+    assert list(hints) == [f.name for f in RUN_LOG_FIELDS]
+    assert RunLogRecord.__required_keys__ == {f.name for f in RUN_LOG_FIELDS if f.required}
+    for f in RUN_LOG_FIELDS:
+        assert (type(None) in typing.get_args(hints[f.name])) == f.nullable, f.name
