@@ -133,19 +133,13 @@ class RooflineCostModel:
             return gpu.fp8_flops_per_s
         return gpu.bf16_flops_per_s
 
-    def _collective_bandwidth(self, num_gpus: int) -> float:
-        """Per-GPU bandwidth of a collective over ``num_gpus`` GPUs: NVLink in one node, the network beyond."""
-        hw = self.scenario.hardware
-        bw = hw.gpu.link_bandwidth_bytes_per_s if num_gpus <= hw.nvlink_domain else hw.nic_bandwidth_bytes_per_s
-        return bw * self.costs.link_efficiency
-
     def _allreduce_s(self, nbytes: np.ndarray | float, num_gpus: int) -> np.ndarray | float:
         """Ring all-reduce: 2 (n-1)/n of the bytes cross each GPU's link, plus latency (rlsim.trainer.training)."""
         if num_gpus <= 1:
             return 0.0 * np.asarray(nbytes)
-        return 2.0 * (num_gpus - 1) / num_gpus * np.asarray(nbytes) / self._collective_bandwidth(num_gpus) + (
-            training.latency_s(self.scenario, self.costs, num_gpus)
-        )
+        return 2.0 * (num_gpus - 1) / num_gpus * np.asarray(nbytes) / training.link_bandwidth(
+            self.scenario, self.costs, num_gpus
+        ) + (training.latency_s(self.scenario, self.costs, num_gpus))
 
     # -- rollout -----------------------------------------------------------------------------------------
     def decode_coefficients(self) -> DecodeCoefficients:
