@@ -45,12 +45,10 @@ Batch semantics (facts from that commit):
 
 from __future__ import annotations
 
-import shlex
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from rlsim.frameworks.config_import import (
-    LAUNCH_NOTES,
     ImportConfigError,
     Row,
     Source,
@@ -58,22 +56,27 @@ from rlsim.frameworks.config_import import (
     as_int,
     assumed_workload,
     divisible,
-    read_config,
 )
 from rlsim.frameworks.config_import import resolve_model as _resolve_model
-from rlsim.frameworks.launch import framework_command
+from rlsim.frameworks.openrlhf_args import (  # noqa: F401  (import-config and emit use them on this module)
+    FLAT_NAMES,
+    LEGACY,
+    LEGACY_DEFAULTS,
+    MODULE,
+    _default,
+    _lengths,
+    canonical,
+    parse_arguments,
+    read,
+)
+from rlsim.frameworks.openrlhf_emit import emit_keys  # noqa: F401  (the adapter's emit inverse)
 from rlsim.frameworks.registry import Adapter
-from rlsim.scenario.overrides import parse_scalar
-
-if TYPE_CHECKING:
-    from rlsim.frameworks.emit_keys import _Ctx
 
 SWITCH_FLAGS = True  # booleans are store_true flags: emit writes --flag for true and a note to remove it for false
 # the adapter (rlsim.frameworks.registry): this module's import mapping, emit_keys and docs table
 ADAPTER = Adapter("openrlhf", __name__, overrides="flags", log_importer="calibrate.importers.openrlhf")
 
 VERSION_READ = "OpenRLHF 3c3be62 (v0.11.0; flat names of v0.9.5 c0e2ee2)"
-MODULE = "openrlhf.cli.train_ppo_ray"
 ESTIMATORS = {
     "gae": "ppo",
     "reinforce": "grpo",
@@ -136,142 +139,6 @@ TABLE: tuple[Row, ...] = (
     Row("ds.ring_attn_size", 1, "training.context_parallel_size", "> 1: a Megatron layout (ring attention), noted"),
 )
 
-# flat names (v0.9.5, commit c0e2ee2) -> their dotted successors (v0.11.0)
-LEGACY: dict[str, str] = {
-    "rollout_batch_size": "rollout.batch_size",
-    "n_samples_per_prompt": "rollout.n_samples_per_prompt",
-    "train_batch_size": "train.batch_size",
-    "max_epochs": "train.max_epochs",
-    "micro_train_batch_size": "train.micro_batch_size",
-    "micro_rollout_batch_size": "rollout.micro_batch_size",
-    "packing_samples": "ds.packing_samples",
-    "use_dynamic_batch": "train.dynamic_batch_enable",
-    "train_max_tokens_per_gpu": "train.max_tokens_per_gpu",
-    "actor_num_nodes": "actor.num_nodes",
-    "actor_num_gpus_per_node": "actor.num_gpus_per_node",
-    "ref_num_nodes": "ref.num_nodes",
-    "ref_num_gpus_per_node": "ref.num_gpus_per_node",
-    "critic_num_nodes": "critic.num_nodes",
-    "critic_num_gpus_per_node": "critic.num_gpus_per_node",
-    "colocate_all_models": "train.colocate_all",
-    "colocate_actor_ref": "train.colocate_actor_ref",
-    "colocate_critic_reward": "train.colocate_critic_reward",
-    "vllm_num_engines": "vllm.num_engines",
-    "vllm_tensor_parallel_size": "vllm.tensor_parallel_size",
-    "vllm_gpu_memory_utilization": "vllm.gpu_memory_utilization",
-    "enable_prefix_caching": "vllm.enable_prefix_caching",
-    "async_train": "train.async_enable",
-    "async_queue_size": "train.async_queue_size",
-    "vllm_generate_batch_size": "rollout.vllm_generate_batch_size",
-    "advantage_estimator": "algo.advantage.estimator",
-    "init_kl_coef": "algo.kl.init_coef",
-    "dynamic_filtering": "algo.dynamic_filtering_enable",
-    "dynamic_filtering_reward_range": "algo.dynamic_filtering_range",
-    "max_len": "data.max_len",
-    "generate_max_len": "rollout.max_new_tokens",
-    "max_new_tokens": "rollout.max_new_tokens",
-    "actor_learning_rate": "actor.adam.lr",
-    "pretrain": "actor.model_name_or_path",
-    "critic_pretrain": "critic.model_name_or_path",
-    "reward_pretrain": "reward.model_name_or_path",
-    "reward_num_nodes": "reward.num_nodes",
-    "reward_num_gpus_per_node": "reward.num_gpus_per_node",
-    "remote_rm_url": "reward.remote_url",
-    "gradient_checkpointing": "actor.gradient_checkpointing_enable",
-    "zero_stage": "ds.zero_stage",
-    "adam_offload": "ds.adam_offload",
-    "ds_tensor_parallel_size": "ds.tensor_parallel_size",
-    "ring_attn_size": "ds.ring_attn_size",
-}
-# the flat name a dotted key is written with (generate_max_len, v0.9.5's, for rollout.max_new_tokens)
-FLAT_NAMES: dict[str, str] = {dotted: flat for flat, dotted in LEGACY.items() if flat != "max_new_tokens"}
-# defaults of v0.9.5 that differ from v0.11.0's, for a file in the flat spelling
-LEGACY_DEFAULTS: dict[str, Any] = {
-    "train.micro_batch_size": 4,
-    "rollout.micro_batch_size": 8,
-    "prompt_max_len": 1024,
-    "rollout.max_new_tokens": 1024,
-}
-
-
-def read(path: Path) -> dict[str, Any]:
-    """The arguments in ``path``: YAML / JSON of dest names, else a command line or one ``--flag value`` per line."""
-    if path.suffix in (".yaml", ".yml", ".json"):
-        return read_config(path, "openrlhf")
-    if not path.is_file():
-        raise ImportConfigError(
-            f"{path}: is not a file; give the train_ppo_ray command line, one --flag value per line, or YAML / JSON"
-        )
-    from rlsim.io.files import read_text
-
-    return parse_arguments(read_text(path, "openrlhf arguments"), str(path))
-
-
-def parse_arguments(text: str, where: str = "arguments") -> dict[str, Any]:
-    """``--rollout.batch_size 1024 --train.colocate_all`` -> ``{"rollout.batch_size": 1024, "train.colocate_all":
-    True}``: a flag takes the words up to the next ``--flag`` (none: true; several: a list); ``--flag=value`` too;
-    a flag given twice keeps its last value (as argparse does)."""
-    notes: list[str] = []
-    if MODULE in text:  # a launch script: its variables, arrays, bash -c and ray job submit read as text
-        words, notes = framework_command(text, where, (MODULE,))
-    else:
-        try:
-            words = shlex.split(text.replace("\\\n", " "), comments=True)
-        except ValueError as exc:
-            raise ImportConfigError(f"{where}: cannot be split into shell words ({exc}); fix the quoting") from None
-    out: dict[str, Any] = {}
-    flag: str | None = None
-    values: list[Any] = []
-
-    def done() -> None:
-        if flag is not None:  # a flag given twice: the last wins, as with argparse
-            out[flag] = True if not values else values[0] if len(values) == 1 else list(values)
-
-    for word in words:
-        if word.startswith("--") and len(word) > 2:
-            done()
-            name, eq, value = word[2:].partition("=")
-            flag, values = name, ([parse_scalar(value)] if eq else [])
-        elif flag is None:
-            raise ImportConfigError(
-                f"{where}: {word!r} is not a --flag; give the {MODULE} command line (a launch script: its "
-                "variables and arrays are expanded) or one --flag value per line"
-            )
-        else:
-            values.append(parse_scalar(word))
-    done()
-    if not out:
-        raise ImportConfigError(
-            f"{where}: holds no --flag; give the {MODULE} arguments, e.g. --rollout.batch_size 1024"
-        )
-    if notes:
-        out[LAUNCH_NOTES] = notes
-    return out
-
-
-def canonical(flat: dict[str, Any], where: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """Flat (v0.9.5) names renamed to the dotted TABLE names, and how each key is spelled (for a file in the flat
-    spelling, every TABLE key's flat name, so that messages and defaults name the flags the user has); one key in
-    both spellings is refused naming both."""
-    out: dict[str, Any] = {}
-    spelling: dict[str, str] = {}
-    for key, value in flat.items():
-        dotted = LEGACY.get(key, key)
-        if dotted in out:
-            first = spelling.get(dotted, dotted)
-            raise ImportConfigError(f"{where}: {first} and {key} give the same OpenRLHF argument; keep one of them")
-        out[dotted] = value
-        if dotted != key:
-            spelling[dotted] = key
-    if spelling:
-        for dotted, flat_name in FLAT_NAMES.items():
-            spelling.setdefault(dotted, flat_name)
-    return out, spelling
-
-
-def _default(src: Source, key: str) -> Any:
-    return src.get(key, LEGACY_DEFAULTS[key]) if src.legacy else src.get(key)
-
 
 def _reward(src: Source, policy: str, colocated: bool, notes: list[str]) -> dict[str, Any] | None:
     """The ``reward`` section: a reward model (``reward.model_name_or_path``) scores every sample with a forward
@@ -306,9 +173,27 @@ def _reward(src: Source, policy: str, colocated: bool, notes: list[str]) -> dict
     return out
 
 
-def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
-    """The scenario sections for OpenRLHF train_ppo_ray arguments, and the assumptions made."""
-    notes: list[str] = []
+@dataclass(frozen=True)
+class _Sizes:
+    """The rollout, engine and actor sizes of the arguments (:func:`_sizes`)."""
+
+    prompts: int
+    group: int
+    samples: int
+    engines: int
+    tp: int
+    actor_per_node: int
+    actor_gpus: int
+    actor_key: str
+    ring: int
+    ds_tp: int
+    micro: int
+    mini: int
+    rollout_micro: int
+
+
+def _sizes(src: Source) -> _Sizes:
+    """The batch, engine and actor sizes, checked as OpenRLHF and DeepSpeed check them."""
     n = src.name
     prompts, group = as_int(src, "rollout.batch_size"), as_int(src, "rollout.n_samples_per_prompt")
     samples = prompts * group
@@ -339,7 +224,26 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             f"{rollout_micro}) must be at least the data-parallel actor GPUs ({actor_key} / ring x TP = {dp}) "
             "(OpenRLHF asserts it); change one of them"
         )
-    colocate, is_async = bool(src.get("train.colocate_all")), bool(src.get("train.async_enable"))
+    return _Sizes(
+        prompts,
+        group,
+        samples,
+        engines,
+        tp,
+        actor_per_node,
+        actor_gpus,
+        actor_key,
+        ring,
+        ds_tp,
+        micro,
+        mini,
+        rollout_micro,
+    )
+
+
+def _check_generate_batch(src: Source, prompts: int, is_async: bool, notes: list[str]) -> None:
+    """Refuses a vLLM generate batch above rollout.batch_size without async (as OpenRLHF does), else notes it."""
+    n = src.name
     gen_key = "rollout.vllm_generate_batch_size"
     if src.given(gen_key) and as_int(src, gen_key) > prompts:
         if not is_async:
@@ -348,6 +252,11 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
                 f"{n('train.async_enable')} (OpenRLHF asserts it); change one of them"
             )
         notes.append(f"{n(gen_key)} {as_int(src, gen_key)} > {prompts}: oversampling is not modelled (P = {prompts})")
+
+
+def _reference(src: Source, colocate: bool) -> tuple[bool, bool]:
+    """(kl, colocate_ref): whether the reference model exists and shares the actor's GPUs (its layout checked)."""
+    n = src.name
     kl = as_float(src, "algo.kl.init_coef") > 0
     colocate_ref = bool(src.get("train.colocate_actor_ref"))
     if kl and (colocate or colocate_ref):
@@ -358,13 +267,12 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
                     f"{n(f'ref.{part}')} ({ref}) must equal {n(f'actor.{part}')} ({act}) when the reference is "
                     "colocated with the actor (OpenRLHF asserts it); change one of them"
                 )
-    estimator = src.get("algo.advantage.estimator")
-    if estimator not in ESTIMATORS:
-        raise ImportConfigError(
-            f"{n('algo.advantage.estimator')}: {estimator!r} is not one of {', '.join(ESTIMATORS)}; fix it"
-        )
-    model, model_notes = _resolve_model(src.get("actor.model_name_or_path"), n("actor.model_name_or_path"))
-    notes += model_notes
+    return kl, colocate_ref
+
+
+def _algorithm(src: Source, estimator: str, mini: int, kl: bool, notes: list[str]) -> dict[str, Any]:
+    """The ``algorithm`` section: the estimator's algorithm, its batches and passes, and gae's critic model."""
+    n = src.name
     algorithm: dict[str, Any] = {
         "name": ESTIMATORS[estimator],
         "mini_batches_per_step": mini,
@@ -383,70 +291,97 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
                 "critic: the policy's architecture (OpenRLHF starts the critic from the reward model; --set "
                 f"{n('critic.model_name_or_path')}=NAME for another)"
             )
+    return algorithm
 
-    reward = _reward(src, model, colocate and not is_async, notes)
 
-    hardware: dict[str, Any] = {"gpus_per_node": actor_per_node}
+def _placement(
+    src: Source, z: _Sizes, colocate: bool, is_async: bool, notes: list[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``hardware`` and ``schedule`` sections: one pool under colocate_all (sync), else vLLM's GPUs apart."""
+    n = src.name
+    hardware: dict[str, Any] = {"gpus_per_node": z.actor_per_node}
     if colocate and not is_async:
-        if actor_gpus != engines * tp:  # train_ppo_ray.py asserts it
+        if z.actor_gpus != z.engines * z.tp:  # train_ppo_ray.py asserts it
             raise ImportConfigError(
-                f"{actor_key} ({actor_gpus}) must equal {n('vllm.num_engines')} x {n('vllm.tensor_parallel_size')} "
-                f"({engines * tp}) with {n('train.colocate_all')} (OpenRLHF asserts it); change one of them"
+                f"{z.actor_key} ({z.actor_gpus}) must equal {n('vllm.num_engines')} x "
+                f"{n('vllm.tensor_parallel_size')} ({z.engines * z.tp}) with {n('train.colocate_all')} (OpenRLHF "
+                "asserts it); change one of them"
             )
-        hardware.update(num_gpus=actor_gpus, placement="colocated")
-        schedule: dict[str, Any] = {"mode": "sync-colocated"}
+        hardware.update(num_gpus=z.actor_gpus, placement="colocated")
+        return hardware, {"mode": "sync-colocated"}
+    hardware.update(
+        num_gpus=z.engines * z.tp + z.actor_gpus,
+        placement="separate",
+        rollout_gpus=z.engines * z.tp,
+        train_gpus=z.actor_gpus,
+    )
+    if is_async:
+        schedule = {
+            "mode": "async",
+            "max_staleness": as_int(src, "train.async_queue_size"),
+            "streaming": False,
+            "in_flight_weight_updates": bool(src.get("train.partial_rollout_enable")),
+        }
+        if colocate:
+            notes.append(f"{n('train.colocate_all')} in async mode colocates only the DeepSpeed models (OpenRLHF)")
     else:
-        hardware.update(
-            num_gpus=engines * tp + actor_gpus, placement="separate", rollout_gpus=engines * tp, train_gpus=actor_gpus
-        )
-        if is_async:
-            schedule = {
-                "mode": "async",
-                "max_staleness": as_int(src, "train.async_queue_size"),
-                "streaming": False,
-                "in_flight_weight_updates": bool(src.get("train.partial_rollout_enable")),
-            }
-            if colocate:
-                notes.append(f"{n('train.colocate_all')} in async mode colocates only the DeepSpeed models (OpenRLHF)")
-        else:
-            schedule = {"mode": "sync-separate"}
-        others = []
-        if kl and not colocate_ref and not colocate:  # its own placement group, beside the actor (ppo_trainer.py)
-            ref_gpus = as_int(src, "ref.num_nodes") * as_int(src, "ref.num_gpus_per_node")
-            algorithm["reference_gpus"] = ref_gpus
-            notes.append(
-                f"reference model on {ref_gpus} GPUs of its own ({n('ref.num_nodes')} x {n('ref.num_gpus_per_node')}): "
-                "its log-prob pass beside the actor's"
-            )
-        elif kl and not colocate_ref:
-            others.append(f"reference {as_int(src, 'ref.num_nodes') * as_int(src, 'ref.num_gpus_per_node')}")
-        critic_gpus = as_int(src, "critic.num_nodes") * as_int(src, "critic.num_gpus_per_node")
-        with_reward = bool(src.get("train.colocate_critic_reward")) and reward is not None and "num_gpus" in reward
-        if estimator == "gae" and with_reward:  # one placement group for both (OpenRLHF asserts equal sizes)
-            algorithm["critic_with_reward"] = True
-            notes.append(
-                f"critic on the reward model's {reward['num_gpus']} GPUs ({n('train.colocate_critic_reward')}): its "
-                "values pass after the reward model's forward there, its training beside the actor's"
-            )
-        elif estimator == "gae" and (colocate or src.get("train.colocate_critic_reward")):
-            others.append(f"critic {critic_gpus}")
-        elif estimator == "gae":  # its own placement group, its passes beside the actor's (ppo_trainer.py)
-            algorithm["critic_gpus"] = critic_gpus
-            notes.append(
-                f"critic on {critic_gpus} GPUs of its own ({n('critic.num_nodes')} x {n('critic.num_gpus_per_node')}): "
-                "its values pass beside the actor's log-probs, its training beside the actor's"
-            )
-        if others:
-            notes.append(
-                f"GPUs of their own for the {' and '.join(others)}: not counted; rlsim runs their passes on the "
-                "training GPUs"
-            )
+        schedule = {"mode": "sync-separate"}
+    return hardware, schedule
 
-    training: dict[str, Any] = {"backend": "fsdp"}
-    if ring > 1 or ds_tp > 1:
-        training = {"backend": "megatron", "tensor_parallel_size": ds_tp, "context_parallel_size": ring}
+
+def _own_pools(
+    src: Source,
+    algorithm: dict[str, Any],
+    reward: dict[str, Any] | None,
+    estimator: str,
+    kl: bool,
+    colocate: bool,
+    colocate_ref: bool,
+    notes: list[str],
+) -> None:
+    """Adds to ``algorithm`` the reference's and critic's GPUs of separate pools (a note for those not counted)."""
+    n = src.name
+    others = []
+    if kl and not colocate_ref and not colocate:  # its own placement group, beside the actor (ppo_trainer.py)
+        ref_gpus = as_int(src, "ref.num_nodes") * as_int(src, "ref.num_gpus_per_node")
+        algorithm["reference_gpus"] = ref_gpus
         notes.append(
-            f"DeepSpeed AutoTP {ds_tp} x ring attention {ring} simulated as a Megatron layout of those sizes "
+            f"reference model on {ref_gpus} GPUs of its own ({n('ref.num_nodes')} x {n('ref.num_gpus_per_node')}): "
+            "its log-prob pass beside the actor's"
+        )
+    elif kl and not colocate_ref:
+        others.append(f"reference {as_int(src, 'ref.num_nodes') * as_int(src, 'ref.num_gpus_per_node')}")
+    critic_gpus = as_int(src, "critic.num_nodes") * as_int(src, "critic.num_gpus_per_node")
+    with_reward = bool(src.get("train.colocate_critic_reward")) and reward is not None and "num_gpus" in reward
+    if estimator == "gae" and with_reward:  # one placement group for both (OpenRLHF asserts equal sizes)
+        algorithm["critic_with_reward"] = True
+        notes.append(
+            f"critic on the reward model's {reward['num_gpus']} GPUs ({n('train.colocate_critic_reward')}): its "
+            "values pass after the reward model's forward there, its training beside the actor's"
+        )
+    elif estimator == "gae" and (colocate or src.get("train.colocate_critic_reward")):
+        others.append(f"critic {critic_gpus}")
+    elif estimator == "gae":  # its own placement group, its passes beside the actor's (ppo_trainer.py)
+        algorithm["critic_gpus"] = critic_gpus
+        notes.append(
+            f"critic on {critic_gpus} GPUs of its own ({n('critic.num_nodes')} x {n('critic.num_gpus_per_node')}): "
+            "its values pass beside the actor's log-probs, its training beside the actor's"
+        )
+    if others:
+        notes.append(
+            f"GPUs of their own for the {' and '.join(others)}: not counted; rlsim runs their passes on the "
+            "training GPUs"
+        )
+
+
+def _training(src: Source, z: _Sizes, notes: list[str]) -> dict[str, Any]:
+    """The ``training`` section: DeepSpeed as fsdp (AutoTP / ring attention: a Megatron layout) and its batching."""
+    n = src.name
+    training: dict[str, Any] = {"backend": "fsdp"}
+    if z.ring > 1 or z.ds_tp > 1:
+        training = {"backend": "megatron", "tensor_parallel_size": z.ds_tp, "context_parallel_size": z.ring}
+        notes.append(
+            f"DeepSpeed AutoTP {z.ds_tp} x ring attention {z.ring} simulated as a Megatron layout of those sizes "
             "(rlsim's fsdp is data-parallel only)"
         )
     zero = src.get("ds.zero_stage")
@@ -462,27 +397,53 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         )
         src.get("ds.packing_samples")  # OpenRLHF turns packing on with dynamic batching
     else:
-        training.update(sequence_packing=False, micro_batch_size=micro)
+        training.update(sequence_packing=False, micro_batch_size=z.micro)
         if src.get("ds.packing_samples"):
             training["remove_padding"] = True
             notes.append(
-                f"{n('ds.packing_samples')} without dynamic batch: {micro} samples per micro-batch, packed without "
+                f"{n('ds.packing_samples')} without dynamic batch: {z.micro} samples per micro-batch, packed without "
                 "padding (training.remove_padding)"
             )
-    training["logprob_micro_batch_size"] = rollout_micro
+    training["logprob_micro_batch_size"] = z.rollout_micro
     training["activation_recompute"] = "full" if src.get("actor.gradient_checkpointing_enable") else "none"
     training["offload_optimizer"] = bool(src.get("ds.adam_offload"))
+    return training
+
+
+def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
+    """The scenario sections for OpenRLHF train_ppo_ray arguments, and the assumptions made."""
+    notes: list[str] = []
+    n = src.name
+    z = _sizes(src)
+    colocate, is_async = bool(src.get("train.colocate_all")), bool(src.get("train.async_enable"))
+    _check_generate_batch(src, z.prompts, is_async, notes)
+    kl, colocate_ref = _reference(src, colocate)
+    estimator = src.get("algo.advantage.estimator")
+    if estimator not in ESTIMATORS:
+        raise ImportConfigError(
+            f"{n('algo.advantage.estimator')}: {estimator!r} is not one of {', '.join(ESTIMATORS)}; fix it"
+        )
+    model, model_notes = _resolve_model(src.get("actor.model_name_or_path"), n("actor.model_name_or_path"))
+    notes += model_notes
+    algorithm = _algorithm(src, estimator, z.mini, kl, notes)
+
+    reward = _reward(src, model, colocate and not is_async, notes)
+
+    hardware, schedule = _placement(src, z, colocate, is_async, notes)
+    if not (colocate and not is_async):
+        _own_pools(src, algorithm, reward, estimator, kl, colocate, colocate_ref, notes)
+    training = _training(src, z, notes)
 
     max_prompt, max_response, length_notes = _lengths(src)
     notes += length_notes
-    workload, assumed = assumed_workload(prompts, group, max_prompt, max_response)
+    workload, assumed = assumed_workload(z.prompts, z.group, max_prompt, max_response)
     notes += assumed
     sections = {
         "model": model,
         "hardware": hardware,
         "engine": {
-            "tensor_parallel_size": tp,
-            "replicas": engines,
+            "tensor_parallel_size": z.tp,
+            "replicas": z.engines,
             "gpu_memory_utilization": as_float(src, "vllm.gpu_memory_utilization"),
             "prefix_caching": bool(src.get("vllm.enable_prefix_caching")),
             "behaviour": "vllm-v1",
@@ -491,7 +452,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "algorithm": algorithm,
         "training": training,
         "schedule": schedule,
-        "learning": {"lr0": as_float(src, "actor.adam.lr"), "reference_batch": samples},
+        "learning": {"lr0": as_float(src, "actor.adam.lr"), "reference_batch": z.samples},
     }
     if reward is not None:
         sections["reward"] = reward
@@ -506,114 +467,6 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             "algorithm.dynamic_sampling.keep_rate=R (OpenRLHF logs dynamic_filtering_pass_rate, in percent)"
         )
     return sections, notes
-
-
-def _lengths(src: Source) -> tuple[int, int, list[str]]:
-    """(max prompt tokens, max response tokens, notes): v0.9.5's prompt_max_len / generate_max_len when the file
-    uses them, else v0.10's data.max_len with rollout.max_new_tokens (None: half of max_len each, assumed)."""
-    n = src.name
-    new_key = "rollout.max_new_tokens"
-    old_style = src.given("prompt_max_len") or (src.given(new_key) and n(new_key) == "generate_max_len")
-    if src.legacy and (old_style or not (src.given("data.max_len") or src.given(new_key))):
-        prompt = as_int(src, "prompt_max_len") if src.given("prompt_max_len") else int(_default(src, "prompt_max_len"))
-        response = as_int(src, new_key) if src.given(new_key) else int(_default(src, new_key))
-        return prompt, response, []
-    if src.given("prompt_max_len"):
-        raise ImportConfigError(
-            f"prompt_max_len is a v0.9.5 flag; with the dotted flags give {n('data.max_len')} (prompt + response) "
-            f"and {n(new_key)}"
-        )
-    total = as_int(src, "data.max_len")
-    if src.given(new_key):
-        response = as_int(src, new_key)
-        if response >= total:
-            raise ImportConfigError(
-                f"{n(new_key)} ({response}) must be less than {n('data.max_len')} ({total}), which also holds the "
-                "prompt; change one of them"
-            )
-        return total - response, response, []
-    prompt = total // 2
-    return (
-        prompt,
-        total - prompt,
-        [
-            f"{n('data.max_len')} {total} split half prompt, half response ({n(new_key)} unset: OpenRLHF generates up "
-            "to max_len - the prompt's length)"
-        ],
-    )
-
-
-# ------------------------------------------------------------------------------------------- emit
-
-
-def emit_keys(ctx: _Ctx) -> dict[str, Any]:
-    from rlsim.frameworks.emit_keys import _common_notes, _divide, _lr, _nodes, _opt_steps, _packing_tokens
-
-    s, hw, tr = ctx.s, ctx.s.hardware, ctx.s.training
-    d: dict[str, Any] = {}
-    P, G, B = s.workload.prompts_per_step, s.workload.group_size, s.workload.responses_per_step
-    train_batch = _divide("workload P x G", B, "the optimizer steps per step", _opt_steps(s), "OpenRLHF")
-    d["rollout.batch_size"], d["rollout.n_samples_per_prompt"] = P, G
-    d["train.batch_size"] = train_batch
-    d["train.max_epochs"] = s.algorithm.epochs_per_step
-    train_gpus = hw.num_train_gpus
-    per_node, nodes = _nodes(ctx, train_gpus, "actor.num_gpus_per_node", 8)
-    d["actor.num_nodes"], d["actor.num_gpus_per_node"] = nodes, per_node
-    tp = s.engine.tensor_parallel_size
-    d["vllm.num_engines"] = s.num_replicas
-    d["vllm.tensor_parallel_size"] = tp
-    d["vllm.gpu_memory_utilization"] = s.engine.gpu_memory_utilization
-    if s.engine.prefix_caching is not None:
-        d["vllm.enable_prefix_caching"] = s.engine.prefix_caching
-    if s.num_replicas * tp != hw.num_rollout_gpus:
-        ctx.notes.append(
-            f"engine.replicas {s.num_replicas} x TP {tp} != {hw.num_rollout_gpus} rollout GPUs: OpenRLHF's engines "
-            "use vllm.num_engines x vllm.tensor_parallel_size GPUs"
-        )
-    colocated = hw.placement == "colocated"
-    d["train.colocate_all"] = colocated
-    is_async = s.schedule.mode == "async"
-    d["train.async_enable"] = is_async
-    if is_async:
-        d["train.async_queue_size"] = s.schedule.max_staleness
-        d["train.partial_rollout_enable"] = s.schedule.in_flight_weight_updates
-        if s.schedule.streaming:
-            ctx.notes.append("schedule.streaming: OpenRLHF's generator finishes a rollout before the next starts")
-    ref_with_actor = colocated or bool(ctx.current("train.colocate_actor_ref") is True)
-    if s.algorithm.kl_reference and ref_with_actor:  # OpenRLHF asserts equal sizes
-        d["ref.num_nodes"], d["ref.num_gpus_per_node"] = nodes, per_node
-    if s.algorithm.name == "ppo" and colocated:
-        d["critic.num_nodes"], d["critic.num_gpus_per_node"] = nodes, per_node
-    if tr.backend == "megatron":
-        d["ds.tensor_parallel_size"] = tr.tensor_parallel_size
-        d["ds.ring_attn_size"] = tr.context_parallel_size
-        if tr.expert_parallel_size > 1:
-            ctx.notes.append(f"training.expert_parallel_size {tr.expert_parallel_size}: OpenRLHF has none")
-    else:
-        d["ds.tensor_parallel_size"] = 1
-        d["ds.ring_attn_size"] = 1
-    dp = train_gpus // (tr.tensor_parallel_size * tr.context_parallel_size) if tr.backend == "megatron" else train_gpus
-    if tr.sequence_packing:
-        d["train.dynamic_batch_enable"] = True
-        d["ds.packing_samples"] = True
-        d["train.max_tokens_per_gpu"] = _packing_tokens(s)
-    else:
-        d["train.dynamic_batch_enable"] = False
-        d["train.micro_batch_size"] = tr.micro_batch_size
-        _divide(
-            "OpenRLHF train.batch_size",
-            train_batch,
-            "training.micro_batch_size x data-parallel GPUs",
-            tr.micro_batch_size * dp,
-            "OpenRLHF (DeepSpeed)",
-        )
-    if tr.logprob_micro_batch_size is not None:
-        d["rollout.micro_batch_size"] = tr.logprob_micro_batch_size
-    d["actor.gradient_checkpointing_enable"] = tr.activation_recompute != "none"
-    d["ds.adam_offload"] = tr.offload_optimizer
-    d["actor.adam.lr"] = _lr(s)
-    _common_notes(ctx, "OpenRLHF", asynchronous=True, max_num_seqs=False, pp=False)
-    return d
 
 
 def docs_table() -> str:
