@@ -56,7 +56,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlsim.frameworks.config_import import (
-    LAUNCH_NOTES,
     ImportConfigError,
     Row,
     Source,
@@ -64,10 +63,15 @@ from rlsim.frameworks.config_import import (
     as_int,
     assumed_workload,
     divisible,
-    read_config,
 )
 from rlsim.frameworks.config_import import resolve_model as _resolve_model
 from rlsim.frameworks.registry import Adapter
+from rlsim.frameworks.trl_launch import (  # noqa: F401  (import-config calls read on this module)
+    ACCELERATE_FLAGS,
+    ENTRY,
+    accelerate_settings,
+    read,
+)
 from rlsim.io.files import load_yaml, read_text
 
 if TYPE_CHECKING:
@@ -259,119 +263,8 @@ def release_changes_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-# ---------------------------------------------------------------------------------------------- launch
-
-ENTRY = "accelerate"
-# accelerate launch options that take no value (accelerate/commands/launch.py, store_true)
-ACCELERATE_FLAGS = {"--multi_gpu", "--use_deepspeed", "--use_fsdp", "--use_megatron_lm", "--cpu", "-m", "--module"}
-ACCELERATE_FLAGS |= {"--no_python", "--debug", "--quiet", "-q", "--tpu", "--use_xpu", "--same_network"}
-
-
-def _option(word: str) -> tuple[str, str | None]:
-    key, eq, value = word.partition("=")
-    return key, (value if eq else None)
-
-
-def _find(path_text: str, where: Path) -> Path:
-    """A path on the command line: as given (from the working directory), else from the script's folder or one
-    of its parents (launch scripts name files from the repository's root)."""
-    given = Path(path_text)
-    if given.is_absolute() or given.is_file():
-        return given
-    for base in [where.parent, *where.parent.parents]:
-        if (base / given).is_file():
-            return base / given
-    raise ImportConfigError(
-        f"{where.name}: {path_text} is not a file (looked from the working directory and from {where.parent} up); "
-        "run from the folder the command runs from, or give the file with --set"
-    )
-
-
-def read(path: Path) -> dict[str, Any]:
-    """A GRPOConfig as YAML / JSON, or a launch script or command line running ``accelerate launch ... --config
-    GRPO.yaml`` (module docstring)."""
-    if path.suffix in (".yaml", ".yml", ".json"):
-        return read_config(path, "trl")
-    if not path.is_file():
-        raise ImportConfigError(f"{path}: is not a file; give TRL's GRPO config (YAML / JSON) or its accelerate launch")
-    from rlsim.frameworks.launch import framework_command
-
-    words, notes = framework_command(read_text(path, "TRL launch script"), path.name, (ENTRY,))
-    if not words or words[0] != "launch":
-        raise ImportConfigError(f"{path.name}: runs accelerate without launch; give the accelerate launch command")
-    words = words[1:]
-    launch: dict[str, Any] = {}
-    i = 0
-    while i < len(words) and words[i].startswith("-"):  # accelerate's own options, up to the script
-        key, value = _option(words[i])
-        i += 1
-        if key in ACCELERATE_FLAGS:
-            continue
-        if value is None and i < len(words):
-            value, i = words[i], i + 1
-        launch[key.lstrip("-").replace("-", "_")] = value
-    if i >= len(words):
-        raise ImportConfigError(f"{path.name}: accelerate launch names no training script")
-    script, args = words[i], words[i + 1 :]
-    data: dict[str, Any] = {}
-    overrides: dict[str, Any] = {}
-    j = 0
-    while j < len(args):
-        key, value = _option(args[j])
-        j += 1
-        if not key.startswith("--"):
-            raise ImportConfigError(f"{path.name}: {args[j - 1]!r} after {script} is not a --key value argument")
-        if value is None:
-            if j < len(args) and not args[j].startswith("--"):
-                value, j = args[j], j + 1
-            else:
-                value = "true"
-        key = key[2:].replace("-", "_")
-        if key == "config":
-            data = read_config(_find(value, path), "trl")
-        else:
-            overrides[key] = load_yaml(value) if value else value  # TRL's parser types them by the field
-    data.update(overrides)
-    if "config_file" in launch:
-        data.setdefault("accelerate_config", str(_find(launch["config_file"], path)))
-    if "num_processes" in launch:
-        data.setdefault("num_processes", int(launch["num_processes"]))
-    data[LAUNCH_NOTES] = [f"read from the accelerate launch of {script} in {path.name}", *notes]
-    return data
-
-
-def accelerate_settings(path_text: str) -> tuple[dict[str, Any], list[str]]:
-    """What an accelerate config file says of the processes and the sharding."""
-    path = Path(path_text)
-    if not path.is_file():
-        raise ImportConfigError(f"accelerate_config: {path_text} is not a file; give accelerate's config YAML")
-    cfg = read_config(path, "accelerate")
-    kind = str(cfg.get("distributed_type", "NO"))
-    stage = (cfg.get("deepspeed_config") or {}).get("zero_stage")
-    notes = [f"accelerate config {path.name}: distributed_type {kind}" + (f", ZeRO stage {stage}" if stage else "")]
-    if kind == "DEEPSPEED" and stage is not None and int(stage) < 3:
-        notes.append(
-            f"training: ZeRO-{stage} keeps whole parameters on every GPU; rlsim prices ZeRO-3 / FSDP full sharding "
-            "(more gathers per micro-batch, less memory)"
-        )
-    elif kind not in ("DEEPSPEED", "FSDP"):
-        notes.append(
-            f"training: {kind} keeps whole parameters, gradients and optimizer states on every GPU; rlsim prices "
-            "FSDP full sharding (less memory than it needs)"
-        )
-    out: dict[str, Any] = {}
-    if cfg.get("num_processes") is not None:
-        out["num_processes"] = int(cfg["num_processes"])
-    return out, notes
-
-
-def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
-    """The scenario sections for a TRL GRPOConfig, and the assumptions made."""
-    check_trainer(src.flat)
-    _check_launch_spelling(src)
-    version, notes = release_for(src.get("trl_version"))
-    _check_release_keys(src, version)
-    has = releases()[version]
+def _processes(src: Source, notes: list[str]) -> tuple[int, list[str]]:
+    """(num_processes, the accelerate config's notes): as --set, else the accelerate config's, else TRL's default."""
     accel: dict[str, Any] = {}
     accel_notes: list[str] = []
     if src.given("accelerate_config"):
@@ -388,6 +281,25 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             f"num_processes: {procs} (TRL's config has no key for it; --set num_processes=N as given to accelerate "
             "launch, or accelerate_config=FILE)"
         )
+    return procs, accel_notes
+
+
+@dataclasses.dataclass(frozen=True)
+class _Round:
+    """One generation round's sizes (:func:`_round`)."""
+
+    per_device: int
+    accum: int
+    group: int
+    steps_per_gen: int
+    prompts: int
+    mini_batches: int
+    optimizer_batch: int
+    iterations: int
+
+
+def _round(src: Source, version: str, has: dict[str, Any], procs: int, notes: list[str]) -> _Round:
+    """The generation round: its completions, prompts, optimizer steps and passes, by the release's batch rules."""
     per_device, accum = as_int(src, PDB), as_int(src, GA)
     group = as_int(src, "num_generations")
     if src.given(GEN) and src.given(SPG):
@@ -410,9 +322,13 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     mini_batches = divisible(SPG, steps_per_gen, GA, accum) if steps_per_gen else 1
     optimizer_batch = generations if steps_per_gen else generations * accum
     iterations = as_int(src, "num_iterations")
+    return _Round(per_device, accum, group, steps_per_gen, prompts, mini_batches, optimizer_batch, iterations)
 
-    model, model_notes = _resolve_model(src.get("model_name_or_path"), "model_name_or_path")
-    notes += model_notes
+
+def _generation(
+    src: Source, version: str, has: dict[str, Any], procs: int, notes: list[str]
+) -> tuple[bool, dict[str, Any], dict[str, Any], str]:
+    """(use_vllm, engine, hardware, schedule mode): transformers generate, vLLM colocated, or vLLM served apart."""
     use_vllm = bool(src.get("use_vllm"))
     engine: dict[str, Any] = {}
     hardware: dict[str, Any] = {"num_gpus": procs, "placement": "colocated"}
@@ -448,7 +364,23 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             )
         else:
             raise ImportConfigError(f"vllm_mode: {mode!r} must be colocate or server; fix it in the file or --set")
-    recompute = accum % (max(1, steps_per_gen) * iterations) != 0 or (
+    return use_vllm, engine, hardware, schedule
+
+
+def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
+    """The scenario sections for a TRL GRPOConfig, and the assumptions made."""
+    check_trainer(src.flat)
+    _check_launch_spelling(src)
+    version, notes = release_for(src.get("trl_version"))
+    _check_release_keys(src, version)
+    has = releases()[version]
+    procs, accel_notes = _processes(src, notes)
+    r = _round(src, version, has, procs, notes)
+
+    model, model_notes = _resolve_model(src.get("model_name_or_path"), "model_name_or_path")
+    notes += model_notes
+    use_vllm, engine, hardware, schedule = _generation(src, version, has, procs, notes)
+    recompute = r.accum % (max(1, r.steps_per_gen) * r.iterations) != 0 or (
         use_vllm and bool(src.get("vllm_importance_sampling_correction"))
     )
     if src.get("max_prompt_length") is None:
@@ -457,7 +389,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     else:
         max_prompt = as_int(src, "max_prompt_length")
     max_response = as_int(src, "max_completion_length")
-    workload, length_notes = assumed_workload(prompts, group, max_prompt, max_response)
+    workload, length_notes = assumed_workload(r.prompts, r.group, max_prompt, max_response)
     notes += length_notes
     if not accel_notes:
         notes.append("training: FSDP full sharding stands for TRL's DeepSpeed ZeRO-3 / FSDP (accelerate config)")
@@ -468,19 +400,19 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "workload": workload,
         "algorithm": {
             "name": "grpo",
-            "mini_batches_per_step": mini_batches,
-            "epochs_per_step": iterations,
+            "mini_batches_per_step": r.mini_batches,
+            "epochs_per_step": r.iterations,
             "kl_reference": as_float(src, "beta") > 0,
             "recompute_old_logprob": recompute,
         },
         "training": {
             "backend": "fsdp",
-            "micro_batch_size": per_device,
+            "micro_batch_size": r.per_device,
             "sequence_packing": False,
             "activation_recompute": "full" if src.get("gradient_checkpointing") else "none",
         },
         "schedule": {"mode": schedule},
-        "learning": {"lr0": as_float(src, "learning_rate"), "reference_batch": optimizer_batch},
+        "learning": {"lr0": as_float(src, "learning_rate"), "reference_batch": r.optimizer_batch},
     }
     return sections, notes
 
