@@ -219,15 +219,8 @@ def _megatron(src: Source, mini_samples: int, gpus: int, moe: bool) -> tuple[dic
     return training, per_rank, notes
 
 
-def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
-    """The scenario sections for a verl config, and the assumptions made."""
-    notes: list[str] = []
-    prompts = as_int(src, "data.train_batch_size")
-    group = as_int(src, R + "n")
-    mini = as_int(src, A + "ppo_mini_batch_size")
-    mini_batches = divisible("data.train_batch_size", prompts, A + "ppo_mini_batch_size", mini)
-    per_node, nnodes = as_int(src, "trainer.n_gpus_per_node"), as_int(src, "trainer.nnodes")
-    gpus = per_node * nnodes
+def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> dict[str, Any]:
+    """The ``training`` section: the actor's strategy (fsdp, fsdp2 or megatron), its micro-batches and offloading."""
     training: dict[str, Any] = {"backend": "fsdp"}
     strategy = src.get(A + "strategy")
     if strategy not in ("fsdp", "fsdp2", "megatron"):
@@ -236,10 +229,10 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             "scenario's training section by hand"
         )
     if strategy == "megatron":
-        training, per_rank, megatron_notes = _megatron(src, mini * group, gpus, _is_moe(src.get(M + "path")))
+        training, per_rank, megatron_notes = _megatron(src, mini_samples, gpus, _is_moe(src.get(M + "path")))
         notes += megatron_notes
     else:
-        per_rank = divisible(f"{A}ppo_mini_batch_size x {R}n", mini * group, "trainer.n_gpus_per_node x nnodes", gpus)
+        per_rank = divisible(f"{A}ppo_mini_batch_size x {R}n", mini_samples, "trainer.n_gpus_per_node x nnodes", gpus)
     if src.get(A + "use_dynamic_bsz"):
         training.update(sequence_packing=True, micro_batch_size=1)
         training["packing_tokens"] = as_int(src, A + "ppo_max_token_len_per_gpu")
@@ -274,7 +267,11 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     if strategy != "megatron":
         training["offload_params"] = bool(src.get(A + "fsdp_config.param_offload"))
         training["offload_optimizer"] = bool(src.get(A + "fsdp_config.optimizer_offload"))
+    return training
 
+
+def _algorithm(src: Source, mini_batches: int, notes: list[str]) -> tuple[str, dict[str, Any]]:
+    """(model, the ``algorithm`` section): the policy's catalog model, the estimator's algorithm and gae's critic."""
     estimator = src.get("algorithm.adv_estimator")
     if estimator not in ESTIMATORS:
         raise ImportConfigError(
@@ -292,6 +289,40 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     if estimator == "gae" and src.given("critic.model.path"):
         algorithm["critic_model"], critic_notes = _resolve_model(src.get("critic.model.path"), "critic.model.path")
         notes += [n.replace("model:", "critic model:", 1) for n in critic_notes]
+    return model, algorithm
+
+
+def _engine(src: Source, rollout_engine: str, notes: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(the ``engine`` section, the ``software`` section or None): the rollout's vLLM or SGLang engine."""
+    if rollout_engine == "sglang":  # verl passes gpu_memory_utilization and max_num_seqs on (async_sglang_server.py)
+        engine, software_section, sglang_notes = sglang.engine_section(
+            as_int(src, R + "tensor_model_parallel_size"),
+            as_float(src, R + "gpu_memory_utilization"),
+            as_int(src, R + "max_num_seqs"),
+            SGLANG_VERSION,
+            f"{R}name sglang",
+        )
+        notes += sglang_notes
+        return engine, software_section
+    return {
+        "tensor_parallel_size": as_int(src, R + "tensor_model_parallel_size"),
+        "gpu_memory_utilization": as_float(src, R + "gpu_memory_utilization"),
+        "max_num_seqs": as_int(src, R + "max_num_seqs"),
+        "behaviour": "vllm-v1",
+    }, None
+
+
+def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
+    """The scenario sections for a verl config, and the assumptions made."""
+    notes: list[str] = []
+    prompts = as_int(src, "data.train_batch_size")
+    group = as_int(src, R + "n")
+    mini = as_int(src, A + "ppo_mini_batch_size")
+    mini_batches = divisible("data.train_batch_size", prompts, A + "ppo_mini_batch_size", mini)
+    per_node, nnodes = as_int(src, "trainer.n_gpus_per_node"), as_int(src, "trainer.nnodes")
+    gpus = per_node * nnodes
+    training = _training(src, mini * group, gpus, notes)
+    model, algorithm = _algorithm(src, mini_batches, notes)
 
     rollout_engine = src.get(R + "name")
     if rollout_engine not in ("vllm", "sglang"):
@@ -302,33 +333,18 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     max_prompt, max_response = as_int(src, "data.max_prompt_length"), as_int(src, "data.max_response_length")
     workload, length_notes = assumed_workload(prompts, group, max_prompt, max_response)
     notes += length_notes
-    if rollout_engine == "sglang":  # verl passes gpu_memory_utilization and max_num_seqs on (async_sglang_server.py)
-        engine, software_section, sglang_notes = sglang.engine_section(
-            as_int(src, R + "tensor_model_parallel_size"),
-            as_float(src, R + "gpu_memory_utilization"),
-            as_int(src, R + "max_num_seqs"),
-            SGLANG_VERSION,
-            f"{R}name sglang",
-        )
-        notes += sglang_notes
+    engine, software_section = _engine(src, rollout_engine, notes)
     sections = {
         "model": model,
         "hardware": {"num_gpus": gpus, "gpus_per_node": per_node, "placement": "colocated"},
-        "engine": engine
-        if rollout_engine == "sglang"
-        else {
-            "tensor_parallel_size": as_int(src, R + "tensor_model_parallel_size"),
-            "gpu_memory_utilization": as_float(src, R + "gpu_memory_utilization"),
-            "max_num_seqs": as_int(src, R + "max_num_seqs"),
-            "behaviour": "vllm-v1",
-        },
+        "engine": engine,
         "workload": workload,
         "algorithm": algorithm,
         "training": training,
         "schedule": {"mode": "sync-colocated"},
         "learning": {"lr0": as_float(src, A + "optim.lr"), "reference_batch": prompts * group},
     }
-    if rollout_engine == "sglang":
+    if software_section is not None:
         sections["software"] = software_section
     return sections, notes
 
