@@ -97,13 +97,8 @@ TABLE: tuple[Row, ...] = (
 )
 
 
-def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
-    """The scenario sections for a NeMo RL GRPO recipe YAML, and the assumptions made: its keys become the fields
-    of :func:`scenario_from_recipe` (the published mapping)."""
-    # the published-row mapping imports this module: import it here, not at the top
-    from rlsim.frameworks.nemo_rl import PROMPT_TOKENS, NotExpressible, scenario_from_recipe
-
-    notes: list[str] = []
+def _generation_backend(src: Source) -> bool:
+    """Whether generation is SGLang (else vLLM); multi-turn rollouts and backends or layouts not modelled refused."""
     if as_int(src, G + "max_rollout_turns") > 1:
         raise ImportConfigError(
             f"{G}max_rollout_turns: multi-turn rollouts are not modelled; --set {G}max_rollout_turns=1"
@@ -118,6 +113,11 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         for key in ("pp_size", "dp_size"):
             if src.given(S + key) and as_int(src, S + key) > 1:
                 raise ImportConfigError(f"{S}{key}: > 1 is not modelled; --set {S}{key}=1")
+    return sg
+
+
+def _batch(src: Source) -> tuple[int, int, int]:
+    """(P, G, train_global_batch_size), checked as NeMo RL checks them."""
     prompts, group = as_int(src, G + "num_prompts_per_step"), as_int(src, G + "num_generations_per_prompt")
     gbs = as_int(src, PO + "train_global_batch_size")
     divisible(
@@ -129,9 +129,11 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             f"{G}num_prompts_per_step x num_generations_per_prompt ({prompts * group}) (NeMo RL asserts it); "
             "change one of them"
         )
-    per_node, nodes = as_int(src, "cluster.gpus_per_node"), as_int(src, "cluster.num_nodes")
-    colocated = bool(src.get(COL + "enabled"))
-    gen_gpus, train_gpus = _pools(src, per_node, nodes, colocated)
+    return prompts, group, gbs
+
+
+def _staleness(src: Source, prompts: int, colocated: bool, notes: list[str]) -> tuple[bool, int]:
+    """(async GRPO enabled, staleness K): async GRPO's or the single controller's K, 0 for a synchronous loop."""
     is_async = bool(src.get(ASYNC + "enabled"))
     staleness = as_int(src, ASYNC + "max_trajectory_age_steps") if is_async else 0
     single, sc_notes = _single_controller(src, prompts)
@@ -156,14 +158,22 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
                     f"{ASYNC}enabled: true needs {key}: true (NeMo RL asserts it); --set {key}=true or "
                     f"{ASYNC}enabled=false"
                 )
+    return is_async, staleness
+
+
+def _megatron_enabled(src: Source) -> bool:
+    """Whether the policy trains with Megatron (else DTensor): exactly one of the two must be enabled."""
     megatron, dtensor = bool(src.get(MG + "enabled")), bool(src.get(DT + "enabled"))
     if megatron == dtensor:
         raise ImportConfigError(
             f"{MG}enabled ({megatron}) and {DT}enabled ({dtensor}): NeMo RL needs exactly one of them true; "
             "--set one to false"
         )
-    model, model_notes = resolve_model(src.get(PO + "model_name"), PO + "model_name")
-    notes += model_notes
+    return megatron
+
+
+def _lengths(src: Source, sg: bool, prompt_tokens: int) -> tuple[int, int, int, int]:
+    """(max_total_sequence_length, max_model_len, max_new_tokens, the response cap after the assumed prompt)."""
     max_seq = as_int(src, PO + "max_total_sequence_length")
     length_key = S + "context_length" if sg else V + "max_model_len"
     max_model_len = as_int(src, length_key) if src.given(length_key) else max_seq
@@ -172,12 +182,107 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         raise ImportConfigError(
             f"{V}pipeline_parallel_size: vLLM pipeline parallelism is not modelled; --set {V}pipeline_parallel_size=1"
         )
-    cap = min(max_new, max_model_len - PROMPT_TOKENS, max_seq - PROMPT_TOKENS)
+    cap = min(max_new, max_model_len - prompt_tokens, max_seq - prompt_tokens)
     if cap < 2:
         raise ImportConfigError(
             f"{PO}max_total_sequence_length ({max_seq}) leaves no room for responses after the assumed "
-            f"{PROMPT_TOKENS}-token prompts; raise it"
+            f"{prompt_tokens}-token prompts; raise it"
         )
+    return max_seq, max_model_len, max_new, cap
+
+
+def _optional_fields(
+    src: Source, fields: dict[str, Any], max_seq: int, megatron: bool, is_async: bool, notes: list[str]
+) -> None:
+    """Adds to ``fields`` the recipe's optional settings: dynamic sampling and batching, engine and log-prob sizes."""
+    if src.get(G + "use_dynamic_sampling"):
+        fields.update(
+            recipe_dynamic_sampling=True,
+            recipe_batch_multiplier=as_float(src, G + "batch_multiplier"),
+            recipe_dynamic_sampling_max_gen_batches=as_int(src, G + "dynamic_sampling_max_gen_batches"),
+            keep_rate_from_scenario_set=True,
+        )
+        notes.append(
+            f"{G}use_dynamic_sampling: the filter's keep rate is data-dependent and not in the recipe; "
+            "--scenario-set algorithm.dynamic_sampling.keep_rate=R (fraction of prompt groups with reward std > 0)"
+        )
+    if src.get(PO + "dynamic_batching.enabled"):
+        fields.update(_dynamic_batching(src, max_seq, megatron, notes))
+    if src.given(GEN + "vllm_kwargs.max_num_seqs"):
+        fields["recipe_max_num_seqs"] = as_int(src, GEN + "vllm_kwargs.max_num_seqs")
+    if src.given(PO + "logprob_batch_size"):
+        fields["recipe_logprob_batch_size"] = as_int(src, PO + "logprob_batch_size")
+    if is_async:
+        fields["recipe_in_flight_weight_updates"] = bool(src.get(ASYNC + "in_flight_weight_updates"))
+
+
+def _train_fields(src: Source, megatron: bool) -> dict[str, Any]:
+    """The training fields of the published mapping: Megatron's layout and settings, or DTensor's."""
+    if megatron:
+        return dict(
+            train_backend="megatron",
+            train_tp=as_int(src, MG + "tensor_model_parallel_size"),
+            train_pp=as_int(src, MG + "pipeline_model_parallel_size"),
+            train_cp=as_int(src, MG + "context_parallel_size"),
+            train_ep=as_int(src, MG + "expert_model_parallel_size"),
+            recipe_activation_checkpointing=bool(src.get(MG + "activation_checkpointing")),
+            recipe_fp8_training=bool(src.get(MG + "fp8_cfg.enabled")),
+            recipe_lr=as_float(src, MG + "optimizer.lr"),
+        )
+    return dict(
+        train_backend="dtensor",
+        train_tp=as_int(src, DT + "tensor_parallel_size"),
+        train_cp=as_int(src, DT + "context_parallel_size"),
+        recipe_activation_checkpointing=bool(src.get(DT + "activation_checkpointing")),
+        recipe_lr=as_float(src, PO + "optimizer.kwargs.lr"),
+    )
+
+
+def _sglang_engine(src: Source, raw: dict[str, Any], notes: list[str]) -> None:
+    """Sets ``raw``'s engine and software sections to the SGLang engine NeMo RL's sglang_cfg starts."""
+    if not src.given(S + "mem_fraction_static"):
+        raise ImportConfigError(f"{S}mem_fraction_static is not set; give it (NeMo RL passes it to SGLang)")
+    max_running = as_int(src, S + "max_running_requests") if src.given(S + "max_running_requests") else None
+    raw["engine"], raw["software"], sg_notes = sglang.engine_section(
+        as_int(src, S + "tp_size"),
+        as_float(src, S + "mem_fraction_static"),
+        max_running,
+        SGLANG_VERSION,
+        f"{GEN}backend sglang",
+    )
+    notes += sg_notes
+
+
+def _cpu_offload(src: Source, raw: dict[str, Any], megatron: bool, notes: list[str]) -> None:
+    """Sets ``raw``'s training offload for DTensor's cpu_offload (refused beyond the fsdp layout)."""
+    if not megatron and src.get(DT + "cpu_offload"):
+        # FSDP2's CPUOffloadPolicy keeps parameters, gradients and optimizer states on the host between uses
+        if raw.get("training", {}).get("backend") != "fsdp":
+            raise ImportConfigError(
+                f"{DT}cpu_offload: true with DTensor TP or CP > 1 is not modelled (rlsim offloads its fsdp layout "
+                "only); set it false or the DTensor parallel sizes to 1"
+            )
+        raw["training"].update(offload_params=True, offload_optimizer=True)
+        notes.append(f"{DT}cpu_offload: parameters and optimizer states offloaded to the host (FSDP2)")
+
+
+def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
+    """The scenario sections for a NeMo RL GRPO recipe YAML, and the assumptions made: its keys become the fields
+    of :func:`scenario_from_recipe` (the published mapping)."""
+    # the published-row mapping imports this module: import it here, not at the top
+    from rlsim.frameworks.nemo_rl import PROMPT_TOKENS, NotExpressible, scenario_from_recipe
+
+    notes: list[str] = []
+    sg = _generation_backend(src)
+    prompts, group, gbs = _batch(src)
+    per_node, nodes = as_int(src, "cluster.gpus_per_node"), as_int(src, "cluster.num_nodes")
+    colocated = bool(src.get(COL + "enabled"))
+    gen_gpus, train_gpus = _pools(src, per_node, nodes, colocated)
+    is_async, staleness = _staleness(src, prompts, colocated, notes)
+    megatron = _megatron_enabled(src)
+    model, model_notes = resolve_model(src.get(PO + "model_name"), PO + "model_name")
+    notes += model_notes
+    max_seq, max_model_len, max_new, cap = _lengths(src, sg, PROMPT_TOKENS)
     fields: dict[str, Any] = {
         "model": model,
         "gpu": DEFAULT_GPU,
@@ -203,44 +308,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "recipe_sequence_packing": bool(src.get(PO + "sequence_packing.enabled")),
         "recipe_kl": as_float(src, "loss_fn.reference_policy_kl_penalty"),
     }
-    if src.get(G + "use_dynamic_sampling"):
-        fields.update(
-            recipe_dynamic_sampling=True,
-            recipe_batch_multiplier=as_float(src, G + "batch_multiplier"),
-            recipe_dynamic_sampling_max_gen_batches=as_int(src, G + "dynamic_sampling_max_gen_batches"),
-            keep_rate_from_scenario_set=True,
-        )
-        notes.append(
-            f"{G}use_dynamic_sampling: the filter's keep rate is data-dependent and not in the recipe; "
-            "--scenario-set algorithm.dynamic_sampling.keep_rate=R (fraction of prompt groups with reward std > 0)"
-        )
-    if src.get(PO + "dynamic_batching.enabled"):
-        fields.update(_dynamic_batching(src, max_seq, megatron, notes))
-    if src.given(GEN + "vllm_kwargs.max_num_seqs"):
-        fields["recipe_max_num_seqs"] = as_int(src, GEN + "vllm_kwargs.max_num_seqs")
-    if src.given(PO + "logprob_batch_size"):
-        fields["recipe_logprob_batch_size"] = as_int(src, PO + "logprob_batch_size")
-    if is_async:
-        fields["recipe_in_flight_weight_updates"] = bool(src.get(ASYNC + "in_flight_weight_updates"))
-    if megatron:
-        fields.update(
-            train_backend="megatron",
-            train_tp=as_int(src, MG + "tensor_model_parallel_size"),
-            train_pp=as_int(src, MG + "pipeline_model_parallel_size"),
-            train_cp=as_int(src, MG + "context_parallel_size"),
-            train_ep=as_int(src, MG + "expert_model_parallel_size"),
-            recipe_activation_checkpointing=bool(src.get(MG + "activation_checkpointing")),
-            recipe_fp8_training=bool(src.get(MG + "fp8_cfg.enabled")),
-            recipe_lr=as_float(src, MG + "optimizer.lr"),
-        )
-    else:
-        fields.update(
-            train_backend="dtensor",
-            train_tp=as_int(src, DT + "tensor_parallel_size"),
-            train_cp=as_int(src, DT + "context_parallel_size"),
-            recipe_activation_checkpointing=bool(src.get(DT + "activation_checkpointing")),
-            recipe_lr=as_float(src, PO + "optimizer.kwargs.lr"),
-        )
+    _optional_fields(src, fields, max_seq, megatron, is_async, notes)
+    fields.update(_train_fields(src, megatron))
     try:
         raw = scenario_from_recipe(fields)
     except NotExpressible as exc:
@@ -248,27 +317,9 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     for key in ("name", "description"):
         raw.pop(key, None)
     if sg:  # the engine NeMo RL's sglang_cfg starts (nemo_rl/models/generation/sglang at 7ea279a)
-        if not src.given(S + "mem_fraction_static"):
-            raise ImportConfigError(f"{S}mem_fraction_static is not set; give it (NeMo RL passes it to SGLang)")
-        max_running = as_int(src, S + "max_running_requests") if src.given(S + "max_running_requests") else None
-        raw["engine"], raw["software"], sg_notes = sglang.engine_section(
-            as_int(src, S + "tp_size"),
-            as_float(src, S + "mem_fraction_static"),
-            max_running,
-            SGLANG_VERSION,
-            f"{GEN}backend sglang",
-        )
-        notes += sg_notes
+        _sglang_engine(src, raw, notes)
     notes += [f"{a} (as rlsim-calibrate published maps NeMo RL recipes)" for a in raw.pop("assumptions", [])]
-    if not megatron and src.get(DT + "cpu_offload"):
-        # FSDP2's CPUOffloadPolicy keeps parameters, gradients and optimizer states on the host between uses
-        if raw.get("training", {}).get("backend") != "fsdp":
-            raise ImportConfigError(
-                f"{DT}cpu_offload: true with DTensor TP or CP > 1 is not modelled (rlsim offloads its fsdp layout "
-                "only); set it false or the DTensor parallel sizes to 1"
-            )
-        raw["training"].update(offload_params=True, offload_optimizer=True)
-        notes.append(f"{DT}cpu_offload: parameters and optimizer states offloaded to the host (FSDP2)")
+    _cpu_offload(src, raw, megatron, notes)
     return raw, notes
 
 
