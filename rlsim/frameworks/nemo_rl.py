@@ -98,10 +98,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rlsim import catalog
 from rlsim.errors import RlsimError
+from rlsim.frameworks.nemo_rl_emit import emit_keys  # noqa: F401  (the adapter's emit inverse)
 from rlsim.frameworks.nemo_rl_import import (  # noqa: F401  (import-config and emit use them on this module)
     ASYNC,
     COL,
@@ -119,9 +120,6 @@ from rlsim.frameworks.nemo_rl_recipe import read, resolve  # noqa: F401  (import
 from rlsim.frameworks.registry import Adapter
 from rlsim.scenario import software
 from rlsim.workload.lengths import lognormal_mean_for_clipped_mean
-
-if TYPE_CHECKING:
-    from rlsim.frameworks.emit_keys import _Ctx
 
 NEW_KEY_PREFIX = "++"  # an emitted key the recipe lacks: Hydra's add-or-override (NeMo RL's configs are structs)
 # the adapter (rlsim.frameworks.registry): this module's import mapping, emit_keys and docs table
@@ -192,16 +190,8 @@ def gpu_name(text: str) -> str:
     raise NotExpressible(f"hardware {text!r} names no catalog GPU")
 
 
-def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> dict[str, Any]:
-    """A scenario mapping for one NeMo RL GRPO recipe (see the module docstring for the mapping)."""
-    dynamic = _dynamic_sampling(fields)
-    prompts = _need(fields, "prompts_per_step", "multi-turn agent rows publish no prompts x generations per step")
-    group = _need(fields, "gens_per_prompt", "the generations per prompt are not published")
-    if (_num(fields, "gen_pp", 1) or 1) > 1:
-        raise NotExpressible("vLLM pipeline parallelism (gen_pp > 1) is not modelled")
-    num_gpus = int(_need(fields, "num_gpus", "the GPU count is needed"))
-    max_seq = int(_num(fields, "recipe_max_total_sequence_length") or _need(fields, "max_seq_len", "needed"))
-    avg_gen = _need(fields, "avg_gen_len", "the mean response length is needed")
+def _max_response(fields: dict[str, Any], max_seq: int, avg_gen: float) -> int:
+    """The response cap: the least of the sequence length and max_model_len less the prompt, and max_new_tokens."""
     max_model_len = int(_num(fields, "recipe_max_model_len") or max_seq)
     max_response = min(max_seq, max_model_len) - PROMPT_TOKENS
     max_new = _num(fields, "max_new_tokens")
@@ -209,6 +199,11 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
         max_response = min(max_response, int(max_new))
     if not 0 < avg_gen < max_response:
         raise NotExpressible(f"avg_gen_len {avg_gen} must lie between 0 and max_seq_len - prompt ({max_response})")
+    return max_response
+
+
+def _schedule(fields: dict[str, Any]) -> tuple[str, bool, dict[str, Any], bool]:
+    """(policy_mode, colocated, the ``schedule`` section, whether vLLM runs its async engine)."""
     mode = str(fields.get("policy_mode", "on")).strip()
     colocated = _flag(fields, "colocated", True)
     if mode == "on":
@@ -223,6 +218,11 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
         async_engine = True  # NeMo RL's async GRPO requires vllm_cfg.async_engine
     else:
         raise NotExpressible(f"policy_mode {mode!r} is neither 'on' nor 'async-<k>off'")
+    return mode, colocated, schedule, async_engine
+
+
+def _hardware(fields: dict[str, Any], num_gpus: int, colocated: bool) -> dict[str, Any]:
+    """The ``hardware`` section: the GPU, its count and node size, and the generation and training pools."""
     hardware: dict[str, Any] = {"gpu": gpu_name(fields.get("gpu", "")), "num_gpus": num_gpus}
     if _num(fields, "gpus_per_node") is not None:
         hardware["gpus_per_node"] = int(_num(fields, "gpus_per_node"))  # type: ignore[arg-type]
@@ -234,12 +234,14 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
             rollout_gpus=int(_need(fields, "gen_gpus", "separate pools need the generation GPU count")),
             train_gpus=int(_need(fields, "train_gpus", "separate pools need the training GPU count")),
         )
-    version = framework_version(fields)
+    return hardware
+
+
+def _engine(fields: dict[str, Any], version: str | None, gpu: str, async_engine: bool) -> dict[str, Any]:
+    """The ``engine`` section: vLLM's TP, memory, precision and max_num_seqs (the recipe's, else vLLM's default)."""
     max_num_seqs = _num(fields, "recipe_max_num_seqs")
     if max_num_seqs is None:
-        max_num_seqs = (
-            VLLM_ASYNC_ENGINE_MAX_NUM_SEQS if async_engine else llm_class_max_num_seqs(version, hardware["gpu"])
-        )
+        max_num_seqs = VLLM_ASYNC_ENGINE_MAX_NUM_SEQS if async_engine else llm_class_max_num_seqs(version, gpu)
     engine: dict[str, Any] = {
         "tensor_parallel_size": int(_num(fields, "gen_tp", 1) or 1),
         "gpu_memory_utilization": _num(fields, "recipe_gpu_memory_utilization", 0.6),
@@ -250,8 +252,12 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
         engine["behaviour"] = "vllm-v1"
     if async_engine:
         engine["max_num_batched_tokens"] = VLLM_ASYNC_ENGINE_MAX_NUM_BATCHED_TOKENS
+    return engine
+
+
+def _recipe_training(fields: dict[str, Any], max_seq: int, notes: list[str]) -> tuple[dict[str, Any], bool]:
+    """(the ``training`` section with its global and log-prob batch sizes, whether a KL reference is kept)."""
     gbs = _num(fields, "recipe_train_global_batch_size") or _num(fields, "train_gbs")
-    notes: list[str] = []
     training = _training(fields, max_seq, notes)
     if gbs is not None:
         training["global_batch_size"] = int(gbs)
@@ -260,6 +266,26 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
         training["logprob_micro_batch_size"] = int(lp)
     kl = (_num(fields, "recipe_kl", 0.0) or 0.0) > 0
     training["reference_on_host"] = kl
+    return training, kl
+
+
+def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> dict[str, Any]:
+    """A scenario mapping for one NeMo RL GRPO recipe (see the module docstring for the mapping)."""
+    dynamic = _dynamic_sampling(fields)
+    prompts = _need(fields, "prompts_per_step", "multi-turn agent rows publish no prompts x generations per step")
+    group = _need(fields, "gens_per_prompt", "the generations per prompt are not published")
+    if (_num(fields, "gen_pp", 1) or 1) > 1:
+        raise NotExpressible("vLLM pipeline parallelism (gen_pp > 1) is not modelled")
+    num_gpus = int(_need(fields, "num_gpus", "the GPU count is needed"))
+    max_seq = int(_num(fields, "recipe_max_total_sequence_length") or _need(fields, "max_seq_len", "needed"))
+    avg_gen = _need(fields, "avg_gen_len", "the mean response length is needed")
+    max_response = _max_response(fields, max_seq, avg_gen)
+    mode, colocated, schedule, async_engine = _schedule(fields)
+    hardware = _hardware(fields, num_gpus, colocated)
+    version = framework_version(fields)
+    engine = _engine(fields, version, hardware["gpu"], async_engine)
+    notes: list[str] = []
+    training, kl = _recipe_training(fields, max_seq, notes)
     response_mean = lognormal_mean_for_clipped_mean(avg_gen, RESPONSE_SIGMA, max_response)
     model = model_name(fields.get("model", ""))
     out: dict[str, Any] = {
@@ -369,109 +395,3 @@ def _training(fields: dict[str, Any], max_seq: int, notes: list[str]) -> dict[st
         "expert_parallel_size": int(_num(fields, "recipe_expert_parallel_size") or _num(fields, "train_ep", 1) or 1),
         **common,
     }
-
-
-# ------------------------------------------------------------------------------------------- emit
-
-
-def emit_keys(ctx: _Ctx) -> dict[str, Any]:
-    """The NeMo RL recipe keys that express the planned scenario (rlsim.frameworks.emit diffs them against the
-    original recipe)."""
-    from rlsim.frameworks.emit_keys import _MISSING, _common_notes, _divide, _lr, _nodes, _opt_steps
-
-    s, hw, tr = ctx.s, ctx.s.hardware, ctx.s.training
-    G_ = G
-    d: dict[str, Any] = {}
-    B = s.workload.responses_per_step
-    d[G_ + "num_prompts_per_step"] = s.workload.prompts_per_step
-    d[G_ + "num_generations_per_prompt"] = s.workload.group_size
-    ds = s.algorithm.dynamic_sampling
-    if ds is not None:  # the keep rate is the data's, not a key: the rounds follow from it
-        d[G_ + "use_dynamic_sampling"] = True
-        d[G_ + "batch_multiplier"] = ds.batch_multiplier
-        d[G_ + "dynamic_sampling_max_gen_batches"] = ds.max_gen_batches
-    elif ctx.current(G_ + "use_dynamic_sampling"):
-        d[G_ + "use_dynamic_sampling"] = False
-    gbs = tr.global_batch_size or _divide("workload P x G", B, "the optimizer steps per step", _opt_steps(s), "NeMo RL")
-    d[PO + "train_global_batch_size"] = gbs
-    if s.algorithm.epochs_per_step > 1:
-        ctx.notes.append(f"algorithm.epochs_per_step {s.algorithm.epochs_per_step}: NeMo RL trains each batch once")
-    if ctx.current("loss_fn.force_on_policy_ratio") is True and gbs != B:
-        d["loss_fn.force_on_policy_ratio"] = False
-        ctx.notes.append("loss_fn.force_on_policy_ratio: false (it needs train_global_batch_size == P x G)")
-    per_node, nodes = _nodes(ctx, hw.num_gpus, "cluster.gpus_per_node", 8)
-    d["cluster.gpus_per_node"], d["cluster.num_nodes"] = per_node, nodes
-    if hw.placement == "colocated":
-        d[COL + "enabled"] = True
-    else:
-        d[COL + "enabled"] = False
-        rollout = hw.num_rollout_gpus
-        if nodes == 1:
-            d[COL + "resources.gpus_per_node"] = rollout
-            if ctx.current(COL + "resources.num_nodes") not in (None, 1, _MISSING):
-                d[COL + "resources.num_nodes"] = 1
-        else:
-            gen_nodes = _divide(
-                "hardware.rollout_gpus",
-                rollout,
-                "cluster.gpus_per_node (NeMo RL gives generation whole nodes on several nodes)",
-                per_node,
-                "NeMo RL",
-            )
-            d[COL + "resources.num_nodes"] = gen_nodes
-            d[COL + "resources.gpus_per_node"] = per_node
-    is_async = s.schedule.mode == "async"
-    d[ASYNC + "enabled"] = is_async
-    if is_async:
-        d[ASYNC + "max_trajectory_age_steps"] = s.schedule.max_staleness
-        d[ASYNC + "in_flight_weight_updates"] = s.schedule.in_flight_weight_updates
-        d[V + "async_engine"] = True
-        d["loss_fn.use_importance_sampling_correction"] = True
-        if not s.schedule.streaming:
-            ctx.notes.append("schedule.streaming false: NeMo RL's async GRPO streams rollouts")
-    async_engine = is_async or ctx.current(V + "async_engine") is True
-    d[V + "tensor_parallel_size"] = s.engine.tensor_parallel_size
-    d[V + "gpu_memory_utilization"] = s.engine.gpu_memory_utilization
-    vllm_default = (
-        VLLM_ASYNC_ENGINE_MAX_NUM_SEQS
-        if async_engine
-        else llm_class_max_num_seqs(s.software.framework_version, s.hardware.gpu.name, s.hardware.engine_memory_bytes)
-    )
-    if s.engine.max_num_seqs != vllm_default or ctx.has(GEN + "vllm_kwargs.max_num_seqs"):
-        d[GEN + "vllm_kwargs.max_num_seqs"] = s.engine.max_num_seqs
-    if s.engine.replicas is not None and s.engine.replicas * s.engine.tensor_parallel_size != hw.num_rollout_gpus:
-        ctx.notes.append(f"engine.replicas {s.engine.replicas}: NeMo RL runs one engine per TP group of its GPUs")
-    megatron = _nemo_backend(ctx)
-    d[MG + "enabled"], d[DT + "enabled"] = megatron, not megatron
-    if megatron:
-        d[MG + "tensor_model_parallel_size"] = tr.tensor_parallel_size
-        d[MG + "pipeline_model_parallel_size"] = tr.pipeline_parallel_size
-        d[MG + "context_parallel_size"] = tr.context_parallel_size
-        d[MG + "expert_model_parallel_size"] = tr.expert_parallel_size
-        d[MG + "activation_checkpointing"] = tr.activation_recompute != "none"
-        d[MG + "optimizer.lr"] = _lr(s)
-    else:
-        d[DT + "tensor_parallel_size"] = tr.tensor_parallel_size
-        d[DT + "context_parallel_size"] = tr.context_parallel_size
-        d[DT + "activation_checkpointing"] = tr.activation_recompute != "none"
-        d[PO + "optimizer.kwargs.lr"] = _lr(s)
-    d[PO + "train_micro_batch_size"] = tr.micro_batch_size
-    d[PO + "sequence_packing.enabled"] = tr.sequence_packing
-    if tr.logprob_micro_batch_size is not None:
-        d[PO + "logprob_batch_size"] = tr.logprob_micro_batch_size
-    _common_notes(ctx, "NeMo RL", asynchronous=True, max_num_seqs=True, pp=True)
-    return d
-
-
-def _nemo_backend(ctx: _Ctx) -> bool:
-    """Megatron (True) or DTensor: the original's unless the plan needs the other; without one, the plan's."""
-    tr = ctx.s.training
-    megatron_only = tr.pipeline_parallel_size > 1 or tr.expert_parallel_size > 1
-    if ctx.flat is None:
-        return tr.backend == "megatron"
-    was_megatron = bool(ctx.current(MG + "enabled"))
-    if tr.backend == "fsdp":
-        return False
-    if megatron_only:
-        return True
-    return was_megatron
