@@ -112,3 +112,19 @@ def test_each_package_says_what_it_owns_and_may_import():
     for package in RLSIM_LAYERS:
         doc = ast.get_docstring(ast.parse((ROOT / "rlsim" / package / "__init__.py").read_text())) or ""
         assert len(doc) > 80, f"rlsim/{package}/__init__.py has no docstring saying what it owns"
+
+
+def test_no_rlsim_module_over_500_lines_nor_function_over_80_but_the_kernel():
+    """Issue 31's size rule, over rlsim/: a module someone can read in one sitting, a function on one screen. The
+    kernel (rlsim/engine/kernel.py) is exempt: numba compiles its helpers inlined into one event loop."""
+    long = []
+    for f in (ROOT / "rlsim").rglob("*.py"):
+        if f.name == "kernel.py":
+            continue
+        text = f.read_text()
+        if len(text.splitlines()) > 500:
+            long.append(f"{f.relative_to(ROOT)}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 80:
+                long.append(f"{f.relative_to(ROOT)}: {node.name} {node.end_lineno - node.lineno + 1} lines")
+    assert not long, "over the size rule: " + "; ".join(long)
