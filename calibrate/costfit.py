@@ -146,8 +146,8 @@ def _provenance_max_num_seqs(value: str) -> int | None:
 
 
 def predict(phase: str, scn: Scenario, costs: Costs, rows: pd.DataFrame) -> np.ndarray:
-    """rlsim's prediction of each row's seconds under ``costs``."""
-    cost = RooflineCostModel.from_scenario(scn, costs)
+    """rlsim's prediction of each row's seconds under ``costs`` (the candidate coefficients, folded into ``scn``)."""
+    cost = RooflineCostModel(dataclasses.replace(scn, costs=costs))
     if phase == Phase.ROLLOUT:
         decode, prefill = cost.decode_coefficients(), cost.prefill_coefficients()
         out = []

@@ -10,7 +10,7 @@ seconds; error = predicted / measured - 1.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from calibrate.vllm_check.plan import DEFAULT_KV_SPACE_GIB, VLLM_CPU_BLOCK_SIZE, VLLM_CPU_MAX_NUM_SEQS, Plan, Point
@@ -54,7 +54,7 @@ def predict_seconds(
     gpu = gpu or profile.provenance.get("gpu_catalog_entry") or "CPU-2core"
     p = int(round(point.prompt_tokens if prompt_tokens is None else prompt_tokens))
     scn = base_scenario(model, gpu, max_num_seqs, p + point.response_tokens)
-    cost = RooflineCostModel.from_scenario(scn, profile.apply(scn.costs))
+    cost = RooflineCostModel(replace(scn, costs=profile.apply(scn.costs)))  # the profile's coefficients folded in
     kv_tokens = kv_capacity_tokens(kv_space_gib, scn.kv_bytes_per_token)
     n = point.concurrency
     res = simulate_replica(

@@ -1,8 +1,10 @@
 """Cost models: seconds for each phase of an RL step, as pure functions behind one protocol.
 
 The default is a roofline (docs/reference.md sections 6-7): catalog peak numbers times efficiency factors, plus fixed
-overheads, all in ``Scenario.costs``. A calibrated profile (``rlsim.run.profile``) supplies fitted values for the
-same coefficients, so the efficiencies measured on one device carry to another through the roofline.
+overheads, all in ``Scenario.costs``, the one place the model reads them. A calibrated profile (``rlsim.run.profile``)
+supplies fitted values for the same coefficients, folded into the scenario before the model is built
+(``dataclasses.replace(scenario, costs=profile.apply(scenario.costs))``, rlsim.run.simulation.predict), so the
+efficiencies measured on one device carry to another through the roofline.
 
 Formulas (N = parameters, N_a = active parameters, L layers, H attention heads, d head dim, T tokens,
 S2 = sum of squared sequence lengths, F and BW the pool's peak FLOP/s and HBM bytes/s):
@@ -79,12 +81,12 @@ ENGINE_KEYS = (
 )
 
 
-def engine_coefficients(scenario: Scenario, costs: Costs) -> dict:
+def engine_coefficients(scenario: Scenario) -> dict:
     """What the engine's software sets: the HBM efficiency its decode kernels reach, its CPU work per iteration
     and whether that work overlaps the GPU step. A named behaviour (``engine.behaviour``,
-    rlsim/catalog/engines.yaml) supplies the values it has; the rest come from ``costs`` and
+    rlsim/catalog/engines.yaml) supplies the values it has; the rest come from ``scenario.costs`` and
     ``engine.cpu_overlap``."""
-    out = {k: getattr(costs, k) for k in ENGINE_KEYS}
+    out = {k: getattr(scenario.costs, k) for k in ENGINE_KEYS}
     out["cpu_overlap"] = scenario.engine.cpu_overlap
     out["gpu_scaled"] = ()
     name = scenario.engine_behaviour
@@ -112,14 +114,19 @@ def attention_flops_per_token_context(m: ModelSpec, full_layers_only: bool = Fal
 
 @dataclass(frozen=True)
 class RooflineCostModel:
-    """Roofline costs for one scenario; ``costs`` defaults to ``scenario.costs`` (a profile passes its own)."""
+    """Roofline costs for one scenario, with its coefficients (``scenario.costs``). Other coefficients (a profile's
+    fitted ones, a fit's candidates) come in a scenario of their own: ``dataclasses.replace(scenario, costs=...)``."""
 
     scenario: Scenario
-    costs: Costs
 
     @classmethod
-    def from_scenario(cls, scenario: Scenario, costs: Costs | None = None) -> RooflineCostModel:
-        return cls(scenario, costs or scenario.costs)
+    def from_scenario(cls, scenario: Scenario) -> RooflineCostModel:
+        return cls(scenario)
+
+    @property
+    def costs(self) -> Costs:
+        """The coefficients in use: the scenario's."""
+        return self.scenario.costs
 
     # -- helpers -----------------------------------------------------------------------------------------
     @property
@@ -137,9 +144,8 @@ class RooflineCostModel:
         """Ring all-reduce: 2 (n-1)/n of the bytes cross each GPU's link, plus latency (rlsim.trainer.training)."""
         if num_gpus <= 1:
             return 0.0 * np.asarray(nbytes)
-        return 2.0 * (num_gpus - 1) / num_gpus * np.asarray(nbytes) / training.link_bandwidth(
-            self.scenario, self.costs, num_gpus
-        ) + (training.latency_s(self.scenario, self.costs, num_gpus))
+        bw = training.link_bandwidth(self.scenario, num_gpus)
+        return 2.0 * (num_gpus - 1) / num_gpus * np.asarray(nbytes) / bw + training.latency_s(self.scenario, num_gpus)
 
     # -- rollout -----------------------------------------------------------------------------------------
     def decode_coefficients(self) -> DecodeCoefficients:
@@ -159,7 +165,7 @@ class RooflineCostModel:
         k = eng_cfg.speculative_tokens
         tokens = b * (k + 1)  # tokens each iteration runs through the target model
         dp = eng_cfg.data_parallel_size if eng_cfg.expert_parallel else 1
-        eng = engine_coefficients(s, c)
+        eng = engine_coefficients(s)
         # the efficiencies are Hopper's fractions of peak; the GPU's factors carry them to its generation
         bw = self._tp * gpu.hbm_bandwidth_bytes_per_s * eng["decode_memory_efficiency"] * gpu.memory_efficiency_factor
         flops = self._tp * self._engine_peak_flops * c.decode_compute_efficiency * gpu.gemm_efficiency_factor
@@ -204,13 +210,13 @@ class RooflineCostModel:
     def _all_to_all_s(self, nbytes: np.ndarray, num_gpus: int) -> np.ndarray:
         """All-to-all over ``num_gpus`` GPUs (rlsim.trainer.training.all_to_all_s) for an array of per-GPU byte
         counts."""
-        one = training.all_to_all_s(self.scenario, self.costs, 1.0, num_gpus, num_gpus)
-        lat = training.latency_s(self.scenario, self.costs, num_gpus)
+        one = training.all_to_all_s(self.scenario, 1.0, num_gpus, num_gpus)
+        lat = training.latency_s(self.scenario, num_gpus)
         return np.where(nbytes > 0, (one - lat) * nbytes + lat, 0.0)
 
     def _decode_overheads(self, b: np.ndarray, tp_comm: np.ndarray) -> dict[str, np.ndarray]:
         """CPU work of an iteration added to the GPU step (serial engine) or as a floor under it (overlapped)."""
-        cpu_cost = engine_coefficients(self.scenario, self.costs)
+        cpu_cost = engine_coefficients(self.scenario)
         # the behaviour's overheads that are GPU work (engines.yaml gpu_scaled) scale with the GPU's small-kernel rate
         slow = small_kernel_time_factor(self.scenario.hardware.gpu)
         scale = {k: (slow if k in cpu_cost["gpu_scaled"] else 1.0) for k in ENGINE_KEYS}
@@ -244,8 +250,9 @@ class RooflineCostModel:
     # -- trainer (rlsim.trainer.training) and weight sync (rlsim.trainer.sync)
     # ------------------------------------------
     def on_pool(self, gpus: int) -> RooflineCostModel:
-        """The same costs on a pool of ``gpus`` GPUs of its own (the critic's or the reference model's)."""
-        return RooflineCostModel(self.scenario.pool_view(gpus), self.costs)
+        """The same costs on a pool of ``gpus`` GPUs of its own (the critic's or the reference model's): the pool's
+        view of the scenario keeps its coefficients."""
+        return RooflineCostModel(self.scenario.pool_view(gpus))
 
     def critic_scale(self, phase: str) -> float:
         """The PPO critic's ``values`` / ``train_critic`` pass against the policy's of the same shape."""
@@ -254,7 +261,7 @@ class RooflineCostModel:
 
     def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float, num_sequences: int = 0) -> float:
         return training.phase_time(
-            self.scenario, self.costs, model, tokens, sq_tokens, forward_only=True, num_sequences=num_sequences
+            self.scenario, model, tokens, sq_tokens, forward_only=True, num_sequences=num_sequences
         ).total_s
 
     def train_s(
@@ -267,24 +274,24 @@ class RooflineCostModel:
         num_sequences: int = 0,
     ) -> float:
         return training.phase_time(
-            self.scenario, self.costs, model, tokens, sq_tokens, optimizer_steps, epochs, num_sequences=num_sequences
+            self.scenario, model, tokens, sq_tokens, optimizer_steps, epochs, num_sequences=num_sequences
         ).total_s
 
     def reference_swap_s(self, model: ModelSpec) -> float:
         """Host traffic of swapping a host-resident reference model in for the reference pass."""
-        return training.reference_swap_s(self.scenario, self.costs, model)
+        return training.reference_swap_s(self.scenario, model)
 
     def weight_sync_s(self) -> float:
-        return sync.weight_sync_time(self.scenario, self.costs).total_s
+        return sync.weight_sync_time(self.scenario).total_s
 
     def engine_pause_s(self) -> float:
         """Engine stall of an in-flight weight update (async)."""
-        return sync.weight_sync_time(self.scenario, self.costs).engine_pause_s
+        return sync.weight_sync_time(self.scenario).engine_pause_s
 
     def reward_s(self, num_samples: int, tokens: float = 0.0, sq_tokens: float = 0.0) -> float:
         """Scoring ``num_samples`` samples (``tokens`` prompt + response tokens, ``sq_tokens`` their squares): the
         reward model's forward pass when the scenario has one (rlsim.trainer.training.reward_model_s), else the CPU
         reward's overhead and per-sample cost."""
         if self.scenario.reward.model is not None:
-            return training.reward_model_s(self.scenario, self.costs, tokens, sq_tokens)
+            return training.reward_model_s(self.scenario, tokens, sq_tokens)
         return self.costs.reward_overhead_s + self.costs.reward_s_per_sample * num_samples

@@ -90,7 +90,7 @@ class Timelines:
         have = self._store.get(key)
         if have is not None and (len(have.records) == steps or (len(have.records) > steps and prefix_exact(scn))):
             return have.first(scn, steps)
-        records, spans = run_pipeline(scn, RooflineCostModel.from_scenario(scn, costs), progress)
+        records, spans = run_pipeline(scn, RooflineCostModel(dataclasses.replace(scn, costs=costs)), progress)
         self.simulated += 1
         made = Timeline(records, spans)
         if have is None or steps > len(have.records):

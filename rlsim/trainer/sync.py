@@ -19,7 +19,8 @@ weights at once, not the whole model through one GPU's link.
 its engine keeps its slice). ``weight_sync.engine_sleeps: false`` (an engine without sleep mode) drops the
 engine's host copies and the fixed part. ``weight_sync.offload_trainer`` adds, when colocated, the trainer's weights,
 gradients and optimizer state going to host memory before generation and back after it. Host copies run at
-``costs.host_link_efficiency`` of the PCIe peak.
+``costs.host_link_efficiency`` of the PCIe peak. The coefficients are the scenario's (``s.costs``, a
+profile's folded in).
 
 Units: bytes and seconds. Bytes moved are the training dtype's (an FP8 engine quantizes on load).
 """
@@ -33,7 +34,7 @@ from rlsim.trainer.memory import memory
 from rlsim.trainer.training import layout_of, link_bandwidth
 
 if TYPE_CHECKING:
-    from rlsim.scenario import Costs, Scenario
+    from rlsim.scenario import Scenario
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ def engine_shard_bytes(s: Scenario) -> float:
     return s.model.weight_bytes / s.engine.tensor_parallel_size
 
 
-def weight_sync_time(s: Scenario, costs: Costs) -> SyncTime:
+def weight_sync_time(s: Scenario) -> SyncTime:
     hw = s.hardware
     shard = engine_shard_bytes(s)
     span = trainer_copy_span(s)
@@ -92,8 +93,8 @@ def weight_sync_time(s: Scenario, costs: Costs) -> SyncTime:
         need = shard if s.weight_sync.transfer == "sharded" else s.model.weight_bytes
         remote = max(0.0, 1.0 - domain / span)  # the part held outside this NVLink domain
         transfer = max(
-            need * remote / (hw.nic_bandwidth_bytes_per_s * costs.link_efficiency),
-            need * (1.0 - remote) / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency),
+            need * remote / (hw.nic_bandwidth_bytes_per_s * s.costs.link_efficiency),
+            need * (1.0 - remote) / (hw.gpu.link_bandwidth_bytes_per_s * s.costs.link_efficiency),
         )
         copy = 2.0 * shard / hw.gpu.hbm_bandwidth_bytes_per_s  # read and write once at the HBM peak
         sleeps = s.weight_sync.engine_sleeps
@@ -101,11 +102,11 @@ def weight_sync_time(s: Scenario, costs: Costs) -> SyncTime:
         if s.weight_sync.offload_trainer:
             mem = memory(s)
             host_bytes += 2.0 * (mem.weights_grads_bytes + mem.optimizer_bytes)
-        host = host_bytes / (hw.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency) + (
-            costs.sleep_wake_overhead_s if sleeps else 0.0
+        host = host_bytes / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency) + (
+            s.costs.sleep_wake_overhead_s if sleeps else 0.0
         )
-        return SyncTime(transfer, copy, host, costs.weight_sync_latency_s)
-    bw = link_bandwidth(s, costs, hw.num_gpus)
+        return SyncTime(transfer, copy, host, s.costs.weight_sync_latency_s)
+    bw = link_bandwidth(s, hw.num_gpus)
     if s.weight_sync.transfer == "broadcast":  # the whole model leaves one GPU; a pipelined broadcast moves it
-        return SyncTime(transfer_s=s.model.weight_bytes / bw, latency_s=costs.weight_sync_latency_s)
-    return SyncTime(transfer_s=max(shard, send) / bw, latency_s=costs.weight_sync_latency_s)
+        return SyncTime(transfer_s=s.model.weight_bytes / bw, latency_s=s.costs.weight_sync_latency_s)
+    return SyncTime(transfer_s=max(shard, send) / bw, latency_s=s.costs.weight_sync_latency_s)

@@ -12,7 +12,9 @@ backends, as the RL frameworks run them:
   ``max(0, communication - compute)`` per layer and micro-batch is exposed, plus the first gather; optional CPU
   offload of the optimizer and parameters.
 
-Units: seconds, bytes, FLOPs; token counts are per RL step unless named otherwise.
+Units: seconds, bytes, FLOPs; token counts are per RL step unless named otherwise. Every function reads its
+efficiencies and overheads from the scenario's ``costs`` section (``s.costs``): a calibrated profile's fitted
+coefficients are folded into the scenario before it comes here (rlsim.run.simulation.predict).
 
 Sources of the formulas (docs/reference.md section 11):
 
@@ -52,7 +54,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rlsim.scenario import Costs, ModelSpec, Scenario
+    from rlsim.scenario import ModelSpec, Scenario
 
 ADAM_BYTES_PER_PARAM = 28.0  # fp32 master, m, v read+write, bf16 grad read, bf16 weight write
 OFFLOAD_BYTES_PER_PARAM = 6.0  # fp32 gradient to the host, bf16 parameter back
@@ -126,27 +128,27 @@ _TIME_FIELDS = tuple(f.name for f in fields(TrainTime) if f.name.endswith("_s"))
 # ---------------------------------------------------------------------------------------------------- helpers
 
 
-def link_bandwidth(s: Scenario, costs: Costs, span_gpus: int) -> float:
+def link_bandwidth(s: Scenario, span_gpus: int) -> float:
     """Per-GPU bandwidth of a collective whose group spans ``span_gpus`` consecutive GPUs."""
     hw = s.hardware
     bw = hw.gpu.link_bandwidth_bytes_per_s if span_gpus <= hw.nvlink_domain else hw.nic_bandwidth_bytes_per_s
-    return bw * costs.link_efficiency
+    return bw * s.costs.link_efficiency
 
 
-def latency_s(s: Scenario, costs: Costs, span_gpus: int) -> float:
+def latency_s(s: Scenario, span_gpus: int) -> float:
     """Fixed time of one collective: ``collective_latency_s`` inside an NVLink domain, ``internode_latency_s``
     once the group crosses domains (network round trips dominate small messages there)."""
-    return costs.collective_latency_s if span_gpus <= s.hardware.nvlink_domain else costs.internode_latency_s
+    return s.costs.collective_latency_s if span_gpus <= s.hardware.nvlink_domain else s.costs.internode_latency_s
 
 
-def ring_s(s: Scenario, costs: Costs, nbytes: float, group: int, span_gpus: int) -> float:
+def ring_s(s: Scenario, nbytes: float, group: int, span_gpus: int) -> float:
     """All-gather or reduce-scatter over ``group`` GPUs: (g-1)/g of the bytes cross each GPU's link."""
     if group <= 1 or nbytes <= 0:
         return 0.0
-    return (group - 1) / group * nbytes / link_bandwidth(s, costs, span_gpus) + latency_s(s, costs, span_gpus)
+    return (group - 1) / group * nbytes / link_bandwidth(s, span_gpus) + latency_s(s, span_gpus)
 
 
-def all_to_all_s(s: Scenario, costs: Costs, nbytes: float, group: int, span_gpus: int) -> float:
+def all_to_all_s(s: Scenario, nbytes: float, group: int, span_gpus: int) -> float:
     """All-to-all over ``group`` GPUs: a GPU sends 1/g of its ``nbytes`` to each peer, (g-1)/g in all; what goes
     to peers outside its NVLink domain (``hardware.nvlink_domain``: its node, or with multi-node NVLink the whole
     GB200 rack) rides its NIC, the rest NVLink, both at once. The group's GPUs are spread evenly over the
@@ -157,12 +159,12 @@ def all_to_all_s(s: Scenario, costs: Costs, nbytes: float, group: int, span_gpus
     domain = hw.nvlink_domain
     if span_gpus <= domain:
         out = (group - 1) / group * nbytes
-        return out / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency) + latency_s(s, costs, span_gpus)
+        return out / (hw.gpu.link_bandwidth_bytes_per_s * s.costs.link_efficiency) + latency_s(s, span_gpus)
     remote = (span_gpus - domain) / span_gpus * nbytes  # to the peers in other domains
     local = (group - 1) / group * nbytes - remote
-    t_nic = remote / (hw.nic_bandwidth_bytes_per_s * costs.link_efficiency)
-    t_nvl = local / (hw.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency)
-    return max(t_nic, t_nvl) + latency_s(s, costs, span_gpus)
+    t_nic = remote / (hw.nic_bandwidth_bytes_per_s * s.costs.link_efficiency)
+    t_nvl = local / (hw.gpu.link_bandwidth_bytes_per_s * s.costs.link_efficiency)
+    return max(t_nic, t_nvl) + latency_s(s, span_gpus)
 
 
 def active_expert_params(m: ModelSpec) -> float:
@@ -184,7 +186,7 @@ def _micro_batches(s: Scenario, lay: Layout, tokens_per_opt: float, seqs_per_opt
 
 
 def _compute_s(
-    s: Scenario, costs: Costs, model: ModelSpec, tokens: float, sq_tokens: float, n: int, forward_only: bool
+    s: Scenario, model: ModelSpec, tokens: float, sq_tokens: float, n: int, forward_only: bool
 ) -> tuple[float, float]:
     """(compute seconds, of which attention) over ``n`` GPUs for ``tokens`` trained (or forwarded) tokens."""
     gpu, tr = s.hardware.gpu, s.training
@@ -192,34 +194,34 @@ def _compute_s(
     dense = 2.0 * model.num_active_params * tokens - expert
     attn = 0.5 * 4.0 * model.num_layers * model.num_attention_heads * model.head_dim * sq_tokens
     if forward_only:
-        passes_linear, passes_attn, eff = 1.0, 1.0, costs.forward_compute_efficiency
+        passes_linear, passes_attn, eff = 1.0, 1.0, s.costs.forward_compute_efficiency
     else:
         extra = {"none": (0.0, 0.0), "selective": (0.0, 1.0), "full": (1.0, 1.0)}[tr.activation_recompute]
-        passes_linear, passes_attn, eff = 3.0 + extra[0], 3.0 + extra[1], costs.train_compute_efficiency
+        passes_linear, passes_attn, eff = 3.0 + extra[0], 3.0 + extra[1], s.costs.train_compute_efficiency
     eff = eff * gpu.train_efficiency_factor  # the costs are Hopper fractions; this GPU generation's share of them
     if tr.precision == "fp8" and not forward_only:
         gemm_peak = (
             (gpu.fp8_flops_per_s or gpu.bf16_flops_per_s)
-            * costs.fp8_train_compute_efficiency
+            * s.costs.fp8_train_compute_efficiency
             * gpu.train_efficiency_factor
         )
     else:
         gemm_peak = gpu.bf16_flops_per_s * eff
     attn_peak = gpu.bf16_flops_per_s * eff
     t_dense = passes_linear * dense / (n * gemm_peak)
-    t_expert = passes_linear * expert / (n * gemm_peak * costs.moe_compute_efficiency_factor)
+    t_expert = passes_linear * expert / (n * gemm_peak * s.costs.moe_compute_efficiency_factor)
     t_attn = passes_attn * attn / (n * attn_peak)
     return t_dense + t_expert + t_attn, t_attn
 
 
-def _optimizer_s(s: Scenario, costs: Costs, shard_params: float) -> float:
+def _optimizer_s(s: Scenario, shard_params: float) -> float:
     hw = s.hardware
     if s.training.offload_optimizer:
         return (
             OFFLOAD_BYTES_PER_PARAM
             * shard_params
-            / (hw.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency)
-            + shard_params / costs.cpu_adam_params_per_s
+            / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
+            + shard_params / s.costs.cpu_adam_params_per_s
         )
     return ADAM_BYTES_PER_PARAM * shard_params / hw.gpu.hbm_bandwidth_bytes_per_s
 
@@ -236,18 +238,17 @@ def reference_weight_bytes(s: Scenario, model: ModelSpec) -> float:
     return (dense + model.expert_params / (lay.e * lay.et * lay.p)) * ACT_BYTES
 
 
-def reference_swap_s(s: Scenario, costs: Costs, model: ModelSpec) -> float:
+def reference_swap_s(s: Scenario, model: ModelSpec) -> float:
     """Host traffic of swapping a host-resident reference model in and out of the trainer's GPUs: policy weights
     out, reference in, policy back (3 x a GPU's bf16 shard)."""
     if not s.training.reference_on_host:
         return 0.0
-    host_bw = s.hardware.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency
+    host_bw = s.hardware.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency
     return 3.0 * reference_weight_bytes(s, model) / host_bw
 
 
 def phase_time(
     s: Scenario,
-    costs: Costs,
     model: ModelSpec,
     tokens: float,
     sq_tokens: float,
@@ -259,11 +260,11 @@ def phase_time(
     """Seconds of a training phase (``forward_only``: one log-prob / values pass) over the step's ``tokens``
     (prompt + response, summed) and ``sq_tokens`` (sum of squared sequence lengths)."""
     if s.training.backend == "megatron":
-        return _megatron_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
-    return _fsdp_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
+        return _megatron_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
+    return _fsdp_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
 
 
-def reward_model_s(s: Scenario, costs: Costs, tokens: float, sq_tokens: float) -> float:
+def reward_model_s(s: Scenario, tokens: float, sq_tokens: float) -> float:
     """One forward pass of ``s.reward.model`` over the scored samples' ``tokens`` (prompt + response, summed;
     ``sq_tokens`` their squares) on its GPUs (``reward.num_gpus``, or the training pool's): the GPUs' compute as
     for a log-prob pass (:func:`_compute_s`, forward only), each copy of ``tensor_parallel_size`` GPUs with its two
@@ -274,32 +275,32 @@ def reward_model_s(s: Scenario, costs: Costs, tokens: float, sq_tokens: float) -
     if model is None:
         return 0.0
     n = rw.num_gpus or s.hardware.num_train_gpus
-    compute, _ = _compute_s(s, costs, model, tokens, sq_tokens, n, forward_only=True)
+    compute, _ = _compute_s(s, model, tokens, sq_tokens, n, forward_only=True)
     tp = rw.tensor_parallel_size
     copies = n // tp
-    comm = 2 * model.num_layers * ring_s(s, costs, 2 * tokens / copies * model.hidden_size * ACT_BYTES, tp, tp)
-    return costs.forward_overhead_s + compute + comm
+    comm = 2 * model.num_layers * ring_s(s, 2 * tokens / copies * model.hidden_size * ACT_BYTES, tp, tp)
+    return s.costs.forward_overhead_s + compute + comm
 
 
-def _megatron_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences):
+def _megatron_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences):
     lay = layout_of(s)
     steps = 1 if forward_only else optimizer_steps
     passes = 1 if forward_only else epochs
     tok_opt = tokens * passes / steps  # tokens per optimizer step
     m = _micro_batches(s, lay, tok_opt, num_sequences * passes / steps, forward_only)
-    compute, attn = _compute_s(s, costs, model, tokens * passes, sq_tokens * passes, lay.n, forward_only)
+    compute, attn = _compute_s(s, model, tokens * passes, sq_tokens * passes, lay.n, forward_only)
     # tensor parallel: 2 collectives per layer forward, 2 backward (+2 for a recomputed forward)
     tp_ops = 2 if forward_only else (6 if s.training.activation_recompute == "full" else 4)
     layers_per_stage = model.num_layers / lay.p
     tokens_per_tp_group = tok_opt / (lay.d * lay.c)
-    tp_per_op = ring_s(s, costs, 2 * tokens_per_tp_group * model.hidden_size * ACT_BYTES, lay.t, lay.t)
-    tp = steps * tp_ops * layers_per_stage * (tp_per_op + (m - 1) * latency_s(s, costs, lay.t) * (lay.t > 1))
+    tp_per_op = ring_s(s, 2 * tokens_per_tp_group * model.hidden_size * ACT_BYTES, lay.t, lay.t)
+    tp = steps * tp_ops * layers_per_stage * (tp_per_op + (m - 1) * latency_s(s, lay.t) * (lay.t > 1))
     # context parallel: ring exchange of K and V (forward; twice backward), hidden behind attention compute
     cp = 0.0
     if lay.c > 1:
         kv_bytes = 2 * model.num_kv_heads * model.head_dim * ACT_BYTES * tok_opt / (lay.d * lay.c * lay.t)
         volume = (1 if forward_only else 3) * layers_per_stage * kv_bytes * (lay.c - 1)
-        cp_raw = steps * volume / link_bandwidth(s, costs, lay.t * lay.c)
+        cp_raw = steps * volume / link_bandwidth(s, lay.t * lay.c)
         cp = max(0.0, cp_raw - attn)
     # expert parallel: dispatch + combine, forward and backward
     ep = 0.0
@@ -308,7 +309,7 @@ def _megatron_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, 
         tokens_per_gpu = tok_opt * lay.p / lay.n
         nbytes = tokens_per_gpu * model.num_experts_per_token * model.hidden_size * ACT_BYTES
         moe_layers_per_stage = model.num_moe_layers / lay.p
-        ep = steps * ep_ops * moe_layers_per_stage * all_to_all_s(s, costs, nbytes, lay.e, lay.e * lay.et)
+        ep = steps * ep_ops * moe_layers_per_stage * all_to_all_s(s, nbytes, lay.e, lay.e * lay.et)
     # pipeline: bubble of the fill and drain, and the send/recv of activations there
     bubble = p2p = 0.0
     if lay.p > 1:
@@ -316,17 +317,15 @@ def _megatron_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, 
         act = tok_opt / (lay.d * m) / (lay.c * lay.t) * model.hidden_size * ACT_BYTES
         span = lay.n // lay.p * 2
         hops = (1 if forward_only else 2) * (lay.p - 1)
-        p2p = steps * hops * (act / link_bandwidth(s, costs, span) + latency_s(s, costs, span))
+        p2p = steps * hops * (act / link_bandwidth(s, span) + latency_s(s, span))
     dp = opt = 0.0
-    overhead = costs.forward_overhead_s if forward_only else steps * costs.train_step_overhead_s
+    overhead = s.costs.forward_overhead_s if forward_only else steps * s.costs.train_step_overhead_s
     if not forward_only:
         dense_params = (model.num_params - model.expert_params) / (lay.t * lay.p)
         expert_params = model.expert_params / (lay.e * lay.et * lay.p)
         g_dense, g_exp = lay.d * lay.c, lay.d_expert
         span = lay.n // lay.p
-        rs = ring_s(s, costs, dense_params * ACT_BYTES, g_dense, span) + ring_s(
-            s, costs, expert_params * ACT_BYTES, g_exp, span
-        )
+        rs = ring_s(s, dense_params * ACT_BYTES, g_dense, span) + ring_s(s, expert_params * ACT_BYTES, g_exp, span)
         ag = rs  # the all-gather moves what the reduce-scatter moved (an all-reduce is the two together)
         if s.training.overlap_communication:
             # the last micro-batch's backward (recomputed forward included) hides the reduce-scatter, the next
@@ -341,7 +340,7 @@ def _megatron_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, 
             shard = dense_params / g_dense + expert_params / g_exp
         else:
             shard = dense_params + expert_params
-        opt = steps * _optimizer_s(s, costs, shard)
+        opt = steps * _optimizer_s(s, shard)
     return TrainTime(
         compute_s=compute,
         tp_comm_s=tp,
@@ -356,22 +355,22 @@ def _megatron_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, 
     )
 
 
-def _fsdp_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences):
+def _fsdp_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences):
     lay = layout_of(s)
     n, hw = lay.n, s.hardware
     steps = 1 if forward_only else optimizer_steps
     passes = 1 if forward_only else epochs
     tok_opt = tokens * passes / steps
     m = _micro_batches(s, lay, tok_opt, num_sequences * passes / steps, forward_only)
-    compute, _ = _compute_s(s, costs, model, tokens * passes, sq_tokens * passes, n, forward_only)
+    compute, _ = _compute_s(s, model, tokens * passes, sq_tokens * passes, n, forward_only)
     comm = 0.0
     if n > 1:
         layer_bytes = model.num_params / model.num_layers * ACT_BYTES
-        ag = ring_s(s, costs, layer_bytes, n, n)
+        ag = ring_s(s, layer_bytes, n, n)
         rs = ag
         if s.training.offload_params:  # the shard comes up from the host before each gather
-            ag += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency)
-            rs += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * costs.host_link_efficiency)
+            ag += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
+            rs += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
         recompute = 1.0 if s.training.activation_recompute == "full" else 0.0
         fwd_layer = compute / (steps * m * model.num_layers) / (1.0 if forward_only else 3.0 + recompute)
         per_mb = max(0.0, ag - fwd_layer)
@@ -379,7 +378,7 @@ def _fsdp_time(s, costs, model, tokens, sq_tokens, optimizer_steps, epochs, forw
             per_mb += max(0.0, ag + rs - (2.0 + recompute) * fwd_layer)
         comm = steps * (m * model.num_layers * per_mb + ag)  # + the first layer's gather, never hidden
     opt = 0.0
-    overhead = costs.forward_overhead_s if forward_only else steps * costs.train_step_overhead_s
+    overhead = s.costs.forward_overhead_s if forward_only else steps * s.costs.train_step_overhead_s
     if not forward_only:
-        opt = steps * _optimizer_s(s, costs, model.num_params / n)
+        opt = steps * _optimizer_s(s, model.num_params / n)
     return TrainTime(compute_s=compute, fsdp_comm_s=comm, optimizer_s=opt, overhead_s=overhead, micro_batches=m)

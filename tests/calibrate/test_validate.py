@@ -1,6 +1,7 @@
 """Validation: an imported verl log goes through `validate` (must-show 4), and validation of real-run directories
 compares rlsim's predictions with what was measured."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -250,7 +251,7 @@ def test_scaled_profile_scales_each_phase_time_by_its_factor():
 
         from rlsim.engine.replica import simulate_replica
 
-        cost = RooflineCostModel.from_scenario(scn, prof.apply(scn.costs))
+        cost = RooflineCostModel(dataclasses.replace(scn, costs=prof.apply(scn.costs)))
         n = 64
         res = simulate_replica(
             np.full(n, 5),
@@ -263,7 +264,7 @@ def test_scaled_profile_scales_each_phase_time_by_its_factor():
         return res.makespan_s
 
     def seconds(prof):
-        cost = RooflineCostModel.from_scenario(scn, prof.apply(scn.costs))
+        cost = RooflineCostModel(dataclasses.replace(scn, costs=prof.apply(scn.costs)))
         # the optimizer's memory term is not scaled: take it out to compare the scaled part
         adam = cost.train_s(scn.model, 0.0, 0.0, 1, 1) - prof.phases["train_actor"].parameters["train_step_overhead_s"]
         return cost.train_s(scn.model, 3072, 3072 * 12, 1, 1) - adam, cost.forward_s(scn.model, 3072, 3072 * 12)

@@ -128,7 +128,7 @@ def test_rollout_host_overhead_grows_with_the_responses():
     rollout phase carries it."""
     scn = rlsim.load_scenario(SCENARIOS / "small_1gpu.yaml")
     costs = dataclasses.replace(scn.costs, rollout_overhead_s=0.25, rollout_s_per_sample=0.001)
-    cost = RooflineCostModel.from_scenario(scn, costs)
+    cost = RooflineCostModel(dataclasses.replace(scn, costs=costs))
     assert cost.rollout_overhead_s(0) == pytest.approx(0.25)
     assert cost.rollout_overhead_s(512) == pytest.approx(0.25 + 0.512)
     base = rlsim.simulate(scn).summary()["phase_time_s"]["rollout"]

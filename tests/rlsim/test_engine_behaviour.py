@@ -37,7 +37,7 @@ def test_serial_cpu_work_adds_and_overlapped_cpu_work_is_a_floor():
 def test_named_behaviour_replaces_the_costs_fields():
     s = _scn(behaviour="vllm-0.5", tensor_parallel_size=2)
     entry = catalog.engine("vllm-0.5")
-    got = engine_coefficients(s, s.costs)
+    got = engine_coefficients(s)
     assert got["cpu_overlap"] is False
     assert got["decode_per_seq_overhead_s"] == pytest.approx(float(entry["decode_per_seq_overhead_s"]))
     d = RooflineCostModel.from_scenario(s).decode_coefficients()
@@ -46,8 +46,8 @@ def test_named_behaviour_replaces_the_costs_fields():
     )
     assert tp_comm > 0  # the all-reduces of TP 2 remain on top
     with catalog.engine_overrides({"vllm-0.5": {"tp_rank_overhead_s": 1.0}}):
-        assert engine_coefficients(s, s.costs)["tp_rank_overhead_s"] == 1.0
-    assert engine_coefficients(s, s.costs)["tp_rank_overhead_s"] == pytest.approx(float(entry["tp_rank_overhead_s"]))
+        assert engine_coefficients(s)["tp_rank_overhead_s"] == 1.0
+    assert engine_coefficients(s)["tp_rank_overhead_s"] == pytest.approx(float(entry["tp_rank_overhead_s"]))
 
 
 def test_unknown_behaviour_is_refused_with_the_names():

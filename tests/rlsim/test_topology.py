@@ -46,22 +46,22 @@ def test_all_to_all_inside_a_tray_across_trays_over_nvlink_and_over_nics():
     c = s.costs
     eff, lat_in, lat_out = c.link_efficiency, c.collective_latency_s, c.internode_latency_s
     # EP 4 inside one tray: 3/4 of the bytes leave the GPU over NVLink
-    inside = training.all_to_all_s(s, c, nbytes, 4, 4)
+    inside = training.all_to_all_s(s, nbytes, 4, 4)
     assert inside == pytest.approx(0.75 * nbytes / (NVLINK * eff) + lat_in, rel=1e-12)
     # EP 16 over 4 trays with multi-node NVLink: 15/16 over NVLink, the in-domain latency
-    mnnvl = training.all_to_all_s(_scenario(multi_node_nvlink=True), c, nbytes, 16, 16)
+    mnnvl = training.all_to_all_s(_scenario(multi_node_nvlink=True), nbytes, 16, 16)
     assert mnnvl == pytest.approx(15 / 16 * nbytes / (NVLINK * eff) + lat_in, rel=1e-12)
     # EP 16 over 4 trays through the NICs: 12 of 16 destinations are in other trays (12/16 of the bytes over the
     # NIC), 3/16 stay in the tray on NVLink, both at once; the network latency
     s_nic = _scenario(multi_node_nvlink=False)
-    nic = training.all_to_all_s(s_nic, c, nbytes, 16, 16)
+    nic = training.all_to_all_s(s_nic, nbytes, 16, 16)
     expected = max(12 / 16 * nbytes / (NIC * eff), 3 / 16 * nbytes / (NVLINK * eff)) + lat_out
     assert nic == pytest.approx(expected, rel=1e-12)
-    assert training.all_to_all_s(s, c, nbytes, 16, 16) == nic  # the default prices the NICs
+    assert training.all_to_all_s(s, nbytes, 16, 16) == nic  # the default prices the NICs
     assert inside < mnnvl < nic
     # with multi-node NVLink, a group larger than the rack (128 GPUs) sends (128 - 72) / 128 of its bytes through
     # the NICs
-    big = training.all_to_all_s(_scenario(multi_node_nvlink=True), c, nbytes, 128, 128)
+    big = training.all_to_all_s(_scenario(multi_node_nvlink=True), nbytes, 128, 128)
     expected = max(56 / 128 * nbytes / (NIC * eff), (127 / 128 - 56 / 128) * nbytes / (NVLINK * eff)) + lat_out
     assert big == pytest.approx(expected, rel=1e-12)
 
@@ -154,8 +154,8 @@ def test_generation_factors_carry_hopper_efficiencies():
     same efficiency times its train factor, not the peak ratio alone."""
     gb, h = _scenario("GB200", 8), _scenario("H100-SXM", 8)
     tokens, sq = 1e6, 1e9
-    t_gb = training._compute_s(gb, gb.costs, gb.model, tokens, sq, 8, forward_only=False)[0]
-    t_h = training._compute_s(h, h.costs, h.model, tokens, sq, 8, forward_only=False)[0]
+    t_gb = training._compute_s(gb, gb.model, tokens, sq, 8, forward_only=False)[0]
+    t_h = training._compute_s(h, h.model, tokens, sq, 8, forward_only=False)[0]
     f = GB200["train_efficiency_factor"]
     assert t_h / t_gb == pytest.approx(GB200["bf16_flops_per_s"] / catalog.gpu("H100-SXM")["bf16_flops_per_s"] * f)
     # decode HBM: the bandwidth each generation streams is its peak x the decode efficiency x its memory factor

@@ -123,7 +123,7 @@ def _separate(rollout: int, train: int) -> dict[str, Any]:
 
 def _train(s, tokens: float, steps: int = 1, **kw) -> training.TrainTime:
     """phase_time of the policy's update, attention off (sq_tokens = 0) so compute is 6 N T (+ recompute)."""
-    return training.phase_time(s, s.costs, s.model, tokens, 0.0, optimizer_steps=steps, **kw)
+    return training.phase_time(s, s.model, tokens, 0.0, optimizer_steps=steps, **kw)
 
 
 def _ring(nbytes: float, group: int, bw: float) -> float:
@@ -244,7 +244,7 @@ def test_fsdp_comm_bound_exposure_by_hand():
     # the optimizer: Adam over the 1/8 shard at 28 bytes per parameter through HBM, once per optimizer step
     assert tt.optimizer_s == pytest.approx(steps * 28 * N / 8 / 1e12)
     # forward only (log-prob pass): only the forward gather, no reduce-scatter, one pass
-    fo = training.phase_time(s, s.costs, s.model, tokens, 0.0, forward_only=True)
+    fo = training.phase_time(s, s.model, tokens, 0.0, forward_only=True)
     m_fo = tokens // 8 // PACK
     fwd_fo = 2 * (N / L) * PACK / EFF_FLOPS  # same efficiency (0.5) for forward
     assert fo.fsdp_comm_s == pytest.approx(m_fo * L * max(0.0, AG - fwd_fo) + AG)
@@ -281,14 +281,14 @@ def test_sharded_sync_separate_pools_in_one_nvlink_domain():
             "training.tensor_parallel_size": 2,
         }
     )
-    st = weight_sync_time(s, s.costs)
+    st = weight_sync_time(s)
     assert st.transfer_s == pytest.approx(max(W / 4, W / 2) / 1e11)
     assert st.transfer_s == pytest.approx(0.01)
     assert st.copy_s == 0 and st.host_s == 0 and st.latency_s == 0
     assert st.total_s == pytest.approx(0.01)
     # FSDP over the 4 trainer GPUs sends W/4 each; engine TP 1 receives all of W: the receiver bounds it
     s = _scn({**_separate(4, 4), "engine.tensor_parallel_size": 1})
-    assert weight_sync_time(s, s.costs).transfer_s == pytest.approx(max(W, W / 4) / 1e11)
+    assert weight_sync_time(s).transfer_s == pytest.approx(max(W, W / 4) / 1e11)
 
 
 def test_sharded_sync_across_nodes_uses_the_nic_and_link_efficiency():
@@ -300,9 +300,9 @@ def test_sharded_sync_across_nodes_uses_the_nic_and_link_efficiency():
         "training.tensor_parallel_size": 2,
     }
     s = _scn(over)
-    assert weight_sync_time(s, s.costs).transfer_s == pytest.approx(max(W / 4, W / 2) / 1e10)  # 0.1 s
+    assert weight_sync_time(s).transfer_s == pytest.approx(max(W / 4, W / 2) / 1e10)  # 0.1 s
     s = _scn({**over, "costs.link_efficiency": 0.5})
-    assert weight_sync_time(s, s.costs).transfer_s == pytest.approx((W / 2) / (1e10 * 0.5))
+    assert weight_sync_time(s).transfer_s == pytest.approx((W / 2) / (1e10 * 0.5))
 
 
 def test_broadcast_sync_moves_the_whole_model_through_one_link():
@@ -314,9 +314,9 @@ def test_broadcast_sync_moves_the_whole_model_through_one_link():
             "training.tensor_parallel_size": 2,
         }
         base = _scn(over)
-        sharded = weight_sync_time(base, base.costs)
+        sharded = weight_sync_time(base)
         s = _scn({**over, "weight_sync.transfer": "broadcast"})
-        st = weight_sync_time(s, s.costs)
+        st = weight_sync_time(s)
         assert st.transfer_s == pytest.approx(W / bw)
         assert st.transfer_s == pytest.approx(2 * sharded.transfer_s)  # W vs W/2
 
@@ -326,7 +326,7 @@ def test_colocated_sync_over_nvlink_when_a_trainer_copy_fits_one_domain():
     the whole W) copies its shard over NVLink; the copy into the engine reads and writes it in HBM at its peak
     (2 W / HBM) and sleep/wake moves the engine's weights to the host and back (2 W / host link)."""
     s = _scn({"hardware.num_gpus": 16, "training.backend": "megatron", "training.tensor_parallel_size": 8})
-    st = weight_sync_time(s, s.costs)
+    st = weight_sync_time(s)
     assert st.transfer_s == pytest.approx(W / 1e11)  # 0.02 s
     assert st.copy_s == pytest.approx(2 * W / 1e12)
     assert st.host_s == pytest.approx(2 * W / 1e10)
@@ -341,11 +341,11 @@ def test_colocated_sync_over_nvlink_when_a_trainer_copy_fits_one_domain():
             "costs.sleep_wake_overhead_s": 2.0,
         }
     )
-    st = weight_sync_time(awake, awake.costs)
+    st = weight_sync_time(awake)
     assert st.host_s == 0 and st.total_s == pytest.approx(0.02 + 0.004)
     # FSDP over all 16 GPUs: one copy spans two domains, half of each shard comes through the NIC
     s = _scn({"hardware.num_gpus": 16, "training.backend": "fsdp"})
-    st = weight_sync_time(s, s.costs)
+    st = weight_sync_time(s)
     assert st.transfer_s == pytest.approx(max(0.5 * W / 1e10, 0.5 * W / 1e11))  # 0.1 s
 
 
@@ -657,9 +657,9 @@ def test_reference_swap_moves_three_shards_over_the_host_link():
             "costs.host_link_efficiency": 0.5,
         }
     )
-    assert training.reference_swap_s(s, s.costs, s.model) == pytest.approx(3 * (N / 4 * 2) / 5e9)
+    assert training.reference_swap_s(s, s.model) == pytest.approx(3 * (N / 4 * 2) / 5e9)
     off = _scn({"training.backend": "megatron", "training.tensor_parallel_size": 2})
-    assert training.reference_swap_s(off, off.costs, off.model) == 0.0
+    assert training.reference_swap_s(off, off.model) == 0.0
 
 
 def test_gpu_resident_reference_counts_in_training_memory():
@@ -676,14 +676,14 @@ def test_colocated_broadcast_brings_the_whole_model_to_every_gpu():
     """16 colocated GPUs under FSDP: one trainer copy spans two NVLink domains, so half of the whole model (W)
     comes through the NIC (1e10) and half over NVLink (1e11): transfer = max(W/2 / 1e10, W/2 / 1e11) = 0.1 s."""
     s = _scn({"hardware.num_gpus": 16, "weight_sync.transfer": "broadcast"})
-    assert weight_sync_time(s, s.costs).transfer_s == pytest.approx(0.5 * W / 1e10)
+    assert weight_sync_time(s).transfer_s == pytest.approx(0.5 * W / 1e10)
 
 
 def test_trainer_offload_adds_its_state_to_the_host_traffic():
     """offload_trainer: weights, gradients and optimizer state (16 N / 8 bytes per FSDP GPU) go out and back."""
     plain = _scn({})
     off = _scn({"weight_sync.offload_trainer": True})
-    extra = weight_sync_time(off, off.costs).host_s - weight_sync_time(plain, plain.costs).host_s
+    extra = weight_sync_time(off).host_s - weight_sync_time(plain).host_s
     assert extra == pytest.approx(2 * 16 * N / 8 / 1e10)
     with pytest.raises(ScenarioError, match="weight_sync.offload_trainer"):
         _scn(
@@ -719,7 +719,7 @@ def test_in_flight_updates_stall_busy_engines_only():
 
     gen_bound = _async({"costs.weight_sync_latency_s": 0})
     recs, _ = run_pipeline(gen_bound)
-    pause = weight_sync_time(gen_bound, gen_bound.costs).engine_pause_s
+    pause = weight_sync_time(gen_bound).engine_pause_s
     assert pause > 0
     no_stall = _async({"schedule.in_flight_weight_updates": False})
     base, _ = run_pipeline(no_stall)
