@@ -21,7 +21,6 @@ from rlsim.run.profile import Profile, fitted_error, load_profile, operating_poi
 from rlsim.run.result import SimResult
 from rlsim.run.timeline import Timeline, Timelines
 from rlsim.scenario import (
-    Costs,
     Scenario,
     apply_overrides,
     as_overrides,
@@ -108,8 +107,10 @@ def predict(
     timelines: Timelines | None = None,
 ) -> SimResult:
     """The answer for a scenario as :func:`configure` built it (the profile's learning and length models already
-    in; nothing is validated again): the systems timeline, from ``timelines`` or simulated (rlsim.run.timeline), with
-    the profile's fitted costs and range warnings, and the learning model applied to it (:func:`answer`)."""
+    in; nothing is validated again): the systems timeline of the scenario with the profile's fitted costs folded in
+    (:func:`systems_scenario`), from ``timelines`` or simulated (rlsim.run.timeline), and the learning model and the
+    profile's range warnings applied to it (:func:`answer`). The result's scenario, and with it the run id and the
+    summary's scenario_hash, is ``scn``'s, without the profile's costs."""
     timelines = timelines if timelines is not None else Timelines()
     scn = resolve_until_target(scn, to_target)
     n_star = _samples_to_target(scn)
@@ -117,11 +118,20 @@ def predict(
     fp = footprint(run_scn, with_band and n_star is not None)
     if before is not None:
         before(fp)
-    costs = profile.apply(scn.costs) if profile is not None else scn.costs
-    result = answer(run_scn, timelines.get(run_scn, costs, progress), profile, n_star)
+    systems = systems_scenario(run_scn, profile)
+    result = answer(run_scn, timelines.get(systems, progress), profile, n_star)
     if with_band and result.time_to_target is not None:
-        result.band_s = _band(run_scn, costs, profile, n_star, result, timelines)
+        result.band_s = _band(systems, profile, n_star, result, timelines)
     return result
+
+
+def systems_scenario(scn: Scenario, profile: Profile | None) -> Scenario:
+    """What the systems side (cost model, pipeline, timeline key) sees: ``scn`` with the profile's fitted costs
+    folded in (not validated again: the profile's coefficients were validated where it was loaded). The answer's
+    scenario stays ``scn``: its digest is the run id and the summary's scenario_hash."""
+    if profile is None:
+        return scn
+    return dataclasses.replace(scn, costs=profile.apply(scn.costs))
 
 
 def resolve_until_target(scn: Scenario, to_target: bool = False) -> Scenario:
@@ -213,29 +223,30 @@ BAND_STEPS = 40  # steps simulated per extra band run: enough for a steady-state
 
 
 def _band(
-    scn: Scenario, costs: Costs, prof: Profile | None, n_star: SamplesToTarget, nominal: SimResult, timelines: Timelines
+    scn: Scenario, prof: Profile | None, n_star: SamplesToTarget, nominal: SimResult, timelines: Timelines
 ) -> tuple[float, float]:
     """Extra runs (other seeds; coefficients one sigma faster/slower) measure the steady-state step time over at
-    most BAND_STEPS steps; each scales the nominal time-to-target by its step-time ratio."""
+    most BAND_STEPS steps; each scales the nominal time-to-target by its step-time ratio. ``scn`` is the systems
+    side's scenario (:func:`systems_scenario`: the profile's costs folded in)."""
     t0 = nominal.time_to_target.time_to_target_s  # type: ignore[union-attr]
     short = dataclasses.replace(scn.run, steps=min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness))
 
-    def steady(run_scn: Scenario, run_costs: Costs) -> float:
-        return SimResult(run_scn, timelines.get(run_scn, run_costs).records, []).steady_step_time_s
+    def steady(run_scn: Scenario) -> float:
+        return SimResult(run_scn, timelines.get(run_scn).records, []).steady_step_time_s
 
     base = dataclasses.replace(scn, run=short)
-    step0 = steady(base, costs)  # the nominal seed over the same short window
+    step0 = steady(base)  # the nominal seed over the same short window
 
-    def scaled(run_scn: Scenario, run_costs: Costs) -> float:
-        return t0 * steady(run_scn, run_costs) / step0
+    def scaled(run_scn: Scenario) -> float:
+        return t0 * steady(run_scn) / step0
 
     times = [t0]
     for i in range(1, scn.run.band_seeds):
-        times.append(scaled(dataclasses.replace(scn, run=dataclasses.replace(short, seed=scn.run.seed + i)), costs))
+        times.append(scaled(dataclasses.replace(scn, run=dataclasses.replace(short, seed=scn.run.seed + i))))
     factors = (1.0, 1.0)
     if prof is not None and any(fit.uncertainty for fit in prof.phases.values()):
-        ref = scaled(base, costs)
-        fast, slow = scaled(base, _shift(costs, prof, faster=True)), scaled(base, _shift(costs, prof, faster=False))
+        ref = scaled(base)
+        fast, slow = scaled(_shift(base, prof, faster=True)), scaled(_shift(base, prof, faster=False))
         factors = (min(fast, slow) / ref, max(fast, slow) / ref)
     return band(times, scn.learning.samples_spread, factors)
 
@@ -243,11 +254,12 @@ def _band(
 MAX_SHIFT = 2.0  # a coefficient moves by at most this factor for the band
 
 
-def _shift(costs: Costs, prof: Profile, faster: bool) -> Costs:
-    """Coefficients moved one standard deviation towards faster (or slower) hardware, in log space: value x
-    exp(+-sigma / value), at most a factor MAX_SHIFT. (A linear shift took a coefficient whose sigma exceeds its
-    value, one the bench barely constrains, to its floor: a decode efficiency of 0.17 +- 0.21 became 1e-6 and a
-    7-second time-to-target got a 9-hour upper band.)"""
+def _shift(scn: Scenario, prof: Profile, faster: bool) -> Scenario:
+    """``scn`` with its coefficients moved one standard deviation towards faster (or slower) hardware, in log
+    space: value x exp(+-sigma / value), at most a factor MAX_SHIFT. (A linear shift took a coefficient whose sigma
+    exceeds its value, one the bench barely constrains, to its floor: a decode efficiency of 0.17 +- 0.21 became
+    1e-6 and a 7-second time-to-target got a 9-hour upper band.)"""
+    costs = scn.costs
     changes: dict[str, float] = {}
     for fit in prof.phases.values():
         for name, sigma in fit.uncertainty.items():
@@ -259,4 +271,4 @@ def _shift(costs: Costs, prof: Profile, faster: bool) -> Costs:
                 changes[name] = min(1.0, value * factor) if faster else value / factor
             else:  # overhead seconds: smaller is faster
                 changes[name] = value / factor if faster else value * factor
-    return dataclasses.replace(costs, **changes)
+    return dataclasses.replace(scn, costs=dataclasses.replace(costs, **changes))

@@ -2,20 +2,20 @@
 
 A timeline is what the discrete-event pipeline (rlsim.run.pipeline) gives for a scenario: the per-step records (step
 times, tokens, preemptions, phase timings, utilization) and the spans. It depends on the scenario's systems inputs
-only, with a profile's fitted costs folded in: the learning model is not among them, except where the response
-lengths follow the summed learning rate (``workload.length_progress: learning_rate`` reads ``learning.lr_rule``
-and ``learning.reference_batch``). :func:`systems_key` is the digest of exactly those inputs, so scenarios that differ
-only in their learning model (the learning-rate rules of one batch size, a target, a curve) share a timeline.
+only, a profile's fitted costs folded into its ``costs`` section (rlsim.run.simulation.systems_scenario): the
+learning model is not among them, except where the response lengths follow the summed learning rate
+(``workload.length_progress: learning_rate`` reads ``learning.lr_rule`` and ``learning.reference_batch``).
+:func:`systems_key` is the digest of exactly those inputs, so scenarios that differ only in their learning model
+(the learning-rate rules of one batch size, a target, a curve) share a timeline.
 
-:class:`Timelines` is the cache a command holds: ``get(scenario, costs)`` simulates ``scenario.run.steps`` steps
-once per key and serves later requests from it, a shorter one as the first steps of a longer timeline where a step
-never depends on later ones (:func:`prefix_exact`). Its ``simulated`` counts the pipeline runs it made. The
+:class:`Timelines` is the cache a command holds: ``get(scenario)`` simulates ``scenario.run.steps`` steps once per
+key and serves later requests from it, a shorter one as the first steps of a longer timeline where a step never
+depends on later ones (:func:`prefix_exact`). Its ``simulated`` counts the pipeline runs it made. The
 scenario-dependent fields of the records (run id, learning rate) are the answer's to set (rlsim.run.simulation).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from collections.abc import Callable
@@ -25,7 +25,7 @@ from rlsim.io.records import RunLogRecord
 from rlsim.run.costs import RooflineCostModel
 from rlsim.run.pipeline import run_pipeline
 from rlsim.run.pools import Span, add_utilization
-from rlsim.scenario import Costs, Scenario
+from rlsim.scenario import Scenario
 
 # run fields the pipeline never reads (the step count is the request's, not the key's)
 _NOT_SYSTEMS_RUN = ("steps", "until_target", "max_steps", "band_seeds")
@@ -33,14 +33,14 @@ _NOT_SYSTEMS_RUN = ("steps", "until_target", "max_steps", "band_seeds")
 _LENGTH_LEARNING = ("lr_rule", "reference_batch")
 
 
-def systems_key(scn: Scenario, costs: Costs) -> str:
+def systems_key(scn: Scenario) -> str:
     """Digest of what a timeline of ``scn`` depends on: the scenario without its learning model and step count,
-    with ``costs`` (the coefficients the run uses, a profile's fitted ones folded in)."""
+    its ``costs`` (the coefficients the run uses, a profile's fitted ones folded in) among the rest."""
     data = scn.to_dict()
     run = {k: v for k, v in data["run"].items() if k not in _NOT_SYSTEMS_RUN}
     reads = _LENGTH_LEARNING if scn.workload.length_progress != "samples" else ()
     learning = {k: data["learning"][k] for k in reads}
-    systems = {**data, "run": run, "learning": learning, "costs": dataclasses.asdict(costs)}
+    systems = {**data, "run": run, "learning": learning}
     for key in ("name", "description", "assumptions", "sweep", "plan"):  # labels, other commands' inputs
         systems.pop(key, None)
     text = json.dumps(systems, sort_keys=True, default=str)
@@ -81,16 +81,16 @@ class Timelines:
         self._store: dict[str, Timeline] = {}
         self.simulated = 0
 
-    def get(self, scn: Scenario, costs: Costs, progress: Callable[[int], None] | None = None) -> Timeline:
-        """The timeline of ``scn.run.steps`` steps of ``scn`` under ``costs``: from the cache when it holds that
-        many steps of the same systems (or more, where :func:`prefix_exact`), else simulated (``progress(step)``
+    def get(self, scn: Scenario, progress: Callable[[int], None] | None = None) -> Timeline:
+        """The timeline of ``scn.run.steps`` steps of ``scn`` (under its ``costs``): from the cache when it holds
+        that many steps of the same systems (or more, where :func:`prefix_exact`), else simulated (``progress(step)``
         after each step) and kept when it is the longest of its key."""
-        key = systems_key(scn, costs)
+        key = systems_key(scn)
         steps = scn.run.steps
         have = self._store.get(key)
         if have is not None and (len(have.records) == steps or (len(have.records) > steps and prefix_exact(scn))):
             return have.first(scn, steps)
-        records, spans = run_pipeline(scn, RooflineCostModel(dataclasses.replace(scn, costs=costs)), progress)
+        records, spans = run_pipeline(scn, RooflineCostModel(scn), progress)
         self.simulated += 1
         made = Timeline(records, spans)
         if have is None or steps > len(have.records):

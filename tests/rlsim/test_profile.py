@@ -1,5 +1,6 @@
 """Profiles: schema, application to the roofline, range warnings, transfer across devices."""
 
+import dataclasses
 import json
 import math
 
@@ -54,6 +55,28 @@ def test_profile_replaces_coefficients(tmp_path):
     assert cal["phase_time_s"]["reward"] == base["phase_time_s"]["reward"]  # untouched coefficients stay
     assert cal["profile"]["provenance"]["device"] == PROV["device"]
     assert load_profile(p).to_dict() == profile_from_dict(json.loads(load_profile(p).dumps())).to_dict()
+
+
+def test_the_profiles_costs_reach_the_systems_side_only():
+    """predict folds the profile's fitted costs into the scenario the cost model and the timeline see; the result's
+    scenario, whose digest is the run id and the summary's scenario_hash, stays the one without them."""
+    from rlsim.run.simulation import predict, resolve_until_target, systems_scenario
+    from rlsim.run.timeline import Timelines
+
+    prof = profile_from_dict(_profile())
+    scn = resolve_until_target(_scn())
+    timelines = Timelines()
+    res = predict(scn, prof, timelines=timelines)
+    assert res.scenario.costs == scn.costs and res.scenario.digest() == scn.digest()
+    assert {r["run_id"] for r in res.records} == {f"sim-{scn.digest()}"}
+    assert res.summary()["scenario_hash"] == scn.digest()
+    folded = systems_scenario(scn, prof)
+    assert folded.costs == prof.apply(scn.costs) != scn.costs
+    assert folded.digest() != scn.digest() and systems_scenario(scn, None) is scn
+    timelines.get(folded)  # the timeline predict simulated was the folded scenario's
+    assert timelines.simulated == 1
+    plain = predict(folded)  # the same coefficients in the scenario itself: the same step times
+    assert [r["step_time_s"] for r in plain.records] == [r["step_time_s"] for r in res.records]
 
 
 def test_outside_fitted_range_warns_with_amount(tmp_path, capsys):
@@ -222,8 +245,8 @@ def test_a_barely_constrained_coefficient_keeps_the_band_finite():
     data = _profile()
     data["phases"]["rollout"]["uncertainty"] = {"decode_memory_efficiency": 0.5, "decode_iteration_overhead_s": 0.001}
     prof = profile_from_dict({**data, "learning": LEARNING})
-    costs = prof.apply(_scn().costs)
-    slow, fast = _shift(costs, prof, faster=False), _shift(costs, prof, faster=True)
+    scn = dataclasses.replace(_scn(), costs=prof.apply(_scn().costs))  # the profile's costs folded in
+    slow, fast = _shift(scn, prof, faster=False).costs, _shift(scn, prof, faster=True).costs
     assert slow.decode_memory_efficiency == pytest.approx(0.35 / MAX_SHIFT)
     assert fast.decode_memory_efficiency == pytest.approx(min(1.0, 0.35 * MAX_SHIFT))
     ratio = math.exp(0.001 / 0.01)  # a well-constrained overhead moves by exp(sigma / value)

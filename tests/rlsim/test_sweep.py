@@ -234,7 +234,7 @@ def test_lr_variants_whose_lengths_follow_the_learning_rate_do_not_share_a_timel
 
     paper = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
     keys = {
-        systems_key(paper.with_overrides({"learning.lr_rule": r, **lengths}), paper.costs)
+        systems_key(paper.with_overrides({"learning.lr_rule": r, **lengths}))
         for r in ("sqrt", "none")
         for lengths in ({}, {"workload.length_progress": "learning_rate"})
     }

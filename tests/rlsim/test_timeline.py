@@ -5,6 +5,7 @@ own learning rate and run id."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -48,8 +49,8 @@ def test_a_shorter_run_is_the_start_of_the_longer_one(scenario, overrides, steps
     assert prefix_exact(short)
     want = run_pipeline(short, RooflineCostModel.from_scenario(short))
     cache = Timelines()
-    cache.get(long, long.costs)
-    got = cache.get(short, short.costs)
+    cache.get(long)
+    got = cache.get(short)
     assert cache.simulated == 1  # the short one was looked up
     assert _records(got.records) == _records(want[0])
     assert got.spans == want[1]
@@ -60,10 +61,10 @@ def test_a_shorter_run_is_the_start_of_the_longer_one(scenario, overrides, steps
 def test_a_lookup_does_not_change_the_cached_timeline():
     base = rlsim.load_scenario(SCENARIOS / "small_1gpu.yaml", {"run.steps": 4})
     cache = Timelines()
-    first = cache.get(base, base.costs)
+    first = cache.get(base)
     first.records[0]["lr"] = -1.0
     first.records[0]["timing_s"]["rollout"] = -1.0
-    again = cache.get(base, base.costs)
+    again = cache.get(base)
     assert again.records[0]["lr"] != -1.0 and again.records[0]["timing_s"]["rollout"] > 0
     assert cache.simulated == 1
 
@@ -107,12 +108,12 @@ def test_no_prefix_where_a_weight_sync_waits_for_later_rollouts(staleness):
     short, long = base.with_overrides({"run.steps": 10}), base.with_overrides({"run.steps": 20})
     assert not prefix_exact(short)
     cache = Timelines()
-    records = cache.get(long, long.costs).records
+    records = cache.get(long).records
     if staleness == 1:  # the reason: the last of a longer run's first steps ends later
         assert records[9]["wall_s"] > run_pipeline(short)[0][9]["wall_s"] + 1.0
-    got = cache.get(short, short.costs)
+    got = cache.get(short)
     assert cache.simulated == 2 and _records(got.records) == _records(run_pipeline(short)[0])
-    cache.get(long, long.costs)
+    cache.get(long)
     assert cache.simulated == 2
     scns = [base.with_overrides({"learning.lr_rule": rule}) for rule in ("sqrt", "none")]
     shared = Timelines()
@@ -123,7 +124,7 @@ def test_no_prefix_where_a_weight_sync_waits_for_later_rollouts(staleness):
 
 def test_the_systems_key_ignores_the_learning_model_and_step_count_only():
     paper = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
-    key = systems_key(paper, paper.costs)
+    key = systems_key(paper)
     same = {
         "learning.lr_rule": "none",
         "learning.target": 0.7,
@@ -133,8 +134,8 @@ def test_the_systems_key_ignores_the_learning_model_and_step_count_only():
         "name": "another",
     }
     for k, v in same.items():
-        assert systems_key(paper.with_overrides({k: v}), paper.costs) == key, k
+        assert systems_key(paper.with_overrides({k: v})) == key, k
     for k, v in {"run.seed": 3, "workload.prompts_per_step": 64, "engine.max_num_seqs": 128}.items():
-        assert systems_key(paper.with_overrides({k: v}), paper.costs) != key, k
+        assert systems_key(paper.with_overrides({k: v})) != key, k
     slower = paper.with_overrides({"costs.decode_memory_efficiency": 0.5})
-    assert systems_key(paper, slower.costs) != key
+    assert systems_key(dataclasses.replace(paper, costs=slower.costs)) != key  # a profile's costs, folded in
