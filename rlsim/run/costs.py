@@ -3,7 +3,7 @@
 The default is a roofline (docs/reference.md sections 6-7): catalog peak numbers times efficiency factors, plus fixed
 overheads, all in ``Scenario.costs``, the one place the model reads them. A calibrated profile (``rlsim.run.profile``)
 supplies fitted values for the same coefficients, folded into the scenario before the model is built
-(``dataclasses.replace(scenario, costs=profile.apply(scenario.costs))``, rlsim.run.simulation.predict), so the
+(``dataclasses.replace(scenario, costs=profile.apply(scenario.costs))``, rlsim.run.simulation.systems_scenario), so the
 efficiencies measured on one device carry to another through the roofline.
 
 Formulas (N = parameters, N_a = active parameters, L layers, H attention heads, d head dim, T tokens,

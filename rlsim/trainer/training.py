@@ -14,7 +14,7 @@ backends, as the RL frameworks run them:
 
 Units: seconds, bytes, FLOPs; token counts are per RL step unless named otherwise. Every function reads its
 efficiencies and overheads from the scenario's ``costs`` section (``s.costs``): a calibrated profile's fitted
-coefficients are folded into the scenario before it comes here (rlsim.run.simulation.predict).
+coefficients are folded into the scenario before it comes here (rlsim.run.simulation.systems_scenario).
 
 Sources of the formulas (docs/reference.md section 11):
 
