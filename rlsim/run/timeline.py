@@ -5,7 +5,7 @@ times, tokens, preemptions, phase timings, utilization) and the spans. It depend
 only, a profile's fitted costs folded into its ``costs`` section (rlsim.run.simulation.systems_scenario): the
 learning model is not among them, except where the response lengths follow the summed learning rate
 (``workload.length_progress: learning_rate`` reads ``learning.lr_rule`` and ``learning.reference_batch``).
-:func:`systems_key` is the digest of exactly those inputs, so scenarios that differ only in their learning model
+:func:`systems_key` is exactly those inputs, as a key, so scenarios that differ only in their learning model
 (the learning-rate rules of one batch size, a target, a curve) share a timeline.
 
 :class:`Timelines` is the cache a command holds: ``get(scenario)`` simulates ``scenario.run.steps`` steps once per
@@ -16,8 +16,7 @@ scenario-dependent fields of the records (run id, learning rate) are the answer'
 
 from __future__ import annotations
 
-import hashlib
-import json
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,26 +24,39 @@ from rlsim.io.records import RunLogRecord
 from rlsim.run.costs import RooflineCostModel
 from rlsim.run.pipeline import run_pipeline
 from rlsim.run.pools import Span, add_utilization
-from rlsim.scenario import Scenario
+from rlsim.scenario import Run, Scenario
 
 # run fields the pipeline never reads (the step count is the request's, not the key's)
 _NOT_SYSTEMS_RUN = ("steps", "until_target", "max_steps", "band_seeds")
+_RUN_FIELDS = tuple(f.name for f in dataclasses.fields(Run) if f.name not in _NOT_SYSTEMS_RUN)
 # learning fields the pipeline reads when the lengths follow the summed learning rate (rlsim.workload.lengths.progress)
 _LENGTH_LEARNING = ("lr_rule", "reference_batch")
 
 
-def systems_key(scn: Scenario) -> str:
-    """Digest of what a timeline of ``scn`` depends on: the scenario without its learning model and step count,
-    its ``costs`` (the coefficients the run uses, a profile's fitted ones folded in) among the rest."""
-    data = scn.to_dict()
-    run = {k: v for k, v in data["run"].items() if k not in _NOT_SYSTEMS_RUN}
+# the scenario's sections the pipeline reads (all but the learning model, the run's step count and the labels and
+# other commands' inputs: name, description, assumptions, sweep, plan)
+_SYSTEMS_SECTIONS = (
+    "model",
+    "hardware",
+    "engine",
+    "workload",
+    "algorithm",
+    "reward",
+    "software",
+    "training",
+    "weight_sync",
+    "schedule",
+    "costs",
+)
+
+
+def systems_key(scn: Scenario) -> tuple:
+    """What a timeline of ``scn`` depends on, as a key: its systems sections (frozen, compared by value), its
+    ``costs`` among them (a profile's fitted coefficients folded in), the run's fields but the step count, and of
+    the learning model only what the lengths read."""
+    run = tuple(getattr(scn.run, f) for f in _RUN_FIELDS)
     reads = _LENGTH_LEARNING if scn.workload.length_progress != "samples" else ()
-    learning = {k: data["learning"][k] for k in reads}
-    systems = {**data, "run": run, "learning": learning}
-    for key in ("name", "description", "assumptions", "sweep", "plan"):  # labels, other commands' inputs
-        systems.pop(key, None)
-    text = json.dumps(systems, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return (*(getattr(scn, name) for name in _SYSTEMS_SECTIONS), run, tuple(getattr(scn.learning, k) for k in reads))
 
 
 def prefix_exact(scn: Scenario) -> bool:
@@ -78,7 +90,7 @@ class Timelines:
     """The timelines one command has simulated, by :func:`systems_key`; ``simulated`` counts pipeline runs."""
 
     def __init__(self) -> None:
-        self._store: dict[str, Timeline] = {}
+        self._store: dict[tuple, Timeline] = {}
         self.simulated = 0
 
     def get(self, scn: Scenario, progress: Callable[[int], None] | None = None) -> Timeline:

@@ -173,9 +173,14 @@ class Scenario:
         return to_plain(self)
 
     def digest(self) -> str:
-        """Short stable hash of the resolved scenario (used as run id and in report provenance)."""
-        text = json.dumps(self.to_dict(), sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()[:12]
+        """Short stable hash of the resolved scenario (used as run id and in report provenance); computed once per
+        scenario (it is frozen), kept beside its fields (not one of them: equality and to_dict ignore it)."""
+        cached = self.__dict__.get("_digest")
+        if cached is None:
+            text = json.dumps(self.to_dict(), sort_keys=True, default=str)
+            cached = hashlib.sha256(text.encode()).hexdigest()[:12]
+            object.__setattr__(self, "_digest", cached)
+        return cached
 
     def with_overrides(self, overrides: dict[str, Any] | list[str]) -> Scenario:
         """A new scenario with dotted-key overrides applied (``{"workload.prompts_per_step": 256}`` or
