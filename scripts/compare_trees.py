@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", action="append", default=[], help="run only the commands whose name contains this")
     args = p.parse_args(argv)
     trees = {"base": args.base.resolve(), "head": args.head.resolve()}
+    for side, tree in trees.items():
+        if not (tree / "rlsim" / "cli.py").is_file():
+            p.error(f"--{side} {tree}: not an rlsim checkout (no rlsim/cli.py there); give the folder of one")
     commands = {k: v for k, v in COMMANDS.items() if not args.only or any(o in k for o in args.only)}
     times: dict[tuple[str, str], list[float]] = {(c, s): [] for c in commands for s in trees}
     loads = []
