@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import simpy
@@ -305,6 +305,15 @@ class _TrainerSetup:
         )
 
 
+class _Work(NamedTuple):
+    """What a step's trained samples weigh: tokens, squared tokens, sequences and the longest sequence."""
+
+    tokens: float
+    sq_tokens: float
+    nseq: int
+    longest: float
+
+
 def _trainer(env: simpy.Environment, st: _State):
     """The trainer process: each step's batch scored, its log-prob and training passes, then the weight sync."""
     setup = _TrainerSetup.of(st)
@@ -314,10 +323,11 @@ def _trainer(env: simpy.Environment, st: _State):
         timing = dict(zero)
         timing[Phase.ROLLOUT.value] = b.rollout_s
         seq = (b.prompt_tokens + b.response_tokens).astype(float)
-        yield from _reward(env, st, setup, b, seq, n, timing)
+        work = _Work(float(np.add.reduce(seq)), float(np.add.reduce(seq * seq)), len(seq), float(seq.max(initial=0.0)))
+        yield from _reward(env, st, setup, b, work, n, timing)
         train_req = st.train_pool.request()
         yield train_req
-        for actor_side, sides in _passes(st, setup, seq):
+        for actor_side, sides in _passes(st, setup, work):
             yield from _run_passes(env, st, n, timing, actor_side, sides)
         yield from _weight_sync(env, st, setup, n, timing)
         st.train_pool.release(train_req)
@@ -330,11 +340,10 @@ def _trainer(env: simpy.Environment, st: _State):
             st.progress(n)
 
 
-def _reward(env: simpy.Environment, st: _State, setup: _TrainerSetup, b: _Batch, seq: np.ndarray, n: int, timing: dict):
+def _reward(env: simpy.Environment, st: _State, setup: _TrainerSetup, b: _Batch, work: _Work, n: int, timing: dict):
     """Score the step: every sample generated (dynamic sampling: every round's), on the CPU or the reward
     model's GPUs."""
-    tokens, sq_tokens, nseq = float(np.add.reduce(seq)), float(np.add.reduce(seq * seq)), len(seq)
-    dur = st.cost.reward_s(*b.scored) if b.scored else st.cost.reward_s(nseq, tokens, sq_tokens)
+    dur = st.cost.reward_s(*b.scored) if b.scored else st.cost.reward_s(work.nseq, work.tokens, work.sq_tokens)
     if setup.reward_track is CPU:
         start = env.now
         yield env.timeout(dur)
@@ -350,15 +359,14 @@ def _reward(env: simpy.Environment, st: _State, setup: _TrainerSetup, b: _Batch,
 _Side = list[tuple[Phase, float, str]]
 
 
-def _passes(st: _State, setup: _TrainerSetup, seq: np.ndarray) -> list[tuple[list[tuple[Phase, float]], _Side]]:
+def _passes(st: _State, setup: _TrainerSetup, work: _Work) -> list[tuple[list[tuple[Phase, float]], _Side]]:
     """The step's two stages (experience, then training), each as (the actor pool's passes, the passes on pools of
     their own: the critic's, the reference's), priced on the kept samples."""
     s, cost, alg = st.scenario, st.cost, st.scenario.algorithm
-    tokens, sq_tokens, nseq = float(np.add.reduce(seq)), float(np.add.reduce(seq * seq)), len(seq)
+    tokens, sq_tokens, nseq = work.tokens, work.sq_tokens, work.nseq
     opt_steps = s.optimizer_steps_per_step
     if s.training.pad_to_longest and nseq:  # every pass below sees each sequence at the batch's longest
-        longest = float(seq.max())
-        tokens, sq_tokens = nseq * longest, nseq * longest * longest
+        tokens, sq_tokens = nseq * work.longest, nseq * work.longest * work.longest
     passes: list[tuple[Phase, float]] = []
     if alg.recompute_old_logprob:
         passes.append((Phase.OLD_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens, nseq)))

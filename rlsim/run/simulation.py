@@ -115,10 +115,11 @@ def predict(
     scn = resolve_until_target(scn, to_target)
     n_star = _samples_to_target(scn)
     run_scn = _with_steps_to_target(scn, n_star)
-    fp = footprint(run_scn, with_band and n_star is not None)
-    if before is not None:
-        before(fp)
     systems = systems_scenario(run_scn, profile)
+    if before is not None or not timelines.holds(systems):  # a run answered from the cache was checked before
+        fp = footprint(run_scn, with_band and n_star is not None)
+        if before is not None:
+            before(fp)
     result = answer(run_scn, timelines.get(systems, progress), profile, n_star)
     if with_band and result.time_to_target is not None:
         result.band_s = _band(systems, profile, n_star, result, timelines)

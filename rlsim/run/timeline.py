@@ -97,14 +97,25 @@ class Timelines:
         """The timeline of ``scn.run.steps`` steps of ``scn`` (under its ``costs``): from the cache when it holds
         that many steps of the same systems (or more, where :func:`prefix_exact`), else simulated (``progress(step)``
         after each step) and kept when it is the longest of its key."""
-        key = systems_key(scn)
+        have = self._cached(scn)
         steps = scn.run.steps
-        have = self._store.get(key)
-        if have is not None and (len(have.records) == steps or (len(have.records) > steps and prefix_exact(scn))):
+        if have is not None:
             return have.first(scn, steps)
+        key = systems_key(scn)
         records, spans = run_pipeline(scn, RooflineCostModel(scn), progress)
         self.simulated += 1
         made = Timeline(records, spans)
-        if have is None or steps > len(have.records):
+        if key not in self._store or steps > len(self._store[key].records):
             self._store[key] = made
         return made.first(scn, steps)
+
+    def holds(self, scn: Scenario) -> bool:
+        """Whether :meth:`get` would answer ``scn`` from the cache, simulating nothing."""
+        return self._cached(scn) is not None
+
+    def _cached(self, scn: Scenario) -> Timeline | None:
+        have = self._store.get(systems_key(scn))
+        steps = scn.run.steps
+        if have is not None and (len(have.records) == steps or (len(have.records) > steps and prefix_exact(scn))):
+            return have
+        return None

@@ -139,3 +139,22 @@ def test_the_systems_key_ignores_the_learning_model_and_step_count_only():
         assert systems_key(paper.with_overrides({k: v})) != key, k
     slower = paper.with_overrides({"costs.decode_memory_efficiency": 0.5})
     assert systems_key(dataclasses.replace(paper, costs=slower.costs)) != key  # a profile's costs, folded in
+
+
+def test_a_run_answered_from_the_cache_is_not_estimated_again(monkeypatch):
+    """The footprint check (it reads the machine's free memory) runs before a simulation, not before a lookup: two
+    LR rules of one batch size on one cache are checked once; ``holds`` says what ``get`` will not simulate."""
+    import rlsim.run.simulation as simulation
+
+    checked = []
+    real = simulation.footprint
+    monkeypatch.setattr(simulation, "footprint", lambda *a, **k: checked.append(1) or real(*a, **k))
+    base = rlsim.load_scenario(SCENARIOS / "small_1gpu.yaml", {"run.steps": 4, "run.until_target": False})
+    cache = Timelines()
+    assert not cache.holds(base)
+    predict(base, timelines=cache)
+    assert cache.holds(base) and cache.holds(base.with_overrides({"run.steps": 3}))
+    predict(base.with_overrides({"learning.lr_rule": "none"}), timelines=cache)
+    assert len(checked) == 1 and cache.simulated == 1
+    predict(base.with_overrides({"run.steps": 5}), timelines=cache)  # longer: simulated, so checked
+    assert len(checked) == 2 and cache.simulated == 2
