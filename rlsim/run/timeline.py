@@ -33,21 +33,10 @@ _RUN_FIELDS = tuple(f.name for f in dataclasses.fields(Run) if f.name not in _NO
 _LENGTH_LEARNING = ("lr_rule", "reference_batch")
 
 
-# the scenario's sections the pipeline reads (all but the learning model, the run's step count and the labels and
-# other commands' inputs: name, description, assumptions, sweep, plan)
-_SYSTEMS_SECTIONS = (
-    "model",
-    "hardware",
-    "engine",
-    "workload",
-    "algorithm",
-    "reward",
-    "software",
-    "training",
-    "weight_sync",
-    "schedule",
-    "costs",
-)
+# the scenario's sections outside the key: the learning model and the run (their systems parts are added apart),
+# labels and other commands' inputs; every other section is in it, a section added later included
+_NOT_SYSTEMS = frozenset({"learning", "run", "name", "description", "assumptions", "sweep", "plan"})
+_SYSTEMS_SECTIONS = tuple(f.name for f in dataclasses.fields(Scenario) if f.name not in _NOT_SYSTEMS)
 
 
 def systems_key(scn: Scenario) -> tuple:
