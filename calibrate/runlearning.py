@@ -104,6 +104,53 @@ def degenerate_reasons(
     return out
 
 
+EARLY_SHARE = 0.1  # the first steps, up to this share of the median samples-to-target, measure the initial success
+
+
+def algorithm(run: Run) -> str:
+    """grpo or ppo: the run's config, its records' ``algo``, or an imported run's scenario."""
+    if run.scenario_file is not None:
+        return str((run.scenario_file.get("algorithm") or {}).get("name", "grpo"))
+    return str(run.config.get("algo") or run.records[0].get("algo") or "grpo")
+
+
+def initial_success(runs: list[Run], n_star: float) -> tuple[float | None, int]:
+    """The share of responses exactly correct before the policy has learned: ``accuracy_train`` (a producer's
+    metric, rlsim-real logs it) over the steps of every reference run, stalled ones included, up to
+    :data:`EARLY_SHARE` of the median samples-to-target (at least each run's first step), and how many steps that
+    is. None where the runs did not log it."""
+    limit = EARLY_SHARE * n_star
+    values = [
+        float(r["accuracy_train"])
+        for run in runs
+        for i, r in enumerate(run.records)
+        if r.get("accuracy_train") is not None and (i == 0 or r["cumulative_samples"] <= limit)
+    ]
+    return (float(np.mean(values)), len(values)) if values else (None, 0)
+
+
+def stall_form(runs: list[Run], n_star: float) -> dict[str, Any]:
+    """How the stall share carries to other batches (rlsim.learning.model.stall_at): ``signal_free_steps`` for
+    PPO (whitened advantages: a step with no correct answer still moves the policy) with the initial success
+    measured, else ``constant`` (GRPO's signal-free groups get zero advantage; or the success was not logged)."""
+    algos = {algorithm(run) for run in runs}
+    p0, steps = initial_success(runs, n_star)
+    if algos == {"ppo"} and p0 is not None:
+        return {
+            "stall_form": "signal_free_steps",
+            "initial_success": p0,
+            "initial_success_steps": steps,
+            "stall_model": "a hazard per step without a correct answer, (1 - p0) ** B per step (PPO)",
+        }
+    why = "GRPO: signal-free groups get no update" if "ppo" not in algos else "the runs logged no accuracy_train"
+    return {
+        "stall_form": "constant",
+        "initial_success": p0,
+        "initial_success_steps": steps,
+        "stall_model": f"constant across batch sizes (fitted at one reference batch; {why})",
+    }
+
+
 def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
     """The profile's ``learning`` section from the reference runs (module docstring)."""
     from calibrate.learning_fit.curve import fit_sigmoid
@@ -172,8 +219,8 @@ def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
         "samples_spread": float(min(sigma, 2.0)),
         "stall_probability": float(min(stall, 0.99)),
         "stall_probability_upper_90": stall_upper(len(censored), len(runs)),
-        # fitted at one batch size (fit --runs takes one): the same share is assumed at every batch
-        "stall_model": "constant across batch sizes (fitted at one reference batch)",
+        # fitted at one batch size (fit --runs takes one): carried to others by the form
+        **stall_form(runs, n_star),
         "curve_from_runs": [run.name for run in learners],
         "degenerate": degenerate,
         "plateau_seen": plateau_seen,  # the learners evaluated at least PLATEAU_SEEN x past their crossing
@@ -207,10 +254,16 @@ def learning_warnings(learning: dict[str, Any]) -> list[str]:
         )
     stalled = learning["runs"] - learning["runs_reaching_target"]
     if stalled:
+        carried = (
+            f"is carried to other batches as a hazard per step without a correct answer (initial success "
+            f"{learning['initial_success']:.4f}: more stalls at smaller batches, fewer at larger)"
+            if learning.get("stall_form") == "signal_free_steps"
+            else "is assumed the same at every batch size (seeds at one batch cannot say more; validate seeds at "
+            "other batches)"
+        )
         out.append(
             f"learning: {stalled} of {learning['runs']} reference seeds never reached the target: the curve is the "
             f"other seeds', the stall share {learning['stall_probability']:.2f} (90% upper bound "
-            f"{learning['stall_probability_upper_90']:.2f}) is assumed the same at every batch size (seeds at one "
-            "batch cannot say more; validate seeds at other batches)"
+            f"{learning['stall_probability_upper_90']:.2f}) {carried}"
         )
     return out

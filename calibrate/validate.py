@@ -39,6 +39,7 @@ from calibrate.runfit import scenario_out
 from calibrate.runs import Run, check_same_setup, load_run, measured, setup_scenario
 from calibrate.tables import check_threads
 from rlsim.host.machine_load import load_warning
+from rlsim.learning.model import carried_stall, signal_free_ratio
 from rlsim.phases import TIMED_PHASES, Phase
 from rlsim.run.profile import Profile
 
@@ -176,11 +177,21 @@ def validate(
     return table, details
 
 
-def _low(p: float | None, learning: dict[str, Any] | None) -> float | None:
+def carried(share: Any, learning: dict[str, Any], batch: float | None) -> Any:
+    """A stall share of the reference batch (a number or an array of them) at ``batch``, as the profile's
+    ``stall_form`` carries it (rlsim.learning.model.stall_at); unchanged for ``constant`` or without a batch."""
+    if batch is None or learning.get("stall_form") != "signal_free_steps" or learning.get("initial_success") is None:
+        return share
+    ratio = signal_free_ratio(batch, float(learning["reference_batch"]), float(learning["initial_success"]))
+    return np.minimum(carried_stall(np.asarray(share, dtype=float), ratio), 0.999)[()]
+
+
+def _low(p: float | None, learning: dict[str, Any] | None, batch: float | None = None) -> float | None:
     if p is None or not learning or learning.get("stall_probability_upper_90") is None:
         return p
-    q, q_hi = learning.get("stall_probability", 0.0), learning["stall_probability_upper_90"]
-    return float(p * (1.0 - q_hi) / (1.0 - q))
+    q = float(carried(learning.get("stall_probability", 0.0), learning, batch))
+    q_hi = float(carried(learning["stall_probability_upper_90"], learning, batch))
+    return float(p * (1.0 - q_hi) / (1.0 - q)) if q < 1 else 0.0
 
 
 # How far (in doublings of the batch) from the batches a learning model was fitted at the batch-size invariance is
@@ -220,12 +231,15 @@ def reach_band(
     c = n - int(learning.get("runs_reaching_target") or 0)
     q0 = float(learning.get("stall_probability") or 0.0)
     by_batch = learning.get("seeds_by_batch")
-    if batch is not None and by_batch and learning.get("stall_batches"):
+    table = batch is not None and by_batch and learning.get("stall_batches")
+    if table:
         # fit-learning measured seeds at several batches: the stall share read at this batch, uncertain as the
         # seeds of the nearest measured batch allow
         near = min(by_batch, key=lambda b: abs(math.log(float(b) / batch)))
         n, c = by_batch[near][0], by_batch[near][0] - by_batch[near][1]
         q0 = float(np.interp(math.log(batch), np.log(learning["stall_batches"]), learning["stall_shares"]))
+    else:
+        q0 = float(carried(q0, learning, batch))  # the reference share, carried by the profile's stall form
     f = min(1.0, p / (1.0 - q0)) if q0 < 1 else 0.0
     if n < 1:
         pmf = binom.pmf(range(seeds + 1), seeds, p)
@@ -233,7 +247,9 @@ def reach_band(
         qs = (np.arange(2000) + 0.5) / 2000  # midpoints: the Beta density integrated over q
         w = beta.pdf(qs, c + 0.5, n - c + 0.5)
         w /= w.sum()
-        pmf = (w[:, None] * binom.pmf(np.arange(seeds + 1)[None, :], seeds, (1 - qs[:, None]) * f)).sum(axis=0)
+        # the uncertain share is the measured batch's; at this batch it is that share carried (same weights)
+        at = qs if table else carried(qs, learning, batch)
+        pmf = (w[:, None] * binom.pmf(np.arange(seeds + 1)[None, :], seeds, (1 - at[:, None]) * f)).sum(axis=0)
     cdf = np.cumsum(pmf)
     tail = (1 - level) / 2
     lo = int(np.searchsorted(cdf, tail - 1e-12))
@@ -272,7 +288,7 @@ def _batch_row(t: pd.DataFrame, p: dict[str, Any], learning: dict[str, Any] | No
         "measured_share_reaching_target": len(reached) / len(t),
         "predicted_probability_reaching_target": p.get("probability_reaching_target"),
         # with the stall share at the 90% upper bound the profile's few seeds allow
-        "predicted_probability_reaching_target_low": _low(p.get("probability_reaching_target"), learning),
+        "predicted_probability_reaching_target_low": _low(p.get("probability_reaching_target"), learning, batch),
         # how many of these seeds the profile expects to reach it (90% band), and whether the count lies in it
         "predicted_reaching_target_band_90": (
             band := reach_band(p.get("probability_reaching_target"), learning, len(t), batch=batch)

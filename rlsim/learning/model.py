@@ -28,7 +28,16 @@ Pieces (docs/reference.md sections 3-5):
   groups all score alike gets zero advantage and stops learning); the chance of reaching it within a budget is
   (1 - stall_probability) x P(N* <= budget). Measured at several batches (``stall_batches`` / ``stall_shares``,
   from ``rlsim-calibrate fit-learning``) it moves with the batch (:func:`stall_at`): PPO stalls more at both ends
-  of its invariant range (docs/calibrate.md).
+  of its invariant range (docs/calibrate.md). Measured at the reference batch alone it is carried to other
+  batches by ``stall_form``: ``constant``, or ``signal_free_steps`` for PPO, whose advantages are whitened over
+  the batch: a step that holds no correct answer still updates the policy at full size, along the critic's
+  errors, and each such step is a small independent chance h that the seed drifts into a constant wrong answer
+  it never leaves. Early on a response is correct with probability p0 (``initial_success``), a step of B holds
+  none with probability (1 - p0) ** B, and the early phase spans about the same samples S at every batch in the
+  invariant range, so a seed meets S (1 - p0) ** B / B such steps and stalls with 1 - exp(-h S (1 - p0) ** B / B);
+  h S is fitted from the reference share, so q(B) = 1 - (1 - q_ref) ** r with r the ratio of those counts
+  (:func:`signal_free_ratio`). Small batches meet many more (r = 5 at a quarter of B = 64 with p0 = 0.0045),
+  large ones fewer. GRPO's signal-free groups get zero advantage and no update, so this hazard is PPO's.
 
 The power p of the critical-batch form (``critical_power``):
 
@@ -195,13 +204,32 @@ def samples_to_target(learning: Learning, batch: int, mean_staleness: float = 0.
     return SamplesToTarget(ref * bmul * lmul * smul, ref, bmul, lmul, smul, tuple(warnings))
 
 
+def signal_free_ratio(batch: float, reference_batch: float, initial_success: float) -> float:
+    """How many more steps without a correct answer a run at ``batch`` takes than one at ``reference_batch`` over
+    the same early samples, while its responses are correct with probability ``initial_success`` (p0): a step of
+    B responses holds none with probability (1 - p0) ** B, and S samples are S / B steps, so the count per sample
+    is (1 - p0) ** B / B and the ratio (B_ref / B) (1 - p0) ** (B - B_ref)."""
+    return (reference_batch / batch) * math.exp((batch - reference_batch) * math.log1p(-initial_success))
+
+
+def carried_stall(share: float, ratio: float) -> float:
+    """A stall share measured where a seed meets some number of hazards, carried to ``ratio`` times as many:
+    1 - (1 - q) ** ratio (each hazard independently stalls the seed with the same small chance)."""
+    return 1.0 - (1.0 - share) ** ratio
+
+
 def stall_at(learning: Learning, batch: float) -> float:
     """The share of seeds that stall at ``batch``: ``stall_shares`` read in log batch between ``stall_batches`` (the
-    nearest end beyond them), else ``stall_probability``."""
-    if learning.stall_batches is None or learning.stall_shares is None:
-        return learning.stall_probability
-    xs = np.log(np.asarray(learning.stall_batches, dtype=float))
-    return float(np.interp(math.log(batch), xs, np.asarray(learning.stall_shares, dtype=float)))
+    nearest end beyond them) where fit-learning measured it at several batches; else ``stall_probability`` at
+    the reference batch, carried to ``batch`` by ``stall_form``: the same share (``constant``), or as a hazard
+    per step that holds no correct answer (``signal_free_steps``, PPO: module docstring)."""
+    if learning.stall_batches is not None and learning.stall_shares is not None:
+        xs = np.log(np.asarray(learning.stall_batches, dtype=float))
+        return float(np.interp(math.log(batch), xs, np.asarray(learning.stall_shares, dtype=float)))
+    if learning.stall_form == "signal_free_steps" and learning.initial_success is not None:
+        ratio = signal_free_ratio(batch, learning.reference_batch, learning.initial_success)
+        return min(carried_stall(learning.stall_probability, ratio), 0.999)
+    return learning.stall_probability
 
 
 @dataclass(frozen=True)

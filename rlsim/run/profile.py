@@ -69,6 +69,8 @@ LEARNING_KEYS = (
     "stall_probability",
     "stall_batches",
     "stall_shares",
+    "stall_form",
+    "initial_success",
 )
 # the keys of a profile's lengths section that replace the scenario's (rlsim.scenario.Workload fields)
 LENGTH_KEYS = (

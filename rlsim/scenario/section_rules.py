@@ -95,6 +95,13 @@ def validate_learning(lr: Learning) -> None:
             raise ScenarioError("learning.stall_batches", xs, "must be positive and increasing", "sort by batch")
         if any(not 0 <= q < 1 for q in qs):  # type: ignore[union-attr]
             raise ScenarioError("learning.stall_shares", qs, "must lie in [0, 1)", "give shares of seeds")
+    if lr.stall_form == "signal_free_steps" and lr.initial_success is None:
+        raise ScenarioError(
+            "learning.initial_success",
+            None,
+            "is required for learning.stall_form signal_free_steps",
+            "give the share of responses correct before training (rlsim-calibrate fit --runs measures it)",
+        )
     bm, at = lr.batch_multiplier, "learning.batch_multiplier"
     need = {"invariant": (), "critical_batch": ("critical_batch",), "table": ("batches", "samples_to_target")}[bm.form]
     for key in need:

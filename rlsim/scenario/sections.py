@@ -357,6 +357,12 @@ class Learning:
     # at every batch
     stall_batches: tuple[float, ...] | None = None
     stall_shares: tuple[float, ...] | None = None
+    # how stall_probability (measured at reference_batch) carries to other batches without a measured table:
+    # constant, or signal_free_steps (PPO with batch-whitened advantages: a hazard per step that holds no correct
+    # answer, which a step of B responses does with probability (1 - initial_success) ** B; rlsim.learning.model)
+    stall_form: Literal["constant", "signal_free_steps"] = "constant"
+    # the share of responses that are correct before training (the reference runs' first steps)
+    initial_success: float | None = field(default=None, metadata=bounds(ge=0, lt=1))
 
 
 @dataclass(frozen=True)

@@ -42,11 +42,14 @@ def _model_dir(tmp_path: Path) -> Path:
     return d
 
 
-def _write_run(tmp_path, p, seed, model_dir, *, g=8, max_steps=300, n_star=6000.0, long_responses=0, ppo=False):
+def _write_run(
+    tmp_path, p, seed, model_dir, *, g=8, max_steps=300, n_star=6000.0, long_responses=0, ppo=False, accuracy=None
+):
     """A run at B = p x g that crosses 0.9 at ``n_star`` samples (it stops there, or at ``max_steps``); response
     lengths 2-8 (``long_responses`` of the shortest at length 8 instead, per step); wall-clock from a simple
     per-sample cost. ``ppo``: with a critic whose values pass takes half the old log-prob pass and whose training
-    0.6 of the actor's."""
+    0.6 of the actor's. ``accuracy``: the share of exactly correct responses (``accuracy_train``) at samples S,
+    a function of S, logged when given."""
     b = p * g
     steps = min(max_steps, math.ceil(min(n_star, 1e7) / b) + 1)
     run = tmp_path / f"P{p}_seed{seed}"
@@ -98,6 +101,8 @@ def _write_run(tmp_path, p, seed, model_dir, *, g=8, max_steps=300, n_star=6000.
         }
         if step == 1:
             rec["eval_metric_initial"] = 0.5
+        if accuracy is not None:
+            rec["accuracy_train"] = accuracy(samples)
         lines.append(json.dumps(rec))
     (run / "runlog.jsonl").write_text("\n".join(lines) + "\n")
     return run
@@ -461,6 +466,61 @@ def test_stalled_seeds_do_not_flatten_the_curve_and_a_degenerate_one_is_said(tmp
 
     result = simulate(scenario_out(flat, profile), profile=profile)
     assert any(w.startswith("profile learning model: the reference curve levels off") for w in result.warnings)
+
+
+def test_ppo_stalls_carry_to_other_batches_as_steps_without_a_correct_answer(tmp_path):
+    """PPO reference seeds at B = 64, 2 of 5 stalled, their first steps 0.5% correct: the fit measures that initial
+    success from the early steps alone (the later ones are 60% correct) and carries the stall share to other batches
+    as a hazard per step that holds no correct answer. By hand, with q the fitted share at 64 and p0 = 0.005:
+    r(16) = 4 x 0.995 ** -48 = 5.069, r(256) = 0.25 x 0.995 ** 192 = 0.0955, and q(B) = 1 - (1 - q) ** r; so a
+    quarter of the batch stalls far more and 4x far less. The same runs as GRPO keep one share at every batch
+    (zero-advantage groups do not move the policy). The validate band at B = 16 is carried alike."""
+    import rlsim
+    from calibrate.validate import reach_band
+    from rlsim.learning.model import stall_at
+
+    model = _model_dir(tmp_path)
+
+    def acc(samples):
+        return 0.005 if samples <= 2000 else 0.6
+
+    def runs(where, ppo):
+        learners = [
+            _write_run(where, 8, s, model, n_star=6000 * (1 + 0.1 * s), ppo=ppo, accuracy=acc) for s in (0, 1, 2)
+        ]
+        stalled = [_write_run(where, 8, s, model, n_star=1e12, max_steps=200, ppo=ppo, accuracy=acc) for s in (3, 4)]
+        return [load_run(r) for r in [*learners, *stalled]]
+
+    profile, report = fit_runs(_bench_profile(), runs(_sub(tmp_path, "ppo"), True), 0.9)
+    learning = report["learning"]
+    assert learning["stall_form"] == "signal_free_steps"
+    assert learning["initial_success"] == pytest.approx(0.005)  # the steps at or below 10% of N*, not the later
+    q = learning["stall_probability"]
+    assert 0.1 < q < 0.6
+    scn = profile.with_fitted(rlsim.load_scenario(SMALL))
+    assert stall_at(scn.learning, 64) == pytest.approx(q)
+    assert stall_at(scn.learning, 16) == pytest.approx(1 - (1 - q) ** 5.069, rel=1e-3)
+    assert stall_at(scn.learning, 256) == pytest.approx(1 - (1 - q) ** 0.0955, rel=1e-3)
+    assert stall_at(scn.learning, 16) > 2 * q and stall_at(scn.learning, 256) < q / 5
+    (line,) = [w for w in report["warnings"] if "never reached" in w]
+    assert "hazard per step without a correct answer" in line and "0.0050" in line
+    # the band at a quarter of the batch: the reference's uncertain share, carried; fewer seeds than at 64 reach it
+    p16 = (1 - stall_at(scn.learning, 16)) * 0.99
+    lo16, hi16 = reach_band(p16, learning, 10, batch=16)
+    lo64, hi64 = reach_band((1 - q) * 0.99, learning, 10, batch=64)
+    assert hi16 < hi64 and hi16 <= 8
+    # GRPO: the same runs keep the share constant
+    _, grpo = fit_runs(_bench_profile(), runs(_sub(tmp_path, "grpo"), False), 0.9)
+    assert grpo["learning"]["stall_form"] == "constant" and "GRPO" in grpo["learning"]["stall_model"]
+
+
+def test_signal_free_steps_need_the_initial_success():
+    import rlsim
+    from rlsim.scenario import ScenarioError
+
+    with pytest.raises(ScenarioError, match="learning.initial_success.*required for learning.stall_form"):
+        rlsim.load_scenario(SMALL, {"learning.stall_form": "signal_free_steps"})
+    rlsim.load_scenario(SMALL, {"learning.stall_form": "signal_free_steps", "learning.initial_success": 0.0})
 
 
 def test_a_mid_point_inside_the_first_step_is_a_degenerate_curve():
