@@ -108,6 +108,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         close()
     summary = result.summary()
+    if summary["thrash"] is not None:  # what stops the preemptions, and what that costs
+        from rlsim.answers.thrash import thrash_free
+
+        summary["thrash"].update(thrash_free(scenario, profile))
     bad = _non_finite(summary)
     if bad is not None:  # strict JSON and a readable table have no NaN or Infinity: say which number broke
         raise RlsimError(

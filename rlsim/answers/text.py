@@ -8,6 +8,7 @@ from typing import Any
 
 from rlsim.answers.answer import Answer, gpu_hours, hours
 from rlsim.answers.answer import samples as samples_text
+from rlsim.answers.thrash import thrash_text
 
 
 def run_table(summary: dict[str, Any]) -> str:
@@ -40,6 +41,9 @@ def run_table(summary: dict[str, Any]) -> str:
             f"{summary['preemptions_per_step']:.0f} preemptions/step",
         ),
     ]
+    thrash = thrash_text(summary.get("thrash"), summary.get("max_num_seqs", 0))
+    if thrash is not None:
+        rows.append(("KV-cache thrash", thrash))
     for pool, u in summary["utilization"].items():
         rows.append((f"utilization {pool}", f"{u * 100:.1f}% of {summary['gpus_per_pool'][pool]} GPUs"))
     if summary.get("time_to_target_s") is not None:

@@ -27,6 +27,16 @@ class RolloutResult:
     mean_decode_batch: float  # decoded tokens / decode iterations, over all replicas
     peak_kv_tokens: int  # the largest on any replica
     replica_makespan_s: tuple[float, ...]
+    recomputed_tokens: int = 0  # context tokens prefilled again after a preemption, summed over replicas
+    # engine seconds those recomputes took, summed over replicas: each replica's prefill seconds in proportion to
+    # its recomputed share of the tokens it prefilled (a prefill's cost per token is nearly flat, iteration.py)
+    recompute_s: float = 0.0
+
+    @property
+    def recompute_share(self) -> float:
+        """The recomputes' share of the engine's seconds (every replica's makespan)."""
+        busy = sum(self.replica_makespan_s)
+        return self.recompute_s / busy if busy > 0 else 0.0
 
     @property
     def generation_tokens_per_s(self) -> float:
@@ -156,6 +166,12 @@ def _results(
     summed = [STAT["num_preemptions"], STAT["num_iterations"], STAT["decoded_tokens"]]
     counts = np.add.reduce(rows[:, :, summed], axis=1).tolist()  # (.sum / .max without their Python wrappers)
     peaks = np.maximum.reduce(rows[:, :, STAT["peak_kv_tokens"]], axis=1).tolist() if replicas else [0] * steps
+    recomputed = rows[:, :, STAT["recomputed_tokens"]]
+    prefilled = rows[:, :, STAT["prefill_tokens"]]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(prefilled > 0, recomputed / prefilled, 0.0)
+    recompute_s = np.add.reduce(rows[:, :, STAT["prefill_s"]] * share, axis=1).tolist()
+    recomputed_sums = np.add.reduce(recomputed, axis=1).tolist()
     edges = bounds[::replicas] if replicas else np.zeros(steps + 1, dtype=np.int64)
     prompt_sums, response_sums = ((np.concatenate([[0], np.cumsum(a)])[edges]).tolist() for a in (dealt[0], dealt[1]))
     out = []
@@ -171,6 +187,8 @@ def _results(
                 mean_decode_batch=decoded / iterations if iterations else 0.0,
                 peak_kv_tokens=int(peaks[k]),
                 replica_makespan_s=tuple(makespans[k]),
+                recomputed_tokens=int(recomputed_sums[k]),
+                recompute_s=float(recompute_s[k]),
             )
         )
     return out

@@ -62,15 +62,15 @@ def per_batch(
     res: RolloutResult, batches: int, prompts: np.ndarray, responses: np.ndarray, overhead_s: float
 ) -> RolloutResult:
     """One batch's share of a streaming window of ``batches`` batches: its tokens, an equal share of the time."""
-    return RolloutResult(
+    return dataclasses.replace(  # the decode batch, KV peak and makespans: the window's
+        res,
         rollout_s=res.rollout_s / batches + overhead_s,
         prompt_tokens=int(np.add.reduce(prompts)),  # (ndarray.sum's reduction, without its Python wrapper)
         response_tokens=int(np.add.reduce(responses)),
         num_preemptions=round(res.num_preemptions / batches),
         num_iterations=round(res.num_iterations / batches),
-        mean_decode_batch=res.mean_decode_batch,
-        peak_kv_tokens=res.peak_kv_tokens,
-        replica_makespan_s=res.replica_makespan_s,
+        recomputed_tokens=round(res.recomputed_tokens / batches),
+        recompute_s=res.recompute_s / batches,
     )
 
 
@@ -168,6 +168,8 @@ def merge_rounds(results: list[RolloutResult]) -> RolloutResult:
         mean_decode_batch=decoded / iterations if iterations else 0.0,
         peak_kv_tokens=max(r.peak_kv_tokens for r in results),
         replica_makespan_s=tuple(np.sum([r.replica_makespan_s for r in results], axis=0).tolist()),
+        recomputed_tokens=sum(r.recomputed_tokens for r in results),
+        recompute_s=sum(r.recompute_s for r in results),
     )
 
 
@@ -453,6 +455,8 @@ def _record(st: _State, b: _Batch, timing: dict[str, float], end_s: float) -> di
         staleness=b.step - 1 - b.version,
         generation_tokens_per_s=r.generation_tokens_per_s,
         num_preemptions=r.num_preemptions,
+        recomputed_tokens=r.recomputed_tokens,
+        recompute_share=r.recompute_share,
         mean_decode_batch=r.mean_decode_batch,
         peak_kv_tokens=r.peak_kv_tokens,
         timing_s=timing,

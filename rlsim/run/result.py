@@ -22,6 +22,7 @@ Metric definitions (all seconds or per second):
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -103,9 +104,11 @@ class SimResult:
             "utilization": {t: float(np.mean([r["utilization"][t] for r in steady])) for t in pools},
             "gpus_per_pool": pools,
             "kv_capacity_tokens_per_replica": s.kv_capacity_tokens,
+            "max_num_seqs": s.engine.max_num_seqs,
             "replicas": s.num_replicas,
             "mean_decode_batch": float(np.mean([r["mean_decode_batch"] for r in steady])),
             "preemptions_per_step": float(np.mean([r["num_preemptions"] for r in steady])),
+            "thrash": thrash_summary(steady, s.generated_per_step),
             "wall_s": self.records[-1]["wall_s"],
             "profile": self.profile_info,
             "warnings": list(self.warnings),
@@ -162,3 +165,19 @@ class SimResult:
 
     def summary_json(self) -> str:
         return json.dumps(self.summary(), indent=2, sort_keys=True)
+
+
+def thrash_summary(records: Sequence[dict[str, Any]], responses_per_step: float) -> dict[str, Any] | None:
+    """The KV-cache thrash over ``records`` (a run's steady steps): preemptions and recomputed tokens per response
+    and the recomputes' share of the engine's seconds; None where no request was preempted (rlsim.answers.thrash
+    adds what stops it)."""
+    preemptions = sum(int(r.get("num_preemptions") or 0) for r in records)
+    if preemptions == 0:
+        return None
+    responses = responses_per_step * len(records)
+    shares = [float(r.get("recompute_share") or 0.0) for r in records]
+    return {
+        "preemptions_per_response": preemptions / responses,
+        "recomputed_tokens_per_response": sum(int(r.get("recomputed_tokens") or 0) for r in records) / responses,
+        "recompute_share": sum(shares) / len(shares),
+    }

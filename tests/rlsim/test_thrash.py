@@ -1,0 +1,89 @@
+"""The KV-cache thrash report of ``rlsim run`` (issue 32): preemptions and recompute per response, the recomputes'
+share of engine time, and the max_num_seqs at which the preemptions stop, with what that costs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import rlsim
+from rlsim.answers.thrash import SEARCH_STEPS, thrash_free, thrash_text
+from rlsim.run.simulation import predict
+
+SMALL = Path(__file__).resolve().parents[2] / "scenarios" / "small_1gpu.yaml"
+# Qwen2.5-0.5B with 7% of an H100's memory: 58,593 tokens of KV cache for 256 requests of up to 1,280 tokens
+# (about 0.67 preemptions per response; 8%, 127,766 tokens, preempts none)
+TIGHT = {"engine.gpu_memory_utilization": 0.07, "run.steps": 8}
+
+
+def test_a_thrashing_run_reports_its_preemptions_and_recompute():
+    scn = rlsim.load_scenario(SMALL, TIGHT)
+    summary = predict(scn).summary()
+    thrash = summary["thrash"]
+    steady = summary["steady_state_steps"]
+    assert thrash["preemptions_per_response"] == pytest.approx(
+        summary["preemptions_per_step"] / summary["responses_per_step"]
+    )
+    assert thrash["preemptions_per_response"] > 0.05 and thrash["recomputed_tokens_per_response"] > 10
+    assert 0 < thrash["recompute_share"] < 0.5 and steady == 8
+    # with room for every request nothing is preempted, and the summary says so with null
+    assert predict(rlsim.load_scenario(SMALL, {"run.steps": 4})).summary()["thrash"] is None
+
+
+def test_the_max_num_seqs_that_stops_the_thrash_is_the_largest_that_does():
+    """Bisection's answer m: short runs at m preempt nothing and at m + 1 they do, and its step time is the
+    short run's at m."""
+    scn = rlsim.load_scenario(SMALL, TIGHT)
+    found = thrash_free(scn)
+    m = found["max_num_seqs_without_preemption"]
+    assert 1 < m < scn.engine.max_num_seqs and found["runs"] <= 10
+
+    def short(k):
+        return predict(
+            scn.with_overrides({"engine.max_num_seqs": k, "run.steps": SEARCH_STEPS, "run.until_target": False})
+        )
+
+    at, above = short(m), short(m + 1)
+    assert not any(r["num_preemptions"] for r in at.steady_records)
+    assert any(r["num_preemptions"] for r in above.steady_records)
+    assert found["step_time_s_without_preemption"] == pytest.approx(at.steady_step_time_s)
+    configured = short(scn.engine.max_num_seqs)
+    assert found["step_time_change"] == pytest.approx(at.steady_step_time_s / configured.steady_step_time_s - 1)
+
+    def rollout(res):
+        return sum(r["timing_s"]["rollout"] for r in res.steady_records)
+
+    assert found["rollout_change"] == pytest.approx(rollout(at) / rollout(configured) - 1)
+
+
+def test_the_thrash_line_says_what_stops_it():
+    base = {"preemptions_per_response": 0.5, "recomputed_tokens_per_response": 210.0, "recompute_share": 0.012}
+    assert thrash_text(None, 256) is None
+    assert thrash_text(base, 256) == "0.50 preemptions/response, 210 tokens recomputed/response, 1.2% of engine time"
+    stop = {
+        **base,
+        "max_num_seqs_without_preemption": 96,
+        "step_time_s_without_preemption": 11.0,
+        "step_time_s_as_configured_short_run": 10.0,
+        "step_time_change": 0.1,
+        "rollout_change": 0.25,
+    }
+    assert thrash_text(stop, 256).endswith(
+        f"; none at max_num_seqs 96 (now 256): step time +10.0% (11.00 s vs 10.00 s over {SEARCH_STEPS} steps), "
+        "generation +25.0%"
+    )
+    assert "even at max_num_seqs 1" in thrash_text({**base, "max_num_seqs_without_preemption": None}, 256)
+
+
+def test_rlsim_run_prints_the_thrash(capsys):
+    from rlsim.cli import main
+
+    sets = [x for k, v in TIGHT.items() for x in ("--set", f"{k}={v}")]
+    assert main(["run", str(SMALL), *sets, "--json"]) == 0
+    thrash = json.loads(capsys.readouterr().out)["thrash"]
+    assert thrash["max_num_seqs_without_preemption"] < 256 and thrash["step_time_change"] is not None
+    assert main(["run", str(SMALL), *sets]) == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("KV-cache thrash")]
+    assert len(line) == 1 and "preemptions/response" in line[0] and "none at max_num_seqs" in line[0]
