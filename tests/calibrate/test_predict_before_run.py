@@ -601,3 +601,21 @@ def test_loop_first_seed_is_checked_and_reaches_the_runs(tmp_path, capsys):
                               max_steps=10, threads="1")  # fmt: skip
     cmd = train_command(args, 8, 7, tmp_path / "r")
     assert cmd[cmd.index("--seed") + 1] == "7"
+
+
+def test_the_band_of_the_median_over_the_seeds_that_reached_the_target():
+    """One seed and a budget far away: the lognormal's own 5-95% quantiles, exp(+-1.645 sigma) x median; more seeds
+    narrow it (about as 1 / sqrt(k)); a budget cuts the draws off at it; no spread, no band. Loop 6's B = 16 (two
+    seeds reached 0.5: 9,376 and 4,826 samples, median 7,101, 29% above the predicted 5,040 with sigma 0.54) lies
+    inside its band: a 20% check on two seeds is below what the seeds can show."""
+    from calibrate.validate import median_band
+
+    lo, hi = median_band(1000.0, 0.5, 1e12, 1)
+    assert lo == pytest.approx(1000 * math.exp(-1.645 * 0.5), rel=0.03)
+    assert hi == pytest.approx(1000 * math.exp(1.645 * 0.5), rel=0.03)
+    lo9, hi9 = median_band(1000.0, 0.5, 1e12, 9)
+    assert 1.3 < math.log(hi / lo) / math.log(hi9 / lo9) < 3.5
+    assert median_band(1000.0, 0.5, 1200.0, 3)[1] <= 1200.0
+    assert median_band(1000.0, 0.0, 1e12, 3) == [1000.0, 1000.0] and median_band(None, 0.5, 1e12, 3) is None
+    lo16, hi16 = median_band(5040.0, 0.542, 9600.0, 2)
+    assert lo16 < 7101 < hi16 and 7101 / 5040 > 1.2
