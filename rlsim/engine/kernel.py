@@ -51,10 +51,10 @@ N_STATS = 11
 SIGNATURES = {
     # the replicas of a step in one call: their requests concatenated (replica r's are offsets[r]:offsets[r+1],
     # group ids numbered per replica, n_groups per replica), finish_s alike and 11 stats per replica; prompt,
-    # response, group, offsets, n_groups, max_num_seqs, cap, bs, chunked, budget, mem_a, mem_s, cmp_a, cmp_s, over,
-    # floor, pf_over, pf_tok, pf_sq, finish_s, stats
+    # response, group, offsets, n_groups, max_num_seqs, cap, bs, chunked, budget, wm, mem_a, mem_s, cmp_a, cmp_s,
+    # over, floor, pf_over, pf_tok, pf_sq, finish_s, stats
     "run_replicas": (
-        "i8(i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, i8, i8, b1, i8, f8[::1], f8, f8[::1], f8, f8[::1], "
+        "i8(i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, i8, i8, b1, i8, i8, f8[::1], f8, f8[::1], f8, f8[::1], "
         "f8[::1], f8, f8, f8, f8[::1], f8[::1])"
     ),
     # groups, prompt, out
@@ -543,6 +543,7 @@ def _replica(
     bs,
     chunked,
     budget,
+    wm,
     mem_a,
     mem_s,
     cmp_a,
@@ -636,7 +637,7 @@ def _replica(
                 c, g, hit = _context(j, prompt, generated, group, grp_tok)
                 own = _bceil(c, bs, sh) - _bdiv(hit, bs, sh)
                 grow = cnt[ph] + (1 if _bmod(c, bs, sh) == 0 else 0)
-                if used + own + grow > cap:
+                if used + own + grow + wm > cap:  # (wm: the blocks admission leaves free, vLLM V0's watermark)
                     break
                 if adm_count > 0 and adm_tok + (c - hit) > budget:
                     budget_stop = True  # the next round may admit it: run one iteration only
@@ -724,7 +725,7 @@ def _replica(
                         j = queue[q_head]
                         c, g, hit = _context(j, prompt, generated, group, grp_tok)
                         chunk = min(c - hit, budget - b)
-                        if cap - used - cnt[ph] >= _bceil(hit + chunk, bs, sh) - _bdiv(hit, bs, sh):
+                        if cap - used - cnt[ph] - wm >= _bceil(hit + chunk, bs, sh) - _bdiv(hit, bs, sh):
                             admit = True
                             break
                     steps, taken, dt = _decode_run(
@@ -827,7 +828,7 @@ def _replica(
                     c, g, hit = _context(j, prompt, generated, group, grp_tok)
                     chunk = min(c - hit, left)
                     need = _bceil(hit + chunk, bs, sh) - _bdiv(hit, bs, sh)
-                    if cap - used < need:
+                    if cap - used - wm < need:
                         break
                     q_head = q_head + 1 if q_head + 1 < n else 0
                     q_len -= 1
@@ -938,6 +939,7 @@ def run_replicas(
     bs,
     chunked,
     budget,
+    wm,
     mem_a,
     mem_s,
     cmp_a,
@@ -980,6 +982,7 @@ def run_replicas(
             bs,
             chunked,
             budget,
+            wm,
             mem_a,
             mem_s,
             cmp_a,

@@ -8,6 +8,8 @@ share one prompt). Its context is ``c = prompt + generated_so_far``.
 **KV cache in blocks** (:class:`SchedulerRules` ``block_size``; vLLM's PagedAttention). The cache holds
 ``kv_capacity_tokens // block_size`` blocks; a sequence with ``x`` cached tokens holds ``ceil(x / block_size)``
 of them, and takes a new one in the iteration whose token starts a block. ``block_size = 1`` counts tokens.
+An admission (its first chunk's blocks, or in rounds its context's) must leave ``int(kv_watermark x blocks)``
+blocks free (vLLM V0's watermark; 0 under V1); decoding sequences may grow into them.
 
 **Prefix caching** (``prefix_caching``; vLLM's automatic prefix caching, ``vllm/v1/core/kv_cache_manager.py``).
 When the first request of a group has been scheduled to its prompt's end, the full blocks of its prompt up to
@@ -201,6 +203,7 @@ class KernelScalars(NamedTuple):
     block_size: int
     chunked_prefill: bool
     token_budget: int
+    watermark_blocks: int
     mem_intercept_s: np.ndarray
     mem_slope_s_per_token: float
     compute_intercept_s: np.ndarray
@@ -227,6 +230,7 @@ class KernelScalars(NamedTuple):
             int(rules.block_size),
             bool(rules.chunked_prefill),
             budget,
+            rules.watermark_blocks(cap_blocks),
             _arg(decode.mem_intercept_s, np.float64),
             float(decode.mem_slope_s_per_token),
             _arg(decode.compute_intercept_s, np.float64),

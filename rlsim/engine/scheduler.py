@@ -22,6 +22,9 @@ class SchedulerRules:
     # tokens per iteration (chunked) or per admission round's prefill (rounds); None: no limit (rounds only)
     max_num_batched_tokens: int | None = None
     prefix_caching: bool = False
+    # the share of the KV blocks an admission must leave free (vLLM V0's watermark, 0.01 there: BlockSpaceManager
+    # can_allocate, free - required >= int(watermark x blocks)); decode growth may use them. V1 has none.
+    kv_watermark: float = 0.0
 
     def __post_init__(self):
         if self.block_size < 1:
@@ -30,3 +33,9 @@ class SchedulerRules:
             raise ValueError("chunked prefill needs max_num_batched_tokens")
         if self.max_num_batched_tokens is not None and self.max_num_batched_tokens < 1:
             raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= 1")
+        if not 0.0 <= self.kv_watermark < 1.0:
+            raise ValueError(f"kv_watermark ({self.kv_watermark}) must be in [0, 1)")
+
+    def watermark_blocks(self, capacity_blocks: int) -> int:
+        """The blocks an admission leaves free in a cache of ``capacity_blocks`` (vLLM's int(watermark x blocks))."""
+        return int(self.kv_watermark * capacity_blocks)

@@ -52,4 +52,5 @@ def scheduler_rules(s: Scenario) -> SchedulerRules:
         chunked_prefill=chunked,
         max_num_batched_tokens=int(budget),
         prefix_caching=bool(pick("prefix_caching", True)),
+        kv_watermark=float(pick("kv_watermark", 0.0)),
     )

@@ -118,6 +118,9 @@ class Engine:
     chunked_prefill: bool | None = None
     # automatic prefix caching: the G responses of a prompt share its cached prompt blocks (prefilled once)
     prefix_caching: bool | None = None
+    # the share of KV blocks an admission leaves free (vLLM V0's block watermark, 0.01; V1 has none): admission
+    # only, decode growth may take them. None: the named behaviour's value, else 0
+    kv_watermark: float | None = field(default=None, metadata=bounds(ge=0, lt=1))
     # tokens per iteration (chunked) or per admission round's prefill; None: vLLM's default (V1 LLM class: 16384
     # on GPUs with >= 70 GB other than the A100, else 8192, on CPUs 4096 x TP, never below max_num_seqs; rounds:
     # max(longest prompt + response, 2048), as vLLM 0.5 with max_model_len). block_size None: 16, 128 on CPUs

@@ -113,6 +113,7 @@ def reference_replica(
         group = [int(g) for g in np.asarray(prompt_groups).ravel()]
     bs = rules.block_size
     cache = _Cache(bs, int(kv_capacity_tokens) // bs, group)
+    wm = rules.watermark_blocks(cache.cap)  # blocks an admission leaves free
     budget = math.inf if rules.max_num_batched_tokens is None else rules.max_num_batched_tokens
     chunked = rules.chunked_prefill
     for j in range(n):  # a request that cannot hold its whole context alone can never finish
@@ -178,7 +179,7 @@ def reference_replica(
                 hit = cache.hit(group[j])
                 own = math.ceil(c / bs) - hit // bs
                 nxt = sum(cache.new_block(r) for r in running) + (c % bs == 0)
-                if cache.used() + own + nxt > cache.cap:
+                if cache.used() + own + nxt + wm > cache.cap:
                     break
                 if contexts and sum(contexts) - sum(hits) + c - hit > budget:
                     break
@@ -261,7 +262,7 @@ def reference_replica(
                 hit = cache.hit(group[j])
                 chunk = min(c - hit, left)
                 need = math.ceil((hit + chunk) / bs) - hit // bs
-                if cache.free() - reserved < need:
+                if cache.free() - reserved - wm < need:
                     break
                 waiting.popleft()
                 running.append(j)

@@ -38,10 +38,16 @@ def build_v1_case(integer, uniform, choice):
         budget = integer(m, m + choice((1, 8, 40, 200)))
     else:
         budget = choice((None, None, integer(1, 120)))
-    rules = SchedulerRules(block_size=bs, chunked_prefill=chunked, max_num_batched_tokens=budget, prefix_caching=prefix)
     need_blocks = int(max(math.ceil((p + r) / bs) for p, r in zip(prompt, response)))
     cap_blocks = pick_capacity(integer, choice, need_blocks, edge=1, huge=10**7)
     cap = cap_blocks * bs + integer(0, bs - 1)  # tokens beyond whole blocks are not usable
+    # vLLM V0's admission watermark, where every request still fits beside it (else it could never be admitted)
+    wm = choice((0.0, 0.0, 0.01, 0.1, 0.3))
+    if cap_blocks - int(wm * cap_blocks) < need_blocks:
+        wm = 0.0
+    rules = SchedulerRules(
+        block_size=bs, chunked_prefill=chunked, max_num_batched_tokens=budget, prefix_caching=prefix, kv_watermark=wm
+    )
     return prompt, response, m, cap, decode, prefill, rules, groups, regime
 
 
@@ -67,6 +73,7 @@ def test_fast_model_matches_reference_under_vllm_rules(case):
     ref = reference_replica(prompt, response, m, cap, decode, prefill, rules, groups)
     fast = simulate_replica(prompt, response, m, cap, decode, prefill, rules, groups)
     event(f"chunked={rules.chunked_prefill} block={rules.block_size} prefix={rules.prefix_caching}")
+    event(f"watermark={rules.kv_watermark > 0}")
     event("preempted" if ref["num_preemptions"] else "no preemption")
     note(f"rules {rules}; reference: { {k: v for k, v in ref.items() if k != 'finish_s'} }")
     assert_v1_matches(fast, ref)
@@ -74,9 +81,9 @@ def test_fast_model_matches_reference_under_vllm_rules(case):
 
 def test_seeded_sweep_exercises_every_rule():
     """300 seeded cases agree, and the generator really reaches chunked prefills split over iterations, prefix
-    hits, preemptions (with recompute) and block-granular capacity."""
+    hits, preemptions (with recompute), block-granular capacity and an admission watermark under memory pressure."""
     rng = np.random.default_rng(11)
-    seen = {"preempted": 0, "hit": 0, "split": 0, "recomputed": 0, "blocks": 0}
+    seen = {"preempted": 0, "hit": 0, "split": 0, "recomputed": 0, "blocks": 0, "watermark": 0}
     for i in range(300):
         prompt, response, m, cap, decode, prefill, rules, groups, _ = build_v1_case(
             lambda lo, hi: int(rng.integers(lo, hi + 1)),
@@ -91,6 +98,7 @@ def test_seeded_sweep_exercises_every_rule():
         seen["hit"] += ref["prefix_hit_tokens"] > 0
         seen["recomputed"] += ref["recomputed_tokens"] > 0
         seen["blocks"] += rules.block_size > 1 and ref["num_preemptions"] > 0
+        seen["watermark"] += rules.kv_watermark > 0 and ref["num_preemptions"] > 0
         # a prompt longer than the budget left takes several iterations
         seen["split"] += bool(rules.chunked_prefill) and int(prompt.max()) > rules.max_num_batched_tokens - m
     assert all(v >= 15 for v in seen.values()), seen
@@ -284,3 +292,22 @@ def test_group_ids_in_any_order_or_labelling_give_the_same_run():
     for labels in ([0, 0, 1, 1, 1, 2], [5, 5, 1, 1, 1, 0]):
         with pytest.raises(ValueError, match="same prompt length"):
             simulate_replica(*args, np.array(labels))
+
+
+@pytest.mark.parametrize("chunked", [True, False])
+def test_the_watermark_holds_back_an_admission_but_not_decode_growth(chunked):
+    """Two requests of 4 prompt + 3 response tokens in 10 one-token blocks. Without a watermark both are admitted
+    at once (4 + 4 of 10 blocks, the rounds also counting the next iteration's 2). With vLLM V0's watermark at 0.3
+    (3 blocks an admission must leave free) the second does not fit beside the first (10 - 4 - 3 < 4, rounds:
+    10 - 5 - 3 < 5) and waits until it finishes; the first still grows into the blocks the watermark keeps."""
+    decode, prefill = _flat(max_batch=4)
+    args = (np.array([4, 4]), np.array([3, 3]), 4, 10, decode, prefill)
+    kw = {"block_size": 1, "chunked_prefill": chunked, "max_num_batched_tokens": 64}
+    free = simulate_replica(*args, SchedulerRules(**kw))
+    held = simulate_replica(*args, SchedulerRules(**kw, kv_watermark=0.3))
+    assert free.peak_running == 2 and held.peak_running == 1
+    # (the first is no later: the rounds prefill it alone instead of beside the second)
+    assert held.finish_s[0] <= free.finish_s[0] and held.finish_s[1] > free.finish_s[1]
+    assert held.num_preemptions == 0 and held.peak_kv_tokens <= 10
+    with pytest.raises(ValueError, match="kv_watermark"):
+        SchedulerRules(kv_watermark=1.0)
