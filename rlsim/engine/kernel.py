@@ -51,11 +51,11 @@ N_STATS = 11
 SIGNATURES = {
     # the replicas of a step in one call: their requests concatenated (replica r's are offsets[r]:offsets[r+1],
     # group ids numbered per replica, n_groups per replica), finish_s alike and 11 stats per replica; prompt,
-    # response, group, offsets, n_groups, max_num_seqs, cap, bs, chunked, budget, wm, mem_a, mem_s, cmp_a, cmp_s,
-    # over, floor, pf_over, pf_tok, pf_sq, finish_s, stats
+    # response, group, offsets, n_groups, max_num_seqs, cap, bs, chunked, budget, wm, reuse, mem_a, mem_s, cmp_a,
+    # cmp_s, over, floor, pf_over, pf_tok, pf_sq, finish_s, stats
     "run_replicas": (
-        "i8(i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, i8, i8, b1, i8, i8, f8[::1], f8, f8[::1], f8, f8[::1], "
-        "f8[::1], f8, f8, f8, f8[::1], f8[::1])"
+        "i8(i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, i8, i8, b1, i8, i8, b1, f8[::1], f8, f8[::1], f8, "
+        "f8[::1], f8[::1], f8, f8, f8, f8[::1], f8[::1])"
     ),
     # groups, prompt, out
     "renumber_consecutive": "i8(i8[::1], i8[::1], i8[::1])",
@@ -375,30 +375,79 @@ def _requeue_front(queue, q_head, j):
 
 
 @_inlined
-def _publish(j, g, prompt_j, bs, sh, shared, grp_tok, grp_ref):
+def _publish(j, g, prompt_j, bs, sh, shared, grp_tok, grp_ref, rq):
     """j, the first of group g, has its prompt scheduled: its full prompt blocks up to the last prompt token
-    (which vLLM always recomputes) become the group's, referenced by j."""
+    (which vLLM always recomputes) become the group's, referenced by j (and its released copy, if any, is
+    forgotten)."""
     hg = _bdiv(prompt_j - 1, bs, sh) * bs
     if hg > 0:
         grp_tok[g] = hg
         grp_ref[g] = 1
         shared[j] = hg
+        rq[4, g] = 0
 
 
 @_inlined
-def _release(j, tokens, bs, sh, shared, group, grp_tok, grp_ref):
+def _release(j, tokens, bs, sh, shared, group, grp_tok, grp_ref, preempted, rq):
     """Blocks freed when request ``j`` holding ``tokens`` KV tokens leaves the running set: its own blocks, and its
-    group's shared prompt blocks when it was their last holder."""
+    group's shared prompt blocks when it was their last holder. They join the free queue's tail (``rq``: see
+    :func:`_lookup`), j's own first (its last block first, as vLLM frees a block table reversed), so that where
+    its full blocks and the group's prompt end is known: a preempted request's and a released group's."""
     s = shared[j]
-    freed = _bceil(tokens, bs, sh) - _bdiv(s, bs, sh)
+    sb = _bdiv(s, bs, sh)
+    freed = _bceil(tokens, bs, sh) - sb
+    rq[5, 0] += freed
+    if preempted:
+        rq[0, j] = rq[5, 0]
+        rq[1, j] = _bdiv(tokens, bs, sh) - sb
+        rq[2, j] = sb
     if s > 0:
         g = group[j]
         grp_ref[g] -= 1
         if grp_ref[g] == 0:
-            freed += _bdiv(grp_tok[g], bs, sh)
+            gb = _bdiv(grp_tok[g], bs, sh)
+            freed += gb
+            rq[5, 0] += gb
+            rq[3, g] = rq[5, 0]
+            rq[4, g] = gb
             grp_tok[g] = 0
         shared[j] = 0
     return freed
+
+
+@_inlined
+def _survivors(end, k, head):
+    """Of k blocks that joined the free queue up to position ``end``, those its head has not reached."""
+    left = end - head
+    return 0 if left < 0 else (k if left > k else left)
+
+
+@_inlined
+def _lookup(j, c, g, reuse, bs, sh, cap, used, grp_tok, was_preempted, rq):
+    """Request j's cached prefix at admission, with ``used`` blocks held once the step's decoders have theirs:
+    (hit tokens, of which held by running requests, of which its group's prompt). The group's prompt while held;
+    with ``reuse`` (freed blocks stay cached, vLLM V1) else what the free queue still holds of it, and for a
+    preempted j then what it still holds of j's own blocks; at most c - 1 tokens (vLLM recomputes the last).
+
+    The free queue in positions (``rq[5, 0]``: positions ever appended, the empty cache's ``cap`` first): the
+    free blocks are the last ``cap - used`` appended, so its head is at ``rq[5, 0] - (cap - used)``. Blocks hit
+    again leave the queue from the middle; counting them as gone from the head matched vLLM 0.32's hits to 0.3%
+    (scripts/vllm_thrash.py). ``rq`` rows: a preempted request's end position, full own blocks and shared
+    blocks; a released group's end position and prompt blocks (0: held, or never released)."""
+    held = grp_tok[g] if g >= 0 else 0
+    if not reuse:
+        return held, held, held
+    gb = _bdiv(held, bs, sh)
+    hb = gb
+    pos = rq[5, 0] - (cap - used)
+    if held == 0 and g >= 0 and rq[4, g] > 0:
+        gb = _survivors(rq[3, g], rq[4, g], pos)
+    total = gb
+    if was_preempted[j] and gb >= rq[2, j]:
+        total = rq[2, j] + _survivors(rq[0, j], rq[1, j], pos)
+    most = _bdiv(c - 1, bs, sh) if c > 0 else 0
+    total = total if total < most else most
+    return total * bs, (hb if hb < total else total) * bs, (gb if gb < total else total) * bs
 
 
 @_inlined
@@ -413,7 +462,7 @@ def _pop_latest(stack, length, running_flag):
 @_inlined
 def _preempt_decoder(
     j, it, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group, grp_tok, grp_ref, cnt, slot, fkey,
-    head, bits, nxt, prv, running_flag, was_preempted, queue, q_head,
+    head, bits, nxt, prv, running_flag, was_preempted, queue, q_head, rq,
 ):  # fmt: skip
     """Decoder j, just taken off the stack, preempted before iteration ``it``: its tokens so far kept, its blocks
     freed, out of the calendar and back at the front of the waiting queue. Returns the blocks freed, its KV tokens
@@ -421,7 +470,7 @@ def _preempt_decoder(
     steps_done = it - admit_iter[j]
     generated[j] = gen_at_admit[j] + steps_done
     kv = ctx_at[j] + steps_done
-    freed = _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
+    freed = _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref, True, rq)
     cnt[slot[j]] -= 1
     _cal_remove(head, bits, nxt, prv, j, fkey[j])
     fkey[j] = NONE
@@ -440,7 +489,7 @@ def _iteration_s(b, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over):
 @_inlined
 def _make_room(
     cap, used, kv_tok, stack, stack_len, it, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group,
-    grp_tok, grp_ref, cnt, slot, fkey, head, bits, nxt, prv, running_flag, was_preempted, queue, q_head,
+    grp_tok, grp_ref, cnt, slot, fkey, head, bits, nxt, prv, running_flag, was_preempted, queue, q_head, rq,
 ):  # fmt: skip
     """Preempt decoders, latest admitted first, until the new blocks of iteration ``it`` fit in the cache (or no
     decoder is left). Returns the decoders preempted and the state they change: used, kv_tok, stack_len, q_head."""
@@ -450,7 +499,7 @@ def _make_room(
         j, stack_len = _pop_latest(stack, stack_len, running_flag)
         freed, kv, q_head = _preempt_decoder(
             j, it, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group, grp_tok, grp_ref, cnt, slot,
-            fkey, head, bits, nxt, prv, running_flag, was_preempted, queue, q_head,
+            fkey, head, bits, nxt, prv, running_flag, was_preempted, queue, q_head, rq,
         )  # fmt: skip
         used -= freed
         kv_tok -= kv
@@ -476,7 +525,7 @@ def _decode_run(cnt, bs, sh, it, b, free, limit, kv_tok, mem_a, mem_s, cmp_a, cm
 @_inlined
 def _finish_due(
     it, t, head, bits, nxt, running_flag, fkey, ctx_at, admit_iter, generated, response, bs, sh, shared, group,
-    grp_tok, grp_ref, cnt, slot, finish_s,
+    grp_tok, grp_ref, cnt, slot, finish_s, rq,
 ):  # fmt: skip
     """The decoders that generated their last token in iteration ``it`` (just run, ending at t) leave: the whole
     bucket of ``it``, all of whose decoders finish then. Returns the blocks, KV tokens and decoders that left."""
@@ -491,7 +540,7 @@ def _finish_due(
     while j >= 0:
         kv = ctx_at[j] + (it - admit_iter[j])
         generated[j] = response[j]
-        freed += _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref)
+        freed += _release(j, kv, bs, sh, shared, group, grp_tok, grp_ref, False, rq)
         kv_out += kv
         cnt[slot[j]] -= 1
         fkey[j] = NONE
@@ -502,7 +551,7 @@ def _finish_due(
     return freed, kv_out, left
 
 
-WORK_ROWS = 15  # int64 rows of a replica's workspace (see _replica)
+WORK_ROWS = 21  # int64 rows of a replica's workspace (see _replica)
 
 
 @_inlined
@@ -544,6 +593,7 @@ def _replica(
     chunked,
     budget,
     wm,
+    reuse,
     mem_a,
     mem_s,
     cmp_a,
@@ -601,6 +651,10 @@ def _replica(
     nxt = iw[12, :n]
     prv = iw[13, :n]
     fkey = iw[14, :n]  # a decoder's finish iteration (NONE: not decoding)
+    rq = iw[15:21, :]  # the free queue's positions (see _lookup)
+    rq[5, 0] = cap
+    for g in range(max(n_groups, 1)):
+        rq[4, g] = 0
 
     t = 0.0
     decode_total = 0.0
@@ -650,7 +704,7 @@ def _replica(
                     shared[j] = hit
                     cache_hit += hit
                 elif g >= 0:  # the first of its group: its full prompt blocks become the group's
-                    _publish(j, g, prompt[j], bs, sh, shared, grp_tok, grp_ref)
+                    _publish(j, g, prompt[j], bs, sh, shared, grp_tok, grp_ref, rq)
                 if was_preempted[j]:
                     recomputed += c - hit
                     was_preempted[j] = False
@@ -686,7 +740,7 @@ def _replica(
             gone, used, kv_tok, stack_len, q_head = _make_room(
                 cap, used, kv_tok, stack, stack_len, cur_iter, admit_iter, gen_at_admit, generated, ctx_at, bs, sh,
                 shared, group, grp_tok, grp_ref, cnt, slot, fkey, head, bits, nxt, prv, running_flag, was_preempted,
-                queue, q_head,
+                queue, q_head, rq,
             )  # fmt: skip
             b -= gone
             running -= gone
@@ -708,7 +762,7 @@ def _replica(
                     gone, used, kv_tok, stack_len, q_head = _make_room(
                         cap, used, kv_tok, stack, stack_len, cur_iter, admit_iter, gen_at_admit, generated, ctx_at,
                         bs, sh, shared, group, grp_tok, grp_ref, cnt, slot, fkey, head, bits, nxt, prv, running_flag,
-                        was_preempted, queue, q_head,
+                        was_preempted, queue, q_head, rq,
                     )  # fmt: skip
                     b -= gone
                     running -= gone
@@ -723,9 +777,12 @@ def _replica(
                 else:
                     if q_len > 0 and running < max_num_seqs:
                         j = queue[q_head]
-                        c, g, hit = _context(j, prompt, generated, group, grp_tok)
+                        c = prompt[j] + generated[j]
+                        hit, held, gpart = _lookup(
+                            j, c, group[j], reuse, bs, sh, cap, used + cnt[ph], grp_tok, was_preempted, rq
+                        )
                         chunk = min(c - hit, budget - b)
-                        if cap - used - cnt[ph] - wm >= _bceil(hit + chunk, bs, sh) - _bdiv(hit, bs, sh):
+                        if cap - used - cnt[ph] - wm >= _bceil(hit + chunk, bs, sh) - _bdiv(held, bs, sh):
                             admit = True
                             break
                     steps, taken, dt = _decode_run(
@@ -770,7 +827,7 @@ def _replica(
             while used + cnt[ph] > cap:
                 j, stack_len = _pop_latest(stack, stack_len, running_flag)
                 if j == pre:
-                    used -= _release(j, computed[j], bs, sh, shared, group, grp_tok, grp_ref)
+                    used -= _release(j, computed[j], bs, sh, shared, group, grp_tok, grp_ref, True, rq)
                     pre = -1
                     running_flag[j] = False
                     was_preempted[j] = True
@@ -778,7 +835,7 @@ def _replica(
                 else:
                     freed, kv, q_head = _preempt_decoder(
                         j, cur_iter, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group, grp_tok,
-                        grp_ref, cnt, slot, fkey, head, bits, nxt, prv, running_flag, was_preempted, queue, q_head,
+                        grp_ref, cnt, slot, fkey, head, bits, nxt, prv, running_flag, was_preempted, queue, q_head, rq,
                     )  # fmt: skip
                     used -= freed
                     kv_tok -= kv
@@ -801,7 +858,7 @@ def _replica(
                 need = _bceil(a + chunk, bs, sh) - _bceil(a, bs, sh)
                 if cap - used < need:
                     stack_len -= 1  # it is the last admitted
-                    used -= _release(j, a, bs, sh, shared, group, grp_tok, grp_ref)
+                    used -= _release(j, a, bs, sh, shared, group, grp_tok, grp_ref, True, rq)
                     running_flag[j] = False
                     was_preempted[j] = True
                     running -= 1
@@ -825,9 +882,12 @@ def _replica(
             if not preempted:
                 while q_len > 0 and left > 0 and running < max_num_seqs:
                     j = queue[q_head]
-                    c, g, hit = _context(j, prompt, generated, group, grp_tok)
+                    c = prompt[j] + generated[j]
+                    g = group[j]
+                    hit, held, gpart = _lookup(j, c, g, reuse, bs, sh, cap, used, grp_tok, was_preempted, rq)
                     chunk = min(c - hit, left)
-                    need = _bceil(hit + chunk, bs, sh) - _bdiv(hit, bs, sh)
+                    # blocks hit again in the free queue leave it as new ones do: only those held are not needed
+                    need = _bceil(hit + chunk, bs, sh) - _bdiv(held, bs, sh)
                     if cap - used - wm < need:
                         break
                     q_head = q_head + 1 if q_head + 1 < n else 0
@@ -835,10 +895,15 @@ def _replica(
                     used += need
                     running += 1
                     running_flag[j] = True
-                    if hit > 0:
+                    if held > 0:
                         grp_ref[g] += 1
-                        shared[j] = hit
-                        cache_hit += hit
+                        shared[j] = held
+                    elif gpart > 0:  # the group's prompt, hit again in the free queue: held again, by j
+                        grp_tok[g] = gpart
+                        grp_ref[g] = 1
+                        shared[j] = gpart
+                        rq[4, g] = 0
+                    cache_hit += hit
                     if was_preempted[j]:
                         recomputed += c - hit
                         was_preempted[j] = False
@@ -850,8 +915,8 @@ def _replica(
                     if hit + chunk == c:
                         done[n_done] = j
                         n_done += 1
-                        if g >= 0 and hit == 0:  # the first of its group: its full prompt blocks become the group's
-                            _publish(j, g, prompt[j], bs, sh, shared, grp_tok, grp_ref)
+                        if g >= 0 and shared[j] == 0:  # the first of its group: its full prompt blocks are the group's
+                            _publish(j, g, prompt[j], bs, sh, shared, grp_tok, grp_ref, rq)
                     else:
                         pre = j
             # the iteration: decode of b sequences and the prefill chunks in one forward pass
@@ -889,7 +954,7 @@ def _replica(
                 c = prompt[j] + generated[j]
                 generated[j] += 1
                 if generated[j] >= response[j]:
-                    used -= _release(j, c, bs, sh, shared, group, grp_tok, grp_ref)
+                    used -= _release(j, c, bs, sh, shared, group, grp_tok, grp_ref, False, rq)
                     running_flag[j] = False
                     running -= 1
                     finish_s[j] = t
@@ -907,7 +972,7 @@ def _replica(
         # decoders that generated their last token in the iteration just run
         freed, kv, left = _finish_due(
             cur_iter, t, head, bits, nxt, running_flag, fkey, ctx_at, admit_iter, generated, response, bs, sh, shared,
-            group, grp_tok, grp_ref, cnt, slot, finish_s,
+            group, grp_tok, grp_ref, cnt, slot, finish_s, rq,
         )  # fmt: skip
         used -= freed
         kv_tok -= kv
@@ -940,6 +1005,7 @@ def run_replicas(
     chunked,
     budget,
     wm,
+    reuse,
     mem_a,
     mem_s,
     cmp_a,
@@ -983,6 +1049,7 @@ def run_replicas(
             chunked,
             budget,
             wm,
+            reuse,
             mem_a,
             mem_s,
             cmp_a,

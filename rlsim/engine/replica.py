@@ -15,8 +15,12 @@ blocks free (vLLM V0's watermark; 0 under V1); decoding sequences may grow into 
 When the first request of a group has been scheduled to its prompt's end, the full blocks of its prompt up to
 ``floor((prompt - 1) / block_size)`` blocks (vLLM always recomputes the last prompt token) become the group's,
 shared by reference: every later member admitted while a member still holds them skips those tokens (no compute,
-no new blocks). They are freed when the last member holding them leaves the running set, and then forgotten
-(vLLM keeps freed blocks as evictable and may still hit them: rlsim recomputes in that case).
+no new blocks). They are freed when the last member holding them leaves the running set. With
+``cache_freed_blocks`` (vLLM V1's block pool; rlsim's chunked-prefill engines) freed blocks stay cached until
+their slot is reused: they join the tail of a free queue, a request's last block first, and allocations take
+blocks from its head, so a request preempted and readmitted soon finds its own full blocks (and a released
+group's prompt) still cached and recomputes only what was evicted (``rlsim.engine.kernel._lookup``; the decoders'
+new blocks of a step are taken before any admission, as vLLM's scheduler allocates for running requests first).
 
 **Prefill cost** of ``L`` tokens of a context starting at position ``a`` (``a`` = tokens already cached):
 ``per_token_s * L + per_token_sq_s * ((a + L)^2 - a^2)`` (causal attention), plus ``overhead_s`` once per
@@ -204,6 +208,7 @@ class KernelScalars(NamedTuple):
     chunked_prefill: bool
     token_budget: int
     watermark_blocks: int
+    cache_freed_blocks: bool
     mem_intercept_s: np.ndarray
     mem_slope_s_per_token: float
     compute_intercept_s: np.ndarray
@@ -231,6 +236,7 @@ class KernelScalars(NamedTuple):
             bool(rules.chunked_prefill),
             budget,
             rules.watermark_blocks(cap_blocks),
+            bool(rules.prefix_caching and rules.cache_freed_blocks),
             _arg(decode.mem_intercept_s, np.float64),
             float(decode.mem_slope_s_per_token),
             _arg(decode.compute_intercept_s, np.float64),

@@ -25,6 +25,9 @@ class SchedulerRules:
     # the share of the KV blocks an admission must leave free (vLLM V0's watermark, 0.01 there: BlockSpaceManager
     # can_allocate, free - required >= int(watermark x blocks)); decode growth may use them. V1 has none.
     kv_watermark: float = 0.0
+    # with prefix caching: freed blocks stay cached until their slot is reused (vLLM V1's free queue, evicted from
+    # its head), so a preempted request readmitted soon hits its own blocks and the group's prompt again
+    cache_freed_blocks: bool = False
 
     def __post_init__(self):
         if self.block_size < 1:

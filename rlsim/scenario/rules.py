@@ -53,4 +53,6 @@ def scheduler_rules(s: Scenario) -> SchedulerRules:
         max_num_batched_tokens=int(budget),
         prefix_caching=bool(pick("prefix_caching", True)),
         kv_watermark=float(pick("kv_watermark", 0.0)),
+        # vLLM V1 and SGLang keep freed blocks as evictable cache; rlsim models it with chunked prefill
+        cache_freed_blocks=chunked,
     )

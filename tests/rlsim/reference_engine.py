@@ -44,13 +44,49 @@ __all__ = ["reference_replica"]
 class _Cache:
     """Per-request KV state and the shared prompt blocks of each group."""
 
-    def __init__(self, block_size: int, capacity_blocks: int, group: list[int | None]):
+    def __init__(self, block_size: int, capacity_blocks: int, group: list[int | None], reuse: bool = False):
         self.group = group
         self.bs = block_size
         self.cap = capacity_blocks
         self.tokens: dict[int, int] = {}  # running request -> KV tokens it holds (its context so far)
         self.shared: dict[int, int] = {}  # running request -> tokens of its group's cached prompt it references
         self.group_tokens: dict[int, int] = {}  # group -> cached prompt tokens (present while referenced)
+        # freed blocks kept as evictable cache (vLLM V1): the free queue counted in positions, blocks appended at
+        # its tail as they are freed and taken from its head when allocated
+        self.reuse = reuse
+        self.appended = capacity_blocks  # positions ever appended (the empty cache's blocks first)
+        self.run: dict[int, tuple[int, int, int]] = {}  # preempted request -> (end, full own blocks, shared blocks)
+        self.group_run: dict[int, tuple[int, int]] = {}  # group -> (end, prompt blocks) once no one holds them
+
+    def head(self, reserved: int = 0) -> int:
+        """The free queue's head position once ``reserved`` more blocks are taken (the step's decoders take theirs
+        before any admission): the free blocks are the last ones appended. (Blocks hit again leave the queue from
+        its middle, nearly always from its most recent runs; counting them as gone from the head matched vLLM
+        0.32's prefix-cache hits to 0.3% on the thrash cases of scripts/vllm_thrash.py.)"""
+        return self.appended - (self.free() - reserved)
+
+    def survivors(self, end: int, k: int, reserved: int) -> int:
+        """Of k blocks appended up to position ``end`` (the first of them, by content, appended last), how many
+        the head has not evicted yet: those are the first by content."""
+        return max(0, min(k, end - self.head(reserved)))
+
+    def lookup(self, j: int, c: int, reserved: int = 0) -> tuple[int, int, int]:
+        """Request j's cached prefix at admission: (hit tokens, of which held by running requests, of which the
+        group's prompt). The group's prompt while held, else (reuse) what survives of it in the free queue, then
+        (reuse, j preempted) what survives of j's own blocks after it; at most c - 1 tokens."""
+        bs, g = self.bs, self.group[j]
+        held = self.group_tokens.get(g, 0) if g is not None else 0
+        gb = held // bs
+        if not held and self.reuse and g in self.group_run:
+            gb = self.survivors(*self.group_run[g], reserved)
+        total = gb
+        if self.reuse and j in self.run:
+            end, k, sb = self.run[j]
+            if gb >= sb:
+                total = sb + self.survivors(end, k, reserved)
+        total = max(0, min(total, (c - 1) // bs))
+        held_blocks = min(held // bs, total)
+        return total * bs, held_blocks * bs, min(gb, total) * bs
 
     def used(self) -> int:
         own = sum(math.ceil(x / self.bs) - self.shared.get(j, 0) // self.bs for j, x in self.tokens.items())
@@ -74,13 +110,22 @@ class _Cache:
         if hg > 0:
             self.group_tokens[group] = hg
             self.shared[j] = hg
+            self.group_run.pop(group, None)
 
-    def remove(self, j: int):
-        """j leaves the running set; its group's prompt blocks go when no running request references them."""
-        del self.tokens[j]
+    def remove(self, j: int, preempted: bool = False):
+        """j leaves the running set; its group's prompt blocks go when no running request references them. Freed
+        blocks join the free queue's tail, the request's last block first (vLLM frees a block table reversed)."""
+        tokens = self.tokens.pop(j)
         g = self.group[j]
+        sb = self.shared.get(j, 0) // self.bs
+        own = math.ceil(tokens / self.bs) - sb
+        self.appended += own
+        if preempted:
+            self.run[j] = (self.appended, tokens // self.bs - sb, sb)
         if self.shared.pop(j, 0) and not any(self.group[k] == g for k in self.shared):
-            del self.group_tokens[g]
+            gb = self.group_tokens.pop(g) // self.bs
+            self.appended += gb
+            self.group_run[g] = (self.appended, gb)
 
     def new_block(self, j: int) -> bool:
         """Whether decoding request j's next token starts a block."""
@@ -112,7 +157,7 @@ def reference_replica(
     if rules.prefix_caching and prompt_groups is not None:
         group = [int(g) for g in np.asarray(prompt_groups).ravel()]
     bs = rules.block_size
-    cache = _Cache(bs, int(kv_capacity_tokens) // bs, group)
+    cache = _Cache(bs, int(kv_capacity_tokens) // bs, group, rules.prefix_caching and rules.cache_freed_blocks)
     wm = rules.watermark_blocks(cache.cap)  # blocks an admission leaves free
     budget = math.inf if rules.max_num_batched_tokens is None else rules.max_num_batched_tokens
     chunked = rules.chunked_prefill
@@ -146,7 +191,7 @@ def reference_replica(
     def preempt_last():
         nonlocal prefilling
         j = running.pop()
-        cache.remove(j)
+        cache.remove(j, preempted=True)
         decoding.discard(j)
         if j == prefilling:
             prefilling = None
@@ -259,14 +304,20 @@ def reference_replica(
             while waiting and left > 0 and len(running) < max_num_seqs:
                 j = waiting[0]
                 c = context(j)
-                hit = cache.hit(group[j])
+                hit, held, group_part = cache.lookup(j, c, reserved)
                 chunk = min(c - hit, left)
-                need = math.ceil((hit + chunk) / bs) - hit // bs
+                need = math.ceil((hit + chunk) / bs) - held // bs  # blocks hit again leave the free queue too
                 if cache.free() - reserved - wm < need:
                     break
                 waiting.popleft()
                 running.append(j)
-                cache.add(j, hit + chunk, hit)
+                g = group[j]
+                shared = held
+                if not held and group_part:  # the group's prompt, taken again from the free queue: held again
+                    del cache.group_run[g]
+                    cache.group_tokens[g] = shared = group_part
+                cache.run.pop(j, None)
+                cache.add(j, hit + chunk, shared)
                 if hit:
                     out["prefix_hit_tokens"] += hit
                 if was_preempted[j]:
@@ -276,7 +327,7 @@ def reference_replica(
                 chunks.append((hit, chunk))
                 if hit + chunk == c:
                     completed.append(j)
-                    if group[j] is not None and not hit:
+                    if group[j] is not None and not shared:
                         cache.publish(j, group[j], prompt[j])
                 else:
                     prefilling = j
