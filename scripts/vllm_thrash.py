@@ -189,7 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     recorded = None
     if args.vllm_from is not None:
-        recorded = json.loads(args.vllm_from.read_text())
+        try:
+            recorded = json.loads(args.vllm_from.read_text())
+            recorded["case"], recorded["vllm"]["steps"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            p.error(f"--vllm-from {args.vllm_from}: not a JSON this script wrote ({exc}); give one of its outputs")
         for key, value in recorded["case"].items():
             setattr(args, key, value)
     cap = args.max_model_len - args.prompt_tokens
