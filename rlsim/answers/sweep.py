@@ -129,6 +129,9 @@ def _fill_row(row: dict[str, Any], result: Any) -> list[dict[str, Any]]:
         generation_tokens_per_s=s["generation_tokens_per_s"],
         tokens_per_s_per_gpu=s["tokens_per_s_per_gpu"],
         mean_decode_batch=s["mean_decode_batch"],
+        # the KV-cache thrash (rlsim.answers.thrash; 0 where nothing is preempted): where along the grid it starts
+        preemptions_per_response=(s["thrash"] or {}).get("preemptions_per_response", 0.0),
+        recompute_share=(s["thrash"] or {}).get("recompute_share", 0.0),
         replicas=s["replicas"],
         samples_to_target=s["samples_to_target"],
         time_to_target_s=s["time_to_target_s"],

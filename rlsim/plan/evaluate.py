@@ -55,6 +55,7 @@ def result_row(result: SimResult) -> dict[str, Any]:
     row: dict[str, Any] = {k: s.get(k) for k in ROW_KEYS}
     scn = result.scenario
     row["responses_per_step"] = scn.workload.responses_per_step
+    row["preemptions_per_response"] = (s["thrash"] or {}).get("preemptions_per_response", 0.0)
     row["lr"] = result.records[0]["lr"] if result.records else None
     phases = s["phase_time_s"]
     row["bounding_phase"] = max(phases, key=lambda k: phases[k]) if phases else None

@@ -87,3 +87,17 @@ def test_rlsim_run_prints_the_thrash(capsys):
     assert main(["run", str(SMALL), *sets]) == 0
     line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("KV-cache thrash")]
     assert len(line) == 1 and "preemptions/response" in line[0] and "none at max_num_seqs" in line[0]
+
+
+def test_a_sweep_row_says_where_the_thrash_starts():
+    """A sweep over the KV cache's memory: the tight configuration's row carries its preemptions per response and
+    the recomputes' share (as rlsim run's summary has them), the roomy one zeros."""
+    from rlsim.answers.sweep import sweep
+
+    scn = rlsim.load_scenario(SMALL, {"run.steps": 4})
+    table = sweep(scn, {"engine.gpu_memory_utilization": [0.07, 0.5]}, workers=1).table
+    tight, roomy = table.iloc[0], table.iloc[1]
+    alone = predict(rlsim.load_scenario(SMALL, TIGHT | {"run.steps": 4})).summary()["thrash"]
+    assert tight["preemptions_per_response"] == pytest.approx(alone["preemptions_per_response"])
+    assert tight["recompute_share"] == pytest.approx(alone["recompute_share"]) and tight["recompute_share"] > 0
+    assert roomy["preemptions_per_response"] == 0 and roomy["recompute_share"] == 0
