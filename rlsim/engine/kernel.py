@@ -918,6 +918,13 @@ def _replica(
                         n_done += 1
                         if g >= 0 and shared[j] == 0:  # the first of its group: its full prompt blocks are the group's
                             _publish(j, g, prompt[j], bs, sh, shared, grp_tok, grp_ref, rq)
+                        elif g >= 0 and shared[j] == gpart:
+                            # part of the group's prompt came back from the free queue and j computed the rest:
+                            # the group's cached prompt is its full blocks again (j's copy of the rest is the group's)
+                            hg = _bdiv(prompt[j] - 1, bs, sh) * bs
+                            if hg > grp_tok[g]:
+                                grp_tok[g] = hg
+                                shared[j] = hg
                     else:
                         pre = j
             # the iteration: decode of b sequences and the prefill chunks in one forward pass

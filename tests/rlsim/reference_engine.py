@@ -114,6 +114,14 @@ class _Cache:
             self.shared[j] = hg
             self.group_run.pop(group, None)
 
+    def extend(self, j: int, group: int, prompt: int):
+        """j took part of its group's prompt back from the free queue and computed the rest: the group's cached
+        prompt is its full blocks again (j's copy of the rest becomes the group's)."""
+        hg = (prompt - 1) // self.bs * self.bs
+        if hg > self.group_tokens.get(group, 0):
+            self.group_tokens[group] = hg
+            self.shared[j] = hg
+
     def remove(self, j: int, preempted: bool = False):
         """j leaves the running set; its group's prompt blocks go when no running request references them. Freed
         blocks join the free queue's tail, the request's last block first (vLLM frees a block table reversed)."""
@@ -331,6 +339,8 @@ def reference_replica(
                     completed.append(j)
                     if group[j] is not None and not shared:
                         cache.publish(j, group[j], prompt[j])
+                    elif group[j] is not None and shared == group_part:
+                        cache.extend(j, group[j], prompt[j])
                 else:
                     prefilling = j
         if b == 0 and not chunks:
