@@ -344,3 +344,42 @@ def test_recorded_vllm_thrash_is_reproduced(case):
     assert 0 <= err["recomputed_tokens"] < 0.05
     assert got["rlsim_freed_blocks_forgotten_over_vllm"]["recomputed_tokens"] > err["recomputed_tokens"] + 0.02
     assert got["rlsim"] == json.loads(case.read_text())["rlsim"]  # the recorded rlsim side is today's
+
+
+def test_the_max_num_seqs_that_stops_the_thrash_is_vllms():
+    """The largest max_num_seqs at which rlsim's engine preempts nothing on the recorded case of 680 requests in
+    120 blocks (what `rlsim run`'s thrash report searches for, rlsim.answers.thrash) is 24, and vLLM 0.32 run at
+    24 and 25 (docs/research/vllm_thrash/threshold) preempted 0 and 5 times, in the same steps as rlsim."""
+    import argparse
+    import json
+
+    from scripts.vllm_thrash import lengths, run_rlsim
+
+    root = Path(__file__).resolve().parents[2] / "docs/research/vllm_thrash"
+    case = json.loads((root / "r680_b120.json").read_text())
+    a = argparse.Namespace(**case["case"])
+    prompts, responses, groups = lengths(
+        a.requests,
+        a.group_size,
+        a.prompt_tokens,
+        a.response_mean,
+        a.response_sigma,
+        a.max_model_len - a.prompt_tokens,
+        a.seed,
+    )
+    bs, blocks = case["vllm"]["block_size"], case["vllm"]["blocks"]
+
+    def sim(m):
+        return run_rlsim(
+            argparse.Namespace(**{**vars(a), "max_num_seqs": m}), prompts, responses, groups, bs, blocks, True
+        )
+
+    lo, hi = 0, a.max_num_seqs
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if sim(mid)["preemptions"] else (mid, hi)
+    assert lo == 24
+    for m, preempted in ((24, 0), (25, 5)):
+        vllm = json.loads((root / "threshold" / f"r680_b120_seqs{m}.json").read_text())["vllm"]
+        got = sim(m)
+        assert vllm["preemptions"] == preempted == got["preemptions"] and vllm["steps"] == got["steps"]
