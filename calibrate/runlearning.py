@@ -107,13 +107,6 @@ def degenerate_reasons(
 EARLY_SHARE = 0.1  # the first steps, up to this share of the median samples-to-target, measure the initial success
 
 
-def algorithm(run: Run) -> str:
-    """grpo or ppo: the run's config, its records' ``algo``, or an imported run's scenario."""
-    if run.scenario_file is not None:
-        return str((run.scenario_file.get("algorithm") or {}).get("name", "grpo"))
-    return str(run.config.get("algo") or run.records[0].get("algo") or "grpo")
-
-
 def initial_success(runs: list[Run], n_star: float) -> tuple[float | None, int]:
     """The share of responses exactly correct before the policy has learned: ``accuracy_train`` (a producer's
     metric, rlsim-real logs it) over the steps of every reference run, stalled ones included, up to
@@ -133,7 +126,7 @@ def stall_form(runs: list[Run], n_star: float) -> dict[str, Any]:
     """How the stall share carries to other batches (rlsim.learning.model.stall_at): ``signal_free_steps`` for
     PPO (whitened advantages: a step with no correct answer still moves the policy) with the initial success
     measured, else ``constant`` (GRPO's signal-free groups get zero advantage; or the success was not logged)."""
-    algos = {algorithm(run) for run in runs}
+    algos = {run.setup.get("algo") or "grpo" for run in runs}  # (one setup: check_same_setup)
     p0, steps = initial_success(runs, n_star)
     if algos == {"ppo"} and p0 is not None:
         return {

@@ -376,15 +376,20 @@ def _requeue_front(queue, q_head, j):
 
 @_inlined
 def _publish(j, g, prompt_j, bs, sh, shared, grp_tok, grp_ref, rq):
-    """j, the first of group g, has its prompt scheduled: its full prompt blocks up to the last prompt token
-    (which vLLM always recomputes) become the group's, referenced by j (and its released copy, if any, is
-    forgotten)."""
+    """j has its prompt scheduled: its full prompt blocks up to the last prompt token (which vLLM always
+    recomputes) become the group's, referenced by j. For the first of group g (j references none of it) they are
+    the group's cached prompt (its released copy, if any, forgotten); for a j that found only part of it cached
+    (taken back from the free queue) and computed the rest, the group's cached prompt is its full blocks again."""
     hg = _bdiv(prompt_j - 1, bs, sh) * bs
-    if hg > 0:
+    if shared[j] == 0:
+        if hg > 0:
+            grp_tok[g] = hg
+            grp_ref[g] = 1
+            shared[j] = hg
+            rq[4, g] = 0
+    elif hg > grp_tok[g]:
         grp_tok[g] = hg
-        grp_ref[g] = 1
         shared[j] = hg
-        rq[4, g] = 0
 
 
 @_inlined
@@ -916,15 +921,8 @@ def _replica(
                     if hit + chunk == c:
                         done[n_done] = j
                         n_done += 1
-                        if g >= 0 and shared[j] == 0:  # the first of its group: its full prompt blocks are the group's
+                        if g >= 0:  # its full prompt blocks are the group's cached prompt
                             _publish(j, g, prompt[j], bs, sh, shared, grp_tok, grp_ref, rq)
-                        elif g >= 0 and shared[j] == gpart:
-                            # part of the group's prompt came back from the free queue and j computed the rest:
-                            # the group's cached prompt is its full blocks again (j's copy of the rest is the group's)
-                            hg = _bdiv(prompt[j] - 1, bs, sh) * bs
-                            if hg > grp_tok[g]:
-                                grp_tok[g] = hg
-                                shared[j] = hg
                     else:
                         pre = j
             # the iteration: decode of b sequences and the prefill chunks in one forward pass

@@ -107,18 +107,16 @@ class _Cache:
             self.shared[j] = shared
 
     def publish(self, j: int, group: int, prompt: int):
-        """j, the first of its group, has its prompt scheduled: its full prompt blocks become the group's."""
+        """j has its prompt scheduled: its full prompt blocks become the group's cached prompt. For the first of its
+        group (j references none of it); or, when j found only part of it cached (taken back from the free queue)
+        and computed the rest, the group's prompt is its full blocks again (j's copy of the rest is the group's)."""
         hg = (prompt - 1) // self.bs * self.bs
-        if hg > 0:
-            self.group_tokens[group] = hg
-            self.shared[j] = hg
-            self.group_run.pop(group, None)
-
-    def extend(self, j: int, group: int, prompt: int):
-        """j took part of its group's prompt back from the free queue and computed the rest: the group's cached
-        prompt is its full blocks again (j's copy of the rest becomes the group's)."""
-        hg = (prompt - 1) // self.bs * self.bs
-        if hg > self.group_tokens.get(group, 0):
+        if not self.shared.get(j):
+            if hg > 0:
+                self.group_tokens[group] = hg
+                self.shared[j] = hg
+                self.group_run.pop(group, None)
+        elif hg > self.group_tokens.get(group, 0):
             self.group_tokens[group] = hg
             self.shared[j] = hg
 
@@ -337,10 +335,8 @@ def reference_replica(
                 chunks.append((hit, chunk))
                 if hit + chunk == c:
                     completed.append(j)
-                    if group[j] is not None and not shared:
+                    if group[j] is not None:
                         cache.publish(j, group[j], prompt[j])
-                    elif group[j] is not None and shared == group_part:
-                        cache.extend(j, group[j], prompt[j])
                 else:
                     prefilling = j
         if b == 0 and not chunks:
