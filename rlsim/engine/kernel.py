@@ -51,10 +51,10 @@ N_STATS = 11
 SIGNATURES = {
     # the replicas of a step in one call: their requests concatenated (replica r's are offsets[r]:offsets[r+1],
     # group ids numbered per replica, n_groups per replica), finish_s alike and 11 stats per replica; prompt,
-    # response, group, offsets, n_groups, max_num_seqs, cap, bs, chunked, budget, wm, reuse, mem_a, mem_s, cmp_a,
-    # cmp_s, over, floor, pf_over, pf_tok, pf_sq, finish_s, stats
+    # response, group, offsets, n_groups, max_num_seqs, cap, bs, chunked, budget, wm, reuse, fast, mem_a, mem_s,
+    # cmp_a, cmp_s, over, floor, pf_over, pf_tok, pf_sq, finish_s, stats
     "run_replicas": (
-        "i8(i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, i8, i8, b1, i8, i8, b1, f8[::1], f8, f8[::1], f8, "
+        "i8(i8[::1], i8[::1], i8[::1], i8[::1], i8[::1], i8, i8, i8, b1, i8, i8, b1, b1, f8[::1], f8, f8[::1], f8, "
         "f8[::1], f8[::1], f8, f8, f8, f8[::1], f8[::1])"
     ),
     # groups, prompt, out
@@ -528,6 +528,102 @@ def _decode_run(cnt, bs, sh, it, b, free, limit, kv_tok, mem_a, mem_s, cmp_a, cm
     return steps, taken, dt
 
 
+RESERVE_ITERATIONS = 16  # the fast thrash model's admission margin, in iterations of growth (see _reserve)
+
+
+@_inlined
+def _reserve(bs, sh, b, first, adm, c, left):
+    """The fast thrash model's admission margin (see :func:`_host_tail`): the blocks the running requests take
+    over the next RESERVE_ITERATIONS iterations (or up to the first finish, ``first`` iterations away, if later),
+    with no finish counted: the ``b`` decoders, the ``adm`` requests admitted earlier in this step, and a request
+    admitted now with context ``c`` and ``left`` tokens to generate. The younger requests a thrash would admit and
+    preempt again within that time stay in the hosted tail instead."""
+    h = first if first > RESERVE_ITERATIONS else RESERVE_ITERATIONS
+    m = h if h < left else left
+    return _bceil(b * h, bs, sh) + adm * (_bdiv(h, bs, sh) + 1) + _bceil(c + m, bs, sh) - _bceil(c, bs, sh)
+
+
+@_inlined
+def _drop_hosted(j, was_preempted, rq):
+    """Request j, hosted in the fast thrash model's tail, is preempted: when readmitted it recomputes its context
+    beyond what its group has cached then (its own blocks counted as evicted: NONE makes :func:`_lookup` look
+    at the group's prompt only)."""
+    was_preempted[j] = True
+    rq[2, j] = NONE
+
+
+@_inlined
+def _host_tail(
+    queue, q_head, q_len, room, l0, l1, steps, n_hosted, prompt, response, generated, group, grp_tok, hosted,
+    was_preempted, bs, sh, rq,
+):  # fmt: skip
+    """The fast thrash model's younger tail over a run of ``steps`` decode iterations in which the running
+    requests take ``l0 - l1`` of the ``l0`` blocks they leave free (``engine.thrash_model: fast``).
+
+    Exact vLLM readmits the waiting queue's front into blocks a finish freed and preempts it again, newest
+    first, as the running requests grow into them: one event each. Here the front of the queue is *hosted* in
+    the free blocks instead, in order, without entering the running set: request i of the front, whose blocks
+    with those before it come to ``cum``, decodes while the free blocks (falling linearly from l0 to l1 over the
+    run) cover ``cum``, so ``steps`` iterations when cum <= l1, ``steps (l0 - cum) / (l0 - l1)`` when it is
+    dropped part way (one preemption), none when cum > l0. A request hosted at the end of a run stays hosted
+    (no recompute) into the next; one hosted anew recomputes its context beyond its group's held prompt. At
+    most ``room`` are hosted, and a hosted request stops one token short of its end: it finishes in the running
+    set. Returns the hosted tokens decoded, their KV tokens summed over the iterations, the count hosted at the
+    run's start, the preemptions, the (re)admitted prefill tokens and their squares' sum (for the prefill cost
+    law), the recomputed tokens and the count still hosted."""
+    n = queue.shape[0]
+    cum = 0
+    hosts = 0
+    seen = 0
+    dec = 0
+    kvs = 0.0
+    drops = 0
+    tok = 0
+    sq = 0.0
+    rec = 0
+    kept = 0
+    p = q_head
+    for _ in range(q_len):
+        j = queue[p]
+        was = hosted[j]
+        if was:
+            seen += 1
+        elif seen >= n_hosted and (cum > l0 or hosts >= room):
+            break  # no later request is hosted, and every one hosted before is seen
+        c = prompt[j] + generated[j]
+        g = group[j]
+        held = grp_tok[g] if g >= 0 else 0
+        cum += _bceil(c, bs, sh) - _bdiv(held, bs, sh)
+        if cum <= l0 and hosts < room:
+            hosts += 1
+            d = steps
+            if cum > l1:
+                d = (steps * (l0 - cum)) // (l0 - l1)
+            most = response[j] - 1 - generated[j]
+            d = d if d < most else most
+            if not was:
+                tok += c - held
+                sq += float(c) * float(c) - float(held) * float(held)
+                if was_preempted[j] or generated[j] > 0:
+                    rec += c - held
+            dec += d
+            kvs += float(d) * float(c) + float(d) * float(d - 1) / 2.0
+            generated[j] += d
+            if cum <= l1:
+                hosted[j] = True
+                kept += 1
+            else:
+                hosted[j] = False
+                _drop_hosted(j, was_preempted, rq)
+                drops += 1
+        elif was:
+            hosted[j] = False
+            _drop_hosted(j, was_preempted, rq)
+            drops += 1
+        p = p + 1 if p + 1 < n else 0
+    return dec, kvs, hosts, drops, tok, sq, rec, kept
+
+
 @_inlined
 def _finish_due(
     it, t, head, bits, nxt, running_flag, fkey, ctx_at, admit_iter, generated, response, bs, sh, shared, group,
@@ -575,7 +671,7 @@ def _workspace(n, bs, longest):
     bits = np.zeros(r // 64, dtype=np.int64)
     return (
         np.empty((WORK_ROWS, 2 * n + 2), dtype=np.int64),
-        np.empty((2, n + 1), dtype=np.bool_),
+        np.empty((3, n + 1), dtype=np.bool_),
         np.empty(max(bs, 1), dtype=np.int64),
         head,
         bits,
@@ -600,6 +696,7 @@ def _replica(
     budget,
     wm,
     reuse,
+    fast,
     mem_a,
     mem_s,
     cmp_a,
@@ -626,6 +723,7 @@ def _replica(
     shared = iw[5, :n]  # tokens of its group's cached prompt it references
     running_flag = bw[0, :n]  # decoding or being prefilled
     was_preempted = bw[1, :n]
+    hosted = bw[2, :n]  # hosted by the fast thrash model's tail at the end of the last run (see _host_tail)
     done = iw[6, :n]  # requests whose prefill completes in this step (chunked)
     grp_tok = iw[7, : max(n_groups, 1)]  # cached shared-prompt tokens per group (0: none)
     grp_ref = iw[8, : max(n_groups, 1)]  # running requests referencing them
@@ -636,6 +734,8 @@ def _replica(
         shared[j] = 0
         running_flag[j] = False
         was_preempted[j] = False
+        hosted[j] = False
+    n_hosted = 0
     for g in range(grp_tok.shape[0]):
         grp_tok[g] = 0
         grp_ref[g] = 0
@@ -684,6 +784,7 @@ def _replica(
     while True:
         if running == 0 and q_len == 0:
             break
+
         ph = _phase(cur_iter, bs, sh)
         explicit = True
         if not chunked:
@@ -762,6 +863,7 @@ def _replica(
             # takes there, without its prefill bookkeeping (a KV thrash spends most of its iterations here)
             admit = False
             first = _first_finish(head, bits, b, cur_iter)  # changes in this loop only when decoders are preempted
+            thrash = fast and n_preempt > 0  # the fast thrash model, once the cache has run out (see _host_tail)
             while True:
                 ph = _phase(cur_iter, bs, sh)
                 if used + cnt[ph] > cap:
@@ -787,14 +889,47 @@ def _replica(
                         hit, held, gpart = _lookup(
                             j, c, group[j], reuse, bs, sh, cap, used + cnt[ph], grp_tok, was_preempted, rq
                         )
+                        margin = 0
+                        if thrash:
+                            if hosted[j]:
+                                hit = c - 1  # decoding in the tail until now: nothing to recompute
+                            margin = _reserve(bs, sh, b, first - cur_iter - 1, 0, c, response[j] - generated[j])
                         chunk = min(c - hit, budget - b)
-                        if cap - used - cnt[ph] - wm >= _bceil(hit + chunk, bs, sh) - _bdiv(held, bs, sh):
+                        if cap - used - cnt[ph] - wm - margin >= _bceil(hit + chunk, bs, sh) - _bdiv(held, bs, sh):
                             admit = True
                             break
                     steps, taken, dt = _decode_run(
                         cnt, bs, sh, cur_iter, b, cap - used, first - cur_iter, kv_tok, mem_a, mem_s, cmp_a, cmp_s,
                         floor, over,
                     )  # fmt: skip
+                    if thrash and q_len > 0 and running < max_num_seqs:
+                        dec, kvs, hosts, drops, tok, sq, rec, n_hosted = _host_tail(
+                            queue, q_head, q_len, max_num_seqs - running, cap - used, cap - used - taken, steps,
+                            n_hosted, prompt, response, generated, group, grp_tok, hosted, was_preempted, bs, sh,
+                            rq,
+                        )  # fmt: skip
+                        if hosts > 0:
+                            # the run's time with the hosted decoders' mean count and KV added, the (re)admissions'
+                            # prefill in its first iteration through the same cost law
+                            bv = b + (dec + steps // 2) // steps
+                            kv0 = kv_tok + kvs / steps
+                            a_mem = mem_a[bv] + mem_s * kv0
+                            a_cmp = cmp_a[bv] + cmp_s * kv0
+                            dt = (
+                                _segment_floor_s(a_mem, mem_s * b, a_cmp, cmp_s * b, floor[bv], steps)
+                                + over[bv] * steps
+                            )
+                            if tok > 0:
+                                pf = max(a_mem, a_cmp + pf_tok * tok + pf_sq * sq, floor[bv]) + pf_over
+                                pf -= max(a_mem, a_cmp, floor[bv])
+                                t += pf
+                                prefill_total += pf
+                                prefilled += tok
+                            decoded += dec
+                            n_preempt += drops
+                            recomputed += rec
+                            if running + hosts > peak_b:
+                                peak_b = running + hosts
                     used += taken
                 t += dt
                 decode_total += dt
@@ -886,16 +1021,28 @@ def _replica(
             # then the waiting queue, front first, while tokens, sequences and blocks last (no admission in a
             # step that preempted)
             if not preempted:
+                thrash = fast and n_preempt > 0
+                first_g = _first_finish(head, bits, b, cur_iter) if thrash else NONE
+                adm = 0
                 while q_len > 0 and left > 0 and running < max_num_seqs:
                     j = queue[q_head]
                     c = prompt[j] + generated[j]
                     g = group[j]
                     hit, held, gpart = _lookup(j, c, g, reuse, bs, sh, cap, used, grp_tok, was_preempted, rq)
+                    margin = 0
+                    if thrash:
+                        if hosted[j]:
+                            hit = c - 1  # decoding in the tail until now: nothing to recompute
+                        margin = _reserve(bs, sh, b, first_g - cur_iter - 1, adm, c, response[j] - generated[j])
                     chunk = min(c - hit, left)
                     # blocks hit again in the free queue leave it as new ones do: only those held are not needed
                     need = _bceil(hit + chunk, bs, sh) - _bdiv(held, bs, sh)
-                    if cap - used - wm < need:
+                    if cap - used - wm - margin < need:
                         break
+                    adm += 1
+                    if hosted[j]:
+                        hosted[j] = False
+                        n_hosted -= 1
                     q_head = q_head + 1 if q_head + 1 < n else 0
                     q_len -= 1
                     used += need
@@ -1012,6 +1159,7 @@ def run_replicas(
     budget,
     wm,
     reuse,
+    fast,
     mem_a,
     mem_s,
     cmp_a,
@@ -1056,6 +1204,7 @@ def run_replicas(
             budget,
             wm,
             reuse,
+            fast,
             mem_a,
             mem_s,
             cmp_a,

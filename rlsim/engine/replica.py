@@ -209,6 +209,7 @@ class KernelScalars(NamedTuple):
     token_budget: int
     watermark_blocks: int
     cache_freed_blocks: bool
+    fast_thrash: bool
     mem_intercept_s: np.ndarray
     mem_slope_s_per_token: float
     compute_intercept_s: np.ndarray
@@ -237,6 +238,7 @@ class KernelScalars(NamedTuple):
             budget,
             rules.watermark_blocks(cap_blocks),
             bool(rules.prefix_caching and rules.cache_freed_blocks),
+            bool(rules.fast_thrash and rules.chunked_prefill),
             _arg(decode.mem_intercept_s, np.float64),
             float(decode.mem_slope_s_per_token),
             _arg(decode.compute_intercept_s, np.float64),

@@ -28,6 +28,10 @@ class SchedulerRules:
     # with prefix caching: freed blocks stay cached until their slot is reused (vLLM V1's free queue, evicted from
     # its head), so a preempted request readmitted soon hits its own blocks and the group's prompt again
     cache_freed_blocks: bool = False
+    # the fast model of a KV-cache thrash (chunked prefill only): once the engine has preempted, the waiting
+    # queue's front is hosted in the free blocks in aggregate instead of readmitted and preempted one event at a
+    # time (rlsim.engine.kernel._host_tail); False: every preemption simulated (the reference)
+    fast_thrash: bool = False
 
     def __post_init__(self):
         if self.block_size < 1:

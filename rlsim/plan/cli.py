@@ -59,6 +59,13 @@ def add_plan_parser(sub: Any) -> None:
         "from rlsim import-config); printed as an assumption",
     )
     p.add_argument("--finalists", type=int, default=5, help="best configurations simulated in full (default 5)")
+    p.add_argument(
+        "--screen-thrash",
+        choices=("fast", "exact"),
+        default="fast",
+        help="how the screen simulates a KV-cache thrash (engine.thrash_model; default fast: about 1.5x faster "
+        "where engines preempt, step time within 0.5%%); finalists use the scenario's own",
+    )
     p.add_argument("--executor", choices=("local", "ray"), default="local", help="local processes or Ray")
     p.add_argument("--address", help="address of an existing Ray cluster (with --executor ray)")
     p.add_argument("--workers", type=int, help="local processes (default: one per two CPUs)")
@@ -134,6 +141,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             progress=progress,
             explicit=overrides,
             finalists=args.finalists,
+            screen_thrash=args.screen_thrash,
         )
     finally:
         if bar is not None:

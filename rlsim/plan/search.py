@@ -133,8 +133,11 @@ def plan(
     progress: Callable[..., None] | None = None,  # (done, total[, stage]): "screen", then "finalists"
     explicit: Iterable[str] = (),
     finalists: int = FINALISTS,
+    screen_thrash: str = "fast",
 ) -> PlanResult:
-    """Search the configurations of ``scenario`` (module docstring) and pick the best by ``objective``."""
+    """Search the configurations of ``scenario`` (module docstring) and pick the best by ``objective``. The screen
+    simulates a KV-cache thrash with ``screen_thrash`` (engine.thrash_model: fast unless told otherwise), the
+    finalists with the scenario's own model."""
     _check_inputs(scenario, profile, objective, deadline_h, budget_usd)
     space = build_space(scenario, grid, gpu_types, gpus, max_gpus, schedules)
     price_table = _prices(scenario, dict.fromkeys([*space.gpus, scenario.hardware.gpu.name]), prices)
@@ -147,7 +150,7 @@ def plan(
         )
     configs, baseline = _with_baseline(configurations(space), scenario)
     prof = profile.to_dict() if profile is not None else None
-    run = _Runner(scenario.to_dict(), prof, list(explicit), executor, address, workers)
+    run = _Runner(scenario.to_dict(), prof, list(explicit), executor, address, workers, screen_thrash)
     rules = _Rules(configs, price_table, OBJECTIVES[objective], deadline_h, budget_usd)
     rows = run.screen(configs, progress)
     for i in rows:
@@ -249,13 +252,16 @@ class _Runner:
     executor: str
     address: str | None
     workers: int | None
+    screen_thrash: str = "fast"
 
     def screen(self, configs: list[Config], progress: Callable[..., None] | None) -> dict[int, dict[str, Any]]:
-        """Every configuration screened, a group per task, the longest first (about P x G x its steps)."""
+        """Every configuration screened, a group per task, the longest first (about P x G x its steps), with the
+        screen's thrash model (a configuration's own engine.thrash_model override wins)."""
         from rlsim.answers.sweep import run_tasks
 
         groups = _group(configs)
-        tasks = [(self.base, [(i, configs[i].overrides) for i in g], self.prof, self.explicit) for g in groups]
+        base = {**self.base, "engine": {**self.base.get("engine", {}), "thrash_model": self.screen_thrash}}
+        tasks = [(base, [(i, configs[i].overrides) for i in g], self.prof, self.explicit) for g in groups]
         costs = [_group_cost(configs[g[0]].overrides) for g in groups]
         outputs = run_tasks(evaluate_group, tasks, self.executor, self.address, self.workers, progress, costs)
         return {index: row for out in outputs for index, row in out}

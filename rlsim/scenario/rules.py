@@ -55,4 +55,5 @@ def scheduler_rules(s: Scenario) -> SchedulerRules:
         kv_watermark=float(pick("kv_watermark", 0.0)),
         # vLLM V1 and SGLang keep freed blocks as evictable cache; rlsim models it with chunked prefill
         cache_freed_blocks=chunked,
+        fast_thrash=eng.thrash_model == "fast",
     )

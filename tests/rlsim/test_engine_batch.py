@@ -127,7 +127,24 @@ def test_run_replicas_stops_at_the_first_request_that_never_fits_and_names_it_in
     stats = np.zeros(33)
     finish = np.zeros(5)
     args = (i8(1, 1, 1, 50, 1), i8(1, 1, 1, 1, 1), i8(-1, -1, -1, -1, -1), i8(0, 2, 2, 5), i8(0, 0, 0), 2, 10, 1)
-    rest = (False, 1 << 62, 0, False, table, 1e-6, table, 1e-7, table + 1e-3, table, 1e-3, 1e-5, 1e-9, finish, stats)
+    rest = (
+        False,
+        1 << 62,
+        0,
+        False,
+        False,
+        table,
+        1e-6,
+        table,
+        1e-7,
+        table + 1e-3,
+        table,
+        1e-3,
+        1e-5,
+        1e-9,
+        finish,
+        stats,
+    )
     assert built.run_replicas(*args, *rest) == -1 - 3
     assert stats[0] > 0 and not stats[11:].any()  # replica 0 ran, replica 1 has no requests, replica 2 failed
 

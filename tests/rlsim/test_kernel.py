@@ -151,7 +151,7 @@ def test_kernel_build_writes_a_module_that_loads_without_numba(tmp_path):
     finish = [np.zeros(2), np.zeros(2)]
     for k, s, f in zip((built, jit_kernel()), stats, finish):
         rest = (
-            100, 1, False, 1 << 62, 0, False, decode.mem_intercept_s, 1e-6, decode.compute_intercept_s, 1e-7,
+            100, 1, False, 1 << 62, 0, False, False, decode.mem_intercept_s, 1e-6, decode.compute_intercept_s, 1e-7,
             decode.overhead_s, decode.floor, 1e-3, 1e-5, 1e-9, f, s,
         )  # fmt: skip
         assert k.run_replicas(*args, *rest) == 0
