@@ -108,7 +108,7 @@ class SimResult:
             "replicas": s.num_replicas,
             "mean_decode_batch": float(np.mean([r["mean_decode_batch"] for r in steady])),
             "preemptions_per_step": float(np.mean([r["num_preemptions"] for r in steady])),
-            "thrash": thrash_summary(steady, s.generated_per_step),
+            "thrash": thrash_summary(steady, s.generated_per_step, s.engine.thrash_model),
             "wall_s": self.records[-1]["wall_s"],
             "profile": self.profile_info,
             "warnings": list(self.warnings),
@@ -167,10 +167,12 @@ class SimResult:
         return json.dumps(self.summary(), indent=2, sort_keys=True)
 
 
-def thrash_summary(records: Sequence[dict[str, Any]], responses_per_step: float) -> dict[str, Any] | None:
+def thrash_summary(
+    records: Sequence[dict[str, Any]], responses_per_step: float, model: str = "exact"
+) -> dict[str, Any] | None:
     """The KV-cache thrash over ``records`` (a run's steady steps): preemptions and recomputed tokens per response
-    and the recomputes' share of the engine's seconds; None where no request was preempted (rlsim.answers.thrash
-    adds what stops it)."""
+    and the recomputes' share of the engine's seconds, and the thrash model that simulated them (engine.thrash_model);
+    None where no request was preempted (rlsim.answers.thrash adds what stops it)."""
     preemptions = sum(int(r.get("num_preemptions") or 0) for r in records)
     if preemptions == 0:
         return None
@@ -180,4 +182,5 @@ def thrash_summary(records: Sequence[dict[str, Any]], responses_per_step: float)
         "preemptions_per_response": preemptions / responses,
         "recomputed_tokens_per_response": sum(int(r.get("recomputed_tokens") or 0) for r in records) / responses,
         "recompute_share": sum(shares) / len(shares),
+        "thrash_model": model,
     }

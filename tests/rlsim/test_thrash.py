@@ -75,6 +75,11 @@ def test_the_thrash_line_says_what_stops_it():
         "generation +25.0%"
     )
     assert "even at max_num_seqs 1" in thrash_text({**base, "max_num_seqs_without_preemption": None}, 256)
+    # the fast thrash model's preemptions are a third too few (docs/design.md): the line says so
+    assert "fast thrash model" not in thrash_text({**base, "thrash_model": "exact"}, 256)
+    assert thrash_text({**base, "thrash_model": "fast"}, 256).endswith(
+        "of engine time (fast thrash model: preemptions about a third too few)"
+    )
 
 
 def test_rlsim_run_prints_the_thrash(capsys):
