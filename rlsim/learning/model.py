@@ -18,7 +18,9 @@ Pieces (docs/reference.md sections 3-5):
     ``m_lr = untuned_lr_penalty ** (2 |log2(eta / eta*)|)``: with sqrt as the invariant rule, doubling the batch
     at a fixed LR costs exactly ``untuned_lr_penalty`` (default 1.67: the seed paper's fixed-LR control, P 128 ->
     256 untuned needs 1.67x the samples);
-  - the staleness term for async schedules: ``(1 + staleness_penalty_per_step) ** mean staleness``.
+  - the staleness term for async schedules: ``(1 + staleness_penalty_per_step) ** mean staleness`` (the
+    ``stretch`` form), or by the loss trained with (``staleness_loss``, rlsim.learning.staleness): a lower
+    ceiling, threshold-like in the maximum staleness.
 * ``samples_spread``: the spread of samples-to-target across training seeds, as the standard deviation of its log
   (samples-to-target is lognormal over seeds, its median the model's N*; for a small spread this is the relative
   standard deviation). It sets the bands and the chance of reaching the target within a budget
@@ -61,6 +63,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rlsim.errors import RlsimError
+from rlsim.learning.staleness import retained_gain, with_staleness
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 from rlsim.workload.lr_rules import lr_scale
 
@@ -187,6 +190,11 @@ class SamplesToTarget:
     lr_multiplier: float
     staleness_multiplier: float
     warnings: tuple[str, ...] = ()
+    # the curve the run follows and its samples multiplier along it: learning.metric and ``multiplier``, except
+    # under a staleness loss (rlsim.learning.staleness), whose curve tops out lower and is stretched by the batch
+    # and LR terms alone (its staleness_multiplier is then the ratio of the two curves' N*)
+    curve: MetricCurve | None = None
+    curve_multiplier: float | None = None
 
     @property
     def multiplier(self) -> float:
@@ -200,8 +208,22 @@ def samples_to_target(learning: Learning, batch: int, mean_staleness: float = 0.
     ref = reference_samples_to_target(learning.metric, learning.target)
     bmul, warnings = batch_multiplier(learning.batch_multiplier, batch, learning.reference_batch)
     lmul = lr_multiplier(learning, batch)
-    smul = (1.0 + learning.staleness_penalty_per_step) ** mean_staleness
-    return SamplesToTarget(ref * bmul * lmul * smul, ref, bmul, lmul, smul, tuple(warnings))
+    if learning.staleness_loss == "stretch":
+        smul = (1.0 + learning.staleness_penalty_per_step) ** mean_staleness
+        curve, curve_mul = learning.metric, bmul * lmul * smul
+    else:  # threshold-like, by the loss (rlsim.learning.staleness): the curve's ceiling moves
+        curve = with_staleness(learning.metric, learning.staleness_loss, mean_staleness)
+        try:
+            smul = reference_samples_to_target(curve, learning.target) / ref
+        except LearningModelError:
+            raise LearningModelError(
+                f"learning.staleness_loss {learning.staleness_loss} at max staleness {mean_staleness:g} keeps "
+                f"{retained_gain(learning.staleness_loss, mean_staleness):.0%} of the metric's gain, so the curve "
+                f"tops out at {curve.asymptote:.4g}, short of the target {learning.target:g}: lower "
+                "schedule.max_staleness or train with a loss that tolerates it (decoupled_ppo loses nothing up to 4)"
+            ) from None
+        curve_mul = bmul * lmul
+    return SamplesToTarget(ref * bmul * lmul * smul, ref, bmul, lmul, smul, tuple(warnings), curve, curve_mul)
 
 
 def signal_free_ratio(batch: float, reference_batch: float, initial_success: float) -> float:

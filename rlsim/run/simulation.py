@@ -208,7 +208,9 @@ def answer(scn: Scenario, timeline: Timeline, prof: Profile | None, n_star: Samp
 def _attach_learning(result: SimResult, n_star: SamplesToTarget) -> None:
     """The predicted metric per step and the time-to-target of ``result``, for N* = ``n_star``."""
     scn, records = result.scenario, result.records
-    metrics = metric_at(scn.learning.metric, [r["cumulative_samples"] for r in records], n_star.multiplier)
+    curve = n_star.curve or scn.learning.metric  # a staleness loss lowers the ceiling (rlsim.learning.staleness)
+    mul = n_star.curve_multiplier if n_star.curve_multiplier is not None else n_star.multiplier
+    metrics = metric_at(curve, [r["cumulative_samples"] for r in records], mul)
     for rec, value in zip(records, metrics):
         rec["eval_metric"] = float(value)
     result.time_to_target = time_to_target(n_star, records, scn.workload.responses_per_step, result.steady_step_time_s)

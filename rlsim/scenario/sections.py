@@ -356,6 +356,10 @@ class Learning:
     target: float | None = field(default=None, metadata=bounds(ge=-1e9, le=1e9))
     batch_multiplier: BatchMultiplier = BatchMultiplier()
     staleness_penalty_per_step: float = field(default=0.0, metadata=bounds(ge=0, le=10))
+    # how staleness acts (rlsim.learning.staleness): stretch, the samples stretched by (1 + penalty) ** k; or by
+    # the loss an async run trains with, threshold-like on the ceiling: naive_ppo (importance ratio against the
+    # behaviour policy) or decoupled_ppo (AReaL's proximal-policy objective), from AReaL's staleness table
+    staleness_loss: Literal["stretch", "naive_ppo", "decoupled_ppo"] = "stretch"
     samples_spread: float = field(default=0.0, metadata=bounds(ge=0, le=2))  # std of log N* across seeds
     # share of seeds that never reach the target at any budget (a GRPO run whose groups all score alike stops
     # learning); the rest reach it at a lognormal N* (rlsim.learning.model.reach_within)
