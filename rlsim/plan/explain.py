@@ -143,6 +143,9 @@ def explain(result: PlanResult) -> list[str]:
                 f"why it wins: {word} {r['gain']:.2f}x > samples penalty {r['penalty']:.2f}x, so it is "
                 f"{r['speedup']:.2f}x {better} ({change})"
             )
+    staleness = _staleness_line(result, win)
+    if staleness:
+        lines.append(staleness)
     table = per_batch(result, result.winner)
     lines.append(
         f"against the winner, the best configuration at each batch size and LR rule (screened; {word} and "
@@ -162,3 +165,19 @@ def explain(result: PlanResult) -> list[str]:
                 + (f" ({TOO[result.objective]})" if slower and r.samples_penalty >= 1.0 else "")
             )
     return lines
+
+
+def _staleness_line(result: PlanResult, win: pd.Series) -> str | None:
+    """Under a staleness loss (learning.staleness_loss), what it keeps at the searched async depths: why a deeper
+    pipeline does or does not pay (rlsim.learning.staleness)."""
+    from rlsim.learning.staleness import retained_gain
+
+    loss = result.scenario.learning.staleness_loss
+    depths = sorted({int(x.split("-")[1]) for x in result.space.schedules if x.startswith("async-")})
+    if loss == "stretch" or not depths:
+        return None
+    kept = ", ".join(f"k={k} {retained_gain(loss, k):.0%}" for k in depths)
+    return (
+        f"staleness: {loss} keeps this share of the metric's gain at the async depths searched ({kept}); a deeper "
+        f"pipeline hides more generation but needs more samples once the share falls (winner: {win['schedule']})"
+    )

@@ -9,7 +9,8 @@ A configuration is a mapping of dotted scenario overrides (as ``--set`` takes th
 * LR rule: ``learning.lr_rule`` = sqrt, linear, none (the rule the learning model calls trajectory-preserving,
   ``learning.invariant_rule``, is "retuned"; the others pay ``learning.untuned_lr_penalty``).
 * schedule: colocated (``sync-colocated``), separate (``sync-separate``), async-1, async-2 (``async`` with
-  ``max_staleness`` k).
+  ``max_staleness`` k), and async-4 where the scenario's ``learning.staleness_loss`` keeps its whole gain up to
+  there (``decoupled_ppo``; :func:`default_schedules`).
 * pool split (separate pools only): the rollout pool's share of the GPUs, 1/2, 5/8, 3/4, 7/8, each rounded to a
   whole number of engine replicas and, when the GPUs span several nodes (the scenario's ``gpus_per_node`` or its
   GPU's node size: 8 on DGX / HGX, a 4-GPU tray on GB200), to whole nodes on each side.
@@ -125,6 +126,17 @@ def schedule_overrides(label: str) -> dict[str, Any]:
     raise ScenarioError("--schedules", label, "is not a schedule", "use colocated, separate or async-K (K >= 1)")
 
 
+def default_schedules(s: Scenario) -> tuple[str, ...]:
+    """SCHEDULES, and async-K at the largest staleness K the scenario's staleness loss keeps its whole gain at
+    (rlsim.learning.staleness: decoupled_ppo, K = 4), where that is deeper than async-2: the staleness that is free
+    under that loss is worth searching, since a deeper pipeline hides more generation."""
+    from rlsim.learning.staleness import LOSSES
+
+    form = LOSSES.get(s.learning.staleness_loss)
+    free = int(form.free_steps) if form is not None else 0
+    return SCHEDULES + ((f"async-{free}",) if free > 2 else ())
+
+
 def scenario_schedule(s: Scenario) -> str:
     return _schedule_label(s.schedule.mode, s.schedule.staleness)
 
@@ -152,7 +164,7 @@ def build_space(
             raise ScenarioError(
                 "--grid", key, "is set by the plan's schedule and pool-split axes", "use --schedules instead"
             )
-    scheds = tuple(schedules) if schedules else SCHEDULES
+    scheds = tuple(schedules) if schedules else default_schedules(s)
     for label in scheds:
         schedule_overrides(label)  # validates the label
     shares = ROLLOUT_SHARES

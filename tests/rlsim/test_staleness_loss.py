@@ -112,3 +112,17 @@ def test_the_metric_on_the_timeline_follows_the_lowered_curve():
 def test_a_typo_in_the_loss_is_refused_with_the_choices():
     with pytest.raises(rlsim.ScenarioError, match="learning.staleness_loss.*decoupled_ppo"):
         paper(staleness_loss="decoupled")
+
+
+def test_the_plan_searches_the_staleness_the_loss_keeps_free_and_says_what_each_depth_keeps():
+    from rlsim.plan.explain import explain
+    from rlsim.plan.search import plan
+    from rlsim.plan.space import SCHEDULES, default_schedules
+
+    assert default_schedules(paper()) == SCHEDULES  # stretch: the usual depths
+    assert default_schedules(paper(staleness_loss="naive_ppo")) == SCHEDULES
+    assert default_schedules(paper(staleness_loss="decoupled_ppo")) == (*SCHEDULES, "async-4")
+    grid = {"workload.prompts_per_step": [512], "learning.lr_rule": ["sqrt"], "engine.tensor_parallel_size": [8]}
+    result = plan(paper(staleness_loss="naive_ppo"), grid=grid, gpus=64, finalists=1, workers=1)
+    line = next(x for x in explain(result) if x.startswith("staleness:"))
+    assert "naive_ppo keeps" in line and "k=1 100%, k=2 75%" in line
