@@ -537,8 +537,9 @@ def _reserve(bs, sh, b, first, adm, c, left):
     over the next RESERVE_ITERATIONS iterations (or up to the first finish, ``first`` iterations away, if later),
     with no finish counted: the ``b`` decoders, the ``adm`` requests admitted earlier in this step, and a request
     admitted now with context ``c`` and ``left`` tokens to generate. The younger requests a thrash would admit and
-    preempt again within that time stay in the hosted tail instead."""
-    h = first if first > RESERVE_ITERATIONS else RESERVE_ITERATIONS
+    preempt again within that time stay in the hosted tail instead. With no decoder (b = 0, no finish ahead) the
+    margin is RESERVE_ITERATIONS' growth of those admitted."""
+    h = first if b > 0 and first > RESERVE_ITERATIONS else RESERVE_ITERATIONS
     m = h if h < left else left
     return _bceil(b * h, bs, sh) + adm * (_bdiv(h, bs, sh) + 1) + _bceil(c + m, bs, sh) - _bceil(c, bs, sh)
 
@@ -784,7 +785,6 @@ def _replica(
     while True:
         if running == 0 and q_len == 0:
             break
-
         ph = _phase(cur_iter, bs, sh)
         explicit = True
         if not chunked:
