@@ -320,6 +320,10 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
     lr = _num(fields, "recipe_lr")
     if lr is not None:
         out["learning"] = {"lr0": lr, "reference_batch": int(prompts) * int(group)}
+    if schedule["mode"] == "async":
+        # async_grpo_train asserts use_importance_sampling_correction, and prev_logprobs are the trainer's: AReaL's
+        # decoupled objective (nemo_rl/algorithms/grpo.py at 7ea279a; rlsim.learning.staleness)
+        out.setdefault("learning", {})["staleness_loss"] = "decoupled_ppo"
     if steps is not None:
         out["run"] = {"steps": steps}
     return out

@@ -117,6 +117,7 @@ TABLE: tuple[Row, ...] = (
     Row("train.async_enable", False, "schedule.mode", "true: async (vLLM on GPUs of its own)"),
     Row("train.async_queue_size", 1, "schedule.max_staleness", "rollouts ahead of the trainer (k)"),
     Row("train.partial_rollout_enable", False, "schedule.in_flight_weight_updates", "async only"),
+    Row("algo.advantage.is_correction_enable", False, "learning.staleness_loss", "async: true -> decoupled_ppo"),
     Row("rollout.vllm_generate_batch_size", None, "(check)", "> rollout.batch_size needs async (oversampling)"),
     Row("algo.advantage.estimator", "gae", "algorithm.name", "gae -> ppo (critic); the others -> grpo"),
     Row("algo.kl.init_coef", 0.01, "algorithm.kl_reference", "> 0: the reference model and its pass"),
@@ -454,6 +455,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "schedule": schedule,
         "learning": {"lr0": as_float(src, "actor.adam.lr"), "reference_batch": z.samples},
     }
+    if is_async:
+        _staleness_loss(src, sections["learning"], notes)
     if reward is not None:
         sections["reward"] = reward
     if src.get("algo.dynamic_filtering_enable"):
@@ -485,3 +488,19 @@ def docs_table() -> str:
         field = row.field if row.field.startswith("(") else f"`{row.field}`"
         lines.append(f"| `{row.key}` | {flat} | {default} | {field} | {row.rule} |")
     return "\n".join(lines)
+
+
+def _staleness_loss(src: Source, learning: dict[str, Any], notes: list[str]) -> None:
+    """An async run's loss against stale rollouts (rlsim.learning.staleness; OpenRLHF 3c3be62): the actor recomputes
+    the old log-probs with the trainer's weights (make_experience_batch), and is_correction_enable weighs each token
+    by exp(old - vLLM's), clamped to is_correction_threshold: AReaL's decoupled objective. Without it the clipping
+    centre is proximal but the staleness gap goes unweighted, which is neither of AReaL's measured losses."""
+    if src.get("algo.advantage.is_correction_enable"):
+        learning["staleness_loss"] = "decoupled_ppo"
+        return
+    notes.append(
+        f"{src.name('train.async_enable')} without {src.name('algo.advantage.is_correction_enable')}: old log-probs "
+        "recomputed by the actor, no weight for the rollouts' staleness; neither of AReaL's measured losses, so "
+        "learning.staleness_loss stays stretch (--scenario-set learning.staleness_loss=naive_ppo or decoupled_ppo "
+        "to bound it; docs/learning.md)"
+    )

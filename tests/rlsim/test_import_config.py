@@ -429,6 +429,18 @@ def test_openrlhf_async_queue_is_the_staleness():
     assert not s.schedule.in_flight_weight_updates
 
 
+def test_openrlhf_async_loss_is_decoupled_with_the_is_correction_and_left_open_without():
+    """issue 33: the staleness form follows the loss (rlsim.learning.staleness). With is_correction_enable the
+    actor's recomputed old log-probs are the clipping centre and vLLM's weigh the staleness: decoupled_ppo."""
+    sets = [*ORL_MODEL, "train.async_enable=true", "train.async_queue_size=4"]
+    s = _scenario("openrlhf", ORL_SLURM, [*sets, "algo.advantage.is_correction_enable=true"])
+    assert s.learning.staleness_loss == "decoupled_ppo"
+    s = _scenario("openrlhf", ORL_SLURM, sets)
+    assert s.learning.staleness_loss == "stretch"
+    assert any("neither of AReaL's measured losses" in a for a in s.assumptions)
+    assert _scenario("openrlhf", ORL_SLURM, ORL_MODEL).learning.staleness_loss == "stretch"  # synchronous
+
+
 def test_openrlhf_reads_the_command_line_after_the_module_with_the_scripts_arrays(tmp_path, capsys):
     cmd = tmp_path / "run.sh"
     cmd.write_text(
@@ -522,7 +534,9 @@ def test_nemo_rl_defaults_chain_merges_parents_first_and_the_child_wins():
     assert s.schedule.mode == "async" and s.schedule.max_staleness == 1 and s.schedule.in_flight_weight_updates
     assert s.engine.gpu_memory_utilization == 0.8 and s.engine.max_num_seqs == 128  # AsyncLLM's default
     assert s.learning.lr0 == 5e-7 and s.model.name == "Llama-3.1-8B"
+    assert s.learning.staleness_loss == "decoupled_ppo"  # async GRPO asserts the importance-sampling correction
     sync = _scenario("nemo-rl", NEMO_LLAMA)
+    assert sync.learning.staleness_loss == "stretch"
     assert sync.training.pipeline_parallel_size == 2 and sync.hardware.placement == "colocated"
     assert sync.hardware.num_gpus == 16 and sync.hardware.gpus_per_node == 8 and sync.engine.max_num_seqs == 1024
 
