@@ -5,6 +5,8 @@
 reference runs also lengths, reward and glue, in-loop factors and the learning model), the runs' setup into S.yaml
 ``rlsim-calibrate fit-learning RUN... --target X --profile P -o profile.json [--reference-batch B]``: the
 learning model from run logs at two or more batch sizes, written into the profile's ``learning``
+``rlsim-calibrate fit-staleness RUN... [--initial X] [--profile P -o profile.json]``: which staleness form
+(stretch, naive_ppo, decoupled_ppo) async runs at two or more max stalenesses follow, into ``learning.staleness_loss``
 ``rlsim-calibrate import --format verl|openrlhf|trl|nemo-rl LOG -o runlog.jsonl [--prompts-per-step P
 --group-size G]``
 ``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X]``: predict each run's batch from the
@@ -174,6 +176,31 @@ def cmd_fit_learning(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fit_staleness(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from calibrate.learning_fit.staleness import fit_staleness
+    from rlsim.run.profile import load_profile
+
+    profile = load_profile(args.profile) if args.profile else None  # before the fit: a bad profile fails fast
+    if profile is not None and not (profile.learning or {}).get("metric"):
+        raise CalibrateError(f"{args.profile}: no learning model to add the staleness form to; run fit-learning first")
+    if profile is not None and args.output is None:
+        raise CalibrateError("--profile needs -o/--output: the profile JSON to write (may be --profile)")
+    fit = fit_staleness([_read_run(p) for p in args.runs], args.initial)
+    print(f"gain over {fit.initial:.4g} at {fit.at_samples:.0f} samples, against the smallest staleness's:")
+    print(f"{'staleness':>9} {'runs':>5} {'kept':>6}")
+    for k, share in fit.retained.items():
+        print(f"{k:>9} {fit.runs[k]:>5} {share:>6.3f}")
+    print("forms (rms error): " + ", ".join(f"{f} {e:.3f}" for f, e in fit.rms.items()) + f" -> {fit.loss}")
+    if profile is not None:
+        learning = {**profile.learning, "staleness_loss": fit.loss}
+        prov = {**profile.provenance, "staleness_runs": [str(p) for p in args.runs]}
+        atomic_write_text(args.output, dataclasses.replace(profile, provenance=prov, learning=learning).dumps() + "\n")
+        print(f"wrote {args.output} (learning.staleness_loss {fit.loss})")
+    return 0
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from calibrate.importers import format_problems, import_log, write_runlog
 
@@ -286,6 +313,13 @@ def build_parser() -> argparse.ArgumentParser:
     fl.add_argument("--profile", type=Path, required=True, help="profile JSON to add the learning model to")
     fl.add_argument("-o", "--output", type=Path, required=True, help="profile JSON to write (may be --profile)")
     fl.set_defaults(func=cmd_fit_learning)
+
+    fs = sub.add_parser("fit-staleness", help="which staleness form async runs at several stalenesses follow")
+    fs.add_argument("runs", type=Path, nargs="+", help="run directories (runlog.jsonl) or runlog.jsonl files")
+    fs.add_argument("--initial", type=float, help="the metric before training (default: the runs' first evaluation)")
+    fs.add_argument("--profile", type=Path, help="profile JSON (with a learning model) to add the form to")
+    fs.add_argument("-o", "--output", type=Path, help="profile JSON to write (with --profile)")
+    fs.set_defaults(func=cmd_fit_staleness)
 
     imp = sub.add_parser("import", help="read a framework's per-step metrics into the run-log schema")
     imp.add_argument("log", type=Path)

@@ -71,6 +71,7 @@ LEARNING_KEYS = (
     "stall_shares",
     "stall_form",
     "initial_success",
+    "staleness_loss",
 )
 # the keys of a profile's lengths section that replace the scenario's (rlsim.scenario.Workload fields)
 LENGTH_KEYS = (

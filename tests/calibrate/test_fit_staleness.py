@@ -1,0 +1,113 @@
+"""rlsim-calibrate fit-staleness (calibrate/learning_fit/staleness.py; issue 33): which staleness form runs at
+several maximum stalenesses follow, from run logs made by the forms themselves with seeded noise."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from calibrate.errors import CalibrateError
+from calibrate.learning_fit.staleness import fit_staleness, run_staleness
+from rlsim.learning.model import metric_at
+from rlsim.learning.staleness import with_staleness
+from rlsim.scenario import MetricCurve
+from tests.conftest import ROOT
+
+CURVE = MetricCurve(initial=0.3, asymptote=0.7, mid_samples=20_000.0, exponent=1.5)
+B = 256
+
+
+def run_log(loss: str | None, k: int, seed: int, noise: float = 0.004, steps: int = 120) -> list[dict]:
+    """A run log whose eval_metric follows the curve a loss gives at staleness k (stretch: the curve as is)."""
+    curve = CURVE if loss is None else with_staleness(CURVE, loss, k)
+    rng = np.random.default_rng(seed)
+    samples = B * np.arange(1, steps + 1)
+    metric = metric_at(curve, samples) + rng.normal(0.0, noise, steps)
+    return [
+        {"step": i + 1, "cumulative_samples": int(s), "eval_metric": float(m), "staleness": min(i, k)}
+        for i, (s, m) in enumerate(zip(samples, metric))
+    ]
+
+
+@pytest.mark.parametrize("loss", ["naive_ppo", "decoupled_ppo"])
+def test_the_form_the_runs_follow_is_found(loss):
+    runs = [run_log(loss, k, seed) for seed, k in enumerate((0, 0, 2, 2, 8, 8, 16, 16))]
+    fit = fit_staleness(runs, initial=CURVE.initial)
+    assert fit.loss == loss
+    assert fit.runs == {0: 2, 2: 2, 8: 2, 16: 2}
+    assert fit.rms[loss] < 0.05 < min(e for f, e in fit.rms.items() if f != loss)
+
+
+def test_runs_whose_ceiling_does_not_move_are_the_stretch_form():
+    runs = [run_log(None, k, seed) for seed, k in enumerate((1, 1, 4, 4, 16, 16))]
+    fit = fit_staleness(runs, initial=CURVE.initial)
+    assert fit.loss == "stretch" and fit.retained[16] == pytest.approx(1.0, abs=0.03)
+
+
+def test_a_runs_staleness_is_the_largest_its_log_records():
+    assert run_staleness(run_log(None, 3, 0)) == 3
+    assert run_staleness([{"step": 1}]) == 0
+
+
+def test_runs_at_one_staleness_are_refused_with_what_to_give():
+    with pytest.raises(CalibrateError, match="maximum staleness 2: give runs at two or more stalenesses"):
+        fit_staleness([run_log(None, 2, 0), run_log(None, 2, 1)])
+
+
+def test_the_cli_writes_the_form_into_the_profile(tmp_path):
+    for i, (loss, k) in enumerate([("decoupled_ppo", 0), ("decoupled_ppo", 8), ("decoupled_ppo", 16)]):
+        d = tmp_path / f"run{i}"
+        d.mkdir()
+        full = {"schema_version": 1, "run_id": f"run{i}", "prompts": B // 8, "responses": B, "prompt_tokens": 10 * B}
+        full |= {
+            "response_tokens": 100 * B,
+            "lr": 1e-6,
+            "reward_mean": 0.5,
+            "wall_s": 1.0,
+            "timing_s": {"rollout": 1.0},
+        }
+        recs = [r | full for r in run_log(loss, k, i)]
+        (d / "runlog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    profile = tmp_path / "profile.json"
+    profile.write_text(_profile_with_learning())
+    cmd = [sys.executable, "-m", "calibrate.cli", "fit-staleness", *(str(tmp_path / f"run{i}") for i in range(3))]
+    out = subprocess.run(
+        [*cmd, "--initial", "0.3", "--profile", str(profile), "-o", str(tmp_path / "out.json")],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "-> decoupled_ppo" in out.stdout
+    assert json.loads((tmp_path / "out.json").read_text())["learning"]["staleness_loss"] == "decoupled_ppo"
+    typo = subprocess.run([*cmd, "--intial", "0.3"], cwd=ROOT, capture_output=True, text=True)
+    assert typo.returncode != 0 and "unrecognized arguments: --intial" in typo.stderr
+
+
+def _profile_with_learning() -> str:
+    """A profile with one fitted phase and a learning model (rlsim.run.profile), as fit-learning leaves it."""
+    from rlsim.run.profile import LEARNING_VERSION, PhaseFit, Profile
+
+    keys = ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")
+    phases = {"train_actor": PhaseFit("roofline", {"train_compute_efficiency": 0.3})}
+    learning = {
+        "version": LEARNING_VERSION,
+        "reference_batch": B,
+        "metric": {"initial": 0.3, "asymptote": 0.7, "mid_samples": 20000.0, "exponent": 1.5},
+        "target": 0.6,
+    }
+    return Profile(provenance=dict.fromkeys(keys, "test"), phases=phases, learning=learning).dumps()
+
+
+def test_the_written_profile_puts_the_form_in_the_scenario(tmp_path):
+    import rlsim
+    from rlsim.run.profile import Profile, load_profile
+
+    path = tmp_path / "p.json"
+    path.write_text(_profile_with_learning())
+    prof = load_profile(path)
+    path.write_text(Profile(prof.provenance, prof.phases, {**prof.learning, "staleness_loss": "naive_ppo"}).dumps())
+    scn = load_profile(path).with_fitted(rlsim.load_scenario(ROOT / "scenarios" / "paper_grpo.yaml"))
+    assert scn.learning.staleness_loss == "naive_ppo"
