@@ -21,7 +21,9 @@ k = 1 (its 23.3 at k = 4 is a dip the fit leaves out, as the later points recove
 loses nothing up to k = 4 and 45% as k grows without bound, half of that 14.3 steps past k = 4. Where the forms
 stop holding: one model, one task, one budget of steps; other losses (M2PO, VCPO, the asynchronous online DPO of
 Noukhovitch et al.) report matching on-policy results at lags of 2-256 updates and are not in the table.
-The forms are not yet chosen from an imported framework config (issue 33).
+`rlsim import-config` sets the form where it imports an async mode (NeMo RL's async GRPO and OpenRLHF's async
+with its importance-sampling correction: decoupled_ppo), and ``rlsim-calibrate fit-staleness`` picks it from a
+user's runs at several stalenesses (calibrate/learning_fit/staleness.py).
 """
 
 from __future__ import annotations
