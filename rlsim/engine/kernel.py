@@ -1029,6 +1029,7 @@ def _replica(
                     c = prompt[j] + generated[j]
                     g = group[j]
                     hit, held, gpart = _lookup(j, c, g, reuse, bs, sh, cap, used, grp_tok, was_preempted, rq)
+                    cached = hit  # what the prefix cache gives (a hosted request's own context is not a cache hit)
                     margin = 0
                     if thrash:
                         if hosted[j]:
@@ -1056,7 +1057,7 @@ def _replica(
                         grp_ref[g] = 1
                         shared[j] = gpart
                         rq[4, g] = 0
-                    cache_hit += hit
+                    cache_hit += cached
                     if was_preempted[j]:
                         recomputed += c - hit
                         was_preempted[j] = False
