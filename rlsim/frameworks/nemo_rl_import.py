@@ -80,7 +80,7 @@ TABLE: tuple[Row, ...] = (
     Row(COL + "resources.num_nodes", None, "hardware.rollout_gpus", "several nodes: vLLM's whole nodes"),
     Row("cluster.gpus_per_node", 1, "hardware.num_gpus, hardware.gpus_per_node", "num_gpus = per node x nodes"),
     Row("cluster.num_nodes", 1, "hardware.num_gpus", "num_gpus = per node x nodes"),
-    Row(ASYNC + "enabled", False, "schedule.mode", "true: async (needs colocated false)"),
+    Row(ASYNC + "enabled", False, "schedule.mode", "true: async (colocated false); loss decoupled_ppo"),
     Row(ASYNC + "max_trajectory_age_steps", 1, "schedule.max_staleness", "k"),
     Row(ASYNC + "in_flight_weight_updates", False, "schedule.in_flight_weight_updates", "async only"),
     Row(AR + "sampler.name", None, "schedule.mode", "single controller: a gate of K versions -> async K; 0 -> sync"),

@@ -455,8 +455,15 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "schedule": schedule,
         "learning": {"lr0": as_float(src, "actor.adam.lr"), "reference_batch": z.samples},
     }
-    if is_async:
-        _staleness_loss(src, sections["learning"], notes)
+    # async: old log-probs recomputed by the actor; is_correction_enable weighs each token by the clamped exp(old -
+    # vLLM's), AReaL's decoupled objective (3c3be62; rlsim.learning.staleness). Without it, neither measured form.
+    if is_async and src.get("algo.advantage.is_correction_enable"):
+        sections["learning"]["staleness_loss"] = "decoupled_ppo"
+    elif is_async:
+        notes.append(
+            f"{n('train.async_enable')} without {n('algo.advantage.is_correction_enable')}: staleness unweighted, "
+            "neither of AReaL's measured losses; learning.staleness_loss stays stretch (docs/learning.md)"
+        )
     if reward is not None:
         sections["reward"] = reward
     if src.get("algo.dynamic_filtering_enable"):
@@ -488,19 +495,3 @@ def docs_table() -> str:
         field = row.field if row.field.startswith("(") else f"`{row.field}`"
         lines.append(f"| `{row.key}` | {flat} | {default} | {field} | {row.rule} |")
     return "\n".join(lines)
-
-
-def _staleness_loss(src: Source, learning: dict[str, Any], notes: list[str]) -> None:
-    """An async run's loss against stale rollouts (rlsim.learning.staleness; OpenRLHF 3c3be62): the actor recomputes
-    the old log-probs with the trainer's weights (make_experience_batch), and is_correction_enable weighs each token
-    by exp(old - vLLM's), clamped to is_correction_threshold: AReaL's decoupled objective. Without it the clipping
-    centre is proximal but the staleness gap goes unweighted, which is neither of AReaL's measured losses."""
-    if src.get("algo.advantage.is_correction_enable"):
-        learning["staleness_loss"] = "decoupled_ppo"
-        return
-    notes.append(
-        f"{src.name('train.async_enable')} without {src.name('algo.advantage.is_correction_enable')}: old log-probs "
-        "recomputed by the actor, no weight for the rollouts' staleness; neither of AReaL's measured losses, so "
-        "learning.staleness_loss stays stretch (--scenario-set learning.staleness_loss=naive_ppo or decoupled_ppo "
-        "to bound it; docs/learning.md)"
-    )
