@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from calibrate.errors import CalibrateError
+from calibrate.learning_fit.fit import _run_points
 from rlsim.learning.staleness import LOSSES, retained_gain
 
 FORMS = ("stretch", *LOSSES)
@@ -43,24 +44,10 @@ def run_staleness(run: Sequence[Mapping[str, Any]]) -> int:
     return int(max(values)) if values else 0
 
 
-def _points(run: Sequence[Mapping[str, Any]], index: int) -> tuple[np.ndarray, np.ndarray]:
-    pts = [
-        (float(r["cumulative_samples"]), float(r["eval_metric"]))
-        for r in run
-        if r.get("eval_metric") is not None and r.get("cumulative_samples") is not None
-    ]
-    if len(pts) < 3:
-        raise CalibrateError(f"run {index} has {len(pts)} evaluated steps; fit-staleness needs 3 or more per run")
-    s, m = np.array(pts).T
-    if not np.all(np.isfinite(m)):
-        raise CalibrateError(f"run {index}: eval_metric has a value that is not a finite number")
-    return s, m
-
-
 def fit_staleness(runs: Sequence[Sequence[Mapping[str, Any]]], initial: float | None = None) -> StalenessFit:
     """The staleness form ``runs`` (run logs of one setup at two or more maximum stalenesses) follow (module
     docstring). ``initial``: the metric before training (default: the mean first evaluation over the runs)."""
-    points = [_points(run, i) for i, run in enumerate(runs)]
+    points = [_run_points(run, i) for i, run in enumerate(runs)]  # fit-learning's checks and messages
     ks = [run_staleness(run) for run in runs]
     if len(set(ks)) < 2:
         raise CalibrateError(

@@ -171,9 +171,11 @@ def _staleness_line(result: PlanResult, win: pd.Series) -> str | None:
     """Under a staleness loss (learning.staleness_loss), what it keeps at the searched async depths: why a deeper
     pipeline does or does not pay (rlsim.learning.staleness)."""
     from rlsim.learning.staleness import retained_gain
+    from rlsim.plan.space import schedule_overrides
 
     loss = result.scenario.learning.staleness_loss
-    depths = sorted({int(x.split("-")[1]) for x in result.space.schedules if x.startswith("async-")})
+    over = [schedule_overrides(x) for x in result.space.schedules]
+    depths = sorted({o["schedule.max_staleness"] for o in over if o["schedule.mode"] == "async"})
     if loss == "stretch" or not depths:
         return None
     kept = ", ".join(f"k={k} {retained_gain(loss, k):.0%}" for k in depths)
