@@ -32,15 +32,35 @@ def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-6) 
 
 
 def clipped_policy_loss(
-    logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, clip: float
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip: float,
+    weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """PPO's clipped surrogate, negated for minimization; returns (loss, fraction of tokens clipped)."""
+    """PPO's clipped surrogate, negated for minimization; returns (loss, fraction of tokens clipped).
+    ``weights``: a per-token factor on the surrogate (the decoupled loss's ``pi_prox / pi_behav``, no gradient)."""
     ratio = torch.exp(logprobs - old_logprobs)
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, 1.0 - clip, 1.0 + clip) * advantages
-    loss = -masked_mean(torch.minimum(unclipped, clipped), mask)
+    surrogate = torch.minimum(unclipped, clipped)
+    if weights is not None:
+        surrogate = surrogate * weights
+    loss = -masked_mean(surrogate, mask)
     clip_frac = masked_mean((clipped < unclipped).float(), mask)  # where the clip is the active term
     return loss, clip_frac
+
+
+def behaviour_weights(
+    proximal_logprobs: torch.Tensor, behaviour_logprobs: torch.Tensor, mask: torch.Tensor, cap: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The decoupled loss's token weights ``pi_prox / pi_behav`` (AReaL, arXiv 2505.24298) and the mask with the
+    tokens whose weight exceeds ``cap`` left out (AReaL's ``behav_imp_weight_cap``); no gradient flows through
+    either."""
+    w = torch.exp(proximal_logprobs - behaviour_logprobs).detach()
+    kept = mask * (w <= cap).to(mask.dtype)
+    return w * kept, kept
 
 
 def kl_k3(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:

@@ -31,6 +31,9 @@ def prepare_run_dir(cfg: TrainConfig, run_dir: Path) -> None:
             previous = json.loads(config_path.read_text())
         except json.JSONDecodeError:
             raise RealError(f"{config_path} is not valid JSON; remove it to start the run afresh") from None
+        # a field added since the run was made ran at its default (e.g. staleness 0: synchronous)
+        defaults = dataclasses.asdict(type(cfg)())
+        previous = {**{k: v for k, v in defaults.items() if k not in previous}, **previous}
         if previous != resolved:
             diff = sorted(k for k in resolved if previous.get(k) != resolved[k])
             raise RealError(

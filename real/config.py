@@ -16,6 +16,7 @@ from typing import Any
 
 from real.engines import ENGINES
 from real.errors import RealError
+from real.stale import STALENESS_LOSSES
 from rlsim.workload.lr_rules import LR_RULES
 
 ALGOS = ("grpo", "ppo")
@@ -54,6 +55,9 @@ class TrainConfig:
     value_clip: float = 0.2  # PPO: value clip
     critic_lr: float = 3e-3  # PPO: critic learning rate at reference_batch
     critic_lr_rule: str = "none"  # PPO: how the critic's LR scales with B (frameworks leave it where it is set)
+    staleness: int = 0  # policy versions the rollout engine lags the trainer (real.stale; 0: synchronous)
+    staleness_loss: str = "decoupled_ppo"  # with staleness > 0: naive_ppo | decoupled_ppo
+    behav_weight_cap: float = 5.0  # decoupled_ppo: tokens with pi_prox / pi_behav above it leave the loss
 
     @property
     def batch(self) -> int:
@@ -89,6 +93,12 @@ class TrainConfig:
         ):
             if getattr(self, name) < 1:
                 raise RealError(f"--{name.replace('_', '-')} ({getattr(self, name)}) must be at least 1")
+        if self.staleness < 0:
+            raise RealError(f"--staleness ({self.staleness}) must be 0 (synchronous) or more policy versions")
+        if self.staleness_loss not in STALENESS_LOSSES:
+            raise RealError(f"--staleness-loss {self.staleness_loss!r} is not one of {', '.join(STALENESS_LOSSES)}")
+        if not self.behav_weight_cap > 1:
+            raise RealError(f"--behav-weight-cap ({self.behav_weight_cap:g}) must be above 1 (AReaL's rule)")
         if self.reference_batch < 1:
             raise RealError(f"--reference-batch ({self.reference_batch}) must be at least 1")
         if not self.lr0 > 0:
@@ -165,6 +175,24 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-size", type=int, default=d.eval_size)
     p.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every)
     p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument(
+        "--staleness",
+        type=int,
+        default=d.staleness,
+        help="policy versions the rollout engine lags the trainer at every step (0: synchronous; real/stale.py)",
+    )
+    p.add_argument(
+        "--staleness-loss",
+        default=d.staleness_loss,
+        choices=STALENESS_LOSSES,
+        help="with --staleness > 0: the ratio against the behaviour policy (naive_ppo) or AReaL's decoupled loss",
+    )
+    p.add_argument(
+        "--behav-weight-cap",
+        type=float,
+        default=d.behav_weight_cap,
+        help="decoupled_ppo: tokens whose pi_prox / pi_behav exceeds this leave the loss (AReaL's cap)",
+    )
     p.add_argument("-o", "--output", type=Path, required=True, help="run directory (re-run to resume)")
 
 

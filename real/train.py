@@ -151,8 +151,15 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
         if finished:  # re-running a finished run changes nothing
             return {"stopped": "already finished", "final_eval_metric": best, "wall_s": wall_s, "run_dir": str(run_dir)}
 
+    stale = None
+    if cfg.staleness > 0:  # the engine lags the trainer by cfg.staleness versions (real.stale)
+        from real.stale import StalePolicy
+
+        stale = StalePolicy(model_dir, cfg.staleness, policy)
+        if state is not None:
+            stale.restore(state["stale_versions"])
     engine = make_engine(cfg.engine, model_dir, seed=cfg.seed, max_model_len=128)
-    engine.load_weights(policy)
+    engine.load_weights(policy if stale is None else stale.rollout_model())
     # written once the engine is up, with its limit on running sequences (vLLM's default depends on the device),
     # which calibrate's setup uses; a finished run re-run keeps the environment it ran in
     env["engine_max_num_seqs"] = getattr(engine, "max_num_seqs", None)
@@ -179,6 +186,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
                 "critic_optimizer": critic_opt.state_dict() if critic_opt else None,
                 "data_rng": data_rng.getstate(),
                 "torch_rng": torch.get_rng_state(),
+                "stale_versions": stale.state() if stale else None,
             },
         )
 
@@ -207,11 +215,13 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
             ids, attn, targets, mask, positions = batch_tensors(flat_prompts, completions, pad_id)
             with phase_timer(Phase.OLD_LOGPROB, timing), torch.no_grad():
                 old_lp = completion_logprobs(policy, ids, attn, targets, positions)
+                weights, extra = _stale_logprobs(cfg, stale, old_lp, (ids, attn, targets, positions), mask, step)
+                if cfg.staleness > 0 and cfg.staleness_loss == "naive_ppo":
+                    old_lp = extra.pop("behaviour_lp")  # the ratio's centre: the policy that generated
             ref_lp = None
             if ref_model is not None:
                 with phase_timer(Phase.REF_LOGPROB, timing), torch.no_grad():
                     ref_lp = completion_logprobs(ref_model, ids, attn, targets, positions)
-            extra: dict[str, Any] = {}
             if critic is not None:
                 with phase_timer(Phase.VALUES, timing), torch.no_grad():
                     old_values = critic.values(ids, attn, positions) * mask
@@ -225,7 +235,9 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
                 adv = algos.group_advantages(rewards, cfg.group_size).unsqueeze(1) * mask
 
             with phase_timer(Phase.TRAIN_ACTOR, timing):
-                stats = update_actor(cfg, policy, opt, ids, attn, targets, mask, positions, old_lp, ref_lp, adv)
+                stats = update_actor(
+                    cfg, policy, opt, ids, attn, targets, mask, positions, old_lp, ref_lp, adv, weights
+                )
             extra.update(stats)
             if critic is not None:
                 with phase_timer(Phase.TRAIN_CRITIC, timing):
@@ -233,7 +245,9 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
                         cfg, critic, critic_opt, ids, attn, mask, positions, old_values, returns
                     )
             with phase_timer(Phase.WEIGHT_SYNC, timing):
-                engine.load_weights(policy)
+                if stale is not None:
+                    stale.push(policy)
+                engine.load_weights(policy if stale is None else stale.rollout_model())
             wall_s += time.perf_counter() - t_start
             load = meter.stop()  # the step's own interval, eval excluded as from wall_s
             eval_metric = None
@@ -284,3 +298,22 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
     engine.close()
     summary.update(final_eval_metric=last_eval, wall_s=wall_s, run_dir=str(run_dir))
     return summary
+
+
+def _stale_logprobs(cfg, stale, proximal_lp, batch, mask, step: int):
+    """A stale-policy step's behaviour log-probs (the rollout's weights, ``stale.behaviour``) and, under the
+    decoupled loss, the token weights ``pi_prox / pi_behav`` (real.stale); ``(None, {})`` when synchronous. The
+    extra dict holds the run-log fields (``staleness``, the share of tokens the weight cap left out) and, for
+    naive PPO, ``behaviour_lp``."""
+    if stale is None:
+        return None, {}
+    from real import algos
+    from real.update import completion_logprobs
+
+    behaviour_lp = completion_logprobs(stale.behaviour, *batch)
+    extra = {"staleness": stale.lag(step)}
+    if cfg.staleness_loss == "naive_ppo":
+        return None, {**extra, "behaviour_lp": behaviour_lp}
+    weights, kept = algos.behaviour_weights(proximal_lp, behaviour_lp, mask, cfg.behav_weight_cap)
+    extra["behav_weight_filtered"] = float(1.0 - kept.sum() / mask.sum().clamp(min=1))
+    return weights, extra

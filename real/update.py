@@ -101,9 +101,10 @@ def micro_grad_norm_sq(params, before, micro_batches: int) -> float:
 
 
 def update_actor(
-    cfg: TrainConfig, policy, opt, ids, attn, targets, mask, positions, old_lp, ref_lp, adv
+    cfg: TrainConfig, policy, opt, ids, attn, targets, mask, positions, old_lp, ref_lp, adv, weights=None
 ) -> dict[str, Any]:
-    """One step's policy update; returns the mean loss, clip fraction and the gradient-noise probe."""
+    """One step's policy update; returns the mean loss, clip fraction and the gradient-noise probe. ``weights``:
+    the decoupled loss's per-token ``pi_prox / pi_behav`` (real.stale), ``old_lp`` then the proximal policy's."""
     import torch
 
     from real import algos
@@ -126,7 +127,8 @@ def update_actor(
             for u in range(cfg.micro_batches):
                 j = idx[u * micro : (u + 1) * micro]
                 lp = completion_logprobs(policy, ids[j], attn[j], targets[j], positions[j])
-                loss, clip_frac = algos.clipped_policy_loss(lp, old_lp[j], adv[j], mask[j], cfg.clip)
+                w = None if weights is None else weights[j]
+                loss, clip_frac = algos.clipped_policy_loss(lp, old_lp[j], adv[j], mask[j], cfg.clip, w)
                 if ref_lp is not None:
                     loss = loss + cfg.kl_coef * algos.masked_mean(algos.kl_k3(lp, ref_lp[j]), mask[j])
                 (loss / cfg.micro_batches).backward()

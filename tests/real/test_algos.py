@@ -69,3 +69,23 @@ def test_value_loss_clips():
 def test_adam_beta_scaling():
     b1, b2 = algos.adam_betas_for_batch(0.9, 0.999, 2.0)
     assert b1 == pytest.approx(0.8) and b2 == pytest.approx(0.998)
+
+
+def test_decoupled_weights_are_prox_over_behaviour_and_the_cap_leaves_tokens_out():
+    """AReaL's decoupled loss: each token's surrogate times pi_prox / pi_behav (no gradient); a token whose weight
+    exceeds the cap leaves the loss (its weight 0) while the token mean keeps its denominator."""
+    behav = torch.log(torch.tensor([[0.5, 0.1, 0.4]]))
+    prox = torch.log(torch.tensor([[0.5, 0.8, 0.2]])).requires_grad_()
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    w, kept = algos.behaviour_weights(prox, behav, mask, cap=5.0)
+    assert not w.requires_grad
+    assert torch.allclose(w, torch.tensor([[1.0, 0.0, 0.0]]))  # 0.8 / 0.1 = 8 > 5 is left out; padding stays 0
+    assert kept.tolist() == [[1.0, 0.0, 0.0]]
+    w, _ = algos.behaviour_weights(prox, behav, mask, cap=10.0)
+    assert torch.allclose(w, torch.tensor([[1.0, 8.0, 0.0]]))
+    lp = torch.log(torch.tensor([[1.5, 1.0, 1.0]]))
+    adv = torch.ones(1, 3)
+    plain, _ = algos.clipped_policy_loss(lp, torch.zeros(1, 3), adv, mask, clip=0.2)
+    weighted, _ = algos.clipped_policy_loss(lp, torch.zeros(1, 3), adv, mask, clip=0.2, weights=w)
+    assert float(plain) == pytest.approx(-(1.2 + 1.0) / 2)
+    assert float(weighted) == pytest.approx(-(1.2 * 1.0 + 1.0 * 8.0) / 2)
