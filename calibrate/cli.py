@@ -6,7 +6,8 @@ reference runs also lengths, reward and glue, in-loop factors and the learning m
 ``rlsim-calibrate fit-learning RUN... --target X --profile P -o profile.json [--reference-batch B]``: the
 learning model from run logs at two or more batch sizes, written into the profile's ``learning``
 ``rlsim-calibrate fit-staleness RUN... [--initial X] [--profile P -o profile.json]``: which staleness form
-(stretch, naive_ppo, decoupled_ppo) async runs at two or more max stalenesses follow, into ``learning.staleness_loss``
+(stretch, naive_ppo, decoupled_ppo, or the threshold form with fitted constants) async runs at two or more max
+stalenesses follow, into ``learning.staleness_loss`` (and ``staleness_form`` / ``staleness_penalty_per_step``)
 ``rlsim-calibrate import --format verl|openrlhf|trl|nemo-rl LOG -o runlog.jsonl [--prompts-per-step P
 --group-size G]``
 ``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X]``: predict each run's batch from the
@@ -133,12 +134,17 @@ def _read_run(path: Path) -> list[dict]:
         raise CalibrateError(str(exc)) from None
 
 
-def _run_lr_rule(path: Path) -> str | None:
-    """The LR rule in a run directory's config.json (rlsim-real train), or None for a bare run log."""
+def _run_config(path: Path) -> dict:
+    """The config.json of a run directory, or beside a run log (rlsim-real train); {} when there is none."""
     from rlsim.io.files import read_json
 
     cfg = path / "config.json" if path.is_dir() else path.parent / "config.json"
-    return read_json(cfg, "rerun the run or restore the file").get("lr_rule") if cfg.is_file() else None
+    return read_json(cfg, "rerun the run or restore the file") if cfg.is_file() else {}
+
+
+def _run_lr_rule(path: Path) -> str | None:
+    """The LR rule in a run's config.json (rlsim-real train), or None for a bare run log."""
+    return _run_config(path).get("lr_rule")
 
 
 def cmd_fit_learning(args: argparse.Namespace) -> int:
@@ -179,7 +185,7 @@ def cmd_fit_learning(args: argparse.Namespace) -> int:
 def cmd_fit_staleness(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from calibrate.learning_fit.staleness import fit_staleness
+    from calibrate.learning_fit.staleness import fit_staleness, profile_learning
     from rlsim.run.profile import load_profile
 
     profile = load_profile(args.profile) if args.profile else None  # before the fit: a bad profile fails fast
@@ -192,12 +198,20 @@ def cmd_fit_staleness(args: argparse.Namespace) -> int:
     print(f"{'staleness':>9} {'runs':>5} {'kept':>6}")
     for k, share in fit.retained.items():
         print(f"{k:>9} {fit.runs[k]:>5} {share:>6.3f}")
+    c = fit.constants
+    print(
+        f"stretch p = {fit.penalty_per_step:.3g}; fitted threshold: free {c.free_steps:g} steps, ceiling loss "
+        f"{c.ceiling_loss:.2f}, half {c.half_steps:.3g} steps"
+    )
     print("forms (rms error): " + ", ".join(f"{f} {e:.3f}" for f, e in fit.rms.items()) + f" -> {fit.loss}")
     if profile is not None:
-        learning = {**profile.learning, "staleness_loss": fit.loss}
+        losses = {_run_config(p).get("staleness_loss") for p in args.runs} - {None}
+        learning = {**profile.learning, **profile_learning(fit, losses.pop() if len(losses) == 1 else None)}
+        if learning.get("staleness_form") is None:
+            learning.pop("staleness_form", None)
         prov = {**profile.provenance, "staleness_runs": [str(p) for p in args.runs]}
         atomic_write_text(args.output, dataclasses.replace(profile, provenance=prov, learning=learning).dumps() + "\n")
-        print(f"wrote {args.output} (learning.staleness_loss {fit.loss})")
+        print(f"wrote {args.output} (learning.staleness_loss {learning['staleness_loss']})")
     return 0
 
 
@@ -316,7 +330,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     fs = sub.add_parser("fit-staleness", help="which staleness form async runs at several stalenesses follow")
     fs.add_argument("runs", type=Path, nargs="+", help="run directories (runlog.jsonl) or runlog.jsonl files")
-    fs.add_argument("--initial", type=float, help="the metric before training (default: the runs' first evaluation)")
+    fs.add_argument(
+        "--initial",
+        type=float,
+        help="the metric before training (default: the runs' eval_metric_initial, else their first evaluation)",
+    )
     fs.add_argument("--profile", type=Path, help="profile JSON (with a learning model) to add the form to")
     fs.add_argument("-o", "--output", type=Path, help="profile JSON to write (with --profile)")
     fs.set_defaults(func=cmd_fit_staleness)

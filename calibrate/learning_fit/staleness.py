@@ -1,14 +1,22 @@
-"""Which staleness form a user's own asynchronous runs follow (``rlsim-calibrate fit-staleness``; issue 33).
+"""Which staleness form a user's own asynchronous runs follow, and its constants (``rlsim-calibrate
+fit-staleness``; issue 33).
 
-The forms are rlsim.learning.staleness's: ``stretch`` leaves the curve's ceiling where it is (the seed paper's
-form moves only the samples axis), ``naive_ppo`` and ``decoupled_ppo`` keep the share c(k) of the gain at maximum
-staleness k. At a fixed number of samples the gain a run has made shrinks by that share, so runs that differ only
-in their maximum staleness measure it directly: the gain over the initial metric at the largest sample count every
-run reached (the mean of each run's evaluations in its last fifth up to there, runs of one staleness averaged),
-over the gain of the runs at the smallest staleness. Each form predicts those ratios (c(k) / c(k_min)); the form
-with the smallest root-mean-square error is chosen, and every form's error is reported so that a near tie is
-seen. A run's staleness is the largest ``staleness`` its run log records (the policy versions between a rollout's
-weights and the update that trains on it).
+The forms are rlsim.learning.staleness's, each a statement about the whole learning curve at maximum staleness k
+against the curve f of the runs at the smallest staleness k0 (a sigmoid fitted to their pooled evaluations from
+the initial metric R0):
+
+* ``stretch`` (the seed paper's): the same curve, slower: ``f(S / (1 + p) ** (k - k0))``, one constant p fitted;
+* ``naive_ppo`` and ``decoupled_ppo``: AReaL's constants (no fit): the gain kept shrinks to ``c(k) / c(k0)``,
+  ``R0 + c(k) / c(k0) (f(S) - R0)``;
+* ``fitted``: that threshold form with its three constants (free steps, ceiling loss, half steps) fitted to the
+  runs: a grid over free steps and half steps with the ceiling loss profiled out.
+
+Every evaluated point of the runs beyond k0 is scored; the form with the lowest Bayesian information criterion
+(n ln(RSS / n) + params ln n, so that the fitted form's three constants must earn their place) is chosen, and
+every form's RMS error is printed so that a near tie is seen. Also reported, model-free: the gain at the largest
+sample count every run reached (the mean of each run's evaluations in its last fifth up to there, runs of one
+staleness averaged) over the k0 runs' gain. A run's staleness is the largest ``staleness`` its run log records
+(the policy versions between a rollout's weights and the update that trains on it).
 """
 
 from __future__ import annotations
@@ -21,21 +29,40 @@ from typing import Any
 import numpy as np
 
 from calibrate.errors import CalibrateError
+from calibrate.learning_fit.curve import fit_sigmoid_checked
 from calibrate.learning_fit.fit import _run_points
-from rlsim.learning.staleness import LOSSES, retained_gain
+from rlsim.learning.model import metric_at
+from rlsim.learning.staleness import LOSSES, StalenessLoss
+from rlsim.scenario import MetricCurve
 
-FORMS = ("stretch", *LOSSES)
+FORMS = ("stretch", *LOSSES, "fitted")
+PARAMS = {"stretch": 1, "naive_ppo": 0, "decoupled_ppo": 0, "fitted": 3}
 WINDOW = 0.2  # the share of the common samples, ending there, whose evaluations give a run's gain
+FITTED_SOURCE = "fitted by rlsim-calibrate fit-staleness to the user's runs"
 
 
 @dataclass(frozen=True)
 class StalenessFit:
-    loss: str  # the form chosen
+    loss: str  # the form chosen (one of FORMS)
     retained: dict[int, float]  # measured gain at each staleness over the smallest staleness's
     runs: dict[int, int]  # runs per staleness
-    rms: dict[str, float]  # each form's root-mean-square error against ``retained``
-    at_samples: float  # the common sample count the gains are read at
-    initial: float  # the initial metric the gains are measured from
+    rms: dict[str, float]  # each form's root-mean-square error over the points of the runs beyond k0
+    bic: dict[str, float]  # each form's information criterion (the lowest is chosen)
+    at_samples: float  # the common sample count ``retained`` is read at
+    initial: float  # the initial metric R0
+    reference: MetricCurve  # the sigmoid of the runs at the smallest staleness
+    base_staleness: int  # k0
+    penalty_per_step: float  # stretch: the fitted p
+    constants: StalenessLoss  # fitted: the threshold form's constants
+
+    def predict(self, form: str, staleness: float, samples: Any) -> np.ndarray:
+        """The eval metric ``form`` predicts at ``samples`` for runs at max staleness ``staleness``."""
+        s = np.asarray(samples, dtype=float)
+        staleness = np.asarray(staleness, dtype=float)
+        if form == "stretch":
+            return metric_at(self.reference, s / (1.0 + self.penalty_per_step) ** (staleness - self.base_staleness))
+        kept = _kept(self.constants if form == "fitted" else LOSSES[form], staleness, self.base_staleness)
+        return self.initial + kept * (metric_at(self.reference, s) - self.initial)
 
 
 def run_staleness(run: Sequence[Mapping[str, Any]]) -> int:
@@ -44,40 +71,125 @@ def run_staleness(run: Sequence[Mapping[str, Any]]) -> int:
     return int(max(values)) if values else 0
 
 
+def run_initial(run: Sequence[Mapping[str, Any]]) -> float | None:
+    """The metric before training, when the run log records it (``eval_metric_initial``, rlsim-real)."""
+    for rec in run:
+        v = rec.get("eval_metric_initial")
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            return float(v)
+    return None
+
+
+def _kept(form: StalenessLoss, k: Any, k0: float) -> Any:
+    """c(k) / c(k0) of a threshold form (k may be an array)."""
+    return _share(form, np.asarray(k, dtype=float)) / _share(form, np.asarray(float(k0)))
+
+
+def _share(form: StalenessLoss, k: np.ndarray) -> np.ndarray:
+    beyond = np.maximum(k - form.free_steps, 0.0)
+    return 1.0 - form.ceiling_loss * (1.0 - 2.0 ** (-beyond / form.half_steps))
+
+
 def fit_staleness(runs: Sequence[Sequence[Mapping[str, Any]]], initial: float | None = None) -> StalenessFit:
     """The staleness form ``runs`` (run logs of one setup at two or more maximum stalenesses) follow (module
-    docstring). ``initial``: the metric before training (default: the mean first evaluation over the runs)."""
+    docstring). ``initial``: the metric before training (default: the runs' ``eval_metric_initial``, else their
+    mean first evaluation)."""
     points = [_run_points(run, i) for i, run in enumerate(runs)]  # fit-learning's checks and messages
     ks = [run_staleness(run) for run in runs]
     if len(set(ks)) < 2:
         raise CalibrateError(
             f"all {len(runs)} runs have maximum staleness {ks[0] if ks else '?'}: give runs at two or more "
-            "stalenesses (schedule.max_staleness) of one setup"
+            "stalenesses (schedule.max_staleness, or rlsim-real train --staleness) of one setup"
         )
-    r0 = float(np.mean([m[0] for _, m in points])) if initial is None else float(initial)
+    if initial is None:
+        logged = [v for v in map(run_initial, runs) if v is not None]
+        initial = float(np.mean(logged)) if logged else float(np.mean([m[0] for _, m in points]))
+    r0 = float(initial)
+    k0 = min(ks)
+    base = [p for p, k in zip(points, ks) if k == k0]
+    s0 = np.concatenate([s for s, _ in base])
+    order = np.argsort(s0, kind="stable")
+    try:
+        ref = fit_sigmoid_checked(s0[order], np.concatenate([m for _, m in base])[order], r0, 0.0, None)
+    except CalibrateError as exc:
+        raise CalibrateError(f"the runs at staleness {k0} (the reference curve): {exc}") from None
+    reference = ref.to_metric_curve()
+    retained, at = _retained(points, ks, r0)
+    others = [(s, m, k) for (s, m), k in zip(points, ks) if k != k0]
+    s_all = np.concatenate([s for s, _, _ in others])
+    m_all = np.concatenate([m for _, m, _ in others])
+    k_all = np.concatenate([np.full(s.size, k, dtype=float) for s, _, k in others])
+    gain = metric_at(reference, s_all) - r0
+    p = _fit_stretch(reference, s_all, m_all, k_all - k0)
+    constants = _fit_threshold(gain, m_all - r0, k_all, k0)
+    fit = StalenessFit("", retained, {k: ks.count(k) for k in sorted(set(ks))}, {}, {}, at, r0, reference, k0, p,
+                       constants)  # fmt: skip
+    n = m_all.size
+    rms, bic = {}, {}
+    for form in FORMS:
+        rss = float(np.sum((fit.predict(form, k_all, s_all) - m_all) ** 2))
+        rms[form] = math.sqrt(rss / n)
+        bic[form] = n * math.log(max(rss, 1e-300) / n) + PARAMS[form] * math.log(n)
+    loss = min(FORMS, key=lambda f: (bic[f], FORMS.index(f)))
+    return StalenessFit(loss, retained, fit.runs, rms, bic, at, r0, reference, k0, p, constants)
+
+
+def _retained(points, ks, r0: float) -> tuple[dict[int, float], float]:
+    """The model-free summary: each staleness's gain at the common samples over the smallest staleness's."""
     at = min(float(s[-1]) for s, _ in points)
     gains: dict[int, list[float]] = {}
     for (s, m), k in zip(points, ks):
         window = (s >= (1.0 - WINDOW) * at) & (s <= at)
         value = float(np.mean(m[window])) if window.any() else float(np.interp(at, s, m))
         gains.setdefault(k, []).append(value - r0)
-    k_min = min(gains)
-    base = float(np.mean(gains[k_min]))
+    k0 = min(gains)
+    base = float(np.mean(gains[k0]))
     if not base > 0:
         raise CalibrateError(
-            f"the runs at staleness {k_min} gained {base:.4g} over the initial metric {r0:.4g} by {at:.0f} samples: "
+            f"the runs at staleness {k0} gained {base:.4g} over the initial metric {r0:.4g} by {at:.0f} samples: "
             "no gain to compare the others with (run longer, or give --initial)"
         )
-    retained = {k: float(np.mean(v)) / base for k, v in sorted(gains.items())}
-    rms = {}
-    for form in FORMS:
-        errors = [retained[k] - _predicted(form, k, k_min) for k in retained if k != k_min]
-        rms[form] = math.sqrt(float(np.mean(np.square(errors))))
-    loss = min(FORMS, key=lambda f: (rms[f], FORMS.index(f)))
-    return StalenessFit(loss, retained, {k: len(v) for k, v in sorted(gains.items())}, rms, at, r0)
+    return {k: float(np.mean(v)) / base for k, v in sorted(gains.items())}, at
 
 
-def _predicted(form: str, k: int, k_min: int) -> float:
-    if form == "stretch":
-        return 1.0
-    return retained_gain(form, k) / retained_gain(form, k_min)
+def _fit_stretch(reference: MetricCurve, s: np.ndarray, m: np.ndarray, dk: np.ndarray) -> float:
+    """The stretch's p: a grid in log p from 1e-4 to 10, refined once around the best."""
+
+    def sse(p: float) -> float:
+        return float(np.sum((metric_at(reference, s / (1.0 + p) ** dk) - m) ** 2))
+
+    grid = np.concatenate([[0.0], np.geomspace(1e-4, 10.0, 81)])
+    best = min(grid, key=sse)
+    fine = np.linspace(best / 1.2, best * 1.2, 21) if best > 0 else np.linspace(0.0, 1e-4, 11)
+    return float(min(fine, key=sse))
+
+
+def _fit_threshold(gain: np.ndarray, y: np.ndarray, k: np.ndarray, k0: int) -> StalenessLoss:
+    """The threshold form's constants: free steps on a half-step grid up to the largest staleness, half steps on a
+    log grid, the ceiling loss L in [0, 1) on a fine grid (the prediction R0 + c(k) / c(k0) gain(S))."""
+    k_max = float(k.max())
+    losses = np.linspace(0.0, 0.99, 100)[:, None]
+    best = (math.inf, StalenessLoss(k_max, 0.0, 1.0, FITTED_SOURCE))
+    for free in np.arange(0.0, k_max + 0.25, 0.5):
+        for half in np.geomspace(0.25, 64.0, 25):
+            h = 1.0 - 2.0 ** (-np.maximum(k - free, 0.0) / half)
+            h0 = 1.0 - 2.0 ** (-max(k0 - free, 0.0) / half)
+            kept = (1.0 - losses * h[None, :]) / (1.0 - losses * h0)
+            sse = np.sum((kept * gain[None, :] - y[None, :]) ** 2, axis=1)
+            i = int(np.argmin(sse))
+            if sse[i] < best[0] - 1e-12:
+                best = (float(sse[i]), StalenessLoss(float(free), float(losses[i, 0]), float(half), FITTED_SOURCE))
+    return best[1]
+
+
+def profile_learning(fit: StalenessFit, loss: str | None = None) -> dict[str, Any]:
+    """The profile's learning keys for the chosen form. ``loss``: the loss the runs trained with (their
+    config.json's ``staleness_loss``), which names the fitted constants; without it they go under the published
+    loss whose constants fit the runs better."""
+    if fit.loss == "stretch":
+        return {"staleness_loss": "stretch", "staleness_penalty_per_step": fit.penalty_per_step, "staleness_form": None}
+    if fit.loss in LOSSES:
+        return {"staleness_loss": fit.loss, "staleness_form": None}
+    name = loss if loss in LOSSES else min(LOSSES, key=lambda f: fit.rms[f])
+    c = fit.constants
+    return {"staleness_loss": name, "staleness_form": [c.free_steps, c.ceiling_loss, c.half_steps]}

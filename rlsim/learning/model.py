@@ -212,13 +212,14 @@ def samples_to_target(learning: Learning, batch: int, mean_staleness: float = 0.
         smul = (1.0 + learning.staleness_penalty_per_step) ** mean_staleness
         curve, curve_mul = learning.metric, bmul * lmul * smul
     else:  # threshold-like, by the loss (rlsim.learning.staleness): the curve's ceiling moves
-        curve = with_staleness(learning.metric, learning.staleness_loss, mean_staleness)
+        curve = with_staleness(learning.metric, learning.staleness_loss, mean_staleness, learning.staleness_form)
         try:
             smul = reference_samples_to_target(curve, learning.target) / ref
         except LearningModelError:
+            kept = retained_gain(learning.staleness_loss, mean_staleness, learning.staleness_form)
             raise LearningModelError(
                 f"learning.staleness_loss {learning.staleness_loss} at max staleness {mean_staleness:g} keeps "
-                f"{retained_gain(learning.staleness_loss, mean_staleness):.0%} of the metric's gain, so the curve "
+                f"{kept:.0%} of the metric's gain, so the curve "
                 f"tops out at {curve.asymptote:.4g}, short of the target {learning.target:g}: lower "
                 "schedule.max_staleness or train with a loss that tolerates it (decoupled_ppo loses nothing up to 4)"
             ) from None

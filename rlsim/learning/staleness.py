@@ -23,7 +23,8 @@ stop holding: one model, one task, one budget of steps; other losses (M2PO, VCPO
 Noukhovitch et al.) report matching on-policy results at lags of 2-256 updates and are not in the table.
 `rlsim import-config` sets the form where it imports an async mode (NeMo RL's async GRPO and OpenRLHF's async
 with its importance-sampling correction: decoupled_ppo), and ``rlsim-calibrate fit-staleness`` picks it from a
-user's runs at several stalenesses (calibrate/learning_fit/staleness.py).
+user's runs at several stalenesses (calibrate/learning_fit/staleness.py), with the constants fitted to them when
+the runs say so (``learning.staleness_form``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 
 from rlsim.scenario import MetricCurve
 
-__all__ = ["StalenessLoss", "LOSSES", "retained_gain", "with_staleness"]
+__all__ = ["StalenessLoss", "LOSSES", "form_of", "retained_gain", "with_staleness"]
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,19 @@ LOSSES = {
 }
 
 
-def retained_gain(loss: str, max_staleness: float) -> float:
-    """The share of the curve's gain a run with ``loss`` keeps at ``max_staleness`` (math.inf: unbounded)."""
-    form = LOSSES[loss]
+def form_of(loss: str, constants: tuple[float, ...] | None = None) -> StalenessLoss:
+    """The threshold form of ``loss``: its published constants, or ``constants`` (free steps, ceiling loss, half
+    steps; ``learning.staleness_form``, fitted by rlsim-calibrate fit-staleness) in their place."""
+    if constants is None:
+        return LOSSES[loss]
+    free, ceiling, half = (float(x) for x in constants)
+    return StalenessLoss(free, ceiling, half, "learning.staleness_form (fitted to the user's runs)")
+
+
+def retained_gain(loss: str, max_staleness: float, constants: tuple[float, ...] | None = None) -> float:
+    """The share of the curve's gain a run with ``loss`` keeps at ``max_staleness`` (math.inf: unbounded);
+    ``constants``: see :func:`form_of`."""
+    form = form_of(loss, constants)
     beyond = max_staleness - form.free_steps
     if beyond <= 0:
         return 1.0
@@ -67,7 +78,9 @@ def retained_gain(loss: str, max_staleness: float) -> float:
     return 1.0 - form.ceiling_loss * (1.0 - 2.0 ** (-beyond / form.half_steps))
 
 
-def with_staleness(curve: MetricCurve, loss: str, max_staleness: float) -> MetricCurve:
+def with_staleness(
+    curve: MetricCurve, loss: str, max_staleness: float, constants: tuple[float, ...] | None = None
+) -> MetricCurve:
     """The metric curve a run with ``loss`` follows at ``max_staleness``: its asymptote moved to R0 + c (A - R0)."""
-    c = retained_gain(loss, max_staleness)
+    c = retained_gain(loss, max_staleness, constants)
     return dataclasses.replace(curve, asymptote=curve.initial + c * (curve.asymptote - curve.initial))

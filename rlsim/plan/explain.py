@@ -178,7 +178,8 @@ def _staleness_line(result: PlanResult, win: pd.Series) -> str | None:
     depths = sorted({o["schedule.max_staleness"] for o in over if o["schedule.mode"] == "async"})
     if loss == "stretch" or not depths:
         return None
-    kept = ", ".join(f"k={k} {retained_gain(loss, k):.0%}" for k in depths)
+    form = result.scenario.learning.staleness_form
+    kept = ", ".join(f"k={k} {retained_gain(loss, k, form):.0%}" for k in depths)
     return (
         f"staleness: {loss} keeps this share of the metric's gain at the async depths searched ({kept}); a deeper "
         f"pipeline hides more generation but needs more samples once the share falls (winner: {win['schedule']})"

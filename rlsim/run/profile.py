@@ -72,6 +72,8 @@ LEARNING_KEYS = (
     "stall_form",
     "initial_success",
     "staleness_loss",
+    "staleness_form",
+    "staleness_penalty_per_step",
 )
 # the keys of a profile's lengths section that replace the scenario's (rlsim.scenario.Workload fields)
 LENGTH_KEYS = (

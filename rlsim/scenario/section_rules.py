@@ -75,6 +75,22 @@ def validate_learning(lr: Learning) -> None:
                 f"({lr.metric.asymptote})",
                 "choose a target the curve reaches",
             )
+    if lr.staleness_form is not None:
+        form = lr.staleness_form
+        if lr.staleness_loss == "stretch":
+            raise ScenarioError(
+                "learning.staleness_form",
+                form,
+                "sets a loss's threshold constants, but learning.staleness_loss is stretch",
+                "set learning.staleness_loss to naive_ppo or decoupled_ppo, or drop staleness_form",
+            )
+        if len(form) != 3 or not (form[0] >= 0 and 0 <= form[1] < 1 and form[2] > 0):
+            raise ScenarioError(
+                "learning.staleness_form",
+                form,
+                "must be [free_steps >= 0, ceiling_loss in [0, 1), half_steps > 0]",
+                "e.g. [4, 0.45, 14.3] (decoupled_ppo's published constants)",
+            )
     if (lr.stall_batches is None) != (lr.stall_shares is None):
         raise ScenarioError(
             "learning.stall_batches",

@@ -360,6 +360,9 @@ class Learning:
     # the loss an async run trains with, threshold-like on the ceiling: naive_ppo (importance ratio against the
     # behaviour policy) or decoupled_ppo (AReaL's proximal-policy objective), from AReaL's staleness table
     staleness_loss: Literal["stretch", "naive_ppo", "decoupled_ppo"] = "stretch"
+    # the loss's threshold constants (free steps, ceiling loss, half steps) in place of AReaL's, fitted to a user's
+    # runs by rlsim-calibrate fit-staleness; None: the loss's published constants
+    staleness_form: tuple[float, ...] | None = None
     samples_spread: float = field(default=0.0, metadata=bounds(ge=0, le=2))  # std of log N* across seeds
     # share of seeds that never reach the target at any budget (a GRPO run whose groups all score alike stops
     # learning); the rest reach it at a lognormal N* (rlsim.learning.model.reach_within)

@@ -126,3 +126,31 @@ def test_the_plan_searches_the_staleness_the_loss_keeps_free_and_says_what_each_
     result = plan(paper(staleness_loss="naive_ppo"), grid=grid, gpus=64, finalists=1, workers=1)
     line = next(x for x in explain(result) if x.startswith("staleness:"))
     assert "naive_ppo keeps" in line and "k=1 100%, k=2 75%" in line
+
+
+def test_fitted_constants_replace_the_published_ones():
+    """learning.staleness_form (what fit-staleness writes from a user's runs): the loss keeps nothing free past 2
+    steps, 30% lost at most, half of it 3 steps on; samples-to-target and the plan's free depth follow it."""
+    from rlsim.plan.space import SCHEDULES, default_schedules
+
+    form = (2.0, 0.3, 3.0)
+    assert retained_gain("decoupled_ppo", 5, form) == pytest.approx(1 - 0.3 * 0.5)
+    assert retained_gain("decoupled_ppo", 2, form) == 1.0
+    fitted = paper(staleness_loss="decoupled_ppo", staleness_form=list(form))
+    published = samples_to_target(paper(staleness_loss="decoupled_ppo").learning, 1024, 4)
+    assert published.staleness_multiplier == 1.0  # AReaL's decoupled loss: free up to 4
+    assert samples_to_target(fitted.learning, 1024, 4).staleness_multiplier > 1.1
+    assert default_schedules(fitted) == SCHEDULES  # 2 steps free: no deeper depth worth adding
+
+
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        ({"staleness_form": [2, 0.3, 3]}, "learning.staleness_form.*staleness_loss is stretch"),
+        ({"staleness_loss": "naive_ppo", "staleness_form": [2, 1.2, 3]}, r"ceiling_loss in \[0, 1\)"),
+        ({"staleness_loss": "naive_ppo", "staleness_form": [2, 0.3]}, "must be .free_steps"),
+    ],
+)
+def test_bad_fitted_constants_are_refused_with_the_fix(overrides, match):
+    with pytest.raises(rlsim.ScenarioError, match=match):
+        paper(**overrides)
