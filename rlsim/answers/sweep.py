@@ -240,9 +240,8 @@ def _cost_hint(scenario: Scenario, profile: Profile | None, overrides: dict[str,
     from rlsim.scenario.build import with_learning
 
     try:
-        b = int(overrides.get("workload.prompts_per_step", scenario.workload.prompts_per_step)) * int(
-            overrides.get("workload.group_size", scenario.workload.group_size)
-        )
+        g = int(overrides.get("workload.group_size", scenario.workload.group_size))
+        b = int(overrides.get("workload.prompts_per_step", scenario.workload.prompts_per_step)) * g
         steps = int(overrides.get("run.steps", scenario.run.steps))
         learning = {k: v for k, v in overrides.items() if k.startswith("learning.")}
         scn = with_learning(scenario, learning) if learning else scenario
@@ -251,7 +250,7 @@ def _cost_hint(scenario: Scenario, profile: Profile | None, overrides: dict[str,
         if scn.learning.metric is None or scn.learning.target is None:
             return float(b * steps)
         k = int(overrides.get("schedule.max_staleness", scenario.schedule.staleness))
-        return min(samples_to_target(scn.learning, b, k).samples, float(b * scenario.run.max_steps))
+        return min(samples_to_target(scn.learning, b, k, g).samples, float(b * scenario.run.max_steps))
     except (RlsimError, ValueError, TypeError):
         return 0.0
 

@@ -63,6 +63,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rlsim.errors import RlsimError
+from rlsim.learning.groups import group_multiplier
 from rlsim.learning.staleness import retained_gain, with_staleness
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 from rlsim.workload.lr_rules import lr_scale
@@ -195,14 +196,19 @@ class SamplesToTarget:
     # and LR terms alone (its staleness_multiplier is then the ratio of the two curves' N*)
     curve: MetricCurve | None = None
     curve_multiplier: float | None = None
+    group_multiplier: float = 1.0  # responses per prompt against the reference runs' (rlsim.learning.groups)
 
     @property
     def multiplier(self) -> float:
-        return self.batch_multiplier * self.lr_multiplier * self.staleness_multiplier
+        return self.batch_multiplier * self.lr_multiplier * self.staleness_multiplier * self.group_multiplier
 
 
-def samples_to_target(learning: Learning, batch: int, mean_staleness: float = 0.0) -> SamplesToTarget:
-    """N* for ``batch`` responses per step under ``learning`` (raises LearningModelError when it cannot)."""
+def samples_to_target(
+    learning: Learning, batch: int, mean_staleness: float = 0.0, group_size: int | None = None
+) -> SamplesToTarget:
+    """N* for ``batch`` responses per step under ``learning`` (raises LearningModelError when it cannot);
+    ``group_size``: responses per prompt, which counts apart from the batch when learning.reference_group_size is
+    set (rlsim.learning.groups)."""
     if learning.metric is None or learning.target is None:
         raise LearningModelError("learning.metric and learning.target are needed for samples-to-target")
     ref = reference_samples_to_target(learning.metric, learning.target)
@@ -224,7 +230,12 @@ def samples_to_target(learning: Learning, batch: int, mean_staleness: float = 0.
                 "schedule.max_staleness or train with a loss that tolerates it (decoupled_ppo loses nothing up to 4)"
             ) from None
         curve_mul = bmul * lmul
-    return SamplesToTarget(ref * bmul * lmul * smul, ref, bmul, lmul, smul, tuple(warnings), curve, curve_mul)
+    gmul = 1.0
+    if learning.reference_group_size is not None and group_size is not None:
+        gmul = group_multiplier(learning.metric, ref, group_size, learning.reference_group_size)
+    return SamplesToTarget(
+        ref * bmul * lmul * smul * gmul, ref, bmul, lmul, smul, tuple(warnings), curve, curve_mul * gmul, gmul
+    )
 
 
 def signal_free_ratio(batch: float, reference_batch: float, initial_success: float) -> float:

@@ -74,6 +74,7 @@ LEARNING_KEYS = (
     "staleness_loss",
     "staleness_form",
     "staleness_penalty_per_step",
+    "reference_group_size",
 )
 # the keys of a profile's lengths section that replace the scenario's (rlsim.scenario.Workload fields)
 LENGTH_KEYS = (

@@ -172,7 +172,9 @@ def footprint(scn: Scenario, with_band: bool = False) -> Footprint:
 def _samples_to_target(scn: Scenario) -> SamplesToTarget | None:
     if scn.learning.metric is None:
         return None
-    return samples_to_target(scn.learning, scn.workload.responses_per_step, scn.schedule.staleness)
+    return samples_to_target(
+        scn.learning, scn.workload.responses_per_step, scn.schedule.staleness, scn.workload.group_size
+    )
 
 
 def _with_steps_to_target(scn: Scenario, n_star: SamplesToTarget | None) -> Scenario:

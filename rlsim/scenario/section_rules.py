@@ -75,6 +75,15 @@ def validate_learning(lr: Learning) -> None:
                 f"({lr.metric.asymptote})",
                 "choose a target the curve reaches",
             )
+    if lr.reference_group_size is not None and lr.metric is not None:
+        lo, hi = sorted((lr.metric.initial, lr.metric.asymptote))
+        if lo < 0 or hi > 1:
+            raise ScenarioError(
+                "learning.reference_group_size",
+                lr.reference_group_size,
+                f"reads the metric curve as a pass rate, but it runs from {lr.metric.initial} to {lr.metric.asymptote}",
+                "give a metric in [0, 1] (an accuracy) or leave reference_group_size unset",
+            )
     if lr.staleness_form is not None:
         form = lr.staleness_form
         if lr.staleness_loss == "stretch":

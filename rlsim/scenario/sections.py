@@ -378,6 +378,10 @@ class Learning:
     stall_form: Literal["constant", "signal_free_steps"] = "constant"
     # the share of responses that are correct before training (the reference runs' first steps)
     initial_success: float | None = field(default=None, metadata=bounds(ge=0, lt=1))
+    # responses per prompt of the runs the metric curve was measured at; set, a group whose rewards all agree
+    # trains nothing and N* follows the share of informative groups at workload.group_size (rlsim.learning.groups;
+    # the metric must be a pass rate in [0, 1]); unset, the batch P x G alone counts
+    reference_group_size: int | None = field(default=None, metadata=bounds(ge=2))
 
 
 @dataclass(frozen=True)

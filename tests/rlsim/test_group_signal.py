@@ -1,0 +1,75 @@
+"""Responses per prompt apart from the batch (rlsim.learning.groups, learning.reference_group_size; issue 33): a
+group whose rewards all agree trains nothing, so N* follows the share of informative groups along the curve."""
+
+from __future__ import annotations
+
+import pytest
+
+import rlsim
+from rlsim.learning.groups import group_multiplier, informative_share
+from rlsim.learning.model import samples_to_target
+from rlsim.scenario import MetricCurve
+from tests.conftest import SCENARIOS
+
+
+def paper(**overrides) -> rlsim.Scenario:
+    return rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", overrides)
+
+
+def test_informative_share_by_hand_and_near_zero():
+    assert float(informative_share(0.5, 2)) == pytest.approx(0.5)
+    assert float(informative_share(0.3, 4)) == pytest.approx(1 - 0.3**4 - 0.7**4)
+    assert float(informative_share(1e-9, 8)) == pytest.approx(8e-9, rel=1e-6)  # G p: precision kept near 0
+
+
+def test_mid_curve_groups_are_all_informative_so_the_batch_alone_counts():
+    """On a curve from pass rate 0.4 to 0.6, G = 8 and 32 differ by under 2%: B = P x G holds there."""
+    curve = MetricCurve(initial=0.4, asymptote=0.6, mid_samples=10_000.0, exponent=1.5)
+    assert group_multiplier(curve, 20_000.0, 32, 8) == pytest.approx(1.0, abs=0.02)
+    assert group_multiplier(curve, 20_000.0, 8, 8) == 1.0
+
+
+def test_from_zero_a_small_group_pays_its_share_of_empty_groups():
+    """A curve that starts at pass rate 0: early on a group of G is informative with probability ~ G p, so G = 2
+    needs nearly 8 / 2 = 4x the samples of G = 8 while p is small; over the whole curve less (2-4x)."""
+    curve = MetricCurve(initial=0.0, asymptote=0.95, mid_samples=10_000.0, exponent=4.0)
+    m = group_multiplier(curve, 12_000.0, 2, 8)
+    assert 2.0 < m < 4.0
+    assert group_multiplier(curve, 12_000.0, 32, 8) < 1.0 < group_multiplier(curve, 12_000.0, 4, 8) < m
+
+
+def test_off_unless_the_reference_group_size_is_set():
+    """Unset (the default): the seed paper's B = P x G, any G; set: G counts, and the simulated run follows."""
+    plain = paper()
+    assert (
+        samples_to_target(plain.learning, 1024, 1, 2).samples == samples_to_target(plain.learning, 1024, 1, 8).samples
+    )
+    on = paper(**{"learning.reference_group_size": 8})
+    at8 = samples_to_target(on.learning, 1024, 1, 8)
+    assert at8.samples == samples_to_target(plain.learning, 1024, 1, 8).samples
+    at2 = samples_to_target(on.learning, 1024, 1, 2)
+    assert at2.group_multiplier == pytest.approx(2.29, abs=0.01) and at2.samples > 2 * at8.samples
+    n = {}
+    for g in (2, 8):
+        s = paper(
+            **{
+                "learning.reference_group_size": 8,
+                "workload.group_size": g,
+                "workload.prompts_per_step": 1024 // g,
+                "run.until_target": False,
+                "run.steps": 2,
+            }
+        )
+        n[g] = rlsim.simulate(s).summary()["samples_to_target"]
+    assert n[2] / n[8] == pytest.approx(at2.samples / at8.samples)
+
+
+def test_a_metric_that_is_not_a_pass_rate_is_refused():
+    with pytest.raises(rlsim.ScenarioError, match="learning.reference_group_size.*pass rate"):
+        paper(
+            **{
+                "learning.reference_group_size": 8,
+                "learning.metric": {"initial": 29.3, "asymptote": 60, "mid_samples": 1e5, "exponent": 1.5},
+                "learning.target": 42,
+            }
+        )
