@@ -3,7 +3,7 @@ staleness form fitted to them, predictions for other stalenesses written down, t
 
     python scripts/staleness_loop.py -o out/staleness [--seeds 5] [--fit 0,1,2,4,32] [--held-out 8,16] [--jobs 2]
 
-Every run is ``rlsim-real train`` (GRPO on the ``last`` task from the tiny random model, B = 16 x 8, sqrt LR 1e-3,
+Every run is ``rlsim-real train`` (GRPO on the ``last`` task from the tiny random model, B = 16 x 8, sqrt LR 2.5e-4,
 4 mini-batches per step, so the proximal policy moves within a step as in AReaL's PPO, 200 steps, eval of 128
 held-out prompts every 5 steps, one torch thread) with ``--staleness K --staleness-loss L``; K = 0 runs are shared by
 both losses. A run whose directory holds ``summary.json`` is not run again, so the script resumes. Per loss:
@@ -37,7 +37,7 @@ from rlsim.io.runlog import read_jsonl  # noqa: E402
 
 LOSSES = ("naive_ppo", "decoupled_ppo")
 TRAIN = (
-    "--task last --algo grpo --engine hf --prompts-per-step 16 --group-size 8 --lr0 1e-3 --lr-rule sqrt "
+    "--task last --algo grpo --engine hf --prompts-per-step 16 --group-size 8 --lr0 2.5e-4 --lr-rule sqrt "
     "--max-steps 200 --eval-every 5 --eval-size 128 --threads 1 --mini-batches 4"
 ).split()
 
@@ -111,8 +111,6 @@ def main() -> int:
             runs = [r for k, rs in logs(out, loss, fit_ks, args.seeds).items() for r in rs]
             fit = fit_staleness(runs)
             grid = np.unique(np.concatenate([_run_points(r, i)[0] for i, r in enumerate(runs)]))
-            base_gain = float(np.mean([kept([_run_points(r, 0)], fit.at_samples, fit.initial, 1.0)[0]
-                                       for r in runs if max(x.get("staleness") or 0 for x in r) == 0]))  # fmt: skip
             predictions[loss] = {
                 "chosen": fit.loss,
                 "rms": fit.rms,
@@ -120,13 +118,14 @@ def main() -> int:
                 "constants": [fit.constants.free_steps, fit.constants.ceiling_loss, fit.constants.half_steps],
                 "initial": fit.initial,
                 "at_samples": fit.at_samples,
-                "base_gain": base_gain,
+                "base_gain": fit.base_gain,
                 "retained_fit": {str(k): v for k, v in fit.retained.items()},
                 "samples": grid.tolist(),
                 "curves": {f: {str(k): fit.predict(f, k, grid).tolist() for k in held} for f in FORMS},
                 "kept": {
                     f: {
-                        str(k): float((fit.predict(f, k, [fit.at_samples])[0] - fit.initial) / base_gain) for k in held
+                        str(k): float((fit.predict(f, k, [fit.at_samples])[0] - fit.initial) / fit.base_gain)
+                        for k in held
                     }  # fmt: skip
                     for f in FORMS
                 },

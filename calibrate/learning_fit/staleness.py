@@ -49,6 +49,7 @@ class StalenessFit:
     rms: dict[str, float]  # each form's root-mean-square error over the points of the runs beyond k0
     bic: dict[str, float]  # each form's information criterion (the lowest is chosen)
     at_samples: float  # the common sample count ``retained`` is read at
+    base_gain: float  # the k0 runs' gain there, over ``initial``
     initial: float  # the initial metric R0
     reference: MetricCurve  # the sigmoid of the runs at the smallest staleness
     base_staleness: int  # k0
@@ -114,7 +115,7 @@ def fit_staleness(runs: Sequence[Sequence[Mapping[str, Any]]], initial: float | 
     except CalibrateError as exc:
         raise CalibrateError(f"the runs at staleness {k0} (the reference curve): {exc}") from None
     reference = ref.to_metric_curve()
-    retained, at = _retained(points, ks, r0)
+    retained, at, base_gain = _retained(points, ks, r0)
     others = [(s, m, k) for (s, m), k in zip(points, ks) if k != k0]
     s_all = np.concatenate([s for s, _, _ in others])
     m_all = np.concatenate([m for _, m, _ in others])
@@ -122,8 +123,8 @@ def fit_staleness(runs: Sequence[Sequence[Mapping[str, Any]]], initial: float | 
     gain = metric_at(reference, s_all) - r0
     p = _fit_stretch(reference, s_all, m_all, k_all - k0)
     constants = _fit_threshold(gain, m_all - r0, k_all, k0)
-    fit = StalenessFit("", retained, {k: ks.count(k) for k in sorted(set(ks))}, {}, {}, at, r0, reference, k0, p,
-                       constants)  # fmt: skip
+    counts = {k: ks.count(k) for k in sorted(set(ks))}
+    fit = StalenessFit("", retained, counts, {}, {}, at, base_gain, r0, reference, k0, p, constants)
     n = m_all.size
     rms, bic = {}, {}
     for form in FORMS:
@@ -131,10 +132,10 @@ def fit_staleness(runs: Sequence[Sequence[Mapping[str, Any]]], initial: float | 
         rms[form] = math.sqrt(rss / n)
         bic[form] = n * math.log(max(rss, 1e-300) / n) + PARAMS[form] * math.log(n)
     loss = min(FORMS, key=lambda f: (bic[f], FORMS.index(f)))
-    return StalenessFit(loss, retained, fit.runs, rms, bic, at, r0, reference, k0, p, constants)
+    return StalenessFit(loss, retained, counts, rms, bic, at, base_gain, r0, reference, k0, p, constants)
 
 
-def _retained(points, ks, r0: float) -> tuple[dict[int, float], float]:
+def _retained(points, ks, r0: float) -> tuple[dict[int, float], float, float]:
     """The model-free summary: each staleness's gain at the common samples over the smallest staleness's."""
     at = min(float(s[-1]) for s, _ in points)
     gains: dict[int, list[float]] = {}
@@ -149,7 +150,7 @@ def _retained(points, ks, r0: float) -> tuple[dict[int, float], float]:
             f"the runs at staleness {k0} gained {base:.4g} over the initial metric {r0:.4g} by {at:.0f} samples: "
             "no gain to compare the others with (run longer, or give --initial)"
         )
-    return {k: float(np.mean(v)) / base for k, v in sorted(gains.items())}, at
+    return {k: float(np.mean(v)) / base for k, v in sorted(gains.items())}, at, base
 
 
 def _fit_stretch(reference: MetricCurve, s: np.ndarray, m: np.ndarray, dk: np.ndarray) -> float:
