@@ -143,9 +143,9 @@ def explain(result: PlanResult) -> list[str]:
                 f"why it wins: {word} {r['gain']:.2f}x > samples penalty {r['penalty']:.2f}x, so it is "
                 f"{r['speedup']:.2f}x {better} ({change})"
             )
-    staleness = _staleness_line(result, win)
-    if staleness:
-        lines.append(staleness)
+    for extra in (_staleness_line(result, win), _groups_line(result, win)):
+        if extra:
+            lines.append(extra)
     table = per_batch(result, result.winner)
     lines.append(
         f"against the winner, the best configuration at each batch size and LR rule (screened; {word} and "
@@ -183,4 +183,24 @@ def _staleness_line(result: PlanResult, win: pd.Series) -> str | None:
     return (
         f"staleness: {loss} keeps this share of the metric's gain at the async depths searched ({kept}); a deeper "
         f"pipeline hides more generation but needs more samples once the share falls (winner: {win['schedule']})"
+    )
+
+
+def _groups_line(result: PlanResult, win: pd.Series) -> str | None:
+    """Where G counts apart from the batch (learning.reference_group_size), what each searched G costs in samples at
+    the winner's batch: why responses per prompt were searched (rlsim.learning.groups)."""
+    from rlsim.learning.model import LearningModelError, samples_to_target
+
+    learning = result.scenario.learning
+    if learning.reference_group_size is None or len(result.space.groups) < 2 or learning.metric is None:
+        return None
+    batch = int(win["prompts_per_step"]) * int(win["group_size"])
+    try:
+        n = {g: samples_to_target(learning, batch, 0, g).group_multiplier for g in result.space.groups}
+    except LearningModelError:
+        return None
+    each = ", ".join(f"G={g} {m:.2f}x" for g, m in n.items())
+    return (
+        f"responses per prompt: at B = {batch}, samples against G = {learning.reference_group_size} of the reference "
+        f"runs: {each} (a group whose rewards all agree trains nothing; learning.reference_group_size)"
     )

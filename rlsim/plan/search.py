@@ -183,7 +183,7 @@ def plan(
     )
     table.attrs["overrides"] = [c.overrides for c in configs]
     constraints = {"deadline_h": deadline_h, "budget_usd": budget_usd}
-    notes = _notes(missing, space)
+    notes = _notes(missing, space, scenario.learning.reference_group_size is not None)
     return PlanResult(scenario, space, objective, table, baseline, winner, front, price_table, constraints, notes)
 
 
@@ -291,7 +291,7 @@ class _Runner:
             rules.finish(index, rows[index])
 
 
-def _notes(missing: list[str], space: Space) -> list[str]:
+def _notes(missing: list[str], space: Space, groups_count: bool = False) -> list[str]:
     """What the plan says of its own limits: unpriced GPUs, a group size it did not search."""
     notes = []
     if missing:
@@ -299,7 +299,7 @@ def _notes(missing: list[str], space: Space) -> list[str]:
             f"no price for {', '.join(missing)}: cost is left empty for it and the Pareto front is time-to-target "
             "vs GPU-hours; pass --price GPU=USD to price it"
         )
-    if len(space.groups) == 1:
+    if len(space.groups) == 1 and not groups_count:
         notes.append(
             f"G kept at {space.groups[0]}: rlsim's learning model depends on B = P x G only, so G and P trade one "
             "for one; add --grid workload.group_size=4,8,16 to search it"

@@ -4,8 +4,8 @@ A configuration is a mapping of dotted scenario overrides (as ``--set`` takes th
 (``schedule=async-1``, ``split=36/28``). Axes and their defaults (each replaced by ``--grid`` for its key):
 
 * batch: ``workload.prompts_per_step`` = the scenario's P x 2^k, k = -2..5 (P = 128: 32 ... 4096), and
-  ``workload.group_size`` = the scenario's G (rlsim's learning model depends on B = P x G only; grid G to search
-  it).
+  ``workload.group_size`` = the scenario's G (the learning model depends on B = P x G only; grid G to search
+  it), or G / 2, G, 2 G where ``learning.reference_group_size`` makes G count apart from B (:func:`default_groups`).
 * LR rule: ``learning.lr_rule`` = sqrt, linear, none (the rule the learning model calls trajectory-preserving,
   ``learning.invariant_rule``, is "retuned"; the others pay ``learning.untuned_lr_penalty``).
 * schedule: colocated (``sync-colocated``), separate (``sync-separate``), async-1, async-2 (``async`` with
@@ -138,6 +138,16 @@ def default_schedules(s: Scenario) -> tuple[str, ...]:
     return SCHEDULES + ((f"async-{free}",) if free > 2 else ())
 
 
+def default_groups(s: Scenario) -> tuple[int, ...]:
+    """The scenario's G alone, or G / 2, G, 2 G where the learning model counts responses per prompt apart from the
+    batch (``learning.reference_group_size``, rlsim.learning.groups): then the same B at another G needs other
+    samples, so G is worth searching."""
+    g0 = s.workload.group_size
+    if s.learning.reference_group_size is None:
+        return (g0,)
+    return tuple(sorted({max(2, g0 // 2), g0, 2 * g0}))
+
+
 def scenario_schedule(s: Scenario) -> str:
     return _schedule_label(s.schedule.mode, s.schedule.staleness)
 
@@ -156,9 +166,9 @@ def build_space(
     def take(key: str, default: Iterable[Any]) -> tuple[Any, ...]:
         return tuple(grid.pop(key)) if key in grid else tuple(default)
 
-    p0, g0 = s.workload.prompts_per_step, s.workload.group_size
+    p0 = s.workload.prompts_per_step
     prompts = take("workload.prompts_per_step", sorted({max(1, round(p0 * 2.0**k)) for k in P_EXPONENTS}))
-    groups = take("workload.group_size", [g0])
+    groups = take("workload.group_size", default_groups(s))
     lr_rules = take("learning.lr_rule", LR_RULES)
     for key in SCHEDULE_KEYS + SPLIT_KEYS:
         if key in grid:

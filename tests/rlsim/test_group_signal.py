@@ -73,3 +73,21 @@ def test_a_metric_that_is_not_a_pass_rate_is_refused():
                 "learning.target": 42,
             }
         )
+
+
+def test_the_plan_searches_g_where_it_counts_and_says_what_each_costs():
+    """Unset: G stays the scenario's (with the note saying how to search it). Set: G / 2, G, 2 G are searched and
+    the explanation prints each one's samples against the reference runs' G."""
+    from rlsim.plan.explain import explain
+    from rlsim.plan.search import plan
+    from rlsim.plan.space import default_groups
+
+    assert default_groups(paper()) == (8,)
+    on = paper(**{"learning.reference_group_size": 8})
+    assert default_groups(on) == (4, 8, 16)
+    grid = {"workload.prompts_per_step": [64], "learning.lr_rule": ["sqrt"], "engine.tensor_parallel_size": [8]}
+    result = plan(on, grid=grid, gpus=64, finalists=1, workers=1, schedules=["async-1"])
+    assert sorted(set(result.table["group_size"])) == [4, 8, 16]
+    line = next(x for x in explain(result) if x.startswith("responses per prompt:"))
+    assert "G=4 1.2" in line and "G=8 1.00x" in line and "G=16 0.9" in line
+    assert not any("G kept at" in n for n in result.notes)
