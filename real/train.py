@@ -17,6 +17,10 @@ One step (phase names from rlsim.phases, each timed with the device synchronized
 7. Every ``eval_every`` steps: greedy accuracy on the held-out split, timed as ``eval`` and excluded from
    ``wall_s`` (and so from time-to-target).
 
+Stale-policy runs (``--staleness K``, real.stale): the engine generates with the weights K versions behind the
+trainer; the behaviour log-probs are then computed too (timed in ``old_logprob``), and the loss is naive PPO's or
+AReaL's decoupled one (``--staleness-loss``). Each step logs its lag as ``staleness``.
+
 Learning rate: ``lr0`` at ``reference_batch`` responses, scaled by the rule (sqrt / linear / none) for B = P x G;
 ``--scale-adam-betas`` also applies 1 - beta -> k (1 - beta) (Malladi et al. 2022).
 
