@@ -21,6 +21,7 @@ staleness averaged) over the k0 runs' gain. A run's staleness is the largest ``s
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from calibrate.errors import CalibrateError
-from calibrate.learning_fit.curve import fit_sigmoid_checked
+from calibrate.learning_fit.curve import first_crossing, fit_sigmoid_checked
 from calibrate.learning_fit.fit import _run_points
 from rlsim.learning.model import metric_at
 from rlsim.learning.staleness import LOSSES, StalenessLoss
@@ -37,6 +38,7 @@ from rlsim.scenario import MetricCurve
 
 FORMS = ("stretch", *LOSSES, "fitted")
 PARAMS = {"stretch": 1, "naive_ppo": 0, "decoupled_ppo": 0, "fitted": 3}
+LEVEL = 0.75  # the level the form's error in samples is read at: R0 + LEVEL x the k0 runs' gain
 WINDOW = 0.2  # the share of the common samples, ending there, whose evaluations give a run's gain
 FITTED_SOURCE = "fitted by rlsim-calibrate fit-staleness to the user's runs"
 
@@ -55,6 +57,8 @@ class StalenessFit:
     base_staleness: int  # k0
     penalty_per_step: float  # stretch: the fitted p
     constants: StalenessLoss  # fitted: the threshold form's constants
+    spread: float = 0.0  # the chosen form's error: RMS over stalenesses of log(measured / predicted samples to a level)
+    level: float | None = None  # that level: R0 + 3/4 of the k0 runs' gain at ``at_samples``
 
     def predict(self, form: str, staleness: float, samples: Any) -> np.ndarray:
         """The eval metric ``form`` predicts at ``samples`` for runs at max staleness ``staleness``."""
@@ -132,7 +136,27 @@ def fit_staleness(runs: Sequence[Sequence[Mapping[str, Any]]], initial: float | 
         rms[form] = math.sqrt(rss / n)
         bic[form] = n * math.log(max(rss, 1e-300) / n) + PARAMS[form] * math.log(n)
     loss = min(FORMS, key=lambda f: (bic[f], FORMS.index(f)))
-    return StalenessFit(loss, retained, counts, rms, bic, at, base_gain, r0, reference, k0, p, constants)
+    fit = StalenessFit(loss, retained, counts, rms, bic, at, base_gain, r0, reference, k0, p, constants)
+    level = r0 + LEVEL * base_gain
+    spread = _spread(fit, loss, [(s, m, k) for s, m, k in others], level)
+    return dataclasses.replace(fit, spread=spread, level=level)
+
+
+def _spread(fit: StalenessFit, form: str, runs: list[tuple[np.ndarray, np.ndarray, int]], level: float) -> float:
+    """RMS over stalenesses of log(measured / predicted samples to ``level``): the measured one the geometric mean
+    of the runs at that staleness that reach it, the predicted one where the form's curve first does (on a grid to
+    ten times the runs' samples). Stalenesses whose runs or prediction never reach it are left out."""
+    errors = []
+    for k in sorted({k for _, _, k in runs}):
+        hits = [first_crossing(s, m, level) for s, m, kk in runs if kk == k]
+        hits = [h for h in hits if h is not None and h > 0]
+        top = max(float(s[-1]) for s, _, kk in runs if kk == k)
+        grid = np.linspace(top / 2000.0, 10.0 * top, 20_000)
+        curve = fit.predict(form, k, grid)
+        reach = np.flatnonzero(curve >= level)
+        if hits and reach.size:
+            errors.append(float(np.mean(np.log(hits))) - math.log(float(grid[reach[0]])))
+    return math.sqrt(float(np.mean(np.square(errors)))) if errors else 0.0
 
 
 def _retained(points, ks, r0: float) -> tuple[dict[int, float], float, float]:
@@ -187,10 +211,12 @@ def profile_learning(fit: StalenessFit, loss: str | None = None) -> dict[str, An
     """The profile's learning keys for the chosen form. ``loss``: the loss the runs trained with (their
     config.json's ``staleness_loss``), which names the fitted constants; without it they go under the published
     loss whose constants fit the runs better."""
+    spread = {"staleness_spread": fit.spread}
     if fit.loss == "stretch":
-        return {"staleness_loss": "stretch", "staleness_penalty_per_step": fit.penalty_per_step, "staleness_form": None}
+        return {"staleness_loss": "stretch", "staleness_penalty_per_step": fit.penalty_per_step, "staleness_form": None,
+                **spread}  # fmt: skip
     if fit.loss in LOSSES:
-        return {"staleness_loss": fit.loss, "staleness_form": None}
+        return {"staleness_loss": fit.loss, "staleness_form": None, **spread}
     name = loss if loss in LOSSES else min(LOSSES, key=lambda f: fit.rms[f])
     c = fit.constants
-    return {"staleness_loss": name, "staleness_form": [c.free_steps, c.ceiling_loss, c.half_steps]}
+    return {"staleness_loss": name, "staleness_form": [c.free_steps, c.ceiling_loss, c.half_steps], **spread}

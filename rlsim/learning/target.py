@@ -7,7 +7,8 @@ the steady-state step time and the result says so.
 The band spans (a) simulation seeds (``run.band_seeds`` runs with seeds seed, seed+1, ...: response lengths and
 stragglers; each extra run simulates at most 40 steps and scales the nominal time by its steady-state step time),
 (b) the learning model's seed spread (``learning.samples_spread``, the standard deviation of log N* over seeds,
-N* lognormal; the band uses its 10th and 90th percentiles, exp(-/+1.2816 sigma)), and (c) when a calibrated
+N* lognormal; the band uses its 10th and 90th percentiles, exp(-/+1.2816 sigma)), for an async run with the
+staleness form's error in quadrature (``learning.staleness_spread``, :func:`learning_spread`), and (c) when a calibrated
 profile gives uncertainties, the coefficients moved one standard deviation towards faster and slower hardware (in
 log space, at most 2x: rlsim.run.simulation._shift). Lower end: fastest seed x low N* x fast coefficients; upper
 end: the opposite.
@@ -70,6 +71,13 @@ def time_at_samples(
     if steps <= len(records):
         return float(records[steps - 1]["wall_s"]), False
     return float(records[-1]["wall_s"] + (steps - len(records)) * steady_step_time_s), True
+
+
+def learning_spread(samples_spread: float, staleness_spread: float, max_staleness: int) -> float:
+    """The log-sd of N* the band uses: the seeds' spread and, for an async run (max_staleness > 0), the staleness
+    form's own error against the runs it was fitted to (learning.staleness_spread), in quadrature."""
+    extra = staleness_spread if max_staleness > 0 else 0.0
+    return math.hypot(samples_spread, extra)
 
 
 def band(

@@ -73,6 +73,7 @@ LEARNING_KEYS = (
     "initial_success",
     "staleness_loss",
     "staleness_form",
+    "staleness_spread",
     "staleness_penalty_per_step",
     "reference_group_size",
 )

@@ -16,7 +16,7 @@ from typing import Any
 from rlsim.errors import ScenarioError
 from rlsim.host.footprint import Footprint, check, estimate
 from rlsim.learning.model import LearningModelError, SamplesToTarget, metric_at, samples_to_target
-from rlsim.learning.target import band, steps_for_samples, time_to_target
+from rlsim.learning.target import band, learning_spread, steps_for_samples, time_to_target
 from rlsim.run.profile import Profile, fitted_error, load_profile, operating_point
 from rlsim.run.result import SimResult
 from rlsim.run.timeline import Timeline, Timelines
@@ -253,7 +253,8 @@ def _band(
         ref = scaled(base)
         fast, slow = scaled(_shift(base, prof, faster=True)), scaled(_shift(base, prof, faster=False))
         factors = (min(fast, slow) / ref, max(fast, slow) / ref)
-    return band(times, scn.learning.samples_spread, factors)
+    spread = learning_spread(scn.learning.samples_spread, scn.learning.staleness_spread, scn.schedule.staleness)
+    return band(times, spread, factors)
 
 
 MAX_SHIFT = 2.0  # a coefficient moves by at most this factor for the band

@@ -363,6 +363,9 @@ class Learning:
     # the loss's threshold constants (free steps, ceiling loss, half steps) in place of AReaL's, fitted to a user's
     # runs by rlsim-calibrate fit-staleness; None: the loss's published constants
     staleness_form: tuple[float, ...] | None = None
+    # how far the staleness form was from the user's runs (rlsim-calibrate fit-staleness): the standard deviation of
+    # log samples-to-target it missed them by, added to samples_spread in the band of an async run
+    staleness_spread: float = field(default=0.0, metadata=bounds(ge=0, le=2))
     samples_spread: float = field(default=0.0, metadata=bounds(ge=0, le=2))  # std of log N* across seeds
     # share of seeds that never reach the target at any budget (a GRPO run whose groups all score alike stops
     # learning); the rest reach it at a lognormal N* (rlsim.learning.model.reach_within)

@@ -147,3 +147,26 @@ def test_the_written_profile_puts_the_form_in_the_scenario(tmp_path):
     path.write_text(Profile(prof.provenance, prof.phases, {**prof.learning, "staleness_loss": "naive_ppo"}).dumps())
     scn = load_profile(path).with_fitted(rlsim.load_scenario(ROOT / "scenarios" / "paper_grpo.yaml"))
     assert scn.learning.staleness_loss == "naive_ppo"
+
+
+def fitted_spread(runs) -> float:
+    return fit_staleness(runs, initial=CURVE.initial).spread
+
+
+def test_the_forms_error_in_samples_goes_into_the_band_of_an_async_run():
+    """Runs the chosen form matches closely miss by a small log error; runs no form follows (staleness 4 twice as
+    slow, 16 not slower) by more; the band of an async run widens by it, a synchronous run's does not."""
+    from rlsim.learning.target import learning_spread
+
+    close = fit_staleness([run_log(None, k, seed, stretch=0.03, steps=300) for seed, k in enumerate((0, 4, 16))])
+    assert close.loss == "stretch" and close.spread < 0.05
+    # staleness 4 twice as slow (0.19 a step), 16 not slower at all: no form follows both
+    dip = [
+        run_log(None, 0, 0, steps=300),
+        run_log(None, 4, 1, stretch=0.19, steps=300),
+        run_log(None, 16, 2, steps=300),
+    ]
+    assert fitted_spread(dip) > 0.2
+    assert learning_spread(0.1, 0.3, 1) == pytest.approx((0.1**2 + 0.3**2) ** 0.5)
+    assert learning_spread(0.1, 0.3, 0) == 0.1
+    assert profile_learning(close)["staleness_spread"] == close.spread

@@ -154,3 +154,18 @@ def test_fitted_constants_replace_the_published_ones():
 def test_bad_fitted_constants_are_refused_with_the_fix(overrides, match):
     with pytest.raises(rlsim.ScenarioError, match=match):
         paper(**overrides)
+
+
+def test_the_staleness_forms_error_widens_an_async_runs_band_only():
+    """learning.staleness_spread (fit-staleness's error of the chosen form) joins samples_spread in the band of an
+    async run (the paper scenario, k = 1: 10.5-13.7 h -> 7.9-18.0 h at 0.3); a synchronous run's band is unmoved."""
+
+    def band(**over):
+        s = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", over)
+        return rlsim.simulate(s, with_band=True).summary()["time_to_target_band_s"]
+
+    lo, hi = band()
+    wide_lo, wide_hi = band(**{"learning.staleness_spread": 0.3})
+    assert wide_lo < 0.8 * lo and wide_hi > 1.25 * hi
+    sync = {"schedule.mode": "sync-colocated", "schedule.max_staleness": 0}
+    assert band(**sync, **{"learning.staleness_spread": 0.3}) == pytest.approx(band(**sync))
