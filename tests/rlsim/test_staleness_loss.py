@@ -167,5 +167,5 @@ def test_the_staleness_forms_error_widens_an_async_runs_band_only():
     lo, hi = band()
     wide_lo, wide_hi = band(**{"learning.staleness_spread": 0.3})
     assert wide_lo < 0.8 * lo and wide_hi > 1.25 * hi
-    sync = {"schedule.mode": "sync-colocated", "schedule.max_staleness": 0}
+    sync = {"schedule.mode": "sync-separate", "schedule.max_staleness": 0}
     assert band(**sync, **{"learning.staleness_spread": 0.3}) == pytest.approx(band(**sync))
