@@ -115,6 +115,7 @@ def main() -> int:
                 "chosen": fit.loss,
                 "rms": fit.rms,
                 "penalty_per_step": fit.penalty_per_step,
+                "spread": fit.spread,
                 "constants": [fit.constants.free_steps, fit.constants.ceiling_loss, fit.constants.half_steps],
                 "initial": fit.initial,
                 "at_samples": fit.at_samples,
