@@ -204,7 +204,9 @@ def cmd_fit_staleness(args: argparse.Namespace) -> int:
         f"{c.ceiling_loss:.2f}, half {c.half_steps:.3g} steps"
     )
     print("forms (rms error): " + ", ".join(f"{f} {e:.3f}" for f, e in fit.rms.items()) + f" -> {fit.loss}")
-    print(f"{fit.loss} misses the runs' samples to {fit.level:.4g} by {fit.spread:.3f} in log (learning.staleness_spread)")
+    print(
+        f"{fit.loss} misses the runs' samples to {fit.level:.4g} by {fit.spread:.3f} in log (learning.staleness_spread)"
+    )
     if profile is not None:
         losses = {_run_config(p).get("staleness_loss") for p in args.runs} - {None}
         learning = {**profile.learning, **profile_learning(fit, losses.pop() if len(losses) == 1 else None)}

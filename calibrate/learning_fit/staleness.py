@@ -15,7 +15,9 @@ Every evaluated point of the runs beyond k0 is scored; the form with the lowest 
 (n ln(RSS / n) + params ln n, so that the fitted form's three constants must earn their place) is chosen, and
 every form's RMS error is printed so that a near tie is seen. Also reported, model-free: the gain at the largest
 sample count every run reached (the mean of each run's evaluations in its last fifth up to there, runs of one
-staleness averaged) over the k0 runs' gain. A run's staleness is the largest ``staleness`` its run log records
+staleness averaged) over the k0 runs' gain; and the chosen form's error in samples (``spread``: the RMS over
+stalenesses of log measured / predicted samples to R0 + 3/4 of the k0 gain), which the profile carries into an
+async run's time-to-target band (``learning.staleness_spread``). A run's staleness is the largest ``staleness`` its run log records
 (the policy versions between a rollout's weights and the update that trains on it).
 """
 
@@ -138,7 +140,7 @@ def fit_staleness(runs: Sequence[Sequence[Mapping[str, Any]]], initial: float | 
     loss = min(FORMS, key=lambda f: (bic[f], FORMS.index(f)))
     fit = StalenessFit(loss, retained, counts, rms, bic, at, base_gain, r0, reference, k0, p, constants)
     level = r0 + LEVEL * base_gain
-    spread = _spread(fit, loss, [(s, m, k) for s, m, k in others], level)
+    spread = _spread(fit, loss, others, level)
     return dataclasses.replace(fit, spread=spread, level=level)
 
 
