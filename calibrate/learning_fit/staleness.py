@@ -17,8 +17,9 @@ every form's RMS error is printed so that a near tie is seen. Also reported, mod
 sample count every run reached (the mean of each run's evaluations in its last fifth up to there, runs of one
 staleness averaged) over the k0 runs' gain; and the chosen form's error in samples (``spread``: the RMS over
 stalenesses of log measured / predicted samples to R0 + 3/4 of the k0 gain), which the profile carries into an
-async run's time-to-target band (``learning.staleness_spread``). A run's staleness is the largest ``staleness`` its run log records
-(the policy versions between a rollout's weights and the update that trains on it).
+async run's time-to-target band (``learning.staleness_spread``). A run's staleness is the largest
+``staleness`` its run log records (the policy versions between a rollout's weights and the update that trains on
+it).
 """
 
 from __future__ import annotations
