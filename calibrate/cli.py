@@ -200,8 +200,8 @@ def cmd_fit_staleness(args: argparse.Namespace) -> int:
         print(f"{k:>9} {fit.runs[k]:>5} {share:>6.3f}")
     c = fit.constants
     print(
-        f"stretch p = {fit.penalty_per_step:.3g}; fitted threshold: free {c.free_steps:g} steps, ceiling loss "
-        f"{c.ceiling_loss:.2f}, half {c.half_steps:.3g} steps"
+        f"stretch p = {fit.penalty_per_step:.3g} beyond {fit.free_steps:g} free steps; fitted threshold: free "
+        f"{c.free_steps:g} steps, ceiling loss {c.ceiling_loss:.2f}, half {c.half_steps:.3g} steps"
     )
     print("forms (rms error): " + ", ".join(f"{f} {e:.3f}" for f, e in fit.rms.items()) + f" -> {fit.loss}")
     print(

@@ -5,7 +5,8 @@ The forms are rlsim.learning.staleness's, each a statement about the whole learn
 against the curve f of the runs at the smallest staleness k0 (a sigmoid fitted to their pooled evaluations from
 the initial metric R0):
 
-* ``stretch`` (the seed paper's): the same curve, slower: ``f(S / (1 + p) ** (k - k0))``, one constant p fitted;
+* ``stretch`` (the seed paper's, with a threshold): the same curve, slower: ``f(S / (1 + p) ** (k' - k0'))`` with
+  ``k' = max(k, free)``, so nothing is lost up to ``free`` steps; p and free fitted (free on a half-step grid);
 * ``naive_ppo`` and ``decoupled_ppo``: AReaL's constants (no fit): the gain kept shrinks to ``c(k) / c(k0)``,
   ``R0 + c(k) / c(k0) (f(S) - R0)``;
 * ``fitted``: that threshold form with its three constants (free steps, ceiling loss, half steps) fitted to the
@@ -40,7 +41,7 @@ from rlsim.learning.staleness import LOSSES, StalenessLoss
 from rlsim.scenario import MetricCurve
 
 FORMS = ("stretch", *LOSSES, "fitted")
-PARAMS = {"stretch": 1, "naive_ppo": 0, "decoupled_ppo": 0, "fitted": 3}
+PARAMS = {"stretch": 2, "naive_ppo": 0, "decoupled_ppo": 0, "fitted": 3}
 LEVEL = 0.75  # the level the form's error in samples is read at: R0 + LEVEL x the k0 runs' gain
 WINDOW = 0.2  # the share of the common samples, ending there, whose evaluations give a run's gain
 FITTED_SOURCE = "fitted by rlsim-calibrate fit-staleness to the user's runs"
@@ -59,6 +60,7 @@ class StalenessFit:
     reference: MetricCurve  # the sigmoid of the runs at the smallest staleness
     base_staleness: int  # k0
     penalty_per_step: float  # stretch: the fitted p
+    free_steps: float  # stretch: the staleness that costs nothing
     constants: StalenessLoss  # fitted: the threshold form's constants
     spread: float = 0.0  # the chosen form's error: RMS over stalenesses of log(measured / predicted samples to a level)
     level: float | None = None  # that level: R0 + 3/4 of the k0 runs' gain at ``at_samples``
@@ -68,7 +70,8 @@ class StalenessFit:
         s = np.asarray(samples, dtype=float)
         staleness = np.asarray(staleness, dtype=float)
         if form == "stretch":
-            return metric_at(self.reference, s / (1.0 + self.penalty_per_step) ** (staleness - self.base_staleness))
+            beyond = np.maximum(staleness, self.free_steps) - max(self.base_staleness, self.free_steps)
+            return metric_at(self.reference, s / (1.0 + self.penalty_per_step) ** beyond)
         kept = _kept(self.constants if form == "fitted" else LOSSES[form], staleness, self.base_staleness)
         return self.initial + kept * (metric_at(self.reference, s) - self.initial)
 
@@ -128,10 +131,10 @@ def fit_staleness(runs: Sequence[Sequence[Mapping[str, Any]]], initial: float | 
     m_all = np.concatenate([m for _, m, _ in others])
     k_all = np.concatenate([np.full(s.size, k, dtype=float) for s, _, k in others])
     gain = metric_at(reference, s_all) - r0
-    p = _fit_stretch(reference, s_all, m_all, k_all - k0)
+    p, free = _fit_stretch(reference, s_all, m_all, k_all, k0)
     constants = _fit_threshold(gain, m_all - r0, k_all, k0)
     counts = {k: ks.count(k) for k in sorted(set(ks))}
-    fit = StalenessFit("", retained, counts, {}, {}, at, base_gain, r0, reference, k0, p, constants)
+    fit = StalenessFit("", retained, counts, {}, {}, at, base_gain, r0, reference, k0, p, free, constants)
     n = m_all.size
     rms, bic = {}, {}
     for form in FORMS:
@@ -139,7 +142,7 @@ def fit_staleness(runs: Sequence[Sequence[Mapping[str, Any]]], initial: float | 
         rms[form] = math.sqrt(rss / n)
         bic[form] = n * math.log(max(rss, 1e-300) / n) + PARAMS[form] * math.log(n)
     loss = min(FORMS, key=lambda f: (bic[f], FORMS.index(f)))
-    fit = StalenessFit(loss, retained, counts, rms, bic, at, base_gain, r0, reference, k0, p, constants)
+    fit = StalenessFit(loss, retained, counts, rms, bic, at, base_gain, r0, reference, k0, p, free, constants)
     level = r0 + LEVEL * base_gain
     spread = _spread(fit, loss, others, level)
     return dataclasses.replace(fit, spread=spread, level=level)
@@ -180,16 +183,24 @@ def _retained(points, ks, r0: float) -> tuple[dict[int, float], float, float]:
     return {k: float(np.mean(v)) / base for k, v in sorted(gains.items())}, at, base
 
 
-def _fit_stretch(reference: MetricCurve, s: np.ndarray, m: np.ndarray, dk: np.ndarray) -> float:
-    """The stretch's p: a grid in log p from 1e-4 to 10, refined once around the best."""
+def _fit_stretch(reference: MetricCurve, s: np.ndarray, m: np.ndarray, k: np.ndarray, k0: int) -> tuple[float, float]:
+    """The stretch's p and free steps: free on a half-step grid up to the largest staleness; for each, p on a grid in
+    log p from 1e-4 to 10 refined once around the best."""
 
-    def sse(p: float) -> float:
-        return float(np.sum((metric_at(reference, s / (1.0 + p) ** dk) - m) ** 2))
+    def sse(p: float, free: float) -> float:
+        beyond = np.maximum(k, free) - max(k0, free)
+        return float(np.sum((metric_at(reference, s / (1.0 + p) ** beyond) - m) ** 2))
 
-    grid = np.concatenate([[0.0], np.geomspace(1e-4, 10.0, 81)])
-    best = min(grid, key=sse)
-    fine = np.linspace(best / 1.2, best * 1.2, 21) if best > 0 else np.linspace(0.0, 1e-4, 11)
-    return float(min(fine, key=sse))
+    best = (math.inf, 0.0, 0.0)
+    coarse = np.concatenate([[0.0], np.geomspace(1e-4, 10.0, 41)])
+    for free in np.arange(0.0, float(k.max()) + 0.25, 0.5):
+        p = min(coarse, key=lambda x: sse(x, free))
+        fine = np.geomspace(p / 1.26, p * 1.26, 11) if p > 0 else np.linspace(0.0, 1e-4, 3)
+        p = min(fine, key=lambda x: sse(x, free))
+        err = sse(p, free)
+        if err < best[0] - 1e-12:
+            best = (err, float(p), float(free))
+    return best[1], best[2]
 
 
 def _fit_threshold(gain: np.ndarray, y: np.ndarray, k: np.ndarray, k0: int) -> StalenessLoss:
@@ -216,8 +227,8 @@ def profile_learning(fit: StalenessFit, loss: str | None = None) -> dict[str, An
     loss whose constants fit the runs better."""
     spread = {"staleness_spread": fit.spread}
     if fit.loss == "stretch":
-        return {"staleness_loss": "stretch", "staleness_penalty_per_step": fit.penalty_per_step, "staleness_form": None,
-                **spread}  # fmt: skip
+        return {"staleness_loss": "stretch", "staleness_penalty_per_step": fit.penalty_per_step,
+                "staleness_free_steps": fit.free_steps, "staleness_form": None, **spread}  # fmt: skip
     if fit.loss in LOSSES:
         return {"staleness_loss": fit.loss, "staleness_form": None, **spread}
     name = loss if loss in LOSSES else min(LOSSES, key=lambda f: fit.rms[f])

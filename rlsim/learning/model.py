@@ -18,9 +18,9 @@ Pieces (docs/reference.md sections 3-5):
     ``m_lr = untuned_lr_penalty ** (2 |log2(eta / eta*)|)``: with sqrt as the invariant rule, doubling the batch
     at a fixed LR costs exactly ``untuned_lr_penalty`` (default 1.67: the seed paper's fixed-LR control, P 128 ->
     256 untuned needs 1.67x the samples);
-  - the staleness term for async schedules: ``(1 + staleness_penalty_per_step) ** mean staleness`` (the
-    ``stretch`` form), or by the loss trained with (``staleness_loss``, rlsim.learning.staleness): a lower
-    ceiling, threshold-like in the maximum staleness.
+  - the staleness term for async schedules: ``(1 + staleness_penalty_per_step) ** (k - staleness_free_steps)``
+    beyond the free steps (the ``stretch`` form), or by the loss trained with (``staleness_loss``,
+    rlsim.learning.staleness): a lower ceiling, threshold-like in the maximum staleness.
 * ``samples_spread``: the spread of samples-to-target across training seeds, as the standard deviation of its log
   (samples-to-target is lognormal over seeds, its median the model's N*; for a small spread this is the relative
   standard deviation). It sets the bands and the chance of reaching the target within a budget
@@ -215,7 +215,8 @@ def samples_to_target(
     bmul, warnings = batch_multiplier(learning.batch_multiplier, batch, learning.reference_batch)
     lmul = lr_multiplier(learning, batch)
     if learning.staleness_loss == "stretch":
-        smul = (1.0 + learning.staleness_penalty_per_step) ** mean_staleness
+        beyond = max(0.0, mean_staleness - learning.staleness_free_steps)
+        smul = (1.0 + learning.staleness_penalty_per_step) ** beyond
         curve, curve_mul = learning.metric, bmul * lmul * smul
     else:  # threshold-like, by the loss (rlsim.learning.staleness): the curve's ceiling moves
         curve = with_staleness(learning.metric, learning.staleness_loss, mean_staleness, learning.staleness_form)

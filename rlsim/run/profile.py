@@ -75,6 +75,7 @@ LEARNING_KEYS = (
     "staleness_form",
     "staleness_spread",
     "staleness_penalty_per_step",
+    "staleness_free_steps",
     "reference_group_size",
 )
 # the keys of a profile's lengths section that replace the scenario's (rlsim.scenario.Workload fields)

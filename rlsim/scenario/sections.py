@@ -356,6 +356,9 @@ class Learning:
     target: float | None = field(default=None, metadata=bounds(ge=-1e9, le=1e9))
     batch_multiplier: BatchMultiplier = BatchMultiplier()
     staleness_penalty_per_step: float = field(default=0.0, metadata=bounds(ge=0, le=10))
+    # stretch: the staleness that costs nothing; the samples stretch by (1 + penalty) ** (k - free) beyond it
+    # (rlsim-calibrate fit-staleness fits it: stale-policy runs slow down only past a few steps)
+    staleness_free_steps: float = field(default=0.0, metadata=bounds(ge=0, le=1e6))
     # how staleness acts (rlsim.learning.staleness): stretch, the samples stretched by (1 + penalty) ** k; or by
     # the loss an async run trains with, threshold-like on the ceiling: naive_ppo (importance ratio against the
     # behaviour policy) or decoupled_ppo (AReaL's proximal-policy objective), from AReaL's staleness table

@@ -22,14 +22,21 @@ B = 256
 
 
 def run_log(
-    loss: str | None, k: int, seed: int, noise: float = 0.004, steps: int = 120, form=None, stretch: float = 0.0
+    loss: str | None,
+    k: int,
+    seed: int,
+    noise: float = 0.004,
+    steps: int = 120,
+    form=None,
+    stretch: float = 0.0,
+    free: float = 0.0,
 ) -> list[dict]:
     """A run log whose eval_metric follows the curve a loss gives at staleness k (``form``: other constants in its
-    place), or, with no loss, the curve stretched by (1 + stretch) ** k."""
+    place), or, with no loss, the curve stretched by (1 + stretch) ** (k - free) beyond ``free``."""
     curve = CURVE if loss is None else with_staleness(CURVE, loss, k, form)
     rng = np.random.default_rng(seed)
     samples = B * np.arange(1, steps + 1)
-    metric = metric_at(curve, samples / (1.0 + stretch) ** k) + rng.normal(0.0, noise, steps)
+    metric = metric_at(curve, samples / (1.0 + stretch) ** max(0.0, k - free)) + rng.normal(0.0, noise, steps)
     return [
         {"step": i + 1, "cumulative_samples": int(s), "eval_metric": float(m), "staleness": min(i, k)}
         for i, (s, m) in enumerate(zip(samples, metric))
@@ -147,6 +154,16 @@ def test_the_written_profile_puts_the_form_in_the_scenario(tmp_path):
     path.write_text(Profile(prof.provenance, prof.phases, {**prof.learning, "staleness_loss": "naive_ppo"}).dumps())
     scn = load_profile(path).with_fitted(rlsim.load_scenario(ROOT / "scenarios" / "paper_grpo.yaml"))
     assert scn.learning.staleness_loss == "naive_ppo"
+
+
+def test_slowdown_past_a_few_free_steps_gets_its_threshold():
+    """Runs that lose nothing up to staleness 2 and slow by 10% a step beyond: the stretch form with free 2 and p
+    0.1, both written into the profile (rlsim then stretches by 1.1 ** (k - 2) beyond 2)."""
+    runs = [run_log(None, k, seed, stretch=0.1, free=2, steps=300) for seed, k in enumerate((0, 1, 2, 4, 8, 8))]
+    fit = fit_staleness(runs, initial=CURVE.initial)
+    assert fit.loss == "stretch" and fit.free_steps == 2.0 and fit.penalty_per_step == pytest.approx(0.1, abs=0.01)
+    keys = profile_learning(fit)
+    assert keys["staleness_free_steps"] == 2.0 and keys["staleness_penalty_per_step"] == fit.penalty_per_step
 
 
 def fitted_spread(runs) -> float:

@@ -169,3 +169,10 @@ def test_the_staleness_forms_error_widens_an_async_runs_band_only():
     assert wide_lo < 0.8 * lo and wide_hi > 1.25 * hi
     sync = {"schedule.mode": "sync-separate", "schedule.max_staleness": 0}
     assert band(**sync, **{"learning.staleness_spread": 0.3}) == pytest.approx(band(**sync))
+
+
+def test_the_stretch_costs_nothing_up_to_its_free_steps():
+    """learning.staleness_free_steps (fit-staleness's threshold on the stretch): (1 + p) ** (k - free) beyond it."""
+    s = paper(staleness_penalty_per_step=0.1, staleness_free_steps=2)
+    assert samples_to_target(s.learning, 1024, 2).staleness_multiplier == 1.0
+    assert samples_to_target(s.learning, 1024, 5).staleness_multiplier == pytest.approx(1.1**3)
