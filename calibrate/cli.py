@@ -8,6 +8,8 @@ learning model from run logs at two or more batch sizes, written into the profil
 ``rlsim-calibrate fit-staleness RUN... [--initial X] [--profile P -o profile.json]``: which staleness form
 (stretch, naive_ppo, decoupled_ppo, or the threshold form with fitted constants) async runs at two or more max
 stalenesses follow, into ``learning.staleness_loss`` (and ``staleness_form`` / ``staleness_penalty_per_step``)
+``rlsim-calibrate fit-groups RUN... --target X [--profile P -o profile.json]``: whether runs at one batch and two
+or more group sizes follow B = P x G alone or the informative-group term, into ``learning.reference_group_size``
 ``rlsim-calibrate import --format verl|openrlhf|trl|nemo-rl LOG -o runlog.jsonl [--prompts-per-step P
 --group-size G]``
 ``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X]``: predict each run's batch from the
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -218,6 +221,40 @@ def cmd_fit_staleness(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fit_groups(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from calibrate.learning_fit.groups import fit_groups
+    from rlsim.run.profile import load_profile
+
+    profile = load_profile(args.profile) if args.profile else None  # before the fit: a bad profile fails fast
+    if profile is not None and not (profile.learning or {}).get("metric"):
+        raise CalibrateError(
+            f"{args.profile}: no learning model to add responses per prompt to; run fit-learning first"
+        )
+    if profile is not None and args.output is None:
+        raise CalibrateError("--profile needs -o/--output: the profile JSON to write (may be --profile)")
+    fit = fit_groups([_read_run(p) for p in args.runs], args.target, args.reference_group_size)
+    print(f"B = {fit.batch}; median samples to {args.target:g} per G, measured against each model's prediction:")
+    print(f"{'G':>4} {'runs':>5} {'measured':>10} {'batch':>10} {'groups':>10}")
+    for g, n in fit.measured.items():
+        cells = [
+            f"{x:>10,.0f}" if math.isfinite(x) else f"{'never':>10}"
+            for x in (n, *(fit.predicted[m][g] for m in ("batch", "groups")))
+        ]
+        print(f"{g:>4} {fit.runs[g]:>5} " + " ".join(cells))
+    print("rms log error: " + ", ".join(f"{m} {e:.3f}" for m, e in fit.rms_log.items()) + f" -> {fit.model}")
+    if profile is not None:
+        learning = dict(profile.learning)
+        learning.pop("reference_group_size", None)
+        if fit.model == "groups":
+            learning["reference_group_size"] = fit.reference_group_size
+        prov = {**profile.provenance, "group_runs": [str(p) for p in args.runs]}
+        atomic_write_text(args.output, dataclasses.replace(profile, provenance=prov, learning=learning).dumps() + "\n")
+        print(f"wrote {args.output} (learning.reference_group_size {learning.get('reference_group_size')})")
+    return 0
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from calibrate.importers import format_problems, import_log, write_runlog
 
@@ -341,6 +378,14 @@ def build_parser() -> argparse.ArgumentParser:
     fs.add_argument("--profile", type=Path, help="profile JSON (with a learning model) to add the form to")
     fs.add_argument("-o", "--output", type=Path, help="profile JSON to write (with --profile)")
     fs.set_defaults(func=cmd_fit_staleness)
+
+    fg = sub.add_parser("fit-groups", help="whether responses per prompt count apart from the batch in your runs")
+    fg.add_argument("runs", type=Path, nargs="+", help="run directories or runlog.jsonl files: one batch, two+ G")
+    fg.add_argument("--target", type=float, required=True, help="the eval metric to reach (a pass rate in [0, 1])")
+    fg.add_argument("--reference-group-size", type=int, help="the G the others are predicted from (default: most runs)")
+    fg.add_argument("--profile", type=Path, help="profile JSON (with a learning model) to write the result into")
+    fg.add_argument("-o", "--output", type=Path, help="profile JSON to write (with --profile)")
+    fg.set_defaults(func=cmd_fit_groups)
 
     imp = sub.add_parser("import", help="read a framework's per-step metrics into the run-log schema")
     imp.add_argument("log", type=Path)

@@ -281,6 +281,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
                 engine=cfg.engine,
                 group_size=cfg.group_size,
                 accuracy_train=float(np.mean([task.is_correct(e, t) for e, t in zip(flat_examples, texts)])),
+                zero_variance_groups=_zero_variance_share(rewards, cfg.group_size),
                 **extra,
                 **({"eval_metric_initial": initial_eval} if step == 1 and initial_eval is not None else {}),
             )
@@ -321,3 +322,11 @@ def _stale_logprobs(cfg, stale, proximal_lp, batch, mask, step: int):
     weights, kept = algos.behaviour_weights(proximal_lp, behaviour_lp, mask, cfg.behav_weight_cap)
     extra["behav_weight_filtered"] = float(1.0 - kept.sum() / mask.sum().clamp(min=1))
     return weights, extra
+
+
+def _zero_variance_share(rewards, group_size: int) -> float:
+    """The share of the step's groups whose rewards are all equal: GRPO's normalized advantage is zero there, so
+    they train nothing (rlsim.learning.groups; measured here rather than inferred from the accuracy, since partial
+    credit gives a group unequal rewards while none of its answers is right)."""
+    r = rewards.view(-1, group_size)
+    return float((r.max(dim=1).values == r.min(dim=1).values).float().mean())

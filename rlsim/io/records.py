@@ -74,6 +74,9 @@ RUN_LOG_FIELDS: tuple[Field, ...] = (
     Field("engine", "str", "the rollout engine, hf or vllm (real runs)"),
     Field("group_size", "int", "responses per prompt, G (real runs)", minimum=1),
     Field("accuracy_train", "number", "fraction of the step's responses that are correct (real runs)", minimum=0),
+    Field(
+        "zero_variance_groups", "number", "share of the step's groups whose rewards all agree (real runs)", minimum=0
+    ),
     Field("policy_loss", "number", "mean clipped policy loss over the step's micro-batches (real runs)"),
     Field("clip_fraction", "number", "fraction of tokens where the clip was active (real runs)", minimum=0),
     Field("value_loss", "number", "mean critic loss (real PPO runs)", minimum=0),
@@ -127,6 +130,7 @@ RunLogRecord = TypedDict(  # noqa: UP013
         "engine": NotRequired[str],
         "group_size": NotRequired[int],
         "accuracy_train": NotRequired[float],
+        "zero_variance_groups": NotRequired[float],
         "policy_loss": NotRequired[float],
         "clip_fraction": NotRequired[float],
         "value_loss": NotRequired[float],

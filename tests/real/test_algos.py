@@ -89,3 +89,11 @@ def test_decoupled_weights_are_prox_over_behaviour_and_the_cap_leaves_tokens_out
     weighted, _ = algos.clipped_policy_loss(lp, torch.zeros(1, 3), adv, mask, clip=0.2, weights=w)
     assert float(plain) == pytest.approx(-(1.2 + 1.0) / 2)
     assert float(weighted) == pytest.approx(-(1.2 * 1.0 + 1.0 * 8.0) / 2)
+
+
+def test_the_share_of_groups_whose_rewards_all_agree():
+    from real.train import _zero_variance_share
+
+    rewards = torch.tensor([1.0, 1.0, 0.0, 0.25, 0.5, 0.5, 0.0, 0.0])  # groups of 2: equal, unequal, equal, equal
+    assert _zero_variance_share(rewards, 2) == pytest.approx(0.75)
+    assert _zero_variance_share(rewards, 4) == 0.0

@@ -62,7 +62,9 @@ def test_the_engine_generates_with_the_weights_k_versions_back(tmp_path, monkeyp
 def test_a_synchronous_run_logs_no_staleness(tmp_path):
     cfg = TrainConfig(task="last", prompts_per_step=4, group_size=4, max_steps=2, eval_every=2, eval_size=8)
     train(cfg, tmp_path / "run", threads="1")
-    assert all("staleness" not in r for r in read_jsonl(tmp_path / "run" / "runlog.jsonl"))
+    log = list(read_jsonl(tmp_path / "run" / "runlog.jsonl"))
+    assert all("staleness" not in r for r in log)
+    assert all(0.0 <= r["zero_variance_groups"] <= 1.0 for r in log)
 
 
 @pytest.mark.parametrize(

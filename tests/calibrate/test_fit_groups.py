@@ -1,0 +1,85 @@
+"""rlsim-calibrate fit-groups (calibrate/learning_fit/groups.py; issue 33): whether runs at one batch and several
+group sizes follow B = P x G alone or the informative-group term, from run logs made by each model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from calibrate.errors import CalibrateError
+from calibrate.learning_fit.groups import fit_groups, median_reached
+from rlsim.learning.groups import group_multiplier
+from rlsim.learning.model import metric_at, reference_samples_to_target
+from rlsim.scenario import MetricCurve
+from tests.conftest import ROOT
+
+CURVE = MetricCurve(initial=0.05, asymptote=0.95, mid_samples=8_000.0, exponent=3.0)
+B, TARGET = 128, 0.8
+
+
+def run_log(g: int, seed: int, groups: bool) -> list[dict]:
+    """A run at G whose curve is the reference's stretched by the group term (or not), with seeded noise."""
+    stretch = group_multiplier(CURVE, reference_samples_to_target(CURVE, TARGET), g, 8) if groups else 1.0
+    rng = np.random.default_rng(seed)
+    samples = B * np.arange(1, 301)
+    metric = np.clip(metric_at(CURVE, samples / stretch) + rng.normal(0.0, 0.003, samples.size), 0.0, 1.0)
+    return [
+        {"step": i + 1, "cumulative_samples": int(s), "eval_metric": float(m), "responses": B, "group_size": g}
+        | ({"eval_metric_initial": CURVE.initial} if i == 0 else {})
+        for i, (s, m) in enumerate(zip(samples, metric))
+    ]
+
+
+@pytest.mark.parametrize("groups", [True, False])
+def test_the_model_the_runs_follow_is_chosen(groups):
+    runs = [run_log(g, seed, groups) for seed in range(3) for g in (2, 4, 8, 16)]
+    fit = fit_groups(runs, TARGET, reference_group_size=8)
+    assert fit.reference_group_size == 8 and fit.runs == {2: 3, 4: 3, 8: 3, 16: 3}
+    assert fit.model == ("groups" if groups else "batch")
+    chosen, other = fit.rms_log[fit.model], fit.rms_log["batch" if groups else "groups"]
+    assert chosen < 0.05 < other
+
+
+def test_a_seed_that_never_reaches_counts_as_latest():
+    assert median_reached([100.0, None, 300.0]) == 300.0
+    assert median_reached([None, None, 300.0]) == float("inf")
+
+
+@pytest.mark.parametrize(
+    "runs, match",
+    [
+        ([run_log(8, 0, False), run_log(8, 1, False)], "every run has G = 8"),
+        ([run_log(8, 0, False), [r | {"responses": 256} for r in run_log(4, 1, False)]], "at one batch"),
+        ([run_log(8, 0, False), [{k: v for k, v in r.items() if k != "group_size"} for r in run_log(4, 1, False)]],
+         "records group_size nowhere"),
+    ],
+)  # fmt: skip
+def test_runs_that_cannot_answer_are_refused_with_what_to_give(runs, match):
+    with pytest.raises(CalibrateError, match=match):
+        fit_groups(runs, TARGET)
+
+
+def test_the_cli_writes_the_reference_group_size_into_the_profile(tmp_path):
+    from tests.calibrate.test_fit_staleness import _profile_with_learning
+
+    full = {"schema_version": 1, "prompts": 16, "prompt_tokens": 10 * B, "response_tokens": 100 * B, "lr": 1e-6}
+    full |= {"reward_mean": 0.5, "wall_s": 1.0, "timing_s": {"rollout": 1.0}}
+    dirs = []
+    for i, g in enumerate((2, 8, 8, 16)):
+        d = tmp_path / f"run{i}"
+        d.mkdir()
+        recs = [r | full | {"run_id": d.name} for r in run_log(g, i, True)]
+        (d / "runlog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        dirs.append(str(d))
+    profile = tmp_path / "profile.json"
+    profile.write_text(_profile_with_learning())
+    cmd = [sys.executable, "-m", "calibrate.cli", "fit-groups", *dirs, "--target", str(TARGET)]
+    out = subprocess.run([*cmd, "--profile", str(profile), "-o", str(tmp_path / "out.json")], cwd=ROOT,
+                         capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "-> groups" in out.stdout
+    assert json.loads((tmp_path / "out.json").read_text())["learning"]["reference_group_size"] == 8
