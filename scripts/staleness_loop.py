@@ -118,6 +118,7 @@ def main() -> int:
                 "rms": fit.rms,
                 "penalty_per_step": fit.penalty_per_step,
                 "spread": fit.spread,
+                "free_steps": fit.free_steps,
                 "constants": [fit.constants.free_steps, fit.constants.ceiling_loss, fit.constants.half_steps],
                 "initial": fit.initial,
                 "at_samples": fit.at_samples,
