@@ -18,6 +18,7 @@ Built-in tasks (spec -> example):
   this project's 2-core VM (hf, B = 128, sqrt LR 1e-3, two seeds each, 2026-12-02): ``last`` reached 0.9 eval
   accuracy in 120 and 208 steps (12 and 27 s), ``first`` in 108 steps (the other seed 0.85 at 300), ``max`` in
   52 steps (the other 0.85 at 300). PPO with a critic learns ``last`` far slower (0.66 and 0.10 after 300).
+  ``partial=0`` (e.g. ``last:partial=0``) drops the partial credit: the reward is then the accuracy.
 - ``addition``, ``reversal``, ``sorting``: multi-digit answers; they need more steps (or a bigger model) from
   random weights.
 - ``words`` (``most``, default 99): ``"twelve = 12\nforty-two ="`` -> ``"42"``: for a pretrained model
@@ -270,10 +271,22 @@ def register_task(name: str) -> Callable[[Callable[..., Task]], Callable[..., Ta
 
 @dataclass(frozen=True)
 class _OneDigit(_DigitString):
-    """``472=`` -> one digit read off the ``length``-digit string: subclasses say which."""
+    """``472=`` -> one digit read off the ``length``-digit string: subclasses say which. ``partial=0``: no partial
+    credit (reward 1 for the exact answer, else 0), so the reward is the accuracy, as on exact-match math tasks."""
 
     length: int = 3
+    partial: int = 1
     max_length: ClassVar[int] = 9
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.partial not in (0, 1):
+            raise RealError(f"task '{self.name}': partial={self.partial} must be 1 (partial credit) or 0 (exact only)")
+
+    def reward(self, example: Example, completion: str) -> float:
+        if self.partial:
+            return super().reward(example, completion)
+        return 1.0 if completion.strip() == example.answer else 0.0
 
     @property
     def max_answer_chars(self) -> int:

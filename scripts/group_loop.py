@@ -4,7 +4,7 @@ predicts samples-to-target at other G at the same batch, those runs are made and
     python scripts/group_loop.py -o out/groups [--seeds 5] [--groups 2,4,16,32] [--target 0.8] [--jobs 2]
 
 The reference runs are scripts/staleness_loop.py's synchronous ones (``k0_s*``: G = 8, P = 16, the same flags), so
-one output folder serves both. The prediction, per G: the reference seeds' median samples to ``--target`` times
+one output folder serves both (with the default ``--task last --max-steps 200``; another task needs its own folder). The prediction, per G: the reference seeds' median samples to ``--target`` times
 rlsim's group multiplier (rlsim.learning.groups, along the sigmoid fitted to the reference runs), against B = P x G
 alone (multiplier 1). ``predictions.json`` is written, with its time, before any other G runs; then the runs, then
 ``groups.md`` / ``groups.json``: measured median samples to target (seeds that never reach it counted apart).
@@ -62,12 +62,15 @@ def main() -> int:
     p.add_argument("--groups", default="2,4,16,32")
     p.add_argument("--target", type=float, default=0.8)
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--task", default="last", help="rlsim-real task spec, e.g. last:partial=0 (reward = accuracy)")
+    p.add_argument("--max-steps", type=int, default=200)
     args = p.parse_args()
     groups = sorted({int(x) for x in args.groups.split(",")} - {REFERENCE_G})
     if any(BATCH % g or g < 2 for g in groups):
         p.error(f"--groups must divide the batch {BATCH} and be at least 2")
     out = args.output
-    ref = [["--seed", str(s)] for s in range(args.seeds)]
+    common = ["--task", args.task, "--max-steps", str(args.max_steps)]
+    ref = [["--seed", str(s), *common] for s in range(args.seeds)]
     print(f"1. reference runs (G = {REFERENCE_G})", flush=True)
     run_all(out, [(f"k0_s{s}", extra) for s, extra in enumerate(ref)], args.jobs)
     pred_path = out / "group_predictions.json"
@@ -96,7 +99,7 @@ def main() -> int:
     pred = json.loads(pred_path.read_text())
     print(f"3. runs at G = {groups}, B = {BATCH}", flush=True)
     jobs = [
-        (f"G{g}_s{s}", ["--seed", str(s), "--prompts-per-step", str(BATCH // g), "--group-size", str(g)])
+        (f"G{g}_s{s}", ["--seed", str(s), "--prompts-per-step", str(BATCH // g), "--group-size", str(g), *common])
         for s in range(args.seeds)
         for g in groups
     ]

@@ -222,3 +222,17 @@ def test_words_task_spells_every_number_and_needs_a_pretrained_model():
     assert task.max_answer_chars == 2 and get_task("words:most=9").max_answer_chars == 1
     with pytest.raises(RealError, match=r"most=100 must be an integer in \[1, 99\]"):
         get_task("words:most=100")
+
+
+def test_one_digit_tasks_can_drop_partial_credit():
+    import random
+
+    from real.errors import RealError
+
+    exact = get_task("last:partial=0")
+    e = exact.sample(random.Random(0))
+    assert exact.spec == "last:length=3,partial=0"
+    assert exact.reward(e, e.answer) == 1.0 and exact.reward(e, e.answer + "1") == 0.0
+    assert get_task("last").reward(e, e.answer + "1") == 0.25  # the default keeps partial credit
+    with pytest.raises(RealError, match="partial=2 must be 1"):
+        get_task("last:partial=2")
