@@ -2,12 +2,14 @@
 predicts samples-to-target at other G at the same batch, those runs are made and compared.
 
     python scripts/group_loop.py -o out/groups [--seeds 5] [--groups 2,4,16,32] [--target 0.8] [--jobs 2]
+        [--task last] [--max-steps 200]
 
 The reference runs are scripts/staleness_loop.py's synchronous ones (``k0_s*``: G = 8, P = 16, the same flags), so
-one output folder serves both (with the default ``--task last --max-steps 200``; another task needs its own folder). The prediction, per G: the reference seeds' median samples to ``--target`` times
-rlsim's group multiplier (rlsim.learning.groups, along the sigmoid fitted to the reference runs), against B = P x G
-alone (multiplier 1). ``predictions.json`` is written, with its time, before any other G runs; then the runs, then
-``groups.md`` / ``groups.json``: measured median samples to target (seeds that never reach it counted apart).
+one output folder serves both (with the default task and steps; another task needs its own folder). The
+prediction, per G: the reference seeds' median samples to ``--target`` times rlsim's group multiplier
+(rlsim.learning.groups, along the sigmoid fitted to the reference runs), against B = P x G alone (multiplier 1).
+``group_predictions.json`` is written, with its time, before any other G runs; then the runs, then ``groups.md`` /
+``groups.json``: measured median samples to target (a seed that never reaches it counted as latest).
 """
 
 from __future__ import annotations
