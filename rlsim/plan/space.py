@@ -128,13 +128,14 @@ def schedule_overrides(label: str) -> dict[str, Any]:
 
 def default_schedules(s: Scenario) -> tuple[str, ...]:
     """SCHEDULES, and async-K at the largest staleness K the scenario's staleness loss keeps its whole gain at
-    (rlsim.learning.staleness: decoupled_ppo, K = 4), where that is deeper than async-2: the staleness that is free
-    under that loss is worth searching, since a deeper pipeline hides more generation."""
+    (rlsim.learning.staleness: decoupled_ppo, K = 4; or the stretch form's ``staleness_free_steps``), where that is
+    deeper than async-2: the staleness that is free under that loss is worth searching, since a deeper pipeline
+    hides more generation."""
     from rlsim.learning.staleness import LOSSES, form_of
 
     loss = s.learning.staleness_loss
     form = form_of(loss, s.learning.staleness_form) if loss in LOSSES else None
-    free = int(form.free_steps) if form is not None else 0
+    free = int(form.free_steps) if form is not None else int(s.learning.staleness_free_steps)
     return SCHEDULES + ((f"async-{free}",) if free > 2 else ())
 
 

@@ -176,3 +176,6 @@ def test_the_stretch_costs_nothing_up_to_its_free_steps():
     s = paper(staleness_penalty_per_step=0.1, staleness_free_steps=2)
     assert samples_to_target(s.learning, 1024, 2).staleness_multiplier == 1.0
     assert samples_to_target(s.learning, 1024, 5).staleness_multiplier == pytest.approx(1.1**3)
+    from rlsim.plan.space import SCHEDULES, default_schedules
+
+    assert default_schedules(paper(staleness_free_steps=4)) == (*SCHEDULES, "async-4")  # free: worth searching
