@@ -22,7 +22,10 @@ curve essentially unchanged, while the IsoCompute playbook (arXiv 2603.12151) fi
 primary driver and prompts per batch marginal. What it leaves out: every prompt is given the curve's pass rate (a
 spread of difficulties makes some groups uninformative at any G), and prompt diversity (the same B with fewer
 distinct prompts), which the IsoCompute playbook finds marginal over 32-1,024 prompts per batch but which must
-matter at a handful. ``scripts/group_loop.py`` checks it against real runs (docs/learning.md).
+matter at a handful. Against real runs on this CPU (``scripts/group_loop.py``, docs/learning.md) it did not
+predict: at a fixed batch they were U-shaped in G (G = 2 1.5x slower than G = 8, as the term says in direction;
+G = 16-32 with 8-4 prompts a step 1.4-1.9x slower, where it says faster), so ``rlsim-calibrate fit-groups`` kept
+B = P x G there.
 """
 
 from __future__ import annotations
