@@ -75,31 +75,7 @@ def validate_learning(lr: Learning) -> None:
                 f"({lr.metric.asymptote})",
                 "choose a target the curve reaches",
             )
-    if lr.reference_group_size is not None and lr.metric is not None:
-        lo, hi = sorted((lr.metric.initial, lr.metric.asymptote))
-        if lo < 0 or hi > 1:
-            raise ScenarioError(
-                "learning.reference_group_size",
-                lr.reference_group_size,
-                f"reads the metric curve as a pass rate, but it runs from {lr.metric.initial} to {lr.metric.asymptote}",
-                "give a metric in [0, 1] (an accuracy) or leave reference_group_size unset",
-            )
-    if lr.staleness_form is not None:
-        form = lr.staleness_form
-        if lr.staleness_loss == "stretch":
-            raise ScenarioError(
-                "learning.staleness_form",
-                form,
-                "sets a loss's threshold constants, but learning.staleness_loss is stretch",
-                "set learning.staleness_loss to naive_ppo or decoupled_ppo, or drop staleness_form",
-            )
-        if len(form) != 3 or not (form[0] >= 0 and 0 <= form[1] < 1 and form[2] > 0):
-            raise ScenarioError(
-                "learning.staleness_form",
-                form,
-                "must be [free_steps >= 0, ceiling_loss in [0, 1), half_steps > 0]",
-                "e.g. [4, 0.45, 14.3] (decoupled_ppo's published constants)",
-            )
+    _validate_staleness_and_groups(lr)
     if (lr.stall_batches is None) != (lr.stall_shares is None):
         raise ScenarioError(
             "learning.stall_batches",
@@ -147,6 +123,36 @@ def validate_learning(lr: Learning) -> None:
             raise ScenarioError(f"{at}.batches", xs, "must be positive and increasing", "sort the table by batch")
         if any(not 0 < y < math.inf for y in ys):  # type: ignore[union-attr]
             raise ScenarioError(f"{at}.samples_to_target", ys, "must be positive and finite", "fix the table")
+
+
+def _validate_staleness_and_groups(lr: Learning) -> None:
+    """learning.reference_group_size needs a pass-rate metric; learning.staleness_form needs a loss and three
+    constants in range."""
+    if lr.reference_group_size is not None and lr.metric is not None:
+        lo, hi = sorted((lr.metric.initial, lr.metric.asymptote))
+        if lo < 0 or hi > 1:
+            raise ScenarioError(
+                "learning.reference_group_size",
+                lr.reference_group_size,
+                f"reads the metric curve as a pass rate, but it runs from {lr.metric.initial} to {lr.metric.asymptote}",
+                "give a metric in [0, 1] (an accuracy) or leave reference_group_size unset",
+            )
+    if lr.staleness_form is not None:
+        form = lr.staleness_form
+        if lr.staleness_loss == "stretch":
+            raise ScenarioError(
+                "learning.staleness_form",
+                form,
+                "sets a loss's threshold constants, but learning.staleness_loss is stretch",
+                "set learning.staleness_loss to naive_ppo or decoupled_ppo, or drop staleness_form",
+            )
+        if len(form) != 3 or not (form[0] >= 0 and 0 <= form[1] < 1 and form[2] > 0):
+            raise ScenarioError(
+                "learning.staleness_form",
+                form,
+                "must be [free_steps >= 0, ceiling_loss in [0, 1), half_steps > 0]",
+                "e.g. [4, 0.45, 14.3] (decoupled_ppo's published constants)",
+            )
 
 
 def validate_lengths(w: Workload) -> None:
