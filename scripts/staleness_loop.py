@@ -108,40 +108,42 @@ def main() -> int:
     run_all(out, jobs_for(fit_ks, args.seeds), args.jobs)
     pred_path = out / "predictions.json"
     if not pred_path.exists():
-        predictions = {"written": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "fit": fit_ks, "held_out": held}
-        for loss in LOSSES:
-            runs = [r for k, rs in logs(out, loss, fit_ks, args.seeds).items() for r in rs]
-            fit = fit_staleness(runs)
-            grid = np.unique(np.concatenate([_run_points(r, i)[0] for i, r in enumerate(runs)]))
-            predictions[loss] = {
-                "chosen": fit.loss,
-                "rms": fit.rms,
-                "penalty_per_step": fit.penalty_per_step,
-                "spread": fit.spread,
-                "free_steps": fit.free_steps,
-                "constants": [fit.constants.free_steps, fit.constants.ceiling_loss, fit.constants.half_steps],
-                "initial": fit.initial,
-                "at_samples": fit.at_samples,
-                "base_gain": fit.base_gain,
-                "retained_fit": {str(k): v for k, v in fit.retained.items()},
-                "samples": grid.tolist(),
-                "curves": {f: {str(k): fit.predict(f, k, grid).tolist() for k in held} for f in FORMS},
-                "kept": {
-                    f: {
-                        str(k): float((fit.predict(f, k, [fit.at_samples])[0] - fit.initial) / fit.base_gain)
-                        for k in held
-                    }  # fmt: skip
-                    for f in FORMS
-                },
-            }
-            print(f"   {loss}: {fit.loss} (rms " + ", ".join(f"{f} {e:.3f}" for f, e in fit.rms.items()) + ")")
-        pred_path.write_text(json.dumps(predictions, indent=1) + "\n")
+        pred_path.write_text(json.dumps(predict(out, fit_ks, held, args.seeds), indent=1) + "\n")
         print(f"2. wrote {pred_path} before any held-out run", flush=True)
     predictions = json.loads(pred_path.read_text())
     print(f"3. held-out runs: stalenesses {held}", flush=True)
     run_all(out, [j for j in jobs_for(held, args.seeds) if not j[0].startswith("k0_")], args.jobs)
     compare(out, predictions, held, args.seeds)
     return 0
+
+
+def predict(out: Path, fit_ks: list[int], held: list[int], seeds: int) -> dict:
+    """Per loss: the fit on the runs at ``fit_ks`` and every form's predicted curve and kept gain at ``held``."""
+    predictions: dict = {"written": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "fit": fit_ks, "held_out": held}
+    for loss in LOSSES:
+        runs = [r for k, rs in logs(out, loss, fit_ks, seeds).items() for r in rs]
+        fit = fit_staleness(runs)
+        grid = np.unique(np.concatenate([_run_points(r, i)[0] for i, r in enumerate(runs)]))
+        predictions[loss] = {
+            "chosen": fit.loss,
+            "rms": fit.rms,
+            "penalty_per_step": fit.penalty_per_step,
+            "spread": fit.spread,
+            "free_steps": fit.free_steps,
+            "constants": [fit.constants.free_steps, fit.constants.ceiling_loss, fit.constants.half_steps],
+            "initial": fit.initial,
+            "at_samples": fit.at_samples,
+            "base_gain": fit.base_gain,
+            "retained_fit": {str(k): v for k, v in fit.retained.items()},
+            "samples": grid.tolist(),
+            "curves": {f: {str(k): fit.predict(f, k, grid).tolist() for k in held} for f in FORMS},
+            "kept": {
+                f: {str(k): float((fit.predict(f, k, [fit.at_samples])[0] - fit.initial) / fit.base_gain) for k in held}
+                for f in FORMS
+            },
+        }
+        print(f"   {loss}: {fit.loss} (rms " + ", ".join(f"{f} {e:.3f}" for f, e in fit.rms.items()) + ")")
+    return predictions
 
 
 def compare(out: Path, predictions: dict, held: list[int], seeds: int) -> None:

@@ -1,0 +1,68 @@
+"""scripts/staleness_loop.py's fit-predict-compare on run directories made from known curves (the real runs take
+an hour; their outputs are in docs/research/learning_loops_2026-12-03.md): the stretch the runs follow is chosen
+and predicts the held-out staleness's samples to the level, and the comparison table is written."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from rlsim.io.records import run_log_record
+from rlsim.learning.model import metric_at
+from rlsim.scenario import MetricCurve
+from tests.conftest import ROOT
+
+CURVE = MetricCurve(initial=0.0, asymptote=1.0, mid_samples=8_000.0, exponent=4.0)
+B, STRETCH, FREE = 128, 0.08, 1.0
+
+
+@pytest.fixture(scope="module")
+def loop():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import staleness_loop
+
+    yield staleness_loop
+    sys.path.remove(str(ROOT / "scripts"))
+
+
+def write_run(out, name: str, k: int, seed: int) -> None:
+    d = out / "runs" / name
+    d.mkdir(parents=True)
+    rng = np.random.default_rng(seed)
+    lines = []
+    for step in range(1, 201):
+        samples = step * B
+        m = None
+        if step % 5 == 0:
+            stretch = (1.0 + STRETCH) ** max(0.0, k - FREE)
+            m = float(np.clip(metric_at(CURVE, samples / stretch) + rng.normal(0, 0.01), 0, 1))
+        rec = run_log_record(
+            run_id=name, step=step, cumulative_samples=samples, prompts=16, responses=B, prompt_tokens=5 * B,
+            response_tokens=2 * B, lr=1e-3, reward_mean=0.5, eval_metric=m, wall_s=float(step),
+            timing_s={"rollout": 1.0}, staleness=min(step - 1, k),
+        )  # fmt: skip
+        lines.append(json.dumps(rec | ({"eval_metric_initial": 0.0} if step == 1 else {})))
+    (d / "runlog.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_the_loop_predicts_a_held_out_staleness_from_the_fitted_stretch(tmp_path, loop):
+    seeds = 2
+    for seed in range(seeds):
+        for loss in loop.LOSSES:
+            for k in (0, 2, 8, 4):
+                name = loop.run_name(loss, k, seed)
+                if not (tmp_path / "runs" / name).exists():
+                    write_run(tmp_path, name, k, 10 * seed + k)
+    pred = loop.predict(tmp_path, [0, 2, 8], [4], seeds)
+    assert pred["naive_ppo"]["chosen"] == "stretch"
+    assert pred["naive_ppo"]["penalty_per_step"] == pytest.approx(STRETCH, abs=0.02)
+    loop.compare(tmp_path, pred, [4], seeds)
+    rows = json.loads((tmp_path / "comparison.json").read_text())
+    chosen = [r for r in rows if r["chosen"]]
+    assert {(r["loss"], r["k"]) for r in chosen} == {("naive_ppo", 4), ("decoupled_ppo", 4)}
+    for r in chosen:
+        assert r["predicted_samples"] == pytest.approx(r["measured_samples_median"], rel=0.1)
+    assert "| naive_ppo | 4 | stretch (chosen) |" in (tmp_path / "comparison.md").read_text()
