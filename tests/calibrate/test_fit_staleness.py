@@ -154,6 +154,16 @@ def test_the_written_profile_puts_the_form_in_the_scenario(tmp_path):
     path.write_text(Profile(prof.provenance, prof.phases, {**prof.learning, "staleness_loss": "naive_ppo"}).dumps())
     scn = load_profile(path).with_fitted(rlsim.load_scenario(ROOT / "scenarios" / "paper_grpo.yaml"))
     assert scn.learning.staleness_loss == "naive_ppo"
+    # what fit-staleness and fit-groups write besides the form reaches the scenario too
+    fitted = {"staleness_form": [2.0, 0.3, 3.0], "staleness_spread": 0.2, "reference_group_size": 8}
+    path.write_text(Profile(prof.provenance, prof.phases, {**load_profile(path).learning, **fitted}).dumps())
+    scn = load_profile(path).with_fitted(rlsim.load_scenario(ROOT / "scenarios" / "paper_grpo.yaml"))
+    assert scn.learning.staleness_form == (2.0, 0.3, 3.0) and scn.learning.staleness_spread == 0.2
+    assert scn.learning.reference_group_size == 8
+    stretch = {"staleness_loss": "stretch", "staleness_penalty_per_step": 0.1, "staleness_free_steps": 2.0}
+    path.write_text(Profile(prof.provenance, prof.phases, {**prof.learning, **stretch}).dumps())
+    scn = load_profile(path).with_fitted(rlsim.load_scenario(ROOT / "scenarios" / "paper_grpo.yaml"))
+    assert (scn.learning.staleness_penalty_per_step, scn.learning.staleness_free_steps) == (0.1, 2.0)
 
 
 def test_slowdown_past_a_few_free_steps_gets_its_threshold():
