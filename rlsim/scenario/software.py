@@ -14,7 +14,7 @@ one-line warning (:func:`warnings`, printed by ``rlsim run``). What the scenario
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -35,10 +35,18 @@ def table() -> dict[str, Any]:
 
 def parse_version(text: str, path: str) -> tuple[int, int, int]:
     """``"0.11.2"``, ``"v0.5"`` or ``"0.17.1rc1"`` -> (0, 11, 2) / (0, 5, 0) / (0, 17, 1)."""
-    m = re.fullmatch(r"\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?\S*\s*", str(text))
-    if not m:
+    version = _version(str(text))
+    if version is None:
         raise ScenarioError(path, text, "is not a version", "write it as X.Y.Z, e.g. 0.11.2")
-    return tuple(int(x) for x in m.groups(default="0"))  # type: ignore[return-value]
+    return version
+
+
+@lru_cache(maxsize=1024)
+def _version(text: str) -> tuple[int, int, int] | None:
+    """Cached: every scenario a plan builds sorts the catalog's releases by version (20,710 parses in a
+    1,090-configuration plan)."""
+    m = re.fullmatch(r"\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?\S*\s*", text)
+    return tuple(int(x) for x in m.groups(default="0")) if m else None  # type: ignore[return-value]
 
 
 def nearest(kind: str, name: str, version: str, path: str) -> tuple[str, dict[str, Any], str | None]:
