@@ -16,7 +16,8 @@ The losses (``--staleness-loss``):
   proximal policy (the trainer's weights before this step's update, whose log-probs the trainer recomputes), each
   token weighted by ``pi_prox / pi_behav``. Tokens whose weight exceeds ``--behav-weight-cap`` are left out of
   the loss, as AReaL's ``behav_imp_weight_cap`` does ("filter out the tokens where behav_imp_weight exceeds
-  behav_imp_weight_cap"; AReaL's async configs set it to 5, the default here).
+  behav_imp_weight_cap"; AReaL's own default is no cap, and an AReaL agent workflow's published config sets 5,
+  the default here).
 
 With ``K = 0`` both reduce to the synchronous update and this module is not used.
 """
