@@ -12,12 +12,12 @@ The losses (``--staleness-loss``):
 
 * ``naive_ppo``: PPO's clipped ratio against the behaviour policy (the one that generated), as verl's one-step-off
   and fully-async recipes and TRL's AsyncGRPO do by default.
-* ``decoupled_ppo`` (AReaL, Fu et al. 2025, arXiv 2505.24298, its Eq. 5): the clipped ratio against the
-  proximal policy (the trainer's weights before this step's update, whose log-probs the trainer recomputes), each
-  token weighted by ``pi_prox / pi_behav``. Tokens whose weight exceeds ``--behav-weight-cap`` are left out of
-  the loss, as AReaL's ``behav_imp_weight_cap`` does ("filter out the tokens where behav_imp_weight exceeds
-  behav_imp_weight_cap"; AReaL's own default is no cap, and an AReaL agent workflow's published config sets 5,
-  the default here).
+* ``decoupled_ppo`` (AReaL, Fu et al. 2025, arXiv 2505.24298, its decoupled PPO objective): the clipped ratio
+  against the proximal policy (the trainer's weights before this step's update, whose log-probs the trainer
+  recomputes), each token weighted by ``pi_prox / pi_behav``. Tokens whose weight exceeds
+  ``--behav-weight-cap`` are left out of the loss, as AReaL's ``behav_imp_weight_cap`` does ("filter out the
+  tokens where behav_imp_weight exceeds behav_imp_weight_cap"; AReaL's own default is no cap, and an AReaL agent
+  workflow's published config sets 5, the default here).
 
 With ``K = 0`` both reduce to the synchronous update and this module is not used.
 """
