@@ -218,10 +218,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
             engine.sleep()
             ids, attn, targets, mask, positions = batch_tensors(flat_prompts, completions, pad_id)
             with phase_timer(Phase.OLD_LOGPROB, timing), torch.no_grad():
-                old_lp = completion_logprobs(policy, ids, attn, targets, positions)
-                weights, extra = _stale_logprobs(cfg, stale, old_lp, (ids, attn, targets, positions), mask, step)
-                if cfg.staleness > 0 and cfg.staleness_loss == "naive_ppo":
-                    old_lp = extra.pop("behaviour_lp")  # the ratio's centre: the policy that generated
+                old_lp, weights, extra = _old_logprobs(cfg, policy, stale, (ids, attn, targets, positions), mask, step)
             ref_lp = None
             if ref_model is not None:
                 with phase_timer(Phase.REF_LOGPROB, timing), torch.no_grad():
@@ -305,23 +302,24 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
     return summary
 
 
-def _stale_logprobs(cfg, stale, proximal_lp, batch, mask, step: int):
-    """A stale-policy step's behaviour log-probs (the rollout's weights, ``stale.behaviour``) and, under the
-    decoupled loss, the token weights ``pi_prox / pi_behav`` (real.stale); ``(None, {})`` when synchronous. The
-    extra dict holds the run-log fields (``staleness``, the share of tokens the weight cap left out) and, for
-    naive PPO, ``behaviour_lp``."""
-    if stale is None:
-        return None, {}
+def _old_logprobs(cfg, policy, stale, batch, mask, step: int):
+    """The ratio's centre, the decoupled loss's token weights (None otherwise) and the run-log fields of a step.
+    Synchronous: the policy's log-probs. Stale-policy (real.stale): naive PPO centres on the behaviour policy (the
+    weights that generated, ``stale.behaviour``), the decoupled loss on the policy (the proximal one) with weights
+    ``pi_prox / pi_behav``; the fields are the lag (``staleness``) and the share of tokens the weight cap left out."""
     from real import algos
     from real.update import completion_logprobs
 
+    if stale is None:
+        return completion_logprobs(policy, *batch), None, {}
     behaviour_lp = completion_logprobs(stale.behaviour, *batch)
-    extra = {"staleness": stale.lag(step)}
+    extra: dict[str, Any] = {"staleness": stale.lag(step)}
     if cfg.staleness_loss == "naive_ppo":
-        return None, {**extra, "behaviour_lp": behaviour_lp}
+        return behaviour_lp, None, extra
+    proximal_lp = completion_logprobs(policy, *batch)
     weights, kept = algos.behaviour_weights(proximal_lp, behaviour_lp, mask, cfg.behav_weight_cap)
     extra["behav_weight_filtered"] = float(1.0 - kept.sum() / mask.sum().clamp(min=1))
-    return weights, extra
+    return proximal_lp, weights, extra
 
 
 def _zero_variance_share(rewards, group_size: int) -> float:

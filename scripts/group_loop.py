@@ -17,22 +17,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 import time
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from staleness_loop import ROOT, run_all  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from calibrate.learning_fit.curve import first_crossing, fit_sigmoid_checked  # noqa: E402
-from calibrate.learning_fit.fit import _run_points  # noqa: E402
-from calibrate.learning_fit.staleness import run_initial  # noqa: E402
+from calibrate.learning_fit.groups import group_multipliers, median_reached, reference_curve, seeds_reaching  # noqa: E402
 from rlsim.io.runlog import read_jsonl  # noqa: E402
-from rlsim.learning.groups import group_multiplier  # noqa: E402
-from rlsim.learning.model import reference_samples_to_target  # noqa: E402
 
 BATCH, REFERENCE_G = 128, 8
 
@@ -41,20 +36,8 @@ def run_dir(out: Path, g: int, seed: int) -> Path:
     return out / "runs" / (f"k0_s{seed}" if g == REFERENCE_G else f"G{g}_s{seed}")
 
 
-def reached(out: Path, g: int, seeds: int, target: float) -> list[float | None]:
-    """Each seed's samples to ``target`` (None: never within the run)."""
-    out_ = []
-    for seed in range(seeds):
-        s, m = _run_points(list(read_jsonl(run_dir(out, g, seed) / "runlog.jsonl")), seed)
-        out_.append(first_crossing(s, m, target))
-    return out_
-
-
-def median_reached(values: list[float | None]) -> float | None:
-    """The median with seeds that never reached counted as infinitely late (None when half or more never did)."""
-    ordered = sorted(v if v is not None else np.inf for v in values)
-    mid = float(np.median(ordered))
-    return mid if np.isfinite(mid) else None
+def runs_at(out: Path, g: int, seeds: int) -> list[list[dict]]:
+    return [list(read_jsonl(run_dir(out, g, s) / "runlog.jsonl")) for s in range(seeds)]
 
 
 def main() -> int:
@@ -77,25 +60,19 @@ def main() -> int:
     run_all(out, [(f"k0_s{s}", extra) for s, extra in enumerate(ref)], args.jobs)
     pred_path = out / "group_predictions.json"
     if not pred_path.exists():
-        runs = [list(read_jsonl(run_dir(out, REFERENCE_G, s) / "runlog.jsonl")) for s in range(args.seeds)]
-        points = [_run_points(r, i) for i, r in enumerate(runs)]
-        s_all = np.concatenate([s for s, _ in points])
-        m_all = np.concatenate([m for _, m in points])
-        order = np.argsort(s_all, kind="stable")
-        r0 = float(np.mean([v for v in map(run_initial, runs) if v is not None]))
-        curve = fit_sigmoid_checked(s_all[order], m_all[order], r0, 0.0, 1.0).to_metric_curve()
-        n_model = reference_samples_to_target(curve, args.target)
-        measured = median_reached(reached(out, REFERENCE_G, args.seeds, args.target))
-        if measured is None:
+        ref_runs = runs_at(out, REFERENCE_G, args.seeds)
+        measured = median_reached(seeds_reaching(ref_runs, args.target))
+        if math.isinf(measured):
             raise SystemExit(f"the reference runs' median never reached {args.target}: lower --target")
+        multiplier = group_multipliers(ref_runs, args.target, REFERENCE_G, groups)
         pred = {
             "written": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "target": args.target,
-            "curve": dataclasses.asdict(curve),
+            "curve": dataclasses.asdict(reference_curve(ref_runs)),
             "reference_measured": measured,
-            "multiplier": {str(g): group_multiplier(curve, n_model, g, REFERENCE_G) for g in groups},
+            "multiplier": {str(g): m for g, m in multiplier.items()},
+            "predicted": {str(g): measured * m for g, m in multiplier.items()},
         }
-        pred["predicted"] = {g: measured * m for g, m in pred["multiplier"].items()}
         pred_path.write_text(json.dumps(pred, indent=1) + "\n")
         print(f"2. wrote {pred_path}: " + ", ".join(f"G={g} x{m:.2f}" for g, m in pred["multiplier"].items()))
     pred = json.loads(pred_path.read_text())
@@ -109,15 +86,15 @@ def main() -> int:
     rows, lines = [], ["| G | P | predicted (group term) | B = P x G alone | measured median (seeds) | never |"]
     lines.append("|---|---|---|---|---|---|")
     for g in [REFERENCE_G, *groups]:
-        values = reached(out, g, args.seeds, args.target)
+        values = seeds_reaching(runs_at(out, g, args.seeds), args.target)
         med = median_reached(values)
         predicted = pred["reference_measured"] * (pred["multiplier"].get(str(g), 1.0))
         rows.append({"group_size": g, "predicted": predicted, "batch_alone": pred["reference_measured"],
-                     "measured_median": med, "measured": values})  # fmt: skip
+                     "measured_median": None if math.isinf(med) else med, "measured": values})  # fmt: skip
         seeds = ", ".join("-" if v is None else f"{v:,.0f}" for v in values)
         lines.append(
             f"| {g} | {BATCH // g} | {predicted:,.0f} | {pred['reference_measured']:,.0f} | "
-            f"{'never' if med is None else f'{med:,.0f}'} ({seeds}) | {sum(v is None for v in values)} |"
+            f"{'never' if math.isinf(med) else f'{med:,.0f}'} ({seeds}) | {sum(v is None for v in values)} |"
         )
     (out / "groups.json").write_text(json.dumps(rows, indent=1) + "\n")
     (out / "groups.md").write_text("\n".join(lines) + "\n")

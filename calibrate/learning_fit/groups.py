@@ -26,6 +26,7 @@ from calibrate.learning_fit.fit import _run_batch, _run_points
 from calibrate.learning_fit.staleness import run_initial
 from rlsim.learning.groups import group_multiplier
 from rlsim.learning.model import LearningModelError, reference_samples_to_target
+from rlsim.scenario import MetricCurve
 
 MODELS = ("batch", "groups")
 
@@ -52,9 +53,42 @@ def run_group_size(run: Sequence[Mapping[str, Any]], index: int) -> int:
     return int(values.pop())
 
 
+def seeds_reaching(runs: Sequence[Sequence[Mapping[str, Any]]], target: float) -> list[float | None]:
+    """Each run's samples to ``target`` (the first crossing; None: never within the run)."""
+    return [first_crossing(*_run_points(run, i), target) for i, run in enumerate(runs)]
+
+
 def median_reached(values: Sequence[float | None]) -> float:
     """The median over seeds with a seed that never reached counted as latest (inf when half or more never did)."""
     return float(np.median([math.inf if v is None else v for v in values]))
+
+
+def reference_curve(runs: Sequence[Sequence[Mapping[str, Any]]]) -> MetricCurve:
+    """The sigmoid on the pooled evaluations of ``runs`` (one setup's seeds), from their logged initial metric (else
+    their mean first evaluation), capped at 1 (a pass rate)."""
+    points = [_run_points(run, i) for i, run in enumerate(runs)]
+    s = np.concatenate([p[0] for p in points])
+    m = np.concatenate([p[1] for p in points])
+    order = np.argsort(s, kind="stable")
+    logged = [v for v in map(run_initial, runs) if v is not None]
+    r0 = float(np.mean(logged)) if logged else float(np.mean([p[1][0] for p in points]))
+    return fit_sigmoid_checked(s[order], m[order], r0, 0.0, 1.0).to_metric_curve()
+
+
+def group_multipliers(
+    reference_runs: Sequence[Sequence[Mapping[str, Any]]],
+    target: float,
+    reference_group_size: int,
+    groups: Sequence[int],
+) -> dict[int, float]:
+    """The group term's samples multiplier at each G against the reference runs' (rlsim.learning.groups, along
+    :func:`reference_curve` up to ``target``)."""
+    curve = reference_curve(reference_runs)
+    try:
+        n_model = reference_samples_to_target(curve, target)
+    except LearningModelError as exc:
+        raise CalibrateError(f"the reference runs' curve (G = {reference_group_size}): {exc}") from None
+    return {g: group_multiplier(curve, n_model, g, reference_group_size) for g in groups}
 
 
 def fit_groups(
@@ -74,27 +108,14 @@ def fit_groups(
     g_ref = reference_group_size or max(counts, key=lambda g: (counts[g], g))
     if g_ref not in counts:
         raise CalibrateError(f"--reference-group-size {g_ref} is not among the runs' G ({', '.join(map(str, counts))})")
-    points = [_run_points(run, i) for i, run in enumerate(runs)]
-    measured = {
-        g: median_reached([first_crossing(s, m, target) for (s, m), gg in zip(points, gs) if gg == g]) for g in counts
-    }
+    measured = {g: median_reached(seeds_reaching([r for r, gg in zip(runs, gs) if gg == g], target)) for g in counts}
     if math.isinf(measured[g_ref]):
         raise CalibrateError(f"the runs at the reference G = {g_ref} mostly never reach {target:g}: lower the target")
     ref_runs = [run for run, g in zip(runs, gs) if g == g_ref]
-    ref_points = [p for p, g in zip(points, gs) if g == g_ref]
-    s = np.concatenate([p[0] for p in ref_points])
-    m = np.concatenate([p[1] for p in ref_points])
-    order = np.argsort(s, kind="stable")
-    logged = [v for v in map(run_initial, ref_runs) if v is not None]
-    r0 = float(np.mean(logged)) if logged else float(np.mean([p[1][0] for p in ref_points]))
-    curve = fit_sigmoid_checked(s[order], m[order], r0, 0.0, 1.0).to_metric_curve()
-    try:
-        n_model = reference_samples_to_target(curve, target)
-    except LearningModelError as exc:
-        raise CalibrateError(f"the reference runs' curve (G = {g_ref}): {exc}") from None
+    multiplier = group_multipliers(ref_runs, target, g_ref, list(counts))
     predicted = {
         "batch": {g: measured[g_ref] for g in counts},
-        "groups": {g: measured[g_ref] * group_multiplier(curve, n_model, g, g_ref) for g in counts},
+        "groups": {g: measured[g_ref] * multiplier[g] for g in counts},
     }
     others = [g for g in counts if g != g_ref and math.isfinite(measured[g])]
     rms = {}
