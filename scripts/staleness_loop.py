@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from calibrate.learning_fit.curve import first_crossing  # noqa: E402
 from calibrate.learning_fit.fit import _run_points  # noqa: E402
-from calibrate.learning_fit.staleness import FORMS, WINDOW, fit_staleness  # noqa: E402
+from calibrate.learning_fit.staleness import FORMS, fit_staleness, metric_near  # noqa: E402
 from rlsim.io.runlog import read_jsonl  # noqa: E402
 
 LOSSES = ("naive_ppo", "decoupled_ppo")
@@ -79,15 +79,6 @@ def logs(out: Path, loss: str, ks: list[int], seeds: int) -> dict[int, list[list
     return {
         k: [list(read_jsonl(out / "runs" / run_name(loss, k, s) / "runlog.jsonl")) for s in range(seeds)] for k in ks
     }
-
-
-def kept(points: list[tuple[np.ndarray, np.ndarray]], at: float, r0: float, base: float) -> list[float]:
-    """Each run's gain at ``at`` (its evaluations over the last fifth up to there) over ``base``."""
-    out = []
-    for s, m in points:
-        window = (s >= (1.0 - WINDOW) * at) & (s <= at)
-        out.append((float(np.mean(m[window])) - r0) / base)
-    return out
 
 
 def main() -> int:
@@ -162,7 +153,7 @@ def compare(out: Path, predictions: dict, held: list[int], seeds: int) -> None:
         level = pr["initial"] + 0.75 * pr["base_gain"]
         for k, runs in logs(out, loss, held, seeds).items():
             points = [_run_points(r, i) for i, r in enumerate(runs)]
-            measured = kept(points, pr["at_samples"], pr["initial"], pr["base_gain"])
+            measured = [(metric_near(s, m, pr["at_samples"]) - pr["initial"]) / pr["base_gain"] for s, m in points]
             mean_curve = np.mean([np.interp(grid, s, m) for s, m in points], axis=0)
             hits = sorted(first_crossing(s, m, level) or math.inf for s, m in points)
             med = float(np.median(hits))

@@ -134,7 +134,9 @@ def fit_staleness(runs: Sequence[Sequence[Mapping[str, Any]]], initial: float | 
     p, free = _fit_stretch(reference, s_all, m_all, k_all, k0)
     constants = _fit_threshold(gain, m_all - r0, k_all, k0)
     counts = {k: ks.count(k) for k in sorted(set(ks))}
-    fit = StalenessFit("", retained, counts, {}, {}, at, base_gain, r0, reference, k0, p, free, constants)
+    fit = StalenessFit(
+        "", retained, counts, {}, {}, at, base_gain, r0, reference, k0, p, free, constants
+    )  # no form yet
     n = m_all.size
     rms, bic = {}, {}
     for form in FORMS:
@@ -142,10 +144,8 @@ def fit_staleness(runs: Sequence[Sequence[Mapping[str, Any]]], initial: float | 
         rms[form] = math.sqrt(rss / n)
         bic[form] = n * math.log(max(rss, 1e-300) / n) + PARAMS[form] * math.log(n)
     loss = min(FORMS, key=lambda f: (bic[f], FORMS.index(f)))
-    fit = StalenessFit(loss, retained, counts, rms, bic, at, base_gain, r0, reference, k0, p, free, constants)
     level = r0 + LEVEL * base_gain
-    spread = _spread(fit, loss, others, level)
-    return dataclasses.replace(fit, spread=spread, level=level)
+    return dataclasses.replace(fit, loss=loss, rms=rms, bic=bic, spread=_spread(fit, loss, others, level), level=level)
 
 
 def _spread(fit: StalenessFit, form: str, runs: list[tuple[np.ndarray, np.ndarray, int]], level: float) -> float:
@@ -165,14 +165,19 @@ def _spread(fit: StalenessFit, form: str, runs: list[tuple[np.ndarray, np.ndarra
     return math.sqrt(float(np.mean(np.square(errors)))) if errors else 0.0
 
 
+def metric_near(s: np.ndarray, m: np.ndarray, at: float) -> float:
+    """A run's metric at ``at`` samples: the mean of its evaluations over the last fifth up to there (interpolated
+    when none falls in it)."""
+    window = (s >= (1.0 - WINDOW) * at) & (s <= at)
+    return float(np.mean(m[window])) if window.any() else float(np.interp(at, s, m))
+
+
 def _retained(points, ks, r0: float) -> tuple[dict[int, float], float, float]:
     """The model-free summary: each staleness's gain at the common samples over the smallest staleness's."""
     at = min(float(s[-1]) for s, _ in points)
     gains: dict[int, list[float]] = {}
     for (s, m), k in zip(points, ks):
-        window = (s >= (1.0 - WINDOW) * at) & (s <= at)
-        value = float(np.mean(m[window])) if window.any() else float(np.interp(at, s, m))
-        gains.setdefault(k, []).append(value - r0)
+        gains.setdefault(k, []).append(metric_near(s, m, at) - r0)
     k0 = min(gains)
     base = float(np.mean(gains[k0]))
     if not base > 0:
