@@ -236,19 +236,29 @@ def cmd_fit_groups(args: argparse.Namespace) -> int:
         raise CalibrateError("--profile needs -o/--output: the profile JSON to write (may be --profile)")
     fit = fit_groups([_read_run(p) for p in args.runs], args.target, args.reference_group_size)
     print(f"B = {fit.batch}; median samples to {args.target:g} per G, measured against each model's prediction:")
-    print(f"{'G':>4} {'runs':>5} {'measured':>10} {'batch':>10} {'groups':>10}")
+    print(f"{'G':>4} {'runs':>5} {'measured':>10} {'batch':>10} {'groups':>10} {'spread':>10}")
     for g, n in fit.measured.items():
         cells = [
             f"{x:>10,.0f}" if math.isfinite(x) else f"{'never':>10}"
-            for x in (n, *(fit.predicted[m][g] for m in ("batch", "groups")))
+            for x in (n, *(fit.predicted[m][g] for m in ("batch", "groups", "spread")))
         ]
         print(f"{g:>4} {fit.runs[g]:>5} " + " ".join(cells))
+    k = "none logged" if fit.concentration is None else f"{fit.concentration:.3g}"
+    print(
+        f"spread: prompt concentration {k} (from the logged zero_variance_groups), group correlation "
+        f"{fit.correlation:.3f}; its predictions above leave each G's runs out of both fits"
+    )
     print("rms log error: " + ", ".join(f"{m} {e:.3f}" for m, e in fit.rms_log.items()) + f" -> {fit.model}")
     if profile is not None:
         learning = dict(profile.learning)
-        learning.pop("reference_group_size", None)
-        if fit.model == "groups":
+        for key in ("reference_group_size", "prompt_concentration", "group_correlation"):
+            learning.pop(key, None)
+        if fit.model != "batch":
             learning["reference_group_size"] = fit.reference_group_size
+        if fit.model == "spread":
+            learning["group_correlation"] = fit.correlation
+            if fit.concentration is not None:
+                learning["prompt_concentration"] = fit.concentration
         prov = {**profile.provenance, "group_runs": [str(p) for p in args.runs]}
         atomic_write_text(args.output, dataclasses.replace(profile, provenance=prov, learning=learning).dumps() + "\n")
         print(f"wrote {args.output} (learning.reference_group_size {learning.get('reference_group_size')})")

@@ -8,6 +8,13 @@ target counted as latest). At every other G two models predict the median sample
 alone: the reference's) and ``groups`` (the reference's times rlsim.learning.groups' multiplier along the curve).
 The one with the smaller root-mean-square log error wins; with ``groups`` the profile gets
 ``learning.reference_group_size`` = the reference G.
+
+A third model, ``spread``, adds what runs on a real model showed the informative share alone misses (docs/learning.md):
+the prompts' pass rates spread around the mean (``learning.prompt_concentration``, fitted to the share of groups
+whose rewards all agree that the run logs record per step, ``zero_variance_groups``) and the correlation of
+responses to one prompt (``learning.group_correlation``, fitted to the measured samples-to-target at the other G).
+Its RMS log error is cross-validated, leaving one G out: the G scored is predicted with both fitted without its
+runs; ``batch`` and ``groups`` fit nothing to the G they score.
 """
 
 from __future__ import annotations
@@ -18,17 +25,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 
 from calibrate.errors import CalibrateError
 from calibrate.learning_fit.checks import check_target
 from calibrate.learning_fit.curve import first_crossing, fit_sigmoid_checked
 from calibrate.learning_fit.fit import _run_batch, _run_points
 from calibrate.learning_fit.staleness import run_initial
-from rlsim.learning.groups import group_multiplier
+from rlsim.learning.groups import group_multiplier, informative_share
 from rlsim.learning.model import LearningModelError, reference_samples_to_target
 from rlsim.scenario import MetricCurve
 
-MODELS = ("batch", "groups")
+MODELS = ("batch", "groups", "spread")
+TRAIN_RANGE = (0.02, 0.98)  # steps whose train accuracy is this far from 0 and 1 fit the concentration
+CONCENTRATION_RANGE = (0.05, 1e4)  # the concentration searched (the upper end: all prompts alike)
+MAX_CORRELATION = 0.95
 
 
 @dataclass(frozen=True)
@@ -38,8 +49,49 @@ class GroupsFit:
     batch: int
     measured: dict[int, float]  # per G: the seeds' median samples-to-target (inf: half or more never reached it)
     runs: dict[int, int]  # per G: runs
-    predicted: dict[str, dict[int, float]]  # per model, per G
+    predicted: dict[str, dict[int, float]]  # per model, per G (spread: each G from a fit without its runs)
     rms_log: dict[str, float]  # per model, over the G other than the reference that reached the target
+    concentration: float | None = None  # spread: fitted to every run (None: no step in the fitting range)
+    correlation: float = 0.0  # spread: fitted to every G
+
+
+@dataclass(frozen=True)
+class ShareSteps:
+    """The steps that fit the concentration: mean pass rate, G, prompts and the share of informative groups."""
+
+    pass_rate: np.ndarray
+    group_size: np.ndarray
+    prompts: np.ndarray
+    informative: np.ndarray
+
+
+def share_steps(runs: Sequence[Sequence[Mapping[str, Any]]], gs: Sequence[int]) -> ShareSteps:
+    """Every logged step with a train accuracy in TRAIN_RANGE and a ``zero_variance_groups`` share (rlsim-real logs
+    both; the accuracy read as the mean pass rate of the step's prompts)."""
+    rows = [
+        (rec["accuracy_train"], g, rec.get("prompts") or rec["responses"] / g, 1.0 - rec["zero_variance_groups"])
+        for run, g in zip(runs, gs)
+        for rec in run
+        if rec.get("zero_variance_groups") is not None
+        and rec.get("accuracy_train") is not None
+        and TRAIN_RANGE[0] < rec["accuracy_train"] < TRAIN_RANGE[1]
+    ]
+    cols = np.array(rows, dtype=float).reshape(-1, 4).T
+    return ShareSteps(*cols)
+
+
+def fit_concentration(steps: ShareSteps) -> float | None:
+    """The concentration k whose beta-binomial informative share fits the steps' measured shares best (least squares
+    weighted by the step's prompts, the groups the share counts); None without steps."""
+    if steps.pass_rate.size == 0:
+        return None
+
+    def loss(log_k: float) -> float:
+        w = informative_share(steps.pass_rate, steps.group_size, math.exp(log_k))
+        return float(np.sum(steps.prompts * (w - steps.informative) ** 2))
+
+    lo, hi = map(math.log, CONCENTRATION_RANGE)
+    return math.exp(minimize_scalar(loss, bounds=(lo, hi), method="bounded", options={"xatol": 1e-3}).x)
 
 
 def run_group_size(run: Sequence[Mapping[str, Any]], index: int) -> int:
@@ -80,15 +132,55 @@ def group_multipliers(
     target: float,
     reference_group_size: int,
     groups: Sequence[int],
+    concentration: float | None = None,
+    correlation: float = 0.0,
 ) -> dict[int, float]:
     """The group term's samples multiplier at each G against the reference runs' (rlsim.learning.groups, along
     :func:`reference_curve` up to ``target``)."""
-    curve = reference_curve(reference_runs)
+    curve, n_model = _reference(reference_runs, target, reference_group_size)
+    return {g: group_multiplier(curve, n_model, g, reference_group_size, concentration, correlation) for g in groups}
+
+
+def _reference(runs: Sequence[Sequence[Mapping[str, Any]]], target: float, g_ref: int) -> tuple[MetricCurve, float]:
+    curve = reference_curve(runs)
     try:
-        n_model = reference_samples_to_target(curve, target)
+        return curve, reference_samples_to_target(curve, target)
     except LearningModelError as exc:
-        raise CalibrateError(f"the reference runs' curve (G = {reference_group_size}): {exc}") from None
-    return {g: group_multiplier(curve, n_model, g, reference_group_size) for g in groups}
+        raise CalibrateError(f"the reference runs' curve (G = {g_ref}): {exc}") from None
+
+
+def fit_correlation(
+    curve: MetricCurve, n_model: float, g_ref: int, measured: Mapping[int, float], concentration: float | None
+) -> float:
+    """The correlation rho in [0, MAX_CORRELATION] whose multipliers fit ``measured`` (per G: samples-to-target over
+    the reference's) best in log; 0 without a G to fit."""
+    if not measured:
+        return 0.0
+
+    def loss(rho: float) -> float:
+        return sum(
+            math.log(group_multiplier(curve, n_model, g, g_ref, concentration, rho) / m) ** 2
+            for g, m in measured.items()
+        )
+
+    return float(minimize_scalar(loss, bounds=(0.0, MAX_CORRELATION), method="bounded", options={"xatol": 1e-4}).x)
+
+
+def fit_spread(
+    runs: Sequence[Sequence[Mapping[str, Any]]],
+    gs: Sequence[int],
+    g_ref: int,
+    target: float,
+    measured: Mapping[int, float],
+    leave_out: int | None = None,
+) -> tuple[float | None, float]:
+    """The spread model's concentration (from the logged shares) and correlation (from ``measured`` multipliers at
+    the G other than the reference), both without the runs at ``leave_out``."""
+    keep = [i for i, g in enumerate(gs) if g != leave_out]
+    k = fit_concentration(share_steps([runs[i] for i in keep], [gs[i] for i in keep]))
+    curve, n_model = _reference([r for r, g in zip(runs, gs) if g == g_ref], target, g_ref)
+    fit_on = {g: m for g, m in measured.items() if g not in (g_ref, leave_out) and math.isfinite(m)}
+    return k, fit_correlation(curve, n_model, g_ref, fit_on, k)
 
 
 def fit_groups(
@@ -113,14 +205,22 @@ def fit_groups(
         raise CalibrateError(f"the runs at the reference G = {g_ref} mostly never reach {target:g}: lower the target")
     ref_runs = [run for run, g in zip(runs, gs) if g == g_ref]
     multiplier = group_multipliers(ref_runs, target, g_ref, list(counts))
+    others = [g for g in counts if g != g_ref and math.isfinite(measured[g])]
+    ratio = {g: measured[g] / measured[g_ref] for g in others}
+    spread = {g_ref: measured[g_ref]}
+    for g in counts:
+        if g != g_ref:
+            k, rho = fit_spread(runs, gs, g_ref, target, ratio, leave_out=g)
+            spread[g] = measured[g_ref] * group_multipliers(ref_runs, target, g_ref, [g], k, rho)[g]
     predicted = {
         "batch": {g: measured[g_ref] for g in counts},
         "groups": {g: measured[g_ref] * multiplier[g] for g in counts},
+        "spread": spread,
     }
-    others = [g for g in counts if g != g_ref and math.isfinite(measured[g])]
     rms = {}
     for model in MODELS:
         errors = [math.log(predicted[model][g] / measured[g]) for g in others]
         rms[model] = math.sqrt(float(np.mean(np.square(errors)))) if errors else math.nan
-    model = "groups" if others and rms["groups"] < rms["batch"] else "batch"
-    return GroupsFit(model, g_ref, batches.pop(), measured, counts, predicted, rms)
+    model = min(MODELS, key=lambda m: rms[m]) if others else "batch"
+    k, rho = fit_spread(runs, gs, g_ref, target, ratio)
+    return GroupsFit(model, g_ref, batches.pop(), measured, counts, predicted, rms, k, rho)

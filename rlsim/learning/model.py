@@ -233,7 +233,14 @@ def samples_to_target(
         curve_mul = bmul * lmul
     gmul = 1.0
     if learning.reference_group_size is not None and group_size is not None:
-        gmul = group_multiplier(learning.metric, ref, group_size, learning.reference_group_size)
+        gmul = group_multiplier(
+            learning.metric,
+            ref,
+            group_size,
+            learning.reference_group_size,
+            learning.prompt_concentration,
+            learning.group_correlation,
+        )
     return SamplesToTarget(
         ref * bmul * lmul * smul * gmul, ref, bmul, lmul, smul, tuple(warnings), curve, curve_mul * gmul, gmul
     )

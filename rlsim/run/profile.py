@@ -77,6 +77,8 @@ LEARNING_KEYS = (
     "staleness_penalty_per_step",
     "staleness_free_steps",
     "reference_group_size",
+    "prompt_concentration",
+    "group_correlation",
 )
 # the keys of a profile's lengths section that replace the scenario's (rlsim.scenario.Workload fields)
 LENGTH_KEYS = (

@@ -137,6 +137,15 @@ def _validate_staleness_and_groups(lr: Learning) -> None:
                 f"reads the metric curve as a pass rate, but it runs from {lr.metric.initial} to {lr.metric.asymptote}",
                 "give a metric in [0, 1] (an accuracy) or leave reference_group_size unset",
             )
+    if lr.reference_group_size is None:
+        for name in ("prompt_concentration", "group_correlation"):
+            if getattr(lr, name):
+                raise ScenarioError(
+                    f"learning.{name}",
+                    getattr(lr, name),
+                    "shapes the responses-per-prompt term, which is off while learning.reference_group_size is unset",
+                    "set reference_group_size (the G of the runs the metric curve was measured at) or remove it",
+                )
     if lr.staleness_form is not None:
         form = lr.staleness_form
         if lr.staleness_loss == "stretch":

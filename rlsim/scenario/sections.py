@@ -388,6 +388,11 @@ class Learning:
     # trains nothing and N* follows the share of informative groups at workload.group_size (rlsim.learning.groups;
     # the metric must be a pass rate in [0, 1]); unset, the batch P x G alone counts
     reference_group_size: int | None = field(default=None, metadata=bounds(ge=2))
+    # with reference_group_size: the spread of the prompts' pass rates, Beta(p k, (1 - p) k) around the curve's p
+    # (None: every prompt at p), and the correlation of responses to one prompt (design effect 1 + (G - 1) rho);
+    # rlsim-calibrate fit-groups fits both (rlsim.learning.groups)
+    prompt_concentration: float | None = field(default=None, metadata=bounds(gt=0))
+    group_correlation: float = field(default=0.0, metadata=bounds(ge=0, lt=1))
 
 
 @dataclass(frozen=True)

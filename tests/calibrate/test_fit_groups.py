@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from calibrate.errors import CalibrateError
-from calibrate.learning_fit.groups import fit_groups, median_reached
-from rlsim.learning.groups import group_multiplier
+from calibrate.learning_fit.groups import ShareSteps, fit_concentration, fit_groups, median_reached
+from rlsim.learning.groups import group_multiplier, informative_share
 from rlsim.learning.model import metric_at, reference_samples_to_target
 from rlsim.scenario import MetricCurve
 from tests.conftest import ROOT
@@ -21,16 +21,24 @@ CURVE = MetricCurve(initial=0.05, asymptote=0.95, mid_samples=8_000.0, exponent=
 B, TARGET = 128, 0.8
 
 
-def run_log(g: int, seed: int, groups: bool) -> list[dict]:
-    """A run at G whose curve is the reference's stretched by the group term (or not), with seeded noise."""
-    stretch = group_multiplier(CURVE, reference_samples_to_target(CURVE, TARGET), g, 8) if groups else 1.0
+SPREAD = (2.0, 0.3)  # prompt concentration, group correlation of the runs the spread model makes
+
+
+def run_log(g: int, seed: int, groups: bool, spread: tuple[float, float] | None = None) -> list[dict]:
+    """A run at G whose curve is the reference's stretched by the group term (or not; or by the spread model with
+    ``spread``), with seeded noise; it logs the step's accuracy and the share of groups whose rewards agree that its
+    model implies (the metric read as the pass rate)."""
+    n = reference_samples_to_target(CURVE, TARGET)
+    stretch = group_multiplier(CURVE, n, g, 8, *(spread or (None, 0.0))) if groups or spread else 1.0
     rng = np.random.default_rng(seed)
     samples = B * np.arange(1, 301)
     metric = np.clip(metric_at(CURVE, samples / stretch) + rng.normal(0.0, 0.003, samples.size), 0.0, 1.0)
+    agree = 1.0 - informative_share(metric, g, spread[0] if spread else None)
     return [
         {"step": i + 1, "cumulative_samples": int(s), "eval_metric": float(m), "responses": B, "group_size": g}
+        | {"accuracy_train": float(m), "prompts": B // g, "zero_variance_groups": float(z)}
         | ({"eval_metric_initial": CURVE.initial} if i == 0 else {})
-        for i, (s, m) in enumerate(zip(samples, metric))
+        for i, (s, m, z) in enumerate(zip(samples, metric, agree))
     ]
 
 
@@ -42,6 +50,34 @@ def test_the_model_the_runs_follow_is_chosen(groups):
     assert fit.model == ("groups" if groups else "batch")
     chosen, other = fit.rms_log[fit.model], fit.rms_log["batch" if groups else "groups"]
     assert chosen < 0.05 < other
+
+
+def test_runs_made_by_the_spread_model_choose_it_and_give_its_constants_back():
+    runs = [run_log(g, seed, False, SPREAD) for seed in range(3) for g in (2, 4, 8, 16, 32)]
+    fit = fit_groups(runs, TARGET, reference_group_size=8)
+    assert fit.model == "spread"
+    assert fit.rms_log["spread"] < 0.05 < min(fit.rms_log["batch"], fit.rms_log["groups"])
+    assert fit.concentration == pytest.approx(SPREAD[0], rel=0.05)
+    assert fit.correlation == pytest.approx(SPREAD[1], abs=0.03)
+
+
+def test_the_concentration_comes_from_drawn_groups():
+    """Groups drawn as the spread model says (a pass rate per prompt from Beta(p k, (1 - p) k), G Bernoulli rewards):
+    the fit gives k back; drawn with every prompt at p it finds no spread (k at the top of its range)."""
+    rng = np.random.default_rng(3)
+    for k_true in (1.5, None):
+        rows = []
+        for _ in range(600):
+            p, g = rng.uniform(0.1, 0.9), int(rng.choice([2, 8, 32]))
+            q = rng.beta(p * k_true, (1 - p) * k_true, B // g) if k_true else np.full(B // g, p)
+            rewards = rng.random((B // g, g)) < q[:, None]
+            agree = np.mean(rewards.all(axis=1) | ~rewards.any(axis=1))
+            rows.append((p, g, B // g, 1.0 - agree))
+        k = fit_concentration(ShareSteps(*np.array(rows).T))
+        if k_true:
+            assert k == pytest.approx(k_true, rel=0.2)
+        else:
+            assert k > 100
 
 
 def test_a_seed_that_never_reaches_counts_as_latest():

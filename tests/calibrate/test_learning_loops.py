@@ -66,3 +66,54 @@ def test_the_loop_predicts_a_held_out_staleness_from_the_fitted_stretch(tmp_path
     for r in chosen:
         assert r["predicted_samples"] == pytest.approx(r["measured_samples_median"], rel=0.1)
     assert "| naive_ppo | 4 | stretch (chosen) |" in (tmp_path / "comparison.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def form_loop():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import group_form_loop
+
+    yield group_form_loop
+    sys.path.remove(str(ROOT / "scripts"))
+
+
+def test_the_group_form_loop_fits_the_spread_and_predicts_another_batch(tmp_path, form_loop):
+    """Runs made by the spread model at B = 128 (G = 2, 8, 32) and B = 64 (every G): the loop's fit gives the
+    spread's constants back, and its predictions at B = 64 match those runs (the spread model's multipliers do not
+    depend on B); the comparison and the share table are written."""
+    import argparse
+
+    from rlsim.learning.groups import group_multiplier, informative_share
+    from rlsim.learning.model import reference_samples_to_target
+
+    k_true, rho_true, target = 2.0, 0.3, 0.8
+    n_ref = reference_samples_to_target(CURVE, target)
+    for batch, gs in ((128, (2, 8, 32)), (64, (2, 4, 8, 16, 32))):
+        for g in gs:
+            stretch = group_multiplier(CURVE, n_ref, g, 8, k_true, rho_true)
+            for seed in range(2):
+                d = tmp_path / "runs" / form_loop.name(batch, g, seed)
+                d.mkdir(parents=True)
+                rng = np.random.default_rng(seed * 100 + g)
+                lines = []
+                for step in range(1, 40_000 // batch):
+                    m = float(np.clip(metric_at(CURVE, step * batch / stretch) + rng.normal(0, 0.003), 0, 1))
+                    rec = run_log_record(
+                        run_id=d.name, step=step, cumulative_samples=step * batch, prompts=batch // g,
+                        responses=batch, prompt_tokens=5 * batch, response_tokens=2 * batch, lr=1e-3,
+                        reward_mean=m, eval_metric=m, wall_s=float(step), timing_s={"rollout": 1.0},
+                    )  # fmt: skip
+                    extra = {"group_size": g, "accuracy_train": m, "eval_metric_initial": 0.0}
+                    extra["zero_variance_groups"] = 1.0 - float(informative_share(m, g, k_true))
+                    lines.append(rec | extra)
+                (d / "runlog.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    args = argparse.Namespace(batch=128, new_batch=64, seeds=2, target=target)
+    pred = form_loop.predict(tmp_path, args, [2, 8, 32], [], [2, 4, 16, 32])
+    assert pred["prompt_concentration"] == pytest.approx(k_true, rel=0.05)
+    assert pred["group_correlation"] == pytest.approx(rho_true, abs=0.03)
+    rows, lines = form_loop.compare(tmp_path, args, pred, {64: [2, 4, 16, 32]})
+    for row in rows:
+        assert row["predicted"]["spread"] == pytest.approx(row["measured_median"], rel=0.08), row
+    assert "RMS log error" in "\n".join(lines)
+    shares = form_loop.share_lines(tmp_path, args, pred, {64: [2, 32]})
+    assert len(shares) == 4

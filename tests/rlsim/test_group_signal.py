@@ -22,6 +22,32 @@ def test_informative_share_by_hand_and_near_zero():
     assert float(informative_share(1e-9, 8)) == pytest.approx(8e-9, rel=1e-6)  # G p: precision kept near 0
 
 
+def test_spread_prompts_leave_fewer_groups_informative_by_hand():
+    """Pass rates Beta(p k, (1 - p) k): with k = 1 at p = 0.5 (Beta(0.5, 0.5)) E[q^2] = 0.5 x 1.5 / (1 x 2), so a pair
+    is informative with probability 1 - 2 x 0.375 = 0.25 (0.5 with every prompt at p); a very large k is no spread."""
+    assert float(informative_share(0.5, 2, 1.0)) == pytest.approx(0.25)
+    assert float(informative_share(0.3, 4, 1e8)) == pytest.approx(float(informative_share(0.3, 4)), rel=1e-6)
+    shares = [float(informative_share(0.3, 8, k)) for k in (0.5, 2.0, 10.0, None)]
+    assert shares == sorted(shares)
+
+
+def test_correlated_responses_make_a_large_group_cost_more():
+    """A group correlation rho prices G responses to one prompt as G / (1 + (G - 1) rho) independent ones: on a
+    mid curve, where every group is informative, G = 32 against G = 8 costs (1 + 31 rho) / (1 + 7 rho)."""
+    curve = MetricCurve(initial=0.4, asymptote=0.6, mid_samples=10_000.0, exponent=1.5)
+    assert group_multiplier(curve, 20_000.0, 32, 8, None, 0.2) == pytest.approx(7.2 / 2.4, rel=0.02)
+    spread = group_multiplier(curve, 20_000.0, 2, 8, 2.0, 0.0)
+    assert spread > group_multiplier(curve, 20_000.0, 2, 8) > 1.0  # spread prompts: more empty pairs
+
+
+def test_the_shape_of_the_group_term_needs_the_term_on():
+    with pytest.raises(rlsim.ScenarioError, match="learning.group_correlation.*reference_group_size"):
+        paper(**{"learning.group_correlation": 0.3})
+    on = paper(**{"learning.reference_group_size": 8, "learning.prompt_concentration": 2.0})
+    off = paper(**{"learning.reference_group_size": 8})
+    assert samples_to_target(on.learning, 1024, 1, 2).samples > samples_to_target(off.learning, 1024, 1, 2).samples
+
+
 def test_mid_curve_groups_are_all_informative_so_the_batch_alone_counts():
     """On a curve from pass rate 0.4 to 0.6, G = 8 and 32 differ by under 2%: B = P x G holds there."""
     curve = MetricCurve(initial=0.4, asymptote=0.6, mid_samples=10_000.0, exponent=1.5)
