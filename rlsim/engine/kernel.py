@@ -926,10 +926,10 @@ def _replica(
                                 prefill_total += pf
                                 prefilled += tok
                             decoded += dec
-                            n_preempt += drops
                             recomputed += rec
                             if running + hosts > peak_b:
                                 peak_b = running + hosts
+                        n_preempt += drops  # (those hosted before and dropped now count when none is hosted too)
                     used += taken
                 t += dt
                 decode_total += dt

@@ -200,7 +200,12 @@ def _groups_line(result: PlanResult, win: pd.Series) -> str | None:
     except LearningModelError:
         return None
     each = ", ".join(f"G={g} {m:.2f}x" for g, m in n.items())
+    why = "a group whose rewards all agree trains nothing"
+    if learning.prompt_concentration is not None:
+        why += f", more so with prompts' pass rates spread (concentration {learning.prompt_concentration:.3g})"
+    if learning.group_correlation > 0:
+        why += f"; responses to one prompt count as fewer (correlation {learning.group_correlation:.3g})"
     return (
         f"responses per prompt: at B = {batch}, samples against G = {learning.reference_group_size} of the reference "
-        f"runs: {each} (a group whose rewards all agree trains nothing; learning.reference_group_size)"
+        f"runs: {each} ({why}; rlsim.learning.groups)"
     )

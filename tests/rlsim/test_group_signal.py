@@ -3,6 +3,8 @@ group whose rewards all agree trains nothing, so N* follows the share of informa
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import rlsim
@@ -116,4 +118,8 @@ def test_the_plan_searches_g_where_it_counts_and_says_what_each_costs():
     assert sorted(set(result.table["group_size"])) == [4, 8, 16]
     line = next(x for x in explain(result) if x.startswith("responses per prompt:"))
     assert "G=4 1.2" in line and "G=8 1.00x" in line and "G=16 0.9" in line
+    shaped = paper(**{"learning.reference_group_size": 8, "learning.prompt_concentration": 2.0,
+                      "learning.group_correlation": 0.3})  # fmt: skip
+    line = next(x for x in explain(dataclasses.replace(result, scenario=shaped)) if x.startswith("responses per"))
+    assert "concentration 2" in line and "correlation 0.3" in line and "G=16 1.5" in line and "G=4 0.8" in line
     assert not any("G kept at" in n for n in result.notes)
