@@ -99,16 +99,17 @@ def test_runs_that_cannot_answer_are_refused_with_what_to_give(runs, match):
         fit_groups(runs, TARGET)
 
 
-def test_the_cli_writes_the_reference_group_size_into_the_profile(tmp_path):
+@pytest.mark.parametrize("spread", [None, SPREAD])
+def test_the_cli_writes_the_reference_group_size_into_the_profile(tmp_path, spread):
     from tests.calibrate.test_fit_staleness import _profile_with_learning
 
-    full = {"schema_version": 1, "prompts": 16, "prompt_tokens": 10 * B, "response_tokens": 100 * B, "lr": 1e-6}
+    full = {"schema_version": 1, "prompt_tokens": 10 * B, "response_tokens": 100 * B, "lr": 1e-6}
     full |= {"reward_mean": 0.5, "wall_s": 1.0, "timing_s": {"rollout": 1.0}}
     dirs = []
-    for i, g in enumerate((2, 8, 8, 16)):
+    for i, g in enumerate((2, 8, 8, 16) if spread is None else (2, 8, 8, 16, 32)):
         d = tmp_path / f"run{i}"
         d.mkdir()
-        recs = [r | full | {"run_id": d.name} for r in run_log(g, i, True)]
+        recs = [r | full | {"run_id": d.name} for r in run_log(g, i, spread is None, spread)]
         (d / "runlog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
         dirs.append(str(d))
     profile = tmp_path / "profile.json"
@@ -117,5 +118,11 @@ def test_the_cli_writes_the_reference_group_size_into_the_profile(tmp_path):
     out = subprocess.run([*cmd, "--profile", str(profile), "-o", str(tmp_path / "out.json")], cwd=ROOT,
                          capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert "-> groups" in out.stdout
-    assert json.loads((tmp_path / "out.json").read_text())["learning"]["reference_group_size"] == 8
+    learning = json.loads((tmp_path / "out.json").read_text())["learning"]
+    assert learning["reference_group_size"] == 8
+    if spread is None:
+        assert "-> groups" in out.stdout and "group_correlation" not in learning
+    else:
+        assert "-> spread" in out.stdout
+        assert learning["prompt_concentration"] == pytest.approx(SPREAD[0], rel=0.05)
+        assert learning["group_correlation"] == pytest.approx(SPREAD[1], abs=0.03)
