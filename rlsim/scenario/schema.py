@@ -177,7 +177,10 @@ class Scenario:
         scenario (it is frozen), kept beside its fields (not one of them: equality and to_dict ignore it)."""
         cached = self.__dict__.get("_digest")
         if cached is None:
-            text = json.dumps(self.to_dict(), sort_keys=True, default=str)
+            # json.dumps(self.to_dict(), sort_keys=True, default=str), assembled from each section's text, which is
+            # kept on the section: a plan's configurations share most of their sections (scenario.build._sections)
+            parts = (f"{json.dumps(f.name)}: {_plain_json(getattr(self, f.name))}" for f in dataclasses.fields(self))
+            text = "{" + ", ".join(sorted(parts)) + "}"
             cached = hashlib.sha256(text.encode()).hexdigest()[:12]
             object.__setattr__(self, "_digest", cached)
         return cached
@@ -189,6 +192,17 @@ class Scenario:
         from rlsim.scenario.overrides import apply_overrides, as_overrides
 
         return from_dict(apply_overrides(self.to_dict(), as_overrides(overrides)))
+
+
+def _plain_json(value: Any) -> str:
+    """``json.dumps(to_plain(value), sort_keys=True, default=str)``, kept on a section (frozen) once computed."""
+    if not dataclasses.is_dataclass(value):
+        return json.dumps(to_plain(value), sort_keys=True, default=str)
+    cached = value.__dict__.get("_plain_json")
+    if cached is None:
+        cached = json.dumps(to_plain(value), sort_keys=True, default=str)
+        object.__setattr__(value, "_plain_json", cached)
+    return cached
 
 
 def to_plain(obj: Any) -> Any:

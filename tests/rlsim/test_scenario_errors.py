@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -411,6 +413,9 @@ def test_resolved_yaml_round_trips(path, overrides):
     assert again.digest() == s.digest()
     if overrides:
         assert s.digest() != load_scenario(path).digest()
+    # assembled from the sections' kept texts, the digest is the hash of the whole resolved scenario's JSON
+    whole = json.dumps(s.to_dict(), sort_keys=True, default=str)
+    assert s.digest() == hashlib.sha256(whole.encode()).hexdigest()[:12]
 
 
 # ------------------------------------------------------------------------------------------------------- property
