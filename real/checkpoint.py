@@ -34,10 +34,14 @@ def prepare_run_dir(cfg: TrainConfig, run_dir: Path) -> None:
         # a field added since the run was made ran at its default (e.g. staleness 0: synchronous)
         defaults = dataclasses.asdict(type(cfg)())
         previous = {**{k: v for k, v in defaults.items() if k not in previous}, **previous}
-        if previous != resolved:
-            diff = sorted(k for k in resolved if previous.get(k) != resolved[k])
+        diff = sorted(k for k in resolved if previous.get(k) != resolved[k])
+        if diff == ["max_steps"] and resolved["max_steps"] > previous["max_steps"]:
+            # a longer run: max_steps only bounds the loop, so steps 1..old are what this run would have made
+            atomic_write_text(config_path, json.dumps(resolved, indent=2, sort_keys=True) + "\n")
+        elif diff:
+            more = " (--max-steps may only grow: a run is extended, never cut)" if "max_steps" in diff else ""
             raise RealError(
-                f"{run_dir} holds a run with another configuration ({', '.join(diff)} differ); "
+                f"{run_dir} holds a run with another configuration ({', '.join(diff)} differ{more}); "
                 "use a new -o directory or the same options to resume"
             )
     else:

@@ -27,8 +27,9 @@ Learning rate: ``lr0`` at ``reference_batch`` responses, scaled by the rule (sqr
 Files in the run directory: ``config.json`` (resolved), ``environment.json`` (device, versions), ``runlog.jsonl``
 (one line per step, flushed), ``checkpoint/`` (policy, critic, optimizers, RNG states, data stream position, wall
 time; written atomically every ``checkpoint_every`` steps and at the end). Re-running the same command resumes
-from the checkpoint: log lines after it are dropped and recomputed, so the log holds steps 1..N exactly once.
-Wall time between the last checkpoint and a kill is not counted.
+from the checkpoint (with a larger ``--max-steps`` it extends a run, finished or not): log lines after it are
+dropped and recomputed, so the log holds steps 1..N exactly once. Wall time between the last checkpoint and a kill
+is not counted.
 
 Modules: the configuration and its flags in ``real.config``, checkpoints and resuming in ``real.checkpoint``, the
 update steps (log-prob passes, critic, GRPO/PPO updates) in ``real.update``, the losses in ``real.algos``.

@@ -151,6 +151,24 @@ def test_kill_and_resume_continues_from_the_checkpoint(tmp_path):
     assert resumed[0]["eval_metric_initial"] == _log(ref)[0]["eval_metric_initial"]
 
 
+@pytest.mark.slow
+def test_a_finished_run_extends_to_a_larger_max_steps_as_if_run_at_once(tmp_path):
+    """A 4-step run re-run with --max-steps 6 resumes from its last checkpoint and logs what one 6-step run logs;
+    a smaller --max-steps is refused with what to do."""
+    common = ["train", "--task", "reversal:length=3", "--prompts-per-step", "8", "--group-size", "4",
+              "--eval-every", "2", "--max-new-tokens", "4", "--eval-size", "16"]  # fmt: skip
+    run, ref = tmp_path / "run", tmp_path / "ref"
+    for steps, where in (("4", run), ("6", run), ("6", ref)):
+        done = subprocess.run([*CLI, *common, "--max-steps", steps, "-o", str(where)], capture_output=True, text=True,
+                              timeout=600)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    content = ("response_tokens", "reward_mean", "eval_metric", "policy_loss")
+    assert [r["step"] for r in _log(run)] == list(range(1, 7))
+    assert [[r[k] for k in content] for r in _log(run)] == [[r[k] for k in content] for r in _log(ref)]
+    cut = subprocess.run([*CLI, *common, "--max-steps", "3", "-o", str(run)], capture_output=True, text=True)
+    assert cut.returncode != 0 and "--max-steps may only grow" in cut.stderr
+
+
 def _checkpoint_step(run) -> int:
     import torch
 
