@@ -6,8 +6,9 @@ predicted, before they run, at other G of that batch and at every G of another b
         [--new-batch 64] [--target 0.8] [--jobs 2] [--task last:partial=0] [--max-steps 300]
 
 Every run is ``rlsim-real train`` with scripts/staleness_loop.py's flags (tiny model, sqrt LR from 2.5e-4 at 128,
-4 mini-batches, one torch thread) and ``--task``, ``--max-steps``, P = B / G; a run whose directory holds
-``summary.json`` is not run again, so the script resumes.
+4 mini-batches, one torch thread) and ``--task``, ``--max-steps`` (at ``--new-batch`` scaled to the same samples),
+P = B / G; a run whose directory holds ``summary.json`` is not run again unless it is shorter (then it is extended
+from its checkpoint), so the script resumes.
 
 1. The fit runs: B = ``--batch`` at the ``--fit`` G (the reference G = 8 among them).
 2. The fit (calibrate/learning_fit/groups.py): the prompt concentration from the fit runs' logged
@@ -64,6 +65,15 @@ def jobs(batch: int, groups: list[int], seeds: int, common: list[str]) -> list[t
         for s in range(seeds)
         for g in groups
     ]
+
+
+def extend(out: Path, todo: list[tuple[str, list[str]]], steps: int) -> list[tuple[str, list[str]]]:
+    """The runs of ``todo`` with their summary's stale when shorter than ``steps`` (run_all extends them)."""
+    for run, _ in todo:
+        config = out / "runs" / run / "config.json"
+        if config.exists() and json.loads(config.read_text())["max_steps"] < steps:
+            (out / "runs" / run / "summary.json").unlink(missing_ok=True)
+    return todo
 
 
 def measured_median(out: Path, batch: int, g: int, seeds: int, target: float) -> tuple[float, list]:
@@ -167,6 +177,8 @@ def main() -> int:
         if any(b % g or g < 2 for g in [*fit_gs, *held]):
             p.error(f"every G in --fit and --held-out must divide the batch {b} and be at least 2")
     out, common = args.output, ["--task", args.task, "--max-steps", str(args.max_steps)]
+    new_steps = args.max_steps * args.batch // args.new_batch  # the same samples at the new batch
+    new_common = ["--task", args.task, "--max-steps", str(new_steps)]
     print(f"1. fit runs: B = {args.batch}, G = {fit_gs}", flush=True)
     run_all(out, jobs(args.batch, fit_gs, args.seeds, common), args.jobs)
     pred_path = out / "group_form_predictions.json"
@@ -177,8 +189,9 @@ def main() -> int:
         f"2-3. {pred_path}: concentration {pred['prompt_concentration']}, correlation {pred['group_correlation']:.3f}"
     )
     print(f"4. held-out runs: B = {args.batch} at G = {held}; B = {args.new_batch} at G = {[REFERENCE_G, *new]}")
-    run_all(out, jobs(args.new_batch, [REFERENCE_G], args.seeds, common), args.jobs)
-    run_all(out, jobs(args.batch, held, args.seeds, common) + jobs(args.new_batch, new, args.seeds, common), args.jobs)
+    run_all(out, extend(out, jobs(args.new_batch, [REFERENCE_G], args.seeds, new_common), new_steps), args.jobs)
+    new_jobs = extend(out, jobs(args.new_batch, new, args.seeds, new_common), new_steps)
+    run_all(out, jobs(args.batch, held, args.seeds, common) + new_jobs, args.jobs)
     table = {args.batch: held, args.new_batch: new}
     rows, lines = compare(out, args, pred, table)
     lines += share_lines(out, args, pred, {args.batch: fit_gs + held, args.new_batch: [REFERENCE_G, *new]})
