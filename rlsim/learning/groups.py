@@ -39,7 +39,6 @@ held-out G (RMS log error 0.040) and not B = 64's (0.370, B = P x G alone 0.218)
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln
 
 from rlsim.scenario import MetricCurve
 
@@ -57,6 +56,8 @@ def informative_share(
     p = np.clip(np.asarray(pass_rate, dtype=float), 1e-12, 1.0 - 1e-12)
     if concentration is None:
         return -np.expm1(group_size * np.log1p(-p)) - np.exp(group_size * np.log(p))
+    from scipy.special import gammaln  # here: `rlsim run` loads no scipy unless the spread is set
+
     k = float(concentration)
     base = gammaln(k + group_size) - gammaln(k)
 
