@@ -236,19 +236,24 @@ def cmd_fit_groups(args: argparse.Namespace) -> int:
         raise CalibrateError("--profile needs -o/--output: the profile JSON to write (may be --profile)")
     fit = fit_groups([_read_run(p) for p in args.runs], args.target, args.reference_group_size)
     print(f"B = {fit.batch}; median samples to {args.target:g} per G, measured against each model's prediction:")
-    print(f"{'G':>4} {'runs':>5} {'measured':>10} {'batch':>10} {'groups':>10} {'spread':>10}")
+    print(f"{'G':>4} {'runs':>5} {'never':>5} {'measured':>10} {'batch':>10} {'groups':>10} {'spread':>10}")
     for g, n in fit.measured.items():
         cells = [
             f"{x:>10,.0f}" if math.isfinite(x) else f"{'never':>10}"
             for x in (n, *(fit.predicted[m][g] for m in ("batch", "groups", "spread")))
         ]
-        print(f"{g:>4} {fit.runs[g]:>5} " + " ".join(cells))
+        print(f"{g:>4} {fit.runs[g]:>5} {fit.never[g]:>5} " + " ".join(cells))
     k = "none logged" if fit.concentration is None else f"{fit.concentration:.3g}"
     print(
         f"spread: prompt concentration {k} (from the logged zero_variance_groups), group correlation "
         f"{fit.correlation:.3f}; its predictions above leave each G's runs out of both fits"
     )
     print("rms log error: " + ", ".join(f"{m} {e:.3f}" for m, e in fit.rms_log.items()) + f" -> {fit.model}")
+    if any(fit.never.values()):
+        print(
+            "never: runs that did not reach the target (counted latest in the median); the models above predict "
+            "how fast a run learns, not how often it stalls (learning.stall_probability, fit-learning)"
+        )
     if profile is not None:
         learning = dict(profile.learning)
         for key in ("reference_group_size", "prompt_concentration", "group_correlation"):

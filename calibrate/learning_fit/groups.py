@@ -53,6 +53,7 @@ class GroupsFit:
     rms_log: dict[str, float]  # per model, over the G other than the reference that reached the target
     concentration: float | None = None  # spread: fitted to every run (None: no step in the fitting range)
     correlation: float = 0.0  # spread: fitted to every G
+    never: dict[int, int] | None = None  # per G: runs that never reach the target (stalls; counted latest above)
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,9 @@ def fit_groups(
     g_ref = reference_group_size or max(counts, key=lambda g: (counts[g], g))
     if g_ref not in counts:
         raise CalibrateError(f"--reference-group-size {g_ref} is not among the runs' G ({', '.join(map(str, counts))})")
-    measured = {g: median_reached(seeds_reaching([r for r, gg in zip(runs, gs) if gg == g], target)) for g in counts}
+    reached = {g: seeds_reaching([r for r, gg in zip(runs, gs) if gg == g], target) for g in counts}
+    measured = {g: median_reached(v) for g, v in reached.items()}
+    never = {g: sum(x is None for x in v) for g, v in reached.items()}
     if math.isinf(measured[g_ref]):
         raise CalibrateError(f"the runs at the reference G = {g_ref} mostly never reach {target:g}: lower the target")
     ref_runs = [run for run, g in zip(runs, gs) if g == g_ref]
@@ -223,4 +226,4 @@ def fit_groups(
         rms[model] = math.sqrt(float(np.mean(np.square(errors)))) if errors else math.nan
     model = min(MODELS, key=lambda m: rms[m]) if others else "batch"
     k, rho = fit_spread(runs, gs, g_ref, target, ratio)
-    return GroupsFit(model, g_ref, batches.pop(), measured, counts, predicted, rms, k, rho)
+    return GroupsFit(model, g_ref, batches.pop(), measured, counts, predicted, rms, k, rho, never)

@@ -83,6 +83,9 @@ def test_the_concentration_comes_from_drawn_groups():
 def test_a_seed_that_never_reaches_counts_as_latest():
     assert median_reached([100.0, None, 300.0]) == 300.0
     assert median_reached([None, None, 300.0]) == float("inf")
+    flat = [r | {"eval_metric": 0.1 if r["eval_metric"] is not None else None} for r in run_log(2, 9, False)]
+    fit = fit_groups([run_log(8, 0, False), run_log(8, 1, False), run_log(2, 0, False), flat], TARGET, 8)
+    assert fit.never == {2: 1, 8: 0}  # the stalled G = 2 run is counted, and said
 
 
 @pytest.mark.parametrize(
