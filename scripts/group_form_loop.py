@@ -41,6 +41,7 @@ from calibrate.learning_fit.groups import (  # noqa: E402
     fit_spread,
     group_multipliers,
     median_reached,
+    reference_point,
     seeds_reaching,
     share_steps,
 )
@@ -83,15 +84,12 @@ def measured_median(out: Path, batch: int, g: int, seeds: int, target: float) ->
 
 def predict(out: Path, args: argparse.Namespace, fit_gs: list[int], held: list[int], new: list[int]) -> dict:
     """Step 2-3: the fit on the fit runs and every model's multipliers (module docstring)."""
-    runs, gs = [], []
-    for g in fit_gs:
-        got = runs_at(out, args.batch, g, args.seeds)
-        runs += got
-        gs += [g] * len(got)
-    ref = [r for r, g in zip(runs, gs) if g == REFERENCE_G]
-    ref_n, _ = measured_median(out, args.batch, REFERENCE_G, args.seeds, args.target)
-    ratio = {g: measured_median(out, args.batch, g, args.seeds, args.target)[0] / ref_n for g in fit_gs}
-    k, rho = fit_spread(runs, gs, REFERENCE_G, args.target, ratio)
+    by_g = {g: runs_at(out, args.batch, g, args.seeds) for g in fit_gs}
+    median = {g: median_reached(seeds_reaching(got, args.target)) for g, got in by_g.items()}
+    ratio = {g: median[g] / median[REFERENCE_G] for g in fit_gs}
+    ref = by_g[REFERENCE_G]
+    steps = share_steps([r for got in by_g.values() for r in got], [g for g, got in by_g.items() for _ in got])
+    k, rho = fit_spread(steps, reference_point(ref, args.target, REFERENCE_G), REFERENCE_G, ratio)
     targets = sorted(set(held) | set(new))
     spread = group_multipliers(ref, args.target, REFERENCE_G, targets, k, rho)
     plain = group_multipliers(ref, args.target, REFERENCE_G, targets)

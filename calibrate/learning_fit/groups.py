@@ -19,6 +19,7 @@ runs; ``batch`` and ``groups`` fit nothing to the G they score.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -138,11 +139,14 @@ def group_multipliers(
 ) -> dict[int, float]:
     """The group term's samples multiplier at each G against the reference runs' (rlsim.learning.groups, along
     :func:`reference_curve` up to ``target``)."""
-    curve, n_model = _reference(reference_runs, target, reference_group_size)
+    curve, n_model = reference_point(reference_runs, target, reference_group_size)
     return {g: group_multiplier(curve, n_model, g, reference_group_size, concentration, correlation) for g in groups}
 
 
-def _reference(runs: Sequence[Sequence[Mapping[str, Any]]], target: float, g_ref: int) -> tuple[MetricCurve, float]:
+def reference_point(
+    runs: Sequence[Sequence[Mapping[str, Any]]], target: float, g_ref: int
+) -> tuple[MetricCurve, float]:
+    """The reference runs' curve (:func:`reference_curve`) and its samples to ``target``."""
     curve = reference_curve(runs)
     try:
         return curve, reference_samples_to_target(curve, target)
@@ -168,20 +172,19 @@ def fit_correlation(
 
 
 def fit_spread(
-    runs: Sequence[Sequence[Mapping[str, Any]]],
-    gs: Sequence[int],
+    steps: ShareSteps,
+    reference: tuple[MetricCurve, float],
     g_ref: int,
-    target: float,
     measured: Mapping[int, float],
     leave_out: int | None = None,
 ) -> tuple[float | None, float]:
-    """The spread model's concentration (from the logged shares) and correlation (from ``measured`` multipliers at
-    the G other than the reference), both without the runs at ``leave_out``."""
-    keep = [i for i, g in enumerate(gs) if g != leave_out]
-    k = fit_concentration(share_steps([runs[i] for i in keep], [gs[i] for i in keep]))
-    curve, n_model = _reference([r for r, g in zip(runs, gs) if g == g_ref], target, g_ref)
+    """The spread model's concentration (from the logged shares, :func:`share_steps`) and correlation (from the
+    ``measured`` multipliers at the G other than the reference, along ``reference``: :func:`reference_point`), both
+    without the G ``leave_out``."""
+    keep = steps.group_size != leave_out
+    k = fit_concentration(ShareSteps(*(col[keep] for col in dataclasses.astuple(steps))))
     fit_on = {g: m for g, m in measured.items() if g not in (g_ref, leave_out) and math.isfinite(m)}
-    return k, fit_correlation(curve, n_model, g_ref, fit_on, k)
+    return k, fit_correlation(*reference, g_ref, fit_on, k)
 
 
 def fit_groups(
@@ -206,18 +209,17 @@ def fit_groups(
     never = {g: sum(x is None for x in v) for g, v in reached.items()}
     if math.isinf(measured[g_ref]):
         raise CalibrateError(f"the runs at the reference G = {g_ref} mostly never reach {target:g}: lower the target")
-    ref_runs = [run for run, g in zip(runs, gs) if g == g_ref]
-    multiplier = group_multipliers(ref_runs, target, g_ref, list(counts))
+    reference = reference_point([run for run, g in zip(runs, gs) if g == g_ref], target, g_ref)
+    steps = share_steps(runs, gs)
     others = [g for g in counts if g != g_ref and math.isfinite(measured[g])]
     ratio = {g: measured[g] / measured[g_ref] for g in others}
-    spread = {g_ref: measured[g_ref]}
+    spread = {}
     for g in counts:
-        if g != g_ref:
-            k, rho = fit_spread(runs, gs, g_ref, target, ratio, leave_out=g)
-            spread[g] = measured[g_ref] * group_multipliers(ref_runs, target, g_ref, [g], k, rho)[g]
+        k, rho = fit_spread(steps, reference, g_ref, ratio, leave_out=g) if g != g_ref else (None, 0.0)
+        spread[g] = measured[g_ref] * group_multiplier(*reference, g, g_ref, k, rho)
     predicted = {
         "batch": {g: measured[g_ref] for g in counts},
-        "groups": {g: measured[g_ref] * multiplier[g] for g in counts},
+        "groups": {g: measured[g_ref] * group_multiplier(*reference, g, g_ref) for g in counts},
         "spread": spread,
     }
     rms = {}
@@ -225,5 +227,5 @@ def fit_groups(
         errors = [math.log(predicted[model][g] / measured[g]) for g in others]
         rms[model] = math.sqrt(float(np.mean(np.square(errors)))) if errors else math.nan
     model = min(MODELS, key=lambda m: rms[m]) if others else "batch"
-    k, rho = fit_spread(runs, gs, g_ref, target, ratio)
+    k, rho = fit_spread(steps, reference, g_ref, ratio)
     return GroupsFit(model, g_ref, batches.pop(), measured, counts, predicted, rms, k, rho, never)
