@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rlsim.answers.text import run_table, sweep_table
+from rlsim.answers.text import run_table, sweep_table, thrash_screen_note
 from rlsim.errors import RlsimError
 from rlsim.host.footprint import LONG_S, Footprint
 from rlsim.io.files import atomic_write
@@ -181,12 +181,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             args.workers,
             progress,
             overrides,
+            screen_thrash=args.screen_thrash,
+            finalists=args.finalists,
         )
     finally:
         if bar is not None:
             bar.close()
     table = result.table
     print(sweep_table(table, grid))
+    note = thrash_screen_note(table, result.screen_thrash, result.resimulated, args.finalists)
+    if note:
+        print("\n" + note)
     if args.output is not None:
         _write_sweep(args.output, scenario, grid, args.executor, result)
     failed = table["error"].notna().sum() if "error" in table else 0
@@ -210,6 +215,8 @@ def _write_sweep(out: Path, scenario: Any, grid: dict[str, list[Any]], executor:
         "executor": executor,
         "profile": result.profile_info,
         "configurations": len(table),
+        "screen_thrash": result.screen_thrash,  # None: every row with the scenario's own thrash model
+        "resimulated": list(result.resimulated),
     }
     files = {
         "scenario.resolved.yaml": lambda p: p.write_text(dump_yaml(scenario)),
@@ -346,6 +353,16 @@ def _add_sweep(sub: Any) -> None:
     sw.add_argument("--executor", choices=("local", "ray"), default="local", help="local processes or Ray")
     sw.add_argument("--address", help="address of an existing Ray cluster (with --executor ray)")
     sw.add_argument("--workers", type=int, help="local processes (default: one per two CPUs)")
+    sw.add_argument(
+        "--screen-thrash",
+        choices=("fast", "exact"),
+        default="fast",
+        help="how rows whose KV cache thrashes are simulated (engine.thrash_model; default fast: step time within "
+        "1%% of exact); the best --finalists of them again with the scenario's own",
+    )
+    sw.add_argument(
+        "--finalists", type=int, default=5, help="best rows simulated again with the scenario's own thrash model"
+    )
     sw.add_argument("-o", "--output", type=Path, help="directory for the sweep table and curves")
     sw.set_defaults(func=cmd_sweep)
 

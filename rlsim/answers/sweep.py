@@ -5,6 +5,13 @@ time-to-target band. Rows hold throughput, samples-to-target, time-to-target wit
 phase breakdown; a configuration the scenario rules reject (a model that does not fit, say) gets a row with its
 ``error`` instead of stopping the sweep.
 
+A configuration whose KV cache thrashes is simulated with the fast thrash model (``engine.thrash_model: fast``,
+rlsim.engine.kernel._host_tail; makespans within 1% of the exact model's on recorded thrashing steps, within 1.5%
+on a small engine, docs/design.md) unless the sweep is told ``screen_thrash="exact"`` or the grid or the user's
+own overrides set the model; the best ``finalists`` rows that thrashed are then simulated again with the
+scenario's own model, in place of their screened rows. Each row's ``thrash_model`` says which model simulated its
+preemptions (empty where nothing was preempted: there the two models are the same simulation).
+
 Executors: ``local`` (processes on this machine, ``concurrent.futures``) and ``ray`` (a Ray cluster: a new local
 instance, or an existing one via ``address``). Both run the same pure function per configuration, so they give
 the same table.
@@ -29,6 +36,9 @@ from rlsim.run.profile import Profile, profile_from_dict
 from rlsim.scenario import Scenario, parse_scalar, split_assignment
 from rlsim.workload.lengths import dist_mean
 
+FINALISTS = 5  # rows that thrashed under the screen and are simulated again with the scenario's own thrash model
+THRASH_KEY = "engine.thrash_model"
+
 
 @dataclass
 class SweepResult:
@@ -38,6 +48,8 @@ class SweepResult:
     curves: pd.DataFrame  # per configuration and step: cumulative samples, wall-clock, predicted metric
     engine_curves: pd.DataFrame  # generation tokens/s vs concurrency per distinct engine setup
     profile_info: dict[str, Any] | None = None
+    screen_thrash: str | None = None  # the thrash model the rows were screened with, None: the scenario's own
+    resimulated: tuple[int, ...] = ()  # configurations simulated again with the scenario's own thrash model
 
 
 def parse_grid(items: Iterable[str]) -> dict[str, list[Any]]:
@@ -132,6 +144,7 @@ def _fill_row(row: dict[str, Any], result: Any) -> list[dict[str, Any]]:
         # the KV-cache thrash (rlsim.answers.thrash; 0 where nothing is preempted): where along the grid it starts
         preemptions_per_response=(s["thrash"] or {}).get("preemptions_per_response", 0.0),
         recompute_share=(s["thrash"] or {}).get("recompute_share", 0.0),
+        thrash_model=(s["thrash"] or {}).get("thrash_model"),  # None: nothing preempted, the models agree
         replicas=s["replicas"],
         samples_to_target=s["samples_to_target"],
         time_to_target_s=s["time_to_target_s"],
@@ -188,9 +201,13 @@ def sweep(
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     explicit: Iterable[str] = (),
+    screen_thrash: str = "fast",
+    finalists: int = FINALISTS,
 ) -> SweepResult:
     """Run every configuration of ``grid`` (default: the scenario's ``sweep.grid``) and tabulate them. The grid's
-    keys and ``explicit`` (keys the user set on ``scenario``) win over a profile's learning section."""
+    keys and ``explicit`` (keys the user set on ``scenario``) win over a profile's learning section. A KV-cache
+    thrash is simulated with ``screen_thrash`` (engine.thrash_model) and the best ``finalists`` rows that thrashed
+    again with the scenario's own model (module docstring); ``progress`` counts the screen's configurations."""
     from rlsim.run.simulation import configure
 
     explicit = list(explicit)
@@ -200,22 +217,22 @@ def sweep(
         if not grid[key]:
             raise ScenarioError(f"sweep.grid.{key}", grid[key], "lists no values", "give at least one value")
         configure(scenario, profile, {key: grid[key][0]}, explicit)
+    if screen_thrash not in ("fast", "exact"):
+        raise ScenarioError("--screen-thrash", screen_thrash, "is not a thrash model", "use fast or exact")
+    if finalists < 0:
+        raise ScenarioError("--finalists", finalists, "is negative", "give 0 or more rows to simulate again")
     base = scenario.to_dict()  # each configuration validates base + its overrides once (run_config)
     prof = profile.to_dict() if profile is not None else None
-    # configurations that differ only in learning values share their runs (run_configs): one task each group
-    groups: dict[str, list[int]] = {}
-    for i, cfg in enumerate(configs):
-        systems = {k: v for k, v in cfg.items() if not k.startswith("learning.")}
-        groups.setdefault(json.dumps(systems, sort_keys=True, default=str), []).append(i)
-    members = list(groups.values())
-    tasks = [(base, [(i, configs[i]) for i in group], prof, explicit) for group in members]
     hints = [_cost_hint(scenario, profile, cfg, explicit) for cfg in configs]
-    costs = [max(hints[i] for i in group) for group in members]  # the longest variant's run serves the rest
-    done = run_tasks(run_configs, tasks, executor, address, workers, progress, costs, [len(g) for g in members])
-    outputs: list[dict[str, Any]] = [{}] * len(configs)
-    for group, results in zip(members, done):
-        for i, result in zip(group, results):
-            outputs[i] = result
+    screened = THRASH_KEY not in grid and THRASH_KEY not in explicit and screen_thrash != scenario.engine.thrash_model
+    screen = {**base, "engine": {**base["engine"], "thrash_model": screen_thrash}} if screened else base
+    run = (executor, address, workers)
+    outputs = _simulate(screen, configs, range(len(configs)), prof, explicit, hints, run, progress)
+    again: list[int] = []
+    if screened:
+        again = _finalists([o["row"] for o in outputs], finalists)
+        for i, out in zip(again, _simulate(base, configs, again, prof, explicit, hints, run, None)):
+            outputs[i] = out
     rows = [o["row"] for o in outputs]
     curves = [c for o in outputs for c in o["curve"]]
     engines: dict[tuple[str, str, int, int], pd.DataFrame] = {}
@@ -229,7 +246,50 @@ def sweep(
         curves=pd.DataFrame(curves, columns=["config", "step", "cumulative_samples", "wall_s", "eval_metric"]),
         engine_curves=pd.concat(engines.values(), ignore_index=True) if engines else pd.DataFrame(),
         profile_info=profile.info() if profile is not None else None,
+        screen_thrash=screen_thrash if screened else None,
+        resimulated=tuple(again),
     )
+
+
+def _simulate(
+    base: dict[str, Any],
+    configs: list[dict[str, Any]],
+    indices: Iterable[int],
+    prof: dict[str, Any] | None,
+    explicit: list[str],
+    hints: list[float],
+    run: tuple[str, str | None, int | None],
+    progress: Callable[[int, int], None] | None,
+) -> list[dict[str, Any]]:
+    """The outputs of run_configs for ``configs[i]``, i in ``indices`` (in that order) on ``base``: those that differ
+    only in learning values share their runs, one task per group, the longest first."""
+    indices = list(indices)
+    groups: dict[str, list[int]] = {}
+    for i in indices:
+        systems = {k: v for k, v in configs[i].items() if not k.startswith("learning.")}
+        groups.setdefault(json.dumps(systems, sort_keys=True, default=str), []).append(i)
+    members = list(groups.values())
+    tasks = [(base, [(i, configs[i]) for i in group], prof, explicit) for group in members]
+    costs = [max(hints[i] for i in group) for group in members]  # the longest variant's run serves the rest
+    done = run_tasks(run_configs, tasks, *run, progress, costs, [len(g) for g in members])
+    found = {i: result for group, results in zip(members, done) for i, result in zip(group, results)}
+    return [found[i] for i in indices]
+
+
+def _finalists(rows: list[dict[str, Any]], count: int) -> list[int]:
+    """Of the ``count`` best rows (shortest time-to-target; without a target, most samples/s), those whose
+    preemptions the screen's thrash model simulated, in configuration order."""
+
+    def key(i: int) -> tuple[float, int]:
+        r = rows[i]
+        ttt = r.get("time_to_target_s")
+        if isinstance(ttt, (int, float)) and np.isfinite(ttt):
+            return (float(ttt), i)
+        return (np.inf if r.get("samples_per_s") is None else -float(r["samples_per_s"]), i)
+
+    valid = [i for i, r in enumerate(rows) if not r.get("error")]
+    best = sorted(valid, key=key)[:count]
+    return sorted(i for i in best if rows[i].get("thrash_model") is not None)
 
 
 def _cost_hint(scenario: Scenario, profile: Profile | None, overrides: dict[str, Any], explicit: list[str]) -> float:

@@ -98,3 +98,19 @@ def sweep_table(table: Any, grid: dict[str, list[Any]]) -> str:
         if col in shown:
             shown[col] = [samples_text(finite_or_none(x)) for x in shown[col]]
     return shown.to_string(index=False, float_format=lambda x: f"{x:,.2f}")
+
+
+def thrash_screen_note(table: Any, screen: str | None, resimulated: tuple[int, ...], finalists: int) -> str | None:
+    """What a sweep says under its table when rows thrashed under the fast thrash model: which, and which of the
+    best were simulated again with the scenario's own model (rlsim.answers.sweep); None when no row did."""
+    if screen is None or "thrash_model" not in table:
+        return None
+    fast = [int(c) for c, m in zip(table["config"], table["thrash_model"]) if m == screen]
+    if not fast and not resimulated:
+        return None
+    again = ", ".join(str(c) for c in resimulated) or "none"
+    return (
+        f"KV-cache thrash: config(s) {', '.join(map(str, fast)) or 'none'} simulated with the {screen} thrash model "
+        f"(step time within 1% of exact, docs/design.md); of the best {finalists}, config(s) {again} again with the "
+        "scenario's own (column thrash_model). --screen-thrash exact simulates every row exactly."
+    )
