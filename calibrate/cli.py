@@ -179,6 +179,11 @@ def cmd_fit_learning(args: argparse.Namespace) -> int:
     )
     for b, v in (learning["b_simple"] or {}).items():
         print(f"B_simple at {b}: {v:.0f}" if v is not None else f"B_simple at {b}: not positive")
+    if fit.ceiling is not None:
+        each = ", ".join(f"B={b} {a:.4g} +- {e:.2g}" for b, (a, e) in sorted(fit.ceiling.asymptotes.items()))
+        print(f"ceiling: {fit.ceiling.reason}" + (f" (asymptotes {each})" if each else ""))
+        for b, why in sorted(fit.ceiling.left_out.items()):
+            print(f"  B={b} left out: {why}")
     for note in fit.notes:
         print(f"note: {note}")
     print(f"\nwrote {args.output} (learning fitted on {len(runs)} runs at reference batch {fit.reference_batch})")

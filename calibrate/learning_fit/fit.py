@@ -19,6 +19,7 @@ import numpy as np
 
 from calibrate.errors import CalibrateError
 from calibrate.learning_fit.batch import CriticalBatchFit, critical_power, fit_critical_batch, table_multiplier
+from calibrate.learning_fit.ceiling import CeilingTest, ceiling_factor, ceiling_test
 from calibrate.learning_fit.checks import check_target, curve_points, finite_or_none
 from calibrate.learning_fit.curve import SigmoidFit, first_crossing, fit_sigmoid_checked, samples_to_target_from_fit
 from calibrate.learning_fit.invariance import INVARIANCE_DEFINITION, invariance_score
@@ -56,6 +57,7 @@ class LearningFit:
     lr_rule: str | None = None  # the runs' LR rule: it fixes the critical-batch power
     stall_by_batch: dict[int, float] = field(default_factory=dict)  # share of seeds that stall, per batch
     seeds_by_batch: dict[int, tuple[int, int]] = field(default_factory=dict)  # (runs, reaching target) per batch
+    ceiling: CeilingTest | None = None  # do the batches' asymptotes differ (calibrate.learning_fit.ceiling)
 
     @property
     def metric_curve(self) -> MetricCurve:
@@ -73,7 +75,14 @@ class LearningFit:
             stall_probability=float(self.stall_by_batch.get(self.reference_batch, 0.0)),
             stall_batches=tuple(float(b) for b in sorted(self.stall_by_batch)) or None,
             stall_shares=tuple(float(self.stall_by_batch[b]) for b in sorted(self.stall_by_batch)) or None,
+            ceiling_batches=tuple(float(b) for b in self.ceilings) or None,
+            ceilings=tuple(self.ceilings.values()) or None,
         )
+
+    @property
+    def ceilings(self) -> dict[int, float]:
+        """Batch -> ceiling where the asymptotes move with the batch; empty where they are shared."""
+        return self.ceiling.ceilings if self.ceiling is not None else {}
 
     def to_profile_learning(self) -> dict[str, Any]:
         """Plain JSON-able dict for the ``learning`` key of an rlsim profile (non-finite values become None).
@@ -115,6 +124,10 @@ class LearningFit:
             "stall_batches": [float(b) for b in sorted(self.stall_by_batch)] or None,
             "stall_shares": [float(self.stall_by_batch[b]) for b in sorted(self.stall_by_batch)] or None,
             "stall_probability_upper_90": stall_upper(ref_runs - ref_hits, ref_runs) if ref_runs else None,
+            # the ceiling per batch where the batches' asymptotes differ (rlsim Learning fields), and the test
+            "ceiling_batches": [float(b) for b in self.ceilings] or None,
+            "ceilings": list(self.ceilings.values()) or None,
+            "ceiling_test": self.ceiling.to_dict() if self.ceiling is not None else None,
             "runs": ref_runs,
             "runs_reaching_target": ref_hits,
             "seeds_by_batch": {str(b): list(v) for b, v in sorted(self.seeds_by_batch.items())},
@@ -309,9 +322,25 @@ def fit_learning(
             f"the reference curve (B={reference_batch}) runs from {curves[reference_batch].initial:g} to "
             f"{curves[reference_batch].asymptote:g}; pick a target strictly between them"
         )
-    bl = sorted(stt)
-    cb = fit_critical_batch(bl, [stt[b] for b in bl], critical_power(lr_rule))
-    table = table_multiplier(bl, [stt[b] for b in bl])
+    ceiling = ceiling_test(curves, reference_batch)
+    along = dict(stt)  # samples-to-target along the samples axis: the batch term's (the ceiling term divided out)
+    if ceiling.moves:
+        ref_curve = curves[reference_batch].to_metric_curve()
+        for b in stt:
+            f = ceiling_factor(ref_curve, ceiling.ceilings, b, target)
+            if f is None:
+                del along[b]
+                notes.append(
+                    f"B={b}: its ceiling does not clear the target on the reference curve; left out of the batch fits"
+                )
+            else:
+                along[b] = stt[b] / f
+        notes.append(f"ceiling {ceiling.reason}: the batch term is fitted with each batch's ceiling term divided out")
+    bl = sorted(along)
+    if len(bl) < 2:
+        raise CalibrateError("fewer than two batches left for the batch fits once the ceilings are divided out")
+    cb = fit_critical_batch(bl, [along[b] for b in bl], critical_power(lr_rule))
+    table = table_multiplier(bl, [along[b] for b in bl])
     fitted = {}
     for b in curves:
         smax = max(r.max_samples for r in run_fits if r.batch == b)
@@ -347,4 +376,5 @@ def fit_learning(
         lr_rule=lr_rule,
         stall_by_batch=stall,
         seeds_by_batch=seeds,
+        ceiling=ceiling,
     )

@@ -21,6 +21,14 @@ Pieces (docs/reference.md sections 3-5):
   - the staleness term for async schedules: ``(1 + staleness_penalty_per_step) ** (k - staleness_free_steps)``
     beyond the free steps (the ``stretch`` form), or by the loss trained with (``staleness_loss``,
     rlsim.learning.staleness): a lower ceiling, threshold-like in the maximum staleness.
+* ``ceiling_batches`` / ``ceilings``: the ceiling that moves with the batch. ScaleRL (arXiv 2510.13786) finds
+  larger batches slower early and higher at the end, small batches stagnating: the batch moves the asymptote A,
+  not only the samples axis. Measured at several batches (``rlsim-calibrate fit-learning``, where the batches'
+  fitted asymptotes differ beyond their errors), A(B) is read in log batch between them (the nearest end beyond)
+  and replaces ``metric.asymptote`` at the batch run; the ceiling term is the ratio of N* on that curve to N* on
+  the reference curve, the other terms stretch it along samples, and a batch whose ceiling does not get past the
+  target never reaches it (LearningModelError naming the batches that do). Unset (the default: ScaleRL publishes
+  no asymptote per batch to set one from) every batch shares ``metric.asymptote``.
 * ``samples_spread``: the spread of samples-to-target across training seeds, as the standard deviation of its log
   (samples-to-target is lognormal over seeds, its median the model's N*; for a small spread this is the relative
   standard deviation). It sets the bands and the chance of reaching the target within a budget
@@ -57,6 +65,7 @@ The power p of the critical-batch form (``critical_power``):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -197,10 +206,18 @@ class SamplesToTarget:
     curve: MetricCurve | None = None
     curve_multiplier: float | None = None
     group_multiplier: float = 1.0  # responses per prompt against the reference runs' (rlsim.learning.groups)
+    # N* on the batch's ceiling (learning.ceilings) against the reference curve's; None: no ceiling table
+    ceiling_multiplier: float | None = None
 
     @property
     def multiplier(self) -> float:
-        return self.batch_multiplier * self.lr_multiplier * self.staleness_multiplier * self.group_multiplier
+        return (
+            self.batch_multiplier
+            * self.lr_multiplier
+            * self.staleness_multiplier
+            * self.group_multiplier
+            * (1.0 if self.ceiling_multiplier is None else self.ceiling_multiplier)
+        )
 
 
 def samples_to_target(
@@ -212,16 +229,17 @@ def samples_to_target(
     if learning.metric is None or learning.target is None:
         raise LearningModelError("learning.metric and learning.target are needed for samples-to-target")
     ref = reference_samples_to_target(learning.metric, learning.target)
+    base, cmul = ceiling_curve(learning, batch, ref)
     bmul, warnings = batch_multiplier(learning.batch_multiplier, batch, learning.reference_batch)
     lmul = lr_multiplier(learning, batch)
     if learning.staleness_loss == "stretch":
         beyond = max(0.0, mean_staleness - learning.staleness_free_steps)
         smul = (1.0 + learning.staleness_penalty_per_step) ** beyond
-        curve, curve_mul = learning.metric, bmul * lmul * smul
+        curve, curve_mul = base, bmul * lmul * smul
     else:  # threshold-like, by the loss (rlsim.learning.staleness): the curve's ceiling moves
-        curve = with_staleness(learning.metric, learning.staleness_loss, mean_staleness, learning.staleness_form)
+        curve = with_staleness(base, learning.staleness_loss, mean_staleness, learning.staleness_form)
         try:
-            smul = reference_samples_to_target(curve, learning.target) / ref
+            smul = reference_samples_to_target(curve, learning.target) / (ref * cmul)
         except LearningModelError:
             kept = retained_gain(learning.staleness_loss, mean_staleness, learning.staleness_form)
             raise LearningModelError(
@@ -242,8 +260,77 @@ def samples_to_target(
             learning.group_correlation,
         )
     return SamplesToTarget(
-        ref * bmul * lmul * smul * gmul, ref, bmul, lmul, smul, tuple(warnings), curve, curve_mul * gmul, gmul
+        ref * cmul * bmul * lmul * smul * gmul,
+        ref,
+        bmul,
+        lmul,
+        smul,
+        tuple(warnings),
+        curve,
+        curve_mul * gmul,
+        gmul,
+        None if ceiling_at(learning, batch) is None else cmul,
     )
+
+
+def ceiling_at(learning: Learning, batch: float) -> float | None:
+    """The curve's ceiling at ``batch`` (learning.ceilings read in log batch between learning.ceiling_batches, the
+    nearest end beyond them); None where no table is set (metric.asymptote at every batch)."""
+    if learning.ceiling_batches is None or learning.ceilings is None:
+        return None
+    xs = np.log(np.asarray(learning.ceiling_batches, dtype=float))
+    return float(np.interp(math.log(batch), xs, np.asarray(learning.ceilings, dtype=float)))
+
+
+def ceiling_curve(learning: Learning, batch: float, ref: float) -> tuple[MetricCurve, float]:
+    """The metric curve at ``batch`` with its ceiling there (:func:`ceiling_at`) and the ceiling term: N* on it over
+    ``ref`` (N* on learning.metric). Raises LearningModelError, naming the batches whose ceiling clears the target,
+    where it does not."""
+    top = ceiling_at(learning, batch)
+    if top is None or learning.metric is None or learning.target is None:
+        return learning.metric, 1.0  # type: ignore[return-value]
+    curve = dataclasses.replace(learning.metric, asymptote=top)
+    try:
+        return curve, reference_samples_to_target(curve, learning.target) / ref
+    except LearningModelError:
+        where = clearing_batches(learning)
+        raise LearningModelError(
+            f"learning.ceilings put the curve's ceiling at {top:.4g} at a batch of {batch:g} responses, short of the "
+            f"target {learning.target:g}; the ceiling clears it {where}: use such a batch or lower the target"
+        ) from None
+
+
+def clearing_batches(learning: Learning) -> str:
+    """Where learning.ceilings get past the target, in words: the batches (responses per step) between which the
+    ceiling read in log batch clears it, e.g. "from about 2,896 responses per step"."""
+    xs, cs = learning.ceiling_batches or (), learning.ceilings or ()
+    up = learning.metric is not None and learning.metric.asymptote > learning.metric.initial
+    gap = [(c - learning.target) * (1 if up else -1) for c in cs]  # > 0: clears
+    spans, start = [], None
+    for i, (x, g) in enumerate(zip(xs, gap)):
+        if i > 0 and (g > 0) != (gap[i - 1] > 0):  # a crossing inside (xs[i-1], x), linear in log batch
+            t = gap[i - 1] / (gap[i - 1] - g)
+            at = math.exp(math.log(xs[i - 1]) + t * (math.log(x) - math.log(xs[i - 1])))
+            if g > 0:
+                start = at
+            else:
+                spans.append((start, at))
+                start = None
+        elif i == 0 and g > 0:
+            start = 0.0
+    if start is not None:
+        spans.append((start, None))
+    words = []
+    for lo, hi in spans:
+        if not lo and hi is None:
+            words.append("at every batch")
+        elif hi is None:
+            words.append(f"from about {lo:,.0f} responses per step")
+        elif not lo:
+            words.append(f"up to about {hi:,.0f} responses per step")
+        else:
+            words.append(f"between about {lo:,.0f} and {hi:,.0f} responses per step")
+    return " and ".join(words) or "at no batch"
 
 
 def signal_free_ratio(batch: float, reference_batch: float, initial_success: float) -> float:

@@ -143,7 +143,7 @@ def explain(result: PlanResult) -> list[str]:
                 f"why it wins: {word} {r['gain']:.2f}x > samples penalty {r['penalty']:.2f}x, so it is "
                 f"{r['speedup']:.2f}x {better} ({change})"
             )
-    for extra in (_staleness_line(result, win), _groups_line(result, win)):
+    for extra in (_staleness_line(result, win), _groups_line(result, win), _ceiling_line(result, win)):
         if extra:
             lines.append(extra)
     table = per_batch(result, result.winner)
@@ -208,4 +208,22 @@ def _groups_line(result: PlanResult, win: pd.Series) -> str | None:
     return (
         f"responses per prompt: at B = {batch}, samples against G = {learning.reference_group_size} of the reference "
         f"runs: {each} ({why}; rlsim.learning.groups)"
+    )
+
+
+def _ceiling_line(result: PlanResult, win: pd.Series) -> str | None:
+    """Where the ceiling moves with the batch (learning.ceilings), where it lets the target be reached and what it
+    costs the winner in samples: why small batches may be pruned (rlsim.learning.model.ceiling_at)."""
+    from rlsim.learning.model import ceiling_at, clearing_batches
+
+    learning = result.scenario.learning
+    batch = int(win["prompts_per_step"]) * int(win["group_size"])
+    top = ceiling_at(learning, batch)
+    if top is None or learning.metric is None:
+        return None
+    return (
+        f"ceiling: the metric tops out at {top:.4g} at the winner's B = {batch} (learning.ceilings; "
+        f"{learning.metric.asymptote:.4g} on the reference curve); it clears the target {learning.target:g} "
+        f"{clearing_batches(learning)}, and smaller ceilings need more samples near the target (larger batches end "
+        "higher: ScaleRL, arXiv 2510.13786)"
     )

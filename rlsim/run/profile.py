@@ -69,6 +69,8 @@ LEARNING_KEYS = (
     "stall_probability",
     "stall_batches",
     "stall_shares",
+    "ceiling_batches",
+    "ceilings",
     "stall_form",
     "initial_success",
     "staleness_loss",

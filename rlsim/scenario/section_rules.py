@@ -96,6 +96,7 @@ def validate_learning(lr: Learning) -> None:
             raise ScenarioError("learning.stall_batches", xs, "must be positive and increasing", "sort by batch")
         if any(not 0 <= q < 1 for q in qs):  # type: ignore[union-attr]
             raise ScenarioError("learning.stall_shares", qs, "must lie in [0, 1)", "give shares of seeds")
+    _validate_ceilings(lr)
     if lr.stall_form == "signal_free_steps" and lr.initial_success is None:
         raise ScenarioError(
             "learning.initial_success",
@@ -123,6 +124,41 @@ def validate_learning(lr: Learning) -> None:
             raise ScenarioError(f"{at}.batches", xs, "must be positive and increasing", "sort the table by batch")
         if any(not 0 < y < math.inf for y in ys):  # type: ignore[union-attr]
             raise ScenarioError(f"{at}.samples_to_target", ys, "must be positive and finite", "fix the table")
+
+
+def _validate_ceilings(lr: Learning) -> None:
+    """learning.ceiling_batches / ceilings: together, one ceiling per increasing batch, each beyond the metric's
+    initial value on its asymptote's side, and at least one beyond the target (else no batch reaches it)."""
+    xs, cs = lr.ceiling_batches, lr.ceilings
+    if xs is None and cs is None:
+        return
+    if xs is None or cs is None:
+        raise ScenarioError(
+            "learning.ceiling_batches", xs, "and learning.ceilings come together", "give both or neither"
+        )
+    if len(xs) != len(cs) or not xs:
+        raise ScenarioError("learning.ceiling_batches", xs, f"needs one entry per ceiling ({len(cs)})", "one per batch")
+    if any(x <= 0 for x in xs) or any(b <= a for a, b in zip(xs, xs[1:])):
+        raise ScenarioError("learning.ceiling_batches", xs, "must be positive and increasing", "sort by batch")
+    if lr.metric is None or lr.target is None:
+        raise ScenarioError(
+            "learning.ceilings", cs, "need learning.metric and learning.target", "give the metric curve and target"
+        )
+    up = lr.metric.asymptote > lr.metric.initial
+    if any((c > lr.metric.initial) != up or not math.isfinite(c) for c in cs):
+        raise ScenarioError(
+            "learning.ceilings",
+            cs,
+            f"must each lie {'above' if up else 'below'} metric.initial ({lr.metric.initial})",
+            "give the asymptote the curve reaches at each batch",
+        )
+    if not any((c > lr.target) == up and c != lr.target for c in cs):
+        raise ScenarioError(
+            "learning.ceilings",
+            cs,
+            f"never get past the target ({lr.target}), so no batch reaches it",
+            "lower learning.target or check the ceilings",
+        )
 
 
 def _validate_staleness_and_groups(lr: Learning) -> None:

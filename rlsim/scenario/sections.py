@@ -378,6 +378,12 @@ class Learning:
     # at every batch
     stall_batches: tuple[float, ...] | None = None
     stall_shares: tuple[float, ...] | None = None
+    # the ceiling (the metric curve's asymptote) measured at several batches (rlsim-calibrate fit-learning, where
+    # the batches' asymptotes differ beyond their errors): increasing batches and the asymptote at each, read in
+    # log batch between them and the nearest end beyond; it replaces metric.asymptote at the batch run (ScaleRL,
+    # arXiv 2510.13786: larger batches end higher). None: metric.asymptote at every batch
+    ceiling_batches: tuple[float, ...] | None = None
+    ceilings: tuple[float, ...] | None = None
     # how stall_probability (measured at reference_batch) carries to other batches without a measured table:
     # constant, or signal_free_steps (PPO with batch-whitened advantages: a hazard per step that holds no correct
     # answer, which a step of B responses does with probability (1 - initial_success) ** B; rlsim.learning.model)

@@ -1,5 +1,7 @@
 """Published qualitative findings the learning model's defaults must reproduce (issue 33, must-show 2 and 3;
-docs/learning.md). The batch-dependent ceiling (ScaleRL: larger batches end higher) is not modelled yet."""
+docs/learning.md). The batch-dependent ceiling (ScaleRL: larger batches end higher) is opt-in (learning.ceilings,
+fitted by rlsim-calibrate fit-learning): ScaleRL publishes no asymptote per batch to set a default from, so the
+defaults say the ceiling does not move, and the tests check both."""
 
 from __future__ import annotations
 
@@ -51,3 +53,68 @@ def test_the_seed_papers_table_1_shape_still_holds():
     change = times[1024, "sqrt"] / times[128, "sqrt"] - 1.0
     assert -0.35 < change < -0.20, change
     assert times[256, "none"] > times[128, "sqrt"] and times[1024, "none"] > times[1024, "sqrt"]
+
+
+CEILINGS = {"learning.ceiling_batches": [1024, 16384], "learning.ceilings": [0.76, 0.86]}  # target 0.77
+
+
+def test_by_default_every_batch_shares_the_ceiling():
+    """No published asymptote per batch, so the defaults keep metric.asymptote everywhere: a long run at any batch
+    ends at the same metric, and nothing reports a ceiling term."""
+    learning = paper().learning
+    for batch in (512, 1024, 8192, 65536):
+        n = samples_to_target(learning, batch)
+        assert n.ceiling_multiplier is None and n.curve.asymptote == learning.metric.asymptote
+
+
+def test_a_larger_batch_reaches_a_higher_ceiling_where_the_ceilings_say_so():
+    """ScaleRL: larger batches end higher. With ceilings measured at two batches, the curve at each batch tops out
+    where the table (read in log batch) says; a long run's metric ends there, higher at the larger batch; the N*
+    of a batch is the reference N* times N* on its ceiling's curve over N* on the reference curve; a batch whose
+    ceiling does not clear the target never reaches it, and the error says from where on one does."""
+    from rlsim.learning.model import LearningModelError, ceiling_at, reference_samples_to_target
+
+    learning = paper(**CEILINGS).learning
+    assert ceiling_at(learning, 4096) == pytest.approx(0.81)  # halfway in log batch between 1,024 and 16,384
+    ends = {}
+    for prompts in (256, 1024):  # B = 2,048 and 8,192
+        s = paper(**CEILINGS, **{"workload.prompts_per_step": prompts, "run.steps": 400, "run.until_target": False})
+        n = samples_to_target(s.learning, s.workload.responses_per_step)
+        top = ceiling_at(s.learning, s.workload.responses_per_step)
+        assert n.curve.asymptote == pytest.approx(top)
+        ref = reference_samples_to_target(s.learning.metric, s.learning.target)
+        assert n.ceiling_multiplier == pytest.approx(reference_samples_to_target(n.curve, 0.77) / ref)
+        assert n.samples == pytest.approx(ref * n.ceiling_multiplier)  # sqrt LR inside the invariant range
+        records = rlsim.simulate(s).records
+        ends[prompts] = records[-1]["eval_metric"]
+        assert top - 0.02 < ends[prompts] < top
+    assert ends[1024] > ends[256] + 0.02
+    with pytest.raises(LearningModelError, match="from about 1,351 responses per step"):
+        samples_to_target(learning, 1024)
+
+
+def test_a_plan_prunes_the_batches_whose_ceiling_misses_the_target_and_says_why(capsys):
+    from rlsim.cli import main
+
+    sets = [f"--set={k}={v}" for k, v in CEILINGS.items()]
+    grid = "--grid=workload.prompts_per_step=64,128,256"
+    assert main(["plan", str(SCENARIOS / "paper_grpo.yaml"), *sets, grid, "--gpu-types=H100-SXM"]) == 0
+    out = capsys.readouterr().out
+    assert "short of the target 0.77" in out and "P=64 " not in out.split("winner:")[1].split("pruned")[0]
+    line = next(x for x in out.splitlines() if x.startswith("ceiling:"))
+    assert "from about 1,351 responses per step" in line and "ScaleRL" in line
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"learning.ceiling_batches": [1024, 16384]}, "come together"),
+        ({**CEILINGS, "learning.ceilings": [0.6, 0.86]}, "above metric.initial"),
+        ({**CEILINGS, "learning.ceilings": [0.7, 0.76]}, "never get past the target"),
+        ({**CEILINGS, "learning.ceiling_batches": [16384, 1024]}, "positive and increasing"),
+        ({**CEILINGS, "learning.ceilings": [0.8]}, "one entry per ceiling"),
+    ],
+)
+def test_bad_ceilings_are_refused_with_what_to_do(bad, message):
+    with pytest.raises(rlsim.ScenarioError, match=message):
+        paper(**bad)
