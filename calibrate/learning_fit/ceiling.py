@@ -51,6 +51,11 @@ class CeilingTest:
         """The table rlsim reads (batch -> ceiling) when the ceiling moves; empty when it is shared."""
         return {b: a for b, (a, _) in sorted(self.asymptotes.items())} if self.moves else {}
 
+    @property
+    def errors(self) -> dict[int, float]:
+        """Their one-sigma errors (rlsim's learning.ceiling_errors: the band widens by the N* they move)."""
+        return {b: e for b, (_, e) in sorted(self.asymptotes.items())} if self.moves else {}
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "asymptotes": {str(b): {"asymptote": a, "error": e} for b, (a, e) in sorted(self.asymptotes.items())},

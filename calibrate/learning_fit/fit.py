@@ -77,6 +77,7 @@ class LearningFit:
             stall_shares=tuple(float(self.stall_by_batch[b]) for b in sorted(self.stall_by_batch)) or None,
             ceiling_batches=tuple(float(b) for b in self.ceilings) or None,
             ceilings=tuple(self.ceilings.values()) or None,
+            ceiling_errors=tuple(self.ceiling.errors.values()) if self.ceilings else None,  # type: ignore[union-attr]
         )
 
     @property
@@ -127,6 +128,7 @@ class LearningFit:
             # the ceiling per batch where the batches' asymptotes differ (rlsim Learning fields), and the test
             "ceiling_batches": [float(b) for b in self.ceilings] or None,
             "ceilings": list(self.ceilings.values()) or None,
+            "ceiling_errors": list(self.ceiling.errors.values()) if self.ceilings else None,  # type: ignore[union-attr]
             "ceiling_test": self.ceiling.to_dict() if self.ceiling is not None else None,
             "runs": ref_runs,
             "runs_reaching_target": ref_hits,

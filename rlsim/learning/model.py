@@ -282,6 +282,31 @@ def ceiling_at(learning: Learning, batch: float) -> float | None:
     return float(np.interp(math.log(batch), xs, np.asarray(learning.ceilings, dtype=float)))
 
 
+MAX_CEILING_SPREAD = 2.0  # the log-sd a ceiling's error may add to the band (a ceiling within its error of the target)
+
+
+def ceiling_spread(learning: Learning, batch: float) -> float:
+    """The log standard deviation of N* at ``batch`` that the ceiling's one-sigma error (learning.ceiling_errors,
+    read in log batch as the ceilings are) moves it by: half the log ratio of N* with the ceiling one error lower
+    and one higher, at most MAX_CEILING_SPREAD (where the lower ceiling misses the target); 0 without errors."""
+    top = ceiling_at(learning, batch)
+    if top is None or learning.ceiling_errors is None or learning.metric is None or learning.target is None:
+        return 0.0
+    xs = np.log(np.asarray(learning.ceiling_batches, dtype=float))
+    err = float(np.interp(math.log(batch), xs, np.asarray(learning.ceiling_errors, dtype=float)))
+    if err <= 0:
+        return 0.0
+    sign = 1.0 if learning.metric.asymptote > learning.metric.initial else -1.0
+    try:
+        n = [
+            reference_samples_to_target(dataclasses.replace(learning.metric, asymptote=top + d), learning.target)
+            for d in (-sign * err, sign * err)
+        ]
+    except LearningModelError:
+        return MAX_CEILING_SPREAD
+    return min(0.5 * abs(math.log(n[0] / n[1])), MAX_CEILING_SPREAD)
+
+
 def ceiling_curve(learning: Learning, batch: float, ref: float) -> tuple[MetricCurve, float]:
     """The metric curve at ``batch`` with its ceiling there (:func:`ceiling_at`) and the ceiling term: N* on it over
     ``ref`` (N* on learning.metric). Raises LearningModelError, naming the batches whose ceiling clears the target,

@@ -8,7 +8,8 @@ The band spans (a) simulation seeds (``run.band_seeds`` runs with seeds seed, se
 stragglers; each extra run simulates at most 40 steps and scales the nominal time by its steady-state step time),
 (b) the learning model's seed spread (``learning.samples_spread``, the standard deviation of log N* over seeds,
 N* lognormal; the band uses its 10th and 90th percentiles, exp(-/+1.2816 sigma)), for an async run with the
-staleness form's error in quadrature (``learning.staleness_spread``, :func:`learning_spread`), and (c) when a calibrated
+staleness form's error in quadrature (``learning.staleness_spread``, :func:`learning_spread`), and with a ceiling
+table its fitted error's (``learning.ceiling_errors``: rlsim.learning.model.ceiling_spread), and (c) when a calibrated
 profile gives uncertainties, the coefficients moved one standard deviation towards faster and slower hardware (in
 log space, at most 2x: rlsim.run.simulation._shift). Lower end: fastest seed x low N* x fast coefficients; upper
 end: the opposite.
@@ -75,11 +76,14 @@ def time_at_samples(
     return float(records[-1]["wall_s"] + (steps - len(records)) * steady_step_time_s), True
 
 
-def learning_spread(samples_spread: float, staleness_spread: float, max_staleness: int) -> float:
+def learning_spread(
+    samples_spread: float, staleness_spread: float, max_staleness: int, ceiling_spread: float = 0.0
+) -> float:
     """The log-sd of N* the band uses: the seeds' spread and, for an async run (max_staleness > 0), the staleness
-    form's own error against the runs it was fitted to (learning.staleness_spread), in quadrature."""
+    form's own error against the runs it was fitted to (learning.staleness_spread), and the N* the batch's ceiling
+    error moves (rlsim.learning.model.ceiling_spread), in quadrature."""
     extra = staleness_spread if max_staleness > 0 else 0.0
-    return math.hypot(samples_spread, extra)
+    return math.sqrt(samples_spread**2 + extra**2 + ceiling_spread**2)
 
 
 def band(

@@ -71,6 +71,7 @@ LEARNING_KEYS = (
     "stall_shares",
     "ceiling_batches",
     "ceilings",
+    "ceiling_errors",
     "stall_form",
     "initial_success",
     "staleness_loss",

@@ -15,7 +15,7 @@ from typing import Any
 
 from rlsim.errors import ScenarioError
 from rlsim.host.footprint import Footprint, check, estimate
-from rlsim.learning.model import LearningModelError, SamplesToTarget, metric_at, samples_to_target
+from rlsim.learning.model import LearningModelError, SamplesToTarget, ceiling_spread, metric_at, samples_to_target
 from rlsim.learning.target import band, learning_spread, steps_for_samples, time_to_target
 from rlsim.run.profile import Profile, fitted_error, load_profile, operating_point
 from rlsim.run.result import SimResult
@@ -253,7 +253,9 @@ def _band(
         ref = scaled(base)
         fast, slow = scaled(_shift(base, prof, faster=True)), scaled(_shift(base, prof, faster=False))
         factors = (min(fast, slow) / ref, max(fast, slow) / ref)
-    spread = learning_spread(scn.learning.samples_spread, scn.learning.staleness_spread, scn.schedule.staleness)
+    learning = scn.learning
+    at = ceiling_spread(learning, scn.workload.responses_per_step)
+    spread = learning_spread(learning.samples_spread, learning.staleness_spread, scn.schedule.staleness, at)
     return band(times, spread, factors)
 
 

@@ -384,6 +384,9 @@ class Learning:
     # arXiv 2510.13786: larger batches end higher). None: metric.asymptote at every batch
     ceiling_batches: tuple[float, ...] | None = None
     ceilings: tuple[float, ...] | None = None
+    # their one-sigma errors (fit-learning: each batch curve's fitted asymptote error): the N* they move, as a log
+    # standard deviation, widens the time-to-target band in quadrature with samples_spread; None: no error given
+    ceiling_errors: tuple[float, ...] | None = None
     # how stall_probability (measured at reference_batch) carries to other batches without a measured table:
     # constant, or signal_free_steps (PPO with batch-whitened advantages: a hazard per step that holds no correct
     # answer, which a step of B responses does with probability (1 - initial_success) ** B; rlsim.learning.model)

@@ -68,6 +68,9 @@ def test_fit_learning_finds_the_ceiling_moving_and_rlsim_predicts_each_batch_fro
         assert fit.ceilings[b] == pytest.approx(top, abs=0.01)
     learning = fit.to_profile_learning()
     assert learning["ceiling_batches"] == [256.0, 1024.0, 4096.0] and learning["ceiling_test"]["moves"]
+    assert learning["ceiling_errors"] == [fit.ceiling.asymptotes[b][1] for b in TOPS] and 0 < min(
+        learning["ceiling_errors"]
+    )
     # along samples the batches are one curve: with the ceiling divided out the batch term stays near 1
     scn = scenario_with(learning)
     for b in runs:

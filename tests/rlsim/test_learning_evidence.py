@@ -5,6 +5,8 @@ defaults say the ceiling does not move, and the tests check both."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import rlsim
@@ -105,6 +107,30 @@ def test_a_plan_prunes_the_batches_whose_ceiling_misses_the_target_and_says_why(
     assert "from about 1,351 responses per step" in line and "ScaleRL" in line
 
 
+def test_a_ceilings_error_widens_the_band_most_where_the_ceiling_nears_the_target():
+    """learning.ceiling_errors: the N* the ceiling's one-sigma error moves, as a log-sd, joins the band in
+    quadrature; it is largest at the batch whose ceiling is closest to the target (B = 2,048: ceiling 0.785 for a
+    target of 0.77) and the nominal time does not move."""
+    from rlsim.learning.model import ceiling_spread
+    from rlsim.run.simulation import predict
+
+    errors = {**CEILINGS, "learning.ceiling_errors": [0.005, 0.005]}
+    spreads = [ceiling_spread(paper(**errors).learning, b) for b in (2048, 4096, 16384)]
+    assert spreads[0] > spreads[1] > spreads[2] > 0
+    assert ceiling_spread(paper(**CEILINGS).learning, 2048) == 0.0
+    runs = {}
+    for name, over in (("with", errors), ("without", CEILINGS)):
+        r = predict(paper(**over, **{"workload.prompts_per_step": 256}), with_band=True, to_target=True).summary()
+        runs[name] = r
+    lo, hi = runs["with"]["time_to_target_band_s"]
+    lo0, hi0 = runs["without"]["time_to_target_band_s"]
+    assert runs["with"]["time_to_target_s"] == runs["without"]["time_to_target_s"]
+    seeds = paper().learning.samples_spread  # in quadrature with the seeds' spread, at the 10th / 90th percentiles
+    widened = 2 * 1.2815515655446004 * (math.hypot(seeds, spreads[0]) - seeds)
+    assert lo < lo0 and hi > hi0
+    assert math.log(hi / lo) - math.log(hi0 / lo0) == pytest.approx(widened, rel=1e-6)
+
+
 @pytest.mark.parametrize(
     "bad, message",
     [
@@ -113,6 +139,8 @@ def test_a_plan_prunes_the_batches_whose_ceiling_misses_the_target_and_says_why(
         ({**CEILINGS, "learning.ceilings": [0.7, 0.76]}, "never get past the target"),
         ({**CEILINGS, "learning.ceiling_batches": [16384, 1024]}, "positive and increasing"),
         ({**CEILINGS, "learning.ceilings": [0.8]}, "one entry per ceiling"),
+        ({**CEILINGS, "learning.ceiling_errors": [0.01]}, "one finite error"),
+        ({"learning.ceiling_errors": [0.01]}, "need learning.ceilings"),
     ],
 )
 def test_bad_ceilings_are_refused_with_what_to_do(bad, message):
