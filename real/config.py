@@ -58,6 +58,9 @@ class TrainConfig:
     staleness: int = 0  # policy versions the rollout engine lags the trainer (real.stale; 0: synchronous)
     staleness_loss: str = "decoupled_ppo"  # with staleness > 0: naive_ppo | decoupled_ppo
     behav_weight_cap: float = 5.0  # decoupled_ppo: tokens with pi_prox / pi_behav above it leave the loss
+    # DAPO's dynamic sampling (GRPO): at most this many generation rounds of P prompts per step, groups whose rewards
+    # all agree dropped, until P groups with a signal are kept; 0: off (every generated group is trained on)
+    dynamic_sampling: int = 0
 
     @property
     def batch(self) -> int:
@@ -97,6 +100,10 @@ class TrainConfig:
             raise RealError(f"--staleness ({self.staleness}) must be 0 (synchronous) or more policy versions")
         if self.staleness_loss not in STALENESS_LOSSES:
             raise RealError(f"--staleness-loss {self.staleness_loss!r} is not one of {', '.join(STALENESS_LOSSES)}")
+        if self.dynamic_sampling < 0:
+            raise RealError(f"--dynamic-sampling ({self.dynamic_sampling}) must be 0 (off) or a number of rounds")
+        if self.dynamic_sampling and self.algo != "grpo":
+            raise RealError("--dynamic-sampling filters GRPO's groups; use it with --algo grpo")
         if not self.behav_weight_cap > 1:
             raise RealError(f"--behav-weight-cap ({self.behav_weight_cap:g}) must be above 1 (AReaL's rule)")
         if self.reference_batch < 1:
@@ -192,6 +199,14 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=d.behav_weight_cap,
         help="decoupled_ppo: tokens whose pi_prox / pi_behav exceeds this leave the loss (AReaL's cap)",
+    )
+    p.add_argument(
+        "--dynamic-sampling",
+        type=int,
+        default=d.dynamic_sampling,
+        metavar="ROUNDS",
+        help="GRPO: DAPO's dynamic sampling, at most ROUNDS generation rounds per step until P groups whose rewards "
+        "differ are kept (0: off)",
     )
     p.add_argument("-o", "--output", type=Path, required=True, help="run directory (re-run to resume)")
 
