@@ -29,6 +29,14 @@ Pieces (docs/reference.md sections 3-5):
   the reference curve, the other terms stretch it along samples, and a batch whose ceiling does not get past the
   target never reaches it (LearningModelError naming the batches that do). Unset (the default: ScaleRL publishes
   no asymptote per batch to set one from) every batch shares ``metric.asymptote``.
+* ``filtered_signal_power``: DAPO's dynamic sampling (``algorithm.dynamic_sampling``, its ``keep_rate`` the share of
+  groups whose rewards differ) trains each step on groups that all carry a signal, where an unfiltered step's
+  batch carries it in keep_rate x B of its B responses (the rest get zero advantage). With Adam at a fixed LR in
+  the noise-dominated regime a step's progress grows as the square root of that batch (the derivation of p = 1/2
+  below), so the trained samples to target scale by keep_rate ** 0.5 (and the generated ones, B / keep_rate per
+  step, by keep_rate ** -0.5): filtering pays in steps and costs generation. Measured on this CPU's GRPO task
+  (docs/learning.md, "Filtering"): the exponent is ``filtered_signal_power`` (0: filtering changes nothing per
+  trained sample; 1: nothing per generated sample).
 * ``samples_spread``: the spread of samples-to-target across training seeds, as the standard deviation of its log
   (samples-to-target is lognormal over seeds, its median the model's N*; for a small spread this is the relative
   standard deviation). It sets the bands and the chance of reaching the target within a budget
@@ -208,6 +216,8 @@ class SamplesToTarget:
     group_multiplier: float = 1.0  # responses per prompt against the reference runs' (rlsim.learning.groups)
     # N* on the batch's ceiling (learning.ceilings) against the reference curve's; None: no ceiling table
     ceiling_multiplier: float | None = None
+    # DAPO's dynamic sampling: keep_rate ** learning.filtered_signal_power; None: no filter
+    filter_multiplier: float | None = None
 
     @property
     def multiplier(self) -> float:
@@ -217,15 +227,21 @@ class SamplesToTarget:
             * self.staleness_multiplier
             * self.group_multiplier
             * (1.0 if self.ceiling_multiplier is None else self.ceiling_multiplier)
+            * (1.0 if self.filter_multiplier is None else self.filter_multiplier)
         )
 
 
 def samples_to_target(
-    learning: Learning, batch: int, mean_staleness: float = 0.0, group_size: int | None = None
+    learning: Learning,
+    batch: int,
+    mean_staleness: float = 0.0,
+    group_size: int | None = None,
+    keep_rate: float | None = None,
 ) -> SamplesToTarget:
-    """N* for ``batch`` responses per step under ``learning`` (raises LearningModelError when it cannot);
-    ``group_size``: responses per prompt, which counts apart from the batch when learning.reference_group_size is
-    set (rlsim.learning.groups)."""
+    """N* (trained samples) for ``batch`` responses per step under ``learning`` (raises LearningModelError when it
+    cannot); ``group_size``: responses per prompt, which counts apart from the batch when
+    learning.reference_group_size is set (rlsim.learning.groups); ``keep_rate``: the share of groups DAPO's dynamic
+    sampling keeps, when it filters (module docstring, ``filtered_signal_power``)."""
     if learning.metric is None or learning.target is None:
         raise LearningModelError("learning.metric and learning.target are needed for samples-to-target")
     ref = reference_samples_to_target(learning.metric, learning.target)
@@ -259,17 +275,19 @@ def samples_to_target(
             learning.prompt_concentration,
             learning.group_correlation,
         )
+    fmul = None if keep_rate is None else float(keep_rate) ** learning.filtered_signal_power
     return SamplesToTarget(
-        ref * cmul * bmul * lmul * smul * gmul,
+        ref * cmul * bmul * lmul * smul * gmul * (fmul or 1.0),
         ref,
         bmul,
         lmul,
         smul,
         tuple(warnings),
         curve,
-        curve_mul * gmul,
+        curve_mul * gmul * (fmul or 1.0),
         gmul,
         None if ceiling_at(learning, batch) is None else cmul,
+        fmul,
     )
 
 

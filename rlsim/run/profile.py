@@ -82,6 +82,7 @@ LEARNING_KEYS = (
     "reference_group_size",
     "prompt_concentration",
     "group_correlation",
+    "filtered_signal_power",
 )
 # the keys of a profile's lengths section that replace the scenario's (rlsim.scenario.Workload fields)
 LENGTH_KEYS = (

@@ -172,8 +172,13 @@ def footprint(scn: Scenario, with_band: bool = False) -> Footprint:
 def _samples_to_target(scn: Scenario) -> SamplesToTarget | None:
     if scn.learning.metric is None:
         return None
+    ds = scn.algorithm.dynamic_sampling
     return samples_to_target(
-        scn.learning, scn.workload.responses_per_step, scn.schedule.staleness, scn.workload.group_size
+        scn.learning,
+        scn.workload.responses_per_step,
+        scn.schedule.staleness,
+        scn.workload.group_size,
+        ds.keep_rate if ds is not None else None,
     )
 
 

@@ -402,6 +402,11 @@ class Learning:
     # rlsim-calibrate fit-groups fits both (rlsim.learning.groups)
     prompt_concentration: float | None = field(default=None, metadata=bounds(gt=0))
     group_correlation: float = field(default=0.0, metadata=bounds(ge=0, lt=1))
+    # DAPO's dynamic sampling (algorithm.dynamic_sampling) trains on groups with a signal only: the batch that
+    # carries signal is B where unfiltered it is keep_rate x B, so the trained samples to target scale by
+    # keep_rate ** this (0.5: Adam at a fixed LR, a step's progress as the square root of that batch; 0: filtering
+    # changes nothing per trained sample; 1: per generated sample; rlsim.learning.model)
+    filtered_signal_power: float = field(default=0.5, metadata=bounds(ge=0, le=1))
 
 
 @dataclass(frozen=True)
