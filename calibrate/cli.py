@@ -10,6 +10,8 @@ learning model from run logs at two or more batch sizes, written into the profil
 stalenesses follow, into ``learning.staleness_loss`` (and ``staleness_form`` / ``staleness_penalty_per_step``)
 ``rlsim-calibrate fit-groups RUN... --target X [--profile P -o profile.json]``: whether runs at one batch and two
 or more group sizes follow B = P x G alone or the informative-group term, into ``learning.reference_group_size``
+``rlsim-calibrate fit-filtering RUN... --target X [--profile P -o profile.json]``: how much DAPO's dynamic sampling
+saves per trained sample, from runs at one batch with and without it, into ``learning.filtered_signal_power``
 ``rlsim-calibrate import --format verl|openrlhf|trl|nemo-rl LOG -o runlog.jsonl [--prompts-per-step P
 --group-size G]``
 ``rlsim-calibrate validate [--profile P] RUN_DIR... -o DIR [--target X]``: predict each run's batch from the
@@ -275,6 +277,39 @@ def cmd_fit_groups(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fit_filtering(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from calibrate.learning_fit.filtering import fit_filtering
+    from rlsim.run.profile import load_profile
+
+    profile = load_profile(args.profile) if args.profile else None  # before the fit: a bad profile fails fast
+    if profile is not None and not (profile.learning or {}).get("metric"):
+        raise CalibrateError(f"{args.profile}: no learning model to add the filter's power to; run fit-learning first")
+    if profile is not None and args.output is None:
+        raise CalibrateError("--profile needs -o/--output: the profile JSON to write (may be --profile)")
+    fit = fit_filtering([_read_run(p) for p in args.runs], args.target)
+    plain = sum(not r.filtered for r in fit.runs)
+    print(f"B = {fit.batch}; samples to {args.target:g} (medians):")
+    print(f"  without dynamic sampling ({plain} runs): {fit.plain_samples:,.0f}")
+    print(
+        f"  with it ({len(fit.runs) - plain} runs): trained {fit.filtered_samples:,.0f} "
+        f"({fit.filtered_samples / fit.plain_samples:.3f}x), generated {fit.filtered_generated:,.0f} "
+        f"({fit.filtered_generated / fit.plain_samples:.3f}x), keep rate {fit.keep_rate:.3f}"
+    )
+    for label, power in (("fitted", fit.power), ("default", 0.5)):
+        trained, generated = fit.predicted(power)
+        print(f"  power {power:.3f} ({label}): trained {trained:,.0f}, generated {generated:,.0f}")
+    for note in fit.notes:
+        print(f"note: {note}")
+    if profile is not None:
+        learning = {**profile.learning, "filtered_signal_power": fit.power}
+        prov = {**profile.provenance, "filtering_runs": [str(p) for p in args.runs]}
+        atomic_write_text(args.output, dataclasses.replace(profile, provenance=prov, learning=learning).dumps() + "\n")
+        print(f"wrote {args.output} (learning.filtered_signal_power {fit.power:.3f})")
+    return 0
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from calibrate.importers import format_problems, import_log, write_runlog
 
@@ -406,6 +441,13 @@ def build_parser() -> argparse.ArgumentParser:
     fg.add_argument("--profile", type=Path, help="profile JSON (with a learning model) to write the result into")
     fg.add_argument("-o", "--output", type=Path, help="profile JSON to write (with --profile)")
     fg.set_defaults(func=cmd_fit_groups)
+
+    ff = sub.add_parser("fit-filtering", help="what DAPO's dynamic sampling saves per trained sample in your runs")
+    ff.add_argument("runs", type=Path, nargs="+", help="run directories or runlog.jsonl files: one batch, both kinds")
+    ff.add_argument("--target", type=float, required=True, help="the eval metric to reach")
+    ff.add_argument("--profile", type=Path, help="profile JSON (with a learning model) to write the power into")
+    ff.add_argument("-o", "--output", type=Path, help="profile JSON to write (with --profile)")
+    ff.set_defaults(func=cmd_fit_filtering)
 
     imp = sub.add_parser("import", help="read a framework's per-step metrics into the run-log schema")
     imp.add_argument("log", type=Path)
