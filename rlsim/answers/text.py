@@ -110,7 +110,7 @@ def thrash_screen_note(table: Any, screen: str | None, resimulated: tuple[int, .
         return None
     again = ", ".join(str(c) for c in resimulated) or "none"
     return (
-        f"KV-cache thrash: config(s) {', '.join(map(str, fast)) or 'none'} simulated with the {screen} thrash model "
-        f"(step time within 1% of exact, docs/design.md); of the best {finalists}, config(s) {again} again with the "
-        "scenario's own (column thrash_model). --screen-thrash exact simulates every row exactly."
+        f"KV-cache thrash: config(s) {', '.join(map(str, fast)) or 'none'} simulated with the {screen} thrash "
+        f"model (step time within about 1% of exact, docs/design.md); of the best {finalists}, config(s) {again} "
+        "again with the scenario's own (column thrash_model). --screen-thrash exact simulates every row exactly."
     )

@@ -27,16 +27,17 @@ Pieces (docs/reference.md sections 3-5):
   fitted asymptotes differ beyond their errors), A(B) is read in log batch between them (the nearest end beyond)
   and replaces ``metric.asymptote`` at the batch run; the ceiling term is the ratio of N* on that curve to N* on
   the reference curve, the other terms stretch it along samples, and a batch whose ceiling does not get past the
-  target never reaches it (LearningModelError naming the batches that do). Unset (the default: ScaleRL publishes
-  no asymptote per batch to set one from) every batch shares ``metric.asymptote``.
+  target never reaches it (LearningModelError saying from which batch on the ceiling clears it). Unset (the
+  default: ScaleRL publishes no asymptote per batch to set one from) every batch shares ``metric.asymptote``.
 * ``filtered_signal_power``: DAPO's dynamic sampling (``algorithm.dynamic_sampling``, its ``keep_rate`` the share of
   groups whose rewards differ) trains each step on groups that all carry a signal, where an unfiltered step's
   batch carries it in keep_rate x B of its B responses (the rest get zero advantage). With Adam at a fixed LR in
   the noise-dominated regime a step's progress grows as the square root of that batch (the derivation of p = 1/2
   below), so the trained samples to target scale by keep_rate ** 0.5 (and the generated ones, B / keep_rate per
-  step, by keep_rate ** -0.5): filtering pays in steps and costs generation. Measured on this CPU's GRPO task
-  (docs/learning.md, "Filtering"): the exponent is ``filtered_signal_power`` (0: filtering changes nothing per
-  trained sample; 1: nothing per generated sample).
+  step, by keep_rate ** -0.5): filtering pays in steps and costs generation. The exponent is
+  ``filtered_signal_power`` (default 0.5; 0: filtering changes nothing per trained sample, 1: nothing per
+  generated sample); this CPU's GRPO runs gave 0.53-0.57 (docs/learning.md, "Filtering"), and
+  ``rlsim-calibrate fit-filtering`` fits it from a user's runs with and without the filter.
 * ``samples_spread``: the spread of samples-to-target across training seeds, as the standard deviation of its log
   (samples-to-target is lognormal over seeds, its median the model's N*; for a small spread this is the relative
   standard deviation). It sets the bands and the chance of reaching the target within a budget
@@ -327,8 +328,8 @@ def ceiling_spread(learning: Learning, batch: float) -> float:
 
 def ceiling_curve(learning: Learning, batch: float, ref: float) -> tuple[MetricCurve, float]:
     """The metric curve at ``batch`` with its ceiling there (:func:`ceiling_at`) and the ceiling term: N* on it over
-    ``ref`` (N* on learning.metric). Raises LearningModelError, naming the batches whose ceiling clears the target,
-    where it does not."""
+    ``ref`` (N* on learning.metric). Where that ceiling does not clear the target, raises LearningModelError
+    saying at which batches it does (:func:`clearing_batches`)."""
     top = ceiling_at(learning, batch)
     if top is None or learning.metric is None or learning.target is None:
         return learning.metric, 1.0  # type: ignore[return-value]

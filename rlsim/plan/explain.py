@@ -212,8 +212,8 @@ def _groups_line(result: PlanResult, win: pd.Series) -> str | None:
 
 
 def _ceiling_line(result: PlanResult, win: pd.Series) -> str | None:
-    """Where the ceiling moves with the batch (learning.ceilings), where it lets the target be reached and what it
-    costs the winner in samples: why small batches may be pruned (rlsim.learning.model.ceiling_at)."""
+    """Where the ceiling moves with the batch (learning.ceilings): the winner's ceiling and the batches at which the
+    ceiling clears the target, which is why smaller batches may be pruned (rlsim.learning.model.ceiling_at)."""
     from rlsim.learning.model import ceiling_at, clearing_batches
 
     learning = result.scenario.learning

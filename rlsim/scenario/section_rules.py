@@ -134,14 +134,14 @@ def _validate_ceilings(lr: Learning) -> None:
         if lr.ceiling_errors is not None:
             raise ScenarioError("learning.ceiling_errors", lr.ceiling_errors, "need learning.ceilings", "give both")
         return
-    es = lr.ceiling_errors
-    if es is not None and (len(es) != len(cs or ()) or any(not (0 <= e < math.inf) for e in es)):
-        raise ScenarioError(
-            "learning.ceiling_errors", es, "must give one finite error >= 0 per ceiling", "one per ceiling, or none"
-        )
     if xs is None or cs is None:
         raise ScenarioError(
             "learning.ceiling_batches", xs, "and learning.ceilings come together", "give both or neither"
+        )
+    es = lr.ceiling_errors
+    if es is not None and (len(es) != len(cs) or any(not (0 <= e < math.inf) for e in es)):
+        raise ScenarioError(
+            "learning.ceiling_errors", es, "must give one finite error >= 0 per ceiling", "one per ceiling, or none"
         )
     if len(xs) != len(cs) or not xs:
         raise ScenarioError("learning.ceiling_batches", xs, f"needs one entry per ceiling ({len(cs)})", "one per batch")
