@@ -18,7 +18,7 @@ One step (phase names from rlsim.phases, each timed with the device synchronized
    ``wall_s`` (and so from time-to-target).
 
 DAPO's dynamic sampling (``--dynamic-sampling ROUNDS``, GRPO): a step generates rounds of P prompts until P groups
-whose rewards differ are kept (at most ROUNDS; the last round's equal-reward groups fill what is left, counted as
+whose rewards differ are kept (at most ROUNDS; the last-generated equal-reward groups fill what is left, counted as
 ``groups_short``) and trains on those P; it logs ``generated_responses``, ``cumulative_generated`` and
 ``generation_rounds`` (``cumulative_samples`` stays the trained responses, P x G per step).
 
@@ -368,9 +368,9 @@ def _signal_groups(rounds, group_size: int) -> int:
 
 def _batch_of(rounds, cfg):
     """The step's P groups: all of round 0 without DAPO; with it the first P groups with unequal rewards in
-    generation order, filled after the last round with its groups whose rewards agree (zero advantage: they keep
-    the batch's shape and train nothing; counted as ``short``). Returns examples, prompts, groups, texts, rewards
-    and short."""
+    generation order, filled when the rounds run out with the last-generated groups whose rewards agree (zero
+    advantage: they keep the batch's shape and train nothing; counted as ``short``). Returns examples, prompts,
+    groups, texts, rewards and short."""
     import torch
 
     if not cfg.dynamic_sampling:
