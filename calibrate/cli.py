@@ -35,10 +35,14 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from calibrate import published_cli
 from calibrate.errors import CalibrateError
 from rlsim.io.files import atomic_write, atomic_write_text, make_output_dir
+
+if TYPE_CHECKING:
+    from rlsim.run.profile import Profile
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -192,17 +196,33 @@ def cmd_fit_learning(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_fit_staleness(args: argparse.Namespace) -> int:
-    import dataclasses
-
-    from calibrate.learning_fit.staleness import fit_staleness, profile_learning
+def _learning_profile(args: argparse.Namespace, what: str) -> Profile | None:
+    """The --profile of a fit that adds ``what`` to a learning model (None without --profile): it must hold one
+    (fit-learning's), and -o must say where the result goes."""
     from rlsim.run.profile import load_profile
 
-    profile = load_profile(args.profile) if args.profile else None  # before the fit: a bad profile fails fast
+    profile = load_profile(args.profile) if args.profile else None
     if profile is not None and not (profile.learning or {}).get("metric"):
-        raise CalibrateError(f"{args.profile}: no learning model to add the staleness form to; run fit-learning first")
+        raise CalibrateError(f"{args.profile}: no learning model to add {what} to; run fit-learning first")
     if profile is not None and args.output is None:
         raise CalibrateError("--profile needs -o/--output: the profile JSON to write (may be --profile)")
+    return profile
+
+
+def _write_learning(args: argparse.Namespace, profile: Profile, learning: dict, runs_key: str) -> None:
+    """``profile`` with ``learning`` in place of its learning section and the runs named under ``runs_key`` in its
+    provenance, written atomically to -o."""
+    import dataclasses
+
+    prov = {**profile.provenance, runs_key: [str(p) for p in args.runs]}
+    atomic_write_text(args.output, dataclasses.replace(profile, provenance=prov, learning=learning).dumps() + "\n")
+
+
+def cmd_fit_staleness(args: argparse.Namespace) -> int:
+
+    from calibrate.learning_fit.staleness import fit_staleness, profile_learning
+
+    profile = _learning_profile(args, "the staleness form")  # before the fit: a bad profile fails fast
     fit = fit_staleness([_read_run(p) for p in args.runs], args.initial)
     print(f"gain over {fit.initial:.4g} at {fit.at_samples:.0f} samples, against the smallest staleness's:")
     print(f"{'staleness':>9} {'runs':>5} {'kept':>6}")
@@ -222,25 +242,16 @@ def cmd_fit_staleness(args: argparse.Namespace) -> int:
         learning = {**profile.learning, **profile_learning(fit, losses.pop() if len(losses) == 1 else None)}
         if learning.get("staleness_form") is None:
             learning.pop("staleness_form", None)
-        prov = {**profile.provenance, "staleness_runs": [str(p) for p in args.runs]}
-        atomic_write_text(args.output, dataclasses.replace(profile, provenance=prov, learning=learning).dumps() + "\n")
+        _write_learning(args, profile, learning, "staleness_runs")
         print(f"wrote {args.output} (learning.staleness_loss {learning['staleness_loss']})")
     return 0
 
 
 def cmd_fit_groups(args: argparse.Namespace) -> int:
-    import dataclasses
 
     from calibrate.learning_fit.groups import fit_groups
-    from rlsim.run.profile import load_profile
 
-    profile = load_profile(args.profile) if args.profile else None  # before the fit: a bad profile fails fast
-    if profile is not None and not (profile.learning or {}).get("metric"):
-        raise CalibrateError(
-            f"{args.profile}: no learning model to add responses per prompt to; run fit-learning first"
-        )
-    if profile is not None and args.output is None:
-        raise CalibrateError("--profile needs -o/--output: the profile JSON to write (may be --profile)")
+    profile = _learning_profile(args, "responses per prompt")  # before the fit: a bad profile fails fast
     fit = fit_groups([_read_run(p) for p in args.runs], args.target, args.reference_group_size)
     print(f"B = {fit.batch}; median samples to {args.target:g} per G, measured against each model's prediction:")
     print(f"{'G':>4} {'runs':>5} {'never':>5} {'measured':>10} {'batch':>10} {'groups':>10} {'spread':>10}")
@@ -271,23 +282,16 @@ def cmd_fit_groups(args: argparse.Namespace) -> int:
             learning["group_correlation"] = fit.correlation
             if fit.concentration is not None:
                 learning["prompt_concentration"] = fit.concentration
-        prov = {**profile.provenance, "group_runs": [str(p) for p in args.runs]}
-        atomic_write_text(args.output, dataclasses.replace(profile, provenance=prov, learning=learning).dumps() + "\n")
+        _write_learning(args, profile, learning, "group_runs")
         print(f"wrote {args.output} (learning.reference_group_size {learning.get('reference_group_size')})")
     return 0
 
 
 def cmd_fit_filtering(args: argparse.Namespace) -> int:
-    import dataclasses
 
     from calibrate.learning_fit.filtering import fit_filtering
-    from rlsim.run.profile import load_profile
 
-    profile = load_profile(args.profile) if args.profile else None  # before the fit: a bad profile fails fast
-    if profile is not None and not (profile.learning or {}).get("metric"):
-        raise CalibrateError(f"{args.profile}: no learning model to add the filter's power to; run fit-learning first")
-    if profile is not None and args.output is None:
-        raise CalibrateError("--profile needs -o/--output: the profile JSON to write (may be --profile)")
+    profile = _learning_profile(args, "the filter's power")  # before the fit: a bad profile fails fast
     fit = fit_filtering([_read_run(p) for p in args.runs], args.target)
     plain = sum(not r.filtered for r in fit.runs)
     print(f"B = {fit.batch}; samples to {args.target:g} (medians):")
@@ -304,8 +308,7 @@ def cmd_fit_filtering(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     if profile is not None:
         learning = {**profile.learning, "filtered_signal_power": fit.power}
-        prov = {**profile.provenance, "filtering_runs": [str(p) for p in args.runs]}
-        atomic_write_text(args.output, dataclasses.replace(profile, provenance=prov, learning=learning).dumps() + "\n")
+        _write_learning(args, profile, learning, "filtering_runs")
         print(f"wrote {args.output} (learning.filtered_signal_power {fit.power:.3f})")
     return 0
 
