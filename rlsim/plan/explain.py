@@ -143,7 +143,8 @@ def explain(result: PlanResult) -> list[str]:
                 f"why it wins: {word} {r['gain']:.2f}x > samples penalty {r['penalty']:.2f}x, so it is "
                 f"{r['speedup']:.2f}x {better} ({change})"
             )
-    for extra in (_staleness_line(result, win), _groups_line(result, win), _ceiling_line(result, win)):
+    lines_for = (_staleness_line, _groups_line, _ceiling_line, _filter_line)
+    for extra in (fn(result, win) for fn in lines_for):
         if extra:
             lines.append(extra)
     table = per_batch(result, result.winner)
@@ -226,4 +227,20 @@ def _ceiling_line(result: PlanResult, win: pd.Series) -> str | None:
         f"{learning.metric.asymptote:.4g} on the reference curve); it clears the target {learning.target:g} "
         f"{clearing_batches(learning)}, and smaller ceilings need more samples near the target (larger batches end "
         "higher: ScaleRL, arXiv 2510.13786)"
+    )
+
+
+def _filter_line(result: PlanResult, win: pd.Series) -> str | None:
+    """Under DAPO's dynamic sampling (algorithm.dynamic_sampling), what the filter does on each side: fewer trained
+    samples to the target, more generation per step (rlsim.learning.model, ``filtered_signal_power``)."""
+    ds = result.scenario.algorithm.dynamic_sampling
+    if ds is None or result.scenario.learning.metric is None:
+        return None
+    power = result.scenario.learning.filtered_signal_power
+    trained = ds.keep_rate**power
+    return (
+        f"filter: dynamic sampling keeps {ds.keep_rate:.3g} of the groups, so a step trains on groups that all carry "
+        f"a signal: {trained:.2f}x the trained samples to the target, each step generating {1 / ds.keep_rate:.2f}x "
+        f"as many responses ({trained / ds.keep_rate:.2f}x the generated samples; learning.filtered_signal_power "
+        f'{power:g}, docs/learning.md "Filtering")'
     )

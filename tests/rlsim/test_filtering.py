@@ -60,3 +60,14 @@ def test_a_filtered_run_reaches_the_target_in_fewer_steps_each_generating_more()
 def test_a_bad_power_is_refused():
     with pytest.raises(rlsim.ScenarioError, match="learning.filtered_signal_power"):
         paper(**{"learning.filtered_signal_power": 1.5})
+
+
+def test_a_plan_under_dynamic_sampling_says_what_the_filter_does(capsys):
+    from rlsim.cli import main
+
+    sets = ["--set=algorithm.dynamic_sampling.keep_rate=0.25", "--set=algorithm.dynamic_sampling.mode=replace"]
+    grid = "--grid=workload.prompts_per_step=128,256"
+    assert main(["plan", str(SCENARIOS / "paper_grpo.yaml"), *sets, grid, "--gpu-types=H100-SXM"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("filter:"))
+    assert "keeps 0.25 of the groups" in line and "0.50x the trained samples" in line and "4.00x as many" in line
+    assert "2.00x the generated samples" in line
