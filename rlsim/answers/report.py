@@ -66,6 +66,15 @@ def _provenance(meta: dict[str, Any], scenario: dict[str, Any]) -> str:
         ("model", scenario.get("model", {}).get("name")),
         ("GPU", scenario.get("hardware", {}).get("gpu", {}).get("name")),
     ]
+    if meta.get("screen_thrash"):  # a sweep whose thrashing rows the fast thrash model simulated (rlsim.answers.sweep)
+        again = ", ".join(map(str, meta.get("resimulated") or [])) or "none"
+        rows.append(
+            (
+                "KV-cache thrash",
+                f"rows that preempt simulated with the {meta['screen_thrash']} thrash model (column thrash_model in "
+                f"sweep.csv); simulated again with the scenario's own: config {again}",
+            )
+        )
     body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
     assumptions = "".join(f"<li>{html.escape(a)}</li>" for a in scenario.get("assumptions", []))
     return (

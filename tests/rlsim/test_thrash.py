@@ -160,6 +160,9 @@ def test_the_sweep_command_names_the_rows_the_fast_model_simulated(capsys, tmp_p
     assert "config(s) 0 simulated with the fast thrash model" in out and "config(s) none again" in out
     meta = json.loads((tmp_path / "sweep.json").read_text())
     assert meta["screen_thrash"] == "fast" and meta["resimulated"] == []
+    assert main(["report", str(tmp_path), "-o", str(tmp_path / "report.html")]) == 0
+    report = (tmp_path / "report.html").read_text()
+    assert "KV-cache thrash</th><td>rows that preempt simulated with the fast thrash model" in report
     assert main([*args, "--screen-thrash", "exact"]) == 0
     assert "KV-cache thrash: config" not in capsys.readouterr().out
     with pytest.raises(SystemExit) as exc:
