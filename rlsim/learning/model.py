@@ -287,7 +287,7 @@ def samples_to_target(
         curve,
         curve_mul * gmul * (fmul or 1.0),
         gmul,
-        None if ceiling_at(learning, batch) is None else cmul,
+        None if learning.ceilings is None else cmul,  # (ceiling_at is None exactly when no table is set)
         fmul,
     )
 

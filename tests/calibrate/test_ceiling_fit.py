@@ -5,7 +5,6 @@ predicting each batch's samples-to-target from that profile."""
 
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 import sys
@@ -127,21 +126,11 @@ def test_a_curve_that_has_not_flattened_does_not_count():
 
 
 def test_the_fit_learning_command_prints_the_ceiling_and_writes_it(tmp_path):
-    from rlsim.run.profile import PhaseFit, load_profile
+    from rlsim.run.profile import load_profile
+    from tests.calibrate.files import write_profile, write_runlog
 
-    prov = {
-        k: "x" for k in ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")
-    }
-    prof_path = tmp_path / "profile.json"
-    phases = {"train_actor": PhaseFit("roofline", {"train_compute_efficiency": 0.3, "train_step_overhead_s": 0.02})}
-    prof_path.write_text(Profile(prov, phases).dumps())
-    paths = []
-    for b, top in TOPS.items():
-        schema = {"schema_version": 1, "run_id": f"run{b}", "prompts": b // 8, "prompt_tokens": 10 * b}
-        schema |= {"response_tokens": 100 * b, "reward_mean": 0.5, "timing_s": {"rollout": 1.0}}
-        path = tmp_path / f"run{b}.jsonl"
-        path.write_text("".join(json.dumps(r | schema) + "\n" for r in run_log(b, top)))
-        paths.append(str(path))
+    prof_path = write_profile(tmp_path / "profile.json")
+    paths = [write_runlog(tmp_path / f"run{b}.jsonl", run_log(b, top), f"run{b}") for b, top in TOPS.items()]
     cmd = [sys.executable, "-m", "calibrate.cli", "fit-learning", "--target", str(TARGET), "--profile", str(prof_path)]
     proc = subprocess.run(
         [*cmd, *paths, "--reference-batch", "1024", "-o", str(prof_path)], capture_output=True, text=True

@@ -3,7 +3,6 @@ dynamic sampling scales the trained samples to target, from runs at one batch wi
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -75,23 +74,13 @@ def test_runs_at_two_batches_are_refused():
 
 
 def test_the_command_prints_the_fit_and_writes_the_power_into_the_profile(tmp_path):
-    from rlsim.run.profile import PhaseFit, Profile, load_profile
+    from rlsim.run.profile import load_profile
+    from tests.calibrate.files import write_profile, write_runlog
 
-    prov = {
-        k: "x" for k in ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")
-    }
     learning = {"version": 1, "metric": {"initial": 0.0, "asymptote": 1.0, "mid_samples": MID, "exponent": 3.0}}
-    learning["target"] = TARGET
-    prof = tmp_path / "profile.json"
-    phases = {"train_actor": PhaseFit("roofline", {"train_compute_efficiency": 0.3, "train_step_overhead_s": 0.02})}
-    prof.write_text(Profile(prov, phases, learning=learning).dumps())
-    paths = []
-    for i, recs in enumerate([run_log(MID, None), run_log(MID * 0.25**0.5, 0.25, seed=3)]):
-        path = tmp_path / f"run{i}.jsonl"
-        schema = {"schema_version": 1, "run_id": f"run{i}", "prompts": BATCH // 8, "prompt_tokens": 10 * BATCH}
-        schema |= {"response_tokens": 100 * BATCH, "lr": 1e-4, "reward_mean": 0.5, "timing_s": {"rollout": 1.0}}
-        path.write_text("".join(json.dumps(r | schema) + "\n" for r in recs))
-        paths.append(str(path))
+    prof = write_profile(tmp_path / "profile.json", dict(learning, target=TARGET))
+    runs = [run_log(MID, None), run_log(MID * 0.25**0.5, 0.25, seed=3)]
+    paths = [write_runlog(tmp_path / f"run{i}.jsonl", recs, f"run{i}") for i, recs in enumerate(runs)]
     cmd = [sys.executable, "-m", "calibrate.cli", "fit-filtering", *paths, "--target", str(TARGET)]
     out = subprocess.run([*cmd, "--profile", str(prof), "-o", str(prof)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

@@ -624,23 +624,16 @@ def test_fit_learning_command_writes_the_learning_model_into_the_profile(tmp_pat
     import subprocess
     import sys
 
-    from rlsim.run.profile import PhaseFit, Profile, load_profile
+    from rlsim.run.profile import load_profile
+    from tests.calibrate.files import write_profile, write_runlog
 
-    prov = {
-        k: "x" for k in ("device", "engine", "engine_version", "torch_version", "model", "dtype", "date", "command")
-    }
-    prof_path = tmp_path / "profile.json"
-    phases = {"train_actor": PhaseFit("roofline", {"train_compute_efficiency": 0.3, "train_step_overhead_s": 0.02})}
-    prof_path.write_text(Profile(prov, phases).dumps())
+    prof_path = write_profile(tmp_path / "profile.json")
     paths = []
     for b in (256, 512, 1024, 2048):
         d = tmp_path / f"run{b}"
         d.mkdir()
-        schema = {"schema_version": 1, "run_id": f"run{b}", "prompts": b // 8, "prompt_tokens": 10 * b}
-        schema |= {"response_tokens": 100 * b, "reward_mean": 0.5, "timing_s": {"rollout": 1.0}}
-        recs = [r | schema for r in run_log(b, grads=True)]
-        (d / "runlog.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-        paths.append(str(d) if b != 2048 else str(d / "runlog.jsonl"))  # a directory or the log itself
+        log = write_runlog(d / "runlog.jsonl", run_log(b, grads=True), f"run{b}")
+        paths.append(str(d) if b != 2048 else log)  # a directory or the log itself
     cmd = [sys.executable, "-m", "calibrate.cli", "fit-learning", "--target", "0.6", "--profile", str(prof_path)]
     proc = subprocess.run(
         [*cmd, *paths, "--reference-batch", "512", "-o", str(prof_path)], capture_output=True, text=True
