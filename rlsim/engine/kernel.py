@@ -556,7 +556,7 @@ def _drop_hosted(j, was_preempted, rq):
 @_inlined
 def _host_tail(
     queue, q_head, q_len, room, l0, l1, steps, n_hosted, prompt, response, generated, group, grp_tok, hosted,
-    was_preempted, bs, sh, rq,
+    was_preempted, tmark, stamp, bs, sh, rq,
 ):  # fmt: skip
     """The fast thrash model's younger tail over a run of ``steps`` decode iterations in which the running
     requests take ``l0 - l1`` of the ``l0`` blocks they leave free (``engine.thrash_model: fast``).
@@ -594,9 +594,13 @@ def _host_tail(
         c = prompt[j] + generated[j]
         g = group[j]
         held = grp_tok[g] if g >= 0 else 0
+        if held == 0 and g >= 0 and tmark[g] == stamp:
+            held = _bdiv(prompt[j] - 1, bs, sh) * bs  # its group's prompt, held by a member hosted before it
         cum += _bceil(c, bs, sh) - _bdiv(held, bs, sh)
         if cum <= l0 and hosts < room:
             hosts += 1
+            if g >= 0:
+                tmark[g] = stamp
             d = steps
             if cum > l1:
                 d = (steps * (l0 - cum)) // (l0 - l1)
@@ -654,7 +658,7 @@ def _finish_due(
     return freed, kv_out, left
 
 
-WORK_ROWS = 21  # int64 rows of a replica's workspace (see _replica)
+WORK_ROWS = 22  # int64 rows of a replica's workspace (see _replica)
 
 
 @_inlined
@@ -728,6 +732,7 @@ def _replica(
     done = iw[6, :n]  # requests whose prefill completes in this step (chunked)
     grp_tok = iw[7, : max(n_groups, 1)]  # cached shared-prompt tokens per group (0: none)
     grp_ref = iw[8, : max(n_groups, 1)]  # running requests referencing them
+    tmark = iw[21, : max(n_groups, 1)]  # the run in which a member was last hosted in the fast model's tail
     cnt = cnt[:bs]  # decoders per block phase: slot (kv - iteration) mod bs
     slot = iw[9, :n]  # a decoder's slot in cnt
     for j in range(n):
@@ -740,6 +745,7 @@ def _replica(
     for g in range(grp_tok.shape[0]):
         grp_tok[g] = 0
         grp_ref[g] = 0
+        tmark[g] = -1
     for x in range(bs):
         cnt[x] = 0
     sh = -1  # log2(bs) when bs is a power of two (block arithmetic by shifts and masks), else -1
@@ -905,8 +911,8 @@ def _replica(
                     if thrash and q_len > 0 and running < max_num_seqs:
                         dec, kvs, hosts, drops, tok, sq, rec, n_hosted = _host_tail(
                             queue, q_head, q_len, max_num_seqs - running, cap - used, cap - used - taken, steps,
-                            n_hosted, prompt, response, generated, group, grp_tok, hosted, was_preempted, bs, sh,
-                            rq,
+                            n_hosted, prompt, response, generated, group, grp_tok, hosted, was_preempted, tmark,
+                            n_iter, bs, sh, rq,
                         )  # fmt: skip
                         if hosts > 0:
                             # the run's time with the hosted decoders' mean count and KV added, the (re)admissions'

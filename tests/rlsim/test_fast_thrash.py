@@ -2,12 +2,10 @@
 recorded thrashing steps: one replica's requests of a step, as the pipeline hands them to the engine, of the paper
 scenario at P = 2048 .. 16384 and of the two dense-8B scenarios pushed into thrash (issue 32, must-show 1).
 
-Bounds (issue 32): step makespan within 1%, mean decode batch within 2%, finish-time p50 / p90 / p99 within 2%.
-Preemptions are *not* within the issue's 10%: the fast model counts a hosted request dropped once per run between
-two events, where exact vLLM preempts the newest (often a group member holding one or two blocks of its own) for
-every few blocks the others grow into; on these cases it counts 0.65-0.96 of exact's. The test pins that range so
-that a change which moves it is seen (docs/design.md "The fast thrash model").
-"""
+Bounds (issue 32): step makespan within 1%, mean decode batch within 2%, finish-time p50 / p90 / p99 within 2%,
+preemptions within 10%. The count holds because the hosted tail shares a group's prompt among its members as the
+running set does: each member hosted after the first holds only its own blocks, so a run's fall in free blocks
+drops as many of them as exact vLLM preempts (docs/design.md "The fast thrash model")."""
 
 from __future__ import annotations
 
@@ -125,10 +123,9 @@ def test_fast_finish_time_quantiles_within_2_percent_of_exact(compared, name):
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_fast_preemptions_undercount_exact_within_the_documented_range(compared, name):
+def test_fast_preemptions_within_10_percent_of_exact(compared, name):
     (_, exact), (_, fast) = compared[name]
-    ratio = fast[0, STAT_PREEMPTIONS] / exact[0, STAT_PREEMPTIONS]
-    assert 0.55 <= ratio <= 1.0, ratio
+    assert fast[0, STAT_PREEMPTIONS] == pytest.approx(exact[0, STAT_PREEMPTIONS], rel=0.10)
 
 
 def test_fast_is_exact_while_the_engine_never_preempts():
