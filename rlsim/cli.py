@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rlsim.answers.text import run_table, sweep_table, thrash_screen_note
+from rlsim.answers.text import extrapolation_note, run_table, sweep_table, thrash_screen_note
 from rlsim.errors import RlsimError
 from rlsim.host.footprint import LONG_S, Footprint
 from rlsim.io.files import atomic_write
@@ -183,15 +183,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             overrides,
             screen_thrash=args.screen_thrash,
             finalists=args.finalists,
+            screen=not args.full,
         )
     finally:
         if bar is not None:
             bar.close()
     table = result.table
     print(sweep_table(table, grid))
-    note = thrash_screen_note(table, result.screen_thrash, result.resimulated, args.finalists)
-    if note:
-        print("\n" + note)
+    notes = (
+        extrapolation_note(table, result.resimulated, args.finalists),
+        thrash_screen_note(table, result.screen_thrash, result.resimulated, args.finalists),
+    )
+    for note in notes:
+        if note:
+            print("\n" + note)
     if args.output is not None:
         _write_sweep(args.output, scenario, grid, args.executor, result)
     failed = table["error"].notna().sum() if "error" in table else 0
@@ -216,6 +221,7 @@ def _write_sweep(out: Path, scenario: Any, grid: dict[str, list[Any]], executor:
         "profile": result.profile_info,
         "configurations": len(table),
         "screen_thrash": result.screen_thrash,  # None: every row with the scenario's own thrash model
+        "screened": result.screened,  # rows to the target ran at most their band's window (column extrapolated)
         "resimulated": list(result.resimulated),
     }
     files = {
@@ -361,7 +367,16 @@ def _add_sweep(sub: Any) -> None:
         "1%% of exact); the best --finalists of them again with the scenario's own",
     )
     sw.add_argument(
-        "--finalists", type=int, default=5, help="best rows simulated again with the scenario's own thrash model"
+        "--finalists",
+        type=int,
+        default=5,
+        help="best rows (extrapolated or thrashing) simulated again in full with the scenario's own thrash model",
+    )
+    sw.add_argument(
+        "--full",
+        action="store_true",
+        help="simulate every row to its target (default: each runs its band's window, about 40 steps, and is "
+        "extrapolated at its steady step time; the best --finalists in full)",
     )
     sw.add_argument("-o", "--output", type=Path, help="directory for the sweep table and curves")
     sw.set_defaults(func=cmd_sweep)

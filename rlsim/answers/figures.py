@@ -27,6 +27,12 @@ PHASE_COLORS = {
 }
 # series colours (plotly's default sequence): the same series keeps its colour on every figure of a page
 SERIES_COLORS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3", "#FF6692", "#B6E880")
+# one per curve of the invariance picture (a batch in a series): plotly's Dark24, so that 16-24 curves differ
+CURVE_COLORS = (
+    "#2E91E5", "#E15F99", "#1CA71C", "#FB0D0D", "#DA16FF", "#222A2A", "#B68100", "#750D86", "#EB663B", "#511CFB",
+    "#00A08B", "#FB00D1", "#FC0080", "#B2828D", "#6C7C32", "#778AAE", "#862A16", "#A777F1", "#620042", "#1616A7",
+    "#DA60CA", "#6C4516", "#0D2A63", "#AF0038",
+)  # fmt: skip
 
 
 class ReportError(RlsimError):
@@ -173,29 +179,37 @@ def _decision_figure(
 
 
 def _invariance_figure(ok: pd.DataFrame, curves: pd.DataFrame, scenario: dict[str, Any]) -> tuple[str, str, Any]:
-    """The predicted metric vs cumulative samples and vs wall-clock, per batch and series."""
+    """The predicted metric vs cumulative samples and vs wall-clock, per batch and series; a screened row's curve
+    past its simulated steps (curves.csv column extrapolated) dashed."""
     go, make_subplots = _plotly()
     fig = make_subplots(rows=1, cols=2, subplot_titles=("metric vs cumulative samples", "metric vs wall-clock"))
     merged = curves.merge(ok[["config", "series", "prompts_per_step"]], on="config")
-    for (series, p), g in merged.groupby(["series", "prompts_per_step"], sort=True):
+    if "extrapolated" not in merged:  # a sweep written before screens
+        merged["extrapolated"] = False
+    groups = merged.groupby(["series", "prompts_per_step"], sort=True)
+    for n, ((series, p), g) in enumerate(groups):
         name = f"P={p} {series}"
-        fig.add_trace(
-            go.Scatter(x=g["cumulative_samples"], y=g["eval_metric"], mode="lines", name=name, legendgroup=name),
-            row=1,
-            col=1,
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=g["wall_s"] / 3600,
-                y=g["eval_metric"],
-                mode="lines",
-                name=name,
-                legendgroup=name,
-                showlegend=False,
-            ),
-            row=1,
-            col=2,
-        )
+        colour = CURVE_COLORS[n % len(CURVE_COLORS)]
+        later = g["extrapolated"].eq(True)
+        ran, rest = g[~later], g[later]
+        if len(ran) and len(rest):
+            rest = pd.concat([ran.iloc[[-1]], rest])  # the dashed part starts where the simulated one ends
+        parts = [(part, dash) for part, dash in ((ran, "solid"), (rest, "dash")) if len(part)]
+        for col, x, scale in ((1, "cumulative_samples", 1.0), (2, "wall_s", 3600.0)):
+            for k, (part, dash) in enumerate(parts):
+                fig.add_trace(
+                    go.Scatter(
+                        x=part[x] / scale,
+                        y=part["eval_metric"],
+                        mode="lines",
+                        name=name,
+                        legendgroup=name,
+                        showlegend=col == 1 and k == 0,
+                        line={"color": colour, "dash": dash},
+                    ),
+                    row=1,
+                    col=col,
+                )
     target = scenario.get("learning", {}).get("target")
     if target is not None:
         for col in (1, 2):
@@ -206,7 +220,9 @@ def _invariance_figure(ok: pd.DataFrame, curves: pd.DataFrame, scenario: dict[st
     fig.update_layout(title="The invariance picture", height=500)
     return (
         "Metric vs samples and vs wall-clock",
-        "Curves that coincide in samples (left) differ in wall-clock (right) by their throughput.",
+        "Curves that coincide in samples (left) differ in wall-clock (right) by their throughput. Dashed: "
+        "extrapolated at the row's steady step time past the steps a screened sweep simulated (rlsim sweep --full "
+        "simulates them).",
         fig,
     )
 

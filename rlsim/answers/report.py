@@ -50,7 +50,7 @@ pre { background: #f7f7f7; padding: 0.8em; font-size: 0.8em; overflow-x: auto; }
 # ---------------------------------------------------------------------------------------------- page
 
 
-def _provenance(meta: dict[str, Any], scenario: dict[str, Any]) -> str:
+def _provenance(meta: dict[str, Any], scenario: dict[str, Any], table: pd.DataFrame | None = None) -> str:
     rows = [
         ("rlsim version", meta.get("rlsim_version", __version__)),
         ("scenario", scenario.get("name")),
@@ -67,7 +67,11 @@ def _provenance(meta: dict[str, Any], scenario: dict[str, Any]) -> str:
         ("GPU", scenario.get("hardware", {}).get("gpu", {}).get("name")),
     ]
     if meta.get("screen_thrash"):  # a sweep whose thrashing rows the fast thrash model simulated (rlsim.answers.sweep)
-        again = ", ".join(map(str, meta.get("resimulated") or [])) or "none"
+        again = meta.get("resimulated") or []
+        if table is not None and "thrash_model" in table:  # of those simulated again, the ones that thrash
+            thrashed = set(table.loc[table["thrash_model"].notna(), "config"].astype(int))
+            again = [c for c in again if c in thrashed]
+        again = ", ".join(map(str, again)) or "none"
         rows.append(
             (
                 "KV-cache thrash",
@@ -75,12 +79,32 @@ def _provenance(meta: dict[str, Any], scenario: dict[str, Any]) -> str:
                 f"sweep.csv); simulated again with the scenario's own: config {again}",
             )
         )
+    rows += _screen_rows(meta, table)
     body = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in rows)
     assumptions = "".join(f"<li>{html.escape(a)}</li>" for a in scenario.get("assumptions", []))
     return (
         f"<table>{body}</table><h3>Assumptions of the scenario</h3><ul>{assumptions or '<li>none listed</li>'}"
         f"</ul><h3>Resolved scenario</h3><pre>{html.escape(yaml.safe_dump(scenario, sort_keys=False))}</pre>"
     )
+
+
+def _screen_rows(meta: dict[str, Any], table: pd.DataFrame | None) -> list[tuple[str, str]]:
+    """The provenance row of a screened sweep (rlsim.answers.sweep) whose table has extrapolated rows."""
+    if table is None or "extrapolated" not in table or not meta.get("screened"):
+        return []
+    rows = table[table["extrapolated"].eq(True)]
+    if rows.empty:
+        return []
+    steps = "/".join(str(int(n)) for n in sorted(set(rows["simulated_steps"])))
+    again = ", ".join(map(str, meta.get("resimulated") or [])) or "none"
+    return [
+        (
+            "screen",
+            f"config {', '.join(str(int(c)) for c in rows['config'])} simulated for their first {steps} steps, the "
+            "rest to the target extrapolated at the steady step time (column extrapolated; dashed curves); "
+            f"simulated in full as the best: config {again}",
+        )
+    ]
 
 
 def _table_html(table: pd.DataFrame) -> str:
@@ -97,16 +121,20 @@ def _table_html(table: pd.DataFrame) -> str:
             "samples_to_target",
             "time_to_target_s",
             "gpu_hours_to_target",
+            "extrapolated",
             "error",
         )
         if c in table
     ]
-    if "error" in cols and table["error"].isna().all():
-        cols.remove("error")  # a column of nothing says nothing
+    for col in ("error", "extrapolated"):  # a column of nothing says nothing
+        if col in cols and not table[col].dropna().astype(bool).any():
+            cols.remove(col)
     view = table[cols].copy()
     if "time_to_target_s" in view:
         view["time_to_target_s"] = [Answer.of(r).time_text for _, r in table.iterrows()]
         view = view.rename(columns={"time_to_target_s": "time to target (band)"})
+    if "extrapolated" in view:
+        view["extrapolated"] = ["yes" if x is True else "no" for x in view["extrapolated"]]
     for col in ("samples_to_target", "gpu_hours_to_target", "generation_tokens_per_s"):
         if col in view:
             view[col] = [samples(x) if pd.notna(x) else "-" for x in view[col]]
@@ -167,6 +195,7 @@ def build_report(directory: str | Path) -> tuple[str, list[tuple[str, Any]]]:
             f"{d}: {', '.join(missing)} missing; point rlsim report at a complete -o directory of "
             "rlsim sweep or rlsim run"
         )
+    table = None  # a sweep's
     if (d / "sweep.csv").is_file():
         meta = read_json(d / "sweep.json", _RERUN)
         scenario = read_yaml_mapping(d / "scenario.resolved.yaml", _RERUN)
@@ -198,7 +227,7 @@ def build_report(directory: str | Path) -> tuple[str, list[tuple[str, Any]]]:
     for i, (name, caption, fig) in enumerate(figs):
         parts.append(f"<h2>{html.escape(name)}</h2><p class='note'>{html.escape(caption)}</p>")
         parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False}))
-    parts.append("<h2>Provenance</h2>" + _provenance(meta, scenario) + "</body></html>")
+    parts.append("<h2>Provenance</h2>" + _provenance(meta, scenario, table) + "</body></html>")
     return "\n".join(parts), [(name, fig) for name, _, fig in figs]
 
 

@@ -12,6 +12,13 @@ own overrides set the model; the best ``finalists`` rows that thrashed are then 
 scenario's own model, in place of their screened rows. Each row's ``thrash_model`` says which model simulated its
 preemptions (empty where nothing was preempted: there the two models are the same simulation).
 
+A sweep to the target *screens* its rows (``screen=True``, the default): each runs at most the band's window
+(rlsim.run.simulation.BAND_STEPS + 2 x max_staleness steps, which its band runs simulate anyway) and its time to
+target is extrapolated from there at the steady step time, its curve continued likewise (rows and curve points
+``extrapolated``); the best ``finalists`` rows that were extrapolated or thrashed are then simulated in full with
+the scenario's own thrash model. On the paper sweep the screened times to target are the full runs' within 0.5%
+(docs/design.md, "Sweeps"); ``screen=False`` (``rlsim sweep --full``) simulates every row to its target.
+
 Executors: ``local`` (processes on this machine, ``concurrent.futures``) and ``ray`` (a Ray cluster: a new local
 instance, or an existing one via ``address``). Both run the same pure function per configuration, so they give
 the same table.
@@ -36,8 +43,9 @@ from rlsim.run.profile import Profile, profile_from_dict
 from rlsim.scenario import Scenario, parse_scalar, split_assignment
 from rlsim.workload.lengths import dist_mean
 
-FINALISTS = 5  # rows that thrashed under the screen and are simulated again with the scenario's own thrash model
+FINALISTS = 5  # best rows extrapolated or thrashing under the screen, simulated again in full with the scenario's own
 THRASH_KEY = "engine.thrash_model"
+CURVE_COLUMNS = ("config", "step", "cumulative_samples", "wall_s", "eval_metric")
 
 
 @dataclass
@@ -49,7 +57,8 @@ class SweepResult:
     engine_curves: pd.DataFrame  # generation tokens/s vs concurrency per distinct engine setup
     profile_info: dict[str, Any] | None = None
     screen_thrash: str | None = None  # the thrash model the rows were screened with, None: the scenario's own
-    resimulated: tuple[int, ...] = ()  # configurations simulated again with the scenario's own thrash model
+    resimulated: tuple[int, ...] = ()  # configurations simulated again, in full with the scenario's own thrash model
+    screened: bool = False  # rows ran at most their band's window, the rest extrapolated (column extrapolated)
 
 
 def parse_grid(items: Iterable[str]) -> dict[str, list[Any]]:
@@ -73,22 +82,23 @@ def expand_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 
 def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None, int, list[str]]) -> dict[str, Any]:
-    """Simulate one configuration; picklable for process pools and Ray. Returns a row, its curve and the engine
-    curve of its setup (None when the configuration is invalid)."""
+    """Simulate one configuration to its target; picklable for process pools and Ray. Returns a row, its curve and
+    the engine curve of its setup (None when the configuration is invalid)."""
     base, overrides, profile_dict, index, explicit = task
-    return run_configs((base, [(index, overrides)], profile_dict, explicit))[0]
+    return run_configs((base, [(index, overrides)], profile_dict, explicit, False))[0]
 
 
 def run_configs(
-    task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], dict[str, Any] | None, list[str]],
+    task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], dict[str, Any] | None, list[str], bool],
 ) -> list[dict[str, Any]]:
     """:func:`run_config` for several configurations in one process, with one timeline cache (rlsim.run.timeline):
     those whose overrides differ only in ``learning.*`` values (the LR rules of one batch size) share the systems
-    side, the longest run simulated first and the others looked up in it; the rows are those of one run each."""
-    from rlsim.run.simulation import configure, planned_steps, predict
+    side, the longest run simulated first and the others looked up in it; the rows are those of one run each. With
+    the task's last item true each run is screened: at most its band's window, the rest extrapolated."""
+    from rlsim.run.simulation import BAND_STEPS, configure, planned_steps, predict
     from rlsim.run.timeline import Timelines
 
-    base, configs, profile_dict, explicit = task
+    base, configs, profile_dict, explicit, screen = task
     rows = [{"config": index, **dict(overrides)} for index, overrides in configs]
     out: list[dict[str, Any]] = [{"row": row, "curve": [], "engine": None} for row in rows]
     valid: list[tuple[int, Scenario, int]] = []
@@ -110,8 +120,9 @@ def run_configs(
             rows[i]["error"] = str(exc)
     timelines = Timelines()
     for i, scn, _ in sorted(valid, key=lambda v: -v[2]):  # the longest first: the shorter runs are its start
+        window = BAND_STEPS + 2 * scn.schedule.staleness if screen else None
         try:
-            result = predict(scn, profile, with_band=True, to_target=True, timelines=timelines)
+            result = predict(scn, profile, with_band=True, to_target=True, timelines=timelines, screen_steps=window)
         except RlsimError as exc:
             rows[i]["error"] = str(exc)
             continue
@@ -124,6 +135,7 @@ def _fill_row(row: dict[str, Any], result: Any) -> list[dict[str, Any]]:
     index = row["config"]
     scn = result.scenario
     s = result.summary()
+    more = result.continued  # a screened run: its curve continued to the target at the steady step time
     row.update(
         error=None,
         prompts_per_step=scn.workload.prompts_per_step,
@@ -135,7 +147,9 @@ def _fill_row(row: dict[str, Any], result: Any) -> list[dict[str, Any]]:
         num_gpus=scn.hardware.num_gpus,
         schedule=scn.schedule.mode,
         max_staleness=scn.schedule.staleness,
-        steps=s["steps"],
+        steps=s["steps"] + len(more),  # the run's length to the target (and the drain), simulated or not
+        simulated_steps=s["steps"],
+        extrapolated=bool(more),
         step_time_s=s["step_time_s"],
         samples_per_s=s["samples_per_s"],
         generation_tokens_per_s=s["generation_tokens_per_s"],
@@ -167,8 +181,10 @@ def _fill_row(row: dict[str, Any], result: Any) -> list[dict[str, Any]]:
             "cumulative_samples": r["cumulative_samples"],
             "wall_s": r["wall_s"],
             "eval_metric": r["eval_metric"],
+            "extrapolated": extra,
         }
-        for r in result.records
+        for rows, extra in ((result.records, False), (more, True))
+        for r in rows
     ]
 
 
@@ -203,11 +219,14 @@ def sweep(
     explicit: Iterable[str] = (),
     screen_thrash: str = "fast",
     finalists: int = FINALISTS,
+    screen: bool = True,
 ) -> SweepResult:
     """Run every configuration of ``grid`` (default: the scenario's ``sweep.grid``) and tabulate them. The grid's
-    keys and ``explicit`` (keys the user set on ``scenario``) win over a profile's learning section. A KV-cache
-    thrash is simulated with ``screen_thrash`` (engine.thrash_model) and the best ``finalists`` rows that thrashed
-    again with the scenario's own model (module docstring); ``progress`` counts the screen's configurations."""
+    keys and ``explicit`` (keys the user set on ``scenario``) win over a profile's learning section. With
+    ``screen`` each run to the target stops at its band's window and is extrapolated; a KV-cache thrash is
+    simulated with ``screen_thrash`` (engine.thrash_model); the best ``finalists`` rows extrapolated or thrashing
+    are simulated again in full with the scenario's own model (module docstring); ``progress`` counts the
+    screen's configurations."""
     from rlsim.run.simulation import configure
 
     explicit = list(explicit)
@@ -223,15 +242,15 @@ def sweep(
         raise ScenarioError("--finalists", finalists, "is negative", "give 0 or more rows to simulate again")
     base = scenario.to_dict()  # each configuration validates base + its overrides once (run_config)
     prof = profile.to_dict() if profile is not None else None
-    hints = [_cost_hint(scenario, profile, cfg, explicit) for cfg in configs]
+    hints = [_cost_hint(scenario, profile, cfg, explicit, screen) for cfg in configs]
     screened = THRASH_KEY not in grid and THRASH_KEY not in explicit and screen_thrash != scenario.engine.thrash_model
-    screen = {**base, "engine": {**base["engine"], "thrash_model": screen_thrash}} if screened else base
+    first = {**base, "engine": {**base["engine"], "thrash_model": screen_thrash}} if screened else base
     run = (executor, address, workers)
-    outputs = _simulate(screen, configs, range(len(configs)), prof, explicit, hints, run, progress)
-    again: list[int] = []
-    if screened:
-        again = _finalists([o["row"] for o in outputs], finalists)
-        for i, out in zip(again, _simulate(base, configs, again, prof, explicit, hints, run, None)):
+    outputs = _simulate(first, configs, range(len(configs)), prof, explicit, hints, run, progress, screen)
+    again = _finalists([o["row"] for o in outputs], finalists, screened)
+    if again:
+        full = [_cost_hint(scenario, profile, cfg, explicit, False) for cfg in configs]
+        for i, out in zip(again, _simulate(base, configs, again, prof, explicit, full, run, None, False)):
             outputs[i] = out
     rows = [o["row"] for o in outputs]
     curves = [c for o in outputs for c in o["curve"]]
@@ -243,11 +262,12 @@ def sweep(
         scenario=scenario,
         grid=grid,
         table=pd.DataFrame(rows),
-        curves=pd.DataFrame(curves, columns=["config", "step", "cumulative_samples", "wall_s", "eval_metric"]),
+        curves=pd.DataFrame(curves, columns=[*CURVE_COLUMNS, "extrapolated"]),
         engine_curves=pd.concat(engines.values(), ignore_index=True) if engines else pd.DataFrame(),
         profile_info=profile.info() if profile is not None else None,
         screen_thrash=screen_thrash if screened else None,
         resimulated=tuple(again),
+        screened=screen,
     )
 
 
@@ -260,25 +280,26 @@ def _simulate(
     hints: list[float],
     run: tuple[str, str | None, int | None],
     progress: Callable[[int, int], None] | None,
+    screen: bool,
 ) -> list[dict[str, Any]]:
-    """The outputs of run_configs for ``configs[i]``, i in ``indices`` (in that order) on ``base``: those that differ
-    only in learning values share their runs, one task per group, the longest first."""
+    """The outputs of run_configs for ``configs[i]``, i in ``indices`` (in that order) on ``base``, screened or
+    not: those that differ only in learning values share their runs, one task per group, the longest first."""
     indices = list(indices)
     groups: dict[str, list[int]] = {}
     for i in indices:
         systems = {k: v for k, v in configs[i].items() if not k.startswith("learning.")}
         groups.setdefault(json.dumps(systems, sort_keys=True, default=str), []).append(i)
     members = list(groups.values())
-    tasks = [(base, [(i, configs[i]) for i in group], prof, explicit) for group in members]
+    tasks = [(base, [(i, configs[i]) for i in group], prof, explicit, screen) for group in members]
     costs = [max(hints[i] for i in group) for group in members]  # the longest variant's run serves the rest
     done = run_tasks(run_configs, tasks, *run, progress, costs, [len(g) for g in members])
     found = {i: result for group, results in zip(members, done) for i, result in zip(group, results)}
     return [found[i] for i in indices]
 
 
-def _finalists(rows: list[dict[str, Any]], count: int) -> list[int]:
-    """Of the ``count`` best rows (shortest time-to-target; without a target, most samples/s), those whose
-    preemptions the screen's thrash model simulated, in configuration order."""
+def _finalists(rows: list[dict[str, Any]], count: int, thrash_screened: bool) -> list[int]:
+    """Of the ``count`` best rows (shortest time-to-target; without a target, most samples/s), those extrapolated
+    or, with ``thrash_screened``, whose preemptions the screen's thrash model simulated, in configuration order."""
 
     def key(i: int) -> tuple[float, int]:
         r = rows[i]
@@ -289,14 +310,19 @@ def _finalists(rows: list[dict[str, Any]], count: int) -> list[int]:
 
     valid = [i for i, r in enumerate(rows) if not r.get("error")]
     best = sorted(valid, key=key)[:count]
-    return sorted(i for i in best if rows[i].get("thrash_model") is not None)
+    redo = [i for i in best if rows[i].get("extrapolated") or (thrash_screened and rows[i].get("thrash_model"))]
+    return sorted(redo)
 
 
-def _cost_hint(scenario: Scenario, profile: Profile | None, overrides: dict[str, Any], explicit: list[str]) -> float:
+def _cost_hint(
+    scenario: Scenario, profile: Profile | None, overrides: dict[str, Any], explicit: list[str], screen: bool
+) -> float:
     """Roughly how long a configuration takes to simulate: the responses it simulates (samples-to-target when it
-    runs to the target, else steps x responses per step). Read from the overrides without validating the
-    configuration (run_config does that, once); 0 for one that cannot be read (it fails fast anyway)."""
+    runs to the target, at most its band's window when ``screen``; else steps x responses per step). Read from the
+    overrides without validating the configuration (run_config does that, once); 0 for one that cannot be read
+    (it fails fast anyway)."""
     from rlsim.learning.model import samples_to_target
+    from rlsim.run.simulation import BAND_STEPS
     from rlsim.scenario.build import with_learning
 
     try:
@@ -310,7 +336,8 @@ def _cost_hint(scenario: Scenario, profile: Profile | None, overrides: dict[str,
         if scn.learning.metric is None or scn.learning.target is None:
             return float(b * steps)
         k = int(overrides.get("schedule.max_staleness", scenario.schedule.staleness))
-        return min(samples_to_target(scn.learning, b, k, g).samples, float(b * scenario.run.max_steps))
+        most = scenario.run.max_steps if not screen else min(scenario.run.max_steps, BAND_STEPS + 2 * k)
+        return min(samples_to_target(scn.learning, b, k, g).samples, float(b * most))
     except (RlsimError, ValueError, TypeError):
         return 0.0
 

@@ -106,11 +106,30 @@ def thrash_screen_note(table: Any, screen: str | None, resimulated: tuple[int, .
     if screen is None or "thrash_model" not in table:
         return None
     fast = [int(c) for c, m in zip(table["config"], table["thrash_model"]) if m == screen]
-    if not fast and not resimulated:
+    thrashed = {int(c) for c, m in zip(table["config"], table["thrash_model"]) if isinstance(m, str)}
+    again = ", ".join(str(c) for c in resimulated if c in thrashed) or "none"
+    if not fast and again == "none":
         return None
-    again = ", ".join(str(c) for c in resimulated) or "none"
     return (
         f"KV-cache thrash: config(s) {', '.join(map(str, fast)) or 'none'} simulated with the {screen} thrash "
         f"model (step time within about 1% of exact, docs/design.md); of the best {finalists}, config(s) {again} "
         "again with the scenario's own (column thrash_model). --screen-thrash exact simulates every row exactly."
+    )
+
+
+def extrapolation_note(table: Any, resimulated: tuple[int, ...], finalists: int) -> str | None:
+    """What a screened sweep says under its table (rlsim.answers.sweep): the rows whose time to target was
+    extrapolated from their band's window, and which of the best were simulated in full; None when none was."""
+    if "extrapolated" not in table:
+        return None
+    rows = table[table["extrapolated"].eq(True)]
+    if rows.empty and not resimulated:
+        return None
+    steps = sorted({int(n) for n in rows["simulated_steps"]})
+    window = f"their first {'/'.join(map(str, steps))} steps" if steps else "their band's window"
+    return (
+        f"Screened: config(s) {', '.join(str(int(c)) for c in rows['config']) or 'none'} simulated for {window} "
+        "and extrapolated to their target at the steady step time (column extrapolated; within 0.5% of full runs "
+        f"on the paper sweep, docs/design.md); of the best {finalists}, config(s) "
+        f"{', '.join(map(str, resimulated)) or 'none'} simulated in full. --full simulates every row to its target."
     )

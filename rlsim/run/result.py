@@ -50,6 +50,9 @@ class SimResult:
     warnings: list[str] = field(default_factory=list)
     time_to_target: TimeToTarget | None = None
     band_s: tuple[float, float] | None = None
+    # past the last simulated step of a run short of its target: per step to the target (and the async drain),
+    # the step, cumulative samples, wall-clock at the steady step time and predicted metric (rlsim.run.simulation)
+    continued: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def steps(self) -> pd.DataFrame:

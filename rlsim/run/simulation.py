@@ -105,22 +105,28 @@ def predict(
     to_target: bool = False,
     before: Callable[[Footprint], None] | None = None,
     timelines: Timelines | None = None,
+    screen_steps: int | None = None,
 ) -> SimResult:
     """The answer for a scenario as :func:`configure` built it (the profile's learning and length models already
     in; nothing is validated again): the systems timeline of the scenario with the profile's fitted costs folded in
     (:func:`systems_scenario`), from ``timelines`` or simulated (rlsim.run.timeline), and the learning model and the
     profile's range warnings applied to it (:func:`answer`). The result's scenario, and with it the run id and the
-    summary's scenario_hash, is ``scn``'s, without the profile's costs."""
+    summary's scenario_hash, is ``scn``'s, without the profile's costs. With ``screen_steps`` a run to the target
+    simulates at most that many steps and extrapolates the rest at the steady step time (a sweep's screen,
+    rlsim.answers.sweep); the result's time_to_target then says it was extrapolated, without a warning."""
     timelines = timelines if timelines is not None else Timelines()
     scn = resolve_until_target(scn, to_target)
     n_star = _samples_to_target(scn)
     run_scn = _with_steps_to_target(scn, n_star)
+    screened = bool(screen_steps) and scn.run.until_target and run_scn.run.steps > screen_steps
+    if screened:
+        run_scn = dataclasses.replace(run_scn, run=dataclasses.replace(run_scn.run, steps=screen_steps))
     systems = systems_scenario(run_scn, profile)
     if before is not None or not timelines.holds(systems):  # a run answered from the cache was checked before
         fp = footprint(run_scn, with_band and n_star is not None)
         if before is not None:
             before(fp)
-    result = answer(run_scn, timelines.get(systems, progress), profile, n_star)
+    result = answer(run_scn, timelines.get(systems, progress), profile, n_star, screened)
     if with_band and result.time_to_target is not None:
         result.band_s = _band(systems, profile, n_star, result, timelines)
     return result
@@ -192,10 +198,13 @@ def _with_steps_to_target(scn: Scenario, n_star: SamplesToTarget | None) -> Scen
     return dataclasses.replace(scn, run=dataclasses.replace(scn.run, steps=min(steps, scn.run.max_steps)))
 
 
-def answer(scn: Scenario, timeline: Timeline, prof: Profile | None, n_star: SamplesToTarget | None) -> SimResult:
+def answer(
+    scn: Scenario, timeline: Timeline, prof: Profile | None, n_star: SamplesToTarget | None, screened: bool = False
+) -> SimResult:
     """``scn``'s result from a timeline of its systems (its own copy of the records: this sets their run id,
     learning rate and predicted metric): the warnings, and with a learning model (``n_star``) the metric per
-    step and the time-to-target. Nothing is simulated."""
+    step and the time-to-target (``screened``: cut short by a sweep's screen, which says so itself). Nothing is
+    simulated."""
     records = timeline.records
     run_id, lr = f"sim-{scn.digest()}", lr_for_batch(scn.learning, scn.workload.responses_per_step)
     for rec in records:
@@ -208,24 +217,35 @@ def answer(scn: Scenario, timeline: Timeline, prof: Profile | None, n_star: Samp
             warnings += [f"profile learning model: {r}" for r in prof.learning["degenerate"]]
     result = SimResult(scn, records, timeline.spans, prof.info() if prof else None, warnings)
     if n_star is not None:
-        _attach_learning(result, n_star)
+        _attach_learning(result, n_star, screened)
     return result
 
 
-def _attach_learning(result: SimResult, n_star: SamplesToTarget) -> None:
-    """The predicted metric per step and the time-to-target of ``result``, for N* = ``n_star``."""
+def _attach_learning(result: SimResult, n_star: SamplesToTarget, screened: bool = False) -> None:
+    """The predicted metric per step and the time-to-target of ``result``, for N* = ``n_star``; a warning when
+    the steps simulated fall short of the target (not for a sweep's screen: ``screened``)."""
     scn, records = result.scenario, result.records
     curve = n_star.curve or scn.learning.metric  # a staleness loss lowers the ceiling (rlsim.learning.staleness)
     mul = n_star.curve_multiplier if n_star.curve_multiplier is not None else n_star.multiplier
     metrics = metric_at(curve, [r["cumulative_samples"] for r in records], mul)
     for rec, value in zip(records, metrics):
         rec["eval_metric"] = float(value)
-    result.time_to_target = time_to_target(n_star, records, scn.workload.responses_per_step, result.steady_step_time_s)
+    batch, steady = scn.workload.responses_per_step, result.steady_step_time_s
+    result.time_to_target = time_to_target(n_star, records, batch, steady)
     result.warnings += list(n_star.warnings)
-    if result.time_to_target.extrapolated:
+    if result.time_to_target.extrapolated:  # the curve on to the target (and the drain), at the steady step time
+        last = records[-1]
+        more = range(1, result.time_to_target.steps_to_target + scn.schedule.staleness - len(records) + 1)
+        samples = [last["cumulative_samples"] + i * batch for i in more]
+        result.continued = [
+            {"step": last["step"] + i, "cumulative_samples": n, "wall_s": last["wall_s"] + i * steady, "eval_metric": m}
+            for i, n, m in zip(more, samples, metric_at(curve, samples, mul).tolist())
+        ]
+    if result.time_to_target.extrapolated and not screened:
+        fix = "raise run.max_steps" if scn.run.until_target else "set run.until_target: true"
         result.warnings.append(
             f"the target needs {result.time_to_target.steps_to_target} steps but {len(records)} were simulated; "
-            "the rest is extrapolated at the steady-state step time (set run.until_target: true to simulate them)"
+            f"the rest is extrapolated at the steady-state step time ({fix} to simulate them)"
         )
 
 

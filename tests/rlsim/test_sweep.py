@@ -139,7 +139,7 @@ def test_each_configuration_is_validated_once(validated):
     seen = validated
     seen.clear()  # count from here: _small's own validation is not the sweep's
     grid = {"workload.prompts_per_step": [16, 32], "run.seed": [0, 1]}
-    res = sweep(scn.with_overrides({"run.steps": 2}), grid, workers=1)
+    res = sweep(scn.with_overrides({"run.steps": 2}), grid, workers=1, screen=False)  # (finalists: validated again)
     assert len(seen) == 1 + 2 + 4  # with_overrides above, one per grid key, one per configuration
     configs = [(s.workload.prompts_per_step, s.run.seed) for s in seen[3:]]
     assert configs == [(32, 0), (32, 1), (16, 0), (16, 1)]  # the longest (more responses) first
@@ -173,12 +173,13 @@ def test_lr_rule_variants_share_runs_and_give_the_rows_of_sweeps_of_one_rule_eac
 
     grid = {"workload.prompts_per_step": [16, 64], "learning.lr_rule": ["sqrt", "none", "cubic", "linear"]}
     ticks = []
-    both = sweep(_small(), grid, workers=1, progress=lambda done, total: ticks.append((done, total)))
+    # unscreened: a screen's finalists, simulated in full, are the best of the rows it is given
+    both = sweep(_small(), grid, workers=1, progress=lambda done, total: ticks.append((done, total)), screen=False)
     assert ticks == [(4, 8), (8, 8)]  # progress counts configurations, a group of four at a time
     t = both.table.set_index("config")
     assert t.loc[[2, 6], "error"].str.contains("cubic").all() and t.drop([2, 6])["error"].isna().all()
     for rule in ("sqrt", "none", "linear"):
-        alone = sweep(_small(), {**grid, "learning.lr_rule": [rule]}, workers=1).table
+        alone = sweep(_small(), {**grid, "learning.lr_rule": [rule]}, workers=1, screen=False).table
         mine = both.table[both.table["learning.lr_rule"] == rule].reset_index(drop=True)
         assert mine["error"].isna().all() and alone["error"].isna().all()
         pd.testing.assert_frame_equal(  # the same numbers; the failed rows made the mixed table's ints floats
@@ -195,7 +196,7 @@ def test_lr_rule_variants_share_runs_and_give_the_rows_of_sweeps_of_one_rule_eac
         return real_predict(scn, *args, **kwargs)
 
     monkeypatch.setattr(simulation, "predict", failing_for_none)
-    part = sweep(_small(), grid, workers=1).table.set_index("config")
+    part = sweep(_small(), grid, workers=1, screen=False).table.set_index("config")
     assert part.loc[[1, 5], "error"].eq("this variant's run failed").all()
     kept = [0, 3, 4, 7]
     pd.testing.assert_frame_equal(part.loc[kept], t.loc[kept], check_exact=True)
@@ -215,11 +216,14 @@ def test_an_lr_rule_sweep_simulates_each_systems_configuration_once(monkeypatch)
 
     monkeypatch.setattr(timeline, "run_pipeline", counting)
     paper = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
-    one = sweep(paper, {"workload.prompts_per_step": [64, 256], "learning.lr_rule": ["sqrt"]}, workers=1)
+    one = sweep(paper, {"workload.prompts_per_step": [64, 256], "learning.lr_rule": ["sqrt"]}, workers=1, screen=False)
     alone = list(calls)
     calls.clear()
     three = sweep(
-        paper, {"workload.prompts_per_step": [64, 256], "learning.lr_rule": ["sqrt", "none", "linear"]}, workers=1
+        paper,
+        {"workload.prompts_per_step": [64, 256], "learning.lr_rule": ["sqrt", "none", "linear"]},
+        workers=1,
+        screen=False,
     )
     seeds = paper.run.band_seeds
     # per batch size: the longest rule's run, then the band's other seeds (its nominal short run is the start)
