@@ -351,12 +351,13 @@ def run_tasks(
     progress: Callable[[int, int], None] | None = None,
     costs: list[float] | None = None,
     sizes: list[int] | None = None,
+    cores_per_worker: int = 0,
 ) -> list[Any]:
     """``[fn(t) for t in tasks]`` on an executor (``local``: processes on this machine; ``ray``: a Ray cluster),
     in the tasks' order whatever order they finish in; ``progress(done, total)`` after each, counting task ``i``
     as ``sizes[i]`` (the configurations it holds; 1 each by default). With ``costs`` (a rough duration per task)
     the longest are started first, so that the last one to start is a short one: the results and their order do
-    not change."""
+    not change. ``cores_per_worker`` sets the default local workers (:func:`default_workers`)."""
     order = sorted(range(len(tasks)), key=lambda i: (-costs[i], i)) if costs is not None else list(range(len(tasks)))
     submitted = [tasks[i] for i in order]
     weights = [sizes[i] for i in order] if sizes is not None else [1] * len(tasks)
@@ -369,7 +370,7 @@ def run_tasks(
             progress(count, sum(weights))
 
     if executor == "local":
-        done = _run_local(fn, submitted, workers, finished)
+        done = _run_local(fn, submitted, workers or default_workers(len(tasks), cores_per_worker), finished)
     elif executor == "ray":
         done = _run_ray(fn, submitted, address, finished)
     else:
@@ -381,11 +382,10 @@ def run_tasks(
 
 
 def _run_local(fn, tasks, workers, finished):
-    """Local processes: ``workers`` of them (default: one per two cores, so that each runs its kernel calls on two
+    """Local processes: ``workers`` of them (by default one per two cores, so that each runs its kernel calls on two
     threads, rlsim.host.threads; on two cores, this process alone); each takes its share of the cores, counted again
     at each kernel call (threads.share_cores), so the last still running get the cores of those done."""
     n = len(tasks)
-    workers = workers or default_workers(n)
     if workers <= 1 or n == 1:
         out = []
         for i, t in enumerate(tasks):
@@ -413,10 +413,10 @@ def _run_local(fn, tasks, workers, finished):
 CORES_PER_WORKER = 2
 
 
-def default_workers(tasks: int) -> int:
-    """Local worker processes for ``tasks`` tasks when --workers is not given: one per CORES_PER_WORKER cores this
-    process may run on, at least one, at most one per task."""
-    return max(1, min(tasks, threads.available_cores() // CORES_PER_WORKER))
+def default_workers(tasks: int, cores_per_worker: int = 0) -> int:
+    """Local worker processes for ``tasks`` tasks when --workers is not given: one per ``cores_per_worker`` cores
+    (default CORES_PER_WORKER) this process may run on, at least one, at most one per task."""
+    return max(1, min(tasks, threads.available_cores() // (cores_per_worker or CORES_PER_WORKER)))
 
 
 def _run_ray(fn, tasks, address, finished):

@@ -36,6 +36,10 @@ from rlsim.scenario import Scenario
 
 OBJECTIVES = {"time": "time_to_target_s", "cost": "cost_usd", "gpu-hours": "gpu_hours_to_target"}
 FINALISTS = 5
+# cores per local worker of the screen by default: its runs are a few steps each, mostly Python that a worker's
+# threads cannot share, so one worker per core (8,304-configuration plan on 2 cores, 2026-12-04: one worker of
+# two threads 58.0 s, two of one thread 47.4 s); the finalists run to their target and keep the sweep's two
+SCREEN_CORES = 1
 
 
 class PlanError(RlsimError, ValueError):
@@ -263,7 +267,9 @@ class _Runner:
         base = {**self.base, "engine": {**self.base.get("engine", {}), "thrash_model": self.screen_thrash}}
         tasks = [(base, [(i, configs[i].overrides) for i in g], self.prof, self.explicit) for g in groups]
         costs = [_group_cost(configs[g[0]].overrides) for g in groups]
-        outputs = run_tasks(evaluate_group, tasks, self.executor, self.address, self.workers, progress, costs)
+        outputs = run_tasks(
+            evaluate_group, tasks, self.executor, self.address, self.workers, progress, costs, None, SCREEN_CORES
+        )
         return {index: row for out in outputs for index, row in out}
 
     def finalists(

@@ -50,8 +50,8 @@ class SimResult:
     warnings: list[str] = field(default_factory=list)
     time_to_target: TimeToTarget | None = None
     band_s: tuple[float, float] | None = None
-    # past the last simulated step of a run short of its target: per step to the target (and the async drain),
-    # the step, cumulative samples, wall-clock at the steady step time and predicted metric (rlsim.run.simulation)
+    # a sweep's screened run (rlsim.run.simulation.predict, screen_steps) past its last simulated step: per step to
+    # the target (and the async drain), the step, cumulative samples, wall-clock at the steady step time, metric
     continued: list[dict[str, Any]] = field(default_factory=list)
 
     @property

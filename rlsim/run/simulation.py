@@ -233,7 +233,8 @@ def _attach_learning(result: SimResult, n_star: SamplesToTarget, screened: bool 
     batch, steady = scn.workload.responses_per_step, result.steady_step_time_s
     result.time_to_target = time_to_target(n_star, records, batch, steady)
     result.warnings += list(n_star.warnings)
-    if result.time_to_target.extrapolated:  # the curve on to the target (and the drain), at the steady step time
+    if result.time_to_target.extrapolated and screened:  # the curve on to the target (and the drain), at the
+        # steady step time, for the sweep's curves (not built for the plan's thousands of short screen runs)
         last = records[-1]
         more = range(1, result.time_to_target.steps_to_target + scn.schedule.staleness - len(records) + 1)
         samples = [last["cumulative_samples"] + i * batch for i in more]

@@ -275,3 +275,7 @@ def test_by_default_a_local_sweep_runs_one_worker_per_two_cores(monkeypatch):
     for cores, tasks, workers in ((2, 16, 1), (1, 16, 1), (4, 16, 2), (16, 3, 3), (16, 16, 8), (16, 0, 1)):
         monkeypatch.setattr(threads, "available_cores", lambda c=cores: c)
         assert sweep_module.default_workers(tasks) == workers, (cores, tasks)
+    # the plan's screen (short runs, mostly Python): one worker per core (rlsim.plan.search.SCREEN_CORES)
+    for cores, tasks, workers in ((2, 16, 2), (1, 16, 1), (16, 3, 3), (16, 100, 16)):
+        monkeypatch.setattr(threads, "available_cores", lambda c=cores: c)
+        assert sweep_module.default_workers(tasks, cores_per_worker=1) == workers, (cores, tasks)
