@@ -149,7 +149,8 @@ def _fill_row(row: dict[str, Any], result: Any) -> list[dict[str, Any]]:
         max_staleness=scn.schedule.staleness,
         steps=s["steps"] + len(more),  # the run's length to the target (and the drain), simulated or not
         simulated_steps=s["steps"],
-        extrapolated=bool(more),
+        # the time to target extrapolated past the last simulated step: a screened row, or one run.max_steps cut
+        extrapolated=bool(s.get("time_to_target_extrapolated")),
         step_time_s=s["step_time_s"],
         samples_per_s=s["samples_per_s"],
         generation_tokens_per_s=s["generation_tokens_per_s"],
@@ -298,8 +299,9 @@ def _simulate(
 
 
 def _finalists(rows: list[dict[str, Any]], count: int, thrash_screened: bool) -> list[int]:
-    """Of the ``count`` best rows (shortest time-to-target; without a target, most samples/s), those extrapolated
-    or, with ``thrash_screened``, whose preemptions the screen's thrash model simulated, in configuration order."""
+    """Of the ``count`` best rows (shortest time-to-target; without a target, most samples/s), those the screen
+    cut at their band's window or, with ``thrash_screened``, whose preemptions the screen's thrash model simulated,
+    in configuration order."""
 
     def key(i: int) -> tuple[float, int]:
         r = rows[i]
@@ -310,7 +312,11 @@ def _finalists(rows: list[dict[str, Any]], count: int, thrash_screened: bool) ->
 
     valid = [i for i, r in enumerate(rows) if not r.get("error")]
     best = sorted(valid, key=key)[:count]
-    redo = [i for i in best if rows[i].get("extrapolated") or (thrash_screened and rows[i].get("thrash_model"))]
+
+    def screened(r: dict[str, Any]) -> bool:  # its run cut at its band's window (not by run.max_steps)
+        return r["steps"] > r["simulated_steps"]
+
+    redo = [i for i in best if screened(rows[i]) or (thrash_screened and rows[i].get("thrash_model"))]
     return sorted(redo)
 
 

@@ -138,3 +138,12 @@ def test_a_screened_lr_rule_sweep_still_simulates_each_systems_configuration_onc
     window = BAND_STEPS + 2 * paper.schedule.staleness
     assert sorted(calls) == [(p, seed, window) for p in (64, 256) for seed in range(paper.run.band_seeds)]
     assert res.table["extrapolated"].all() and len(set(res.table["time_to_target_s"])) >= 4
+
+
+def test_a_row_cut_by_run_max_steps_says_it_is_extrapolated_and_is_not_simulated_again():
+    capped = _small().with_overrides({"run.max_steps": 30})
+    res = sweep(capped, {"workload.prompts_per_step": [8]}, workers=1, explicit=["run.max_steps"])
+    row = res.table.iloc[0]
+    assert row["extrapolated"] and row["simulated_steps"] == row["steps"] == 30
+    assert res.resimulated == ()  # a full run would stop at run.max_steps too
+    assert any("raise run.max_steps" in w for w in row["warnings"].split(" | "))
