@@ -70,7 +70,7 @@ class Answer:
         band = summary.get("time_to_target_band_s")
         lo, hi = band if band else (summary.get("time_to_target_low_s"), summary.get("time_to_target_high_s"))
         lo, hi = _number(lo), _number(hi)
-        steps_sim = _number(summary.get("steps"))
+        steps_sim = _number(summary.get("simulated_steps", summary.get("steps")))  # a sweep row: steps to target
         return cls(
             samples_per_s=float(summary["samples_per_s"]),
             time_to_target_s=_number(summary.get("time_to_target_s")),

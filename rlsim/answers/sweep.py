@@ -15,9 +15,10 @@ preemptions (empty where nothing was preempted: there the two models are the sam
 A sweep to the target *screens* its rows (``screen=True``, the default): each runs at most the band's window
 (rlsim.run.simulation.BAND_STEPS + 2 x max_staleness steps, which its band runs simulate anyway) and its time to
 target is extrapolated from there at the steady step time, its curve continued likewise (rows and curve points
-``extrapolated``); the best ``finalists`` rows that were extrapolated or thrashed are then simulated in full with
-the scenario's own thrash model. On the paper sweep the screened times to target are the full runs' within 0.5%
-(docs/design.md, "Sweeps"); ``screen=False`` (``rlsim sweep --full``) simulates every row to its target.
+``extrapolated``); the best ``finalists`` rows that were cut short or thrashed are then simulated in full with the
+scenario's own thrash model. On the paper sweep the screened times to target are the full runs' within 0.5%
+(docs/design.md, "Sweeps screen their rows"); ``screen=False`` (``rlsim sweep --full``) simulates every row to
+its target.
 
 Executors: ``local`` (processes on this machine, ``concurrent.futures``) and ``ray`` (a Ray cluster: a new local
 instance, or an existing one via ``address``). Both run the same pure function per configuration, so they give

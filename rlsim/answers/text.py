@@ -85,11 +85,14 @@ def finite_or_none(x: Any) -> float | None:
 
 def sweep_table(table: Any, grid: dict[str, list[Any]]) -> str:
     """The sweep's table as the terminal shows it: the grid's keys and each row's answer in human units."""
-    keys = ("config", *grid, "samples_per_s", "samples_to_target", "time_to_target_s", "gpu_hours_to_target", "error")
-    view = [c for c in keys if c in table]
-    if "error" in view and table["error"].isna().all():
-        view.remove("error")  # a column of nothing says nothing
+    keys = ("config", *grid, "samples_per_s", "samples_to_target", "time_to_target_s", "gpu_hours_to_target")
+    view = [c for c in (*keys, "extrapolated", "error") if c in table]
+    for col in ("error", "extrapolated"):  # a column of nothing says nothing
+        if col in view and not table[col].dropna().astype(bool).any():
+            view.remove(col)
     shown = table[view].copy()
+    if "extrapolated" in shown:  # a screened sweep's rows (rlsim.answers.sweep)
+        shown["extrapolated"] = ["yes" if x is True else "no" for x in shown["extrapolated"]]
     if "time_to_target_s" in shown:  # each row's answer as run, decide and plan print it (rlsim.answers.answer)
         answers = [Answer.of(row) for _, row in table.iterrows()]
         shown["time_to_target_s"] = [a.time_text if a.time_to_target_s is not None else "-" for a in answers]

@@ -103,6 +103,8 @@ def test_the_sweep_command_says_what_it_extrapolated_and_full_turns_it_off(tmp_p
     assert proc.returncode == 0, proc.stderr
     assert "Screened: config(s) 0 simulated for their first 40 steps and extrapolated to their target" in proc.stdout
     assert "of the best 1, config(s) 1 simulated in full. --full simulates every row" in proc.stdout
+    header, first, second = proc.stdout.splitlines()[:3]
+    assert header.split()[-1] == "extrapolated" and first.split()[-1] == "yes" and second.split()[-1] == "no"
     meta = json.loads((tmp_path / "screened" / "sweep.json").read_text())
     assert meta["screened"] is True and meta["resimulated"] == [1]
     curves = pd.read_csv(tmp_path / "screened" / "curves.csv")
@@ -112,7 +114,7 @@ def test_the_sweep_command_says_what_it_extrapolated_and_full_turns_it_off(tmp_p
     assert '"dash":"dash"' in html.replace(" ", "")  # the extrapolated part of the curve
     full = _cli("sweep", scn, *grid, "--full", "-o", tmp_path / "full")
     assert full.returncode == 0, full.stderr
-    assert "Screened" not in full.stdout
+    assert "Screened" not in full.stdout and "extrapolated" not in full.stdout.splitlines()[0]
     assert json.loads((tmp_path / "full" / "sweep.json").read_text())["screened"] is False
     assert not pd.read_csv(tmp_path / "full" / "curves.csv")["extrapolated"].any()
     typo = _cli("sweep", scn, *grid, "--fulll")
