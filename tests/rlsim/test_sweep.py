@@ -202,9 +202,8 @@ def test_lr_rule_variants_share_runs_and_give_the_rows_of_sweeps_of_one_rule_eac
     pd.testing.assert_frame_equal(part.loc[kept], t.loc[kept], check_exact=True)
 
 
-def test_an_lr_rule_sweep_simulates_each_systems_configuration_once(monkeypatch):
-    """The issue-31 promise: a sweep that varies only the learning-rate rule runs the engine once per systems
-    configuration (and band run), as a sweep of one rule does; the answers differ by rule."""
+def count_pipeline_runs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, int]]:
+    """From now on, each systems simulation (rlsim.run.timeline's run_pipeline) as (P, seed, steps), in order."""
     import rlsim.run.timeline as timeline
 
     calls = []
@@ -215,6 +214,13 @@ def test_an_lr_rule_sweep_simulates_each_systems_configuration_once(monkeypatch)
         return real(scn, *args, **kwargs)
 
     monkeypatch.setattr(timeline, "run_pipeline", counting)
+    return calls
+
+
+def test_an_lr_rule_sweep_simulates_each_systems_configuration_once(monkeypatch):
+    """The issue-31 promise: a sweep that varies only the learning-rate rule runs the engine once per systems
+    configuration (and band run), as a sweep of one rule does; the answers differ by rule."""
+    calls = count_pipeline_runs(monkeypatch)
     paper = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
     one = sweep(paper, {"workload.prompts_per_step": [64, 256], "learning.lr_rule": ["sqrt"]}, workers=1, screen=False)
     alone = list(calls)

@@ -14,7 +14,7 @@ from rlsim.answers.report import build_report
 from rlsim.answers.sweep import sweep
 from rlsim.run.simulation import BAND_STEPS
 from tests.conftest import ROOT, SCENARIOS
-from tests.rlsim.test_sweep import _small
+from tests.rlsim.test_sweep import _small, count_pipeline_runs
 
 # small_1gpu (sync) with a learning model: at P = 8 and 16 the runs take 198-1,042 steps, at P = 64 66-111
 GRID = {"workload.prompts_per_step": [8, 16, 64], "learning.lr_rule": ["sqrt", "none"]}
@@ -124,16 +124,7 @@ def test_the_sweep_command_says_what_it_extrapolated_and_full_turns_it_off(tmp_p
 def test_a_screened_lr_rule_sweep_still_simulates_each_systems_configuration_once(monkeypatch):
     """The screen keeps issue 31's promise: the LR rules of one batch size share one window's run and its band
     runs (the nominal run is the band's base), whatever their steps to the target."""
-    import rlsim.run.timeline as timeline
-
-    calls = []
-    real = timeline.run_pipeline
-
-    def counting(scn, *args, **kwargs):
-        calls.append((scn.workload.prompts_per_step, scn.run.seed, scn.run.steps))
-        return real(scn, *args, **kwargs)
-
-    monkeypatch.setattr(timeline, "run_pipeline", counting)
+    calls = count_pipeline_runs(monkeypatch)
     paper = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
     grid = {"workload.prompts_per_step": [64, 256], "learning.lr_rule": ["sqrt", "none", "linear"]}
     res = sweep(paper, grid, workers=1, finalists=0)
