@@ -34,9 +34,10 @@ def _sweep(out, *flags, env=None):
 @pytest.mark.benchmark(group="sweep")
 def test_paper_sweep_16_configurations(benchmark, tmp_path):
     meter = LoadMeter().start()
-    table = benchmark.pedantic(_sweep, args=(tmp_path / "default",), rounds=1, iterations=1)
+    # the median of three rounds: on this shared 2-core VM one round of the same sweep took 6.3-9.6 s
+    table = benchmark.pedantic(_sweep, args=(tmp_path / "default",), rounds=3, iterations=1)
     load = meter.stop()["other_cpu_fraction"]
-    wall = benchmark.stats.stats.max
+    wall = benchmark.stats.stats.median
     t0 = time.perf_counter()
     one = _sweep(tmp_path / "one", "--workers", "1", env=dict(os.environ, RLSIM_THREADS="1"))
     benchmark.extra_info.update(
