@@ -307,9 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rlsim.cli import run_command
+    from rlsim.cli import parse, run_command
 
-    return run_command("rlsim-calibrate", build_parser().parse_args(argv))
+    return run_command("rlsim-calibrate", parse(build_parser(), sys.argv[1:] if argv is None else list(argv)))
 
 
 if __name__ == "__main__":

@@ -195,11 +195,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from real.engines import route_vllm_logs_to_stderr
-    from rlsim.cli import run_command
+    from rlsim.cli import parse, run_command
 
     route_vllm_logs_to_stderr()  # before anything imports vllm
-
-    return run_command("rlsim-real", build_parser().parse_args(argv), "interrupted; run the same command to resume")
+    args = parse(build_parser(), sys.argv[1:] if argv is None else list(argv))
+    return run_command("rlsim-real", args, "interrupted; run the same command to resume")
 
 
 if __name__ == "__main__":

@@ -447,7 +447,27 @@ def main(argv: list[str] | None = None) -> int:
         # one process and no linear algebra: numpy's BLAS thread pool would only cost start-up time (50 ms of
         # 0.4 s on a busy 2-core machine); a value the user set wins, and numpy already imported keeps its own
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    return run_command("rlsim", build_parser(command).parse_args(args))
+    return run_command("rlsim", parse(build_parser(command), args))
+
+
+def parse(parser: argparse.ArgumentParser, args: list[str]) -> argparse.Namespace:
+    """``parser.parse_args(args)``, except that an option the subcommand does not know is refused with the nearest
+    one it does (``--fulll``: did you mean --full?), on the subcommand's usage line."""
+    import difflib
+
+    ns, extra = parser.parse_known_args(args)
+    if not extra:
+        return ns
+    sub = next((a.choices.get(ns.command) for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    own = sub or parser
+    known = sorted(o for o in own._option_string_actions if o.startswith("--"))
+    hints = []
+    for word in extra:
+        near = difflib.get_close_matches(word.split("=")[0], known, n=1) if word.startswith("--") else []
+        if near:
+            hints.append(f"did you mean {near[0]} for {word}?")
+    own.error(f"unrecognized arguments: {' '.join(extra)}" + (f" ({' '.join(hints)})" if hints else ""))
+    raise AssertionError("unreachable")  # error() exits
 
 
 if __name__ == "__main__":

@@ -172,3 +172,27 @@ def test_every_built_in_scenario_prints_strict_json(scenario, capsys):
     assert summary["step_time_s"] > 0
     if summary.get("target") is not None:
         assert summary["time_to_target_s"] > 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (
+            ["run", "scenarios/small_1gpu.yaml", "--jsn"],
+            "rlsim run: error: unrecognized arguments: --jsn (did you mean --json for --jsn?)",
+        ),
+        (["sweep", "scenarios/small_1gpu.yaml", "--ful"], None),  # an unambiguous prefix is the option itself
+        (["sweep", "scenarios/small_1gpu.yaml", "--fulll=1"], "(did you mean --full for --fulll=1?)"),
+        (["run", "scenarios/small_1gpu.yaml", "more.yaml"], "rlsim run: error: unrecognized arguments: more.yaml\n"),
+    ],
+)
+def test_an_unknown_option_is_refused_with_the_nearest_known_one(argv, says, capsys):
+    from rlsim.cli import build_parser, parse
+
+    if says is None:
+        assert parse(build_parser(), argv).full is True
+        return
+    with pytest.raises(SystemExit) as exit_:
+        parse(build_parser(), argv)
+    assert exit_.value.code == 2
+    assert says in capsys.readouterr().err

@@ -118,7 +118,10 @@ def test_the_sweep_command_says_what_it_extrapolated_and_full_turns_it_off(tmp_p
     assert json.loads((tmp_path / "full" / "sweep.json").read_text())["screened"] is False
     assert not pd.read_csv(tmp_path / "full" / "curves.csv")["extrapolated"].any()
     typo = _cli("sweep", scn, *grid, "--fulll")
-    assert typo.returncode == 2 and "unrecognized arguments: --fulll" in typo.stderr
+    assert (
+        typo.returncode == 2
+        and "rlsim sweep: error: unrecognized arguments: --fulll (did you mean --full" in typo.stderr
+    )
 
 
 def test_a_screened_lr_rule_sweep_still_simulates_each_systems_configuration_once(monkeypatch):
