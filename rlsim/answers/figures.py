@@ -93,12 +93,14 @@ def sweep_figures(
 
 
 def _time_to_target_figure(ok: pd.DataFrame, colour: dict[str, str]) -> tuple[str, str, Any]:
-    """Time-to-target vs batch, one line per series, the band as error bars."""
+    """Time-to-target vs batch, one line per series, the band as error bars; a row whose time to target was
+    extrapolated (a screened sweep's, column extrapolated) as an open marker."""
     go, _ = _plotly()
     fig = go.Figure()
     for name, g in ok.groupby("series", sort=False):
         g = g.sort_values("responses_per_step")
         ttt_h = g["time_to_target_s"] / 3600
+        later = g["extrapolated"].eq(True) if "extrapolated" in g else pd.Series(False, index=g.index)
         fig.add_trace(
             go.Scatter(
                 x=g["responses_per_step"],
@@ -106,6 +108,7 @@ def _time_to_target_figure(ok: pd.DataFrame, colour: dict[str, str]) -> tuple[st
                 mode="lines+markers",
                 name=name,
                 line={"color": colour[name]},
+                marker={"symbol": ["circle-open" if x else "circle" for x in later], "size": 8},
                 error_y={
                     "type": "data",
                     "symmetric": False,
@@ -124,7 +127,8 @@ def _time_to_target_figure(ok: pd.DataFrame, colour: dict[str, str]) -> tuple[st
     return (
         "Time-to-target vs batch",
         "Error bars: the band over simulation seeds, the learning "
-        "model's seed spread and profile uncertainty (rlsim.learning.target).",
+        "model's seed spread and profile uncertainty (rlsim.learning.target). Open markers: extrapolated from the "
+        "steps a screened sweep simulated.",
         fig,
     )
 
