@@ -566,12 +566,14 @@ def _host_tail(
     the free blocks instead, in order, without entering the running set: request i of the front, whose blocks
     with those before it come to ``cum``, decodes while the free blocks (falling linearly from l0 to l1 over the
     run) cover ``cum``, so ``steps`` iterations when cum <= l1, ``steps (l0 - cum) / (l0 - l1)`` when it is
-    dropped part way (one preemption), none when cum > l0. A request hosted at the end of a run stays hosted
-    (no recompute) into the next; one hosted anew recomputes its context beyond its group's held prompt. At
-    most ``room`` are hosted, and a hosted request stops one token short of its end: it finishes in the running
-    set. Returns the hosted tokens decoded, their KV tokens summed over the iterations, the count hosted at the
-    run's start, the preemptions, the (re)admitted prefill tokens and their squares' sum (for the prefill cost
-    law), the recomputed tokens and the count still hosted."""
+    dropped part way (one preemption), none when cum > l0. A group's prompt that no running request holds counts
+    in ``cum`` once, for the first member hosted in the run (``tmark[g] == stamp``, the run's iteration): the
+    members after it hold only their own blocks, as in the running set. A request hosted at the end of a run
+    stays hosted (no recompute) into the next; one hosted anew recomputes its context beyond its group's held
+    prompt. At most ``room`` are hosted, and a hosted request stops one token short of its end: it finishes in
+    the running set. Returns the hosted tokens decoded, their KV tokens summed over the iterations, the count
+    hosted at the run's start, the preemptions, the (re)admitted prefill tokens and their squares' sum (for the
+    prefill cost law), the recomputed tokens and the count still hosted."""
     n = queue.shape[0]
     cum = 0
     hosts = 0
