@@ -33,6 +33,7 @@ from rlsim import __version__
 from rlsim.answers.answer import Answer, samples
 from rlsim.answers.figures import ReportError, run_figures, sweep_figures
 from rlsim.answers.report_answer import run_answer_html, sweep_answer_html
+from rlsim.answers.text import any_set, extrapolated_rows, thrashed_again, yes_no
 from rlsim.io.files import read_json, read_text, read_yaml_mapping
 
 CSS = """
@@ -67,11 +68,8 @@ def _provenance(meta: dict[str, Any], scenario: dict[str, Any], table: pd.DataFr
         ("GPU", scenario.get("hardware", {}).get("gpu", {}).get("name")),
     ]
     if meta.get("screen_thrash"):  # a sweep whose thrashing rows the fast thrash model simulated (rlsim.answers.sweep)
-        again = meta.get("resimulated") or []
-        if table is not None and "thrash_model" in table:  # of those simulated again, the ones that thrash
-            thrashed = set(table.loc[table["thrash_model"].notna(), "config"].astype(int))
-            again = [c for c in again if c in thrashed]
-        again = ", ".join(map(str, again)) or "none"
+        again = meta.get("resimulated") or []  # of those, the ones that thrash
+        again = ", ".join(map(str, thrashed_again(table, again) if table is not None else again)) or "none"
         rows.append(
             (
                 "KV-cache thrash",
@@ -90,17 +88,14 @@ def _provenance(meta: dict[str, Any], scenario: dict[str, Any], table: pd.DataFr
 
 def _screen_rows(meta: dict[str, Any], table: pd.DataFrame | None) -> list[tuple[str, str]]:
     """The provenance row of a screened sweep (rlsim.answers.sweep) whose table has extrapolated rows."""
-    if table is None or "extrapolated" not in table or not meta.get("screened"):
+    configs, steps = extrapolated_rows(table) if table is not None and meta.get("screened") else ([], "")
+    if not configs:
         return []
-    rows = table[table["extrapolated"].eq(True)]
-    if rows.empty:
-        return []
-    steps = "/".join(str(int(n)) for n in sorted(set(rows["simulated_steps"])))
     again = ", ".join(map(str, meta.get("resimulated") or [])) or "none"
     return [
         (
             "screen",
-            f"config {', '.join(str(int(c)) for c in rows['config'])} simulated for their first {steps} steps, the "
+            f"config {', '.join(map(str, configs))} simulated for their first {steps} steps, the "
             "rest to the target extrapolated at the steady step time (column extrapolated; dashed curves); "
             f"simulated in full as the best: config {again}",
         )
@@ -121,20 +116,15 @@ def _table_html(table: pd.DataFrame) -> str:
             "samples_to_target",
             "time_to_target_s",
             "gpu_hours_to_target",
-            "extrapolated",
-            "error",
         )
         if c in table
-    ]
-    for col in ("error", "extrapolated"):  # a column of nothing says nothing
-        if col in cols and not table[col].dropna().astype(bool).any():
-            cols.remove(col)
+    ] + [c for c in ("extrapolated", "error") if any_set(table, c)]  # a column of nothing says nothing
     view = table[cols].copy()
     if "time_to_target_s" in view:
         view["time_to_target_s"] = [Answer.of(r).time_text for _, r in table.iterrows()]
         view = view.rename(columns={"time_to_target_s": "time to target (band)"})
     if "extrapolated" in view:
-        view["extrapolated"] = ["yes" if x is True else "no" for x in view["extrapolated"]]
+        view["extrapolated"] = yes_no(view["extrapolated"])
     for col in ("samples_to_target", "gpu_hours_to_target", "generation_tokens_per_s"):
         if col in view:
             view[col] = [samples(x) if pd.notna(x) else "-" for x in view[col]]

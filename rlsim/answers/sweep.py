@@ -46,7 +46,6 @@ from rlsim.workload.lengths import dist_mean
 
 FINALISTS = 5  # best rows extrapolated or thrashing under the screen, simulated again in full with the scenario's own
 THRASH_KEY = "engine.thrash_model"
-CURVE_COLUMNS = ("config", "step", "cumulative_samples", "wall_s", "eval_metric")
 
 
 @dataclass
@@ -251,7 +250,7 @@ def sweep(
     outputs = _simulate(first, configs, range(len(configs)), prof, explicit, hints, run, progress, screen)
     again = _finalists([o["row"] for o in outputs], finalists, screened)
     if again:
-        full = [_cost_hint(scenario, profile, cfg, explicit, False) for cfg in configs]
+        full = [_cost_hint(scenario, profile, c, explicit, False) if i in again else 0.0 for i, c in enumerate(configs)]
         for i, out in zip(again, _simulate(base, configs, again, prof, explicit, full, run, None, False)):
             outputs[i] = out
     rows = [o["row"] for o in outputs]
@@ -264,7 +263,9 @@ def sweep(
         scenario=scenario,
         grid=grid,
         table=pd.DataFrame(rows),
-        curves=pd.DataFrame(curves, columns=[*CURVE_COLUMNS, "extrapolated"]),
+        curves=pd.DataFrame(
+            curves, columns=["config", "step", "cumulative_samples", "wall_s", "eval_metric", "extrapolated"]
+        ),
         engine_curves=pd.concat(engines.values(), ignore_index=True) if engines else pd.DataFrame(),
         profile_info=profile.info() if profile is not None else None,
         screen_thrash=screen_thrash if screened else None,

@@ -83,16 +83,41 @@ def finite_or_none(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
+def any_set(table: Any, col: str) -> bool:
+    """Whether a sweep table has column ``col`` with a value set in any row (an error, an extrapolated row): a
+    column of nothing says nothing, so the tables shown leave it out."""
+    return col in table and bool(table[col].dropna().astype(bool).any())
+
+
+def yes_no(values: Any) -> list[str]:
+    """A flag column as a person reads it (a failed row's missing flag is no)."""
+    return ["yes" if x is True else "no" for x in values]
+
+
+def extrapolated_rows(table: Any) -> tuple[list[int], str]:
+    """The configurations of a sweep table whose time to target was extrapolated (rlsim.answers.sweep), and the
+    steps they simulated (``40`` or ``40/42``)."""
+    if "extrapolated" not in table:
+        return [], ""
+    rows = table[table["extrapolated"].eq(True)]
+    return [int(c) for c in rows["config"]], "/".join(str(int(n)) for n in sorted(set(rows["simulated_steps"])))
+
+
+def thrashed_again(table: Any, resimulated: Any) -> list[int]:
+    """Of the configurations a sweep simulated again, those that preempted (column thrash_model set)."""
+    if "thrash_model" not in table:
+        return list(resimulated)
+    thrashed = {int(c) for c, m in zip(table["config"], table["thrash_model"]) if isinstance(m, str)}
+    return [c for c in resimulated if c in thrashed]
+
+
 def sweep_table(table: Any, grid: dict[str, list[Any]]) -> str:
     """The sweep's table as the terminal shows it: the grid's keys and each row's answer in human units."""
     keys = ("config", *grid, "samples_per_s", "samples_to_target", "time_to_target_s", "gpu_hours_to_target")
-    view = [c for c in (*keys, "extrapolated", "error") if c in table]
-    for col in ("error", "extrapolated"):  # a column of nothing says nothing
-        if col in view and not table[col].dropna().astype(bool).any():
-            view.remove(col)
+    view = [c for c in keys if c in table] + [c for c in ("extrapolated", "error") if any_set(table, c)]
     shown = table[view].copy()
     if "extrapolated" in shown:  # a screened sweep's rows (rlsim.answers.sweep)
-        shown["extrapolated"] = ["yes" if x is True else "no" for x in shown["extrapolated"]]
+        shown["extrapolated"] = yes_no(shown["extrapolated"])
     if "time_to_target_s" in shown:  # each row's answer as run, decide and plan print it (rlsim.answers.answer)
         answers = [Answer.of(row) for _, row in table.iterrows()]
         shown["time_to_target_s"] = [a.time_text if a.time_to_target_s is not None else "-" for a in answers]
@@ -109,8 +134,7 @@ def thrash_screen_note(table: Any, screen: str | None, resimulated: tuple[int, .
     if screen is None or "thrash_model" not in table:
         return None
     fast = [int(c) for c, m in zip(table["config"], table["thrash_model"]) if m == screen]
-    thrashed = {int(c) for c, m in zip(table["config"], table["thrash_model"]) if isinstance(m, str)}
-    again = ", ".join(str(c) for c in resimulated if c in thrashed) or "none"
+    again = ", ".join(map(str, thrashed_again(table, resimulated))) or "none"
     if not fast and again == "none":
         return None
     return (
@@ -123,15 +147,12 @@ def thrash_screen_note(table: Any, screen: str | None, resimulated: tuple[int, .
 def extrapolation_note(table: Any, resimulated: tuple[int, ...], finalists: int) -> str | None:
     """What a screened sweep says under its table (rlsim.answers.sweep): the rows whose time to target was
     extrapolated from their band's window, and which of the best were simulated in full; None when none was."""
-    if "extrapolated" not in table:
+    configs, steps = extrapolated_rows(table)
+    if not configs and not resimulated:
         return None
-    rows = table[table["extrapolated"].eq(True)]
-    if rows.empty and not resimulated:
-        return None
-    steps = sorted({int(n) for n in rows["simulated_steps"]})
-    window = f"their first {'/'.join(map(str, steps))} steps" if steps else "their band's window"
+    window = f"their first {steps} steps" if steps else "their band's window"
     return (
-        f"Screened: config(s) {', '.join(str(int(c)) for c in rows['config']) or 'none'} simulated for {window} "
+        f"Screened: config(s) {', '.join(map(str, configs)) or 'none'} simulated for {window} "
         "and extrapolated to their target at the steady step time (column extrapolated; within 0.5% of full runs "
         f"on the paper sweep, docs/design.md); of the best {finalists}, config(s) "
         f"{', '.join(map(str, resimulated)) or 'none'} simulated in full. --full simulates every row to its target."

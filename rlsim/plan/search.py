@@ -267,9 +267,8 @@ class _Runner:
         base = {**self.base, "engine": {**self.base.get("engine", {}), "thrash_model": self.screen_thrash}}
         tasks = [(base, [(i, configs[i].overrides) for i in g], self.prof, self.explicit) for g in groups]
         costs = [_group_cost(configs[g[0]].overrides) for g in groups]
-        outputs = run_tasks(
-            evaluate_group, tasks, self.executor, self.address, self.workers, progress, costs, None, SCREEN_CORES
-        )
+        run = (self.executor, self.address, self.workers)
+        outputs = run_tasks(evaluate_group, tasks, *run, progress, costs, cores_per_worker=SCREEN_CORES)
         return {index: row for out in outputs for index, row in out}
 
     def finalists(
