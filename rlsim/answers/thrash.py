@@ -94,7 +94,7 @@ def thrash_text(thrash: dict[str, Any] | None, max_num_seqs: int) -> str | None:
         f"{thrash['recompute_share']:.1%} of engine time"
     )
     if thrash.get("thrash_model") == "fast":
-        line += " (fast thrash model: recomputed tokens about 10% above exact's)"
+        line += " (fast thrash model: preemptions and recomputed tokens within about 10% of exact's)"
     stop = thrash.get("max_num_seqs_without_preemption")
     if "max_num_seqs_without_preemption" not in thrash:
         return line

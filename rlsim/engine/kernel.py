@@ -290,6 +290,22 @@ def _decoding(j, k, fkey, head, bits, nxt, prv):
 
 
 @_inlined
+def _start_decoding(
+    j, c, it, response, generated, slot, cnt, admit_iter, gen_at_admit, ctx_at, fkey, head, bits, nxt, prv, bs, sh,
+):  # fmt: skip
+    """Request j, with context c, decodes from iteration ``it`` on: in the block-phase histogram and the calendar.
+    Returns the iteration it finishes in."""
+    slot[j] = _bmod(c - it, bs, sh)
+    cnt[slot[j]] += 1
+    admit_iter[j] = it
+    gen_at_admit[j] = generated[j]
+    ctx_at[j] = c
+    k = it + response[j] - generated[j]
+    _decoding(j, k, fkey, head, bits, nxt, prv)
+    return k
+
+
+@_inlined
 def _bdiv(x, bs, sh):
     """floor(x / bs): a shift when the block size is a power of two (sh = log2(bs) >= 0), as Python's // for any x."""
     return x >> sh if sh >= 0 else x // bs
@@ -545,12 +561,15 @@ def _reserve(bs, sh, b, first, adm, c, left):
 
 
 @_inlined
-def _drop_hosted(j, was_preempted, rq):
+def _drop_hosted(j, was_preempted, rq, keep, until):
     """Request j, hosted in the fast thrash model's tail, is preempted: when readmitted it recomputes its context
     beyond what its group has cached then (its own blocks counted as evicted: NONE makes :func:`_lookup` look
-    at the group's prompt only)."""
+    at the group's prompt only), but for ``keep`` blocks of its own still free at the run's end, which a hosting
+    anew in the next run (stamp ``until``) finds cached."""
     was_preempted[j] = True
     rq[2, j] = NONE
+    rq[1, j] = keep
+    rq[0, j] = until
 
 
 @_inlined
@@ -559,7 +578,7 @@ def _host_tail(
     was_preempted, tmark, stamp, bs, sh, rq,
 ):  # fmt: skip
     """The fast thrash model's younger tail over a run of ``steps`` decode iterations in which the running
-    requests take ``l0 - l1`` of the ``l0`` blocks they leave free (``engine.thrash_model: fast``).
+    requests (the *core*) take ``l0 - l1`` of the ``l0`` blocks they leave free (``engine.thrash_model: fast``).
 
     Exact vLLM readmits the waiting queue's front into blocks a finish freed and preempts it again, newest
     first, as the running requests grow into them: one event each. Here the front of the queue is *hosted* in
@@ -570,10 +589,13 @@ def _host_tail(
     in ``cum`` once, for the first member hosted in the run (``tmark[g] == stamp``, the run's iteration): the
     members after it hold only their own blocks, as in the running set. A request hosted at the end of a run
     stays hosted (no recompute) into the next; one hosted anew recomputes its context beyond its group's held
-    prompt. At most ``room`` are hosted, and a hosted request stops one token short of its end: it finishes in
-    the running set. Returns the hosted tokens decoded, their KV tokens summed over the iterations, the count
-    hosted at the run's start, the preemptions, the (re)admitted prefill tokens and their squares' sum (for the
-    prefill cost law), the recomputed tokens and the count still hosted."""
+    prompt and, if it was dropped in the run just before (``rq[0, j] == stamp``), beyond the blocks of its own
+    that were still free at that run's end (the free blocks beyond those hosted before it): vLLM's prefix cache
+    gives a preempted request back what no other request has taken yet. At most ``room`` are hosted, and a hosted
+    request stops one token short of its end: it joins the core to finish. Returns the hosted tokens decoded,
+    their KV tokens summed over the iterations, the count hosted at the run's start, the preemptions, the
+    (re)admitted prefill tokens and their squares' sum (for the prefill cost law), the recomputed tokens and the
+    count still hosted."""
     n = queue.shape[0]
     cum = 0
     hosts = 0
@@ -598,7 +620,9 @@ def _host_tail(
         held = grp_tok[g] if g >= 0 else 0
         if held == 0 and g >= 0 and tmark[g] == stamp:
             held = _bdiv(prompt[j] - 1, bs, sh) * bs  # its group's prompt, held by a member hosted before it
-        cum += _bceil(c, bs, sh) - _bdiv(held, bs, sh)
+        own = _bceil(c, bs, sh) - _bdiv(held, bs, sh)
+        cum += own
+        free = l1 - (cum - own)  # blocks free at the run's end beside those hosted before j
         if cum <= l0 and hosts < room:
             hosts += 1
             if g >= 0:
@@ -609,10 +633,14 @@ def _host_tail(
             most = response[j] - 1 - generated[j]
             d = d if d < most else most
             if not was:
-                tok += c - held
-                sq += float(c) * float(c) - float(held) * float(held)
+                base = held
+                if rq[2, j] == NONE and rq[0, j] == stamp:
+                    base += rq[1, j] * bs
+                    base = base if base < c - 1 else c - 1
+                tok += c - base
+                sq += float(c) * float(c) - float(base) * float(base)
                 if was_preempted[j] or generated[j] > 0:
-                    rec += c - held
+                    rec += c - base
             dec += d
             kvs += float(d) * float(c) + float(d) * float(d - 1) / 2.0
             generated[j] += d
@@ -621,11 +649,14 @@ def _host_tail(
                 kept += 1
             else:
                 hosted[j] = False
-                _drop_hosted(j, was_preempted, rq)
+                keep = _bdiv(c + d, bs, sh) - _bdiv(held, bs, sh)
+                keep = keep if keep < free else (free if free > 0 else 0)
+                _drop_hosted(j, was_preempted, rq, keep, stamp + steps)
                 drops += 1
         elif was:
             hosted[j] = False
-            _drop_hosted(j, was_preempted, rq)
+            keep = own - 1 if own < free else (free if free > 0 else 0)
+            _drop_hosted(j, was_preempted, rq, keep, stamp + steps)
             drops += 1
         p = p + 1 if p + 1 < n else 0
     return dec, kvs, hosts, drops, tok, sq, rec, kept
@@ -874,6 +905,70 @@ def _replica(
             thrash = fast and n_preempt > 0  # the fast thrash model, once the cache has run out (see _host_tail)
             while True:
                 ph = _phase(cur_iter, bs, sh)
+                if thrash:
+                    # the fast model keeps the running set (its core) to what fits up to its first finish, so that
+                    # a run goes from one finish to the next: the latest admitted go to the front of the hosted
+                    # tail (still decoding there, see _host_tail; no preemption) while the core's blocks up to its
+                    # first finish do not fit
+                    while b > 1 and used + _cum_blocks(cnt, bs, sh, cur_iter, b, first - cur_iter) > cap:
+                        j, stack_len = _pop_latest(stack, stack_len, running_flag)
+                        k = fkey[j]
+                        freed, kv, q_head = _preempt_decoder(
+                            j, cur_iter, admit_iter, gen_at_admit, generated, ctx_at, bs, sh, shared, group, grp_tok,
+                            grp_ref, cnt, slot, fkey, head, bits, nxt, prv, running_flag, was_preempted, queue, q_head,
+                            rq,
+                        )  # fmt: skip
+                        hosted[j] = True
+                        n_hosted += 1
+                        used -= freed
+                        kv_tok -= kv
+                        b -= 1
+                        running -= 1
+                        q_len += 1
+                        if k == first:
+                            first = _first_finish(head, bits, b, cur_iter)
+                    # the hosted front joins the core, with nothing to recompute, while the core's blocks with it
+                    # fit up to its first finish (at least RESERVE_ITERATIONS away); the tail hosts the rest of the
+                    # queue, the core admitting none of it directly
+                    while q_len > 0 and running < max_num_seqs:
+                        j = queue[q_head]
+                        if not hosted[j]:
+                            break
+                        c = prompt[j] + generated[j]
+                        g = group[j]
+                        held = grp_tok[g] if g >= 0 else 0
+                        own = _bceil(c, bs, sh) - _bdiv(held, bs, sh)
+                        h = first - cur_iter
+                        h = h if h > RESERVE_ITERATIONS else RESERVE_ITERATIONS
+                        m = response[j] - generated[j]
+                        m = h if h < m else m
+                        grow = _cum_blocks(cnt, bs, sh, cur_iter, b, h) + _bceil(c + m, bs, sh) - _bceil(c, bs, sh)
+                        if used + own + grow + wm > cap:
+                            break
+                        hosted[j] = False
+                        n_hosted -= 1
+                        was_preempted[j] = False
+                        q_head = q_head + 1 if q_head + 1 < n else 0
+                        q_len -= 1
+                        used += own
+                        if held > 0:
+                            grp_ref[g] += 1
+                            shared[j] = held
+                        elif g >= 0:
+                            _publish(j, g, prompt[j], bs, sh, shared, grp_tok, grp_ref, rq)
+                        running += 1
+                        b += 1
+                        running_flag[j] = True
+                        stack_len = _stack_add(stack, stack_len, j, running_flag, fkey)
+                        kv_tok += c
+                        k = _start_decoding(
+                            j, c, cur_iter, response, generated, slot, cnt, admit_iter, gen_at_admit, ctx_at, fkey,
+                            head, bits, nxt, prv, bs, sh,
+                        )  # fmt: skip
+                        if k < first:
+                            first = k
+                    if running > peak_b:
+                        peak_b = running
                 if used + cnt[ph] > cap:
                     gone, used, kv_tok, stack_len, q_head = _make_room(
                         cap, used, kv_tok, stack, stack_len, cur_iter, admit_iter, gen_at_admit, generated, ctx_at,
@@ -891,7 +986,7 @@ def _replica(
                     dt = _iteration_s(b, kv_tok, mem_a, mem_s, cmp_a, cmp_s, floor, over)
                     first = _first_finish(head, bits, b, first)  # (no decoder finishes before the old first)
                 else:
-                    if q_len > 0 and running < max_num_seqs:
+                    if q_len > 0 and running < max_num_seqs and not thrash:
                         j = queue[q_head]
                         c = prompt[j] + generated[j]
                         hit, held, gpart = _lookup(
@@ -928,8 +1023,11 @@ def _replica(
                                 + over[bv] * steps
                             )
                             if tok > 0:
-                                pf = max(a_mem, a_cmp + pf_tok * tok + pf_sq * sq, floor[bv]) + pf_over
-                                pf -= max(a_mem, a_cmp, floor[bv])
+                                room = budget - bv if budget > bv else 1
+                                k = (tok + room - 1) // room
+                                k = k if k < steps else steps
+                                pf = max(a_mem, a_cmp + (pf_tok * tok + pf_sq * sq) / k, floor[bv]) + pf_over
+                                pf = k * (pf - max(a_mem, a_cmp, floor[bv]))
                                 t += pf
                                 prefill_total += pf
                                 prefilled += tok
@@ -1123,12 +1221,10 @@ def _replica(
                     continue
                 b += 1
                 kv_tok += c
-                slot[j] = _bmod(c - cur_iter, bs, sh)
-                cnt[slot[j]] += 1
-                admit_iter[j] = cur_iter
-                gen_at_admit[j] = generated[j]
-                ctx_at[j] = c
-                _decoding(j, cur_iter + response[j] - generated[j], fkey, head, bits, nxt, prv)
+                _start_decoding(
+                    j, c, cur_iter, response, generated, slot, cnt, admit_iter, gen_at_admit, ctx_at, fkey, head,
+                    bits, nxt, prv, bs, sh,
+                )  # fmt: skip
         if used > peak_blocks:
             peak_blocks = used
         # decoders that generated their last token in the iteration just run

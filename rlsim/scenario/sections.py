@@ -128,7 +128,7 @@ class Engine:
     # how a KV-cache thrash is simulated (chunked prefill only; docs/design.md "The fast thrash model"): exact
     # (every preemption and readmission, the reference) or fast (once the engine has preempted, the waiting
     # queue's front is hosted in the free blocks in aggregate: makespan, decode batch and finish times within
-    # 0.4% of exact on the recorded cases, preemptions within 5%, recompute 7-17% high, 1.4x faster there)
+    # 0.4% of exact on the recorded cases, preemptions within 5%, recompute within 1%, 1.2-1.5x faster there)
     thrash_model: Literal["exact", "fast"] = "exact"
     # speculative decoding with the model's multi-token-prediction modules (vLLM speculative_config method "mtp"):
     # draft tokens per iteration, and the chance that a draft token is accepted when the ones before it were

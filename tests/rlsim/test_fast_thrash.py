@@ -3,9 +3,9 @@ recorded thrashing steps: one replica's requests of a step, as the pipeline hand
 scenario at P = 2048 .. 16384 and of the two dense-8B scenarios pushed into thrash (issue 32, must-show 1).
 
 Bounds (issue 32): step makespan within 1%, mean decode batch within 2%, finish-time p50 / p90 / p99 within 2%,
-preemptions within 10%. The count holds because the hosted tail shares a group's prompt among its members as the
-running set does: each member hosted after the first holds only its own blocks, so a run's fall in free blocks
-drops as many of them as exact vLLM preempts (docs/design.md "The fast thrash model")."""
+preemptions within 10%; and recomputed tokens within 5%. The count holds because the hosted tail shares a group's
+prompt among its members as the running set does: each member hosted after the first holds only its own blocks, so
+a run's fall in free blocks drops as many of them as exact vLLM preempts (docs/design.md "The fast thrash model")."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from rlsim.engine.kernel import (
     STAT_ITERATIONS,
     STAT_MAKESPAN_S,
     STAT_PREEMPTIONS,
+    STAT_RECOMPUTED_TOKENS,
 )
 from tests.conftest import SCENARIOS
 
@@ -126,6 +127,15 @@ def test_fast_finish_time_quantiles_within_2_percent_of_exact(compared, name):
 def test_fast_preemptions_within_10_percent_of_exact(compared, name):
     (_, exact), (_, fast) = compared[name]
     assert fast[0, STAT_PREEMPTIONS] == pytest.approx(exact[0, STAT_PREEMPTIONS], rel=0.10)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_fast_recomputed_tokens_within_5_percent_of_exact(compared, name):
+    """A request dropped from the hosted tail finds the blocks of its own still free at the run's end cached when
+    hosted again in the next run, as vLLM's prefix cache gives a preempted request back what no other request has
+    taken yet: without that the fast model recomputed 7-17% more than exact on these steps."""
+    (_, exact), (_, fast) = compared[name]
+    assert fast[0, STAT_RECOMPUTED_TOKENS] == pytest.approx(exact[0, STAT_RECOMPUTED_TOKENS], rel=0.05)
 
 
 def test_fast_is_exact_while_the_engine_never_preempts():

@@ -76,10 +76,11 @@ def test_the_thrash_line_says_what_stops_it():
         "generation +25.0%"
     )
     assert "even at max_num_seqs 1" in thrash_text({**base, "max_num_seqs_without_preemption": None}, 256)
-    # the fast thrash model recomputes 7-17% more than exact on the recorded steps (docs/design.md): the line says so
+    # the fast thrash model's preemptions and recompute are within about 10% of exact's (docs/design.md): the line
+    # says so
     assert "fast thrash model" not in thrash_text({**base, "thrash_model": "exact"}, 256)
     assert thrash_text({**base, "thrash_model": "fast"}, 256).endswith(
-        "of engine time (fast thrash model: recomputed tokens about 10% above exact's)"
+        "of engine time (fast thrash model: preemptions and recomputed tokens within about 10% of exact's)"
     )
 
 
@@ -119,9 +120,9 @@ def _memory_sweep(**kwargs):
 def test_a_sweep_screens_thrashing_rows_with_the_fast_model_and_redoes_the_best():
     """Issue 32: rows that thrash are simulated with the fast thrash model, the best of them again with the
     scenario's own (exact) model, which then gives the exact sweep's row to the bit; rows that preempt nothing are
-    the same simulation under either model and say so (no model). The fast rows' step time is within 1.5% here:
-    this small engine pushed to 0.7-1.6 preemptions per response is the fast model's worst case seen (+0.64% to
-    +0.89% at 6.6-7.0% memory; its recompute share 0.038-0.042 against exact's 0.028-0.031, docs/design.md)."""
+    the same simulation under either model and say so (no model). The fast rows' step time is within 1% here (the
+    issue's makespan bound): this small engine pushed to 0.7-1.6 preemptions per response is the fast model's worst
+    case seen (-0.00% to +0.49% at 6.6-7.5% memory, docs/design.md)."""
     exact = _memory_sweep(screen_thrash="exact")
     assert exact.screen_thrash is None and exact.resimulated == ()
     assert list(exact.table["thrash_model"].iloc[:3]) == ["exact"] * 3 and pd.isna(exact.table["thrash_model"].iloc[3])
@@ -133,7 +134,7 @@ def test_a_sweep_screens_thrashing_rows_with_the_fast_model_and_redoes_the_best(
     assert fast.resimulated == (best,)
     for i in range(3):
         assert t["thrash_model"].iloc[i] == ("exact" if i == best else "fast")
-        assert t["step_time_s"].iloc[i] == pytest.approx(e["step_time_s"].iloc[i], rel=0.015)
+        assert t["step_time_s"].iloc[i] == pytest.approx(e["step_time_s"].iloc[i], rel=0.01)
     same = ["step_time_s", "samples_per_s", "preemptions_per_response", "recompute_share"]
     assert t.loc[[best, 3], same].equals(e.loc[[best, 3], same])
     assert pd.isna(t["thrash_model"].iloc[3])
