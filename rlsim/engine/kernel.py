@@ -634,7 +634,7 @@ def _host_tail(
             d = d if d < most else most
             if not was:
                 base = held
-                if rq[2, j] == NONE and rq[0, j] == stamp:
+                if was_preempted[j] and rq[2, j] == NONE and rq[0, j] == stamp:  # (rq is not reset per replica)
                     base += rq[1, j] * bs
                     base = base if base < c - 1 else c - 1
                 tok += c - base

@@ -138,6 +138,39 @@ def test_fast_recomputed_tokens_within_5_percent_of_exact(compared, name):
     assert fast[0, STAT_RECOMPUTED_TOKENS] == pytest.approx(exact[0, STAT_RECOMPUTED_TOKENS], rel=0.05)
 
 
+def test_fast_replicas_in_one_call_give_the_bits_of_each_alone(monkeypatch):
+    """The kernel reuses one workspace replica after replica: a replica's results must not depend on what ran in
+    it before (rlsim.host.threads deals replicas to threads differently from one machine to the next). Two
+    recorded steps of one engine as two replicas of one call, in both orders, against each alone. (The tail's
+    reuse of a dropped request's blocks once read rows of the workspace that are not reset per replica without
+    checking that the request was dropped in this replica: the sweep benchmark's one-worker run caught it, a
+    rare coincidence of iteration numbers that this pair does not meet.)"""
+    a, b = recorded_step("paper_p2048", monkeypatch), recorded_step("paper_p4096", monkeypatch)
+    alone = {id(s): run(s, True) for s in (a, b)}
+    for first, second in ((a, b), (b, a)):
+        max_num_seqs, cap, decode, prefill = second["args"][:4]
+        rules = dataclasses.replace(second["rules"], fast_thrash=True)
+        n1, n2 = first["prompt"].size, second["prompt"].size
+        finish, stats = replica.simulate_replicas(
+            np.concatenate([first["prompt"], second["prompt"]]),
+            np.concatenate([first["response"], second["response"]]),
+            np.array([0, n1, n1 + n2]),
+            max_num_seqs,
+            cap,
+            decode,
+            prefill,
+            rules,
+            numbered=(
+                np.concatenate([first["group"], second["group"]]),
+                np.array([first["n_groups"], second["n_groups"]]),
+                2,
+            ),
+        )
+        want_finish, want_stats = alone[id(second)]
+        assert finish[n1:].tobytes() == want_finish.tobytes()
+        assert stats[1].tobytes() == want_stats[0].tobytes()
+
+
 def test_fast_is_exact_while_the_engine_never_preempts():
     """The fast model starts at the first preemption: a run without one gives the exact kernel's bits."""
     s = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"run.steps": 3})
