@@ -544,7 +544,7 @@ def _decode_run(cnt, bs, sh, it, b, free, limit, kv_tok, mem_a, mem_s, cmp_a, cm
     return steps, taken, dt
 
 
-RESERVE_ITERATIONS = 16  # the fast thrash model's admission margin, in iterations of growth (see _reserve)
+RESERVE_ITERATIONS = 16  # the fast thrash model's least margin to join the core, in iterations of growth
 
 
 @_inlined
@@ -655,7 +655,8 @@ def _host_tail(
                 drops += 1
         elif was:
             hosted[j] = False
-            keep = own - 1 if own < free else (free if free > 0 else 0)
+            keep = _bdiv(c, bs, sh) - _bdiv(held, bs, sh)
+            keep = keep if keep < free else (free if free > 0 else 0)
             _drop_hosted(j, was_preempted, rq, keep, stamp + steps)
             drops += 1
         p = p + 1 if p + 1 < n else 0

@@ -141,10 +141,8 @@ def test_fast_recomputed_tokens_within_5_percent_of_exact(compared, name):
 def test_fast_replicas_in_one_call_give_the_bits_of_each_alone(monkeypatch):
     """The kernel reuses one workspace replica after replica: a replica's results must not depend on what ran in
     it before (rlsim.host.threads deals replicas to threads differently from one machine to the next). Two
-    recorded steps of one engine as two replicas of one call, in both orders, against each alone. (The tail's
-    reuse of a dropped request's blocks once read rows of the workspace that are not reset per replica without
-    checking that the request was dropped in this replica: the sweep benchmark's one-worker run caught it, a
-    rare coincidence of iteration numbers that this pair does not meet.)"""
+    recorded steps of one engine as two replicas of one call, in both orders, against each alone (the rare
+    coincidences that leaked state needs are forced in the poisoned-workspace test below)."""
     a, b = recorded_step("paper_p2048", monkeypatch), recorded_step("paper_p4096", monkeypatch)
     alone = {id(s): run(s, True) for s in (a, b)}
     for first, second in ((a, b), (b, a)):
@@ -169,6 +167,87 @@ def test_fast_replicas_in_one_call_give_the_bits_of_each_alone(monkeypatch):
         want_finish, want_stats = alone[id(second)]
         assert finish[n1:].tobytes() == want_finish.tobytes()
         assert stats[1].tobytes() == want_stats[0].tobytes()
+
+
+def poisoned_workspace_runs(every: int = 20) -> tuple[int, int, int]:
+    """In this process (the kernel as Python: NUMBA_DISABLE_JIT=1 before numba is imported), one replica of 512
+    thrashing requests with the fast model, clean and then with its int64 workspace poisoned the way a replica that
+    ran before leaves it: every request's free-queue rows saying it was dropped from the tail in a run numbered as
+    one of this run's own, with blocks to give back. Returns (preemptions, runs poisoned, runs whose bits differ
+    from the clean one's)."""
+    from rlsim.engine import kernel
+    from rlsim.run.costs import RooflineCostModel
+
+    s = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
+    cost = RooflineCostModel.from_scenario(s)
+    rng = np.random.default_rng(0)
+    n = 512
+    prompt = np.repeat(rng.integers(100, 1000, n // 8), 8)
+    response = np.clip(rng.lognormal(np.log(4000) - 0.32, 0.8, n), 1, 16384).astype(np.int64)
+    rules = replica.SchedulerRules(chunked_prefill=True, max_num_batched_tokens=8192, fast_thrash=True)
+    args = (prompt, response, np.array([0, n]), 512, s.kv_capacity_tokens // 8)
+    coefficients = (cost.decode_coefficients(), cost.prefill_coefficients(), rules)
+
+    def bits() -> tuple[bytes, np.ndarray]:
+        numbered = (np.arange(n) // 8, np.array([n // 8]), 1)
+        finish, stats = replica.simulate_replicas(*args, *coefficients, numbered=numbered)
+        return finish.tobytes() + stats.tobytes(), stats
+
+    runs = []  # the runs (their first iteration) in which the tail hosted a request anew
+    host_tail = kernel._host_tail
+
+    def spy(*a):
+        out = host_tail(*a)
+        if out[4] > 0:
+            runs.append(a[16])
+        return out
+
+    kernel._host_tail = spy
+    clean, stats = bits()
+    kernel._host_tail = host_tail
+    numpy = kernel.np
+
+    class Poisoned:
+        def __init__(self, run: int):
+            self.run = run
+
+        def __getattr__(self, name):
+            return getattr(numpy, name)
+
+        def empty(self, shape, dtype=float):
+            a = numpy.empty(shape, dtype=dtype)
+            if a.ndim == 2 and a.dtype == numpy.int64:  # the workspace; rows 15-17 are rq[0:3] (kernel._replica)
+                a[...] = 0
+                a[15], a[16], a[17] = self.run, 1000, kernel.NONE
+            return a
+
+    differ = 0
+    chosen = runs[:: max(1, len(runs) // every)]
+    try:
+        for run in chosen:
+            kernel.np = Poisoned(run)
+            differ += bits()[0] != clean
+    finally:
+        kernel.np = numpy
+    return int(stats[0, STAT_PREEMPTIONS]), len(chosen), differ
+
+
+def test_a_replica_reads_no_workspace_state_it_did_not_write():
+    """The workspace is reused replica after replica and starts uninitialized (np.empty): poisoned as a replica that
+    ran before could leave it, it must give the clean bits. The tail's reuse of a dropped request's blocks once
+    read its free-queue rows without checking that the request was dropped in this replica; with that bug 7 of
+    these 21 poisoned runs differed (the sweep's one-worker run had caught it as a rare coincidence)."""
+    import os
+    import subprocess
+    import sys
+
+    code = "from tests.rlsim.test_fast_thrash import poisoned_workspace_runs\nprint(*poisoned_workspace_runs())\n"
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "RLSIM_KERNEL": "jit"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=SCENARIOS.parent)
+    assert run.returncode == 0, run.stderr[-2000:]
+    preemptions, poisoned, differ = map(int, run.stdout.split()[-3:])
+    assert preemptions > 2 * 512 and poisoned >= 20
+    assert differ == 0, f"{differ} of {poisoned} poisoned runs differ from the clean one"
 
 
 def test_fast_is_exact_while_the_engine_never_preempts():
