@@ -409,6 +409,17 @@ def _publish(j, g, prompt_j, bs, sh, shared, grp_tok, grp_ref, rq):
 
 
 @_inlined
+def _hold_group_prompt(j, g, held, prompt_j, bs, sh, shared, grp_tok, grp_ref, rq):
+    """Admitted request j references its group's cached prompt, ``held`` tokens of it; with none held (and a
+    group), its own full prompt blocks become the group's (:func:`_publish`)."""
+    if held > 0:
+        grp_ref[g] += 1
+        shared[j] = held
+    elif g >= 0:
+        _publish(j, g, prompt_j, bs, sh, shared, grp_tok, grp_ref, rq)
+
+
+@_inlined
 def _release(j, tokens, bs, sh, shared, group, grp_tok, grp_ref, preempted, rq):
     """Blocks freed when request ``j`` holding ``tokens`` KV tokens leaves the running set: its own blocks, and its
     group's shared prompt blocks when it was their last holder. They join the free queue's tail (``rq``: see
@@ -846,12 +857,8 @@ def _replica(
                 q_head = q_head + 1 if q_head + 1 < n else 0
                 q_len -= 1
                 used += own
-                if hit > 0:
-                    grp_ref[g] += 1
-                    shared[j] = hit
-                    cache_hit += hit
-                elif g >= 0:  # the first of its group: its full prompt blocks become the group's
-                    _publish(j, g, prompt[j], bs, sh, shared, grp_tok, grp_ref, rq)
+                _hold_group_prompt(j, g, hit, prompt[j], bs, sh, shared, grp_tok, grp_ref, rq)
+                cache_hit += hit
                 if was_preempted[j]:
                     recomputed += c - hit
                     was_preempted[j] = False
@@ -952,11 +959,7 @@ def _replica(
                         q_head = q_head + 1 if q_head + 1 < n else 0
                         q_len -= 1
                         used += own
-                        if held > 0:
-                            grp_ref[g] += 1
-                            shared[j] = held
-                        elif g >= 0:
-                            _publish(j, g, prompt[j], bs, sh, shared, grp_tok, grp_ref, rq)
+                        _hold_group_prompt(j, g, held, prompt[j], bs, sh, shared, grp_tok, grp_ref, rq)
                         running += 1
                         b += 1
                         running_flag[j] = True
