@@ -565,7 +565,9 @@ def _reserve(bs, sh, b, first, adm, c, left):
     with no finish counted: the ``b`` decoders, the ``adm`` requests admitted earlier in this step, and a request
     admitted now with context ``c`` and ``left`` tokens to generate. The younger requests a thrash would admit and
     preempt again within that time stay in the hosted tail instead. With no decoder (b = 0, no finish ahead) the
-    margin is RESERVE_ITERATIONS' growth of those admitted."""
+    margin is RESERVE_ITERATIONS' growth of those admitted. (Used where the fast model admits by a step's own
+    admission round: with no decoder running, or a prefill under way; otherwise the decode loop moves the hosted
+    front into the core, with the same margin counted by block phase.)"""
     h = first if b > 0 and first > RESERVE_ITERATIONS else RESERVE_ITERATIONS
     m = h if h < left else left
     return _bceil(b * h, bs, sh) + adm * (_bdiv(h, bs, sh) + 1) + _bceil(c + m, bs, sh) - _bceil(c, bs, sh)
