@@ -169,13 +169,9 @@ def test_fast_replicas_in_one_call_give_the_bits_of_each_alone(monkeypatch):
         assert stats[1].tobytes() == want_stats[0].tobytes()
 
 
-def poisoned_workspace_runs(every: int = 20) -> tuple[int, int, int]:
-    """In this process (the kernel as Python: NUMBA_DISABLE_JIT=1 before numba is imported), one replica of 512
-    thrashing requests with the fast model, clean and then with its int64 workspace poisoned the way a replica that
-    ran before leaves it: every request's free-queue rows saying it was dropped from the tail in a run numbered as
-    one of this run's own, with blocks to give back. Returns (preemptions, runs poisoned, runs whose bits differ
-    from the clean one's)."""
-    from rlsim.engine import kernel
+def _thrashing_replica(rules: replica.SchedulerRules):
+    """One replica of 512 paper-like requests (groups of 8) in an eighth of the paper engine's KV cache: a function
+    giving its (finish times and stats as bytes, stats)."""
     from rlsim.run.costs import RooflineCostModel
 
     s = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
@@ -184,7 +180,6 @@ def poisoned_workspace_runs(every: int = 20) -> tuple[int, int, int]:
     n = 512
     prompt = np.repeat(rng.integers(100, 1000, n // 8), 8)
     response = np.clip(rng.lognormal(np.log(4000) - 0.32, 0.8, n), 1, 16384).astype(np.int64)
-    rules = replica.SchedulerRules(chunked_prefill=True, max_num_batched_tokens=8192, fast_thrash=True)
     args = (prompt, response, np.array([0, n]), 512, s.kv_capacity_tokens // 8)
     coefficients = (cost.decode_coefficients(), cost.prefill_coefficients(), rules)
 
@@ -193,6 +188,50 @@ def poisoned_workspace_runs(every: int = 20) -> tuple[int, int, int]:
         finish, stats = replica.simulate_replicas(*args, *coefficients, numbered=numbered)
         return finish.tobytes() + stats.tobytes(), stats
 
+    return bits
+
+
+def _poisoned(bits, fills) -> int:
+    """How many of the runs whose scratch arrays (numpy.empty in the kernel, run as Python) ``fill(array)``
+    poisons differ from the clean run's bits."""
+    from rlsim.engine import kernel
+
+    clean = bits()[0]
+    numpy = kernel.np
+
+    class Poisoned:
+        def __init__(self, fill):
+            self.fill = fill
+
+        def __getattr__(self, name):
+            return getattr(numpy, name)
+
+        def empty(self, shape, dtype=float):
+            a = numpy.empty(shape, dtype=dtype)
+            self.fill(a)
+            return a
+
+    differ = 0
+    try:
+        for fill in fills:
+            kernel.np = Poisoned(fill)
+            differ += bits()[0] != clean
+    finally:
+        kernel.np = numpy
+    return differ
+
+
+def poisoned_workspace_runs(every: int = 20) -> tuple[int, int, int]:
+    """In this process (the kernel as Python: NUMBA_DISABLE_JIT=1 before numba is imported), a thrashing replica
+    with the fast model, clean and then with its int64 workspace poisoned the way a replica that ran before leaves
+    it: every request's free-queue rows saying it was dropped from the tail in a run numbered as one of this run's
+    own, with blocks to give back. Returns (preemptions, runs poisoned, runs whose bits differ from the clean
+    one's)."""
+    from rlsim.engine import kernel
+
+    bits = _thrashing_replica(
+        replica.SchedulerRules(chunked_prefill=True, max_num_batched_tokens=8192, fast_thrash=True)
+    )
     runs = []  # the runs (their first iteration) in which the tail hosted a request anew
     host_tail = kernel._host_tail
 
@@ -203,33 +242,55 @@ def poisoned_workspace_runs(every: int = 20) -> tuple[int, int, int]:
         return out
 
     kernel._host_tail = spy
-    clean, stats = bits()
+    stats = bits()[1]
     kernel._host_tail = host_tail
-    numpy = kernel.np
 
-    class Poisoned:
-        def __init__(self, run: int):
-            self.run = run
-
-        def __getattr__(self, name):
-            return getattr(numpy, name)
-
-        def empty(self, shape, dtype=float):
-            a = numpy.empty(shape, dtype=dtype)
-            if a.ndim == 2 and a.dtype == numpy.int64:  # the workspace; rows 15-17 are rq[0:3] (kernel._replica)
+    def dropped_in(run: int):
+        def fill(a):
+            if a.ndim == 2 and a.dtype == np.int64:  # the workspace; rows 15-17 are rq[0:3] (kernel._replica)
                 a[...] = 0
-                a[15], a[16], a[17] = self.run, 1000, kernel.NONE
-            return a
+                a[15], a[16], a[17] = run, 1000, kernel.NONE
 
-    differ = 0
+        return fill
+
     chosen = runs[:: max(1, len(runs) // every)]
-    try:
-        for run in chosen:
-            kernel.np = Poisoned(run)
-            differ += bits()[0] != clean
-    finally:
-        kernel.np = numpy
-    return int(stats[0, STAT_PREEMPTIONS]), len(chosen), differ
+    return int(stats[0, STAT_PREEMPTIONS]), len(chosen), _poisoned(bits, [dropped_in(r) for r in chosen])
+
+
+def randomly_poisoned_runs(seeds: int = 4) -> list[tuple[int, int]]:
+    """The same replica under each model (fast, exact) and admission (chunked, legacy rounds), its int64 and bool
+    scratch arrays filled with random values: (preemptions, runs whose bits differ) per rule set."""
+    out = []
+    for fast, chunked in ((True, True), (False, True), (False, False)):
+        rules = replica.SchedulerRules(chunked_prefill=chunked, max_num_batched_tokens=8192, fast_thrash=fast)
+        bits = _thrashing_replica(rules)
+
+        def noise(seed: int):
+            rng = np.random.default_rng(seed)
+
+            def fill(a):
+                if a.dtype == np.int64:
+                    a[...] = rng.integers(-5, 40_000, a.shape)
+                elif a.dtype == np.bool_:
+                    a[...] = rng.random(a.shape) < 0.5
+
+            return fill
+
+        out.append((int(bits()[1][0, STAT_PREEMPTIONS]), _poisoned(bits, [noise(k) for k in range(seeds)])))
+    return out
+
+
+def _in_python(call: str) -> str:
+    """stdout of ``print(call)`` in a fresh process running the kernel as Python (NUMBA_DISABLE_JIT=1)."""
+    import os
+    import subprocess
+    import sys
+
+    code = f"from tests.rlsim.test_fast_thrash import *\nprint({call})\n"
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "RLSIM_KERNEL": "jit"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=SCENARIOS.parent)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout.strip().splitlines()[-1]
 
 
 def test_a_replica_reads_no_workspace_state_it_did_not_write():
@@ -237,17 +298,20 @@ def test_a_replica_reads_no_workspace_state_it_did_not_write():
     ran before could leave it, it must give the clean bits. The tail's reuse of a dropped request's blocks once
     read its free-queue rows without checking that the request was dropped in this replica; with that bug 7 of
     these 21 poisoned runs differed (the sweep's one-worker run had caught it as a rare coincidence)."""
-    import os
-    import subprocess
-    import sys
-
-    code = "from tests.rlsim.test_fast_thrash import poisoned_workspace_runs\nprint(*poisoned_workspace_runs())\n"
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1", "RLSIM_KERNEL": "jit"}
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=SCENARIOS.parent)
-    assert run.returncode == 0, run.stderr[-2000:]
-    preemptions, poisoned, differ = map(int, run.stdout.split()[-3:])
+    preemptions, poisoned, differ = map(int, _in_python("*poisoned_workspace_runs()").split())
     assert preemptions > 2 * 512 and poisoned >= 20
     assert differ == 0, f"{differ} of {poisoned} poisoned runs differ from the clean one"
+
+
+def test_no_rule_set_reads_scratch_memory_it_did_not_write():
+    """Every scratch array filled with random values, under the fast and the exact model and the legacy rounds: the
+    clean bits each time (a read of a value left by an earlier replica, or by whatever np.empty returned, would
+    show here)."""
+    import ast
+
+    results = ast.literal_eval(_in_python("randomly_poisoned_runs()"))
+    assert len(results) == 3 and all(preemptions > 512 for preemptions, _ in results)
+    assert [differ for _, differ in results] == [0, 0, 0]
 
 
 def test_fast_is_exact_while_the_engine_never_preempts():
