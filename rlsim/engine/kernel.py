@@ -706,6 +706,7 @@ def _finish_due(
 
 
 WORK_ROWS = 22  # int64 rows of a replica's workspace (see _replica)
+RQ_ROW = 15  # its first of the six rows of the free queue's positions (rq, see _lookup)
 
 
 @_inlined
@@ -811,7 +812,7 @@ def _replica(
     nxt = iw[12, :n]
     prv = iw[13, :n]
     fkey = iw[14, :n]  # a decoder's finish iteration (NONE: not decoding)
-    rq = iw[15:21, :]  # the free queue's positions (see _lookup)
+    rq = iw[RQ_ROW : RQ_ROW + 6, :]  # the free queue's positions (see _lookup)
     rq[5, 0] = cap
     for g in range(max(n_groups, 1)):
         rq[4, g] = 0

@@ -247,9 +247,10 @@ def poisoned_workspace_runs(every: int = 20) -> tuple[int, int, int]:
 
     def dropped_in(run: int):
         def fill(a):
-            if a.ndim == 2 and a.dtype == np.int64:  # the workspace; rows 15-17 are rq[0:3] (kernel._replica)
+            if a.ndim == 2 and a.dtype == np.int64:  # the workspace (kernel._replica's iw)
                 a[...] = 0
-                a[15], a[16], a[17] = run, 1000, kernel.NONE
+                r = kernel.RQ_ROW
+                a[r], a[r + 1], a[r + 2] = run, 1000, kernel.NONE  # rq[0:3]: dropped in `run`, 1,000 blocks kept
 
         return fill
 
