@@ -999,13 +999,8 @@ def _replica(
                         hit, held, gpart = _lookup(
                             j, c, group[j], reuse, bs, sh, cap, used + cnt[ph], grp_tok, was_preempted, rq
                         )
-                        margin = 0
-                        if thrash:
-                            if hosted[j]:
-                                hit = c - 1  # decoding in the tail until now: nothing to recompute
-                            margin = _reserve(bs, sh, b, first - cur_iter - 1, 0, c, response[j] - generated[j])
                         chunk = min(c - hit, budget - b)
-                        if cap - used - cnt[ph] - wm - margin >= _bceil(hit + chunk, bs, sh) - _bdiv(held, bs, sh):
+                        if cap - used - cnt[ph] - wm >= _bceil(hit + chunk, bs, sh) - _bdiv(held, bs, sh):
                             admit = True
                             break
                     steps, taken, dt = _decode_run(
