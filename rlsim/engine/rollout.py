@@ -8,6 +8,7 @@ rollout time without being modelled separately.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -80,14 +81,16 @@ def launch_rollouts(
     prefill: PrefillCoefficients,
     overhead_s: Sequence[float],
     rules: SchedulerRules | None = None,
-) -> PendingRollouts:
+    memo: RolloutMemo | None = None,
+) -> PendingRollouts | _Answered:
     """:func:`simulate_rollout` of several steps (their prompt and response lengths, and each one's dispatch
     overhead) in one compiled call, started on the pool's threads (rlsim.engine.replica.launch_replicas) so that the
     caller can do other work (rlsim.run.pipeline: the steps before these) until it asks for the result. Every replica
     of every step is independent (each starts empty), so the results are the bits of one call per step, and the
     replicas of many small steps fill the cores together where one small step would run on one. The first step
     that cannot run raises, as it would alone (inputs that are wrong whatever the replica, now; the others by
-    :meth:`PendingRollouts.result`)."""
+    :meth:`PendingRollouts.result`). With a ``memo``, a call whose inputs equal an earlier one's that it kept gets
+    that call's results, and this call's are kept in it."""
     arrays = []
     for prompt_tokens, response_tokens in steps:
         n = len(response_tokens)
@@ -99,6 +102,13 @@ def launch_rollouts(
         arrays.append((prompt, response))
     if len(overhead_s) != len(arrays):
         raise ValueError(f"{len(overhead_s)} overheads for {len(arrays)} steps: give one per step")
+    key = None
+    if memo is not None:
+        engine = (group_size, replicas, max_num_seqs, kv_capacity_tokens, decode, prefill, overhead_s, rules)
+        key = memo.key(arrays, engine)
+        kept = memo.get(key, arrays)
+        if kept is not None:
+            return _Answered(kept)
     total = sum(len(r) for _, r in arrays)
     # each replica's requests in arrival order, its groups numbered from 0 (one compiled pass per step:
     # rlsim.engine.kernel), the steps' replicas one after another
@@ -136,7 +146,8 @@ def launch_rollouts(
         rules,
         numbered=(dealt[2], n_groups, bad_group),
     )
-    return PendingRollouts(run, dealt, bounds, replicas, overhead_s)
+    pending = PendingRollouts(run, dealt, bounds, replicas, overhead_s)
+    return pending if memo is None else _Remembered(pending, memo, key, arrays)
 
 
 @dataclass(frozen=True)
@@ -192,3 +203,91 @@ def _results(
             )
         )
     return out
+
+
+def _fingerprint(a: np.ndarray) -> int:
+    """A 64-bit digest of an int64 array's values (a weighted sum, wrapping): equal arrays give equal ones."""
+    global _WEIGHTS
+    n = a.shape[0]
+    if _WEIGHTS.shape[0] < n:
+        _WEIGHTS = np.random.default_rng(20261204).integers(1, 1 << 63, 2 * n, dtype=np.uint64) | np.uint64(1)
+    return int(_WEIGHTS[:n] @ a.view(np.uint64))
+
+
+_WEIGHTS = np.zeros(0, dtype=np.uint64)
+
+
+class RolloutMemo:
+    """The results of :func:`launch_rollouts` calls kept by their inputs, for the calls of one task that many
+    configurations share (rlsim.plan: the same engine on the same GPUs under another schedule, placement or
+    trainer): a call whose inputs equal a kept call's gets its results without a simulation. A fingerprint of
+    the lengths finds the candidate and the lengths themselves are compared, so a hit is an equal call. It
+    keeps copies of at most ``max_bytes`` of lengths, the least recently used dropped first; ``calls`` and
+    ``hits`` count what it saw."""
+
+    def __init__(self, max_bytes: int = 64 << 20) -> None:
+        self.max_bytes = max_bytes
+        self.calls = 0
+        self.hits = 0
+        self._kept: OrderedDict[tuple, tuple[list[np.ndarray], list[RolloutResult]]] = OrderedDict()
+        self._bytes = 0
+
+    def key(self, arrays: list[tuple[np.ndarray, np.ndarray]], engine: tuple) -> tuple:
+        """The lookup key of a call: its scalar inputs and each step's size and length fingerprints."""
+        group_size, replicas, max_num_seqs, kv, decode, prefill, overhead_s, rules = engine
+        coefficients = tuple(
+            a.tobytes() if isinstance(a, np.ndarray) else a
+            for a in (decode.mem_intercept_s, decode.mem_slope_s_per_token, decode.compute_intercept_s,
+                      decode.compute_slope_s_per_token, decode.overhead_s, decode.floor_s)
+        )  # fmt: skip
+        steps = tuple((r.shape[0], _fingerprint(p), _fingerprint(r)) for p, r in arrays)
+        scalars = (group_size, replicas, max_num_seqs, kv, prefill, tuple(overhead_s), rules)
+        return (*scalars, coefficients, steps)
+
+    def get(self, key: tuple, arrays: list[tuple[np.ndarray, np.ndarray]]) -> list[RolloutResult] | None:
+        self.calls += 1
+        kept = self._kept.get(key)
+        if kept is None or not all(np.array_equal(a, b) for a, b in zip(kept[0], (x for pr in arrays for x in pr))):
+            return None
+        self._kept.move_to_end(key)
+        self.hits += 1
+        return kept[1]
+
+    def put(self, key: tuple, arrays: list[tuple[np.ndarray, np.ndarray]], results: list[RolloutResult]) -> None:
+        copies = [x.copy() for pr in arrays for x in pr]
+        size = sum(c.nbytes for c in copies)
+        if size > self.max_bytes:
+            return
+        old = self._kept.pop(key, None)
+        if old is not None:
+            self._bytes -= sum(c.nbytes for c in old[0])
+        self._kept[key] = (copies, results)
+        self._bytes += size
+        while self._bytes > self.max_bytes:
+            _, (dropped, _) = self._kept.popitem(last=False)
+            self._bytes -= sum(c.nbytes for c in dropped)
+
+
+@dataclass(frozen=True)
+class _Answered:
+    """A call the memo answered: its results, as :meth:`PendingRollouts.result` gives them."""
+
+    results: list[RolloutResult]
+
+    def result(self) -> list[RolloutResult]:
+        return self.results
+
+
+@dataclass(frozen=True)
+class _Remembered:
+    """A call under way whose results, once they come, the memo keeps."""
+
+    pending: PendingRollouts
+    memo: RolloutMemo
+    key: tuple
+    arrays: list[tuple[np.ndarray, np.ndarray]]
+
+    def result(self) -> list[RolloutResult]:
+        out = self.pending.result()
+        self.memo.put(self.key, self.arrays, out)
+        return out

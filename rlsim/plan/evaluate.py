@@ -18,12 +18,15 @@ its row says why and nothing is simulated for it.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlsim.errors import RlsimError
 from rlsim.run.profile import profile_from_dict
 from rlsim.run.result import SimResult
 from rlsim.scenario import Scenario
+
+if TYPE_CHECKING:
+    from rlsim.run.timeline import Timelines
 
 SCREEN_STEPS = 2  # steady-state steps per screened group (sync: every step; async k: steps k+1..N-k)
 ROW_KEYS = (
@@ -72,9 +75,29 @@ def result_row(result: SimResult) -> dict[str, Any]:
     return row
 
 
-def evaluate_group(task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], dict | None, list[str]]) -> list:
+def evaluate_groups(
+    task: tuple[dict[str, Any], list[list[tuple[int, dict[str, Any]]]], dict | None, list[str]],
+) -> list:
+    """Screen groups that share their workload, engine and rollout GPUs (rlsim.plan.search puts them in one task):
+    ``(base scenario dict, [[(index, overrides)] per group], profile dict, explicit keys)`` -> each group's rows
+    as :func:`evaluate_group` gives them, the groups' runs sharing their sampled lengths and equal rollouts
+    (rlsim.run.pipeline.Reuse: a sync and an async schedule draw the same first batch, colocated and separate
+    pools with as many rollout GPUs roll it out alike)."""
+    from rlsim.run.pipeline import Reuse
+    from rlsim.run.timeline import Timelines
+
+    base, groups, profile_dict, explicit = task
+    reuse = Reuse()
+    return [row for items in groups for row in evaluate_group((base, items, profile_dict, explicit), Timelines(reuse))]
+
+
+def evaluate_group(
+    task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], dict | None, list[str]],
+    timelines: Timelines | None = None,
+) -> list:
     """Screen one group: ``(base scenario dict, [(index, overrides)], profile dict, explicit keys)`` -> one
-    ``(index, row)`` per configuration (``row["status"]`` ok or pruned, ``row["reason"]`` when pruned)."""
+    ``(index, row)`` per configuration (``row["status"]`` ok or pruned, ``row["reason"]`` when pruned). The
+    group's learning variants share one short timeline, in ``timelines`` if given."""
     from rlsim.run.simulation import configure, predict
     from rlsim.run.timeline import Timelines
     from rlsim.scenario.build import with_learning
@@ -98,7 +121,7 @@ def evaluate_group(task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]],
             continue
         short = dataclasses.replace(scn.run, steps=screen_steps(scn), until_target=False)
         valid.append((index, dataclasses.replace(scn, run=short)))
-    timelines = Timelines()  # the group's learning variants share one short timeline
+    timelines = timelines if timelines is not None else Timelines()
     for index, scn in valid:
         try:
             result = predict(scn, profile, timelines=timelines)

@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from rlsim.errors import RlsimError, ScenarioError
-from rlsim.plan.evaluate import evaluate_full, evaluate_group
+from rlsim.plan.evaluate import evaluate_full, evaluate_groups
 from rlsim.plan.space import Config, Space, baseline_config, build_space, configurations
 from rlsim.run.profile import Profile
 from rlsim.scenario import Scenario
@@ -95,6 +95,29 @@ def _group(configs: list[Config]) -> list[list[int]]:
     for i, c in enumerate(configs):
         groups.setdefault(c.systems_key(), []).append(i)
     return list(groups.values())
+
+
+# overrides that leave a configuration's sampled lengths and rollout as they are, but for the GPUs it rolls out on
+_NOT_ROLLOUT = ("hardware.num_gpus", "hardware.placement", "hardware.rollout_gpus", "hardware.train_gpus")
+_NOT_ROLLOUT_SECTIONS = ("learning.", "schedule.", "weight_sync.", "training.", "trainer.")
+
+
+def _rollout_key(overrides: dict[str, Any]) -> tuple:
+    """The groups of one task (:func:`rlsim.plan.evaluate.evaluate_groups`): those likely to draw the same lengths
+    and roll them out alike, i.e. every override but the schedule, trainer and pool split, with the GPUs the
+    rollout runs on (all of them colocated). A miss here costs speed only: the rollouts are matched by their
+    inputs (rlsim.engine.rollout.RolloutMemo)."""
+    kept = tuple(
+        sorted(
+            (k, repr(v))
+            for k, v in overrides.items()
+            if k not in _NOT_ROLLOUT and not k.startswith(_NOT_ROLLOUT_SECTIONS)
+        )
+    )
+    colocated = overrides.get("hardware.placement") == "colocated"
+    rollout_gpus = overrides.get("hardware.rollout_gpus")
+    gpus = overrides.get("hardware.num_gpus") if colocated or rollout_gpus is None else rollout_gpus
+    return (*kept, ("rollout GPUs", repr(gpus)))
 
 
 def _group_cost(overrides: dict[str, Any]) -> float:
@@ -259,16 +282,22 @@ class _Runner:
     screen_thrash: str = "fast"
 
     def screen(self, configs: list[Config], progress: Callable[..., None] | None) -> dict[int, dict[str, Any]]:
-        """Every configuration screened, a group per task, the longest first (about P x G x its steps), with the
-        screen's thrash model (a configuration's own engine.thrash_model override wins)."""
+        """Every configuration screened with the screen's thrash model (a configuration's own
+        engine.thrash_model override wins): a task per set of groups that roll out alike (:func:`_rollout_key`),
+        the longest first (about P x G x its steps, summed)."""
         from rlsim.answers.sweep import run_tasks
 
-        groups = _group(configs)
+        buckets: dict[tuple, list[list[int]]] = {}
+        for g in _group(configs):
+            buckets.setdefault(_rollout_key(configs[g[0]].overrides), []).append(g)
         base = {**self.base, "engine": {**self.base.get("engine", {}), "thrash_model": self.screen_thrash}}
-        tasks = [(base, [(i, configs[i].overrides) for i in g], self.prof, self.explicit) for g in groups]
-        costs = [_group_cost(configs[g[0]].overrides) for g in groups]
+        tasks, costs, sizes = [], [], []
+        for groups in buckets.values():
+            tasks.append((base, [[(i, configs[i].overrides) for i in g] for g in groups], self.prof, self.explicit))
+            costs.append(sum(_group_cost(configs[g[0]].overrides) for g in groups))
+            sizes.append(sum(len(g) for g in groups))
         run = (self.executor, self.address, self.workers)
-        outputs = run_tasks(evaluate_group, tasks, *run, progress, costs, cores_per_worker=SCREEN_CORES)
+        outputs = run_tasks(evaluate_groups, tasks, *run, progress, costs, sizes, cores_per_worker=SCREEN_CORES)
         return {index: row for out in outputs for index, row in out}
 
     def finalists(

@@ -16,6 +16,7 @@ training of step n). A step ends when its weight sync ends; its step time is the
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -23,7 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import simpy
 
-from rlsim.engine.rollout import RolloutResult, launch_rollouts
+from rlsim.engine.rollout import RolloutMemo, RolloutResult, launch_rollouts
 from rlsim.errors import RlsimError
 from rlsim.host import threads
 from rlsim.io.records import RunLogRecord, run_log_record
@@ -41,10 +42,40 @@ from rlsim.run.pools import (
     add_utilization,
 )
 from rlsim.scenario import Scenario
+from rlsim.scenario.sections import Workload
 from rlsim.workload.lengths import progress, sample_step
 from rlsim.workload.lr_rules import lr_for_batch
 
 CHUNK_REQUESTS = 1 << 16  # requests simulated in one compiled call (several steps when they are small)
+KEPT_DRAWS = 32  # steps' sampled lengths a Reuse keeps (a task's runs draw the same few steps)
+
+
+class Reuse:
+    """What the pipeline runs of one task share (rlsim.plan's screen: the configurations of one workload on one
+    engine and GPUs, schedules, placements and trainers apart): a step's sampled lengths by the generator's
+    state before the draw and the workload (then the generator is set to the state after it), and rollouts by
+    their inputs (rlsim.engine.rollout.RolloutMemo). A run gives the same bits with or without it. Kept lengths
+    are read-only: a run never writes them."""
+
+    def __init__(self) -> None:
+        self.rollouts = RolloutMemo()
+        self._draws: OrderedDict[tuple, tuple[np.ndarray, np.ndarray, dict]] = OrderedDict()
+
+    def sample_step(self, w: Workload, rng: np.random.Generator, cumulative_samples: float):
+        """rlsim.workload.lengths.sample_step, from the kept draws when it is one of them."""
+        state = rng.bit_generator.state
+        key = (w, cumulative_samples, repr(state))
+        kept = self._draws.get(key)
+        if kept is not None:
+            self._draws.move_to_end(key)
+            rng.bit_generator.state = kept[2]
+            return kept[0], kept[1]
+        prompts, responses = sample_step(w, rng, cumulative_samples)
+        prompts.flags.writeable = responses.flags.writeable = False
+        self._draws[key] = (prompts, responses, rng.bit_generator.state)
+        if len(self._draws) > KEPT_DRAWS:
+            self._draws.popitem(last=False)
+        return prompts, responses
 
 
 @dataclass
@@ -94,6 +125,7 @@ class _State:
     engine_pause_s: float = 0.0  # in-flight weight updates not yet paid by the engines
     progress: Callable[[int], None] | None = None
     run_id: str = ""
+    reuse: Reuse | None = None
 
     def span(self, phase: Phase, step: int, track: str, start: float, duration_s: float) -> float:
         """Record a finished phase; returns its duration as computed (not as a difference of clock readings)."""
@@ -101,21 +133,25 @@ class _State:
         return duration_s
 
 
-def _round(s: Scenario, rng: np.random.Generator, cumulative_samples: float) -> tuple[np.ndarray, np.ndarray]:
+def _round(
+    s: Scenario, rng: np.random.Generator, cumulative_samples: float, reuse: Reuse | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """One generation call's prompt and response lengths (responses padded to the call's longest under static
-    batching): a step's P x G, or under dynamic sampling the round's batch_multiplier x P prompts, G each."""
+    batching): a step's P x G, or under dynamic sampling the round's batch_multiplier x P prompts, G each; drawn
+    again or found in ``reuse``."""
     w = s.workload
     ds = s.algorithm.dynamic_sampling
     if ds is not None and ds.prompts_per_call(w.prompts_per_step) != w.prompts_per_step:
         w = dataclasses.replace(w, prompts_per_step=ds.prompts_per_call(w.prompts_per_step))
-    prompts, responses = sample_step(w, rng, cumulative_samples)
+    draw = reuse.sample_step if reuse is not None else sample_step
+    prompts, responses = draw(w, rng, cumulative_samples)
     if s.engine.static_batching:  # every response runs (and is padded) to the call's longest
         responses = np.full_like(responses, responses.max())
     return prompts, responses
 
 
 def step_requests(
-    s: Scenario, rng: np.random.Generator
+    s: Scenario, rng: np.random.Generator, reuse: Reuse | None = None
 ) -> Iterator[tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]], int]]:
     """Steps 1, 2, ... of a run as its kernel calls see them, drawn in step order from ``rng`` (the run's
     generator): each step's prompt and response lengths of the samples it trains on, the generation calls its
@@ -135,7 +171,7 @@ def step_requests(
     n = 0
     while True:
         n += 1
-        calls = [_round(s, rng, progress(s.workload, s.learning, n - 1)) for _ in range(rounds)]
+        calls = [_round(s, rng, progress(s.workload, s.learning, n - 1), reuse) for _ in range(rounds)]
         prompts, responses = (np.concatenate(x)[:batch] for x in zip(*calls))
         if not streaming:
             yield prompts, responses, calls, 1
@@ -185,7 +221,7 @@ def _generations(st: _State):
     streaming = k > 0 and s.schedule.streaming
     decode, prefill = st.cost.decode_coefficients(), st.cost.prefill_coefficients()
     per_chunk = max(1, CHUNK_REQUESTS // (s.generated_per_step * (k + 1 if streaming else 1)))
-    drawn = step_requests(s, st.rng)
+    drawn = step_requests(s, st.rng, st.reuse)
 
     def launch(count: int):  # the next count steps (chunks are launched in order)
         sampled, requests, overheads, held, calls, scored = [], [], [], [], [], []
@@ -212,6 +248,7 @@ def _generations(st: _State):
             prefill,
             [0.0] * len(requests) if streaming else call_overheads,
             s.scheduler_rules,
+            st.reuse.rollouts if st.reuse is not None else None,
         )
         return sampled, overheads, held, calls, scored, pending
 
@@ -464,9 +501,13 @@ def _record(st: _State, b: _Batch, timing: dict[str, float], end_s: float) -> di
 
 
 def run_pipeline(
-    scenario: Scenario, cost: CostModel | None = None, progress: Callable[[int], None] | None = None
+    scenario: Scenario,
+    cost: CostModel | None = None,
+    progress: Callable[[int], None] | None = None,
+    reuse: Reuse | None = None,
 ) -> tuple[list[RunLogRecord], list[Span]]:
-    """Simulate ``scenario.run.steps`` steps; return the per-step records and the timeline spans."""
+    """Simulate ``scenario.run.steps`` steps; return the per-step records and the timeline spans (the same with a
+    ``reuse`` shared with other runs, found there where they draw the same lengths or roll out alike)."""
     cost = cost or RooflineCostModel.from_scenario(scenario)
     threads.thread_count()  # a bad RLSIM_THREADS is refused before anything runs, whatever the step size
     env = simpy.Environment()
@@ -490,6 +531,7 @@ def run_pipeline(
         reward_pool=simpy.Resource(env, capacity=1) if scenario.reward.num_gpus else None,
         progress=progress,
         run_id=f"sim-{scenario.digest()}",
+        reuse=reuse,
     )
     st.version_changed = env.event()
     env.process(_rollout(env, st))

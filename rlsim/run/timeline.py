@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from rlsim.io.records import RunLogRecord
 from rlsim.run.costs import RooflineCostModel
-from rlsim.run.pipeline import run_pipeline
+from rlsim.run.pipeline import Reuse, run_pipeline
 from rlsim.run.pools import Span, add_utilization
 from rlsim.scenario import Run, Scenario
 
@@ -76,11 +76,13 @@ class Timeline:
 
 
 class Timelines:
-    """The timelines one command has simulated, by :func:`systems_key`; ``simulated`` counts pipeline runs."""
+    """The timelines one command has simulated, by :func:`systems_key`; ``simulated`` counts pipeline runs. With a
+    ``reuse`` (rlsim.run.pipeline.Reuse) its runs share their sampled lengths and equal rollouts."""
 
-    def __init__(self) -> None:
+    def __init__(self, reuse: Reuse | None = None) -> None:
         self._store: dict[tuple, Timeline] = {}
         self.simulated = 0
+        self.reuse = reuse
 
     def get(self, scn: Scenario, progress: Callable[[int], None] | None = None) -> Timeline:
         """The timeline of ``scn.run.steps`` steps of ``scn`` (under its ``costs``): from the cache when it holds
@@ -91,7 +93,7 @@ class Timelines:
         if have is not None:
             return have.first(scn, steps)
         key = systems_key(scn)
-        records, spans = run_pipeline(scn, RooflineCostModel(scn), progress)
+        records, spans = run_pipeline(scn, RooflineCostModel(scn), progress, self.reuse)
         self.simulated += 1
         made = Timeline(records, spans)
         if key not in self._store or steps > len(self._store[key].records):
