@@ -26,6 +26,7 @@ from rlsim.run.result import SimResult
 from rlsim.scenario import Scenario
 
 if TYPE_CHECKING:
+    from rlsim.run.pipeline import Reuse
     from rlsim.run.timeline import Timelines
 
 SCREEN_STEPS = 2  # steady-state steps per screened group (sync: every step; async k: steps k+1..N-k)
@@ -76,19 +77,37 @@ def result_row(result: SimResult) -> dict[str, Any]:
 
 
 def evaluate_groups(
-    task: tuple[dict[str, Any], list[list[tuple[int, dict[str, Any]]]], dict | None, list[str]],
+    task: tuple[dict[str, Any], list[list[tuple[int, dict[str, Any]]]], dict | None, list[str], str],
 ) -> list:
     """Screen groups that share their workload, engine and rollout GPUs (rlsim.plan.search puts them in one task):
-    ``(base scenario dict, [[(index, overrides)] per group], profile dict, explicit keys)`` -> each group's rows
-    as :func:`evaluate_group` gives them, the groups' runs sharing their sampled lengths and equal rollouts
-    (rlsim.run.pipeline.Reuse: a sync and an async schedule draw the same first batch, colocated and separate
-    pools with as many rollout GPUs roll it out alike)."""
-    from rlsim.run.pipeline import Reuse
+    ``(base scenario dict, [[(index, overrides)] per group], profile dict, explicit keys, plan key)`` -> each
+    group's rows as :func:`evaluate_group` gives them. The runs of every task of one plan (its ``plan key``) that
+    this process screens share a rlsim.run.pipeline.Reuse: sampled lengths (every configuration of a workload
+    draws the same) and equal rollouts (a sync and an async schedule start alike, colocated and separate pools
+    with as many rollout GPUs roll out alike). A task of another plan replaces it; :func:`forget_reuse` drops it."""
     from rlsim.run.timeline import Timelines
 
-    base, groups, profile_dict, explicit = task
-    reuse = Reuse()
+    base, groups, profile_dict, explicit, plan_key = task
+    reuse = _plan_reuse(plan_key)
     return [row for items in groups for row in evaluate_group((base, items, profile_dict, explicit), Timelines(reuse))]
+
+
+_REUSE: dict[str, Reuse] = {}  # the Reuse of the plan whose tasks this process screens (one plan at a time)
+
+
+def _plan_reuse(plan_key: str) -> Reuse:
+    from rlsim.run.pipeline import Reuse
+
+    reuse = _REUSE.get(plan_key)
+    if reuse is None:
+        _REUSE.clear()
+        reuse = _REUSE[plan_key] = Reuse()
+    return reuse
+
+
+def forget_reuse() -> None:
+    """Drop what this process kept for a plan's screen (up to ~100 MB of lengths and rollouts)."""
+    _REUSE.clear()
 
 
 def evaluate_group(

@@ -22,6 +22,8 @@ overrides and the profile, and rows are put back in configuration order.
 from __future__ import annotations
 
 import math
+import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +31,7 @@ from typing import Any
 import pandas as pd
 
 from rlsim.errors import RlsimError, ScenarioError
-from rlsim.plan.evaluate import evaluate_full, evaluate_groups
+from rlsim.plan.evaluate import evaluate_full, evaluate_groups, forget_reuse
 from rlsim.plan.space import Config, Space, baseline_config, build_space, configurations
 from rlsim.run.profile import Profile
 from rlsim.scenario import Scenario
@@ -287,17 +289,22 @@ class _Runner:
         the longest first (about P x G x its steps, summed)."""
         from rlsim.answers.sweep import run_tasks
 
+        plan_key = f"{os.getpid()}-{time.time_ns()}-{id(self)}"  # the screen's tasks share what a process keeps
         buckets: dict[tuple, list[list[int]]] = {}
         for g in _group(configs):
             buckets.setdefault(_rollout_key(configs[g[0]].overrides), []).append(g)
         base = {**self.base, "engine": {**self.base.get("engine", {}), "thrash_model": self.screen_thrash}}
         tasks, costs, sizes = [], [], []
         for groups in buckets.values():
-            tasks.append((base, [[(i, configs[i].overrides) for i in g] for g in groups], self.prof, self.explicit))
+            items = [[(i, configs[i].overrides) for i in g] for g in groups]
+            tasks.append((base, items, self.prof, self.explicit, plan_key))
             costs.append(sum(_group_cost(configs[g[0]].overrides) for g in groups))
             sizes.append(sum(len(g) for g in groups))
         run = (self.executor, self.address, self.workers)
-        outputs = run_tasks(evaluate_groups, tasks, *run, progress, costs, sizes, cores_per_worker=SCREEN_CORES)
+        try:
+            outputs = run_tasks(evaluate_groups, tasks, *run, progress, costs, sizes, cores_per_worker=SCREEN_CORES)
+        finally:
+            forget_reuse()  # what this process kept, when it screened in-process
         return {index: row for out in outputs for index, row in out}
 
     def finalists(
