@@ -218,12 +218,11 @@ _WEIGHTS = np.zeros(0, dtype=np.uint64)
 
 
 class RolloutMemo:
-    """The results of :func:`launch_rollouts` calls kept by their inputs, for the calls of one task that many
-    configurations share (rlsim.plan: the same engine on the same GPUs under another schedule, placement or
-    trainer): a call whose inputs equal a kept call's gets its results without a simulation. A fingerprint of
-    the lengths finds the candidate and the lengths themselves are compared, so a hit is an equal call. It
-    keeps copies of at most ``max_bytes`` of lengths, the least recently used dropped first; ``calls`` and
-    ``hits`` count what it saw."""
+    """The results of :func:`launch_rollouts` calls kept by their inputs, for calls that many configurations share
+    (rlsim.plan's screen: the same engine on as many GPUs under another schedule, placement or trainer): a call
+    whose inputs equal a kept call's gets its results without a simulation. A fingerprint of the lengths finds
+    the candidate and the lengths themselves are compared, so a hit is an equal call. It keeps copies of at most
+    ``max_bytes`` of lengths, the least recently used dropped first; ``calls`` and ``hits`` count what it saw."""
 
     def __init__(self, max_bytes: int = 64 << 20) -> None:
         self.max_bytes = max_bytes
@@ -251,7 +250,7 @@ class RolloutMemo:
             return None
         self._kept.move_to_end(key)
         self.hits += 1
-        return kept[1]
+        return list(kept[1])  # (the results are frozen; the list is the caller's)
 
     def put(self, key: tuple, arrays: list[tuple[np.ndarray, np.ndarray]], results: list[RolloutResult]) -> None:
         copies = [x.copy() for pr in arrays for x in pr]

@@ -47,15 +47,15 @@ from rlsim.workload.lengths import progress, sample_step
 from rlsim.workload.lr_rules import lr_for_batch
 
 CHUNK_REQUESTS = 1 << 16  # requests simulated in one compiled call (several steps when they are small)
-KEPT_DRAWS = 32  # steps' sampled lengths a Reuse keeps (a task's runs draw the same few steps)
+KEPT_DRAWS = 32  # steps' sampled lengths a Reuse keeps (a plan's screen runs draw the same few steps a workload)
 
 
 class Reuse:
-    """What the pipeline runs of one task share (rlsim.plan's screen: the configurations of one workload on one
-    engine and GPUs, schedules, placements and trainers apart): a step's sampled lengths by the generator's
-    state before the draw and the workload (then the generator is set to the state after it), and rollouts by
-    their inputs (rlsim.engine.rollout.RolloutMemo). A run gives the same bits with or without it. Kept lengths
-    are read-only: a run never writes them."""
+    """What pipeline runs share (rlsim.plan's screen: a worker's runs for one plan, whose configurations of a
+    workload draw the same lengths and, on one engine and as many GPUs, roll them out alike): a step's sampled
+    lengths by the generator's state before the draw and the workload (then the generator is set to the state
+    after it), and rollouts by their inputs (rlsim.engine.rollout.RolloutMemo). A run gives the same bits with or
+    without it. Kept lengths are read-only: a run never writes them."""
 
     def __init__(self) -> None:
         self.rollouts = RolloutMemo()
