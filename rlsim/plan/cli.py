@@ -187,7 +187,7 @@ def _progress(quiet: bool) -> tuple[Any, Any]:
     each stage its own count (rlsim.host.progress)."""
     from rlsim.host.progress import Progress
 
-    bar = None if quiet else Progress("plan: screening", "group")
+    bar = None if quiet else Progress("plan: screening", "configuration")
 
     def progress(done: int, total: int, stage: str = "screen") -> None:
         if bar is None:

@@ -73,6 +73,7 @@ class SimResult:
         s = self.scenario
         steady = self.steady_records
         step_times = np.array([r["step_time_s"] for r in steady])
+        p10, p90 = np.percentile(step_times, [10, 90])  # (one call: the same values as two)
         step_time = self.steady_step_time_s
         batch = s.workload.responses_per_step
         rollout_s = sum(r["timing_s"]["rollout"] for r in steady)
@@ -96,8 +97,8 @@ class SimResult:
             "num_gpus": s.total_gpus,
             "model": s.model.name,
             "step_time_s": step_time,
-            "step_time_p10_s": float(np.percentile(step_times, 10)),
-            "step_time_p90_s": float(np.percentile(step_times, 90)),
+            "step_time_p10_s": float(p10),
+            "step_time_p90_s": float(p90),
             "samples_per_s": batch / step_time,
             "generation_tokens_per_s": resp_tokens / rollout_s if rollout_s > 0 else 0.0,
             # trained tokens (dynamic sampling generates more than it trains: the rounds' share of them)
