@@ -205,6 +205,27 @@ def _results(
     return out
 
 
+def merge_rounds(results: list[RolloutResult]) -> RolloutResult:
+    """One step's generation calls run one after another (dynamic sampling's rounds): their times and tokens
+    add up, the decode batch is the mean over all their iterations, the KV peak is the largest."""
+    if len(results) == 1:
+        return results[0]
+    iterations = sum(r.num_iterations for r in results)
+    decoded = sum(r.mean_decode_batch * r.num_iterations for r in results)
+    return RolloutResult(
+        rollout_s=sum(r.rollout_s for r in results),
+        prompt_tokens=sum(r.prompt_tokens for r in results),
+        response_tokens=sum(r.response_tokens for r in results),
+        num_preemptions=sum(r.num_preemptions for r in results),
+        num_iterations=iterations,
+        mean_decode_batch=decoded / iterations if iterations else 0.0,
+        peak_kv_tokens=max(r.peak_kv_tokens for r in results),
+        replica_makespan_s=tuple(np.sum([r.replica_makespan_s for r in results], axis=0).tolist()),
+        recomputed_tokens=sum(r.recomputed_tokens for r in results),
+        recompute_s=sum(r.recompute_s for r in results),
+    )
+
+
 def _fingerprint(a: np.ndarray) -> int:
     """A 64-bit digest of an int64 array's values (a weighted sum, wrapping): equal arrays give equal ones."""
     global _WEIGHTS

@@ -26,7 +26,7 @@ from rlsim.run.result import SimResult
 from rlsim.scenario import Scenario
 
 if TYPE_CHECKING:
-    from rlsim.run.pipeline import Reuse
+    from rlsim.run.reuse import Reuse
     from rlsim.run.timeline import Timelines
 
 SCREEN_STEPS = 2  # steady-state steps per screened group (sync: every step; async k: steps k+1..N-k)
@@ -82,7 +82,7 @@ def evaluate_groups(
     """Screen groups that share their workload, engine and rollout GPUs (rlsim.plan.search puts them in one task):
     ``(base scenario dict, [[(index, overrides)] per group], profile dict, explicit keys, plan key)`` -> each
     group's rows as :func:`evaluate_group` gives them. The runs of every task of one plan (its ``plan key``) that
-    this process screens share a rlsim.run.pipeline.Reuse: sampled lengths (every configuration of a workload
+    this process screens share a rlsim.run.reuse.Reuse: sampled lengths (every configuration of a workload
     draws the same) and equal rollouts (a sync and an async schedule start alike, colocated and separate pools
     with as many rollout GPUs roll out alike). A task of another plan replaces it; :func:`forget_reuse` drops it."""
     from rlsim.run.timeline import Timelines
@@ -96,7 +96,7 @@ _REUSE: dict[str, Reuse] = {}  # the Reuse of the plan whose tasks this process 
 
 
 def _plan_reuse(plan_key: str) -> Reuse:
-    from rlsim.run.pipeline import Reuse
+    from rlsim.run.reuse import Reuse
 
     reuse = _REUSE.get(plan_key)
     if reuse is None:

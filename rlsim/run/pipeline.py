@@ -16,15 +16,14 @@ training of step n). A step ends when its weight sync ends; its step time is the
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import simpy
 
-from rlsim.engine.rollout import RolloutMemo, RolloutResult, launch_rollouts
+from rlsim.engine.rollout import RolloutResult, launch_rollouts, merge_rounds
 from rlsim.errors import RlsimError
 from rlsim.host import threads
 from rlsim.io.records import RunLogRecord, run_log_record
@@ -42,40 +41,13 @@ from rlsim.run.pools import (
     add_utilization,
 )
 from rlsim.scenario import Scenario
-from rlsim.scenario.sections import Workload
 from rlsim.workload.lengths import progress, sample_step
 from rlsim.workload.lr_rules import lr_for_batch
 
+if TYPE_CHECKING:
+    from rlsim.run.reuse import Reuse
+
 CHUNK_REQUESTS = 1 << 16  # requests simulated in one compiled call (several steps when they are small)
-KEPT_DRAWS = 32  # steps' sampled lengths a Reuse keeps (a plan's screen runs draw the same few steps a workload)
-
-
-class Reuse:
-    """What pipeline runs share (rlsim.plan's screen: a worker's runs for one plan, whose configurations of a
-    workload draw the same lengths and, on one engine and as many GPUs, roll them out alike): a step's sampled
-    lengths by the generator's state before the draw and the workload (then the generator is set to the state
-    after it), and rollouts by their inputs (rlsim.engine.rollout.RolloutMemo). A run gives the same bits with or
-    without it. Kept lengths are read-only: a run never writes them."""
-
-    def __init__(self) -> None:
-        self.rollouts = RolloutMemo()
-        self._draws: OrderedDict[tuple, tuple[np.ndarray, np.ndarray, dict]] = OrderedDict()
-
-    def sample_step(self, w: Workload, rng: np.random.Generator, cumulative_samples: float):
-        """rlsim.workload.lengths.sample_step, from the kept draws when it is one of them."""
-        state = rng.bit_generator.state
-        key = (w, cumulative_samples, repr(state))
-        kept = self._draws.get(key)
-        if kept is not None:
-            self._draws.move_to_end(key)
-            rng.bit_generator.state = kept[2]
-            return kept[0], kept[1]
-        prompts, responses = sample_step(w, rng, cumulative_samples)
-        prompts.flags.writeable = responses.flags.writeable = False
-        self._draws[key] = (prompts, responses, rng.bit_generator.state)
-        if len(self._draws) > KEPT_DRAWS:
-            self._draws.popitem(last=False)
-        return prompts, responses
 
 
 @dataclass
@@ -186,27 +158,6 @@ def _scored(calls: list[tuple[np.ndarray, np.ndarray]]) -> tuple[int, float, flo
     """Samples, tokens and squared tokens (prompt + response) of all of a step's generation calls."""
     seq = np.concatenate([(p + r).astype(float) for p, r in calls])
     return len(seq), float(seq.sum()), float((seq * seq).sum())
-
-
-def merge_rounds(results: list[RolloutResult]) -> RolloutResult:
-    """One step's generation calls run one after another (dynamic sampling's rounds): their times and tokens
-    add up, the decode batch is the mean over all their iterations, the KV peak is the largest."""
-    if len(results) == 1:
-        return results[0]
-    iterations = sum(r.num_iterations for r in results)
-    decoded = sum(r.mean_decode_batch * r.num_iterations for r in results)
-    return RolloutResult(
-        rollout_s=sum(r.rollout_s for r in results),
-        prompt_tokens=sum(r.prompt_tokens for r in results),
-        response_tokens=sum(r.response_tokens for r in results),
-        num_preemptions=sum(r.num_preemptions for r in results),
-        num_iterations=iterations,
-        mean_decode_batch=decoded / iterations if iterations else 0.0,
-        peak_kv_tokens=max(r.peak_kv_tokens for r in results),
-        replica_makespan_s=tuple(np.sum([r.replica_makespan_s for r in results], axis=0).tolist()),
-        recomputed_tokens=sum(r.recomputed_tokens for r in results),
-        recompute_s=sum(r.recompute_s for r in results),
-    )
 
 
 def _generations(st: _State):

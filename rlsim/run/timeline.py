@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 from rlsim.io.records import RunLogRecord
 from rlsim.run.costs import RooflineCostModel
-from rlsim.run.pipeline import Reuse, run_pipeline
+from rlsim.run.pipeline import run_pipeline
 from rlsim.run.pools import Span, add_utilization
+from rlsim.run.reuse import Reuse
 from rlsim.scenario import Run, Scenario
 
 # run fields the pipeline never reads (the step count is the request's, not the key's)
@@ -77,7 +78,7 @@ class Timeline:
 
 class Timelines:
     """The timelines one command has simulated, by :func:`systems_key`; ``simulated`` counts pipeline runs. With a
-    ``reuse`` (rlsim.run.pipeline.Reuse) its runs share their sampled lengths and equal rollouts."""
+    ``reuse`` (rlsim.run.reuse.Reuse) its runs share their sampled lengths and equal rollouts."""
 
     def __init__(self, reuse: Reuse | None = None) -> None:
         self._store: dict[tuple, Timeline] = {}

@@ -1,4 +1,4 @@
-"""What the runs of one task share (rlsim.run.pipeline.Reuse): sampled lengths by the generator's state and rollouts
+"""What the runs of one task share (rlsim.run.reuse.Reuse): sampled lengths by the generator's state and rollouts
 by their inputs (rlsim.engine.rollout.RolloutMemo), and the plan screen's tasks of groups that roll out alike. Each
 gives the bits of the runs alone; a memo answers only a call whose inputs are equal, never a lookalike."""
 
@@ -14,7 +14,8 @@ from rlsim.plan import evaluate
 from rlsim.plan.evaluate import evaluate_group, evaluate_groups
 from rlsim.plan.search import _rollout_key
 from rlsim.run.costs import RooflineCostModel
-from rlsim.run.pipeline import Reuse, run_pipeline
+from rlsim.run.pipeline import run_pipeline
+from rlsim.run.reuse import Reuse
 from rlsim.workload.lengths import sample_step
 from tests.conftest import SCENARIOS
 
