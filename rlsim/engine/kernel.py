@@ -466,7 +466,8 @@ def _lookup(j, c, g, reuse, bs, sh, cap, used, grp_tok, was_preempted, rq):
     again leave vLLM's queue from the middle; counting them as gone from the head evicts a little early: against
     vLLM 0.32 (scripts/vllm_thrash.py) the recomputed tokens come out 2.7-4.1% high, steps and preemptions exact.
     ``rq`` rows: a preempted request's end position, full own blocks and shared blocks; a released group's end
-    position and prompt blocks (0: held, or never released)."""
+    position and prompt blocks (0: held, or never released). The hit is a prefix: the group's blocks, then those of
+    j's own that follow them (a group prompt grown past what j shared, after j's own were evicted, still hits)."""
     held = grp_tok[g] if g >= 0 else 0
     if not reuse:
         return held, held, held
@@ -476,8 +477,9 @@ def _lookup(j, c, g, reuse, bs, sh, cap, used, grp_tok, was_preempted, rq):
     if held == 0 and g >= 0 and rq[4, g] > 0:
         gb = _survivors(rq[3, g], rq[4, g], pos)
     total = gb
-    if was_preempted[j] and gb >= rq[2, j]:
-        total = rq[2, j] + _survivors(rq[0, j], rq[1, j], pos)
+    if was_preempted[j] and gb >= rq[2, j]:  # its own blocks follow the group's from its shared ones on
+        own = rq[2, j] + _survivors(rq[0, j], rq[1, j], pos)
+        total = own if own > gb else gb
     most = _bdiv(c - 1, bs, sh) if c > 0 else 0
     total = total if total < most else most
     return total * bs, (hb if hb < total else total) * bs, (gb if gb < total else total) * bs

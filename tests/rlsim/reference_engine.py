@@ -84,8 +84,8 @@ class _Cache:
         total = gb
         if self.reuse and j in self.run:
             end, k, sb = self.run[j]
-            if gb >= sb:
-                total = sb + self.survivors(end, k, reserved)
+            if gb >= sb:  # a prefix: the group's blocks, then j's own that survive from sb on
+                total = max(gb, sb + self.survivors(end, k, reserved))
         total = max(0, min(total, (c - 1) // bs))
         held_blocks = min(held // bs, total)
         return total * bs, held_blocks * bs, min(gb, total) * bs

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients
 from rlsim.engine.replica import EngineCapacityError, SchedulerRules, simulate_replica
-from tests.rlsim.reference_engine import reference_replica
+from tests.rlsim.reference_engine import _Cache, reference_replica
 from tests.rlsim.test_engine_reference import assert_matches, build_case, pick_capacity
 
 V1_INT_FIELDS = ("prefill_tokens", "prefix_hit_tokens")
@@ -244,6 +244,33 @@ def test_v1_preemption_count_on_a_small_trace():
     assert list(res.finish_s) == [6.0, 9.0, 12.0]
     assert (res.num_iterations, res.recomputed_tokens, res.prefill_tokens, res.decoded_tokens) == (12, 13, 19, 12)
     assert_v1_matches(res, reference_replica(*args))
+
+
+def test_a_group_prompt_grown_after_a_preemption_is_hit_in_full():
+    """A prefix hit is the group's held blocks, then the preempted request's own surviving blocks after them. Here
+    request 9 was preempted holding 14 blocks of its group's prompt and its own copies of blocks 14-24 were
+    evicted since; meanwhile request 8 took back 17 blocks of that prompt. 9 must hit all 17 (it hit 14 before the
+    fix, so its own copies of blocks 14-16 were counted beside the group's: after 9 published the whole prompt
+    the kernel kept those 3 blocks counted, ran an iteration more and, on other cases, refused a request that fits
+    as never fitting; a seeded fuzz of 41,046 cases found 54 such, none in 84,155 after it). Found by
+    test_fast_model_matches_reference_under_vllm_rules."""
+    prompt = np.array([45, 45, 45, 23, 12, 12, 24, 24, 24, 24, 12, 12, 9, 1, 46, 46])
+    response = np.array([20, 41, 13, 66, 55, 70, 40, 9, 24, 15, 12, 11, 1, 1, 1, 1])
+    groups = np.array([0, 0, 0, 1, 2, 2, 3, 3, 3, 3, 4, 4, 5, 6, 7, 7])
+    decode, prefill = _flat()
+    rules = SchedulerRules(block_size=1, chunked_prefill=True, max_num_batched_tokens=17, prefix_caching=True,
+                           cache_freed_blocks=True)  # fmt: skip
+    args = (prompt, response, 5, 161, decode, prefill, rules, groups)
+    res = simulate_replica(*args)
+    assert_v1_matches(res, reference_replica(*args))
+    assert res.num_iterations == 130  # (131 with the group's prompt hit only to what 9 shared)
+
+    cache = _Cache(1, 161, [3] * 10, reuse=True)
+    cache.add(8, 33, 17)  # a member holding 17 blocks of group 3's prompt
+    cache.group_tokens[3] = 17
+    cache.run[9] = (cache.appended, 11, 14)  # 9 preempted holding 14 of them; its own 11 blocks since evicted
+    cache.appended += 200
+    assert cache.lookup(9, 26) == (17, 17, 17)
 
 
 def test_scheduler_rules_refuse_bad_values():
