@@ -1,6 +1,6 @@
-"""What the runs of one task share (rlsim.run.reuse.Reuse): sampled lengths by the generator's state and rollouts
-by their inputs (rlsim.engine.rollout.RolloutMemo), and the plan screen's tasks of groups that roll out alike. Each
-gives the bits of the runs alone; a memo answers only a call whose inputs are equal, never a lookalike."""
+"""What pipeline runs share (rlsim.run.reuse.Reuse: a plan screen's runs in one worker): sampled lengths by the
+generator's state and rollouts by their inputs (rlsim.engine.rollout.RolloutMemo), and the screen's tasks of groups
+that roll out alike. Each gives the bits of the runs alone; a memo answers only a call whose inputs are equal."""
 
 import json
 
