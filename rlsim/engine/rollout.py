@@ -104,11 +104,13 @@ def launch_rollouts(
         raise ValueError(f"{len(overhead_s)} overheads for {len(arrays)} steps: give one per step")
     key = None
     if memo is not None:
-        engine = (group_size, replicas, max_num_seqs, kv_capacity_tokens, decode, prefill, overhead_s, rules)
+        engine = (group_size, replicas, max_num_seqs, kv_capacity_tokens, decode, prefill, rules)
         key = memo.key(arrays, engine)
         kept = memo.get(key, arrays)
-        if kept is not None:
-            return _Answered(kept)
+        if kept is not None:  # the kernel's rows; each step's tokens summed from these lengths, overheads added
+            bounds, stats = kept
+            joined = [np.concatenate([a[i] for a in arrays]) for i in (0, 1)]
+            return _Answered(_results(joined, bounds, replicas, stats, overhead_s))
     total = sum(len(r) for _, r in arrays)
     # each replica's requests in arrival order, its groups numbered from 0 (one compiled pass per step:
     # rlsim.engine.kernel), the steps' replicas one after another
@@ -239,41 +241,46 @@ _WEIGHTS = np.zeros(0, dtype=np.uint64)
 
 
 class RolloutMemo:
-    """The results of :func:`launch_rollouts` calls kept by their inputs, for calls that many configurations share
-    (rlsim.plan's screen: the same engine on as many GPUs under another schedule, placement or trainer): a call
-    whose inputs equal a kept call's gets its results without a simulation. A fingerprint of the lengths finds
-    the candidate and the lengths themselves are compared, so a hit is an equal call. It keeps copies of at most
-    ``max_bytes`` of lengths, the least recently used dropped first; ``calls`` and ``hits`` count what it saw."""
+    """What the kernel gave :func:`launch_rollouts` calls, kept by the kernel's inputs, for calls that many
+    configurations share (rlsim.plan's screen: the same engine on as many GPUs under another schedule, placement
+    or trainer): a call whose kernel inputs equal a kept call's gets its results without a simulation, with its
+    own dispatch overheads added (a synchronous step pays one, a streaming window none). A fingerprint of the
+    lengths finds the candidate and the lengths themselves are compared, so a hit is an equal call. It keeps
+    copies of at most ``max_bytes`` of lengths, the least recently used dropped first; ``calls`` and ``hits``
+    count what it saw."""
 
     def __init__(self, max_bytes: int = 64 << 20) -> None:
         self.max_bytes = max_bytes
         self.calls = 0
         self.hits = 0
-        self._kept: OrderedDict[tuple, tuple[list[np.ndarray], list[RolloutResult]]] = OrderedDict()
+        self._kept: OrderedDict[tuple, tuple[list[np.ndarray], tuple[np.ndarray, np.ndarray]]] = OrderedDict()
         self._bytes = 0
 
     def key(self, arrays: list[tuple[np.ndarray, np.ndarray]], engine: tuple) -> tuple:
         """The lookup key of a call: its scalar inputs and each step's size and length fingerprints."""
-        group_size, replicas, max_num_seqs, kv, decode, prefill, overhead_s, rules = engine
+        group_size, replicas, max_num_seqs, kv, decode, prefill, rules = engine
         coefficients = tuple(
             a.tobytes() if isinstance(a, np.ndarray) else a
             for a in (decode.mem_intercept_s, decode.mem_slope_s_per_token, decode.compute_intercept_s,
                       decode.compute_slope_s_per_token, decode.overhead_s, decode.floor_s)
         )  # fmt: skip
         steps = tuple((r.shape[0], _fingerprint(p), _fingerprint(r)) for p, r in arrays)
-        scalars = (group_size, replicas, max_num_seqs, kv, prefill, tuple(overhead_s), rules)
+        scalars = (group_size, replicas, max_num_seqs, kv, prefill, rules)
         return (*scalars, coefficients, steps)
 
-    def get(self, key: tuple, arrays: list[tuple[np.ndarray, np.ndarray]]) -> list[RolloutResult] | None:
+    def get(self, key: tuple, arrays: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The kept call's replica bounds and kernel stats, if its lengths equal these."""
         self.calls += 1
         kept = self._kept.get(key)
         if kept is None or not all(np.array_equal(a, b) for a, b in zip(kept[0], (x for pr in arrays for x in pr))):
             return None
         self._kept.move_to_end(key)
         self.hits += 1
-        return list(kept[1])  # (the results are frozen; the list is the caller's)
+        return kept[1]
 
-    def put(self, key: tuple, arrays: list[tuple[np.ndarray, np.ndarray]], results: list[RolloutResult]) -> None:
+    def put(
+        self, key: tuple, arrays: list[tuple[np.ndarray, np.ndarray]], output: tuple[np.ndarray, np.ndarray]
+    ) -> None:
         copies = [x.copy() for pr in arrays for x in pr]
         size = sum(c.nbytes for c in copies)
         if size > self.max_bytes:
@@ -281,7 +288,7 @@ class RolloutMemo:
         old = self._kept.pop(key, None)
         if old is not None:
             self._bytes -= sum(c.nbytes for c in old[0])
-        self._kept[key] = (copies, results)
+        self._kept[key] = (copies, output)
         self._bytes += size
         while self._bytes > self.max_bytes:
             _, (dropped, _) = self._kept.popitem(last=False)
@@ -308,6 +315,7 @@ class _Remembered:
     arrays: list[tuple[np.ndarray, np.ndarray]]
 
     def result(self) -> list[RolloutResult]:
-        out = self.pending.result()
-        self.memo.put(self.key, self.arrays, out)
-        return out
+        p = self.pending
+        stats = p.run.result()[1]
+        self.memo.put(self.key, self.arrays, (p.bounds, stats))
+        return _results(p.dealt, p.bounds, p.replicas, stats, p.overhead_s)

@@ -2,6 +2,7 @@
 generator's state and rollouts by their inputs (rlsim.engine.rollout.RolloutMemo), and the screen's tasks of groups
 that roll out alike. Each gives the bits of the runs alone; a memo answers only a call whose inputs are equal."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -62,17 +63,27 @@ def test_an_equal_call_is_answered_without_the_kernel(paper, kernel_calls):
     assert alone == first
 
 
-@pytest.mark.parametrize("change", ["lengths", "overhead", "capacity"])
-def test_a_call_that_differs_in_anything_is_simulated(paper, kernel_calls, change):
+def test_a_call_that_differs_in_its_overheads_only_gets_its_own_added(paper, kernel_calls):
+    """A synchronous step pays a dispatch overhead and a streaming window none: the kernel's work is the same."""
+    memo, args = RolloutMemo(), engine_args(paper)
+    launch_rollouts([draw(paper, 1)], **args, memo=memo).result()
+    args["overhead_s"] = [0.0]
+    answered = launch_rollouts([draw(paper, 1)], **args, memo=memo).result()
+    assert memo.hits == 1 and len(kernel_calls) == 1
+    assert answered == launch_rollouts([draw(paper, 1)], **args).result()
+
+
+@pytest.mark.parametrize("change", ["lengths", "capacity", "rules"])
+def test_a_call_that_differs_in_anything_else_is_simulated(paper, kernel_calls, change):
     memo, args = RolloutMemo(), engine_args(paper)
     launch_rollouts([draw(paper, 1)], **args, memo=memo).result()
     prompts, responses = (a.copy() for a in draw(paper, 1))
     if change == "lengths":
         responses[7] += 1
-    elif change == "overhead":
-        args["overhead_s"] = [0.6]
-    else:
+    elif change == "capacity":
         args["kv_capacity_tokens"] -= 16
+    else:
+        args["rules"] = dataclasses.replace(args["rules"], fast_thrash=not args["rules"].fast_thrash)
     other = launch_rollouts([(prompts, responses)], **args, memo=memo).result()
     assert memo.hits == 0 and len(kernel_calls) == 2
     assert other == launch_rollouts([(prompts, responses)], **args).result()
