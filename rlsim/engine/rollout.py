@@ -307,7 +307,7 @@ class _Answered:
 
 @dataclass(frozen=True)
 class _Remembered:
-    """A call under way whose results, once they come, the memo keeps."""
+    """A call under way whose kernel rows, once they come, the memo keeps."""
 
     pending: PendingRollouts
     memo: RolloutMemo
