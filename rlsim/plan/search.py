@@ -22,8 +22,7 @@ overrides and the profile, and rows are put back in configuration order.
 from __future__ import annotations
 
 import math
-import os
-import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -292,7 +291,7 @@ class _Runner:
         the longest first (about P x G x its steps, summed)."""
         from rlsim.answers.sweep import run_tasks
 
-        plan_key = f"{os.getpid()}-{time.time_ns()}-{id(self)}"  # the screen's tasks share what a process keeps
+        plan_key = uuid.uuid4().hex  # the screen's tasks share what a worker keeps for this plan
         buckets: dict[tuple, list[list[int]]] = {}
         for g in _group(configs):
             buckets.setdefault(_rollout_key(configs[g[0]].overrides), []).append(g)
