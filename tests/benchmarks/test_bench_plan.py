@@ -7,6 +7,8 @@ python -m pytest tests/benchmarks/test_bench_plan.py --benchmark-only --benchmar
 import pytest
 
 import rlsim
+from rlsim.engine import replica as engine
+from rlsim.host.machine_load import LoadMeter
 from rlsim.plan import plan
 from tests.conftest import SCENARIOS
 
@@ -36,12 +38,19 @@ def test_plan_over_5000_configurations_up_to_128_gpus_and_p_8192(benchmark):
     the screen), 36.7-41.9 s the next session with the kernel's speed unchanged; 30.3-38.3 s (median 32.4) against
     35.4-47.6 s (median 36.5), five interleaved pairs, once a worker's screen runs shared their lengths and equal
     rollouts, 33.3 s here after it; then 27.9-36.5 s (two pairs against 38.5-52.1 s) and under 30 s in one of two
-    benchmark rounds once the memo kept the kernel's rows (docs/scaling.md)."""
+    benchmark rounds once the memo kept the kernel's rows (docs/scaling.md); 28.7 s (one round) and 27.5 s on an idle
+    VM the session after, the kernel unchanged, then three rounds 30.5, 31.5 and 33.9 s (load 0.3 at the start). The
+    median of three rounds, as the sweep's benchmark: single rounds of this plan ranged 27.9-36.5 s on this shared
+    VM."""
     scenario = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
     grid = {"workload.prompts_per_step": [64, 128, 256, 512, 1024, 2048, 4096, 8192]}
     kwargs = {"grid": grid, "gpu_types": ["H100-SXM", "H200"], "max_gpus": 128}
-    result = benchmark.pedantic(plan, args=(scenario,), kwargs=kwargs, rounds=1, iterations=1)
+    meter = LoadMeter().start()
+    result = benchmark.pedantic(plan, args=(scenario,), kwargs=kwargs, rounds=3, iterations=1)
+    load = meter.stop()["other_cpu_fraction"]
     assert len(result.table) >= 5000 and result.winner is not None
-    benchmark.extra_info["configurations"] = len(result.table)
-    wall = benchmark.stats.stats.max
+    wall = benchmark.stats.stats.median
+    benchmark.extra_info.update(
+        configurations=len(result.table), wall_s=wall, other_cpu_fraction=load, kernel=engine.kernel_description()
+    )
     assert wall <= PLAN_5000_TARGET_S, f"the plan took {wall:.1f} s, above the {PLAN_5000_TARGET_S} s target"
