@@ -1,22 +1,17 @@
 """scripts/scaling.py's table of the kernel's work per step: its per-replica counts are those of the steps as
 rlsim simulates them (rlsim.engine.rollout deals the same requests to the same replicas)."""
 
-import importlib.util
-
 import numpy as np
 import pytest
 
 from rlsim.engine.rollout import simulate_rollout
 from rlsim.run.costs import RooflineCostModel
-from tests.conftest import ROOT
+from tests.conftest import load_script
 
 
 @pytest.fixture(scope="module")
 def scaling():
-    spec = importlib.util.spec_from_file_location("scaling_script", ROOT / "scripts" / "scaling.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scaling")
 
 
 def _scenario(scaling, prompts):

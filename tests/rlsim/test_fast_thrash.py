@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import rlsim
-from rlsim.engine import replica, rollout
+from rlsim.engine import replica
 from rlsim.engine.kernel import (
     STAT_DECODED_TOKENS,
     STAT_ITERATIONS,
@@ -24,73 +24,16 @@ from rlsim.engine.kernel import (
     STAT_RECOMPUTED_TOKENS,
 )
 from tests.conftest import SCENARIOS
-
-CASES = {
-    "paper_p2048": ("paper_grpo.yaml", {"workload.prompts_per_step": 2048}),
-    "paper_p4096": ("paper_grpo.yaml", {"workload.prompts_per_step": 4096}),
-    "paper_p8192": ("paper_grpo.yaml", {"workload.prompts_per_step": 8192}),
-    "paper_p16384": ("paper_grpo.yaml", {"workload.prompts_per_step": 16384}),
-    "dense_async": (
-        "dense8b_h100_async.yaml",
-        {"engine.max_num_seqs": 1024, "workload.prompts_per_step": 1024, "engine.gpu_memory_utilization": 0.5},
-    ),
-    "dense_colocated": (
-        "dense8b_h100_colocated.yaml",
-        {"engine.max_num_seqs": 1024, "workload.prompts_per_step": 512, "engine.gpu_memory_utilization": 0.5},
-    ),
-}
-
-
-def recorded_step(name: str, monkeypatch: pytest.MonkeyPatch) -> dict:
-    """Replica 0's requests of the last engine call of a 3-step run, with the engine's arguments."""
-    file, overrides = CASES[name]
-    calls = []
-    launch = rollout.launch_replicas
-
-    def spy(prompt, response, bounds, *args, **kwargs):
-        calls.append((prompt, response, bounds, args, kwargs))
-        return launch(prompt, response, bounds, *args, **kwargs)
-
-    monkeypatch.setattr(rollout, "launch_replicas", spy)
-    rlsim.simulate(rlsim.load_scenario(SCENARIOS / file, {"run.steps": 3, "run.until_target": False, **overrides}))
-    prompt, response, bounds, args, kwargs = calls[-1]
-    group, n_groups, _ = kwargs["numbered"]
-    lo, hi = int(bounds[0]), int(bounds[1])
-    return {
-        "prompt": prompt[lo:hi].copy(),
-        "response": response[lo:hi].copy(),
-        "group": group[lo:hi].copy(),
-        "n_groups": int(n_groups[0]),
-        "args": args,
-        "rules": args[4],
-    }
-
-
-def run(step: dict, fast: bool) -> tuple[np.ndarray, np.ndarray]:
-    max_num_seqs, kv_capacity_tokens, decode, prefill = step["args"][:4]
-    rules = dataclasses.replace(step["rules"], fast_thrash=fast)
-    n = step["prompt"].size
-    return replica.simulate_replicas(
-        step["prompt"],
-        step["response"],
-        np.array([0, n]),
-        max_num_seqs,
-        kv_capacity_tokens,
-        decode,
-        prefill,
-        rules,
-        numbered=(step["group"], np.array([step["n_groups"]]), 1),
-    )
+from tests.rlsim.thrash_steps import CASES, recorded_step, run
 
 
 @pytest.fixture(scope="module")
 def compared():
     """Every case's (exact, fast) finish times and stats, computed once."""
     out = {}
-    with pytest.MonkeyPatch.context() as mp:
-        for name in CASES:
-            step = recorded_step(name, mp)
-            out[name] = (run(step, False), run(step, True))
+    for name in CASES:
+        step = recorded_step(name)
+        out[name] = (run(step, False), run(step, True))
     return out
 
 
@@ -138,12 +81,12 @@ def test_fast_recomputed_tokens_within_5_percent_of_exact(compared, name):
     assert fast[0, STAT_RECOMPUTED_TOKENS] == pytest.approx(exact[0, STAT_RECOMPUTED_TOKENS], rel=0.05)
 
 
-def test_fast_replicas_in_one_call_give_the_bits_of_each_alone(monkeypatch):
+def test_fast_replicas_in_one_call_give_the_bits_of_each_alone():
     """The kernel reuses one workspace replica after replica: a replica's results must not depend on what ran in
     it before (rlsim.host.threads deals replicas to threads differently from one machine to the next). Two
     recorded steps of one engine as two replicas of one call, in both orders, against each alone (the rare
     coincidences that leaked state needs are forced in the poisoned-workspace test below)."""
-    a, b = recorded_step("paper_p2048", monkeypatch), recorded_step("paper_p4096", monkeypatch)
+    a, b = recorded_step("paper_p2048"), recorded_step("paper_p4096")
     alone = {id(s): run(s, True) for s in (a, b)}
     for first, second in ((a, b), (b, a)):
         max_num_seqs, cap, decode, prefill = second["args"][:4]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 import rlsim
 from rlsim.frameworks import trl
 from rlsim.frameworks.config_import import ImportConfigError, import_config
+from tests.conftest import load_script
 
 ROOT = Path(__file__).parents[2]
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
@@ -101,9 +101,7 @@ def test_the_docs_table_of_releases_is_generated_from_the_file():
 
 
 def test_the_generator_reads_field_defaults_and_a_base_class():
-    spec = importlib.util.spec_from_file_location("trl_defaults", ROOT / "scripts" / "trl_defaults.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("trl_defaults")
     source = (
         "class _BaseConfig:\n    gradient_checkpointing: bool = field(default=True)\n"
         "class GRPOConfig(_BaseConfig):\n    beta: float = field(default=0.04, metadata={})\n"
