@@ -1,21 +1,16 @@
 """scripts/fast_thrash.py, the fast-vs-exact table of docs/design.md: its row of a case is that case's numbers (the
 makespan, preemptions and recompute of the two models on the recorded step), and bad arguments are refused."""
 
-import importlib.util
-
 import pytest
 
 from rlsim.engine.kernel import STAT_MAKESPAN_S, STAT_PREEMPTIONS, STAT_RECOMPUTED_TOKENS
-from tests.conftest import ROOT
+from tests.conftest import load_script
 from tests.rlsim.thrash_steps import recorded_step, run
 
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location("fast_thrash_script", ROOT / "scripts" / "fast_thrash.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("fast_thrash")
 
 
 def test_a_row_gives_the_cases_numbers(script):
