@@ -10,7 +10,9 @@ finish-time quantiles against exact's (relative), its preemptions against exact'
 round, so that a slow spell of a shared machine hits both), in this process on one thread. The header says which
 kernel ran (a kernel's speed depends on the numba that built it) and how busy the machine was (other processes'
 share of the CPU, rlsim.host.machine_load). The issue's bounds: makespan 1%, mean decode batch 2%, quantiles 2%,
-preemptions 10%; tests/rlsim/test_fast_thrash.py holds every case to them and the recompute to 5%.
+preemptions 10%; tests/rlsim/test_fast_thrash.py holds every case to them and the recompute to 5%. The cases come
+from the tests (tests/rlsim/thrash_steps.py), so the script needs what the tests need installed (README, second
+command: pytest among it).
 """
 
 from __future__ import annotations
