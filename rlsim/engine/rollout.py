@@ -207,6 +207,15 @@ def _results(
     return out
 
 
+def free_rollouts(arrays: list[tuple[np.ndarray, np.ndarray]], replicas: int) -> _Answered:
+    """:func:`launch_rollouts`' answer were generation free: each call's tokens, no time, no engine simulated
+    (rlsim.run.pipeline's free-generation bound)."""
+    zero = (0.0,) * replicas
+    return _Answered(
+        [RolloutResult(0.0, int(np.add.reduce(p)), int(np.add.reduce(r)), 0, 0, 0.0, 0, zero) for p, r in arrays]
+    )
+
+
 def merge_rounds(results: list[RolloutResult]) -> RolloutResult:
     """One step's generation calls run one after another (dynamic sampling's rounds): their times and tokens
     add up, the decode batch is the mean over all their iterations, the KV peak is the largest."""

@@ -3,11 +3,12 @@
 ``rlsim plan SCENARIO [--objective time|cost|gpu-hours] [--gpus N | --max-gpus N] [--gpu-types A,B]
 [--schedules colocated,separate,async-1,...] [--deadline-h H] [--budget-usd X] [--price GPU=USD ...]
 [--grid key=v1,v2 ...] [--set key=value ...] [--profile FILE] [--assume-learning paper] [--finalists K]
-[--executor local|ray]
+[--exhaustive] [--executor local|ray]
 [--address ADDR] [--workers N] [-o DIR] [--emit verl|trl|openrlhf|nemo-rl [--original FILE]] [--json]``
 
 Prints the answer (the user's configuration, the winner, why it wins, and per batch size and LR rule why the
-others lose), the Pareto front and what was pruned; ``-o DIR`` writes plan.csv, plan.json, report.html,
+others lose), the Pareto front and what was pruned or not screened (its lower bounds already lose:
+rlsim.plan.bound; ``--exhaustive`` screens it); ``-o DIR`` writes plan.csv, plan.json, report.html,
 scenario.resolved.yaml and winner.yaml (rlsim.plan.output); ``--emit FMT`` writes the winner in that framework's
 keys (a patch file and the equivalent command-line overrides), over ``--original`` (the framework config the
 scenario was imported from) when given.
@@ -65,6 +66,12 @@ def add_plan_parser(sub: Any) -> None:
         default="fast",
         help="how the screen simulates a KV-cache thrash (engine.thrash_model; default fast: about 1.5x faster "
         "where engines preempt, step time within 0.5%%); finalists use the scenario's own",
+    )
+    p.add_argument(
+        "--exhaustive",
+        action="store_true",
+        help="screen every configuration (default: not those whose lower bounds, generation free, already lose: "
+        "the same answer, fewer simulations; rlsim.plan.bound)",
     )
     p.add_argument("--executor", choices=("local", "ray"), default="local", help="local processes or Ray")
     p.add_argument("--address", help="address of an existing Ray cluster (with --executor ray)")
@@ -142,6 +149,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             explicit=overrides,
             finalists=args.finalists,
             screen_thrash=args.screen_thrash,
+            prune=not args.exhaustive,
         )
     finally:
         if bar is not None:
@@ -183,17 +191,22 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def _progress(quiet: bool) -> tuple[Any, Any]:
-    """The progress bar (None with --json) and its callback: screening, then the finalists simulated in full,
-    each stage its own count (rlsim.host.progress)."""
+    """The progress bar (None with --json) and its callback: the bounds (generation free), screening, then the
+    finalists simulated in full, each stage its own count (rlsim.host.progress)."""
     from rlsim.host.progress import Progress
 
     bar = None if quiet else Progress("plan: screening", "configuration")
+    titles = {
+        "bounds": "plan: lower bounds (generation free)",
+        "screen": "plan: screening",
+        "finalists": "plan: finalists simulated in full",
+    }
 
     def progress(done: int, total: int, stage: str = "screen") -> None:
         if bar is None:
             return
-        if stage == "finalists" and not bar.desc.endswith("in full"):
-            bar.stage("plan: finalists simulated in full", total)
+        if bar.desc != titles[stage]:
+            bar.stage(titles[stage], total)
         bar.update(done, total)
 
     return bar, progress
@@ -217,9 +230,10 @@ def _write(result: Any, args: argparse.Namespace, lines: list[str], command: str
 def _print_text(result: Any, lines: list[str]) -> None:
     t = result.table
     pruned = t[t["status"] == "pruned"]
+    bounded = int((t["status"] == "bounded").sum())
     print(
         f"rlsim plan: {result.scenario.name}, objective {result.objective}: {len(t)} configurations, "
-        f"{len(pruned)} pruned, {int(t['feasible'].sum())} feasible, "
+        f"{len(pruned)} pruned, {bounded} not screened (lower bounds lose), {int(t['feasible'].sum())} feasible, "
         f"{int((t.get('fidelity') == 'full').sum())} simulated in full"
     )
     for line in result.space.describe():

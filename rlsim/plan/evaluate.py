@@ -92,6 +92,25 @@ def evaluate_groups(
     return [row for items in groups for row in evaluate_group((base, items, profile_dict, explicit), Timelines(reuse))]
 
 
+BOUND_KEYS = ("time_to_target_s", "gpu_hours_to_target", "samples_to_target")
+
+
+def bound_groups(
+    task: tuple[dict[str, Any], list[list[tuple[int, dict[str, Any]]]], dict | None, list[str], str],
+) -> list:
+    """:func:`evaluate_groups` with generation free (rlsim.plan.bound): each configuration's lower bounds, or its
+    pruned row. No engine runs; the lengths are shared as in the screen."""
+    from rlsim.run.timeline import Timelines
+
+    base, groups, profile_dict, explicit, plan_key = task
+    reuse = _plan_reuse(plan_key)
+    out = []
+    for items in groups:
+        for index, row in evaluate_group((base, items, profile_dict, explicit), Timelines(reuse, free_generation=True)):
+            out.append((index, row if row["status"] != "ok" else {"status": "ok", **{k: row[k] for k in BOUND_KEYS}}))
+    return out
+
+
 _REUSE: dict[str, Reuse] = {}  # the Reuse of the plan whose tasks this process screens (one plan at a time)
 
 

@@ -1,6 +1,7 @@
 """What ``rlsim plan -o DIR`` writes (the CLI and this module write files; the search does not):
 
-* ``plan.csv``: one row per configuration tried: its axes, status (ok / pruned) and reason, feasibility and why
+* ``plan.csv``: one row per configuration tried: its axes, status (ok / pruned / bounded: not screened, its lower
+  bounds lose, rlsim.plan.bound) and reason, feasibility and why
   not, the screened or full numbers (``fidelity``), cost, the bounding phase, baseline / winner / Pareto flags
   and the overrides as JSON (``overrides``: dotted scenario keys, what ``rlsim run --set`` takes);
 * ``plan.json``: the objective, constraints, prices with their sources, the axes, the baseline, the winner, the
@@ -87,6 +88,7 @@ def plan_json(result: PlanResult, explanation: list[str], command: str) -> dict[
         "space": result.space.describe(),
         "configurations": len(t),
         "pruned": int((t["status"] == "pruned").sum()),
+        "not_screened": int((t["status"] == "bounded").sum()),  # lower bounds lose (rlsim.plan.bound)
         "feasible": int(t["feasible"].sum()),
         "full_simulations": int((t.get("fidelity") == "full").sum()) if "fidelity" in t else 0,
         "baseline": brief(result.baseline),
@@ -245,7 +247,11 @@ def plan_report(
         ("scenario", f"{result.scenario.name} ({result.scenario.digest()})"),
         ("command", command),
         ("constraints", json.dumps(result.constraints)),
-        ("configurations", f"{meta['configurations']} ({meta['pruned']} pruned, {meta['feasible']} feasible)"),
+        (
+            "configurations",
+            f"{meta['configurations']} ({meta['pruned']} pruned, {meta['not_screened']} not screened: lower bounds "
+            f"lose, {meta['feasible']} feasible)",
+        ),
         ("searched", "; ".join(result.space.describe())),
     ]
     parts = [

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rlsim.errors import RlsimError, ScenarioError
+from rlsim.plan.bound import Pruning
 from rlsim.plan.evaluate import evaluate_full, evaluate_groups, forget_reuse
 from rlsim.plan.space import Config, Space, baseline_config, build_space, configurations
 from rlsim.run.profile import Profile
@@ -163,10 +164,12 @@ def plan(
     explicit: Iterable[str] = (),
     finalists: int = FINALISTS,
     screen_thrash: str = "fast",
+    prune: bool = True,
 ) -> PlanResult:
     """Search the configurations of ``scenario`` (module docstring) and pick the best by ``objective``. The screen
     simulates a KV-cache thrash with ``screen_thrash`` (engine.thrash_model: fast unless told otherwise), the
-    finalists with the scenario's own model."""
+    finalists with the scenario's own model. With ``prune`` the configurations whose lower bounds cannot change the
+    answer are not screened (rlsim.plan.bound); without it every one is."""
     _check_inputs(scenario, profile, objective, deadline_h, budget_usd)
     space = build_space(scenario, grid, gpu_types, gpus, max_gpus, schedules)
     price_table = _prices(scenario, dict.fromkeys([*space.gpus, scenario.hardware.gpu.name]), prices)
@@ -181,16 +184,22 @@ def plan(
     prof = profile.to_dict() if profile is not None else None
     run = _Runner(scenario.to_dict(), prof, list(explicit), executor, address, workers, screen_thrash)
     rules = _Rules(configs, price_table, OBJECTIVES[objective], deadline_h, budget_usd)
-    rows = run.screen(configs, progress)
-    for i in rows:
-        rules.finish(i, rows[i])
+    ycol = "cost_usd" if not missing else "gpu_hours_to_target"  # the Pareto front's: time vs cost or GPU-hours
+    groups = _group(configs)
+    if prune:
+        pruning = Pruning(run, rules, configs, groups, ycol, finalists, progress)
+        rows = pruning.screen(baseline)
+    else:
+        rows = run.screen(configs, groups, progress)
+        for i in rows:
+            rules.finish(i, rows[i])
     ranked = sorted((i for i in rows if rows[i]["feasible"]), key=lambda i: (rows[i]["objective"], i))
     full = sorted(set(ranked[:finalists]) | {baseline})
     run.finalists(configs, rows, full, rules, progress)
+    if prune:
+        pruning.recheck(rows)
     feasible_full = [i for i in full if rows[i]["feasible"]]
     winner = min(feasible_full, key=lambda i: (rows[i]["objective"], i)) if feasible_full else None
-    # Pareto: time vs cost (GPU-hours where a price is missing)
-    ycol = "cost_usd" if not missing else "gpu_hours_to_target"
     pts = [
         (i, rows[i]["time_to_target_s"], rows[i][ycol])
         for i in rows
@@ -285,15 +294,22 @@ class _Runner:
     workers: int | None
     screen_thrash: str = "fast"
 
-    def screen(self, configs: list[Config], progress: Callable[..., None] | None) -> dict[int, dict[str, Any]]:
-        """Every configuration screened with the screen's thrash model (a configuration's own
-        engine.thrash_model override wins): a task per set of groups that roll out alike (:func:`_rollout_key`),
-        the longest first (about P x G x its steps, summed)."""
+    def screen(
+        self,
+        configs: list[Config],
+        groups: list[list[int]],
+        progress: Callable[..., None] | None,
+        fn: Callable[[Any], list] = evaluate_groups,
+    ) -> dict[int, dict[str, Any]]:
+        """The configurations of ``groups`` screened with the screen's thrash model (a configuration's own
+        engine.thrash_model override wins), by ``fn`` (rlsim.plan.evaluate: evaluate_groups, or bound_groups for
+        the bounds): a task per set of groups that roll out alike (:func:`_rollout_key`), the longest first (about
+        P x G x its steps, summed)."""
         from rlsim.answers.sweep import run_tasks
 
         plan_key = uuid.uuid4().hex  # the screen's tasks share what a worker keeps for this plan
         buckets: dict[tuple, list[list[int]]] = {}
-        for g in _group(configs):
+        for g in groups:
             buckets.setdefault(_rollout_key(configs[g[0]].overrides), []).append(g)
         base = {**self.base, "engine": {**self.base.get("engine", {}), "thrash_model": self.screen_thrash}}
         tasks, costs, sizes = [], [], []
@@ -304,7 +320,7 @@ class _Runner:
             sizes.append(sum(len(g) for g in groups))
         run = (self.executor, self.address, self.workers)
         try:
-            outputs = run_tasks(evaluate_groups, tasks, *run, progress, costs, sizes, cores_per_worker=SCREEN_CORES)
+            outputs = run_tasks(fn, tasks, *run, progress, costs, sizes, cores_per_worker=SCREEN_CORES)
         finally:
             forget_reuse()  # what this process kept, when it screened in-process
         return {index: row for out in outputs for index, row in out}

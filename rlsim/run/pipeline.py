@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import simpy
 
-from rlsim.engine.rollout import RolloutResult, launch_rollouts, merge_rounds
+from rlsim.engine.rollout import RolloutResult, free_rollouts, launch_rollouts, merge_rounds
 from rlsim.errors import RlsimError
 from rlsim.host import threads
 from rlsim.io.records import RunLogRecord, run_log_record
@@ -98,6 +98,7 @@ class _State:
     progress: Callable[[int], None] | None = None
     run_id: str = ""
     reuse: Reuse | None = None
+    free_generation: bool = False  # every rollout takes no time and runs no engine (a lower bound: rlsim.plan)
 
     def span(self, phase: Phase, step: int, track: str, start: float, duration_s: float) -> float:
         """Record a finished phase; returns its duration as computed (not as a difference of clock readings)."""
@@ -188,6 +189,8 @@ def _generations(st: _State):
             scored.append(None if s.algorithm.dynamic_sampling is None else _scored(own))
             held.append(batches)
             overheads.append(st.cost.rollout_overhead_s(len(responses)))
+        if st.free_generation:  # the lengths only: no engine, no time
+            return sampled, [0.0] * count, held, calls, scored, free_rollouts(requests, s.num_replicas)
         call_overheads = [st.cost.rollout_overhead_s(len(c[1])) for c in requests]
         pending = launch_rollouts(
             requests,
@@ -456,9 +459,13 @@ def run_pipeline(
     cost: CostModel | None = None,
     progress: Callable[[int], None] | None = None,
     reuse: Reuse | None = None,
+    free_generation: bool = False,
 ) -> tuple[list[RunLogRecord], list[Span]]:
     """Simulate ``scenario.run.steps`` steps; return the per-step records and the timeline spans (the same with a
-    ``reuse`` shared with other runs, found there where they draw the same lengths or roll out alike)."""
+    ``reuse`` shared with other runs, found there where they draw the same lengths or roll out alike).
+
+    With ``free_generation`` rollouts take no time (no engine simulated): each step's time is then the trainer's own
+    work (reward, passes, sync), done step after step by one process, a lower bound of the real run's (rlsim.plan)."""
     cost = cost or RooflineCostModel.from_scenario(scenario)
     threads.thread_count()  # a bad RLSIM_THREADS is refused before anything runs, whatever the step size
     env = simpy.Environment()
@@ -483,6 +490,7 @@ def run_pipeline(
         progress=progress,
         run_id=f"sim-{scenario.digest()}",
         reuse=reuse,
+        free_generation=free_generation,
     )
     st.version_changed = env.event()
     env.process(_rollout(env, st))

@@ -80,10 +80,11 @@ class Timelines:
     """The timelines one command has simulated, by :func:`systems_key`; ``simulated`` counts pipeline runs. With a
     ``reuse`` (rlsim.run.reuse.Reuse) its runs share their sampled lengths and equal rollouts."""
 
-    def __init__(self, reuse: Reuse | None = None) -> None:
+    def __init__(self, reuse: Reuse | None = None, free_generation: bool = False) -> None:
         self._store: dict[tuple, Timeline] = {}
         self.simulated = 0
         self.reuse = reuse
+        self.free_generation = free_generation  # every timeline with generation free: a lower bound (run_pipeline)
 
     def get(self, scn: Scenario, progress: Callable[[int], None] | None = None) -> Timeline:
         """The timeline of ``scn.run.steps`` steps of ``scn`` (under its ``costs``): from the cache when it holds
@@ -94,7 +95,7 @@ class Timelines:
         if have is not None:
             return have.first(scn, steps)
         key = systems_key(scn)
-        records, spans = run_pipeline(scn, RooflineCostModel(scn), progress, self.reuse)
+        records, spans = run_pipeline(scn, RooflineCostModel(scn), progress, self.reuse, self.free_generation)
         self.simulated += 1
         made = Timeline(records, spans)
         if key not in self._store or steps > len(self._store[key].records):

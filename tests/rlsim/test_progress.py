@@ -45,7 +45,7 @@ def test_the_plan_reports_its_finalists_as_a_stage(monkeypatch):
     from rlsim.scenario import load_scenario
 
     seen = []
-    search.plan(
+    result = search.plan(
         load_scenario(PAPER),
         grid={
             "workload.prompts_per_step": [128, 256],
@@ -57,5 +57,8 @@ def test_the_plan_reports_its_finalists_as_a_stage(monkeypatch):
         progress=lambda done, total, stage="screen": seen.append((stage, done, total)),
     )
     stages = [s for s, _, _ in seen]
-    assert stages[0] == "screen" and stages[-1] == "finalists"
+    # the lower bounds first (rlsim.plan.bound), then the screen, then the finalists, each stage once
+    assert list(dict.fromkeys(stages)) == ["bounds", "screen", "finalists"]
     assert seen[-1][1] == seen[-1][2]  # the finalists' own count reaches its own total
+    bounds = [(d, t) for s, d, t in seen if s == "bounds"]
+    assert bounds[-1][0] == bounds[-1][1] == len(result.table)  # one count per configuration

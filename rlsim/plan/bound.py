@@ -1,0 +1,225 @@
+"""Which configurations the plan need not screen: a lower bound of each one's numbers, and the rule that prunes by it.
+
+The bound (rlsim.plan.evaluate.bound_groups) is the screen's own short run with generation free
+(rlsim.run.pipeline.run_pipeline's ``free_generation``): every rollout takes no time, so each step lasts the trainer's
+own work (reward, log-prob and training passes, weight sync), which its one process does step after step in the
+real run too. Each step's time, the records' wall-clock and the steady step time are then at most the screen's, and
+so are the time-to-target, the GPU-hours and the cost read from them (the samples to the target do not depend on
+the systems side). It costs the pipeline's Python, no engine: about a quarter of a screen's time.
+
+A configuration whose bounds already lose cannot change the plan's answer, so it is not screened:
+
+* the constraints: its time bound over ``deadline_h`` or its cost bound over ``budget_usd`` (infeasible whatever
+  generation costs), or no time-to-target at all (the learning model never reaches the target);
+* the finalists: at least ``finalists`` screened feasible configurations have an objective below its bound, so it
+  would not be among the best ``finalists`` the plan simulates in full;
+* the Pareto front: a screened feasible configuration is at or below both of its bounds (time-to-target and cost,
+  or GPU-hours where a price is missing), below in one of them, so it would not be on the front either.
+
+Its row says so (status ``bounded``, the bounds and the configuration that beats them). The configurations are
+screened best bound first, in two rounds (:data:`FIRST_ROUND` of the groups, then what the rule leaves), so the
+configurations that prune the rest are screened early; after the finalists' full simulations the front rule is
+checked again against their numbers and any row it no longer holds for is screened. The winner, the finalists, the
+Pareto front and every screened row are those of the exhaustive screen (``plan(..., prune=False)``, ``rlsim plan
+--exhaustive``), which tests/plan/test_bound.py checks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+FIRST_ROUND = 0.05  # share of the groups screened before the first pruning (best bound first)
+# bounds are lowered by this share: a step that generation does not bound (the trainer's own work) comes out of the
+# free-generation run within float rounding of the real one's, an ulp above it at times (wall-clock differences)
+SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A configuration's lower bounds: time-to-target (s), the Pareto front's second coordinate (cost or GPU-hours)
+    and the objective; ``why`` when its bounds alone rule it out (infeasible whatever generation costs)."""
+
+    time_s: float
+    y: float | None
+    objective: float
+    why: str | None = None
+
+
+def bound_of(row: dict[str, Any], finish: Callable[[dict[str, Any]], dict[str, Any]], ycol: str) -> Bound:
+    """A bound row (an evaluated row with generation free) as a :class:`Bound`, the plan's rules applied to it by
+    ``finish`` (cost, constraints, objective)."""
+    done = finish(dict(row))
+    t = done.get("time_to_target_s")
+    y = done.get(ycol)
+    why = None
+    if not done["feasible"]:
+        why = f"even with generation free, {done['infeasible_reason']}"
+    low = 1.0 - SLACK
+    return Bound(
+        time_s=float(t) * low if t is not None else math.inf,
+        y=float(y) * low if y is not None else None,
+        objective=done["objective"] * low if done["feasible"] else math.inf,
+        why=why,
+    )
+
+
+@dataclass
+class Screened:
+    """The screened feasible rows' numbers the rule compares bounds against."""
+
+    objectives: list[float]
+    points: list[tuple[int, float, float]]  # (config, time-to-target, y) of those with a y
+
+    @classmethod
+    def of(cls, rows: dict[int, dict[str, Any]], ycol: str) -> Screened:
+        ok = [(i, r) for i, r in rows.items() if r.get("feasible")]
+        objectives = sorted(r["objective"] for _, r in ok)
+        points = [(i, float(r["time_to_target_s"]), float(r[ycol])) for i, r in ok if r.get(ycol) is not None]
+        return cls(objectives, points)
+
+    def beaten_by(self, b: Bound, finalists: int) -> str | None:
+        """Why bound ``b`` cannot change the answer (module docstring), or None."""
+        if b.why is not None:
+            return b.why
+        below = sum(1 for o in self.objectives if o < b.objective)
+        if below < finalists:
+            return None
+        if b.y is None:
+            return f"{below} screened configurations beat its objective bound"
+        for i, t, y in self.points:
+            if t <= b.time_s and y <= b.y and (t < b.time_s or y < b.y):
+                return f"{below} screened configurations beat its objective bound and configuration {i} both its bounds"
+        return None
+
+
+def first_round(groups: Sequence[Sequence[int]], bounds: dict[int, Bound], baseline: int, finalists: int) -> list[int]:
+    """The groups screened first (their positions in ``groups``): the best bounds, FIRST_ROUND of them (at least
+    ``finalists``), and the baseline's."""
+    order = sorted(range(len(groups)), key=lambda g: (min(bounds[i].objective for i in groups[g]), g))
+    take = max(math.ceil(FIRST_ROUND * len(groups)), finalists)
+    first = set(order[:take])
+    first.update(g for g, members in enumerate(groups) if baseline in members)
+    return sorted(first, key=order.index)
+
+
+def bounded_row(b: Bound, why: str) -> dict[str, Any]:
+    """The row of a configuration not screened."""
+    return {
+        "status": "bounded",
+        "reason": f"not screened: {why}",
+        "time_to_target_bound_s": b.time_s if math.isfinite(b.time_s) else None,
+    }
+
+
+@dataclass
+class Pruning:
+    """The plan's screen with pruning (module docstring) on its runner and rules (rlsim.plan.search)."""
+
+    run: Any  # search._Runner
+    rules: Any  # search._Rules
+    configs: list
+    groups: list[list[int]]
+    ycol: str
+    finalists: int
+    progress: Callable[..., None] | None
+    bounds: dict[int, Bound] = field(default_factory=dict)
+    pruned: dict[int, None] = field(default_factory=dict)  # groups not screened (their positions), in order
+
+    def screen(self, baseline: int) -> dict[int, dict[str, Any]]:
+        """Every configuration's row: screened, pruned by the scenario's rules, or bounded."""
+        from rlsim.plan.evaluate import bound_groups
+
+        rows = self.run.screen(self.configs, self.groups, self._stage("bounds"), bound_groups)
+        for i, row in rows.items():
+            if row["status"] == "ok":
+                self.bounds[i] = bound_of(row, lambda r, i=i: self._finish(i, r), self.ycol)
+            else:  # refused by the scenario's rules: final
+                self.rules.finish(i, row)
+        rows = {i: r for i, r in rows.items() if r["status"] != "ok"}
+        live = [g for g, members in enumerate(self.groups) if any(i in self.bounds for i in members)]
+        first = [live[x] for x in first_round([self.groups[g] for g in live], self.bounds, baseline, self.finalists)]
+        cells: dict[tuple, int] = {}  # the best bound of each batch size and LR rule (see _cover)
+        for g in live:
+            for i in self.groups[g]:
+                b = self.bounds.get(i)
+                if b is not None and b.why is None:
+                    j = cells.setdefault(self._cell(i), i)
+                    if (b.objective, i) < (self.bounds[j].objective, j):
+                        cells[self._cell(i)] = i
+        first += [g for g in live if g not in first and any(i in self.groups[g] for i in cells.values())]
+        rows.update(self._screened(first, 0))
+        beaten = Screened.of(rows, self.ycol)
+        second = []
+        for g in (g for g in live if g not in set(first)):
+            whys = [beaten.beaten_by(self.bounds[i], self.finalists) for i in self.groups[g] if i in self.bounds]
+            if any(w is None for w in whys):
+                second.append(g)
+                continue
+            self.pruned[g] = None
+            for i in self.groups[g]:
+                if i in self.bounds:
+                    rows[i] = bounded_row(self.bounds[i], whys.pop(0))
+                    self.rules.finish(i, rows[i])
+        rows.update(self._screened(second, sum(len(self.groups[g]) for g in first)))
+        self._cover(rows)
+        return rows
+
+    def _cell(self, i: int) -> tuple:
+        labels = self.configs[i].labels
+        return labels.get("prompts_per_step"), labels.get("group_size"), labels.get("lr_rule")
+
+    def _cover(self, rows: dict[int, dict[str, Any]]) -> None:
+        """Each batch size and LR rule with a feasible screened configuration where the exhaustive screen could
+        have one (the explanation compares the best of each with the winner, rlsim.plan.explain.per_batch): while
+        a cell has none and a bounded configuration not ruled out by its bounds alone, the best-bound one's group is
+        screened."""
+        while True:
+            covered = {self._cell(i) for i, r in rows.items() if r.get("feasible")}
+            best: dict[tuple, int] = {}
+            for g in self.pruned:
+                for i in self.groups[g]:
+                    b, cell = self.bounds.get(i), self._cell(i)
+                    if b is None or b.why is not None or cell in covered:
+                        continue
+                    if cell not in best or (b.objective, i) < (self.bounds[best[cell]].objective, best[cell]):
+                        best[cell] = i
+            groups = sorted({g for g in self.pruned for i in best.values() if i in self.groups[g]})
+            if not groups:
+                return
+            rows.update(self._screened(groups, 0))
+
+    def recheck(self, rows: dict[int, dict[str, Any]]) -> None:
+        """After the finalists' full simulations: a bounded group that their numbers no longer keep off the Pareto
+        front is screened after all."""
+        beaten = Screened.of(rows, self.ycol)
+        again = [g for g in self.pruned if any(self._may_front(beaten, i) for i in self.groups[g])]
+        rows.update(self._screened(again, 0))
+
+    def _may_front(self, beaten: Screened, i: int) -> bool:
+        b = self.bounds.get(i)
+        if b is None or b.why is not None or b.y is None:
+            return False
+        return not any(t <= b.time_s and y <= b.y and (t < b.time_s or y < b.y) for _, t, y in beaten.points)
+
+    def _screened(self, groups: list[int], before: int) -> dict[int, dict[str, Any]]:
+        if not groups:
+            return {}
+        for g in groups:
+            self.pruned.pop(g, None)
+        rows = self.run.screen(self.configs, [self.groups[g] for g in groups], self._stage("screen", before))
+        for i, row in rows.items():
+            self.rules.finish(i, row)
+        return rows
+
+    def _finish(self, i: int, row: dict[str, Any]) -> dict[str, Any]:
+        self.rules.finish(i, row)
+        return row
+
+    def _stage(self, stage: str, before: int = 0) -> Callable[[int, int], None] | None:
+        if self.progress is None:
+            return None
+        progress = self.progress
+        return lambda done, total: progress(before + done, before + total, stage)
