@@ -191,6 +191,10 @@ class Pruning:
                 return
             rows.update(self._screened(groups, 0))
 
+    def every(self) -> dict[int, dict[str, Any]]:
+        """Every configuration screened, none bounded (``plan(..., prune=False)``)."""
+        return self._screened(list(range(len(self.groups))), 0)
+
     def recheck(self, rows: dict[int, dict[str, Any]]) -> None:
         """After the finalists' full simulations: a bounded group that their numbers no longer keep off the Pareto
         front is screened after all."""

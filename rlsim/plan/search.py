@@ -185,19 +185,12 @@ def plan(
     run = _Runner(scenario.to_dict(), prof, list(explicit), executor, address, workers, screen_thrash)
     rules = _Rules(configs, price_table, OBJECTIVES[objective], deadline_h, budget_usd)
     ycol = "cost_usd" if not missing else "gpu_hours_to_target"  # the Pareto front's: time vs cost or GPU-hours
-    groups = _group(configs)
-    if prune:
-        pruning = Pruning(run, rules, configs, groups, ycol, finalists, progress)
-        rows = pruning.screen(baseline)
-    else:
-        rows = run.screen(configs, groups, progress)
-        for i in rows:
-            rules.finish(i, rows[i])
+    pruning = Pruning(run, rules, configs, _group(configs), ycol, finalists, progress)
+    rows = pruning.screen(baseline) if prune else pruning.every()
     ranked = sorted((i for i in rows if rows[i]["feasible"]), key=lambda i: (rows[i]["objective"], i))
     full = sorted(set(ranked[:finalists]) | {baseline})
     run.finalists(configs, rows, full, rules, progress)
-    if prune:
-        pruning.recheck(rows)
+    pruning.recheck(rows)  # (nothing to do when nothing was bounded)
     feasible_full = [i for i in full if rows[i]["feasible"]]
     winner = min(feasible_full, key=lambda i: (rows[i]["objective"], i)) if feasible_full else None
     pts = [
