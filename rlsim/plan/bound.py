@@ -5,7 +5,8 @@ The bound (rlsim.plan.evaluate.bound_groups) is the screen's own short run with 
 own work (reward, log-prob and training passes, weight sync), which its one process does step after step in the
 real run too. Each step's time, the records' wall-clock and the steady step time are then at most the screen's, and
 so are the time-to-target, the GPU-hours and the cost read from them (the samples to the target do not depend on
-the systems side). It costs the pipeline's Python, no engine: about a quarter of a screen's time.
+the systems side). It costs the pipeline's Python and no engine: on the 8,304-configuration plan of
+tests/benchmarks/test_bench_plan.py about a quarter of the exhaustive screen's CPU time.
 
 A configuration whose bounds already lose cannot change the plan's answer, so it is not screened:
 
@@ -14,14 +15,18 @@ A configuration whose bounds already lose cannot change the plan's answer, so it
 * the finalists: at least ``finalists`` screened feasible configurations have an objective below its bound, so it
   would not be among the best ``finalists`` the plan simulates in full;
 * the Pareto front: a screened feasible configuration is at or below both of its bounds (time-to-target and cost,
-  or GPU-hours where a price is missing), below in one of them, so it would not be on the front either.
+  or GPU-hours where a price is missing), below in one of them, so it would not be on the front either;
 
-Its row says so (status ``bounded``, the bounds and the configuration that beats them). The configurations are
-screened best bound first, in two rounds (:data:`FIRST_ROUND` of the groups, then what the rule leaves), so the
-configurations that prune the rest are screened early; after the finalists' full simulations the front rule is
-checked again against their numbers and any row it no longer holds for is screened. The winner, the finalists, the
-Pareto front and every screened row are those of the exhaustive screen (``plan(..., prune=False)``, ``rlsim plan
---exhaustive``), which tests/plan/test_bound.py checks.
+unless the explanation may need it: that compares the best configuration of each batch size and LR rule with the
+winner (rlsim.plan.explain.per_batch), so one whose objective bound is below its cell's best screened objective is
+screened after all.
+
+Its row says so (status ``bounded``, ``time_to_target_bound_s``, the reason). The configurations are screened best
+bound first, in two rounds (:data:`FIRST_ROUND` of the groups and the best bound of each cell, then what the rule
+leaves), so that those that prune the rest are screened early, then the cells' candidates; after the finalists'
+full simulations the front rule is checked again against their numbers, and any row it no longer holds for is
+screened. The winner, the finalists, the Pareto front, the explanation and every screened row are those of the
+exhaustive screen (``plan(..., prune=False)``, ``rlsim plan --exhaustive``; tests/rlsim/test_plan_bound.py).
 """
 
 from __future__ import annotations
@@ -172,21 +177,23 @@ class Pruning:
         return labels.get("prompts_per_step"), labels.get("group_size"), labels.get("lr_rule")
 
     def _cover(self, rows: dict[int, dict[str, Any]]) -> None:
-        """Each batch size and LR rule with a feasible screened configuration where the exhaustive screen could
-        have one (the explanation compares the best of each with the winner, rlsim.plan.explain.per_batch): while
-        a cell has none and a bounded configuration not ruled out by its bounds alone, the best-bound one's group is
-        screened."""
+        """The best screened configuration of each batch size and LR rule is its best over the whole search (the
+        explanation compares it with the winner, rlsim.plan.explain.per_batch): while a bounded configuration's
+        objective bound is below its cell's best screened objective (or its cell has none), the groups of every
+        such configuration are screened (once for most plans; again where a cell had no feasible row)."""
         while True:
-            covered = {self._cell(i) for i, r in rows.items() if r.get("feasible")}
-            best: dict[tuple, int] = {}
+            best: dict[tuple, float] = {}
+            for i, r in rows.items():
+                if r.get("feasible"):
+                    cell = self._cell(i)
+                    best[cell] = min(best.get(cell, math.inf), r["objective"])
+            take = set()
             for g in self.pruned:
                 for i in self.groups[g]:
-                    b, cell = self.bounds.get(i), self._cell(i)
-                    if b is None or b.why is not None or cell in covered:
-                        continue
-                    if cell not in best or (b.objective, i) < (self.bounds[best[cell]].objective, best[cell]):
-                        best[cell] = i
-            groups = sorted({g for g in self.pruned for i in best.values() if i in self.groups[g]})
+                    b = self.bounds.get(i)
+                    if b is not None and b.why is None and b.objective < best.get(self._cell(i), math.inf):
+                        take.add(i)
+            groups = sorted(g for g in self.pruned if any(i in take for i in self.groups[g]))
             if not groups:
                 return
             rows.update(self._screened(groups, 0))

@@ -233,8 +233,9 @@ def _print_text(result: Any, lines: list[str]) -> None:
     bounded = int((t["status"] == "bounded").sum())
     print(
         f"rlsim plan: {result.scenario.name}, objective {result.objective}: {len(t)} configurations, "
-        f"{len(pruned)} pruned, {bounded} not screened (lower bounds lose), {int(t['feasible'].sum())} feasible, "
-        f"{int((t.get('fidelity') == 'full').sum())} simulated in full"
+        f"{len(pruned)} pruned, {bounded} not screened (their lower bounds lose; --exhaustive screens them), "
+        f"{int(t['feasible'].sum())} feasible of those screened, {int((t.get('fidelity') == 'full').sum())} "
+        "simulated in full"
     )
     for line in result.space.describe():
         print(f"  searched {line}")

@@ -18,6 +18,7 @@ its row says why and nothing is simulated for it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rlsim.errors import RlsimError
@@ -92,7 +93,18 @@ def evaluate_groups(
     return [row for items in groups for row in evaluate_group((base, items, profile_dict, explicit), Timelines(reuse))]
 
 
-BOUND_KEYS = ("time_to_target_s", "gpu_hours_to_target", "samples_to_target")
+def bound_row(result: SimResult) -> dict[str, Any]:
+    """What a bound keeps of a free-generation run (rlsim.plan.bound): time-to-target, GPU-hours and samples to
+    the target, as :func:`result_row` has them (without the summary it computes)."""
+    t = result.time_to_target
+    if t is None:
+        return {"time_to_target_s": None, "gpu_hours_to_target": None, "samples_to_target": None}
+    gpu_hours = t.time_to_target_s * result.scenario.total_gpus / 3600.0
+    return {
+        "time_to_target_s": t.time_to_target_s,
+        "gpu_hours_to_target": gpu_hours,
+        "samples_to_target": t.samples_to_target,
+    }
 
 
 def bound_groups(
@@ -104,11 +116,10 @@ def bound_groups(
 
     base, groups, profile_dict, explicit, plan_key = task
     reuse = _plan_reuse(plan_key)
-    out = []
-    for items in groups:
-        for index, row in evaluate_group((base, items, profile_dict, explicit), Timelines(reuse, free_generation=True)):
-            out.append((index, row if row["status"] != "ok" else {"status": "ok", **{k: row[k] for k in BOUND_KEYS}}))
-    return out
+    each = (
+        evaluate_group((base, items, profile_dict, explicit), Timelines(reuse, True), bound_row) for items in groups
+    )
+    return [row for rows in each for row in rows]
 
 
 _REUSE: dict[str, Reuse] = {}  # the Reuse of the plan whose tasks this process screens (one plan at a time)
@@ -132,10 +143,12 @@ def forget_reuse() -> None:
 def evaluate_group(
     task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], dict | None, list[str]],
     timelines: Timelines | None = None,
+    row_of: Callable[[SimResult], dict[str, Any]] | None = None,
 ) -> list:
     """Screen one group: ``(base scenario dict, [(index, overrides)], profile dict, explicit keys)`` -> one
-    ``(index, row)`` per configuration (``row["status"]`` ok or pruned, ``row["reason"]`` when pruned). The
-    group's learning variants share one short timeline, in ``timelines`` if given."""
+    ``(index, row)`` per configuration (``row["status"]`` ok or pruned, ``row["reason"]`` when pruned; an ok
+    row's numbers by ``row_of``, :func:`result_row` by default). The group's learning variants share one short
+    timeline, in ``timelines`` if given."""
     from rlsim.run.simulation import configure, predict
     from rlsim.run.timeline import Timelines
     from rlsim.scenario.build import with_learning
@@ -166,6 +179,9 @@ def evaluate_group(
         except RlsimError as exc:  # an engine that cannot hold a sequence, a run too large for this machine
             out.append((index, {"status": "pruned", "reason": str(exc)}))
         else:
+            if row_of is not None:  # (a bound: rlsim.plan.bound)
+                out.append((index, {"status": "ok", **row_of(result)}))
+                continue
             out.append((index, {"status": "ok", "reason": None, "fidelity": "screen", **result_row(result)}))
     return out
 

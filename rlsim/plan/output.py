@@ -249,8 +249,8 @@ def plan_report(
         ("constraints", json.dumps(result.constraints)),
         (
             "configurations",
-            f"{meta['configurations']} ({meta['pruned']} pruned, {meta['not_screened']} not screened: lower bounds "
-            f"lose, {meta['feasible']} feasible)",
+            f"{meta['configurations']} ({meta['pruned']} pruned, {meta['not_screened']} not screened: their lower "
+            f"bounds lose, {meta['feasible']} feasible of those screened)",
         ),
         ("searched", "; ".join(result.space.describe())),
     ]
