@@ -60,8 +60,8 @@ def bound_of(row: dict[str, Any], finish: Callable[[dict[str, Any]], dict[str, A
     t = done.get("time_to_target_s")
     y = done.get(ycol)
     why = None
-    if not done["feasible"]:
-        why = f"even with generation free, {done['infeasible_reason']}"
+    if not done["feasible"]:  # a constraint broken with generation free, or a target the learning never reaches
+        why = done["infeasible_reason"] if t is None else f"even with generation free, {done['infeasible_reason']}"
     low = 1.0 - SLACK
     return Bound(
         time_s=float(t) * low if t is not None else math.inf,
@@ -157,8 +157,8 @@ class Pruning:
         first += [g for g in live if g not in first and any(i in self.groups[g] for i in cells.values())]
         rows.update(self._screened(first, 0))
         beaten = Screened.of(rows, self.ycol)
-        second = []
-        for g in (g for g in live if g not in set(first)):
+        second, screened = [], set(first)
+        for g in (g for g in live if g not in screened):
             whys = [beaten.beaten_by(self.bounds[i], self.finalists) for i in self.groups[g] if i in self.bounds]
             if any(w is None for w in whys):
                 second.append(g)

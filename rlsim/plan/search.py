@@ -6,7 +6,9 @@ Steps (each configuration is one row of ``PlanResult.table``):
 1. the axes (rlsim.plan.space) give every configuration; the scenario as given is the *baseline* (the user's own
    configuration), a row of its own when the search does not contain it;
 2. every configuration is screened (rlsim.plan.evaluate): one short simulation per group that shares a step
-   time, the LR rules on its timeline; configurations the scenario rules reject are pruned with the reason;
+   time, the LR rules on its timeline; configurations the scenario rules reject are pruned with the reason, and
+   those whose lower bounds (the same run with generation free) cannot change the answer are not screened
+   (rlsim.plan.bound; ``prune=False`` screens them);
 3. cost = GPU-hours to target x the GPU type's price (rlsim.plan.prices: catalog, then the scenario's
    ``plan.prices``, then ``--price``); the constraints (``deadline_h``, ``budget_usd``) mark the rest
    infeasible;
