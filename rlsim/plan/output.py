@@ -144,11 +144,19 @@ def _figures(result: PlanResult) -> list[tuple[str, str, Any]]:
     fig.update_layout(xaxis_title="time-to-target (h)", yaxis_title=ylabel, height=480)
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
+    bounded = int((result.table["status"] == "bounded").sum())
+    unseen = (
+        f"; {bounded:,} configurations were not screened: a screened one beats their lower bounds (generation free) "
+        "on both axes, or those bounds break a constraint, so none of them is on the front (--exhaustive screens "
+        "them)"
+        if bounded
+        else ""
+    )
     figs.append(
         (
             "Pareto front",
-            f"every feasible configuration (screened; finalists simulated in full): time-to-target against "
-            f"{ylabel}; the front holds those no other configuration beats on both",
+            f"every feasible configuration screened (finalists simulated in full): time-to-target against "
+            f"{ylabel}; the front holds those no other configuration beats on both{unseen}",
             fig,
         )
     )

@@ -116,3 +116,20 @@ def test_the_explanation_is_the_exhaustive_plans():
     pruned, every = plan(s, **kw), plan(s, prune=False, **kw)
     assert (pruned.table["status"] == "bounded").any()
     assert explain(pruned) == explain(every)
+
+
+def test_the_cli_says_what_it_did_not_screen_and_exhaustive_screens_it(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-m", "rlsim.cli", "plan", str(PAPER), "--grid", "workload.prompts_per_step=128,4096"]
+    args += ["--schedules", "async-1,colocated", "--finalists", "1"]
+    out = subprocess.run([*args, "-o", str(tmp_path / "a")], capture_output=True, text=True)
+    every = subprocess.run([*args, "--exhaustive", "-o", str(tmp_path / "b")], capture_output=True, text=True)
+    assert out.returncode == every.returncode == 0, out.stderr + every.stderr
+    a, b = (json.loads((tmp_path / x / "plan.json").read_text()) for x in "ab")
+    assert a["not_screened"] > 0 and b["not_screened"] == 0 and a["configurations"] == b["configurations"]
+    assert f"{a['not_screened']} not screened (their lower bounds lose; --exhaustive screens them)" in out.stdout
+    assert a["winner"] == b["winner"] and a["pareto"] == b["pareto"] and a["explanation"] == b["explanation"]
+    assert f"{a['not_screened']:,} configurations were not screened" in (tmp_path / "a" / "report.html").read_text()
