@@ -42,7 +42,7 @@ def test_plan_over_5000_configurations_up_to_128_gpus_and_p_8192(benchmark):
     VM the session after, the kernel unchanged, then three rounds 30.5, 31.5 and 33.9 s (load 0.3 at the start). The
     median of three rounds, as the sweep's benchmark: single rounds of this plan ranged 27.9-36.5 s on this shared
     VM. Then the plan pruned by its free-generation lower bounds (rlsim.plan.bound; the same answer, rows and
-    explanation as ``prune=False``): 10.9, 11.4 and 11.0 s (median 11.0 s; 3,756 of the 8,304 not screened, 2,574
+    explanation as ``prune=False``): 11.4, 10.9 and 11.0 s (median 11.0 s; 3,756 of the 8,304 not screened, 2,574
     screened) against 30.3-33.0 s screening every configuration, 2026-12-04 (eleventh session)."""
     from rlsim.plan.bound import FIRST_ROUND
 
