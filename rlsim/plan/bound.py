@@ -101,9 +101,9 @@ class Screened:
 
 
 def first_round(groups: Sequence[Sequence[int]], bounds: dict[int, Bound], baseline: int, finalists: int) -> list[int]:
-    """The groups screened first (their positions in ``groups``): the best bounds, FIRST_ROUND of them (at least
-    ``finalists``), and the baseline's."""
-    order = sorted(range(len(groups)), key=lambda g: (min(bounds[i].objective for i in groups[g]), g))
+    """The groups screened first (their positions in ``groups``, each with a bounded member): the best bounds,
+    FIRST_ROUND of them (at least ``finalists``), and the baseline's."""
+    order = sorted(range(len(groups)), key=lambda g: (min(bounds[i].objective for i in groups[g] if i in bounds), g))
     take = max(math.ceil(FIRST_ROUND * len(groups)), finalists)
     first = set(order[:take])
     first.update(g for g, members in enumerate(groups) if baseline in members)

@@ -9,7 +9,7 @@ import pytest
 import rlsim
 from rlsim.engine import rollout
 from rlsim.plan import plan
-from rlsim.plan.bound import Bound, Screened
+from rlsim.plan.bound import Bound, Screened, first_round
 from rlsim.plan.explain import explain
 from rlsim.run import pipeline
 from rlsim.run.pipeline import run_pipeline
@@ -70,6 +70,13 @@ def test_the_rule_needs_finalists_beaten_and_the_front_held():
     assert screened.beaten_by(Bound(10.0, 5.0, 4.0), finalists=3) is None  # a tie with 7 on both: kept
     assert screened.beaten_by(Bound(10.0, 5.5, 4.0), finalists=3) is not None  # 7 ties its time, is cheaper
     assert screened.beaten_by(Bound(math.inf, None, math.inf, "over the deadline"), finalists=9) == "over the deadline"
+
+
+def test_the_first_round_takes_the_best_bounds_and_the_baseline():
+    # config 1 has no bound (the scenario's rules refused it): its group is ranked by config 0's
+    bounds = {0: Bound(5.0, 1.0, 5.0), 2: Bound(1.0, 1.0, 1.0), 3: Bound(9.0, 1.0, 9.0)}
+    assert first_round([[0, 1], [2], [3]], bounds, baseline=3, finalists=1) == [1, 2]
+    assert first_round([[0, 1], [2], [3]], bounds, baseline=2, finalists=2) == [1, 0]
 
 
 def _grid():
