@@ -99,6 +99,22 @@ def plan_json(result: PlanResult, explanation: list[str], command: str) -> dict[
     }
 
 
+def _front_caption(result: PlanResult, ylabel: str) -> str:
+    """What the Pareto figure plots, and what it leaves out: the configurations not screened (rlsim.plan.bound)."""
+    bounded = int((result.table["status"] == "bounded").sum())
+    unseen = (
+        f"; {bounded:,} configurations were not screened: a screened one beats their lower bounds (generation free) "
+        "on both axes, or those bounds break a constraint, so none of them is on the front (--exhaustive screens "
+        "them)"
+        if bounded
+        else ""
+    )
+    return (
+        f"every feasible configuration screened (finalists simulated in full): time-to-target against {ylabel}; "
+        f"the front holds those no other configuration beats on both{unseen}"
+    )
+
+
 def _figures(result: PlanResult) -> list[tuple[str, str, Any]]:
     from rlsim.answers.figures import PHASE_COLORS, _plotly
 
@@ -144,22 +160,7 @@ def _figures(result: PlanResult) -> list[tuple[str, str, Any]]:
     fig.update_layout(xaxis_title="time-to-target (h)", yaxis_title=ylabel, height=480)
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
-    bounded = int((result.table["status"] == "bounded").sum())
-    unseen = (
-        f"; {bounded:,} configurations were not screened: a screened one beats their lower bounds (generation free) "
-        "on both axes, or those bounds break a constraint, so none of them is on the front (--exhaustive screens "
-        "them)"
-        if bounded
-        else ""
-    )
-    figs.append(
-        (
-            "Pareto front",
-            f"every feasible configuration screened (finalists simulated in full): time-to-target against "
-            f"{ylabel}; the front holds those no other configuration beats on both{unseen}",
-            fig,
-        )
-    )
+    figs.append(("Pareto front", _front_caption(result, ylabel), fig))
     bars = go.Figure()
     shown = [(result.baseline, "your configuration")]
     if result.winner is not None and result.winner != result.baseline:
