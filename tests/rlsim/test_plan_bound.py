@@ -4,6 +4,7 @@ simulations)."""
 
 import math
 
+import numpy as np
 import pytest
 
 import rlsim
@@ -22,8 +23,9 @@ STEPS = {"run.steps": 6, "run.until_target": False}
 
 
 def _scenarios():
-    """Every kind of step the trainer can take: sync colocated and separate, async (streaming, in-flight updates
-    and not), a reward model on its own GPUs, a PPO critic beside the actor."""
+    """Steps of each kind the trainer takes: sync colocated, sync on separate pools (PPO with a reference, its
+    critic on a pool of its own), async (streaming, with in-flight updates and without), a thrashing engine, one
+    GPU."""
     load = rlsim.load_scenario
     return {
         "paper async-1": load(PAPER, STEPS),
@@ -56,7 +58,7 @@ def test_free_generation_bounds_every_step_from_below(name, monkeypatch):
 
 
 def test_free_rollouts_keep_the_tokens():
-    arrays = [(rollout.np.array([3, 4]), rollout.np.array([10, 20])), (rollout.np.array([5]), rollout.np.array([7]))]
+    arrays = [(np.array([3, 4]), np.array([10, 20])), (np.array([5]), np.array([7]))]
     out = rollout.free_rollouts(arrays, 3).result()
     assert [(r.prompt_tokens, r.response_tokens, r.rollout_s) for r in out] == [(7, 30, 0.0), (5, 7, 0.0)]
     assert out[0].replica_makespan_s == (0.0, 0.0, 0.0)

@@ -57,7 +57,7 @@ def test_the_plan_reports_its_finalists_as_a_stage(monkeypatch):
         progress=lambda done, total, stage="screen": seen.append((stage, done, total)),
     )
     stages = [s for s, _, _ in seen]
-    # the lower bounds first (rlsim.plan.bound), then the screen, then the finalists, each stage once
+    # the lower bounds first (rlsim.plan.bound), then the screen, then the finalists
     assert list(dict.fromkeys(stages)) == ["bounds", "screen", "finalists"]
     assert seen[-1][1] == seen[-1][2]  # the finalists' own count reaches its own total
     bounds = [(d, t) for s, d, t in seen if s == "bounds"]
