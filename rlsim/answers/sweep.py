@@ -38,7 +38,7 @@ import pandas as pd
 
 from rlsim.engine.iteration import decode_iteration_s
 from rlsim.errors import RlsimError, ScenarioError
-from rlsim.host import threads
+from rlsim.host import threads, workers_pool
 from rlsim.run.costs import RooflineCostModel
 from rlsim.run.profile import Profile, profile_from_dict
 from rlsim.scenario import Scenario, parse_scalar, split_assignment
@@ -400,19 +400,17 @@ def _run_local(fn, tasks, workers, finished):
             out.append(fn(t))
             finished(i)
         return out
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
 
     results: list[Any] = [None] * n
-    ctx = mp.get_context("spawn")
-    busy = ctx.Value("i", 0)  # workers running a task: each takes its share of the cores (threads.share_cores)
-    with ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=threads.share_cores, initargs=(busy,)
-    ) as pool:
+    pool = workers_pool.local(workers, threads.share_cores)
+    try:
         futures = {pool.submit(threads.counted, fn, t): i for i, t in enumerate(tasks)}
         for fut in as_completed(futures):
             results[futures[fut]] = fut.result()
             finished(futures[fut])
+    finally:
+        workers_pool.release(pool)
     return results
 
 

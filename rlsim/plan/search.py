@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rlsim.errors import RlsimError, ScenarioError
+from rlsim.host.workers_pool import kept_pools
 from rlsim.plan.bound import Pruning
 from rlsim.plan.evaluate import evaluate_full, evaluate_groups, forget_reuse
 from rlsim.plan.space import Config, Space, baseline_config, build_space, configurations
@@ -176,23 +177,19 @@ def plan(
     space = build_space(scenario, grid, gpu_types, gpus, max_gpus, schedules)
     price_table = _prices(scenario, dict.fromkeys([*space.gpus, scenario.hardware.gpu.name]), prices)
     missing = [g for g, p in price_table.items() if p["usd_per_gpu_hour"] is None]
-    if missing and (objective == "cost" or budget_usd is not None):
-        what = "--objective cost" if objective == "cost" else "--budget-usd"
-        raise PlanError(
-            f"{what} needs a price for {', '.join(missing)} and the catalog has none: pass --price "
-            f"{missing[0]}=USD_PER_GPU_HOUR or set plan.prices.{missing[0]} in the scenario"
-        )
+    _check_prices(missing, objective, budget_usd)
     configs, baseline = _with_baseline(configurations(space), scenario)
     prof = profile.to_dict() if profile is not None else None
     run = _Runner(scenario.to_dict(), prof, list(explicit), executor, address, workers, screen_thrash)
     rules = _Rules(configs, price_table, OBJECTIVES[objective], deadline_h, budget_usd)
     ycol = "cost_usd" if not missing else "gpu_hours_to_target"  # the Pareto front's: time vs cost or GPU-hours
     pruning = Pruning(run, rules, configs, _group(configs), ycol, finalists, progress)
-    rows = pruning.screen(baseline) if prune else pruning.every()
-    ranked = sorted((i for i in rows if rows[i]["feasible"]), key=lambda i: (rows[i]["objective"], i))
-    full = sorted(set(ranked[:finalists]) | {baseline})
-    run.finalists(configs, rows, full, rules, progress)
-    pruning.recheck(rows)  # (nothing to do when nothing was bounded)
+    with kept_pools():  # the stages' worker processes started once (rlsim.answers.sweep)
+        rows = pruning.screen(baseline) if prune else pruning.every()
+        ranked = sorted((i for i in rows if rows[i]["feasible"]), key=lambda i: (rows[i]["objective"], i))
+        full = sorted(set(ranked[:finalists]) | {baseline})
+        run.finalists(configs, rows, full, rules, progress)
+        pruning.recheck(rows)  # (nothing to do when nothing was bounded)
     feasible_full = [i for i in full if rows[i]["feasible"]]
     winner = min(feasible_full, key=lambda i: (rows[i]["objective"], i)) if feasible_full else None
     pts = [
@@ -220,6 +217,16 @@ def plan(
     constraints = {"deadline_h": deadline_h, "budget_usd": budget_usd}
     notes = _notes(missing, space, scenario.learning.reference_group_size is not None)
     return PlanResult(scenario, space, objective, table, baseline, winner, front, price_table, constraints, notes)
+
+
+def _check_prices(missing: list[str], objective: str, budget_usd: float | None) -> None:
+    """The cost objective and a budget need every searched GPU priced: a one-line refusal naming the flag."""
+    if missing and (objective == "cost" or budget_usd is not None):
+        what = "--objective cost" if objective == "cost" else "--budget-usd"
+        raise PlanError(
+            f"{what} needs a price for {', '.join(missing)} and the catalog has none: pass --price "
+            f"{missing[0]}=USD_PER_GPU_HOUR or set plan.prices.{missing[0]} in the scenario"
+        )
 
 
 def _check_inputs(
@@ -288,6 +295,9 @@ class _Runner:
     address: str | None
     workers: int | None
     screen_thrash: str = "fast"
+    # what a worker keeps for this plan (sampled lengths, equal rollouts: rlsim.plan.evaluate), shared by the tasks
+    # of every stage that worker runs (its workers are kept across the stages: rlsim.host.workers_pool)
+    plan_key: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def screen(
         self,
@@ -302,7 +312,6 @@ class _Runner:
         P x G x its steps, summed)."""
         from rlsim.answers.sweep import run_tasks
 
-        plan_key = uuid.uuid4().hex  # the screen's tasks share what a worker keeps for this plan
         buckets: dict[tuple, list[list[int]]] = {}
         for g in groups:
             buckets.setdefault(_rollout_key(configs[g[0]].overrides), []).append(g)
@@ -310,7 +319,7 @@ class _Runner:
         tasks, costs, sizes = [], [], []
         for groups in buckets.values():
             items = [[(i, configs[i].overrides) for i in g] for g in groups]
-            tasks.append((base, items, self.prof, self.explicit, plan_key))
+            tasks.append((base, items, self.prof, self.explicit, self.plan_key))
             costs.append(sum(_group_cost(configs[g[0]].overrides) for g in groups))
             sizes.append(sum(len(g) for g in groups))
         run = (self.executor, self.address, self.workers)
