@@ -184,7 +184,7 @@ def plan(
     rules = _Rules(configs, price_table, OBJECTIVES[objective], deadline_h, budget_usd)
     ycol = "cost_usd" if not missing else "gpu_hours_to_target"  # the Pareto front's: time vs cost or GPU-hours
     pruning = Pruning(run, rules, configs, _group(configs), ycol, finalists, progress)
-    with kept_pools():  # the stages' worker processes started once (rlsim.answers.sweep)
+    with kept_pools():  # the stages share their worker processes (rlsim.host.workers_pool)
         rows = pruning.screen(baseline) if prune else pruning.every()
         ranked = sorted((i for i in rows if rows[i]["feasible"]), key=lambda i: (rows[i]["objective"], i))
         full = sorted(set(ranked[:finalists]) | {baseline})
