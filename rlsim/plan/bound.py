@@ -132,6 +132,7 @@ class Pruning:
     progress: Callable[..., None] | None
     bounds: dict[int, Bound] = field(default_factory=dict)
     pruned: dict[int, None] = field(default_factory=dict)  # groups not screened (their positions), in order
+    counted: int = 0  # configurations screened so far (the progress of the screen's calls, one after another)
 
     def screen(self, baseline: int) -> dict[int, dict[str, Any]]:
         """Every configuration's row: screened, pruned by the scenario's rules, or bounded."""
@@ -155,7 +156,7 @@ class Pruning:
                     if (b.objective, i) < (self.bounds[j].objective, j):
                         cells[self._cell(i)] = i
         first += [g for g in live if g not in first and any(i in self.groups[g] for i in cells.values())]
-        rows.update(self._screened(first, 0))
+        rows.update(self._screened(first))
         beaten = Screened.of(rows, self.ycol)
         second, screened = [], set(first)
         for g in (g for g in live if g not in screened):
@@ -168,7 +169,7 @@ class Pruning:
                 if i in self.bounds:
                     rows[i] = bounded_row(self.bounds[i], whys.pop(0))
                     self.rules.finish(i, rows[i])
-        rows.update(self._screened(second, sum(len(self.groups[g]) for g in first)))
+        rows.update(self._screened(second))
         self._cover(rows)
         return rows
 
@@ -196,18 +197,18 @@ class Pruning:
             groups = sorted(g for g in self.pruned if any(i in take for i in self.groups[g]))
             if not groups:
                 return
-            rows.update(self._screened(groups, 0))
+            rows.update(self._screened(groups))
 
     def every(self) -> dict[int, dict[str, Any]]:
         """Every configuration screened, none bounded (``plan(..., prune=False)``)."""
-        return self._screened(list(range(len(self.groups))), 0)
+        return self._screened(list(range(len(self.groups))))
 
     def recheck(self, rows: dict[int, dict[str, Any]]) -> None:
         """After the finalists' full simulations: a bounded group that their numbers no longer keep off the Pareto
         front is screened after all."""
         beaten = Screened.of(rows, self.ycol)
         again = [g for g in self.pruned if any(self._may_front(beaten, i) for i in self.groups[g])]
-        rows.update(self._screened(again, 0))
+        rows.update(self._screened(again))
 
     def _may_front(self, beaten: Screened, i: int) -> bool:
         b = self.bounds.get(i)
@@ -215,11 +216,13 @@ class Pruning:
             return False
         return not any(t <= b.time_s and y <= b.y and (t < b.time_s or y < b.y) for _, t, y in beaten.points)
 
-    def _screened(self, groups: list[int], before: int) -> dict[int, dict[str, Any]]:
+    def _screened(self, groups: list[int]) -> dict[int, dict[str, Any]]:
+        """The groups screened, their rows finished; the screen's progress counts on from the calls before."""
         if not groups:
             return {}
         for g in groups:
             self.pruned.pop(g, None)
+        before, self.counted = self.counted, self.counted + sum(len(self.groups[g]) for g in groups)
         rows = self.run.screen(self.configs, [self.groups[g] for g in groups], self._stage("screen", before))
         for i, row in rows.items():
             self.rules.finish(i, row)

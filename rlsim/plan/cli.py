@@ -128,7 +128,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             f"--assume-learning {args.assume_learning} and --profile {args.profile} (which has a fitted learning "
             "model) both give the learning model; drop one"
         )
-    bar, progress = _progress(args.json)
+    bar, progress = _progress(args.json, "screen" if args.exhaustive else "bounds")
     try:
         result = plan(
             scenario,
@@ -190,17 +190,17 @@ def _check_args(args: argparse.Namespace) -> None:
         raise RlsimError(f"-o {args.output}: exists and is not a directory; give a directory path")
 
 
-def _progress(quiet: bool) -> tuple[Any, Any]:
+def _progress(quiet: bool, first: str = "screen") -> tuple[Any, Any]:
     """The progress bar (None with --json) and its callback: the bounds (generation free), screening, then the
     finalists simulated in full, each stage its own count (rlsim.host.progress)."""
     from rlsim.host.progress import Progress
 
-    bar = None if quiet else Progress("plan: screening", "configuration")
     titles = {
         "bounds": "plan: lower bounds (generation free)",
         "screen": "plan: screening",
         "finalists": "plan: finalists simulated in full",
     }
+    bar = None if quiet else Progress(titles[first], "configuration")
 
     def progress(done: int, total: int, stage: str = "screen") -> None:
         if bar is None:

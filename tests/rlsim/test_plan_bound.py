@@ -122,9 +122,14 @@ def test_the_explanation_is_the_exhaustive_plans():
     that could be its cell's best, so the lines are the same."""
     s = rlsim.load_scenario(PAPER)
     kw = {"grid": _grid(), "gpu_types": ["H100-SXM", "H200"], "max_gpus": 32, "finalists": 1}
-    pruned, every = plan(s, **kw), plan(s, prune=False, **kw)
+    seen = []
+    pruned = plan(s, **kw, progress=lambda done, total, stage="screen": seen.append((stage, done, total)))
+    every = plan(s, prune=False, **kw)
     assert (pruned.table["status"] == "bounded").any()
     assert explain(pruned) == explain(every)
+    # the screen's several calls count on, one progress: never back, up to the configurations screened
+    screen = [done for stage, done, _ in seen if stage == "screen"]
+    assert screen == sorted(screen) and screen[-1] == pruned.table["fidelity"].notna().sum()
 
 
 def test_the_cli_says_what_it_did_not_screen_and_exhaustive_screens_it(tmp_path):
