@@ -94,10 +94,17 @@ class Screened:
             return None
         if b.y is None:
             return f"{below} screened configurations beat its objective bound"
-        for i, t, y in self.points:
-            if t <= b.time_s and y <= b.y and (t < b.time_s or y < b.y):
-                return f"{below} screened configurations beat its objective bound and configuration {i} both its bounds"
-        return None
+        over = self.over(b)
+        if over is None:
+            return None
+        return f"{below} screened configurations beat its objective bound and configuration {over} both its bounds"
+
+    def over(self, b: Bound) -> int | None:
+        """A screened configuration at or under both of ``b``'s Pareto bounds and under one (so the configuration
+        bounded is on no front), or None."""
+        if b.y is None:
+            return None
+        return next((i for i, t, y in self.points if t <= b.time_s and y <= b.y and (t < b.time_s or y < b.y)), None)
 
 
 def first_round(groups: Sequence[Sequence[int]], bounds: dict[int, Bound], baseline: int, finalists: int) -> list[int]:
@@ -147,15 +154,12 @@ class Pruning:
         rows = {i: r for i, r in rows.items() if r["status"] != "ok"}
         live = [g for g, members in enumerate(self.groups) if any(i in self.bounds for i in members)]
         first = [live[x] for x in first_round([self.groups[g] for g in live], self.bounds, baseline, self.finalists)]
-        cells: dict[tuple, int] = {}  # the best bound of each batch size and LR rule (see _cover)
-        for g in live:
-            for i in self.groups[g]:
-                b = self.bounds.get(i)
-                if b is not None and b.why is None:
-                    j = cells.setdefault(self._cell(i), i)
-                    if (b.objective, i) < (self.bounds[j].objective, j):
-                        cells[self._cell(i)] = i
-        first += [g for g in live if g not in first and any(i in self.groups[g] for i in cells.values())]
+        cells: dict[tuple, tuple[float, int]] = {}  # the best bound of each batch size and LR rule (see _cover)
+        for i, b in self.bounds.items():
+            if b.why is None:
+                cells[self._cell(i)] = min(cells.get(self._cell(i), (math.inf, i)), (b.objective, i))
+        best = {i for _, i in cells.values()}
+        first += [g for g in live if g not in first and best.intersection(self.groups[g])]
         rows.update(self._screened(first))
         beaten = Screened.of(rows, self.ycol)
         second, screened = [], set(first)
@@ -212,9 +216,7 @@ class Pruning:
 
     def _may_front(self, beaten: Screened, i: int) -> bool:
         b = self.bounds.get(i)
-        if b is None or b.why is not None or b.y is None:
-            return False
-        return not any(t <= b.time_s and y <= b.y and (t < b.time_s or y < b.y) for _, t, y in beaten.points)
+        return b is not None and b.why is None and b.y is not None and beaten.over(b) is None
 
     def _screened(self, groups: list[int]) -> dict[int, dict[str, Any]]:
         """The groups screened, their rows finished; the screen's progress counts on from the calls before."""

@@ -97,13 +97,10 @@ def bound_row(result: SimResult) -> dict[str, Any]:
     """What a bound keeps of a free-generation run (rlsim.plan.bound): time-to-target, GPU-hours and samples to
     the target, as :func:`result_row` has them (without the summary it computes)."""
     t = result.time_to_target
-    if t is None:
-        return {"time_to_target_s": None, "gpu_hours_to_target": None, "samples_to_target": None}
-    gpu_hours = t.time_to_target_s * result.scenario.total_gpus / 3600.0
     return {
-        "time_to_target_s": t.time_to_target_s,
-        "gpu_hours_to_target": gpu_hours,
-        "samples_to_target": t.samples_to_target,
+        "time_to_target_s": t.time_to_target_s if t is not None else None,
+        "gpu_hours_to_target": result.gpu_hours_to_target,
+        "samples_to_target": t.samples_to_target if t is not None else None,
     }
 
 

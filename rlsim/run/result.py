@@ -66,6 +66,12 @@ class SimResult:
         return self.records[k : len(self.records) - k] if len(self.records) > 2 * k else self.records
 
     @property
+    def gpu_hours_to_target(self) -> float | None:
+        """Every GPU of the scenario for the time-to-target, in hours (None without one)."""
+        t = self.time_to_target
+        return t.time_to_target_s * self.scenario.total_gpus / 3600.0 if t is not None else None
+
+    @property
     def steady_step_time_s(self) -> float:
         return float(np.mean([r["step_time_s"] for r in self.steady_records]))
 
@@ -125,7 +131,7 @@ class SimResult:
             return {"time_to_target_s": None, "samples_to_target": None}
         out = t.as_dict()
         out["target"] = self.scenario.learning.target
-        out["gpu_hours_to_target"] = t.time_to_target_s * self.scenario.total_gpus / 3600.0
+        out["gpu_hours_to_target"] = self.gpu_hours_to_target
         out["time_to_target_band_s"] = list(self.band_s) if self.band_s is not None else None
         # seeds against the run's budget (run.max_steps steps): how many reach the target, and those that do
         batch = self.scenario.workload.responses_per_step
