@@ -1,0 +1,521 @@
+"""A catalog model's decode and prefill on one GPU in plain torch, against rlsim's roofline for the same shapes.
+
+rlsim prices a decode iteration of batch b over K cached tokens as
+``max((W + K kv) / (e_mem BW), (2 N_a b + 4 L H d K) / (e_dec F))`` (rlsim.run.costs), and a prefill of c tokens
+as ``(2 N_a c + 2 L H d c^2) / (e_pre F)``, with the GPU's peaks and efficiency factors from
+rlsim/catalog/gpus.yaml. This script measures what one GPU does with those bytes and FLOPs, in two parts:
+
+``measure`` (torch and a CUDA GPU only; nothing from rlsim, so it runs on a bare GPU machine): the machine's
+ceilings (a device copy, a read-only reduction, a large bf16 matrix product), then, for each model shape (read from
+the model's config.json in rlsim/catalog/hf_configs), the decode step of the whole layer stack in bf16 with random
+weights, replayed as a CUDA graph (as vLLM replays its decode steps): every layer's fused QKV, output, gate-up and
+down projections, RMS norms, SiLU, grouped-query attention of each sequence's one new token against its cached K
+and V, and the LM head, at batch sizes x context lengths; the same stack without attention (the weights' share);
+the prefill of one sequence (causal attention through ``scaled_dot_product_attention``); and a forward and
+backward pass of the stack (the training side's matrix products). Each time is the median of interleaved
+repeats timed with CUDA events. Writes ``gpu_roofline.json``.
+
+``compare`` (rlsim): reads that file and prints, per measured case, what rlsim's roofline predicts for the same
+model on the same GPU (its GPU term: the CPU overheads of an engine are not in a graph replay), the ratio, and the
+efficiency the measurement implies (bytes or FLOPs over time over the catalog's peak) beside the one rlsim uses.
+
+    python scripts/gpu_roofline.py measure -o out/          # on the GPU machine (about three minutes on an H200)
+    python scripts/gpu_roofline.py measure --device cpu --tiny -o out/   # the same code on a CPU, tiny shapes
+    python scripts/gpu_roofline.py compare out/gpu_roofline.json --gpu H200 [--markdown]
+
+No model is downloaded: the shapes come from the repository's config.json files and the weights are random
+(their values do not change the time of a matrix product, except zeros, which are avoided).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "rlsim" / "catalog" / "hf_configs"
+MODELS = ("Qwen3-8B", "Llama-3.1-8B")
+BATCHES = (1, 8, 32, 64, 128, 256, 512)
+CONTEXTS = (1024, 4096)
+MAX_CACHED = 512 * 1024  # tokens of K and V held at once: 77 GB for Qwen3-8B (147,456 bytes a token)
+MIXED = ((32, 1024, 512), (32, 1024, 2048), (256, 1024, 512), (256, 1024, 2048))  # batch, context, prefill chunk
+PREFILL = (512, 2048, 8192)
+TRAIN_TOKENS = (8192,)
+TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "head_dim": 16, "intermediate_size": 128, "vocab_size": 256}  # fmt: skip
+
+
+def shape(name: str) -> dict:
+    """The shape fields of a catalog model's config.json (head_dim from hidden / heads where it is absent)."""
+    if name == "tiny":
+        return dict(TINY)
+    path = CONFIGS / name / "config.json"
+    if not path.is_file():
+        known = ", ".join(sorted(p.name for p in CONFIGS.iterdir() if p.is_dir()))
+        raise SystemExit(f"gpu_roofline: no config for model {name!r} in {CONFIGS}; known: {known}")
+    c = json.loads(path.read_text())
+    keys = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "intermediate_size")
+    out = {k: int(c[k]) for k in keys}
+    out["head_dim"] = int(c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"])
+    out["vocab_size"] = int(c["vocab_size"])
+    return out
+
+
+def counts(s: dict) -> dict:
+    """Parameters of the stack as built here: per layer the projections and two norms; the LM head; the
+    embedding table (held, never streamed by a decode step, which reads one row per sequence)."""
+    h, d, q, kv, inter = (
+        s["hidden_size"],
+        s["head_dim"],
+        s["num_attention_heads"],
+        s["num_key_value_heads"],
+        (s["intermediate_size"]),
+    )
+    layer = h * (q + 2 * kv) * d + q * d * h + h * 2 * inter + inter * h + 2 * h
+    head = h * s["vocab_size"] + h
+    return {"layer_params": layer, "layers_params": layer * s["num_hidden_layers"], "head_params": head,
+            "embedding_params": h * s["vocab_size"]}  # fmt: skip
+
+
+# -- measure (torch only) --------------------------------------------------------------------------------------
+
+
+def _timer(torch, device: str):
+    """A function that times ``fn`` ``n`` times and returns the seconds of each call."""
+    if device == "cuda":
+
+        def run(fn, n: int) -> list[float]:
+            out = []
+            for _ in range(n):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                fn()
+                b.record()
+                b.synchronize()
+                out.append(a.elapsed_time(b) / 1e3)
+            return out
+
+        return run
+
+    def run_cpu(fn, n: int) -> list[float]:
+        out = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+        return out
+
+    return run_cpu
+
+
+class Stack:
+    """The decoder's weights in bf16 on ``device``: random normal values scaled like an initialised model's."""
+
+    def __init__(self, torch, s: dict, device: str, dtype, requires_grad: bool = False):
+        self.t, self.s, self.device, self.dtype = torch, s, device, dtype
+        h, d, q, kv, inter = (s[k] for k in ("hidden_size", "head_dim", "num_attention_heads",
+                                               "num_key_value_heads", "intermediate_size"))  # fmt: skip
+        g = torch.Generator(device=device).manual_seed(0)
+
+        def w(*size):
+            x = torch.empty(*size, device=device, dtype=dtype)
+            x.normal_(0.0, 0.02, generator=g)
+            return x.requires_grad_(requires_grad)
+
+        self.layers = [
+            {"qkv": w(h, (q + 2 * kv) * d), "o": w(q * d, h), "gu": w(h, 2 * inter), "down": w(inter, h),
+             "n1": torch.ones(h, device=device, dtype=dtype), "n2": torch.ones(h, device=device, dtype=dtype)}
+            for _ in range(s["num_hidden_layers"])
+        ]  # fmt: skip
+        self.head = w(h, s["vocab_size"])
+        self.norm = torch.ones(h, device=device, dtype=dtype)
+
+    def _rms(self, x, weight):
+        t = self.t
+        return x * t.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(x.dtype) * weight
+
+    def _mlp(self, x, p):
+        t = self.t
+        gate, up = (self._rms(x, p["n2"]) @ p["gu"]).chunk(2, dim=-1)
+        return x + (t.nn.functional.silu(gate) * up) @ p["down"]
+
+    def step(self, x, caches, prefill: int = 0):
+        """One engine step over the rows of x (tokens, hidden): the first rows each a sequence's new token decoding
+        against its cached K and V (``caches``: a (K, V) pair per layer of (batch, kv_heads, context, head_dim);
+        None: no attention for them, the weights' share alone), the last ``prefill`` rows one sequence's prompt
+        chunk from position 0, attending causally. The projections run over all rows at once, as a
+        chunked-prefill engine's step does. Returns the logits."""
+        t, s = self.t, self.s
+        q_heads, kv, d = s["num_attention_heads"], s["num_key_value_heads"], s["head_dim"]
+        b = x.shape[0] - prefill
+        for i, p in enumerate(self.layers):
+            qkv = self._rms(x, p["n1"]) @ p["qkv"]
+            parts = []
+            if b:
+                q = qkv[:b, : q_heads * d]
+                if caches is not None:
+                    k, v = caches[i]
+                    # grouped-query attention of one query per sequence: (B, kv, group, d) against (B, kv, L, d)
+                    w = t.softmax((q.reshape(b, kv, q_heads // kv, d) @ k.transpose(-1, -2)) * d**-0.5, dim=-1)
+                    q = (w @ v).reshape(b, q_heads * d)
+                parts.append(q)
+            if prefill:
+                qp, kp, vp = qkv[b:].split([q_heads * d, kv * d, kv * d], dim=-1)
+                qp = qp.reshape(prefill, q_heads, d).transpose(0, 1)[None]
+                kp = kp.reshape(prefill, kv, d).transpose(0, 1)[None].repeat_interleave(q_heads // kv, dim=1)
+                vp = vp.reshape(prefill, kv, d).transpose(0, 1)[None].repeat_interleave(q_heads // kv, dim=1)
+                o = t.nn.functional.scaled_dot_product_attention(qp, kp, vp, is_causal=True)
+                parts.append(o[0].transpose(0, 1).reshape(prefill, q_heads * d))
+            x = x + (parts[0] if len(parts) == 1 else t.cat(parts)) @ p["o"]
+            x = self._mlp(x, p)
+        return self._rms(x, self.norm) @ self.head
+
+    def decode(self, x, caches):
+        """A decode step of the batch x (B, hidden)."""
+        return self.step(x, caches)
+
+    def forward(self, x):
+        """A causal pass over one sequence x (c, hidden): the prefill, or the training side's forward."""
+        return self.step(x, None, prefill=x.shape[0])
+
+
+def _graphed(torch, fn, device: str):
+    """``fn`` captured as a CUDA graph (its replay), or ``fn`` itself off CUDA."""
+    if device != "cuda":
+        return fn
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return graph.replay
+
+
+def _ceilings(torch, device: str, timer, repeats: int, tiny: bool) -> dict:
+    n = 2**12 if tiny else 2**30  # bf16 elements: 2 GiB on a GPU
+    a = torch.empty(n, device=device, dtype=torch.bfloat16).normal_()
+    b = torch.empty_like(a)
+    m = 64 if tiny else 8192
+    x = torch.randn(m, m, device=device, dtype=torch.bfloat16)
+    y = torch.randn(m, m, device=device, dtype=torch.bfloat16)
+    cases = {
+        "copy": (lambda: b.copy_(a), 2 * 2 * n, 0),
+        "read": (lambda: a.sum(dtype=torch.float32), 2 * n, 0),
+        "matmul": (lambda: x @ y, 3 * 2 * m * m, 2 * m**3),
+    }
+    if device == "cuda":  # the host link (weight sync through the host, offloaded optimizers): pinned copies
+        host = torch.empty(n // 2, dtype=torch.bfloat16, pin_memory=True).normal_()
+        dev = torch.empty(n // 2, device=device, dtype=torch.bfloat16)
+        cases["host_to_device"] = (lambda: dev.copy_(host, non_blocking=True), n, 0)
+        cases["device_to_host"] = (lambda: host.copy_(dev, non_blocking=True), n, 0)
+    times = {k: [] for k in cases}
+    for _ in range(2):
+        for fn, _b, _f in cases.values():
+            fn()
+    for _ in range(repeats):  # interleaved rounds
+        for k, (fn, _b, _f) in cases.items():
+            times[k] += timer(fn, 1)
+    out = {}
+    for k, (_fn, nbytes, flops) in cases.items():
+        sec = statistics.median(times[k])
+        out[k] = {"seconds": sec, "bytes": nbytes, "flops": flops, "bytes_per_s": nbytes / sec,
+                  "flops_per_s": flops / sec, "spread": max(times[k]) / min(times[k])}  # fmt: skip
+    return out
+
+
+def _decode_cases(torch, stack: Stack, device: str, timer, grid: dict, repeats: int) -> list[dict]:
+    """Each batch without attention (the weights' share) and at each context whose cache (batch x context tokens)
+    fits ``grid["max_cached"]``, and the mixed steps (a decode batch and one prefill chunk); each case a captured
+    graph, all timed in interleaved rounds."""
+    s = stack.s
+    kv, d, layers = s["num_key_value_heads"], s["head_dim"], s["num_hidden_layers"]
+    cases = [(b, ctx, 0) for b in grid["batches"] for ctx in (0, *grid["contexts"]) if b * ctx <= grid["max_cached"]]
+    cases += list(grid["mixed"])
+    most = max(b * ctx for b, ctx, _ in cases)
+
+    def buffer():  # one flat K and one flat V per layer for the largest case, viewed as (B, kv heads, context, d)
+        return torch.empty(most * kv * d, device=device, dtype=stack.dtype).normal_()
+
+    flat = [(buffer(), buffer()) for _ in range(layers)]
+    rows, fns = [], []
+    for b, ctx, chunk in cases:
+        x = torch.randn(b + chunk, s["hidden_size"], device=device, dtype=stack.dtype)
+        n = b * kv * ctx * d
+        view = None if ctx == 0 else [(k[:n].view(b, kv, ctx, d), v[:n].view(b, kv, ctx, d)) for k, v in flat]
+        with torch.inference_mode():
+            fn = _graphed(torch, lambda x=x, view=view, chunk=chunk: stack.step(x, view, chunk), device)
+        row = {"phase": "mixed" if chunk else "decode", "batch": b, "context": ctx, "attention": ctx > 0}
+        rows.append({**row, **({"tokens": chunk} if chunk else {}), "times": []})
+        fns.append(fn)
+    with torch.inference_mode():
+        for fn in fns:
+            fn()
+        for _ in range(repeats):  # interleaved rounds over every case
+            for row, fn in zip(rows, fns):
+                row["times"] += timer(fn, 1)
+    return rows
+
+
+def _prefill_cases(torch, stack: Stack, device: str, timer, lengths, repeats: int) -> list[dict]:
+    rows, fns = [], []
+    for c in lengths:
+        x = torch.randn(c, stack.s["hidden_size"], device=device, dtype=stack.dtype)
+        rows.append({"phase": "prefill", "tokens": c, "times": []})
+        fns.append(lambda x=x: stack.forward(x))
+    with torch.inference_mode():
+        for fn in fns:
+            fn()
+        for _ in range(repeats):
+            for row, fn in zip(rows, fns):
+                row["times"] += timer(fn, 1)
+    return rows
+
+
+def _train_cases(torch, s: dict, device: str, timer, tokens, repeats: int) -> list[dict]:
+    """Forward and backward of the stack over sequences of 4,096 tokens (gradients to the weights)."""
+    stack = Stack(torch, s, device, torch.bfloat16, requires_grad=True)
+    seq = min(4096, min(tokens))
+    rows, fns = [], []
+    for n in tokens:
+        xs = [torch.randn(seq, s["hidden_size"], device=device, dtype=torch.bfloat16) for _ in range(n // seq)]
+
+        def step(xs=xs):
+            for x in xs:
+                stack.forward(x).float().square().mean().backward()
+
+        rows.append({"phase": "train", "tokens": seq * len(xs), "sequence": seq, "times": []})
+        fns.append(step)
+    for fn in fns:
+        fn()
+    for _ in range(repeats):
+        for row, fn in zip(rows, fns):
+            row["times"] += timer(fn, 1)
+    return rows
+
+
+def _finish(rows: list[dict]) -> list[dict]:
+    for row in rows:
+        times = row.pop("times")
+        row.update(seconds=statistics.median(times), spread=max(times) / min(times), repeats=len(times))
+    return rows
+
+
+def measure(args: argparse.Namespace, save) -> dict:
+    """Every part in turn; ``save(out)`` after each, so that a part that fails (its error recorded) or a run cut
+    short keeps what was measured before it."""
+    import torch
+
+    device = args.device
+    if device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("gpu_roofline measure: no CUDA device here; run it on a GPU, or with --device cpu --tiny")
+    timer = _timer(torch, device)
+    models = ["tiny"] if args.tiny else args.model
+    grid = (
+        {"batches": (1, 4), "contexts": (8, 16), "max_cached": 32, "mixed": ((2, 8, 4), (4, 8, 8))}
+        if args.tiny
+        else {"batches": BATCHES, "contexts": CONTEXTS, "max_cached": MAX_CACHED, "mixed": MIXED}
+    )
+    prefill = (8, 32) if args.tiny else PREFILL
+    train = (16,) if args.tiny else TRAIN_TOKENS
+    out = {
+        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "cuda": getattr(torch.version, "cuda", None),
+        "memory_bytes": torch.cuda.get_device_properties(0).total_memory if device == "cuda" else None,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "command": " ".join(sys.argv),
+        "repeats": args.repeats,
+        "ceilings": {},
+        "models": {},
+        "errors": [],
+    }
+
+    def part(label: str, fn):
+        t0 = time.perf_counter()
+        try:
+            result = fn()
+        except Exception as exc:  # recorded, and the next part runs: device time is scarce
+            out["errors"].append(f"{label}: {type(exc).__name__}: {exc}")
+            print(f"{label}: FAILED {type(exc).__name__}: {exc}", flush=True)
+            result = None
+        if device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        print(f"{label}: {time.perf_counter() - t0:.1f} s", flush=True)
+        return result
+
+    out["ceilings"] = part("ceilings", lambda: _ceilings(torch, device, timer, args.repeats, args.tiny)) or {}
+    for k, v in out["ceilings"].items():
+        print(f"  {k}: {v['bytes_per_s'] / 1e12:.2f} TB/s, {v['flops_per_s'] / 1e12:.0f} TFLOP/s", flush=True)
+    save(out)
+    for name in models:
+        s = shape(name)
+        entry = out["models"][name] = {"shape": s, "counts": counts(s), "rows": []}
+        stack = part(f"{name} weights", lambda s=s: Stack(torch, s, device, torch.bfloat16))
+        if stack is not None:
+            for label, fn in (
+                ("decode", lambda st=stack: _decode_cases(torch, st, device, timer, grid, args.repeats)),
+                ("prefill", lambda st=stack: _prefill_cases(torch, st, device, timer, prefill, args.repeats)),
+            ):  # fmt: skip
+                entry["rows"] += _finish(part(f"{name} {label}", fn) or [])
+                save(out)
+        stack = None  # its weights freed before the training pass builds its own
+        rows = part(f"{name} train", lambda s=s: _train_cases(torch, s, device, timer, train, 3))
+        entry["rows"] += _finish(rows or [])
+        save(out)
+    return out
+
+
+# -- compare (rlsim) --------------------------------------------------------------------------------------------
+
+
+def predictions(data: dict, gpu: str) -> list[dict]:
+    """Each measured case beside rlsim's roofline GPU term for the same model on ``gpu`` (one GPU, bf16)."""
+    import rlsim
+    from rlsim.run.costs import RooflineCostModel, attention_flops_per_token_context, engine_coefficients
+
+    out = []
+    for name, model in data["models"].items():
+        if not (CONFIGS / name / "config.json").is_file():
+            print(f"  {name}: not a catalog model, no prediction (its measured rows only)")
+            out += [dict(row, model=name, gpu=gpu) for row in model["rows"]]
+            continue
+        scenario = rlsim.load_scenario(
+            ROOT / "scenarios" / "dense8b_h100_colocated.yaml",
+            {
+                "model": name,
+                "hardware.gpu": gpu,
+                "hardware.num_gpus": 1,
+                "engine.tensor_parallel_size": 1,
+                "engine.max_num_seqs": max(BATCHES),
+                "training.offload_optimizer": True,
+            },
+        )
+        cost = RooflineCostModel.from_scenario(scenario)
+        g, c, m = scenario.hardware.gpu, scenario.costs, scenario.model
+        e_mem = engine_coefficients(scenario)["decode_memory_efficiency"] * g.memory_efficiency_factor
+        bw, peak = g.hbm_bandwidth_bytes_per_s, g.bf16_flops_per_s
+        e_dec = c.decode_compute_efficiency * g.gemm_efficiency_factor
+        e_pre = c.prefill_compute_efficiency * g.gemm_efficiency_factor
+        dc = cost.decode_coefficients()
+        per_kv = scenario.kv_bytes_per_token
+        n_active = m.num_active_params
+        cnt = model["counts"]
+        streamed = 2.0 * (cnt["layers_params"] + cnt["head_params"])  # what the graph reads of the weights
+        for row in model["rows"]:
+            r = dict(row, model=name, gpu=gpu)
+            if row["phase"] == "decode":
+                b, ctx = row["batch"], row["context"]
+                k_tokens = b * ctx
+                mem = (scenario.engine_weight_bytes + k_tokens * per_kv) / (e_mem * bw)
+                cmp = (2.0 * n_active * b + attention_flops_per_token_context(m, True) * k_tokens) / (e_dec * peak)
+                r["rlsim_s"] = max(mem, cmp)
+                r["rlsim_bound"] = "memory" if mem >= cmp else "compute"
+                # the kernel's own coefficients give the same GPU term (a check on the formula above)
+                r["rlsim_kernel_s"] = max(
+                    dc.mem_intercept_s[b] + dc.mem_slope_s_per_token * k_tokens,
+                    dc.compute_intercept_s[b] + dc.compute_slope_s_per_token * k_tokens,
+                )
+                # the e_mem that would make rlsim's memory term equal the measurement (rlsim counts the embedding
+                # table among the bytes read), and the bandwidth the graph reached on the bytes it streams
+                r["implied_memory_efficiency"] = (
+                    (scenario.engine_weight_bytes + k_tokens * per_kv) / row["seconds"] / bw
+                )
+                r["achieved_tb_per_s"] = (streamed + k_tokens * per_kv) / row["seconds"] / 1e12
+                r["rlsim_memory_efficiency"] = e_mem
+            elif row["phase"] == "mixed":
+                # rlsim.engine.iteration.mixed_iteration_s's GPU term: the prefill's compute joins the decode's
+                b, k_tokens, tok = row["batch"], row["batch"] * row["context"], row["tokens"]
+                pc = cost.prefill_coefficients()
+                mem = dc.mem_intercept_s[b] + dc.mem_slope_s_per_token * k_tokens
+                cmp = dc.compute_intercept_s[b] + dc.compute_slope_s_per_token * k_tokens
+                cmp += pc.per_token_s * tok + pc.per_token_sq_s * tok**2
+                r["rlsim_s"] = float(max(mem, cmp))
+                r["rlsim_bound"] = "memory" if mem >= cmp else "compute"
+            elif row["phase"] == "prefill":
+                tok = row["tokens"]
+                pc = cost.prefill_coefficients()
+                r["rlsim_s"] = pc.per_token_s * tok + pc.per_token_sq_s * tok**2
+                flops = 2.0 * n_active * tok + 0.5 * attention_flops_per_token_context(m) * tok**2
+                r["implied_compute_efficiency"] = flops / row["seconds"] / peak
+                r["rlsim_compute_efficiency"] = e_pre
+            else:
+                tok, seq = row["tokens"], row["sequence"]
+                flops = 3.0 * (2.0 * n_active * tok + 0.5 * attention_flops_per_token_context(m) * seq * tok)
+                r["implied_compute_efficiency"] = flops / row["seconds"] / peak
+                r["rlsim_compute_efficiency"] = c.train_compute_efficiency * g.train_efficiency_factor
+            if "rlsim_s" in r:
+                r["ratio"] = r["rlsim_s"] / row["seconds"]
+            out.append(r)
+    return out
+
+
+def _fmt(x, digits=3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return ""
+    if isinstance(x, float):
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def compare(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    if not path.is_file():
+        raise SystemExit(f"gpu_roofline compare: no file {path}; write it with `gpu_roofline.py measure -o DIR`")
+    data = json.loads(path.read_text())
+    rows = predictions(data, args.gpu)
+    print(f"{data['device']}, torch {data['torch']}, {data['date']}; rlsim's roofline for {args.gpu}")
+    for k, v in data["ceilings"].items():
+        print(f"  ceiling {k}: {v['bytes_per_s'] / 1e12:.2f} TB/s, {v['flops_per_s'] / 1e12:.0f} TFLOP/s "
+              f"(spread {v['spread']:.2f})")  # fmt: skip
+    cols = ("model", "phase", "batch", "context", "tokens", "seconds", "rlsim_s", "ratio", "rlsim_bound",
+            "achieved_tb_per_s", "implied_memory_efficiency", "rlsim_memory_efficiency", "implied_compute_efficiency",
+            "rlsim_compute_efficiency", "spread")  # fmt: skip
+    if args.markdown:
+        print("| " + " | ".join(cols) + " |")
+        print("|" + "---|" * len(cols))
+        for r in rows:
+            print("| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |")
+    else:
+        for r in rows:
+            print("  " + ", ".join(f"{c}={_fmt(r.get(c))}" for c in cols if r.get(c) is not None))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("measure", help="time the shapes on this machine's GPU (torch only)")
+    m.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    m.add_argument("--tiny", action="store_true", help="a tiny shape and small cases (to try the code on a CPU)")
+    m.add_argument("--model", action="append", help=f"catalog model (repeatable; default {', '.join(MODELS)})")
+    m.add_argument("--repeats", type=int, default=9, help="timed repeats per case, interleaved (median taken)")
+    m.add_argument("-o", "--output", type=Path, required=True, help="directory for gpu_roofline.json")
+    c = sub.add_parser("compare", help="the measurement beside rlsim's roofline")
+    c.add_argument("file")
+    c.add_argument("--gpu", default="H200")
+    c.add_argument("--markdown", action="store_true")
+    args = p.parse_args(argv)
+    if args.cmd == "compare":
+        return compare(args)
+    args.model = args.model or list(MODELS)
+    for name in args.model:
+        shape(name)  # a typo fails before the GPU is touched
+    args.output.mkdir(parents=True, exist_ok=True)
+    target = args.output / "gpu_roofline.json"
+    data = measure(args, lambda out: target.write_text(json.dumps(out, indent=1)))
+    print(f"wrote {target}" + (f"; {len(data['errors'])} parts failed" if data["errors"] else ""))
+    return 1 if data["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

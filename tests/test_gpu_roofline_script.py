@@ -1,0 +1,150 @@
+"""scripts/gpu_roofline.py: the torch decode stack computes what a model's decode step computes (checked against
+``scaled_dot_product_attention`` on the CPU), streams the parameters rlsim counts for the model, and the comparison
+puts beside each measurement the GPU term rlsim's engine kernel uses."""
+
+import json
+
+import pytest
+
+from tests.conftest import load_script
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def gr():
+    return load_script("gpu_roofline")
+
+
+def _reference_decode(stack, x, caches):
+    """The same layers with attention through torch's SDPA (keys and values repeated per query group)."""
+    f = torch.nn.functional
+    s = stack.s
+    q_heads, kv, d = s["num_attention_heads"], s["num_key_value_heads"], s["head_dim"]
+    b = x.shape[0]
+    for i, p in enumerate(stack.layers):
+        q = (stack._rms(x, p["n1"]) @ p["qkv"])[:, : q_heads * d].reshape(b, q_heads, 1, d)
+        k, v = (c.repeat_interleave(q_heads // kv, dim=1) for c in caches[i])
+        o = f.scaled_dot_product_attention(q, k, v).reshape(b, q_heads * d)
+        x = x + o @ p["o"]
+        gate, up = (stack._rms(x, p["n2"]) @ p["gu"]).chunk(2, dim=-1)
+        x = x + (f.silu(gate) * up) @ p["down"]
+    return stack._rms(x, stack.norm) @ stack.head
+
+
+def test_decode_attention_is_grouped_query_attention(gr):
+    s = gr.shape("tiny")
+    stack = gr.Stack(torch, s, "cpu", torch.float64)
+    gen = torch.Generator().manual_seed(1)
+    b, ctx = 3, 11
+    x = torch.randn(b, s["hidden_size"], generator=gen, dtype=torch.float64)
+    caches = [
+        tuple(torch.randn(b, s["num_key_value_heads"], ctx, s["head_dim"], generator=gen, dtype=torch.float64)
+              for _ in range(2))
+        for _ in range(s["num_hidden_layers"])
+    ]  # fmt: skip
+    got, ref = stack.decode(x, caches), _reference_decode(stack, x, caches)
+    assert torch.linalg.norm(got - ref) / torch.linalg.norm(ref) < 1e-12
+    # without caches the step skips attention: a different function (the weights' share alone)
+    assert torch.linalg.norm(stack.decode(x, None) - ref) / torch.linalg.norm(ref) > 1e-3
+
+
+def test_a_mixed_step_is_its_decode_and_its_prefill(gr):
+    """The decode rows of a mixed step are the decode step's, its prefill rows the prefill's: the projections run
+    over all rows at once and each part attends on its own."""
+    s = gr.shape("tiny")
+    stack = gr.Stack(torch, s, "cpu", torch.float64)
+    gen = torch.Generator().manual_seed(3)
+    b, ctx, chunk = 2, 5, 6
+    dec = torch.randn(b, s["hidden_size"], generator=gen, dtype=torch.float64)
+    pre = torch.randn(chunk, s["hidden_size"], generator=gen, dtype=torch.float64)
+    caches = [
+        tuple(torch.randn(b, s["num_key_value_heads"], ctx, s["head_dim"], generator=gen, dtype=torch.float64)
+              for _ in range(2))
+        for _ in range(s["num_hidden_layers"])
+    ]  # fmt: skip
+    mixed = stack.step(torch.cat([dec, pre]), caches, prefill=chunk)
+    assert torch.allclose(mixed[:b], stack.decode(dec, caches), rtol=1e-12, atol=1e-12)
+    assert torch.allclose(mixed[b:], stack.forward(pre), rtol=1e-12, atol=1e-12)
+
+
+def test_prefill_is_causal(gr):
+    """The forward pass's last-token row does not depend on later tokens: changing token 5 of 8 changes rows 5-7
+    and leaves rows 0-4."""
+    s = gr.shape("tiny")
+    stack = gr.Stack(torch, s, "cpu", torch.float64)
+    x = torch.randn(8, s["hidden_size"], dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    y = x.clone()
+    y[5] += 1.0
+    a, b = stack.forward(x), stack.forward(y)
+    assert torch.equal(a[:5], b[:5])
+    assert not torch.allclose(a[5:], b[5:])
+
+
+def test_the_stack_holds_the_models_parameters(gr):
+    """The projections, norms and LM head built here plus the embedding table are rlsim's parameter count for the
+    model (Qwen3's per-head q/k norms, 256 parameters a layer, are the difference)."""
+    import rlsim
+
+    for name in gr.MODELS:
+        c = gr.counts(gr.shape(name))
+        built = c["layers_params"] + c["head_params"] + c["embedding_params"]
+        spec = rlsim.load_scenario(gr.ROOT / "scenarios" / "dense8b_h100_colocated.yaml", {"model": name}).model
+        assert built == pytest.approx(spec.num_params, rel=2e-3), name
+
+
+def test_compare_puts_the_kernels_gpu_term_beside_each_row(gr, tmp_path, capsys):
+    s = gr.shape("Qwen3-8B")
+    rows = [
+        {"phase": "decode", "batch": b, "context": ctx, "attention": ctx > 0, "seconds": 0.01, "spread": 1.1,
+         "repeats": 9}
+        for b in (1, 512) for ctx in (0, 1024)
+    ] + [
+        {"phase": "prefill", "tokens": 2048, "seconds": 0.05, "spread": 1.0, "repeats": 9},
+        {"phase": "mixed", "batch": 32, "context": 1024, "tokens": 2048, "seconds": 0.05, "spread": 1.0,
+         "repeats": 9},
+        {"phase": "train", "tokens": 8192, "sequence": 4096, "seconds": 0.5, "spread": 1.0, "repeats": 3},
+    ]  # fmt: skip
+    data = {"device": "test", "torch": "x", "date": "x", "ceilings": {}, "errors": [],
+            "models": {"Qwen3-8B": {"shape": s, "counts": gr.counts(s), "rows": rows}}}  # fmt: skip
+    out = gr.predictions(data, "H200")
+    decode = [r for r in out if r["phase"] == "decode"]
+    for r in decode:
+        assert r["rlsim_s"] == pytest.approx(float(r["rlsim_kernel_s"]), rel=1e-9)
+        assert r["ratio"] == pytest.approx(r["rlsim_s"] / 0.01)
+    small, big = decode[0], decode[2]
+    assert small["rlsim_bound"] == "memory" and big["rlsim_bound"] == "compute"  # batch 512, no context
+    # at batch 1 rlsim's time is its weight bytes over the catalog bandwidth at its efficiency
+    assert small["implied_memory_efficiency"] == pytest.approx(
+        small["rlsim_memory_efficiency"] * small["rlsim_s"] / 0.01, rel=1e-9
+    )
+    assert all(r.get("implied_compute_efficiency", 0) > 0 for r in out if r["phase"] in ("prefill", "train"))
+    # a mixed step: the decode batch's memory line against its compute plus the prefill's (compute-bound here)
+    mixed = next(r for r in out if r["phase"] == "mixed")
+    prefill = next(r for r in out if r["phase"] == "prefill")
+    assert mixed["rlsim_bound"] == "compute" and mixed["rlsim_s"] > prefill["rlsim_s"]
+    path = tmp_path / "gpu_roofline.json"
+    path.write_text(json.dumps(data))
+    assert gr.main(["compare", str(path), "--markdown"]) == 0
+    table = capsys.readouterr().out
+    assert table.count("| Qwen3-8B | decode |") == 4
+
+
+def test_a_misspelt_model_fails_before_any_device_work(gr, tmp_path):
+    with pytest.raises(SystemExit, match="no config for model 'Qwen3-8b'.*known: .*Qwen3-8B"):
+        gr.main(["measure", "--device", "cpu", "--model", "Qwen3-8b", "-o", str(tmp_path)])
+    assert not (tmp_path / "gpu_roofline.json").exists()
+
+
+def test_measure_on_the_cpu_writes_every_part(gr, tmp_path):
+    assert gr.main(["measure", "--device", "cpu", "--tiny", "--repeats", "2", "-o", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "gpu_roofline.json").read_text())
+    assert data["errors"] == [] and set(data["ceilings"]) == {"copy", "read", "matmul"}
+    rows = data["models"]["tiny"]["rows"]
+    assert {r["phase"] for r in rows} == {"decode", "mixed", "prefill", "train"}
+    assert all(r["seconds"] > 0 and r["repeats"] >= 2 for r in rows)
+    # the tiny grid caps the cache at 32 tokens: batch 4 at context 16 (64) is left out
+    assert {(r["batch"], r["context"]) for r in rows if r["phase"] == "decode"} == {
+        (1, 0), (1, 8), (1, 16), (4, 0), (4, 8)
+    }  # fmt: skip
+    assert {(r["batch"], r["context"], r["tokens"]) for r in rows if r["phase"] == "mixed"} == {(2, 8, 4), (4, 8, 8)}
