@@ -11,7 +11,7 @@ the model's config.json in rlsim/catalog/hf_configs), the decode step of the who
 weights, replayed as a CUDA graph (as vLLM replays its decode steps): every layer's fused QKV, output, gate-up and
 down projections, RMS norms, SiLU, grouped-query attention of each sequence's one new token against its cached K
 and V, and the LM head, at batch sizes x context lengths; the same stack without attention (the weights' share);
-the prefill of one sequence (causal attention through ``scaled_dot_product_attention``); and a forward and
+the prefill of one sequence (causal attention through ``scaled_dot_product_attention``, graphed too); and a forward and
 backward pass of the stack (the training side's matrix products). Each time is the median of interleaved
 repeats timed with CUDA events. Writes ``gpu_roofline.json``.
 
@@ -39,8 +39,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "rlsim" / "catalog" / "hf_configs"
-MODELS = ("Qwen3-8B", "Llama-3.1-8B")
-BATCHES = (1, 8, 32, 64, 128, 256, 512)
+MODELS = ("Qwen3-8B", "Llama-3.1-8B", "Qwen2.5-7B")
+BATCHES = (1, 8, 32, 64, 128, 256, 512, 1024)
 CONTEXTS = (1024, 4096)
 MAX_CACHED = 512 * 1024  # tokens of K and V held at once: 77 GB for Qwen3-8B (147,456 bytes a token)
 MIXED = ((32, 1024, 512), (32, 1024, 2048), (256, 1024, 512), (256, 1024, 2048))  # batch, context, prefill chunk
@@ -197,7 +197,13 @@ def _graphed(torch, fn, device: str):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         fn()
-    return graph.replay
+
+    def replay(graph=graph, captured=fn):
+        # ``captured`` holds fn and so its inputs: the graph reads them at the addresses it captured, and a freed
+        # input's memory can be given back to the driver when an allocation runs short (a fault, seen on an H200)
+        graph.replay()
+
+    return replay
 
 
 def _ceilings(torch, device: str, timer, repeats: int, tiny: bool) -> dict:
@@ -251,8 +257,12 @@ def _decode_cases(torch, stack: Stack, device: str, timer, grid: dict, repeats: 
         x = torch.randn(b + chunk, s["hidden_size"], device=device, dtype=stack.dtype)
         n = b * kv * ctx * d
         view = None if ctx == 0 else [(k[:n].view(b, kv, ctx, d), v[:n].view(b, kv, ctx, d)) for k, v in flat]
+        print(f"  capture batch {b} context {ctx} chunk {chunk}", flush=True)
         with torch.inference_mode():
             fn = _graphed(torch, lambda x=x, view=view, chunk=chunk: stack.step(x, view, chunk), device)
+            fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
         row = {"phase": "mixed" if chunk else "decode", "batch": b, "context": ctx, "attention": ctx > 0}
         rows.append({**row, **({"tokens": chunk} if chunk else {}), "times": []})
         fns.append(fn)
@@ -270,7 +280,8 @@ def _prefill_cases(torch, stack: Stack, device: str, timer, lengths, repeats: in
     for c in lengths:
         x = torch.randn(c, stack.s["hidden_size"], device=device, dtype=stack.dtype)
         rows.append({"phase": "prefill", "tokens": c, "times": []})
-        fns.append(lambda x=x: stack.forward(x))
+        with torch.inference_mode():
+            fns.append(_graphed(torch, lambda x=x: stack.forward(x), device))
     with torch.inference_mode():
         for fn in fns:
             fn()
