@@ -148,3 +148,33 @@ def test_measure_on_the_cpu_writes_every_part(gr, tmp_path):
         (1, 0), (1, 8), (1, 16), (4, 0), (4, 8)
     }  # fmt: skip
     assert {(r["batch"], r["context"], r["tokens"]) for r in rows if r["phase"] == "mixed"} == {(2, 8, 4), (4, 8, 8)}
+
+
+RECORDED = sorted((load_script("gpu_roofline").ROOT / "docs" / "research" / "gpu_roofline").glob("h200_run*.json"))
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)
+def test_rlsims_h200_roofline_against_the_recorded_h200(gr, path):
+    """The H200 runs of 2026-12-04 (docs/research/gpu_roofline/README.md): rlsim's default roofline for the H200
+    stays where it was measured against a CUDA-graph torch engine: decode median ratio 0.92, every case 0.69-1.24,
+    prefill of >= 2,048 tokens 0.91-0.96. A change to the H200's catalog figures or the default efficiencies that
+    moves these shows here."""
+    data = json.loads(path.read_text())
+    assert data["device"] == "NVIDIA H200" and not data["errors"]
+    rows = gr.predictions(data, "H200")
+    decode = sorted(r["ratio"] for r in rows if r["phase"] == "decode")
+    assert len(decode) >= 38
+    assert 0.85 <= decode[len(decode) // 2] <= 1.0
+    assert 0.6 <= decode[0] and decode[-1] <= 1.35
+    long_prefill = [r["ratio"] for r in rows if r["phase"] == "prefill" and r["tokens"] >= 2048]
+    assert long_prefill and all(0.85 <= x <= 1.05 for x in long_prefill)
+
+
+def test_the_catalogs_h200_memory_is_the_measured_one(gr):
+    """rlsim/catalog/gpus.yaml's H200 device_memory_bytes (what vLLM's gpu_memory_utilization multiplies) is
+    the total CUDA reported on the recorded machines."""
+    from rlsim import catalog
+
+    measured = {json.loads(p.read_text())["memory_bytes"] for p in RECORDED}
+    assert len(measured) == 1
+    assert float(catalog.gpu("H200")["device_memory_bytes"]) == pytest.approx(measured.pop(), rel=1e-3)
