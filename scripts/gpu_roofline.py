@@ -69,13 +69,8 @@ def shape(name: str) -> dict:
 def counts(s: dict) -> dict:
     """Parameters of the stack as built here: per layer the projections and two norms; the LM head; the
     embedding table (held, never streamed by a decode step, which reads one row per sequence)."""
-    h, d, q, kv, inter = (
-        s["hidden_size"],
-        s["head_dim"],
-        s["num_attention_heads"],
-        s["num_key_value_heads"],
-        (s["intermediate_size"]),
-    )
+    h, d, q, kv = s["hidden_size"], s["head_dim"], s["num_attention_heads"], s["num_key_value_heads"]
+    inter = s["intermediate_size"]
     layer = h * (q + 2 * kv) * d + q * d * h + h * 2 * inter + inter * h + 2 * h
     head = h * s["vocab_size"] + h
     return {"layer_params": layer, "layers_params": layer * s["num_hidden_layers"], "head_params": head,
@@ -114,7 +109,8 @@ def _timer(torch, device: str):
 
 
 class Stack:
-    """The decoder's weights in bf16 on ``device``: random normal values scaled like an initialised model's."""
+    """The decoder's weights in ``dtype`` on ``device``: random normal values scaled like an initialised model's
+    (standard deviation 0.02), norms at one."""
 
     def __init__(self, torch, s: dict, device: str, dtype, requires_grad: bool = False):
         self.t, self.s, self.device, self.dtype = torch, s, device, dtype
@@ -199,8 +195,8 @@ def _graphed(torch, fn, device: str):
         fn()
 
     def replay(graph=graph, captured=fn):
-        # ``captured`` holds fn and so its inputs: the graph reads them at the addresses it captured, and a freed
-        # input's memory can be given back to the driver when an allocation runs short (a fault, seen on an H200)
+        # ``captured`` holds fn and so its inputs, which the graph reads at the addresses it captured (without it
+        # the first H200 run faulted on a replay, Xid 31: an input freed and its memory unmapped, it seems)
         graph.replay()
 
     return replay
