@@ -10,7 +10,9 @@ ceilings (a device copy, a read-only reduction, a large bf16 matrix product), th
 the model's config.json in rlsim/catalog/hf_configs), the decode step of the whole layer stack in bf16 with random
 weights, replayed as a CUDA graph (as vLLM replays its decode steps): every layer's fused QKV, output, gate-up and
 down projections, RMS norms, SiLU, grouped-query attention of each sequence's one new token against its cached K
-and V, and the LM head, at batch sizes x context lengths; the same stack without attention (the weights' share);
+and V, and the LM head, at batch sizes x context lengths, with attention as batched products and, where the torch
+there has it, as one flash varlen call over a paged cache of 16-token pages (the kernel family vLLM's
+FlashAttention backend runs; mixed steps then attend in that one call too); the same stack without attention;
 the prefill of one sequence (causal attention through ``scaled_dot_product_attention``, graphed too); and a forward and
 backward pass of the stack (the training side's matrix products). Each time is the median of interleaved
 repeats timed with CUDA events. Writes ``gpu_roofline.json``.
@@ -30,6 +32,8 @@ No model is downloaded: the shapes come from the repository's config.json files 
 from __future__ import annotations
 
 import argparse
+import inspect
+import itertools
 import json
 import math
 import statistics
@@ -48,6 +52,46 @@ PREFILL = (512, 2048, 8192)
 TRAIN_TOKENS = (8192,)
 TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
         "head_dim": 16, "intermediate_size": 128, "vocab_size": 256}  # fmt: skip
+
+
+PAGE = 16  # tokens a KV page holds (vLLM's default block size)
+
+
+def flash_api(torch, device: str):
+    """torch's flash variable-length attention (``torch.nn.attention.varlen.varlen_attn``, the kernel family vLLM's
+    FlashAttention backend runs) and the keywords this torch's version takes; None off CUDA, without it, or without
+    grouped-query attention."""
+    if device != "cuda":
+        return None
+    try:
+        from torch.nn.attention.varlen import varlen_attn
+    except ImportError:
+        return None
+    params = set(inspect.signature(varlen_attn).parameters)
+    return (varlen_attn, params) if "enable_gqa" in params else None
+
+
+def flash_meta(torch, b: int, ctx: int, chunk: int, pages: int, device: str, paged: bool, seed: int = 0) -> dict:
+    """The varlen call's arguments for ``b`` sequences decoding over ``ctx`` cached tokens each and one prompt chunk
+    of ``chunk`` tokens (its own keys, causal): query offsets, and either a block table over a pool of ``pages``
+    pages of ``PAGE`` tokens (each sequence's pages drawn at random, disjoint, as a paged cache scatters them) with
+    the tokens each uses (``paged``), or key offsets into one packed key array."""
+    q_lens = [1] * b + ([chunk] if chunk else [])
+    k_lens = [ctx] * b + ([chunk] if chunk else [])
+    out = {"cu_q": torch.tensor([0, *itertools.accumulate(q_lens)], dtype=torch.int32, device=device),
+           "max_q": max(q_lens), "max_k": max(k_lens)}  # fmt: skip
+    if not paged:
+        out["cu_k"] = torch.tensor([0, *itertools.accumulate(k_lens)], dtype=torch.int32, device=device)
+        return out
+    per = [-(-n // PAGE) for n in k_lens]
+    if sum(per) > pages:
+        raise ValueError(f"{sum(per)} pages needed, {pages} in the pool")
+    perm = torch.randperm(pages, generator=torch.Generator().manual_seed(seed))[: sum(per)]
+    table = torch.zeros(len(per), max(per), dtype=torch.int32)
+    for i, (start, n) in enumerate(zip(itertools.accumulate([0, *per[:-1]]), per)):
+        table[i, :n] = perm[start : start + n]
+    out.update(table=table.to(device), used=torch.tensor(k_lens, dtype=torch.int32, device=device))
+    return out
 
 
 def shape(name: str) -> dict:
@@ -171,6 +215,30 @@ class Stack:
             x = self._mlp(x, p)
         return self._rms(x, self.norm) @ self.head
 
+    def step_flash(self, x, pools, meta: dict, api):
+        """The same step with every row's attention in one flash varlen call, as vLLM's FlashAttention backend
+        runs a batch: ``pools`` a (K, V) pair per layer (pages of ``PAGE`` tokens with ``meta``'s block table, or
+        packed keys), the decode rows' queries one token each against their cached keys, a prompt chunk's causal
+        (bottom-right aligned: a one-token query sees every key)."""
+        s = self.s
+        q_heads, d = s["num_attention_heads"], s["head_dim"]
+        fn, params = api
+        kw = {"enable_gqa": True}
+        if "window_size" in params:
+            kw["window_size"] = (-1, 0)
+        else:
+            kw["is_causal"] = True
+        if "table" in meta:
+            kw.update(seqused_k=meta["used"], block_table=meta["table"])
+        for i, p in enumerate(self.layers):
+            qkv = self._rms(x, p["n1"]) @ p["qkv"]
+            q = qkv[:, : q_heads * d].reshape(-1, q_heads, d).contiguous()
+            k, v = pools[i]
+            o = fn(q, k, v, meta["cu_q"], meta.get("cu_k"), meta["max_q"], meta["max_k"], **kw)
+            x = x + o.reshape(-1, q_heads * d) @ p["o"]
+            x = self._mlp(x, p)
+        return self._rms(x, self.norm) @ self.head
+
     def decode(self, x, caches):
         """A decode step of the batch x (B, hidden)."""
         return self.step(x, caches)
@@ -236,31 +304,83 @@ def _ceilings(torch, device: str, timer, repeats: int, tiny: bool) -> dict:
 
 def _decode_cases(torch, stack: Stack, device: str, timer, grid: dict, repeats: int) -> list[dict]:
     """Each batch without attention (the weights' share) and at each context whose cache (batch x context tokens)
-    fits ``grid["max_cached"]``, and the mixed steps (a decode batch and one prefill chunk); each case a captured
-    graph, all timed in interleaved rounds."""
+    fits ``grid["max_cached"]``, and the mixed steps (a decode batch and one prefill chunk), with attention as
+    batched products (``bmm``) and again, where this torch has it, as one flash varlen call over a paged cache
+    (``flash-paged``; ``flash-packed`` if the paged kernel refuses); each case a captured graph, all timed in
+    interleaved rounds. The flash cases read every key from the cache, the prompt chunk's too (whose values there
+    are not the chunk's: the work is the same, the numbers are not a model's)."""
     s = stack.s
     kv, d, layers = s["num_key_value_heads"], s["head_dim"], s["num_hidden_layers"]
     cases = [(b, ctx, 0) for b in grid["batches"] for ctx in (0, *grid["contexts"]) if b * ctx <= grid["max_cached"]]
     cases += list(grid["mixed"])
-    most = max(b * ctx for b, ctx, _ in cases)
+    api = flash_api(torch, device)
+    impl = "flash-paged" if api is not None and "block_table" in api[1] else "flash-packed"
+    # the flash variants of every case with attention, after the others (a failure there leaves those measured)
+    cases = [(b, ctx, chunk, "bmm") for b, ctx, chunk in cases]
+    cases += [(b, ctx, chunk, impl) for b, ctx, chunk, _ in cases if api is not None and ctx > 0]
+    most = max(b * ctx for b, ctx, _, _ in cases) + max(chunk for _, _, chunk, _ in cases) + PAGE
 
-    def buffer():  # one flat K and one flat V per layer for the largest case, viewed as (B, kv heads, context, d)
+    def buffer():  # one flat K and one flat V per layer for the largest case, viewed as (B, kv heads, context, d),
+        # as pages of (PAGE, kv heads, d) or as packed (tokens, kv heads, d): random values, any view will do
         return torch.empty(most * kv * d, device=device, dtype=stack.dtype).normal_()
 
     flat = [(buffer(), buffer()) for _ in range(layers)]
-    rows, fns = [], []
-    for b, ctx, chunk in cases:
+    pages = most // PAGE
+
+    def capture(b: int, ctx: int, chunk: int, how: str):
         x = torch.randn(b + chunk, s["hidden_size"], device=device, dtype=stack.dtype)
-        n = b * kv * ctx * d
-        view = None if ctx == 0 else [(k[:n].view(b, kv, ctx, d), v[:n].view(b, kv, ctx, d)) for k, v in flat]
-        print(f"  capture batch {b} context {ctx} chunk {chunk}", flush=True)
+        print(f"  capture batch {b} context {ctx} chunk {chunk} {how}", flush=True)
+        if how == "bmm":
+            n = b * kv * ctx * d
+            view = None if ctx == 0 else [(k[:n].view(b, kv, ctx, d), v[:n].view(b, kv, ctx, d)) for k, v in flat]
+
+            def run(x=x, view=view, chunk=chunk):
+                return stack.step(x, view, chunk)
+        else:
+            paged = how == "flash-paged"
+            meta = flash_meta(torch, b, ctx, chunk, pages, device, paged)
+            shape_ = (pages, PAGE, kv, d) if paged else (pages * PAGE, kv, d)
+            pools = [(k[: pages * PAGE * kv * d].view(shape_), v[: pages * PAGE * kv * d].view(shape_))
+                     for k, v in flat]  # fmt: skip
+
+            def run(x=x, pools=pools, meta=meta):
+                return stack.step_flash(x, pools, meta, api)
+
         with torch.inference_mode():
-            fn = _graphed(torch, lambda x=x, view=view, chunk=chunk: stack.step(x, view, chunk), device)
+            fn = _graphed(torch, run, device)
             fn()
         if device == "cuda":
             torch.cuda.synchronize()
-        row = {"phase": "mixed" if chunk else "decode", "batch": b, "context": ctx, "attention": ctx > 0}
-        rows.append({**row, **({"tokens": chunk} if chunk else {}), "times": []})
+        return fn
+
+    rows, fns, failed = [], [], []
+    for b, ctx, chunk, how in cases:
+        kind = {
+            "phase": "mixed" if chunk else "decode",
+            "batch": b,
+            "context": ctx,
+            **({"tokens": chunk} if chunk else {}),
+        }
+        if how == "flash-paged" and failed:
+            how = "flash-packed"  # the paged kernel refused (its page size, say): the packed one for the rest
+        try:
+            fn = capture(b, ctx, chunk, how)
+        except Exception as exc:  # a flash variant this torch cannot run: recorded, the rest measured
+            if how == "bmm":
+                raise
+            print(f"  {how} failed: {type(exc).__name__}: {exc}", flush=True)
+            failed.append({**kind, "attention_impl": how, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            if how != "flash-paged":
+                break
+            try:
+                how = "flash-packed"
+                fn = capture(b, ctx, chunk, how)
+            except Exception as exc2:
+                print(f"  {how} failed: {type(exc2).__name__}: {exc2}", flush=True)
+                failed.append({**kind, "attention_impl": how, "error": f"{type(exc2).__name__}: {exc2}"[:300]})
+                break
+        row = {**kind, "attention": ctx > 0, **({"attention_impl": how} if ctx > 0 or chunk else {})}
+        rows.append({**row, "times": []})
         fns.append(fn)
     with torch.inference_mode():
         for fn in fns:
@@ -268,7 +388,7 @@ def _decode_cases(torch, stack: Stack, device: str, timer, grid: dict, repeats: 
         for _ in range(repeats):  # interleaved rounds over every case
             for row, fn in zip(rows, fns):
                 row["times"] += timer(fn, 1)
-    return rows
+    return rows + failed
 
 
 def _prefill_cases(torch, stack: Stack, device: str, timer, lengths, repeats: int) -> list[dict]:
@@ -311,6 +431,8 @@ def _train_cases(torch, s: dict, device: str, timer, tokens, repeats: int) -> li
 
 def _finish(rows: list[dict]) -> list[dict]:
     for row in rows:
+        if "times" not in row:  # a case that could not run (its error recorded)
+            continue
         times = row.pop("times")
         row.update(seconds=statistics.median(times), spread=max(times) / min(times), repeats=len(times))
     return rows
@@ -420,6 +542,9 @@ def predictions(data: dict, gpu: str) -> list[dict]:
         streamed = 2.0 * (cnt["layers_params"] + cnt["head_params"])  # what the graph reads of the weights
         for row in model["rows"]:
             r = dict(row, model=name, gpu=gpu)
+            if "error" in row:
+                out.append(r)
+                continue
             if row["phase"] == "decode":
                 b, ctx = row["batch"], row["context"]
                 k_tokens = b * ctx
@@ -484,9 +609,9 @@ def compare(args: argparse.Namespace) -> int:
     for k, v in data["ceilings"].items():
         print(f"  ceiling {k}: {v['bytes_per_s'] / 1e12:.2f} TB/s, {v['flops_per_s'] / 1e12:.0f} TFLOP/s "
               f"(spread {v['spread']:.2f})")  # fmt: skip
-    cols = ("model", "phase", "batch", "context", "tokens", "seconds", "rlsim_s", "ratio", "rlsim_bound",
-            "achieved_tb_per_s", "implied_memory_efficiency", "rlsim_memory_efficiency", "implied_compute_efficiency",
-            "rlsim_compute_efficiency", "spread")  # fmt: skip
+    cols = ("model", "phase", "attention_impl", "batch", "context", "tokens", "seconds", "rlsim_s", "ratio",
+            "rlsim_bound", "achieved_tb_per_s", "implied_memory_efficiency", "rlsim_memory_efficiency",
+            "implied_compute_efficiency", "rlsim_compute_efficiency", "spread")  # fmt: skip
     if args.markdown:
         print("| " + " | ".join(cols) + " |")
         print("|" + "---|" * len(cols))

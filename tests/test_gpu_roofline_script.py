@@ -178,3 +178,97 @@ def test_the_catalogs_h200_memory_is_the_measured_one(gr):
     measured = {json.loads(p.read_text())["memory_bytes"] for p in RECORDED}
     assert len(measured) == 1
     assert float(catalog.gpu("H200")["device_memory_bytes"]) == pytest.approx(measured.pop(), rel=1e-3)
+
+
+def _reference_varlen(q, k, v, cu_q, cu_k, max_q, max_k, *, enable_gqa, window_size, seqused_k=None,
+                      block_table=None):  # fmt: skip
+    """What flash varlen attention computes (bottom-right causal), from paged or packed keys, on the CPU."""
+    f = torch.nn.functional
+    assert enable_gqa and window_size == (-1, 0)
+    out = torch.empty_like(q)
+    for i in range(len(cu_q) - 1):
+        qs = q[cu_q[i] : cu_q[i + 1]]
+        if block_table is not None:
+            n = int(seqused_k[i])
+            ks = k[block_table[i]].flatten(0, 1)[:n]
+            vs = v[block_table[i]].flatten(0, 1)[:n]
+        else:
+            ks, vs = k[cu_k[i] : cu_k[i + 1]], v[cu_k[i] : cu_k[i + 1]]
+        group = qs.shape[1] // ks.shape[1]
+        ks, vs = (x.repeat_interleave(group, dim=1).transpose(0, 1) for x in (ks, vs))
+        lq, lk = qs.shape[0], ks.shape[1]
+        mask = torch.ones(lq, lk, dtype=torch.bool).tril(lk - lq)  # bottom-right aligned
+        out[cu_q[i] : cu_q[i + 1]] = f.scaled_dot_product_attention(
+            qs.transpose(0, 1), ks, vs, attn_mask=mask
+        ).transpose(0, 1)
+    return out
+
+
+@pytest.mark.parametrize("paged", [True, False])
+def test_the_flash_step_reads_each_sequences_cache(gr, paged):
+    """The flash step's plumbing (query offsets, block table or packed key offsets, the views of the flat buffers),
+    with a CPU reference standing in for the CUDA kernel: a decode step over caches written where the block table
+    (or the packing) says computes what the batched-product step computes from the same caches."""
+    s = gr.shape("tiny")
+    stack = gr.Stack(torch, s, "cpu", torch.float64)
+    b, ctx, kv, d = 3, 20, s["num_key_value_heads"], s["head_dim"]
+    pages = 16
+    meta = gr.flash_meta(torch, b, ctx, 0, pages, "cpu", paged)
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(b, s["hidden_size"], generator=gen, dtype=torch.float64)
+    caches, pools = [], []
+    for _ in range(s["num_hidden_layers"]):
+        k, v = (torch.randn(b, kv, ctx, d, generator=gen, dtype=torch.float64) for _ in range(2))
+        caches.append((k, v))
+        if paged:
+            pool_k, pool_v = (torch.zeros(pages, gr.PAGE, kv, d, dtype=torch.float64) for _ in range(2))
+            for i in range(b):
+                flat_k = pool_k[meta["table"][i].long()].flatten(0, 1)
+                flat_v = pool_v[meta["table"][i].long()].flatten(0, 1)
+                flat_k[:ctx], flat_v[:ctx] = k[i].transpose(0, 1), v[i].transpose(0, 1)
+                pool_k[meta["table"][i].long()] = flat_k.view(-1, gr.PAGE, kv, d)
+                pool_v[meta["table"][i].long()] = flat_v.view(-1, gr.PAGE, kv, d)
+            pools.append((pool_k, pool_v))
+        else:
+            pools.append((k.transpose(1, 2).reshape(b * ctx, kv, d), v.transpose(1, 2).reshape(b * ctx, kv, d)))
+    api = (_reference_varlen, {"enable_gqa", "window_size", "seqused_k", "block_table"})
+    got, ref = stack.step_flash(x, pools, meta, api), stack.decode(x, caches)
+    assert torch.linalg.norm(got - ref) / torch.linalg.norm(ref) < 1e-12
+
+
+def test_flash_meta_deals_disjoint_pages(gr):
+    meta = gr.flash_meta(torch, 5, 40, 24, 64, "cpu", paged=True)
+    table, used = meta["table"], meta["used"].tolist()
+    assert used == [40] * 5 + [24] and meta["cu_q"].tolist() == [0, 1, 2, 3, 4, 5, 29]
+    assert (meta["max_q"], meta["max_k"]) == (24, 40)
+    pages = [table[i, : -(-n // gr.PAGE)].tolist() for i, n in enumerate(used)]
+    flat = [p for row in pages for p in row]
+    assert len(flat) == len(set(flat)) == 5 * 3 + 2 and all(0 <= p < 64 for p in flat)
+    with pytest.raises(ValueError, match="17 pages needed, 16 in the pool"):
+        gr.flash_meta(torch, 5, 40, 24, 16, "cpu", paged=True)
+    packed = gr.flash_meta(torch, 2, 40, 24, 0, "cpu", paged=False)
+    assert packed["cu_k"].tolist() == [0, 40, 80, 104] and "table" not in packed
+    assert gr.flash_api(torch, "cpu") is None
+
+
+def test_a_refused_paged_kernel_falls_back_to_packed_keys(gr, monkeypatch):
+    """The paged flash kernel refusing (a page size it does not take, say) is recorded and the packed kernel
+    measures the flash cases instead; the batched-product cases are all there."""
+
+    def kernel(*args, block_table=None, **kw):
+        if block_table is not None:
+            raise RuntimeError("paged KV needs a page size divisible by 256")
+        return _reference_varlen(*args, block_table=None, **kw)
+
+    monkeypatch.setattr(gr, "flash_api", lambda torch, device: (kernel, {"enable_gqa", "window_size", "block_table"}))
+    stack = gr.Stack(torch, gr.shape("tiny"), "cpu", torch.float32)
+    grid = {"batches": (1, 2), "contexts": (16,), "max_cached": 32, "mixed": ((2, 16, 8),)}
+    rows = gr._decode_cases(torch, stack, "cpu", gr._timer(torch, "cpu"), grid, 2)
+    failed = [r for r in rows if "error" in r]
+    assert [(r["attention_impl"], r["batch"]) for r in failed] == [("flash-paged", 1)]
+    assert "divisible by 256" in failed[0]["error"]
+    impls = [(r["phase"], r["batch"], r.get("attention_impl")) for r in rows if "error" not in r]
+    assert impls == [
+        ("decode", 1, None), ("decode", 1, "bmm"), ("decode", 2, None), ("decode", 2, "bmm"), ("mixed", 2, "bmm"),
+        ("decode", 1, "flash-packed"), ("decode", 2, "flash-packed"), ("mixed", 2, "flash-packed"),
+    ]  # fmt: skip
