@@ -59,24 +59,25 @@ PAGE = 16  # tokens a KV page holds (vLLM's default block size)
 
 def flash_api(torch, device: str):
     """torch's flash variable-length attention (``torch.nn.attention.varlen.varlen_attn``, the kernel family vLLM's
-    FlashAttention backend runs) and the keywords this torch's version takes; None off CUDA, without it, or without
-    grouped-query attention."""
+    FlashAttention backend runs) and the keywords this torch's version takes; None off CUDA or without it."""
     if device != "cuda":
         return None
     try:
         from torch.nn.attention.varlen import varlen_attn
     except ImportError:
         return None
-    params = set(inspect.signature(varlen_attn).parameters)
-    return (varlen_attn, params) if "enable_gqa" in params else None
+    return varlen_attn, set(inspect.signature(varlen_attn).parameters)
 
 
-def flash_meta(torch, b: int, ctx: int, chunk: int, pages: int, device: str, paged: bool, seed: int = 0) -> dict:
+def flash_meta(
+    torch, b: int, ctx: int, chunk: int, pages: int, device: str, paged: bool, seed: int = 0, group: int = 1
+) -> dict:
     """The varlen call's arguments for ``b`` sequences decoding over ``ctx`` cached tokens each and one prompt chunk
     of ``chunk`` tokens (its own keys, causal): query offsets, and either a block table over a pool of ``pages``
     pages of ``PAGE`` tokens (each sequence's pages drawn at random, disjoint, as a paged cache scatters them) with
-    the tokens each uses (``paged``), or key offsets into one packed key array."""
-    q_lens = [1] * b + ([chunk] if chunk else [])
+    the tokens each uses (``paged``), or key offsets into one packed key array. ``group`` > 1: each decoding
+    sequence's query heads folded into ``group`` query rows of the KV heads' count (``Stack.step_flash``)."""
+    q_lens = [group] * b + ([chunk] if chunk else [])
     k_lens = [ctx] * b + ([chunk] if chunk else [])
     out = {"cu_q": torch.tensor([0, *itertools.accumulate(q_lens)], dtype=torch.int32, device=device),
            "max_q": max(q_lens), "max_k": max(k_lens)}  # fmt: skip
@@ -219,22 +220,37 @@ class Stack:
         """The same step with every row's attention in one flash varlen call, as vLLM's FlashAttention backend
         runs a batch: ``pools`` a (K, V) pair per layer (pages of ``PAGE`` tokens with ``meta``'s block table, or
         packed keys), the decode rows' queries one token each against their cached keys, a prompt chunk's causal
-        (bottom-right aligned: a one-token query sees every key)."""
+        (bottom-right aligned: a one-token query sees every key). Where the kernel takes no grouped-query
+        attention (torch 2.11's), a decode step folds each sequence's query heads into rows: the ``group`` heads
+        that share a KV head become ``group`` query rows against the KV heads, attending to every key (the
+        pack-GQA layout of decode kernels: the same keys read once, the same result); mixed steps need it."""
         s = self.s
-        q_heads, d = s["num_attention_heads"], s["head_dim"]
+        q_heads, kv, d = s["num_attention_heads"], s["num_key_value_heads"], s["head_dim"]
+        group = q_heads // kv
         fn, params = api
-        kw = {"enable_gqa": True}
+        fold = "enable_gqa" not in params
+        kw = {} if fold else {"enable_gqa": True}
+        causal = (-1, -1) if fold else (-1, 0)
         if "window_size" in params:
-            kw["window_size"] = (-1, 0)
-        else:
+            kw["window_size"] = causal
+        elif not fold:
             kw["is_causal"] = True
         if "table" in meta:
             kw.update(seqused_k=meta["used"], block_table=meta["table"])
+        b = x.shape[0]
+        if fold and meta["cu_q"].shape[0] != b + 1:
+            raise ValueError("a mixed step needs a kernel with grouped-query attention (enable_gqa)")
         for i, p in enumerate(self.layers):
             qkv = self._rms(x, p["n1"]) @ p["qkv"]
-            q = qkv[:, : q_heads * d].reshape(-1, q_heads, d).contiguous()
+            q = qkv[:, : q_heads * d]
+            if fold:  # query head h * group + j -> row j of the sequence, KV head h
+                q = q.reshape(b, kv, group, d).transpose(1, 2).reshape(b * group, kv, d)
+            else:
+                q = q.reshape(-1, q_heads, d).contiguous()
             k, v = pools[i]
             o = fn(q, k, v, meta["cu_q"], meta.get("cu_k"), meta["max_q"], meta["max_k"], **kw)
+            if fold:
+                o = o.reshape(b, group, kv, d).transpose(1, 2)
             x = x + o.reshape(-1, q_heads * d) @ p["o"]
             x = self._mlp(x, p)
         return self._rms(x, self.norm) @ self.head
@@ -338,7 +354,8 @@ def _decode_cases(torch, stack: Stack, device: str, timer, grid: dict, repeats: 
                 return stack.step(x, view, chunk)
         else:
             paged = how == "flash-paged"
-            meta = flash_meta(torch, b, ctx, chunk, pages, device, paged)
+            group = 1 if "enable_gqa" in api[1] else s["num_attention_heads"] // kv  # (Stack.step_flash's fold)
+            meta = flash_meta(torch, b, ctx, chunk, pages, device, paged, group=group)
             shape_ = (pages, PAGE, kv, d) if paged else (pages * PAGE, kv, d)
             pools = [(k[: pages * PAGE * kv * d].view(shape_), v[: pages * PAGE * kv * d].view(shape_))
                      for k, v in flat]  # fmt: skip

@@ -180,11 +180,13 @@ def test_the_catalogs_h200_memory_is_the_measured_one(gr):
     assert float(catalog.gpu("H200")["device_memory_bytes"]) == pytest.approx(measured.pop(), rel=1e-3)
 
 
-def _reference_varlen(q, k, v, cu_q, cu_k, max_q, max_k, *, enable_gqa, window_size, seqused_k=None,
+def _reference_varlen(q, k, v, cu_q, cu_k, max_q, max_k, *, window_size, enable_gqa=False, seqused_k=None,
                       block_table=None):  # fmt: skip
-    """What flash varlen attention computes (bottom-right causal), from paged or packed keys, on the CPU."""
+    """What flash varlen attention computes (bottom-right causal, or no mask), from paged or packed keys, on the
+    CPU."""
     f = torch.nn.functional
-    assert enable_gqa and window_size == (-1, 0)
+    assert window_size in ((-1, 0), (-1, -1))
+    assert enable_gqa or q.shape[1] == k.shape[-2], "grouped-query attention without enable_gqa"
     out = torch.empty_like(q)
     for i in range(len(cu_q) - 1):
         qs = q[cu_q[i] : cu_q[i + 1]]
@@ -197,15 +199,24 @@ def _reference_varlen(q, k, v, cu_q, cu_k, max_q, max_k, *, enable_gqa, window_s
         group = qs.shape[1] // ks.shape[1]
         ks, vs = (x.repeat_interleave(group, dim=1).transpose(0, 1) for x in (ks, vs))
         lq, lk = qs.shape[0], ks.shape[1]
-        mask = torch.ones(lq, lk, dtype=torch.bool).tril(lk - lq)  # bottom-right aligned
+        mask = torch.ones(lq, lk, dtype=torch.bool)
+        if window_size == (-1, 0):
+            mask = mask.tril(lk - lq)  # bottom-right aligned
         out[cu_q[i] : cu_q[i + 1]] = f.scaled_dot_product_attention(
             qs.transpose(0, 1), ks, vs, attn_mask=mask
         ).transpose(0, 1)
     return out
 
 
-@pytest.mark.parametrize("paged", [True, False])
-def test_the_flash_step_reads_each_sequences_cache(gr, paged):
+@pytest.mark.parametrize(
+    "paged, params",
+    [
+        (True, {"enable_gqa", "window_size", "seqused_k", "block_table"}),
+        (False, {"enable_gqa", "window_size"}),
+        (False, {"window_size"}),  # torch 2.11's: no grouped-query attention, the query heads folded into rows
+    ],
+)
+def test_the_flash_step_reads_each_sequences_cache(gr, paged, params):
     """The flash step's plumbing (query offsets, block table or packed key offsets, the views of the flat buffers),
     with a CPU reference standing in for the CUDA kernel: a decode step over caches written where the block table
     (or the packing) says computes what the batched-product step computes from the same caches."""
@@ -213,7 +224,8 @@ def test_the_flash_step_reads_each_sequences_cache(gr, paged):
     stack = gr.Stack(torch, s, "cpu", torch.float64)
     b, ctx, kv, d = 3, 20, s["num_key_value_heads"], s["head_dim"]
     pages = 16
-    meta = gr.flash_meta(torch, b, ctx, 0, pages, "cpu", paged)
+    group = 1 if "enable_gqa" in params else s["num_attention_heads"] // s["num_key_value_heads"]
+    meta = gr.flash_meta(torch, b, ctx, 0, pages, "cpu", paged, group=group)
     gen = torch.Generator().manual_seed(4)
     x = torch.randn(b, s["hidden_size"], generator=gen, dtype=torch.float64)
     caches, pools = [], []
@@ -231,7 +243,7 @@ def test_the_flash_step_reads_each_sequences_cache(gr, paged):
             pools.append((pool_k, pool_v))
         else:
             pools.append((k.transpose(1, 2).reshape(b * ctx, kv, d), v.transpose(1, 2).reshape(b * ctx, kv, d)))
-    api = (_reference_varlen, {"enable_gqa", "window_size", "seqused_k", "block_table"})
+    api = (_reference_varlen, params)
     got, ref = stack.step_flash(x, pools, meta, api), stack.decode(x, caches)
     assert torch.linalg.norm(got - ref) / torch.linalg.norm(ref) < 1e-12
 
@@ -261,6 +273,7 @@ def test_a_refused_paged_kernel_falls_back_to_packed_keys(gr, monkeypatch):
         return _reference_varlen(*args, block_table=None, **kw)
 
     monkeypatch.setattr(gr, "flash_api", lambda torch, device: (kernel, {"enable_gqa", "window_size", "block_table"}))
+
     stack = gr.Stack(torch, gr.shape("tiny"), "cpu", torch.float32)
     grid = {"batches": (1, 2), "contexts": (16,), "max_cached": 32, "mixed": ((2, 16, 8),)}
     rows = gr._decode_cases(torch, stack, "cpu", gr._timer(torch, "cpu"), grid, 2)
@@ -272,3 +285,14 @@ def test_a_refused_paged_kernel_falls_back_to_packed_keys(gr, monkeypatch):
         ("decode", 1, None), ("decode", 1, "bmm"), ("decode", 2, None), ("decode", 2, "bmm"), ("mixed", 2, "bmm"),
         ("decode", 1, "flash-packed"), ("decode", 2, "flash-packed"), ("mixed", 2, "flash-packed"),
     ]  # fmt: skip
+
+
+def test_without_grouped_query_attention_the_mixed_flash_steps_are_refused(gr, monkeypatch):
+    """torch 2.11's kernel (no enable_gqa, no block table): the decode cases run folded on packed keys; a mixed
+    step, which would need the prompt's causal rows beside the folded ones, is recorded as refused."""
+    monkeypatch.setattr(gr, "flash_api", lambda torch, device: (_reference_varlen, {"window_size"}))
+    stack = gr.Stack(torch, gr.shape("tiny"), "cpu", torch.float32)
+    grid = {"batches": (2,), "contexts": (16,), "max_cached": 32, "mixed": ((2, 16, 8),)}
+    rows = gr._decode_cases(torch, stack, "cpu", gr._timer(torch, "cpu"), grid, 2)
+    flash = [(r["phase"], r.get("error", "")[:40]) for r in rows if r.get("attention_impl") == "flash-packed"]
+    assert flash == [("decode", ""), ("mixed", "ValueError: a mixed step needs a kernel ")]
