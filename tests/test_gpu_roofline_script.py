@@ -156,13 +156,13 @@ RECORDED = sorted((load_script("gpu_roofline").ROOT / "docs" / "research" / "gpu
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)
 def test_rlsims_h200_roofline_against_the_recorded_h200(gr, path):
     """The H200 runs of 2026-12-04 (docs/research/gpu_roofline/README.md): rlsim's default roofline for the H200
-    stays where it was measured against a CUDA-graph torch engine: decode median ratio 0.92, every case 0.69-1.24,
-    prefill of >= 2,048 tokens 0.91-0.96. A change to the H200's catalog figures or the default efficiencies that
+    stays where it was measured against a CUDA-graph torch engine (attention as batched products): decode median
+    ratio 0.92-0.93, every case 0.69-1.26, prefill of >= 2,048 tokens 0.91-0.97. A change to the H200's catalog figures or the default efficiencies that
     moves these shows here."""
     data = json.loads(path.read_text())
     assert data["device"] == "NVIDIA H200" and not data["errors"]
     rows = gr.predictions(data, "H200")
-    decode = sorted(r["ratio"] for r in rows if r["phase"] == "decode")
+    decode = sorted(r["ratio"] for r in rows if r["phase"] == "decode" and r.get("attention_impl", "bmm") == "bmm")
     assert len(decode) >= 38
     assert 0.85 <= decode[len(decode) // 2] <= 1.0
     assert 0.6 <= decode[0] and decode[-1] <= 1.35
