@@ -32,6 +32,7 @@ No model is downloaded: the shapes come from the repository's config.json files 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import itertools
 import json
@@ -318,6 +319,17 @@ def _ceilings(torch, device: str, timer, repeats: int, tiny: bool) -> dict:
     return out
 
 
+def _time_rounds(torch, rows: list[dict], fns: list, timer, repeats: int, inference: bool = True) -> None:
+    """One warm call of each case, then ``repeats`` interleaved rounds over them all (a slow spell of the machine
+    hits every case alike), each time appended to its row's ``times``."""
+    with torch.inference_mode() if inference else contextlib.nullcontext():
+        for fn in fns:
+            fn()
+        for _ in range(repeats):
+            for row, fn in zip(rows, fns):
+                row["times"] += timer(fn, 1)
+
+
 def _decode_cases(torch, stack: Stack, device: str, timer, grid: dict, repeats: int) -> list[dict]:
     """Each batch without attention (the weights' share) and at each context whose cache (batch x context tokens)
     fits ``grid["max_cached"]``, and the mixed steps (a decode batch and one prefill chunk), with attention as
@@ -399,12 +411,7 @@ def _decode_cases(torch, stack: Stack, device: str, timer, grid: dict, repeats: 
         row = {**kind, "attention": ctx > 0, **({"attention_impl": how} if ctx > 0 or chunk else {})}
         rows.append({**row, "times": []})
         fns.append(fn)
-    with torch.inference_mode():
-        for fn in fns:
-            fn()
-        for _ in range(repeats):  # interleaved rounds over every case
-            for row, fn in zip(rows, fns):
-                row["times"] += timer(fn, 1)
+    _time_rounds(torch, rows, fns, timer, repeats)
     return rows + failed
 
 
@@ -415,12 +422,7 @@ def _prefill_cases(torch, stack: Stack, device: str, timer, lengths, repeats: in
         rows.append({"phase": "prefill", "tokens": c, "times": []})
         with torch.inference_mode():
             fns.append(_graphed(torch, lambda x=x: stack.forward(x), device))
-    with torch.inference_mode():
-        for fn in fns:
-            fn()
-        for _ in range(repeats):
-            for row, fn in zip(rows, fns):
-                row["times"] += timer(fn, 1)
+    _time_rounds(torch, rows, fns, timer, repeats)
     return rows
 
 
@@ -438,11 +440,7 @@ def _train_cases(torch, s: dict, device: str, timer, tokens, repeats: int) -> li
 
         rows.append({"phase": "train", "tokens": seq * len(xs), "sequence": seq, "times": []})
         fns.append(step)
-    for fn in fns:
-        fn()
-    for _ in range(repeats):
-        for row, fn in zip(rows, fns):
-            row["times"] += timer(fn, 1)
+    _time_rounds(torch, rows, fns, timer, repeats, inference=False)
     return rows
 
 
