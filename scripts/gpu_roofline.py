@@ -12,7 +12,9 @@ weights, replayed as a CUDA graph (as vLLM replays its decode steps): every laye
 down projections, RMS norms, SiLU, grouped-query attention of each sequence's one new token against its cached K
 and V, and the LM head, at batch sizes x context lengths, with attention as batched products and, where the torch
 there has it, as one flash varlen call over a paged cache of 16-token pages (the kernel family vLLM's
-FlashAttention backend runs; mixed steps then attend in that one call too); the same stack without attention;
+FlashAttention backend runs; mixed steps then attend in that one call too; torch 2.11's kernel has neither
+grouped-query attention nor paging, so there decode rows are folded over packed keys and mixed steps refused);
+the same stack without attention;
 the prefill of one sequence (causal attention through ``scaled_dot_product_attention``, graphed too); and a forward and
 backward pass of the stack (the training side's matrix products). Each time is the median of interleaved
 repeats timed with CUDA events. Writes ``gpu_roofline.json``.
@@ -21,7 +23,7 @@ repeats timed with CUDA events. Writes ``gpu_roofline.json``.
 model on the same GPU (its GPU term: the CPU overheads of an engine are not in a graph replay), the ratio, and the
 efficiency the measurement implies (bytes or FLOPs over time over the catalog's peak) beside the one rlsim uses.
 
-    python scripts/gpu_roofline.py measure -o out/          # on the GPU machine (about three minutes on an H200)
+    python scripts/gpu_roofline.py measure -o out/          # on the GPU machine (68-85 s for the three models, H200)
     python scripts/gpu_roofline.py measure --device cpu --tiny -o out/   # the same code on a CPU, tiny shapes
     python scripts/gpu_roofline.py compare out/gpu_roofline.json --gpu H200 [--markdown]
 
