@@ -53,6 +53,8 @@ MAX_CACHED = 512 * 1024  # tokens of K and V held at once: 77 GB for Qwen3-8B (1
 MIXED = ((32, 1024, 512), (32, 1024, 2048), (256, 1024, 512), (256, 1024, 2048))  # batch, context, prefill chunk
 PREFILL = (512, 2048, 8192)
 TRAIN_TOKENS = (8192,)
+STEP_MODEL = "Qwen2.5-3B"  # a whole training step with AdamW on one GPU: 3B x 16 bytes of weights, grads and states
+STEP_TOKENS = (16384,)
 TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
         "head_dim": 16, "intermediate_size": 128, "vocab_size": 256}  # fmt: skip
 
@@ -446,6 +448,35 @@ def _train_cases(torch, s: dict, device: str, timer, tokens, repeats: int) -> li
     return rows
 
 
+def _step_cases(torch, s: dict, device: str, timer, tokens, repeats: int) -> list[dict]:
+    """A whole training step as one GPU's trainer runs it: fp32 master weights, the forward and backward under bf16
+    autocast (the matrix products in bf16, the weights cast for them as FSDP's mixed precision does), one AdamW step
+    over every weight (fused on CUDA); and that optimizer step alone."""
+    stack = Stack(torch, s, device, torch.float32, requires_grad=True)
+    params = [w for layer in stack.layers for w in layer.values() if w.requires_grad] + [stack.head]
+    opt = torch.optim.AdamW(params, lr=1e-7, fused=device == "cuda")
+    n_params = sum(w.numel() for w in params)
+    seq = min(4096, min(tokens))
+    rows, fns = [], []
+    for n in tokens:
+        xs = [torch.randn(seq, s["hidden_size"], device=device) for _ in range(n // seq)]
+
+        def step(xs=xs):
+            for x in xs:
+                with torch.autocast(device_type=device, dtype=torch.bfloat16):
+                    loss = stack.forward(x).float().square().mean()
+                loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=False)
+
+        rows.append({"phase": "train_step", "tokens": seq * len(xs), "sequence": seq, "params": n_params, "times": []})
+        fns.append(step)
+    rows.append({"phase": "optimizer", "params": n_params, "times": []})
+    fns.append(opt.step)
+    _time_rounds(torch, rows, fns, timer, repeats, inference=False)
+    return rows
+
+
 def _finish(rows: list[dict]) -> list[dict]:
     for row in rows:
         if "times" not in row:  # a case that could not run (its error recorded)
@@ -517,6 +548,13 @@ def measure(args: argparse.Namespace, save) -> dict:
         stack = None  # its weights freed before the training pass builds its own
         rows = part(f"{name} train", lambda s=s: _train_cases(torch, s, device, timer, train, 3))
         entry["rows"] += _finish(rows or [])
+        save(out)
+    if args.step_model != "none":
+        name = "tiny" if args.tiny else args.step_model
+        s = shape(name)
+        entry = out["models"].setdefault(name, {"shape": s, "counts": counts(s), "rows": []})
+        tokens = (16,) if args.tiny else STEP_TOKENS
+        entry["rows"] += _finish(part(f"{name} step", lambda: _step_cases(torch, s, device, timer, tokens, 3)) or [])
         save(out)
     return out
 
@@ -597,6 +635,8 @@ def predictions(data: dict, gpu: str) -> list[dict]:
                 flops = 2.0 * n_active * tok + 0.5 * attention_flops_per_token_context(m) * tok**2
                 r["implied_compute_efficiency"] = flops / row["seconds"] / peak
                 r["rlsim_compute_efficiency"] = e_pre
+            elif row["phase"] in ("train_step", "optimizer"):
+                r.update(_step_prediction(row, name, gpu))
             else:
                 tok, seq = row["tokens"], row["sequence"]
                 flops = 3.0 * (2.0 * n_active * tok + 0.5 * attention_flops_per_token_context(m) * seq * tok)
@@ -606,6 +646,29 @@ def predictions(data: dict, gpu: str) -> list[dict]:
                 r["ratio"] = r["rlsim_s"] / row["seconds"]
             out.append(r)
     return out
+
+
+def _step_prediction(row: dict, name: str, gpu: str) -> dict:
+    """rlsim's training phase (rlsim.trainer.training, FSDP on one GPU, no activation recompute, the optimizer on
+    the GPU: what the measured step does) for a ``train_step`` row, or its optimizer part for an ``optimizer`` row."""
+    import rlsim
+    from rlsim.trainer import training
+
+    scenario = rlsim.load_scenario(
+        ROOT / "scenarios" / "dense8b_h100_colocated.yaml",
+        {"model": name, "hardware.gpu": gpu, "hardware.num_gpus": 1, "engine.tensor_parallel_size": 1,
+         "training.backend": "fsdp", "training.activation_recompute": "none", "training.offload_optimizer": False},
+    )  # fmt: skip
+    if row["phase"] == "optimizer":
+        return {"rlsim_s": training.phase_time(scenario, scenario.model, 1.0, 1.0).optimizer_s}
+    tok, seq = row["tokens"], row["sequence"]
+    t = training.phase_time(scenario, scenario.model, tok, float(seq * tok), num_sequences=tok // seq)
+    peak = scenario.hardware.gpu.bf16_flops_per_s
+    flops = 3.0 * (2.0 * scenario.model.num_active_params * tok)
+    return {"rlsim_s": t.total_s, "rlsim_compute_s": t.compute_s, "rlsim_optimizer_s": t.optimizer_s,
+            "implied_compute_efficiency": flops / row["seconds"] / peak,
+            "rlsim_compute_efficiency": scenario.costs.train_compute_efficiency
+            * scenario.hardware.gpu.train_efficiency_factor}  # fmt: skip
 
 
 def _fmt(x, digits=3) -> str:
@@ -646,8 +709,11 @@ def main(argv: list[str] | None = None) -> int:
     m = sub.add_parser("measure", help="time the shapes on this machine's GPU (torch only)")
     m.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     m.add_argument("--tiny", action="store_true", help="a tiny shape and small cases (to try the code on a CPU)")
-    m.add_argument("--model", action="append", help=f"catalog model (repeatable; default {', '.join(MODELS)})")
+    m.add_argument(
+        "--model", action="append", help=f"catalog model (repeatable; default {', '.join(MODELS)}; none: only the step)"
+    )
     m.add_argument("--repeats", type=int, default=9, help="timed repeats per case, interleaved (median taken)")
+    m.add_argument("--step-model", default=STEP_MODEL, help="catalog model of the whole-training-step part, or none")
     m.add_argument("-o", "--output", type=Path, required=True, help="directory for gpu_roofline.json")
     c = sub.add_parser("compare", help="the measurement beside rlsim's roofline")
     c.add_argument("file")
@@ -656,8 +722,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.cmd == "compare":
         return compare(args)
-    args.model = args.model or list(MODELS)
-    for name in args.model:
+    args.model = [] if args.model == ["none"] else (args.model or list(MODELS))
+    for name in args.model + ([] if args.step_model == "none" else [args.step_model]):
         shape(name)  # a typo fails before the GPU is touched
     args.output.mkdir(parents=True, exist_ok=True)
     target = args.output / "gpu_roofline.json"

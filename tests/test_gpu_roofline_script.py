@@ -132,7 +132,29 @@ def test_compare_puts_the_kernels_gpu_term_beside_each_row(gr, tmp_path, capsys)
 def test_a_misspelt_model_fails_before_any_device_work(gr, tmp_path):
     with pytest.raises(SystemExit, match="no config for model 'Qwen3-8b'.*known: .*Qwen3-8B"):
         gr.main(["measure", "--device", "cpu", "--model", "Qwen3-8b", "-o", str(tmp_path)])
+    with pytest.raises(SystemExit, match="no config for model 'Qwen2.5-3b'"):
+        gr.main(["measure", "--device", "cpu", "--model", "none", "--step-model", "Qwen2.5-3b", "-o", str(tmp_path)])
     assert not (tmp_path / "gpu_roofline.json").exists()
+
+
+def test_the_step_is_compared_with_rlsims_training_phase(gr):
+    """A whole step against rlsim.trainer.training's FSDP phase on one GPU (no recompute, the optimizer on the GPU):
+    the total is compute + optimizer + the step's fixed overhead; the optimizer row against its optimizer part."""
+    from rlsim.trainer import training
+
+    s = gr.shape("Qwen2.5-3B")
+    rows = [
+        {"phase": "train_step", "tokens": 16384, "sequence": 4096, "params": 1, "seconds": 1.0, "spread": 1.0,
+         "repeats": 3},
+        {"phase": "optimizer", "params": 1, "seconds": 0.02, "spread": 1.0, "repeats": 3},
+    ]  # fmt: skip
+    data = {"device": "t", "torch": "x", "date": "x", "ceilings": {}, "errors": [],
+            "models": {"Qwen2.5-3B": {"shape": s, "counts": gr.counts(s), "rows": rows}}}  # fmt: skip
+    step, opt = gr.predictions(data, "H200")
+    assert step["rlsim_optimizer_s"] == pytest.approx(opt["rlsim_s"])
+    assert step["rlsim_compute_s"] + step["rlsim_optimizer_s"] < step["rlsim_s"]
+    # Adam's bytes per parameter over the H200's bandwidth: ~3.1B parameters
+    assert opt["rlsim_s"] == pytest.approx(training.ADAM_BYTES_PER_PARAM * 3.09e9 / 4.8e12, rel=0.02)
 
 
 def test_measure_on_the_cpu_writes_every_part(gr, tmp_path):
@@ -140,7 +162,11 @@ def test_measure_on_the_cpu_writes_every_part(gr, tmp_path):
     data = json.loads((tmp_path / "gpu_roofline.json").read_text())
     assert data["errors"] == [] and set(data["ceilings"]) == {"copy", "read", "matmul"}
     rows = data["models"]["tiny"]["rows"]
-    assert {r["phase"] for r in rows} == {"decode", "mixed", "prefill", "train"}
+    assert {r["phase"] for r in rows} == {"decode", "mixed", "prefill", "train", "train_step", "optimizer"}
+    # the whole step trains every projection and the head (the norms, held at one, not)
+    c, s = gr.counts(gr.shape("tiny")), gr.shape("tiny")
+    trained = c["layers_params"] - 2 * s["hidden_size"] * s["num_hidden_layers"] + c["head_params"] - s["hidden_size"]
+    assert {r["params"] for r in rows if r["phase"] in ("train_step", "optimizer")} == {trained}
     assert all(r["seconds"] > 0 and r["repeats"] >= 2 for r in rows)
     # the tiny grid caps the cache at 32 tokens: batch 4 at context 16 (64) is left out
     assert {(r["batch"], r["context"]) for r in rows if r["phase"] == "decode"} == {
