@@ -40,3 +40,16 @@ def test_every_built_in_scenario_has_golden_files_and_none_is_stale():
     kept = {p.name for p in golden.GOLDEN.iterdir() if p.suffix in (".json", ".csv", ".sha256")}
     wanted = {f"{n}{ext}" for n in names for ext in (".summary.json", ".steps.csv", ".sha256")}
     assert kept == wanted
+
+
+def test_canonical_decimals_hide_the_last_bits_and_nothing_more():
+    """Two runs whose floats differ in the last bit or two (numpy's AVX-512 against its AVX2 maths) write the same
+    golden bytes; a difference of one part in 10^9 (far under any change of the model) still shows; integers, run
+    ids and version strings are left as they are."""
+    a = b"1,sim-3cc03c95f84b,247,0.766966075133489,1e-06,40522.17183477572,vllm 0.32.0\n"
+    b = b"1,sim-3cc03c95f84b,247,0.7669660751334891,1e-06,40522.17183477572,vllm 0.32.0\n"
+    assert golden.canonical(a) == golden.canonical(b)
+    assert golden.canonical(b) == b"1,sim-3cc03c95f84b,247,0.766966075133,1e-06,40522.1718348,vllm 0.32.0\n"
+    c = b.replace(b"0.7669660751334891", b"0.7669660758")
+    assert golden.canonical(c) != golden.canonical(b)
+    assert golden.canonical(b'{"steps": 20, "x": -2.5e+20}') == b'{"steps": 20, "x": -2.5e+20}'

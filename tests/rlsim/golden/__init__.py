@@ -6,7 +6,9 @@ Why the rounding: numpy picks its vectorised maths by the processor, and on a CP
 (the learning curve's, rlsim.learning.model.sigmoid_fraction) differs from the AVX2 one in the last bit or two
 (seen 2026-12-04: 0.766966075133489 against 0.7669660751334891 on one step of paper_grpo, the files otherwise
 identical; the same run with ``NPY_DISABLE_CPU_FEATURES`` naming the AVX-512 features reproduced the old files).
-Twelve digits are far above that and far below any change of the model.
+Twelve digits are far above that and far below any change of the model. The files as kept were checked to come
+out the same on the AVX-512, AVX2 and baseline (no AVX) paths; a value that happens to sit on a twelve-digit
+rounding boundary could still split them, about one chance in 10^4 per value that differs at all.
 
 Per scenario, in this folder:
 
