@@ -553,7 +553,7 @@ def measure(args: argparse.Namespace, save) -> dict:
         name = "tiny" if args.tiny else args.step_model
         s = shape(name)
         entry = out["models"].setdefault(name, {"shape": s, "counts": counts(s), "rows": []})
-        tokens = (16,) if args.tiny else STEP_TOKENS
+        tokens = (16,) if args.tiny else args.step_tokens
         entry["rows"] += _finish(part(f"{name} step", lambda: _step_cases(torch, s, device, timer, tokens, 3)) or [])
         save(out)
     return out
@@ -714,6 +714,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     m.add_argument("--repeats", type=int, default=9, help="timed repeats per case, interleaved (median taken)")
     m.add_argument("--step-model", default=STEP_MODEL, help="catalog model of the whole-training-step part, or none")
+    m.add_argument(
+        "--step-tokens",
+        default=",".join(map(str, STEP_TOKENS)),
+        help="tokens of each whole training step timed, in sequences of 4,096 (comma list)",
+    )
     m.add_argument("-o", "--output", type=Path, required=True, help="directory for gpu_roofline.json")
     c = sub.add_parser("compare", help="the measurement beside rlsim's roofline")
     c.add_argument("file")
@@ -723,6 +728,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "compare":
         return compare(args)
     args.model = [] if args.model == ["none"] else (args.model or list(MODELS))
+    try:
+        args.step_tokens = tuple(int(t) for t in args.step_tokens.split(","))
+    except ValueError:
+        raise SystemExit(
+            f"gpu_roofline: --step-tokens {args.step_tokens!r}: give whole numbers, e.g. 8192,32768"
+        ) from None
     for name in args.model + ([] if args.step_model == "none" else [args.step_model]):
         shape(name)  # a typo fails before the GPU is touched
     args.output.mkdir(parents=True, exist_ok=True)
