@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import functools
 import inspect
 import itertools
 import json
@@ -43,6 +45,8 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "rlsim" / "catalog" / "hf_configs"
@@ -562,10 +566,44 @@ def measure(args: argparse.Namespace, save) -> dict:
 # -- compare (rlsim) --------------------------------------------------------------------------------------------
 
 
-def predictions(data: dict, gpu: str) -> list[dict]:
-    """Each measured case beside rlsim's roofline GPU term for the same model on ``gpu`` (one GPU, bf16)."""
+@functools.cache
+def _scenario(name: str, gpu: str, trainer: bool = False):
+    """One ``gpu`` with model ``name`` (tensor parallelism 1, max_num_seqs covering every batch measured); for
+    ``trainer``, FSDP with no activation recompute and the optimizer on the GPU, as the measured step runs (else the
+    optimizer offloaded, so that an 8B model's training fits the check of the scenario's memory)."""
     import rlsim
-    from rlsim.run.costs import RooflineCostModel, attention_flops_per_token_context, engine_coefficients
+
+    over = {"model": name, "hardware.gpu": gpu, "hardware.num_gpus": 1, "engine.tensor_parallel_size": 1,
+            "engine.max_num_seqs": max(BATCHES), "training.offload_optimizer": not trainer}  # fmt: skip
+    if trainer:
+        over.update({"training.backend": "fsdp", "training.activation_recompute": "none"})
+    return rlsim.load_scenario(ROOT / "scenarios" / "dense8b_h100_colocated.yaml", over)
+
+
+def _gpu_terms(scenario):
+    """The engine kernel's decode and prefill coefficients for ``scenario`` with the CPU overheads taken out: the
+    GPU work a graph replay measures."""
+    from rlsim.run.costs import RooflineCostModel
+
+    cost = RooflineCostModel.from_scenario(scenario)
+    dc, pc = cost.decode_coefficients(), cost.prefill_coefficients()
+    zero = np.zeros_like(dc.mem_intercept_s)
+    return dataclasses.replace(dc, overhead_s=zero, floor_s=None), dataclasses.replace(pc, overhead_s=0.0)
+
+
+def _train_flops(m, tokens: float, sequence: float) -> float:
+    """Forward and backward FLOPs of ``tokens`` in sequences of ``sequence`` (3 x the forward's matrix products and
+    causal attention), rlsim's count (rlsim.run.costs)."""
+    from rlsim.run.costs import attention_flops_per_token_context
+
+    return 3.0 * (2.0 * m.num_active_params * tokens + 0.5 * attention_flops_per_token_context(m) * sequence * tokens)
+
+
+def predictions(data: dict, gpu: str) -> list[dict]:
+    """Each measured case beside what rlsim's engine kernel prices it at on ``gpu`` (its iteration cost law,
+    rlsim.engine.iteration, the CPU overheads out), or rlsim's training phase; with the efficiency each implies."""
+    from rlsim.engine.iteration import decode_iteration_s, mixed_iteration_s, prefill_s
+    from rlsim.run.costs import engine_coefficients
 
     out = []
     for name, model in data["models"].items():
@@ -573,74 +611,43 @@ def predictions(data: dict, gpu: str) -> list[dict]:
             print(f"  {name}: not a catalog model, no prediction (its measured rows only)")
             out += [dict(row, model=name, gpu=gpu) for row in model["rows"]]
             continue
-        scenario = rlsim.load_scenario(
-            ROOT / "scenarios" / "dense8b_h100_colocated.yaml",
-            {
-                "model": name,
-                "hardware.gpu": gpu,
-                "hardware.num_gpus": 1,
-                "engine.tensor_parallel_size": 1,
-                "engine.max_num_seqs": max(BATCHES),
-                "training.offload_optimizer": True,
-            },
-        )
-        cost = RooflineCostModel.from_scenario(scenario)
+        scenario = _scenario(name, gpu)
         g, c, m = scenario.hardware.gpu, scenario.costs, scenario.model
         e_mem = engine_coefficients(scenario)["decode_memory_efficiency"] * g.memory_efficiency_factor
-        bw, peak = g.hbm_bandwidth_bytes_per_s, g.bf16_flops_per_s
-        e_dec = c.decode_compute_efficiency * g.gemm_efficiency_factor
-        e_pre = c.prefill_compute_efficiency * g.gemm_efficiency_factor
-        dc = cost.decode_coefficients()
+        peak = g.bf16_flops_per_s
+        dc, pc = _gpu_terms(scenario)
         per_kv = scenario.kv_bytes_per_token
-        n_active = m.num_active_params
         cnt = model["counts"]
         streamed = 2.0 * (cnt["layers_params"] + cnt["head_params"])  # what the graph reads of the weights
         for row in model["rows"]:
             r = dict(row, model=name, gpu=gpu)
+            phase = row["phase"]
             if "error" in row:
-                out.append(r)
-                continue
-            if row["phase"] == "decode":
-                b, ctx = row["batch"], row["context"]
-                k_tokens = b * ctx
-                mem = (scenario.engine_weight_bytes + k_tokens * per_kv) / (e_mem * bw)
-                cmp = (2.0 * n_active * b + attention_flops_per_token_context(m, True) * k_tokens) / (e_dec * peak)
-                r["rlsim_s"] = max(mem, cmp)
-                r["rlsim_bound"] = "memory" if mem >= cmp else "compute"
-                # the kernel's own coefficients give the same GPU term (a check on the formula above)
-                r["rlsim_kernel_s"] = max(
-                    dc.mem_intercept_s[b] + dc.mem_slope_s_per_token * k_tokens,
-                    dc.compute_intercept_s[b] + dc.compute_slope_s_per_token * k_tokens,
-                )
-                # the e_mem that would make rlsim's memory term equal the measurement (rlsim counts the embedding
-                # table among the bytes read), and the bandwidth the graph reached on the bytes it streams
-                r["implied_memory_efficiency"] = (
-                    (scenario.engine_weight_bytes + k_tokens * per_kv) / row["seconds"] / bw
-                )
-                r["achieved_tb_per_s"] = (streamed + k_tokens * per_kv) / row["seconds"] / 1e12
-                r["rlsim_memory_efficiency"] = e_mem
-            elif row["phase"] == "mixed":
-                # rlsim.engine.iteration.mixed_iteration_s's GPU term: the prefill's compute joins the decode's
-                b, k_tokens, tok = row["batch"], row["batch"] * row["context"], row["tokens"]
-                pc = cost.prefill_coefficients()
-                mem = dc.mem_intercept_s[b] + dc.mem_slope_s_per_token * k_tokens
-                cmp = dc.compute_intercept_s[b] + dc.compute_slope_s_per_token * k_tokens
-                cmp += pc.per_token_s * tok + pc.per_token_sq_s * tok**2
-                r["rlsim_s"] = float(max(mem, cmp))
-                r["rlsim_bound"] = "memory" if mem >= cmp else "compute"
-            elif row["phase"] == "prefill":
+                pass
+            elif phase in ("decode", "mixed"):
+                b, k_tokens = row["batch"], row["batch"] * row["context"]
+                chunks = [(0, row["tokens"])] if phase == "mixed" else []
+                r["rlsim_s"] = mixed_iteration_s(dc, pc, b, k_tokens, chunks)
+                memory = dc.mem_intercept_s[b] + dc.mem_slope_s_per_token * k_tokens
+                r["rlsim_bound"] = "memory" if r["rlsim_s"] <= memory else "compute"
+                if phase == "decode":
+                    assert r["rlsim_s"] == decode_iteration_s(dc, b, k_tokens)  # the same law without a chunk
+                    # the e_mem that would make rlsim's memory line the measurement (rlsim counts the embedding
+                    # table among the bytes read), and the bandwidth the graph reached on the bytes it streams
+                    r["implied_memory_efficiency"] = e_mem * memory / row["seconds"]
+                    r["achieved_tb_per_s"] = (streamed + k_tokens * per_kv) / row["seconds"] / 1e12
+                    r["rlsim_memory_efficiency"] = e_mem
+            elif phase == "prefill":
                 tok = row["tokens"]
-                pc = cost.prefill_coefficients()
-                r["rlsim_s"] = pc.per_token_s * tok + pc.per_token_sq_s * tok**2
-                flops = 2.0 * n_active * tok + 0.5 * attention_flops_per_token_context(m) * tok**2
-                r["implied_compute_efficiency"] = flops / row["seconds"] / peak
-                r["rlsim_compute_efficiency"] = e_pre
-            elif row["phase"] in ("train_step", "optimizer"):
+                r["rlsim_s"] = prefill_s(pc, [tok])
+                r["implied_compute_efficiency"] = _train_flops(m, tok, tok) / 3.0 / row["seconds"] / peak
+                r["rlsim_compute_efficiency"] = c.prefill_compute_efficiency * g.gemm_efficiency_factor
+            elif phase in ("train_step", "optimizer"):
                 r.update(_step_prediction(row, name, gpu))
-            else:
-                tok, seq = row["tokens"], row["sequence"]
-                flops = 3.0 * (2.0 * n_active * tok + 0.5 * attention_flops_per_token_context(m) * seq * tok)
-                r["implied_compute_efficiency"] = flops / row["seconds"] / peak
+            else:  # train: forward and backward only
+                r["implied_compute_efficiency"] = (
+                    _train_flops(m, row["tokens"], row["sequence"]) / row["seconds"] / peak
+                )
                 r["rlsim_compute_efficiency"] = c.train_compute_efficiency * g.train_efficiency_factor
             if "rlsim_s" in r:
                 r["ratio"] = r["rlsim_s"] / row["seconds"]
@@ -649,26 +656,23 @@ def predictions(data: dict, gpu: str) -> list[dict]:
 
 
 def _step_prediction(row: dict, name: str, gpu: str) -> dict:
-    """rlsim's training phase (rlsim.trainer.training, FSDP on one GPU, no activation recompute, the optimizer on
-    the GPU: what the measured step does) for a ``train_step`` row, or its optimizer part for an ``optimizer`` row."""
-    import rlsim
+    """rlsim's training phase (rlsim.trainer.training) for a ``train_step`` row, or its optimizer part for an
+    ``optimizer`` row, on the scenario of :func:`_scenario` for a trainer."""
     from rlsim.trainer import training
 
-    scenario = rlsim.load_scenario(
-        ROOT / "scenarios" / "dense8b_h100_colocated.yaml",
-        {"model": name, "hardware.gpu": gpu, "hardware.num_gpus": 1, "engine.tensor_parallel_size": 1,
-         "training.backend": "fsdp", "training.activation_recompute": "none", "training.offload_optimizer": False},
-    )  # fmt: skip
+    scenario = _scenario(name, gpu, trainer=True)
     if row["phase"] == "optimizer":
         return {"rlsim_s": training.phase_time(scenario, scenario.model, 1.0, 1.0).optimizer_s}
     tok, seq = row["tokens"], row["sequence"]
     t = training.phase_time(scenario, scenario.model, tok, float(seq * tok), num_sequences=tok // seq)
-    peak = scenario.hardware.gpu.bf16_flops_per_s
-    flops = 3.0 * (2.0 * scenario.model.num_active_params * tok)
-    return {"rlsim_s": t.total_s, "rlsim_compute_s": t.compute_s, "rlsim_optimizer_s": t.optimizer_s,
-            "implied_compute_efficiency": flops / row["seconds"] / peak,
-            "rlsim_compute_efficiency": scenario.costs.train_compute_efficiency
-            * scenario.hardware.gpu.train_efficiency_factor}  # fmt: skip
+    g = scenario.hardware.gpu
+    return {
+        "rlsim_s": t.total_s,
+        "rlsim_compute_s": t.compute_s,
+        "rlsim_optimizer_s": t.optimizer_s,
+        "implied_compute_efficiency": _train_flops(scenario.model, tok, seq) / row["seconds"] / g.bf16_flops_per_s,
+        "rlsim_compute_efficiency": scenario.costs.train_compute_efficiency * g.train_efficiency_factor,
+    }
 
 
 def _fmt(x, digits=3) -> str:
