@@ -39,6 +39,7 @@ from rlsim.host import threads  # noqa: E402
 from rlsim.host.machine_load import LoadMeter  # noqa: E402
 from rlsim.run.costs import RooflineCostModel  # noqa: E402
 from rlsim.run.pipeline import step_requests  # noqa: E402
+from rlsim.run.simulation import window  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "paper_grpo.yaml"
 ESTIMATES_START = "<!-- estimates: scripts/estimates.py -->"
@@ -56,27 +57,28 @@ BASE = {"run.until_target": False, "run.steps": 20}
 WORK_PROMPTS = [128, 1024, 4096, 8192]  # prompts per step (G = 8) of the work table
 
 
-def step_windows(scn: rlsim.Scenario, steps: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The requests the kernel simulates for steps 2 .. steps + 1 of ``scn`` (rlsim.run.pipeline.step_requests with
-    the run's seed: under a streaming async schedule each step's batch after the k batches before it; step 1,
-    which nothing overlaps, left out)."""
+def step_windows(scn: rlsim.Scenario, windows: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The requests the kernel simulates in the calls 2 .. windows + 1 of ``scn`` (rlsim.run.pipeline.step_requests
+    with the run's seed: under a streaming async schedule a window of k + 1 steps' batches each, else one step's
+    batch; the first, which starts from an empty engine, left out)."""
     drawn = step_requests(scn, np.random.default_rng(scn.run.seed))
-    next(drawn)
-    return [call for _ in range(steps) for call in next(drawn)[2]]  # (one call per step without dynamic sampling)
+    calls = (call for step in drawn for call in step[2])  # (one call per window without dynamic sampling)
+    next(calls)
+    return [next(calls) for _ in range(windows)]
 
 
-def step_work(prompts: int, repeats: int = 3, steps: int = 4) -> dict[str, float]:
-    """The kernel's work in ``steps`` steady-state steps (:func:`step_windows`) of the paper scenario at
-    ``prompts`` prompts per step, per step: every step's replicas (prompt groups dealt round-robin, as
+def step_work(prompts: int, repeats: int = 3, windows: int = 2) -> dict[str, float]:
+    """The kernel's work in ``windows`` steady-state windows (:func:`step_windows`) of the paper scenario at
+    ``prompts`` prompts per step: every window's replicas (prompt groups dealt round-robin, as
     rlsim.engine.rollout deals them) in one :func:`rlsim.engine.replica.simulate_replicas` call on one thread
     (``RLSIM_THREADS=1`` while it runs), as rlsim.run.pipeline makes it for a chunk of steps; per-replica means of
-    the counts, the prefills' share of simulated time and of recomputed tokens, and the median over ``repeats``
-    of the call's seconds per step."""
+    the counts (a replica's share of one window), the prefills' share of simulated time and of recomputed tokens,
+    and the median over ``repeats`` of the call's seconds per step (a window holds k + 1 steps' batches)."""
     scn = rlsim.load_scenario(SCENARIO, {**BASE, "workload.prompts_per_step": prompts})
     cost = RooflineCostModel.from_scenario(scn)
     replicas = scn.num_replicas
     prompt_parts, response_parts, groups, offsets = [], [], [], [0]
-    for prompt, response in step_windows(scn, steps):  # every step's replicas one after another, in one call
+    for prompt, response in step_windows(scn, windows):  # every window's replicas one after another, in one call
         group = np.arange(prompt.size) // scn.workload.group_size
         order = np.argsort(group % replicas, kind="stable")  # replica after replica, each in arrival order
         prompt_parts.append(prompt[order])
@@ -92,7 +94,7 @@ def step_work(prompts: int, repeats: int = 3, steps: int = 4) -> dict[str, float
         for _ in range(repeats):
             t0 = time.perf_counter()
             table = engine.simulate_replicas(*args, np.concatenate(groups))[1]  # one row per replica of every step
-            seconds.append((time.perf_counter() - t0) / steps)
+            seconds.append((time.perf_counter() - t0) / (windows * window(scn)))
     finally:
         if before is None:
             del os.environ[threads.ENV]
@@ -121,17 +123,17 @@ def work_table(work: dict[int, list[dict[str, float]]], cores: int) -> list[str]
         "",
         "## The kernel's work per step",
         "",
-        "Steady-state steps of the paper scenario (steps 2-5: each the streaming window of two batches), their "
-        "replicas in one `rlsim.engine.replica.simulate_replicas` call on one thread (as rlsim.run.pipeline makes it "
-        "for a "
-        "chunk of steps), timed once per round of the table above (interleaved with it), median; per replica: the "
-        "scheduler events the exact event model goes through. Every preemption is followed by a readmission that "
-        "recomputes the request's context. The last column is the responses of a step over its kernel time shared "
-        f"by {cores} cores: the kernel alone, replicas spread perfectly, no Python around it.",
+        "Steady-state windows of the paper scenario (the streaming windows of steps 3-4 and 5-6: two batches each, "
+        "simulated once), their replicas in one `rlsim.engine.replica.simulate_replicas` call on one thread (as "
+        "rlsim.run.pipeline makes it for a chunk of steps), timed once per round of the table above (interleaved "
+        "with it), median; per replica (its share of a window): the scheduler events the exact event model goes "
+        "through. Every preemption is followed by a readmission that recomputes the request's context. The last "
+        f"column is the responses of a step over its kernel time shared by {cores} cores: the kernel alone, "
+        "replicas spread perfectly, no Python around it.",
         "",
         "| P (G = 8) | requests per replica | iterations per replica | preemptions per replica | preemptions per "
         "request | prefill share of simulated time | recomputed share of prefill tokens | kernel s per step (1 "
-        f"thread) | kernel ms per replica | kernel alone: responses / s on {cores} cores |",
+        f"thread) | kernel ms per replica and step | kernel alone: responses / s on {cores} cores |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for prompts, rounds in work.items():

@@ -21,8 +21,8 @@ def _scenario(scaling, prompts):
 
 
 def test_the_windows_are_the_pipelines_steps(scaling, monkeypatch):
-    """Steps 2 and 3 of the script's windows are the requests rlsim.run.pipeline hands the kernel for those steps
-    (streaming, staleness 1: the step's batch after the one before it, drawn in order; responses drifting with
+    """The script's windows 2 and 3 are the requests rlsim.run.pipeline hands the kernel for steps 3-4 and 5-6
+    (streaming, staleness 1: two steps' batches a window, oldest first, drawn in order; responses drifting with
     the cumulative samples, so a step drawn as another shows)."""
     import rlsim
     from rlsim.run import pipeline
@@ -37,7 +37,7 @@ def test_the_windows_are_the_pipelines_steps(scaling, monkeypatch):
     monkeypatch.setattr(pipeline, "launch_rollouts", recording)
     drift = {"workload.response_length_drift": {"final_mean_tokens": 12000, "over_samples": 256}}
     scn = rlsim.load_scenario(scaling.SCENARIO, {**scaling.BASE, "workload.prompts_per_step": 16, **drift})
-    rlsim.simulate(scn.with_overrides({"run.steps": 3}))
+    rlsim.simulate(scn.with_overrides({"run.steps": 6}))  # three windows of two steps' batches
     assert len(handed) == 3 and handed[1][0].size == 2 * scn.workload.responses_per_step
     windows = scaling.step_windows(scn, 2)
     assert len(windows) == 2
@@ -48,8 +48,8 @@ def test_the_windows_are_the_pipelines_steps(scaling, monkeypatch):
 def test_step_work_counts_what_the_rollouts_count(scaling):
     """P = 1024 preempts (about 1.7 times per request): the table's means per replica are the rollouts' sums over
     the same steps' replicas, so a request dealt to another replica, or a step cut wrong, shows."""
-    steps = 2
-    work = scaling.step_work(1024, repeats=1, steps=steps)
+    windows = 2
+    work = scaling.step_work(1024, repeats=1, windows=windows)
     scn = _scenario(scaling, 1024)
     cost = RooflineCostModel.from_scenario(scn)
     rollouts = [
@@ -64,9 +64,9 @@ def test_step_work_counts_what_the_rollouts_count(scaling):
             cost.prefill_coefficients(),
             rules=scn.scheduler_rules,
         )
-        for prompt, response in scaling.step_windows(scn, steps)
+        for prompt, response in scaling.step_windows(scn, windows)
     ]
-    replicas = steps * scn.num_replicas
+    replicas = windows * scn.num_replicas
     assert work["preemptions"] > 0
     assert work["preemptions"] == pytest.approx(sum(r.num_preemptions for r in rollouts) / replicas, rel=1e-12)
     assert work["iterations"] == pytest.approx(sum(r.num_iterations for r in rollouts) / replicas, rel=1e-12)

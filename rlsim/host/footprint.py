@@ -15,8 +15,9 @@ estimated memory exceeds what the machine has available (``MemAvailable`` from /
 and the fix, instead of a multi-terabyte allocation failing (or swapping) deep in numpy: P = 1e7 with G = 1e5
 asked for 7 TiB.
 
-Time: a streaming async schedule simulates each step's batch inside the window of the k batches in flight before
-it (rlsim.run.pipeline.step_requests), so a step costs (k + 1) x its responses. Measured with the numba kernel
+Time: a streaming async schedule simulates its steps k + 1 at a time, each window of k + 1 batches once
+(rlsim.run.pipeline.step_requests), so a step costs its responses, as a synchronous one does; the window sets the
+memory (until 2026-12-04 each step simulated a window of its own, k + 1 x its responses). Measured with the numba kernel
 (``python scripts/estimates.py``, 2026-12-03, 2-core VM, quiet): 0.05-0.15 us per response in a window, plus a
 few ms per run; ``SECONDS_PER_RESPONSE`` 0.09 us and ``SECONDS_PER_RUN`` 5 ms put every case of docs/scaling.md's
 estimate table within 2x of its measured time (the built-in scenarios, the paper plan's winner, runs to the
@@ -32,7 +33,7 @@ from rlsim.errors import RlsimError
 
 BASE_BYTES = 250e6
 BYTES_PER_RESPONSE = 100.0  # per response in a step's window (the measured 140 per response was at k = 1: 2 batches)
-SECONDS_PER_RESPONSE = 0.09e-6  # per response simulated in a step's window
+SECONDS_PER_RESPONSE = 0.09e-6  # per response the kernel simulates
 SECONDS_PER_RUN = 5e-3
 LONG_S = 60.0  # an estimated run time above which the CLI says how long it will take before starting
 FALLBACK_AVAILABLE_BYTES = 8 * 2**30  # when /proc/meminfo cannot be read (not Linux)
@@ -59,10 +60,11 @@ class Footprint:
 
 
 def estimate(responses_per_step: int, steps: int, window: int = 1) -> Footprint:
-    """The estimated peak memory and time of simulating ``steps`` steps in all, each step's requests simulated in a
-    window of ``window`` batches (k + 1 under a streaming async schedule; module docstring)."""
+    """The estimated peak memory and time of simulating ``steps`` steps in all, their requests simulated in windows
+    of ``window`` batches (k + 1 under a streaming async schedule; module docstring): the window sets the memory,
+    the steps the time."""
     memory = BASE_BYTES + BYTES_PER_RESPONSE * float(responses_per_step) * float(window)
-    seconds = SECONDS_PER_RUN + SECONDS_PER_RESPONSE * float(responses_per_step) * float(steps) * float(window)
+    seconds = SECONDS_PER_RUN + SECONDS_PER_RESPONSE * float(responses_per_step) * float(steps)
     return Footprint(int(responses_per_step), int(steps), memory, seconds, int(window))
 
 

@@ -125,34 +125,46 @@ def _round(
 
 def step_requests(
     s: Scenario, rng: np.random.Generator, reuse: Reuse | None = None
-) -> Iterator[tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]], int]]:
+) -> Iterator[tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]], int, list]]:
     """Steps 1, 2, ... of a run as its kernel calls see them, drawn in step order from ``rng`` (the run's
     generator): each step's prompt and response lengths of the samples it trains on, the generation calls its
-    rollout simulates one after another (each a list entry), and how many batches a call holds. Streaming, the
-    engines hold up to k + 1 batches at once and start a request as soon as a slot frees, so a batch shares the
-    straggler tail with the batches in flight beside it: its requests are the window of the batches before it and
-    itself, oldest first, and its generation time is the window's makespan over that count. Under dynamic sampling
-    in rounds (synchronous only) a step is ``rounds`` calls, each scored and filtered before the next, and under
-    streaming replacement one call of ceil(P / keep_rate) groups; it trains on the first P x G samples generated
-    (the kept groups' lengths are drawn like any others')."""
+    rollout simulates one after another (each a list entry), how many batches a call holds, and the step's own
+    calls (what it generated, for dynamic sampling's scores). Under dynamic sampling in rounds (synchronous only) a
+    step is ``rounds`` calls, each scored and filtered before the next, and under streaming replacement one call of
+    ceil(P / keep_rate) groups; it trains on the first P x G samples generated (the kept groups' lengths are drawn
+    like any others').
+
+    Streaming, the engines hold k + 1 batches at once and start a request as soon as a slot frees, so a batch
+    shares the straggler tail with the batches in flight beside it. The steps are taken k + 1 at a time: steps
+    1 .. k + 1 are one window, simulated once with their batches' requests oldest first, k + 2 .. 2k + 2 the next,
+    and so on; each batch's generation time is its window's makespan over k + 1 (rlsim.run.pipeline.per_batch). A
+    step after the first of its window has no call of its own (it shares the window's). A run that ends inside a
+    window still simulates the window's later batches (drawn, never trained on): every step's batch is generated
+    beside k others, as in a run's steady state, and a run's first steps are those of any longer run
+    (rlsim.run.timeline.prefix_exact)."""
     k = s.schedule.staleness
     streaming = k > 0 and s.schedule.streaming
     batch = s.workload.responses_per_step
     ds = s.algorithm.dynamic_sampling
     rounds = ds.rounds() if ds is not None else 1
-    window: list[tuple[np.ndarray, np.ndarray]] = []  # streaming: the batches the engines hold at once
     n = 0
-    while True:
+
+    def draw() -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        nonlocal n
         n += 1
         calls = [_round(s, rng, progress(s.workload, s.learning, n - 1), reuse) for _ in range(rounds)]
         prompts, responses = (np.concatenate(x)[:batch] for x in zip(*calls))
-        if not streaming:
-            yield prompts, responses, calls, 1
-            continue
+        return prompts, responses, calls
+
+    while not streaming:
+        prompts, responses, calls = draw()
+        yield prompts, responses, calls, 1, calls
+    while True:
+        window = [draw() for _ in range(k + 1)]
         # the engines hold every generated sample of a batch, filtered replacements too (one call: its arrays)
-        window[:] = (window + [calls[0]])[-(k + 1) :]
-        both = (np.concatenate([w[0] for w in window]), np.concatenate([w[1] for w in window]))
-        yield prompts, responses, [both], len(window)
+        both = tuple(np.concatenate([calls[0][i] for _, _, calls in window]) for i in (0, 1))
+        for i, (prompts, responses, calls) in enumerate(window):
+            yield prompts, responses, [both] if i == 0 else [], k + 1, calls
 
 
 def _scored(calls: list[tuple[np.ndarray, np.ndarray]]) -> tuple[int, float, float]:
@@ -172,25 +184,24 @@ def _generations(st: _State):
     k = s.schedule.staleness
     streaming = k > 0 and s.schedule.streaming
     decode, prefill = st.cost.decode_coefficients(), st.cost.prefill_coefficients()
-    per_chunk = max(1, CHUNK_REQUESTS // (s.generated_per_step * (k + 1 if streaming else 1)))
+    per_chunk = max(1, CHUNK_REQUESTS // s.generated_per_step)
     drawn = step_requests(s, st.rng, st.reuse)
 
     def launch(count: int):  # the next count steps (chunks are launched in order)
         sampled, requests, overheads, held, calls, scored = [], [], [], [], [], []
         for _ in range(count):
-            prompts, responses, step_calls, batches = next(drawn)
+            prompts, responses, step_calls, batches, own = next(drawn)
             sampled.append((prompts, responses))
             requests.extend(step_calls)
             calls.append(len(step_calls))
-            # dynamic sampling scores every sample the batch generated, the trained ones and those filtered or left
-            # over (streaming, the window's newest batch: its last len(generated) requests)
-            generated = s.generated_per_step
-            own = step_calls if batches == 1 else [(c[0][-generated:], c[1][-generated:]) for c in step_calls]
+            # dynamic sampling scores every sample the batch generated, the trained ones and those filtered or left over
             scored.append(None if s.algorithm.dynamic_sampling is None else _scored(own))
             held.append(batches)
             overheads.append(st.cost.rollout_overhead_s(len(responses)))
         if st.free_generation:  # the lengths only: no engine, no time
             return sampled, [0.0] * count, held, calls, scored, free_rollouts(requests, s.num_replicas)
+        if not requests:  # steps that share a window simulated before them
+            return sampled, overheads, held, calls, scored, free_rollouts([], s.num_replicas)
         call_overheads = [st.cost.rollout_overhead_s(len(c[1])) for c in requests]
         pending = launch_rollouts(
             requests,
@@ -223,6 +234,7 @@ def _generations(st: _State):
     # two chunks under way: the next runs on the pool's threads while this one's steps are simulated, and takes
     # the cores this one's last tasks leave free
     ahead = [launched(c) for c in range(min(2, len(chunks)))]
+    window: RolloutResult | None = None  # streaming: the window the steps are in (it may span chunks)
     for c in range(len(chunks)):
         chunk = ahead.pop(0)
         if isinstance(chunk, RlsimError):
@@ -233,10 +245,11 @@ def _generations(st: _State):
             ahead.append(launched(c + 2))
         first = 0
         for i, (prompts, responses) in enumerate(sampled):
-            res = merge_rounds(results[first : first + calls[i]])
-            first += calls[i]
+            if calls[i]:
+                window = res = merge_rounds(results[first : first + calls[i]])
+                first += calls[i]
             if streaming:
-                res = per_batch(res, held[i], prompts, responses, overheads[i])
+                res = per_batch(window, held[i], prompts, responses, overheads[i])
             yield prompts, responses, res, scored[i]
 
 

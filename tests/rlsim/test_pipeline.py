@@ -179,3 +179,31 @@ def test_the_first_failing_chunk_is_reported_though_the_next_is_launched_before_
     with pytest.raises(RlsimError, match="the first chunk's error"):
         pipeline.run_pipeline(_load("paper_grpo"))
     assert len(launches) == 2  # the second chunk was launched before the first's result was asked
+
+
+@pytest.mark.parametrize("k, steps, windows", [(1, 5, [(1, 2), (3, 4), (5, 6)]), (2, 7, [(1, 3), (4, 6), (7, 9)])])
+def test_a_streaming_run_simulates_each_window_of_k_plus_1_batches_once(monkeypatch, k, steps, windows):
+    """Streaming, steps 1 .. k + 1 are one window, k + 2 .. 2k + 2 the next: the kernel is handed each window once,
+    its batches oldest first, the last one with batches past run.steps (drawn, not trained on). Every step's
+    rollout is its window's makespan over k + 1 (plus the step's own host overhead), so the steps of one window
+    take the same time."""
+    from rlsim.run import pipeline
+
+    handed, shares = [], []
+    launch, per_batch = pipeline.launch_rollouts, pipeline.per_batch
+    monkeypatch.setattr(pipeline, "launch_rollouts", lambda c, *a: handed.extend(c) or launch(c, *a))
+    monkeypatch.setattr(pipeline, "per_batch", lambda r, b, *a: shares.append((r.rollout_s, b)) or per_batch(r, b, *a))
+    over = {"schedule.max_staleness": k, "run.steps": steps, "workload.prompts_per_step": 16}
+    scenario = _load("paper_grpo", **over)
+    records, _ = pipeline.run_pipeline(scenario)
+    drawn = pipeline.step_requests(scenario, np.random.default_rng(scenario.run.seed))
+    batches = [next(drawn)[:2] for _ in range(windows[-1][1])]  # each step's own (trained) lengths, in order
+    assert [r["prompt_tokens"] for r in records] == [int(p.sum()) for p, _ in batches[:steps]]
+    assert len(handed) == len(windows)
+    for (prompt, response), (first, last) in zip(handed, windows):
+        assert np.array_equal(prompt, np.concatenate([batches[n - 1][0] for n in range(first, last + 1)]))
+        assert np.array_equal(response, np.concatenate([batches[n - 1][1] for n in range(first, last + 1)]))
+    made = [s for s, _ in shares]
+    assert all(b == k + 1 for _, b in shares) and len(made) == steps
+    # the steps of a window share its makespan
+    assert made == [made[(n - 1) // (k + 1) * (k + 1)] for n in range(1, steps + 1)] and len(set(made)) == len(windows)

@@ -757,7 +757,7 @@ def test_a_batch_padded_to_its_longest_costs_responses_times_that_length():
     from rlsim.run.pipeline import step_requests
 
     rng = np.random.default_rng(padded.run.seed)
-    prompts, responses, _, _ = next(step_requests(padded, rng))
+    prompts, responses, *_ = next(step_requests(padded, rng))
     longest = float((prompts + responses).max())
     cost = RooflineCostModel.from_scenario(padded)
     expected = cost.train_s(padded.model, n * longest, n * longest * longest, padded.optimizer_steps_per_step, 1, n)
