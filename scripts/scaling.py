@@ -37,8 +37,8 @@ import rlsim  # noqa: E402
 from rlsim.engine import replica as engine  # noqa: E402
 from rlsim.host import threads  # noqa: E402
 from rlsim.host.machine_load import LoadMeter  # noqa: E402
+from rlsim.run.batches import step_requests  # noqa: E402
 from rlsim.run.costs import RooflineCostModel  # noqa: E402
-from rlsim.run.pipeline import step_requests  # noqa: E402
 from rlsim.run.simulation import window  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "paper_grpo.yaml"
@@ -58,7 +58,7 @@ WORK_PROMPTS = [128, 1024, 4096, 8192]  # prompts per step (G = 8) of the work t
 
 
 def step_windows(scn: rlsim.Scenario, windows: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The requests the kernel simulates in the calls 2 .. windows + 1 of ``scn`` (rlsim.run.pipeline.step_requests
+    """The requests the kernel simulates in the calls 2 .. windows + 1 of ``scn`` (rlsim.run.batches.step_requests
     with the run's seed: under a streaming async schedule a window of k + 1 steps' batches each, else one step's
     batch; the first, which starts from an empty engine, left out)."""
     drawn = step_requests(scn, np.random.default_rng(scn.run.seed))

@@ -16,7 +16,7 @@ and the fix, instead of a multi-terabyte allocation failing (or swapping) deep i
 asked for 7 TiB.
 
 Time: a streaming async schedule simulates its steps k + 1 at a time, each window of k + 1 batches once
-(rlsim.run.pipeline.step_requests), so a step costs its responses, as a synchronous one does; the window sets the
+(rlsim.run.batches.step_requests), so a step costs its responses, as a synchronous one does; the window sets the
 memory (until 2026-12-04 each step simulated a window of its own, k + 1 x its responses). Measured with the numba kernel
 (``python scripts/estimates.py``, 2026-12-03, 2-core VM, quiet): 0.05-0.15 us per response in a window, plus a
 few ms per run; ``SECONDS_PER_RESPONSE`` 0.09 us and ``SECONDS_PER_RUN`` 5 ms put every case of docs/scaling.md's
@@ -49,7 +49,7 @@ class Footprint:
     steps: int  # every step simulated: the run's and its band's extra runs'
     memory_bytes: float
     seconds: float
-    window: int = 1  # batches whose requests a step simulates together (k + 1 streaming)
+    window: int = 1  # batches whose requests are simulated together (k + 1 streaming: the engines hold them at once)
 
     def describe(self) -> str:
         size, time = _bytes(self.memory_bytes), _duration(self.seconds)

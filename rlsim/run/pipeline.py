@@ -15,8 +15,7 @@ training of step n). A step ends when its weight sync ends; its step time is the
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -28,6 +27,7 @@ from rlsim.errors import RlsimError
 from rlsim.host import threads
 from rlsim.io.records import RunLogRecord, run_log_record
 from rlsim.phases import Phase
+from rlsim.run.batches import per_batch, step_requests
 from rlsim.run.costs import CostModel, RooflineCostModel
 from rlsim.run.pools import (
     ALL_GPUS,
@@ -41,7 +41,6 @@ from rlsim.run.pools import (
     add_utilization,
 )
 from rlsim.scenario import Scenario
-from rlsim.workload.lengths import progress, sample_step
 from rlsim.workload.lr_rules import lr_for_batch
 
 if TYPE_CHECKING:
@@ -59,22 +58,6 @@ class _Batch:
     rollout: RolloutResult
     rollout_s: float  # engine seconds of this batch, in-flight weight updates included
     scored: tuple[int, float, float] | None = None  # samples, tokens, squared tokens generated, if not the trained
-
-
-def per_batch(
-    res: RolloutResult, batches: int, prompts: np.ndarray, responses: np.ndarray, overhead_s: float
-) -> RolloutResult:
-    """One batch's share of a streaming window of ``batches`` batches: its tokens, an equal share of the time."""
-    return dataclasses.replace(  # the decode batch, KV peak and makespans: the window's
-        res,
-        rollout_s=res.rollout_s / batches + overhead_s,
-        prompt_tokens=int(np.add.reduce(prompts)),  # (ndarray.sum's reduction, without its Python wrapper)
-        response_tokens=int(np.add.reduce(responses)),
-        num_preemptions=round(res.num_preemptions / batches),
-        num_iterations=round(res.num_iterations / batches),
-        recomputed_tokens=round(res.recomputed_tokens / batches),
-        recompute_s=res.recompute_s / batches,
-    )
 
 
 @dataclass
@@ -104,67 +87,6 @@ class _State:
         """Record a finished phase; returns its duration as computed (not as a difference of clock readings)."""
         self.spans.append(Span(phase, step, track, start, self.env.now))
         return duration_s
-
-
-def _round(
-    s: Scenario, rng: np.random.Generator, cumulative_samples: float, reuse: Reuse | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """One generation call's prompt and response lengths (responses padded to the call's longest under static
-    batching): a step's P x G, or under dynamic sampling the round's batch_multiplier x P prompts, G each; drawn
-    again or found in ``reuse``."""
-    w = s.workload
-    ds = s.algorithm.dynamic_sampling
-    if ds is not None and ds.prompts_per_call(w.prompts_per_step) != w.prompts_per_step:
-        w = dataclasses.replace(w, prompts_per_step=ds.prompts_per_call(w.prompts_per_step))
-    draw = reuse.sample_step if reuse is not None else sample_step
-    prompts, responses = draw(w, rng, cumulative_samples)
-    if s.engine.static_batching:  # every response runs (and is padded) to the call's longest
-        responses = np.full_like(responses, responses.max())
-    return prompts, responses
-
-
-def step_requests(
-    s: Scenario, rng: np.random.Generator, reuse: Reuse | None = None
-) -> Iterator[tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]], int, list]]:
-    """Steps 1, 2, ... of a run as its kernel calls see them, drawn in step order from ``rng`` (the run's
-    generator): each step's prompt and response lengths of the samples it trains on, the generation calls its
-    rollout simulates one after another (each a list entry), how many batches a call holds, and the step's own
-    calls (what it generated, for dynamic sampling's scores). Under dynamic sampling in rounds (synchronous only) a
-    step is ``rounds`` calls, each scored and filtered before the next, and under streaming replacement one call of
-    ceil(P / keep_rate) groups; it trains on the first P x G samples generated (the kept groups' lengths are drawn
-    like any others').
-
-    Streaming, the engines hold k + 1 batches at once and start a request as soon as a slot frees, so a batch
-    shares the straggler tail with the batches in flight beside it. The steps are taken k + 1 at a time: steps
-    1 .. k + 1 are one window, simulated once with their batches' requests oldest first, k + 2 .. 2k + 2 the next,
-    and so on; each batch's generation time is its window's makespan over k + 1 (rlsim.run.pipeline.per_batch). A
-    step after the first of its window has no call of its own (it shares the window's). A run that ends inside a
-    window still simulates the window's later batches (drawn, never trained on): every step's batch is generated
-    beside k others, as in a run's steady state, and a run's first steps are those of any longer run
-    (rlsim.run.timeline.prefix_exact)."""
-    k = s.schedule.staleness
-    streaming = k > 0 and s.schedule.streaming
-    batch = s.workload.responses_per_step
-    ds = s.algorithm.dynamic_sampling
-    rounds = ds.rounds() if ds is not None else 1
-    n = 0
-
-    def draw() -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-        nonlocal n
-        n += 1
-        calls = [_round(s, rng, progress(s.workload, s.learning, n - 1), reuse) for _ in range(rounds)]
-        prompts, responses = (np.concatenate(x)[:batch] for x in zip(*calls))
-        return prompts, responses, calls
-
-    while not streaming:
-        prompts, responses, calls = draw()
-        yield prompts, responses, calls, 1, calls
-    while True:
-        window = [draw() for _ in range(k + 1)]
-        # the engines hold every generated sample of a batch, filtered replacements too (one call: its arrays)
-        both = tuple(np.concatenate([calls[0][i] for _, _, calls in window]) for i in (0, 1))
-        for i, (prompts, responses, calls) in enumerate(window):
-            yield prompts, responses, [both] if i == 0 else [], k + 1, calls
 
 
 def _scored(calls: list[tuple[np.ndarray, np.ndarray]]) -> tuple[int, float, float]:

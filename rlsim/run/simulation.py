@@ -160,7 +160,7 @@ def planned_steps(scn: Scenario, to_target: bool = False) -> int:
 
 
 def window(scn: Scenario) -> int:
-    """The batches a step's requests are simulated with: k + 1 under a streaming async schedule, else 1."""
+    """The batches simulated together, in one window: k + 1 under a streaming async schedule, else 1."""
     k = scn.schedule.staleness
     return k + 1 if k > 0 and scn.schedule.streaming else 1
 
@@ -171,7 +171,7 @@ def footprint(scn: Scenario, with_band: bool = False) -> Footprint:
     steps = scn.run.steps
     if with_band:
         steps += (scn.run.band_seeds + 2) * min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness)
-    # every generation round's requests are simulated, each step's inside its streaming window
+    # every generation round's requests are simulated (streaming: k + 1 steps' batches in one window, once)
     return check(estimate(scn.generated_per_step, steps, window(scn)))
 
 

@@ -187,7 +187,7 @@ def test_a_streaming_run_simulates_each_window_of_k_plus_1_batches_once(monkeypa
     its batches oldest first, the last one with batches past run.steps (drawn, not trained on). Every step's
     rollout is its window's makespan over k + 1 (plus the step's own host overhead), so the steps of one window
     take the same time."""
-    from rlsim.run import pipeline
+    from rlsim.run import batches, pipeline
 
     handed, shares = [], []
     launch, per_batch = pipeline.launch_rollouts, pipeline.per_batch
@@ -196,13 +196,13 @@ def test_a_streaming_run_simulates_each_window_of_k_plus_1_batches_once(monkeypa
     over = {"schedule.max_staleness": k, "run.steps": steps, "workload.prompts_per_step": 16}
     scenario = _load("paper_grpo", **over)
     records, _ = pipeline.run_pipeline(scenario)
-    drawn = pipeline.step_requests(scenario, np.random.default_rng(scenario.run.seed))
-    batches = [next(drawn)[:2] for _ in range(windows[-1][1])]  # each step's own (trained) lengths, in order
-    assert [r["prompt_tokens"] for r in records] == [int(p.sum()) for p, _ in batches[:steps]]
+    drawn = batches.step_requests(scenario, np.random.default_rng(scenario.run.seed))
+    drawn_steps = [next(drawn)[:2] for _ in range(windows[-1][1])]  # each step's own (trained) lengths, in order
+    assert [r["prompt_tokens"] for r in records] == [int(p.sum()) for p, _ in drawn_steps[:steps]]
     assert len(handed) == len(windows)
     for (prompt, response), (first, last) in zip(handed, windows):
-        assert np.array_equal(prompt, np.concatenate([batches[n - 1][0] for n in range(first, last + 1)]))
-        assert np.array_equal(response, np.concatenate([batches[n - 1][1] for n in range(first, last + 1)]))
+        assert np.array_equal(prompt, np.concatenate([drawn_steps[n - 1][0] for n in range(first, last + 1)]))
+        assert np.array_equal(response, np.concatenate([drawn_steps[n - 1][1] for n in range(first, last + 1)]))
     made = [s for s, _ in shares]
     assert all(b == k + 1 for _, b in shares) and len(made) == steps
     # the steps of a window share its makespan

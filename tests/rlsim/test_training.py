@@ -754,7 +754,7 @@ def test_a_batch_padded_to_its_longest_costs_responses_times_that_length():
     # the step's longest sequence, from the pipeline's own draws of the first step
     import numpy as np
 
-    from rlsim.run.pipeline import step_requests
+    from rlsim.run.batches import step_requests
 
     rng = np.random.default_rng(padded.run.seed)
     prompts, responses, *_ = next(step_requests(padded, rng))

@@ -1,0 +1,96 @@
+"""What each step of a run generates: its prompt and response lengths, drawn in step order from the run's
+generator, and the generation calls its rollout simulates (under a streaming async schedule, the window of k + 1
+batches the engines hold at once; docs/design.md, "Streaming async"). rlsim.run.pipeline launches the calls and
+gives each step its share (:func:`per_batch`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rlsim.engine.rollout import RolloutResult
+from rlsim.scenario import Scenario
+from rlsim.workload.lengths import progress, sample_step
+
+if TYPE_CHECKING:
+    from rlsim.run.reuse import Reuse
+
+
+def per_batch(
+    res: RolloutResult, batches: int, prompts: np.ndarray, responses: np.ndarray, overhead_s: float
+) -> RolloutResult:
+    """One batch's share of a streaming window of ``batches`` batches: its tokens, an equal share of the time."""
+    return dataclasses.replace(  # the decode batch, KV peak and makespans: the window's
+        res,
+        rollout_s=res.rollout_s / batches + overhead_s,
+        prompt_tokens=int(np.add.reduce(prompts)),  # (ndarray.sum's reduction, without its Python wrapper)
+        response_tokens=int(np.add.reduce(responses)),
+        num_preemptions=round(res.num_preemptions / batches),
+        num_iterations=round(res.num_iterations / batches),
+        recomputed_tokens=round(res.recomputed_tokens / batches),
+        recompute_s=res.recompute_s / batches,
+    )
+
+
+def _round(
+    s: Scenario, rng: np.random.Generator, cumulative_samples: float, reuse: Reuse | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """One generation call's prompt and response lengths (responses padded to the call's longest under static
+    batching): a step's P x G, or under dynamic sampling the round's batch_multiplier x P prompts, G each; drawn
+    again or found in ``reuse``."""
+    w = s.workload
+    ds = s.algorithm.dynamic_sampling
+    if ds is not None and ds.prompts_per_call(w.prompts_per_step) != w.prompts_per_step:
+        w = dataclasses.replace(w, prompts_per_step=ds.prompts_per_call(w.prompts_per_step))
+    draw = reuse.sample_step if reuse is not None else sample_step
+    prompts, responses = draw(w, rng, cumulative_samples)
+    if s.engine.static_batching:  # every response runs (and is padded) to the call's longest
+        responses = np.full_like(responses, responses.max())
+    return prompts, responses
+
+
+def step_requests(
+    s: Scenario, rng: np.random.Generator, reuse: Reuse | None = None
+) -> Iterator[tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]], int, list]]:
+    """Steps 1, 2, ... of a run as its kernel calls see them, drawn in step order from ``rng`` (the run's
+    generator): each step's prompt and response lengths of the samples it trains on, the generation calls its
+    rollout simulates one after another (each a list entry), how many batches a call holds, and the step's own
+    calls (what it generated, for dynamic sampling's scores). Under dynamic sampling in rounds (synchronous only) a
+    step is ``rounds`` calls, each scored and filtered before the next, and under streaming replacement one call of
+    ceil(P / keep_rate) groups; it trains on the first P x G samples generated (the kept groups' lengths are drawn
+    like any others').
+
+    Streaming, the engines hold k + 1 batches at once and start a request as soon as a slot frees, so a batch
+    shares the straggler tail with the batches in flight beside it. The steps are taken k + 1 at a time: steps
+    1 .. k + 1 are one window, simulated once with their batches' requests oldest first, k + 2 .. 2k + 2 the next,
+    and so on; each batch's generation time is its window's makespan over k + 1 (:func:`per_batch`). A
+    step after the first of its window has no call of its own (it shares the window's). A run that ends inside a
+    window still simulates the window's later batches (drawn, never trained on): every step's batch is generated
+    beside k others, as in a run's steady state, and a run's first steps are those of any longer run
+    (rlsim.run.timeline.prefix_exact)."""
+    k = s.schedule.staleness
+    streaming = k > 0 and s.schedule.streaming
+    batch = s.workload.responses_per_step
+    ds = s.algorithm.dynamic_sampling
+    rounds = ds.rounds() if ds is not None else 1
+    n = 0
+
+    def draw() -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        nonlocal n
+        n += 1
+        calls = [_round(s, rng, progress(s.workload, s.learning, n - 1), reuse) for _ in range(rounds)]
+        prompts, responses = (np.concatenate(x)[:batch] for x in zip(*calls))
+        return prompts, responses, calls
+
+    while not streaming:
+        prompts, responses, calls = draw()
+        yield prompts, responses, calls, 1, calls
+    while True:
+        window = [draw() for _ in range(k + 1)]
+        # the engines hold every generated sample of a batch, filtered replacements too (one call: its arrays)
+        both = tuple(np.concatenate([calls[0][i] for _, _, calls in window]) for i in (0, 1))
+        for i, (prompts, responses, calls) in enumerate(window):
+            yield prompts, responses, [both] if i == 0 else [], k + 1, calls
