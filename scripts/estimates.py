@@ -47,6 +47,12 @@ def cases() -> list[tuple[str, object]]:
     return out
 
 
+def merged(old: str, text: str) -> str:
+    """The document with the estimate table (from :data:`START` to its end) replaced by ``text``, everything before
+    the marker (scripts/scaling.py's tables, the sections written by hand) kept."""
+    return (old[: old.index(START)] if START in old else old + "\n") + text
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
@@ -75,7 +81,8 @@ def main() -> int:
         "What `rlsim.host.footprint.estimate` says before a simulation starts (the CLI prints it when it is over a "
         "minute) against the simulation's measured time, in this process with the band, as `rlsim run` simulates "
         "it (every built-in scenario goes to its target where it has a learning model). A streaming async schedule "
-        "simulates each step inside the window of the k batches in flight, so its work is (k + 1) x its responses.",
+        "simulates its steps k + 1 at a time, each window of k + 1 batches once, so a step's work is its responses "
+        "(until 2026-12-04 each step simulated a window of its own, k + 1 x its responses).",
         "",
         f"Written by `python scripts/estimates.py --repeats {args.repeats} --write` on {_dt.date.today()} "
         f"({platform.machine()}, Python {platform.python_version()}); other processes took a median "
@@ -93,8 +100,7 @@ def main() -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write:
-        old = DOC.read_text()
-        DOC.write_text((old[: old.index(START)] if START in old else old + "\n") + text)
+        DOC.write_text(merged(DOC.read_text(), text))
     return 0
 
 

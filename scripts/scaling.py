@@ -43,6 +43,7 @@ from rlsim.run.simulation import window  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "paper_grpo.yaml"
 ESTIMATES_START = "<!-- estimates: scripts/estimates.py -->"
+BY_HAND = "<!-- written by hand from here to the estimates: scripts/scaling.py and scripts/estimates.py keep it -->"
 # (what varies, its values, the overrides for one value); the rest is the paper scenario at P = 128, 20 steps
 AXES = [
     ("steps", [10, 30, 100, 300], lambda v: {"run.steps": v}),
@@ -148,6 +149,16 @@ def work_table(work: dict[int, list[dict[str, float]]], cores: int) -> list[str]
     return lines
 
 
+def merged(old: str, lines: list[str]) -> str:
+    """The document with this script's part (everything before :data:`BY_HAND`) written anew from ``lines``; the
+    sections written by hand after that marker and the estimate table scripts/estimates.py keeps after
+    :data:`ESTIMATES_START` stay as they were."""
+    for marker in (BY_HAND, ESTIMATES_START):
+        if marker in old:
+            return "\n".join(lines) + "\n\n" + old[old.index(marker) :]
+    return "\n".join(lines) + "\n"
+
+
 def _time(overrides: dict) -> tuple[float, float | None, int]:
     scn = rlsim.load_scenario(SCENARIO, {**BASE, **overrides})
     meter = LoadMeter().start()
@@ -198,10 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         spread = max(times[i]) / min(times[i])
         lines.append(f"| {name} | {v} | {med:.4f} | {spread:.2f} | {responses[i] / med:,.0f} |")
     lines += work_table(work, os.cpu_count() or 1)
-    kept = ""  # the estimate table scripts/estimates.py keeps in the same file
-    if args.output.is_file() and ESTIMATES_START in args.output.read_text():
-        kept = "\n" + args.output.read_text()[args.output.read_text().index(ESTIMATES_START) :]
-    args.output.write_text("\n".join(lines) + "\n" + kept)
+    args.output.write_text(merged(args.output.read_text() if args.output.is_file() else "", lines))
     print("\n".join(lines))
     return 0
 

@@ -73,3 +73,19 @@ def test_step_work_counts_what_the_rollouts_count(scaling):
     assert work["requests_per_replica"] == 2 * scn.workload.responses_per_step / scn.num_replicas
     assert 0 < work["prefill_share_of_time"] < 1 and 0 < work["recomputed_share_of_prefill"] <= 1
     assert work["kernel_s"] > 0
+
+
+def test_the_two_scripts_rewrite_their_own_parts_of_the_document_and_keep_the_rest(scaling):
+    """docs/scaling.md is scripts/scaling.py's tables, then sections written by hand, then scripts/estimates.py's
+    table: each script rewrites its part only (an estimate table written over the hand-written sections lost
+    them once)."""
+    from tests.conftest import load_script
+
+    estimates = load_script("estimates")
+    doc = "\n".join(["# old tables", scaling.BY_HAND, "## by hand", estimates.START, "## old estimates", ""])
+    doc = scaling.merged(doc, ["# new tables"])
+    doc = estimates.merged(doc, "\n".join([estimates.START, "## new estimates", ""]))
+    assert doc == "\n".join(
+        ["# new tables", "", scaling.BY_HAND, "## by hand", estimates.START, "## new estimates", ""]
+    )
+    assert estimates.START == scaling.ESTIMATES_START

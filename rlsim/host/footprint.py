@@ -17,12 +17,17 @@ asked for 7 TiB.
 
 Time: a streaming async schedule simulates its steps k + 1 at a time, each window of k + 1 batches once
 (rlsim.run.batches.step_requests), so a step costs its responses, as a synchronous one does; the window sets the
-memory (until 2026-12-04 each step simulated a window of its own, k + 1 x its responses). Measured with the numba kernel
-(``python scripts/estimates.py``, 2026-12-03, 2-core VM, quiet): 0.05-0.15 us per response in a window, plus a
-few ms per run; ``SECONDS_PER_RESPONSE`` 0.09 us and ``SECONDS_PER_RUN`` 5 ms put every case of docs/scaling.md's
-estimate table within 2x of its measured time (the built-in scenarios, the paper plan's winner, runs to the
-target at staleness 64 and at P = 2048). The time is for the caller to warn about (:data:`LONG_S`); other
-machines differ by a small factor, the response count by orders of magnitude.
+memory (until 2026-12-04 each step simulated a window of its own: k + 1 x its responses, and at staleness 64 the
+estimate said 2 min where it now says 1 s). Measured (``python scripts/estimates.py``, 2026-12-04, 2-core AVX-512
+VM, quiet, with the band as ``rlsim run`` simulates it): a run costs about a millisecond, each step about 0.1 ms of
+Python around the kernel (the SimPy processes, the records; 0.11-0.54 us per response and step where a step holds
+256-1,024 responses), and 0.04-0.17 us per response and step in all in the larger cases (the plan's winner, and P =
+2048 and staleness 64 to the target, where the engines thrash); ``SECONDS_PER_RUN`` 1 ms, ``SECONDS_PER_STEP`` 0.1
+ms and ``SECONDS_PER_RESPONSE`` 0.05 us put every case of docs/scaling.md's estimate table within 2x of its measured
+time, 0.71-1.85x in two runs (the built-in scenarios, the paper plan's winner, runs to the target at staleness 64
+and at P = 2048; before, 5 ms a run, 0.09 us a response and no step term, fitted on a VM about 1.75x slower). The
+time is for the caller to warn about (:data:`LONG_S`); other machines differ by a small factor, the response count
+by orders of magnitude.
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ from rlsim.errors import RlsimError
 
 BASE_BYTES = 250e6
 BYTES_PER_RESPONSE = 100.0  # per response in a step's window (the measured 140 per response was at k = 1: 2 batches)
-SECONDS_PER_RESPONSE = 0.09e-6  # per response the kernel simulates
-SECONDS_PER_RUN = 5e-3
+SECONDS_PER_RESPONSE = 0.05e-6  # per response the kernel simulates
+SECONDS_PER_STEP = 0.1e-3  # the Python around each step
+SECONDS_PER_RUN = 1e-3
 LONG_S = 60.0  # an estimated run time above which the CLI says how long it will take before starting
 FALLBACK_AVAILABLE_BYTES = 8 * 2**30  # when /proc/meminfo cannot be read (not Linux)
 
@@ -64,7 +70,7 @@ def estimate(responses_per_step: int, steps: int, window: int = 1) -> Footprint:
     of ``window`` batches (k + 1 under a streaming async schedule; module docstring): the window sets the memory,
     the steps the time."""
     memory = BASE_BYTES + BYTES_PER_RESPONSE * float(responses_per_step) * float(window)
-    seconds = SECONDS_PER_RUN + SECONDS_PER_RESPONSE * float(responses_per_step) * float(steps)
+    seconds = SECONDS_PER_RUN + float(steps) * (SECONDS_PER_STEP + SECONDS_PER_RESPONSE * float(responses_per_step))
     return Footprint(int(responses_per_step), int(steps), memory, seconds, int(window))
 
 

@@ -20,8 +20,8 @@ def test_the_estimate_grows_with_responses_and_steps():
     # memory follows the largest step's responses, not the steps; time follows both
     assert wide.memory_bytes - small.memory_bytes == pytest.approx(footprint.BYTES_PER_RESPONSE * 999_000)
     assert long.memory_bytes == small.memory_bytes
-    per_run = footprint.SECONDS_PER_RUN
-    assert wide.seconds - per_run == pytest.approx(1000 * (small.seconds - per_run))
+    per_run, per_step = footprint.SECONDS_PER_RUN, footprint.SECONDS_PER_STEP
+    assert wide.seconds - per_run - 10 * per_step == pytest.approx(1000 * (small.seconds - per_run - 10 * per_step))
     assert long.seconds - per_run == pytest.approx(100 * (small.seconds - per_run))
 
 
