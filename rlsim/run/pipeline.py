@@ -106,7 +106,8 @@ def _generations(st: _State):
     k = s.schedule.staleness
     streaming = k > 0 and s.schedule.streaming
     decode, prefill = st.cost.decode_coefficients(), st.cost.prefill_coefficients()
-    per_chunk = max(1, CHUNK_REQUESTS // s.generated_per_step)
+    width = k + 1 if streaming else 1  # steps a kernel call holds: a chunk is whole windows
+    per_chunk = width * max(1, CHUNK_REQUESTS // (s.generated_per_step * width))
     drawn = step_requests(s, st.rng, st.reuse)
 
     def launch(count: int):  # the next count steps (chunks are launched in order)
@@ -139,8 +140,8 @@ def _generations(st: _State):
         )
         return sampled, overheads, held, calls, scored, pending
 
-    # chunks of 1, 2, 4, ... steps, at most per_chunk: the first, which nothing overlaps, is short
-    chunks, first, size = [], 1, 1
+    # chunks of 1, 2, 4, ... windows, at most per_chunk steps: the first, which nothing overlaps, is short
+    chunks, first, size = [], 1, width
     while first <= s.run.steps:
         count = min(size, per_chunk, s.run.steps + 1 - first)
         chunks.append((first, count))
