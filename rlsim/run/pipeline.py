@@ -123,8 +123,6 @@ def _generations(st: _State):
             overheads.append(st.cost.rollout_overhead_s(len(responses)))
         if st.free_generation:  # the lengths only: no engine, no time
             return sampled, [0.0] * count, held, calls, scored, free_rollouts(requests, s.num_replicas)
-        if not requests:  # steps that share a window simulated before them
-            return sampled, overheads, held, calls, scored, free_rollouts([], s.num_replicas)
         call_overheads = [st.cost.rollout_overhead_s(len(c[1])) for c in requests]
         pending = launch_rollouts(
             requests,
