@@ -16,18 +16,20 @@ and the fix, instead of a multi-terabyte allocation failing (or swapping) deep i
 asked for 7 TiB.
 
 Time: a streaming async schedule simulates its steps k + 1 at a time, each window of k + 1 batches once
-(rlsim.run.batches.step_requests), so a step costs its responses, as a synchronous one does; the window sets the
-memory (until 2026-12-04 each step simulated a window of its own: k + 1 x its responses, and at staleness 64 the
-estimate said 2 min where it now says 1 s). Measured (``python scripts/estimates.py``, 2026-12-04, 2-core AVX-512
-VM, quiet, with the band as ``rlsim run`` simulates it): a run costs about a millisecond, each step about 0.1 ms of
-Python around the kernel (the SimPy processes, the records; 0.11-0.54 us per response and step where a step holds
-256-1,024 responses), and 0.04-0.17 us per response and step in all in the larger cases (the plan's winner, and P =
-2048 and staleness 64 to the target, where the engines thrash); ``SECONDS_PER_RUN`` 1 ms, ``SECONDS_PER_STEP`` 0.1
-ms and ``SECONDS_PER_RESPONSE`` 0.05 us put every case of docs/scaling.md's estimate table within 2x of its measured
-time, 0.71-1.85x in two runs (the built-in scenarios, the paper plan's winner, runs to the target at staleness 64
-and at P = 2048; before, 5 ms a run, 0.09 us a response and no step term, fitted on a VM about 1.75x slower). The
-time is for the caller to warn about (:data:`LONG_S`); other machines differ by a small factor, the response count
-by orders of magnitude.
+(rlsim.run.batches.step_requests; a run ending inside a window simulates all of it), so a step costs its responses,
+as a synchronous one does; the window sets the memory (until 2026-12-04 each step simulated a window of its own, k +
+1 x its responses; the README's example, P = 4,096 at staleness 64 to the target, was estimated at 2 min and is now
+at 1 s). rlsim.run.simulation.footprint counts the steps a run and its band simulate (whole windows; the band's
+nominal short run is a lookup where a shorter run is the start of a longer one). Measured (``python
+scripts/estimates.py``, 2026-12-04, 2-core AVX-512 VM, quiet, with the band as ``rlsim run`` simulates it): a run
+costs about a millisecond, each step 0.05-0.1 ms of Python around the kernel (the SimPy processes, the records), and
+each response 0.05-0.2 us a step (more where the engines thrash, P = 2048 and staleness 64); ``SECONDS_PER_RUN`` 0.5
+ms, ``SECONDS_PER_STEP`` 75 us and ``SECONDS_PER_RESPONSE`` 0.09 us (fitted to the table's cases) put every case of
+docs/scaling.md's estimate table within 2x of its measured time, 0.64-1.73x (the built-in scenarios, the paper
+plan's winner, runs to the target at staleness 64 and at P = 2048; the smallest take milliseconds, where noise moves
+the ratio most; before, 5 ms a run, 0.09 us a response and no step term, fitted on a VM about 1.75x slower with
+every band run counted). The time is for the caller to warn about (:data:`LONG_S`); other machines differ by a small
+factor, the response count by orders of magnitude.
 """
 
 from __future__ import annotations
@@ -38,9 +40,9 @@ from rlsim.errors import RlsimError
 
 BASE_BYTES = 250e6
 BYTES_PER_RESPONSE = 100.0  # per response in a step's window (the measured 140 per response was at k = 1: 2 batches)
-SECONDS_PER_RESPONSE = 0.05e-6  # per response the kernel simulates
-SECONDS_PER_STEP = 0.1e-3  # the Python around each step
-SECONDS_PER_RUN = 1e-3
+SECONDS_PER_RESPONSE = 0.09e-6  # per response the kernel simulates
+SECONDS_PER_STEP = 0.075e-3  # the Python around each step
+SECONDS_PER_RUN = 0.5e-3
 LONG_S = 60.0  # an estimated run time above which the CLI says how long it will take before starting
 FALLBACK_AVAILABLE_BYTES = 8 * 2**30  # when /proc/meminfo cannot be read (not Linux)
 

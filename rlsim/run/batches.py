@@ -22,10 +22,12 @@ if TYPE_CHECKING:
 def per_batch(
     res: RolloutResult, batches: int, prompts: np.ndarray, responses: np.ndarray, overhead_s: float
 ) -> RolloutResult:
-    """One batch's share of a streaming window of ``batches`` batches: its tokens, an equal share of the time."""
-    return dataclasses.replace(  # the decode batch, KV peak and makespans: the window's
+    """One batch's share of a streaming window of ``batches`` batches: its tokens, an equal share of the time (the
+    replicas' makespans too, so that the recomputes' share of the engine's seconds is the window's)."""
+    return dataclasses.replace(  # the decode batch and KV peak: the window's
         res,
         rollout_s=res.rollout_s / batches + overhead_s,
+        replica_makespan_s=tuple(m / batches for m in res.replica_makespan_s),
         prompt_tokens=int(np.add.reduce(prompts)),  # (ndarray.sum's reduction, without its Python wrapper)
         response_tokens=int(np.add.reduce(responses)),
         num_preemptions=round(res.num_preemptions / batches),

@@ -155,7 +155,7 @@ def _generations(st: _State):
     # two chunks under way: the next runs on the pool's threads while this one's steps are simulated, and takes
     # the cores this one's last tasks leave free
     ahead = [launched(c) for c in range(min(2, len(chunks)))]
-    window: RolloutResult | None = None  # streaming: the window the steps are in (it may span chunks)
+    window: RolloutResult | None = None  # streaming: the window the steps are in (set at its first step)
     for c in range(len(chunks)):
         chunk = ahead.pop(0)
         if isinstance(chunk, RlsimError):

@@ -19,7 +19,7 @@ from rlsim.learning.model import LearningModelError, SamplesToTarget, ceiling_sp
 from rlsim.learning.target import band, learning_spread, steps_for_samples, time_to_target
 from rlsim.run.profile import Profile, fitted_error, load_profile, operating_point
 from rlsim.run.result import SimResult
-from rlsim.run.timeline import Timeline, Timelines
+from rlsim.run.timeline import Timeline, Timelines, prefix_exact
 from rlsim.scenario import (
     Scenario,
     apply_overrides,
@@ -123,7 +123,7 @@ def predict(
         run_scn = dataclasses.replace(run_scn, run=dataclasses.replace(run_scn.run, steps=screen_steps))
     systems = systems_scenario(run_scn, profile)
     if before is not None or not timelines.holds(systems):  # a run answered from the cache was checked before
-        fp = footprint(run_scn, with_band and n_star is not None)
+        fp = footprint(run_scn, with_band and n_star is not None, profile)
         if before is not None:
             before(fp)
     result = answer(run_scn, timelines.get(systems, progress), profile, n_star, screened)
@@ -165,14 +165,23 @@ def window(scn: Scenario) -> int:
     return k + 1 if k > 0 and scn.schedule.streaming else 1
 
 
-def footprint(scn: Scenario, with_band: bool = False) -> Footprint:
+def footprint(scn: Scenario, with_band: bool = False, profile: Profile | None = None) -> Footprint:
     """The checked estimate (rlsim.host.footprint) of simulating ``scn``'s steps, and with ``with_band`` the band's
-    extra runs (one per extra seed, the nominal seed again, and two with shifted coefficients)."""
-    steps = scn.run.steps
+    extra runs (:func:`_band`: one per extra seed; the nominal seed again, a lookup in the run's timeline where
+    a shorter run is its start, ``prefix_exact``; two with shifted coefficients where ``profile`` has
+    uncertainties)."""
+    w = window(scn)
+
+    def whole(steps: int) -> int:  # streaming, a run simulates whole windows (rlsim.run.batches.step_requests)
+        return -(-steps // w) * w
+
+    steps = whole(scn.run.steps)
     if with_band:
-        steps += (scn.run.band_seeds + 2) * min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness)
+        runs = scn.run.band_seeds - 1 + (0 if prefix_exact(scn) else 1)
+        runs += 2 if profile is not None and any(fit.uncertainty for fit in profile.phases.values()) else 0
+        steps += runs * whole(min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness))
     # every generation round's requests are simulated (streaming: k + 1 steps' batches in one window, once)
-    return check(estimate(scn.generated_per_step, steps, window(scn)))
+    return check(estimate(scn.generated_per_step, steps, w))
 
 
 def _samples_to_target(scn: Scenario) -> SamplesToTarget | None:

@@ -10,7 +10,8 @@ learning model is not among them, except where the response lengths follow the s
 
 :class:`Timelines` is the cache a command holds: ``get(scenario)`` simulates ``scenario.run.steps`` steps once per
 key and serves later requests from it, a shorter one as the first steps of a longer timeline where a step never
-depends on later ones (:func:`prefix_exact`). Its ``simulated`` counts the pipeline runs it made. The
+depends on later ones (:func:`prefix_exact`; a streaming window's later batches are drawn and simulated whatever
+the run's length, rlsim.run.batches.step_requests). Its ``simulated`` counts the pipeline runs it made. The
 scenario-dependent fields of the records (run id, learning rate) are the answer's to set (rlsim.run.simulation).
 """
 

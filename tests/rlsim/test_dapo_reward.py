@@ -116,6 +116,10 @@ def test_streaming_replacement_runs_under_an_async_schedule():
     assert records[-1]["responses"] == P * G and double[-1]["responses"] == 2 * P * G
     for rec, ref in zip(records, double):
         assert rec["timing_s"]["rollout"] == pytest.approx(ref["timing_s"]["rollout"], rel=1e-12)
+    # each step scores what its own batch generated (16 prompts' groups), not its window's two batches
+    c = s.costs
+    for rec in records:
+        assert rec["timing_s"]["reward"] == pytest.approx(c.reward_overhead_s + c.reward_s_per_sample * 2 * P * G)
 
 
 def test_dynamic_sampling_beyond_its_round_limit_or_async_is_refused():

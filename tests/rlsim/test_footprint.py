@@ -36,6 +36,7 @@ def test_a_streaming_window_multiplies_the_memory_not_the_work():
     simulate(SCENARIO, overrides=["schedule.max_staleness=64", "run.steps=3", "run.until_target=false"],
              before=seen.append)  # fmt: skip
     assert seen[0].window == 65 and paper.scenario.schedule.staleness == 64
+    assert seen[0].steps == 65  # a run ending inside a window simulates the whole window
 
 
 def test_a_run_larger_than_the_available_memory_is_refused_with_the_sizes():
@@ -66,7 +67,7 @@ def test_p_1e7_with_g_1e5_is_one_line_and_exit_2_before_any_allocation():
 def test_simulate_hands_the_estimate_over_before_it_runs(monkeypatch, capsys):
     seen = []
     result = simulate(SCENARIO, overrides=["run.steps=3", "run.until_target=false"], before=seen.append)
-    assert len(seen) == 1 and seen[0].steps == 3
+    assert len(seen) == 1 and seen[0].steps == 4  # 3 steps in windows of two batches: two windows simulated
     assert seen[0].responses_per_step == result.scenario.workload.responses_per_step
     # the CLI announces a run whose estimate is long (here: any run, with the threshold at zero) on stderr
     monkeypatch.setattr(cli, "LONG_S", 0.0)

@@ -207,3 +207,23 @@ def test_a_streaming_run_simulates_each_window_of_k_plus_1_batches_once(monkeypa
     assert all(b == k + 1 for _, b in shares) and len(made) == steps
     # the steps of a window share its makespan
     assert made == [made[(n - 1) // (k + 1) * (k + 1)] for n in range(1, steps + 1)] and len(set(made)) == len(windows)
+
+
+def test_a_streaming_steps_recompute_share_is_its_windows(monkeypatch):
+    """A step's share of its window divides the recomputes' seconds and the replicas' makespans alike, so its
+    recompute_share (the thrash line's "share of engine time") is the window's, not k + 1 times smaller."""
+    from rlsim.run import pipeline
+
+    windows = []
+    launch = pipeline.launch_rollouts
+
+    def spy(*args, **kwargs):
+        pending = launch(*args, **kwargs)
+        return type("Spied", (), {"result": lambda self: windows.extend(pending.result()) or windows[-1:]})()
+
+    monkeypatch.setattr(pipeline, "launch_rollouts", spy)
+    scenario = _load("paper_grpo", **{"workload.prompts_per_step": 2048, "run.steps": 2})
+    records, _ = pipeline.run_pipeline(scenario)
+    assert len(windows) == 1 and windows[0].recompute_share > 0
+    for rec in records:
+        assert rec["recompute_share"] == pytest.approx(windows[0].recompute_share, rel=1e-12)
