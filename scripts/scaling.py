@@ -37,9 +37,8 @@ import rlsim  # noqa: E402
 from rlsim.engine import replica as engine  # noqa: E402
 from rlsim.host import threads  # noqa: E402
 from rlsim.host.machine_load import LoadMeter  # noqa: E402
-from rlsim.run.batches import step_requests  # noqa: E402
+from rlsim.run.batches import step_requests, window  # noqa: E402
 from rlsim.run.costs import RooflineCostModel  # noqa: E402
-from rlsim.run.simulation import window  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "paper_grpo.yaml"
 ESTIMATES_START = "<!-- estimates: scripts/estimates.py -->"

@@ -19,6 +19,12 @@ if TYPE_CHECKING:
     from rlsim.run.reuse import Reuse
 
 
+def window(s: Scenario) -> int:
+    """The batches simulated together, in one window: k + 1 under a streaming async schedule, else 1."""
+    k = s.schedule.staleness
+    return k + 1 if k > 0 and s.schedule.streaming else 1
+
+
 def per_batch(
     res: RolloutResult, batches: int, prompts: np.ndarray, responses: np.ndarray, overhead_s: float
 ) -> RolloutResult:
@@ -73,8 +79,7 @@ def step_requests(
     window still simulates the window's later batches (drawn, never trained on): every step's batch is generated
     beside k others, as in a run's steady state, and a run's first steps are those of any longer run
     (rlsim.run.timeline.prefix_exact)."""
-    k = s.schedule.staleness
-    streaming = k > 0 and s.schedule.streaming
+    width = window(s)
     batch = s.workload.responses_per_step
     ds = s.algorithm.dynamic_sampling
     rounds = ds.rounds() if ds is not None else 1
@@ -87,12 +92,12 @@ def step_requests(
         prompts, responses = (np.concatenate(x)[:batch] for x in zip(*calls))
         return prompts, responses, calls
 
-    while not streaming:
+    while width == 1:
         prompts, responses, calls = draw()
         yield prompts, responses, calls, 1, calls
     while True:
-        window = [draw() for _ in range(k + 1)]
+        held = [draw() for _ in range(width)]
         # the engines hold every generated sample of a batch, filtered replacements too (one call: its arrays)
-        both = tuple(np.concatenate([calls[0][i] for _, _, calls in window]) for i in (0, 1))
-        for i, (prompts, responses, calls) in enumerate(window):
-            yield prompts, responses, [both] if i == 0 else [], k + 1, calls
+        both = tuple(np.concatenate([calls[0][i] for _, _, calls in held]) for i in (0, 1))
+        for i, (prompts, responses, calls) in enumerate(held):
+            yield prompts, responses, [both] if i == 0 else [], width, calls

@@ -27,7 +27,7 @@ from rlsim.errors import RlsimError
 from rlsim.host import threads
 from rlsim.io.records import RunLogRecord, run_log_record
 from rlsim.phases import Phase
-from rlsim.run.batches import per_batch, step_requests
+from rlsim.run.batches import per_batch, step_requests, window
 from rlsim.run.costs import CostModel, RooflineCostModel
 from rlsim.run.pools import (
     ALL_GPUS,
@@ -103,10 +103,9 @@ def _generations(st: _State):
     call per step, small steps fill the cores together, and the next chunk's kernel runs on the pool's threads
     while this process works through the steps before it (the simulated clock, costs and records)."""
     s = st.scenario
-    k = s.schedule.staleness
-    streaming = k > 0 and s.schedule.streaming
+    width = window(s)  # steps a kernel call holds: a chunk is whole windows
+    streaming = width > 1
     decode, prefill = st.cost.decode_coefficients(), st.cost.prefill_coefficients()
-    width = k + 1 if streaming else 1  # steps a kernel call holds: a chunk is whole windows
     per_chunk = width * max(1, CHUNK_REQUESTS // (s.generated_per_step * width))
     drawn = step_requests(s, st.rng, st.reuse)
 
@@ -155,7 +154,7 @@ def _generations(st: _State):
     # two chunks under way: the next runs on the pool's threads while this one's steps are simulated, and takes
     # the cores this one's last tasks leave free
     ahead = [launched(c) for c in range(min(2, len(chunks)))]
-    window: RolloutResult | None = None  # streaming: the window the steps are in (set at its first step)
+    current: RolloutResult | None = None  # streaming: the window the steps are in (set at its first step)
     for c in range(len(chunks)):
         chunk = ahead.pop(0)
         if isinstance(chunk, RlsimError):
@@ -167,10 +166,10 @@ def _generations(st: _State):
         first = 0
         for i, (prompts, responses) in enumerate(sampled):
             if calls[i]:
-                window = res = merge_rounds(results[first : first + calls[i]])
+                current = res = merge_rounds(results[first : first + calls[i]])
                 first += calls[i]
             if streaming:
-                res = per_batch(window, held[i], prompts, responses, overheads[i])
+                res = per_batch(current, held[i], prompts, responses, overheads[i])
             yield prompts, responses, res, scored[i]
 
 

@@ -17,6 +17,7 @@ from rlsim.errors import ScenarioError
 from rlsim.host.footprint import Footprint, check, estimate
 from rlsim.learning.model import LearningModelError, SamplesToTarget, ceiling_spread, metric_at, samples_to_target
 from rlsim.learning.target import band, learning_spread, steps_for_samples, time_to_target
+from rlsim.run.batches import window
 from rlsim.run.profile import Profile, fitted_error, load_profile, operating_point
 from rlsim.run.result import SimResult
 from rlsim.run.timeline import Timeline, Timelines, prefix_exact
@@ -159,12 +160,6 @@ def planned_steps(scn: Scenario, to_target: bool = False) -> int:
     return _with_steps_to_target(scn, _samples_to_target(scn)).run.steps
 
 
-def window(scn: Scenario) -> int:
-    """The batches simulated together, in one window: k + 1 under a streaming async schedule, else 1."""
-    k = scn.schedule.staleness
-    return k + 1 if k > 0 and scn.schedule.streaming else 1
-
-
 def footprint(scn: Scenario, with_band: bool = False, profile: Profile | None = None) -> Footprint:
     """The checked estimate (rlsim.host.footprint) of simulating ``scn``'s steps, and with ``with_band`` the band's
     extra runs (:func:`_band`: one per extra seed; the nominal seed again, a lookup in the run's timeline where
@@ -178,7 +173,7 @@ def footprint(scn: Scenario, with_band: bool = False, profile: Profile | None = 
     steps = whole(scn.run.steps)
     if with_band:
         runs = scn.run.band_seeds - 1 + (0 if prefix_exact(scn) else 1)
-        runs += 2 if profile is not None and any(fit.uncertainty for fit in profile.phases.values()) else 0
+        runs += 2 if _shifted(profile) else 0
         steps += runs * whole(min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness))
     # every generation round's requests are simulated (streaming: k + 1 steps' batches in one window, once)
     return check(estimate(scn.generated_per_step, steps, w))
@@ -284,7 +279,7 @@ def _band(
     for i in range(1, scn.run.band_seeds):
         times.append(scaled(dataclasses.replace(scn, run=dataclasses.replace(short, seed=scn.run.seed + i))))
     factors = (1.0, 1.0)
-    if prof is not None and any(fit.uncertainty for fit in prof.phases.values()):
+    if _shifted(prof):
         ref = scaled(base)
         fast, slow = scaled(_shift(base, prof, faster=True)), scaled(_shift(base, prof, faster=False))
         factors = (min(fast, slow) / ref, max(fast, slow) / ref)
@@ -292,6 +287,11 @@ def _band(
     at = ceiling_spread(learning, scn.workload.responses_per_step)
     spread = learning_spread(learning.samples_spread, learning.staleness_spread, scn.schedule.staleness, at)
     return band(times, spread, factors)
+
+
+def _shifted(prof: Profile | None) -> bool:
+    """Whether the band simulates two runs with the profile's coefficients shifted (it has uncertainties)."""
+    return prof is not None and any(fit.uncertainty for fit in prof.phases.values())
 
 
 MAX_SHIFT = 2.0  # a coefficient moves by at most this factor for the band

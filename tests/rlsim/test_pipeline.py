@@ -215,13 +215,8 @@ def test_a_streaming_steps_recompute_share_is_its_windows(monkeypatch):
     from rlsim.run import pipeline
 
     windows = []
-    launch = pipeline.launch_rollouts
-
-    def spy(*args, **kwargs):
-        pending = launch(*args, **kwargs)
-        return type("Spied", (), {"result": lambda self: windows.extend(pending.result()) or windows[-1:]})()
-
-    monkeypatch.setattr(pipeline, "launch_rollouts", spy)
+    merge = pipeline.merge_rounds  # what the pipeline makes of each kernel call's results: the window's
+    monkeypatch.setattr(pipeline, "merge_rounds", lambda results: windows.append(merge(results)) or windows[-1])
     scenario = _load("paper_grpo", **{"workload.prompts_per_step": 2048, "run.steps": 2})
     records, _ = pipeline.run_pipeline(scenario)
     assert len(windows) == 1 and windows[0].recompute_share > 0
