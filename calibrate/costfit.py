@@ -64,7 +64,7 @@ from rlsim.io.records import BENCH_PHASE_COLUMNS
 from rlsim.phases import Phase
 from rlsim.run.costs import RooflineCostModel
 from rlsim.run.profile import PROVENANCE_KEYS, PhaseFit, Profile
-from rlsim.scenario import Costs, Scenario, from_dict
+from rlsim.scenario import Costs, Scenario, from_dict, scheduler_rules
 
 FIT_PARAMS: dict[str, tuple[str, ...]] = {
     Phase.ROLLOUT.value: (
@@ -120,7 +120,7 @@ def base_scenario(model: dict[str, Any] | str, gpu: str, max_batch: int, max_con
 def bench_rules(scn: Scenario, engine: str) -> SchedulerRules:
     """How a bench engine schedules: vLLM as the scenario's device runs it (on CPU: chunked prefill, 128-token
     blocks, 4096-token budget); ``hf`` (transformers' generate) prefills the whole batch, then decodes it."""
-    return scn.scheduler_rules if engine == "vllm" else SchedulerRules()
+    return scheduler_rules(scn) if engine == "vllm" else SchedulerRules()
 
 
 def vllm_max_num_seqs(rows: pd.DataFrame) -> int:

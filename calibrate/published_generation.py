@@ -59,7 +59,7 @@ from rlsim.engine.rollout import simulate_rollout
 from rlsim.errors import RlsimError
 from rlsim.frameworks.nemo_rl import NotExpressible, gpu_name, model_name
 from rlsim.run.costs import RooflineCostModel
-from rlsim.scenario import from_dict, software
+from rlsim.scenario import from_dict, scheduler_rules, software
 
 REQUIRED_COLUMNS = ("model", "gpu", "tp", "concurrency", "output_tok_per_s")
 # tokens after benchmark_serving's filter, Llama-3 tokenizer: "average input 202, average output 179" (vLLM v0.6.0
@@ -307,7 +307,7 @@ def predict_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -
                 scn.kv_capacity_tokens,
                 decode,
                 prefill,
-                scn.scheduler_rules,
+                scheduler_rules(scn),
             )
         )
     return float(np.mean(rates)), software.warnings(scn)

@@ -12,7 +12,8 @@ __version__ = "0.1.0"
 
 from rlsim.errors import ProfileError, RlsimError, ScenarioError  # noqa: E402
 from rlsim.phases import Phase  # noqa: E402
-from rlsim.scenario import Scenario, from_dict, load_scenario  # noqa: E402
+from rlsim.scenario import from_dict, load_scenario
+from rlsim.schema import Scenario
 
 _LAZY = {  # these pull in SimPy (and numba when the kernel is not built ahead of time): `import rlsim.x` stays light
     "simulate": ("rlsim.run.simulation", "simulate"),

@@ -39,6 +39,7 @@ from rlsim.host import threads  # noqa: E402
 from rlsim.host.machine_load import LoadMeter  # noqa: E402
 from rlsim.run.batches import step_requests, window  # noqa: E402
 from rlsim.run.costs import RooflineCostModel  # noqa: E402
+from rlsim.scenario import scheduler_rules  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "paper_grpo.yaml"
 ESTIMATES_START = "<!-- estimates: scripts/estimates.py -->"
@@ -86,7 +87,7 @@ def step_work(prompts: int, repeats: int = 3, windows: int = 2) -> dict[str, flo
         groups.append(group[order] + (groups[-1][-1] + 1 if groups else 0))  # group ids rise along the call
         offsets += list(offsets[-1] + np.cumsum(np.bincount(group % replicas, minlength=replicas)))
     args = (np.concatenate(prompt_parts), np.concatenate(response_parts), np.array(offsets), scn.engine.max_num_seqs)
-    args += (scn.kv_capacity_tokens, cost.decode_coefficients(), cost.prefill_coefficients(), scn.scheduler_rules)
+    args += (scn.kv_capacity_tokens, cost.decode_coefficients(), cost.prefill_coefficients(), scheduler_rules(scn))
     seconds, table = [], np.empty((0, 11))
     before = os.environ.get(threads.ENV)
     os.environ[threads.ENV] = "1"

@@ -6,6 +6,7 @@ import pytest
 
 from rlsim.engine.rollout import simulate_rollout
 from rlsim.run.costs import RooflineCostModel
+from rlsim.scenario import scheduler_rules, with_overrides
 from tests.conftest import load_script
 
 
@@ -37,7 +38,7 @@ def test_the_windows_are_the_pipelines_steps(scaling, monkeypatch):
     monkeypatch.setattr(pipeline, "launch_rollouts", recording)
     drift = {"workload.response_length_drift": {"final_mean_tokens": 12000, "over_samples": 256}}
     scn = rlsim.load_scenario(scaling.SCENARIO, {**scaling.BASE, "workload.prompts_per_step": 16, **drift})
-    rlsim.simulate(scn.with_overrides({"run.steps": 6}))  # three windows of two steps' batches
+    rlsim.simulate(with_overrides(scn, {"run.steps": 6}))  # three windows of two steps' batches
     assert len(handed) == 3 and handed[1][0].size == 2 * scn.workload.responses_per_step
     windows = scaling.step_windows(scn, 2)
     assert len(windows) == 2
@@ -62,7 +63,7 @@ def test_step_work_counts_what_the_rollouts_count(scaling):
             scn.kv_capacity_tokens,
             cost.decode_coefficients(),
             cost.prefill_coefficients(),
-            rules=scn.scheduler_rules,
+            rules=scheduler_rules(scn),
         )
         for prompt, response in scaling.step_windows(scn, windows)
     ]

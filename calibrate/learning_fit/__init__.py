@@ -3,7 +3,7 @@
 Modules (docs/reference.md sections 3-5):
 
 * ``curve``: :func:`~calibrate.learning_fit.curve.fit_sigmoid`, ScaleRL's sigmoid in cumulative samples (the
-  formula itself is rlsim's: :func:`rlsim.learning.model.metric_at`); samples-to-target, measured (first crossing) and
+  formula itself is rlsim's: :func:`rlsim.learning.curve.metric_at`); samples-to-target, measured (first crossing) and
   from a fitted curve;
 * ``batch``: the critical-batch fit ``E(B) = E_min (1 + B / B_crit) ** p`` and the measured table;
 * ``invariance``: how far apart learning curves at different batches are along samples;

@@ -1,8 +1,8 @@
 """ScaleRL's sigmoid fitted to the evaluated points of a run, and the samples at which a curve reaches a target.
 
 * :func:`fit_sigmoid`: the metric curve in cumulative samples S, ScaleRL's form (arXiv 2510.13786)
-  ``R(S) = R0 + (A - R0) / (1 + (S_mid / S)^b)``, the curve defined once in :func:`rlsim.learning.model.metric_at`
-  (its shape: :func:`rlsim.learning.model.sigmoid_fraction`); the fit evaluates it through rlsim, so a fitted curve is
+  ``R(S) = R0 + (A - R0) / (1 + (S_mid / S)^b)``, the curve defined once in :func:`rlsim.learning.curve.metric_at`
+  (its shape: :func:`rlsim.learning.curve.sigmoid_fraction`); the fit evaluates it through rlsim, so a fitted curve is
   the one the simulator follows.
 
   Procedure (equivalent to ScaleRL's grid over (A, C_mid) with b from curve_fit, but vectorized): R0 is fixed
@@ -32,7 +32,8 @@ from scipy.optimize import least_squares
 
 from calibrate.errors import CalibrateError
 from calibrate.learning_fit.checks import check_target, curve_points, finite_or_none
-from rlsim.learning.model import LearningModelError, metric_at, reference_samples_to_target, sigmoid_fraction
+from rlsim.learning.curve import metric_at, sigmoid_fraction
+from rlsim.learning.model import LearningModelError, reference_samples_to_target
 from rlsim.scenario import MetricCurve
 
 B_MAX = 20.0  # largest sigmoid exponent b

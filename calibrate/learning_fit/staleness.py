@@ -36,7 +36,7 @@ import numpy as np
 from calibrate.errors import CalibrateError
 from calibrate.learning_fit.curve import first_crossing, fit_sigmoid_checked
 from calibrate.learning_fit.fit import _run_points
-from rlsim.learning.model import metric_at
+from rlsim.learning.curve import metric_at
 from rlsim.learning.staleness import LOSSES, StalenessLoss
 from rlsim.scenario import MetricCurve
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from calibrate.vllm_check.plan import DEFAULT_KV_SPACE_GIB, VLLM_CPU_BLOCK_SIZE, VLLM_CPU_MAX_NUM_SEQS, Plan, Point
+from rlsim.scenario import scheduler_rules
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,7 +65,7 @@ def predict_seconds(
         int(kv_tokens),
         cost.decode_coefficients(),
         cost.prefill_coefficients(),
-        scn.scheduler_rules,  # vLLM's CPU rules: chunked prefill, 128-token blocks, 4096-token budget
+        scheduler_rules(scn),  # vLLM's CPU rules: chunked prefill, 128-token blocks, 4096-token budget
     )
     return float(res.makespan_s + cost.rollout_overhead_s(n))
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd  # a table's row; this module itself needs no pandas
 
 
 def _number(value: Any) -> float | None:
@@ -106,3 +109,14 @@ class Answer:
         if self.cost_usd is not None:
             parts.append(f"${self.cost_usd:,.0f}")
         return ", ".join(parts)
+
+
+def reference_row(table: pd.DataFrame, scenario: dict[str, Any]) -> pd.Series:
+    """The configuration at the reference batch with the trajectory-preserving rule, else the first row."""
+    learning = scenario.get("learning", {})
+    ok = table[table["error"].isna()]
+    ref = ok[
+        (ok["responses_per_step"] == learning.get("reference_batch"))
+        & (ok["lr_rule"] == learning.get("invariant_rule", "sqrt"))
+    ]
+    return (ref if len(ref) else ok).iloc[0]

@@ -15,7 +15,8 @@ from rlsim.answers.answer import Answer, hours
 from rlsim.learning.model import LearningModelError
 from rlsim.run.profile import Profile
 from rlsim.run.result import SimResult
-from rlsim.scenario import Scenario, parse_scalar, split_assignment
+from rlsim.scenario import parse_scalar, split_assignment
+from rlsim.schema import Scenario
 
 
 def parse_side(text: str, flag: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from rlsim.answers.answer import hours
+from rlsim.answers.answer import hours, reference_row
 from rlsim.answers.report_answer import label_clusters, place_labels
 from rlsim.errors import RlsimError
 from rlsim.phases import TIMED_PHASES, Phase
@@ -53,17 +53,6 @@ def _plotly():
 
 def _label(row: pd.Series, keys: list[str]) -> str:
     return ", ".join(f"{k.split('.')[-1]}={row[k]}" for k in keys if k in row)
-
-
-def _reference_row(table: pd.DataFrame, scenario: dict[str, Any]) -> pd.Series:
-    """The configuration at the reference batch with the trajectory-preserving rule, else the first row."""
-    learning = scenario.get("learning", {})
-    ok = table[table["error"].isna()]
-    ref = ok[
-        (ok["responses_per_step"] == learning.get("reference_batch"))
-        & (ok["lr_rule"] == learning.get("invariant_rule", "sqrt"))
-    ]
-    return (ref if len(ref) else ok).iloc[0]
 
 
 def sweep_figures(
@@ -138,7 +127,7 @@ def _decision_figure(
 ) -> tuple[str, str, Any]:
     """Throughput gain vs samples penalty against the reference configuration, with the break-even line."""
     go, _ = _plotly()
-    ref = _reference_row(ok, scenario)
+    ref = reference_row(ok, scenario)
     ok["gain"] = ok["samples_per_s"] / ref["samples_per_s"]
     ok["penalty"] = ok["samples_to_target"] / ref["samples_to_target"]
     fig = go.Figure()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from rlsim.answers.answer import Answer, gpu_hours, hours, samples
+from rlsim.answers.answer import Answer, gpu_hours, hours, reference_row, samples
 
 
 def run_answer_html(summary: dict[str, Any]) -> str:
@@ -47,9 +47,8 @@ def sweep_answer_html(table: pd.DataFrame, scenario: dict[str, Any]) -> str:
             return "<p class='answer'>Every configuration failed; see the error column.</p>"
         return f"<p class='answer'>Highest throughput: {html.escape(_config_text(best.iloc[0]))}.</p>"
     best = ok.sort_values("time_to_target_s").iloc[0]
-    from rlsim.answers.figures import _reference_row  # the reference the decision figure uses too
 
-    ref = _reference_row(table, scenario)
+    ref = reference_row(table, scenario)
     text = f"Fastest to the target: {_config_text(best)}: {Answer.of(best).sentence()}."
     if ref is not None and ref["config"] != best["config"] and pd.notna(ref.get("time_to_target_s")):
         q = best["samples_per_s"] / ref["samples_per_s"]

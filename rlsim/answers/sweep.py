@@ -41,7 +41,8 @@ from rlsim.errors import RlsimError, ScenarioError
 from rlsim.host import threads, workers_pool
 from rlsim.run.costs import RooflineCostModel
 from rlsim.run.profile import Profile, profile_from_dict
-from rlsim.scenario import Scenario, parse_scalar, split_assignment
+from rlsim.scenario import parse_scalar, split_assignment
+from rlsim.schema import Scenario
 from rlsim.workload.lengths import dist_mean
 
 FINALISTS = 5  # best rows extrapolated or thrashing under the screen, simulated again in full with the scenario's own

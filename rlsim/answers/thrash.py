@@ -22,18 +22,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rlsim.scenario import with_overrides
+
 if TYPE_CHECKING:
     from rlsim.run.profile import Profile
     from rlsim.run.result import SimResult
-    from rlsim.scenario import Scenario
+    from rlsim.schema import Scenario
 
 SEARCH_STEPS = 6  # steps of each short run of the max_num_seqs search (after the pipeline's fill, if async)
 
 
 def _short(scn: Scenario, max_num_seqs: int) -> Scenario:
     steps = SEARCH_STEPS + 2 * scn.schedule.staleness
-    return scn.with_overrides(
-        {"engine.max_num_seqs": max_num_seqs, "run.steps": min(scn.run.steps, steps), "run.until_target": False}
+    return with_overrides(
+        scn, {"engine.max_num_seqs": max_num_seqs, "run.steps": min(scn.run.steps, steps), "run.until_target": False}
     )
 
 

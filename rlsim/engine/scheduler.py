@@ -15,7 +15,7 @@ __all__ = ["SchedulerRules"]
 @dataclass(frozen=True)
 class SchedulerRules:
     """How the engine schedules and pages (module docstring). The defaults are rlsim's earlier token-level rules;
-    :meth:`rlsim.scenario.Scenario.scheduler_rules` gives an engine's own."""
+    :func:`rlsim.scenario.rules.scheduler_rules` gives an engine's own."""
 
     block_size: int = 1
     chunked_prefill: bool = False

@@ -41,7 +41,7 @@ from typing import Any
 from rlsim.frameworks import openrlhf, registry
 from rlsim.frameworks.config_import import ImportConfigError, framework_flat, import_config, mapping_table
 from rlsim.frameworks.emit_keys import _MISSING, EmitError, _Ctx
-from rlsim.scenario.schema import Scenario
+from rlsim.schema.scenario import Scenario
 
 
 def _hydra(fmt: str) -> bool:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlsim.errors import RlsimError
-from rlsim.scenario.schema import Scenario
+from rlsim.schema.scenario import Scenario
 from rlsim.workload.lr_rules import lr_for_batch
 
 _MISSING = object()

@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlsim.scenario import MetricCurve
+from rlsim.learning.curve import metric_at
+from rlsim.schema import MetricCurve
 
 __all__ = ["informative_share", "sample_value", "group_multiplier"]
 
@@ -86,7 +87,6 @@ def group_multiplier(
     """N*(G) / N*(G_ref) along ``curve`` up to ``reference_samples`` (module docstring)."""
     if group_size == reference_group_size:
         return 1.0
-    from rlsim.learning.model import metric_at
 
     u = (np.arange(POINTS) + 0.5) * (reference_samples / POINTS)
     p = metric_at(curve, u)

@@ -83,7 +83,7 @@ import numpy as np
 from rlsim.errors import RlsimError
 from rlsim.learning.groups import group_multiplier
 from rlsim.learning.staleness import retained_gain, with_staleness
-from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
+from rlsim.schema import BatchMultiplier, Learning, MetricCurve
 from rlsim.workload.lr_rules import lr_scale
 
 
@@ -100,26 +100,6 @@ def lr_multiplier(learning: Learning, batch: float) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- curve
-
-
-def sigmoid_fraction(
-    samples: np.ndarray | float, mid_samples: np.ndarray | float, exponent: np.ndarray | float
-) -> np.ndarray:
-    """``1 / (1 + (S_mid / S)^b)``: the share of the gain A - R0 that ScaleRL's curve has made after S samples.
-
-    The one definition of the curve's shape (:func:`metric_at` and calibrate's sigmoid fit use it): 0 at S <= 0,
-    1/2 at S_mid, rising to 1. The arguments broadcast against each other like numpy arrays; a power that
-    overflows reads as its limit (0 well before S_mid, 1 well after)."""
-    s = np.asarray(samples, dtype=float)
-    with np.errstate(divide="ignore", over="ignore"):
-        frac = 1.0 / (1.0 + np.power(mid_samples / np.maximum(s, 1e-300), exponent))
-    return np.where(s > 0, frac, 0.0)[()]
-
-
-def metric_at(curve: MetricCurve, samples: np.ndarray | float, multiplier: float = 1.0) -> np.ndarray:
-    """R(S / m): the metric after ``samples`` cumulative samples for a configuration with multiplier m."""
-    s = np.asarray(samples, dtype=float) / multiplier
-    return curve.initial + (curve.asymptote - curve.initial) * sigmoid_fraction(s, curve.mid_samples, curve.exponent)
 
 
 def mid_samples_through(initial: float, asymptote: float, exponent: float, samples: float, target: float) -> float:

@@ -33,7 +33,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from rlsim.scenario import MetricCurve
+from rlsim.schema import MetricCurve
 
 __all__ = ["StalenessLoss", "LOSSES", "form_of", "retained_gain", "with_staleness"]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlsim.errors import ScenarioError
-from rlsim.scenario import Scenario
+from rlsim.schema import Scenario
 from rlsim.workload.lr_rules import lr_for_batch
 
 PAPER = {

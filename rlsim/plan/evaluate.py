@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from rlsim.errors import RlsimError
 from rlsim.run.profile import profile_from_dict
 from rlsim.run.result import SimResult
-from rlsim.scenario import Scenario
+from rlsim.schema import Scenario
 
 if TYPE_CHECKING:
     from rlsim.run.reuse import Reuse

@@ -35,7 +35,7 @@ from rlsim.plan.bound import Pruning
 from rlsim.plan.evaluate import evaluate_full, evaluate_groups, forget_reuse
 from rlsim.plan.space import Config, Space, baseline_config, build_space, configurations
 from rlsim.run.profile import Profile
-from rlsim.scenario import Scenario
+from rlsim.schema import Scenario
 
 if TYPE_CHECKING:
     import pandas as pd

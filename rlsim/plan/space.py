@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlsim.errors import ScenarioError
-from rlsim.scenario import Scenario
+from rlsim.schema import Scenario
 from rlsim.workload.lr_rules import LR_RULES
 
 P_EXPONENTS = range(-2, 6)  # P x 2^k

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rlsim.engine.rollout import RolloutResult
-from rlsim.scenario import Scenario
+from rlsim.schema import Scenario
 from rlsim.workload.lengths import progress, sample_step
 
 if TYPE_CHECKING:

@@ -34,8 +34,9 @@ import numpy as np
 from rlsim import catalog
 from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients
 from rlsim.phases import Phase
-from rlsim.scenario import Costs, ModelSpec, Scenario
-from rlsim.scenario.specs import small_kernel_time_factor
+from rlsim.scenario import engine_behaviour
+from rlsim.schema import Costs, ModelSpec, Scenario
+from rlsim.schema.specs import small_kernel_time_factor
 from rlsim.trainer import sync, training
 
 
@@ -89,7 +90,7 @@ def engine_coefficients(scenario: Scenario) -> dict:
     out = {k: getattr(scenario.costs, k) for k in ENGINE_KEYS}
     out["cpu_overlap"] = scenario.engine.cpu_overlap
     out["gpu_scaled"] = ()
-    name = scenario.engine_behaviour
+    name = engine_behaviour(scenario)
     if name is not None:
         entry = catalog.engine(name)
         out.update({k: float(entry[k]) for k in ENGINE_KEYS if k in entry})

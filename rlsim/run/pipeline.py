@@ -40,7 +40,8 @@ from rlsim.run.pools import (
     Span,
     add_utilization,
 )
-from rlsim.scenario import Scenario
+from rlsim.scenario import scheduler_rules
+from rlsim.schema import Scenario
 from rlsim.workload.lr_rules import lr_for_batch
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ def _generations(st: _State):
             decode,
             prefill,
             [0.0] * len(requests) if streaming else call_overheads,
-            s.scheduler_rules,
+            scheduler_rules(s),
             st.reuse.rollouts if st.reuse is not None else None,
         )
         return sampled, overheads, held, calls, scored, pending

@@ -9,7 +9,7 @@ import numpy as np
 
 from rlsim.io.records import RunLogRecord
 from rlsim.phases import Phase
-from rlsim.scenario import Scenario
+from rlsim.schema import Scenario
 
 ROLLOUT_POOL = "rollout_pool"
 TRAIN_POOL = "train_pool"

@@ -50,7 +50,8 @@ from typing import Any
 
 from rlsim.errors import ProfileError, ScenarioError
 from rlsim.phases import Phase
-from rlsim.scenario import Costs, Scenario, apply_overrides, check_bounds, from_dict
+from rlsim.scenario import apply_overrides, check_bounds, from_dict, with_overrides
+from rlsim.schema import Costs, Scenario
 
 SCHEMA = "rlsim-profile"
 SCHEMA_VERSION = 2
@@ -170,9 +171,9 @@ class Profile:
         result is validated once."""
         mine = self.fitted_overrides(overrides, keep)
         if not mine:
-            return scn.with_overrides(overrides) if overrides else scn
+            return with_overrides(scn, overrides) if overrides else scn
         try:
-            return scn.with_overrides({**mine, **(overrides or {})})
+            return with_overrides(scn, {**mine, **(overrides or {})})
         except ScenarioError as exc:
             if overrides:  # an error may be the user's as much as the profile's: report the field as is
                 raise

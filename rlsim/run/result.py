@@ -35,7 +35,7 @@ from rlsim.learning.model import reach_within, stall_at
 from rlsim.learning.target import TimeToTarget, time_at_samples
 from rlsim.phases import TIMED_PHASES
 from rlsim.run.pools import CPU, Span, pool_gpus
-from rlsim.scenario import Scenario
+from rlsim.schema import Scenario
 
 if TYPE_CHECKING:  # pandas is imported by the tables that need it (rlsim.io.runlog.to_frame), not by `rlsim run --json`
     import pandas as pd

@@ -13,7 +13,7 @@ from collections import OrderedDict
 import numpy as np
 
 from rlsim.engine.rollout import RolloutMemo
-from rlsim.scenario.sections import Workload
+from rlsim.schema.sections import Workload
 from rlsim.workload.lengths import sample_step
 
 KEPT_DRAWS = 32  # steps' sampled lengths a Reuse keeps (a plan's screen runs draw the same few steps a workload)

@@ -15,21 +15,23 @@ from typing import Any
 
 from rlsim.errors import ScenarioError
 from rlsim.host.footprint import Footprint, check, estimate
-from rlsim.learning.model import LearningModelError, SamplesToTarget, ceiling_spread, metric_at, samples_to_target
+from rlsim.learning.curve import metric_at
+from rlsim.learning.model import LearningModelError, SamplesToTarget, ceiling_spread, samples_to_target
 from rlsim.learning.target import band, learning_spread, steps_for_samples, time_to_target
 from rlsim.run.batches import window
 from rlsim.run.profile import Profile, fitted_error, load_profile, operating_point
 from rlsim.run.result import SimResult
 from rlsim.run.timeline import Timeline, Timelines, prefix_exact
 from rlsim.scenario import (
-    Scenario,
     apply_overrides,
     as_overrides,
     from_dict,
     load_scenario,
     read_scenario,
     software,
+    with_overrides,
 )
+from rlsim.schema import Scenario
 from rlsim.workload.lr_rules import lr_for_batch
 
 
@@ -50,7 +52,7 @@ def configure(
     if isinstance(scenario, Scenario):  # already valid: one more validation, with everything added at once
         if profile is not None:
             return profile.with_fitted(scenario, over, keep=explicit)
-        return scenario.with_overrides(over) if over else scenario
+        return with_overrides(scenario, over) if over else scenario
     if profile is None and not isinstance(scenario, dict):
         return load_scenario(scenario, over)  # a file and --set: validated together, as rlsim run always did
     raw = scenario if isinstance(scenario, dict) else read_scenario(scenario)

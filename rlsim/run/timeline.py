@@ -26,7 +26,7 @@ from rlsim.run.costs import RooflineCostModel
 from rlsim.run.pipeline import run_pipeline
 from rlsim.run.pools import Span, add_utilization
 from rlsim.run.reuse import Reuse
-from rlsim.scenario import Run, Scenario
+from rlsim.schema import Run, Scenario
 
 # run fields the pipeline never reads (the step count is the request's, not the key's)
 _NOT_SYSTEMS_RUN = ("steps", "until_target", "max_steps", "band_seeds")

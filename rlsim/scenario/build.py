@@ -18,8 +18,10 @@ from typing import Any, Literal, Union
 from rlsim import catalog
 from rlsim.errors import ScenarioError, suggest
 from rlsim.scenario import validation
-from rlsim.scenario.schema import Scenario, to_plain
-from rlsim.scenario.specs import GPUSpec, ModelSpec
+from rlsim.scenario.overrides import apply_overrides, as_overrides
+from rlsim.schema.scenario import Scenario, to_plain
+from rlsim.schema.sections import Learning
+from rlsim.schema.specs import GPUSpec, ModelSpec
 
 
 def from_dict(raw: dict[str, Any]) -> Scenario:
@@ -36,12 +38,15 @@ def from_dict(raw: dict[str, Any]) -> Scenario:
     return scenario
 
 
+def with_overrides(s: Scenario, overrides: dict[str, Any] | list[str]) -> Scenario:
+    """A new scenario: ``s`` with dotted-key overrides applied (``{"workload.prompts_per_step": 256}`` or
+    ``["workload.prompts_per_step=256"]``), validated once."""
+    return from_dict(apply_overrides(s.to_dict(), as_overrides(overrides)))
+
+
 def with_learning(s: Scenario, overrides: dict[str, Any]) -> Scenario:
     """``s`` with ``learning.*`` overrides applied: only the learning section is rebuilt and validated (no other
     rule reads it), what a sweep over LR rules needs a thousand times. Any other key is refused (a bug)."""
-    from rlsim.scenario.overrides import apply_overrides
-    from rlsim.scenario.sections import Learning
-
     if any(not k.startswith("learning.") for k in overrides):
         raise ValueError(f"with_learning takes learning.* keys only, not {sorted(overrides)}")
     raw = apply_overrides({"learning": to_plain(s.learning)}, overrides)
@@ -92,8 +97,6 @@ def check_key_path(key: str, value: Any = None) -> None:
     """Refuse a dotted scenario key (``--grid``, ``--set``, decide's sides) whose path names no field, before any
     work, with the nearest known key; a path below a field that is not a section (a mapping such as plan.prices,
     a list) is not checked further."""
-    from rlsim.scenario.schema import Scenario
-
     cls: Any = Scenario
     done: list[str] = []
     for part in key.split("."):

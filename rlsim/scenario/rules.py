@@ -15,13 +15,13 @@ from rlsim.engine.scheduler import SchedulerRules
 from rlsim.scenario import software
 
 if TYPE_CHECKING:
-    from rlsim.scenario.schema import Scenario
+    from rlsim.schema.scenario import Scenario
 
 
 def scheduler_rules(s: Scenario) -> SchedulerRules:
     """The engine's scheduling and paging rules: engine fields, else the named behaviour's, else vLLM V1's."""
     eng = s.engine
-    name = s.engine_behaviour  # engine.behaviour, else what the software section selects
+    name = software.behaviour(s)  # engine.behaviour, else what the software section selects
     entry = catalog.engine(name) if name is not None else {}
 
     def pick(name: str, default: Any) -> Any:

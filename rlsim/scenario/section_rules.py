@@ -10,8 +10,8 @@ import dataclasses
 import math
 
 from rlsim.errors import ScenarioError
-from rlsim.scenario.sections import Learning, Workload
-from rlsim.scenario.specs import DTYPE_BYTES, ModelSpec
+from rlsim.schema.sections import Learning, Workload
+from rlsim.schema.specs import DTYPE_BYTES, ModelSpec
 
 
 def validate_model(m: ModelSpec, path: str) -> None:

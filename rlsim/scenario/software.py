@@ -25,7 +25,7 @@ from rlsim.catalog import LOADER
 from rlsim.errors import ScenarioError
 
 if TYPE_CHECKING:
-    from rlsim.scenario.schema import Scenario
+    from rlsim.schema.scenario import Scenario
 
 
 @cache

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 from rlsim import catalog
 from rlsim.errors import ScenarioError, suggest
 from rlsim.scenario import software
+from rlsim.scenario.rules import scheduler_rules
 from rlsim.scenario.section_rules import validate_learning, validate_lengths, validate_model
 from rlsim.trainer import memory as training_memory
 
 if TYPE_CHECKING:
-    from rlsim.scenario.schema import Scenario
+    from rlsim.schema.scenario import Scenario
 
 
 def validate(s: Scenario) -> None:
@@ -205,7 +206,7 @@ def _validate_engine_memory(s: Scenario) -> None:
             f"over the engine's {budget / 1e9:.1f} GB on {hw.gpu.name}",
             "raise engine.tensor_parallel_size, use a larger GPU or a smaller model",
         )
-    rules = s.scheduler_rules
+    rules = scheduler_rules(s)
     if rules.chunked_prefill and rules.max_num_batched_tokens < eng.max_num_seqs:
         raise ScenarioError(
             "engine.max_num_batched_tokens",

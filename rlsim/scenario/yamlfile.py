@@ -13,7 +13,7 @@ from rlsim.errors import ScenarioError
 from rlsim.io.files import load_yaml, read_text
 from rlsim.scenario.build import from_dict
 from rlsim.scenario.overrides import apply_overrides, as_overrides
-from rlsim.scenario.schema import Scenario
+from rlsim.schema.scenario import Scenario
 
 
 def load_scenario(path: str | Path, overrides: list[str] | dict[str, Any] | None = None) -> Scenario:

@@ -27,7 +27,7 @@ from rlsim.trainer.training import (
 )
 
 if TYPE_CHECKING:
-    from rlsim.scenario import ModelSpec, Scenario, Workload
+    from rlsim.schema import ModelSpec, Scenario, Workload
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from rlsim.trainer.memory import memory
 from rlsim.trainer.training import layout_of, link_bandwidth
 
 if TYPE_CHECKING:
-    from rlsim.scenario import Scenario
+    from rlsim.schema import Scenario
 
 
 @dataclass(frozen=True)

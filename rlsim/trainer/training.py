@@ -54,7 +54,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rlsim.scenario import ModelSpec, Scenario
+    from rlsim.schema import ModelSpec, Scenario
 
 ADAM_BYTES_PER_PARAM = 28.0  # fp32 master, m, v read+write, bf16 grad read, bf16 weight write
 OFFLOAD_BYTES_PER_PARAM = 6.0  # fp32 gradient to the host, bf16 parameter back

@@ -19,7 +19,7 @@ import numpy as np
 from rlsim.workload.lr_rules import lr_scale
 
 if TYPE_CHECKING:
-    from rlsim.scenario import Drift, Learning, LengthDist, Workload
+    from rlsim.schema import Drift, Learning, LengthDist, Workload
 
 
 def dist_mean(d: LengthDist) -> float:

@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING, Literal, get_args
 
 if TYPE_CHECKING:
-    from rlsim.scenario.sections import Learning
+    from rlsim.schema.sections import Learning
 
 LrRule = Literal["sqrt", "linear", "none"]
 LR_RULES: tuple[str, ...] = get_args(LrRule)

@@ -12,8 +12,9 @@ import pytest
 
 from calibrate.errors import CalibrateError
 from calibrate.learning_fit.groups import ShareSteps, fit_concentration, fit_groups, median_reached
+from rlsim.learning.curve import metric_at
 from rlsim.learning.groups import group_multiplier, informative_share
-from rlsim.learning.model import metric_at, reference_samples_to_target
+from rlsim.learning.model import reference_samples_to_target
 from rlsim.scenario import MetricCurve
 from tests.conftest import ROOT
 

@@ -12,7 +12,7 @@ import pytest
 
 from calibrate.errors import CalibrateError
 from calibrate.learning_fit.staleness import fit_staleness, profile_learning, run_staleness
-from rlsim.learning.model import metric_at
+from rlsim.learning.curve import metric_at
 from rlsim.learning.staleness import retained_gain, with_staleness
 from rlsim.scenario import MetricCurve
 from tests.conftest import ROOT

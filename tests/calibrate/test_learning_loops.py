@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rlsim.io.records import run_log_record
-from rlsim.learning.model import metric_at
+from rlsim.learning.curve import metric_at
 from rlsim.scenario import MetricCurve
 from tests.conftest import ROOT
 

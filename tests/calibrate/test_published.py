@@ -11,7 +11,7 @@ import pytest
 from calibrate.cli import main
 from calibrate.published import costs_set, dev_set_path, evaluate, predict_row, read_rows, summarize
 from rlsim.frameworks.nemo_rl import NotExpressible, scenario_from_recipe
-from rlsim.scenario import from_dict
+from rlsim.scenario import engine_behaviour, from_dict
 
 
 @pytest.fixture(scope="module")
@@ -184,13 +184,13 @@ def test_generation_row_mapping():
     }
     raw = gen.scenario_for_row(row)
     scn = from_dict(raw)
-    assert raw["engine"]["precision"] == "fp8" and scn.engine_behaviour == "vllm-0.5"
+    assert raw["engine"]["precision"] == "fp8" and engine_behaviour(scn) == "vllm-0.5"
     assert raw["engine"]["max_num_seqs"] == 256 and raw["hardware"]["num_gpus"] == 2
     assert gen.bench_load(row["concurrency"]) == gen.BenchLoad("burst", 320)
     # a release the software catalog lacks takes the nearest known at or below it, and the row says so
     (later,) = gen.evaluate(pd.DataFrame([{**row, "engine_version": "v0.6.0", "file": "x.csv", "row": 0}]))
     assert later.expressed and "vllm 0.6.0 is not in rlsim's software catalog: using 0.5.4" in later.reason
-    assert from_dict(gen.scenario_for_row({**row, "engine_version": "0.11.2"})).engine_behaviour == "vllm-v1"
+    assert engine_behaviour(from_dict(gen.scenario_for_row({**row, "engine_version": "0.11.2"}))) == "vllm-v1"
     with pytest.raises(NotExpressible, match="names no vLLM release"):
         gen.scenario_for_row({**row, "engine_version": "nightly"})
     # the ShareGPT draw respects the benchmark's filter

@@ -9,6 +9,7 @@ import rlsim
 from rlsim import catalog
 from rlsim.engine.iteration import decode_iteration_s
 from rlsim.run.costs import RooflineCostModel, moe_weight_fraction
+from rlsim.scenario import scheduler_rules, with_overrides
 from tests.conftest import SCENARIOS
 
 
@@ -68,7 +69,7 @@ def test_moe_reads_more_experts_as_batch_grows():
 
 def test_tensor_parallel_adds_bandwidth_and_communication():
     s1 = rlsim.load_scenario(SCENARIOS / "dense8b_h100_colocated.yaml")
-    s2 = s1.with_overrides({"engine.tensor_parallel_size": 2})
+    s2 = with_overrides(s1, {"engine.tensor_parallel_size": 2})
     d1 = RooflineCostModel.from_scenario(s1).decode_coefficients()
     d2 = RooflineCostModel.from_scenario(s2).decode_coefficients()
     assert d2.mem_intercept_s[1] == pytest.approx(d1.mem_intercept_s[1] / 2)
@@ -132,7 +133,7 @@ def test_rollout_host_overhead_grows_with_the_responses():
     assert cost.rollout_overhead_s(0) == pytest.approx(0.25)
     assert cost.rollout_overhead_s(512) == pytest.approx(0.25 + 0.512)
     base = rlsim.simulate(scn).summary()["phase_time_s"]["rollout"]
-    more = rlsim.simulate(scn.with_overrides({"costs.rollout_s_per_sample": 0.001})).summary()["phase_time_s"]
+    more = rlsim.simulate(with_overrides(scn, {"costs.rollout_s_per_sample": 0.001})).summary()["phase_time_s"]
     b = scn.workload.prompts_per_step * scn.workload.group_size
     assert more["rollout"] - base == pytest.approx(0.001 * b, rel=1e-6)
 
@@ -209,7 +210,7 @@ def test_expert_parallel_shards_experts_over_dp_ranks_by_hand():
     # a rank streams its half of the touched experts at the expert GEMMs' share of the dense bandwidth
     moe = ep.costs.moe_decode_memory_efficiency_factor
     assert d.mem_intercept_s[b] == pytest.approx((dense + experts * frac / 2 / moe) / bw)
-    slow = ep.with_overrides({"costs.moe_decode_memory_efficiency_factor": moe / 2})
+    slow = with_overrides(ep, {"costs.moe_decode_memory_efficiency_factor": moe / 2})
     d_slow = RooflineCostModel.from_scenario(slow).decode_coefficients()
     assert d_slow.mem_intercept_s[b] - d.mem_intercept_s[b] == pytest.approx(experts * frac / 2 / moe / bw)
     d_tp = RooflineCostModel.from_scenario(tp).decode_coefficients()
@@ -229,18 +230,20 @@ def test_dp_attention_without_expert_parallel_is_refused():
 def test_scheduler_rules_resolution():
     """Engine fields win, then the named behaviour, then vLLM V1's defaults (budget by GPU memory)."""
     s = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
-    r = s.scheduler_rules
+    r = scheduler_rules(s)
     assert (r.block_size, r.chunked_prefill, r.prefix_caching, r.max_num_batched_tokens) == (16, True, True, 16384)
-    old = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"engine.behaviour": "vllm-0.5"}).scheduler_rules
+    old = scheduler_rules(rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"engine.behaviour": "vllm-0.5"}))
     w = s.workload
     assert (old.chunked_prefill, old.prefix_caching, old.block_size) == (False, False, 16)
     assert old.max_num_batched_tokens == max(w.max_prompt_tokens + w.max_response_tokens, 2048)
-    mine = rlsim.load_scenario(
-        SCENARIOS / "paper_grpo.yaml",
-        {"engine.behaviour": "vllm-0.5", "engine.chunked_prefill": True, "engine.max_num_batched_tokens": 4096},
-    ).scheduler_rules
+    mine = scheduler_rules(
+        rlsim.load_scenario(
+            SCENARIOS / "paper_grpo.yaml",
+            {"engine.behaviour": "vllm-0.5", "engine.chunked_prefill": True, "engine.max_num_batched_tokens": 4096},
+        )
+    )
     assert (mine.chunked_prefill, mine.max_num_batched_tokens) == (True, 4096)
-    a100 = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"hardware.gpu": "A100-80GB"}).scheduler_rules
+    a100 = scheduler_rules(rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"hardware.gpu": "A100-80GB"}))
     assert a100.max_num_batched_tokens == 8192
     with pytest.raises(rlsim.ScenarioError, match="engine.max_num_batched_tokens"):
         rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"engine.max_num_batched_tokens": 8})

@@ -13,7 +13,7 @@ import yaml
 
 from rlsim.frameworks.config_import import import_config
 from rlsim.frameworks.emit import EmitError, emit, parse_emitted_overrides, write_emitted
-from rlsim.scenario import from_dict, parse_overrides
+from rlsim.scenario import from_dict, parse_overrides, with_overrides
 from rlsim.workload.lr_rules import lr_for_batch
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
@@ -187,7 +187,7 @@ def _knobs(s):
 @pytest.mark.parametrize(("fmt", "path", "sets", "plan"), CASES, ids=IDS)
 def test_round_trip_gives_the_plans_knobs_back(fmt, path, sets, plan):
     original = _imported(fmt, path, sets)
-    planned = original.with_overrides(plan)
+    planned = with_overrides(original, plan)
     assert _knobs(planned) != _knobs(original)
     emitted = emit(fmt, planned, original=path, framework_set=sets)
     assert emitted.patch and emitted.overrides

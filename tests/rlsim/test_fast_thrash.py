@@ -23,6 +23,7 @@ from rlsim.engine.kernel import (
     STAT_PREEMPTIONS,
     STAT_RECOMPUTED_TOKENS,
 )
+from rlsim.scenario import scheduler_rules
 from tests.conftest import SCENARIOS
 from tests.rlsim.thrash_steps import CASES, recorded_step, run
 
@@ -269,7 +270,7 @@ def test_fast_is_exact_while_the_engine_never_preempts():
 
 def test_the_scenario_field_selects_the_model_and_refuses_a_typo():
     s = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"engine.thrash_model": "fast"})
-    assert s.scheduler_rules.fast_thrash
-    assert not rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml").scheduler_rules.fast_thrash
+    assert scheduler_rules(s).fast_thrash
+    assert not scheduler_rules(rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")).fast_thrash
     with pytest.raises(rlsim.ScenarioError, match="engine.thrash_model"):
         rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"engine.thrash_model": "fastt"})

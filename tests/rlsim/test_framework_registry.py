@@ -10,7 +10,7 @@ from rlsim.cli import main
 from rlsim.frameworks import registry
 from rlsim.frameworks.config_import import import_config
 from rlsim.frameworks.emit import emit, parse_emitted_overrides
-from rlsim.scenario import from_dict
+from rlsim.scenario import from_dict, with_overrides
 
 TOY = Path(__file__).parent / "fixtures" / "toyrl"
 
@@ -50,7 +50,7 @@ def test_a_new_framework_is_its_module_and_fixtures(toyrl, tmp_path, capsys):
     assert (scn.workload.prompts_per_step, scn.workload.group_size, scn.model.name) == (8, 4, "Qwen2.5-0.5B")
     out = tmp_path / "s.yaml"
     assert main(["import-config", "--format", "toyrl", str(TOY / "toyrl.yaml"), "-o", str(out)]) == 0
-    planned = scn.with_overrides({"workload.prompts_per_step": 32})
+    planned = with_overrides(scn, {"workload.prompts_per_step": 32})
     emitted = emit("toyrl", planned, original=TOY / "toyrl.yaml")
     assert emitted.patch == {"prompts": 32} and emitted.overrides == ["--prompts 32"]
     back = from_dict(

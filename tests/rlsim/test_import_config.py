@@ -14,7 +14,7 @@ from rlsim.cli import main
 from rlsim.frameworks import nemo_rl, openrlhf, trl, verl
 from rlsim.frameworks.config_import import ImportConfigError, Source, import_config
 from rlsim.run.simulation import simulate
-from rlsim.scenario import from_dict, load_scenario
+from rlsim.scenario import engine_behaviour, from_dict, load_scenario
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
 VERL_GRPO = CONFIGS / "verl_grpo_qwen3_8b.yaml"
@@ -581,7 +581,7 @@ def test_nemo_rl_import_is_the_published_mapping():
     mine_s = _scenario("nemo-rl", NEMO_LLAMA, sets)
     # the row's release selects the behaviour (software section); the recipe YAML, of no release, names it
     assert published_s.software.framework_version == "0.5.0" and mine_s.engine.behaviour == "vllm-v1"
-    assert mine_s.engine_behaviour == published_s.engine_behaviour == "vllm-v1"
+    assert engine_behaviour(mine_s) == engine_behaviour(published_s) == "vllm-v1"
     mine, published = mine_s.to_dict(), published_s.to_dict()
     mine["engine"]["behaviour"] = published["engine"]["behaviour"]
     for section in ("engine", "algorithm", "schedule", "weight_sync"):

@@ -5,15 +5,14 @@ import math
 import numpy as np
 import pytest
 
+from rlsim.learning.curve import metric_at, sigmoid_fraction
 from rlsim.learning.model import (
     LearningModelError,
     batch_multiplier,
     lr_multiplier,
-    metric_at,
     mid_samples_through,
     reference_samples_to_target,
     samples_to_target,
-    sigmoid_fraction,
 )
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 

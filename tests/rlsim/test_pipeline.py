@@ -7,6 +7,7 @@ import pytest
 
 import rlsim
 from rlsim.phases import TIMED_PHASES
+from rlsim.scenario import with_overrides
 from tests.conftest import SCENARIOS
 
 
@@ -96,7 +97,7 @@ def test_ppo_adds_critic_phases():
     assert t["values"] > 0 and t["train_critic"] > 0
     # the critic is priced as the policy's architecture (the same passes), scaled by its own fitted factors
     assert t["values"] == pytest.approx(t["old_logprob"]) and t["train_critic"] == pytest.approx(t["train_actor"])
-    scaled = s.with_overrides({"costs.critic_forward_time_scale": 0.5, "costs.critic_train_time_scale": 0.8})
+    scaled = with_overrides(s, {"costs.critic_forward_time_scale": 0.5, "costs.critic_train_time_scale": 0.8})
     u = rlsim.simulate(scaled).records[0]["timing_s"]
     assert u["values"] == pytest.approx(0.5 * t["values"])
     assert u["train_critic"] == pytest.approx(0.8 * t["train_critic"])
@@ -111,7 +112,7 @@ def test_more_epochs_and_minibatches_cost_more_training():
 
 def test_response_length_drift_lengthens_rollouts():
     s = _load("small_1gpu", **{"run.steps": 10})
-    drift = s.with_overrides({"workload.response_length_drift": {"final_mean_tokens": 1000, "over_samples": 2560}})
+    drift = with_overrides(s, {"workload.response_length_drift": {"final_mean_tokens": 1000, "over_samples": 2560}})
     a, b = rlsim.simulate(s).steps, rlsim.simulate(drift).steps
     # mean of uniform 64..1024 is 544; drifting to 1000 over 10 steps of 256 samples (clipped at 1024)
     assert b["response_tokens"].iloc[-1] > 1.4 * a["response_tokens"].iloc[-1]

@@ -16,6 +16,7 @@ from rlsim.plan import PlanError, pareto_front, plan
 from rlsim.plan.explain import explain
 from rlsim.plan.space import _splits, baseline_config, build_space, configurations
 from rlsim.run.simulation import configure
+from rlsim.scenario import with_overrides
 from rlsim.scenario.build import with_learning
 from tests.conftest import SCENARIOS
 
@@ -345,7 +346,8 @@ def test_emit_works_for_an_import_that_needed_set_items(tmp_path):
 def test_a_colocated_only_option_is_reset_for_other_schedules(paper):
     """weight_sync.offload_trainer (colocated only) set on the scenario: the colocated candidates keep it, the
     separate and async ones take it off instead of being pruned for it."""
-    colocated = paper.with_overrides(
+    colocated = with_overrides(
+        paper,
         {
             "schedule.mode": "sync-colocated",
             "schedule.max_staleness": 0,
@@ -353,7 +355,7 @@ def test_a_colocated_only_option_is_reset_for_other_schedules(paper):
             "hardware.rollout_gpus": None,
             "hardware.train_gpus": None,
             "weight_sync.offload_trainer": True,
-        }
+        },
     )
     space = build_space(colocated, grid={"workload.prompts_per_step": [128], "engine.tensor_parallel_size": [8]})
     configs = configurations(space)
@@ -362,7 +364,7 @@ def test_a_colocated_only_option_is_reset_for_other_schedules(paper):
     for c in configs:
         assert c.overrides.get("weight_sync.offload_trainer", True) == (c.labels["schedule"] == "colocated")
         try:
-            s = colocated.with_overrides(c.overrides)
+            s = with_overrides(colocated, c.overrides)
         except ScenarioError as exc:  # a split too small for the trainer, never the option
             assert "offload_trainer" not in str(exc)
             continue

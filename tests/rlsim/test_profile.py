@@ -9,6 +9,7 @@ import pytest
 import rlsim
 from rlsim.errors import ProfileError
 from rlsim.run.profile import load_profile, profile_from_dict
+from rlsim.scenario import with_overrides
 from tests.conftest import SCENARIOS
 
 PROV = {
@@ -210,11 +211,11 @@ def test_explicit_overrides_and_sweep_grids_win_over_a_learning_profile(tmp_path
     # the Python API: overrides and explicit keys win, nothing else is touched
     assert rlsim.simulate(scn, profile=prof).scenario.learning.target == 0.6
     assert rlsim.simulate(scn, profile=prof, overrides={"learning.target": 0.4}).scenario.learning.target == 0.4
-    mine = scn.with_overrides({"learning.metric": LEARNING["metric"], "learning.target": 0.45})
+    mine = with_overrides(scn, {"learning.metric": LEARNING["metric"], "learning.target": 0.45})
     kept = rlsim.simulate(mine, profile=prof, explicit=["learning.target"]).scenario.learning
     assert kept.target == 0.45 and kept.batch_multiplier == prof.with_fitted(scn).learning.batch_multiplier
     # a key inside a learning field keeps that whole field from the profile
-    nested = mine.with_overrides({"learning.metric.mid_samples": 7.0})
+    nested = with_overrides(mine, {"learning.metric.mid_samples": 7.0})
     got = rlsim.simulate(nested, profile=prof, explicit=["learning.metric.mid_samples"]).scenario.learning
     assert got.metric.mid_samples == 7.0 and got.target == 0.6
     # the CLI
@@ -223,12 +224,12 @@ def test_explicit_overrides_and_sweep_grids_win_over_a_learning_profile(tmp_path
         assert main([*argv, "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["target"] == float(target)
     # a sweep over the target gives one row per target, each to its own target
-    table = sweep(scn.with_overrides({"run.steps": 2}), {"learning.target": [0.4, 0.6]}, prof).table
+    table = sweep(with_overrides(scn, {"run.steps": 2}), {"learning.target": [0.4, 0.6]}, prof).table
     n = table["samples_to_target"].tolist()
     assert n[0] < n[1]
     # a target the user set on the scenario (sweep's explicit keys, from --set) is kept too
     grid = {"workload.prompts_per_step": [64]}
-    row = sweep(mine.with_overrides({"run.steps": 2}), grid, prof, explicit=["learning.target"]).table.iloc[0]
+    row = sweep(with_overrides(mine, {"run.steps": 2}), grid, prof, explicit=["learning.target"]).table.iloc[0]
     to_64 = {"workload.prompts_per_step": 64, "run.until_target": True}
     kept_run = rlsim.simulate(mine, profile=prof, overrides=to_64, explicit=["learning.target"])
     profiles_run = rlsim.simulate(mine, profile=prof, overrides=to_64)  # not explicit there: the profile's target

@@ -17,6 +17,7 @@ from rlsim.plan.search import _rollout_key
 from rlsim.run.costs import RooflineCostModel
 from rlsim.run.pipeline import run_pipeline
 from rlsim.run.reuse import Reuse
+from rlsim.scenario import scheduler_rules
 from rlsim.workload.lengths import sample_step
 from tests.conftest import SCENARIOS
 
@@ -38,7 +39,7 @@ def engine_args(s):
         decode=cost.decode_coefficients(),
         prefill=cost.prefill_coefficients(),
         overhead_s=[0.5],
-        rules=s.scheduler_rules,
+        rules=scheduler_rules(s),
     )
 
 

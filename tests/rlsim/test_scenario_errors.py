@@ -39,6 +39,7 @@ from rlsim.scenario import (
     parse_overrides,
     parse_scalar,
     split_assignment,
+    with_overrides,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -302,7 +303,7 @@ def test_set_overrides_reach_their_fields():
     assert (
         load_scenario(SMALL, {"workload.prompts_per_step": 256})
         == load_scenario(SMALL, ["workload.prompts_per_step=256"])
-        == plain.with_overrides(["workload.prompts_per_step=256"])
+        == with_overrides(plain, ["workload.prompts_per_step=256"])
     )
 
     with pytest.raises(ScenarioError, match=r"^workload\.prompts_per_step: 'many' must be an integer"):
@@ -564,7 +565,7 @@ def test_mutated_scenarios_validate_or_raise_scenario_error(raw):
         event("valid, too big to simulate")
         return
     try:
-        result = rlsim.simulate(s.with_overrides({"run.steps": 1}))
+        result = rlsim.simulate(with_overrides(s, {"run.steps": 1}))
     except (RlsimError, EngineCapacityError) as exc:
         event(f"simulate raised {type(exc).__name__}")
         return

@@ -9,7 +9,7 @@ import pytest
 import rlsim
 from rlsim.frameworks.config_import import import_config
 from rlsim.frameworks.sglang import DERIVED_MAX_RUNNING_REQUESTS
-from rlsim.scenario import from_dict
+from rlsim.scenario import engine_behaviour, from_dict, scheduler_rules
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
 
@@ -30,13 +30,13 @@ def scn(gpu="H100-SXM", **engine):
 )
 def test_chunked_prefill_size_follows_the_gpus_memory(gpu, budget):
     """server_args.py _handle_gpu_memory_settings: 8k below 160 GiB (H100, H200), 16k above (B200), 4k below 60."""
-    rules = scn(gpu).scheduler_rules
+    rules = scheduler_rules(scn(gpu))
     assert (rules.block_size, rules.chunked_prefill, rules.prefix_caching) == (1, True, True)
     assert rules.max_num_batched_tokens == budget
 
 
 def test_the_scenarios_own_fields_win_over_sglangs_defaults():
-    rules = scn(max_num_batched_tokens=4096, block_size=16).scheduler_rules
+    rules = scheduler_rules(scn(max_num_batched_tokens=4096, block_size=16))
     assert (rules.max_num_batched_tokens, rules.block_size) == (4096, 16)
 
 
@@ -47,7 +47,7 @@ def test_sglang_overlaps_its_cpu_work_and_vllm_v1_does_not():
     base = CONFIGS.parent.parent.parent.parent / "scenarios" / "paper_grpo.yaml"
     sg = rlsim.load_scenario(base, {**over, "software.engine": "sglang", "software.engine_version": "0.5.6"})
     v1 = rlsim.load_scenario(base, {**over, "engine.behaviour": "vllm-v1"})
-    assert sg.engine_behaviour == "sglang-0.5"
+    assert engine_behaviour(sg) == "sglang-0.5"
     t_sg, t_v1 = (sum(r["timing_s"]["rollout"] for r in rlsim.simulate(x).steady_records) for x in (sg, v1))
     assert t_sg < t_v1
 

@@ -9,7 +9,7 @@ import pytest
 from rlsim import catalog
 from rlsim.errors import ScenarioError
 from rlsim.run.costs import RooflineCostModel
-from rlsim.scenario import from_dict, software
+from rlsim.scenario import engine_behaviour, from_dict, scheduler_rules, software, with_overrides
 
 BASE = {"model": "Qwen2.5-1.5B", "hardware": {"gpu": "H100-SXM", "num_gpus": 1}}
 
@@ -20,7 +20,7 @@ def scn(**sw):
 
 def test_a_framework_release_pins_its_engine_and_behaviour():
     s = scn(framework="nemo-rl", framework_version="0.6.0")
-    assert s.engine_behaviour == "vllm-v1" and s.engine.behaviour is None  # derived, not written in
+    assert engine_behaviour(s) == "vllm-v1" and s.engine.behaviour is None  # derived, not written in
     assert software.warnings(s) == []
     assert software.resolve(s) == ("vllm-v1", [])
     assert "vllm==0.17.1" in software.table()["frameworks"]["nemo-rl"]["0.6.0"]["source"]
@@ -39,7 +39,7 @@ def test_a_framework_release_pins_its_engine_and_behaviour():
 )
 def test_the_nearest_known_release_at_or_below_else_the_earliest(version, release, behaviour):
     s = scn(engine_version=version)
-    assert s.engine_behaviour == behaviour
+    assert engine_behaviour(s) == behaviour
     warns = software.warnings(s)
     if software.parse_version(version, "x") == software.parse_version(release, "x"):
         assert warns == []
@@ -57,14 +57,14 @@ def test_the_version_changes_what_an_iteration_costs():
         v05["decode_iteration_overhead_s"] + 8 * v05["decode_per_seq_overhead_s"]
     )
     assert d_new.overhead_s[8] == pytest.approx(v1["decode_iteration_overhead_s"] + 8 * v1["decode_per_seq_overhead_s"])
-    assert not old.scheduler_rules.chunked_prefill and new.scheduler_rules.chunked_prefill
+    assert not scheduler_rules(old).chunked_prefill and scheduler_rules(new).chunked_prefill
 
 
 def test_an_explicit_behaviour_wins_and_overrides_take_effect():
     s = from_dict({**BASE, "engine": {"behaviour": "vllm-0.5"}, "software": {"engine_version": "0.11.2"}})
-    assert s.engine_behaviour == "vllm-0.5"
-    swept = scn(engine_version="0.5.4").with_overrides({"software.engine_version": "0.17.1"})
-    assert swept.engine_behaviour == "vllm-v1"
+    assert engine_behaviour(s) == "vllm-0.5"
+    swept = with_overrides(scn(engine_version="0.5.4"), {"software.engine_version": "0.17.1"})
+    assert engine_behaviour(swept) == "vllm-v1"
 
 
 @pytest.mark.parametrize(
@@ -116,7 +116,7 @@ def test_batch_limits_by_release_usage_context_and_gpu():
     assert software.batch_defaults("0.5.4", "openai_api_server", "H100-SXM") == {"max_num_seqs": 256}
     # the scheduler's default budget for a scenario that names no release: vllm.LLM's at the reference release
     h100 = from_dict({**BASE, "engine": {"behaviour": "vllm-v1"}})
-    assert h100.scheduler_rules.max_num_batched_tokens == 16384
+    assert scheduler_rules(h100).max_num_batched_tokens == 16384
 
 
 def test_a_served_v1_benchmark_row_takes_the_servers_limits():
@@ -125,10 +125,10 @@ def test_a_served_v1_benchmark_row_takes_the_servers_limits():
     row = {"model": "Meta-Llama-3.1-8B-Instruct", "tp": 1, "engine_version": "0.11.2", "concurrency": "64"}
     h100 = from_dict(gen.scenario_for_row({**row, "gpu": "H100-80GB-SXM"}))
     a100 = from_dict(gen.scenario_for_row({**row, "gpu": "A100-80GB-SXM"}))
-    assert (h100.engine.max_num_seqs, h100.scheduler_rules.max_num_batched_tokens) == (1024, 8192)
-    assert (a100.engine.max_num_seqs, a100.scheduler_rules.max_num_batched_tokens) == (256, 2048)
+    assert (h100.engine.max_num_seqs, scheduler_rules(h100).max_num_batched_tokens) == (1024, 8192)
+    assert (a100.engine.max_num_seqs, scheduler_rules(a100).max_num_batched_tokens) == (256, 2048)
     old = from_dict(gen.scenario_for_row({**row, "gpu": "H100-80GB-SXM", "engine_version": "v0.5.4"}))
-    assert old.engine.max_num_seqs == 256 and not old.scheduler_rules.chunked_prefill
+    assert old.engine.max_num_seqs == 256 and not scheduler_rules(old).chunked_prefill
 
 
 def test_nemo_rl_rows_take_the_llm_class_limit_of_their_gpu():

@@ -15,7 +15,8 @@ import math
 import pytest
 
 import rlsim
-from rlsim.learning.model import LearningModelError, metric_at, samples_to_target
+from rlsim.learning.curve import metric_at
+from rlsim.learning.model import LearningModelError, samples_to_target
 from rlsim.learning.staleness import retained_gain, with_staleness
 from rlsim.scenario import MetricCurve
 from tests.conftest import SCENARIOS

@@ -9,6 +9,7 @@ import pytest
 
 import rlsim
 from rlsim.answers.sweep import expand_grid, parse_grid, sweep
+from rlsim.scenario import with_overrides
 from tests.conftest import SCENARIOS
 
 LEARNING = {
@@ -61,7 +62,7 @@ def test_sweep_rows_and_failed_configuration():
     assert (ok["gpu_hours_to_target"] == ok["time_to_target_s"] * ok["num_gpus"] / 3600).all()
     # the same configuration simulated alone gives the same numbers
     alone = rlsim.simulate(
-        _small().with_overrides({"workload.prompts_per_step": 64, "hardware.gpu": "L40S", "run.until_target": True})
+        with_overrides(_small(), {"workload.prompts_per_step": 64, "hardware.gpu": "L40S", "run.until_target": True})
     ).summary()
     row = ok[(ok["workload.prompts_per_step"] == 64) & (ok["hardware.gpu"] == "L40S")].iloc[0]
     assert row["time_to_target_s"] == alone["time_to_target_s"]
@@ -139,7 +140,7 @@ def test_each_configuration_is_validated_once(validated):
     seen = validated
     seen.clear()  # count from here: _small's own validation is not the sweep's
     grid = {"workload.prompts_per_step": [16, 32], "run.seed": [0, 1]}
-    res = sweep(scn.with_overrides({"run.steps": 2}), grid, workers=1, screen=False)  # (finalists: validated again)
+    res = sweep(with_overrides(scn, {"run.steps": 2}), grid, workers=1, screen=False)  # (finalists: validated again)
     assert len(seen) == 1 + 2 + 4  # with_overrides above, one per grid key, one per configuration
     configs = [(s.workload.prompts_per_step, s.run.seed) for s in seen[3:]]
     assert configs == [(32, 0), (32, 1), (16, 0), (16, 1)]  # the longest (more responses) first
@@ -244,7 +245,7 @@ def test_lr_variants_whose_lengths_follow_the_learning_rate_do_not_share_a_timel
 
     paper = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
     keys = {
-        systems_key(paper.with_overrides({"learning.lr_rule": r, **lengths}))
+        systems_key(with_overrides(paper, {"learning.lr_rule": r, **lengths}))
         for r in ("sqrt", "none")
         for lengths in ({}, {"workload.length_progress": "learning_rate"})
     }

@@ -13,6 +13,7 @@ import rlsim
 from rlsim.answers.report import build_report
 from rlsim.answers.sweep import sweep
 from rlsim.run.simulation import BAND_STEPS
+from rlsim.scenario import with_overrides
 from tests.conftest import ROOT, SCENARIOS
 from tests.rlsim.test_sweep import _small, count_pipeline_runs
 
@@ -70,16 +71,16 @@ def test_an_extrapolated_curve_runs_on_to_the_target_at_the_steady_step_time(bot
 
 
 def test_screened_rows_carry_no_extrapolation_warning_and_a_capped_run_says_how_to_lift_it():
-    scn = _small().with_overrides({"workload.prompts_per_step": 8})
+    scn = with_overrides(_small(), {"workload.prompts_per_step": 8})
     screened = rlsim.run.simulation.predict(
         rlsim.run.simulation.configure(scn, None, {}), to_target=True, screen_steps=BAND_STEPS
     )
     assert screened.time_to_target.extrapolated and len(screened.records) == BAND_STEPS
     assert not any("extrapolated" in w for w in screened.warnings)
     assert len(screened.continued) == screened.time_to_target.steps_to_target - BAND_STEPS
-    capped = rlsim.simulate(scn.with_overrides({"run.until_target": True, "run.max_steps": 50}))
+    capped = rlsim.simulate(with_overrides(scn, {"run.until_target": True, "run.max_steps": 50}))
     assert any("raise run.max_steps to simulate them" in w for w in capped.warnings)
-    short = rlsim.simulate(scn.with_overrides({"run.until_target": False, "run.steps": 5}))
+    short = rlsim.simulate(with_overrides(scn, {"run.until_target": False, "run.steps": 5}))
     assert any("set run.until_target: true to simulate them" in w for w in short.warnings)
 
 
@@ -137,7 +138,7 @@ def test_a_screened_lr_rule_sweep_still_simulates_each_systems_configuration_onc
 
 
 def test_a_row_cut_by_run_max_steps_says_it_is_extrapolated_and_is_not_simulated_again():
-    capped = _small().with_overrides({"run.max_steps": 30})
+    capped = with_overrides(_small(), {"run.max_steps": 30})
     res = sweep(capped, {"workload.prompts_per_step": [8]}, workers=1, explicit=["run.max_steps"])
     row = res.table.iloc[0]
     assert row["extrapolated"] and row["simulated_steps"] == row["steps"] == 30

@@ -12,6 +12,7 @@ import pytest
 import rlsim
 from rlsim.answers.thrash import SEARCH_STEPS, thrash_free, thrash_text
 from rlsim.run.simulation import predict
+from rlsim.scenario import with_overrides
 
 SMALL = Path(__file__).resolve().parents[2] / "scenarios" / "small_1gpu.yaml"
 # Qwen2.5-0.5B with 7% of an H100's memory: 58,593 tokens of KV cache for 256 requests of up to 1,280 tokens
@@ -43,7 +44,7 @@ def test_the_max_num_seqs_that_stops_the_thrash_is_the_largest_that_does():
 
     def short(k):
         return predict(
-            scn.with_overrides({"engine.max_num_seqs": k, "run.steps": SEARCH_STEPS, "run.until_target": False})
+            with_overrides(scn, {"engine.max_num_seqs": k, "run.steps": SEARCH_STEPS, "run.until_target": False})
         )
 
     at, above = short(m), short(m + 1)

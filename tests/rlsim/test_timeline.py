@@ -16,6 +16,7 @@ from rlsim.run.pipeline import run_pipeline
 from rlsim.run.profile import profile_from_dict
 from rlsim.run.simulation import predict
 from rlsim.run.timeline import Timelines, prefix_exact, systems_key
+from rlsim.scenario import with_overrides
 from rlsim.workload.lr_rules import lr_for_batch
 from tests.conftest import SCENARIOS
 from tests.rlsim.test_profile import _profile
@@ -44,8 +45,8 @@ def _records(records) -> str:
 def test_a_shorter_run_is_the_start_of_the_longer_one(scenario, overrides, steps):
     short_n, long_n = steps
     base = rlsim.load_scenario(SCENARIOS / scenario, overrides)
-    short = base.with_overrides({"run.steps": short_n, "learning.lr_rule": "none"})
-    long = base.with_overrides({"run.steps": long_n, "learning.lr_rule": "sqrt"})
+    short = with_overrides(base, {"run.steps": short_n, "learning.lr_rule": "none"})
+    long = with_overrides(base, {"run.steps": long_n, "learning.lr_rule": "sqrt"})
     assert prefix_exact(short)
     want = run_pipeline(short, RooflineCostModel.from_scenario(short))
     cache = Timelines()
@@ -105,7 +106,7 @@ def test_no_prefix_where_a_weight_sync_waits_for_later_rollouts(staleness):
     paper scenario at P = 64). The cache simulates a shorter run anew there, and serves the same length."""
     over = {"schedule.in_flight_weight_updates": False, "schedule.max_staleness": staleness}
     base = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml", {"workload.prompts_per_step": 64, **over})
-    short, long = base.with_overrides({"run.steps": 10}), base.with_overrides({"run.steps": 20})
+    short, long = with_overrides(base, {"run.steps": 10}), with_overrides(base, {"run.steps": 20})
     assert not prefix_exact(short)
     cache = Timelines()
     records = cache.get(long).records
@@ -115,7 +116,7 @@ def test_no_prefix_where_a_weight_sync_waits_for_later_rollouts(staleness):
     assert cache.simulated == 2 and _records(got.records) == _records(run_pipeline(short)[0])
     cache.get(long)
     assert cache.simulated == 2
-    scns = [base.with_overrides({"learning.lr_rule": rule}) for rule in ("sqrt", "none")]
+    scns = [with_overrides(base, {"learning.lr_rule": rule}) for rule in ("sqrt", "none")]
     shared = Timelines()
     got_results = [predict(s, with_band=True, to_target=True, timelines=shared) for s in scns]
     want = [predict(s, with_band=True, to_target=True) for s in scns]
@@ -134,10 +135,10 @@ def test_the_systems_key_ignores_the_learning_model_and_step_count_only():
         "name": "another",
     }
     for k, v in same.items():
-        assert systems_key(paper.with_overrides({k: v})) == key, k
+        assert systems_key(with_overrides(paper, {k: v})) == key, k
     for k, v in {"run.seed": 3, "workload.prompts_per_step": 64, "engine.max_num_seqs": 128}.items():
-        assert systems_key(paper.with_overrides({k: v})) != key, k
-    slower = paper.with_overrides({"costs.decode_memory_efficiency": 0.5})
+        assert systems_key(with_overrides(paper, {k: v})) != key, k
+    slower = with_overrides(paper, {"costs.decode_memory_efficiency": 0.5})
     assert systems_key(dataclasses.replace(paper, costs=slower.costs)) != key  # a profile's costs, folded in
 
 
@@ -153,8 +154,8 @@ def test_a_run_answered_from_the_cache_is_not_estimated_again(monkeypatch):
     cache = Timelines()
     assert not cache.holds(base)
     predict(base, timelines=cache)
-    assert cache.holds(base) and cache.holds(base.with_overrides({"run.steps": 3}))
-    predict(base.with_overrides({"learning.lr_rule": "none"}), timelines=cache)
+    assert cache.holds(base) and cache.holds(with_overrides(base, {"run.steps": 3}))
+    predict(with_overrides(base, {"learning.lr_rule": "none"}), timelines=cache)
     assert len(checked) == 1 and cache.simulated == 1
-    predict(base.with_overrides({"run.steps": 5}), timelines=cache)  # longer: simulated, so checked
+    predict(with_overrides(base, {"run.steps": 5}), timelines=cache)  # longer: simulated, so checked
     assert len(checked) == 2 and cache.simulated == 2

@@ -180,7 +180,7 @@ def test_every_catalog_gpu_has_device_memory_and_sourced_factors():
 def test_vllm_05_per_sequence_and_per_rank_work_is_priced_by_the_gpu():
     """vllm-0.5's per-sequence and per-rank overheads are GPU work stated for an H100: on an A100 they take Hopper's
     SMs x boost clock over the A100's longer (132 x 1.98 / (108 x 1.41) = 1.716); the V1 behaviour's stay host CPU."""
-    from rlsim.scenario.specs import small_kernel_time_factor
+    from rlsim.schema.specs import small_kernel_time_factor
 
     v05 = catalog.engine("vllm-0.5")
     slow = 132 * 1.98 / (108 * 1.41)

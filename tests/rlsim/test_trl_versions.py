@@ -9,6 +9,7 @@ import pytest
 import rlsim
 from rlsim.frameworks import trl
 from rlsim.frameworks.config_import import ImportConfigError, import_config
+from rlsim.scenario import with_overrides
 from tests.conftest import load_script
 
 ROOT = Path(__file__).parents[2]
@@ -148,5 +149,5 @@ def test_emit_reads_an_absent_key_with_the_originals_release(tmp_path, monkeypat
     for version, written in (("0.18.0", True), ("1.9.0", False)):
         sets = [f"trl_version={version}", "max_prompt_length=null"]  # 1.9.0 has no max_prompt_length
         base = rlsim.from_dict(import_config(path, "trl", {"trl_version": version, "max_prompt_length": None}).scenario)
-        patch = emit("trl", base.with_overrides(plan), original=path, framework_set=sets).patch
+        patch = emit("trl", with_overrides(base, plan), original=path, framework_set=sets).patch
         assert (patch.get("vllm_mode") == "colocate") is written, (version, patch)

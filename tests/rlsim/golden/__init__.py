@@ -3,7 +3,7 @@ writes, kept byte for byte (every decimal number written to ``SIGNIFICANT`` sign
 change meant to leave the model alone (speed work, refactoring) can show that it did.
 
 Why the rounding: numpy picks its vectorised maths by the processor, and on a CPU with AVX-512 its ``np.power``
-(the learning curve's, rlsim.learning.model.sigmoid_fraction) differs from the AVX2 one in the last bit or two
+(the learning curve's, rlsim.learning.curve.sigmoid_fraction) differs from the AVX2 one in the last bit or two
 (seen 2026-12-04: 0.766966075133489 against 0.7669660751334891 on one step of paper_grpo, the files otherwise
 identical; the same run with ``NPY_DISABLE_CPU_FEATURES`` naming the AVX-512 features reproduced the old files).
 Twelve digits are far above that and far below any change of the model. The files as kept were checked to come

@@ -1,8 +1,8 @@
-"""The root of a scenario: :class:`Scenario` holds every section and derives what needs several of them (replicas,
-engine weight bytes per GPU, KV-cache capacity in tokens, the scheduler rules), its plain-data form and its digest.
+"""The root of a scenario: :class:`Scenario` holds every section and derives what follows from its fields alone
+(replicas, engine weight bytes per GPU, KV-cache capacity in tokens), its plain-data form and its digest.
 
-Sizes are bytes, lengths tokens. Loading and validation are in :mod:`rlsim.scenario.build` and
-:mod:`rlsim.scenario.validation`; :meth:`Scenario.with_overrides` goes through them.
+Sizes are bytes, lengths tokens. What needs the catalogs or the models (loading, validation, overrides, the engine's
+scheduler rules, the software release's behaviours) is rlsim.scenario's, above the layers it uses.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from rlsim.engine.scheduler import SchedulerRules
-from rlsim.scenario.rules import scheduler_rules
-from rlsim.scenario.sections import (
+from rlsim.schema.sections import (
     Algorithm,
     Costs,
     Engine,
@@ -27,10 +25,11 @@ from rlsim.scenario.sections import (
     Schedule,
     Software,
     Sweep,
+    Training,
+    WeightSync,
     Workload,
 )
-from rlsim.scenario.specs import ModelSpec
-from rlsim.scenario.trainer_sections import Training, WeightSync
+from rlsim.schema.specs import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -63,13 +62,6 @@ class Scenario:
         if ds is None:
             return w.responses_per_step
         return ds.prompts_per_call(w.prompts_per_step) * w.group_size * ds.rounds()
-
-    @property
-    def engine_behaviour(self) -> str | None:
-        """The named engine behaviour in force: engine.behaviour, else the one the software section selects."""
-        from rlsim.scenario import software
-
-        return software.behaviour(self)
 
     @property
     def total_gpus(self) -> int:
@@ -144,11 +136,6 @@ class Scenario:
         return max(0, int(kv_bytes // self.kv_bytes_per_token))
 
     @property
-    def scheduler_rules(self) -> SchedulerRules:
-        """The engine's scheduling and paging rules: engine fields, else the named behaviour's, else vLLM V1's."""
-        return scheduler_rules(self)
-
-    @property
     def kv_bytes_per_token(self) -> float:
         """KV-cache bytes per token of the engine's full-attention layers (the model's K/V or MLA latent, at the
         cache's element size); sliding-window layers are in :attr:`sliding_kv_bytes_per_seq`."""
@@ -184,14 +171,6 @@ class Scenario:
             cached = hashlib.sha256(text.encode()).hexdigest()[:12]
             object.__setattr__(self, "_digest", cached)
         return cached
-
-    def with_overrides(self, overrides: dict[str, Any] | list[str]) -> Scenario:
-        """A new scenario with dotted-key overrides applied (``{"workload.prompts_per_step": 256}`` or
-        ``["workload.prompts_per_step=256"]``), validated once."""
-        from rlsim.scenario.build import from_dict
-        from rlsim.scenario.overrides import apply_overrides, as_overrides
-
-        return from_dict(apply_overrides(self.to_dict(), as_overrides(overrides)))
 
 
 def _plain_json(value: Any) -> str:

@@ -1,0 +1,161 @@
+"""The import graph of rlsim, calibrate and real, read from the source with ast (nothing is imported).
+
+Each module's edges are the project modules it imports, with where the import stands: ``module`` (run when the
+module is imported), ``type`` (under ``if TYPE_CHECKING:``) or ``function`` (run when the function is called).
+``from a.b import c`` names module ``a.b.c`` when that is a module, else ``a.b`` (its ``__init__``); importing a
+package runs its ``__init__``, so a package's own imports of its submodules are edges too.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("rlsim", "calibrate", "real")
+
+
+@dataclass(frozen=True)
+class Import:
+    target: str  # a project module (dotted), or a third-party top-level name
+    where: str  # module, type or function
+    line: int
+    internal: bool
+
+
+@cache
+def modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for p in sorted((ROOT / pkg).rglob("*.py")):
+            name = ".".join(p.relative_to(ROOT).with_suffix("").parts)
+            out[name.removesuffix(".__init__")] = p
+    return out
+
+
+def _resolve(name: str) -> str | None:
+    mods = modules()
+    while name and name not in mods:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for child in node.body:
+                lines |= set(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+@cache
+def imports(module: str) -> tuple[Import, ...]:
+    """Every import of ``module``, in source order."""
+    path = modules()[module]
+    tree = ast.parse(path.read_text())
+    typed = _type_checking_lines(tree)
+    out: list[Import] = []
+
+    def add(names: list[str], node: ast.stmt, where: str) -> None:
+        for n in names:
+            target = _resolve(n)
+            if target is not None and target != module:
+                out.append(Import(target, where, node.lineno, True))
+            elif target is None:
+                out.append(Import(n.split(".")[0], where, node.lineno, False))
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                where = "function" if in_function else "type" if child.lineno in typed else "module"
+                if isinstance(child, ast.Import):
+                    add([a.name for a in child.names], child, where)
+                else:
+                    base = child.module or ""
+                    if child.level:
+                        pkg = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+                        pkg = pkg[: len(pkg) - child.level + 1]
+                        base = ".".join(pkg + ([base] if base else []))
+                    mods = modules()
+                    add([f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in child.names], child, where)
+            visit(child, inner)
+
+    visit(tree, False)
+    return tuple(out)
+
+
+def graph(kinds: tuple[str, ...] = ("module", "type", "function")) -> dict[str, set[str]]:
+    """Module -> the project modules it imports, counting the imports of the given kinds."""
+    return {m: {i.target for i in imports(m) if i.internal and i.where in kinds} for m in modules()}
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(g):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(g[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(g.get(w, ())))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return found
+
+
+def loaded_by(module: str) -> set[str]:
+    """What importing ``module`` runs: the project modules and third-party top-level names reached through
+    module-level imports, with each module's parent packages (their ``__init__`` runs first)."""
+    seen: set[str] = set()
+    third: set[str] = set()
+    todo = [module]
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        parts = m.split(".")
+        todo += [".".join(parts[:k]) for k in range(1, len(parts)) if ".".join(parts[:k]) in modules()]
+        for i in imports(m):
+            if i.where != "module":
+                continue
+            if i.internal:
+                todo.append(i.target)
+            else:
+                third.add(i.target)
+    return seen | third
