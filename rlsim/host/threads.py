@@ -10,7 +10,7 @@ and its own row of stats), so the results are the bits of one call, whatever the
 failing replica in replica order is reported, as one call reports it.
 
 How many threads: ``RLSIM_THREADS`` (a count, or ``auto``: the cores this process may run on, the default). A
-process pool that runs configurations in parallel (rlsim.answers.sweep.run_tasks) gives each worker its share of the
+process pool that runs configurations in parallel (rlsim.host.executor.run_tasks) gives each worker its share of the
 cores, counted again at each call: the workers still running get the cores of those that have finished. Steps
 of fewer than MIN_REQUESTS requests run in one call: the kernel takes well under a millisecond there and handing
 work to another thread would cost more than it saves.

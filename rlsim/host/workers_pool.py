@@ -1,4 +1,4 @@
-"""Local worker processes for rlsim.answers.sweep.run_tasks: a pool per call, or kept across calls.
+"""Local worker processes for rlsim.host.executor.run_tasks: a pool per call, or kept across calls.
 
 Each spawned worker costs a fresh interpreter and rlsim's imports (about half a second on two cores). A command
 that runs several stages of tasks one after another (``rlsim plan``: its lower bounds, screening rounds and

@@ -43,7 +43,7 @@ def _plain(value: Any) -> Any:
 def plan_table(result: PlanResult) -> pd.DataFrame:
     """``result.table`` with the overrides as a JSON column (what plan.csv holds)."""
     t = result.table.copy()
-    t["overrides"] = [json.dumps(o, sort_keys=True) for o in result.table.attrs["overrides"]]
+    t["overrides"] = [json.dumps(o, sort_keys=True) for o in result.config_overrides]
     t["objective"] = t["objective"].map(lambda v: None if not math.isfinite(v) else v)
     return t
 

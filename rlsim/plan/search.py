@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rlsim.errors import RlsimError, ScenarioError
+from rlsim.host.executor import run_tasks
 from rlsim.host.workers_pool import kept_pools
 from rlsim.plan.bound import Pruning
 from rlsim.plan.evaluate import evaluate_full, evaluate_groups, forget_reuse
@@ -58,6 +59,9 @@ class PlanResult:
     space: Space
     objective: str
     table: pd.DataFrame  # one row per configuration tried, in configuration order; "config" is its number
+    # each configuration's dotted overrides, by its number: beside the table, not in DataFrame.attrs, which pandas
+    # deep-copies on every row access and slice (8,304 configurations: most of `rlsim plan`'s time went there)
+    config_overrides: list[dict[str, Any]]
     baseline: int  # the row of the user's own configuration
     winner: int | None  # None: nothing feasible
     pareto: list[int]
@@ -70,7 +74,7 @@ class PlanResult:
 
     def overrides(self, config: int) -> dict[str, Any]:
         """The dotted overrides of a configuration (None values: the scenario's default, e.g. replicas)."""
-        return dict(self.table.attrs["overrides"][config])
+        return dict(self.config_overrides[config])
 
 
 def _prices(s: Scenario, gpus: Iterable[str], cli: dict[str, float] | None) -> dict[str, dict[str, Any]]:
@@ -213,10 +217,12 @@ def plan(
             for i in range(len(configs))
         ]
     )
-    table.attrs["overrides"] = [c.overrides for c in configs]
     constraints = {"deadline_h": deadline_h, "budget_usd": budget_usd}
     notes = _notes(missing, space, scenario.learning.reference_group_size is not None)
-    return PlanResult(scenario, space, objective, table, baseline, winner, front, price_table, constraints, notes)
+    overrides = [c.overrides for c in configs]
+    return PlanResult(
+        scenario, space, objective, table, overrides, baseline, winner, front, price_table, constraints, notes
+    )
 
 
 def _check_prices(missing: list[str], objective: str, budget_usd: float | None) -> None:
@@ -286,7 +292,7 @@ class _Rules:
 
 @dataclass
 class _Runner:
-    """The screen and the finalists' full simulations on the executor (rlsim.answers.sweep.run_tasks)."""
+    """The screen and the finalists' full simulations on the executor (rlsim.host.executor.run_tasks)."""
 
     base: dict[str, Any]
     prof: dict[str, Any] | None
@@ -310,8 +316,6 @@ class _Runner:
         engine.thrash_model override wins), by ``fn`` (rlsim.plan.evaluate: evaluate_groups, or bound_groups for
         the bounds): a task per set of groups that roll out alike (:func:`_rollout_key`), the longest first (about
         P x G x its steps, summed)."""
-        from rlsim.answers.sweep import run_tasks
-
         buckets: dict[tuple, list[list[int]]] = {}
         for g in groups:
             buckets.setdefault(_rollout_key(configs[g[0]].overrides), []).append(g)
@@ -338,8 +342,6 @@ class _Runner:
         progress: Callable[..., None] | None,
     ) -> None:
         """The finalists simulated in full, in place of their screened rows (kept as screen_*)."""
-        from rlsim.answers.sweep import run_tasks
-
         tasks = [(self.base, i, configs[i].overrides, self.prof, self.explicit) for i in full]
         costs = [float(rows[i].get("samples_to_target") or 0.0) for i in full]  # responses simulated to target
         finals = (lambda done, total: progress(done, total, "finalists")) if progress is not None else None

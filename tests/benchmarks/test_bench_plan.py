@@ -4,13 +4,18 @@ configurations) in under 60 s on this 2-core machine.
 python -m pytest tests/benchmarks/test_bench_plan.py --benchmark-only --benchmark-enable
 """
 
+import statistics
+import subprocess
+import sys
+import time
+
 import pytest
 
 import rlsim
 from rlsim.engine import replica as engine
 from rlsim.host.machine_load import LoadMeter
 from rlsim.plan import plan
-from tests.conftest import SCENARIOS
+from tests.conftest import ROOT, SCENARIOS
 
 
 @pytest.mark.benchmark(group="plan")
@@ -65,3 +70,37 @@ def test_plan_over_5000_configurations_up_to_128_gpus_and_p_8192(benchmark):
         kernel=engine.kernel_description(),
     )
     assert wall <= PLAN_5000_TARGET_S, f"the plan took {wall:.1f} s, above the {PLAN_5000_TARGET_S} s target"
+
+
+PLAN_CLI_OVER_API = 1.3  # `rlsim plan` from the command line against plan() in-process on the same search
+
+
+@pytest.mark.benchmark(group="plan")
+def test_plan_from_the_command_line_within_1_3x_of_plan_in_process(benchmark, tmp_path):
+    """The 8,304-configuration plan above, as `rlsim plan ... -o DIR` (a fresh interpreter: imports, the plan, the
+    explanation, plan.csv, plan.json and the HTML report with its figures) against plan() alone in this process,
+    in interleaved pairs; the median of each over three pairs."""
+    scenario = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")
+    sizes = [64, 128, 256, 512, 1024, 2048, 4096, 8192]
+    kwargs = {"grid": {"workload.prompts_per_step": sizes}, "gpu_types": ["H100-SXM", "H200"], "max_gpus": 128}
+    command = [sys.executable, "-m", "rlsim.cli", "plan", str(SCENARIOS / "paper_grpo.yaml"), "--grid"]
+    command += ["workload.prompts_per_step=" + ",".join(map(str, sizes)), "--gpu-types", "H100-SXM,H200"]
+    command += ["--max-gpus", "128", "-o", str(tmp_path / "plan")]
+    api_s: list[float] = []
+    cli_s: list[float] = []
+
+    def pair() -> None:
+        start = time.perf_counter()
+        plan(scenario, **kwargs)
+        api_s.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True, cwd=ROOT)
+        cli_s.append(time.perf_counter() - start)
+
+    meter = LoadMeter().start()
+    benchmark.pedantic(pair, rounds=3, iterations=1)
+    load = meter.stop()["other_cpu_fraction"]
+    ratio = statistics.median(cli_s) / statistics.median(api_s)
+    benchmark.extra_info.update(api_s=api_s, cli_s=cli_s, ratio=ratio, other_cpu_fraction=load)
+    assert (tmp_path / "plan" / "report.html").exists()
+    assert ratio <= PLAN_CLI_OVER_API, f"`rlsim plan` took {ratio:.2f}x plan() in-process (cli {cli_s}, api {api_s})"

@@ -150,7 +150,7 @@ def test_each_configuration_is_validated_once(validated):
 
 
 def test_run_tasks_starts_the_longest_first_and_returns_in_task_order():
-    from rlsim.answers.sweep import run_tasks
+    from rlsim.host.executor import run_tasks
 
     started = []
 
@@ -276,13 +276,12 @@ def test_a_pool_worker_takes_its_share_of_the_cores_counted_at_each_call(monkeyp
 
 
 def test_by_default_a_local_sweep_runs_one_worker_per_two_cores(monkeypatch):
-    from rlsim.answers import sweep as sweep_module
-    from rlsim.host import threads
+    from rlsim.host import executor, threads
 
     for cores, tasks, workers in ((2, 16, 1), (1, 16, 1), (4, 16, 2), (16, 3, 3), (16, 16, 8), (16, 0, 1)):
         monkeypatch.setattr(threads, "available_cores", lambda c=cores: c)
-        assert sweep_module.default_workers(tasks) == workers, (cores, tasks)
+        assert executor.default_workers(tasks) == workers, (cores, tasks)
     # the plan's screen (short runs, mostly Python): one worker per core (rlsim.plan.search.SCREEN_CORES)
     for cores, tasks, workers in ((2, 16, 2), (1, 16, 1), (16, 3, 3), (16, 100, 16)):
         monkeypatch.setattr(threads, "available_cores", lambda c=cores: c)
-        assert sweep_module.default_workers(tasks, cores_per_worker=1) == workers, (cores, tasks)
+        assert executor.default_workers(tasks, cores_per_worker=1) == workers, (cores, tasks)

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from rlsim.answers.sweep import run_tasks
 from rlsim.host import workers_pool
+from rlsim.host.executor import run_tasks
 
 
 def _pid(_task):
