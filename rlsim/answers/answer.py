@@ -11,24 +11,14 @@ says the rest was extrapolated.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rlsim.io.numbers import finite
+
 if TYPE_CHECKING:
     import pandas as pd  # a table's row; this module itself needs no pandas
-
-
-def _number(value: Any) -> float | None:
-    """A finite float, or None for None / NaN / a missing value."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
 
 
 def hours(seconds: float | None) -> str:
@@ -72,15 +62,15 @@ class Answer:
         band as ``time_to_target_low_s`` / ``_high_s``)."""
         band = summary.get("time_to_target_band_s")
         lo, hi = band if band else (summary.get("time_to_target_low_s"), summary.get("time_to_target_high_s"))
-        lo, hi = _number(lo), _number(hi)
-        steps_sim = _number(summary.get("simulated_steps", summary.get("steps")))  # a sweep row: steps to target
+        lo, hi = finite(lo), finite(hi)
+        steps_sim = finite(summary.get("simulated_steps", summary.get("steps")))  # a sweep row: steps to target
         return cls(
             samples_per_s=float(summary["samples_per_s"]),
-            time_to_target_s=_number(summary.get("time_to_target_s")),
+            time_to_target_s=finite(summary.get("time_to_target_s")),
             band_s=(lo, hi) if lo is not None and hi is not None else None,
-            samples_to_target=_number(summary.get("samples_to_target")),
-            gpu_hours_to_target=_number(summary.get("gpu_hours_to_target")),
-            cost_usd=_number(summary.get("cost_usd")),
+            samples_to_target=finite(summary.get("samples_to_target")),
+            gpu_hours_to_target=finite(summary.get("gpu_hours_to_target")),
+            cost_usd=finite(summary.get("cost_usd")),
             extrapolated=bool(summary.get("time_to_target_extrapolated") or False),
             steps_simulated=int(steps_sim) if steps_sim is not None else None,
         )

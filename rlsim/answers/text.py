@@ -3,12 +3,12 @@ rlsim.answers.answer. Strings only: the command prints them."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from rlsim.answers.answer import Answer, gpu_hours, hours
 from rlsim.answers.answer import samples as samples_text
 from rlsim.answers.thrash import thrash_text
+from rlsim.io.numbers import finite
 
 
 def run_table(summary: dict[str, Any]) -> str:
@@ -79,10 +79,6 @@ def run_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)  # warnings go to stderr once (cmd_run), not into the table
 
 
-def finite_or_none(x: Any) -> float | None:
-    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
-
-
 def any_set(table: Any, col: str) -> bool:
     """Whether a sweep table has column ``col`` with a value set in any row (an error, an extrapolated row): a
     column of nothing says nothing, so the tables shown leave it out."""
@@ -124,7 +120,7 @@ def sweep_table(table: Any, grid: dict[str, list[Any]]) -> str:
         shown = shown.rename(columns={"time_to_target_s": "time_to_target (band)"})
     for col in ("samples_to_target", "gpu_hours_to_target"):
         if col in shown:
-            shown[col] = [samples_text(finite_or_none(x)) for x in shown[col]]
+            shown[col] = [samples_text(finite(x)) for x in shown[col]]
     return shown.to_string(index=False, float_format=lambda x: f"{x:,.2f}")
 
 

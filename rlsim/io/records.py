@@ -15,12 +15,12 @@ every table must have, :data:`BENCH_PHASE_COLUMNS` the configuration columns eac
 
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 from rlsim.errors import RlsimError
+from rlsim.io.numbers import finite
 from rlsim.phases import PHASES, Phase
 
 SCHEMA_VERSION = 1
@@ -172,20 +172,15 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
-def _is_number(v: Any) -> bool:
-    t = type(v)
-    if t is float:
-        return math.isfinite(v)
-    if t is int:
-        return True
-    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+def _finite(v: Any) -> bool:
+    return finite(v) is not None
 
 
 def _is_str(v: Any) -> bool:
     return isinstance(v, str)
 
 
-_KIND_CHECKS = {"int": _is_int, "number": _is_number, "str": _is_str}
+_KIND_CHECKS = {"int": _is_int, "number": _finite, "str": _is_str}
 
 
 def _check_field(f: Field, value: Any) -> None:
@@ -225,7 +220,7 @@ def _check_timing(timing: Any) -> None:
     for phase, sec in timing.items():
         if phase not in _PHASE_NAMES:
             raise RunLogError(f"timing_s has unknown phase {phase!r}; phases are {', '.join(sorted(_PHASE_NAMES))}")
-        if not _is_number(sec) or sec < 0:
+        if not _finite(sec) or sec < 0:
             raise RunLogError(f"timing_s.{phase} = {sec!r} must be a finite number >= 0")
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from rlsim import catalog
 from rlsim.errors import RlsimError, ScenarioError, one_line
+from rlsim.io.numbers import finite
 
 CATALOG_FILE = "rlsim/catalog/prices.yaml"
 PRICE_FLAG = "--price"
@@ -80,12 +81,9 @@ def _fail(origin: str, where: str, value: object, problem: str) -> PriceCatalogE
     return PriceCatalogError(one_line(f"{origin}: {where}: {shown} {problem}"))
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _positive(value: object) -> bool:
-    return _is_number(value) and math.isfinite(value) and value > 0  # type: ignore[arg-type]
+    x = finite(value)
+    return x is not None and x > 0
 
 
 def _text(mapping: Mapping[str, Any], key: str, origin: str, where: str) -> str:
@@ -242,7 +240,7 @@ def price_for(gpu: str, overrides: Mapping[str, float] | None = None) -> Price:
 
 def cost_usd(gpu_hours: float, price: Price) -> float:
     """US dollars for ``gpu_hours`` GPU-hours at ``price``: ``gpu_hours * price.usd_per_gpu_hour``."""
-    if not _is_number(gpu_hours) or not math.isfinite(gpu_hours) or gpu_hours < 0:
+    if finite(gpu_hours) is None or gpu_hours < 0:
         raise ValueError(f"gpu_hours must be a finite number >= 0, got {gpu_hours!r}")
     return float(gpu_hours) * price.usd_per_gpu_hour
 
