@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rlsim.frameworks.adapter import EmitError
 from rlsim.frameworks.config_import import import_config
-from rlsim.frameworks.emit import EmitError, emit, parse_emitted_overrides, write_emitted
+from rlsim.frameworks.emit import emit, parse_emitted_overrides, write_emitted
 from rlsim.scenario import from_dict, parse_overrides
 from rlsim.workload.lr_rules import lr_for_batch
 
