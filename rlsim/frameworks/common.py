@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 DEFAULT_GPU = "H100-SXM"  # assumption: neither verl nor TRL configs name the GPU type
 PROMPT_FRACTION = 0.5  # assumption: prompts fixed at half the framework's maximum prompt length
 RESPONSE_MEAN_FRACTION = 0.5  # assumption: mean response length before clipping, as a fraction of the maximum
-RESPONSE_SIGMA = 0.6  # assumption: standard deviation of log response length (as rlsim.frameworks.nemo_rl)
+RESPONSE_SIGMA = 0.6  # assumption: standard deviation of log response length (as rlsim.frameworks.nemo_rl.recipe)
 
 
 # ---------------------------------------------------------------------------------------------- values
