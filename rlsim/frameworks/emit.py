@@ -73,7 +73,9 @@ def emit(fmt: str, scenario: Scenario, original: Path | None = None, framework_s
     if fmt not in registry.names():
         raise EmitError(f"--emit {fmt!r} is not supported; use one of: {', '.join(registry.names())}")
     adapter = registry.get(fmt)
-    flat, spelling, legacy, base = None, {}, False, None
+    flat: dict[str, Any] | None = None
+    spelling: dict[str, str] = {}
+    legacy, base = False, None
     if original is not None:
         sets = parse_overrides(list(framework_set))
         _, flat, spelling, legacy, _ = framework_flat(Path(original), fmt, sets)
