@@ -2,7 +2,7 @@
 
 Input: CSVs with the columns of ``calibrate/data/published/rl_step_times_dev.csv`` (the NeMo RL performance-table
 rows, read its README): one row per published run, its recipe's fields and the measured ``step_time_s``. Each row
-becomes a scenario through ``rlsim.frameworks.nemo_rl.scenario_from_recipe`` (the documented mapping); rows the
+becomes a scenario through ``rlsim.frameworks.nemo_rl.recipe.scenario_from_recipe`` (the documented mapping); rows the
 mapping cannot express are reported with the reason, not dropped silently.
 
 A row's prediction is the steady-state mean step time of a short simulation: 4 steps for synchronous rows, 2k + 4
@@ -31,7 +31,7 @@ import yaml
 import rlsim
 from calibrate.errors import CalibrateError
 from rlsim.errors import RlsimError
-from rlsim.frameworks.nemo_rl import NotExpressible, scenario_from_recipe
+from rlsim.frameworks.nemo_rl.recipe import NotExpressible, scenario_from_recipe
 from rlsim.phases import TIMED_PHASES
 from rlsim.scenario import from_dict
 
@@ -144,8 +144,8 @@ OTHER_FRAMEWORKS = ("verl", "openrlhf", "trl", "slime", "areal", "roll", "skyrl"
 
 def framework_note(fields: dict[str, Any]) -> str:
     """What to say of a row that names an RL framework other than NeMo RL: this table's mapping
-    (rlsim/frameworks/nemo_rl.py) gives NeMo RL's semantics (its refit, offload, engine defaults) to every row, so
-    such a row is predicted with them and says so ("" for a NeMo RL row or one naming none)."""
+    (rlsim/frameworks/nemo_rl/recipe.py) gives NeMo RL's semantics (its refit, offload, engine defaults) to every row,
+    so such a row is predicted with them and says so ("" for a NeMo RL row or one naming none)."""
     text = " ".join(str(fields.get(k) or "") for k in ("source", "source_version", "recipe", "framework")).lower()
     if "nemo" in text:
         return ""

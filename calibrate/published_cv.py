@@ -34,7 +34,7 @@ from calibrate import published_generation as gen
 from calibrate.errors import CalibrateError
 from rlsim import catalog
 from rlsim.errors import RlsimError
-from rlsim.frameworks.nemo_rl import gpu_name
+from rlsim.frameworks.nemo_rl.recipe import gpu_name
 
 # What a fold fits, one set for every row of a table: the coefficients of fitted_costs.yaml (step times) and of
 # the vllm-0.5 behaviour (generation; its fixed iteration overhead sits at its bound 0 and is left there). Step

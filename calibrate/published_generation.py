@@ -57,7 +57,7 @@ from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients
 from rlsim.engine.replica import SchedulerRules
 from rlsim.engine.rollout import simulate_rollout
 from rlsim.errors import RlsimError
-from rlsim.frameworks.nemo_rl import NotExpressible, gpu_name, model_name
+from rlsim.frameworks.nemo_rl.recipe import NotExpressible, gpu_name, model_name
 from rlsim.run.costs import RooflineCostModel
 from rlsim.scenario import from_dict, scheduler_rules, software
 

@@ -1,6 +1,6 @@
-"""TRL's GRPOConfig defaults at each release, read from TRL's own source: writes rlsim/frameworks/trl_defaults.yaml.
+"""TRL's GRPOConfig defaults at each release, read from TRL's own source: writes rlsim/frameworks/trl/trl_defaults.yaml.
 
-    python scripts/trl_defaults.py TRL_GIT_DIR [-o rlsim/frameworks/trl_defaults.yaml]
+    python scripts/trl_defaults.py TRL_GIT_DIR [-o rlsim/frameworks/trl/trl_defaults.yaml]
 
 TRL_GIT_DIR is a clone of https://github.com/huggingface/trl with its tags. For every release tag from v0.14.0
 (the first with GRPOTrainer) the script parses ``trl/trainer/grpo_config.py`` (and ``trl/trainer/base_config.py``
@@ -9,7 +9,7 @@ importing or running TRL, and records the default of every key rlsim's TRL mappi
 tag's GRPOConfig does not declare takes transformers' TrainingArguments default when it is one of those
 (``TRAINING_ARGUMENTS``), and is otherwise recorded absent: that TRL release has no such option (for example
 ``vllm_mode`` before 0.18, or ``max_prompt_length`` after 0.28), which the importer reads as the behaviour of that
-release (rlsim.frameworks.trl).
+release (rlsim.frameworks.trl.releases).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ TRAINING_ARGUMENTS = {
     "gradient_checkpointing": False,
 }
 FIRST = (0, 14, 0)
-OUT = Path(__file__).resolve().parents[1] / "rlsim" / "frameworks" / "trl_defaults.yaml"
+OUT = Path(__file__).resolve().parents[1] / "rlsim" / "frameworks" / "trl" / "trl_defaults.yaml"
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -19,7 +19,7 @@ from rlsim.io.runlog import write_jsonl
 
 
 def _specs() -> dict[str, Format]:
-    """Each framework adapter's run-log importer (rlsim.frameworks.registry: Adapter.log_importer) by name."""
+    """Each framework adapter's run-log importer (rlsim.frameworks.registry: FrameworkAdapter.log_importer) by name."""
     import importlib
 
     from rlsim.frameworks import registry

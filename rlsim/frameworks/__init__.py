@@ -1,1 +1,13 @@
-"""Framework configurations in and out of rlsim scenarios: one module per framework, each with its mapping table."""
+"""Framework configurations in and out of rlsim scenarios (``rlsim import-config``, ``rlsim plan --emit``).
+
+Owns: the adapter contract (``adapter``: :class:`~rlsim.frameworks.adapter.FrameworkAdapter` and the types its
+methods take), what adapters share (``common``; ``launch``: launch scripts read as text; ``sglang``: SGLang as a
+rollout engine), one package per framework (``verl``, ``trl``, ``openrlhf``, ``nemo_rl``, each defining
+``ADAPTER``), the registry that finds them (``registry``), the import and the emit that drive them
+(``config_import``, ``emit``) and the generated tables of docs/import-config.md (``docs``).
+
+May import: rlsim's host, io, workload, engine, catalog, trainer, scenario and learning layers. Inside, imports go
+one way: adapter <- common, launch, sglang <- the framework packages <- emit (OpenRLHF's argument reader);
+adapter <- registry <- config_import, docs <- emit (the registry imports the framework packages by name, on first
+use).
+"""

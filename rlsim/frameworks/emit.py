@@ -3,8 +3,9 @@
 ``emit(fmt, scenario, original, framework_set)`` turns the knobs a scenario plans (batch: P, G, optimizer steps per
 step, epochs, micro-batches; the LR the learning section gives at the scenario's batch; GPUs and nodes; placement;
 engine TP, replicas, gpu_memory_utilization, max_num_seqs; the training layout; the async schedule) into the keys of
-the framework's config, by the inverse of the import mapping (:mod:`rlsim.frameworks.verl`, ``trl``, ``openrlhf``,
-``nemo_rl``; the facts and commits are in those modules' docstrings). The result (:class:`Emitted`):
+the framework's config, by the inverse of the import mapping (each adapter's ``emit_keys``:
+:mod:`rlsim.frameworks.verl`, ``trl``, ``openrlhf``, ``nemo_rl``; the facts and commits are in their mapping modules'
+docstrings). The result (:class:`Emitted`):
 
 * ``patch``: a nested mapping of framework keys. With ``original`` (the config the plan starts from, read as
   ``rlsim import-config`` reads it, ``framework_set`` being its ``--set`` items), only the keys whose value differs
@@ -38,9 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlsim.frameworks import openrlhf, registry
-from rlsim.frameworks.config_import import ImportConfigError, framework_flat, import_config, mapping_table
-from rlsim.frameworks.emit_keys import _MISSING, EmitError, _Ctx
+import yaml
+
+from rlsim.frameworks import registry
+from rlsim.frameworks.adapter import MISSING, EmitContext, EmitError
+from rlsim.frameworks.config_import import framework_flat, import_config, mapping_table
+from rlsim.frameworks.openrlhf.args import parse_arguments
+from rlsim.scenario import from_dict, parse_overrides
+from rlsim.scenario.overrides import parse_scalar
 from rlsim.schema.scenario import Scenario
 
 
@@ -64,29 +70,29 @@ class Emitted:
 
 def emit(fmt: str, scenario: Scenario, original: Path | None = None, framework_set: Sequence[str] = ()) -> Emitted:
     """The framework keys that express ``scenario`` (see the module docstring)."""
-    from rlsim.scenario import from_dict, parse_overrides
-
     if fmt not in registry.names():
         raise EmitError(f"--emit {fmt!r} is not supported; use one of: {', '.join(registry.names())}")
-    module = registry.get(fmt).load()
-    flat, spelling, legacy, base = None, {}, False, None
+    adapter = registry.get(fmt)
+    flat: dict[str, Any] | None = None
+    spelling: dict[str, str] = {}
+    legacy, base = False, None
     if original is not None:
         sets = parse_overrides(list(framework_set))
         _, flat, spelling, legacy, _ = framework_flat(Path(original), fmt, sets)
         base = from_dict(import_config(Path(original), fmt, sets).scenario)
     # the original's release's defaults (TRL's trl_version): an absent key reads as the import read it
-    table = {row.key: row.default for row in mapping_table(module, flat)}
+    table = {row.key: row.default for row in mapping_table(adapter, flat)}
     if legacy:  # the original's old spelling has its own defaults (OpenRLHF's flat names)
-        table.update(getattr(module, "LEGACY_DEFAULTS", {}))
-    ctx = _Ctx(fmt, scenario, flat, spelling, legacy, base, table)
-    desired = module.emit_keys(ctx)
+        table.update(adapter.legacy_defaults)
+    ctx = EmitContext(fmt, scenario, flat, spelling, legacy, base, table)
+    desired = adapter.emit_keys(ctx)
     patch_flat: dict[str, Any] = {}
     for key, value in desired.items():
         if not _same(value, ctx.current(key)):
             patch_flat[_spell(ctx, key)] = value
-    # launch facts that are not config keys (TRL's LAUNCH_FLAGS): the framework's parser refuses them in the
-    # config, so they go to the commands that take them
-    flags = getattr(module, "LAUNCH_FLAGS", {})
+    # launch facts that are not config keys (the adapter's launch_flags: TRL's): the framework's parser refuses
+    # them in the config, so they go to the commands that take them
+    flags = adapter.launch_flags
     facts = {k: patch_flat.pop(k) for k in list(patch_flat) if k in flags}
     launch = [f"{flags[k]} {_text(v)}" for k, v in facts.items() if flags[k]]
     if facts:
@@ -98,8 +104,6 @@ def emit(fmt: str, scenario: Scenario, original: Path | None = None, framework_s
 
 def write_emitted(emitted: Emitted, fmt: str, out_dir: Path) -> list[Path]:
     """Write the patch (YAML; JSON for OpenRLHF), the overrides (one shell line) and the notes; the paths written."""
-    import yaml
-
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise EmitError(f"{out_dir}: is a file; give a directory for the emitted patch")
@@ -129,18 +133,14 @@ def parse_emitted_overrides(fmt: str, overrides: Sequence[str], launch: Sequence
     """``overrides`` as ``rlsim import-config --set`` items take them (dotted key -> value): Hydra ``key=value``
     (``+``/``++`` prefixes dropped) or ``--key value`` words (a flag without a value is true); TRL's ``launch``
     lines give their launch facts back under the keys the import reads (``num_processes`` ...)."""
-    from rlsim.scenario.overrides import parse_scalar as _scalar
-
     facts = {}
-    flags = getattr(registry.get(fmt).load(), "LAUNCH_FLAGS", {})
+    flags = registry.get(fmt).launch_flags
     for line in launch:
         command, _, value = line.rpartition(" ")
         key = next(k for k, flag in flags.items() if flag == command)
-        facts[key] = _scalar(value)
+        facts[key] = parse_scalar(value)
     if facts:
         return {**parse_emitted_overrides(fmt, overrides), **facts}
-    from rlsim.scenario.overrides import parse_scalar
-
     out: dict[str, Any] = {}
     if _hydra(fmt):
         for item in overrides:
@@ -150,15 +150,15 @@ def parse_emitted_overrides(fmt: str, overrides: Sequence[str], launch: Sequence
     words = [w for item in overrides for w in item.split()]
     if not words:
         return {}
-    out = openrlhf.parse_arguments(" ".join(words), "overrides")
-    return out
+    # the --key value words as OpenRLHF's argument reader reads them (argparse's rules, shared by TRL)
+    return parse_arguments(" ".join(words), "overrides")
 
 
 # --------------------------------------------------------------------------------------------------- shared
 
 
 def _same(a: Any, b: Any) -> bool:
-    if b is _MISSING:
+    if b is MISSING:
         return False
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
@@ -167,7 +167,7 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _spell(ctx: _Ctx, key: str) -> str:
+def _spell(ctx: EmitContext, key: str) -> str:
     if key in ctx.spelling:
         return ctx.spelling[key]
     if ctx.fmt == "openrlhf" and ctx.legacy:
@@ -199,17 +199,17 @@ def _text(value: Any) -> str:
     return f"'{text}'" if any(ch in text for ch in " \t'\"$;&|") else text
 
 
-def _overrides(ctx: _Ctx, patch_flat: dict[str, Any]) -> list[str]:
+def _overrides(ctx: EmitContext, patch_flat: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for key, value in patch_flat.items():
         if _hydra(ctx.fmt):
             absent = ctx.flat is not None and key not in ctx.flat and _canonical(ctx, key) not in ctx.flat
             # a key the original lacks: the adapter's NEW_KEY_PREFIX (NeMo RL's ++, Hydra's add-or-override)
-            new_key = getattr(registry.get(ctx.fmt).load(), "NEW_KEY_PREFIX", "")
+            new_key = registry.get(ctx.fmt).new_key_prefix
             fresh = ctx.flat is None and bool(new_key) and ctx.table.get(key) is None
             prefix = new_key if (absent or fresh) else ""
             out.append(f"{prefix}{key}={_text(value)}")
-        elif getattr(registry.get(ctx.fmt).load(), "SWITCH_FLAGS", False) and isinstance(value, bool):
+        elif registry.get(ctx.fmt).switch_flags and isinstance(value, bool):
             if value:
                 out.append(f"--{key}")
             else:
@@ -221,11 +221,11 @@ def _overrides(ctx: _Ctx, patch_flat: dict[str, Any]) -> list[str]:
     return out
 
 
-def _canonical(ctx: _Ctx, spelled: str) -> str:
+def _canonical(ctx: EmitContext, spelled: str) -> str:
     for key, name in ctx.spelling.items():
         if name == spelled:
             return key
     return spelled
 
 
-__all__ = ["Emitted", "EmitError", "ImportConfigError", "emit", "parse_emitted_overrides", "write_emitted"]
+__all__ = ["Emitted", "EmitError", "emit", "parse_emitted_overrides", "write_emitted"]

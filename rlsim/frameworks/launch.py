@@ -26,7 +26,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from rlsim.frameworks.config_import import ImportConfigError
+from rlsim.frameworks.adapter import ImportConfigError
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _ASSIGN = re.compile(rf"^\s*(?:(?:export|local|readonly|declare(?:\s+-\w+)?)\s+)?({_NAME})=(.*)$")

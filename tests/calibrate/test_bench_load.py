@@ -7,7 +7,7 @@ import pytest
 from calibrate import published_generation as gen
 from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients
 from rlsim.engine.replica import SchedulerRules
-from rlsim.frameworks.nemo_rl import NotExpressible
+from rlsim.frameworks.nemo_rl.recipe import NotExpressible
 
 A, C = 1e-3, 1e-4  # a decode iteration of b sequences costs A + C b; prefill is free
 MAX_SEQS = 4

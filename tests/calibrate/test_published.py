@@ -10,7 +10,7 @@ import pytest
 
 from calibrate.cli import main
 from calibrate.published import costs_set, dev_set_path, evaluate, predict_row, read_rows, summarize
-from rlsim.frameworks.nemo_rl import NotExpressible, scenario_from_recipe
+from rlsim.frameworks.nemo_rl.recipe import NotExpressible, scenario_from_recipe
 from rlsim.scenario import engine_behaviour, from_dict
 
 

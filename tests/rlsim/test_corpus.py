@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 import rlsim
-from rlsim.frameworks.config_import import ImportConfigError, import_config
+from rlsim.frameworks.adapter import ImportConfigError
+from rlsim.frameworks.config_import import import_config
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
 CORPUS = yaml.safe_load((CONFIGS / "corpus.yaml").read_text())

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rlsim.frameworks.adapter import EmitError
 from rlsim.frameworks.config_import import import_config
-from rlsim.frameworks.emit import EmitError, emit, parse_emitted_overrides, write_emitted
+from rlsim.frameworks.emit import emit, parse_emitted_overrides, write_emitted
 from rlsim.scenario import from_dict, parse_overrides, with_overrides
 from rlsim.workload.lr_rules import lr_for_batch
 
@@ -207,7 +208,9 @@ def test_verl_patch_holds_only_the_changed_keys_and_the_lr_at_the_new_batch():
     """P 1024 -> 2048 and G 5 -> 10: B x 4, so the sqrt rule doubles the LR (1e-6 -> 2e-6); mini-batches stay 4
     (ppo_mini_batch_size 256 -> 512 prompts)."""
     path = CONFIGS / "verl_grpo_qwen3_8b.yaml"
-    planned = _imported("verl", path, []).with_overrides({"workload.prompts_per_step": 2048, "workload.group_size": 10})
+    planned = with_overrides(
+        _imported("verl", path, []), {"workload.prompts_per_step": 2048, "workload.group_size": 10}
+    )
     emitted = emit("verl", planned, original=path)
     assert emitted.patch == {
         "data": {"train_batch_size": 2048},
@@ -237,14 +240,14 @@ def test_trl_keeps_the_knob_the_original_uses():
         (CASES[2][2], "steps_per_generation", "generation_batch_size"),
     ):
         plan = {"workload.prompts_per_step": 256, "workload.group_size": 4, "hardware.num_gpus": 32}
-        planned = _imported("trl", path, sets).with_overrides(plan)
+        planned = with_overrides(_imported("trl", path, sets), plan)
         patch = emit("trl", planned, original=path, framework_set=sets).patch
         assert knob in patch and other not in patch, patch
 
 
 def test_openrlhf_flat_original_gets_flat_names():
     path = CONFIGS / "openrlhf_ppo_llama3_8b_hybrid_engine_v0.9.5.yaml"
-    planned = _imported("openrlhf", path, ["pretrain=Llama-3.1-8B"]).with_overrides({"workload.group_size": 8})
+    planned = with_overrides(_imported("openrlhf", path, ["pretrain=Llama-3.1-8B"]), {"workload.group_size": 8})
     emitted = emit("openrlhf", planned, original=path, framework_set=["pretrain=Llama-3.1-8B"])
     assert emitted.patch["n_samples_per_prompt"] == 8 and "--n_samples_per_prompt 8" in emitted.overrides
     assert "rollout" not in emitted.patch
@@ -252,14 +255,15 @@ def test_openrlhf_flat_original_gets_flat_names():
 
 def test_openrlhf_a_false_flag_is_a_note_to_remove_it():
     path = CONFIGS / "openrlhf_scripts" / "train_ppo_ray_hybrid_engine.sh"
-    planned = _imported("openrlhf", path, ORL_MODEL).with_overrides(
+    planned = with_overrides(
+        _imported("openrlhf", path, ORL_MODEL),
         {
             "hardware.placement": "separate",
             "hardware.num_gpus": 16,
             "hardware.rollout_gpus": 8,
             "hardware.train_gpus": 8,
             "schedule.mode": "sync-separate",
-        }
+        },
     )
     emitted = emit("openrlhf", planned, original=path, framework_set=ORL_MODEL)
     assert emitted.patch["train"]["colocate_all"] is False
@@ -309,14 +313,14 @@ def test_openrlhf_a_false_flag_is_a_note_to_remove_it():
     ids=["trl-async", "openrlhf-max-num-seqs", "verl-separate", "nemo-epochs"],
 )
 def test_a_knob_the_framework_cannot_express_is_a_note(fmt, path, sets, plan, note):
-    planned = _imported(fmt, path, sets).with_overrides(plan)
+    planned = with_overrides(_imported(fmt, path, sets), plan)
     emitted = emit(fmt, planned, original=path, framework_set=sets)
     assert any(n.startswith(note) for n in emitted.notes), emitted.notes
 
 
 def test_nemo_rl_on_policy_ratio_is_turned_off_when_the_plan_takes_several_optimizer_steps():
     path = PERF / "grpo-llama3.1-8b-instruct-2n8g.yaml"
-    planned = _imported("nemo-rl", path, []).with_overrides({"workload.prompts_per_step": 128})  # gbs 2048 < B 4096
+    planned = with_overrides(_imported("nemo-rl", path, []), {"workload.prompts_per_step": 128})  # gbs 2048 < B 4096
     emitted = emit("nemo-rl", planned, original=path)
     assert emitted.patch["loss_fn"] == {"force_on_policy_ratio": False}
     assert "loss_fn.force_on_policy_ratio=false" in emitted.overrides
@@ -324,14 +328,14 @@ def test_nemo_rl_on_policy_ratio_is_turned_off_when_the_plan_takes_several_optim
 
 def test_nemo_rl_a_key_the_recipe_lacks_is_added_with_plus_plus():
     path = PERF / "grpo-llama3.1-8b-instruct-2n8g.yaml"
-    planned = _imported("nemo-rl", path, []).with_overrides({"engine.max_num_seqs": 512})
+    planned = with_overrides(_imported("nemo-rl", path, []), {"engine.max_num_seqs": 512})
     emitted = emit("nemo-rl", planned, original=path)
     assert emitted.overrides == ["++policy.generation.vllm_kwargs.max_num_seqs=512"]
 
 
 def test_a_plan_the_batch_rules_cannot_express_is_refused_naming_both_sides():
     path = CONFIGS / "verl_grpo_qwen3_8b.yaml"
-    planned = _imported("verl", path, []).with_overrides({"algorithm.mini_batches_per_step": 5})
+    planned = with_overrides(_imported("verl", path, []), {"algorithm.mini_batches_per_step": 5})
     with pytest.raises(EmitError, match=r"workload.prompts_per_step \(1024\) must be divisible by the optimizer"):
         emit("verl", planned, original=path)
     with pytest.raises(EmitError, match="--emit 'slime' is not supported"):
@@ -342,7 +346,7 @@ def test_write_emitted_writes_the_patch_the_overrides_and_the_notes(tmp_path):
     path = CONFIGS / "trl_grpo_qwen2.5_7b_vllm_server.json"
     sets = CASES[3][2]
     plan = {"workload.group_size": 16, "hardware.num_gpus": 12, "hardware.train_gpus": 8}
-    planned = _imported("trl", path, sets).with_overrides(plan)
+    planned = with_overrides(_imported("trl", path, sets), plan)
     emitted = emit("trl", planned, original=path, framework_set=sets)
     files = write_emitted(emitted, "trl", tmp_path / "out")
     assert [f.name for f in files] == ["trl_patch.yaml", "trl_overrides.sh", "trl_launch.sh", "trl_notes.txt"]
@@ -359,7 +363,7 @@ def test_write_emitted_writes_the_patch_the_overrides_and_the_notes(tmp_path):
 def test_dynamic_sampling_and_a_reward_model_are_emitted_or_named():
     path = PERF / "grpo-llama3.1-8b-instruct-2n8g.yaml"
     ds = {"algorithm.dynamic_sampling": {"keep_rate": 0.4, "batch_multiplier": 2, "max_gen_batches": 6}}
-    planned = _imported("nemo-rl", path, []).with_overrides(ds)
+    planned = with_overrides(_imported("nemo-rl", path, []), ds)
     emitted = emit("nemo-rl", planned, original=path)
     assert emitted.patch["grpo"]["use_dynamic_sampling"] is True
     assert (
@@ -367,7 +371,7 @@ def test_dynamic_sampling_and_a_reward_model_are_emitted_or_named():
         and emitted.patch["grpo"]["dynamic_sampling_max_gen_batches"] == 6
     )
     verl_path = CONFIGS / "verl_grpo_qwen3_8b.yaml"
-    planned = _imported("verl", verl_path, []).with_overrides({**ds, "reward.model": "Qwen2.5-1.5B"})
+    planned = with_overrides(_imported("verl", verl_path, []), {**ds, "reward.model": "Qwen2.5-1.5B"})
     notes = emit("verl", planned, original=verl_path).notes
     assert any("algorithm.dynamic_sampling (keep rate 0.4): not emitted for verl" in n for n in notes)
     assert any("reward.model Qwen2.5-1.5B on the training GPUs: not emitted" in n for n in notes)
@@ -384,7 +388,7 @@ def test_trl_loads_the_emitted_config_through_its_own_parser(tmp_path, fmt, path
     generation, over the launch's process count."""
     from trl import GRPOConfig, ModelConfig, ScriptArguments, TrlParser
 
-    planned = _imported(fmt, path, sets).with_overrides(plan)
+    planned = with_overrides(_imported(fmt, path, sets), plan)
     emitted = emit(fmt, planned, original=path, framework_set=sets)
     config = {**yaml.safe_load(path.read_text()), **emitted.patch}
     out = tmp_path / "emitted.yaml"

@@ -1,44 +1,66 @@
-"""The framework adapters (rlsim.frameworks.registry; issue 29, must-show 4): one module per framework holds its
-import mapping, emit inverse, run-log importer and docs table; the registry finds them, every command takes its
-names from it, and a new framework is its module plus its fixtures (shown with tests/rlsim/fixtures/toyrl)."""
+"""The framework adapters (rlsim.frameworks.registry; issue 29, must-show 4): one package per framework holds its
+adapter (rlsim.frameworks.adapter.FrameworkAdapter): import mapping, emit inverse, run-log importer and docs table;
+the registry finds them, every command takes its names from it, and a new framework is its adapter plus its
+fixtures (shown with tests/rlsim/fixtures/toyrl)."""
 
+import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from rlsim.cli import main
 from rlsim.frameworks import registry
+from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Row, Source
 from rlsim.frameworks.config_import import import_config
+from rlsim.frameworks.docs import render_docs
 from rlsim.frameworks.emit import emit, parse_emitted_overrides
 from rlsim.scenario import from_dict, with_overrides
 
+ROOT = Path(__file__).parents[2]
+DOCS = ROOT / "docs" / "import-config.md"
 TOY = Path(__file__).parent / "fixtures" / "toyrl"
 
 
 def test_the_builtin_adapters_are_found_with_every_part():
-    import importlib
-
     assert registry.names()[:4] == ("verl", "trl", "openrlhf", "nemo-rl")
     for name in ("verl", "trl", "openrlhf", "nemo-rl"):
         adapter = registry.get(name)
-        module = adapter.load()
-        assert module.ADAPTER is adapter and callable(module.emit_keys) and module.TABLE and module.VERSION_READ
+        assert isinstance(adapter, FrameworkAdapter) and adapter.name == name
+        assert adapter.table and adapter.version_read and adapter.docs_table().startswith("| framework key |")
+        assert importlib.import_module(type(adapter).__module__).ADAPTER is adapter  # its package's ADAPTER
         assert importlib.import_module(adapter.log_importer).FORMAT.name == name  # calibrate's run-log importer
 
 
 def test_the_docs_tables_are_the_generated_ones():
     """docs/import-config.md holds each adapter's table between generated markers, as the adapter renders it now
-    (python -m rlsim.frameworks.registry --write-docs rewrites them)."""
-    text = registry.DOCS.read_text()
-    assert registry.render_docs(text) == text, "run: python -m rlsim.frameworks.registry --write-docs"
+    (python scripts/framework_docs.py rewrites them)."""
+    text = DOCS.read_text()
+    assert render_docs(text) == text, "run: python scripts/framework_docs.py"
     for name in ("verl", "trl", "openrlhf", "nemo-rl"):
         assert f"<!-- generated: {name} -->" in text
+
+
+def test_the_docs_script_finds_and_rewrites_stale_tables(tmp_path):
+    """scripts/framework_docs.py --check fails on a page whose generated table is stale; without --check it
+    rewrites the page to what the adapters render (the library only returns the text)."""
+    stale = tmp_path / "import-config.md"
+    stale.write_text(
+        DOCS.read_text().replace("| `data.train_batch_size` | `1024` |", "| `data.train_batch_size` | `1` |")
+    )
+    script = [sys.executable, str(ROOT / "scripts" / "framework_docs.py"), "--docs", str(stale)]
+    check = subprocess.run([*script, "--check"], capture_output=True, text=True)
+    assert check.returncode == 1 and "out of date" in check.stdout
+    subprocess.run(script, capture_output=True, text=True, check=True)
+    assert stale.read_text() == DOCS.read_text()
+    assert subprocess.run([*script, "--check"], capture_output=True, text=True).returncode == 0
 
 
 @pytest.fixture
 def toyrl(monkeypatch):
     monkeypatch.syspath_prepend(str(TOY))
-    adapter = registry.register(registry.Adapter("toyrl", "toyrl", overrides="flags"))
+    adapter = registry.register(importlib.import_module("toyrl").ADAPTER)
     yield adapter
     registry.unregister("toyrl")
 
@@ -57,24 +79,36 @@ def test_a_new_framework_is_its_module_and_fixtures(toyrl, tmp_path, capsys):
         import_config(TOY / "toyrl.yaml", "toyrl", parse_emitted_overrides("toyrl", emitted.overrides)).scenario
     )
     assert back.workload.prompts_per_step == 32
-    assert registry.docs_table("toyrl").splitlines()[2] == "| `prompts` | `16` | `workload.prompts_per_step` | P |"
+    assert toyrl.docs_table().splitlines()[2] == "| `prompts` | `16` | `workload.prompts_per_step` | P |"
     assert out.exists() and from_dict(__import__("yaml").safe_load(out.read_text())).workload.group_size == 4
 
 
-def test_an_adapter_missing_a_part_is_refused(monkeypatch, tmp_path):
-    (tmp_path / "halfrl.py").write_text("TABLE = ()\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(ValueError, match="halfrl has no to_scenario"):
-        registry.register(registry.Adapter("halfrl", "halfrl"))
+def test_an_adapter_missing_a_part_is_refused():
+    """A required method missing (abc), a required class attribute unset, or not an adapter at all."""
+
+    class HalfRl(FrameworkAdapter):
+        name, table, version_read = "halfrl", (Row("k", None, "model", "-"),), "halfrl 0"
+
+        def emit_keys(self, ctx: EmitContext) -> dict:
+            return {}
+
+    class NoTableRl(HalfRl):
+        table = ()
+
+        def to_scenario(self, source: Source) -> tuple[dict, list[str]]:
+            return {}, []
+
+    with pytest.raises(TypeError, match="to_scenario"):
+        HalfRl()
+    with pytest.raises(TypeError, match="NoTableRl: sets no table"):
+        NoTableRl()
+    with pytest.raises(TypeError, match="is not a FrameworkAdapter"):
+        registry.register(object())
     assert "halfrl" not in registry.names()
 
 
 def test_the_registry_lists_the_adapters_when_run():
-    """`python -m rlsim.frameworks.registry` runs the package's module (not a second copy as __main__, whose
-    Adapter class the framework modules would not be instances of)."""
-    import subprocess
-    import sys
-
+    """`python -m rlsim.frameworks.registry` lists the adapters, the built-in ones in their order."""
     out = subprocess.run(
         [sys.executable, "-m", "rlsim.frameworks.registry"], capture_output=True, text=True, check=True
     )

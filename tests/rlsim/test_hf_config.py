@@ -112,7 +112,7 @@ def test_the_catalog_serves_the_configs_it_lacks_by_name_and_hub_id():
     """16 of the 24 configs are models models.yaml does not hold: the catalog serves them (with their sources), by
     name or hub id, and an import resolves an Instruct checkpoint to them; a hand-written entry wins its model."""
     from rlsim import catalog
-    from rlsim.frameworks.config_import import resolve_model
+    from rlsim.frameworks.common import resolve_model
 
     names = catalog.model_names(aliases=False)
     assert len(names) >= 38 and {"Qwen2-7B", "gemma-2-9b", "gpt-oss-20b", "phi-4", "DeepSeek-V2-Lite"} <= set(names)

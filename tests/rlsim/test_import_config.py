@@ -11,8 +11,12 @@ import pytest
 import yaml
 
 from rlsim.cli import main
-from rlsim.frameworks import nemo_rl, openrlhf, trl, verl
-from rlsim.frameworks.config_import import ImportConfigError, Source, import_config
+from rlsim.frameworks import registry
+from rlsim.frameworks.adapter import ImportConfigError, Source
+from rlsim.frameworks.config_import import import_config
+from rlsim.frameworks.nemo_rl.recipe import PROMPT_TOKENS, scenario_from_recipe
+from rlsim.frameworks.nemo_rl.recipe_yaml import read as read_recipe
+from rlsim.frameworks.openrlhf.args import parse_arguments
 from rlsim.run.simulation import simulate
 from rlsim.scenario import engine_behaviour, from_dict, load_scenario
 
@@ -45,7 +49,7 @@ FIXTURES = [
     ("nemo-rl", NEMO_ASYNC, []),
     ("nemo-rl", NEMO_QWEN, []),
 ]
-MODULES = [verl, trl, openrlhf, nemo_rl]
+FORMATS = ["verl", "trl", "openrlhf", "nemo-rl"]
 
 
 def _import(tmp_path, fmt, path, sets=(), scenario_sets=()):
@@ -195,7 +199,7 @@ def test_unused_keys_are_listed_on_stderr_and_in_assumptions(tmp_path, capsys):
 
 def test_every_key_of_a_fixture_is_either_mapped_or_listed():
     imported = import_config(VERL_GRPO, "verl")
-    mapped = {row.key for row in verl.TABLE}
+    mapped = {row.key for row in registry.get("verl").table}
     flat = yaml.safe_load(VERL_GRPO.read_text())
     n_leaves = sum(1 for _ in _leaves(flat))
     assert n_leaves == len(imported.unused) + len([k for k in _leaves(flat) if k in mapped])
@@ -345,20 +349,22 @@ def test_a_verl_file_read_as_trl_is_refused_for_its_missing_model(tmp_path, caps
     assert code == 2 and "model_name_or_path: not set" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("module", MODULES)
-def test_the_mapping_reads_only_keys_of_its_table(module):
-    source = Source({}, module.TABLE, module.__name__)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_mapping_reads_only_keys_of_its_table(fmt):
+    table = registry.get(fmt).table
+    source = Source({}, table, fmt)
     with pytest.raises(KeyError, match="not in the mapping TABLE"):
         source.get("no.such.key")
-    assert len({row.key for row in module.TABLE}) == len(module.TABLE)
+    assert len({row.key for row in table}) == len(table)
 
 
-@pytest.mark.parametrize("module", MODULES)
-def test_docs_tables_list_every_mapped_key(module):
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_docs_tables_list_every_mapped_key(fmt):
+    adapter = registry.get(fmt)
     readme = (Path(__file__).parents[2] / "docs" / "import-config.md").read_text()
-    for row in module.TABLE:
+    for row in adapter.table:
         assert f"| `{row.key}` |" in readme, row.key
-    assert module.VERSION_READ.split(" ")[1] in readme  # the commit read
+    assert adapter.version_read.split(" ")[1] in readme  # the commit read
 
 
 # ------------------------------------------------------------------------------------------------ OpenRLHF
@@ -466,8 +472,8 @@ def test_openrlhf_reads_the_command_line_after_the_module_with_the_scripts_array
 
 def test_openrlhf_every_key_is_mapped_or_listed():
     imported = import_config(ORL_SLURM, "openrlhf", {"actor.model_name_or_path": "Llama-3.1-8B"})
-    flags = openrlhf.parse_arguments(ORL_SLURM.read_text())
-    mapped = {row.key for row in openrlhf.TABLE}
+    flags = parse_arguments(ORL_SLURM.read_text())
+    mapped = {row.key for row in registry.get("openrlhf").table}
     assert {k for k in flags if k not in mapped} <= set(imported.unused) <= set(flags)
     assert "reward.normalize_enable" in imported.unused and "ckpt.output_dir" in imported.unused
     assert "reward.model_name_or_path" not in imported.unused  # the reward model: rlsim's reward section
@@ -549,17 +555,17 @@ def test_nemo_rl_base_recipe_is_dtensor_on_one_gpu():
     assert s.hardware.num_gpus == 1 and s.training.backend == "fsdp"
     assert s.training.micro_batch_size == 4 and s.training.packing_tokens == 512
     assert s.training.logprob_micro_batch_size == 4  # ${policy.train_micro_batch_size}
-    assert s.workload.max_response_tokens == 512 - nemo_rl.PROMPT_TOKENS
+    assert s.workload.max_response_tokens == 512 - PROMPT_TOKENS
     assert s.model.name == "Qwen2.5-1.5B" and s.learning.lr0 == 5e-6
 
 
 def test_nemo_rl_interpolations_follow_the_overrides():
     s = _scenario("nemo-rl", NEMO_BASE, ["policy.max_total_sequence_length=1024", "policy.train_micro_batch_size=2"])
-    assert s.workload.max_response_tokens == 1024 - nemo_rl.PROMPT_TOKENS  # max_new_tokens, max_model_len follow
+    assert s.workload.max_response_tokens == 1024 - PROMPT_TOKENS  # max_new_tokens, max_model_len follow
     assert s.training.packing_tokens == 1024 and s.training.logprob_micro_batch_size == 2
     # a recipe that spells max_model_len and max_new_tokens keeps them; the least cap wins
     s = _scenario("nemo-rl", NEMO_LLAMA, ["policy.max_total_sequence_length=2048"])
-    assert s.workload.max_response_tokens == 2048 - nemo_rl.PROMPT_TOKENS
+    assert s.workload.max_response_tokens == 2048 - PROMPT_TOKENS
 
 
 def test_nemo_rl_moe_recipe_with_a_null_section_and_an_interpolation():
@@ -576,7 +582,7 @@ def test_nemo_rl_import_is_the_published_mapping():
 
     dev = read_rows([dev_set_path()])
     row = dev[(dev["model"] == "meta-llama/Llama-3.1-8B-Instruct") & (dev["policy_mode"] == "on")].iloc[0].to_dict()
-    published_s = from_dict(nemo_rl.scenario_from_recipe(row, steps=2))
+    published_s = from_dict(scenario_from_recipe(row, steps=2))
     sets = ["policy.train_global_batch_size=512", "loss_fn.force_on_policy_ratio=false"]
     mine_s = _scenario("nemo-rl", NEMO_LLAMA, sets)
     # the row's release selects the behaviour (software section); the recipe YAML, of no release, names it
@@ -597,8 +603,8 @@ def test_nemo_rl_every_key_is_mapped_or_listed():
     from rlsim.frameworks.config_import import flatten
 
     imported = import_config(NEMO_LLAMA, "nemo-rl")
-    merged = flatten(nemo_rl.read(NEMO_LLAMA))
-    mapped = {row.key for row in nemo_rl.TABLE}
+    merged = flatten(read_recipe(NEMO_LLAMA))
+    mapped = {row.key for row in registry.get("nemo-rl").table}
     assert {k for k in merged if k not in mapped} <= set(imported.unused) <= set(merged)
     # a mapped key this recipe does not use (DTensor's, with Megatron on) is listed too
     assert "policy.dtensor_cfg.tensor_parallel_size" in imported.unused
@@ -698,7 +704,7 @@ def test_nemo_rl_dtensor_cpu_offload_offloads_params_and_optimizer(tmp_path):
 
 def test_a_fine_tune_name_resolves_to_its_base_with_the_source_said(tmp_path):
     from rlsim import catalog
-    from rlsim.frameworks.config_import import resolve_model
+    from rlsim.frameworks.common import resolve_model
 
     for name, entry in catalog.same_architecture().items():
         assert catalog.model(entry["as"]) and len(str(entry["source"])) > 40, name

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rlsim.cli import main
-from rlsim.frameworks.config_import import ImportConfigError
+from rlsim.frameworks.adapter import ImportConfigError
 from rlsim.frameworks.launch import framework_command
 
 SCRIPTS = Path(__file__).parent / "fixtures" / "configs" / "verl_scripts"

@@ -9,7 +9,7 @@ from rlsim.plan import plan
 from rlsim.plan.assume import assumed_learning
 from rlsim.plan.output import winner_scenario
 from rlsim.run.simulation import simulate
-from rlsim.scenario import from_dict, parse_overrides
+from rlsim.scenario import from_dict, parse_overrides, with_overrides
 from tests.rlsim.test_emit import CASES, IDS
 
 
@@ -28,7 +28,7 @@ def test_import_simulate_plan_emit_round_trip(fmt, path, sets, _plan):
     imported = from_dict(import_config(path, fmt, parse_overrides(list(sets))).scenario)
     assert simulate(imported).summary()["samples_per_s"] > 0
     learning, _ = assumed_learning(imported, "paper")
-    scenario = imported.with_overrides(learning)
+    scenario = with_overrides(imported, learning)
     p0 = scenario.workload.prompts_per_step
     result = plan(
         scenario,

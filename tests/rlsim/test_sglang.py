@@ -79,7 +79,7 @@ def test_nemo_rl_sglang_cfg_imports_with_sglangs_derived_request_limit(monkeypat
 
 
 def test_an_engine_neither_vllm_nor_sglang_is_refused_naming_the_fix(monkeypatch):
-    from rlsim.frameworks.config_import import ImportConfigError
+    from rlsim.frameworks.adapter import ImportConfigError
 
     monkeypatch.chdir(CONFIGS)
     with pytest.raises(ImportConfigError, match="'trtllm' is not mapped.*rollout.name=vllm"):

@@ -132,10 +132,10 @@ def test_a_served_v1_benchmark_row_takes_the_servers_limits():
 
 
 def test_nemo_rl_rows_take_the_llm_class_limit_of_their_gpu():
-    from rlsim.frameworks import nemo_rl
+    from rlsim.frameworks.nemo_rl.recipe import llm_class_max_num_seqs
 
     # vllm.LLM at the pinned release: 1024 sequences on an H100 or GB200, 256 on an A100 (get_batch_defaults)
-    assert nemo_rl.llm_class_max_num_seqs("0.5.0", "H100-SXM") == 1024
-    assert nemo_rl.llm_class_max_num_seqs("0.6.0", "GB200") == 1024
-    assert nemo_rl.llm_class_max_num_seqs("0.5.0", "A100-80GB") == 256
-    assert nemo_rl.llm_class_max_num_seqs(None, "custom", memory_bytes=48e9) == 256
+    assert llm_class_max_num_seqs("0.5.0", "H100-SXM") == 1024
+    assert llm_class_max_num_seqs("0.6.0", "GB200") == 1024
+    assert llm_class_max_num_seqs("0.5.0", "A100-80GB") == 256
+    assert llm_class_max_num_seqs(None, "custom", memory_bytes=48e9) == 256

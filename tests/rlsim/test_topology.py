@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rlsim import catalog
-from rlsim.frameworks.nemo_rl import scenario_from_recipe
+from rlsim.frameworks.nemo_rl.recipe import scenario_from_recipe
 from rlsim.run.costs import RooflineCostModel
 from rlsim.scenario import from_dict
 from rlsim.trainer import training

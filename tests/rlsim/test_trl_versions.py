@@ -1,4 +1,4 @@
-"""TRL's defaults by release (rlsim/frameworks/trl_defaults.yaml, from TRL's tags) and its accelerate launch."""
+"""TRL's defaults by release (rlsim/frameworks/trl/trl_defaults.yaml, from TRL's tags) and its accelerate launch."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ from pathlib import Path
 import pytest
 
 import rlsim
-from rlsim.frameworks import trl
-from rlsim.frameworks.config_import import ImportConfigError, import_config
+from rlsim.frameworks import registry
+from rlsim.frameworks.adapter import ImportConfigError
+from rlsim.frameworks.common import version_tuple
+from rlsim.frameworks.config_import import import_config
+from rlsim.frameworks.trl import releases
 from rlsim.scenario import with_overrides
 from tests.conftest import load_script
 
@@ -66,7 +69,7 @@ def test_a_key_the_release_lacks_is_refused_in_one_line(tmp_path):
     for bad in ("latest", "0.18.o", "18"):
         with pytest.raises(ImportConfigError, match="is not a version"):
             _scenario(path, trl_version=bad)
-    assert trl.release_for("0.19.0rc1")[0] == "0.19.0" and trl.release_for("v0.18")[0] == "0.18.0"
+    assert releases.release_for("0.19.0rc1")[0] == "0.19.0" and releases.release_for("v0.18")[0] == "0.18.0"
     with pytest.raises(
         ImportConfigError,
         match="--set trl_versoin: not a key of the file or of rlsim.s trl mapping; did you mean trl_version",
@@ -98,7 +101,7 @@ def test_a_missing_file_on_the_launch_line_is_named(tmp_path, monkeypatch):
 
 
 def test_the_docs_table_of_releases_is_generated_from_the_file():
-    assert trl.release_changes_table() in (ROOT / "docs" / "import-config.md").read_text()
+    assert releases.release_changes_table() in (ROOT / "docs" / "import-config.md").read_text()
 
 
 def test_the_generator_reads_field_defaults_and_a_base_class():
@@ -130,9 +133,9 @@ def test_an_accelerate_config_gives_the_processes_and_names_its_sharding(tmp_pat
 def test_the_table_states_the_newest_releases_defaults():
     """docs/import-config.md's TRL table shows TABLE's defaults: those of the newest release read (a key it lacks:
     none)."""
-    newest = trl.releases()[max(trl.releases(), key=trl._version_tuple)]
-    versioned = {k for row in trl.releases().values() for k in row} - {"commit"}
-    for row in trl.TABLE:
+    newest = releases.releases()[max(releases.releases(), key=version_tuple)]
+    versioned = {k for row in releases.releases().values() for k in row} - {"commit"}
+    for row in registry.get("trl").table:
         if row.key in versioned:
             assert row.default == newest.get(row.key), row.key
 

@@ -1,4 +1,4 @@
-"""TRL (huggingface/trl) GRPOConfig as an rlsim scenario: the mapping TABLE and ``to_scenario``.
+"""TRL (huggingface/trl) GRPOConfig as an rlsim scenario: the mapping ``TABLE`` and ``to_scenario``.
 
 Read at huggingface/trl commit f2cd57710ae345ea6428ae95363267fcf38a3dc8 (v1.9.0-26, 2026-07-24):
 ``trl/trainer/grpo_config.py`` (fields, defaults, ``__post_init__``), ``trl/trainer/grpo_trainer.py``
@@ -50,38 +50,15 @@ accelerate options ``--config_file`` (an accelerate config YAML), ``--num_proces
 from __future__ import annotations
 
 import dataclasses
-import functools
-import re
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+import difflib
+from typing import Any
 
-from rlsim.frameworks.config_import import (
-    ImportConfigError,
-    Row,
-    Source,
-    as_float,
-    as_int,
-    assumed_workload,
-    divisible,
-)
-from rlsim.frameworks.config_import import resolve_model as _resolve_model
-from rlsim.frameworks.registry import Adapter
-from rlsim.frameworks.trl_launch import (  # noqa: F401  (import-config calls read on this module)
-    ACCELERATE_FLAGS,
-    ENTRY,
-    accelerate_settings,
-    read,
-)
-from rlsim.io.files import load_yaml, read_text
-
-if TYPE_CHECKING:
-    from rlsim.frameworks.emit_keys import _Ctx
-
-# the adapter (rlsim.frameworks.registry): this module's import mapping, emit_keys and docs table
-ADAPTER = Adapter("trl", __name__, overrides="flags", log_importer="calibrate.importers.trl")
+from rlsim.frameworks.adapter import ImportConfigError, Row, Source
+from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model, version_tuple
+from rlsim.frameworks.trl.launch import accelerate_settings
+from rlsim.frameworks.trl.releases import check_release_keys, release_for, releases
 
 VERSION_READ = "TRL f2cd577 (v1.9.0-26) and the defaults of every release 0.14.0-1.9.0"
-DEFAULTS_FILE = Path(__file__).with_name("trl_defaults.yaml")
 LAUNCH = {
     "trl_version": None,
     "accelerate_config": None,
@@ -161,53 +138,6 @@ def check_trainer(flat: dict[str, Any], where: str = "the config") -> None:
         )
 
 
-# ---------------------------------------------------------------------------------------------- versions
-
-FIRST_GRPO = "0.14.0"
-
-
-_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(?:dev|rc|a|b|post)\d*|[+-][\w.+-]*)?")
-
-
-def _version_tuple(text: str) -> tuple[int, ...] | None:
-    """``0.18.0``, ``v0.18``, ``0.19.0rc1``, ``1.9.0.dev0``, ``0.18.2+cu128`` -> (major, minor, patch); None else."""
-    m = _VERSION.fullmatch(str(text).strip())
-    return tuple(int(g or 0) for g in m.groups()) if m else None
-
-
-@functools.cache
-def releases() -> dict[str, dict[str, Any]]:
-    """TRL release -> its GRPOConfig defaults and commit (trl_defaults.yaml, by scripts/trl_defaults.py)."""
-    data = load_yaml(read_text(DEFAULTS_FILE, "TRL defaults"))
-    return {str(v): row for v, row in data["versions"].items()}
-
-
-def release_for(version: Any) -> tuple[str, list[str]]:
-    """The release whose defaults apply to ``version`` (the newest release at or below it), and notes."""
-    known = sorted(releases(), key=_version_tuple)
-    newest = known[-1]
-    if version is None:
-        return newest, [
-            f"trl_version: not given, so TRL {newest}'s defaults (the newest release read); --set trl_version=X.Y.Z "
-            "as installed where the config runs (open-r1 pins its TRL in setup.py)"
-        ]
-    wanted = _version_tuple(version)
-    if wanted is None:
-        raise ImportConfigError(f"trl_version: {version!r} is not a version; give it as 0.18.0")
-    if wanted < _version_tuple(FIRST_GRPO):
-        raise ImportConfigError(
-            f"trl_version: TRL {version} has no GRPOTrainer (it came in {FIRST_GRPO}); use a later TRL"
-        )
-    at_or_below = [v for v in known if _version_tuple(v) <= wanted]
-    chosen = at_or_below[-1]
-    notes = [
-        f"trl_version {version}: TRL {chosen}'s defaults (trl_defaults.yaml, commit {releases()[chosen]['commit'][:9]})"
-    ]
-    if wanted > _version_tuple(newest):
-        notes.append(f"trl_version {version} is newer than the newest release read ({newest}): its defaults assumed")
-    return chosen, notes
-
-
 def table_for(flat: dict[str, Any]) -> tuple[Row, ...]:
     """TABLE with the defaults of the release ``trl_version`` names (a key the release lacks: no default)."""
     row = releases()[release_for(flat.get("trl_version"))[0]]
@@ -218,8 +148,6 @@ def table_for(flat: dict[str, Any]) -> tuple[Row, ...]:
 def _check_launch_spelling(src: Source) -> None:
     """A launch key (not a TRL key, so TRL's own parser would not catch it) spelled nearly right is refused in one
     line naming the right spelling: a silent ``trl_versoin`` would take another release's defaults."""
-    import difflib
-
     known = {row.key for row in TABLE}
     for key in src.flat:
         if key in known:
@@ -227,40 +155,6 @@ def _check_launch_spelling(src: Source) -> None:
         near = difflib.get_close_matches(key, list(LAUNCH), n=1, cutoff=0.85)
         if near:
             raise ImportConfigError(f"{key}: is not a key rlsim reads; did you mean {near[0]}? (--set {near[0]}=...)")
-
-
-def _check_release_keys(src: Source, version: str) -> None:
-    """Refuse a key the release does not have (TRL's argument parser rejects it)."""
-    row = releases()[version]
-    known = {k for r in releases().values() for k in r} - {"commit"}
-    for key in sorted(known - set(row)):
-        if src.flat.get(key) is not None:
-            since = [v for v in sorted(releases(), key=_version_tuple) if key in releases()[v]]
-            when = f"it is in {since[0]}-{since[-1]}" if since else "no release read has it"
-            raise ImportConfigError(
-                f"{src.name(key)}: TRL {version} has no such option ({when}); remove it or --set trl_version to the "
-                "release the config was written for"
-            )
-
-
-def release_changes_table() -> str:
-    """Markdown: the releases at which a default rlsim reads changes, or an option comes or goes (docs/import-config.md
-    holds this table; a test keeps it in step with trl_defaults.yaml)."""
-    lines = ["| TRL release | what changes |", "|---|---|"]
-    before: dict[str, Any] | None = None
-    for version in sorted(releases(), key=_version_tuple):
-        row = {k: v for k, v in releases()[version].items() if k != "commit"}
-        if before is None:
-            text = "first GRPO release: " + ", ".join(f"`{k}` {v}" for k, v in row.items())
-        else:
-            parts = [f"`{k}` {before[k]} -> {v}" for k, v in row.items() if k in before and before[k] != v]
-            parts += [f"`{k}` added ({v})" for k, v in row.items() if k not in before]
-            parts += [f"`{k}` removed" for k in before if k not in row]
-            text = ", ".join(parts)
-        if text:
-            lines.append(f"| {version} | {text} |")
-        before = row
-    return "\n".join(lines) + "\n"
 
 
 def _processes(src: Source, notes: list[str]) -> tuple[int, list[str]]:
@@ -307,7 +201,7 @@ def _round(src: Source, version: str, has: dict[str, Any], procs: int, notes: li
     if src.given(GEN):
         generations = as_int(src, GEN)
         steps_per_gen = divisible(GEN, generations, f"{PDB} x num_processes", per_device * procs)
-    elif SPG in has or _version_tuple(version) >= (0, 17, 0):
+    elif SPG in has or version_tuple(version) >= (0, 17, 0):
         # 0.17 generates once per optimizer step over the accumulated batch: steps_per_generation's default
         steps_per_gen = as_int(src, SPG) if src.given(SPG) else accum
         generations = per_device * procs * steps_per_gen
@@ -372,12 +266,12 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     check_trainer(src.flat)
     _check_launch_spelling(src)
     version, notes = release_for(src.get("trl_version"))
-    _check_release_keys(src, version)
+    check_release_keys(src, version)
     has = releases()[version]
     procs, accel_notes = _processes(src, notes)
     r = _round(src, version, has, procs, notes)
 
-    model, model_notes = _resolve_model(src.get("model_name_or_path"), "model_name_or_path")
+    model, model_notes = resolve_model(src.get("model_name_or_path"), "model_name_or_path")
     notes += model_notes
     use_vllm, engine, hardware, schedule = _generation(src, version, has, procs, notes)
     recompute = r.accum % (max(1, r.steps_per_gen) * r.iterations) != 0 or (
@@ -415,55 +309,3 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "learning": {"lr0": as_float(src, "learning_rate"), "reference_batch": r.optimizer_batch},
     }
     return sections, notes
-
-
-# ------------------------------------------------------------------------------------------- emit
-
-
-def emit_keys(ctx: _Ctx) -> dict[str, Any]:
-    from rlsim.frameworks.emit_keys import _common_notes, _divide, _lr, _opt_steps
-
-    s, hw = ctx.s, ctx.s.hardware
-    d: dict[str, Any] = {}
-    procs = hw.num_train_gpus
-    micro = s.training.micro_batch_size
-    B = s.workload.responses_per_step
-    spg = _divide("workload P x G", B, f"{PDB} x num_processes", micro * procs, "TRL")
-    ga = _divide(SPG, spg, "the optimizer steps per step", _opt_steps(s), "TRL")
-    d["num_processes"] = procs
-    d[PDB] = micro
-    d[GA] = ga
-    d["num_generations"] = s.workload.group_size
-    d["num_iterations"] = s.algorithm.epochs_per_step
-    if ctx.has(GEN):
-        d[GEN] = B
-    elif ctx.has(SPG) or spg != ga:
-        d[SPG] = spg
-    use_vllm = not s.engine.static_batching
-    d["use_vllm"] = use_vllm
-    tp = s.engine.tensor_parallel_size
-    if use_vllm and hw.placement == "colocated":
-        d["vllm_mode"] = "colocate"
-        d["vllm_tensor_parallel_size"] = tp
-        d["vllm_gpu_memory_utilization"] = s.engine.gpu_memory_utilization
-    elif use_vllm:
-        d["vllm_mode"] = "server"
-        d["vllm_server_tensor_parallel_size"] = tp
-        d["vllm_server_data_parallel_size"] = s.num_replicas
-        d["vllm_server_gpu_memory_utilization"] = s.engine.gpu_memory_utilization
-        if s.num_replicas * tp != hw.num_rollout_gpus:
-            ctx.notes.append(f"engine.replicas {s.num_replicas} x TP {tp} leaves rollout GPUs idle (trl vllm-serve)")
-    elif hw.placement == "separate":
-        ctx.notes.append("hardware.placement separate without vLLM: TRL's transformers generation is colocated")
-    d["learning_rate"] = _lr(s)
-    d["gradient_checkpointing"] = s.training.activation_recompute != "none"
-    tr = s.training
-    if tr.backend == "megatron":
-        ctx.notes.append(
-            f"training.backend megatron (TP {tr.tensor_parallel_size}, PP {tr.pipeline_parallel_size}): TRL trains "
-            "data-parallel (DeepSpeed ZeRO / FSDP)"
-        )
-    if tr.sequence_packing:
-        ctx.notes.append("training.sequence_packing: TRL's GRPOTrainer pads its micro-batches (as rlsim maps it)")
-    _common_notes(ctx, "TRL", asynchronous=False, max_num_seqs=False, pp=True)
-    return d

@@ -1,5 +1,5 @@
-"""OpenRLHF (OpenRLHF/OpenRLHF) ``train_ppo_ray`` arguments as an rlsim scenario: the mapping TABLE and
-``to_scenario``.
+"""OpenRLHF (OpenRLHF/OpenRLHF) ``train_ppo_ray`` arguments as an rlsim scenario: the mapping ``TABLE`` and
+``to_scenario`` (the arguments as a user has them, and their flat v0.9.5 names: :mod:`rlsim.frameworks.openrlhf.args`).
 
 Read at OpenRLHF/OpenRLHF commit 3c3be6234e0cb353e76bb8019947db9dfe99fca7 (v0.11.0, 2026-08-13):
 ``openrlhf/cli/train_ppo_ray.py`` (the argparse flags, their defaults, the checks after parsing and the placement of
@@ -48,33 +48,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rlsim.frameworks.config_import import (
-    ImportConfigError,
-    Row,
-    Source,
-    as_float,
-    as_int,
-    assumed_workload,
-    divisible,
-)
-from rlsim.frameworks.config_import import resolve_model as _resolve_model
-from rlsim.frameworks.openrlhf_args import (  # noqa: F401  (import-config and emit use them on this module)
-    FLAT_NAMES,
-    LEGACY,
-    LEGACY_DEFAULTS,
-    MODULE,
-    _default,
-    _lengths,
-    canonical,
-    parse_arguments,
-    read,
-)
-from rlsim.frameworks.openrlhf_emit import emit_keys  # noqa: F401  (the adapter's emit inverse)
-from rlsim.frameworks.registry import Adapter
-
-SWITCH_FLAGS = True  # booleans are store_true flags: emit writes --flag for true and a note to remove it for false
-# the adapter (rlsim.frameworks.registry): this module's import mapping, emit_keys and docs table
-ADAPTER = Adapter("openrlhf", __name__, overrides="flags", log_importer="calibrate.importers.openrlhf")
+from rlsim.frameworks.adapter import ImportConfigError, Row, Source
+from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model
+from rlsim.frameworks.openrlhf.args import legacy_default, length_caps
 
 VERSION_READ = "OpenRLHF 3c3be62 (v0.11.0; flat names of v0.9.5 c0e2ee2)"
 ESTIMATORS = {
@@ -154,7 +130,7 @@ def _reward(src: Source, policy: str, colocated: bool, notes: list[str]) -> dict
             notes.append(f"{n('reward.remote_url')}: a remote reward, priced as the CPU reward (costs.reward_*)")
         return None
     try:
-        model, model_notes = _resolve_model(src.get(key), n(key))
+        model, model_notes = resolve_model(src.get(key), n(key))
         notes += [c.replace("model:", "reward model:", 1) for c in model_notes]
     except ImportConfigError:
         model = policy
@@ -211,14 +187,14 @@ def _sizes(src: Source) -> _Sizes:
     dp = divisible(actor_key, actor_gpus, f"{n('ds.ring_attn_size')} x {n('ds.tensor_parallel_size')}", ring * ds_tp)
     train_batch = as_int(src, "train.batch_size")
     micro_key = "train.micro_batch_size"
-    micro = as_int(src, micro_key) if src.given(micro_key) else int(_default(src, micro_key))
+    micro = as_int(src, micro_key) if src.given(micro_key) else int(legacy_default(src, micro_key))
     # DeepSpeed: train_batch_size == micro x accumulation x data-parallel ranks
     divisible(n("train.batch_size"), train_batch, f"{n(micro_key)} x data-parallel actor GPUs ({dp})", micro * dp)
     mini = divisible(
         f"{n('rollout.batch_size')} x {n('rollout.n_samples_per_prompt')}", samples, n("train.batch_size"), train_batch
     )
     rmicro_key = "rollout.micro_batch_size"
-    rollout_micro = as_int(src, rmicro_key) if src.given(rmicro_key) else int(_default(src, rmicro_key))
+    rollout_micro = as_int(src, rmicro_key) if src.given(rmicro_key) else int(legacy_default(src, rmicro_key))
     if samples // rollout_micro < dp:  # train_ppo_ray.py asserts it
         raise ImportConfigError(
             f"{n('rollout.batch_size')} x {n('rollout.n_samples_per_prompt')} / {n(rmicro_key)} ({samples} / "
@@ -283,7 +259,7 @@ def _algorithm(src: Source, estimator: str, mini: int, kl: bool, notes: list[str
     }
     if estimator == "gae":
         if src.given("critic.model_name_or_path"):
-            algorithm["critic_model"], critic_notes = _resolve_model(
+            algorithm["critic_model"], critic_notes = resolve_model(
                 src.get("critic.model_name_or_path"), n("critic.model_name_or_path")
             )
             notes += [c.replace("model:", "critic model:", 1) for c in critic_notes]
@@ -424,7 +400,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         raise ImportConfigError(
             f"{n('algo.advantage.estimator')}: {estimator!r} is not one of {', '.join(ESTIMATORS)}; fix it"
         )
-    model, model_notes = _resolve_model(src.get("actor.model_name_or_path"), n("actor.model_name_or_path"))
+    model, model_notes = resolve_model(src.get("actor.model_name_or_path"), n("actor.model_name_or_path"))
     notes += model_notes
     algorithm = _algorithm(src, estimator, z.mini, kl, notes)
 
@@ -435,7 +411,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         _own_pools(src, algorithm, reward, estimator, kl, colocate, colocate_ref, notes)
     training = _training(src, z, notes)
 
-    max_prompt, max_response, length_notes = _lengths(src)
+    max_prompt, max_response, length_notes = length_caps(src)
     notes += length_notes
     workload, assumed = assumed_workload(z.prompts, z.group, max_prompt, max_response)
     notes += assumed
@@ -477,21 +453,3 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             "algorithm.dynamic_sampling.keep_rate=R (OpenRLHF logs dynamic_filtering_pass_rate, in percent)"
         )
     return sections, notes
-
-
-def docs_table() -> str:
-    """The mapping table of docs/import-config.md (rlsim.frameworks.registry): each key with its v0.9.5 flat name
-    and, where the flat spelling's default differs, that default too."""
-
-    def cell(value: Any) -> str:
-        return "—" if value is None else f"`{value}`"
-
-    lines = ["| framework key | flat name (v0.9.5) | default | rlsim field | rule |", "|---|---|---|---|---|"]
-    for row in TABLE:
-        flat = ", ".join(f"`{name}`" for name, key in LEGACY.items() if key == row.key) or "—"
-        default = cell(row.default)
-        if row.key in LEGACY_DEFAULTS and LEGACY_DEFAULTS[row.key] != row.default:
-            default += f" (flat: `{LEGACY_DEFAULTS[row.key]}`)"
-        field = row.field if row.field.startswith("(") else f"`{row.field}`"
-        lines.append(f"| `{row.key}` | {flat} | {default} | {field} | {row.rule} |")
-    return "\n".join(lines)

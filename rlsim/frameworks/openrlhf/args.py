@@ -1,8 +1,7 @@
 """OpenRLHF's arguments as a user has them: the launch command or argument list (``read``, ``parse_arguments``) and
 the flat flag names of v0.9.5 and earlier as their dotted successors (``LEGACY``, ``canonical``), with that
-release's defaults and length flags (``_default``, ``_lengths``). Split from
-rlsim/frameworks/openrlhf.py (the adapter: the mapping TABLE and ``to_scenario``), which re-exports these names;
-its module docstring says what was read at which commit.
+release's defaults and length flags (``legacy_default``, ``length_caps``). :mod:`rlsim.frameworks.openrlhf.mapping`'s
+docstring says what was read at which commit.
 """
 
 from __future__ import annotations
@@ -11,8 +10,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from rlsim.frameworks.config_import import LAUNCH_NOTES, ImportConfigError, Source, as_int, read_config
+from rlsim.frameworks.adapter import LAUNCH_NOTES, ImportConfigError, Source, read_config
+from rlsim.frameworks.common import as_int
 from rlsim.frameworks.launch import framework_command
+from rlsim.io.files import read_text
 from rlsim.scenario.overrides import parse_scalar
 
 MODULE = "openrlhf.cli.train_ppo_ray"
@@ -83,8 +84,6 @@ def read(path: Path) -> dict[str, Any]:
         raise ImportConfigError(
             f"{path}: is not a file; give the train_ppo_ray command line, one --flag value per line, or YAML / JSON"
         )
-    from rlsim.io.files import read_text
-
     return parse_arguments(read_text(path, "openrlhf arguments"), str(path))
 
 
@@ -150,19 +149,22 @@ def canonical(flat: dict[str, Any], where: str) -> tuple[dict[str, Any], dict[st
     return out, spelling
 
 
-def _default(src: Source, key: str) -> Any:
+def legacy_default(src: Source, key: str) -> Any:
+    """``key``'s value, absent: the flat spelling's default (LEGACY_DEFAULTS) for a legacy file, else the TABLE's."""
     return src.get(key, LEGACY_DEFAULTS[key]) if src.legacy else src.get(key)
 
 
-def _lengths(src: Source) -> tuple[int, int, list[str]]:
+def length_caps(src: Source) -> tuple[int, int, list[str]]:
     """(max prompt tokens, max response tokens, notes): v0.9.5's prompt_max_len / generate_max_len when the file
     uses them, else v0.10's data.max_len with rollout.max_new_tokens (None: half of max_len each, assumed)."""
     n = src.name
     new_key = "rollout.max_new_tokens"
     old_style = src.given("prompt_max_len") or (src.given(new_key) and n(new_key) == "generate_max_len")
     if src.legacy and (old_style or not (src.given("data.max_len") or src.given(new_key))):
-        prompt = as_int(src, "prompt_max_len") if src.given("prompt_max_len") else int(_default(src, "prompt_max_len"))
-        response = as_int(src, new_key) if src.given(new_key) else int(_default(src, new_key))
+        prompt = (
+            as_int(src, "prompt_max_len") if src.given("prompt_max_len") else int(legacy_default(src, "prompt_max_len"))
+        )
+        response = as_int(src, new_key) if src.given(new_key) else int(legacy_default(src, new_key))
         return prompt, response, []
     if src.given("prompt_max_len"):
         raise ImportConfigError(

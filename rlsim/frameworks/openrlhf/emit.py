@@ -1,29 +1,35 @@
-"""The OpenRLHF ``train_ppo_ray`` arguments that express a planned scenario (the emit inverse of
-rlsim/frameworks/openrlhf.py's mapping, which re-exports ``emit_keys``; rlsim.frameworks.emit diffs them against
-the original arguments).
+"""The OpenRLHF ``train_ppo_ray`` arguments that express a planned scenario: the inverse of
+:mod:`rlsim.frameworks.openrlhf.mapping` (rlsim.frameworks.emit diffs them against the original arguments).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from rlsim.frameworks.emit_keys import _Ctx
+from rlsim.frameworks.adapter import EmitContext
+from rlsim.frameworks.common import (
+    node_layout,
+    note_unexpressed,
+    optimizer_steps_per_pass,
+    packing_token_budget,
+    plan_divisible,
+    planned_lr,
+)
 
 
-def emit_keys(ctx: _Ctx) -> dict[str, Any]:
-    """The OpenRLHF arguments that express the planned scenario ``ctx.s``, with notes in ``ctx.notes``."""
-    from rlsim.frameworks.emit_keys import _common_notes, _divide, _lr, _nodes, _opt_steps, _packing_tokens
-
-    s, hw, tr = ctx.s, ctx.s.hardware, ctx.s.training
+def emit_keys(ctx: EmitContext) -> dict[str, Any]:
+    """The OpenRLHF arguments that express the planned scenario ``ctx.scenario``, with notes in ``ctx.notes``."""
+    s, hw, tr = ctx.scenario, ctx.scenario.hardware, ctx.scenario.training
     d: dict[str, Any] = {}
     P, G, B = s.workload.prompts_per_step, s.workload.group_size, s.workload.responses_per_step
-    train_batch = _divide("workload P x G", B, "the optimizer steps per step", _opt_steps(s), "OpenRLHF")
+    train_batch = plan_divisible(
+        "workload P x G", B, "the optimizer steps per step", optimizer_steps_per_pass(s), "OpenRLHF"
+    )
     d["rollout.batch_size"], d["rollout.n_samples_per_prompt"] = P, G
     d["train.batch_size"] = train_batch
     d["train.max_epochs"] = s.algorithm.epochs_per_step
     train_gpus = hw.num_train_gpus
-    per_node, nodes = _nodes(ctx, train_gpus, "actor.num_gpus_per_node", 8)
+    per_node, nodes = node_layout(ctx, train_gpus, "actor.num_gpus_per_node", 8)
     d["actor.num_nodes"], d["actor.num_gpus_per_node"] = nodes, per_node
     tp = s.engine.tensor_parallel_size
     d["vllm.num_engines"] = s.num_replicas
@@ -62,11 +68,11 @@ def emit_keys(ctx: _Ctx) -> dict[str, Any]:
     if tr.sequence_packing:
         d["train.dynamic_batch_enable"] = True
         d["ds.packing_samples"] = True
-        d["train.max_tokens_per_gpu"] = _packing_tokens(s)
+        d["train.max_tokens_per_gpu"] = packing_token_budget(s)
     else:
         d["train.dynamic_batch_enable"] = False
         d["train.micro_batch_size"] = tr.micro_batch_size
-        _divide(
+        plan_divisible(
             "OpenRLHF train.batch_size",
             train_batch,
             "training.micro_batch_size x data-parallel GPUs",
@@ -77,6 +83,6 @@ def emit_keys(ctx: _Ctx) -> dict[str, Any]:
         d["rollout.micro_batch_size"] = tr.logprob_micro_batch_size
     d["actor.gradient_checkpointing_enable"] = tr.activation_recompute != "none"
     d["ds.adam_offload"] = tr.offload_optimizer
-    d["actor.adam.lr"] = _lr(s)
-    _common_notes(ctx, "OpenRLHF", asynchronous=True, max_num_seqs=False, pp=False)
+    d["actor.adam.lr"] = planned_lr(s)
+    note_unexpressed(ctx, "OpenRLHF", asynchronous=True, max_num_seqs=False, pp=False)
     return d

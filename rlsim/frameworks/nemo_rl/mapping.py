@@ -1,8 +1,7 @@
 """NeMo RL recipe YAML keys as rlsim scenario fields: the key table of ``rlsim import-config --format nemo-rl``
-(``TABLE``) and :func:`to_scenario`, which turns a resolved recipe (rlsim.frameworks.nemo_rl_recipe) into the fields of
-the published-row mapping (:func:`rlsim.frameworks.nemo_rl.scenario_from_recipe`), so that a recipe and a published
-row of it map alike. Split from rlsim/frameworks/nemo_rl.py (the published-row mapping and its docstring table),
-which re-exports these names.
+(``TABLE``) and :func:`to_scenario`, which turns a resolved recipe (:mod:`rlsim.frameworks.nemo_rl.recipe_yaml`) into
+the fields of the published-row mapping (:func:`rlsim.frameworks.nemo_rl.recipe.scenario_from_recipe`, whose
+docstring holds the mapping's table and the facts read), so that a recipe and a published row of it map alike.
 """
 
 from __future__ import annotations
@@ -10,16 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from rlsim.frameworks import sglang
-from rlsim.frameworks.config_import import (
-    DEFAULT_GPU,
-    ImportConfigError,
-    Row,
-    Source,
-    as_float,
-    as_int,
-    divisible,
-    resolve_model,
-)
+from rlsim.frameworks.adapter import ImportConfigError, Row, Source
+from rlsim.frameworks.common import DEFAULT_GPU, as_float, as_int, divisible, resolve_model
+from rlsim.frameworks.nemo_rl.recipe import PROMPT_TOKENS, NotExpressible, scenario_from_recipe
 
 VERSION_READ = "NeMo RL 81aa43d (v0.7.0)"
 G = "grpo."
@@ -269,9 +261,6 @@ def _cpu_offload(src: Source, raw: dict[str, Any], megatron: bool, notes: list[s
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections for a NeMo RL GRPO recipe YAML, and the assumptions made: its keys become the fields
     of :func:`scenario_from_recipe` (the published mapping)."""
-    # the published-row mapping imports this module: import it here, not at the top
-    from rlsim.frameworks.nemo_rl import PROMPT_TOKENS, NotExpressible, scenario_from_recipe
-
     notes: list[str] = []
     sg = _generation_backend(src)
     prompts, group, gbs = _batch(src)

@@ -1,4 +1,5 @@
-"""verl (volcengine/verl) PPO/GRPO trainer configs as rlsim scenarios: the mapping TABLE and ``to_scenario``.
+"""verl (volcengine/verl) PPO/GRPO trainer configs as rlsim scenarios: the mapping ``TABLE``, ``read`` and
+``to_scenario``.
 
 Read at volcengine/verl commit b178a3cd56f58b2d502255daba591e92833930a7 (v0.7.0-125, 2026-01-29): the Hydra config
 ``verl/trainer/config/ppo_trainer.yaml`` and its parts (``actor/actor.yaml``, ``rollout/rollout.yaml`` (its
@@ -37,31 +38,16 @@ Other verl keys (other advantage estimators, Megatron's offloads) are refused or
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from rlsim import catalog
+from rlsim.catalog.hf_config import spec_from_path
 from rlsim.frameworks import sglang
-from rlsim.frameworks.config_import import (
-    LAUNCH_NOTES,
-    ImportConfigError,
-    Row,
-    Source,
-    as_float,
-    as_int,
-    assumed_workload,
-    divisible,
-    read_config,
-)
-from rlsim.frameworks.config_import import resolve_model as _resolve_model
+from rlsim.frameworks.adapter import LAUNCH_NOTES, ImportConfigError, Row, Source, read_config
+from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model
 from rlsim.frameworks.launch import framework_command
-from rlsim.frameworks.registry import Adapter
 from rlsim.io.files import read_text
 from rlsim.scenario.overrides import parse_scalar
-
-if TYPE_CHECKING:
-    from rlsim.frameworks.emit_keys import _Ctx
-
-# the adapter (rlsim.frameworks.registry): this module's import mapping, emit_keys and docs table
-ADAPTER = Adapter("verl", __name__, overrides="hydra", log_importer="calibrate.importers.verl")
 
 VERSION_READ = "verl b178a3c (v0.7.0-125)"
 SGLANG_VERSION = "0.5.6"  # verl b178a3c setup.py: the sglang extra pins sglang[srt,openai]==0.5.6
@@ -160,11 +146,8 @@ def read(path: Path) -> dict[str, Any]:
 def _is_moe(name: Any) -> bool:
     """Whether the model a verl config names has experts (False when it cannot be resolved: the import says why
     later)."""
-    from rlsim import catalog
-    from rlsim.catalog.hf_config import spec_from_path
-
     try:
-        resolved, _ = _resolve_model(name, M + "path")
+        resolved, _ = resolve_model(name, M + "path")
         spec = catalog.model(resolved) if not Path(resolved).exists() else spec_from_path(resolved)
     except (ImportConfigError, KeyError, ValueError, OSError):
         return False
@@ -278,7 +261,7 @@ def _algorithm(src: Source, mini_batches: int, notes: list[str]) -> tuple[str, d
             f"algorithm.adv_estimator: {estimator!r} is not mapped (only {', '.join(ESTIMATORS)}); "
             "--set algorithm.adv_estimator=grpo for a critic-free estimator of the same cost"
         )
-    model, model_notes = _resolve_model(src.get(M + "path"), M + "path")
+    model, model_notes = resolve_model(src.get(M + "path"), M + "path")
     notes += model_notes
     algorithm: dict[str, Any] = {
         "name": ESTIMATORS[estimator],
@@ -287,7 +270,7 @@ def _algorithm(src: Source, mini_batches: int, notes: list[str]) -> tuple[str, d
         "kl_reference": any([bool(src.get(A + "use_kl_loss")), bool(src.get("algorithm.use_kl_in_reward"))]),
     }
     if estimator == "gae" and src.given("critic.model.path"):
-        algorithm["critic_model"], critic_notes = _resolve_model(src.get("critic.model.path"), "critic.model.path")
+        algorithm["critic_model"], critic_notes = resolve_model(src.get("critic.model.path"), "critic.model.path")
         notes += [n.replace("model:", "critic model:", 1) for n in critic_notes]
     return model, algorithm
 
@@ -347,68 +330,3 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     if software_section is not None:
         sections["software"] = software_section
     return sections, notes
-
-
-# ------------------------------------------------------------------------------------------- emit
-
-
-def emit_keys(ctx: _Ctx) -> dict[str, Any]:
-    from rlsim.frameworks.emit_keys import _common_notes, _divide, _lr, _nodes, _opt_steps, _packing_tokens
-
-    s = ctx.s
-    d: dict[str, Any] = {}
-    P, G = s.workload.prompts_per_step, s.workload.group_size
-    steps = _opt_steps(s)
-    mini = _divide(
-        "workload.prompts_per_step",
-        P,
-        "the optimizer steps per step (verl's ppo_mini_batch_size counts prompts)",
-        steps,
-        "verl",
-    )
-    d["data.train_batch_size"] = P
-    d[R + "n"] = G
-    d[A + "ppo_mini_batch_size"] = mini
-    d[A + "ppo_epochs"] = s.algorithm.epochs_per_step
-    gpus = s.hardware.num_gpus
-    if s.hardware.placement == "separate":
-        ctx.notes.append(
-            f"hardware.placement separate ({s.hardware.rollout_gpus} + {s.hardware.train_gpus}): verl's hybrid "
-            f"engine (as rlsim maps it) shares all GPUs; emitted as {gpus} colocated GPUs"
-        )
-    per_node, nnodes = _nodes(ctx, gpus, "trainer.n_gpus_per_node", 8)
-    d["trainer.n_gpus_per_node"], d["trainer.nnodes"] = per_node, nnodes
-    tr = s.training
-    if tr.sequence_packing:
-        d[A + "use_dynamic_bsz"] = True
-        d[A + "ppo_max_token_len_per_gpu"] = _packing_tokens(s)
-    else:
-        d[A + "use_dynamic_bsz"] = False
-        per_rank = _divide(f"{A}ppo_mini_batch_size x {R}n ({mini} x {G})", mini * G, "the GPUs", gpus, "verl")
-        _divide("verl's per-GPU mini-batch", per_rank, "training.micro_batch_size", tr.micro_batch_size, "verl")
-        if ctx.has(A + "ppo_micro_batch_size"):
-            d[A + "ppo_micro_batch_size"] = tr.micro_batch_size * gpus
-        else:
-            d[A + "ppo_micro_batch_size_per_gpu"] = tr.micro_batch_size
-        if tr.logprob_micro_batch_size is not None:
-            if ctx.has(R + "log_prob_micro_batch_size"):
-                d[R + "log_prob_micro_batch_size"] = tr.logprob_micro_batch_size * gpus
-            else:
-                d[R + "log_prob_micro_batch_size_per_gpu"] = tr.logprob_micro_batch_size
-    d[R + "tensor_model_parallel_size"] = s.engine.tensor_parallel_size
-    d[R + "gpu_memory_utilization"] = s.engine.gpu_memory_utilization
-    d[R + "max_num_seqs"] = s.engine.max_num_seqs
-    if s.engine.replicas is not None and s.engine.replicas * s.engine.tensor_parallel_size != gpus:
-        ctx.notes.append(f"engine.replicas {s.engine.replicas}: verl runs one engine per TP group of all GPUs")
-    d[A + "optim.lr"] = _lr(s)
-    d[M + "enable_gradient_checkpointing"] = tr.activation_recompute != "none"
-    if tr.backend == "megatron":
-        ctx.notes.append(
-            f"training.backend megatron (TP {tr.tensor_parallel_size}, PP {tr.pipeline_parallel_size}): verl's "
-            "Megatron workers are not mapped by rlsim; emitted for FSDP"
-        )
-    else:
-        d[A + "fsdp_config.param_offload"] = tr.offload_params
-        d[A + "fsdp_config.optimizer_offload"] = tr.offload_optimizer
-    _common_notes(ctx, "verl", asynchronous=False, max_num_seqs=True, pp=tr.backend == "megatron")
-    return d

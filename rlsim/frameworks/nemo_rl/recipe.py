@@ -5,7 +5,7 @@ and ``rlsim import-config --format nemo-rl``.
 tables and ``calibrate/data/published/rl_step_times_dev.csv`` spell them) to a scenario mapping; a recipe rlsim
 cannot express raises :class:`NotExpressible` with the reason. ``to_scenario(source)`` (``rlsim import-config``)
 reads a recipe YAML itself: ``read(path)`` follows its ``defaults:`` chain, ``resolve`` its ``${...}``
-interpolations (both in :mod:`rlsim.frameworks.nemo_rl_recipe`), and the TABLE's keys become the same fields, so
+interpolations (both in :mod:`rlsim.frameworks.nemo_rl.recipe_yaml`), and the TABLE's keys become the same fields, so
 both paths go through ``scenario_from_recipe`` (see "Recipe YAML" below).
 
 Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read at tags v0.5.0 / v0.6.0):
@@ -71,7 +71,7 @@ response cap is the least of max_new_tokens and max_model_len - prompt), ``recip
 reference_batch P x G).
 
 Recipe YAML (``rlsim import-config --format nemo-rl``; its key ``TABLE`` and ``to_scenario`` live in
-rlsim/frameworks/nemo_rl_import.py, the YAML reader in nemo_rl_recipe.py, both re-exported here), read at
+:mod:`rlsim.frameworks.nemo_rl.mapping`, the YAML reader in :mod:`rlsim.frameworks.nemo_rl.recipe_yaml`), read at
 NVIDIA-NeMo/RL v0.7.0 (commit
 81aa43dda4765b0429cf31dab44441e4e4383911): a recipe names its parent in ``defaults:`` (a path relative to the
 recipe's directory, or a list of them; ``nemo_rl/utils/config.py`` load_config_with_inheritance): parents merge
@@ -97,33 +97,13 @@ the base recipe is where the performance recipes' chains end). Facts from that c
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from rlsim import catalog
 from rlsim.errors import RlsimError
-from rlsim.frameworks.nemo_rl_emit import emit_keys  # noqa: F401  (the adapter's emit inverse)
-from rlsim.frameworks.nemo_rl_import import (  # noqa: F401  (import-config and emit use them on this module)
-    ASYNC,
-    COL,
-    DT,
-    GEN,
-    MG,
-    PO,
-    TABLE,
-    VERSION_READ,
-    G,
-    V,
-    to_scenario,
-)
-from rlsim.frameworks.nemo_rl_recipe import read, resolve  # noqa: F401  (import-config calls them on this module)
-from rlsim.frameworks.registry import Adapter
+from rlsim.frameworks.common import version_after
 from rlsim.scenario import software
 from rlsim.workload.lengths import lognormal_mean_for_clipped_mean
-
-NEW_KEY_PREFIX = "++"  # an emitted key the recipe lacks: Hydra's add-or-override (NeMo RL's configs are structs)
-# the adapter (rlsim.frameworks.registry): this module's import mapping, emit_keys and docs table
-ADAPTER = Adapter("nemo-rl", __name__, overrides="hydra", log_importer="calibrate.importers.nemo_rl")
 
 PROMPT_TOKENS = 128  # assumption: math prompts of OpenMathInstruct-2 with NeMo RL's cot template
 RESPONSE_SIGMA = 0.6  # assumption: standard deviation of log response length (one value for every row)
@@ -339,10 +319,8 @@ def llm_class_max_num_seqs(version: str | None, gpu: str, memory_bytes: float | 
 def framework_version(fields: dict[str, Any]) -> str | None:
     """The NeMo RL release of a row: the recipe's tag (``NVIDIA-NeMo/RL@v0.5.0:...``), else the table's
     ``source_version`` (``NeMo RL v0.6 perf table`` -> 0.6), else None (a recipe YAML: vLLM V1 assumed)."""
-    m = re.search(r"@v(\d+\.\d+(?:\.\d+)?)", str(fields.get("recipe") or ""))
-    if m is None:
-        m = re.search(r"NeMo RL v(\d+\.\d+(?:\.\d+)?)", str(fields.get("source_version") or ""))
-    return m.group(1) if m else None
+    found = version_after(str(fields.get("recipe") or ""), "@v")
+    return found or version_after(str(fields.get("source_version") or ""), "NeMo RL v")
 
 
 def _dynamic_sampling(fields: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,7 +1,7 @@
 """TRL's launch as a user has it: the shell script or command line running ``accelerate launch [options] SCRIPT
 --config GRPO.yaml [--key value ...]`` (``read``; rlsim.frameworks.launch reads it as text, never runs it) and the
-accelerate config file it names (``accelerate_settings``). Split from rlsim/frameworks/trl.py (the adapter: the
-mapping TABLE and ``to_scenario``), which re-exports these names; its module docstring says what each part means.
+accelerate config file it names (``accelerate_settings``). :mod:`rlsim.frameworks.trl.mapping`'s docstring says what
+each part means.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rlsim.frameworks.config_import import LAUNCH_NOTES, ImportConfigError, read_config
+from rlsim.frameworks.adapter import LAUNCH_NOTES, ImportConfigError, read_config
+from rlsim.frameworks.launch import framework_command
 from rlsim.io.files import load_yaml, read_text
 
 ENTRY = "accelerate"
@@ -45,8 +46,6 @@ def read(path: Path) -> dict[str, Any]:
         return read_config(path, "trl")
     if not path.is_file():
         raise ImportConfigError(f"{path}: is not a file; give TRL's GRPO config (YAML / JSON) or its accelerate launch")
-    from rlsim.frameworks.launch import framework_command
-
     words, notes = framework_command(read_text(path, "TRL launch script"), path.name, (ENTRY,))
     if not words or words[0] != "launch":
         raise ImportConfigError(f"{path.name}: runs accelerate without launch; give the accelerate launch command")

@@ -1,8 +1,7 @@
 """NeMo RL recipe YAML as NeMo RL reads it: the ``defaults:`` chain (``nemo_rl/utils/config.py``
 load_config_with_inheritance: parents first, the child wins key by key, ``_override_: true`` replaces a section) and
-the ``${...}`` interpolations with the ``mul`` / ``div`` / ``max`` resolvers NeMo RL registers. The mapping of the
-resolved keys to a scenario is :mod:`rlsim.frameworks.nemo_rl`'s (which re-exports ``read`` and ``resolve`` for
-``rlsim import-config``).
+the ``${...}`` interpolations with the ``mul`` / ``div`` / ``max`` resolvers NeMo RL registers (the adapter's ``read``
+and ``resolve``). The mapping of the resolved keys to a scenario is :mod:`rlsim.frameworks.nemo_rl.mapping`'s.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rlsim.frameworks.config_import import ImportConfigError, read_config
+from rlsim.frameworks.adapter import ImportConfigError, read_config
 from rlsim.scenario.overrides import parse_scalar
 
 

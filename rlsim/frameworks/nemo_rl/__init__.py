@@ -1,0 +1,44 @@
+"""NeMo RL (NVIDIA-NeMo/RL) as a framework adapter (:data:`ADAPTER`): :mod:`~rlsim.frameworks.nemo_rl.recipe` maps a
+GRPO recipe's fields to a scenario (the one mapping behind ``rlsim-calibrate published`` and the import; its
+docstring says what NeMo RL does behind each field), :mod:`~rlsim.frameworks.nemo_rl.recipe_yaml` reads a recipe YAML
+as NeMo RL does, :mod:`~rlsim.frameworks.nemo_rl.mapping` turns its keys into those fields, and
+:mod:`~rlsim.frameworks.nemo_rl.emit` writes a planned scenario back as recipe keys.
+
+May import: rlsim.frameworks' shared modules (adapter, common, launch, sglang) and the layers below frameworks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Source
+from rlsim.frameworks.nemo_rl import emit, mapping, recipe_yaml
+
+
+class NemoRl(FrameworkAdapter):
+    """NeMo RL's GRPO: Hydra ``key=value`` overrides (``++key=value`` for a key the recipe lacks: its configs are
+    structs), recipes with ``defaults:`` chains and interpolations; its metrics logs read by
+    calibrate.importers.nemo_rl."""
+
+    name = "nemo-rl"
+    table = mapping.TABLE
+    version_read = mapping.VERSION_READ
+    overrides = "hydra"
+    log_importer = "calibrate.importers.nemo_rl"
+    new_key_prefix = "++"
+
+    def read(self, path: Path) -> dict[str, Any]:
+        return recipe_yaml.read(path)
+
+    def resolve(self, flat: dict[str, Any]) -> dict[str, Any]:
+        return recipe_yaml.resolve(flat)
+
+    def to_scenario(self, source: Source) -> tuple[dict[str, Any], list[str]]:
+        return mapping.to_scenario(source)
+
+    def emit_keys(self, ctx: EmitContext) -> dict[str, Any]:
+        return emit.emit_keys(ctx)
+
+
+ADAPTER = NemoRl()
