@@ -28,6 +28,7 @@ import datetime as _dt
 import functools
 import json
 import math
+import random
 import re
 import sys
 import time
@@ -36,9 +37,14 @@ from typing import Any
 
 import pandas as pd
 
+from real.config import TrainConfig
+from real.engines import make_engine
 from real.errors import RealError
+from real.models import load_policy, model_cache_dir, resolve_model
+from real.timing import synchronize
+from real.update import batch_tensors, completion_logprobs, update_actor
 from rlsim.host.machine_load import LoadMeter
-from rlsim.io.files import read_text
+from rlsim.io.files import atomic_write, atomic_write_text, read_text
 from rlsim.io.records import BENCH_COLUMNS
 from rlsim.phases import Phase
 
@@ -49,8 +55,10 @@ def provenance(
     """What a bench row was measured with; ``model_dir`` is the folder the model was loaded from, where
     ``rlsim-calibrate fit`` reads the architecture (so a user need not locate the built or converted model), and
     ``max_num_seqs`` the engine's limit on running sequences (vLLM's), which the fit schedules with."""
+    # here, not at the top: it loads numpy, torch (start-up time)
     import torch
 
+    # here, not at the top: it loads numpy (start-up time)
     from real.environment import environment
 
     env = environment()
@@ -79,8 +87,6 @@ def _timed_rounds(fns: list, repeats: int, warmup: int) -> list[list[tuple[float
     that the median of repeats removes, instead of biasing whichever configurations ran during the drift.
     Each function runs ``warmup`` untimed times first.
     """
-    from real.timing import synchronize
-
     for fn in fns:
         for _ in range(warmup):
             fn()
@@ -98,8 +104,6 @@ def _timed_rounds(fns: list, repeats: int, warmup: int) -> list[list[tuple[float
 
 
 def _model(spec: str | None) -> tuple[Path, str]:
-    from real.models import model_cache_dir, resolve_model
-
     path = resolve_model(spec, model_cache_dir())
     return path, spec or "tiny"
 
@@ -113,11 +117,8 @@ def bench_generation(
     repeats: int = 3,
     warmup: int = 1,
 ) -> pd.DataFrame:
-    import random
-
+    # here, not at the top: it loads transformers (start-up time)
     from transformers import AutoConfig
-
-    from real.engines import make_engine
 
     path, name = _model(model)
     vocab = AutoConfig.from_pretrained(path).vocab_size
@@ -165,11 +166,8 @@ def bench_generation(
 def bench_train(
     model: str | None, tokens: list[int], seq_len: int, repeats: int = 3, warmup: int = 1, micro_batches: int = 1
 ) -> pd.DataFrame:
+    # here, not at the top: it loads torch (start-up time)
     import torch
-
-    from real.config import TrainConfig
-    from real.models import load_policy
-    from real.update import batch_tensors, completion_logprobs, update_actor
 
     path, name = _model(model)
     policy, _ = load_policy(path)
@@ -221,9 +219,6 @@ def bench_sync(
     Each repeat is the mean of ``number`` consecutive loads (as ``timeit`` does). Models of several sizes give a
     table with several ``bytes`` values, from which calibrate fits the fixed latency and the bandwidth apart.
     """
-    from real.engines import make_engine
-    from real.models import load_policy
-
     models = model if isinstance(model, list) else [model]
     loaded, engines = [], []
     try:
@@ -298,8 +293,6 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_table(df: pd.DataFrame, out: Path) -> None:
-    from rlsim.io.files import atomic_write, atomic_write_text
-
     atomic_write(out / "bench.csv", lambda p: df.to_csv(p, index=False))
     atomic_write(out / "bench.parquet", lambda p: df.to_parquet(p, index=False))
     provs = sorted(set(df["provenance"]))

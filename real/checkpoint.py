@@ -50,6 +50,7 @@ def prepare_run_dir(cfg: TrainConfig, run_dir: Path) -> None:
 
 def save_checkpoint(run_dir: Path, state: dict[str, Any]) -> None:
     """Write ``state`` as the run's checkpoint, replacing the previous one atomically."""
+    # here, not at the top: it loads torch (start-up time)
     import torch
 
     tmp = run_dir / "checkpoint.tmp"
@@ -70,6 +71,7 @@ def save_checkpoint(run_dir: Path, state: dict[str, Any]) -> None:
 
 def load_checkpoint(run_dir: Path) -> dict[str, Any] | None:
     """The run's last checkpoint, or None when it has none."""
+    # here, not at the top: it loads torch (start-up time)
     import torch
 
     for name in ("checkpoint", "checkpoint.old"):  # .old survives a kill between the two renames

@@ -22,12 +22,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from real.config import add_train_arguments, config_from_args
+from real.engines import route_vllm_logs_to_stderr
 from real.errors import RealError
+from rlsim.cli import parse, run_command
 
 
 def _add_train(sub: Any) -> None:
-    from real.config import add_train_arguments
-
     p = sub.add_parser("train", help="a real GRPO or PPO run (writes the run log, checkpoints, config)")
     add_train_arguments(p)
     _add_threads(p)
@@ -60,12 +61,13 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from real.config import config_from_args
+    # here, not at the top: it loads numpy (start-up time)
     from real.train import train
 
     cfg = config_from_args(args)
     bar = None
     if sys.stderr.isatty():
+        # here, not at the top: it loads tqdm (start-up time)
         from tqdm import tqdm
 
         bar = tqdm(total=cfg.max_steps, unit="step", desc="train", file=sys.stderr)
@@ -137,6 +139,7 @@ def _ints(text: str, flag: str) -> list[int]:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    # here, not at the top: it loads pandas (start-up time)
     from real import bench
 
     if args.number is None:
@@ -146,6 +149,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     models = args.model or [None]
     if args.kind != "sync" and len(models) > 1:
         raise RealError(f"--model given {len(models)} times; the {args.kind} bench takes one (sync takes several)")
+    # here, not at the top: it loads numpy (start-up time)
     from real.environment import apply_threads
 
     if args.kind == "generation":
@@ -176,6 +180,7 @@ def _add_import(sub: Any) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    # here, not at the top: it loads pandas (start-up time)
     from real import bench
 
     table = bench.read_vllm_bench(args.files)
@@ -194,9 +199,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from real.engines import route_vllm_logs_to_stderr
-    from rlsim.cli import parse, run_command
-
     route_vllm_logs_to_stderr()  # before anything imports vllm
     args = parse(build_parser(), sys.argv[1:] if argv is None else list(argv))
     return run_command("rlsim-real", args, "interrupted; run the same command to resume")

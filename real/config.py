@@ -17,7 +17,8 @@ from typing import Any
 from real.engines import ENGINES
 from real.errors import RealError
 from real.stale import STALENESS_LOSSES
-from rlsim.workload.lr_rules import LR_RULES
+from real.tasks import task_names
+from rlsim.workload.lr_rules import LR_RULES, lr_scale
 
 ALGOS = ("grpo", "ppo")
 EVAL_METRIC_RANGE = (0.0, 1.0)  # the eval metric is the held-out accuracy: a fraction of the eval split
@@ -69,8 +70,6 @@ class TrainConfig:
     @property
     def critic_lr_at_batch(self) -> float:
         """PPO: the critic's Adam LR at this run's batch (``critic_lr`` at ``reference_batch``, by its rule)."""
-        from rlsim.workload.lr_rules import lr_scale
-
         return self.critic_lr * lr_scale(self.critic_lr_rule, self.batch, self.reference_batch)
 
     def validate(self) -> None:
@@ -140,7 +139,6 @@ class TrainConfig:
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of ``rlsim-real train``: one per TrainConfig field (some fields have no flag), plus ``-o``."""
     d = TrainConfig()
-    from real.tasks import task_names
 
     p.add_argument(
         "--task",

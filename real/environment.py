@@ -22,6 +22,8 @@ import platform
 from typing import Any
 
 from real.engines import route_vllm_logs_to_stderr
+from real.errors import RealError
+from rlsim.host.machine_load import free_cores as measure
 from rlsim.host.threads import count_of
 
 THREADS_SAMPLE_S = 0.5  # how long --threads auto watches the other processes' CPU at the start
@@ -30,8 +32,6 @@ _threads_rule: str | None = None  # why torch runs the threads it does (set by a
 
 def free_cores(sample_s: float = THREADS_SAMPLE_S) -> tuple[int, int, float | None]:
     """rlsim.host.machine_load.free_cores over ``sample_s`` (default: half a second)."""
-    from rlsim.host.machine_load import free_cores as measure
-
     return measure(sample_s)
 
 
@@ -39,9 +39,8 @@ def apply_threads(spec: str) -> str:
     """Set torch's intra-op threads from ``--threads``: ``auto`` (one per core other processes leave free, never
     more than torch's default) or a count; returns the rule, which :func:`environment` records."""
     global _threads_rule
+    # here, not at the top: it loads torch (start-up time)
     import torch
-
-    from real.errors import RealError
 
     default = torch.get_num_threads()
     if spec == "auto":
@@ -65,6 +64,7 @@ def apply_threads(spec: str) -> str:
 
 def environment() -> dict[str, Any]:
     """The versions and device of this process; ``vllm`` is None when vLLM is not installed."""
+    # here, not at the top: it loads torch (start-up time)
     import torch
 
     env = {

@@ -61,7 +61,10 @@ def build_tokenizer(
     model_max_length: int = TINY_SIZES["max_position_embeddings"],
 ) -> transformers.PreTrainedTokenizerFast:
     """A character-level ``PreTrainedTokenizerFast`` over ``CHARSET`` (see the module docstring for its rules)."""
+    # here, not at the top: it loads tokenizers, transformers (start-up time)
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+
+    # here, not at the top: it loads transformers (start-up time)
     from transformers import PreTrainedTokenizerFast
 
     vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS)}
@@ -104,6 +107,7 @@ def tiny_llama_config(
     max_position_embeddings: int = TINY_SIZES["max_position_embeddings"],
 ) -> transformers.LlamaConfig:
     """A small float32 Llama config with the special-token ids of :func:`build_tokenizer`."""
+    # here, not at the top: it loads transformers (start-up time)
     from transformers import LlamaConfig
 
     if hidden_size % num_heads or num_heads % num_kv_heads:
@@ -129,6 +133,7 @@ def tiny_llama_config(
 
 
 def _generation_config(model_dir: Path, eos_id: int | None, pad_id: int | None, bos_id: int | None) -> None:
+    # here, not at the top: it loads transformers (start-up time)
     from transformers import GenerationConfig
 
     GenerationConfig(bos_token_id=bos_id, eos_token_id=eos_id, pad_token_id=pad_id).save_pretrained(model_dir)
@@ -161,7 +166,10 @@ def create_tiny_model(out_dir: Path | str, seed: int = 0, replace: bool = True, 
     ``sizes`` are keywords of :func:`tiny_llama_config`. The global torch RNG is left as it was. An existing
     ``out_dir`` is replaced.
     """
+    # here, not at the top: it loads torch, transformers (start-up time)
     import torch
+
+    # here, not at the top: it loads transformers (start-up time)
     from transformers import LlamaForCausalLM
 
     unknown = set(sizes) - set(TINY_SIZES)
@@ -209,7 +217,10 @@ def convert_gguf(gguf_path: Path, out_dir: Path, replace: bool = True) -> Path:
     missing = [name for name in ("gguf", "accelerate") if importlib.util.find_spec(name) is None]
     if missing:
         raise RealError(f"converting a GGUF model needs {' and '.join(missing)}; run: pip install {' '.join(missing)}")
+    # here, not at the top: it loads torch, transformers (start-up time)
     import torch
+
+    # here, not at the top: it loads transformers (start-up time)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf_path = Path(gguf_path)
@@ -278,7 +289,10 @@ def load_policy(
     path: Path | str, dtype: str = "float32"
 ) -> tuple[transformers.PreTrainedModel, transformers.PreTrainedTokenizerBase]:
     """Load a causal LM and its tokenizer from a local folder, in ``dtype``; the tokenizer always has a pad token."""
+    # here, not at the top: it loads torch, transformers (start-up time)
     import torch
+
+    # here, not at the top: it loads transformers (start-up time)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if dtype not in DTYPES:

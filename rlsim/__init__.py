@@ -10,6 +10,8 @@ Python API (mirrors the CLI)::
 
 __version__ = "0.1.0"
 
+import importlib
+
 from rlsim.errors import ProfileError, RlsimError, ScenarioError  # noqa: E402
 from rlsim.phases import Phase  # noqa: E402
 from rlsim.scenario import from_dict, load_scenario
@@ -25,8 +27,6 @@ _LAZY = {  # these pull in SimPy (and numba when the kernel is not built ahead o
 
 def __getattr__(name: str):
     if name in _LAZY:
-        import importlib
-
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'rlsim' has no attribute {name!r}")

@@ -24,6 +24,7 @@ Bad input (scenario, profile, overrides) prints one line ``rlsim: error: ...`` t
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import os
@@ -32,10 +33,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from rlsim import __version__
 from rlsim.answers.text import extrapolation_note, run_table, sweep_table, thrash_screen_note
-from rlsim.errors import RlsimError
+from rlsim.answers.thrash import thrash_free
+from rlsim.errors import RlsimError, one_line
 from rlsim.host.footprint import LONG_S, Footprint
+from rlsim.host.progress import Progress
+from rlsim.io import runlog
 from rlsim.io.files import atomic_write
+from rlsim.run.profile import load_profile
+from rlsim.scenario import dump_yaml, load_scenario, parse_overrides
 
 
 def _non_finite(obj: Any, path: str = "") -> tuple[str, float] | None:
@@ -52,9 +61,6 @@ def _non_finite(obj: Any, path: str = "") -> tuple[str, float] | None:
 
 def write_outputs(result: Any, out: Path) -> list[Path]:
     """Write the run's files into ``out`` (created if needed); returns their paths."""
-    from rlsim.io import runlog
-    from rlsim.scenario import dump_yaml
-
     out.mkdir(parents=True, exist_ok=True)
     df = result.steps
     files = {
@@ -77,7 +83,6 @@ def _progress_bar(total: int, enabled: bool) -> tuple[Callable[[int], None] | No
     silence asked for or for a run under 50 steps."""
     if not enabled or total < 50:
         return None, lambda: None
-    from rlsim.host.progress import Progress
 
     bar = Progress("simulating", "step", total)
     return bar.step, bar.close
@@ -90,9 +95,8 @@ def _say_if_long(fp: Footprint) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from rlsim.run.profile import load_profile
+    # here, not at the top: it loads numpy, simpy (start-up time)
     from rlsim.run.simulation import configure, planned_steps, predict
-    from rlsim.scenario import parse_overrides
 
     overrides = parse_overrides(args.set or [])
     profile = load_profile(args.profile) if args.profile else None
@@ -109,8 +113,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         close()
     summary = result.summary()
     if summary["thrash"] is not None:  # what stops the preemptions, and what that costs
-        from rlsim.answers.thrash import thrash_free
-
         summary["thrash"].update(thrash_free(scenario, profile))
     bad = _non_finite(summary)
     if bad is not None:  # strict JSON and a readable table have no NaN or Infinity: say which number broke
@@ -135,9 +137,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
+    # here, not at the top: it loads numpy (start-up time)
     from rlsim.answers.decide import decide, parse_side
-    from rlsim.run.profile import load_profile
-    from rlsim.scenario import load_scenario, parse_overrides
 
     overrides = parse_overrides(args.set or [])
     scenario = load_scenario(args.scenario, overrides)
@@ -150,9 +151,8 @@ def cmd_decide(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    # here, not at the top: it loads numpy, pandas (start-up time)
     from rlsim.answers.sweep import parse_grid, sweep
-    from rlsim.run.profile import load_profile
-    from rlsim.scenario import load_scenario, parse_overrides
 
     overrides = parse_overrides(args.set or [])
     scenario = load_scenario(args.scenario, overrides)
@@ -167,6 +167,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         total *= len(values)
     bar = None
     if sys.stderr.isatty():
+        # here, not at the top: it loads tqdm (start-up time)
         from tqdm import tqdm
 
         bar = tqdm(total=total, unit="config", desc="sweep", file=sys.stderr)
@@ -207,8 +208,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def _write_sweep(out: Path, scenario: Any, grid: dict[str, list[Any]], executor: str, result: Any) -> None:
     """A sweep's files in ``out`` (each written atomically), then one line naming them."""
-    from rlsim.scenario import dump_yaml
-
     out.mkdir(parents=True, exist_ok=True)
     table = result.table
     meta = {
@@ -238,7 +237,10 @@ def _write_sweep(out: Path, scenario: Any, grid: dict[str, list[Any]], executor:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    # here, not at the top: it loads pandas (start-up time)
     from rlsim.answers.figures import ReportError
+
+    # here, not at the top: it loads pandas (start-up time)
     from rlsim.answers.report import build_report, export_pngs
 
     if not args.directory.is_dir():
@@ -261,8 +263,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_import_config(args: argparse.Namespace) -> int:
+    # here, not at the top: it loads rlsim.frameworks (start-up time)
     from rlsim.frameworks.config_import import import_config
-    from rlsim.scenario import parse_overrides
 
     framework_set = parse_overrides(args.set or [])
     scenario_set = parse_overrides(args.scenario_set or [], flag="--scenario-set")
@@ -275,7 +277,6 @@ def cmd_import_config(args: argparse.Namespace) -> int:
             f"listed under assumptions): {', '.join(imported.unused)}",
             file=sys.stderr,
         )
-    import yaml
 
     args.output.parent.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(imported.scenario, sort_keys=False, width=120)
@@ -297,8 +298,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``rlsim`` parser. ``command``: the subcommand about to be parsed, when it is known; for one of
     ``_LEAN_COMMANDS`` the ``plan`` subparser (and the import of the planner) is left out, which changes nothing
     that command parses or prints. Without it (help, a mistyped command, ``plan``) every subcommand is there."""
-    from rlsim import __version__
-
     parser = argparse.ArgumentParser(prog="rlsim", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"rlsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -307,6 +306,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     _add_sweep(sub)
     _add_report(sub)
     if command not in _LEAN_COMMANDS:
+        # here, not at the top: it loads numpy (start-up time)
         from rlsim.plan.cli import add_plan_parser
 
         add_plan_parser(sub)
@@ -428,8 +428,6 @@ def _add_import_config(sub: Any) -> None:
 def run_command(prog: str, args: object, interrupted: str = "interrupted") -> int:
     """Run a parsed command (``args.func(args)``): bad input (an RlsimError) prints one line ``PROG: error: ...``
     on stderr and returns 2; Ctrl-C returns 130. Shared by rlsim, rlsim-real and rlsim-calibrate."""
-    from rlsim.errors import one_line
-
     try:
         return args.func(args)  # type: ignore[attr-defined]
     except RlsimError as exc:
@@ -453,8 +451,6 @@ def main(argv: list[str] | None = None) -> int:
 def parse(parser: argparse.ArgumentParser, args: list[str]) -> argparse.Namespace:
     """``parser.parse_args(args)``, except that an option the subcommand does not know is refused with the nearest
     one it does (``--fulll``: did you mean --full?), on the subcommand's usage line."""
-    import difflib
-
     ns, extra = parser.parse_known_args(args)
     if not extra:
         return ns

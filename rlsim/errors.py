@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+import reprlib
+
 
 class RlsimError(Exception):
     """Base class for errors the CLI reports in one line with exit status 2."""
@@ -28,8 +31,6 @@ class ScenarioError(RlsimError, ValueError):
 
 def _short_repr(value: object) -> str:
     """repr(value) in at most 80 characters, never building the whole repr of a huge value."""
-    import reprlib
-
     r = reprlib.Repr()
     r.maxlist = r.maxtuple = r.maxdict = r.maxset = 6
     r.maxstring = r.maxother = 60
@@ -55,8 +56,6 @@ class ProfileError(RlsimError, ValueError):
 def suggest(given: object, known: object) -> str:
     """``did you mean X? use one of: ...``: the nearest of ``known`` to ``given`` first, when one is near (the fix
     part of a ScenarioError for a misspelt key or value)."""
-    import difflib
-
     names = [str(k) for k in known]  # type: ignore[attr-defined]
     near = difflib.get_close_matches(str(given), names, n=1, cutoff=0.6)
     return (f"did you mean {near[0]}? " if near else "") + f"use one of: {', '.join(names)}"

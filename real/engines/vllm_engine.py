@@ -74,8 +74,13 @@ class VLLMEngine:
     ) -> None:
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        # here, not at the top: it loads torch, transformers, vllm (start-up time)
         import torch
+
+        # here, not at the top: it loads transformers, vllm (start-up time)
         from transformers import AutoConfig, AutoTokenizer
+
+        # here, not at the top: it loads vllm (start-up time)
         from vllm import LLM
 
         if max_model_len is None:  # 256, or fewer when the model has fewer positions (vLLM refuses more)
@@ -139,7 +144,10 @@ class VLLMEngine:
         greedy: bool = False,
         ignore_eos: bool = False,
     ) -> list[list[list[int]]]:
+        # here, not at the top: it loads vllm (start-up time)
         from vllm import SamplingParams
+
+        # here, not at the top: it loads vllm (start-up time)
         from vllm.inputs import TokensPrompt
 
         self.wake()

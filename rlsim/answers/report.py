@@ -20,6 +20,7 @@ PNGs through a headless Chromium); plotly is imported only when a figure is made
 from __future__ import annotations
 
 import html
+import io
 import json
 import os
 import shutil
@@ -151,8 +152,6 @@ _RERUN = "rerun the command that wrote it"
 def _read_table(path: Path, rows: int | None = None) -> pd.DataFrame:
     """A CSV the report reads: UTF-8, with the columns it uses, every row complete (a truncated file loses its last
     row's fields) and, when ``rows`` is given, that many rows."""
-    import io
-
     text = read_text(path, "file")
     try:
         table = pd.read_csv(io.StringIO(text))

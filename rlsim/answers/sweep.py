@@ -39,9 +39,11 @@ import pandas as pd
 from rlsim.engine.iteration import decode_iteration_s
 from rlsim.errors import RlsimError, ScenarioError
 from rlsim.host.executor import run_tasks
+from rlsim.learning.model import samples_to_target
 from rlsim.run.costs import RooflineCostModel
 from rlsim.run.profile import Profile, profile_from_dict
 from rlsim.scenario import parse_scalar, split_assignment
+from rlsim.scenario.build import with_learning
 from rlsim.schema import Scenario
 from rlsim.workload.lengths import dist_mean
 
@@ -96,7 +98,10 @@ def run_configs(
     those whose overrides differ only in ``learning.*`` values (the LR rules of one batch size) share the systems
     side, the longest run simulated first and the others looked up in it; the rows are those of one run each. With
     the task's last item true each run is screened: at most its band's window, the rest extrapolated."""
+    # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.simulation import BAND_STEPS, configure, planned_steps, predict
+
+    # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.timeline import Timelines
 
     base, configs, profile_dict, explicit, screen = task
@@ -229,6 +234,7 @@ def sweep(
     simulated with ``screen_thrash`` (engine.thrash_model); the best ``finalists`` rows extrapolated or thrashing
     are simulated again in full with the scenario's own model (module docstring); ``progress`` counts the
     screen's configurations."""
+    # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.simulation import configure
 
     explicit = list(explicit)
@@ -330,9 +336,8 @@ def _cost_hint(
     runs to the target, at most its band's window when ``screen``; else steps x responses per step). Read from the
     overrides without validating the configuration (run_config does that, once); 0 for one that cannot be read
     (it fails fast anyway)."""
-    from rlsim.learning.model import samples_to_target
+    # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.simulation import BAND_STEPS
-    from rlsim.scenario.build import with_learning
 
     try:
         g = int(overrides.get("workload.group_size", scenario.workload.group_size))

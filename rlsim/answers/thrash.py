@@ -43,7 +43,10 @@ def thrash_free(scn: Scenario, profile: Profile | None = None) -> dict[str, Any]
     """The largest ``engine.max_num_seqs`` at which short runs of ``scn`` preempt nothing, and the step time there
     against the configured one on the same short runs (module docstring). ``scn`` as rlsim.run.simulation.configure
     built it."""
+    # here, not at the top: it loads numpy, simpy (start-up time)
     from rlsim.run.simulation import predict
+
+    # here, not at the top: it loads numpy, simpy (start-up time)
     from rlsim.run.timeline import Timelines
 
     timelines = Timelines()

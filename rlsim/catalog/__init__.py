@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from rlsim.catalog.hf_config import spec_from_config
+
 # libyaml's parser when PyYAML has it: the catalog files parse in 6 ms instead of 60 (the same data:
 # tests/rlsim/test_startup.py compares the two)
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -41,8 +43,6 @@ def _config_models(entries: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
     """Models the catalog holds as their published config.json (``hf_configs/NAME/config.json``, each with its
     source in ``hf_configs/SOURCES.yaml``), read by rlsim.catalog.hf_config; a hand-written entry of models.yaml for the
     same model (its name or hf_id) wins."""
-    from rlsim.catalog.hf_config import spec_from_config
-
     folder = resources.files(__name__).joinpath("hf_configs")
     sources = yaml.load(folder.joinpath("SOURCES.yaml").read_text(), Loader=LOADER) or {}
     known = {str(f) for e in entries.values() for f in (e.get("hf_id"), *(e.get("aliases") or ()))} | set(entries)

@@ -47,6 +47,7 @@ def build(output: Path | None = None, source: Path = SOURCE) -> Path:
     Raises ImportError without numba (or its pycc), and a compiler error without a working C compiler."""
     with warnings.catch_warnings():  # numba.pycc is pending deprecation in numba; it still works and is tested
         warnings.simplefilter("ignore")
+        # here, not at the top: it loads numba (start-up time)
         from numba.pycc import CC
 
         kernel = _load_source(source)
@@ -74,6 +75,7 @@ def _releasing_gil():
     ``release_gil`` set (what ``njit(nogil=True)`` sets), so the CPython wrappers it emits release the GIL around
     the compiled call. The kernel never touches Python objects, so this is safe; should numba's internals move, the
     build goes on holding the GIL (same results, replicas then run one after another)."""
+    # here, not at the top: it loads numba (start-up time)
     from numba.pycc import compiler
 
     plain = getattr(compiler, "Flags", None)

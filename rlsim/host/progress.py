@@ -41,6 +41,7 @@ class Progress:
         self.desc, self.total, self.done = desc, total, 0
         self._last = time.monotonic()
         if self.tty:
+            # here, not at the top: it loads tqdm (start-up time)
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, unit=self.unit, desc=desc, file=self.stream, leave=False)

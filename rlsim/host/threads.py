@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -267,7 +268,5 @@ if hasattr(os, "register_at_fork"):
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:
-        from concurrent.futures import ThreadPoolExecutor  # here: `rlsim run` on a small step never needs it
-
         _POOL = ThreadPoolExecutor(max_workers=max(available_cores() - 1, 1), thread_name_prefix="rlsim-replicas")
     return _POOL

@@ -9,6 +9,7 @@ what they hold for the command (a plan's sampled lengths, rlsim.plan.evaluate) f
 from __future__ import annotations
 
 import contextlib
+import multiprocessing as mp
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
@@ -20,7 +21,6 @@ def local(workers: int, initializer: Callable[..., None]) -> ProcessPoolExecutor
     of the workers running a task, rlsim.host.threads.share_cores): the kept one when :func:`kept_pools` holds it."""
     if _KEPT is not None and workers in _KEPT:
         return _KEPT[workers]
-    import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
     busy = ctx.Value("i", 0)

@@ -3,18 +3,21 @@ it: atomic on POSIX), used by every command that writes results; and reading an 
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from rlsim.errors import NotTextError, RlsimError
+
 
 def read_text(path: str | Path, what: str = "file") -> str:
     """The UTF-8 text of ``path``; NotTextError naming it when it is binary (a NUL byte) or not UTF-8, so a wrong
     file gives one line, not a traceback."""
-    from rlsim.errors import NotTextError
-
     path = Path(path)
     data = path.read_bytes()
     if b"\x00" in data:
@@ -29,9 +32,6 @@ def read_text(path: str | Path, what: str = "file") -> str:
 
 def read_json(path: str | Path, fix: str) -> dict[str, Any]:
     """The JSON object in ``path``; an RlsimError naming the file, the problem and ``fix`` otherwise."""
-    import json
-
-    from rlsim.errors import RlsimError
 
     try:
         data = json.loads(read_text(path, "file"))
@@ -46,9 +46,6 @@ def read_json(path: str | Path, fix: str) -> dict[str, Any]:
 
 def read_yaml_mapping(path: str | Path, fix: str) -> dict[str, Any]:
     """The YAML mapping in ``path`` (``load_yaml``'s rules); an RlsimError naming the file and ``fix`` otherwise."""
-    import yaml
-
-    from rlsim.errors import RlsimError
 
     try:
         data = load_yaml(read_text(path, "file"))
@@ -62,8 +59,6 @@ def read_yaml_mapping(path: str | Path, fix: str) -> dict[str, Any]:
 def make_output_dir(path: str | Path, what: str = "directory") -> Path:
     """Create the directory an ``-o`` option names (parents too) and return it; an RlsimError when it is a file
     or cannot be created, so the CLI says so in one line."""
-    from rlsim.errors import RlsimError
-
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise RlsimError(f"-o {path}: is a file, not a {what}; give a directory path")
@@ -102,8 +97,6 @@ def load_yaml(text: str) -> Any:
     """Parse YAML as ``yaml.safe_load`` does, but refuse duplicate keys in a mapping (instead of keeping the last)
     and documents whose aliases expand to more than MAX_YAML_NODES values (a 342-byte document of nested aliases
     is a billion strings once walked: the scenario loader then took 54 s and 6 GB). Raises ``yaml.YAMLError``."""
-    import yaml
-
     loader = _strict_loader()(text)
     try:
         node = loader.get_single_node()  # the node graph: aliases stay shared, so this is linear in the text
@@ -122,8 +115,6 @@ def load_yaml(text: str) -> Any:
 
 def _expanded_size(node: Any, memo: dict[int, int]) -> int:
     """Values in ``node`` with every alias expanded, counted once per shared node (memo), so in linear time."""
-    import yaml
-
     key = id(node)
     if key in memo:
         return memo[key]
@@ -139,8 +130,6 @@ def _expanded_size(node: Any, memo: dict[int, int]) -> int:
 
 
 def _strict_loader() -> type:
-    import yaml
-
     class StrictLoader(yaml.SafeLoader):
         pass
 

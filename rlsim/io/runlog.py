@@ -87,6 +87,7 @@ def unflatten(row: dict[str, Any], sep: str = "/") -> dict[str, Any]:
 
 def to_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     """Records as a DataFrame with flattened ``timing_s/<phase>`` columns, one row per step."""
+    # here, not at the top: it loads pandas (start-up time)
     import pandas as pd
 
     return pd.DataFrame([flatten(r) for r in records])

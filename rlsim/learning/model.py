@@ -77,6 +77,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -405,7 +406,6 @@ def reach_within(median_samples: float, log_sigma: float, budget_samples: float,
         return Reach((1.0 - stall) if hit else 0.0, median_samples, budget_samples)
     # the standard normal's CDF and quantile from the standard library: scipy.special's ndtr / ndtri agree to
     # 1e-12 relative (tests/rlsim/test_learning.py), and importing scipy.special took a third of `rlsim run`
-    from statistics import NormalDist
 
     z = (math.log(budget_samples) - math.log(median_samples)) / log_sigma
     p = 0.5 * math.erfc(-z / math.sqrt(2.0))

@@ -36,6 +36,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlsim.plan.evaluate import bound_groups
+
 FIRST_ROUND = 0.05  # share of the groups screened before the first pruning (best bound first)
 # bounds are lowered by this share: a step that generation does not bound (the trainer's own work) comes out of the
 # free-generation run within float rounding of the real one's, an ulp above it at times (wall-clock differences)
@@ -143,8 +145,6 @@ class Pruning:
 
     def screen(self, baseline: int) -> dict[int, dict[str, Any]]:
         """Every configuration's row: screened, pruned by the scenario's rules, or bounded."""
-        from rlsim.plan.evaluate import bound_groups
-
         rows = self.run.screen(self.configs, self.groups, self._stage("bounds"), bound_groups)
         for i, row in rows.items():
             if row["status"] == "ok":

@@ -25,6 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.errors import RlsimError
+from rlsim.host.progress import Progress
+from rlsim.plan import plan
+from rlsim.plan.assume import assumed_learning
+from rlsim.plan.prices import parse_price_overrides
+from rlsim.run.profile import load_profile
+from rlsim.scenario import from_dict, load_scenario, parse_overrides
+from rlsim.scenario.build import check_key_path
 
 
 def add_plan_parser(sub: Any) -> None:
@@ -98,27 +105,24 @@ def _names(text: str | None, flag: str) -> list[str] | None:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    # here, not at the top: it loads pandas (start-up time)
     from rlsim.answers.sweep import parse_grid
-    from rlsim.plan import plan
+
+    # here, not at the top: it loads pandas (start-up time)
     from rlsim.plan.explain import explain
+
+    # here, not at the top: it loads pandas (start-up time)
     from rlsim.plan.output import plan_json
-    from rlsim.plan.prices import parse_price_overrides
-    from rlsim.run.profile import load_profile
-    from rlsim.scenario import load_scenario, parse_overrides
 
     _check_args(args)
     overrides = parse_overrides(args.set or [])
     scenario = load_scenario(args.scenario, overrides)
     assumed = None
     if args.assume_learning:
-        from rlsim.plan.assume import assumed_learning
-
         learning, assumed = assumed_learning(scenario, args.assume_learning)
         scenario = load_scenario(args.scenario, {**learning, **overrides})  # --set keys still win
     grid = parse_grid(args.grid) if args.grid else None
     if grid:  # a misspelt axis would prune every candidate as an unknown key: refuse it before any work
-        from rlsim.scenario.build import check_key_path
-
         for key, values in grid.items():
             check_key_path(key, values)
     prices = parse_price_overrides(args.price)
@@ -172,6 +176,7 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.emit and args.output is None:
         raise RlsimError("--emit writes a patch file: give -o DIR")
     if args.emit:
+        # here, not at the top: it loads rlsim.frameworks (start-up time)
         from rlsim.frameworks import registry
 
         if args.emit not in registry.names():
@@ -193,8 +198,6 @@ def _check_args(args: argparse.Namespace) -> None:
 def _progress(quiet: bool, first: str = "screen") -> tuple[Any, Any]:
     """The progress bar (None with --json) and its callback: the bounds (generation free), screening, then the
     finalists simulated in full, each stage its own count (rlsim.host.progress)."""
-    from rlsim.host.progress import Progress
-
     titles = {
         "bounds": "plan: lower bounds (generation free)",
         "screen": "plan: screening",
@@ -214,6 +217,7 @@ def _progress(quiet: bool, first: str = "screen") -> tuple[Any, Any]:
 
 def _write(result: Any, args: argparse.Namespace, lines: list[str], command: str) -> None:
     """The plan's files in -o DIR (and the --emit patch), then one line naming them."""
+    # here, not at the top: it loads pandas (start-up time)
     from rlsim.plan.output import write_plan
 
     out = sys.stderr if args.json else sys.stdout  # with --json, stdout holds the JSON only
@@ -265,10 +269,14 @@ def _print_text(result: Any, lines: list[str]) -> None:
 
 def _emit(result: Any, args: argparse.Namespace, out: Any) -> tuple[list[Path], list[str]]:
     """Write the winner in the framework's format; returns the files and the patch's lines for the report."""
+    # here, not at the top: it loads pandas, rlsim.frameworks (start-up time)
     from rlsim.frameworks.config_import import framework_sets
+
+    # here, not at the top: it loads pandas, rlsim.frameworks (start-up time)
     from rlsim.frameworks.emit import emit, write_emitted
+
+    # here, not at the top: it loads pandas (start-up time)
     from rlsim.plan.output import winner_scenario
-    from rlsim.scenario import from_dict
 
     scn = from_dict(winner_scenario(result))
     # the original needs the --set items it was imported with (a model name, a GPU count): read back from the

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from rlsim.errors import RlsimError
 from rlsim.run.profile import profile_from_dict
 from rlsim.run.result import SimResult
+from rlsim.run.reuse import Reuse
+from rlsim.scenario.build import with_learning
 from rlsim.schema import Scenario
 
 if TYPE_CHECKING:
@@ -86,6 +88,7 @@ def evaluate_groups(
     this process screens share a rlsim.run.reuse.Reuse: sampled lengths (every configuration of a workload
     draws the same) and equal rollouts (a sync and an async schedule start alike, colocated and separate pools
     with as many rollout GPUs roll out alike). A task of another plan replaces it; :func:`forget_reuse` drops it."""
+    # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.timeline import Timelines
 
     base, groups, profile_dict, explicit, plan_key = task
@@ -109,6 +112,7 @@ def bound_groups(
 ) -> list:
     """:func:`evaluate_groups` with generation free (rlsim.plan.bound): each configuration's lower bounds, or its
     pruned row. No engine runs; the lengths are shared as in the screen."""
+    # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.timeline import Timelines
 
     base, groups, profile_dict, explicit, plan_key = task
@@ -123,8 +127,6 @@ _REUSE: dict[str, Reuse] = {}  # the Reuse of the plan whose tasks this process 
 
 
 def _plan_reuse(plan_key: str) -> Reuse:
-    from rlsim.run.reuse import Reuse
-
     reuse = _REUSE.get(plan_key)
     if reuse is None:
         _REUSE.clear()
@@ -146,9 +148,11 @@ def evaluate_group(
     ``(index, row)`` per configuration (``row["status"]`` ok or pruned, ``row["reason"]`` when pruned; an ok
     row's numbers by ``row_of``, :func:`result_row` by default). The group's learning variants share one short
     timeline, in ``timelines`` if given."""
+    # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.simulation import configure, predict
+
+    # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.timeline import Timelines
-    from rlsim.scenario.build import with_learning
 
     base, items, profile_dict, explicit = task
     profile = profile_from_dict(profile_dict) if profile_dict else None
@@ -185,6 +189,7 @@ def evaluate_group(
 
 def evaluate_full(task: tuple[dict[str, Any], int, dict[str, Any], dict | None, list[str]]) -> tuple[int, dict]:
     """One finalist simulated to its target with the band: ``(base, index, overrides, profile, explicit)``."""
+    # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.simulation import configure, predict
 
     base, index, overrides, profile_dict, explicit = task

@@ -18,7 +18,10 @@ from typing import Any
 import pandas as pd
 
 from rlsim.answers.answer import Answer
+from rlsim.learning.model import LearningModelError, ceiling_at, clearing_batches, samples_to_target
+from rlsim.learning.staleness import retained_gain
 from rlsim.plan.search import PlanResult
+from rlsim.plan.space import schedule_overrides
 
 TIE = 0.01  # speedups and gains within 1% of 1 are a tie (the screen is good to about 2%)
 # what a gain below 1 means under each objective
@@ -171,9 +174,6 @@ def explain(result: PlanResult) -> list[str]:
 def _staleness_line(result: PlanResult, win: pd.Series) -> str | None:
     """Under a staleness loss (learning.staleness_loss), what it keeps at the searched async depths: why a deeper
     pipeline does or does not pay (rlsim.learning.staleness)."""
-    from rlsim.learning.staleness import retained_gain
-    from rlsim.plan.space import schedule_overrides
-
     loss = result.scenario.learning.staleness_loss
     over = [schedule_overrides(x) for x in result.space.schedules]
     depths = sorted({o["schedule.max_staleness"] for o in over if o["schedule.mode"] == "async"})
@@ -190,8 +190,6 @@ def _staleness_line(result: PlanResult, win: pd.Series) -> str | None:
 def _groups_line(result: PlanResult, win: pd.Series) -> str | None:
     """Where G counts apart from the batch (learning.reference_group_size), what each searched G costs in samples at
     the winner's batch: why responses per prompt were searched (rlsim.learning.groups)."""
-    from rlsim.learning.model import LearningModelError, samples_to_target
-
     learning = result.scenario.learning
     if learning.reference_group_size is None or len(result.space.groups) < 2 or learning.metric is None:
         return None
@@ -215,8 +213,6 @@ def _groups_line(result: PlanResult, win: pd.Series) -> str | None:
 def _ceiling_line(result: PlanResult, win: pd.Series) -> str | None:
     """Where the ceiling moves with the batch (learning.ceilings): the winner's ceiling and the batches at which the
     ceiling clears the target, which is why smaller batches may be pruned (rlsim.learning.model.ceiling_at)."""
-    from rlsim.learning.model import ceiling_at, clearing_batches
-
     learning = result.scenario.learning
     batch = int(win["prompts_per_step"]) * int(win["group_size"])
     top = ceiling_at(learning, batch)

@@ -24,10 +24,13 @@ import yaml
 
 from rlsim import __version__
 from rlsim.answers.answer import Answer, gpu_hours, samples
+from rlsim.answers.figures import PHASE_COLORS, _plotly
+from rlsim.answers.report import CSS
 from rlsim.io.files import atomic_write, atomic_write_text
 from rlsim.phases import TIMED_PHASES
 from rlsim.plan.explain import describe
 from rlsim.plan.search import PlanResult
+from rlsim.scenario import apply_overrides, from_dict
 
 PLAN_COLUMNS = ("config", "status", "feasible", "objective", "time_to_target_s", "overrides")
 
@@ -52,7 +55,6 @@ def winner_scenario(result: PlanResult) -> dict[str, Any] | None:
     """The winner as a scenario (plain data), or None when nothing is feasible."""
     if result.winner is None:
         return None
-    from rlsim.scenario import apply_overrides, from_dict
 
     raw = apply_overrides(result.scenario.to_dict(), result.overrides(result.winner))
     scn = from_dict(raw)
@@ -116,8 +118,6 @@ def _front_caption(result: PlanResult, ylabel: str) -> str:
 
 
 def _figures(result: PlanResult) -> list[tuple[str, str, Any]]:
-    from rlsim.answers.figures import PHASE_COLORS, _plotly
-
     go, _ = _plotly()
     t = result.table[result.table["feasible"]].copy()
     ycol = "cost_usd" if t["cost_usd"].notna().any() else "gpu_hours_to_target"
@@ -290,8 +290,6 @@ def plan_report(
 
 
 def _css() -> str:
-    from rlsim.answers.report import CSS
-
     return CSS
 
 

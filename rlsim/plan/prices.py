@@ -25,6 +25,7 @@ from typing import Any
 from rlsim import catalog
 from rlsim.errors import RlsimError, ScenarioError, one_line
 from rlsim.io.numbers import finite
+from rlsim.scenario.overrides import split_assignment
 
 CATALOG_FILE = "rlsim/catalog/prices.yaml"
 PRICE_FLAG = "--price"
@@ -263,7 +264,6 @@ def parse_price_overrides(items: Sequence[str]) -> dict[str, float]:
     Each error is one :class:`ScenarioError` line naming the item: no ``=``, an unknown GPU (the known ones are
     listed), a price that is not a number or not positive, or a GPU priced twice with different values."""
     # imported here, not at module level: rlsim.scenario may import this module to price a scenario
-    from rlsim.scenario.overrides import split_assignment
 
     if isinstance(items, str):
         items = [items]

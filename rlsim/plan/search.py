@@ -34,6 +34,7 @@ from rlsim.host.executor import run_tasks
 from rlsim.host.workers_pool import kept_pools
 from rlsim.plan.bound import Pruning
 from rlsim.plan.evaluate import evaluate_full, evaluate_groups, forget_reuse
+from rlsim.plan.prices import MissingPrice, price_for
 from rlsim.plan.space import Config, Space, baseline_config, build_space, configurations
 from rlsim.run.profile import Profile
 from rlsim.schema import Scenario
@@ -79,8 +80,6 @@ class PlanResult:
 
 def _prices(s: Scenario, gpus: Iterable[str], cli: dict[str, float] | None) -> dict[str, dict[str, Any]]:
     """The price record of each GPU type; a GPU with no price gets None (cost objective and budget need one)."""
-    from rlsim.plan.prices import MissingPrice, price_for
-
     over = {**s.plan.prices, **(cli or {})}
     out: dict[str, dict[str, Any]] = {}
     for gpu in gpus:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlsim.errors import ScenarioError
+from rlsim.learning.staleness import LOSSES, form_of
 from rlsim.schema import Scenario
 from rlsim.workload.lr_rules import LR_RULES
 
@@ -131,8 +132,6 @@ def default_schedules(s: Scenario) -> tuple[str, ...]:
     (rlsim.learning.staleness: decoupled_ppo, K = 4; or the stretch form's ``staleness_free_steps``), where that is
     deeper than async-2: the staleness that is free under that loss is worth searching, since a deeper pipeline
     hides more generation."""
-    from rlsim.learning.staleness import LOSSES, form_of
-
     loss = s.learning.staleness_loss
     form = form_of(loss, s.learning.staleness_form) if loss in LOSSES else None
     free = int(form.free_steps) if form is not None else int(s.learning.staleness_free_steps)

@@ -48,7 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlsim.errors import ProfileError, ScenarioError
+from rlsim.errors import ProfileError, RlsimError, ScenarioError
+from rlsim.io.files import read_json
 from rlsim.phases import Phase
 from rlsim.scenario import apply_overrides, check_bounds, from_dict, with_overrides
 from rlsim.schema import Costs, Scenario
@@ -296,6 +297,7 @@ CHECK_SCENARIO = {"model": "Qwen2.5-0.5B", "hardware": {"gpu": "H100-SXM", "num_
 def _check_fitted(profile: Profile, schema_version: int, where: str) -> None:
     """The learning and lengths sections are checked as a scenario's sections would be: applied to the default
     scenario, so a wrong type, a value out of range or an unreachable target fails here, naming the key."""
+    # here, not at the top: it loads numpy (start-up time)
     from rlsim.learning.model import LearningModelError, reference_samples_to_target
 
     learning = profile.learning
@@ -329,8 +331,6 @@ def load_profile(path: str | Path) -> Profile:
     p = Path(path)
     if not p.is_file():
         raise ProfileError(f"profile {p}: no such file; give the path of a profile JSON from rlsim-calibrate fit")
-    from rlsim.errors import RlsimError
-    from rlsim.io.files import read_json
 
     try:  # the one JSON reader: binary, non-UTF-8, invalid or too deeply nested files are one line
         data = read_json(p, "give a profile JSON from rlsim-calibrate fit")

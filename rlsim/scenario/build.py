@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from rlsim import catalog
+from rlsim.catalog.hf_config import ModelConfigError, spec_from_path
 from rlsim.errors import ScenarioError, suggest
 from rlsim.scenario import validation
 from rlsim.scenario.overrides import apply_overrides, as_overrides
@@ -65,8 +66,6 @@ def _resolve_spec(kind: str, value: Any, path: str) -> dict[str, Any]:
         except KeyError:
             pass
         if kind == "model" and (value.endswith(".json") or Path(value).expanduser().is_dir()):
-            from rlsim.catalog.hf_config import ModelConfigError, spec_from_path
-
             try:
                 return spec_from_path(value)
             except ModelConfigError as exc:

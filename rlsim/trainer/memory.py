@@ -68,8 +68,10 @@ def micro_batch_tokens(s: Scenario) -> float:
 def _unpadded_quantile(w: Workload, micro: int) -> float:
     """The draw behind micro_batch_tokens, cached: a plan checks the memory of hundreds of candidates that share
     a workload."""
+    # here, not at the top: it loads numpy (start-up time)
     import numpy as np
 
+    # here, not at the top: it loads numpy (start-up time)
     from rlsim.workload.lengths import sample_lengths
 
     rng = np.random.default_rng(0)

@@ -106,7 +106,10 @@ def lognormal_mean_for_clipped_mean(clipped_mean: float, sigma: float, cap: floa
     E[min(X, c)] = m Phi((ln c - mu - s^2) / s) + c (1 - Phi((ln c - mu) / s)), mu = ln m - s^2 / 2; it rises
     monotonically in m toward c, so a clipped mean at or above the cap has no solution (ValueError).
     """
+    # here, not at the top: it loads scipy (start-up time)
     from scipy.optimize import brentq
+
+    # here, not at the top: it loads scipy (start-up time)
     from scipy.stats import norm
 
     if not 0 < clipped_mean < cap:
