@@ -121,6 +121,24 @@ def test_the_cycle_check_sees_each_kind_of_import():
     assert kinds == {"module", "type", "function"}
 
 
+def test_function_level_imports_keep_start_up_fast_and_say_so():
+    """An import inside a function defers its work to the first call: worth it only where it keeps something heavy
+    out of the module's import (tests/import_graph.py, HEAVY_PACKAGES), and then a comment says so. Any other belongs
+    at the top, where the reader sees what the module depends on. Optional dependencies (``except ImportError``)
+    are deferred by design."""
+    found = [f for m in import_graph.modules() for f in import_graph.deferred_for_nothing(m)]
+    assert not found, "function-level imports to move to the top or to explain:\n" + "\n".join(found)
+
+
+def test_the_deferral_check_tells_heavy_from_light():
+    assert import_graph.heavy({"pandas", "json", "rlsim.run.profile"}) == {"pandas"}
+    assert import_graph.heavy({"rlsim.frameworks.verl.mapping"}) == {"rlsim.frameworks"}
+    assert "pandas" in import_graph.loaded_by("rlsim.answers.sweep")
+    # importing a module runs its parents' __init__ first: rlsim's loads the scenario (YAML), never a table
+    assert import_graph.heavy(import_graph.loaded_by("rlsim.errors")) == {"yaml"}
+    assert "pandas" not in import_graph.loaded_by("rlsim.run.simulation")
+
+
 def test_no_module_over_800_lines_nor_function_over_80_but_the_kernel():
     """A cap for the reviewer's eye: a module of rlsim/, calibrate/ or real/ past 800 lines is probably more than one
     concept, a function of rlsim/ past 80 lines more than one screen. Modules are split by concept, never to pass
