@@ -198,9 +198,10 @@ def _low(p: float | None, learning: dict[str, Any] | None, batch: float | None =
 # taken as known. Beyond it a run may lie outside the invariant range, where seeds stall or need several times the
 # samples, and nothing measured at the fitted batches says where that edge is. Evidence: the seed paper's GRPO
 # family holds from P = 64 to 1,024 around its reference 128 (one doubling below, three above) and departs at 2,048
-# and 4,096; rlsim-real PPO on first:length=3 (hf, G = 8, sqrt LR, 5 seeds per batch, docs/calibrate.md) holds from
-# B = 32 to 128 around 64 (samples to 0.5: medians 4,608 / 5,760 / 5,632) and departs at 16 (none of 5 within
-# 9,600 samples) and 256 (4 of 5, median 12,105): one doubling was inside every time, two was not.
+# and 4,096; rlsim-real PPO on first:length=3 (hf, G = 8, sqrt LR, 5 seeds per batch,
+# docs/results/validation_loops.md) holds from B = 32 to 128 around 64 (samples to 0.5: medians 4,608 / 5,760 /
+# 5,632) and departs at 16 (none of 5 within 9,600 samples) and 256 (4 of 5, median 12,105): one doubling was
+# inside every time, two was not.
 VERIFIED_DOUBLINGS = 1.0
 
 

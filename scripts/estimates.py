@@ -6,16 +6,14 @@ Cases: every built-in scenario as ``rlsim run`` simulates it (to the target wher
 the band), the paper plan's winner (``rlsim plan scenarios/paper_grpo.yaml``, simulated as ``rlsim run
 winner.yaml`` would), and runs to the target that take many steps (the paper at staleness 64; at P = 2048).
 Each is timed in this process (``predict``, after an untimed warm-up so the numba kernel is loaded),
-median of ``--repeats`` interleaved rounds, beside the estimate that ``before`` receives. Prints a Markdown table
-with the machine's load while it ran (rlsim.host.machine_load); ``--write`` puts it at the end of docs/scaling.md, in
-place of the one there (scripts/scaling.py keeps it when it rewrites the rest).
+median of ``--repeats`` interleaved rounds, beside the estimate that ``before`` receives. Prints the page, a
+Markdown table with the machine's load while it ran (rlsim.host.machine_load); ``--write`` writes it whole to
+docs/results/estimates.md (scripts/results_page.py: the command, the date and the machine at its top).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import platform
 import statistics
 import sys
 import time
@@ -23,13 +21,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from results_page import RESULTS, command, header, write  # noqa: E402
 
 from rlsim.host.machine_load import LoadMeter  # noqa: E402
 from rlsim.run.simulation import configure, predict  # noqa: E402
 
 SCENARIOS = ROOT / "scenarios"
-DOC = ROOT / "docs" / "scaling.md"
-START = "<!-- estimates: scripts/estimates.py -->"  # scripts/scaling.py keeps what follows it
+OUTPUT = RESULTS / "estimates.md"
+TITLE = "Estimated against measured simulation time"
 
 
 def cases() -> list[tuple[str, object]]:
@@ -47,17 +48,34 @@ def cases() -> list[tuple[str, object]]:
     return out
 
 
-def merged(old: str, text: str) -> str:
-    """The document with the estimate table (from :data:`START` to its end) replaced by ``text``, everything before
-    the marker (scripts/scaling.py's tables, the sections written by hand) kept."""
-    return (old[: old.index(START)] if START in old else old + "\n") + text
+def page(cmd: str, rows: list[tuple[str, int, float, list[float]]], loads: list[float], when: str | None = None,
+         where: str | None = None) -> list[str]:  # fmt: skip
+    """The whole page: its header (:func:`results_page.header`), what is compared, and one row per case of ``rows``
+    (label, steps simulated, estimated seconds, measured seconds of each round)."""
+    load = f"; other processes took a median {statistics.median(loads):.0%} of the machine while it ran"
+    load = load if loads else ""
+    lines = header(TITLE, cmd, when, where) + [
+        "What `rlsim.host.footprint.estimate` says before a simulation starts (the CLI prints it when it is over a "
+        "minute) against the simulation's measured time, in this process with the band, as `rlsim run` simulates "
+        "it (every built-in scenario goes to its target where it has a learning model). A streaming async schedule "
+        "simulates its steps k + 1 at a time, each window of k + 1 batches once, so a step's work is its responses. "
+        f"A ratio is estimated / measured; the command line adds about a second of Python start-up to each{load}.",
+        "",
+        "| case | steps simulated (band included) | estimated | measured (median) | spread (max/min) | ratio |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, steps, est, seconds in rows:
+        med = statistics.median(seconds)
+        spread = max(seconds) / min(seconds)
+        lines.append(f"| {label} | {steps:,} | {est:.2f} s | {med:.2f} s | {spread:.2f} | {est / med:.2f} |")
+    return lines
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--write", action="store_true", help="replace the estimate table at the end of docs/scaling.md")
-    args = ap.parse_args()
+    ap.add_argument("--write", action="store_true", help=f"write the page to {OUTPUT.relative_to(ROOT)}")
+    args = ap.parse_args(argv)
     todo = cases()
     estimates: dict[str, tuple[int, float]] = {}
     times: dict[str, list[float]] = {label: [] for label, _ in todo}
@@ -73,34 +91,11 @@ def main() -> int:
             times[label].append(time.perf_counter() - t0)
             estimates[label] = (seen[0].steps, seen[0].seconds)
         loads.append(meter.stop()["other_cpu_fraction"] or 0.0)
-    lines = [
-        START,
-        "",
-        "## Estimated against measured simulation time",
-        "",
-        "What `rlsim.host.footprint.estimate` says before a simulation starts (the CLI prints it when it is over a "
-        "minute) against the simulation's measured time, in this process with the band, as `rlsim run` simulates "
-        "it (every built-in scenario goes to its target where it has a learning model). A streaming async schedule "
-        "simulates its steps k + 1 at a time, each window of k + 1 batches once, so a step's work is its responses "
-        "(until 2026-12-04 each step simulated a window of its own, k + 1 x its responses).",
-        "",
-        f"Written by `python scripts/estimates.py --repeats {args.repeats} --write` on {_dt.date.today()} "
-        f"({platform.machine()}, Python {platform.python_version()}); other processes took a median "
-        f"{statistics.median(loads):.0%} of the machine while it ran. A ratio is estimated / measured; the command "
-        "line adds about a second of Python start-up to each.",
-        "",
-        "| case | steps simulated (band included) | estimated | measured (median) | spread (max/min) | ratio |",
-        "|---|---|---|---|---|---|",
-    ]
-    for label, _ in todo:
-        steps, est = estimates[label]
-        med = statistics.median(times[label])
-        spread = max(times[label]) / min(times[label])
-        lines.append(f"| {label} | {steps:,} | {est:.2f} s | {med:.2f} s | {spread:.2f} | {est / med:.2f} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
+    rows = [(label, *estimates[label], times[label]) for label, _ in todo]
+    lines = page(command("estimates", sys.argv[1:] if argv is None else argv), rows, loads)
+    print("\n".join(lines))
     if args.write:
-        DOC.write_text(merged(DOC.read_text(), text))
+        write(OUTPUT, lines)
     return 0
 
 

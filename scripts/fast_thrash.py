@@ -1,7 +1,7 @@
-"""The fast thrash model against the exact kernel on recorded thrashing steps: the table of docs/design.md ("The fast
-thrash model", issue 32 must-show 1), with the kernel's speed-up.
+"""The fast thrash model against the exact kernel on recorded thrashing steps, with the kernel's speed-up: writes
+docs/results/fast_thrash.md (docs/design.md, "The fast thrash model", explains the model).
 
-    python scripts/fast_thrash.py [--rounds 9] [--case paper_p8192 ...]
+    python scripts/fast_thrash.py [--rounds 9] [--case paper_p8192 ...] [--write]
 
 Each case (tests/rlsim/thrash_steps.py) is replica 0 of a step as the pipeline hands it to the engine, run once with
 ``engine.thrash_model: fast`` and once exact. Columns: the fast model's step makespan, mean decode batch and
@@ -12,13 +12,13 @@ kernel ran (a kernel's speed depends on the numba that built it) and how busy th
 share of the CPU, rlsim.host.machine_load). The issue's bounds: makespan 1%, mean decode batch 2%, quantiles 2%,
 preemptions 10%; tests/rlsim/test_fast_thrash.py holds every case to them and the recompute to 5%. The cases come
 from the tests (tests/rlsim/thrash_steps.py), so the script needs what the tests need installed (README, second
-command: pytest among it).
+command: pytest among it). ``--write`` writes the page whole (scripts/results_page.py: the command, the date and the
+machine at its top); without it the page is only printed.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import statistics
 import sys
 import time
@@ -26,8 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 import numpy as np  # noqa: E402
+from results_page import RESULTS, command, header, write  # noqa: E402
 
 from rlsim.engine import replica as engine  # noqa: E402
 from rlsim.engine.kernel import (  # noqa: E402
@@ -39,6 +41,9 @@ from rlsim.engine.kernel import (  # noqa: E402
 )
 from rlsim.host.machine_load import LoadMeter  # noqa: E402
 from tests.rlsim.thrash_steps import CASES, recorded_step, run  # noqa: E402
+
+OUTPUT = RESULTS / "fast_thrash.md"
+TITLE = "The fast thrash model against exact, on recorded thrashing steps"
 
 HEADER = (
     "| case | requests | makespan | mean decode batch | finish p50 / p90 / p99 | preemptions | recomputed tokens "
@@ -76,22 +81,40 @@ def compare(name: str, rounds: int) -> str:
     )
 
 
+def page(cmd: str, rows: list[str], rounds: int, load: float | None, when: str | None = None,
+         where: str | None = None) -> list[str]:  # fmt: skip
+    """The whole page: its header (:func:`results_page.header`, with the kernel that ran), what the columns are, and
+    the table of ``rows`` (:func:`compare`'s)."""
+    busy = f"; other processes took {load:.0%} of the machine" if load is not None else ""
+    lines = header(TITLE, cmd, when, where, f"kernel {engine.kernel_description()}") + [
+        "Each case (tests/rlsim/thrash_steps.py) is replica 0 of a recorded step as the pipeline hands it to the "
+        "engine, run with `engine.thrash_model: fast` and exact. Columns: the fast model's makespan, mean decode "
+        "batch, finish-time quantiles and recomputed tokens against exact's (relative), its preemptions (ratio), and "
+        f"the kernel's speed-up: medians of {rounds} interleaved runs of each, one thread (fast / exact ms in "
+        f"brackets){busy}. tests/rlsim/test_fast_thrash.py holds every case to makespan 1%, mean decode batch 2%, "
+        "quantiles 2%, preemptions 10% and recompute 5%.",
+        "",
+        HEADER,
+        *rows,
+    ]
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=9, help="interleaved timed runs of each model (default 9)")
     parser.add_argument("--case", action="append", choices=list(CASES), help="a case (default: all; repeatable)")
+    parser.add_argument("--write", action="store_true", help=f"write the page to {OUTPUT.relative_to(ROOT)}")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, not {args.rounds}")
     meter = LoadMeter().start()
     rows = [compare(name, args.rounds) for name in args.case or CASES]
     load = meter.stop()["other_cpu_fraction"]
-    print(
-        f"{_dt.date.today()}, kernel {engine.kernel_description()}, speed-up: medians of {args.rounds} interleaved "
-        f"runs (fast / exact ms in brackets), one thread; other processes took {load:.0%} of the machine.\n"
-    )
-    print(HEADER)
-    print("\n".join(rows))
+    lines = page(command("fast_thrash", sys.argv[1:] if argv is None else argv), rows, args.rounds, load)
+    print("\n".join(lines))
+    if args.write:
+        write(OUTPUT, lines)
     return 0
 
 

@@ -26,6 +26,10 @@ efficiency the measurement implies (bytes or FLOPs over time over the catalog's 
     python scripts/gpu_roofline.py measure -o out/          # on the GPU machine (68-85 s for the three models, H200)
     python scripts/gpu_roofline.py measure --device cpu --tiny -o out/   # the same code on a CPU, tiny shapes
     python scripts/gpu_roofline.py compare out/gpu_roofline.json --gpu H200 [--markdown]
+    python scripts/gpu_roofline.py compare docs/research/gpu_roofline/h200_run*.json --write
+
+``compare --write`` writes docs/results/gpu_roofline.md whole (scripts/results_page.py): per recorded file its device,
+torch and date, its ceilings, the ratio rlsim / measured by phase and every case.
 
 No model is downloaded: the shapes come from the repository's config.json files and the weights are random
 (their values do not change the time of a matrix product, except zeros, which are avoided).
@@ -49,6 +53,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "docs" / "results"
 CONFIGS = ROOT / "rlsim" / "catalog" / "hf_configs"
 MODELS = ("Qwen3-8B", "Llama-3.1-8B", "Qwen2.5-7B")
 BATCHES = (1, 8, 32, 64, 128, 256, 512, 1024)
@@ -683,27 +688,83 @@ def _fmt(x, digits=3) -> str:
     return str(x)
 
 
-def compare(args: argparse.Namespace) -> int:
-    path = Path(args.file)
+COLUMNS = ("model", "phase", "attention_impl", "batch", "context", "tokens", "seconds", "rlsim_s", "ratio",
+           "rlsim_compute_s", "rlsim_bound", "achieved_tb_per_s", "implied_memory_efficiency",
+           "rlsim_memory_efficiency", "implied_compute_efficiency", "rlsim_compute_efficiency", "spread")  # fmt: skip
+
+
+def _read(name: str) -> dict:
+    path = Path(name)
     if not path.is_file():
         raise SystemExit(f"gpu_roofline compare: no file {path}; write it with `gpu_roofline.py measure -o DIR`")
-    data = json.loads(path.read_text())
-    rows = predictions(data, args.gpu)
-    print(f"{data['device']}, torch {data['torch']}, {data['date']}; rlsim's roofline for {args.gpu}")
-    for k, v in data["ceilings"].items():
-        print(f"  ceiling {k}: {v['bytes_per_s'] / 1e12:.2f} TB/s, {v['flops_per_s'] / 1e12:.0f} TFLOP/s "
-              f"(spread {v['spread']:.2f})")  # fmt: skip
-    cols = ("model", "phase", "attention_impl", "batch", "context", "tokens", "seconds", "rlsim_s", "ratio",
-            "rlsim_bound", "achieved_tb_per_s", "implied_memory_efficiency", "rlsim_memory_efficiency",
-            "implied_compute_efficiency", "rlsim_compute_efficiency", "spread")  # fmt: skip
-    if args.markdown:
-        print("| " + " | ".join(cols) + " |")
-        print("|" + "---|" * len(cols))
-        for r in rows:
-            print("| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |")
-    else:
-        for r in rows:
-            print("  " + ", ".join(f"{c}={_fmt(r.get(c))}" for c in cols if r.get(c) is not None))
+    return json.loads(path.read_text())
+
+
+def _table(rows: list[dict]) -> list[str]:
+    """Markdown lines of ``rows`` in :data:`COLUMNS`."""
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    return lines + ["| " + " | ".join(_fmt(r.get(c)) for c in COLUMNS) + " |" for r in rows]
+
+
+def _ratios(rows: list[dict]) -> list[str]:
+    """Markdown lines: per phase and attention kernel, the cases and the ratio rlsim / measured (median, range)."""
+    groups: dict[tuple, list[float]] = {}
+    for r in rows:
+        if r.get("ratio") is not None:
+            groups.setdefault((r["phase"], r.get("attention_impl") or ""), []).append(r["ratio"])
+    lines = ["| phase | attention | cases | rlsim / measured: median | range |", "|---|---|---|---|---|"]
+    for (phase, impl), ratios in groups.items():
+        lines.append(f"| {phase} | {impl} | {len(ratios)} | {statistics.median(ratios):.3g} | "
+                     f"{min(ratios):.3g}-{max(ratios):.3g} |")  # fmt: skip
+    return lines
+
+
+def page(names: list[str], gpu: str, cmd: str, when: str | None = None, where: str | None = None) -> list[str]:
+    """The whole docs/results page for the recorded files ``names``: for each, its device, torch and date, its
+    ceilings, the ratios by phase (:func:`_ratios`) and every case (:func:`_table`) against rlsim's roofline for
+    ``gpu``."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from results_page import header
+
+    lines = header(f"rlsim's roofline against measured GPU steps ({gpu})", cmd, when, where, "rlsim's side computed")
+    lines += [
+        "Each file was measured by `python scripts/gpu_roofline.py measure` on the GPU named in its section (torch "
+        "only, CUDA graphs, median of interleaved repeats); rlsim's side is its roofline GPU term for the same model "
+        "on the same GPU (no CPU overheads). A ratio is rlsim / measured. docs/research/gpu_roofline/README.md says "
+        "what the numbers mean for the model.",
+    ]
+    for name in names:
+        data = _read(name)
+        rows = predictions(data, gpu)
+        lines += ["", f"## {Path(name).name}: {data['device']}, torch {data['torch']}, measured {data['date']}", ""]
+        lines += ["| ceiling | TB/s | TFLOP/s | spread |", "|---|---|---|---|"]
+        for k, v in data["ceilings"].items():
+            tb = f"{v['bytes_per_s'] / 1e12:.2f}" if k != "matmul" else ""
+            tf = f"{v['flops_per_s'] / 1e12:.0f}" if k == "matmul" else ""
+            lines.append(f"| {k} | {tb} | {tf} | {v['spread']:.2f} |")
+        lines += ["", f"Memory CUDA reports: {data['memory_bytes']:,} bytes.", ""] + _ratios(rows) + [""] + _table(rows)
+    return lines
+
+
+def compare(args: argparse.Namespace) -> int:
+    if args.write:
+        from results_page import command, write
+
+        target = write(RESULTS / "gpu_roofline.md", page(args.file, args.gpu, command("gpu_roofline", args.argv)))
+        print(f"wrote {target}")
+        return 0
+    for name in args.file:
+        data = _read(name)
+        rows = predictions(data, args.gpu)
+        print(f"{data['device']}, torch {data['torch']}, {data['date']}; rlsim's roofline for {args.gpu}")
+        for k, v in data["ceilings"].items():
+            print(f"  ceiling {k}: {v['bytes_per_s'] / 1e12:.2f} TB/s, {v['flops_per_s'] / 1e12:.0f} TFLOP/s "
+                  f"(spread {v['spread']:.2f})")  # fmt: skip
+        if args.markdown:
+            print("\n".join(_table(rows)))
+        else:
+            for r in rows:
+                print("  " + ", ".join(f"{c}={_fmt(r.get(c))}" for c in COLUMNS if r.get(c) is not None))
     return 0
 
 
@@ -725,11 +786,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     m.add_argument("-o", "--output", type=Path, required=True, help="directory for gpu_roofline.json")
     c = sub.add_parser("compare", help="the measurement beside rlsim's roofline")
-    c.add_argument("file")
+    c.add_argument("file", nargs="+", help="gpu_roofline.json files written by measure")
     c.add_argument("--gpu", default="H200")
     c.add_argument("--markdown", action="store_true")
+    c.add_argument("--write", action="store_true", help="write docs/results/gpu_roofline.md from the files")
     args = p.parse_args(argv)
     if args.cmd == "compare":
+        args.argv = sys.argv[1:] if argv is None else argv
+        sys.path.insert(0, str(ROOT / "scripts"))
         return compare(args)
     args.model = [] if args.model == ["none"] else (args.model or list(MODELS))
     try:

@@ -1,6 +1,6 @@
-"""How long a simulation takes as steps, responses per step and engine replicas grow: writes docs/scaling.md.
+"""How long a simulation takes as steps, responses per step and engine replicas grow: writes docs/results/scaling.md.
 
-    python scripts/scaling.py [--repeats 3] [-o docs/scaling.md]
+    python scripts/scaling.py [--repeats 3] [-o docs/results/scaling.md]
 
 Each point is the paper scenario (scenarios/paper_grpo.yaml) with one knob changed, simulated in this process
 (``rlsim.simulate``, no band, no learning-to-target run: ``run.until_target`` off), after one untimed warm-up
@@ -15,14 +15,15 @@ preemptions; each preemption is followed by a readmission that recomputes the re
 the replica's simulated time the prefills (recomputes included) take, and the kernel's own time for the step on
 one thread (timed in the same rounds as the first table), per replica and as simulated responses per second on
 all cores for the kernel alone (no Python around it, replicas spread perfectly).
+
+The page is written whole (scripts/results_page.py: the command, the date and the machine at its top); docs/scaling.md
+explains it and links to it.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import os
-import platform
 import statistics
 import sys
 import time
@@ -30,8 +31,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 import numpy as np  # noqa: E402
+from results_page import RESULTS, command, header, write  # noqa: E402
 
 import rlsim  # noqa: E402
 from rlsim.engine import replica as engine  # noqa: E402
@@ -42,8 +45,8 @@ from rlsim.run.costs import RooflineCostModel  # noqa: E402
 from rlsim.scenario import scheduler_rules  # noqa: E402
 
 SCENARIO = ROOT / "scenarios" / "paper_grpo.yaml"
-ESTIMATES_START = "<!-- estimates: scripts/estimates.py -->"
-BY_HAND = "<!-- written by hand from here to the estimates: scripts/scaling.py and scripts/estimates.py keep it -->"
+OUTPUT = RESULTS / "scaling.md"
+TITLE = "Simulation time vs steps, responses per step and replicas"
 # (what varies, its values, the overrides for one value); the rest is the paper scenario at P = 128, 20 steps
 AXES = [
     ("steps", [10, 30, 100, 300], lambda v: {"run.steps": v}),
@@ -149,14 +152,23 @@ def work_table(work: dict[int, list[dict[str, float]]], cores: int) -> list[str]
     return lines
 
 
-def merged(old: str, lines: list[str]) -> str:
-    """The document with this script's part (everything before :data:`BY_HAND`) written anew from ``lines``; the
-    sections written by hand after that marker and the estimate table scripts/estimates.py keeps after
-    :data:`ESTIMATES_START` stay as they were."""
-    for marker in (BY_HAND, ESTIMATES_START):
-        if marker in old:
-            return "\n".join(lines) + "\n\n" + old[old.index(marker) :]
-    return "\n".join(lines) + "\n"
+def page(cmd: str, rows: list[tuple[str, object, list[float], int]], loads: list[float], work: dict, cores: int,
+         when: str | None = None, where: str | None = None) -> list[str]:  # fmt: skip
+    """The whole page: its header (:func:`results_page.header`), the time table (``rows``: what varies, its value,
+    the seconds of each round, the responses simulated) and the kernel's work table (:func:`work_table`)."""
+    extra = f"rlsim {rlsim.__version__}, kernel {engine.kernel_description()}"
+    load = f"other processes took a median {statistics.median(loads):.0%} of the machine while it ran" if loads else ""
+    lines = header(TITLE, cmd, when, where, extra) + [
+        "The paper scenario with one knob changed (20 steps at P = 128 otherwise), in-process `rlsim.simulate` without "
+        "band or run to the target, median of interleaved repeats" + (f"; {load}." if load else "."),
+        "",
+        "| varied | value | seconds (median) | spread (max/min) | simulated responses / s |",
+        "|---|---|---|---|---|",
+    ]
+    for name, v, seconds, responses in rows:
+        med = statistics.median(seconds)
+        lines.append(f"| {name} | {v} | {med:.4f} | {max(seconds) / min(seconds):.2f} | {responses / med:,.0f} |")
+    return lines + work_table(work, cores)
 
 
 def _time(overrides: dict) -> tuple[float, float | None, int]:
@@ -172,7 +184,7 @@ def _time(overrides: dict) -> tuple[float, float | None, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("-o", "--output", type=Path, default=ROOT / "docs" / "scaling.md")
+    parser.add_argument("-o", "--output", type=Path, default=OUTPUT, help="the page (default %(default)s)")
     args = parser.parse_args(argv)
     points = [(name, v, over(v)) for name, values, over in AXES for v in values]
     _time({})  # warm-up: the kernel loads from numba's cache (or compiles) once
@@ -189,27 +201,9 @@ def main(argv: list[str] | None = None) -> int:
                 loads.append(load)
         for prompts in WORK_PROMPTS:
             work[prompts].append(step_work(prompts, repeats=1))
-    lines = [
-        "# Simulation time vs steps, responses per step and replicas",
-        "",
-        f"Written by `python scripts/scaling.py --repeats {args.repeats}` on {_dt.date.today().isoformat()} "
-        f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"rlsim {rlsim.__version__}, kernel {engine.kernel_description()}). The paper scenario with one knob "
-        "changed (20 steps at P = 128 otherwise), "
-        "in-process `rlsim.simulate` without band or run to the target, median of interleaved repeats; other "
-        f"processes took a median {statistics.median(loads):.0%} of the machine while it ran."
-        if loads
-        else "",
-        "",
-        "| varied | value | seconds (median) | spread (max/min) | simulated responses / s |",
-        "|---|---|---|---|---|",
-    ]
-    for i, (name, v, _over) in enumerate(points):
-        med = statistics.median(times[i])
-        spread = max(times[i]) / min(times[i])
-        lines.append(f"| {name} | {v} | {med:.4f} | {spread:.2f} | {responses[i] / med:,.0f} |")
-    lines += work_table(work, os.cpu_count() or 1)
-    args.output.write_text(merged(args.output.read_text() if args.output.is_file() else "", lines))
+    rows = [(name, v, times[i], responses[i]) for i, (name, v, _over) in enumerate(points)]
+    lines = page(command("scaling", sys.argv[1:] if argv is None else argv), rows, loads, work, os.cpu_count() or 1)
+    write(args.output, lines)
     print("\n".join(lines))
     return 0
 

@@ -13,8 +13,8 @@ count's relative error against vLLM's.
     python scripts/vllm_thrash.py --requests 680 --blocks 60 -o out/vllm_thrash.json
     python scripts/vllm_thrash.py --vllm-from docs/research/vllm_thrash/r680_b60.json   # rlsim again, no vLLM
 
-The recorded cases (docs/research/vllm_thrash/, tested in tests/rlsim/test_engine_v1.py) are in docs/design.md,
-"Freed blocks stay cached".
+The recorded cases (docs/research/vllm_thrash/, tested in tests/rlsim/test_engine_v1.py) are tabled in
+docs/results/vllm.md; docs/design.md, "Freed blocks stay cached", says what they check.
 
 Run it as a script (vLLM's engine start needs ``if __name__ == "__main__"``); takes about a minute per case on
 two cores. The model's speed does not enter: only the scheduler's counts are compared.

@@ -1,5 +1,6 @@
-"""scripts/fast_thrash.py, the fast-vs-exact table of docs/design.md: its row of a case is that case's numbers (the
-makespan, preemptions and recompute of the two models on the recorded step), and bad arguments are refused."""
+"""scripts/fast_thrash.py, the fast-vs-exact table of docs/results/fast_thrash.md: its row of a case is that case's
+numbers (the makespan, preemptions and recompute of the two models on the recorded step), the page opens with its
+command, date and machine, and bad arguments are refused."""
 
 import pytest
 
@@ -33,3 +34,15 @@ def test_bad_arguments_exit_2(script, argv, says, capsys):
         script.main(argv)
     assert exc.value.code == 2
     assert says in capsys.readouterr().err
+
+
+def test_the_page_names_its_command_date_machine_and_kernel(script):
+    from tests.conftest import ROOT
+
+    row = "| dense_colocated | 512 | -0.01% | +0.15% | +0.05 / +0.17 / +0.24% | 1.03x | +0.3% | 1.25x (1 / 2 ms) |"
+    lines = script.page("python scripts/fast_thrash.py --write", [row], 9, 0.02, "2026-01-02", "A CPU, 2 cores")
+    assert lines[0] == f"# {script.TITLE}"
+    written = "Written by `python scripts/fast_thrash.py --write` on 2026-01-02 (A CPU, 2 cores; kernel "
+    assert lines[2].startswith(written)
+    assert lines[-2:] == [script.HEADER, row] and "medians of 9 interleaved runs" in lines[4]
+    assert script.OUTPUT == ROOT / "docs" / "results" / "fast_thrash.md"

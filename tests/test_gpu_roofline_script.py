@@ -197,9 +197,9 @@ RECORDED = sorted(RESEARCH.glob("h200_run?.json"))  # the decode runs (h200_run5
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)
 def test_rlsims_h200_roofline_against_the_recorded_h200(gr, path):
-    """The H200 runs of 2026-12-04 (docs/research/gpu_roofline/README.md): rlsim's default roofline for the H200
-    stays where it was measured against a CUDA-graph torch engine (attention as batched products): decode median
-    ratio 0.92-0.93, every case 0.69-1.26, prefill of >= 2,048 tokens 0.90-0.97. A change to the H200's catalog
+    """The recorded H200 runs (docs/results/gpu_roofline.md): rlsim's default roofline for the H200 stays where it
+    was measured against a CUDA-graph torch engine (attention as batched products): decode median ratio 0.92-0.93,
+    every case 0.69-1.26, prefill of >= 2,048 tokens 0.90-0.97. A change to the H200's catalog
     figures or the default efficiencies that moves these shows here."""
     data = json.loads(path.read_text())
     assert data["device"] == "NVIDIA H200" and not data["errors"]
@@ -210,6 +210,21 @@ def test_rlsims_h200_roofline_against_the_recorded_h200(gr, path):
     assert 0.6 <= decode[0] and decode[-1] <= 1.35
     long_prefill = [r["ratio"] for r in rows if r["phase"] == "prefill" and r["tokens"] >= 2048]
     assert long_prefill and all(0.85 <= x <= 1.05 for x in long_prefill)
+
+
+def test_the_results_page_has_a_section_per_recorded_file(gr):
+    """compare --write's page (docs/results/gpu_roofline.md): the header names the command, then per file its
+    device and date, its ceilings, the ratios by phase and one row per case."""
+    cmd = "python scripts/gpu_roofline.py compare h200_run2.json --write"
+    lines = gr.page([str(RECORDED[1])], "H200", cmd, "2026-01-02", "A CPU, 2 cores")
+    data = json.loads(RECORDED[1].read_text())
+    assert lines[0] == "# rlsim's roofline against measured GPU steps (H200)"
+    assert lines[2].startswith(f"Written by `{cmd}` on 2026-01-02 (A CPU, 2 cores")
+    assert f"## h200_run2.json: NVIDIA H200, torch 2.11.0+cu130, measured {data['date']}" in lines
+    assert any(line.startswith("| matmul |  | 7") for line in lines)
+    cases = sum(len(m["rows"]) for m in data["models"].values())
+    assert sum(1 for line in lines if line.startswith(("| Qwen", "| Llama"))) == cases
+    assert any(line.startswith("| decode |  | 60 | 0.9") for line in lines)
 
 
 def test_the_catalogs_h200_memory_is_the_measured_one(gr):

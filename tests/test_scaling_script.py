@@ -76,17 +76,49 @@ def test_step_work_counts_what_the_rollouts_count(scaling):
     assert work["kernel_s"] > 0
 
 
-def test_the_two_scripts_rewrite_their_own_parts_of_the_document_and_keep_the_rest(scaling):
-    """docs/scaling.md is scripts/scaling.py's tables, then sections written by hand, then scripts/estimates.py's
-    table: each script rewrites its part only (an estimate table written over the hand-written sections lost
-    them once)."""
-    from tests.conftest import load_script
+def test_the_page_is_written_whole_with_its_command_date_and_machine(scaling, tmp_path):
+    """scripts/scaling.py writes docs/results/scaling.md whole: the header names the command, the date and the
+    machine, then the time table and the kernel's work table; a page written before (hand edits included) is gone."""
+    from tests.conftest import ROOT
+
+    work = {
+        128: [
+            {
+                "requests_per_replica": 85,
+                "iterations": 15955,
+                "preemptions": 0,
+                "preemptions_per_request": 0.0,
+                "prefill_share_of_time": 0.0001,
+                "recomputed_share_of_prefill": 0.0,
+                "kernel_s": 0.002,
+                "replicas": 24,
+                "responses_per_step": 1024,
+            }  # fmt: skip
+        ]
+    }
+    rows = [("steps", 10, [0.02, 0.01, 0.03], 10240)]
+    lines = scaling.page("python scripts/scaling.py --repeats 3", rows, [0.05], work, 2, "2026-01-02", "A CPU, 2 cores")
+    assert lines[0] == f"# {scaling.TITLE}"
+    assert lines[2].startswith(
+        "Written by `python scripts/scaling.py --repeats 3` on 2026-01-02 (A CPU, 2 cores; rlsim "
+    )
+    assert "| steps | 10 | 0.0200 | 3.00 | 512,000 |" in lines
+    assert "## The kernel's work per step" in lines
+    assert "5% of the machine" in "\n".join(lines)
+    assert scaling.OUTPUT == ROOT / "docs" / "results" / "scaling.md"
+    page = tmp_path / "scaling.md"
+    page.write_text("# old tables\n\nwritten by hand\n")
+    scaling.write(page, lines)
+    assert page.read_text() == "\n".join(lines) + "\n"
+
+
+def test_the_estimates_page_is_written_whole(tmp_path):
+    """scripts/estimates.py's page: header, then one row per case with the estimate over the measured median."""
+    from tests.conftest import ROOT, load_script
 
     estimates = load_script("estimates")
-    doc = "\n".join(["# old tables", scaling.BY_HAND, "## by hand", estimates.START, "## old estimates", ""])
-    doc = scaling.merged(doc, ["# new tables"])
-    doc = estimates.merged(doc, "\n".join([estimates.START, "## new estimates", ""]))
-    assert doc == "\n".join(
-        ["# new tables", "", scaling.BY_HAND, "## by hand", estimates.START, "## new estimates", ""]
-    )
-    assert estimates.START == scaling.ESTIMATES_START
+    rows = [("paper_grpo (as shipped)", 346, 0.06, [0.05, 0.04, 0.06])]
+    lines = estimates.page("python scripts/estimates.py --write", rows, [0.0], "2026-01-02", "A CPU, 2 cores")
+    assert lines[0] == f"# {estimates.TITLE}" and "on 2026-01-02 (A CPU, 2 cores)" in lines[2]
+    assert lines[-1] == "| paper_grpo (as shipped) | 346 | 0.06 s | 0.05 s | 1.50 | 1.20 |"
+    assert estimates.OUTPUT == ROOT / "docs" / "results" / "estimates.md"

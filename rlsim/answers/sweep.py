@@ -7,10 +7,10 @@ phase breakdown; a configuration the scenario rules reject (a model that does no
 
 A configuration whose KV cache thrashes is simulated with the fast thrash model (``engine.thrash_model: fast``,
 rlsim.engine.kernel._host_tail; makespans within 1% of the exact model's on recorded thrashing steps, within 1.5%
-on a small engine, docs/design.md) unless the sweep is told ``screen_thrash="exact"`` or the grid or the user's
-own overrides set the model; the best ``finalists`` rows that thrashed are then simulated again with the
-scenario's own model, in place of their screened rows. Each row's ``thrash_model`` says which model simulated its
-preemptions (empty where nothing was preempted: there the two models are the same simulation).
+on a small engine: docs/results/fast_thrash.md, CHANGELOG.md) unless the sweep is told ``screen_thrash="exact"``
+or the grid or the user's own overrides set the model; the best ``finalists`` rows that thrashed are then simulated
+again with the scenario's own model, in place of their screened rows. Each row's ``thrash_model`` says which model
+simulated its preemptions (empty where nothing was preempted: there the two models are the same simulation).
 
 A sweep to the target *screens* its rows (``screen=True``, the default): each runs at most the band's window
 (rlsim.run.simulation.BAND_STEPS + 2 x max_staleness steps, which its band runs simulate anyway) and its time to

@@ -25,7 +25,7 @@ scripts/estimates.py``, 2026-12-04, 2-core AVX-512 VM, quiet, with the band as `
 costs about a millisecond, each step 0.05-0.1 ms of Python around the kernel (the SimPy processes, the records), and
 each response 0.05-0.2 us a step (more where the engines thrash, P = 2048 and staleness 64); ``SECONDS_PER_RUN`` 0.5
 ms, ``SECONDS_PER_STEP`` 75 us and ``SECONDS_PER_RESPONSE`` 0.09 us (fitted to the table's cases) put every case of
-docs/scaling.md's estimate table within 2x of its measured time, 0.64-1.73x (the built-in scenarios, the paper
+docs/results/estimates.md's table within 2x of its measured time, 0.64-1.73x (the built-in scenarios, the paper
 plan's winner, runs to the target at staleness 64 and at P = 2048; the smallest take milliseconds, where noise moves
 the ratio most; before, 5 ms a run, 0.09 us a response and no step term, fitted on a VM about 1.75x slower with
 every band run counted). The time is for the caller to warn about (:data:`LONG_S`); other machines differ by a small

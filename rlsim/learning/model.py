@@ -47,8 +47,8 @@ Pieces (docs/reference.md sections 3-5):
   groups all score alike gets zero advantage and stops learning); the chance of reaching it within a budget is
   (1 - stall_probability) x P(N* <= budget). Measured at several batches (``stall_batches`` / ``stall_shares``,
   from ``rlsim-calibrate fit-learning``) it moves with the batch (:func:`stall_at`): PPO stalls more at both ends
-  of its invariant range (docs/calibrate.md). Measured at the reference batch alone it is carried to other
-  batches by ``stall_form``: ``constant``, or ``signal_free_steps`` for PPO, whose advantages are whitened over
+  of its invariant range (docs/results/validation_loops.md). Measured at the reference batch alone it is carried to
+  other batches by ``stall_form``: ``constant``, or ``signal_free_steps`` for PPO, whose advantages are whitened over
   the batch: a step that holds no correct answer still updates the policy at full size, along the critic's
   errors, and each such step is a small independent chance h that the seed drifts into a constant wrong answer
   it never leaves. Early on a response is correct with probability p0 (``initial_success``), a step of B holds

@@ -2,7 +2,7 @@
 
 rlsim.plan's screen runs thousands of short pipelines, and within a plan those of one workload draw the same lengths
 and, on one engine and as many rollout GPUs, roll them out alike under other schedules, trainers or pool splits
-(docs/scaling.md, "The plan's screen shares rollouts"). A :class:`Reuse` handed to rlsim.run.pipeline.run_pipeline
+(docs/design.md, "Sweeps and plans"). A :class:`Reuse` handed to rlsim.run.pipeline.run_pipeline
 (or to a rlsim.run.timeline.Timelines) answers those from what an earlier run computed.
 """
 

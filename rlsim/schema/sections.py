@@ -455,7 +455,7 @@ class Costs:
     # generation rows (its Mixtral rows carry it; `rlsim-calibrate published gen_throughput_dev.csv --fit
     # vllm-0.5.decode_memory_efficiency,vllm-0.5.decode_per_seq_overhead_s,vllm-0.5.tp_rank_overhead_s,
     # moe_decode_memory_efficiency_factor`, 2026-12-02); the 24 H100 NeMo RL step rows alone give 0.687 (vLLM 0.11 /
-    # 0.17, Qwen3 and DeepSeek MoE); the GB200 step rows alone 0.27 (not understood: docs/design.md)
+    # 0.17, Qwen3 and DeepSeek MoE); the GB200 step rows alone 0.27 (not understood: docs/results/published.md)
     moe_decode_memory_efficiency_factor: float = field(default=0.67, metadata=bounds(gt=0, le=1))
     cpu_adam_params_per_s: float = field(default=1e9, metadata=bounds(gt=0))
     # fraction of the host link's peak that copies between GPU and host memory reach (pinned buffers come close

@@ -72,7 +72,7 @@ def progress(w: Workload, learning: Learning, steps_done: int) -> float:
     (``workload.length_progress``): its cumulative samples, or its cumulative learning rate in samples at
     ``learning.reference_batch`` (each step adds that batch times the step's LR over lr0). Adam moves every weight
     by about the learning rate per step whatever the batch, so what the policy's answers have become (their
-    lengths) follows the summed LR more closely than the samples seen (docs/calibrate.md, issue 28)."""
+    lengths) follows the summed LR more closely than the samples seen (docs/results/validation_loops.md, issue 28)."""
     batch = w.responses_per_step
     if w.length_progress == "samples":
         return float(steps_done * batch)

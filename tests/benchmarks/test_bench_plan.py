@@ -1,7 +1,8 @@
-"""``rlsim plan`` over >= 2,000 configurations (the paper scenario, its default axes on two GPU types: 2,496
-configurations) in under 60 s on this 2-core machine.
+"""How long ``rlsim plan`` takes in-process on the paper scenario: its default axes on two GPU types (2,496
+configurations, target 60 s) and with GPU counts up to 128 and P from 64 to 8192 (8,304 configurations, target 30 s,
+the median of three rounds), on a 2-core machine. Last measured: docs/results/benchmarks.md.
 
-python -m pytest tests/benchmarks/test_bench_plan.py --benchmark-only --benchmark-enable
+    python -m pytest tests/benchmarks/test_bench_plan.py --benchmark-only --benchmark-enable
 """
 
 import statistics
@@ -32,23 +33,16 @@ def test_paper_plan_over_2496_configurations(benchmark):
     assert benchmark.stats.stats.max < 60.0, f"the plan took {benchmark.stats.stats.max:.1f} s"
 
 
-PLAN_5000_TARGET_S = 30.0  # issue 32: >= 5,000 configurations, two GPU types, counts up to 128, P up to 8192
+PLAN_5000_TARGET_S = 30.0  # >= 5,000 configurations: two GPU types, counts up to 128, P up to 8192
 
 
 @pytest.mark.benchmark(group="plan")
 def test_plan_over_5000_configurations_up_to_128_gpus_and_p_8192(benchmark):
-    """Issue 32's plan: the paper scenario's default axes on H100 and H200 with GPU counts in powers of two up to 128
-    and P from 64 to 8192 (8,304 configurations). 56.8 s on 2026-12-03 (exact kernel for every screen run), against
-    the 30 s target the fast thrash model is for; 47.7-51.0 s on 2026-12-04 (fast screen, one worker per core for
-    the screen), 36.7-41.9 s the next session with the kernel's speed unchanged; 30.3-38.3 s (median 32.4) against
-    35.4-47.6 s (median 36.5), five interleaved pairs, once a worker's screen runs shared their lengths and equal
-    rollouts, 33.3 s here after it; then 27.9-36.5 s (two pairs against 38.5-52.1 s) and under 30 s in one of two
-    benchmark rounds once the memo kept the kernel's rows (docs/scaling.md); 28.7 s (one round) and 27.5 s on an idle
-    VM the session after, the kernel unchanged, then three rounds 30.5, 31.5 and 33.9 s (load 0.3 at the start). The
-    median of three rounds, as the sweep's benchmark: single rounds of this plan ranged 27.9-36.5 s on this shared
-    VM. Then the plan pruned by its free-generation lower bounds (rlsim.plan.bound; the same answer, rows and
-    explanation as ``prune=False``): 11.4, 10.9 and 11.0 s (median 11.0 s; 3,756 of the 8,304 not screened, 2,574
-    screened) against 30.3-33.0 s screening every configuration, 2026-12-04 (eleventh session)."""
+    """The paper scenario's default axes on H100 and H200 with GPU counts in powers of two up to 128 and P from 64 to
+    8192 (8,304 configurations) within 30 s, the median of three rounds (single rounds of a plan vary by a third on a
+    shared machine). The plan screens with the fast thrash model, one worker per core, sharing rollouts between groups,
+    and skips the configurations its free-generation lower bounds rule out (rlsim.plan.bound; the same answer, rows
+    and explanation as ``prune=False``); the counts screened and not screened are in extra_info."""
     from rlsim.plan.bound import FIRST_ROUND
 
     scenario = rlsim.load_scenario(SCENARIOS / "paper_grpo.yaml")

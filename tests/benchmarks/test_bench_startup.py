@@ -1,13 +1,13 @@
-"""Whole-process ``rlsim run scenarios/paper_grpo.yaml --json`` (issue "Speed: answers in a blink", must-show 1):
-at most 0.4 s with numba's cache warm, at most 1.5 s with it empty (median of the rounds).
+"""Whole-process ``rlsim run scenarios/paper_grpo.yaml --json``: at most 0.4 s with numba's cache warm, at most 1.5 s
+with it empty (median of the rounds).
 
     python -m pytest tests/benchmarks/test_bench_startup.py --benchmark-only --benchmark-enable
 
 Each round is a fresh ``python -m rlsim.cli run ...`` process, what the ``rlsim`` command runs. Cold rounds point
-``NUMBA_CACHE_DIR`` at a new empty folder, so nothing numba compiled before is found. With the kernel built ahead
-of time (``pip install`` builds it; ``python -m rlsim.engine.kernel_build`` in a checkout) neither imports numba; the
-targets are checked for that kernel. The just-in-time fallback (``RLSIM_KERNEL=jit``: numba compiles, or loads from
-its cache, on first use) is timed too and recorded in extra_info, not checked.
+``NUMBA_CACHE_DIR`` at a new empty folder, so nothing numba compiled before is found. With the kernel built ahead of
+time (``pip install`` builds it; ``python -m rlsim.engine.kernel_build`` in a checkout) neither imports numba; the
+targets are checked for that kernel. The just-in-time fallback (``RLSIM_KERNEL=jit``: numba compiles, or loads from its
+cache, on first use) is timed too and recorded in extra_info, not checked.
 """
 
 from __future__ import annotations

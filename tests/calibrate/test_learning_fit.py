@@ -397,7 +397,7 @@ def test_fit_learning_leaves_out_a_batch_that_never_gets_there():
 
 
 def _flat(batch, steps=40):
-    """A seed that never learns: its metric stays at R0 (the PPO seeds of docs/calibrate.md at B = 16)."""
+    """A seed that never learns: its metric stays at R0 (docs/results/validation_loops.md, the PPO seeds at B = 16)."""
     return [
         {"step": t, "cumulative_samples": t * batch, "responses": batch, "eval_metric": R0, "wall_s": 1.0 * t}
         for t in range(1, steps + 1)

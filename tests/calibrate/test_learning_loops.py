@@ -1,5 +1,5 @@
 """scripts/staleness_loop.py's fit-predict-compare on run directories made from known curves (the real runs take
-an hour; their outputs are in docs/research/learning_loops_2026-12-03.md): the stretch the runs follow is chosen
+an hour; their outputs are in docs/results/learning_loops.md): the stretch the runs follow is chosen
 and predicts the held-out staleness's samples to the level, and the comparison table is written."""
 
 from __future__ import annotations

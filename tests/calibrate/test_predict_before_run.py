@@ -551,10 +551,10 @@ def test_the_predicted_band_of_seeds_reaching_the_target():
 
 
 def test_the_band_starts_at_zero_beyond_the_verified_range():
-    """PPO on first:length=3 (docs/calibrate.md): 5 of 5 reference seeds reached 0.5 at B = 64, so the band at
-    B = 16 was [3, 5] and 0 of 5 reached it there. Two doublings from the only fitted batch the invariant range's
-    edge may lie between, so the band starts at 0; one doubling away (and inside fit-learning's fitted batches) it
-    is the Beta-binomial band as before."""
+    """PPO on first:length=3 (docs/results/validation_loops.md): 5 of 5 reference seeds reached 0.5 at B = 64, so
+    the band at B = 16 was [3, 5] and 0 of 5 reached it there. Two doublings from the only fitted batch the invariant
+    range's edge may lie between, so the band starts at 0; one doubling away (and inside fit-learning's fitted
+    batches) it is the Beta-binomial band as before."""
     from calibrate.validate import doublings_outside, reach_band
 
     ref = {"runs": 5, "runs_reaching_target": 5, "stall_probability": 0.0, "reference_batch": 64}

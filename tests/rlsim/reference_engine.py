@@ -64,7 +64,7 @@ class _Cache:
         """The free queue's head position once ``reserved`` more blocks are taken (the step's decoders take theirs
         before any admission): the free blocks are the last ones appended. (Blocks hit again leave vLLM's queue
         from its middle; counting them as gone from the head evicts a little early: 2.7-4.1% more recomputed
-        tokens than vLLM 0.32 on the thrash cases of scripts/vllm_thrash.py, docs/design.md.)"""
+        tokens than vLLM 0.32 on the thrash cases of scripts/vllm_thrash.py, docs/results/vllm.md.)"""
         return self.appended - (self.free() - reserved)
 
     def survivors(self, end: int, k: int, reserved: int) -> int:

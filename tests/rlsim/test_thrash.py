@@ -123,7 +123,7 @@ def test_a_sweep_screens_thrashing_rows_with_the_fast_model_and_redoes_the_best(
     scenario's own (exact) model, which then gives the exact sweep's row to the bit; rows that preempt nothing are
     the same simulation under either model and say so (no model). The fast rows' step time is within 1% here (the
     issue's makespan bound): this small engine pushed to 0.7-1.6 preemptions per response is the fast model's worst
-    case seen (-0.00% to +0.49% at 6.6-7.5% memory, docs/design.md)."""
+    case seen (-0.00% to +0.49% at 6.6-7.5% memory, CHANGELOG.md)."""
     exact = _memory_sweep(screen_thrash="exact")
     assert exact.screen_thrash is None and exact.resimulated == ()
     assert list(exact.table["thrash_model"].iloc[:3]) == ["exact"] * 3 and pd.isna(exact.table["thrash_model"].iloc[3])

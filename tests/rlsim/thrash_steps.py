@@ -2,7 +2,7 @@
 of two steps' batches in the paper and dense async scenarios), as the pipeline hands them to the engine, of the
 paper scenario at P = 2048 .. 16384 and of the two dense-8B scenarios pushed into thrash; and the engine run on one
 of them with the fast thrash model or the exact one. Used by tests/rlsim/test_fast_thrash.py and
-scripts/fast_thrash.py (the table in docs/design.md, "The fast thrash model")."""
+scripts/fast_thrash.py (its table: docs/results/fast_thrash.md)."""
 
 from __future__ import annotations
 
