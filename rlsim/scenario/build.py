@@ -156,7 +156,7 @@ def _build_now(cls: type, data: Any, path: str) -> Any:
     for name, f in fields.items():
         fpath = f"{path}.{name}" if path else name
         if name not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ScenarioError(fpath, None, "is required", f"add {fpath} to the scenario")
             continue
         kwargs[name] = _convert(hints[name], data[name], fpath, f.metadata)
@@ -177,7 +177,7 @@ def _convert(tp: Any, value: Any, path: str, meta: Any) -> Any:
         for extra in ("source", "notes", "verify", "aliases"):
             spec.pop(extra, None)
         return _build(tp, spec, path)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a section's class (a hint is never an instance)
         return _build(tp, value, path)
     if origin is Literal:
         allowed = typing.get_args(tp)

@@ -10,7 +10,7 @@ import dataclasses
 import math
 
 from rlsim.errors import ScenarioError
-from rlsim.schema.sections import Learning, Workload
+from rlsim.schema.sections import Learning, LengthDist, Workload
 from rlsim.schema.specs import DTYPE_BYTES, ModelSpec
 
 
@@ -65,9 +65,9 @@ def validate_learning(lr: Learning) -> None:
             "is required when the other of learning.metric / learning.target is set",
             "give both (the metric curve and the target on it) or neither",
         )
-    if lr.metric is not None:
+    if lr.metric is not None and lr.target is not None:  # both or neither (above)
         lo, hi = sorted((lr.metric.initial, lr.metric.asymptote))
-        if not lo < lr.target < hi:  # type: ignore[operator]
+        if not lo < lr.target < hi:
             raise ScenarioError(
                 "learning.target",
                 lr.target,
@@ -83,18 +83,18 @@ def validate_learning(lr: Learning) -> None:
             "and learning.stall_shares come together",
             "give both or neither",
         )
-    if lr.stall_batches is not None:
-        xs, qs = lr.stall_batches, lr.stall_shares
-        if len(xs) != len(qs) or not xs:  # type: ignore[arg-type]
+    xs, qs = lr.stall_batches, lr.stall_shares
+    if xs is not None and qs is not None:  # both or neither (above)
+        if len(xs) != len(qs) or not xs:
             raise ScenarioError(
                 "learning.stall_batches",
                 xs,
                 f"needs one entry per stall share ({len(qs)})",
-                "one share per batch",  # type: ignore[arg-type]
+                "one share per batch",
             )
         if any(x <= 0 for x in xs) or any(b <= a for a, b in zip(xs, xs[1:])):
             raise ScenarioError("learning.stall_batches", xs, "must be positive and increasing", "sort by batch")
-        if any(not 0 <= q < 1 for q in qs):  # type: ignore[union-attr]
+        if any(not 0 <= q < 1 for q in qs):
             raise ScenarioError("learning.stall_shares", qs, "must lie in [0, 1)", "give shares of seeds")
     _validate_ceilings(lr)
     if lr.stall_form == "signal_free_steps" and lr.initial_success is None:
@@ -109,20 +109,26 @@ def validate_learning(lr: Learning) -> None:
     for key in need:
         if getattr(bm, key) is None:
             raise ScenarioError(f"{at}.{key}", None, f"is required for form {bm.form}", f"set {at}.{key}")
-    if bm.form == "invariant" and None not in (bm.batch_low, bm.batch_high) and bm.batch_low > bm.batch_high:  # type: ignore[operator]
+    if (
+        bm.form == "invariant"
+        and bm.batch_low is not None
+        and bm.batch_high is not None
+        and bm.batch_low > bm.batch_high
+    ):
         raise ScenarioError(f"{at}.batch_low", bm.batch_low, f"exceeds batch_high ({bm.batch_high})", "swap them")
     if bm.form == "table":
         xs, ys = bm.batches, bm.samples_to_target
-        if len(xs) != len(ys) or len(xs) < 2:  # type: ignore[arg-type]
+        assert xs is not None and ys is not None  # required for form table (above)
+        if len(xs) != len(ys) or len(xs) < 2:
             raise ScenarioError(
                 f"{at}.batches",
                 xs,
                 f"needs as many entries as samples_to_target ({len(ys)}), at least 2",
                 "give one measured samples-to-target per batch",
             )
-        if any(x <= 0 for x in xs) or any(b <= a for a, b in zip(xs, xs[1:])):  # type: ignore[union-attr, index]
+        if any(x <= 0 for x in xs) or any(b <= a for a, b in zip(xs, xs[1:])):
             raise ScenarioError(f"{at}.batches", xs, "must be positive and increasing", "sort the table by batch")
-        if any(not 0 < y < math.inf for y in ys):  # type: ignore[union-attr]
+        if any(not 0 < y < math.inf for y in ys):
             raise ScenarioError(f"{at}.samples_to_target", ys, "must be positive and finite", "fix the table")
 
 
@@ -211,21 +217,7 @@ def validate_lengths(w: Workload) -> None:
     """The workload's length distributions: the response phases, each distribution's keys, caps and bins."""
     phases = w.response_length_by_samples
     if phases:
-        at = "workload.response_length_by_samples"
-        if w.response_length_drift is not None:
-            raise ScenarioError(
-                f"{at}", "[...]", "cannot be combined with response_length_drift", "give one of the two"
-            )
-        ends = [p.until_samples for p in phases]
-        if ends[-1] is not None or any(e is None for e in ends[:-1]):
-            raise ScenarioError(
-                f"{at}[{len(ends) - 1}].until_samples",
-                ends[-1],
-                "must be null for the last phase only",
-                "give until_samples to every phase but the last",
-            )
-        if any(b <= a for a, b in zip(ends[:-2], ends[1:-1])):
-            raise ScenarioError(f"{at}", ends, "until_samples must increase", "sort the phases by samples")
+        _validate_phases(w)
     for key, d, cap in (
         ("workload.prompt_length", w.prompt_length, w.max_prompt_tokens),
         ("workload.response_length", w.response_length, w.max_response_tokens),
@@ -234,51 +226,77 @@ def validate_lengths(w: Workload) -> None:
             for i, p in enumerate(phases)
         ),
     ):
-        need = {
-            "fixed": ("tokens",),
-            "uniform": ("low", "high"),
-            "lognormal": ("mean_tokens", "sigma"),
-            "empirical": ("bin_edges", "weights"),
-        }[d.dist]
-        for k in need:
-            if getattr(d, k) is None:
-                raise ScenarioError(f"{key}.{k}", None, f"is required for dist {d.dist}", f"set {key}.{k}")
-        extra = [
-            f.name
-            for f in dataclasses.fields(d)
-            if f.name != "dist" and f.name not in need and getattr(d, f.name) is not None
-        ]
-        if extra:
-            raise ScenarioError(
-                f"{key}.{extra[0]}",
-                getattr(d, extra[0]),
-                f"is not used by dist {d.dist}",
-                f"remove it; dist {d.dist} takes {', '.join(need)}",
-            )
-        if d.dist == "fixed" and d.tokens > cap:  # type: ignore[operator]
-            raise ScenarioError(f"{key}.tokens", d.tokens, f"exceeds the maximum ({cap})", "lower it or raise the max")
-        if d.dist == "uniform" and not d.low <= d.high:  # type: ignore[operator]
-            raise ScenarioError(f"{key}.low", d.low, f"must not exceed high ({d.high})", "swap low and high")
-        if d.dist == "empirical":
-            edges, weights = d.bin_edges, d.weights
-            if len(edges) != len(weights) + 1 or len(weights) < 1:  # type: ignore[arg-type]
-                raise ScenarioError(
-                    f"{key}.bin_edges",
-                    edges,
-                    f"needs one more edge than weights ({len(weights)})",
-                    "give n+1 edges for n weights",
-                )
-            if any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 0:  # type: ignore[index]
-                raise ScenarioError(f"{key}.bin_edges", edges, "must be non-negative and increasing", "sort them")
-            if any(x < 0 for x in weights) or not 0 < sum(weights) < math.inf:  # type: ignore[union-attr, arg-type]
-                raise ScenarioError(
-                    f"{key}.weights",
-                    weights,
-                    "must be non-negative with a finite positive sum",
-                    "fix the histogram counts",
-                )
+        _validate_dist(key, d, cap)
     rmin = {"fixed": w.response_length.tokens, "uniform": w.response_length.low}.get(w.response_length.dist)
     if rmin is not None and rmin < 1:
         raise ScenarioError(
             "workload.response_length", rmin, "gives responses of 0 tokens", "every response >= 1 token"
         )
+
+
+def _validate_phases(w: Workload) -> None:
+    """workload.response_length_by_samples: not with a drift, until_samples increasing and null for the last."""
+    phases = w.response_length_by_samples
+    at = "workload.response_length_by_samples"
+    if w.response_length_drift is not None:
+        raise ScenarioError(f"{at}", "[...]", "cannot be combined with response_length_drift", "give one of the two")
+    ends = [p.until_samples for p in phases]
+    if ends[-1] is not None or any(e is None for e in ends[:-1]):
+        raise ScenarioError(
+            f"{at}[{len(ends) - 1}].until_samples",
+            ends[-1],
+            "must be null for the last phase only",
+            "give until_samples to every phase but the last",
+        )
+    cuts = [e for e in ends[:-1] if e is not None]  # every phase's but the last's (above)
+    if any(b <= a for a, b in zip(cuts, cuts[1:])):
+        raise ScenarioError(f"{at}", ends, "until_samples must increase", "sort the phases by samples")
+
+
+def _validate_dist(key: str, d: LengthDist, cap: int) -> None:
+    """One length distribution (at ``key``): the keys its dist takes and no others, its cap, its bins."""
+    need = {
+        "fixed": ("tokens",),
+        "uniform": ("low", "high"),
+        "lognormal": ("mean_tokens", "sigma"),
+        "empirical": ("bin_edges", "weights"),
+    }[d.dist]
+    for k in need:
+        if getattr(d, k) is None:
+            raise ScenarioError(f"{key}.{k}", None, f"is required for dist {d.dist}", f"set {key}.{k}")
+    extra = [
+        f.name
+        for f in dataclasses.fields(d)
+        if f.name != "dist" and f.name not in need and getattr(d, f.name) is not None
+    ]
+    if extra:
+        raise ScenarioError(
+            f"{key}.{extra[0]}",
+            getattr(d, extra[0]),
+            f"is not used by dist {d.dist}",
+            f"remove it; dist {d.dist} takes {', '.join(need)}",
+        )
+    if d.dist == "fixed":
+        assert d.tokens is not None  # required for dist fixed (above)
+        if d.tokens > cap:
+            raise ScenarioError(f"{key}.tokens", d.tokens, f"exceeds the maximum ({cap})", "lower it or raise the max")
+    if d.dist == "uniform":
+        assert d.low is not None and d.high is not None  # required for dist uniform (above)
+        if not d.low <= d.high:
+            raise ScenarioError(f"{key}.low", d.low, f"must not exceed high ({d.high})", "swap low and high")
+    if d.dist == "empirical":
+        edges, weights = d.bin_edges, d.weights
+        assert edges is not None and weights is not None  # required for dist empirical (above)
+        if len(edges) != len(weights) + 1 or len(weights) < 1:
+            raise ScenarioError(
+                f"{key}.bin_edges",
+                edges,
+                f"needs one more edge than weights ({len(weights)})",
+                "give n+1 edges for n weights",
+            )
+        if any(b <= a for a, b in zip(edges, edges[1:])) or edges[0] < 0:
+            raise ScenarioError(f"{key}.bin_edges", edges, "must be non-negative and increasing", "sort them")
+        if any(x < 0 for x in weights) or not 0 < sum(weights) < math.inf:
+            raise ScenarioError(
+                f"{key}.weights", weights, "must be non-negative with a finite positive sum", "fix the histogram counts"
+            )

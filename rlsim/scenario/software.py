@@ -46,7 +46,10 @@ def _version(text: str) -> tuple[int, int, int] | None:
     """Cached: every scenario a plan builds sorts the catalog's releases by version (20,710 parses in a
     1,090-configuration plan)."""
     m = re.fullmatch(r"\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?\S*\s*", text)
-    return tuple(int(x) for x in m.groups(default="0")) if m else None  # type: ignore[return-value]
+    if m is None:
+        return None
+    major, minor, patch = (int(x) for x in m.groups(default="0"))
+    return major, minor, patch
 
 
 def nearest(kind: str, name: str, version: str, path: str) -> tuple[str, dict[str, Any], str | None]:

@@ -53,7 +53,8 @@ def _validate_placement(s: Scenario) -> None:
                 raise ScenarioError(
                     f"hardware.{key}", None, "is required with placement: separate", f"set hardware.{key}"
                 )
-        if hw.rollout_gpus + hw.train_gpus != hw.num_gpus:  # type: ignore[operator]
+        assert hw.rollout_gpus is not None and hw.train_gpus is not None  # required (above)
+        if hw.rollout_gpus + hw.train_gpus != hw.num_gpus:
             raise ScenarioError(
                 "hardware.num_gpus",
                 hw.num_gpus,
@@ -207,7 +208,8 @@ def _validate_engine_memory(s: Scenario) -> None:
             "raise engine.tensor_parallel_size, use a larger GPU or a smaller model",
         )
     rules = scheduler_rules(s)
-    if rules.chunked_prefill and rules.max_num_batched_tokens < eng.max_num_seqs:
+    tokens = rules.max_num_batched_tokens  # set whenever chunked prefill is (SchedulerRules checks it)
+    if rules.chunked_prefill and tokens is not None and tokens < eng.max_num_seqs:
         raise ScenarioError(
             "engine.max_num_batched_tokens",
             eng.max_num_batched_tokens,
