@@ -22,13 +22,26 @@ exist.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from rlsim.errors import ScenarioError
 from rlsim.schema import Scenario
 from rlsim.workload.lr_rules import lr_for_batch
 
-PAPER = {
+
+class Preset(TypedDict):
+    """A learning preset's findings: the batch it was measured at, its penalties and its metric curve."""
+
+    reference_batch: int  # responses per step
+    untuned_lr_penalty: float
+    batch_range: tuple[float, float]  # invariant range, in multiples of the reference batch
+    penalty_per_doubling: float
+    metric: dict[str, float]  # learning.metric at the reference batch
+    target: float
+    samples_spread: float
+
+
+PAPER: Preset = {
     "reference_batch": 1024,  # B0 = 128 prompts x 8 (paper)
     "untuned_lr_penalty": 1.67,  # P 128 -> 256 without retuning needs 1.67x the samples (paper)
     "batch_range": (0.5, 8.0),  # invariant over 512 ... 8192 responses around B0 (paper)

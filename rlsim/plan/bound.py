@@ -31,6 +31,7 @@ exhaustive screen (``plan(..., prune=False)``, ``rlsim plan --exhaustive``; test
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -148,7 +149,7 @@ class Pruning:
         rows = self.run.screen(self.configs, self.groups, self._stage("bounds"), bound_groups)
         for i, row in rows.items():
             if row["status"] == "ok":
-                self.bounds[i] = bound_of(row, lambda r, i=i: self._finish(i, r), self.ycol)
+                self.bounds[i] = bound_of(row, functools.partial(self._finish, i), self.ycol)
             else:  # refused by the scenario's rules: final
                 self.rules.finish(i, row)
         rows = {i: r for i, r in rows.items() if r["status"] != "ok"}
@@ -165,13 +166,14 @@ class Pruning:
         second, screened = [], set(first)
         for g in (g for g in live if g not in screened):
             whys = [beaten.beaten_by(self.bounds[i], self.finalists) for i in self.groups[g] if i in self.bounds]
-            if any(w is None for w in whys):
+            reasons = [w for w in whys if w is not None]
+            if len(reasons) < len(whys):  # a bound that could still change the answer: screen the group
                 second.append(g)
                 continue
             self.pruned[g] = None
             for i in self.groups[g]:
                 if i in self.bounds:
-                    rows[i] = bounded_row(self.bounds[i], whys.pop(0))
+                    rows[i] = bounded_row(self.bounds[i], reasons.pop(0))
                     self.rules.finish(i, rows[i])
         rows.update(self._screened(second))
         self._cover(rows)

@@ -278,7 +278,9 @@ def _emit(result: Any, args: argparse.Namespace, out: Any) -> tuple[list[Path], 
     # here, not at the top: it loads pandas (start-up time)
     from rlsim.plan.output import winner_scenario
 
-    scn = from_dict(winner_scenario(result))
+    data = winner_scenario(result)
+    assert data is not None  # _write emits only when the plan has a winner
+    scn = from_dict(data)
     # the original needs the --set items it was imported with (a model name, a GPU count): read back from the
     # imported scenario's assumptions, so --emit works for any import
     sets = framework_sets(list(scn.assumptions)) if args.original is not None else []

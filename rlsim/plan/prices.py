@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, TypeGuard
 
 from rlsim import catalog
 from rlsim.errors import RlsimError, ScenarioError, one_line
@@ -82,7 +82,8 @@ def _fail(origin: str, where: str, value: object, problem: str) -> PriceCatalogE
     return PriceCatalogError(one_line(f"{origin}: {where}: {shown} {problem}"))
 
 
-def _positive(value: object) -> bool:
+def _positive(value: object) -> TypeGuard[float]:
+    """Whether ``value`` is a finite number above 0 (rlsim.io.numbers.finite), which the caller may then use as one."""
     x = finite(value)
     return x is not None and x > 0
 
@@ -221,7 +222,7 @@ def _override_value(gpu: str, value: object) -> float:
             "is not a positive number of US dollars per GPU-hour",
             f"write e.g. {PRICE_FLAG} {gpu}=3.99",
         )
-    return float(value)  # type: ignore[arg-type]
+    return float(value)
 
 
 def price_for(gpu: str, overrides: Mapping[str, float] | None = None) -> Price:
