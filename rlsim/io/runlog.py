@@ -10,7 +10,7 @@ In tables (pandas), nested dicts are flattened with ``/``: ``timing_s/rollout``,
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -63,7 +63,7 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
             yield rec
 
 
-def flatten(rec: dict[str, Any], sep: str = "/") -> dict[str, Any]:
+def flatten(rec: Mapping[str, Any], sep: str = "/") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in rec.items():
         if isinstance(value, dict):
@@ -85,7 +85,7 @@ def unflatten(row: dict[str, Any], sep: str = "/") -> dict[str, Any]:
     return out
 
 
-def to_frame(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+def to_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """Records as a DataFrame with flattened ``timing_s/<phase>`` columns, one row per step."""
     # here, not at the top: it loads pandas (start-up time)
     import pandas as pd

@@ -5,9 +5,14 @@ efficiency exponent. Samples are cumulative retained responses; the metric is un
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from rlsim.schema import MetricCurve
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 
 def sigmoid_fraction(
@@ -24,7 +29,7 @@ def sigmoid_fraction(
     return np.where(s > 0, frac, 0.0)[()]
 
 
-def metric_at(curve: MetricCurve, samples: np.ndarray | float, multiplier: float = 1.0) -> np.ndarray:
+def metric_at(curve: MetricCurve, samples: npt.ArrayLike, multiplier: float = 1.0) -> np.ndarray:
     """R(S / m): the metric after ``samples`` cumulative samples for a configuration with multiplier m."""
     s = np.asarray(samples, dtype=float) / multiplier
     return curve.initial + (curve.asymptote - curve.initial) * sigmoid_fraction(s, curve.mid_samples, curve.exponent)

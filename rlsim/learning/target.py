@@ -18,6 +18,7 @@ end: the opposite.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +51,7 @@ def steps_for_samples(samples: float, batch: int) -> int:
 
 
 def time_to_target(
-    n_star: SamplesToTarget, records: list[dict[str, Any]], batch: int, steady_step_time_s: float
+    n_star: SamplesToTarget, records: Sequence[Mapping[str, Any]], batch: int, steady_step_time_s: float
 ) -> TimeToTarget:
     """Wall-clock at the end of the step that reaches N* samples (extrapolated past the last simulated step)."""
     steps = steps_for_samples(n_star.samples, batch)
@@ -68,7 +69,7 @@ def time_to_target(
 
 
 def time_at_samples(
-    records: list[dict[str, Any]], batch: int, samples: float, steady_step_time_s: float
+    records: Sequence[Mapping[str, Any]], batch: int, samples: float, steady_step_time_s: float
 ) -> tuple[float, bool]:
     """Wall-clock at the end of the step that reaches ``samples`` and whether it was extrapolated past the last
     simulated step at the steady-state step time."""

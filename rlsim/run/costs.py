@@ -215,7 +215,7 @@ class RooflineCostModel:
         lat = training.latency_s(self.scenario, num_gpus)
         return np.where(nbytes > 0, (one - lat) * nbytes + lat, 0.0)
 
-    def _decode_overheads(self, b: np.ndarray, tp_comm: np.ndarray) -> dict[str, np.ndarray]:
+    def _decode_overheads(self, b: np.ndarray, tp_comm: np.ndarray | float) -> dict[str, np.ndarray]:
         """CPU work of an iteration added to the GPU step (serial engine) or as a floor under it (overlapped)."""
         cpu_cost = engine_coefficients(self.scenario)
         # the behaviour's overheads that are GPU work (engines.yaml gpu_scaled) scale with the GPU's small-kernel rate

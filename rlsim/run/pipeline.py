@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import simpy
@@ -74,7 +74,7 @@ class _State:
     batches: simpy.Store
     reward_pool: simpy.Resource | None = None  # a reward model's own GPUs (reward.num_gpus)
     engine_version: int = 0
-    version_changed: simpy.Event | None = None
+    version_changed: simpy.Event = field(init=False)  # succeeds when the trainer's weights reach the engines
     spans: list[Span] = field(default_factory=list)
     records: list[RunLogRecord] = field(default_factory=list)
     last_end_s: float = 0.0
@@ -83,6 +83,9 @@ class _State:
     run_id: str = ""
     reuse: Reuse | None = None
     free_generation: bool = False  # every rollout takes no time and runs no engine (a lower bound: rlsim.plan)
+
+    def __post_init__(self) -> None:
+        self.version_changed = self.env.event()
 
     def span(self, phase: Phase, step: int, track: str, start: float, duration_s: float) -> float:
         """Record a finished phase; returns its duration as computed (not as a difference of clock readings)."""
@@ -170,6 +173,7 @@ def _generations(st: _State):
                 current = res = merge_rounds(results[first : first + calls[i]])
                 first += calls[i]
             if streaming:
+                assert current is not None  # the window's first step set it
                 res = per_batch(current, held[i], prompts, responses, overheads[i])
             yield prompts, responses, res, scored[i]
 
@@ -276,7 +280,8 @@ def _reward(env: simpy.Environment, st: _State, setup: _TrainerSetup, b: _Batch,
         yield env.timeout(dur)
         timing[Phase.REWARD.value] = st.span(Phase.REWARD, n, CPU, start, dur)
         return
-    with setup.reward_pool.request() as req:  # type: ignore[union-attr]
+    assert setup.reward_pool is not None  # a reward model's GPUs: its own pool or the training pool's
+    with setup.reward_pool.request() as req:
         yield req
         start = env.now
         yield env.timeout(dur)
@@ -360,7 +365,7 @@ def _weight_sync(env: simpy.Environment, st: _State, setup: _TrainerSetup, n: in
         st.rollout_pool.release(engine_req)
 
 
-def _record(st: _State, b: _Batch, timing: dict[str, float], end_s: float) -> dict[str, Any]:
+def _record(st: _State, b: _Batch, timing: dict[str, float], end_s: float) -> RunLogRecord:
     s = st.scenario
     batch = s.workload.responses_per_step
     r = b.rollout
@@ -426,7 +431,6 @@ def run_pipeline(
         reuse=reuse,
         free_generation=free_generation,
     )
-    st.version_changed = env.event()
     env.process(_rollout(env, st))
     trainer = env.process(_trainer(env, st))
     env.run(until=trainer)

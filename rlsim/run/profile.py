@@ -43,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,7 +151,8 @@ class Profile:
 
     def length_overrides(self) -> dict[str, Any]:
         """Dotted scenario overrides (``workload.response_length``, ...) from the lengths section; empty without."""
-        return {f"workload.{k}": self.lengths[k] for k in LENGTH_KEYS if (self.lengths or {}).get(k) is not None}
+        lengths = self.lengths or {}
+        return {f"workload.{k}": lengths[k] for k in LENGTH_KEYS if lengths.get(k) is not None}
 
     def fitted_overrides(self, overrides: dict[str, Any] | None = None, keep: Iterable[str] = ()) -> dict[str, Any]:
         """The dotted overrides (``learning.metric``, ``workload.response_length``, ...) the profile's learning and
@@ -339,7 +340,7 @@ def load_profile(path: str | Path) -> Profile:
     return profile_from_dict(data, where=f"profile {p}")
 
 
-def operating_point(scenario: Scenario, records: list[dict[str, Any]]) -> dict[str, float]:
+def operating_point(scenario: Scenario, records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """Where a simulated run operated, in the profile's range keys (the largest values seen)."""
     per_replica = math.ceil(scenario.workload.prompts_per_step / scenario.num_replicas) * scenario.workload.group_size
     tokens = max(r["prompt_tokens"] + r["response_tokens"] for r in records)

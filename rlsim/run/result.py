@@ -22,7 +22,7 @@ Metric definitions (all seconds or per second):
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -83,8 +83,8 @@ class SimResult:
         step_time = self.steady_step_time_s
         batch = s.workload.responses_per_step
         rollout_s = sum(r["timing_s"]["rollout"] for r in steady)
-        resp_tokens = sum(r["response_tokens"] for r in steady)
-        all_tokens = sum(r["prompt_tokens"] + r["response_tokens"] for r in steady)
+        resp_tokens = sum(_counted(r["response_tokens"]) for r in steady)
+        all_tokens = sum(_counted(r["prompt_tokens"]) + _counted(r["response_tokens"]) for r in steady)
         kept = batch / s.generated_per_step
         pools = pool_gpus(s)
         return {
@@ -177,8 +177,15 @@ class SimResult:
         return json.dumps(self.summary(), indent=2, sort_keys=True)
 
 
+def _counted(tokens: int | None) -> int:
+    """A simulated step's token count: the pipeline counts every step's (the run-log schema allows null for logs
+    that do not)."""
+    assert tokens is not None
+    return tokens
+
+
 def thrash_summary(
-    records: Sequence[dict[str, Any]], responses_per_step: float, model: str = "exact"
+    records: Sequence[Mapping[str, Any]], responses_per_step: float, model: str = "exact"
 ) -> dict[str, Any] | None:
     """The KV-cache thrash over ``records`` (a run's steady steps): preemptions and recomputed tokens per response
     and the recomputes' share of the engine's seconds, and the thrash model that simulated them (engine.thrash_model);

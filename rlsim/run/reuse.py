@@ -9,6 +9,8 @@ and, on one engine and as many rollout GPUs, roll them out alike under other sch
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +30,8 @@ class Reuse:
 
     def __init__(self) -> None:
         self.rollouts = RolloutMemo()
-        self._draws: OrderedDict[tuple, tuple[np.ndarray, np.ndarray, dict]] = OrderedDict()
+        # kept draws: prompt and response lengths, and the generator's state after the draw
+        self._draws: OrderedDict[tuple, tuple[np.ndarray, np.ndarray, Mapping[str, Any]]] = OrderedDict()
 
     def sample_step(self, w: Workload, rng: np.random.Generator, cumulative_samples: float):
         """rlsim.workload.lengths.sample_step, from the kept draws when it is one of them."""

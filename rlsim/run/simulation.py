@@ -11,7 +11,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from rlsim.errors import ScenarioError
 from rlsim.host.footprint import Footprint, check, estimate
@@ -121,8 +121,9 @@ def predict(
     scn = resolve_until_target(scn, to_target)
     n_star = _samples_to_target(scn)
     run_scn = _with_steps_to_target(scn, n_star)
-    screened = bool(screen_steps) and scn.run.until_target and run_scn.run.steps > screen_steps
-    if screened:
+    screened = False
+    if screen_steps and scn.run.until_target and run_scn.run.steps > screen_steps:
+        screened = True
         run_scn = dataclasses.replace(run_scn, run=dataclasses.replace(run_scn.run, steps=screen_steps))
     systems = systems_scenario(run_scn, profile)
     if before is not None or not timelines.holds(systems):  # a run answered from the cache was checked before
@@ -130,7 +131,7 @@ def predict(
         if before is not None:
             before(fp)
     result = answer(run_scn, timelines.get(systems, progress), profile, n_star, screened)
-    if with_band and result.time_to_target is not None:
+    if with_band and n_star is not None and result.time_to_target is not None:  # a time-to-target needs n_star
         result.band_s = _band(systems, profile, n_star, result, timelines)
     return result
 
@@ -219,8 +220,9 @@ def answer(
     if prof is not None:
         warnings += prof.range_warnings(operating_point(scn, records))
         # what the fit said of its learning model (calibrate.runlearning.degenerate_reasons), where it is in use
-        if scn.learning.metric is not None and (prof.learning or {}).get("degenerate"):
-            warnings += [f"profile learning model: {r}" for r in prof.learning["degenerate"]]
+        degenerate = (prof.learning or {}).get("degenerate")
+        if scn.learning.metric is not None and degenerate:
+            warnings += [f"profile learning model: {r}" for r in degenerate]
     result = SimResult(scn, records, timeline.spans, prof.info() if prof else None, warnings)
     if n_star is not None:
         _attach_learning(result, n_star, screened)
@@ -232,6 +234,7 @@ def _attach_learning(result: SimResult, n_star: SamplesToTarget, screened: bool 
     the steps simulated fall short of the target (not for a sweep's screen: ``screened``)."""
     scn, records = result.scenario, result.records
     curve = n_star.curve or scn.learning.metric  # a staleness loss lowers the ceiling (rlsim.learning.staleness)
+    assert curve is not None  # n_star is learning.metric's (_samples_to_target)
     mul = n_star.curve_multiplier if n_star.curve_multiplier is not None else n_star.multiplier
     metrics = metric_at(curve, [r["cumulative_samples"] for r in records], mul)
     for rec, value in zip(records, metrics):
@@ -265,7 +268,8 @@ def _band(
     """Extra runs (other seeds; coefficients one sigma faster/slower) measure the steady-state step time over at
     most BAND_STEPS steps; each scales the nominal time-to-target by its step-time ratio. ``scn`` is the systems
     side's scenario (:func:`systems_scenario`: the profile's costs folded in)."""
-    t0 = nominal.time_to_target.time_to_target_s  # type: ignore[union-attr]
+    assert nominal.time_to_target is not None  # predict bands a result with a time-to-target only
+    t0 = nominal.time_to_target.time_to_target_s
     short = dataclasses.replace(scn.run, steps=min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness))
 
     def steady(run_scn: Scenario) -> float:
@@ -291,7 +295,7 @@ def _band(
     return band(times, spread, factors)
 
 
-def _shifted(prof: Profile | None) -> bool:
+def _shifted(prof: Profile | None) -> TypeGuard[Profile]:
     """Whether the band simulates two runs with the profile's coefficients shifted (it has uncertainties)."""
     return prof is not None and any(fit.uncertainty for fit in prof.phases.values())
 

@@ -71,7 +71,7 @@ class Timeline:
         if steps > len(self.records):
             raise ValueError(f"a timeline of {len(self.records)} steps has no first {steps}")
         kept = [sp for sp in self.spans if sp.step <= steps]
-        records = [{**rec, "timing_s": dict(rec["timing_s"])} for rec in self.records[:steps]]
+        records: list[RunLogRecord] = [{**rec, "timing_s": dict(rec["timing_s"])} for rec in self.records[:steps]]
         if steps < len(self.records):
             add_utilization(scn, records, kept)
         return Timeline(records, kept)
