@@ -58,7 +58,6 @@ def provenance(
     # here, not at the top: it loads numpy, torch (start-up time)
     import torch
 
-    # here, not at the top: it loads numpy (start-up time)
     from real.environment import environment
 
     env = environment()

@@ -63,8 +63,6 @@ def build_tokenizer(
     """A character-level ``PreTrainedTokenizerFast`` over ``CHARSET`` (see the module docstring for its rules)."""
     # here, not at the top: it loads tokenizers, transformers (start-up time)
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
-
-    # here, not at the top: it loads transformers (start-up time)
     from transformers import PreTrainedTokenizerFast
 
     vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS)}
@@ -168,8 +166,6 @@ def create_tiny_model(out_dir: Path | str, seed: int = 0, replace: bool = True, 
     """
     # here, not at the top: it loads torch, transformers (start-up time)
     import torch
-
-    # here, not at the top: it loads transformers (start-up time)
     from transformers import LlamaForCausalLM
 
     unknown = set(sizes) - set(TINY_SIZES)
@@ -219,8 +215,6 @@ def convert_gguf(gguf_path: Path, out_dir: Path, replace: bool = True) -> Path:
         raise RealError(f"converting a GGUF model needs {' and '.join(missing)}; run: pip install {' '.join(missing)}")
     # here, not at the top: it loads torch, transformers (start-up time)
     import torch
-
-    # here, not at the top: it loads transformers (start-up time)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf_path = Path(gguf_path)
@@ -291,8 +285,6 @@ def load_policy(
     """Load a causal LM and its tokenizer from a local folder, in ``dtype``; the tokenizer always has a pad token."""
     # here, not at the top: it loads torch, transformers (start-up time)
     import torch
-
-    # here, not at the top: it loads transformers (start-up time)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if dtype not in DTYPES:

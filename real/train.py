@@ -107,7 +107,6 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
     # here, not at the top: it loads torch (start-up time)
     import torch
 
-    # here, not at the top: it loads torch (start-up time)
     from real import algos
 
     prepare_run_dir(cfg, run_dir)

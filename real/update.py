@@ -55,7 +55,6 @@ def completion_logprobs(model, ids, attn, targets, positions):
     # here, not at the top: it loads torch (start-up time)
     import torch
 
-    # here, not at the top: it loads torch (start-up time)
     from real.algos import token_logprobs
 
     logits = model(input_ids=ids, attention_mask=attn).logits
@@ -69,8 +68,6 @@ class Critic:
     def __init__(self, model_dir: Path):
         # here, not at the top: it loads torch, transformers (start-up time)
         import torch
-
-        # here, not at the top: it loads transformers (start-up time)
         from transformers import AutoModelForCausalLM
 
         base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
@@ -115,7 +112,6 @@ def update_actor(
     # here, not at the top: it loads torch (start-up time)
     import torch
 
-    # here, not at the top: it loads torch (start-up time)
     from real import algos
 
     n = ids.shape[0]
@@ -167,7 +163,6 @@ def update_critic(cfg: TrainConfig, critic, opt, ids, attn, mask, positions, old
     # here, not at the top: it loads torch (start-up time)
     import torch
 
-    # here, not at the top: it loads torch (start-up time)
     from real import algos
 
     n = ids.shape[0]

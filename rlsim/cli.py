@@ -239,8 +239,6 @@ def _write_sweep(out: Path, scenario: Any, grid: dict[str, list[Any]], executor:
 def cmd_report(args: argparse.Namespace) -> int:
     # here, not at the top: it loads pandas (start-up time)
     from rlsim.answers.figures import ReportError
-
-    # here, not at the top: it loads pandas (start-up time)
     from rlsim.answers.report import build_report, export_pngs
 
     if not args.directory.is_dir():

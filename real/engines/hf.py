@@ -13,8 +13,6 @@ class HFEngine:
     def __init__(self, model_dir: Path, dtype: str = "float32", device: str | None = None, **_: Any) -> None:
         # here, not at the top: it loads torch, transformers (start-up time)
         import torch
-
-        # here, not at the top: it loads transformers (start-up time)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -76,11 +76,7 @@ class VLLMEngine:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
         # here, not at the top: it loads torch, transformers, vllm (start-up time)
         import torch
-
-        # here, not at the top: it loads transformers, vllm (start-up time)
         from transformers import AutoConfig, AutoTokenizer
-
-        # here, not at the top: it loads vllm (start-up time)
         from vllm import LLM
 
         if max_model_len is None:  # 256, or fewer when the model has fewer positions (vLLM refuses more)
@@ -146,8 +142,6 @@ class VLLMEngine:
     ) -> list[list[list[int]]]:
         # here, not at the top: it loads vllm (start-up time)
         from vllm import SamplingParams
-
-        # here, not at the top: it loads vllm (start-up time)
         from vllm.inputs import TokensPrompt
 
         self.wake()

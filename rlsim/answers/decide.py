@@ -116,8 +116,6 @@ def decide(
     ``scenario``; they and each side's keys win over a profile's learning section (rlsim.run.simulation.simulate)."""
     # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.simulation import configure, planned_steps, predict
-
-    # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.timeline import Timelines
 
     if scenario.learning.metric is None and not (profile is not None and profile.learning_overrides()):

@@ -100,8 +100,6 @@ def run_configs(
     the task's last item true each run is screened: at most its band's window, the rest extrapolated."""
     # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.simulation import BAND_STEPS, configure, planned_steps, predict
-
-    # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.timeline import Timelines
 
     base, configs, profile_dict, explicit, screen = task

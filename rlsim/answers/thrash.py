@@ -45,8 +45,6 @@ def thrash_free(scn: Scenario, profile: Profile | None = None) -> dict[str, Any]
     built it."""
     # here, not at the top: it loads numpy, simpy (start-up time)
     from rlsim.run.simulation import predict
-
-    # here, not at the top: it loads numpy, simpy (start-up time)
     from rlsim.run.timeline import Timelines
 
     timelines = Timelines()

@@ -107,11 +107,7 @@ def _names(text: str | None, flag: str) -> list[str] | None:
 def cmd_plan(args: argparse.Namespace) -> int:
     # here, not at the top: it loads pandas (start-up time)
     from rlsim.answers.sweep import parse_grid
-
-    # here, not at the top: it loads pandas (start-up time)
     from rlsim.plan.explain import explain
-
-    # here, not at the top: it loads pandas (start-up time)
     from rlsim.plan.output import plan_json
 
     _check_args(args)
@@ -271,11 +267,7 @@ def _emit(result: Any, args: argparse.Namespace, out: Any) -> tuple[list[Path], 
     """Write the winner in the framework's format; returns the files and the patch's lines for the report."""
     # here, not at the top: it loads pandas, rlsim.frameworks (start-up time)
     from rlsim.frameworks.config_import import framework_sets
-
-    # here, not at the top: it loads pandas, rlsim.frameworks (start-up time)
     from rlsim.frameworks.emit import emit, write_emitted
-
-    # here, not at the top: it loads pandas (start-up time)
     from rlsim.plan.output import winner_scenario
 
     data = winner_scenario(result)

@@ -150,8 +150,6 @@ def evaluate_group(
     timeline, in ``timelines`` if given."""
     # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.simulation import configure, predict
-
-    # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.timeline import Timelines
 
     base, items, profile_dict, explicit = task

@@ -71,7 +71,6 @@ def _unpadded_quantile(w: Workload, micro: int) -> float:
     # here, not at the top: it loads numpy (start-up time)
     import numpy as np
 
-    # here, not at the top: it loads numpy (start-up time)
     from rlsim.workload.lengths import sample_lengths
 
     rng = np.random.default_rng(0)

@@ -108,8 +108,6 @@ def lognormal_mean_for_clipped_mean(clipped_mean: float, sigma: float, cap: floa
     """
     # here, not at the top: it loads scipy (start-up time)
     from scipy.optimize import brentq
-
-    # here, not at the top: it loads scipy (start-up time)
     from scipy.stats import norm
 
     if not 0 < clipped_mean < cap:
