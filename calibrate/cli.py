@@ -35,8 +35,7 @@ import json
 import sys
 from pathlib import Path
 
-from calibrate import learning_cli, published_cli
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError, learning_cli, published_cli
 from rlsim.io.files import atomic_write, atomic_write_text, make_output_dir
 
 

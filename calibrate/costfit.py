@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.tables import bench_threads, provenance
 from rlsim import catalog
 from rlsim.engine.replica import simulate_replica

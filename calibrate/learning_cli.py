@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from rlsim.io.files import atomic_write_text
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 
 REFERENCE_BATCH = 128  # responses per step of the reference runs (--reference-batch)
 HELD_OUT = (0.5, 4.0)  # held-out batch sizes, as multiples of the reference (--held-out)

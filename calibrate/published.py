@@ -29,7 +29,7 @@ import pandas as pd
 import yaml
 
 import rlsim
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from rlsim.errors import RlsimError
 from rlsim.frameworks.nemo_rl import NotExpressible, scenario_from_recipe
 from rlsim.phases import TIMED_PHASES

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from rlsim.io.files import atomic_write_text, make_output_dir
 
 

@@ -29,9 +29,9 @@ from typing import Any
 
 import pandas as pd
 
+from calibrate import CalibrateError
 from calibrate import published as pub
 from calibrate import published_generation as gen
-from calibrate.errors import CalibrateError
 from rlsim import catalog
 from rlsim.errors import RlsimError
 from rlsim.frameworks.nemo_rl import gpu_name

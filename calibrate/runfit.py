@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.runlearning import learning_model, learning_warnings
 from calibrate.runs import Run, check_same_setup, measured, setup_scenario, step_times
 from calibrate.tables import check_threads

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.runs import Run, eval_points, measured
 from rlsim.learning.model import mid_samples_through
 from rlsim.run.profile import LEARNING_VERSION

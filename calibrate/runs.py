@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.tables import model_spec_from_folder
 from rlsim.host.machine_load import load_summary
 from rlsim.io.files import read_json, read_yaml_mapping

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from rlsim.io.records import BENCH_PHASE_COLUMNS, BENCH_REQUIRED_COLUMNS
 
 

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.runfit import scenario_out
 from calibrate.runs import Run, check_same_setup, load_run, measured, setup_scenario
 from calibrate.tables import check_threads

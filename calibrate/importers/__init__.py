@@ -34,7 +34,7 @@ Common rules
   nothing to ``wall_s`` nor ``cumulative_samples``; their step numbers are missing from the records.
 * Responses per step: the framework's logged count (or the derivation in its module, used only if it lands within
   0.1 % of an integer); else ``prompts_per_step x group_size``; prompts: ``prompts_per_step``, else responses /
-  ``group_size``. If neither is known, :class:`~calibrate.errors.CalibrateError` asks for both options.
+  ``group_size``. If neither is known, :class:`~calibrate.CalibrateError` asks for both options.
 * Tokens: frameworks log means only, so ``response_tokens = round(mean response length x responses)`` and
   ``prompt_tokens = round(mean prompt length x responses)`` (a prompt counts once per response, as in rlsim's own
   run logs). ``None`` when the mean is not logged.

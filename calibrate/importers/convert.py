@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.importers.core import Format, Group, Mapped, RowError, group_steps, is_number, read_rows
 from rlsim.io import records
 from rlsim.io.runlog import write_jsonl

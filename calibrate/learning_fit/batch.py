@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.learning_fit.checks import as_array, finite_or_none
 from rlsim.scenario import BatchMultiplier
 

@@ -1,6 +1,6 @@
 """Input checks shared by the learning fits: arrays of numbers, curves of evaluated points, targets.
 
-Each refuses what a fit cannot use with a :class:`~calibrate.errors.CalibrateError` that names the fix.
+Each refuses what a fit cannot use with a :class:`~calibrate.CalibrateError` that names the fix.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 
 
 def as_array(values: Any, name: str) -> np.ndarray:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.learning_fit.checks import check_target
 from calibrate.learning_fit.curve import first_crossing
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.learning_fit.batch import CriticalBatchFit, critical_power, fit_critical_batch, table_multiplier
 from calibrate.learning_fit.ceiling import CeilingTest, ceiling_factor, ceiling_test
 from calibrate.learning_fit.checks import check_target, curve_points, finite_or_none

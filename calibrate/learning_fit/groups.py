@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.learning_fit.checks import check_target
 from calibrate.learning_fit.curve import first_crossing, fit_sigmoid_checked
 from calibrate.learning_fit.fit import _run_batch, _run_points

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.learning_fit.checks import check_target, curve_points
 from calibrate.learning_fit.curve import first_crossing
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 
 GRAD_KEYS = ("grad_norm_sq_small", "grad_norm_sq_big", "grad_batch_small", "grad_batch_big")
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.learning_fit.curve import first_crossing, fit_sigmoid_checked
 from calibrate.learning_fit.fit import _run_points
 from rlsim.learning.model import metric_at

@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.vllm_check.measure import (
     measured_table,
     resolve_model_dir,

@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.vllm_check.plan import (
     DEFAULT_KV_SPACE_GIB,
     VLLM_CPU_MAX_NUM_BATCHED_TOKENS,

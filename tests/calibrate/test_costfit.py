@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from calibrate import CalibrateError
 from calibrate.costfit import FIT_PARAMS, base_scenario, fit_phase, fit_profile, predict
-from calibrate.errors import CalibrateError
 from calibrate.tables import load_bench_tables
 from rlsim.run.profile import load_profile
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.learning_fit.filtering import fit_filtering
 
 BATCH, MID, TARGET = 128, 8000.0, 0.8

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.learning_fit.groups import ShareSteps, fit_concentration, fit_groups, median_reached
 from rlsim.learning.groups import group_multiplier, informative_share
 from rlsim.learning.model import metric_at, reference_samples_to_target

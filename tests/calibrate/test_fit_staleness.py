@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.learning_fit.staleness import fit_staleness, profile_learning, run_staleness
 from rlsim.learning.model import metric_at
 from rlsim.learning.staleness import retained_gain, with_staleness

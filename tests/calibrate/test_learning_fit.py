@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.learning_fit.batch import CriticalBatchFit, fit_critical_batch, table_multiplier
 from calibrate.learning_fit.curve import SigmoidFit, fit_sigmoid, samples_to_target, samples_to_target_from_fit
 from calibrate.learning_fit.fit import fit_learning

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import yaml
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.runfit import fit_runs, scenario_out
 from calibrate.runlearning import learning_model, seed_model, stall_upper
 from calibrate.runs import load_run

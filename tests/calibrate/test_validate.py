@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.runs import Run, measured
 from calibrate.validate import validate
 

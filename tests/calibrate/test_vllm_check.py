@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from calibrate import CalibrateError
 from calibrate.costfit import base_scenario, predict
-from calibrate.errors import CalibrateError
 from calibrate.vllm_check.command import add_arguments, main
 from calibrate.vllm_check.measure import parse_throughput_json, vllm_bench_argv
 from calibrate.vllm_check.plan import (

@@ -88,7 +88,7 @@ def test_the_loop_passes_its_threads_to_every_bench_and_run(tmp_path):
 def test_the_loop_decides_its_threads_once_for_every_command():
     """auto is resolved once, at the loop's start, into the one count every bench and run gets (per command it gave
     the bench and the runs different counts as the load came and went); a number is kept; a typo is refused."""
-    from calibrate.errors import CalibrateError
+    from calibrate import CalibrateError
     from calibrate.loop import resolve_threads
 
     n, why = resolve_threads("auto", sample_s=0.2)
