@@ -42,8 +42,8 @@ from rlsim.io.files import atomic_write, atomic_write_text, make_output_dir
 def cmd_fit(args: argparse.Namespace) -> int:
     import yaml
 
-    from calibrate.costfit import fit_profile
-    from calibrate.tables import load_bench_tables, model_spec_from_folder, table_model
+    from calibrate.bench.fit import fit_profile
+    from calibrate.bench.tables import load_bench_tables, model_spec_from_folder, table_model
     from rlsim.host.machine_load import load_summary, load_warning
 
     if args.scenario_out is not None and not args.runs:

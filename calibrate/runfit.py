@@ -1,6 +1,6 @@
 """What only real runs show, fitted from the reference runs into the profile (``rlsim-calibrate fit --runs``).
 
-The bench fit (calibrate.costfit) times each phase alone. The runs at the reference batch (one batch size, any
+The bench fit (calibrate.bench.fit) times each phase alone. The runs at the reference batch (one batch size, any
 number of seeds, one setup) then give, once and for every later prediction (with a target, from each run's steps
 up to the median crossing: the span a run's step time is defined over, docs/calibrate.md; a stalled seed's later
 steps would otherwise set the lengths of steps that never see them):
@@ -53,9 +53,9 @@ from typing import Any
 import numpy as np
 
 from calibrate import CalibrateError
+from calibrate.bench.tables import check_threads
 from calibrate.runlearning import learning_model, learning_warnings
 from calibrate.runs import Run, check_same_setup, measured, setup_scenario, step_times
-from calibrate.tables import check_threads
 from rlsim.host.machine_load import load_summary, load_warning
 from rlsim.phases import Phase
 from rlsim.run.profile import PhaseFit, Profile

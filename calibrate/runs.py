@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from calibrate import CalibrateError
-from calibrate.tables import model_spec_from_folder
+from calibrate.bench.fit import MAX_NUM_SEQS_VLLM, guess_gpu
+from calibrate.bench.tables import model_spec_from_folder
 from rlsim.host.machine_load import load_summary
 from rlsim.io.files import read_json, read_yaml_mapping
 from rlsim.io.runlog import RunLogError, read_jsonl
@@ -39,9 +40,6 @@ from rlsim.workload.lr_rules import lr_scale
 
 # the config keys that make two real runs the same setup (the batch, P, and the seed may differ)
 SETUP_KEYS = ("task", "algo", "engine", "lr_rule", "max_new_tokens", "kl_coef", "mini_batches", "epochs")
-# vLLM's default max_num_seqs for the LLM class on CPUs and GPUs under 70 GB (1024 on H100-class GPUs:
-# vllm/engine/arg_utils.py, 0.32): for runs whose environment does not record the engine's own
-MAX_NUM_SEQS_VLLM = 256
 
 
 @dataclass(frozen=True)
@@ -148,8 +146,6 @@ def setup_scenario(run: Run, gpu: str | None = None, prompts_per_step: int | Non
         raw = json.loads(json.dumps(run.scenario_file))
         raw.setdefault("workload", {}).update({"prompts_per_step": p, "group_size": g})
         return raw
-    from calibrate.costfit import guess_gpu
-
     cfg = run.config
     prompt_cap = max(1, max(int(r["prompt_tokens"]) // max(1, int(r["responses"])) for r in run.records))
     engine: dict[str, Any] = {"gpu_memory_utilization": 0.9}

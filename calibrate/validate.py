@@ -35,9 +35,9 @@ import numpy as np
 import pandas as pd
 
 from calibrate import CalibrateError
+from calibrate.bench.tables import check_threads
 from calibrate.runfit import scenario_out
 from calibrate.runs import Run, check_same_setup, load_run, measured, setup_scenario
-from calibrate.tables import check_threads
 from rlsim.host.machine_load import load_warning
 from rlsim.learning.model import carried_stall, signal_free_ratio
 from rlsim.phases import TIMED_PHASES, Phase

@@ -100,8 +100,8 @@ def cmd_vllm_check(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from calibrate.costfit import fit_profile
-    from calibrate.tables import load_bench_tables, model_spec_from_folder
+    from calibrate.bench.fit import fit_profile
+    from calibrate.bench.tables import load_bench_tables, model_spec_from_folder
 
     t0 = time.perf_counter()
     plan = plan_for(args)

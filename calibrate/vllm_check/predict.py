@@ -47,7 +47,7 @@ def predict_seconds(
     """
     import numpy as np
 
-    from calibrate.costfit import base_scenario
+    from calibrate.bench.fit import base_scenario
     from rlsim.engine.replica import simulate_replica
     from rlsim.run.costs import RooflineCostModel
 

@@ -221,7 +221,7 @@ def test_real_runs_validate_against_a_profile(tmp_path):
 
 def test_scaled_profile_scales_each_phase_time_by_its_factor():
     """The in-loop factor read off the reference runs multiplies the phase's predicted seconds."""
-    from calibrate.costfit import base_scenario
+    from calibrate.bench.fit import base_scenario
     from calibrate.runfit import scaled_profile
     from rlsim.run.costs import RooflineCostModel
     from rlsim.run.profile import PhaseFit, Profile

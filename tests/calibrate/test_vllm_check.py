@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from calibrate import CalibrateError
-from calibrate.costfit import base_scenario, predict
+from calibrate.bench.fit import base_scenario, predict
 from calibrate.vllm_check.command import add_arguments, main
 from calibrate.vllm_check.measure import parse_throughput_json, vllm_bench_argv
 from calibrate.vllm_check.plan import (

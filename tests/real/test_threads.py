@@ -10,8 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from calibrate.bench.tables import bench_threads, threads_warning  # noqa: E402
 from calibrate.loop import bench_commands, train_command  # noqa: E402
-from calibrate.tables import bench_threads, threads_warning  # noqa: E402
 from real import environment  # noqa: E402
 from real.errors import RealError  # noqa: E402
 

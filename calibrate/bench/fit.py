@@ -55,7 +55,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from calibrate import CalibrateError
-from calibrate.tables import bench_threads, provenance
+from calibrate.bench.tables import bench_threads, provenance
 from rlsim import catalog
 from rlsim.engine.replica import simulate_replica
 from rlsim.engine.scheduler import SchedulerRules
@@ -82,6 +82,11 @@ FIT_PARAMS: dict[str, tuple[str, ...]] = {
 # an in-process engine does not sleep
 FIXED = {"rollout_overhead_s": 0.0, "rollout_s_per_sample": 0.0, "sleep_wake_overhead_s": 0.0}
 CONFIG_COLUMNS = {phase: list(cols) for phase, cols in BENCH_PHASE_COLUMNS.items()}  # rlsim.io.records
+# vLLM's default max_num_seqs for the LLM class on CPUs and GPUs under 70 GB (1024 on H100-class GPUs:
+# vllm/engine/arg_utils.py, 0.32): for bench tables and runs that do not record the engine's own, whatever their
+# device. The software catalog holds the same default by GPU size (rlsim.scenario.software.batch_defaults), which
+# would give 1024 on >= 70 GiB GPUs; this one number is what a bench table or run without a record is priced at.
+MAX_NUM_SEQS_VLLM = 256
 
 
 def guess_gpu(device: str) -> str:
@@ -125,9 +130,7 @@ def bench_rules(scn: Scenario, engine: str) -> SchedulerRules:
 
 def vllm_max_num_seqs(rows: pd.DataFrame) -> int:
     """vLLM's limit on running sequences in a bench table: what its provenance records (``rlsim-real bench`` reads
-    it off the engine), else vLLM's default on CPUs and GPUs under 70 GB (calibrate.runs.MAX_NUM_SEQS_VLLM)."""
-    from calibrate.runs import MAX_NUM_SEQS_VLLM
-
+    it off the engine), else vLLM's default on CPUs and GPUs under 70 GB (:data:`MAX_NUM_SEQS_VLLM`)."""
     for value in rows["provenance"].dropna().unique() if "provenance" in rows else []:
         found = _provenance_max_num_seqs(value)
         if found:
