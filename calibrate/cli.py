@@ -35,7 +35,8 @@ import json
 import sys
 from pathlib import Path
 
-from calibrate import CalibrateError, learning_cli, published_cli
+from calibrate import CalibrateError, published_cli
+from calibrate.learning import cli as learning_cli
 from rlsim.io.files import atomic_write, atomic_write_text, make_output_dir
 
 

@@ -219,7 +219,7 @@ def eval_points(run: Run) -> tuple[np.ndarray, np.ndarray]:
 
 
 def measured(run: Run, target: float | None, span_steps: int | None = None) -> dict[str, Any]:
-    from calibrate.learning_fit.curve import samples_to_target
+    from calibrate.learning.curve import samples_to_target
 
     steps = step_times(run, span_steps)
     recs = run.records[1 : 1 + len(steps)]

@@ -1,4 +1,4 @@
-"""``rlsim-calibrate fit-filtering`` (calibrate/learning_fit/filtering.py): the power of the keep rate by which DAPO's
+"""``rlsim-calibrate fit-filtering`` (calibrate/learning/filtering.py): the power of the keep rate by which DAPO's
 dynamic sampling scales the trained samples to target, from runs at one batch with and without it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from calibrate import CalibrateError
-from calibrate.learning_fit.filtering import fit_filtering
+from calibrate.learning.filtering import fit_filtering
 
 BATCH, MID, TARGET = 128, 8000.0, 0.8
 

@@ -1,4 +1,4 @@
-"""rlsim-calibrate fit-staleness (calibrate/learning_fit/staleness.py; issue 33): which staleness form runs at
+"""rlsim-calibrate fit-staleness (calibrate/learning/staleness.py; issue 33): which staleness form runs at
 several maximum stalenesses follow, from run logs made by the forms themselves with seeded noise."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from calibrate import CalibrateError
-from calibrate.learning_fit.staleness import fit_staleness, profile_learning, run_staleness
+from calibrate.learning.staleness import fit_staleness, profile_learning, run_staleness
 from rlsim.learning.model import metric_at
 from rlsim.learning.staleness import retained_gain, with_staleness
 from rlsim.scenario import MetricCurve

@@ -19,8 +19,9 @@ import pytest
 import yaml
 
 from calibrate import CalibrateError
+from calibrate.learning.seeds import seed_model, stall_upper
 from calibrate.runfit import fit_runs, scenario_out
-from calibrate.runlearning import learning_model, seed_model, stall_upper
+from calibrate.runlearning import learning_model
 from calibrate.runs import load_run
 from calibrate.validate import validate
 from rlsim.io.runlog import SCHEMA_VERSION

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from calibrate import CalibrateError
-from calibrate.learning_fit.checks import check_target, curve_points
-from calibrate.learning_fit.curve import first_crossing
+from calibrate.learning.checks import check_target, curve_points
+from calibrate.learning.curve import first_crossing
 
 INVARIANCE_DEFINITION = (
     "levels: n_levels metric values evenly spaced strictly inside the common range [max of the curves' first "

@@ -4,7 +4,7 @@ batch (rlsim's ``learning.filtered_signal_power``; docs/learning.md "Filtering")
 A filtered run (its steps log ``generated_responses``, as ``rlsim-real train --dynamic-sampling`` writes them)
 trains each step on groups that all carry a signal; rlsim scales the trained samples to target by keep ** a, keep
 the filtered runs' share of generated responses that were trained on up to the target. Per run: the trained
-samples at the first evaluation at or past the target, linearly interpolated (calibrate.learning_fit.curve's
+samples at the first evaluation at or past the target, linearly interpolated (calibrate.learning.curve's
 first crossing), and for a filtered run the generated responses there. Across runs: medians (a run that never
 gets there counts as the latest), and a = ln(N_filtered / N_plain) / ln(keep), clipped to [0, 1] with a note.
 """
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from calibrate import CalibrateError
-from calibrate.learning_fit.checks import check_target
-from calibrate.learning_fit.curve import first_crossing
+from calibrate.learning.checks import check_target
+from calibrate.learning.curve import first_crossing
 
 
 @dataclass(frozen=True)

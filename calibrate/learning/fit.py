@@ -3,7 +3,7 @@
 
 Per run a sigmoid and the measured samples-to-target; per batch a sigmoid on the pooled points of its runs and
 the samples-to-target used across batches; across batches the critical-batch fit, the table, the invariance
-score and B_simple per batch (the pieces: :mod:`calibrate.learning_fit`). Run logs come in as lists of step
+score and B_simple per batch (the pieces: :mod:`calibrate.learning`). Run logs come in as lists of step
 records (rlsim.io.runlog); reading the files is the CLI's.
 """
 
@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 
 from calibrate import CalibrateError
-from calibrate.learning_fit.batch import CriticalBatchFit, critical_power, fit_critical_batch, table_multiplier
-from calibrate.learning_fit.ceiling import CeilingTest, ceiling_factor, ceiling_test
-from calibrate.learning_fit.checks import check_target, curve_points, finite_or_none
-from calibrate.learning_fit.curve import SigmoidFit, first_crossing, fit_sigmoid_checked, samples_to_target_from_fit
-from calibrate.learning_fit.invariance import INVARIANCE_DEFINITION, invariance_score
-from calibrate.learning_fit.noise import GRAD_KEYS, b_simple_pooled
-from calibrate.runlearning import seed_model, stall_upper
+from calibrate.learning.batch import CriticalBatchFit, critical_power, fit_critical_batch, table_multiplier
+from calibrate.learning.ceiling import CeilingTest, ceiling_factor, ceiling_test
+from calibrate.learning.checks import check_target, finite_or_none, run_batch, run_points
+from calibrate.learning.curve import SigmoidFit, first_crossing, fit_sigmoid_checked, samples_to_target_from_fit
+from calibrate.learning.invariance import INVARIANCE_DEFINITION, invariance_score
+from calibrate.learning.noise import GRAD_KEYS, b_simple_pooled
+from calibrate.learning.seeds import seed_model, stall_upper
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 
 
@@ -57,7 +57,7 @@ class LearningFit:
     lr_rule: str | None = None  # the runs' LR rule: it fixes the critical-batch power
     stall_by_batch: dict[int, float] = field(default_factory=dict)  # share of seeds that stall, per batch
     seeds_by_batch: dict[int, tuple[int, int]] = field(default_factory=dict)  # (runs, reaching target) per batch
-    ceiling: CeilingTest | None = None  # do the batches' asymptotes differ (calibrate.learning_fit.ceiling)
+    ceiling: CeilingTest | None = None  # do the batches' asymptotes differ (calibrate.learning.ceiling)
 
     @property
     def metric_curve(self) -> MetricCurve:
@@ -160,53 +160,6 @@ class LearningFit:
         }
 
 
-def _run_batch(run: Sequence[Mapping[str, Any]], index: int) -> int:
-    if not run:
-        raise CalibrateError(f"run {index} has no records; drop it or pass its run log")
-    batches = set()
-    for rec in run:
-        v = rec.get("responses")
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-            raise CalibrateError(
-                f"run {index} step {rec.get('step', '?')}: responses = {v!r} must be a number > 0 (responses per step)"
-            )
-        batches.add(int(v))
-    if len(batches) > 1:
-        raise CalibrateError(
-            f"run {index} changes its batch ({', '.join(map(str, sorted(batches)))} responses per step); split it "
-            "into one run per batch size"
-        )
-    return batches.pop()
-
-
-def _run_points(run: Sequence[Mapping[str, Any]], index: int) -> tuple[np.ndarray, np.ndarray]:
-    s, m = [], []
-    for rec in run:
-        v = rec.get("eval_metric")
-        if v is None:
-            continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise CalibrateError(
-                f"run {index} step {rec.get('step', '?')}: eval_metric = {v!r} is not a finite number; use null for "
-                "steps without eval"
-            )
-        cs = rec.get("cumulative_samples")
-        if isinstance(cs, bool) or not isinstance(cs, (int, float)) or not math.isfinite(cs):
-            raise CalibrateError(
-                f"run {index} step {rec.get('step', '?')}: cumulative_samples = {cs!r} must be a finite number"
-            )
-        s.append(float(cs))
-        m.append(float(v))
-    if len(s) < 3:
-        raise CalibrateError(
-            f"run {index} has {len(s)} evaluated points; a sigmoid fit needs at least 3: evaluate more often"
-        )
-    try:
-        return curve_points(s, m, 3, f"run {index}")
-    except CalibrateError as exc:
-        raise CalibrateError(f"run {index}: {exc}") from None
-
-
 def fit_learning(
     runs: Sequence[Sequence[Mapping[str, Any]]],
     target: float,
@@ -231,7 +184,7 @@ def fit_learning(
     target = check_target(target)
     if isinstance(runs, Mapping) or not isinstance(runs, Sequence) or not runs:
         raise CalibrateError("runs must be a non-empty list of run logs (each a list of step records)")
-    batch_of = [_run_batch(run, i) for i, run in enumerate(runs)]
+    batch_of = [run_batch(run, i) for i, run in enumerate(runs)]
     distinct = sorted(set(batch_of))
     if len(distinct) < 2:
         raise CalibrateError(f"need run logs at two or more batch sizes for a learning fit; got one (B={distinct[0]})")
@@ -240,7 +193,7 @@ def fit_learning(
             f"reference_batch {reference_batch!r} is not among the run batches ({', '.join(map(str, distinct))}); "
             "pass one of them or None"
         )
-    points = [_run_points(run, i) for i, run in enumerate(runs)]
+    points = [run_points(run, i) for i, run in enumerate(runs)]
     run_fits = []
     notes: list[str] = []
     for i, ((s, m), b) in enumerate(zip(points, batch_of)):

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from calibrate import CalibrateError
-from calibrate.learning_fit.checks import as_array, finite_or_none
+from calibrate.learning.checks import as_array, finite_or_none
 from rlsim.scenario import BatchMultiplier
 
 

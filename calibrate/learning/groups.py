@@ -29,10 +29,9 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from calibrate import CalibrateError
-from calibrate.learning_fit.checks import check_target
-from calibrate.learning_fit.curve import first_crossing, fit_sigmoid_checked
-from calibrate.learning_fit.fit import _run_batch, _run_points
-from calibrate.learning_fit.staleness import run_initial
+from calibrate.learning.checks import check_target, run_batch, run_points
+from calibrate.learning.curve import first_crossing, fit_sigmoid_checked
+from calibrate.learning.staleness import run_initial
 from rlsim.learning.groups import group_multiplier, informative_share
 from rlsim.learning.model import LearningModelError, reference_samples_to_target
 from rlsim.scenario import MetricCurve
@@ -109,7 +108,7 @@ def run_group_size(run: Sequence[Mapping[str, Any]], index: int) -> int:
 
 def seeds_reaching(runs: Sequence[Sequence[Mapping[str, Any]]], target: float) -> list[float | None]:
     """Each run's samples to ``target`` (the first crossing; None: never within the run)."""
-    return [first_crossing(*_run_points(run, i), target) for i, run in enumerate(runs)]
+    return [first_crossing(*run_points(run, i), target) for i, run in enumerate(runs)]
 
 
 def median_reached(values: Sequence[float | None]) -> float:
@@ -120,7 +119,7 @@ def median_reached(values: Sequence[float | None]) -> float:
 def reference_curve(runs: Sequence[Sequence[Mapping[str, Any]]]) -> MetricCurve:
     """The sigmoid on the pooled evaluations of ``runs`` (one setup's seeds), from their logged initial metric (else
     their mean first evaluation), capped at 1 (a pass rate)."""
-    points = [_run_points(run, i) for i, run in enumerate(runs)]
+    points = [run_points(run, i) for i, run in enumerate(runs)]
     s = np.concatenate([p[0] for p in points])
     m = np.concatenate([p[1] for p in points])
     order = np.argsort(s, kind="stable")
@@ -192,7 +191,7 @@ def fit_groups(
 ) -> GroupsFit:
     """Which model the runs (one batch, two or more group sizes) follow (module docstring)."""
     target = check_target(target)
-    batches = {_run_batch(run, i) for i, run in enumerate(runs)}
+    batches = {run_batch(run, i) for i, run in enumerate(runs)}
     if len(batches) != 1:
         raise CalibrateError(
             f"the runs have batches {sorted(batches)}: give runs at one batch B = P x G (fit-learning compares batches)"

@@ -1,6 +1,6 @@
 """``rlsim-calibrate fit-learning``, ``fit-staleness``, ``fit-groups`` and ``fit-filtering``: the learning side's
-fits from run logs, each read, printed and written into a profile here (calibrate/learning_fit holds the work).
-Split from calibrate/cli.py."""
+fits from run logs, each read, printed and written into a profile here (the other modules of calibrate.learning
+hold the work). :func:`add_parsers` puts them on ``rlsim-calibrate``'s subcommands."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def _run_lr_rule(path: Path) -> str | None:
 
 
 def cmd_fit_learning(args: argparse.Namespace) -> int:
-    from calibrate.learning_fit.fit import fit_learning
+    from calibrate.learning.fit import fit_learning
     from rlsim.run.profile import load_profile
 
     profile = load_profile(args.profile)  # before the fit: a bad profile fails fast
@@ -106,7 +106,7 @@ def _write_learning(
 
 def cmd_fit_staleness(args: argparse.Namespace) -> int:
 
-    from calibrate.learning_fit.staleness import fit_staleness, profile_learning
+    from calibrate.learning.staleness import fit_staleness, profile_learning
 
     profile = _learning_profile(args, "the staleness form")  # before the fit: a bad profile fails fast
     fit = fit_staleness([_read_run(p) for p in args.runs], args.initial)
@@ -135,7 +135,7 @@ def cmd_fit_staleness(args: argparse.Namespace) -> int:
 
 def cmd_fit_groups(args: argparse.Namespace) -> int:
 
-    from calibrate.learning_fit.groups import fit_groups
+    from calibrate.learning.groups import fit_groups
 
     profile = _learning_profile(args, "responses per prompt")  # before the fit: a bad profile fails fast
     fit = fit_groups([_read_run(p) for p in args.runs], args.target, args.reference_group_size)
@@ -175,7 +175,7 @@ def cmd_fit_groups(args: argparse.Namespace) -> int:
 
 def cmd_fit_filtering(args: argparse.Namespace) -> int:
 
-    from calibrate.learning_fit.filtering import fit_filtering
+    from calibrate.learning.filtering import fit_filtering
 
     profile = _learning_profile(args, "the filter's power")  # before the fit: a bad profile fails fast
     fit = fit_filtering([_read_run(p) for p in args.runs], args.target)

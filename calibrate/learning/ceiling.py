@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from calibrate.learning_fit.curve import SigmoidFit
+from calibrate.learning.curve import SigmoidFit
 from rlsim.learning.model import LearningModelError, reference_samples_to_target
 from rlsim.scenario import MetricCurve
 

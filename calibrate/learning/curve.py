@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from calibrate import CalibrateError
-from calibrate.learning_fit.checks import check_target, curve_points, finite_or_none
+from calibrate.learning.checks import check_target, curve_points, finite_or_none
 from rlsim.learning.model import LearningModelError, metric_at, reference_samples_to_target, sigmoid_fraction
 from rlsim.scenario import MetricCurve
 

@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from calibrate import CalibrateError
-from calibrate.learning_fit.curve import first_crossing, fit_sigmoid_checked
-from calibrate.learning_fit.fit import _run_points
+from calibrate.learning.checks import run_points
+from calibrate.learning.curve import first_crossing, fit_sigmoid_checked
 from rlsim.learning.model import metric_at
 from rlsim.learning.staleness import LOSSES, StalenessLoss
 from rlsim.scenario import MetricCurve
@@ -105,7 +105,7 @@ def fit_staleness(runs: Sequence[Sequence[Mapping[str, Any]]], initial: float | 
     """The staleness form ``runs`` (run logs of one setup at two or more maximum stalenesses) follow (module
     docstring). ``initial``: the metric before training (default: the runs' ``eval_metric_initial``, else their
     mean first evaluation)."""
-    points = [_run_points(run, i) for i, run in enumerate(runs)]  # fit-learning's checks and messages
+    points = [run_points(run, i) for i, run in enumerate(runs)]  # fit-learning's checks and messages
     ks = [run_staleness(run) for run in runs]
     if len(set(ks)) < 2:
         raise CalibrateError(
