@@ -120,7 +120,7 @@ class LearningFit:
             },
             "samples_spread": float(self.samples_spread),
             # the stall share per batch (rlsim Learning fields) and the reference batch's, with the seed counts
-            # behind each (calibrate.validate's reaching band)
+            # behind each (calibrate.runs.validate's reaching band)
             "stall_probability": float(self.stall_by_batch.get(self.reference_batch, 0.0)),
             "stall_batches": [float(b) for b in sorted(self.stall_by_batch)] or None,
             "stall_shares": [float(self.stall_by_batch[b]) for b in sorted(self.stall_by_batch)] or None,

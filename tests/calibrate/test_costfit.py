@@ -261,7 +261,7 @@ def test_fitted_phases_are_named_by_the_phase_vocabulary():
     """The bench-fitted phases are named once (rlsim.phases.Phase): the coefficients fitted, the configuration
     columns and the in-loop scaling name the same four, all members of Phase."""
     from calibrate.bench.fit import CONFIG_COLUMNS
-    from calibrate.runfit import SCALED
+    from calibrate.runs.fit import SCALED
     from rlsim.phases import Phase
 
     bench = [Phase.ROLLOUT, Phase.TRAIN_ACTOR, Phase.OLD_LOGPROB, Phase.WEIGHT_SYNC]

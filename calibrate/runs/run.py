@@ -32,6 +32,7 @@ import numpy as np
 from calibrate import CalibrateError
 from calibrate.bench.fit import MAX_NUM_SEQS_VLLM, guess_gpu
 from calibrate.bench.tables import model_spec_from_folder
+from calibrate.learning.curve import samples_to_target
 from rlsim.host.machine_load import load_summary
 from rlsim.io.files import read_json, read_yaml_mapping
 from rlsim.io.runlog import RunLogError, read_jsonl
@@ -136,7 +137,7 @@ def check_same_setup(runs: list[Run], what: str) -> None:
 def setup_scenario(run: Run, gpu: str | None = None, prompts_per_step: int | None = None) -> dict[str, Any]:
     """The scenario (a dict) of the run's setup, at ``prompts_per_step`` (default: the run's P).
 
-    Lengths are placeholders here (prompt and response of the run's caps): :func:`calibrate.runfit.fit_runs` fits
+    Lengths are placeholders here (prompt and response of the run's caps): :func:`calibrate.runs.fit.fit_runs` fits
     the length model and the profile puts it in. An imported run's scenario.yaml is its setup, with the log's P and
     G put in.
     """
@@ -219,8 +220,6 @@ def eval_points(run: Run) -> tuple[np.ndarray, np.ndarray]:
 
 
 def measured(run: Run, target: float | None, span_steps: int | None = None) -> dict[str, Any]:
-    from calibrate.learning.curve import samples_to_target
-
     steps = step_times(run, span_steps)
     recs = run.records[1 : 1 + len(steps)]
     out: dict[str, Any] = {

@@ -1,10 +1,10 @@
 """The learning model from the reference runs (``rlsim-calibrate fit --runs ... --target``), for
-calibrate.runfit.fit_runs: the ScaleRL sigmoid of the curve of the seeds that reached the target, anchored at their
+calibrate.runs.fit.fit_runs: the ScaleRL sigmoid of the curve of the seeds that reached the target, anchored at their
 median samples-to-target; the seeds' spread and stall share (a lognormal with the seeds that never reached the
-target as right-censored, the stall share's Clopper-Pearson bound); the batch term whose form follows the LR rule
-(B_simple from the logged gradient norms); and what the fit could not settle, each said in one line (a plateau not
-clearly above the target, a mid-point inside the first step, runs that stop at the target, stalled seeds).
-Split from calibrate/runfit.py, which fits everything else the runs give."""
+target as right-censored, the stall share's Clopper-Pearson bound: calibrate.learning.seeds); the batch term whose
+form follows the LR rule (B_simple from the logged gradient norms); and what the fit could not settle, each said in
+one line (a plateau not clearly above the target, a mid-point inside the first step, runs that stop at the target,
+stalled seeds). calibrate.runs.fit fits everything else the runs give."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 
 from calibrate import CalibrateError
+from calibrate.learning.curve import fit_sigmoid
+from calibrate.learning.noise import b_simple_pooled
 from calibrate.learning.seeds import seed_model, stall_upper
-from calibrate.runs import Run, eval_points, measured
+from calibrate.runs.run import Run, eval_points, measured
 from rlsim.learning.model import mid_samples_through
 from rlsim.run.profile import LEARNING_VERSION
 
@@ -97,9 +99,6 @@ def stall_form(runs: list[Run], n_star: float) -> dict[str, Any]:
 
 def learning_model(runs: list[Run], target: float) -> dict[str, Any]:
     """The profile's ``learning`` section from the reference runs (module docstring)."""
-    from calibrate.learning.curve import fit_sigmoid
-    from calibrate.learning.noise import b_simple_pooled
-
     per_run = [measured(run, target) for run in runs]
     hits = [m["samples_to_target"] for m in per_run if m["samples_to_target"] is not None]
     censored = [m["budget_samples"] for m in per_run if m["samples_to_target"] is None]
