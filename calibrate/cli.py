@@ -34,8 +34,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from calibrate import published_cli
 from calibrate.learning import cli as learning_cli
+from calibrate.published import cli as published_cli
 from calibrate.runs import cli as runs_cli
 
 
@@ -70,36 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     runs_cli.add_validate_parser(sub)
 
-    pub = sub.add_parser(
-        "published",
-        help="predict published RL step times and generation throughput and print the accuracy "
-        "(DIR gets published.csv, generation.csv, summary.json)",
-    )
-    pub.add_argument("csv", nargs="*", help="CSVs of published runs (default: the project's development set)")
-    pub.add_argument("-o", "--output", required=True, help="directory for published.csv and summary.json")
-    pub.add_argument(
-        "--costs",
-        default=None,
-        help="cost coefficients for every row: fitted (fitted on the development set, see its file; the default) "
-        "or catalog (rlsim's defaults; the default, and the only choice, with --cv)",
-    )
-    pub.add_argument("--set", action="append", metavar="costs.FIELD=VALUE", help="one cost override for every row")
-    pub.add_argument(
-        "--fit",
-        metavar="FIELD,FIELD",
-        help="fit these coefficients, one set for every row of every table: costs fields, or BEHAVIOUR.FIELD for "
-        "a named engine behaviour (rlsim/catalog/engines.yaml; a behaviour's own value takes precedence over the "
-        "costs field, so fit it under its name); writes DIR/fitted_costs.yaml (its engines section is to be "
-        "copied into engines.yaml)",
-    )
-    pub.add_argument(
-        "--cv",
-        metavar="KEY",
-        help="cross-validate: for each group of KEY (gpu, version, model, family, tp, or any column) fit on the "
-        "other groups and predict it; prints and writes (summary.json cv, DIR/cv.csv) the held-out accuracy beside "
-        "the in-sample and catalog-default figures. Fits --fit's names if given, else the default set's",
-    )
-    pub.set_defaults(func=published_cli.cmd_published)
+    published_cli.add_parsers(sub)
 
     from calibrate import loop as loop_mod
 

@@ -1,6 +1,7 @@
 """``rlsim-calibrate published``: predict published RL step times and generation throughput, print the accuracy,
-and with ``--cv KEY`` the cross-validated accuracy (calibrate/published.py, published_generation.py,
-published_cv.py hold the work; this module prints and writes what they return). Split from calibrate/cli.py."""
+and with ``--cv KEY`` the cross-validated accuracy (the package's other modules hold the work: steps, generation,
+costs, cv; this module prints and writes what they return). :func:`add_parsers` puts the command on
+``rlsim-calibrate``'s subcommands."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from calibrate import CalibrateError
 from rlsim.io.files import atomic_write_text, make_output_dir
@@ -29,8 +31,10 @@ def _print_summary(what: str, st: dict) -> None:
 def cmd_published(args: argparse.Namespace) -> int:
     import yaml
 
-    from calibrate import published as pub
-    from calibrate import published_generation as gen
+    from calibrate.published import generation as gen
+    from calibrate.published import steps
+    from calibrate.published.costs import check_costs, costs_set, fit_costs, split_fitted
+    from calibrate.published.tables import split_inputs
     from rlsim import catalog
     from rlsim.errors import ScenarioError
     from rlsim.scenario import parse_scalar, split_assignment
@@ -44,7 +48,7 @@ def cmd_published(args: argparse.Namespace) -> int:
             "defaults) or name --costs catalog"
         )
     args.costs = args.costs or ("catalog" if args.cv is not None else "fitted")
-    costs: dict[str, float] = pub.costs_set(args.costs)
+    costs: dict[str, float] = costs_set(args.costs)
     for item in args.set or []:  # rlsim's key=value grammar (rlsim.scenario.overrides), keys costs.FIELD only
         usage = f"--set {item!r}: write costs.FIELD=VALUE (one set of costs for every row)"
         try:
@@ -57,26 +61,26 @@ def cmd_published(args: argparse.Namespace) -> int:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise CalibrateError(f"--set {item!r}: {text!r} is not a number")
         costs[key[6:]] = float(value)
-    pub.check_costs(costs)
+    check_costs(costs)
     base = dict(costs)  # what a cross-validation fold starts from, before any --fit on every row
     if args.csv:
-        step_paths, gen_paths = pub.split_inputs([Path(p) for p in args.csv])
+        step_paths, gen_paths = split_inputs([Path(p) for p in args.csv])
     else:
-        step_paths, gen_paths = [pub.dev_set_path()], [gen.dev_set_path()]
-    step_df = pub.read_rows(step_paths) if step_paths else None
+        step_paths, gen_paths = [steps.dev_set_path()], [gen.dev_set_path()]
+    step_df = steps.read_rows(step_paths) if step_paths else None
     gen_df = gen.read_rows(gen_paths) if gen_paths else None
     if args.cv is not None:
-        from calibrate import published_cv
+        from calibrate.published import cv as pcv
 
-        published_cv.check_key(args.cv.strip(), step_df, gen_df)
+        pcv.check_key(args.cv.strip(), step_df, gen_df)
     out = make_output_dir(args.output, "directory for the outputs")
     engines: dict[str, dict[str, float]] = {}
     if args.fit is not None:
         names = [n.strip() for n in args.fit.split(",") if n.strip()]
         if not names:
             raise CalibrateError("--fit: name at least one costs field or BEHAVIOUR.FIELD, comma-separated")
-        fitted_all = pub.fit_costs(step_df, gen_df, names, costs)
-        costs, engines = pub.split_fitted(fitted_all)
+        fitted_all = fit_costs(step_df, gen_df, names, costs)
+        costs, engines = split_fitted(fitted_all)
         fitted = {
             "provenance": {
                 "method": "least squares on log(predicted / measured) over every expressed row",
@@ -102,14 +106,14 @@ def cmd_published(args: argparse.Namespace) -> int:
 
 
 def _published_tables(summary: dict, step_df, gen_df, costs: dict[str, float], out: Path) -> None:
-    from calibrate import published as pub
-    from calibrate import published_generation as gen
+    from calibrate.published import generation as gen
+    from calibrate.published import steps
     from rlsim.phases import Phase
 
     if step_df is not None:
-        results = pub.evaluate(step_df, costs or None)
-        summary["step_time"] = pub.summarize(results)
-        atomic_write_text(out / "published.csv", pub.table(results).to_csv(index=False))
+        results = steps.evaluate(step_df, costs or None)
+        summary["step_time"] = steps.summarize(results)
+        atomic_write_text(out / "published.csv", steps.table(results).to_csv(index=False))
         print(f"{'run':<58} {'measured':>9} {'predicted':>9} {'error':>7}  phases (s): rollout/logprob/ref/train/sync")
         for r in results:
             if r.expressed:
@@ -145,10 +149,10 @@ def _published_tables(summary: dict, step_df, gen_df, costs: dict[str, float], o
 
 
 def _published_cv(args: argparse.Namespace, step_df, gen_df, base: dict[str, float], out: Path) -> dict:
-    """Leave-one-group-out accuracy of both tables (calibrate/published_cv.py); DIR gets cv.csv."""
+    """Leave-one-group-out accuracy of both tables (calibrate/published/cv.py); DIR gets cv.csv."""
     import pandas as pd
 
-    from calibrate import published_cv as pcv
+    from calibrate.published import cv as pcv
 
     key = args.cv.strip()
     names = [n.strip() for n in args.fit.split(",") if n.strip()] if args.fit else None
@@ -169,3 +173,37 @@ def _published_cv(args: argparse.Namespace, step_df, gen_df, base: dict[str, flo
         print("\n".join(pcv.format_table(what, cv)))
     atomic_write_text(out / "cv.csv", pd.DataFrame(rows).to_csv(index=False))
     return result
+
+
+def add_parsers(sub: Any) -> None:
+    """``published`` on ``sub`` (rlsim-calibrate's subparsers)."""
+    pub = sub.add_parser(
+        "published",
+        help="predict published RL step times and generation throughput and print the accuracy "
+        "(DIR gets published.csv, generation.csv, summary.json)",
+    )
+    pub.add_argument("csv", nargs="*", help="CSVs of published runs (default: the project's development set)")
+    pub.add_argument("-o", "--output", required=True, help="directory for published.csv and summary.json")
+    pub.add_argument(
+        "--costs",
+        default=None,
+        help="cost coefficients for every row: fitted (fitted on the development set, see its file; the default) "
+        "or catalog (rlsim's defaults; the default, and the only choice, with --cv)",
+    )
+    pub.add_argument("--set", action="append", metavar="costs.FIELD=VALUE", help="one cost override for every row")
+    pub.add_argument(
+        "--fit",
+        metavar="FIELD,FIELD",
+        help="fit these coefficients, one set for every row of every table: costs fields, or BEHAVIOUR.FIELD for "
+        "a named engine behaviour (rlsim/catalog/engines.yaml; a behaviour's own value takes precedence over the "
+        "costs field, so fit it under its name); writes DIR/fitted_costs.yaml (its engines section is to be "
+        "copied into engines.yaml)",
+    )
+    pub.add_argument(
+        "--cv",
+        metavar="KEY",
+        help="cross-validate: for each group of KEY (gpu, version, model, family, tp, or any column) fit on the "
+        "other groups and predict it; prints and writes (summary.json cv, DIR/cv.csv) the held-out accuracy beside "
+        "the in-sample and catalog-default figures. Fits --fit's names if given, else the default set's",
+    )
+    pub.set_defaults(func=cmd_published)

@@ -1,6 +1,6 @@
 """Accuracy on published generation benchmarks: vLLM output tokens/s predicted by rlsim's engine model.
 
-Input: CSVs with the columns of ``calibrate/data/published/gen_throughput_dev.csv``: one row per published
+Input: CSVs with the columns of ``calibrate/published/data/gen_throughput_dev.csv``: one row per published
 benchmark point (engine and version, model, GPU, tensor-parallel size ``tp``, the workload in ``concurrency``
 and the lengths, the measured ``output_tok_per_s``). A row becomes one engine replica of ``tp`` GPUs serving the
 benchmark's requests, all submitted at once (``request-rate inf``), simulated by ``rlsim.engine.rollout`` with the
@@ -45,14 +45,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from calibrate.published import error_summary, read_csvs
+from calibrate.published.tables import GENERATION_DEV_SET, data_path, error_summary, read_csvs
 from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients
 from rlsim.engine.replica import SchedulerRules
 from rlsim.engine.rollout import simulate_rollout
@@ -73,7 +72,7 @@ DEFAULT_NUM_PROMPTS = 1000  # benchmarks/benchmark_serving.py --num-prompts defa
 
 
 def dev_set_path() -> Path:
-    return Path(str(resources.files("calibrate").joinpath("data/published/gen_throughput_dev.csv")))
+    return data_path(GENERATION_DEV_SET)
 
 
 def read_rows(paths: list[Path]) -> pd.DataFrame:

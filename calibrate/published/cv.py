@@ -2,7 +2,7 @@
 
 ``rlsim-calibrate published --cv KEY`` splits each table (step times, generation throughput) into groups by KEY
 and, for every group in turn, fits the global coefficients (``STEP_FIT`` / ``GENERATION_FIT``, or ``--fit``) on
-the other groups' rows with ``calibrate.published.fit_costs`` and predicts the held-out group's rows with them.
+the other groups' rows with ``calibrate.published.costs.fit_costs`` and predicts the held-out group's rows with them.
 Only these predictions are called cross-validated; beside them the same rows are scored in-sample (fitted on
 every row, scored on the same rows: labelled so) and with rlsim's catalog defaults (no fit at all).
 
@@ -16,7 +16,7 @@ KEY names a column or one of the derived keys:
 
 A table that lacks the key, or whose rows all fall in one group, gets no cross-validation and says why.
 
-Per group and overall (all held-out predictions pooled) the summary has ``calibrate.published.error_summary``'s
+Per group and overall (all held-out predictions pooled) the summary has ``calibrate.published.tables.error_summary``'s
 keys: median |error|, median signed error (bias), within 10% / 25%, rows and rows expressed, and the
 coefficients the fold fitted.
 """
@@ -30,8 +30,10 @@ from typing import Any
 import pandas as pd
 
 from calibrate import CalibrateError
-from calibrate import published as pub
-from calibrate import published_generation as gen
+from calibrate.published import generation as gen
+from calibrate.published import steps
+from calibrate.published.costs import fit_costs, split_fitted
+from calibrate.published.tables import error_summary
 from rlsim import catalog
 from rlsim.errors import RlsimError
 from rlsim.frameworks.nemo_rl import gpu_name
@@ -118,19 +120,19 @@ def check_key(key: str, step_df: pd.DataFrame | None, gen_df: pd.DataFrame | Non
 def _errors(table: str, df: pd.DataFrame, costs: dict[str, float], engines: dict) -> list[tuple[int, Any]]:
     """(index, result) of every row of ``df`` predicted with ``costs`` and engine-behaviour ``engines``."""
     with catalog.engine_overrides(engines):
-        results = (pub.evaluate if table == "step" else gen.evaluate)(df, costs or None)
+        results = (steps.evaluate if table == "step" else gen.evaluate)(df, costs or None)
     return list(zip(df.index, results))
 
 
 def _summary(results: list[Any]) -> dict[str, Any]:
     errs = [r.error_pct for r in results if r.expressed]
-    return pub.error_summary(errs, len(results))
+    return error_summary(errs, len(results))
 
 
 def _fit(table: str, df: pd.DataFrame, names: list[str], base: dict[str, float]) -> dict[str, float]:
     if table == "step":
-        return pub.fit_costs(df, None, names, base)
-    return pub.fit_costs(None, df, names, base)
+        return fit_costs(df, None, names, base)
+    return fit_costs(None, df, names, base)
 
 
 def cross_validate(
@@ -165,7 +167,7 @@ def cross_validate(
             note = str(exc)
         else:
             note = ""
-        costs, engines = pub.split_fitted(fitted)
+        costs, engines = split_fitted(fitted)
         results = _errors(table, test, costs, engines)
         held.update(results)
         summary = _summary([r for _, r in results])
@@ -178,7 +180,7 @@ def cross_validate(
     if progress:
         progress(f"{table}: fitting on all {len(df)} rows (in-sample)")
     try:
-        costs, engines = pub.split_fitted(_fit(table, df, names, base))
+        costs, engines = split_fitted(_fit(table, df, names, base))
         in_sample_results = [r for _, r in _errors(table, df, costs, engines)]
     except CalibrateError:
         in_sample_results = [r for _, r in _errors(table, df, base, {})]
