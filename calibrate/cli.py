@@ -22,32 +22,27 @@ DIR gets published.csv and summary.json
 ``rlsim-calibrate vllm-check -o DIR [--model tiny|smollm2] [--quick]``: vLLM's own benchmark on this machine at
 points off the project's bench grid, predicted by the engine model under a profile fitted from that bench alone
 ``rlsim-calibrate loop -o DIR [--engine hf|vllm] [--group-size G] [--seeds N]``: predict before you run on this
-CPU (calibrate/loop.py); it calls ``rlsim-real`` and ``rlsim`` in subprocesses, so this package never imports
+CPU (calibrate.loop); it calls ``rlsim-real`` and ``rlsim`` in subprocesses, so this package never imports
 torch.
 
 Bad input prints one line ``rlsim-calibrate: error: ...`` and exits 2.
+
+Each command lives in its package's ``cli`` module (calibrate.runs: fit, validate; calibrate.learning: the fit-*
+commands; calibrate.importers: import; calibrate.published; calibrate.loop; calibrate.vllm_check); this module
+only puts them on one parser, in the order ``--help`` lists them.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from calibrate.importers import cli as importers_cli
 from calibrate.learning import cli as learning_cli
+from calibrate.loop import cli as loop_cli
 from calibrate.published import cli as published_cli
 from calibrate.runs import cli as runs_cli
-
-
-def cmd_import(args: argparse.Namespace) -> int:
-    from calibrate.importers import format_problems, import_log, write_runlog
-
-    result = import_log(args.log, args.format, prompts_per_step=args.prompts_per_step, group_size=args.group_size)
-    write_runlog(result, args.output)
-    print(f"imported {len(result.records)} step(s) from {args.log} into {args.output}")
-    if result.problems:
-        print(format_problems(result), file=sys.stderr)
-    return 0
+from calibrate.vllm_check import cli as vllm_check_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,36 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     runs_cli.add_fit_parser(sub)
     learning_cli.add_parsers(sub)
-
-    imp = sub.add_parser("import", help="read a framework's per-step metrics into the run-log schema")
-    imp.add_argument("log", type=Path)
-    imp.add_argument(
-        "--format",
-        required=True,
-        help="the framework that wrote the log: verl, openrlhf, trl, nemo-rl or another adapter",
-    )
-    imp.add_argument("--prompts-per-step", type=int)
-    imp.add_argument("--group-size", type=int)
-    imp.add_argument("-o", "--output", type=Path, required=True, help="runlog.jsonl to write")
-    imp.set_defaults(func=cmd_import)
-
+    importers_cli.add_parsers(sub)
     runs_cli.add_validate_parser(sub)
-
     published_cli.add_parsers(sub)
-
-    from calibrate import loop as loop_mod
-
-    loop_mod.add_arguments(
-        sub.add_parser(
-            "loop",
-            help="predict before you run on this CPU: bench, reference runs, fit, predictions, held-out runs, validate",
-        )
-    )
-    from calibrate.vllm_check.command import add_arguments  # light: numpy, pandas, rlsim load when the check runs
-
-    add_arguments(
-        sub.add_parser("vllm-check", help="vLLM's own benchmark off the bench grid against the engine model (~6 min)")
-    )
+    loop_cli.add_parsers(sub)
+    vllm_check_cli.add_parsers(sub)
     return parser
 
 

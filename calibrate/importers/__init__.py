@@ -1,13 +1,16 @@
 """Import the per-step metrics that real RL frameworks log into rlsim run logs (:mod:`rlsim.io.runlog`).
 
-``import_log(path, fmt)`` reads a metrics dump of a verl, OpenRLHF, TRL (GRPOTrainer) or NeMo RL run and returns
-an :class:`ImportResult`: one valid run-log record per training step, plus ``problems``, the (line number, reason)
-of every line that could not be used. A broken line never stops the import; it is reported and skipped.
+``calibrate.importers.convert.import_log(path, fmt)`` reads a metrics dump of a verl, OpenRLHF, TRL (GRPOTrainer) or
+NeMo RL run and returns an :class:`~calibrate.importers.convert.ImportResult`: one valid run-log record per training
+step, plus ``problems``, the (line number, reason) of every line that could not be used. A broken line never stops
+the import; it is reported and skipped.
 
 Modules: one per framework (``verl``, ``openrlhf``, ``trl``, ``nemo_rl``), each with its mapping table (framework
 log keys -> run-log fields) at its top and the sources of those names in its docstring; ``core`` (reading lines,
-grouping rows into steps, the helpers the mappings use); ``convert`` (:func:`import_log`, the one place a record is
-built, :func:`write_runlog`).
+grouping rows into steps, the helpers the mappings use); ``convert``
+(:func:`~calibrate.importers.convert.import_log`, the one place a record is built,
+:func:`~calibrate.importers.convert.write_runlog`); ``cli`` (``rlsim-calibrate import``). Each framework adapter of
+rlsim.frameworks names its module here (``Adapter.log_importer``).
 
 Input files
 -----------
@@ -41,8 +44,6 @@ Common rules
 * ``source_metrics`` keeps every numeric metric the mapping did not consume (eval keys are kept too, as
   ``eval_metric`` is a reduction of them), under its original name. Extra keys: ``step_time_s``, ``source_format``,
   ``source_line``.
+
+May import: calibrate, rlsim
 """
-
-from calibrate.importers.convert import FORMATS, ImportResult, format_problems, import_log, write_runlog
-
-__all__ = ["FORMATS", "ImportResult", "format_problems", "import_log", "write_runlog"]

@@ -32,5 +32,8 @@ vLLM runs only in subprocesses (``measure``): this package never imports torch o
 
 Modules: ``plan`` (the bench grid, the check points, vLLM's CPU settings), ``measure`` (the project's bench and
 vLLM's benchmark in subprocesses, vLLM's JSON), ``predict`` (rlsim's prediction of a point, the comparison, the
-error statistics), ``command`` (the options and the run; ``python -m calibrate.vllm_check`` runs its ``main``).
+error statistics), ``cli`` (the options and the run: ``rlsim-calibrate vllm-check``, and ``python -m
+calibrate.vllm_check`` runs its ``main``).
+
+May import: calibrate, calibrate.bench, rlsim
 """

@@ -591,7 +591,7 @@ def test_a_bench_and_runs_measured_under_different_loads_are_refused(tmp_path):
 def test_loop_first_seed_is_checked_and_reaches_the_runs(tmp_path, capsys):
     """--first-seed picks a fresh set of seeds; a negative one is refused before anything is written."""
     from calibrate.cli import main as calibrate_main
-    from calibrate.loop import train_command
+    from calibrate.loop.commands import train_command
 
     out = tmp_path / "loop"
     code = calibrate_main(["loop", "--first-seed", "-1", "--seeds", "2", "--threads", "1", "-o", str(out)])

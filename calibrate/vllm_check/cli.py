@@ -1,6 +1,6 @@
 """The command: ``python -m calibrate.vllm_check`` and ``rlsim-calibrate vllm-check`` (options, the run that
-fits, measures, predicts and writes DIR; the overview is :mod:`calibrate.vllm_check`).
-"""
+fits, measures, predicts and writes DIR; the overview is :mod:`calibrate.vllm_check`). :func:`add_parsers` puts it on
+``rlsim-calibrate``'s subcommands."""
 
 from __future__ import annotations
 
@@ -89,6 +89,13 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_vllm_check)
     return p
+
+
+def add_parsers(sub: Any) -> None:
+    """``vllm-check`` on ``sub`` (rlsim-calibrate's subparsers)."""
+    add_arguments(
+        sub.add_parser("vllm-check", help="vLLM's own benchmark off the bench grid against the engine model (~6 min)")
+    )
 
 
 def cmd_vllm_check(args: argparse.Namespace) -> int:

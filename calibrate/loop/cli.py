@@ -13,126 +13,25 @@
 Every step is printed as the command a user would paste (``rlsim-real ...``, ``rlsim-calibrate ...``,
 ``rlsim ...``) and runs in a subprocess, so this package never imports torch. A step whose output already exists
 is skipped and a run that finished is not re-run, so the loop resumes where it stopped.
+
+The command lines are calibrate.loop.commands'; :func:`add_parsers` puts ``loop`` on ``rlsim-calibrate``'s
+subcommands.
 """
 
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from calibrate import CalibrateError
+from calibrate.loop.commands import bench_commands, command, resolve_threads, run_step, train_command
 
 REFERENCE_BATCH = 128  # responses per step of the reference runs (--reference-batch)
 HELD_OUT = (0.5, 4.0)  # held-out batch sizes, as multiples of the reference (--held-out)
-LR0 = 1e-3  # Adam learning rate at 128 responses per step, sqrt-scaled to the others
 MAX_STEPS = 300
-THREADS_SAMPLE_S = 2.0  # how long --threads auto watches the machine, once, at the loop's start
 TASK = "parity:length=3"
-PROGRAMS = {"real.cli": "rlsim-real", "calibrate.cli": "rlsim-calibrate", "rlsim.cli": "rlsim"}
-
-
-def _command(module: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", module, *args]
-
-
-def _run(cmd: list[str]) -> None:
-    shown = [PROGRAMS.get(cmd[2], cmd[2]), *cmd[3:]] if cmd[1:2] == ["-m"] else cmd
-    print("$ " + " ".join(shown), flush=True)
-    proc = subprocess.run(cmd)
-    if proc.returncode != 0:
-        raise CalibrateError(f"step failed with exit status {proc.returncode}: {' '.join(shown)}")
-
-
-def bench_commands(out: Path, engine: str, batches: list[int], threads: str = "auto") -> list[list[str]]:
-    """The benches over the runs' range: 5-token prompts (3 digits, '=', BOS), 2..8 new tokens, up to the largest
-    batch in one generate call; updates on 12-token sequences in 2 micro-batches up to the largest batch."""
-    reps = ["--repeats", "7", "--warmup", "2", "--threads", threads]
-    top = max(batches)
-    conc = sorted({16, 32, 64, 128, 256, top} | {b for b in batches})
-    gen = ["--concurrency", ",".join(map(str, conc)), "--prompt-tokens", "5", "--response-tokens", "2,4,8"]
-    seqs = sorted({32, 64, 128, 192, 256, top // 2, top} | set(batches))
-    train = ["--tokens", ",".join(str(12 * s) for s in seqs if s % 2 == 0), "--seq-len", "12", "--micro-batches", "2"]
-    # four model sizes (1.2-4.5 MB of weights) so that the sync's latency and bandwidth are fitted apart
-    sizes = ["tiny", "tiny:hidden_size=192", "tiny:hidden_size=256", "tiny:hidden_size=320"]
-    sync = [
-        *(a for m in sizes for a in ("--model", m)),
-        "--repeats",
-        "15",
-        "--warmup",
-        "5",
-        "--number",
-        "10",
-        "--threads",
-        threads,
-    ]
-    return [
-        _command("real.cli", "bench", "generation", "--engine", engine, *gen, *reps, "-o", str(out / "generation")),
-        _command("real.cli", "bench", "train", *train, *reps, "-o", str(out / "train")),
-        _command("real.cli", "bench", "sync", "--engine", engine, *sync, "-o", str(out / "sync")),
-    ]
-
-
-def train_command(args: argparse.Namespace, prompts: int, seed: int, run_dir: Path) -> list[str]:
-    return _command(
-        "real.cli",
-        "train",
-        "--task",
-        args.task,
-        "--algo",
-        args.algo,
-        "--engine",
-        args.engine,
-        "--prompts-per-step",
-        str(prompts),
-        "--group-size",
-        str(args.group_size),
-        "--lr-rule",
-        "sqrt",
-        "--lr0",
-        str(LR0),
-        "--reference-batch",
-        str(128),  # the batch LR0 is stated at; the run sqrt-scales it to its own
-        "--micro-batches",
-        "2",
-        "--target",
-        str(args.target),
-        "--max-steps",
-        str(args.max_steps),
-        "--eval-every",
-        "2",
-        "--eval-size",
-        "128",
-        "--checkpoint-every",
-        "50",
-        "--seed",
-        str(seed),
-        "--threads",
-        args.threads,
-        "-o",
-        str(run_dir),
-    )
-
-
-def resolve_threads(spec: str, sample_s: float = THREADS_SAMPLE_S) -> tuple[str, str]:
-    """One torch thread count for every bench and run of the loop (a count, or ``auto``: the cores other processes
-    leave free, measured once at the start): each count is a different machine to the cost model, and ``auto``
-    decided per command gave the bench and the runs different counts when the load came and went. Returns the
-    count and why."""
-    from rlsim.host.machine_load import free_cores
-    from rlsim.host.threads import count_of
-
-    if spec != "auto":
-        n = count_of(spec)
-        if n is None:
-            raise CalibrateError(f"--threads {spec!r}: give auto or a number of threads >= 1")
-        return str(n), f"--threads {n}"
-    cores, free, busy = free_cores(sample_s)
-    if busy is None:
-        return str(cores), f"auto: {cores} (the machine's load cannot be read)"
-    return str(free), f"auto at the loop's start: other processes kept {busy:.1f} of {cores} cores busy"
 
 
 def loop(args: argparse.Namespace) -> int:
@@ -162,7 +61,7 @@ def loop(args: argparse.Namespace) -> int:
         if (Path(cmd[-1]) / "bench.csv").is_file():
             print(f"(kept {cmd[-1]}/bench.csv)")
             continue
-        _run(cmd)
+        run_step(cmd)
     runs = out / "runs"
 
     seeds = range(args.first_seed, args.first_seed + args.seeds)
@@ -171,12 +70,12 @@ def loop(args: argparse.Namespace) -> int:
         return [runs / f"P{p}_G{g}_seed{s}" for s in seeds]
 
     for seed, run_dir in zip(seeds, runs_at(ref_p)):
-        _run(train_command(args, ref_p, seed, run_dir))
+        run_step(train_command(args, ref_p, seed, run_dir))
     profile, scenario = out / "profile.json", out / "scenario.yaml"
     tables = [str(out / "bench" / k / "bench.csv") for k in ("generation", "train", "sync")]
     refs = [str(r) for r in runs_at(ref_p)]
-    _run(
-        _command(
+    run_step(
+        command(
             "calibrate.cli",
             "fit",
             *tables,
@@ -192,8 +91,8 @@ def loop(args: argparse.Namespace) -> int:
     )
     predictions = out / "predictions"
     grid = ",".join(str(p) for p in [ref_p, *held_p])
-    _run(
-        _command(
+    run_step(
+        command(
             "rlsim.cli",
             "sweep",
             str(scenario),
@@ -208,9 +107,9 @@ def loop(args: argparse.Namespace) -> int:
     (predictions / "made_at.txt").write_text(time.strftime("%Y-%m-%dT%H:%M:%S%z") + " (before the held-out runs)\n")
     for p in held_p:
         for seed, run_dir in zip(seeds, runs_at(p)):
-            _run(train_command(args, p, seed, run_dir))
+            run_step(train_command(args, p, seed, run_dir))
     every = [str(r) for p in [ref_p, *held_p] for r in runs_at(p)]
-    _run(_command("calibrate.cli", "validate", "--profile", str(profile), *every, "-o", str(out / "validation")))
+    run_step(command("calibrate.cli", "validate", "--profile", str(profile), *every, "-o", str(out / "validation")))
     print(f"\nthe loop took {time.perf_counter() - t0:.0f} s; report: {out / 'validation' / 'report.html'}")
     return 0
 
@@ -246,3 +145,13 @@ def add_arguments(loop_parser: argparse.ArgumentParser) -> None:
     )
     loop_parser.add_argument("-o", "--output", type=Path, required=True)
     loop_parser.set_defaults(func=loop)
+
+
+def add_parsers(sub: Any) -> None:
+    """``loop`` on ``sub`` (rlsim-calibrate's subparsers)."""
+    add_arguments(
+        sub.add_parser(
+            "loop",
+            help="predict before you run on this CPU: bench, reference runs, fit, predictions, held-out runs, validate",
+        )
+    )
