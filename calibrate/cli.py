@@ -43,6 +43,7 @@ from calibrate.loop import cli as loop_cli
 from calibrate.published import cli as published_cli
 from calibrate.runs import cli as runs_cli
 from calibrate.vllm_check import cli as vllm_check_cli
+from rlsim.cli import parse, run_command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,8 +60,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rlsim.cli import parse, run_command
-
     return run_command("rlsim-calibrate", parse(build_parser(), sys.argv[1:] if argv is None else list(argv)))
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from calibrate import CalibrateError
+from rlsim import catalog
 from rlsim.io.records import BENCH_PHASE_COLUMNS, BENCH_REQUIRED_COLUMNS
 
 
@@ -190,8 +191,6 @@ def model_spec_from_folder(folder: str | Path) -> dict[str, Any]:
 def table_model(table: pd.DataFrame) -> dict[str, Any] | str:
     """The benchmarked model, found from the table: the folder its provenance names (``model_dir``, which
     ``rlsim-real bench`` records), else the model column when it names a catalog entry."""
-    from rlsim import catalog
-
     for value in table["provenance"].dropna() if "provenance" in table else []:
         try:
             folder = json.loads(value).get("model_dir")

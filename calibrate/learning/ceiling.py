@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+from scipy.stats import chi2 as chi2_dist
 
 from calibrate.learning.curve import SigmoidFit
 from rlsim.learning.model import LearningModelError, reference_samples_to_target
@@ -71,8 +72,6 @@ class CeilingTest:
 
 def ceiling_test(curves: dict[int, SigmoidFit], reference_batch: int) -> CeilingTest:
     """Whether the per-batch curves' asymptotes differ beyond their errors (module docstring)."""
-    from scipy.stats import chi2 as chi2_dist
-
     used: dict[int, tuple[float, float]] = {}
     left: dict[int, str] = {}
     for b, c in sorted(curves.items()):

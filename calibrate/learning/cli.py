@@ -5,13 +5,16 @@ hold the work). :func:`add_parsers` puts them on ``rlsim-calibrate``'s subcomman
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calibrate import CalibrateError
-from rlsim.io.files import atomic_write_text
+from rlsim.io.files import atomic_write_text, read_json
+from rlsim.io.runlog import RunLogError, read_jsonl
+from rlsim.run.profile import load_profile
 
 if TYPE_CHECKING:
     from rlsim.run.profile import Profile
@@ -19,8 +22,6 @@ if TYPE_CHECKING:
 
 def _read_run(path: Path) -> list[dict]:
     """A run's step records from a run directory (its runlog.jsonl) or a run-log file."""
-    from rlsim.io.runlog import RunLogError, read_jsonl
-
     log = path / "runlog.jsonl" if path.is_dir() else path
     if not log.is_file():
         raise CalibrateError(f"{path}: no run log; give run directories (with runlog.jsonl) or runlog.jsonl files")
@@ -32,8 +33,6 @@ def _read_run(path: Path) -> list[dict]:
 
 def _run_config(path: Path) -> dict:
     """The config.json of a run directory, or beside a run log (rlsim-real train); {} when there is none."""
-    from rlsim.io.files import read_json
-
     cfg = path / "config.json" if path.is_dir() else path.parent / "config.json"
     return read_json(cfg, "rerun the run or restore the file") if cfg.is_file() else {}
 
@@ -44,8 +43,8 @@ def _run_lr_rule(path: Path) -> str | None:
 
 
 def cmd_fit_learning(args: argparse.Namespace) -> int:
+    # loaded when the command runs: rlsim-calibrate starts without scipy
     from calibrate.learning.fit import fit_learning
-    from rlsim.run.profile import load_profile
 
     profile = load_profile(args.profile)  # before the fit: a bad profile fails fast
     runs = [_read_run(p) for p in args.runs]
@@ -83,8 +82,6 @@ def cmd_fit_learning(args: argparse.Namespace) -> int:
 def _learning_profile(args: argparse.Namespace, what: str) -> Profile | None:
     """The --profile of a fit that adds ``what`` to a learning model (None without --profile): it must hold one
     (fit-learning's), and -o must say where the result goes."""
-    from rlsim.run.profile import load_profile
-
     profile = load_profile(args.profile) if args.profile else None
     if profile is not None and not (profile.learning or {}).get("metric"):
         raise CalibrateError(f"{args.profile}: no learning model to add {what} to; run fit-learning first")
@@ -98,14 +95,12 @@ def _write_learning(
 ) -> None:
     """``profile`` with ``learning`` in place of its learning section and the runs named under ``runs_key`` (and
     ``provenance``) in its provenance, written atomically to -o."""
-    import dataclasses
-
     prov = {**profile.provenance, runs_key: [str(p) for p in args.runs], **provenance}
     atomic_write_text(args.output, dataclasses.replace(profile, provenance=prov, learning=learning).dumps() + "\n")
 
 
 def cmd_fit_staleness(args: argparse.Namespace) -> int:
-
+    # loaded when the command runs: rlsim-calibrate starts without scipy
     from calibrate.learning.staleness import fit_staleness, profile_learning
 
     profile = _learning_profile(args, "the staleness form")  # before the fit: a bad profile fails fast
@@ -134,7 +129,7 @@ def cmd_fit_staleness(args: argparse.Namespace) -> int:
 
 
 def cmd_fit_groups(args: argparse.Namespace) -> int:
-
+    # loaded when the command runs: rlsim-calibrate starts without scipy
     from calibrate.learning.groups import fit_groups
 
     profile = _learning_profile(args, "responses per prompt")  # before the fit: a bad profile fails fast
@@ -174,7 +169,7 @@ def cmd_fit_groups(args: argparse.Namespace) -> int:
 
 
 def cmd_fit_filtering(args: argparse.Namespace) -> int:
-
+    # loaded when the command runs: rlsim-calibrate starts without scipy
     from calibrate.learning.filtering import fit_filtering
 
     profile = _learning_profile(args, "the filter's power")  # before the fit: a bad profile fails fast

@@ -25,6 +25,7 @@ from calibrate.learning.curve import SigmoidFit, first_crossing, fit_sigmoid_che
 from calibrate.learning.invariance import INVARIANCE_DEFINITION, invariance_score
 from calibrate.learning.noise import GRAD_KEYS, b_simple_pooled
 from calibrate.learning.seeds import seed_model, stall_upper
+from rlsim.run.profile import LEARNING_VERSION
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 
 
@@ -91,8 +92,6 @@ class LearningFit:
         ``reference_batch``, ``metric``, ``target``, ``batch_multiplier`` and ``samples_spread`` are rlsim
         ``Learning`` fields; the rest documents the fit.
         """
-        from rlsim.run.profile import LEARNING_VERSION
-
         ref = self.curves[self.reference_batch]
         ref_runs, ref_hits = self.seeds_by_batch.get(self.reference_batch, (0, 0))
         inv = {k: v for k, v in self.invariance.items() if k not in ("levels", "ratio_by_level", "gstd_by_level")}

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 from calibrate import CalibrateError
+from rlsim.host.machine_load import free_cores
+from rlsim.host.threads import count_of
 
 LR0 = 1e-3  # Adam learning rate at 128 responses per step, sqrt-scaled to the others
 THREADS_SAMPLE_S = 2.0  # how long --threads auto watches the machine, once, at the loop's start
@@ -105,9 +107,6 @@ def resolve_threads(spec: str, sample_s: float = THREADS_SAMPLE_S) -> tuple[str,
     leave free, measured once at the start): each count is a different machine to the cost model, and ``auto``
     decided per command gave the bench and the runs different counts when the load came and went. Returns the
     count and why."""
-    from rlsim.host.machine_load import free_cores
-    from rlsim.host.threads import count_of
-
     if spec != "auto":
         n = count_of(spec)
         if n is None:

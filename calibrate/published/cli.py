@@ -12,8 +12,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from calibrate import CalibrateError
+from rlsim import catalog
+from rlsim.errors import ScenarioError
 from rlsim.io.files import atomic_write_text, make_output_dir
+from rlsim.phases import Phase
+from rlsim.scenario import parse_scalar, split_assignment
 
 
 def _print_summary(what: str, st: dict) -> None:
@@ -29,15 +35,11 @@ def _print_summary(what: str, st: dict) -> None:
 
 
 def cmd_published(args: argparse.Namespace) -> int:
-    import yaml
-
+    # loaded when the command runs: rlsim-calibrate starts without pandas and scipy
     from calibrate.published import generation as gen
     from calibrate.published import steps
     from calibrate.published.costs import check_costs, costs_set, fit_costs, split_fitted
     from calibrate.published.tables import split_inputs
-    from rlsim import catalog
-    from rlsim.errors import ScenarioError
-    from rlsim.scenario import parse_scalar, split_assignment
 
     if args.cv is not None and not args.cv.strip():
         raise CalibrateError("--cv: name a key to hold out by (gpu, version, model, family, tp or a column)")
@@ -70,6 +72,7 @@ def cmd_published(args: argparse.Namespace) -> int:
     step_df = steps.read_rows(step_paths) if step_paths else None
     gen_df = gen.read_rows(gen_paths) if gen_paths else None
     if args.cv is not None:
+        # loaded when the command runs: rlsim-calibrate starts without pandas and scipy
         from calibrate.published import cv as pcv
 
         pcv.check_key(args.cv.strip(), step_df, gen_df)
@@ -106,9 +109,9 @@ def cmd_published(args: argparse.Namespace) -> int:
 
 
 def _published_tables(summary: dict, step_df, gen_df, costs: dict[str, float], out: Path) -> None:
+    # loaded when the command runs: rlsim-calibrate starts without pandas and scipy
     from calibrate.published import generation as gen
     from calibrate.published import steps
-    from rlsim.phases import Phase
 
     if step_df is not None:
         results = steps.evaluate(step_df, costs or None)
@@ -149,7 +152,8 @@ def _published_tables(summary: dict, step_df, gen_df, costs: dict[str, float], o
 
 
 def _published_cv(args: argparse.Namespace, step_df, gen_df, base: dict[str, float], out: Path) -> dict:
-    """Leave-one-group-out accuracy of both tables (calibrate/published/cv.py); DIR gets cv.csv."""
+    """Leave-one-group-out accuracy of both tables (calibrate.published.cv); DIR gets cv.csv."""
+    # loaded when the command runs: rlsim-calibrate starts without pandas and scipy
     import pandas as pd
 
     from calibrate.published import cv as pcv

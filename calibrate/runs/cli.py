@@ -11,17 +11,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from calibrate import CalibrateError
 from calibrate.runs.lengths import LENGTH_PHASES, LENGTH_PROGRESS
+from rlsim.host.machine_load import load_summary, load_warning
 from rlsim.io.files import atomic_write, atomic_write_text, make_output_dir
+from rlsim.run.profile import load_profile
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    import yaml
-
+    # loaded when the command runs: rlsim-calibrate starts without pandas and scipy
     from calibrate.bench.fit import fit_profile
     from calibrate.bench.tables import load_bench_tables, model_spec_from_folder, table_model
-    from rlsim.host.machine_load import load_summary, load_warning
 
     if args.scenario_out is not None and not args.runs:
         raise CalibrateError("--scenario-out writes the setup of the reference runs; give them with --runs RUN_DIR...")
@@ -39,6 +41,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     profile, results = fit_profile(table, model, args.gpu, command=" ".join(sys.argv))
     report: dict = {"warnings": []}
     if args.runs:
+        # loaded when the command runs: rlsim-calibrate starts without pandas and scipy
         from calibrate.runs.fit import fit_runs, scenario_out
         from calibrate.runs.run import load_run
 
@@ -102,11 +105,11 @@ def _print_run_fit(report: dict) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    # loaded when the command runs: rlsim-calibrate starts without pandas, scipy and plotly
     import pandas as pd
 
     from calibrate.runs.report import report_html
     from calibrate.runs.validate import validate
-    from rlsim.run.profile import load_profile
 
     profile = load_profile(args.profile) if args.profile else None
     table, details = validate(args.runs, profile, args.target, args.gpu, args.allow_thread_mismatch)

@@ -44,6 +44,7 @@ from calibrate.vllm_check.predict import (
     model_kv_bytes,
     summarize,
 )
+from rlsim.cli import run_command
 from rlsim.phases import Phase
 
 DESCRIPTION = (
@@ -107,6 +108,7 @@ def cmd_vllm_check(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    # loaded when the command runs: rlsim-calibrate starts without pandas
     from calibrate.bench.fit import fit_profile
     from calibrate.bench.tables import load_bench_tables, model_spec_from_folder
 
@@ -256,8 +258,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rlsim.cli import run_command
-
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.argv = argv
