@@ -11,7 +11,7 @@ from typing import Any
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    # loaded when the command runs: it imports every framework adapter (rlsim.frameworks)
+    # loaded when the command runs: rlsim-calibrate starts without every framework adapter (rlsim.frameworks)
     from calibrate.importers.convert import format_problems, import_log, write_runlog
 
     result = import_log(args.log, args.format, prompts_per_step=args.prompts_per_step, group_size=args.group_size)
