@@ -9,15 +9,12 @@ import dataclasses
 import math
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from calibrate import CalibrateError
 from rlsim.io.files import atomic_write_text, read_json
 from rlsim.io.runlog import RunLogError, read_jsonl
-from rlsim.run.profile import load_profile
-
-if TYPE_CHECKING:
-    from rlsim.run.profile import Profile
+from rlsim.run.profile import Profile, load_profile
 
 
 def _read_run(path: Path) -> list[dict]:

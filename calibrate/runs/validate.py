@@ -2,7 +2,7 @@
 
 ``validate(runs, profile)`` never fits: every number it predicts comes from the profile (costs, in-loop factors,
 reward and glue, the response-length model, the learning model, all fitted by ``rlsim-calibrate fit --runs``) and
-the runs' setup (calibrate.runs.setup_scenario: model, device, engine, P, G, algorithm, budget). A held-out
+the runs' setup (calibrate.runs.run.setup_scenario: model, device, engine, P, G, algorithm, budget). A held-out
 run's measured lengths and speed never enter its prediction. For each batch size it simulates the setup at that
 P once, exactly as ``rlsim run SCENARIO --profile PROFILE --set workload.prompts_per_step=P`` does with the
 scenario ``fit --scenario-out`` wrote (same numbers), and compares:
@@ -98,7 +98,7 @@ def validate(
         if run.batch not in predictions:
             predictions[run.batch] = predict_batch(run, profile, gpu)
         p = predictions[run.batch]
-        # over the steps the prediction covers (its steps to the target), as calibrate.runs.measured says why
+        # over the steps the prediction covers (its steps to the target), as calibrate.runs.run.measured says why
         m = measured(run, target, span_steps=p["steps"] if p.get("samples_to_target") is not None else None)
         w = load_warning(f"run {run.name}", m["load"])
         if w:
