@@ -11,7 +11,7 @@ P = B / G; a run whose directory holds ``summary.json`` is not run again unless 
 from its checkpoint), so the script resumes.
 
 1. The fit runs: B = ``--batch`` at the ``--fit`` G (the reference G = 8 among them).
-2. The fit (calibrate/learning_fit/groups.py): the prompt concentration from the fit runs' logged
+2. The fit (calibrate/learning/groups.py): the prompt concentration from the fit runs' logged
    ``zero_variance_groups``, the group correlation from their samples-to-target at the G other than 8.
 3. ``group_form_predictions.json``, with the time it was written: per model (batch: B = P x G alone; groups: the
    informative share with every prompt at the curve's pass rate; spread: the fitted model) the samples-to-target
@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from staleness_loop import ROOT, run_all  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from calibrate.learning_fit.groups import (  # noqa: E402
+from calibrate.learning.groups import (  # noqa: E402
     fit_spread,
     group_multipliers,
     median_reached,

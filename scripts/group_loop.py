@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from staleness_loop import ROOT, run_all  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from calibrate.learning_fit.groups import group_multipliers, median_reached, reference_curve, seeds_reaching  # noqa: E402
+from calibrate.learning.groups import group_multipliers, median_reached, reference_curve, seeds_reaching  # noqa: E402
 from rlsim.io.runlog import read_jsonl  # noqa: E402
 
 BATCH, REFERENCE_G = 128, 8

@@ -8,7 +8,7 @@ Every run is ``rlsim-real train`` (GRPO on the ``last`` task from the tiny rando
 held-out prompts every 5 steps, one torch thread) with ``--staleness K --staleness-loss L``; K = 0 runs are shared by
 both losses. A run whose directory holds ``summary.json`` is not run again, so the script resumes. Per loss:
 
-1. the fit runs (``--fit``) -> ``rlsim-calibrate fit-staleness``'s fit (calibrate/learning_fit/staleness.py);
+1. the fit runs (``--fit``) -> ``rlsim-calibrate fit-staleness``'s fit (calibrate/learning/staleness.py);
 2. ``predictions.json``: each form's predicted eval curve and kept gain at each held-out staleness, with the time
    they were written; the held-out runs have not started then;
 3. the held-out runs;
@@ -32,9 +32,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from calibrate.learning_fit.curve import first_crossing  # noqa: E402
-from calibrate.learning_fit.fit import _run_points  # noqa: E402
-from calibrate.learning_fit.staleness import FORMS, fit_staleness, metric_near  # noqa: E402
+from calibrate.learning.checks import run_points  # noqa: E402
+from calibrate.learning.curve import first_crossing  # noqa: E402
+from calibrate.learning.staleness import FORMS, fit_staleness, metric_near  # noqa: E402
 from rlsim.io.runlog import read_jsonl  # noqa: E402
 
 LOSSES = ("naive_ppo", "decoupled_ppo")
@@ -114,7 +114,7 @@ def predict(out: Path, fit_ks: list[int], held: list[int], seeds: int) -> dict:
     for loss in LOSSES:
         runs = [r for k, rs in logs(out, loss, fit_ks, seeds).items() for r in rs]
         fit = fit_staleness(runs)
-        grid = np.unique(np.concatenate([_run_points(r, i)[0] for i, r in enumerate(runs)]))
+        grid = np.unique(np.concatenate([run_points(r, i)[0] for i, r in enumerate(runs)]))
         predictions[loss] = {
             "chosen": fit.loss,
             "rms": fit.rms,
@@ -152,7 +152,7 @@ def compare(out: Path, predictions: dict, held: list[int], seeds: int) -> None:
         grid = np.array(pr["samples"])
         level = pr["initial"] + 0.75 * pr["base_gain"]
         for k, runs in logs(out, loss, held, seeds).items():
-            points = [_run_points(r, i) for i, r in enumerate(runs)]
+            points = [run_points(r, i) for i, r in enumerate(runs)]
             measured = [(metric_near(s, m, pr["at_samples"]) - pr["initial"]) / pr["base_gain"] for s, m in points]
             mean_curve = np.mean([np.interp(grid, s, m) for s, m in points], axis=0)
             hits = sorted(first_crossing(s, m, level) or math.inf for s, m in points)

@@ -206,9 +206,21 @@ def deferred_for_nothing(module: str) -> list[str]:
             added = loaded_by(i.target) - base if i.internal else {i.target} - base
             by_line.setdefault(i.line, set()).update(heavy(added))
     for line, kept_out in sorted(by_line.items()):
-        above = [s.strip() for s in source[: line - 1] if s.strip()][-3:]  # a comment over a block of imports
-        said = "#" in source[line - 1] or any(s.startswith("#") for s in above)
+        said = "#" in source[line - 1] or _comment_over_block(source, line)
         if not kept_out or not said:
             why = f"keeps out {', '.join(sorted(kept_out))}, unsaid" if kept_out else "keeps nothing heavy out"
             found.append(f"{module}:{line} {source[line - 1].strip()} ({why})")
     return found
+
+
+def _comment_over_block(source: list[str], line: int) -> bool:
+    """Whether a comment stands over the block of imports that holds line ``line`` (1-based): the lines above it
+    that are imports, their parenthesized names or blank are the block; the line above the block is the comment."""
+    k = line - 2
+    while k >= 0:
+        text = source[k].strip()
+        if text.startswith(("from ", "import ")) or not text or text == ")" or text.rstrip(",").isidentifier():
+            k -= 1
+            continue
+        return text.startswith("#")
+    return False

@@ -1,13 +1,16 @@
 """Import the per-step metrics that real RL frameworks log into rlsim run logs (:mod:`rlsim.io.runlog`).
 
-``import_log(path, fmt)`` reads a metrics dump of a verl, OpenRLHF, TRL (GRPOTrainer) or NeMo RL run and returns
-an :class:`ImportResult`: one valid run-log record per training step, plus ``problems``, the (line number, reason)
-of every line that could not be used. A broken line never stops the import; it is reported and skipped.
+``calibrate.importers.convert.import_log(path, fmt)`` reads a metrics dump of a verl, OpenRLHF, TRL (GRPOTrainer) or
+NeMo RL run and returns an :class:`~calibrate.importers.convert.ImportResult`: one valid run-log record per training
+step, plus ``problems``, the (line number, reason) of every line that could not be used. A broken line never stops
+the import; it is reported and skipped.
 
 Modules: one per framework (``verl``, ``openrlhf``, ``trl``, ``nemo_rl``), each with its mapping table (framework
 log keys -> run-log fields) at its top and the sources of those names in its docstring; ``core`` (reading lines,
-grouping rows into steps, the helpers the mappings use); ``convert`` (:func:`import_log`, the one place a record is
-built, :func:`write_runlog`).
+grouping rows into steps, the helpers the mappings use); ``convert``
+(:func:`~calibrate.importers.convert.import_log`, the one place a record is built,
+:func:`~calibrate.importers.convert.write_runlog`); ``cli`` (``rlsim-calibrate import``). Each framework adapter of
+rlsim.frameworks names its module here (``Adapter.log_importer``).
 
 Input files
 -----------
@@ -34,15 +37,13 @@ Common rules
   nothing to ``wall_s`` nor ``cumulative_samples``; their step numbers are missing from the records.
 * Responses per step: the framework's logged count (or the derivation in its module, used only if it lands within
   0.1 % of an integer); else ``prompts_per_step x group_size``; prompts: ``prompts_per_step``, else responses /
-  ``group_size``. If neither is known, :class:`~calibrate.errors.CalibrateError` asks for both options.
+  ``group_size``. If neither is known, :class:`~calibrate.CalibrateError` asks for both options.
 * Tokens: frameworks log means only, so ``response_tokens = round(mean response length x responses)`` and
   ``prompt_tokens = round(mean prompt length x responses)`` (a prompt counts once per response, as in rlsim's own
   run logs). ``None`` when the mean is not logged.
 * ``source_metrics`` keeps every numeric metric the mapping did not consume (eval keys are kept too, as
   ``eval_metric`` is a reduction of them), under its original name. Extra keys: ``step_time_s``, ``source_format``,
   ``source_line``.
+
+May import: calibrate, rlsim
 """
-
-from calibrate.importers.convert import FORMATS, ImportResult, format_problems, import_log, write_runlog
-
-__all__ = ["FORMATS", "ImportResult", "format_problems", "import_log", "write_runlog"]

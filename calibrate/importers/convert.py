@@ -7,23 +7,23 @@ The one place an imported record is built is :func:`run_log_record`; the rules f
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.importers.core import Format, Group, Mapped, RowError, group_steps, is_number, read_rows
+from rlsim.errors import suggest
+from rlsim.frameworks import registry
 from rlsim.io import records
+from rlsim.io.files import atomic_write
 from rlsim.io.runlog import write_jsonl
 
 
 def _specs() -> dict[str, Format]:
-    """Each framework adapter's run-log importer (rlsim.frameworks.registry: FrameworkAdapter.log_importer) by name."""
-    import importlib
-
-    from rlsim.frameworks import registry
-
+    """Each framework adapter's run-log importer (rlsim.frameworks.registry: Adapter.log_importer) by name."""
     out = {}
     for name, adapter in registry.adapters().items():
         if adapter.log_importer:
@@ -64,8 +64,6 @@ def import_log(
     step could be read, or an unknown batch size.
     """
     if fmt not in FORMAT_SPECS:
-        from rlsim.errors import suggest
-
         raise CalibrateError(f"unknown log format {fmt!r}; {suggest(fmt, FORMATS)}")
     spec = FORMAT_SPECS[fmt]
     p = Path(path)
@@ -231,8 +229,6 @@ def run_log_record(
 
 def write_runlog(result: ImportResult, out_path: str | Path) -> Path:
     """Write the imported records as a run log (JSON Lines, validated line by line)."""
-    from rlsim.io.files import atomic_write
-
     out = Path(out_path)
     atomic_write(out, lambda p: write_jsonl(p, result.records))  # all or nothing
     return out

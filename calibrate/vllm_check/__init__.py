@@ -3,7 +3,7 @@
 ``python -m calibrate.vllm_check -o DIR [--model tiny|smollm2|FOLDER] [--quick] [--repeats N]``
 
 1. **Fit.** The project's generation bench (``rlsim-real bench generation --engine vllm``) on its own grid of
-   (concurrency, prompt, response) lengths, fitted with ``calibrate.costfit.fit_profile`` (phase ``rollout``).
+   (concurrency, prompt, response) lengths, fitted with ``calibrate.bench.fit.fit_profile`` (phase ``rollout``).
 2. **Measure.** vLLM's own offline benchmark, ``vllm bench throughput --dataset-name random`` (fixed lengths:
    ``--random-range-ratio 0``; EOS ignored, as that benchmark always does), at points whose concurrency, prompt
    and output lengths are all off the bench grid, between and beyond its values. vLLM's defaults are kept except
@@ -32,5 +32,8 @@ vLLM runs only in subprocesses (``measure``): this package never imports torch o
 
 Modules: ``plan`` (the bench grid, the check points, vLLM's CPU settings), ``measure`` (the project's bench and
 vLLM's benchmark in subprocesses, vLLM's JSON), ``predict`` (rlsim's prediction of a point, the comparison, the
-error statistics), ``command`` (the options and the run; ``python -m calibrate.vllm_check`` runs its ``main``).
+error statistics), ``cli`` (the options and the run: ``rlsim-calibrate vllm-check``, and ``python -m
+calibrate.vllm_check`` runs its ``main``).
+
+May import: calibrate, calibrate.bench, rlsim
 """

@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 from calibrate.vllm_check.plan import (
     DEFAULT_KV_SPACE_GIB,
     VLLM_CPU_MAX_NUM_BATCHED_TOKENS,
@@ -31,6 +31,7 @@ from calibrate.vllm_check.plan import (
 )
 
 if TYPE_CHECKING:
+    # loaded when the command runs: rlsim-calibrate starts without pandas
     import pandas as pd
 
 DRIVER_MODULE = "real.vllm_bench_driver"  # runs the vllm bench commands in a subprocess
@@ -98,6 +99,7 @@ def parse_throughput_json(data: dict[str, Any], point: Point) -> dict[str, float
 
 def measured_table(jobs: list[dict]) -> pd.DataFrame:
     """One row per vLLM run (a point's repeat), read from the JSON each run wrote."""
+    # loaded when the command runs: rlsim-calibrate starts without pandas
     import pandas as pd
 
     rows = []

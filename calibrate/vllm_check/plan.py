@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from calibrate.errors import CalibrateError
+from calibrate import CalibrateError
 
 VLLM_CPU_MAX_NUM_SEQS = 256  # vllm EngineArgs.get_batch_defaults, CPU, UsageContext.LLM_CLASS
 VLLM_CPU_MAX_NUM_BATCHED_TOKENS = 4096  # same place

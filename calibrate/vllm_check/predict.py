@@ -13,8 +13,12 @@ import math
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from calibrate.vllm_check.plan import DEFAULT_KV_SPACE_GIB, VLLM_CPU_BLOCK_SIZE, VLLM_CPU_MAX_NUM_SEQS, Plan, Point
-from rlsim.scenario import scheduler_rules
+from rlsim.engine.replica import simulate_replica
+from rlsim.run.costs import RooflineCostModel
+from rlsim.scenario import from_dict, scheduler_rules
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -46,11 +50,8 @@ def predict_seconds(
     ``prompt_tokens`` is the prompt length vLLM actually saw (default: the point's); the KV capacity is what
     ``kv_space_gib`` GiB hold in whole blocks (:func:`kv_capacity_tokens`).
     """
-    import numpy as np
-
-    from calibrate.costfit import base_scenario
-    from rlsim.engine.replica import simulate_replica
-    from rlsim.run.costs import RooflineCostModel
+    # loaded when the command runs: rlsim-calibrate starts without pandas
+    from calibrate.bench.fit import base_scenario
 
     gpu = gpu or profile.provenance.get("gpu_catalog_entry") or "CPU-2core"
     p = int(round(point.prompt_tokens if prompt_tokens is None else prompt_tokens))
@@ -72,8 +73,6 @@ def predict_seconds(
 
 def model_kv_bytes(model: dict[str, Any] | str) -> float:
     """KV bytes per token of a model spec (rlsim's own count: K and V of every layer at the model's dtype)."""
-    from rlsim.scenario import from_dict
-
     return float(from_dict({"model": model, "hardware": {"gpu": "CPU-2core"}}).kv_bytes_per_token)
 
 
@@ -91,8 +90,6 @@ def bench_rows(table: pd.DataFrame, estimator: str = "min") -> pd.DataFrame:
 
 def summarize(rows: pd.DataFrame) -> dict[str, Any]:
     """Error statistics over the points of ``check.csv`` (``error_pct`` = predicted / measured - 1, in %)."""
-    import numpy as np
-
     err = rows["error_pct"].to_numpy(float)
     ok = np.isfinite(err)
     a = np.abs(err[ok])
@@ -129,6 +126,7 @@ def compare(
     estimator: str = "min",
 ) -> pd.DataFrame:
     """One row per point: the ``estimator`` of its runs (``min``: the fastest, or ``median``) against rlsim."""
+    # loaded when the command runs: rlsim-calibrate starts without pandas
     import pandas as pd
 
     out = []

@@ -4,7 +4,7 @@ priced on a small trace whose makespan is counted by hand; and how the ``concurr
 import numpy as np
 import pytest
 
-from calibrate import published_generation as gen
+from calibrate.published import generation as gen
 from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients
 from rlsim.engine.replica import SchedulerRules
 from rlsim.frameworks.nemo_rl.recipe import NotExpressible

@@ -1,4 +1,4 @@
-"""fit-learning's ceiling by batch (calibrate.learning_fit.ceiling; issue 33: "a ceiling that may depend on batch
+"""fit-learning's ceiling by batch (calibrate.learning.ceiling; issue 33: "a ceiling that may depend on batch
 size", ScaleRL's larger batches ending higher): the asymptotes of the per-batch curves tested for equality, the
 table written where they differ, the batch term fitted along samples with the ceiling divided out, and rlsim
 predicting each batch's samples-to-target from that profile."""
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import rlsim
-from calibrate.learning_fit.ceiling import ceiling_test
-from calibrate.learning_fit.fit import fit_learning
+from calibrate.learning.ceiling import ceiling_test
+from calibrate.learning.fit import fit_learning
 from rlsim.learning.model import LearningModelError, samples_to_target
 from rlsim.run.profile import Profile
 from tests.conftest import SCENARIOS
@@ -89,8 +89,8 @@ def test_without_the_ceiling_term_the_batch_term_absorbs_it_and_misses(monkeypat
     samples-to-target) put the ceiling's effect on the samples axis, where the critical-batch form (samples
     non-decreasing in B) cannot follow it: near the small batch's ceiling (target 0.68, its ceiling 0.70) it
     predicts 0.30x that batch's N*; with the term, 1.006x."""
-    import calibrate.learning_fit.fit as fit_module
-    from calibrate.learning_fit.ceiling import CeilingTest
+    import calibrate.learning.fit as fit_module
+    from calibrate.learning.ceiling import CeilingTest
 
     runs = [run_log(b, top) for b, top in TOPS.items()]
     moving = fit_learning(runs, target=TARGET, reference_batch=1024, lr_rule="sqrt").to_profile_learning()

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibrate.costfit import FIT_PARAMS, base_scenario, fit_phase, fit_profile, predict
-from calibrate.errors import CalibrateError
-from calibrate.tables import load_bench_tables
+from calibrate import CalibrateError
+from calibrate.bench.fit import FIT_PARAMS, base_scenario, fit_phase, fit_profile, predict
+from calibrate.bench.tables import load_bench_tables
 from rlsim.run.profile import load_profile
 
 TINY = {
@@ -260,8 +260,8 @@ def test_under_sustained_load_a_configuration_is_the_mean_of_its_repeats():
 def test_fitted_phases_are_named_by_the_phase_vocabulary():
     """The bench-fitted phases are named once (rlsim.phases.Phase): the coefficients fitted, the configuration
     columns and the in-loop scaling name the same four, all members of Phase."""
-    from calibrate.costfit import CONFIG_COLUMNS
-    from calibrate.runfit import SCALED
+    from calibrate.bench.fit import CONFIG_COLUMNS
+    from calibrate.runs.fit import SCALED
     from rlsim.phases import Phase
 
     bench = [Phase.ROLLOUT, Phase.TRAIN_ACTOR, Phase.OLD_LOGPROB, Phase.WEIGHT_SYNC]

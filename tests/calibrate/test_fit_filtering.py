@@ -1,4 +1,4 @@
-"""``rlsim-calibrate fit-filtering`` (calibrate/learning_fit/filtering.py): the power of the keep rate by which DAPO's
+"""``rlsim-calibrate fit-filtering`` (calibrate/learning/filtering.py): the power of the keep rate by which DAPO's
 dynamic sampling scales the trained samples to target, from runs at one batch with and without it."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from calibrate.errors import CalibrateError
-from calibrate.learning_fit.filtering import fit_filtering
+from calibrate import CalibrateError
+from calibrate.learning.filtering import fit_filtering
 
 BATCH, MID, TARGET = 128, 8000.0, 0.8
 

@@ -1,4 +1,4 @@
-"""rlsim-calibrate fit-groups (calibrate/learning_fit/groups.py; issue 33): whether runs at one batch and several
+"""rlsim-calibrate fit-groups (calibrate/learning/groups.py; issue 33): whether runs at one batch and several
 group sizes follow B = P x G alone or the informative-group term, from run logs made by each model."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from calibrate.errors import CalibrateError
-from calibrate.learning_fit.groups import ShareSteps, fit_concentration, fit_groups, median_reached
+from calibrate import CalibrateError
+from calibrate.learning.groups import ShareSteps, fit_concentration, fit_groups, median_reached
 from rlsim.learning.curve import metric_at
 from rlsim.learning.groups import group_multiplier, informative_share
 from rlsim.learning.model import reference_samples_to_target

@@ -1,4 +1,4 @@
-"""rlsim-calibrate fit-staleness (calibrate/learning_fit/staleness.py; issue 33): which staleness form runs at
+"""rlsim-calibrate fit-staleness (calibrate/learning/staleness.py; issue 33): which staleness form runs at
 several maximum stalenesses follow, from run logs made by the forms themselves with seeded noise."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from calibrate.errors import CalibrateError
-from calibrate.learning_fit.staleness import fit_staleness, profile_learning, run_staleness
+from calibrate import CalibrateError
+from calibrate.learning.staleness import fit_staleness, profile_learning, run_staleness
 from rlsim.learning.curve import metric_at
 from rlsim.learning.staleness import retained_gain, with_staleness
 from rlsim.scenario import MetricCurve

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from calibrate.errors import CalibrateError
-from calibrate.importers import FORMATS, format_problems, import_log, write_runlog
+from calibrate import CalibrateError
+from calibrate.importers.convert import FORMATS, format_problems, import_log, write_runlog
 from rlsim.io.runlog import read_jsonl, validate_record
 
 FIX = Path(__file__).parent / "fixtures"

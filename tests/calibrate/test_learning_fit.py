@@ -1,4 +1,4 @@
-"""calibrate.learning_fit: certified-value tests (data generated from known parameters, then recovered)."""
+"""calibrate.learning: certified-value tests (data generated from known parameters, then recovered)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import sys
 import numpy as np
 import pytest
 
-from calibrate.errors import CalibrateError
-from calibrate.learning_fit.batch import CriticalBatchFit, fit_critical_batch, table_multiplier
-from calibrate.learning_fit.curve import SigmoidFit, fit_sigmoid, samples_to_target, samples_to_target_from_fit
-from calibrate.learning_fit.fit import fit_learning
-from calibrate.learning_fit.invariance import invariance_score
-from calibrate.learning_fit.noise import b_simple_pooled
+from calibrate import CalibrateError
+from calibrate.learning.batch import CriticalBatchFit, fit_critical_batch, table_multiplier
+from calibrate.learning.curve import SigmoidFit, fit_sigmoid, samples_to_target, samples_to_target_from_fit
+from calibrate.learning.fit import fit_learning
+from calibrate.learning.invariance import invariance_score
+from calibrate.learning.noise import b_simple_pooled
 from rlsim.learning import model as rl
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 
@@ -473,10 +473,10 @@ def test_fit_functions_do_not_mutate_inputs():
 
 
 def test_calibrate_never_imports_torch_or_vllm():
-    assert "calibrate.learning_fit.fit" in sys.modules
+    assert "calibrate.learning.fit" in sys.modules
     import subprocess
 
-    code = "import sys, calibrate.learning_fit.fit; print(any(m in sys.modules for m in ('torch', 'vllm')))"
+    code = "import sys, calibrate.learning.fit; print(any(m in sys.modules for m in ('torch', 'vllm')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -657,7 +657,7 @@ def test_fit_learning_command_writes_the_learning_model_into_the_profile(tmp_pat
 def test_critical_batch_power_follows_the_lr_rule():
     """One learning model: fit-learning's cross-batch fit takes the power of the runs' LR rule (Adam's 1/2 under
     sqrt, McCandlish's 1 under linear), as fit --runs does; it recovers B_crit from exact points of that form."""
-    from calibrate.learning_fit.batch import critical_power, fit_critical_batch
+    from calibrate.learning.batch import critical_power, fit_critical_batch
 
     assert (critical_power("sqrt"), critical_power("none"), critical_power("linear"), critical_power(None)) == (
         0.5,

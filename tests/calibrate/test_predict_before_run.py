@@ -18,11 +18,12 @@ import numpy as np
 import pytest
 import yaml
 
-from calibrate.errors import CalibrateError
-from calibrate.runfit import fit_runs, scenario_out
-from calibrate.runlearning import learning_model, seed_model, stall_upper
-from calibrate.runs import load_run
-from calibrate.validate import validate
+from calibrate import CalibrateError
+from calibrate.learning.seeds import seed_model, stall_upper
+from calibrate.runs.fit import fit_runs, scenario_out
+from calibrate.runs.learning import learning_model
+from calibrate.runs.run import load_run
+from calibrate.runs.validate import validate
 from rlsim.io.runlog import SCHEMA_VERSION
 from rlsim.run.profile import PhaseFit, Profile, load_profile
 
@@ -201,7 +202,7 @@ def test_validate_never_changes_the_profile_and_its_numbers_are_rlsim_runs(fitte
             meas = runs_here[f"measured_s/{phase}"].median()
             assert row[f"measured_s/{phase}"] == meas
             assert row[f"error/{phase}"] == pytest.approx(pred / meas - 1, rel=1e-9)
-    from calibrate.validate import report_html
+    from calibrate.runs.report import report_html
 
     page = report_html(table, details, profile)  # the report shows the per-phase errors in a table of their own
     assert "Per phase" in page and "B = 128 (reference)" in page and "rollout" in page
@@ -323,7 +324,7 @@ def test_length_phases_follow_training_progress(tmp_path):
     """With --length-phases the lengths come in histograms by the samples a step starts at; a simulated run draws
     each step's responses from the phase it is in (a run at another batch meets them at the same samples)."""
     import rlsim
-    from calibrate.runfit import length_model
+    from calibrate.runs.fit import length_model
 
     model = _model_dir(tmp_path)
     runs = [load_run(_write_run(tmp_path, 16, s, model)) for s in range(2)]
@@ -476,7 +477,7 @@ def test_ppo_stalls_carry_to_other_batches_as_steps_without_a_correct_answer(tmp
     quarter of the batch stalls far more and 4x far less. The same runs as GRPO keep one share at every batch
     (zero-advantage groups do not move the policy). The validate band at B = 16 is carried alike."""
     import rlsim
-    from calibrate.validate import reach_band
+    from calibrate.runs.validate import reach_band
     from rlsim.learning.model import stall_at
 
     model = _model_dir(tmp_path)
@@ -524,7 +525,7 @@ def test_signal_free_steps_need_the_initial_success():
 
 
 def test_a_mid_point_inside_the_first_step_is_a_degenerate_curve():
-    from calibrate.runlearning import degenerate_reasons
+    from calibrate.runs.learning import degenerate_reasons
 
     # the issue's fit: plateau lifted to 0.901 for a target of 0.9, mid-point 0.018 samples at B = 64
     reasons = degenerate_reasons(0.5, 0.899, 0.0, 0.9, 0.018, 64)
@@ -538,7 +539,7 @@ def test_the_predicted_band_of_seeds_reaching_the_target():
     Binomial(10, 0.5) has P(<= 1) = 11/1024 < 5% <= P(<= 2) = 56/1024 and P(<= 7) = 968/1024 < 95% <= P(<= 8), so
     the 90% band is [2, 8]; Binomial(4, 0.5): P(0) = 1/16 >= 5%, P(<= 3) = 15/16 < 95%: [0, 4]. An uncertain stall
     share (3 of 5 reference seeds stalled) only widens it: the issue's 0 of 5 and 4 of 5 at p = 0.4 both lie in it."""
-    from calibrate.validate import reach_band
+    from calibrate.runs.validate import reach_band
 
     assert reach_band(0.5, {"runs": 0}, 10) == [2, 8]
     assert reach_band(0.5, {"runs": 0}, 4) == [0, 4]
@@ -551,11 +552,11 @@ def test_the_predicted_band_of_seeds_reaching_the_target():
 
 
 def test_the_band_starts_at_zero_beyond_the_verified_range():
-    """PPO on first:length=3 (docs/results/validation_loops.md): 5 of 5 reference seeds reached 0.5 at B = 64, so
-    the band at B = 16 was [3, 5] and 0 of 5 reached it there. Two doublings from the only fitted batch the invariant
-    range's edge may lie between, so the band starts at 0; one doubling away (and inside fit-learning's fitted
-    batches) it is the Beta-binomial band as before."""
-    from calibrate.validate import doublings_outside, reach_band
+    """PPO on first:length=3 (docs/calibrate.md): 5 of 5 reference seeds reached 0.5 at B = 64, so the band at
+    B = 16 was [3, 5] and 0 of 5 reached it there. Two doublings from the only fitted batch the invariant range's
+    edge may lie between, so the band starts at 0; one doubling away (and inside fit-learning's fitted batches) it
+    is the Beta-binomial band as before."""
+    from calibrate.runs.validate import doublings_outside, reach_band
 
     ref = {"runs": 5, "runs_reaching_target": 5, "stall_probability": 0.0, "reference_batch": 64}
     assert reach_band(0.99, ref, 5) == [3, 5]
@@ -590,7 +591,7 @@ def test_a_bench_and_runs_measured_under_different_loads_are_refused(tmp_path):
 def test_loop_first_seed_is_checked_and_reaches_the_runs(tmp_path, capsys):
     """--first-seed picks a fresh set of seeds; a negative one is refused before anything is written."""
     from calibrate.cli import main as calibrate_main
-    from calibrate.loop import train_command
+    from calibrate.loop.commands import train_command
 
     out = tmp_path / "loop"
     code = calibrate_main(["loop", "--first-seed", "-1", "--seeds", "2", "--threads", "1", "-o", str(out)])
@@ -608,7 +609,7 @@ def test_the_band_of_the_median_over_the_seeds_that_reached_the_target():
     narrow it (about as 1 / sqrt(k)); a budget cuts the draws off at it; no spread, no band. Loop 6's B = 16 (two
     seeds reached 0.5: 9,376 and 4,826 samples, median 7,101, 29% above the predicted 5,040 with sigma 0.54) lies
     inside its band: a 20% check on two seeds is below what the seeds can show."""
-    from calibrate.validate import median_band
+    from calibrate.runs.validate import median_band
 
     lo, hi = median_band(1000.0, 0.5, 1e12, 1)
     assert lo == pytest.approx(1000 * math.exp(-1.645 * 0.5), rel=0.03)

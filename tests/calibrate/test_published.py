@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from calibrate.cli import main
-from calibrate.published import costs_set, dev_set_path, evaluate, predict_row, read_rows, summarize
+from calibrate.published.costs import costs_set
+from calibrate.published.steps import dev_set_path, evaluate, predict_row, read_rows, summarize
 from rlsim.frameworks.nemo_rl.recipe import NotExpressible, scenario_from_recipe
 from rlsim.scenario import engine_behaviour, from_dict
 
@@ -154,14 +155,14 @@ def test_missing_column_is_named(tmp_path):
 
 @pytest.fixture(scope="module")
 def gen_results():
-    from calibrate import published_generation as gen
+    from calibrate.published import generation as gen
 
     return gen.evaluate(gen.read_rows([gen.dev_set_path()]), costs_set("fitted"))
 
 
 def test_generation_development_set_accuracy_meets_the_bar(gen_results):
     """Issue 11 must-show 1: median |error| <= 15%, bias within 5%, median error per TP size within 20%."""
-    from calibrate import published_generation as gen
+    from calibrate.published import generation as gen
 
     st = gen.summarize(gen_results[:24])  # the H100 tranche it was set for; A100 rows: test_published_cv.py
     assert st["n_expressed"] == st["n_rows"] == 24
@@ -172,7 +173,7 @@ def test_generation_development_set_accuracy_meets_the_bar(gen_results):
 
 
 def test_generation_row_mapping():
-    from calibrate import published_generation as gen
+    from calibrate.published import generation as gen
 
     row = {
         "model": "Meta-Llama-3.1-8B-FP8",
@@ -224,7 +225,7 @@ def test_csv_of_neither_kind_is_refused(tmp_path):
 
 def test_fit_recovers_a_known_coefficient(dev):
     """Predictions made with train_compute_efficiency 0.5 become the 'measurements'; a fit from 0.35 finds 0.5."""
-    from calibrate.published import fit_costs, log_residuals
+    from calibrate.published.costs import fit_costs, log_residuals
 
     rows = dev[dev["model"].str.contains("Qwen3-32B")].copy()  # training-heavy rows, fast to simulate
     truth = {"train_compute_efficiency": 0.5}

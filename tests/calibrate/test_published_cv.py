@@ -1,13 +1,13 @@
-"""rlsim-calibrate published --cv KEY: leave-one-group-out accuracy (calibrate/published_cv.py)."""
+"""rlsim-calibrate published --cv KEY: leave-one-group-out accuracy (calibrate.published.cv)."""
 
 import json
 
 import pytest
 
-from calibrate import published as pub
-from calibrate import published_cv as pcv
-from calibrate import published_generation as gen
 from calibrate.cli import main
+from calibrate.published import cv as pcv
+from calibrate.published import generation as gen
+from calibrate.published.costs import fit_costs, split_fitted
 
 NAMES = ["vllm-0.5.decode_per_seq_overhead_s"]
 
@@ -33,9 +33,9 @@ def test_a_fold_never_sees_its_held_out_rows(cv, gen_df):
     fit's predictions of the A100 rows."""
     h100 = gen_df[gen_df["gpu"].str.contains("H100")]
     a100 = gen_df[gen_df["gpu"].str.contains("A100")]
-    direct = pub.fit_costs(None, h100, NAMES, {})
+    direct = fit_costs(None, h100, NAMES, {})
     assert cv["groups"]["A100-80GB"]["fitted"][NAMES[0]] == pytest.approx(direct[NAMES[0]], rel=1e-9)
-    costs, engines = pub.split_fitted(direct)
+    costs, engines = split_fitted(direct)
     from rlsim import catalog
 
     with catalog.engine_overrides(engines):

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from calibrate.errors import CalibrateError
-from calibrate.runs import Run, measured
-from calibrate.validate import validate
+from calibrate import CalibrateError
+from calibrate.runs.run import Run, measured
+from calibrate.runs.validate import validate
 
 FIXTURES = Path(__file__).with_name("fixtures")
 # what the verl fixture's run is assumed to have run on (the log does not say): one 8 x H100 node, colocated
@@ -221,8 +221,8 @@ def test_real_runs_validate_against_a_profile(tmp_path):
 
 def test_scaled_profile_scales_each_phase_time_by_its_factor():
     """The in-loop factor read off the reference runs multiplies the phase's predicted seconds."""
-    from calibrate.costfit import base_scenario
-    from calibrate.runfit import scaled_profile
+    from calibrate.bench.fit import base_scenario
+    from calibrate.runs.fit import scaled_profile
     from rlsim.run.costs import RooflineCostModel
     from rlsim.run.profile import PhaseFit, Profile
     from tests.calibrate.test_costfit import TINY
@@ -284,8 +284,8 @@ def test_scaled_profile_scales_each_phase_time_by_its_factor():
 def test_learning_model_takes_adams_power_for_sqrt_rule_runs(tmp_path):
     """Runs trained with the sqrt LR rule get samples ~ (1 + B / B_simple) ** 0.5 (Adam's first-order cost);
     the linear rule McCandlish's power 1. Both use B_simple from the runs' gradient norms."""
-    from calibrate.runlearning import learning_model
-    from calibrate.runs import load_run
+    from calibrate.runs.learning import learning_model
+    from calibrate.runs.run import load_run
     from rlsim.learning.model import batch_multiplier
     from rlsim.scenario import BatchMultiplier
     from tests.calibrate.test_predict_before_run import _model_dir, _write_run
@@ -314,7 +314,7 @@ def test_learning_model_takes_adams_power_for_sqrt_rule_runs(tmp_path):
 def test_glue_outside_the_timed_phases_is_read_per_sample(tmp_path):
     """The wall time no phase timer saw is host work over every response: read off the reference runs per
     sample, so a held-out batch twice as large pays twice the glue."""
-    from calibrate.runfit import reward_and_glue
+    from calibrate.runs.fit import reward_and_glue
 
     recs, wall = [], 0.0
     for t in range(1, 6):
@@ -330,8 +330,8 @@ def test_in_loop_factors_make_the_reference_runs_phases_come_out_as_measured(tmp
     """Scaled by the in-loop factors read off the reference runs, the profile predicts each bench-fitted phase
     of those runs as measured (under the fitted length model); the rollout's factor leaves out the per-sample glue
     the runs' timer did not see."""
-    from calibrate.runfit import fit_runs, predict_run
-    from calibrate.runs import load_run
+    from calibrate.runs.fit import fit_runs, predict_run
+    from calibrate.runs.run import load_run
     from tests.calibrate.test_predict_before_run import _bench_profile, _model_dir, _write_run
 
     model = _model_dir(tmp_path)
@@ -352,8 +352,8 @@ def test_the_critics_passes_get_their_own_factors_from_ppo_runs(tmp_path):
     """A PPO run times the critic's passes apart: priced as the policy's passes of the same shape, each is scaled
     by its own in-loop factor (here half the log-prob pass and 0.6 of the actor's training), said in one line each;
     a GRPO run's fit has no such factor and no such line."""
-    from calibrate.runfit import fit_runs, predict_run
-    from calibrate.runs import load_run
+    from calibrate.runs.fit import fit_runs, predict_run
+    from calibrate.runs.run import load_run
     from tests.calibrate.test_predict_before_run import _bench_profile, _model_dir, _write_run
 
     model = _model_dir(tmp_path)
@@ -376,8 +376,8 @@ def test_a_phase_the_bench_did_not_time_comes_from_the_runs_and_says_so(tmp_path
     report names the phase in one line. A phase neither benched nor timed keeps the defaults, also in one line."""
     import dataclasses
 
-    from calibrate.runfit import FROM_RUNS, fit_runs, predict_run
-    from calibrate.runs import load_run, setup_scenario
+    from calibrate.runs.fit import FROM_RUNS, fit_runs, predict_run
+    from calibrate.runs.run import load_run, setup_scenario
     from tests.calibrate.test_predict_before_run import _bench_profile, _model_dir, _write_run
 
     model = _model_dir(tmp_path)

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calibrate.costfit import base_scenario, predict
-from calibrate.errors import CalibrateError
-from calibrate.vllm_check.command import add_arguments, main
+from calibrate import CalibrateError
+from calibrate.bench.fit import base_scenario, predict
+from calibrate.vllm_check.cli import add_arguments, main
 from calibrate.vllm_check.measure import parse_throughput_json, vllm_bench_argv
 from calibrate.vllm_check.plan import (
     PLANS,
@@ -221,7 +221,7 @@ def test_bench_rows_take_one_statistic_per_configuration():
 
 def test_module_imports_neither_torch_nor_vllm():
     code = (
-        "import sys, calibrate.vllm_check.command as vc\n"
+        "import sys, calibrate.vllm_check.cli as vc\n"
         "vc.build_parser().parse_args(['-o', 'x', '--quick'])\n"
         "assert 'torch' not in sys.modules and 'vllm' not in sys.modules, 'imported'\n"
     )

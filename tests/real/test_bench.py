@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from calibrate.errors import CalibrateError  # noqa: E402
-from calibrate.tables import load_bench_tables  # noqa: E402
+from calibrate import CalibrateError  # noqa: E402
+from calibrate.bench.tables import load_bench_tables  # noqa: E402
 from real import bench  # noqa: E402
 from real.errors import RealError  # noqa: E402
 from rlsim.io.records import BENCH_COLUMNS, BENCH_REQUIRED_COLUMNS  # noqa: E402

@@ -10,8 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from calibrate.loop import bench_commands, train_command  # noqa: E402
-from calibrate.tables import bench_threads, threads_warning  # noqa: E402
+from calibrate.bench.tables import bench_threads, threads_warning  # noqa: E402
+from calibrate.loop.commands import bench_commands, train_command  # noqa: E402
 from real import environment  # noqa: E402
 from real.errors import RealError  # noqa: E402
 
@@ -88,8 +88,8 @@ def test_the_loop_passes_its_threads_to_every_bench_and_run(tmp_path):
 def test_the_loop_decides_its_threads_once_for_every_command():
     """auto is resolved once, at the loop's start, into the one count every bench and run gets (per command it gave
     the bench and the runs different counts as the load came and went); a number is kept; a typo is refused."""
-    from calibrate.errors import CalibrateError
-    from calibrate.loop import resolve_threads
+    from calibrate import CalibrateError
+    from calibrate.loop.commands import resolve_threads
 
     n, why = resolve_threads("auto", sample_s=0.2)
     assert n.isdigit() and 1 <= int(n) <= (os.cpu_count() or 1) and why.startswith("auto")

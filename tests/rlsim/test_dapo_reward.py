@@ -187,7 +187,7 @@ def test_tensor_parallel_reward_model_adds_its_all_reduces_and_must_fit():
 
 
 def test_the_published_dapo_row_maps_with_a_keep_rate_and_names_it_without():
-    from calibrate.published import dev_set_path, read_rows
+    from calibrate.published.steps import dev_set_path, read_rows
     from rlsim.frameworks.nemo_rl.recipe import NotExpressible, scenario_from_recipe
 
     row = read_rows([dev_set_path()]).iloc[4].to_dict()

@@ -578,7 +578,7 @@ def test_nemo_rl_moe_recipe_with_a_null_section_and_an_interpolation():
 def test_nemo_rl_import_is_the_published_mapping():
     """The v0.7.0 recipe with the v0.5.0 train_global_batch_size (512, the development row's) maps like
     rlsim-calibrate published maps that row, but for what only the row has (the measured response length)."""
-    from calibrate.published import dev_set_path, read_rows
+    from calibrate.published.steps import dev_set_path, read_rows
 
     dev = read_rows([dev_set_path()])
     row = dev[(dev["model"] == "meta-llama/Llama-3.1-8B-Instruct") & (dev["policy_mode"] == "on")].iloc[0].to_dict()

@@ -120,7 +120,7 @@ def test_batch_limits_by_release_usage_context_and_gpu():
 
 
 def test_a_served_v1_benchmark_row_takes_the_servers_limits():
-    from calibrate import published_generation as gen
+    from calibrate.published import generation as gen
 
     row = {"model": "Meta-Llama-3.1-8B-Instruct", "tp": 1, "engine_version": "0.11.2", "concurrency": "64"}
     h100 = from_dict(gen.scenario_for_row({**row, "gpu": "H100-80GB-SXM"}))
