@@ -1,12 +1,15 @@
 """calibrate's packages: its top level holds only the command line and packages, and every package's docstring
 names its modules and states what they may import (``May import: ...``, the grammar in calibrate/__init__.py),
-checked here against every import of every module: at module level, under TYPE_CHECKING and inside functions."""
+checked here against every import of every module: at module level, under TYPE_CHECKING and inside functions
+(tests/import_graph.py). Cycles between modules and deferred imports are tests/test_layout.py's, over every package."""
 
 import ast
 import re
 from pathlib import Path
 
 import pytest
+
+from tests import import_graph
 
 ROOT = Path(__file__).resolve().parents[2]
 CALIBRATE = ROOT / "calibrate"
@@ -23,28 +26,9 @@ MODULES = {_module_name(p): p for root in FIRST_PARTY for p in (ROOT / root).rgl
 PACKAGES = sorted(_module_name(p) for p in CALIBRATE.rglob("__init__.py"))
 
 
-def _imports(path: Path) -> list[tuple[ast.stmt, str]]:
-    """Every first-party module ``path`` imports (module level, TYPE_CHECKING, functions), with its statement."""
-    name = _module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    out = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(parts + ([base] if base else []))
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
-        else:
-            continue
-        for target in targets:
-            if target.split(".")[0] in FIRST_PARTY:
-                while target not in MODULES and "." in target:
-                    target = target.rpartition(".")[0]
-                out.append((node, target))
-    return out
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """Every first-party module ``path`` imports (module level, TYPE_CHECKING, functions), with its line."""
+    return [(i.line, i.target) for i in import_graph.imports(_module_name(path)) if i.internal]
 
 
 def _own_modules(package: str) -> dict[str, Path]:
@@ -98,9 +82,9 @@ def test_a_package_names_its_modules(package):
 def test_a_package_imports_only_what_it_states(package):
     _, names = _statement(package)
     bad = [
-        f"{path.relative_to(ROOT)}:{node.lineno} imports {target}"
+        f"{path.relative_to(ROOT)}:{line} imports {target}"
         for path in _own_modules(package).values()
-        for node, target in _imports(path)
+        for line, target in _imports(path)
         if not _allowed(target, package, names)
     ]
     assert not bad, f"{package} may import {', '.join(names)}; but\n" + "\n".join(bad)
@@ -123,66 +107,3 @@ def test_the_root_module_is_at_the_bottom_and_the_statements_draw_no_cycle():
 
     for p in sorted(graph):
         visit(p, [])
-
-
-def test_no_module_cycles_in_calibrate():
-    """Module by module, every import counted (a package's __init__ importing its modules too)."""
-    graph = {
-        m: {t for _, t in _imports(p) if t.startswith("calibrate") and t != m}
-        for m, p in MODULES.items()
-        if m.split(".")[0] == "calibrate"
-    }
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    cycles = []
-
-    def strong(v: str) -> None:  # Tarjan
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in graph[v]:
-            if w not in index:
-                strong(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while not comp or comp[-1] != v:
-                comp.append(stack.pop())
-            if len(comp) > 1:
-                cycles.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            strong(v)
-    assert not cycles, f"import cycles: {cycles}"
-
-
-def _function_level_imports(path: Path) -> list[ast.stmt]:
-    tree = ast.parse(path.read_text())
-    out = []
-    for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            out += [n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))]
-    return out
-
-
-@pytest.mark.parametrize("package", PACKAGES)
-def test_a_function_level_import_says_it_keeps_start_up_fast(package):
-    """An import inside a function is there to keep rlsim-calibrate's start-up fast, and a comment above its
-    block of imports (or on its line) says so; any other import belongs at the module's top."""
-    bad = []
-    for path in _own_modules(package).values():
-        lines = path.read_text().splitlines()
-        nodes = _function_level_imports(path)
-        spans = {i for n in nodes for i in range(n.lineno, (n.end_lineno or n.lineno) + 1)}
-        for node in nodes:
-            said = "#" in lines[node.lineno - 1] and "start" in lines[node.lineno - 1].split("#", 1)[1]
-            i = node.lineno - 1
-            while not said and i >= 1 and (i in spans or not lines[i - 1].strip()):
-                i -= 1
-            said = said or (i >= 1 and lines[i - 1].strip().startswith("#") and "start" in lines[i - 1])
-            if not said:
-                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
-    assert not bad, "function-level imports without a comment on start-up:\n" + "\n".join(bad)
