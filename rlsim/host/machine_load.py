@@ -14,7 +14,7 @@ over its own interval:
 ``HIGH_OTHER_CPU`` is where calibrate starts warning: above it, other work took more than a fifth of the
 machine and the timings are slower than the machine alone would give. A load is *sustained*
 (:func:`sustained`) when more than half of the measurements were above it: then a slow repeat is the machine's
-steady state under that load, not an accident to filter out (see calibrate.costfit).
+steady state under that load, not an accident to filter out (see calibrate.bench.fit).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ optional fields are checked when present, and keys not listed are allowed (a pro
 :func:`run_log_record` builds a record (adding ``schema_version``) and checks it; :func:`validate_record` checks
 one that was read or built by hand. Seconds everywhere; ``wall_s`` excludes eval.
 
-**Bench table** (``bench.csv`` / ``bench.parquet`` from ``rlsim-real bench``, read by ``calibrate.tables``): one
+**Bench table** (``bench.csv`` / ``bench.parquet`` from ``rlsim-real bench``, read by ``calibrate.bench.tables``): one
 row per measured repeat. :data:`BENCH_COLUMNS` is the table's column order, :data:`BENCH_REQUIRED_COLUMNS` what
 every table must have, :data:`BENCH_PHASE_COLUMNS` the configuration columns each phase is fitted on.
 """

@@ -69,7 +69,7 @@ The power p of the critical-batch form (``critical_power``):
   noise dominates (B << B_noise, the regime where the sqrt rule preserves the trajectory, Malladi et al. 2022),
   then sqrt(B) growth once Adam's normalized step is signal-dominated (each step moves about eta, and eta grows
   only as sqrt(B)). It assumes eta below the curvature limit (second-order term dropped) and one aggregate
-  noise scale; calibrate.runfit uses it, with B_noise = B_simple, for runs trained with the sqrt rule.
+  noise scale; calibrate.runs.fit uses it, with B_noise = B_simple, for runs trained with the sqrt rule.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ stop holding: one model, one task, one budget of steps; other losses (M2PO, VCPO
 Noukhovitch et al.) report matching on-policy results at lags of 2-256 updates and are not in the table.
 `rlsim import-config` sets the form where it imports an async mode (NeMo RL's async GRPO and OpenRLHF's async
 with its importance-sampling correction: decoupled_ppo), and ``rlsim-calibrate fit-staleness`` picks it from a
-user's runs at several stalenesses (calibrate/learning_fit/staleness.py), with the constants fitted to them when
+user's runs at several stalenesses (calibrate/learning/staleness.py), with the constants fitted to them when
 the runs say so (``learning.staleness_form``).
 """
 

@@ -219,7 +219,7 @@ def answer(
     warnings: list[str] = software.warnings(scn) + scn.hardware.topology_warnings()
     if prof is not None:
         warnings += prof.range_warnings(operating_point(scn, records))
-        # what the fit said of its learning model (calibrate.runlearning.degenerate_reasons), where it is in use
+        # what the fit said of its learning model (calibrate.runs.learning.degenerate_reasons), where it is in use
         degenerate = (prof.learning or {}).get("degenerate")
         if scn.learning.metric is not None and degenerate:
             warnings += [f"profile learning model: {r}" for r in degenerate]

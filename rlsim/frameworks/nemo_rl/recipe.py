@@ -2,7 +2,7 @@
 and ``rlsim import-config --format nemo-rl``.
 
 ``scenario_from_recipe(fields)`` maps the fields of a NeMo RL GRPO performance recipe (as the published step-time
-tables and ``calibrate/data/published/rl_step_times_dev.csv`` spell them) to a scenario mapping; a recipe rlsim
+tables and ``calibrate/published/data/rl_step_times_dev.csv`` spell them) to a scenario mapping; a recipe rlsim
 cannot express raises :class:`NotExpressible` with the reason. ``to_scenario(source)`` (``rlsim import-config``)
 reads a recipe YAML itself: ``read(path)`` follows its ``defaults:`` chain, ``resolve`` its ``${...}``
 interpolations (both in :mod:`rlsim.frameworks.nemo_rl.recipe_yaml`), and the TABLE's keys become the same fields, so
