@@ -4,7 +4,7 @@ Pure functions of run-log records (numpy and scipy, no file I/O) but for ``cli``
 sections 3-5):
 
 * ``curve``: :func:`~calibrate.learning.curve.fit_sigmoid`, ScaleRL's sigmoid in cumulative samples (the
-  formula itself is rlsim's: :func:`rlsim.learning.model.metric_at`); samples-to-target, measured (first crossing) and
+  formula itself is rlsim's: :func:`rlsim.learning.curve.metric_at`); samples-to-target, measured (first crossing) and
   from a fitted curve;
 * ``batch``: the critical-batch fit ``E(B) = E_min (1 + B / B_crit) ** p`` and the measured table;
 * ``ceiling``: whether the curve's ceiling moves with the batch;

@@ -1,8 +1,8 @@
 """ScaleRL's sigmoid fitted to the evaluated points of a run, and the samples at which a curve reaches a target.
 
 * :func:`fit_sigmoid`: the metric curve in cumulative samples S, ScaleRL's form (arXiv 2510.13786)
-  ``R(S) = R0 + (A - R0) / (1 + (S_mid / S)^b)``, the curve defined once in :func:`rlsim.learning.model.metric_at`
-  (its shape: :func:`rlsim.learning.model.sigmoid_fraction`); the fit evaluates it through rlsim, so a fitted curve is
+  ``R(S) = R0 + (A - R0) / (1 + (S_mid / S)^b)``, the curve defined once in :func:`rlsim.learning.curve.metric_at`
+  (its shape: :func:`rlsim.learning.curve.sigmoid_fraction`); the fit evaluates it through rlsim, so a fitted curve is
   the one the simulator follows.
 
   Procedure (equivalent to ScaleRL's grid over (A, C_mid) with b from curve_fit, but vectorized): R0 is fixed

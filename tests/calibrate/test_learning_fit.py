@@ -17,6 +17,7 @@ from calibrate.learning.fit import fit_learning
 from calibrate.learning.invariance import invariance_score
 from calibrate.learning.noise import b_simple_pooled
 from rlsim.learning import model as rl
+from rlsim.learning.curve import metric_at
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 
 R0, A, S_MID, B = 0.2, 0.8, 5e4, 1.5
@@ -109,7 +110,7 @@ def test_metric_curve_matches_rlsim():
     curve = fit.to_metric_curve()
     assert isinstance(curve, MetricCurve)
     assert (curve.initial, curve.asymptote, curve.mid_samples, curve.exponent) == (fit.R0, fit.A, fit.S_mid, fit.b)
-    np.testing.assert_allclose(rl.metric_at(curve, s[1:]), fit.predict(s[1:]), rtol=1e-12)
+    np.testing.assert_allclose(metric_at(curve, s[1:]), fit.predict(s[1:]), rtol=1e-12)
     json.dumps(fit.to_dict(), allow_nan=False)
 
 
@@ -120,12 +121,12 @@ def test_fitted_curve_is_rlsims_formula(noise, exponent):
     keeps R(0) = R0 (a power form that clamps S = 0 to a tiny number does not)."""
     truth = MetricCurve(initial=R0, asymptote=A, mid_samples=S_MID, exponent=exponent)
     s = np.linspace(0.0, 4 * S_MID, 60)
-    m = rl.metric_at(truth, s) + np.random.default_rng(3).normal(0.0, noise, s.size)
+    m = metric_at(truth, s) + np.random.default_rng(3).normal(0.0, noise, s.size)
     fit = fit_sigmoid(s, m, r0=R0)
     curve = fit.to_metric_curve()
-    np.testing.assert_array_equal(fit.predict(s), rl.metric_at(curve, s))
-    assert fit.predict(0.0) == R0 and rl.metric_at(curve, 0.0) == R0
-    assert fit.rmse == pytest.approx(math.sqrt(np.mean((rl.metric_at(curve, s) - m) ** 2)), rel=1e-12, abs=1e-15)
+    np.testing.assert_array_equal(fit.predict(s), metric_at(curve, s))
+    assert fit.predict(0.0) == R0 and metric_at(curve, 0.0) == R0
+    assert fit.rmse == pytest.approx(math.sqrt(np.mean((metric_at(curve, s) - m) ** 2)), rel=1e-12, abs=1e-15)
     if noise == 0.0 and exponent == B:  # exact points: the fit recovers rlsim's curve
         assert rel(fit.A, A) < 1e-6 and rel(fit.S_mid, S_MID) < 1e-6 and rel(fit.b, B) < 1e-6
 
