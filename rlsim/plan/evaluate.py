@@ -30,7 +30,6 @@ from rlsim.scenario.build import with_learning
 from rlsim.schema import Scenario
 
 if TYPE_CHECKING:
-    from rlsim.run.reuse import Reuse
     from rlsim.run.timeline import Timelines
 
 SCREEN_STEPS = 2  # steady-state steps per screened group (sync: every step; async k: steps k+1..N-k)
