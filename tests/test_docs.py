@@ -21,7 +21,9 @@ SESSION = re.compile(
 )
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
 # the command, then the date, then the machine it ran on
-HEADER = re.compile(r"^(Written by|Recorded from) `[^`]+`.*\b\d{4}-\d{2}-\d{2}\b.*\b(CPU|VM|GPU|cores|H100|H200)\b", re.S)
+HEADER = re.compile(
+    r"^(Written by|Recorded from) `[^`]+`.*\b\d{4}-\d{2}-\d{2}\b.*\b(CPU|VM|GPU|cores|H100|H200)\b", re.S
+)
 # a path of the project in inline code: it must exist (research notes cite other repositories' paths)
 CODE_PATH = re.compile(r"`((?:rlsim|calibrate|real|scripts|tests|scenarios)/[\w./-]*[\w/])`")
 
