@@ -37,8 +37,8 @@ from typing import Any
 
 import pandas as pd
 
+import real.engines  # called as real.engines.make_engine: a test swaps it for a shared engine
 from real.config import TrainConfig
-from real.engines import make_engine
 from real.errors import RealError
 from real.models import load_policy, model_cache_dir, resolve_model
 from real.timing import synchronize
@@ -122,7 +122,7 @@ def bench_generation(
     path, name = _model(model)
     vocab = AutoConfig.from_pretrained(path).vocab_size
     max_len = max(prompt_tokens) + max(response_tokens) + 8
-    engine = make_engine(engine_name, path, max_model_len=max_len)
+    engine = real.engines.make_engine(engine_name, path, max_model_len=max_len)
     prov = provenance(engine_name, name, model_dir=path, max_num_seqs=getattr(engine, "max_num_seqs", None))
     rng = random.Random(0)
     configs = [(p, r, c) for p in prompt_tokens for r in response_tokens for c in concurrency]
@@ -225,7 +225,7 @@ def bench_sync(
             path, name = _model(spec)
             policy, _ = load_policy(path)
             nbytes = sum(t.numel() * t.element_size() for t in policy.state_dict().values())
-            engines.append(make_engine(engine_name, path))
+            engines.append(real.engines.make_engine(engine_name, path))
             loaded.append((name, policy, nbytes))
 
         def loads(engine: Any, policy: Any) -> None:

@@ -57,9 +57,9 @@ from typing import Any
 
 import numpy as np
 
+import real.engines  # called as real.engines.make_engine: a test swaps it for a shared engine
 from real.checkpoint import load_checkpoint, prepare_run_dir, save_checkpoint, truncate_log
 from real.config import TrainConfig
-from real.engines import make_engine
 from real.environment import apply_threads, environment
 from real.errors import RealError
 from real.models import load_policy, model_cache_dir, resolve_model
@@ -169,7 +169,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
         stale = StalePolicy(model_dir, cfg.staleness, policy)
         if state is not None:
             stale.restore(state["stale_versions"])
-    engine = make_engine(cfg.engine, model_dir, seed=cfg.seed, max_model_len=128)
+    engine = real.engines.make_engine(cfg.engine, model_dir, seed=cfg.seed, max_model_len=128)
     engine.load_weights(policy if stale is None else stale.rollout_model())
     # written once the engine is up, with its limit on running sequences (vLLM's default depends on the device),
     # which calibrate's setup uses; a finished run re-run keeps the environment it ran in

@@ -12,8 +12,8 @@ __version__ = "0.1.0"
 
 import importlib
 
-from rlsim.errors import ProfileError, RlsimError, ScenarioError  # noqa: E402
-from rlsim.phases import Phase  # noqa: E402
+from rlsim.errors import ProfileError, RlsimError, ScenarioError
+from rlsim.phases import Phase
 from rlsim.scenario import from_dict, load_scenario
 from rlsim.schema import Scenario
 

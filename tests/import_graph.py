@@ -88,9 +88,22 @@ def imports(module: str) -> tuple[Import, ...]:
     return tuple(out)
 
 
-def graph(kinds: tuple[str, ...] = ("module", "type", "function")) -> dict[str, set[str]]:
-    """Module -> the project modules it imports, counting the imports of the given kinds."""
-    return {m: {i.target for i in imports(m) if i.internal and i.where in kinds} for m in modules()}
+KINDS = ("module", "type", "function")
+
+
+def graph(kinds: tuple[str, ...] = KINDS) -> dict[str, set[str]]:
+    """Module -> the project modules it imports, counting the imports of the given kinds, with the packages whose
+    ``__init__`` such an import runs first (the target's parents, but for the importing module's own)."""
+    out: dict[str, set[str]] = {}
+    for m in modules():
+        own = {".".join(m.split(".")[:k]) for k in range(1, m.count(".") + 1)}
+        edges: set[str] = set()
+        for i in imports(m):
+            if i.internal and i.where in kinds:
+                parts = i.target.split(".")
+                edges |= {i.target} | {".".join(parts[:k]) for k in range(1, len(parts))} - own - {m}
+        out[m] = {e for e in edges if e in modules()}
+    return out
 
 
 def cycles(g: dict[str, set[str]]) -> list[list[str]]:

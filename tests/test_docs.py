@@ -20,7 +20,12 @@ SESSION = re.compile(
     re.IGNORECASE,
 )
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
-HEADER = re.compile(r"^(Written by|Recorded from) `[^`]+`.*\b\d{4}-\d{2}-\d{2}\b")
+# the command, then the date, then the machine it ran on
+HEADER = re.compile(
+    r"^(Written by|Recorded from) `[^`]+`.*\b\d{4}-\d{2}-\d{2}\b.*\b(CPU|VM|GPU|cores|H100|H200)\b", re.S
+)
+# a path of the project in inline code: it must exist (research notes cite other repositories' paths)
+CODE_PATH = re.compile(r"`((?:rlsim|calibrate|real|scripts|tests|scenarios)/[\w./-]*[\w/])`")
 
 
 def markdown_files() -> list[Path]:
@@ -146,3 +151,17 @@ def test_the_results_header_check_refuses_a_page_without_one():
     assert HEADER.match("Written by `python scripts/scaling.py` on 2026-01-02 (A CPU, 2 cores).")
     assert not HEADER.match("Measured on this VM, with the numbers below.")
     assert not HEADER.match("Written by `python scripts/scaling.py` (no date).")
+    assert not HEADER.match("Written by `python scripts/scaling.py` on 2026-01-02.")  # no machine
+
+
+def missing_paths(text: str) -> list[str]:
+    """The project paths named in inline code of ``text`` that do not exist (globs and placeholders skipped)."""
+    names = (m[1].rstrip("/") for m in CODE_PATH.finditer(text))
+    return [n for n in names if "*" not in n and "<" not in n and not (ROOT / n).exists()]
+
+
+def test_every_project_path_the_docs_name_exists():
+    pages = [ROOT / "README.md", *(p for p in sorted(DOCS.rglob("*.md")) if "research" not in p.parts)]
+    missing = [f"{p.relative_to(ROOT)}: {n}" for p in pages for n in missing_paths(p.read_text())]
+    assert not missing, "paths that do not exist (moved?): " + "; ".join(missing)
+    assert missing_paths("see `calibrate/published.py` and `rlsim/cli.py`") == ["calibrate/published.py"]

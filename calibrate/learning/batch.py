@@ -17,7 +17,8 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from calibrate import CalibrateError
-from calibrate.learning.checks import as_array, finite_or_none
+from calibrate.learning.checks import as_array
+from rlsim.io.numbers import finite
 from rlsim.scenario import BatchMultiplier
 
 
@@ -67,8 +68,8 @@ class CriticalBatchFit:
             "min_samples": float(self.min_samples),
             "critical_batch": float(self.critical_batch),
             "uncertainty": {
-                "min_samples": finite_or_none(self.min_samples_err),
-                "critical_batch": finite_or_none(self.critical_batch_err),
+                "min_samples": finite(self.min_samples_err),
+                "critical_batch": finite(self.critical_batch_err),
             },
             "rms_log_residual": float(self.rms_log_residual),
             "num_points": int(self.num_points),

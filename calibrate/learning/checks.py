@@ -53,12 +53,6 @@ def curve_points(samples: Any, metric: Any, min_points: int, what: str) -> tuple
     return s, m
 
 
-def finite_or_none(x: float | None) -> float | None:
-    if x is None or not math.isfinite(x):
-        return None
-    return float(x)
-
-
 def check_target(target: Any) -> float:
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not math.isfinite(target):
         raise CalibrateError(f"target {target!r} must be a finite number; pass the metric value to reach")

@@ -31,7 +31,8 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from calibrate import CalibrateError
-from calibrate.learning.checks import check_target, curve_points, finite_or_none
+from calibrate.learning.checks import check_target, curve_points
+from rlsim.io.numbers import finite
 from rlsim.learning.curve import metric_at, sigmoid_fraction
 from rlsim.learning.model import LearningModelError, reference_samples_to_target
 from rlsim.scenario import MetricCurve
@@ -97,9 +98,9 @@ class SigmoidFit:
             "mid_samples": float(self.mid_samples),
             "exponent": float(self.exponent),
             "uncertainty": {
-                "asymptote": finite_or_none(self.asymptote_err),
-                "mid_samples": finite_or_none(self.mid_samples_err),
-                "exponent": finite_or_none(self.exponent_err),
+                "asymptote": finite(self.asymptote_err),
+                "mid_samples": finite(self.mid_samples_err),
+                "exponent": finite(self.exponent_err),
             },
             "rmse": float(self.rmse),
             "num_points": int(self.num_points),

@@ -20,11 +20,12 @@ import numpy as np
 from calibrate import CalibrateError
 from calibrate.learning.batch import CriticalBatchFit, critical_power, fit_critical_batch, table_multiplier
 from calibrate.learning.ceiling import CeilingTest, ceiling_factor, ceiling_test
-from calibrate.learning.checks import check_target, finite_or_none, run_batch, run_points
+from calibrate.learning.checks import check_target, run_batch, run_points
 from calibrate.learning.curve import SigmoidFit, first_crossing, fit_sigmoid_checked, samples_to_target_from_fit
 from calibrate.learning.invariance import INVARIANCE_DEFINITION, invariance_score
 from calibrate.learning.noise import GRAD_KEYS, b_simple_pooled
 from calibrate.learning.seeds import seed_model, stall_upper
+from rlsim.io.numbers import finite
 from rlsim.run.profile import LEARNING_VERSION
 from rlsim.scenario import BatchMultiplier, Learning, MetricCurve
 
@@ -142,10 +143,8 @@ class LearningFit:
             },
             "curves": {str(b): c.to_dict() for b, c in sorted(self.curves.items())},
             "invariance": inv,
-            "b_simple": {str(b): finite_or_none(d["b_simple"]) for b, d in sorted(self.b_simple.items())} or None,
-            "b_simple_interval": {
-                str(b): [finite_or_none(x) for x in d["interval"]] for b, d in sorted(self.b_simple.items())
-            }
+            "b_simple": {str(b): finite(d["b_simple"]) for b, d in sorted(self.b_simple.items())} or None,
+            "b_simple_interval": {str(b): [finite(x) for x in d["interval"]] for b, d in sorted(self.b_simple.items())}
             or None,
             "fitted_range": {
                 # the batches seeds ran at (their stall shares are measured even where no curve was fitted)

@@ -2,7 +2,7 @@
 
 Input: CSVs with the columns of ``calibrate/published/data/rl_step_times_dev.csv`` (the NeMo RL performance-table
 rows, read its README): one row per published run, its recipe's fields and the measured ``step_time_s``. Each row
-becomes a scenario through ``rlsim.frameworks.nemo_rl.scenario_from_recipe`` (the documented mapping); rows the
+becomes a scenario through ``rlsim.frameworks.nemo_rl.recipe.scenario_from_recipe`` (the documented mapping); rows the
 mapping cannot express are reported with the reason, not dropped silently.
 
 A row's prediction is the steady-state mean step time of a short simulation: 4 steps for synchronous rows, 2k + 4
@@ -70,16 +70,17 @@ OTHER_FRAMEWORKS = ("verl", "openrlhf", "trl", "slime", "areal", "roll", "skyrl"
 
 def framework_note(fields: dict[str, Any]) -> str:
     """What to say of a row that names an RL framework other than NeMo RL: this table's mapping
-    (rlsim/frameworks/nemo_rl.py) gives NeMo RL's semantics (its refit, offload, engine defaults) to every row, so
-    such a row is predicted with them and says so ("" for a NeMo RL row or one naming none)."""
+    (rlsim/frameworks/nemo_rl/recipe.py) gives NeMo RL's semantics (its refit, offload, engine defaults) to every
+    row, so such a row is predicted with them and says so ("" for a NeMo RL row or one naming none)."""
     text = " ".join(str(fields.get(k) or "") for k in ("source", "source_version", "recipe", "framework")).lower()
     if "nemo" in text:
         return ""
     for name in OTHER_FRAMEWORKS:
         if re.search(rf"(?<![a-z]){re.escape(name)}(?![a-z])", text):
             return (
-                f"the row names framework {name!r}, predicted with NeMo RL's mapping (rlsim/frameworks/nemo_rl.py: "
-                "its weight refit, offload and engine defaults); its own config through rlsim import-config is closer"
+                f"the row names framework {name!r}, predicted with NeMo RL's mapping "
+                "(rlsim/frameworks/nemo_rl/recipe.py: its weight refit, offload and engine defaults); its own config "
+                "through rlsim import-config is closer"
             )
     return ""
 

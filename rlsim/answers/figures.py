@@ -39,7 +39,8 @@ class ReportError(RlsimError):
     """The directory holds no sweep or run outputs to report on."""
 
 
-def _plotly():
+def plotly_modules():
+    """plotly's graph objects and make_subplots, or a ReportError saying how to install them (an optional extra)."""
     try:
         import plotly.graph_objects as go
         from plotly.subplots import make_subplots
@@ -84,7 +85,7 @@ def sweep_figures(
 def _time_to_target_figure(ok: pd.DataFrame, colour: dict[str, str]) -> tuple[str, str, Any]:
     """Time-to-target vs batch, one line per series, the band as error bars; a row whose time to target was
     extrapolated (a screened sweep's, column extrapolated) as an open marker."""
-    go, _ = _plotly()
+    go, _ = plotly_modules()
     fig = go.Figure()
     for name, g in ok.groupby("series", sort=False):
         g = g.sort_values("responses_per_step")
@@ -126,7 +127,7 @@ def _decision_figure(
     ok: pd.DataFrame, colour: dict[str, str], scenario: dict[str, Any], grid: dict[str, list[Any]]
 ) -> tuple[str, str, Any]:
     """Throughput gain vs samples penalty against the reference configuration, with the break-even line."""
-    go, _ = _plotly()
+    go, _ = plotly_modules()
     ref = reference_row(ok, scenario)
     ok["gain"] = ok["samples_per_s"] / ref["samples_per_s"]
     ok["penalty"] = ok["samples_to_target"] / ref["samples_to_target"]
@@ -174,7 +175,7 @@ def _decision_figure(
 def _invariance_figure(ok: pd.DataFrame, curves: pd.DataFrame, scenario: dict[str, Any]) -> tuple[str, str, Any]:
     """The predicted metric vs cumulative samples and vs wall-clock, per batch and series; a screened row's curve
     past its simulated steps (curves.csv column extrapolated) dashed."""
-    go, make_subplots = _plotly()
+    go, make_subplots = plotly_modules()
     fig = make_subplots(rows=1, cols=2, subplot_titles=("metric vs cumulative samples", "metric vs wall-clock"))
     merged = curves.merge(ok[["config", "series", "prompts_per_step"]], on="config")
     if "extrapolated" not in merged:  # a sweep written before screens
@@ -222,7 +223,7 @@ def _invariance_figure(ok: pd.DataFrame, curves: pd.DataFrame, scenario: dict[st
 
 def _phases_figure(ok: pd.DataFrame) -> tuple[str, str, Any]:
     """Seconds per step by phase, per configuration."""
-    go, _ = _plotly()
+    go, _ = plotly_modules()
     fig = go.Figure()
     labels = [f"P={r.prompts_per_step} {r.series}" for r in ok.itertuples()]
     for phase in TIMED_PHASES:
@@ -239,7 +240,7 @@ def _phases_figure(ok: pd.DataFrame) -> tuple[str, str, Any]:
 
 def _engine_figure(ok: pd.DataFrame, engines: pd.DataFrame) -> tuple[str, str, Any]:
     """Generation tokens/s per replica vs concurrency: the engine model and the sweep's operating points."""
-    go, _ = _plotly()
+    go, _ = plotly_modules()
     fig = go.Figure()
     if not engines.empty:
         for name, g in engines.groupby("engine", sort=False):
@@ -273,7 +274,7 @@ def _engine_figure(ok: pd.DataFrame, engines: pd.DataFrame) -> tuple[str, str, A
 
 
 def run_figures(steps: pd.DataFrame, summary: dict[str, Any] | None = None) -> list[tuple[str, str, Any]]:
-    go, _ = _plotly()
+    go, _ = plotly_modules()
     summary = summary or {}
     figs = []
     fig = go.Figure()

@@ -42,6 +42,7 @@ from rlsim.host.executor import run_tasks
 from rlsim.learning.model import samples_to_target
 from rlsim.run.costs import RooflineCostModel
 from rlsim.run.profile import Profile, profile_from_dict
+from rlsim.run.tasks import ConfigTask
 from rlsim.scenario import parse_scalar, split_assignment
 from rlsim.scenario.build import with_learning
 from rlsim.schema import Scenario
@@ -84,25 +85,18 @@ def expand_grid(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
 
 
-def run_config(task: tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None, int, list[str]]) -> dict[str, Any]:
-    """Simulate one configuration to its target; picklable for process pools and Ray. Returns a row, its curve and
-    the engine curve of its setup (None when the configuration is invalid)."""
-    base, overrides, profile_dict, index, explicit = task
-    return run_configs((base, [(index, overrides)], profile_dict, explicit, False))[0]
-
-
-def run_configs(
-    task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], dict[str, Any] | None, list[str], bool],
-) -> list[dict[str, Any]]:
-    """:func:`run_config` for several configurations in one process, with one timeline cache (rlsim.run.timeline):
-    those whose overrides differ only in ``learning.*`` values (the LR rules of one batch size) share the systems
-    side, the longest run simulated first and the others looked up in it; the rows are those of one run each. With
-    the task's last item true each run is screened: at most its band's window, the rest extrapolated."""
+def run_configs(task: ConfigTask) -> list[dict[str, Any]]:
+    """Simulate the task's configurations to their targets in one process (picklable for process pools and Ray),
+    with one timeline cache (rlsim.run.timeline): those whose overrides differ only in ``learning.*`` values (the LR
+    rules of one batch size) share the systems side, the longest run simulated first and the others looked up in
+    it; the rows are those of one run each. With ``task.screen`` each run is screened: at most its band's window,
+    the rest extrapolated. Returns per configuration its row, its curve and the engine curve of its setup (None
+    when the configuration is invalid)."""
     # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.simulation import BAND_STEPS, configure, planned_steps, predict
     from rlsim.run.timeline import Timelines
 
-    base, configs, profile_dict, explicit, screen = task
+    base, configs, profile_dict, explicit, screen = task.base, task.configs, task.profile, task.explicit, task.screen
     rows = [{"config": index, **dict(overrides)} for index, overrides in configs]
     out: list[dict[str, Any]] = [{"row": row, "curve": [], "engine": None} for row in rows]
     valid: list[tuple[int, Scenario, int]] = []
@@ -246,7 +240,7 @@ def sweep(
         raise ScenarioError("--screen-thrash", screen_thrash, "is not a thrash model", "use fast or exact")
     if finalists < 0:
         raise ScenarioError("--finalists", finalists, "is negative", "give 0 or more rows to simulate again")
-    base = scenario.to_dict()  # each configuration validates base + its overrides once (run_config)
+    base = scenario.to_dict()  # each configuration validates base + its overrides once (run_configs)
     prof = profile.to_dict() if profile is not None else None
     hints = [_cost_hint(scenario, profile, cfg, explicit, screen) for cfg in configs]
     screened = THRASH_KEY not in grid and THRASH_KEY not in explicit and screen_thrash != scenario.engine.thrash_model
@@ -298,7 +292,7 @@ def _simulate(
         systems = {k: v for k, v in configs[i].items() if not k.startswith("learning.")}
         groups.setdefault(json.dumps(systems, sort_keys=True, default=str), []).append(i)
     members = list(groups.values())
-    tasks = [(base, [(i, configs[i]) for i in group], prof, explicit, screen) for group in members]
+    tasks = [ConfigTask(base, [(i, configs[i]) for i in group], prof, explicit, screen) for group in members]
     costs = [max(hints[i] for i in group) for group in members]  # the longest variant's run serves the rest
     done = run_tasks(run_configs, tasks, *run, progress, costs, [len(g) for g in members])
     found = {i: result for group, results in zip(members, done) for i, result in zip(group, results)}
@@ -332,7 +326,7 @@ def _cost_hint(
 ) -> float:
     """Roughly how long a configuration takes to simulate: the responses it simulates (samples-to-target when it
     runs to the target, at most its band's window when ``screen``; else steps x responses per step). Read from the
-    overrides without validating the configuration (run_config does that, once); 0 for one that cannot be read
+    overrides without validating the configuration (run_configs does that, once); 0 for one that cannot be read
     (it fails fast anyway)."""
     # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.simulation import BAND_STEPS
@@ -344,7 +338,7 @@ def _cost_hint(
         learning = {k: v for k, v in overrides.items() if k.startswith("learning.")}
         scn = with_learning(scenario, learning) if learning else scenario
         if profile is not None and profile.learning_overrides() and not learning:
-            return float(b * steps)  # the profile's learning model applies in run_config; any order will do
+            return float(b * steps)  # the profile's learning model applies in run_configs; any order will do
         if scn.learning.metric is None or scn.learning.target is None:
             return float(b * steps)
         k = int(overrides.get("schedule.max_staleness", scenario.schedule.staleness))

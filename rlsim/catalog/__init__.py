@@ -3,6 +3,8 @@
 ``gpus.yaml``, ``models.yaml`` and ``engines.yaml`` (named inference-engine behaviours) live beside this module.
 Lookups return plain dicts (copies) that ``rlsim.scenario`` turns into ``GPUSpec`` / ``ModelSpec``; the
 ``source``/``notes``/``verify`` keys carry provenance and are dropped there.
+
+May import: rlsim.io, rlsim.errors, rlsim.phases.
 """
 
 from __future__ import annotations

@@ -3,5 +3,5 @@ paged KV cache, prefix caching, recompute preemption), its compiled kernel (``ke
 ``kernel_build``), the scheduling and paging rules (``scheduler``) and one step's generation over the replicas
 (``rollout``). Sizes in tokens, times in seconds.
 
-May import: rlsim.errors, rlsim.phases, rlsim.host. Nothing here reads a scenario: the run layer hands it arrays.
+May import: rlsim.host, rlsim.errors, rlsim.phases. Nothing here reads a scenario: the run layer hands it arrays.
 """

@@ -6,7 +6,8 @@ rollout engine), one package per framework (``verl``, ``trl``, ``openrlhf``, ``n
 ``ADAPTER``), the registry that finds them (``registry``), the import and the emit that drive them
 (``config_import``, ``emit``) and the generated tables of docs/import-config.md (``docs``).
 
-May import: rlsim's host, io, workload, engine, catalog, trainer, scenario and learning layers. Inside, imports go
+May import: rlsim.schema, rlsim.host, rlsim.io, rlsim.workload, rlsim.engine, rlsim.catalog, rlsim.trainer,
+rlsim.scenario, rlsim.learning, rlsim.errors, rlsim.phases. Inside, imports go
 one way: adapter <- common, launch, sglang <- the framework packages <- emit (OpenRLHF's argument reader);
 adapter <- registry <- config_import, docs <- emit (the registry imports the framework packages by name, on first
 use).

@@ -3,5 +3,5 @@
 (``progress``), and the one executor that runs a command's tasks on local processes or Ray (``executor``, with its
 local pools in ``workers_pool``), used by ``rlsim sweep`` and ``rlsim plan``.
 
-May import: rlsim.errors.
+May import: rlsim.errors, rlsim.phases.
 """

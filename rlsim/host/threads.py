@@ -22,14 +22,10 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rlsim.errors import RlsimError
-
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
 
 MIN_REQUESTS = 4096  # requests in a step below which one thread runs it
 ENV = "RLSIM_THREADS"

@@ -7,6 +7,9 @@ count for the configuration that reaches the target first or cheapest, and say w
 * :mod:`rlsim.plan.search`: :func:`plan`, prices, constraints, the winner and the Pareto front;
 * :mod:`rlsim.plan.explain`: the explanation against the user's own configuration;
 * :mod:`rlsim.plan.output`: plan.csv, plan.json, the HTML report and the emitted framework patch.
+
+May import: rlsim.schema, rlsim.host, rlsim.io, rlsim.workload, rlsim.engine, rlsim.catalog, rlsim.trainer,
+rlsim.scenario, rlsim.learning, rlsim.run, rlsim.answers, rlsim.frameworks, rlsim.errors, rlsim.phases.
 """
 
 from rlsim.plan.search import OBJECTIVES, PlanError, PlanResult, pareto_front, plan

@@ -25,11 +25,11 @@ from rlsim.errors import RlsimError
 from rlsim.run.profile import profile_from_dict
 from rlsim.run.result import SimResult
 from rlsim.run.reuse import Reuse
+from rlsim.run.tasks import ConfigTask, GroupsTask
 from rlsim.scenario.build import with_learning
 from rlsim.schema import Scenario
 
 if TYPE_CHECKING:
-    from rlsim.run.reuse import Reuse
     from rlsim.run.timeline import Timelines
 
 SCREEN_STEPS = 2  # steady-state steps per screened group (sync: every step; async k: steps k+1..N-k)
@@ -79,21 +79,17 @@ def result_row(result: SimResult) -> dict[str, Any]:
     return row
 
 
-def evaluate_groups(
-    task: tuple[dict[str, Any], list[list[tuple[int, dict[str, Any]]]], dict | None, list[str], str],
-) -> list:
+def evaluate_groups(task: GroupsTask) -> list:
     """Screen groups that share their workload, engine and rollout GPUs (rlsim.plan.search puts them in one task):
-    ``(base scenario dict, [[(index, overrides)] per group], profile dict, explicit keys, plan key)`` -> each
-    group's rows as :func:`evaluate_group` gives them. The runs of every task of one plan (its ``plan key``) that
+    each group's rows as :func:`evaluate_group` gives them. The runs of every task of one plan (its ``plan key``) that
     this process screens share a rlsim.run.reuse.Reuse: sampled lengths (every configuration of a workload
     draws the same) and equal rollouts (a sync and an async schedule start alike, colocated and separate pools
     with as many rollout GPUs roll out alike). A task of another plan replaces it; :func:`forget_reuse` drops it."""
     # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.timeline import Timelines
 
-    base, groups, profile_dict, explicit, plan_key = task
-    reuse = _plan_reuse(plan_key)
-    return [row for items in groups for row in evaluate_group((base, items, profile_dict, explicit), Timelines(reuse))]
+    reuse = _plan_reuse(task.plan_key)
+    return [row for group in task.groups for row in evaluate_group(group, Timelines(reuse))]
 
 
 def bound_row(result: SimResult) -> dict[str, Any]:
@@ -107,19 +103,14 @@ def bound_row(result: SimResult) -> dict[str, Any]:
     }
 
 
-def bound_groups(
-    task: tuple[dict[str, Any], list[list[tuple[int, dict[str, Any]]]], dict | None, list[str], str],
-) -> list:
+def bound_groups(task: GroupsTask) -> list:
     """:func:`evaluate_groups` with generation free (rlsim.plan.bound): each configuration's lower bounds, or its
     pruned row. No engine runs; the lengths are shared as in the screen."""
     # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.timeline import Timelines
 
-    base, groups, profile_dict, explicit, plan_key = task
-    reuse = _plan_reuse(plan_key)
-    each = (
-        evaluate_group((base, items, profile_dict, explicit), Timelines(reuse, True), bound_row) for items in groups
-    )
+    reuse = _plan_reuse(task.plan_key)
+    each = (evaluate_group(group, Timelines(reuse, True), bound_row) for group in task.groups)
     return [row for rows in each for row in rows]
 
 
@@ -140,20 +131,19 @@ def forget_reuse() -> None:
 
 
 def evaluate_group(
-    task: tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], dict | None, list[str]],
+    task: ConfigTask,
     timelines: Timelines | None = None,
     row_of: Callable[[SimResult], dict[str, Any]] | None = None,
 ) -> list:
-    """Screen one group: ``(base scenario dict, [(index, overrides)], profile dict, explicit keys)`` -> one
-    ``(index, row)`` per configuration (``row["status"]`` ok or pruned, ``row["reason"]`` when pruned; an ok
-    row's numbers by ``row_of``, :func:`result_row` by default). The group's learning variants share one short
-    timeline, in ``timelines`` if given."""
+    """Screen one group (the task's configurations) -> one ``(index, row)`` per configuration (``row["status"]``
+    ok or pruned, ``row["reason"]`` when pruned; an ok row's numbers by ``row_of``, :func:`result_row` by
+    default). The group's learning variants share one short timeline, in ``timelines`` if given."""
     # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.simulation import configure, predict
     from rlsim.run.timeline import Timelines
 
-    base, items, profile_dict, explicit = task
-    profile = profile_from_dict(profile_dict) if profile_dict else None
+    base, items, explicit = task.base, task.configs, task.explicit
+    profile = profile_from_dict(task.profile) if task.profile else None
     valid: list[tuple[int, Scenario]] = []
     out: list[tuple[int, dict[str, Any]]] = []
     first: tuple[dict[str, Any], Scenario] | None = None  # the group's first valid configuration
@@ -185,15 +175,15 @@ def evaluate_group(
     return out
 
 
-def evaluate_full(task: tuple[dict[str, Any], int, dict[str, Any], dict | None, list[str]]) -> tuple[int, dict]:
-    """One finalist simulated to its target with the band: ``(base, index, overrides, profile, explicit)``."""
+def evaluate_full(task: ConfigTask) -> tuple[int, dict]:
+    """One finalist (the task's one configuration) simulated to its target with the band."""
     # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.simulation import configure, predict
 
-    base, index, overrides, profile_dict, explicit = task
-    profile = profile_from_dict(profile_dict) if profile_dict else None
+    ((index, overrides),) = task.configs
+    profile = profile_from_dict(task.profile) if task.profile else None
     try:
-        scn = configure(base, profile, overrides, explicit)
+        scn = configure(task.base, profile, overrides, task.explicit)
         result = predict(scn, profile, with_band=True, to_target=True)
     except RlsimError as exc:
         return index, {"status": "pruned", "reason": str(exc)}

@@ -24,7 +24,7 @@ import yaml
 
 from rlsim import __version__
 from rlsim.answers.answer import Answer, gpu_hours, samples
-from rlsim.answers.figures import PHASE_COLORS, _plotly
+from rlsim.answers.figures import PHASE_COLORS, plotly_modules
 from rlsim.answers.report import CSS
 from rlsim.io.files import atomic_write, atomic_write_text
 from rlsim.phases import TIMED_PHASES
@@ -118,7 +118,7 @@ def _front_caption(result: PlanResult, ylabel: str) -> str:
 
 
 def _figures(result: PlanResult) -> list[tuple[str, str, Any]]:
-    go, _ = _plotly()
+    go, _ = plotly_modules()
     t = result.table[result.table["feasible"]].copy()
     ycol = "cost_usd" if t["cost_usd"].notna().any() else "gpu_hours_to_target"
     ylabel = "cost to target (US$)" if ycol == "cost_usd" else "GPU-hours to target"
@@ -265,7 +265,7 @@ def plan_report(
     ]
     parts = [
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_css()}</style></head><body><h1>{html.escape(title)}</h1>",
+        f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
         "<h2>Answer</h2>" + answer_html(result, patch),
         "<h2>Why</h2><details><summary>the whole explanation, as the terminal printed it</summary><pre>"
         + html.escape("\n".join(explanation))
@@ -287,10 +287,6 @@ def plan_report(
         + "</body></html>"
     )
     return "\n".join(parts), [(name, fig) for name, _, fig in figs]
-
-
-def _css() -> str:
-    return CSS
 
 
 def write_plan(

@@ -264,8 +264,6 @@ def parse_price_overrides(items: Sequence[str]) -> dict[str, float]:
 
     Each error is one :class:`ScenarioError` line naming the item: no ``=``, an unknown GPU (the known ones are
     listed), a price that is not a number or not positive, or a GPU priced twice with different values."""
-    # imported here, not at module level: rlsim.scenario may import this module to price a scenario
-
     if isinstance(items, str):
         items = [items]
     known = known_gpus()

@@ -37,6 +37,7 @@ from rlsim.plan.evaluate import evaluate_full, evaluate_groups, forget_reuse
 from rlsim.plan.prices import MissingPrice, price_for
 from rlsim.plan.space import Config, Space, baseline_config, build_space, configurations
 from rlsim.run.profile import Profile
+from rlsim.run.tasks import ConfigTask, GroupsTask
 from rlsim.schema import Scenario
 
 if TYPE_CHECKING:
@@ -321,8 +322,8 @@ class _Runner:
         base = {**self.base, "engine": {**self.base.get("engine", {}), "thrash_model": self.screen_thrash}}
         tasks, costs, sizes = [], [], []
         for groups in buckets.values():
-            items = [[(i, configs[i].overrides) for i in g] for g in groups]
-            tasks.append((base, items, self.prof, self.explicit, self.plan_key))
+            items = [ConfigTask(base, [(i, configs[i].overrides) for i in g], self.prof, self.explicit) for g in groups]
+            tasks.append(GroupsTask(items, self.plan_key))
             costs.append(sum(_group_cost(configs[g[0]].overrides) for g in groups))
             sizes.append(sum(len(g) for g in groups))
         run = (self.executor, self.address, self.workers)
@@ -341,7 +342,7 @@ class _Runner:
         progress: Callable[..., None] | None,
     ) -> None:
         """The finalists simulated in full, in place of their screened rows (kept as screen_*)."""
-        tasks = [(self.base, i, configs[i].overrides, self.prof, self.explicit) for i in full]
+        tasks = [ConfigTask(self.base, [(i, configs[i].overrides)], self.prof, self.explicit) for i in full]
         costs = [float(rows[i].get("samples_to_target") or 0.0) for i in full]  # responses simulated to target
         finals = (lambda done, total: progress(done, total, "finalists")) if progress is not None else None
         for index, row in run_tasks(evaluate_full, tasks, self.executor, self.address, self.workers, finals, costs):

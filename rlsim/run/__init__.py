@@ -4,5 +4,6 @@ sync or async) on the pools of ``pools`` (tracks, spans, utilization), ``timelin
 side by the digest of its inputs, ``simulation`` holds the one ``simulate`` and ``predict`` (a timeline plus the
 learning model), ``result`` the SimResult, ``profile`` the fitted profile a run may use.
 
-May import: everything below it (errors, phases, host, io, workload, engine, catalog, trainer, scenario, learning).
+May import: rlsim.schema, rlsim.host, rlsim.io, rlsim.workload, rlsim.engine, rlsim.catalog, rlsim.trainer,
+rlsim.scenario, rlsim.learning, rlsim.errors, rlsim.phases.
 """

@@ -14,8 +14,10 @@ Sections: ``model``, ``hardware``, ``engine``, ``workload``, ``algorithm``, ``re
 Modules: ``build`` (from_dict, with_overrides: keys, types, bounds), ``validation`` (cross-field rules),
 ``section_rules`` (rules within one section), ``rules`` (the engine's scheduler rules), ``software`` (versions select
 documented behaviours), ``overrides`` (the ``key=value`` grammar), ``yamlfile`` (load and dump YAML).
-Import from ``rlsim.scenario``; the names below are its public interface. May import: rlsim.schema, rlsim.catalog,
-rlsim.engine, rlsim.io, rlsim.trainer (the memory model says whether a layout fits), rlsim.workload.
+Import from ``rlsim.scenario``; the names below are its public interface.
+
+May import: rlsim.schema, rlsim.catalog, rlsim.engine, rlsim.io, rlsim.trainer (the memory model says whether a
+layout fits), rlsim.workload, rlsim.errors, rlsim.phases.
 """
 
 from rlsim.engine.scheduler import SchedulerRules

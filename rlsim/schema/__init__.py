@@ -6,7 +6,9 @@ Units live in field names (``_tokens``, ``_s``, ``_bytes``). Modules: ``specs`` 
 ``sections`` (every other section), ``scenario`` (Scenario, its plain form and digest).
 
 Loading, validation, overrides and what needs the catalogs (scheduler rules, software behaviours, memory checks)
-are rlsim.scenario's, above the layers it uses. May import: nothing of rlsim.
+are rlsim.scenario's, above the layers it uses.
+
+May import: nothing of rlsim.
 """
 
 from rlsim.schema.scenario import Scenario, to_plain

@@ -1,7 +1,7 @@
 """The trainer side: seconds of each training, log-prob and reference pass under FSDP or Megatron layouts
 (``training``), what the trainer holds in GPU memory (``memory``) and the weight sync to the engines (``sync``).
 
-May import: rlsim.errors, rlsim.phases, rlsim.workload. A scenario is passed in (its types are imported for
-annotations only): the scenario's validation asks the memory model whether a layout fits. The times read their
+May import: rlsim.schema, rlsim.workload, rlsim.errors, rlsim.phases. The scenario's validation asks
+the memory model whether a layout fits. The times read their
 coefficients from the scenario's ``costs`` section only; a calibrated profile's are folded into the scenario first.
 """

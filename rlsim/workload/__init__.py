@@ -3,5 +3,5 @@ move in phases with training progress (``lengths``), and the learning-rate rules
 rate from its batch (``lr_rules``, the one vocabulary of ``learning.lr_rule``). Functions of the scenario's
 sections, which they take as arguments (their types are imported for annotations only).
 
-May import: rlsim.errors, rlsim.phases.
+May import: rlsim.schema, rlsim.errors, rlsim.phases.
 """

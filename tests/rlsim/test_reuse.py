@@ -17,6 +17,7 @@ from rlsim.plan.search import _rollout_key
 from rlsim.run.costs import RooflineCostModel
 from rlsim.run.pipeline import run_pipeline
 from rlsim.run.reuse import Reuse
+from rlsim.run.tasks import ConfigTask, GroupsTask
 from rlsim.scenario import scheduler_rules
 from rlsim.workload.lengths import sample_step
 from tests.conftest import SCENARIOS
@@ -163,16 +164,18 @@ def test_a_task_of_groups_screens_each_as_alone():
          (2, {"workload.prompts_per_step": 128, "schedule.mode": "async", "schedule.max_staleness": 1,
               "learning.lr_rule": "none"})],
     ]  # fmt: skip
-    together = evaluate_groups((base, groups, None, [], "plan a"))
+    together = evaluate_groups(GroupsTask([ConfigTask(base, g) for g in groups], "plan a"))
     kept = evaluate._REUSE["plan a"]
-    again = evaluate_groups((base, groups[::-1], None, [], "plan a"))  # a later task of the plan finds its rollouts
-    alone = [row for g in groups for row in evaluate_group((base, g, None, []))]
+    again = evaluate_groups(
+        GroupsTask([ConfigTask(base, g) for g in groups[::-1]], "plan a")
+    )  # a later task of the plan finds its rollouts
+    alone = [row for g in groups for row in evaluate_group(ConfigTask(base, g))]
     as_text = lambda rows: json.dumps(sorted(rows, key=lambda r: r[0]), sort_keys=True, default=str)  # noqa: E731
     assert as_text(together) == as_text(alone) == as_text(again)
     assert [i for i, _ in together] == [0, 1, 2] and all(r["status"] == "ok" for _, r in together)
     assert kept.rollouts.hits >= 1 and evaluate._REUSE["plan a"] is kept
     calls = kept.rollouts.calls
-    evaluate_groups((base, groups[:1], None, [], "plan b"))  # another plan: a Reuse of its own
+    evaluate_groups(GroupsTask([ConfigTask(base, groups[0])], "plan b"))  # another plan: a Reuse of its own
     assert list(evaluate._REUSE) == ["plan b"] and kept.rollouts.calls == calls
     evaluate.forget_reuse()
     assert not evaluate._REUSE

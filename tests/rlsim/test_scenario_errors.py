@@ -299,7 +299,7 @@ def test_set_overrides_reach_their_fields():
     assert s.model.num_layers == 12
     assert s.model.hidden_size == plain.model.hidden_size and s.model.num_layers != plain.model.num_layers
 
-    # the dict form and Scenario.with_overrides agree with the list form
+    # the dict form and with_overrides agree with the list form
     assert (
         load_scenario(SMALL, {"workload.prompts_per_step": 256})
         == load_scenario(SMALL, ["workload.prompts_per_step=256"])

@@ -134,8 +134,8 @@ def test_empty_grid_values_are_refused():
 
 def test_each_configuration_is_validated_once(validated):
     """One validation per grid key before the processes start (fail fast), then one per configuration, in
-    run_config: base + the configuration's overrides as plain data (before: from_dict(base), then
-    Scenario.with_overrides, then once more in the parent for the engine curves)."""
+    run_configs: base + the configuration's overrides as plain data (not from_dict(base), then with_overrides,
+    then once more in the parent for the engine curves)."""
     scn = _small()
     seen = validated
     seen.clear()  # count from here: _small's own validation is not the sweep's
