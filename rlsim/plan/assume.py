@@ -11,8 +11,11 @@ scenarios/paper_grpo.yaml, anchored at the user's own batch B_u = P x G:
 * curves coincide over B_u / 2 ... 8 B_u (the paper: 512 ... 8192 around B0 = 1024) and need 1.73x the samples
   per doubling above (the paper's P = 2048 time);
 * the metric curve's shape (initial 0.62, asymptote 0.82, exponent 1.5, target 0.77) and a samples-to-target of
-  as many steps of B_u as the paper's reference run took of B0 (mid_samples 155,900 x B_u / 1024), seed spread
+  as many steps of B_u as the paper's reference run took of B0 (mid_samples 128,200 x B_u / 1024), seed spread
   0.1.
+
+These are the numbers of scenarios/paper_grpo.yaml's learning section (tests/rlsim/test_plan.py holds them equal:
+on the paper scenario itself the preset gives the scenario's samples-to-target).
 
 So the *ranking* follows the paper (what it found about batch size and LR retuning) and the absolute
 time-to-target is the paper's number of steps at the user's step time: an assumption the plan prints, to be
@@ -46,7 +49,7 @@ PAPER: Preset = {
     "untuned_lr_penalty": 1.67,  # P 128 -> 256 without retuning needs 1.67x the samples (paper)
     "batch_range": (0.5, 8.0),  # invariant over 512 ... 8192 responses around B0 (paper)
     "penalty_per_doubling": 1.73,  # above the range (from the paper's 14.68 h at P = 2048; scenario assumption)
-    "metric": {"initial": 0.62, "asymptote": 0.82, "mid_samples": 155_900.0, "exponent": 1.5},  # assumed shape
+    "metric": {"initial": 0.62, "asymptote": 0.82, "mid_samples": 128_200.0, "exponent": 1.5},  # assumed shape
     "target": 0.77,  # mean@32 on AIME 2024/2025 (paper)
     "samples_spread": 0.1,  # assumed seed-to-seed spread of samples-to-target
 }

@@ -380,3 +380,33 @@ def test_a_colocated_only_option_is_reset_for_other_schedules(paper):
         assert s.weight_sync.offload_trainer == (c.labels["schedule"] == "colocated")
         valid.add(c.labels["schedule"])
     assert valid == {"colocated", "separate", "async-1", "async-2"}
+
+
+def test_the_paper_preset_is_the_paper_scenarios_learning_model(paper):
+    """--assume-learning paper copies scenarios/paper_grpo.yaml's learning section, anchored at the user's batch: every
+    number equal to the scenario's, and on the scenario itself (anchored at its own B0) the same samples to target."""
+    from rlsim.learning.model import samples_to_target
+    from rlsim.plan.assume import PAPER, assumed_learning
+
+    learning = paper.learning
+    assert PAPER["reference_batch"] == learning.reference_batch
+    assert PAPER["untuned_lr_penalty"] == learning.untuned_lr_penalty
+    assert PAPER["target"] == learning.target and PAPER["samples_spread"] == learning.samples_spread
+    metric = learning.metric
+    assert PAPER["metric"] == {
+        "initial": metric.initial,
+        "asymptote": metric.asymptote,
+        "mid_samples": metric.mid_samples,
+        "exponent": metric.exponent,
+    }
+    mult = learning.batch_multiplier
+    low, high = PAPER["batch_range"]
+    assert (low * learning.reference_batch, high * learning.reference_batch) == (mult.batch_low, mult.batch_high)
+    assert PAPER["penalty_per_doubling"] == mult.penalty_per_doubling
+
+    over, _ = assumed_learning(paper, "paper")
+    assumed = with_overrides(paper, over)
+    b = paper.workload.responses_per_step
+    for batch in (b // 2, b, 4 * b, 16 * b):
+        mine = samples_to_target(paper.learning, batch).samples
+        assert samples_to_target(assumed.learning, batch).samples == pytest.approx(mine, rel=1e-12), batch
