@@ -122,10 +122,10 @@ def base_scenario(model: dict[str, Any] | str, gpu: str, max_batch: int, max_con
     )
 
 
-def bench_rules(scn: Scenario, engine: str) -> SchedulerRules:
+def bench_rules(scenario: Scenario, engine: str) -> SchedulerRules:
     """How a bench engine schedules: vLLM as the scenario's device runs it (on CPU: chunked prefill, 128-token
     blocks, 4096-token budget); ``hf`` (transformers' generate) prefills the whole batch, then decodes it."""
-    return scheduler_rules(scn) if engine == "vllm" else SchedulerRules()
+    return scheduler_rules(scenario) if engine == "vllm" else SchedulerRules()
 
 
 def vllm_max_num_seqs(rows: pd.DataFrame) -> int:
@@ -148,9 +148,10 @@ def _provenance_max_num_seqs(value: str) -> int | None:
     return int(found) if found else None
 
 
-def predict(phase: str, scn: Scenario, costs: Costs, rows: pd.DataFrame) -> np.ndarray:
-    """rlsim's prediction of each row's seconds under ``costs`` (the candidate coefficients, folded into ``scn``)."""
-    cost = RooflineCostModel(dataclasses.replace(scn, costs=costs))
+def predict(phase: str, scenario: Scenario, costs: Costs, rows: pd.DataFrame) -> np.ndarray:
+    """rlsim's prediction of each row's seconds under ``costs`` (the candidate coefficients, folded into
+    ``scenario``)."""
+    cost = RooflineCostModel(dataclasses.replace(scenario, costs=costs))
     if phase == Phase.ROLLOUT:
         decode, prefill = cost.decode_coefficients(), cost.prefill_coefficients()
         out = []
@@ -162,7 +163,13 @@ def predict(phase: str, scn: Scenario, costs: Costs, rows: pd.DataFrame) -> np.n
             if (e, c, p, r) not in cache:
                 running = min(c, limit) if e == "vllm" else c  # vLLM runs at most max_num_seqs at once
                 res = simulate_replica(
-                    np.full(c, p), np.full(c, r), running, scn.kv_capacity_tokens, decode, prefill, bench_rules(scn, e)
+                    np.full(c, p),
+                    np.full(c, r),
+                    running,
+                    scenario.kv_capacity_tokens,
+                    decode,
+                    prefill,
+                    bench_rules(scenario, e),
                 )
                 cache[(e, c, p, r)] = res.makespan_s + cost.rollout_overhead_s(c)
             out.append(cache[(e, c, p, r)])
@@ -172,11 +179,11 @@ def predict(phase: str, scn: Scenario, costs: Costs, rows: pd.DataFrame) -> np.n
         seqs = rows["sequences"].to_numpy(float)
         sq = seqs * (n_tok / seqs) ** 2
         if phase == Phase.TRAIN_ACTOR:
-            return np.array([cost.train_s(scn.model, t, s, 1, 1) for t, s in zip(n_tok, sq)])
-        return np.array([cost.forward_s(scn.model, t, s) for t, s in zip(n_tok, sq)])
+            return np.array([cost.train_s(scenario.model, t, s, 1, 1) for t, s in zip(n_tok, sq)])
+        return np.array([cost.forward_s(scenario.model, t, s) for t, s in zip(n_tok, sq)])
     if phase == Phase.WEIGHT_SYNC:
         # the bench times an in-process load of the given bytes: link time plus the fixed latency (no sleep/wake)
-        link = scn.hardware.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency
+        link = scenario.hardware.gpu.link_bandwidth_bytes_per_s * costs.link_efficiency
         return rows["bytes"].to_numpy(float) / link + costs.weight_sync_latency_s
     raise CalibrateError(f"no cost model for phase {phase!r}")
 
@@ -207,7 +214,7 @@ def point_statistic(rows: pd.DataFrame) -> str:
 
 
 def _fit(
-    phase: str, scn: Scenario, start: Costs, rows: pd.DataFrame, names: tuple[str, ...], statistic: str = "median"
+    phase: str, scenario: Scenario, start: Costs, rows: pd.DataFrame, names: tuple[str, ...], statistic: str = "median"
 ) -> tuple[dict[str, float], dict[str, float]]:
     # one point per configuration: the median (or, under sustained load, the mean) of its repeats
     rows = rows.assign(_key=_config_key(phase, rows)).groupby("_key", sort=True)
@@ -218,7 +225,7 @@ def _fit(
 
     def residuals(x: np.ndarray) -> np.ndarray:
         costs = dataclasses.replace(start, **dict(zip(names, map(float, x))))
-        return np.log(np.maximum(predict(phase, scn, costs, rows), 1e-12) / measured)
+        return np.log(np.maximum(predict(phase, scenario, costs, rows), 1e-12) / measured)
 
     sol = least_squares(residuals, x0, bounds=(lo, hi), x_scale="jac", diff_step=1e-4, max_nfev=400)
     params = dict(zip(names, map(float, sol.x)))
@@ -242,9 +249,11 @@ def _config_key(phase: str, rows: pd.DataFrame) -> pd.Series:
     return rows[CONFIG_COLUMNS[phase]].astype(str).agg("|".join, axis=1)
 
 
-def fit_phase(phase: str, scn: Scenario, rows: pd.DataFrame, start: Costs | None = None, folds: int = 5) -> FitResult:
+def fit_phase(
+    phase: str, scenario: Scenario, rows: pd.DataFrame, start: Costs | None = None, folds: int = 5
+) -> FitResult:
     """Fit one phase's coefficients on ``rows`` and cross-validate them."""
-    start = dataclasses.replace(start or scn.costs, **FIXED)
+    start = dataclasses.replace(start or scenario.costs, **FIXED)
     names = phase_params(phase, rows)
     keys = _config_key(phase, rows)
     configs = sorted(set(keys))
@@ -256,9 +265,9 @@ def fit_phase(phase: str, scn: Scenario, rows: pd.DataFrame, start: Costs | None
             f"({', '.join(CONFIG_COLUMNS[phase])}) with repeats"
         )
     statistic = point_statistic(rows)
-    params, sigma = _fit(phase, scn, start, rows, names, statistic)
+    params, sigma = _fit(phase, scenario, start, rows, names, statistic)
     fitted = dataclasses.replace(start, **params)
-    in_sample = np.abs(predict(phase, scn, fitted, rows) / rows["time_s"].to_numpy(float) - 1.0)
+    in_sample = np.abs(predict(phase, scenario, fitted, rows) / rows["time_s"].to_numpy(float) - 1.0)
     # k-fold over configurations (or over rows when a phase has one configuration)
     groups = keys if len(configs) > 1 else pd.Series(np.arange(len(rows)).astype(str), index=rows.index)
     uniq = sorted(set(groups))
@@ -270,8 +279,8 @@ def fit_phase(phase: str, scn: Scenario, rows: pd.DataFrame, start: Costs | None
     for f in range(k):
         held = {uniq[i] for i in order[f::k]}
         test = groups.isin(held).to_numpy()
-        p_fold, _ = _fit(phase, scn, start, rows[~test], names, statistic)
-        held_pred[test] = predict(phase, scn, dataclasses.replace(start, **p_fold), rows[test])
+        p_fold, _ = _fit(phase, scenario, start, rows[~test], names, statistic)
+        held_pred[test] = predict(phase, scenario, dataclasses.replace(start, **p_fold), rows[test])
     # a bench point is a configuration, measured as the median (sustained load: mean) of its repeats (one noisy
     # repeat does not make a point); a phase benchmarked in one configuration has only repeats, each then a point
     points = pd.DataFrame({"group": groups.to_numpy(), "measured": measured, "predicted": held_pred})

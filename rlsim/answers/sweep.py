@@ -187,24 +187,29 @@ def _fill_row(row: dict[str, Any], result: Any) -> list[dict[str, Any]]:
     ]
 
 
-def engine_curve(scn: Scenario, points: int = 24) -> pd.DataFrame:
+def engine_curve(scenario: Scenario, points: int = 24) -> pd.DataFrame:
     """Tokens/s of one replica's decode iteration vs concurrency b, at the workload's mean context per sequence."""
-    d = RooflineCostModel.from_scenario(scn).decode_coefficients()
-    ctx = dist_mean(scn.workload.prompt_length) + dist_mean(scn.workload.response_length) / 2.0
-    batches = np.unique(np.geomspace(1, scn.engine.max_num_seqs, points).round().astype(int))
+    d = RooflineCostModel.from_scenario(scenario).decode_coefficients()
+    ctx = dist_mean(scenario.workload.prompt_length) + dist_mean(scenario.workload.response_length) / 2.0
+    batches = np.unique(np.geomspace(1, scenario.engine.max_num_seqs, points).round().astype(int))
     batches = (
-        batches[batches * ctx <= scn.kv_capacity_tokens]
-        if (batches * ctx <= scn.kv_capacity_tokens).any()
+        batches[batches * ctx <= scenario.kv_capacity_tokens]
+        if (batches * ctx <= scenario.kv_capacity_tokens).any()
         else batches[:1]
     )
     tps = [b / decode_iteration_s(d, int(b), b * ctx) for b in batches]
-    label = f"{scn.model.name} / {scn.hardware.gpu.name} / TP{scn.engine.tensor_parallel_size}"
+    label = f"{scenario.model.name} / {scenario.hardware.gpu.name} / TP{scenario.engine.tensor_parallel_size}"
     return pd.DataFrame({"engine": label, "concurrency": batches, "tokens_per_s_per_replica": tps})
 
 
-def _engine_key(scn: Scenario) -> tuple[str, str, int, int]:
+def _engine_key(scenario: Scenario) -> tuple[str, str, int, int]:
     """What tells one engine curve from another: model, GPU, tensor parallelism, max_num_seqs."""
-    return (scn.model.name, scn.hardware.gpu.name, scn.engine.tensor_parallel_size, scn.engine.max_num_seqs)
+    return (
+        scenario.model.name,
+        scenario.hardware.gpu.name,
+        scenario.engine.tensor_parallel_size,
+        scenario.engine.max_num_seqs,
+    )
 
 
 def sweep(

@@ -32,16 +32,17 @@ if TYPE_CHECKING:
 SEARCH_STEPS = 6  # steps of each short run of the max_num_seqs search (after the pipeline's fill, if async)
 
 
-def _short(scn: Scenario, max_num_seqs: int) -> Scenario:
-    steps = SEARCH_STEPS + 2 * scn.schedule.staleness
+def _short(scenario: Scenario, max_num_seqs: int) -> Scenario:
+    steps = SEARCH_STEPS + 2 * scenario.schedule.staleness
     return with_overrides(
-        scn, {"engine.max_num_seqs": max_num_seqs, "run.steps": min(scn.run.steps, steps), "run.until_target": False}
+        scenario,
+        {"engine.max_num_seqs": max_num_seqs, "run.steps": min(scenario.run.steps, steps), "run.until_target": False},
     )
 
 
-def thrash_free(scn: Scenario, profile: Profile | None = None) -> dict[str, Any]:
-    """The largest ``engine.max_num_seqs`` at which short runs of ``scn`` preempt nothing, and the step time there
-    against the configured one on the same short runs (module docstring). ``scn`` as rlsim.run.simulation.configure
+def thrash_free(scenario: Scenario, profile: Profile | None = None) -> dict[str, Any]:
+    """The largest ``engine.max_num_seqs`` at which short runs of ``scenario`` preempt nothing, and the step time there
+    against the configured one on the same short runs (module docstring). ``scenario`` as rlsim.run.simulation.configure
     built it."""
     # here, not at the top: it loads numpy, simpy (start-up time)
     from rlsim.run.simulation import predict
@@ -50,15 +51,15 @@ def thrash_free(scn: Scenario, profile: Profile | None = None) -> dict[str, Any]
     timelines = Timelines()
 
     def run(m: int) -> SimResult:
-        return predict(_short(scn, m), profile, timelines=timelines)
+        return predict(_short(scenario, m), profile, timelines=timelines)
 
     def preempts(res: SimResult) -> bool:
         return any(r.get("num_preemptions") for r in res.steady_records)
 
-    configured = run(scn.engine.max_num_seqs)
+    configured = run(scenario.engine.max_num_seqs)
     if not preempts(configured):  # only later steps preempt (their lengths drift): nothing to search on
-        return {"max_num_seqs_without_preemption": scn.engine.max_num_seqs, "runs": 1}
-    lo, hi, runs = 0, scn.engine.max_num_seqs, 1  # lo: no preemption (0: none found yet), hi: preempts
+        return {"max_num_seqs_without_preemption": scenario.engine.max_num_seqs, "runs": 1}
+    lo, hi, runs = 0, scenario.engine.max_num_seqs, 1  # lo: no preemption (0: none found yet), hi: preempts
     best: SimResult | None = None
     while hi - lo > 1:
         mid = (lo + hi) // 2

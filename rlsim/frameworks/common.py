@@ -177,14 +177,14 @@ def version_after(text: str, marker: str) -> str | None:
 # ---------------------------------------------------------------------------------------------- emit
 
 
-def optimizer_steps_per_pass(s: Scenario) -> int:
+def optimizer_steps_per_pass(scenario: Scenario) -> int:
     """Optimizer steps per pass over the step's batch (the frameworks' mini-batches)."""
-    return s.optimizer_steps_per_step // s.algorithm.epochs_per_step
+    return scenario.optimizer_steps_per_step // scenario.algorithm.epochs_per_step
 
 
-def planned_lr(s: Scenario) -> float:
+def planned_lr(scenario: Scenario) -> float:
     """learning.lr0 scaled by learning.lr_rule from learning.reference_batch to the scenario's responses per step."""
-    return lr_for_batch(s.learning, s.workload.responses_per_step)
+    return lr_for_batch(scenario.learning, scenario.workload.responses_per_step)
 
 
 def node_layout(ctx: EmitContext, gpus: int, per_node_key: str, framework_default: int) -> tuple[int, int]:
@@ -211,11 +211,11 @@ def plan_divisible(a_field: str, a: int, b_what: str, b: int, framework: str) ->
     return a // b
 
 
-def packing_token_budget(s: Scenario) -> int:
+def packing_token_budget(scenario: Scenario) -> int:
     """Tokens per GPU per micro-step with sequence packing: the bin (training.packing_tokens, else the longest
     sequence) times training.micro_batch_size."""
-    tr = s.training
-    tokens = tr.packing_tokens or (s.workload.max_prompt_tokens + s.workload.max_response_tokens)
+    tr = scenario.training
+    tokens = tr.packing_tokens or (scenario.workload.max_prompt_tokens + scenario.workload.max_response_tokens)
     return tokens * tr.micro_batch_size
 
 

@@ -56,12 +56,12 @@ PAPER: Preset = {
 PRESETS = ("paper",)
 
 
-def assumed_learning(s: Scenario, name: str) -> tuple[dict[str, Any], str]:
-    """The overrides that give ``s`` the named learning model, and a one-line statement of the assumption."""
+def assumed_learning(scenario: Scenario, name: str) -> tuple[dict[str, Any], str]:
+    """The overrides that give ``scenario`` the named learning model, and a one-line statement of the assumption."""
     if name not in PRESETS:
         raise ScenarioError("--assume-learning", name, "is not a learning preset", f"use one of: {', '.join(PRESETS)}")
-    b = s.workload.responses_per_step
-    lr = lr_for_batch(s.learning, b)
+    b = scenario.workload.responses_per_step
+    lr = lr_for_batch(scenario.learning, b)
     low, high = PAPER["batch_range"]
     scale = b / PAPER["reference_batch"]
     metric = dict(PAPER["metric"], mid_samples=PAPER["metric"]["mid_samples"] * scale)

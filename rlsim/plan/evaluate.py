@@ -51,8 +51,8 @@ def _learning_only(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return set(a) == set(b) and all(k.startswith("learning.") or a[k] == b[k] for k in a)
 
 
-def screen_steps(scn: Scenario) -> int:
-    return SCREEN_STEPS + 2 * scn.schedule.staleness
+def screen_steps(scenario: Scenario) -> int:
+    return SCREEN_STEPS + 2 * scenario.schedule.staleness
 
 
 def result_row(result: SimResult) -> dict[str, Any]:

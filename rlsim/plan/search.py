@@ -79,9 +79,9 @@ class PlanResult:
         return dict(self.config_overrides[config])
 
 
-def _prices(s: Scenario, gpus: Iterable[str], cli: dict[str, float] | None) -> dict[str, dict[str, Any]]:
+def _prices(scenario: Scenario, gpus: Iterable[str], cli: dict[str, float] | None) -> dict[str, dict[str, Any]]:
     """The price record of each GPU type; a GPU with no price gets None (cost objective and budget need one)."""
-    over = {**s.plan.prices, **(cli or {})}
+    over = {**scenario.plan.prices, **(cli or {})}
     out: dict[str, dict[str, Any]] = {}
     for gpu in gpus:
         try:

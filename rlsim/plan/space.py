@@ -127,64 +127,64 @@ def schedule_overrides(label: str) -> dict[str, Any]:
     raise ScenarioError("--schedules", label, "is not a schedule", "use colocated, separate or async-K (K >= 1)")
 
 
-def default_schedules(s: Scenario) -> tuple[str, ...]:
+def default_schedules(scenario: Scenario) -> tuple[str, ...]:
     """SCHEDULES, and async-K at the largest staleness K the scenario's staleness loss keeps its whole gain at
     (rlsim.learning.staleness: decoupled_ppo, K = 4; or the stretch form's ``staleness_free_steps``), where that is
     deeper than async-2: the staleness that is free under that loss is worth searching, since a deeper pipeline
     hides more generation."""
-    loss = s.learning.staleness_loss
-    form = form_of(loss, s.learning.staleness_form) if loss in LOSSES else None
-    free = int(form.free_steps) if form is not None else int(s.learning.staleness_free_steps)
+    loss = scenario.learning.staleness_loss
+    form = form_of(loss, scenario.learning.staleness_form) if loss in LOSSES else None
+    free = int(form.free_steps) if form is not None else int(scenario.learning.staleness_free_steps)
     return SCHEDULES + ((f"async-{free}",) if free > 2 else ())
 
 
-def default_groups(s: Scenario) -> tuple[int, ...]:
+def default_groups(scenario: Scenario) -> tuple[int, ...]:
     """The scenario's G alone, or G / 2, G, 2 G where the learning model counts responses per prompt apart from the
     batch (``learning.reference_group_size``, rlsim.learning.groups): then the same B at another G needs other
     samples, so G is worth searching."""
-    g0 = s.workload.group_size
-    if s.learning.reference_group_size is None:
+    g0 = scenario.workload.group_size
+    if scenario.learning.reference_group_size is None:
         return (g0,)
     return tuple(sorted({max(2, g0 // 2), g0, 2 * g0}))
 
 
-def scenario_schedule(s: Scenario) -> str:
-    return _schedule_label(s.schedule.mode, s.schedule.staleness)
+def scenario_schedule(scenario: Scenario) -> str:
+    return _schedule_label(scenario.schedule.mode, scenario.schedule.staleness)
 
 
 def build_space(
-    s: Scenario,
+    scenario: Scenario,
     grid: dict[str, list[Any]] | None = None,
     gpu_types: Sequence[str] | None = None,
     gpus: int | None = None,
     max_gpus: int | None = None,
     schedules: Sequence[str] | None = None,
 ) -> Space:
-    """The axes for scenario ``s``: defaults (module docstring), each replaced by a ``--grid`` of its key."""
+    """The axes for scenario ``scenario``: defaults (module docstring), each replaced by a ``--grid`` of its key."""
     grid = dict(grid or {})
 
     def take(key: str, default: Iterable[Any]) -> tuple[Any, ...]:
         return tuple(grid.pop(key)) if key in grid else tuple(default)
 
-    p0 = s.workload.prompts_per_step
+    p0 = scenario.workload.prompts_per_step
     prompts = take("workload.prompts_per_step", sorted({max(1, round(p0 * 2.0**k)) for k in P_EXPONENTS}))
-    groups = take("workload.group_size", default_groups(s))
+    groups = take("workload.group_size", default_groups(scenario))
     lr_rules = take("learning.lr_rule", LR_RULES)
     for key in SCHEDULE_KEYS + SPLIT_KEYS:
         if key in grid:
             raise ScenarioError(
                 "--grid", key, "is set by the plan's schedule and pool-split axes", "use --schedules instead"
             )
-    scheds = tuple(schedules) if schedules else default_schedules(s)
+    scheds = tuple(schedules) if schedules else default_schedules(scenario)
     for label in scheds:
         schedule_overrides(label)  # validates the label
     shares = ROLLOUT_SHARES
-    domain = s.hardware.nvlink_domain
+    domain = scenario.hardware.nvlink_domain
     engine_tp = take("engine.tensor_parallel_size", [t for t in ENGINE_TP if t <= domain])
     train_tp = None
-    if s.training.backend == "megatron":
+    if scenario.training.backend == "megatron":
         train_tp = take("training.tensor_parallel_size", [t for t in TRAIN_TP if t <= domain])
-    names = tuple(gpu_types) if gpu_types else (s.hardware.gpu.name,)
+    names = tuple(gpu_types) if gpu_types else (scenario.hardware.gpu.name,)
     names = take("hardware.gpu", names)
     if gpus is not None and max_gpus is not None:
         raise ScenarioError("--gpus", gpus, "and --max-gpus both given", "give one: a fixed count or a ceiling")
@@ -194,12 +194,12 @@ def build_space(
         low = max(1, min(domain, max_gpus))
         counts = tuple(sorted({c for c in (low * 2**i for i in range(32)) if c <= max_gpus} | {max_gpus}))
     else:
-        counts = (s.hardware.num_gpus,)
+        counts = (scenario.hardware.num_gpus,)
     counts = take("hardware.num_gpus", counts)
     for label, values in (("workload.prompts_per_step", prompts), ("hardware.num_gpus", counts)):
         if not values:
             raise ScenarioError("--grid", label, "lists no values", "give at least one")
-    node = s.hardware.node_gpus
+    node = scenario.hardware.node_gpus
     return Space(prompts, groups, lr_rules, scheds, shares, engine_tp, train_tp, names, counts, grid, node)
 
 
@@ -268,33 +268,33 @@ def configurations(space: Space) -> list[Config]:
     return out
 
 
-def baseline_config(s: Scenario) -> Config:
+def baseline_config(scenario: Scenario) -> Config:
     """The user's own configuration (the scenario as given) in the plan's terms."""
-    hw = s.hardware
-    sched = scenario_schedule(s)
+    hw = scenario.hardware
+    sched = scenario_schedule(scenario)
     over: dict[str, Any] = {
         "hardware.gpu": hw.gpu.name,
         "hardware.num_gpus": hw.num_gpus,
         **schedule_overrides(sched),
         "hardware.rollout_gpus": hw.rollout_gpus,
         "hardware.train_gpus": hw.train_gpus,
-        "engine.tensor_parallel_size": s.engine.tensor_parallel_size,
-        "engine.replicas": s.engine.replicas,
-        "workload.prompts_per_step": s.workload.prompts_per_step,
-        "workload.group_size": s.workload.group_size,
-        "learning.lr_rule": s.learning.lr_rule,
+        "engine.tensor_parallel_size": scenario.engine.tensor_parallel_size,
+        "engine.replicas": scenario.engine.replicas,
+        "workload.prompts_per_step": scenario.workload.prompts_per_step,
+        "workload.group_size": scenario.workload.group_size,
+        "learning.lr_rule": scenario.learning.lr_rule,
     }
     labels: dict[str, Any] = {
         "gpu": hw.gpu.name,
         "num_gpus": hw.num_gpus,
         "schedule": sched,
         "split": f"{hw.rollout_gpus}/{hw.train_gpus}" if hw.placement == "separate" else "shared",
-        "engine_tp": s.engine.tensor_parallel_size,
-        "prompts_per_step": s.workload.prompts_per_step,
-        "group_size": s.workload.group_size,
-        "lr_rule": s.learning.lr_rule,
+        "engine_tp": scenario.engine.tensor_parallel_size,
+        "prompts_per_step": scenario.workload.prompts_per_step,
+        "group_size": scenario.workload.group_size,
+        "lr_rule": scenario.learning.lr_rule,
     }
-    if s.training.backend == "megatron":
-        over["training.tensor_parallel_size"] = s.training.tensor_parallel_size
-        labels["train_tp"] = s.training.tensor_parallel_size
+    if scenario.training.backend == "megatron":
+        over["training.tensor_parallel_size"] = scenario.training.tensor_parallel_size
+        labels["train_tp"] = scenario.training.tensor_parallel_size
     return Config(over, labels)

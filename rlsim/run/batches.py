@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     from rlsim.run.reuse import Reuse
 
 
-def window(s: Scenario) -> int:
+def window(scenario: Scenario) -> int:
     """The batches simulated together, in one window: k + 1 under a streaming async schedule, else 1."""
-    k = s.schedule.staleness
-    return k + 1 if k > 0 and s.schedule.streaming else 1
+    k = scenario.schedule.staleness
+    return k + 1 if k > 0 and scenario.schedule.streaming else 1
 
 
 def per_batch(
@@ -44,24 +44,24 @@ def per_batch(
 
 
 def _round(
-    s: Scenario, rng: np.random.Generator, cumulative_samples: float, reuse: Reuse | None = None
+    scenario: Scenario, rng: np.random.Generator, cumulative_samples: float, reuse: Reuse | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """One generation call's prompt and response lengths (responses padded to the call's longest under static
     batching): a step's P x G, or under dynamic sampling the round's batch_multiplier x P prompts, G each; drawn
     again or found in ``reuse``."""
-    w = s.workload
-    ds = s.algorithm.dynamic_sampling
+    w = scenario.workload
+    ds = scenario.algorithm.dynamic_sampling
     if ds is not None and ds.prompts_per_call(w.prompts_per_step) != w.prompts_per_step:
         w = dataclasses.replace(w, prompts_per_step=ds.prompts_per_call(w.prompts_per_step))
     draw = reuse.sample_step if reuse is not None else sample_step
     prompts, responses = draw(w, rng, cumulative_samples)
-    if s.engine.static_batching:  # every response runs (and is padded) to the call's longest
+    if scenario.engine.static_batching:  # every response runs (and is padded) to the call's longest
         responses = np.full_like(responses, responses.max())
     return prompts, responses
 
 
 def step_requests(
-    s: Scenario, rng: np.random.Generator, reuse: Reuse | None = None
+    scenario: Scenario, rng: np.random.Generator, reuse: Reuse | None = None
 ) -> Iterator[tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]], int, list]]:
     """Steps 1, 2, ... of a run as its kernel calls see them, drawn in step order from ``rng`` (the run's
     generator): each step's prompt and response lengths of the samples it trains on, the generation calls its
@@ -79,16 +79,18 @@ def step_requests(
     window still simulates the window's later batches (drawn, never trained on): every step's batch is generated
     beside k others, as in a run's steady state, and a run's first steps are those of any longer run
     (rlsim.run.timeline.prefix_exact)."""
-    width = window(s)
-    batch = s.workload.responses_per_step
-    ds = s.algorithm.dynamic_sampling
+    width = window(scenario)
+    batch = scenario.workload.responses_per_step
+    ds = scenario.algorithm.dynamic_sampling
     rounds = ds.rounds() if ds is not None else 1
     n = 0
 
     def draw() -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
         nonlocal n
         n += 1
-        calls = [_round(s, rng, progress(s.workload, s.learning, n - 1), reuse) for _ in range(rounds)]
+        calls = [
+            _round(scenario, rng, progress(scenario.workload, scenario.learning, n - 1), reuse) for _ in range(rounds)
+        ]
         prompts, responses = (np.concatenate(x)[:batch] for x in zip(*calls))
         return prompts, responses, calls
 

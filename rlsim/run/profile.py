@@ -166,16 +166,18 @@ class Profile:
             if not any(x == k or x.startswith(k + ".") or k.startswith(x + ".") for x in kept)
         }
 
-    def with_fitted(self, scn: Scenario, overrides: dict[str, Any] | None = None, keep: Iterable[str] = ()) -> Scenario:
-        """``scn`` with the profile's learning model and length model in place of its own (unchanged without
+    def with_fitted(
+        self, scenario: Scenario, overrides: dict[str, Any] | None = None, keep: Iterable[str] = ()
+    ) -> Scenario:
+        """``scenario`` with the profile's learning model and length model in place of its own (unchanged without
         them), then ``overrides`` on top; the keys of ``overrides`` and ``keep`` win over the profile
         (:meth:`fitted_overrides`). Both apply at once, so a target set for the profile's curve is valid, and the
         result is validated once."""
         mine = self.fitted_overrides(overrides, keep)
         if not mine:
-            return with_overrides(scn, overrides) if overrides else scn
+            return with_overrides(scenario, overrides) if overrides else scenario
         try:
-            return with_overrides(scn, {**mine, **(overrides or {})})
+            return with_overrides(scenario, {**mine, **(overrides or {})})
         except ScenarioError as exc:
             if overrides:  # an error may be the user's as much as the profile's: report the field as is
                 raise

@@ -136,25 +136,25 @@ def predict(
     return result
 
 
-def systems_scenario(scn: Scenario, profile: Profile | None) -> Scenario:
-    """What the systems side (cost model, pipeline, timeline key) sees: ``scn`` with the profile's fitted costs
+def systems_scenario(scenario: Scenario, profile: Profile | None) -> Scenario:
+    """What the systems side (cost model, pipeline, timeline key) sees: ``scenario`` with the profile's fitted costs
     folded in (not validated again: the profile's coefficients were validated where it was loaded). The answer's
-    scenario stays ``scn``: its digest is the run id and the summary's scenario_hash."""
+    scenario stays ``scenario``: its digest is the run id and the summary's scenario_hash."""
     if profile is None:
-        return scn
-    return dataclasses.replace(scn, costs=profile.apply(scn.costs))
+        return scenario
+    return dataclasses.replace(scenario, costs=profile.apply(scenario.costs))
 
 
-def resolve_until_target(scn: Scenario, to_target: bool = False) -> Scenario:
+def resolve_until_target(scenario: Scenario, to_target: bool = False) -> Scenario:
     """``run.until_target`` made a bool: true with ``to_target`` (sweep, decide, plan) or when unset (None) and the
     scenario has a learning model, so every command answers from the same simulated steps; an explicit false
     keeps ``run.steps`` (the rest extrapolated, and the result says so)."""
-    has_model = scn.learning.metric is not None
-    until = scn.run.until_target
+    has_model = scenario.learning.metric is not None
+    until = scenario.run.until_target
     until = True if to_target and has_model else (has_model if until is None else until)
-    if until == scn.run.until_target:
-        return scn
-    return dataclasses.replace(scn, run=dataclasses.replace(scn.run, until_target=until))
+    if until == scenario.run.until_target:
+        return scenario
+    return dataclasses.replace(scenario, run=dataclasses.replace(scenario.run, until_target=until))
 
 
 def planned_steps(scn: Scenario, to_target: bool = False) -> int:
@@ -163,67 +163,69 @@ def planned_steps(scn: Scenario, to_target: bool = False) -> int:
     return _with_steps_to_target(scn, _samples_to_target(scn)).run.steps
 
 
-def footprint(scn: Scenario, with_band: bool = False, profile: Profile | None = None) -> Footprint:
-    """The checked estimate (rlsim.host.footprint) of simulating ``scn``'s steps, and with ``with_band`` the band's
+def footprint(scenario: Scenario, with_band: bool = False, profile: Profile | None = None) -> Footprint:
+    """The checked estimate (rlsim.host.footprint) of simulating ``scenario``'s steps, and with ``with_band`` the band's
     extra runs (:func:`_band`: one per extra seed; the nominal seed again, a lookup in the run's timeline where
     a shorter run is its start, ``prefix_exact``; two with shifted coefficients where ``profile`` has
     uncertainties)."""
-    w = window(scn)
+    w = window(scenario)
 
     def whole(steps: int) -> int:  # streaming, a run simulates whole windows (rlsim.run.batches.step_requests)
         return -(-steps // w) * w
 
-    steps = whole(scn.run.steps)
+    steps = whole(scenario.run.steps)
     if with_band:
-        runs = scn.run.band_seeds - 1 + (0 if prefix_exact(scn) else 1)
+        runs = scenario.run.band_seeds - 1 + (0 if prefix_exact(scenario) else 1)
         runs += 2 if _shifted(profile) else 0
-        steps += runs * whole(min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness))
+        steps += runs * whole(min(scenario.run.steps, BAND_STEPS + 2 * scenario.schedule.staleness))
     # every generation round's requests are simulated (streaming: k + 1 steps' batches in one window, once)
-    return check(estimate(scn.generated_per_step, steps, w))
+    return check(estimate(scenario.generated_per_step, steps, w))
 
 
-def _samples_to_target(scn: Scenario) -> SamplesToTarget | None:
-    if scn.learning.metric is None:
+def _samples_to_target(scenario: Scenario) -> SamplesToTarget | None:
+    if scenario.learning.metric is None:
         return None
-    ds = scn.algorithm.dynamic_sampling
+    ds = scenario.algorithm.dynamic_sampling
     return samples_to_target(
-        scn.learning,
-        scn.workload.responses_per_step,
-        scn.schedule.staleness,
-        scn.workload.group_size,
+        scenario.learning,
+        scenario.workload.responses_per_step,
+        scenario.schedule.staleness,
+        scenario.workload.group_size,
         ds.keep_rate if ds is not None else None,
     )
 
 
-def _with_steps_to_target(scn: Scenario, n_star: SamplesToTarget | None) -> Scenario:
+def _with_steps_to_target(scenario: Scenario, n_star: SamplesToTarget | None) -> Scenario:
     """With ``run.until_target``: as many steps as the target needs (+ k to drain), at most run.max_steps."""
-    if not scn.run.until_target:
-        return scn
+    if not scenario.run.until_target:
+        return scenario
     if n_star is None:
         raise LearningModelError("run.until_target needs learning.metric and learning.target")
-    steps = steps_for_samples(n_star.samples, scn.workload.responses_per_step) + scn.schedule.staleness
-    return dataclasses.replace(scn, run=dataclasses.replace(scn.run, steps=min(steps, scn.run.max_steps)))
+    steps = steps_for_samples(n_star.samples, scenario.workload.responses_per_step) + scenario.schedule.staleness
+    return dataclasses.replace(
+        scenario, run=dataclasses.replace(scenario.run, steps=min(steps, scenario.run.max_steps))
+    )
 
 
 def answer(
-    scn: Scenario, timeline: Timeline, prof: Profile | None, n_star: SamplesToTarget | None, screened: bool = False
+    scenario: Scenario, timeline: Timeline, prof: Profile | None, n_star: SamplesToTarget | None, screened: bool = False
 ) -> SimResult:
-    """``scn``'s result from a timeline of its systems (its own copy of the records: this sets their run id,
+    """``scenario``'s result from a timeline of its systems (its own copy of the records: this sets their run id,
     learning rate and predicted metric): the warnings, and with a learning model (``n_star``) the metric per
     step and the time-to-target (``screened``: cut short by a sweep's screen, which says so itself). Nothing is
     simulated."""
     records = timeline.records
-    run_id, lr = f"sim-{scn.digest()}", lr_for_batch(scn.learning, scn.workload.responses_per_step)
+    run_id, lr = f"sim-{scenario.digest()}", lr_for_batch(scenario.learning, scenario.workload.responses_per_step)
     for rec in records:
         rec["run_id"], rec["lr"] = run_id, lr
-    warnings: list[str] = software.warnings(scn) + scn.hardware.topology_warnings()
+    warnings: list[str] = software.warnings(scenario) + scenario.hardware.topology_warnings()
     if prof is not None:
-        warnings += prof.range_warnings(operating_point(scn, records))
+        warnings += prof.range_warnings(operating_point(scenario, records))
         # what the fit said of its learning model (calibrate.runs.learning.degenerate_reasons), where it is in use
         degenerate = (prof.learning or {}).get("degenerate")
-        if scn.learning.metric is not None and degenerate:
+        if scenario.learning.metric is not None and degenerate:
             warnings += [f"profile learning model: {r}" for r in degenerate]
-    result = SimResult(scn, records, timeline.spans, prof.info() if prof else None, warnings)
+    result = SimResult(scenario, records, timeline.spans, prof.info() if prof else None, warnings)
     if n_star is not None:
         _attach_learning(result, n_star, screened)
     return result
@@ -263,35 +265,37 @@ BAND_STEPS = 40  # steps simulated per extra band run: enough for a steady-state
 
 
 def _band(
-    scn: Scenario, prof: Profile | None, n_star: SamplesToTarget, nominal: SimResult, timelines: Timelines
+    scenario: Scenario, prof: Profile | None, n_star: SamplesToTarget, nominal: SimResult, timelines: Timelines
 ) -> tuple[float, float]:
     """Extra runs (other seeds; coefficients one sigma faster/slower) measure the steady-state step time over at
-    most BAND_STEPS steps; each scales the nominal time-to-target by its step-time ratio. ``scn`` is the systems
+    most BAND_STEPS steps; each scales the nominal time-to-target by its step-time ratio. ``scenario`` is the systems
     side's scenario (:func:`systems_scenario`: the profile's costs folded in)."""
     assert nominal.time_to_target is not None  # predict bands a result with a time-to-target only
     t0 = nominal.time_to_target.time_to_target_s
-    short = dataclasses.replace(scn.run, steps=min(scn.run.steps, BAND_STEPS + 2 * scn.schedule.staleness))
+    short = dataclasses.replace(
+        scenario.run, steps=min(scenario.run.steps, BAND_STEPS + 2 * scenario.schedule.staleness)
+    )
 
     def steady(run_scn: Scenario) -> float:
         return SimResult(run_scn, timelines.get(run_scn).records, []).steady_step_time_s
 
-    base = dataclasses.replace(scn, run=short)
+    base = dataclasses.replace(scenario, run=short)
     step0 = steady(base)  # the nominal seed over the same short window
 
     def scaled(run_scn: Scenario) -> float:
         return t0 * steady(run_scn) / step0
 
     times = [t0]
-    for i in range(1, scn.run.band_seeds):
-        times.append(scaled(dataclasses.replace(scn, run=dataclasses.replace(short, seed=scn.run.seed + i))))
+    for i in range(1, scenario.run.band_seeds):
+        times.append(scaled(dataclasses.replace(scenario, run=dataclasses.replace(short, seed=scenario.run.seed + i))))
     factors = (1.0, 1.0)
     if _shifted(prof):
         ref = scaled(base)
         fast, slow = scaled(_shift(base, prof, faster=True)), scaled(_shift(base, prof, faster=False))
         factors = (min(fast, slow) / ref, max(fast, slow) / ref)
-    learning = scn.learning
-    at = ceiling_spread(learning, scn.workload.responses_per_step)
-    spread = learning_spread(learning.samples_spread, learning.staleness_spread, scn.schedule.staleness, at)
+    learning = scenario.learning
+    at = ceiling_spread(learning, scenario.workload.responses_per_step)
+    spread = learning_spread(learning.samples_spread, learning.staleness_spread, scenario.schedule.staleness, at)
     return band(times, spread, factors)
 
 
@@ -303,12 +307,12 @@ def _shifted(prof: Profile | None) -> TypeGuard[Profile]:
 MAX_SHIFT = 2.0  # a coefficient moves by at most this factor for the band
 
 
-def _shift(scn: Scenario, prof: Profile, faster: bool) -> Scenario:
-    """``scn`` with its coefficients moved one standard deviation towards faster (or slower) hardware, in log
+def _shift(scenario: Scenario, prof: Profile, faster: bool) -> Scenario:
+    """``scenario`` with its coefficients moved one standard deviation towards faster (or slower) hardware, in log
     space: value x exp(+-sigma / value), at most a factor MAX_SHIFT. (A linear shift took a coefficient whose sigma
     exceeds its value, one the bench barely constrains, to its floor: a decode efficiency of 0.17 +- 0.21 became
     1e-6 and a 7-second time-to-target got a 9-hour upper band.)"""
-    costs = scn.costs
+    costs = scenario.costs
     changes: dict[str, float] = {}
     for fit in prof.phases.values():
         for name, sigma in fit.uncertainty.items():
@@ -320,4 +324,4 @@ def _shift(scn: Scenario, prof: Profile, faster: bool) -> Scenario:
                 changes[name] = min(1.0, value * factor) if faster else value / factor
             else:  # overhead seconds: smaller is faster
                 changes[name] = value / factor if faster else value * factor
-    return dataclasses.replace(scn, costs=dataclasses.replace(costs, **changes))
+    return dataclasses.replace(scenario, costs=dataclasses.replace(costs, **changes))

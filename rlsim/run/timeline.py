@@ -41,20 +41,24 @@ _NOT_SYSTEMS = frozenset({"learning", "run", "name", "description", "assumptions
 _SYSTEMS_SECTIONS = tuple(f.name for f in dataclasses.fields(Scenario) if f.name not in _NOT_SYSTEMS)
 
 
-def systems_key(scn: Scenario) -> tuple:
-    """What a timeline of ``scn`` depends on, as a key: its systems sections (frozen, compared by value), its
+def systems_key(scenario: Scenario) -> tuple:
+    """What a timeline of ``scenario`` depends on, as a key: its systems sections (frozen, compared by value), its
     ``costs`` among them (a profile's fitted coefficients folded in), the run's fields but the step count, and of
     the learning model only what the lengths read."""
-    run = tuple(getattr(scn.run, f) for f in _RUN_FIELDS)
-    reads = _LENGTH_LEARNING if scn.workload.length_progress != "samples" else ()
-    return (*(getattr(scn, name) for name in _SYSTEMS_SECTIONS), run, tuple(getattr(scn.learning, k) for k in reads))
+    run = tuple(getattr(scenario.run, f) for f in _RUN_FIELDS)
+    reads = _LENGTH_LEARNING if scenario.workload.length_progress != "samples" else ()
+    return (
+        *(getattr(scenario, name) for name in _SYSTEMS_SECTIONS),
+        run,
+        tuple(getattr(scenario.learning, k) for k in reads),
+    )
 
 
-def prefix_exact(scn: Scenario) -> bool:
+def prefix_exact(scenario: Scenario) -> bool:
     """Whether a run's first n steps are those of a run of n steps. Not under an async schedule without in-flight
     weight updates: a step's weight sync waits for the engines to be idle, so for the rollout of a later step
     already under way, which a longer run starts and a shorter one never does."""
-    s = scn.schedule
+    s = scenario.schedule
     return not (s.mode == "async" and s.staleness > 0 and not s.in_flight_weight_updates)
 
 
@@ -65,7 +69,7 @@ class Timeline:
     records: list[RunLogRecord]
     spans: list[Span]
 
-    def first(self, scn: Scenario, steps: int) -> Timeline:
+    def first(self, scenario: Scenario, steps: int) -> Timeline:
         """The first ``steps`` steps, copied; the pools' utilization recounted without the later steps' spans (a
         rollout of the next step may start before this one ends)."""
         if steps > len(self.records):
@@ -73,7 +77,7 @@ class Timeline:
         kept = [sp for sp in self.spans if sp.step <= steps]
         records: list[RunLogRecord] = [{**rec, "timing_s": dict(rec["timing_s"])} for rec in self.records[:steps]]
         if steps < len(self.records):
-            add_utilization(scn, records, kept)
+            add_utilization(scenario, records, kept)
         return Timeline(records, kept)
 
 
@@ -87,29 +91,29 @@ class Timelines:
         self.reuse = reuse
         self.free_generation = free_generation  # every timeline with generation free: a lower bound (run_pipeline)
 
-    def get(self, scn: Scenario, progress: Callable[[int], None] | None = None) -> Timeline:
-        """The timeline of ``scn.run.steps`` steps of ``scn`` (under its ``costs``): from the cache when it holds
+    def get(self, scenario: Scenario, progress: Callable[[int], None] | None = None) -> Timeline:
+        """The timeline of ``scn.run.steps`` steps of ``scenario`` (under its ``costs``): from the cache when it holds
         that many steps of the same systems (or more, where :func:`prefix_exact`), else simulated (``progress(step)``
         after each step) and kept when it is the longest of its key."""
-        have = self._cached(scn)
-        steps = scn.run.steps
+        have = self._cached(scenario)
+        steps = scenario.run.steps
         if have is not None:
-            return have.first(scn, steps)
-        key = systems_key(scn)
-        records, spans = run_pipeline(scn, RooflineCostModel(scn), progress, self.reuse, self.free_generation)
+            return have.first(scenario, steps)
+        key = systems_key(scenario)
+        records, spans = run_pipeline(scenario, RooflineCostModel(scenario), progress, self.reuse, self.free_generation)
         self.simulated += 1
         made = Timeline(records, spans)
         if key not in self._store or steps > len(self._store[key].records):
             self._store[key] = made
-        return made.first(scn, steps)
+        return made.first(scenario, steps)
 
-    def holds(self, scn: Scenario) -> bool:
-        """Whether :meth:`get` would answer ``scn`` from the cache, simulating nothing."""
-        return self._cached(scn) is not None
+    def holds(self, scenario: Scenario) -> bool:
+        """Whether :meth:`get` would answer ``scenario`` from the cache, simulating nothing."""
+        return self._cached(scenario) is not None
 
-    def _cached(self, scn: Scenario) -> Timeline | None:
-        have = self._store.get(systems_key(scn))
-        steps = scn.run.steps
-        if have is not None and (len(have.records) == steps or (len(have.records) > steps and prefix_exact(scn))):
+    def _cached(self, scenario: Scenario) -> Timeline | None:
+        have = self._store.get(systems_key(scenario))
+        steps = scenario.run.steps
+        if have is not None and (len(have.records) == steps or (len(have.records) > steps and prefix_exact(scenario))):
             return have
         return None

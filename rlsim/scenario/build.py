@@ -39,21 +39,21 @@ def from_dict(raw: dict[str, Any]) -> Scenario:
     return scenario
 
 
-def with_overrides(s: Scenario, overrides: dict[str, Any] | list[str]) -> Scenario:
-    """A new scenario: ``s`` with dotted-key overrides applied (``{"workload.prompts_per_step": 256}`` or
+def with_overrides(scenario: Scenario, overrides: dict[str, Any] | list[str]) -> Scenario:
+    """A new scenario: ``scenario`` with dotted-key overrides applied (``{"workload.prompts_per_step": 256}`` or
     ``["workload.prompts_per_step=256"]``), validated once."""
-    return from_dict(apply_overrides(s.to_dict(), as_overrides(overrides)))
+    return from_dict(apply_overrides(scenario.to_dict(), as_overrides(overrides)))
 
 
-def with_learning(s: Scenario, overrides: dict[str, Any]) -> Scenario:
-    """``s`` with ``learning.*`` overrides applied: only the learning section is rebuilt and validated (no other
+def with_learning(scenario: Scenario, overrides: dict[str, Any]) -> Scenario:
+    """``scenario`` with ``learning.*`` overrides applied: only the learning section is rebuilt and validated (no other
     rule reads it), what a sweep over LR rules needs a thousand times. Any other key is refused (a bug)."""
     if any(not k.startswith("learning.") for k in overrides):
         raise ValueError(f"with_learning takes learning.* keys only, not {sorted(overrides)}")
-    raw = apply_overrides({"learning": to_plain(s.learning)}, overrides)
+    raw = apply_overrides({"learning": to_plain(scenario.learning)}, overrides)
     learning = _build(Learning, raw["learning"], "learning")
     validation.validate_learning(learning)
-    return dataclasses.replace(s, learning=learning)
+    return dataclasses.replace(scenario, learning=learning)
 
 
 def _resolve_spec(kind: str, value: Any, path: str) -> dict[str, Any]:

@@ -18,10 +18,10 @@ if TYPE_CHECKING:
     from rlsim.schema.scenario import Scenario
 
 
-def scheduler_rules(s: Scenario) -> SchedulerRules:
+def scheduler_rules(scenario: Scenario) -> SchedulerRules:
     """The engine's scheduling and paging rules: engine fields, else the named behaviour's, else vLLM V1's."""
-    eng = s.engine
-    name = software.behaviour(s)  # engine.behaviour, else what the software section selects
+    eng = scenario.engine
+    name = software.behaviour(scenario)  # engine.behaviour, else what the software section selects
     entry = catalog.engine(name) if name is not None else {}
 
     def pick(name: str, default: Any) -> Any:
@@ -30,23 +30,23 @@ def scheduler_rules(s: Scenario) -> SchedulerRules:
 
     chunked = bool(pick("chunked_prefill", True))
     budget = eng.max_num_batched_tokens
-    gpu = s.hardware.gpu
+    gpu = scenario.hardware.gpu
     on_cpu = gpu.platform == "cpu"
     by_memory = entry.get("token_budget_by_memory_gib")  # SGLang: chunked_prefill_size by the GPU's memory
     if budget is None and chunked and by_memory and not on_cpu:
-        gib = s.hardware.engine_memory_bytes / 2**30
+        gib = scenario.hardware.engine_memory_bytes / 2**30
         budget = next(tokens for below, tokens in by_memory if below is None or gib < below)
     elif budget is None and chunked:
         if on_cpu:
             default = 4096 * eng.tensor_parallel_size
         else:  # vllm.LLM's budget at the reference V1 release (rlsim/catalog/software.yaml batch_defaults)
             limits = software.batch_defaults(
-                software.V1_REFERENCE_RELEASE, "llm_class", gpu.name, s.hardware.engine_memory_bytes
+                software.V1_REFERENCE_RELEASE, "llm_class", gpu.name, scenario.hardware.engine_memory_bytes
             )
             default = limits["max_num_batched_tokens"]
         budget = max(default, eng.max_num_seqs)
     elif budget is None:
-        budget = max(s.workload.max_prompt_tokens + s.workload.max_response_tokens, 2048)
+        budget = max(scenario.workload.max_prompt_tokens + scenario.workload.max_response_tokens, 2048)
     return SchedulerRules(
         block_size=int(pick("block_size", 128 if on_cpu else 16)),
         chunked_prefill=chunked,

@@ -75,10 +75,10 @@ def nearest(kind: str, name: str, version: str, path: str) -> tuple[str, dict[st
     return pick, dict(known[pick]), warning
 
 
-def resolve(s: Scenario) -> tuple[str | None, list[str]]:
+def resolve(scenario: Scenario) -> tuple[str | None, list[str]]:
     """What the software section selects: (the engine release's named behaviour, or None without a release; the
     warnings of releases taken as their nearest known one)."""
-    sw = s.software
+    sw = scenario.software
     warns: list[str] = []
     engine_version = sw.engine_version
     if sw.framework is not None:
@@ -108,18 +108,20 @@ def resolve(s: Scenario) -> tuple[str | None, list[str]]:
     return entry["behaviour"], warns
 
 
-def behaviour(s: Scenario) -> str | None:
+def behaviour(scenario: Scenario) -> str | None:
     """The named engine behaviour in force: the scenario's ``engine.behaviour``, else what its software selects."""
-    if s.engine.behaviour is not None or (s.software.framework is None and s.software.engine_version is None):
-        return s.engine.behaviour
-    return resolve(s)[0]
+    if scenario.engine.behaviour is not None or (
+        scenario.software.framework is None and scenario.software.engine_version is None
+    ):
+        return scenario.engine.behaviour
+    return resolve(scenario)[0]
 
 
-def warnings(s: Scenario) -> list[str]:
+def warnings(scenario: Scenario) -> list[str]:
     """The one-line warnings of the scenario's software resolution (unknown versions)."""
-    if s.software.framework is None and s.software.engine_version is None:
+    if scenario.software.framework is None and scenario.software.engine_version is None:
         return []
-    return resolve(s)[1]
+    return resolve(scenario)[1]
 
 
 V1_REFERENCE_RELEASE = "0.11.2"  # the vLLM V1 release whose defaults apply where a scenario names none

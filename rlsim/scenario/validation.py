@@ -21,32 +21,32 @@ if TYPE_CHECKING:
     from rlsim.schema.scenario import Scenario
 
 
-def validate(s: Scenario) -> None:
+def validate(scenario: Scenario) -> None:
     """Cross-field rules. Order matters: the first broken rule is reported."""
-    validate_model(s.model, "model")
-    if s.algorithm.critic_model is not None:
-        validate_model(s.algorithm.critic_model, "algorithm.critic_model")
-    validate_lengths(s.workload)
-    _validate_placement(s)
-    _validate_schedule(s)
-    _validate_engine_layout(s)
-    software.resolve(s)  # an unreadable version or an unknown framework is refused here
-    _validate_engine_settings(s)
-    _validate_group_size(s)
-    _validate_dynamic_sampling(s)
-    _validate_critic_pool(s)
-    _validate_reward(s)
-    validate_learning(s.learning)
-    _validate_prices(s)
-    _validate_mini_batches(s)
+    validate_model(scenario.model, "model")
+    if scenario.algorithm.critic_model is not None:
+        validate_model(scenario.algorithm.critic_model, "algorithm.critic_model")
+    validate_lengths(scenario.workload)
+    _validate_placement(scenario)
+    _validate_schedule(scenario)
+    _validate_engine_layout(scenario)
+    software.resolve(scenario)  # an unreadable version or an unknown framework is refused here
+    _validate_engine_settings(scenario)
+    _validate_group_size(scenario)
+    _validate_dynamic_sampling(scenario)
+    _validate_critic_pool(scenario)
+    _validate_reward(scenario)
+    validate_learning(scenario.learning)
+    _validate_prices(scenario)
+    _validate_mini_batches(scenario)
     # memory: engine weights, KV cache, trainer state
-    _validate_engine_memory(s)
-    training_memory.validate(s)
+    _validate_engine_memory(scenario)
+    training_memory.validate(scenario)
 
 
-def _validate_placement(s: Scenario) -> None:
+def _validate_placement(scenario: Scenario) -> None:
     """``hardware.placement``: separate pools must be given and add up to num_gpus; shared GPUs take no pools."""
-    hw = s.hardware
+    hw = scenario.hardware
     if hw.placement == "separate":
         for key in ("rollout_gpus", "train_gpus"):
             if getattr(hw, key) is None:
@@ -70,11 +70,11 @@ def _validate_placement(s: Scenario) -> None:
         )
 
 
-def _validate_schedule(s: Scenario) -> None:
+def _validate_schedule(scenario: Scenario) -> None:
     """``schedule``: the mode's placement, and a staleness only (and at least 1) for mode async."""
-    sched = s.schedule
+    sched = scenario.schedule
     want = "colocated" if sched.mode == "sync-colocated" else "separate"
-    if s.hardware.placement != want:
+    if scenario.hardware.placement != want:
         raise ScenarioError(
             "schedule.mode",
             sched.mode,
@@ -97,9 +97,9 @@ def _validate_schedule(s: Scenario) -> None:
         )
 
 
-def _validate_engine_layout(s: Scenario) -> None:
+def _validate_engine_layout(scenario: Scenario) -> None:
     """The engine's parallel sizes, MTP speculation and replicas against the model and the rollout GPUs."""
-    hw, eng = s.hardware, s.engine
+    hw, eng = scenario.hardware, scenario.engine
     tp = eng.tensor_parallel_size
     if hw.num_rollout_gpus % tp:
         raise ScenarioError(
@@ -115,9 +115,12 @@ def _validate_engine_layout(s: Scenario) -> None:
             "without expert parallelism data-parallel ranks are independent replicas",
             "set engine.expert_parallel: true (MoE models), or use engine.replicas",
         )
-    if eng.expert_parallel and not s.model.is_moe:
+    if eng.expert_parallel and not scenario.model.is_moe:
         raise ScenarioError(
-            "engine.expert_parallel", True, f"needs a mixture-of-experts model ({s.model.name} is dense)", "remove it"
+            "engine.expert_parallel",
+            True,
+            f"needs a mixture-of-experts model ({scenario.model.name} is dense)",
+            "remove it",
         )
     if hw.num_rollout_gpus % (tp * eng.data_parallel_size):
         raise ScenarioError(
@@ -126,11 +129,11 @@ def _validate_engine_layout(s: Scenario) -> None:
             f"x tensor_parallel_size {tp} must divide the rollout GPUs ({hw.num_rollout_gpus})",
             "choose sizes whose product divides the rollout GPUs",
         )
-    if eng.speculative_tokens > 0 and s.model.num_mtp_layers < 1:
+    if eng.speculative_tokens > 0 and scenario.model.num_mtp_layers < 1:
         raise ScenarioError(
             "engine.speculative_tokens",
             eng.speculative_tokens,
-            f"needs multi-token-prediction modules; {s.model.name} has none (model.num_mtp_layers 0)",
+            f"needs multi-token-prediction modules; {scenario.model.name} has none (model.num_mtp_layers 0)",
             "set it to 0, or use a model that ships MTP modules (DeepSeek-V3)",
         )
     if eng.replicas is not None and eng.replicas * tp > hw.num_rollout_gpus:
@@ -142,9 +145,9 @@ def _validate_engine_layout(s: Scenario) -> None:
         )
 
 
-def _validate_engine_settings(s: Scenario) -> None:
+def _validate_engine_settings(scenario: Scenario) -> None:
     """``engine.behaviour`` names a catalog entry; the activation reserve stays below the memory utilization."""
-    eng = s.engine
+    eng = scenario.engine
     if eng.behaviour is not None and eng.behaviour not in catalog.engine_names():
         raise ScenarioError(
             "engine.behaviour",
@@ -161,53 +164,53 @@ def _validate_engine_settings(s: Scenario) -> None:
         )
 
 
-def _validate_group_size(s: Scenario) -> None:
+def _validate_group_size(scenario: Scenario) -> None:
     """``workload.group_size``: grpo normalizes advantages within a group, so it needs two responses or more."""
-    if s.algorithm.name == "grpo" and s.workload.group_size < 2:
+    if scenario.algorithm.name == "grpo" and scenario.workload.group_size < 2:
         raise ScenarioError(
             "workload.group_size",
-            s.workload.group_size,
+            scenario.workload.group_size,
             "must be at least 2 for grpo (advantages are normalized within a group)",
             "set workload.group_size: 8, say",
         )
 
 
-def _validate_prices(s: Scenario) -> None:
+def _validate_prices(scenario: Scenario) -> None:
     """``plan.prices``: every GPU's price per hour is above 0."""
-    for gpu, price in s.plan.prices.items():
+    for gpu, price in scenario.plan.prices.items():
         if not price > 0:
             raise ScenarioError(
                 f"plan.prices.{gpu}", price, "must be a price above 0 (US dollars per GPU-hour)", "write e.g. 2.5"
             )
 
 
-def _validate_mini_batches(s: Scenario) -> None:
+def _validate_mini_batches(scenario: Scenario) -> None:
     """``algorithm.mini_batches_per_step`` divides the responses per step."""
-    if s.workload.responses_per_step % s.algorithm.mini_batches_per_step:
+    if scenario.workload.responses_per_step % scenario.algorithm.mini_batches_per_step:
         raise ScenarioError(
             "algorithm.mini_batches_per_step",
-            s.algorithm.mini_batches_per_step,
-            f"must divide the responses per step ({s.workload.responses_per_step} = P x G)",
+            scenario.algorithm.mini_batches_per_step,
+            f"must divide the responses per step ({scenario.workload.responses_per_step} = P x G)",
             "choose a divisor of P x G",
         )
 
 
-def _validate_engine_memory(s: Scenario) -> None:
+def _validate_engine_memory(scenario: Scenario) -> None:
     """The engine's memory: weights per GPU, a token budget for every running sequence, the longest sequence's KV."""
-    hw, eng = s.hardware, s.engine
+    hw, eng = scenario.hardware, scenario.engine
     tp = eng.tensor_parallel_size
     gpu_mem = hw.engine_memory_bytes
     budget = gpu_mem * (eng.gpu_memory_utilization - eng.activation_memory_fraction)
-    weights_per_gpu = s.engine_weight_bytes_per_gpu
+    weights_per_gpu = scenario.engine_weight_bytes_per_gpu
     if weights_per_gpu >= budget:
         raise ScenarioError(
             "model",
-            s.model.name,
+            scenario.model.name,
             f"needs {weights_per_gpu / 1e9:.1f} GB of weights per GPU at tensor_parallel_size {tp}, "
             f"over the engine's {budget / 1e9:.1f} GB on {hw.gpu.name}",
             "raise engine.tensor_parallel_size, use a larger GPU or a smaller model",
         )
-    rules = scheduler_rules(s)
+    rules = scheduler_rules(scenario)
     tokens = rules.max_num_batched_tokens  # set whenever chunked prefill is (SchedulerRules checks it)
     if rules.chunked_prefill and tokens is not None and tokens < eng.max_num_seqs:
         raise ScenarioError(
@@ -217,30 +220,30 @@ def _validate_engine_memory(s: Scenario) -> None:
             "decode token must fit one iteration (vLLM refuses it too)",
             f"raise it to at least {eng.max_num_seqs}, or lower engine.max_num_seqs",
         )
-    cap = s.kv_capacity_tokens // rules.block_size * rules.block_size  # whole blocks
-    longest = s.workload.max_prompt_tokens + s.workload.max_response_tokens + 1
+    cap = scenario.kv_capacity_tokens // rules.block_size * rules.block_size  # whole blocks
+    longest = scenario.workload.max_prompt_tokens + scenario.workload.max_response_tokens + 1
     if cap < longest:
         raise ScenarioError(
             "workload.max_response_tokens",
-            s.workload.max_response_tokens,
-            f"plus max_prompt_tokens ({s.workload.max_prompt_tokens}) does not fit one replica's KV "
+            scenario.workload.max_response_tokens,
+            f"plus max_prompt_tokens ({scenario.workload.max_prompt_tokens}) does not fit one replica's KV "
             f"cache of {cap} tokens",
             "raise engine.tensor_parallel_size or engine.gpu_memory_utilization, or lower the lengths",
         )
 
 
-def _validate_critic_pool(s: Scenario) -> None:
+def _validate_critic_pool(scenario: Scenario) -> None:
     """``algorithm.critic_gpus`` / ``reference_gpus``: a PPO critic's or the reference model's own pool, which the
     training layout must divide."""
-    ref = s.algorithm.reference_gpus
-    if ref is not None and not s.algorithm.kl_reference:
+    ref = scenario.algorithm.reference_gpus
+    if ref is not None and not scenario.algorithm.kl_reference:
         raise ScenarioError(
             "algorithm.reference_gpus",
             ref,
             "is set but there is no reference pass (kl_reference false)",
             "remove it or set algorithm.kl_reference: true",
         )
-    tr = s.training
+    tr = scenario.training
     parallel = (
         1 if tr.backend == "fsdp" else tr.tensor_parallel_size * tr.pipeline_parallel_size * tr.context_parallel_size
     )
@@ -251,22 +254,27 @@ def _validate_critic_pool(s: Scenario) -> None:
             f"is not a multiple of the training layout's tensor x pipeline x context parallel size ({parallel})",
             "give the reference a multiple of it",
         )
-    if s.algorithm.critic_with_reward:
-        if s.algorithm.name != "ppo" or s.reward.model is None or not s.reward.num_gpus or s.algorithm.critic_gpus:
+    if scenario.algorithm.critic_with_reward:
+        if (
+            scenario.algorithm.name != "ppo"
+            or scenario.reward.model is None
+            or not scenario.reward.num_gpus
+            or scenario.algorithm.critic_gpus
+        ):
             raise ScenarioError(
                 "algorithm.critic_with_reward",
                 True,
                 "needs ppo, a reward model on GPUs of its own (reward.model, reward.num_gpus) and no critic_gpus",
                 "set those, or remove it",
             )
-    n = s.algorithm.critic_gpus
+    n = scenario.algorithm.critic_gpus
     if n is None:
         return
-    if s.algorithm.name != "ppo":
+    if scenario.algorithm.name != "ppo":
         raise ScenarioError(
             "algorithm.critic_gpus", n, "is set but the algorithm has no critic (grpo)", "remove it or use ppo"
         )
-    tr = s.training
+    tr = scenario.training
     model_parallel = (
         1 if tr.backend == "fsdp" else tr.tensor_parallel_size * tr.pipeline_parallel_size * tr.context_parallel_size
     )
@@ -279,8 +287,8 @@ def _validate_critic_pool(s: Scenario) -> None:
         )
 
 
-def _validate_dynamic_sampling(s: Scenario) -> None:
-    ds = s.algorithm.dynamic_sampling
+def _validate_dynamic_sampling(scenario: Scenario) -> None:
+    ds = scenario.algorithm.dynamic_sampling
     if ds is None:
         return
     if ds.rounds() > ds.max_gen_batches:
@@ -291,7 +299,7 @@ def _validate_dynamic_sampling(s: Scenario) -> None:
             f"max_gen_batches {ds.max_gen_batches} (NeMo RL stops the run with an error there)",
             "raise algorithm.dynamic_sampling.batch_multiplier or max_gen_batches",
         )
-    if s.schedule.mode == "async" and ds.mode == "rounds":
+    if scenario.schedule.mode == "async" and ds.mode == "rounds":
         raise ScenarioError(
             "algorithm.dynamic_sampling",
             "set",
@@ -301,8 +309,8 @@ def _validate_dynamic_sampling(s: Scenario) -> None:
         )
 
 
-def _validate_reward(s: Scenario) -> None:
-    rw = s.reward
+def _validate_reward(scenario: Scenario) -> None:
+    rw = scenario.reward
     if rw.model is None:
         for key in ("num_gpus",):
             if getattr(rw, key) is not None:
@@ -314,17 +322,17 @@ def _validate_reward(s: Scenario) -> None:
         return
     validate_model(rw.model, "reward.model")
     tp = rw.tensor_parallel_size
-    gpus = rw.num_gpus if rw.num_gpus is not None else s.hardware.num_train_gpus
+    gpus = rw.num_gpus if rw.num_gpus is not None else scenario.hardware.num_train_gpus
     where = "reward.num_gpus" if rw.num_gpus is not None else "the training GPUs (reward.num_gpus unset)"
     if gpus % tp:
         raise ScenarioError("reward.tensor_parallel_size", tp, f"must divide {where} ({gpus})", "choose a divisor")
     per_gpu = rw.model.num_params * rw.model.dtype_bytes / tp
-    memory = s.hardware.engine_memory_bytes
+    memory = scenario.hardware.engine_memory_bytes
     if per_gpu > 0.9 * memory:
         raise ScenarioError(
             "reward.tensor_parallel_size",
             tp,
             f"leaves {per_gpu / 1e9:.1f} GB of {rw.model.name} weights per GPU, more than 90% of the "
-            f"{memory / 1e9:.0f} GB of a {s.hardware.gpu.name}",
+            f"{memory / 1e9:.0f} GB of a {scenario.hardware.gpu.name}",
             f"raise it to {math.ceil(rw.model.num_params * rw.model.dtype_bytes / (0.9 * memory))} or more",
         )

@@ -40,6 +40,6 @@ def read_scenario(path: str | Path) -> dict[str, Any]:
     return raw
 
 
-def dump_yaml(s: Scenario) -> str:
+def dump_yaml(scenario: Scenario) -> str:
     """The resolved scenario (catalog entries expanded) as YAML; loading it gives the same scenario."""
-    return yaml.safe_dump(s.to_dict(), sort_keys=False)
+    return yaml.safe_dump(scenario.to_dict(), sort_keys=False)

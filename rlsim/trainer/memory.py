@@ -52,16 +52,16 @@ MICRO_TOKENS_QUANTILE = 0.99  # a micro-batch without padding is priced at this 
 _DRAWS = 4000  # micro-batches drawn for that quantile (seeded: the same scenario gives the same answer)
 
 
-def micro_batch_tokens(s: Scenario) -> float:
+def micro_batch_tokens(scenario: Scenario) -> float:
     """Tokens one training micro-batch holds at its peak: micro_batch_size x packing_tokens (the bins with
     packing, the padded cap without); with ``remove_padding``, the MICRO_TOKENS_QUANTILE quantile of the sum of
     micro_batch_size sequences' lengths drawn from the workload (each response phase; the largest; drift is not
     applied), at most that cap."""
-    tr = s.training
-    cap = tr.micro_batch_size * packing_tokens(s)
+    tr = scenario.training
+    cap = tr.micro_batch_size * packing_tokens(scenario)
     if tr.sequence_packing or not tr.remove_padding:
         return float(cap)
-    return min(float(cap), _unpadded_quantile(s.workload, tr.micro_batch_size))
+    return min(float(cap), _unpadded_quantile(scenario.workload, tr.micro_batch_size))
 
 
 @functools.lru_cache(maxsize=256)
@@ -84,12 +84,12 @@ def _unpadded_quantile(w: Workload, micro: int) -> float:
     return worst
 
 
-def memory(s: Scenario, model: ModelSpec | None = None) -> TrainMemory:
+def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
     """Training memory per GPU for ``model`` (default: the policy) on the scenario's layout."""
-    model = model or s.model
-    tr, lay = s.training, layout_of(s)
-    budget = s.hardware.gpu.memory_bytes * tr.memory_fraction
-    tokens_mb = micro_batch_tokens(s)
+    model = model or scenario.model
+    tr, lay = scenario.training, layout_of(scenario)
+    budget = scenario.hardware.gpu.memory_bytes * tr.memory_fraction
+    tokens_mb = micro_batch_tokens(scenario)
     h = model.hidden_size
     per_layer_full = SEQ_PARALLEL_ACT_BYTES_PER_TOKEN_HIDDEN * h
     logits = tokens_mb / lay.c / lay.t * model.vocab_size * LOGIT_BYTES
@@ -123,21 +123,21 @@ def memory(s: Scenario, model: ModelSpec | None = None) -> TrainMemory:
 # ---------------------------------------------------------------------------------------------------- checks
 
 
-def validate(s: Scenario) -> None:
+def validate(scenario: Scenario) -> None:
     """Rules of the ``training`` section against the rest of the scenario; raises ScenarioError."""
-    _check_padding(s)
-    if s.training.backend == "fsdp":
-        _check_fsdp_layout(s)
+    _check_padding(scenario)
+    if scenario.training.backend == "fsdp":
+        _check_fsdp_layout(scenario)
     else:
-        _check_megatron_layout(s)
-    _check_hardware(s)
-    _check_global_batch(s)
-    check_memory(s)
+        _check_megatron_layout(scenario)
+    _check_hardware(scenario)
+    _check_global_batch(scenario)
+    check_memory(scenario)
 
 
-def _check_padding(s: Scenario) -> None:
+def _check_padding(scenario: Scenario) -> None:
     """``remove_padding``, ``pad_to_longest`` and ``sequence_packing``: at most one way to treat padding."""
-    tr, at = s.training, "training"
+    tr, at = scenario.training, "training"
     if tr.remove_padding and tr.pad_to_longest:  # (with sequence packing it changes nothing: bins hold no padding)
         raise ScenarioError(
             f"{at}.remove_padding",
@@ -154,9 +154,9 @@ def _check_padding(s: Scenario) -> None:
         )
 
 
-def _check_fsdp_layout(s: Scenario) -> None:
+def _check_fsdp_layout(scenario: Scenario) -> None:
     """Backend fsdp: no Megatron parallel sizes, and the optimizer is always sharded."""
-    tr, at = s.training, "training"
+    tr, at = scenario.training, "training"
     for key in (
         "tensor_parallel_size",
         "pipeline_parallel_size",
@@ -178,10 +178,10 @@ def _check_fsdp_layout(s: Scenario) -> None:
         )
 
 
-def _check_megatron_layout(s: Scenario) -> None:
+def _check_megatron_layout(scenario: Scenario) -> None:
     """Backend megatron: the parallel sizes divide the training GPUs, the experts, the heads and the layers."""
-    tr, m = s.training, s.model
-    n = s.hardware.num_train_gpus
+    tr, m = scenario.training, scenario.model
+    n = scenario.hardware.num_train_gpus
     at = "training"
     if tr.offload_params:
         raise ScenarioError(f"{at}.offload_params", True, "is an FSDP option", f"set {at}.backend: fsdp or remove it")
@@ -228,17 +228,17 @@ def _check_megatron_layout(s: Scenario) -> None:
         )
 
 
-def _check_hardware(s: Scenario) -> None:
+def _check_hardware(scenario: Scenario) -> None:
     """FP8 training needs FP8 tensor cores; offloading the trainer needs GPUs shared with the engines."""
     at = "training"
-    if s.training.precision == "fp8" and s.hardware.gpu.fp8_flops_per_s is None:
+    if scenario.training.precision == "fp8" and scenario.hardware.gpu.fp8_flops_per_s is None:
         raise ScenarioError(
             f"{at}.precision",
             "fp8",
-            f"needs FP8 tensor cores; {s.hardware.gpu.name} has none (no fp8_flops_per_s)",
+            f"needs FP8 tensor cores; {scenario.hardware.gpu.name} has none (no fp8_flops_per_s)",
             f"set {at}.precision: bf16 or use an FP8-capable GPU",
         )
-    if s.weight_sync.offload_trainer and s.hardware.placement != "colocated":
+    if scenario.weight_sync.offload_trainer and scenario.hardware.placement != "colocated":
         raise ScenarioError(
             "weight_sync.offload_trainer",
             True,
@@ -247,10 +247,10 @@ def _check_hardware(s: Scenario) -> None:
         )
 
 
-def _check_global_batch(s: Scenario) -> None:
+def _check_global_batch(scenario: Scenario) -> None:
     """``global_batch_size`` divides the responses per step and agrees with algorithm.mini_batches_per_step."""
     at = "training"
-    gbs, batch = s.training.global_batch_size, s.workload.responses_per_step
+    gbs, batch = scenario.training.global_batch_size, scenario.workload.responses_per_step
     if gbs is None:
         return
     if batch % gbs:
@@ -260,72 +260,78 @@ def _check_global_batch(s: Scenario) -> None:
             f"must divide the responses per step ({batch} = P x G)",
             "choose a divisor of P x G (several optimizer steps per RL step) or P x G itself",
         )
-    if s.algorithm.mini_batches_per_step not in (1, batch // gbs):
+    if scenario.algorithm.mini_batches_per_step not in (1, batch // gbs):
         raise ScenarioError(
             "algorithm.mini_batches_per_step",
-            s.algorithm.mini_batches_per_step,
+            scenario.algorithm.mini_batches_per_step,
             f"contradicts training.global_batch_size ({gbs}: {batch // gbs} optimizer steps per step)",
             "give one of the two",
         )
 
 
-def resident_memory(s: Scenario) -> TrainMemory:
+def resident_memory(scenario: Scenario) -> TrainMemory:
     """What the training GPUs hold at the peak of a step: the policy's training state and activations, a PPO
     critic's training state, and a reference model's bf16 weights unless it waits on the host."""
-    mem = memory(s)
+    mem = memory(scenario)
     extra = 0.0
-    if s.algorithm.name == "ppo" and not s.critic_pool_gpus:  # a critic on a pool of its own holds its state there
-        critic = memory(s, s.critic)
+    if (
+        scenario.algorithm.name == "ppo" and not scenario.critic_pool_gpus
+    ):  # a critic on a pool of its own holds its state there
+        critic = memory(scenario, scenario.critic)
         extra += critic.weights_grads_bytes + critic.optimizer_bytes
-    if s.algorithm.kl_reference and not s.training.reference_on_host and not s.algorithm.reference_gpus:
-        extra += reference_weight_bytes(s, s.model)
+    if (
+        scenario.algorithm.kl_reference
+        and not scenario.training.reference_on_host
+        and not scenario.algorithm.reference_gpus
+    ):
+        extra += reference_weight_bytes(scenario, scenario.model)
     return TrainMemory(mem.weights_grads_bytes + extra, mem.optimizer_bytes, mem.activation_bytes, mem.budget_bytes)
 
 
-def check_memory(s: Scenario) -> None:
+def check_memory(scenario: Scenario) -> None:
     """Refuse a layout whose training state does not fit, naming the field to change and how (and a PPO critic's
     on its own GPUs, algorithm.critic_gpus)."""
-    if s.critic_pool_gpus:
-        view = s.pool_view(s.critic_pool_gpus)
-        crit = memory(view, s.critic)
+    if scenario.critic_pool_gpus:
+        view = scenario.pool_view(scenario.critic_pool_gpus)
+        crit = memory(view, scenario.critic)
         if not crit.fits:
             raise ScenarioError(
                 "algorithm.critic_gpus",
-                s.algorithm.critic_gpus,
-                f"holds the critic ({s.critic.name}) at {crit.total_bytes / 1e9:.1f} GB per GPU (weights and gradients "
-                f"{crit.weights_grads_bytes / 1e9:.1f}, optimizer {crit.optimizer_bytes / 1e9:.1f}, activations "
-                f"{crit.activation_bytes / 1e9:.1f}), over {s.training.memory_fraction:.0%} of a "
-                f"{s.hardware.gpu.name}",
+                scenario.algorithm.critic_gpus,
+                f"holds the critic ({scenario.critic.name}) at {crit.total_bytes / 1e9:.1f} GB per GPU (weights and "
+                f"gradients {crit.weights_grads_bytes / 1e9:.1f}, optimizer {crit.optimizer_bytes / 1e9:.1f}, "
+                f"activations {crit.activation_bytes / 1e9:.1f}), over {scenario.training.memory_fraction:.0%} of a "
+                f"{scenario.hardware.gpu.name}",
                 "raise it, or set training.offload_optimizer: true",
             )
-    if s.algorithm.kl_reference and s.algorithm.reference_gpus:
-        view = s.pool_view(s.algorithm.reference_gpus)
+    if scenario.algorithm.kl_reference and scenario.algorithm.reference_gpus:
+        view = scenario.pool_view(scenario.algorithm.reference_gpus)
         act = (
             memory(view).activation_bytes
-            / s.training.micro_batch_size
-            * (s.training.logprob_micro_batch_size or s.training.micro_batch_size)
+            / scenario.training.micro_batch_size
+            * (scenario.training.logprob_micro_batch_size or scenario.training.micro_batch_size)
         )
-        need = reference_weight_bytes(view, s.model) + act
-        budget = s.hardware.gpu.memory_bytes * s.training.memory_fraction
+        need = reference_weight_bytes(view, scenario.model) + act
+        budget = scenario.hardware.gpu.memory_bytes * scenario.training.memory_fraction
         if need > budget:
             raise ScenarioError(
                 "algorithm.reference_gpus",
-                s.algorithm.reference_gpus,
-                f"holds the reference model ({s.model.name}) at {need / 1e9:.1f} GB per GPU (weights and one "
-                f"forward micro-batch), over {s.training.memory_fraction:.0%} of a {s.hardware.gpu.name}",
+                scenario.algorithm.reference_gpus,
+                f"holds the reference model ({scenario.model.name}) at {need / 1e9:.1f} GB per GPU (weights and one "
+                f"forward micro-batch), over {scenario.training.memory_fraction:.0%} of a {scenario.hardware.gpu.name}",
                 "raise it",
             )
-    tr = s.training
-    model, mem = s.model, resident_memory(s)
+    tr = scenario.training
+    model, mem = scenario.model, resident_memory(scenario)
     if mem.fits:
         return
     gb = 1e9
     what = (
         f"needs {mem.total_bytes / gb:.1f} GB per training GPU for {model.name} (weights and gradients "
-        f"{'with the critic and reference ' if mem.weights_grads_bytes > memory(s).weights_grads_bytes else ''}"
+        f"{'with the critic and reference ' if mem.weights_grads_bytes > memory(scenario).weights_grads_bytes else ''}"
         f"{mem.weights_grads_bytes / gb:.1f}, optimizer {mem.optimizer_bytes / gb:.1f}, activations "
         f"{mem.activation_bytes / gb:.1f}), over {tr.memory_fraction:.0%} of the "
-        f"{s.hardware.gpu.memory_bytes / gb:.0f} GB of a {s.hardware.gpu.name}"
+        f"{scenario.hardware.gpu.memory_bytes / gb:.0f} GB of a {scenario.hardware.gpu.name}"
     )
     if mem.activation_bytes > mem.weights_grads_bytes + mem.optimizer_bytes:
         if tr.activation_recompute != "full":
@@ -338,7 +344,7 @@ def check_memory(s: Scenario) -> None:
         fix = "lower it" if tr.backend == "fsdp" else "lower it, or raise training.context_parallel_size"
         raise ScenarioError("training.micro_batch_size", tr.micro_batch_size, what, fix)
     if tr.backend == "fsdp":
-        gpus = "hardware.num_gpus" if s.hardware.placement == "colocated" else "hardware.train_gpus"
+        gpus = "hardware.num_gpus" if scenario.hardware.placement == "colocated" else "hardware.train_gpus"
         if not tr.offload_optimizer:
             raise ScenarioError(
                 "training.offload_optimizer",
@@ -346,7 +352,9 @@ def check_memory(s: Scenario) -> None:
                 what,
                 f"set training.offload_optimizer: true (CPU Adam), or raise {gpus}",
             )
-        raise ScenarioError(gpus, s.hardware.num_train_gpus, what, f"raise {gpus} or set training.offload_params: true")
+        raise ScenarioError(
+            gpus, scenario.hardware.num_train_gpus, what, f"raise {gpus} or set training.offload_params: true"
+        )
     if not tr.distributed_optimizer:
         raise ScenarioError("training.distributed_optimizer", False, what, "set training.distributed_optimizer: true")
     key = (

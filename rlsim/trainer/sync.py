@@ -56,57 +56,57 @@ class SyncTime:
         return self.transfer_s + self.copy_s
 
 
-def trainer_copy_span(s: Scenario) -> int:
+def trainer_copy_span(scenario: Scenario) -> int:
     """GPUs that hold one full copy of the trained weights (the senders' group)."""
-    lay = layout_of(s)
-    if s.training.backend == "fsdp":
+    lay = layout_of(scenario)
+    if scenario.training.backend == "fsdp":
         return lay.n
     dense_span = lay.t * lay.p
-    expert_span = lay.e * lay.et * lay.p if s.model.is_moe else 0
+    expert_span = lay.e * lay.et * lay.p if scenario.model.is_moe else 0
     return max(dense_span, expert_span)
 
 
-def sender_bytes(s: Scenario) -> float:
+def sender_bytes(scenario: Scenario) -> float:
     """Bytes the most loaded trainer GPU of one model copy sends: its share of the dense and of the expert
     weights (Megatron spreads dense weights over t x p GPUs, experts over e x et x p)."""
-    lay, m = layout_of(s), s.model
-    if s.training.backend == "fsdp":
+    lay, m = layout_of(scenario), scenario.model
+    if scenario.training.backend == "fsdp":
         return m.weight_bytes / lay.n
     expert = m.expert_params * m.dtype_bytes
     return (m.weight_bytes - expert) / (lay.t * lay.p) + (expert / (lay.e * lay.et * lay.p) if m.is_moe else 0.0)
 
 
-def engine_shard_bytes(s: Scenario) -> float:
+def engine_shard_bytes(scenario: Scenario) -> float:
     """Bytes of weights each engine GPU receives (its tensor-parallel shard, training dtype)."""
-    return s.model.weight_bytes / s.engine.tensor_parallel_size
+    return scenario.model.weight_bytes / scenario.engine.tensor_parallel_size
 
 
-def weight_sync_time(s: Scenario) -> SyncTime:
-    hw = s.hardware
-    shard = engine_shard_bytes(s)
-    span = trainer_copy_span(s)
-    send = sender_bytes(s)
+def weight_sync_time(scenario: Scenario) -> SyncTime:
+    hw = scenario.hardware
+    shard = engine_shard_bytes(scenario)
+    span = trainer_copy_span(scenario)
+    send = sender_bytes(scenario)
     domain = hw.nvlink_domain
     if hw.placement == "colocated":
         # sharded: each GPU assembles its engine shard; broadcast: each GPU assembles every full tensor (NeMo RL's
         # Megatron-Bridge export_hf_weights on every rank) and keeps its slice
-        need = shard if s.weight_sync.transfer == "sharded" else s.model.weight_bytes
+        need = shard if scenario.weight_sync.transfer == "sharded" else scenario.model.weight_bytes
         remote = max(0.0, 1.0 - domain / span)  # the part held outside this NVLink domain
         transfer = max(
-            need * remote / (hw.nic_bandwidth_bytes_per_s * s.costs.link_efficiency),
-            need * (1.0 - remote) / (hw.gpu.link_bandwidth_bytes_per_s * s.costs.link_efficiency),
+            need * remote / (hw.nic_bandwidth_bytes_per_s * scenario.costs.link_efficiency),
+            need * (1.0 - remote) / (hw.gpu.link_bandwidth_bytes_per_s * scenario.costs.link_efficiency),
         )
         copy = 2.0 * shard / hw.gpu.hbm_bandwidth_bytes_per_s  # read and write once at the HBM peak
-        sleeps = s.weight_sync.engine_sleeps
-        host_bytes = 2.0 * s.engine_weight_bytes / s.engine.tensor_parallel_size if sleeps else 0.0
-        if s.weight_sync.offload_trainer:
-            mem = memory(s)
+        sleeps = scenario.weight_sync.engine_sleeps
+        host_bytes = 2.0 * scenario.engine_weight_bytes / scenario.engine.tensor_parallel_size if sleeps else 0.0
+        if scenario.weight_sync.offload_trainer:
+            mem = memory(scenario)
             host_bytes += 2.0 * (mem.weights_grads_bytes + mem.optimizer_bytes)
-        host = host_bytes / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency) + (
-            s.costs.sleep_wake_overhead_s if sleeps else 0.0
+        host = host_bytes / (hw.gpu.host_link_bandwidth_bytes_per_s * scenario.costs.host_link_efficiency) + (
+            scenario.costs.sleep_wake_overhead_s if sleeps else 0.0
         )
-        return SyncTime(transfer, copy, host, s.costs.weight_sync_latency_s)
-    bw = link_bandwidth(s, hw.num_gpus)
-    if s.weight_sync.transfer == "broadcast":  # the whole model leaves one GPU; a pipelined broadcast moves it
-        return SyncTime(transfer_s=s.model.weight_bytes / bw, latency_s=s.costs.weight_sync_latency_s)
-    return SyncTime(transfer_s=max(shard, send) / bw, latency_s=s.costs.weight_sync_latency_s)
+        return SyncTime(transfer, copy, host, scenario.costs.weight_sync_latency_s)
+    bw = link_bandwidth(scenario, hw.num_gpus)
+    if scenario.weight_sync.transfer == "broadcast":  # the whole model leaves one GPU; a pipelined broadcast moves it
+        return SyncTime(transfer_s=scenario.model.weight_bytes / bw, latency_s=scenario.costs.weight_sync_latency_s)
+    return SyncTime(transfer_s=max(shard, send) / bw, latency_s=scenario.costs.weight_sync_latency_s)

@@ -86,12 +86,12 @@ class Layout:
         return max(1, self.n // (self.e * self.et * self.p))
 
 
-def layout_of(s: Scenario) -> Layout:
-    tr = s.training
+def layout_of(scenario: Scenario) -> Layout:
+    tr = scenario.training
     if tr.backend == "fsdp":
-        return Layout(n=s.hardware.num_train_gpus)
+        return Layout(n=scenario.hardware.num_train_gpus)
     return Layout(
-        n=s.hardware.num_train_gpus,
+        n=scenario.hardware.num_train_gpus,
         t=tr.tensor_parallel_size,
         p=tr.pipeline_parallel_size,
         v=tr.virtual_pipeline_stages,
@@ -128,100 +128,108 @@ _TIME_FIELDS = tuple(f.name for f in fields(TrainTime) if f.name.endswith("_s"))
 # ---------------------------------------------------------------------------------------------------- helpers
 
 
-def link_bandwidth(s: Scenario, span_gpus: int) -> float:
+def link_bandwidth(scenario: Scenario, span_gpus: int) -> float:
     """Per-GPU bandwidth of a collective whose group spans ``span_gpus`` consecutive GPUs."""
-    hw = s.hardware
+    hw = scenario.hardware
     bw = hw.gpu.link_bandwidth_bytes_per_s if span_gpus <= hw.nvlink_domain else hw.nic_bandwidth_bytes_per_s
-    return bw * s.costs.link_efficiency
+    return bw * scenario.costs.link_efficiency
 
 
-def latency_s(s: Scenario, span_gpus: int) -> float:
+def latency_s(scenario: Scenario, span_gpus: int) -> float:
     """Fixed time of one collective: ``collective_latency_s`` inside an NVLink domain, ``internode_latency_s``
     once the group crosses domains (network round trips dominate small messages there)."""
-    return s.costs.collective_latency_s if span_gpus <= s.hardware.nvlink_domain else s.costs.internode_latency_s
+    return (
+        scenario.costs.collective_latency_s
+        if span_gpus <= scenario.hardware.nvlink_domain
+        else scenario.costs.internode_latency_s
+    )
 
 
-def ring_s(s: Scenario, nbytes: float, group: int, span_gpus: int) -> float:
+def ring_s(scenario: Scenario, nbytes: float, group: int, span_gpus: int) -> float:
     """All-gather or reduce-scatter over ``group`` GPUs: (g-1)/g of the bytes cross each GPU's link."""
     if group <= 1 or nbytes <= 0:
         return 0.0
-    return (group - 1) / group * nbytes / link_bandwidth(s, span_gpus) + latency_s(s, span_gpus)
+    return (group - 1) / group * nbytes / link_bandwidth(scenario, span_gpus) + latency_s(scenario, span_gpus)
 
 
-def all_to_all_s(s: Scenario, nbytes: float, group: int, span_gpus: int) -> float:
+def all_to_all_s(scenario: Scenario, nbytes: float, group: int, span_gpus: int) -> float:
     """All-to-all over ``group`` GPUs: a GPU sends 1/g of its ``nbytes`` to each peer, (g-1)/g in all; what goes
     to peers outside its NVLink domain (``hardware.nvlink_domain``: its node, or with multi-node NVLink the whole
     GB200 rack) rides its NIC, the rest NVLink, both at once. The group's GPUs are spread evenly over the
     ``span_gpus`` consecutive GPUs it covers."""
     if group <= 1 or nbytes <= 0:
         return 0.0
-    hw = s.hardware
+    hw = scenario.hardware
     domain = hw.nvlink_domain
     if span_gpus <= domain:
         out = (group - 1) / group * nbytes
-        return out / (hw.gpu.link_bandwidth_bytes_per_s * s.costs.link_efficiency) + latency_s(s, span_gpus)
+        return out / (hw.gpu.link_bandwidth_bytes_per_s * scenario.costs.link_efficiency) + latency_s(
+            scenario, span_gpus
+        )
     remote = (span_gpus - domain) / span_gpus * nbytes  # to the peers in other domains
     local = (group - 1) / group * nbytes - remote
-    t_nic = remote / (hw.nic_bandwidth_bytes_per_s * s.costs.link_efficiency)
-    t_nvl = local / (hw.gpu.link_bandwidth_bytes_per_s * s.costs.link_efficiency)
-    return max(t_nic, t_nvl) + latency_s(s, span_gpus)
+    t_nic = remote / (hw.nic_bandwidth_bytes_per_s * scenario.costs.link_efficiency)
+    t_nvl = local / (hw.gpu.link_bandwidth_bytes_per_s * scenario.costs.link_efficiency)
+    return max(t_nic, t_nvl) + latency_s(scenario, span_gpus)
 
 
 def active_expert_params(m: ModelSpec) -> float:
     return m.expert_params * m.num_experts_per_token / m.num_experts if m.is_moe else 0.0
 
 
-def packing_tokens(s: Scenario) -> int:
-    tr = s.training
-    return tr.packing_tokens or (s.workload.max_prompt_tokens + s.workload.max_response_tokens)
+def packing_tokens(scenario: Scenario) -> int:
+    tr = scenario.training
+    return tr.packing_tokens or (scenario.workload.max_prompt_tokens + scenario.workload.max_response_tokens)
 
 
-def _micro_batches(s: Scenario, lay: Layout, tokens_per_opt: float, seqs_per_opt: float, forward_only: bool) -> int:
+def _micro_batches(
+    scenario: Scenario, lay: Layout, tokens_per_opt: float, seqs_per_opt: float, forward_only: bool
+) -> int:
     """Micro-batches per data-parallel rank in one optimizer step (or one log-prob pass)."""
-    tr = s.training
+    tr = scenario.training
     mbs = (tr.logprob_micro_batch_size or tr.micro_batch_size) if forward_only else tr.micro_batch_size
     if tr.sequence_packing or seqs_per_opt <= 0:
-        return max(1, math.ceil(tokens_per_opt / lay.d / (mbs * packing_tokens(s))))
+        return max(1, math.ceil(tokens_per_opt / lay.d / (mbs * packing_tokens(scenario))))
     return max(1, math.ceil(seqs_per_opt / lay.d / mbs))
 
 
 def _compute_s(
-    s: Scenario, model: ModelSpec, tokens: float, sq_tokens: float, n: int, forward_only: bool
+    scenario: Scenario, model: ModelSpec, tokens: float, sq_tokens: float, n: int, forward_only: bool
 ) -> tuple[float, float]:
     """(compute seconds, of which attention) over ``n`` GPUs for ``tokens`` trained (or forwarded) tokens."""
-    gpu, tr = s.hardware.gpu, s.training
+    gpu, tr = scenario.hardware.gpu, scenario.training
     expert = 2.0 * active_expert_params(model) * tokens
     dense = 2.0 * model.num_active_params * tokens - expert
     attn = 0.5 * 4.0 * model.num_layers * model.num_attention_heads * model.head_dim * sq_tokens
     if forward_only:
-        passes_linear, passes_attn, eff = 1.0, 1.0, s.costs.forward_compute_efficiency
+        passes_linear, passes_attn, eff = 1.0, 1.0, scenario.costs.forward_compute_efficiency
     else:
         extra = {"none": (0.0, 0.0), "selective": (0.0, 1.0), "full": (1.0, 1.0)}[tr.activation_recompute]
-        passes_linear, passes_attn, eff = 3.0 + extra[0], 3.0 + extra[1], s.costs.train_compute_efficiency
+        passes_linear, passes_attn, eff = 3.0 + extra[0], 3.0 + extra[1], scenario.costs.train_compute_efficiency
     eff = eff * gpu.train_efficiency_factor  # the costs are Hopper fractions; this GPU generation's share of them
     if tr.precision == "fp8" and not forward_only:
         gemm_peak = (
             (gpu.fp8_flops_per_s or gpu.bf16_flops_per_s)
-            * s.costs.fp8_train_compute_efficiency
+            * scenario.costs.fp8_train_compute_efficiency
             * gpu.train_efficiency_factor
         )
     else:
         gemm_peak = gpu.bf16_flops_per_s * eff
     attn_peak = gpu.bf16_flops_per_s * eff
     t_dense = passes_linear * dense / (n * gemm_peak)
-    t_expert = passes_linear * expert / (n * gemm_peak * s.costs.moe_compute_efficiency_factor)
+    t_expert = passes_linear * expert / (n * gemm_peak * scenario.costs.moe_compute_efficiency_factor)
     t_attn = passes_attn * attn / (n * attn_peak)
     return t_dense + t_expert + t_attn, t_attn
 
 
-def _optimizer_s(s: Scenario, shard_params: float) -> float:
-    hw = s.hardware
-    if s.training.offload_optimizer:
+def _optimizer_s(scenario: Scenario, shard_params: float) -> float:
+    hw = scenario.hardware
+    if scenario.training.offload_optimizer:
         return (
             OFFLOAD_BYTES_PER_PARAM
             * shard_params
-            / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
-            + shard_params / s.costs.cpu_adam_params_per_s
+            / (hw.gpu.host_link_bandwidth_bytes_per_s * scenario.costs.host_link_efficiency)
+            + shard_params / scenario.costs.cpu_adam_params_per_s
         )
     return ADAM_BYTES_PER_PARAM * shard_params / hw.gpu.hbm_bandwidth_bytes_per_s
 
@@ -229,26 +237,26 @@ def _optimizer_s(s: Scenario, shard_params: float) -> float:
 # ---------------------------------------------------------------------------------------------------- time
 
 
-def reference_weight_bytes(s: Scenario, model: ModelSpec) -> float:
+def reference_weight_bytes(scenario: Scenario, model: ModelSpec) -> float:
     """bf16 weights of a frozen copy of ``model`` on one training GPU, sharded like the trained one."""
-    lay = layout_of(s)
-    if s.training.backend == "fsdp":
+    lay = layout_of(scenario)
+    if scenario.training.backend == "fsdp":
         return model.num_params / lay.n * ACT_BYTES
     dense = (model.num_params - model.expert_params) / (lay.t * lay.p)
     return (dense + model.expert_params / (lay.e * lay.et * lay.p)) * ACT_BYTES
 
 
-def reference_swap_s(s: Scenario, model: ModelSpec) -> float:
+def reference_swap_s(scenario: Scenario, model: ModelSpec) -> float:
     """Host traffic of swapping a host-resident reference model in and out of the trainer's GPUs: policy weights
     out, reference in, policy back (3 x a GPU's bf16 shard)."""
-    if not s.training.reference_on_host:
+    if not scenario.training.reference_on_host:
         return 0.0
-    host_bw = s.hardware.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency
-    return 3.0 * reference_weight_bytes(s, model) / host_bw
+    host_bw = scenario.hardware.gpu.host_link_bandwidth_bytes_per_s * scenario.costs.host_link_efficiency
+    return 3.0 * reference_weight_bytes(scenario, model) / host_bw
 
 
 def phase_time(
-    s: Scenario,
+    scenario: Scenario,
     model: ModelSpec,
     tokens: float,
     sq_tokens: float,
@@ -259,27 +267,27 @@ def phase_time(
 ) -> TrainTime:
     """Seconds of a training phase (``forward_only``: one log-prob / values pass) over the step's ``tokens``
     (prompt + response, summed) and ``sq_tokens`` (sum of squared sequence lengths)."""
-    if s.training.backend == "megatron":
-        return _megatron_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
-    return _fsdp_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
+    if scenario.training.backend == "megatron":
+        return _megatron_time(scenario, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
+    return _fsdp_time(scenario, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
 
 
-def reward_model_s(s: Scenario, tokens: float, sq_tokens: float) -> float:
+def reward_model_s(scenario: Scenario, tokens: float, sq_tokens: float) -> float:
     """One forward pass of ``s.reward.model`` over the scored samples' ``tokens`` (prompt + response, summed;
     ``sq_tokens`` their squares) on its GPUs (``reward.num_gpus``, or the training pool's): the GPUs' compute as
     for a log-prob pass (:func:`_compute_s`, forward only), each copy of ``tensor_parallel_size`` GPUs with its two
     all-reduces per layer of its share of the hidden states, plus ``costs.forward_overhead_s``. Zero without a
     reward model (the CPU reward of ``costs.reward_*`` is the pipeline's)."""
-    rw = s.reward
+    rw = scenario.reward
     model = rw.model
     if model is None:
         return 0.0
-    n = rw.num_gpus or s.hardware.num_train_gpus
-    compute, _ = _compute_s(s, model, tokens, sq_tokens, n, forward_only=True)
+    n = rw.num_gpus or scenario.hardware.num_train_gpus
+    compute, _ = _compute_s(scenario, model, tokens, sq_tokens, n, forward_only=True)
     tp = rw.tensor_parallel_size
     copies = n // tp
-    comm = 2 * model.num_layers * ring_s(s, 2 * tokens / copies * model.hidden_size * ACT_BYTES, tp, tp)
-    return s.costs.forward_overhead_s + compute + comm
+    comm = 2 * model.num_layers * ring_s(scenario, 2 * tokens / copies * model.hidden_size * ACT_BYTES, tp, tp)
+    return scenario.costs.forward_overhead_s + compute + comm
 
 
 def _megatron_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences):
