@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from functools import cache
+from keyword import iskeyword
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -232,7 +233,9 @@ def _comment_over_block(source: list[str], line: int) -> bool:
     k = line - 2
     while k >= 0:
         text = source[k].strip()
-        if text.startswith(("from ", "import ")) or not text or text == ")" or text.rstrip(",").isidentifier():
+        name = text.rstrip(",")  # a name inside an import's parentheses, never a statement such as `pass`
+        in_parentheses = text == ")" or (name.isidentifier() and not iskeyword(name))
+        if text.startswith(("from ", "import ")) or not text or in_parentheses:
             k -= 1
             continue
         return text.startswith("#")
