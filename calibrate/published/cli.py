@@ -43,14 +43,10 @@ def cmd_published(args: argparse.Namespace) -> int:
 
     if args.cv is not None and not args.cv.strip():
         raise CalibrateError("--cv: name a key to hold out by (gpu, version, model, family, tp or a column)")
-    if args.cv is not None and args.costs == "fitted":
-        raise CalibrateError(
-            "--cv with --costs fitted: the fitted set was fitted on the development rows, so every fold would start "
-            "from values that saw its held-out rows; drop --costs (cross-validation starts from rlsim's catalog "
-            "defaults) or name --costs catalog"
-        )
-    args.costs = args.costs or ("catalog" if args.cv is not None else "fitted")
-    costs: dict[str, float] = costs_set(args.costs)
+    if args.cv is not None and args.costs == "prior":
+        raise CalibrateError("--cv prints its own no-fit column (every fitted constant at its prior): drop --costs")
+    args.costs = args.costs or "shipped"
+    costs, base_engines = costs_set(args.costs)
     for item in args.set or []:  # rlsim's key=value grammar (rlsim.scenario.overrides), keys costs.FIELD only
         usage = f"--set {item!r}: write costs.FIELD=VALUE (one set of costs for every row)"
         try:
@@ -64,7 +60,7 @@ def cmd_published(args: argparse.Namespace) -> int:
             raise CalibrateError(f"--set {item!r}: {text!r} is not a number")
         costs[key[6:]] = float(value)
     check_costs(costs)
-    base = dict(costs)  # what a cross-validation fold starts from, before any --fit on every row
+    base = dict(costs)  # what a cross-validation fold starts from (with its fitted names at their priors)
     if args.csv:
         step_paths, gen_paths = split_inputs([Path(p) for p in args.csv])
     else:
@@ -77,13 +73,16 @@ def cmd_published(args: argparse.Namespace) -> int:
 
         pcv.check_key(args.cv.strip(), step_df, gen_df)
     out = make_output_dir(args.output, "directory for the outputs")
-    engines: dict[str, dict[str, float]] = {}
+    engines: dict[str, dict[str, Any]] = {b: dict(v) for b, v in base_engines.items()}
     if args.fit is not None:
         names = [n.strip() for n in args.fit.split(",") if n.strip()]
         if not names:
             raise CalibrateError("--fit: name at least one costs field or BEHAVIOUR.FIELD, comma-separated")
-        fitted_all = fit_costs(step_df, gen_df, names, costs)
-        costs, engines = split_fitted(fitted_all)
+        with catalog.engine_overrides(base_engines):
+            fitted_all = fit_costs(step_df, gen_df, names, costs)
+        costs, fitted_engines = split_fitted(fitted_all)
+        for b, v in fitted_engines.items():
+            engines.setdefault(b, {}).update(v)
         fitted = {
             "provenance": {
                 "method": "least squares on log(predicted / measured) over every expressed row",
@@ -94,11 +93,16 @@ def cmd_published(args: argparse.Namespace) -> int:
                 "command": " ".join(sys.argv),
             },
             "costs": {k: float(v) for k, v in costs.items()},
-            "engines": engines,
+            "engines": fitted_engines,
         }
-        atomic_write_text(out / "fitted_costs.yaml", yaml.safe_dump(fitted, sort_keys=False))
+        atomic_write_text(out / "fitted_costs.yaml", yaml.safe_dump(fitted, sort_keys=False))  # for fitted.yaml
         print("fitted: " + ", ".join(f"{n}={fitted_all[n]:.4g}" for n in names))
-    summary: dict = {"inputs": [str(p) for p in step_paths + gen_paths], "costs_set": args.costs, "costs": costs}
+    summary: dict = {
+        "inputs": [str(p) for p in step_paths + gen_paths],
+        "costs_set": args.costs,
+        "costs": costs,
+        "engines": engines,
+    }
     with catalog.engine_overrides(engines):
         _published_tables(summary, step_df, gen_df, costs, out)
     if args.cv is not None:
@@ -158,6 +162,8 @@ def _published_cv(args: argparse.Namespace, step_df, gen_df, base: dict[str, flo
 
     from calibrate.published import cv as pcv
 
+    from calibrate.published.costs import prior_of
+
     key = args.cv.strip()
     names = [n.strip() for n in args.fit.split(",") if n.strip()] if args.fit else None
     result: dict = {"key": key}
@@ -168,8 +174,10 @@ def _published_cv(args: argparse.Namespace, step_df, gen_df, base: dict[str, flo
     ):
         if df is None:
             continue
+        fold_names = names or list(default)
+        start = {**base, **{n: prior_of(n) for n in fold_names if prior_of(n) is not None}}  # folds start at priors
         cv = pcv.cross_validate(
-            table, df, key, names or list(default), base, progress=lambda m: print(f"cv: {m}", file=sys.stderr)
+            table, df, key, fold_names, start, progress=lambda m: print(f"cv: {m}", file=sys.stderr)
         )
         rows += [{"table": table, **r} for r in cv.pop("rows", [])]
         result["step_time" if table == "step" else "generation"] = cv
@@ -191,8 +199,8 @@ def add_parsers(sub: Any) -> None:
     pub.add_argument(
         "--costs",
         default=None,
-        help="cost coefficients for every row: fitted (fitted on the development set, see its file; the default) "
-        "or catalog (rlsim's defaults; the default, and the only choice, with --cv)",
+        help="cost coefficients for every row: shipped (what rlsim run resolves to; the default) or prior (every "
+        "constant fitted on published rows at its prior, rlsim/catalog/fitted.yaml: the no-fit baseline)",
     )
     pub.add_argument("--set", action="append", metavar="costs.FIELD=VALUE", help="one cost override for every row")
     pub.add_argument(
@@ -200,14 +208,15 @@ def add_parsers(sub: Any) -> None:
         metavar="FIELD,FIELD",
         help="fit these coefficients, one set for every row of every table: costs fields, or BEHAVIOUR.FIELD for "
         "a named engine behaviour (rlsim/catalog/engines.yaml; a behaviour's own value takes precedence over the "
-        "costs field, so fit it under its name); writes DIR/fitted_costs.yaml (its engines section is to be "
-        "copied into engines.yaml)",
+        "costs field's default, so fit it under its name); writes DIR/fitted_costs.yaml (the values go into the catalog: "
+        "rlsim/catalog/fitted.yaml)",
     )
     pub.add_argument(
         "--cv",
         metavar="KEY",
         help="cross-validate: for each group of KEY (gpu, version, model, family, tp, or any column) fit on the "
         "other groups and predict it; prints and writes (summary.json cv, DIR/cv.csv) the held-out accuracy beside "
-        "the in-sample and catalog-default figures. Fits --fit's names if given, else the default set's",
+        "the in-sample and no-fit (prior) figures. Each fold fits --fit's names if given, else the default set's, "
+        "starting from their priors",
     )
     pub.set_defaults(func=cmd_published)

@@ -1,9 +1,9 @@
 """The cost coefficients every published row gets, and fitting them over both tables.
 
-Every row gets the same cost coefficients, never a factor per row: by default the fitted set
-``calibrate/published/data/fitted_costs.yaml`` (a few global coefficients fitted on this development set, with its
-provenance in the file); ``costs_set="catalog"`` uses rlsim's plain defaults (``rlsim.scenario.Costs``, the
-published-source values); ``--set costs.X=V`` overrides either for all rows at once.
+Every row gets the same cost coefficients, never a factor per row: by default (``shipped``) what a scenario
+resolves to, the values ``rlsim run`` uses (the constants fitted on published rows are in the catalog with their
+provenance: rlsim/catalog/fitted.yaml); ``prior`` puts each of those constants at its prior; ``--set costs.X=V``
+overrides either for all rows at once.
 
 :func:`fit_costs` fits named coefficients (``costs`` fields or ``BEHAVIOUR.FIELD`` of an engine behaviour) on
 log(predicted / measured) over every expressed row of both tables (``--fit``; ``--cv`` fits them per fold).
@@ -13,34 +13,41 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 from scipy.optimize import least_squares
 
 from calibrate import CalibrateError
 from calibrate.published import generation as gen
 from calibrate.published import steps
-from calibrate.published.tables import data_path
 from rlsim import catalog
 from rlsim.errors import RlsimError
 from rlsim.scenario import Costs, check_bounds
 
-
-def fitted_costs_path() -> Path:
-    return data_path("fitted_costs.yaml")
+COST_SETS = ("shipped", "prior")
 
 
-def costs_set(name: str) -> dict[str, float]:
-    """The cost coefficients every row gets: ``fitted`` (fitted_costs.yaml) or ``catalog`` (rlsim's defaults)."""
-    if name == "catalog":
-        return {}
-    if name != "fitted":
-        raise CalibrateError(f"--costs {name!r}: use fitted or catalog")
-    data = yaml.safe_load(fitted_costs_path().read_text())
-    return {k: float(v) for k, v in data["costs"].items()}
+def costs_set(name: str) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+    """(costs fields, engine-behaviour values) every row gets: ``shipped`` is nothing on top of what a scenario
+    resolves to (the catalog's fitted values: what ``rlsim run`` uses); ``prior`` puts every constant of
+    rlsim/catalog/fitted.yaml at its prior (the baseline that saw no published row)."""
+    if name == "shipped":
+        return {}, {}
+    if name == "prior":
+        return catalog.prior_values()
+    raise CalibrateError(
+        f"--costs {name!r}: use shipped (what rlsim run resolves to, the default) or prior (every constant fitted "
+        "on published rows at its prior: rlsim/catalog/fitted.yaml)"
+    )
+
+
+def prior_of(name: str) -> Any:
+    """The prior of a fitted name (``FIELD`` for costs, ``BEHAVIOUR.FIELD``), or None if fitted.yaml lacks it."""
+    entries = catalog.fitted_constants()
+    entry = entries.get(f"costs.{name}") or entries.get(f"engines.{name}")
+    return None if entry is None else entry["prior"]
 
 
 def check_costs(costs: dict[str, float]) -> None:

@@ -4,7 +4,8 @@
 and, for every group in turn, fits the global coefficients (``STEP_FIT`` / ``GENERATION_FIT``, or ``--fit``) on
 the other groups' rows with ``calibrate.published.costs.fit_costs`` and predicts the held-out group's rows with them.
 Only these predictions are called cross-validated; beside them the same rows are scored in-sample (fitted on
-every row, scored on the same rows: labelled so) and with rlsim's catalog defaults (no fit at all).
+every row, scored on the same rows: labelled so) and with no fit (every constant fitted on published rows at its
+prior, rlsim/catalog/fitted.yaml).
 
 KEY names a column or one of the derived keys:
 
@@ -38,15 +39,15 @@ from rlsim import catalog
 from rlsim.errors import RlsimError
 from rlsim.frameworks.nemo_rl.recipe import gpu_name
 
-# What a fold fits, one set for every row of a table: the coefficients of fitted_costs.yaml (step times) and of
-# the vllm-0.5 behaviour (generation; its fixed iteration overhead sits at its bound 0 and is left there). Step
-# times: the host copies' share of the host link's peak (priced per GPU on its own link, PCIe or NVLink-C2C) and the
-# decode HBM efficiency; the training efficiency and the fixed sleep / wake were dropped from the set (fitted on one
-# release alone the training efficiency fell to 0.13-0.17 and sent the other release to +22%; with the host link
-# fitted the fixed part is not needed: docs/design.md, "What transfers")
+# What a fold fits, one set for every row of a table (the step rows' constants of rlsim/catalog/fitted.yaml, and the
+# generation rows' vllm-0.5 behaviour and MoE factor; its fixed iteration overhead sits at its bound 0 and is left
+# there). Step times: the host copies' share of the host link's peak (priced per GPU on its own link, PCIe or
+# NVLink-C2C) and vLLM V1's decode HBM efficiency; the training efficiency and the fixed sleep / wake were dropped
+# from the set (fitted on one release alone the training efficiency fell to 0.13-0.17 and sent the other release to
+# +22%; with the host link fitted the fixed part is not needed: docs/design.md, "What transfers")
 STEP_FIT = (
     "host_link_efficiency",
-    "decode_memory_efficiency",
+    "vllm-v1.decode_memory_efficiency",
 )
 GENERATION_FIT = (
     "vllm-0.5.decode_memory_efficiency",
@@ -146,7 +147,8 @@ def cross_validate(
     """Leave-one-group-out accuracy of ``table`` ("step" or "generation") grouped by ``key``: per group the
     coefficients ``names`` fitted on the other groups (starting from ``base``) and the held-out rows' errors;
     ``overall`` pools every held-out prediction; ``in_sample`` fits on every row and scores the same rows;
-    ``catalog`` scores every row with rlsim's defaults. ``rows`` lists each row's held-out prediction."""
+    ``no_fit`` scores every row with each constant fitted on published rows at its prior (rlsim/catalog/
+    fitted.yaml). ``rows`` lists each row's held-out prediction."""
     if not _has_key(df, key, table):
         return {"skipped": f"the {table} table has no column for --cv {key}"}
     fn = group_of(key, table)
@@ -185,15 +187,16 @@ def cross_validate(
     except CalibrateError:
         in_sample_results = [r for _, r in _errors(table, df, base, {})]
     in_sample = _by_group(in_sample_results, groups, df.index)
-    catalog_results = [r for _, r in _errors(table, df, {}, {})]
-    catalog_scores = _by_group(catalog_results, groups, df.index)
+    prior_costs, prior_engines = catalog.prior_values()
+    prior_results = [r for _, r in _errors(table, df, prior_costs, prior_engines)]
+    prior_scores = _by_group(prior_results, groups, df.index)
     return {
         "key": key,
         "fitted_names": list(names),
         "groups": per_group,
         "overall": overall,
         "in_sample": in_sample,
-        "catalog": catalog_scores,
+        "no_fit": prior_scores,
         "rows": [
             {
                 "file": r.file,
@@ -202,10 +205,10 @@ def cross_validate(
                 "group": groups[i],
                 "held_out_error_pct": r.error_pct,
                 "in_sample_error_pct": s.error_pct,
-                "catalog_error_pct": c.error_pct,
+                "no_fit_error_pct": c.error_pct,
                 "reason": r.reason,
             }
-            for i, r, s, c in zip(df.index, ordered, in_sample_results, catalog_results)
+            for i, r, s, c in zip(df.index, ordered, in_sample_results, prior_results)
         ],
     }
 
@@ -229,18 +232,18 @@ def format_table(what: str, cv: dict[str, Any]) -> list[str]:
 
     lines = [
         f"{what}, leave one {cv['key']} out (median |error| and median signed error; in-sample: fitted on "
-        "every row and scored on the same rows; catalog: no fit)",
-        f"  {'held out':<28} {'rows':>9}  {'cross-validated':>15}  {'in-sample':>15}  {'catalog':>15}",
+        "every row and scored on the same rows; no fit: every fitted constant at its prior)",
+        f"  {'held out':<28} {'rows':>9}  {'cross-validated':>15}  {'in-sample':>15}  {'no fit':>15}",
     ]
     for g, s in cv["groups"].items():
         lines.append(
             f"  {g[:28]:<28} {s['n_expressed']:>3} of {s['n_rows']:<3}  {cell(s):>15}  "
-            f"{cell(cv['in_sample']['groups'][g]):>15}  {cell(cv['catalog']['groups'][g]):>15}"
+            f"{cell(cv['in_sample']['groups'][g]):>15}  {cell(cv['no_fit']['groups'][g]):>15}"
         )
     s = cv["overall"]
     lines.append(
         f"  {'all held-out rows':<28} {s['n_expressed']:>3} of {s['n_rows']:<3}  {cell(s):>15}  "
-        f"{cell(cv['in_sample']['overall']):>15}  {cell(cv['catalog']['overall']):>15}"
+        f"{cell(cv['in_sample']['overall']):>15}  {cell(cv['no_fit']['overall']):>15}"
     )
     # what each fold fitted: a coefficient that swings between folds (or sits at a bound) is compensating for a
     # mechanism the model lacks, which the held-out error then shows

@@ -1,6 +1,8 @@
 """Catalogs of GPUs, models and inference-engine behaviours, as data files with the source of every number.
 
-``gpus.yaml``, ``models.yaml`` and ``engines.yaml`` (named inference-engine behaviours) live beside this module.
+``gpus.yaml``, ``models.yaml`` and ``engines.yaml`` (named inference-engine behaviours) live beside this module;
+``fitted.yaml`` lists every constant of them (and of the schema's ``costs`` defaults) fitted on published rows, with
+its prior and provenance (:func:`fitted_constants`, :func:`prior_values`).
 Lookups return plain dicts (copies) that ``rlsim.scenario`` turns into ``GPUSpec`` / ``ModelSpec``; the
 ``source``/``notes``/``verify`` keys carry provenance and are dropped there.
 
@@ -110,6 +112,40 @@ def engine_overrides(values: dict[str, dict[str, Any]]) -> Iterator[None]:
     finally:
         _ENGINE_OVERRIDES.clear()
         _ENGINE_OVERRIDES.update(saved)
+
+
+def fitted_constants() -> dict[str, dict[str, Any]]:
+    """Every constant fitted on published rows (``fitted.yaml``): ``costs.FIELD`` or ``engines.BEHAVIOUR.FIELD`` ->
+    its entry (``value`` rlsim uses, ``prior`` before any fit, ``prior_source``, ``mechanism``, ``fitted_on``,
+    ``command``, ``date``)."""
+    return copy.deepcopy(_load("fitted"))
+
+
+def prior_values() -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """(costs fields, {behaviour: {field: value}}) with every fitted constant at its prior: what
+    ``engine_overrides`` and a scenario's ``costs`` take to score a model that saw no published row."""
+    costs: dict[str, Any] = {}
+    engines: dict[str, dict[str, Any]] = {}
+    for name, entry in _load("fitted").items():
+        kind, _, rest = name.partition(".")
+        if kind == "costs":
+            costs[rest] = entry["prior"]
+        else:
+            behaviour, _, key = rest.rpartition(".")
+            engines.setdefault(behaviour, {})[key] = entry["prior"]
+    return costs, engines
+
+
+@cache
+def _systems_error() -> dict[str, Any]:
+    text = resources.files(__name__).joinpath("systems_error.yaml").read_text()
+    return yaml.load(text, Loader=LOADER) or {}
+
+
+def systems_error() -> dict[str, Any]:
+    """``systems_error.yaml`` (written by scripts/accuracy.py): ``method``, ``date`` and ``rows``, each development
+    row's held-out step-time error with its ``release``, ``gpu`` and ``family`` (rlsim.run.systems_error)."""
+    return copy.deepcopy(_systems_error())
 
 
 def engine_names() -> list[str]:

@@ -74,6 +74,7 @@ class CostModel(Protocol):
     def reward_s(self, num_samples: int, tokens: float = 0.0, sq_tokens: float = 0.0) -> float: ...
 
 
+DEFAULT_COSTS = Costs()
 ENGINE_KEYS = (
     "decode_memory_efficiency",
     "decode_iteration_overhead_s",
@@ -85,7 +86,8 @@ ENGINE_KEYS = (
 def engine_coefficients(scenario: Scenario) -> dict:
     """What the engine's software sets: the HBM efficiency its decode kernels reach, its CPU work per iteration
     and whether that work overlaps the GPU step. A named behaviour (``engine.behaviour``,
-    rlsim/catalog/engines.yaml) supplies the values it has; the rest come from ``scenario.costs`` and
+    rlsim/catalog/engines.yaml) supplies the values it has, except where ``scenario.costs`` sets one away from the
+    schema's default (in the file, by ``--set`` or by a profile); the rest come from ``scenario.costs`` and
     ``engine.cpu_overlap``."""
     out = {k: getattr(scenario.costs, k) for k in ENGINE_KEYS}
     out["cpu_overlap"] = scenario.engine.cpu_overlap
@@ -93,7 +95,8 @@ def engine_coefficients(scenario: Scenario) -> dict:
     name = engine_behaviour(scenario)
     if name is not None:
         entry = catalog.engine(name)
-        out.update({k: float(entry[k]) for k in ENGINE_KEYS if k in entry})
+        # a costs value set away from the schema default (the file, --set, a profile's fit) wins over the behaviour's
+        out.update({k: float(entry[k]) for k in ENGINE_KEYS if k in entry and out[k] == getattr(DEFAULT_COSTS, k)})
         out["cpu_overlap"] = bool(entry.get("cpu_overlap", out["cpu_overlap"]))
         out["gpu_scaled"] = tuple(entry.get("gpu_scaled", ()))
     return out

@@ -451,16 +451,14 @@ class Costs:
     fp8_train_compute_efficiency: float = field(default=0.3, metadata=bounds(gt=0, le=1))
     moe_compute_efficiency_factor: float = field(default=0.85, metadata=bounds(gt=0, le=1))
     # decode: the fraction of the dense GEMMs' HBM bandwidth the grouped expert GEMMs (vLLM's fused MoE kernels)
-    # reach while streaming the experts the batch touches, few tokens per expert. FITTED: 0.664 on the 48 vLLM 0.5.4
-    # generation rows (its Mixtral rows carry it; `rlsim-calibrate published gen_throughput_dev.csv --fit
-    # vllm-0.5.decode_memory_efficiency,vllm-0.5.decode_per_seq_overhead_s,vllm-0.5.tp_rank_overhead_s,
-    # moe_decode_memory_efficiency_factor`, 2026-12-02); the 24 H100 NeMo RL step rows alone give 0.687 (vLLM 0.11 /
-    # 0.17, Qwen3 and DeepSeek MoE); the GB200 step rows alone 0.27 (not understood: docs/results/published.md)
+    # reach while streaming the experts the batch touches, few tokens per expert. FITTED on the 48 vLLM 0.5.4
+    # generation rows (its Mixtral rows carry it): rlsim/catalog/fitted.yaml has its provenance and prior
     moe_decode_memory_efficiency_factor: float = field(default=0.67, metadata=bounds(gt=0, le=1))
     cpu_adam_params_per_s: float = field(default=1e9, metadata=bounds(gt=0))
     # fraction of the host link's peak that copies between GPU and host memory reach (pinned buffers come close
-    # to it; pageable memory, as plain tensor.to("cpu") uses, reaches a fraction)
-    host_link_efficiency: float = field(default=1.0, metadata=bounds(gt=0, le=1))
+    # to it, the prior 1.0; pageable memory, as plain tensor.to("cpu") uses, reaches a fraction). FITTED on the
+    # published step rows: rlsim/catalog/fitted.yaml has its provenance and prior
+    host_link_efficiency: float = field(default=0.0877, metadata=bounds(gt=0, le=1))
     # the PPO critic's passes against the policy's passes of the same shape (rlsim prices the critic as the policy's
     # architecture): a value head in place of the LM head, a value loss in place of the policy loss. 1 unless fitted
     # from runs that time the critic's phases (rlsim-calibrate fit: the critic's own in-loop factors)

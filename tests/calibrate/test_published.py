@@ -22,7 +22,7 @@ def dev():
 
 @pytest.fixture(scope="module")
 def results(dev):
-    return evaluate(dev, costs_set("fitted"))
+    return evaluate(dev, costs_set("shipped")[0])
 
 
 def test_development_set_accuracy_meets_the_bar(results):
@@ -52,7 +52,7 @@ def _row(dev, **match):
 
 def test_deepseek_training_gets_faster_from_256_to_512_gpus(dev):
     """Must-show 2: same batch, twice the GPUs (v0.6 sync rows) -> less training time."""
-    fitted = costs_set("fitted")
+    fitted = costs_set("shipped")[0]
     v06 = dev[dev["source_version"].str.contains("v0.6")]
     r256 = _row(v06, model="DeepSeek-V3 (671B MoE)", num_gpus=256, policy_mode="on")
     r512 = _row(v06, model="DeepSeek-V3 (671B MoE)", num_gpus=512, policy_mode="on")
@@ -63,7 +63,7 @@ def test_deepseek_training_gets_faster_from_256_to_512_gpus(dev):
 
 def test_more_generation_gpus_and_staleness_beat_the_small_async_run(dev):
     """Must-show 2: Qwen3-30B-A3B async-8off on 192 GPUs steps faster than async-1off on 32 (34.5 s vs 152 s)."""
-    fitted = costs_set("fitted")
+    fitted = costs_set("shipped")[0]
     v06 = dev[dev["source_version"].str.contains("v0.6")]
     big = predict_row(_row(v06, model="Qwen/Qwen3-30B-A3B", policy_mode="async-8off"), fitted)[0]
     small = predict_row(_row(v06, model="Qwen/Qwen3-30B-A3B", policy_mode="async-1off"), fitted)[0]
@@ -127,7 +127,7 @@ def test_command_writes_csv_and_summary_for_a_users_csv(tmp_path, dev, capsys):
         (["published", "nope.csv"], "no such file"),
         (["published", "--set", "train_compute_efficiency=0.5"], "costs.FIELD=VALUE"),
         (["published", "--set", "costs.train_compute_efficiency=abc"], "not a number"),
-        (["published", "--costs", "mine"], "fitted or catalog"),
+        (["published", "--costs", "mine"], "use shipped"),
     ],
 )
 def test_bad_input_one_line_exit_2(tmp_path, args, needle):
@@ -157,7 +157,7 @@ def test_missing_column_is_named(tmp_path):
 def gen_results():
     from calibrate.published import generation as gen
 
-    return gen.evaluate(gen.read_rows([gen.dev_set_path()]), costs_set("fitted"))
+    return gen.evaluate(gen.read_rows([gen.dev_set_path()]), costs_set("shipped")[0])
 
 
 def test_generation_development_set_accuracy_meets_the_bar(gen_results):

@@ -44,11 +44,13 @@ def test_a_fold_never_sees_its_held_out_rows(cv, gen_df):
     assert held == pytest.approx(errs)
 
 
-def test_in_sample_and_catalog_are_reported_beside_and_differ(cv):
+def test_in_sample_and_no_fit_are_reported_beside_the_held_out_figures(cv):
     assert cv["in_sample"]["overall"]["n_expressed"] == cv["overall"]["n_expressed"]
     # fitted on every row and scored on them: never worse than the held-out predictions of the same rows
     assert cv["in_sample"]["overall"]["median_abs_error_pct"] <= cv["overall"]["median_abs_error_pct"]
-    assert set(cv["catalog"]["groups"]) == set(cv["groups"])
+    assert set(cv["no_fit"]["groups"]) == set(cv["groups"])
+    # no fit puts vllm-0.5's fitted per-sequence work (1.7e-4 s) at its prior (2e-6 s): a baseline far from the fit
+    assert cv["no_fit"]["overall"]["median_abs_error_pct"] > 2 * cv["in_sample"]["overall"]["median_abs_error_pct"]
 
 
 def test_groups_by_derived_keys():
@@ -81,22 +83,31 @@ def test_command_writes_cv_and_refuses_an_unknown_key(tmp_path, capsys):
     assert not (tmp_path / "x").exists()  # nothing written for bad input
 
 
-def test_cross_validation_starts_from_the_catalog_never_from_the_fitted_set(tmp_path, capsys):
-    """The fitted set was fitted on development rows: a fold starting from it would carry values that saw its
-    held-out rows. --cv starts from rlsim's catalog defaults, and refuses --costs fitted in one line."""
+def test_each_fold_starts_from_the_priors_and_prior_is_refused_with_cv(tmp_path, capsys, monkeypatch):
+    """The shipped values were fitted on development rows: a fold starting from them would start from values that
+    saw its held-out rows. --cv starts each fitted name at its prior (rlsim/catalog/fitted.yaml), and refuses
+    --costs prior (it prints its own no-fit column) in one line."""
+    from calibrate.published import costs as pcosts
+
+    starts = []
+    real_fit = pcosts.fit_costs
+
+    def spy(step_df, gen_df, names, base):
+        starts.append({n: base.get(n) for n in names})
+        return real_fit(step_df, gen_df, names, base)
+
+    monkeypatch.setattr(pcv, "fit_costs", spy)
     csv = gen.dev_set_path()
     assert main(["published", str(csv), "-o", str(tmp_path / "a"), "--cv", "gpu", "--fit", NAMES[0]]) == 0
     capsys.readouterr()
+    assert starts and all(s == {NAMES[0]: pcosts.prior_of(NAMES[0])} for s in starts)
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
-    assert summary["costs_set"] == "catalog" and summary["costs"] == {}
-    bad = ["published", str(csv), "-o", str(tmp_path / "b"), "--cv", "gpu", "--costs", "fitted"]
+    assert summary["costs_set"] == "shipped" and summary["costs"] == {}
+    bad = ["published", str(csv), "-o", str(tmp_path / "b"), "--cv", "gpu", "--costs", "prior"]
     assert main(bad) == 2
     err = capsys.readouterr().err
-    assert "--cv with --costs fitted" in err and "drop --costs" in err
+    assert "no-fit column" in err and "drop --costs" in err
     assert not (tmp_path / "b").exists()
-    # without --cv the default stays the fitted set
-    assert main(["published", str(csv), "-o", str(tmp_path / "c")]) == 0
-    assert json.loads((tmp_path / "c" / "summary.json").read_text())["costs_set"] == "fitted"
 
 
 # Held-out accuracy of `rlsim-calibrate published --cv gpu` on the development set, recorded at this commit
