@@ -147,7 +147,7 @@ def cross_validate(
     """Leave-one-group-out accuracy of ``table`` ("step" or "generation") grouped by ``key``: per group the
     coefficients ``names`` fitted on the other groups (starting from ``base``) and the held-out rows' errors;
     ``overall`` pools every held-out prediction; ``in_sample`` fits on every row and scores the same rows;
-    ``no_fit`` scores every row with each constant fitted on published rows at its prior (rlsim/catalog/
+    ``shipped`` scores every row with the values rlsim uses (the catalog's); ``no_fit`` with each constant fitted on published rows at its prior (rlsim/catalog/
     fitted.yaml). ``rows`` lists each row's held-out prediction."""
     if not _has_key(df, key, table):
         return {"skipped": f"the {table} table has no column for --cv {key}"}
@@ -187,6 +187,8 @@ def cross_validate(
     except CalibrateError:
         in_sample_results = [r for _, r in _errors(table, df, base, {})]
     in_sample = _by_group(in_sample_results, groups, df.index)
+    shipped_results = [r for _, r in _errors(table, df, {}, {})]
+    shipped_scores = _by_group(shipped_results, groups, df.index)
     prior_costs, prior_engines = catalog.prior_values()
     prior_results = [r for _, r in _errors(table, df, prior_costs, prior_engines)]
     prior_scores = _by_group(prior_results, groups, df.index)
@@ -196,6 +198,7 @@ def cross_validate(
         "groups": per_group,
         "overall": overall,
         "in_sample": in_sample,
+        "shipped": shipped_scores,
         "no_fit": prior_scores,
         "rows": [
             {

@@ -11,6 +11,17 @@ from rlsim.answers.thrash import thrash_text
 from rlsim.io.numbers import finite
 
 
+def _systems_row(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The band's systems share: the cost model's measured error for this setting and where it comes from."""
+    se = summary.get("systems_error")
+    if not se:
+        return []
+    text = f"+-{se['error_pct']:.0f}% in the band: {se['basis']}"
+    if se["outside"]:
+        text += "; widened for " + "; ".join(se["outside"])
+    return [("systems error", text)]
+
+
 def run_table(summary: dict[str, Any]) -> str:
     """A run's summary as the terminal shows it: the answer first, then what it is made of, then the phases."""
     rows = [
@@ -52,6 +63,7 @@ def run_table(summary: dict[str, Any]) -> str:
             ("target", f"{summary['target']:g}"),
             ("samples to target", f"{samples_text(summary['samples_to_target'])} (median over seeds)"),
             ("time to target", answer.time_text),
+            *_systems_row(summary),
             ("GPU-hours to target", gpu_hours(summary["gpu_hours_to_target"])),
             (
                 "seeds reaching it",

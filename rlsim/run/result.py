@@ -35,6 +35,7 @@ from rlsim.learning.model import reach_within, stall_at
 from rlsim.learning.target import TimeToTarget, time_at_samples
 from rlsim.phases import TIMED_PHASES
 from rlsim.run.pools import CPU, Span, pool_gpus
+from rlsim.run.systems_error import SystemsError
 from rlsim.schema import Scenario
 
 if TYPE_CHECKING:  # pandas is imported by the tables that need it (rlsim.io.runlog.to_frame), not by `rlsim run --json`
@@ -50,6 +51,7 @@ class SimResult:
     warnings: list[str] = field(default_factory=list)
     time_to_target: TimeToTarget | None = None
     band_s: tuple[float, float] | None = None
+    systems_error: SystemsError | None = None  # the cost model's measured error here (rlsim.run.systems_error)
     # a sweep's screened run (rlsim.run.simulation.predict, screen_steps) past its last simulated step: per step to
     # the target (and the async drain), the step, cumulative samples, wall-clock at the steady step time, metric
     continued: list[dict[str, Any]] = field(default_factory=list)
@@ -121,6 +123,7 @@ class SimResult:
             "thrash": thrash_summary(steady, s.generated_per_step, s.engine.thrash_model),
             "wall_s": self.records[-1]["wall_s"],
             "profile": self.profile_info,
+            "systems_error": self.systems_error.as_dict() if self.systems_error is not None else None,
             "warnings": list(self.warnings),
             **self._target_summary(),
         }

@@ -21,6 +21,7 @@ from rlsim.learning.target import band, learning_spread, steps_for_samples, time
 from rlsim.run.batches import window
 from rlsim.run.profile import Profile, fitted_error, load_profile, operating_point
 from rlsim.run.result import SimResult
+from rlsim.run.systems_error import systems_error
 from rlsim.run.timeline import Timeline, Timelines, prefix_exact
 from rlsim.scenario import (
     apply_overrides,
@@ -131,6 +132,7 @@ def predict(
         if before is not None:
             before(fp)
     result = answer(run_scn, timelines.get(systems, progress), profile, n_star, screened)
+    result.systems_error = systems_error(scn)
     if with_band and n_star is not None and result.time_to_target is not None:  # a time-to-target needs n_star
         result.band_s = _band(systems, profile, n_star, result, timelines)
     return result
@@ -268,7 +270,8 @@ def _band(
     scenario: Scenario, prof: Profile | None, n_star: SamplesToTarget, nominal: SimResult, timelines: Timelines
 ) -> tuple[float, float]:
     """Extra runs (other seeds; coefficients one sigma faster/slower) measure the steady-state step time over at
-    most BAND_STEPS steps; each scales the nominal time-to-target by its step-time ratio. ``scenario`` is the systems
+    most BAND_STEPS steps; each scales the nominal time-to-target by its step-time ratio; the systems side's measured
+    error for the setting (rlsim.run.systems_error) widens both ends. ``scenario`` is the systems
     side's scenario (:func:`systems_scenario`: the profile's costs folded in)."""
     assert nominal.time_to_target is not None  # predict bands a result with a time-to-target only
     t0 = nominal.time_to_target.time_to_target_s
@@ -293,6 +296,9 @@ def _band(
         ref = scaled(base)
         fast, slow = scaled(_shift(base, prof, faster=True)), scaled(_shift(base, prof, faster=False))
         factors = (min(fast, slow) / ref, max(fast, slow) / ref)
+    if nominal.systems_error is not None:  # the cost model's measured error for this setting (systems_error.py)
+        low, high = nominal.systems_error.factors
+        factors = (factors[0] * low, factors[1] * high)
     learning = scenario.learning
     at = ceiling_spread(learning, scenario.workload.responses_per_step)
     spread = learning_spread(learning.samples_spread, learning.staleness_spread, scenario.schedule.staleness, at)
