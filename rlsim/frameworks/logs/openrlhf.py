@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibrate.importers.core import ABS_TOL_S, REL_TOL, Format, Mapped, eval_mean, first, opt
+from rlsim.frameworks.logs.core import ABS_TOL_S, REL_TOL, Format, Mapped, eval_mean, first, opt
 from rlsim.phases import Phase
 
 STEP_KEYS = ("global_step", "eval/global_step", "step")  # OpenRLHF logs to wandb without a step: no _step

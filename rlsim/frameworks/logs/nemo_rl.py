@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibrate.importers.core import Format, Mapped, first, is_number, lengths_and_count, need, opt, step_without_eval
+from rlsim.frameworks.logs.core import Format, Mapped, first, is_number, lengths_and_count, need, opt, step_without_eval
 from rlsim.phases import Phase
 
 STEP_KEYS = ("step", "_step")  # NeMo RL passes its trainer step to wandb
