@@ -63,6 +63,8 @@ class Format:
     eval_metric: Callable[[dict[str, Any]], float | None]
     map_row: Callable[[dict[str, Any]], Mapped]
     normalize: Callable[[str], str] = lambda k: k  # a log key -> the name the mapping knows it by
+    # phases the framework times as one (their sum is what the log measures; rlsim check compares the sum)
+    together: tuple[tuple[Phase, ...], ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -85,4 +85,12 @@ def map_row(row: dict[str, Any]) -> Mapped:
     return lengths_and_count(m, row, used, MEAN_PROMPT, MEAN_RESPONSE, TOTAL_TOKENS)
 
 
-FORMAT = Format("nemo-rl", STEP_KEYS, STEP_TIMER, lambda r: STEP_TIMER in r, eval_metric, map_row)
+FORMAT = Format(
+    "nemo-rl",
+    STEP_KEYS,
+    STEP_TIMER,
+    lambda r: STEP_TIMER in r,
+    eval_metric,
+    map_row,
+    together=((Phase.OLD_LOGPROB, Phase.REF_LOGPROB),),  # policy_and_reference_logprobs
+)

@@ -115,4 +115,6 @@ FORMAT = Format(
     eval_metric,
     map_row,
     normalize,
+    # make_experience holds the reward model and the forwards; ppo_train the critic's training too
+    together=((Phase.REWARD, *FORWARDS, Phase.VALUES), (Phase.TRAIN_ACTOR, Phase.TRAIN_CRITIC)),
 )

@@ -233,3 +233,13 @@ def format_problems(result: ImportResult) -> str:
         return f"{result.source}: all lines read ({len(result.records)} steps)"
     head = f"{result.source}: {len(result.problems)} line(s) skipped, {len(result.records)} steps read"
     return "\n".join([head] + [f"  line {ln}: {reason}" for ln, reason in result.problems])
+
+
+def timer_counts(path: str | Path) -> dict[str, int]:
+    """For each format, how many rows of the log at ``path`` (which must exist) hold its step timer: which
+    framework wrote a log given without ``--format``, or given with the wrong one."""
+    raw_rows, _ = read_rows(Path(path))
+    return {
+        name: sum(spec.has_timer({spec.normalize(k): v for k, v in row.items()}) for _, row in raw_rows)
+        for name, spec in FORMAT_SPECS.items()
+    }

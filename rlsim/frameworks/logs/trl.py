@@ -95,4 +95,13 @@ def map_row(row: dict[str, Any]) -> Mapped:
     return m
 
 
-FORMAT = Format("trl", STEP_KEYS, STEP_TIMER, lambda r: STEP_TIMER in r, eval_metric, map_row, normalize)
+FORMAT = Format(
+    "trl",
+    STEP_KEYS,
+    STEP_TIMER,
+    lambda r: STEP_TIMER in r,
+    eval_metric,
+    map_row,
+    normalize,
+    together=((Phase.OLD_LOGPROB, Phase.REF_LOGPROB, Phase.TRAIN_ACTOR),),  # the rest of step_time
+)
