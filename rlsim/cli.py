@@ -326,12 +326,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.gpu:
         overrides["hardware.gpu"] = args.gpu
     profile = load_profile(args.profile) if args.profile else None
+    gpu_note = None
     if args.config is not None:
         framework_set = parse_overrides(args.config_set or [], flag="--config-set")
         imported = import_config(args.config, fmt, framework_set, overrides)
         scenario = configure(imported.scenario, profile)
-        if not args.gpu and "hardware.gpu" not in overrides:
-            print(f"rlsim: note: GPU {scenario.hardware.gpu.name} assumed; pass --gpu to name yours", file=sys.stderr)
+        if "hardware.gpu" not in overrides:  # said once the check has run
+            gpu_note = f"rlsim: note: GPU {scenario.hardware.gpu.name} assumed; pass --gpu to name yours"
     else:
         scenario = configure(args.scenario, profile, overrides)
     w = scenario.workload
@@ -355,6 +356,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     print(json.dumps(result.as_dict(), indent=2, sort_keys=True) if args.json else check_text(result))
     if args.output is not None and not args.json:
         print(f"\nwrote {args.output}/: the predicted run's files and check.json (rlsim report {args.output})")
+    if gpu_note:
+        print(gpu_note, file=sys.stderr)
     return 0
 
 

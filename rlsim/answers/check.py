@@ -227,7 +227,12 @@ def check(
         rows.append(row)
     step_p = _predicted_step(res)
     step = Row(STEP, (), step_m, step_p, _verdict(step_m, step_p, step_m, band))
-    step = dataclasses.replace(step, explanations=_step_facts(scn, res, measured, groups))
+    gap = sorted(((r.measured_s - r.predicted_s, r.phase) for r in rows), key=lambda x: -abs(x[0]))
+    shares = ", ".join(f"{name} {d:+.1f} s" for d, name in gap[:3] if abs(d) >= SMALL_SHARE * step_m)
+    why = ([f"the step's gap ({step_m - step_p:+.1f} s) comes from {shares}"] if shares else []) + list(
+        _step_facts(scn, res, measured, groups)
+    )
+    step = dataclasses.replace(step, explanations=tuple(why))
     responses = _median(r["responses"] for r in measured)
     if responses != scn.workload.responses_per_step:
         notes.append(
