@@ -15,6 +15,9 @@
 ``rlsim plan SCENARIO [--objective time|cost|gpu-hours] [--gpus N | --max-gpus N] [--gpu-types A,B] ... [-o DIR]``
     the configuration that reaches the target first or cheapest, the Pareto front and why (rlsim.plan.cli);
     DIR gets plan.csv, plan.json, report.html, winner.yaml; --emit FMT the winner in a framework's keys.
+``rlsim check LOG (--config FILE | --scenario S) [--format FMT] [--gpu G] [--set k=v] [--steps N] [--json] [-o DIR]``
+    a framework's metrics log against rlsim's prediction for its configuration, phase by phase, naming the phases
+    out of line and what would explain them (rlsim.answers.check); DIR gets the run's files and check.json.
 ``rlsim report DIR [-o report.html] [--png]``
     one self-contained HTML file from a sweep or run directory; --png also writes each figure as PNG.
 
@@ -38,7 +41,7 @@ import yaml
 from rlsim import __version__
 from rlsim.answers.text import extrapolation_note, run_table, sweep_table, thrash_screen_note
 from rlsim.answers.thrash import thrash_free
-from rlsim.errors import RlsimError, one_line
+from rlsim.errors import RlsimError, one_line, suggest
 from rlsim.host.footprint import LONG_S, Footprint
 from rlsim.host.progress import Progress
 from rlsim.io import runlog
@@ -283,13 +286,88 @@ def cmd_import_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_log(args: argparse.Namespace) -> tuple[str, dict[str, int]]:
+    """The log's format (--format, else the one whose step timer its rows hold), refused with the fix when the
+    file is missing or is not that format's log."""
+    # here, not at the top: it loads rlsim.frameworks (start-up time)
+    from rlsim.frameworks.logs.read import FORMAT_SPECS, FORMATS, timer_counts
+
+    if not args.log.is_file():
+        raise _Usage(f"{args.log}: no such log file; give the path of the framework's metrics log (JSON Lines or CSV)")
+    if args.format is not None and args.format not in FORMATS:
+        raise _Usage(f"--format {args.format}: unknown log format; {suggest(args.format, FORMATS)}")
+    counts = timer_counts(args.log)
+    found = max(counts, key=lambda f: counts[f]) if any(counts.values()) else None
+    fmt = args.format or found
+    if fmt is None:
+        hints = ", ".join(f"{f} {FORMAT_SPECS[f].timer_hint}" for f in FORMATS)
+        raise _Usage(f"{args.log}: no row holds a step timer of any format ({hints}); is it a metrics log?")
+    if counts[fmt] == 0 and found is not None:
+        raise _Usage(
+            f"{args.log}: no {fmt} step timer ({FORMAT_SPECS[fmt].timer_hint}) but {counts[found]} row(s) of a "
+            f"{found} log; pass --format {found}"
+        )
+    return fmt, counts
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    # here, not at the top: they load rlsim.frameworks, numpy, simpy (start-up time)
+    from rlsim.answers.check import check, check_text
+    from rlsim.frameworks.config_import import import_config
+    from rlsim.frameworks.logs.read import FORMAT_SPECS, format_problems, import_log
+    from rlsim.run.simulation import configure
+
+    fmt, _ = _check_log(args)
+    if args.steps is not None and args.steps < 1:
+        raise _Usage(f"--steps {args.steps}: must be >= 1 (the last N logged steps are compared)")
+    if args.output is not None and args.output.exists() and not args.output.is_dir():
+        raise _Usage(f"-o {args.output}: exists and is not a directory; give a directory path")
+    overrides = parse_overrides(args.set or [])
+    if args.gpu:
+        overrides["hardware.gpu"] = args.gpu
+    profile = load_profile(args.profile) if args.profile else None
+    gpu_note = None
+    if args.config is not None:
+        framework_set = parse_overrides(args.config_set or [], flag="--config-set")
+        imported = import_config(args.config, fmt, framework_set, overrides)
+        scenario = configure(imported.scenario, profile)
+        if "hardware.gpu" not in overrides:  # said once the check has run
+            gpu_note = f"rlsim: note: GPU {scenario.hardware.gpu.name} assumed; pass --gpu to name yours"
+    else:
+        scenario = configure(args.scenario, profile, overrides)
+    w = scenario.workload
+    imported_log = import_log(args.log, fmt, prompts_per_step=w.prompts_per_step, group_size=w.group_size)
+    if imported_log.problems:
+        print(f"rlsim: warning: {format_problems(imported_log)}", file=sys.stderr)
+    together = FORMAT_SPECS[fmt].together
+    result, res = check(
+        scenario,
+        imported_log.records,
+        together=together,
+        profile=profile,
+        last=args.steps,
+        source=str(args.log),
+        fmt=fmt,
+    )
+    if args.output is not None:
+        write_outputs(res, args.output)
+        text = json.dumps(result.as_dict(), indent=2, sort_keys=True) + "\n"
+        atomic_write(args.output / "check.json", lambda p: p.write_text(text))
+    print(json.dumps(result.as_dict(), indent=2, sort_keys=True) if args.json else check_text(result))
+    if args.output is not None and not args.json:
+        print(f"\nwrote {args.output}/: the predicted run's files and check.json (rlsim report {args.output})")
+    if gpu_note:
+        print(gpu_note, file=sys.stderr)
+    return 0
+
+
 class _Usage(RlsimError):
     """A usage error found after parsing (reported like the others, exit 2)."""
 
 
 # the commands whose parsers are cheap to build: the planner's parser lives in rlsim.plan.cli, whose package imports
 # the planner (pandas, the sweep machinery), so `rlsim run` leaves it out (build_parser(command))
-_LEAN_COMMANDS = ("run", "decide", "sweep", "report", "import-config")
+_LEAN_COMMANDS = ("run", "decide", "sweep", "report", "import-config", "check")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -309,7 +387,28 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
         add_plan_parser(sub)
     _add_import_config(sub)
+    _add_check(sub)
     return parser
+
+
+def _add_check(sub: Any) -> None:
+    """``rlsim check``."""
+    chk = sub.add_parser("check", help="a framework's metrics log against rlsim's prediction, phase by phase")
+    chk.add_argument("log", type=Path, help="the framework's metrics log (JSON Lines or CSV: wandb, file logger)")
+    src = chk.add_mutually_exclusive_group(required=True)
+    src.add_argument("--config", type=Path, help="the run's framework config (as rlsim import-config reads it)")
+    src.add_argument("--scenario", type=Path, help="an rlsim scenario YAML instead of a framework config")
+    chk.add_argument("--format", help="verl, openrlhf, nemo-rl or trl (default: the one whose step timer the log has)")
+    chk.add_argument("--gpu", help="the GPU the run used (catalog name, e.g. H100-SXM, H200); sets hardware.gpu")
+    chk.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario field")
+    chk.add_argument(
+        "--config-set", action="append", default=[], metavar="KEY=VALUE", help="override a framework key (--config)"
+    )
+    chk.add_argument("--steps", type=int, help="compare the last N logged steps (default: all but step 1)")
+    chk.add_argument("--profile", type=Path, help="calibrated profile JSON (from rlsim-calibrate fit)")
+    chk.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    chk.add_argument("-o", "--output", type=Path, help="directory for the predicted run's files and check.json")
+    chk.set_defaults(func=cmd_check)
 
 
 def _add_run(sub: Any) -> None:

@@ -49,6 +49,11 @@ class NotTextError(RlsimError, ValueError):
     """An input file that should be text is binary or not UTF-8."""
 
 
+class LogImportError(RlsimError, ValueError):
+    """A framework's metrics log that cannot be read: missing, of an unknown format, without one readable step or
+    without the batch size (``rlsim.frameworks.logs``)."""
+
+
 class ProfileError(RlsimError, ValueError):
     """A profile file is missing, malformed or of an unsupported schema version."""
 

@@ -12,7 +12,8 @@ Figures for a sweep directory (written by ``rlsim sweep -o DIR``):
 
 Both open with an Answer section (rlsim.answers.answer: time-to-target in hours with its band, throughput, samples,
 GPU-hours; a sweep's fastest configuration against the scenario's own). A run directory (``rlsim run -o DIR``)
-gets the phase breakdown per step with the step time over it, the metric curve with its target, and provenance.
+gets the phase breakdown per step with the step time over it, the metric curve with its target, and provenance;
+one from ``rlsim check -o DIR`` also its log's phases measured against predicted (check.json, rlsim.answers.check).
 The figures are rlsim.answers.figures'; this module reads the directory, builds the page and writes it (and
 PNGs through a headless Chromium); plotly is imported only when a figure is made.
 """
@@ -33,7 +34,7 @@ import yaml
 from rlsim import __version__
 from rlsim.answers.answer import Answer, samples
 from rlsim.answers.figures import ReportError, run_figures, sweep_figures
-from rlsim.answers.report_answer import run_answer_html, sweep_answer_html
+from rlsim.answers.report_answer import check_html, run_answer_html, sweep_answer_html
 from rlsim.answers.text import any_set, extrapolated_rows, thrashed_again, yes_no
 from rlsim.io.files import read_json, read_text, read_yaml_mapping
 
@@ -201,6 +202,8 @@ def build_report(directory: str | Path) -> tuple[str, list[tuple[str, Any]]]:
         figs = run_figures(_read_table(d / "steps.csv", steps if isinstance(steps, int) else None), meta)
         title = f"rlsim run: {scenario.get('name')}"
         summary_html = run_answer_html(meta)
+        if (d / "check.json").is_file():  # rlsim check -o DIR: the framework log against this prediction
+            summary_html += "<h2>Measured against predicted</h2>" + check_html(read_json(d / "check.json", _RERUN))
     else:
         raise ReportError(
             f"{d}: holds neither sweep.csv (from rlsim sweep -o) nor summary.json and steps.csv "

@@ -108,3 +108,37 @@ def _config_text(row: pd.Series) -> str:
         if key in row and pd.notna(row[key]):
             parts.append(f"{name} {row[key]}")
     return ", ".join(parts) or f"config {row['config']}"
+
+
+def check_html(check: dict[str, Any]) -> str:
+    """The section of ``rlsim check -o DIR``'s run report (its check.json, rlsim.answers.check): a framework log's
+    phases measured against the prediction, the verdicts, and the candidate explanations of those out of line."""
+    head = "".join(f"<th>{h}</th>" for h in ("phase", "measured s", "predicted s", "ratio", "verdict"))
+    body = []
+    for r in check.get("rows", []):
+        ratio = f"{r['ratio']:.2f}" if isinstance(r.get("ratio"), (int, float)) else "-"
+        out = r.get("verdict") in ("slower", "faster")
+        style = " style='background:#fde8e8;font-weight:bold'" if out else ""
+        cells = (r["phase"], f"{r['measured_s']:,.2f}", f"{r['predicted_s']:,.2f}", ratio, r["verdict"])
+        body.append(f"<tr{style}>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    low, high = check.get("band", [0, 0])
+    steps = check.get("steps") or [0]
+    flagged = ", ".join(check.get("out_of_line", [])) or "none"
+    parts = [
+        f"<p class='answer'>{html.escape(str(check.get('source')))} ({html.escape(str(check.get('format')))}, median "
+        f"of {len(steps)} logged steps, {steps[0]}-{steps[-1]}): out of line: {html.escape(flagged)}</p>",
+        f"<table><tr>{head}</tr>{''.join(body)}</table>",
+        f"<p class='note'>Out of line beyond {low:.2f}-{high:.2f}x predicted and "
+        f"{check.get('small_share', 0):.0%} of the step: rlsim's error on published runs is 9-13% (median, "
+        "cross-validated), its worst rows -32% and +52% (docs/results/published.md).</p>",
+    ]
+    for r in check.get("rows", []):
+        if r.get("explanations"):
+            items = "".join(f"<li>{html.escape(e)}</li>" for e in r["explanations"])
+            parts.append(f"<h3>{html.escape(r['phase'])}</h3><ul>{items}</ul>")
+    notes = check.get("notes", []) + (
+        [f"not timed in the log: {', '.join(check['untimed'])}"] if check.get("untimed") else []
+    )
+    if notes:
+        parts.append("<ul class='note'>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+    return "".join(parts)

@@ -12,8 +12,8 @@ An adapter says, for one framework (verl, TRL, OpenRLHF, NeMo RL, or one registe
 * the inverse: :meth:`~FrameworkAdapter.emit_keys`, the framework keys that express a planned scenario, given an
   :class:`EmitContext` (the plan and, when given, the original config);
 * how its overrides are written (``overrides``, ``new_key_prefix``, ``switch_flags``, ``launch_flags``), the
-  calibrate module reading its metrics logs (``log_importer``) and its table in docs/import-config.md
-  (:meth:`~FrameworkAdapter.docs_table`).
+  module reading its metrics logs (``log_importer``, in :mod:`rlsim.frameworks.logs`) and its table in
+  docs/import-config.md (:meth:`~FrameworkAdapter.docs_table`).
 
 The required members are checked when an adapter is made (the abstract methods by :class:`abc.ABC`, the class
 attributes by ``__init__``); every optional one has a default that does nothing special (documented on the member),
@@ -185,8 +185,8 @@ class FrameworkAdapter(ABC):
     # writes them to the launch commands, never into the patch (TRL's num_processes: accelerate launch)
     launch_flags: ClassVar[Mapping[str, str | None]] = {}
     legacy_defaults: ClassVar[Mapping[str, Any]] = {}  # a legacy spelling's defaults where they differ (canonical)
-    # calibrate.importers.<module> reading the framework's metrics logs into run logs (rlsim never imports
-    # calibrate: calibrate's importers find their modules here)
+    # rlsim.frameworks.logs.<module> reading the framework's metrics logs into run logs (rlsim check,
+    # rlsim-calibrate import): the module's FORMAT
     log_importer: ClassVar[str | None] = None
 
     def __init__(self) -> None:

@@ -1,4 +1,5 @@
-"""calibrate.importers: framework metric dumps (verl, OpenRLHF, TRL, NeMo RL) -> rlsim run logs."""
+"""calibrate.importers (rlsim.frameworks.logs read through calibrate): framework metric dumps (verl, OpenRLHF, TRL,
+NeMo RL) -> rlsim run logs."""
 
 from __future__ import annotations
 
@@ -376,24 +377,30 @@ def test_nemo_rl_mapping():
     assert "timing/train/data_processing" in last["source_metrics"]
 
 
-def test_calibrate_importers_does_not_import_torch_or_vllm():
-    import ast
+def test_log_readers_live_in_rlsim_and_calibrate_keeps_its_entry_points():
+    files = sorted(Path(__file__).parents[2].joinpath("rlsim", "frameworks", "logs").glob("*.py"))
+    assert {f.stem for f in files} == {"__init__", "core", "read", "verl", "openrlhf", "trl", "nemo_rl"}
+    from calibrate.importers import convert
+    from rlsim.frameworks.logs import read
 
-    files = sorted(Path(__file__).parents[2].joinpath("calibrate", "importers").glob("*.py"))
-    assert {f.stem for f in files} >= {"__init__", "core", "convert", "verl", "openrlhf", "trl", "nemo_rl"}
-    names = set()
-    for f in files:
-        for node in ast.walk(ast.parse(f.read_text())):
-            if isinstance(node, ast.Import):
-                names.update(a.name.split(".")[0] for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names.add(node.module.split(".")[0])
-    assert not names & {"torch", "vllm"}
+    assert convert.FORMAT_SPECS is read.FORMAT_SPECS and convert.ImportResult is read.ImportResult
+
+
+def test_errors_are_rlsim_errors_in_rlsim_and_calibrate_errors_here(tmp_path):
+    from rlsim.errors import LogImportError
+    from rlsim.frameworks.logs.read import import_log as rlsim_import_log
+
+    with pytest.raises(LogImportError, match="no such log file"):
+        rlsim_import_log(tmp_path / "missing.jsonl", "verl")
+    with pytest.raises(CalibrateError, match="no such log file") as info:
+        import_log(tmp_path / "missing.jsonl", "verl")
+    assert isinstance(info.value.__cause__, LogImportError)
 
 
 def test_every_framework_module_is_a_format():
     """One module per framework, each registered under its --format name with its own step keys and timer."""
-    from calibrate.importers import convert, nemo_rl, openrlhf, trl, verl
+    from calibrate.importers import convert
+    from rlsim.frameworks.logs import nemo_rl, openrlhf, trl, verl
 
     assert FORMATS == ("verl", "trl", "openrlhf", "nemo-rl")
     for name, module in zip(FORMATS, (verl, trl, openrlhf, nemo_rl)):

@@ -30,7 +30,7 @@ def test_the_builtin_adapters_are_found_with_every_part():
         assert isinstance(adapter, FrameworkAdapter) and adapter.name == name
         assert adapter.table and adapter.version_read and adapter.docs_table().startswith("| framework key |")
         assert importlib.import_module(type(adapter).__module__).ADAPTER is adapter  # its package's ADAPTER
-        assert importlib.import_module(adapter.log_importer).FORMAT.name == name  # calibrate's run-log importer
+        assert importlib.import_module(adapter.log_importer).FORMAT.name == name  # its log reader (frameworks.logs)
 
 
 def test_the_docs_tables_are_the_generated_ones():

@@ -19,13 +19,13 @@ from rlsim.frameworks.nemo_rl import emit, mapping, recipe_yaml
 class NemoRl(FrameworkAdapter):
     """NeMo RL's GRPO: Hydra ``key=value`` overrides (``++key=value`` for a key the recipe lacks: its configs are
     structs), recipes with ``defaults:`` chains and interpolations; its metrics logs read by
-    calibrate.importers.nemo_rl."""
+    rlsim.frameworks.logs.nemo_rl."""
 
     name = "nemo-rl"
     table = mapping.TABLE
     version_read = mapping.VERSION_READ
     overrides = "hydra"
-    log_importer = "calibrate.importers.nemo_rl"
+    log_importer = "rlsim.frameworks.logs.nemo_rl"
     new_key_prefix = "++"
 
     def read(self, path: Path) -> dict[str, Any]:

@@ -18,13 +18,13 @@ from rlsim.frameworks.openrlhf import args, emit, mapping
 
 class OpenRlhf(FrameworkAdapter):
     """OpenRLHF's ``train_ppo_ray``: argparse ``--key value`` overrides whose booleans are ``store_true`` flags,
-    the flat v0.9.5 names with that release's defaults; its metrics logs read by calibrate.importers.openrlhf."""
+    the flat v0.9.5 names with that release's defaults; its metrics logs read by rlsim.frameworks.logs.openrlhf."""
 
     name = "openrlhf"
     table = mapping.TABLE
     version_read = mapping.VERSION_READ
     overrides = "flags"
-    log_importer = "calibrate.importers.openrlhf"
+    log_importer = "rlsim.frameworks.logs.openrlhf"
     switch_flags = True
     legacy_defaults = args.LEGACY_DEFAULTS
 

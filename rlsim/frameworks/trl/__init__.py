@@ -18,13 +18,13 @@ from rlsim.frameworks.trl import emit, launch, mapping
 class Trl(FrameworkAdapter):
     """TRL's GRPOTrainer: argparse ``--key value`` overrides, the defaults of the release ``trl_version`` names,
     launch facts on the ``accelerate launch`` / ``trl vllm-serve`` command lines; its metrics logs read by
-    calibrate.importers.trl."""
+    rlsim.frameworks.logs.trl."""
 
     name = "trl"
     table = mapping.TABLE
     version_read = mapping.VERSION_READ
     overrides = "flags"
-    log_importer = "calibrate.importers.trl"
+    log_importer = "rlsim.frameworks.logs.trl"
     launch_flags = mapping.LAUNCH_FLAGS
 
     def read(self, path: Path) -> dict[str, Any]:

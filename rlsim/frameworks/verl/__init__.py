@@ -15,13 +15,13 @@ from rlsim.frameworks.verl import emit, mapping
 
 
 class Verl(FrameworkAdapter):
-    """verl's PPO/GRPO trainer: Hydra ``key=value`` overrides; its metrics logs read by calibrate.importers.verl."""
+    """verl's PPO/GRPO trainer: Hydra ``key=value`` overrides; its metrics logs read by rlsim.frameworks.logs.verl."""
 
     name = "verl"
     table = mapping.TABLE
     version_read = mapping.VERSION_READ
     overrides = "hydra"
-    log_importer = "calibrate.importers.verl"
+    log_importer = "rlsim.frameworks.logs.verl"
 
     def read(self, path: Path) -> dict[str, Any]:
         return mapping.read(path)

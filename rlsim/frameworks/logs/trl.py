@@ -21,14 +21,14 @@ transformers ``Trainer`` log names; wandb's ``train/`` prefix is dropped and ``e
 TRL logs no batch counts: pass ``prompts_per_step`` and ``group_size``. Prompt tokens are the step's increase
 of ``num_tokens`` minus the response tokens (only when the previous step was read too). Log with
 ``logging_steps=1``: TRL averages metrics over the logging window. A profiled function called several times in a
-step is summed (calibrate.importers.core).
+step is summed (rlsim.frameworks.logs.core).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from calibrate.importers.core import Format, Mapped, first, is_number, need, opt
+from rlsim.frameworks.logs.core import Format, Mapped, first, is_number, need, opt
 from rlsim.phases import Phase
 
 STEP_KEYS = ("step", "global_step")  # TRL logs to wandb without a step: its _step counts log calls
@@ -95,4 +95,13 @@ def map_row(row: dict[str, Any]) -> Mapped:
     return m
 
 
-FORMAT = Format("trl", STEP_KEYS, STEP_TIMER, lambda r: STEP_TIMER in r, eval_metric, map_row, normalize)
+FORMAT = Format(
+    "trl",
+    STEP_KEYS,
+    STEP_TIMER,
+    lambda r: STEP_TIMER in r,
+    eval_metric,
+    map_row,
+    normalize,
+    together=((Phase.OLD_LOGPROB, Phase.REF_LOGPROB, Phase.TRAIN_ACTOR),),  # the rest of step_time
+)

@@ -1,10 +1,10 @@
 """The framework-independent half of an import: lines into rows of metrics, rows into steps, and the helpers the
-per-framework mappings (``calibrate.importers.verl``, ...) read a step's metrics with.
+per-framework mappings (``rlsim.frameworks.logs.verl``, ...) read a step's metrics with.
 
 A framework module gives a :class:`Format` (its step keys, its step timer, how to map one step's merged metrics to
-a :class:`Mapped`); :mod:`calibrate.importers.convert` runs every format through :func:`read_rows` and
+a :class:`Mapped`); :mod:`rlsim.frameworks.logs.convert` runs every format through :func:`read_rows` and
 :func:`group_steps` and turns the mapped steps into run-log records. The rules these functions follow (flattening,
-merging rows of one step, duplicated and unnumbered steps) are in :mod:`calibrate.importers`.
+merging rows of one step, duplicated and unnumbered steps) are in :mod:`rlsim.frameworks.logs`.
 """
 
 from __future__ import annotations
@@ -63,6 +63,8 @@ class Format:
     eval_metric: Callable[[dict[str, Any]], float | None]
     map_row: Callable[[dict[str, Any]], Mapped]
     normalize: Callable[[str], str] = lambda k: k  # a log key -> the name the mapping knows it by
+    # phases the framework times as one (their sum is what the log measures; rlsim check compares the sum)
+    together: tuple[tuple[Phase, ...], ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------------------------

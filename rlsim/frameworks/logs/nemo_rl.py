@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibrate.importers.core import Format, Mapped, first, is_number, lengths_and_count, need, opt, step_without_eval
+from rlsim.frameworks.logs.core import Format, Mapped, first, is_number, lengths_and_count, need, opt, step_without_eval
 from rlsim.phases import Phase
 
 STEP_KEYS = ("step", "_step")  # NeMo RL passes its trainer step to wandb
@@ -85,4 +85,12 @@ def map_row(row: dict[str, Any]) -> Mapped:
     return lengths_and_count(m, row, used, MEAN_PROMPT, MEAN_RESPONSE, TOTAL_TOKENS)
 
 
-FORMAT = Format("nemo-rl", STEP_KEYS, STEP_TIMER, lambda r: STEP_TIMER in r, eval_metric, map_row)
+FORMAT = Format(
+    "nemo-rl",
+    STEP_KEYS,
+    STEP_TIMER,
+    lambda r: STEP_TIMER in r,
+    eval_metric,
+    map_row,
+    together=((Phase.OLD_LOGPROB, Phase.REF_LOGPROB),),  # policy_and_reference_logprobs
+)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibrate.importers.core import ABS_TOL_S, REL_TOL, Format, Mapped, eval_mean, first, opt
+from rlsim.frameworks.logs.core import ABS_TOL_S, REL_TOL, Format, Mapped, eval_mean, first, opt
 from rlsim.phases import Phase
 
 STEP_KEYS = ("global_step", "eval/global_step", "step")  # OpenRLHF logs to wandb without a step: no _step
@@ -115,4 +115,6 @@ FORMAT = Format(
     eval_metric,
     map_row,
     normalize,
+    # make_experience holds the reward model and the forwards; ppo_train the critic's training too
+    together=((Phase.REWARD, *FORWARDS, Phase.VALUES), (Phase.TRAIN_ACTOR, Phase.TRAIN_CRITIC)),
 )

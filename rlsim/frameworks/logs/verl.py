@@ -19,7 +19,7 @@ trainers (checkpoint-engine path) time the weight push as ``update_weights``; ``
   ``timing_s/update_critic``               train_critic
   ``timing_s/update_weights`` / sync_*     weight_sync
   ``timing_s/testing``                     eval
-  ``timing_s/step`` (required)             step time; ``testing`` is subtracted when nested (calibrate.importers)
+  ``timing_s/step`` (required)             step time; ``testing`` is subtracted when nested (rlsim.frameworks.logs)
   ``critic/score/mean`` (else rewards)     reward_mean
   ``actor/lr``                             lr
   ``val-core/.../mean@N``                  eval_metric (mean over data sources)
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calibrate.importers.core import Format, Mapped, eval_mean, first, lengths_and_count, need, step_without_eval
+from rlsim.frameworks.logs.core import Format, Mapped, eval_mean, first, lengths_and_count, need, step_without_eval
 from rlsim.phases import Phase
 
 STEP_KEYS = ("training/global_step", "step", "_step")  # wandb's _step is the trainer step here
