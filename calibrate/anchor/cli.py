@@ -13,14 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from calibrate import CalibrateError
+from rlsim.errors import RlsimError
+from rlsim.io.files import atomic_write_text
+from rlsim.scenario import apply_overrides, as_overrides, from_dict, load_scenario
 
 
 def _scenario(args: argparse.Namespace) -> Any:
     """The job's scenario: ``--scenario`` YAML or ``--config`` (a framework config through import-config), each
     with ``--set`` on top."""
-    from rlsim.errors import RlsimError
+    # loaded when the command runs: rlsim-calibrate starts without every framework adapter (rlsim.frameworks)
     from rlsim.frameworks.config_import import import_config
-    from rlsim.scenario import apply_overrides, as_overrides, from_dict, load_scenario
 
     if (args.scenario is None) == (args.config is None):
         raise CalibrateError("describe the job with --scenario S.yaml or with --config CONFIG --format F (one)")
@@ -39,7 +41,6 @@ def cmd_anchor(args: argparse.Namespace) -> int:
     # loaded when the command runs: rlsim-calibrate starts without scipy and every framework adapter
     from calibrate.anchor import source
     from calibrate.anchor.fit import anchor, describe, to_profile
-    from rlsim.io.files import atomic_write_text
 
     if args.log is not None and (args.step_time is not None or args.phase):
         raise CalibrateError("give the step as LOG or typed (--step-time, --phase), not both")

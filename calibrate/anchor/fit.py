@@ -222,8 +222,14 @@ def _fit_one(
     return found, values
 
 
-def anchor(scenario: Scenario, measured: Measured) -> AnchorFit:
-    """Fit the coefficients that ``measured`` supports (the module docstring) on ``scenario``'s step."""
+STEP_COEFFICIENT = ("cluster speed", SPEED_FIELDS)  # what a step time alone fits: (name, Costs fields)
+
+
+def anchor(
+    scenario: Scenario, measured: Measured, step_coefficient: tuple[str, tuple[str, ...]] = STEP_COEFFICIENT
+) -> AnchorFit:
+    """Fit the coefficients that ``measured`` supports (the module docstring) on ``scenario``'s step;
+    ``step_coefficient`` is what a step time alone fits (another one only to compare them: docs/results/anchored.md)."""
     scn = short_run(scenario)
     held = held_by_behaviour(scn)
     base = {f.name: float(getattr(scn.costs, f.name)) for f in dataclasses.fields(Costs)}
@@ -231,7 +237,7 @@ def anchor(scenario: Scenario, measured: Measured) -> AnchorFit:
         coefs = phase_coefficients(scn, list(measured.phases_s))
         sweeps = 2
     elif measured.step_time_s is not None:
-        coefs, sweeps = [Coefficient("cluster speed", SPEED_FIELDS, (STEP,))], 1
+        coefs, sweeps = [Coefficient(step_coefficient[0], step_coefficient[1], (STEP,))], 1
     else:
         raise CalibrateError("nothing measured: give a step time (--step-time S) or phases (--phase NAME=S)")
     notes = []
@@ -325,6 +331,8 @@ def describe(fit: AnchorFit) -> list[str]:
             f"{c.after_s:.3g} s ({(c.after_s / c.measured_s - 1) * 100:+.1f}%){bound}"
         )
         lines += [f"  {f}: {fit.before[f]:.4g} -> {fit.after[f]:.4g}" for f in c.fields]
+        if not 0.2 <= c.scale <= 5:
+            lines.append(f"  x{c.scale:.3g} is far from the scenario's values: does the scenario describe this job?")
     m = fit.measured.step_time_s
     vs = f"; measured {m:.3g} s ({(fit.step_after_s / m - 1) * 100:+.1f}%)" if m else ""
     lines.append(f"step time predicted {fit.step_before_s:.3g} -> {fit.step_after_s:.3g} s{vs}")
