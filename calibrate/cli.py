@@ -19,6 +19,8 @@ profile alone and compare (never fits)
 ``rlsim-calibrate published [CSV ...] -o DIR [--costs fitted|catalog] [--set costs.X=V ...] [--cv KEY]``: predict
 published RL step times (default: the project's copy of the NeMo RL development set) and print the accuracy;
 DIR gets published.csv and summary.json
+``rlsim-calibrate anchor [LOG] --scenario S [--step-time S] [--phase NAME=S ...] -o profile.json``: fit the few
+global cost coefficients on one measured step of the user's own job (calibrate.anchor)
 ``rlsim-calibrate vllm-check -o DIR [--model tiny|smollm2] [--quick]``: vLLM's own benchmark on this machine at
 points off the project's bench grid, predicted by the engine model under a profile fitted from that bench alone
 ``rlsim-calibrate loop -o DIR [--engine hf|vllm] [--group-size G] [--seeds N]``: predict before you run on this
@@ -28,8 +30,8 @@ torch.
 Bad input prints one line ``rlsim-calibrate: error: ...`` and exits 2.
 
 Each command lives in its package's ``cli`` module (calibrate.runs: fit, validate; calibrate.learning: the fit-*
-commands; calibrate.importers: import; calibrate.published; calibrate.loop; calibrate.vllm_check); this module
-only puts them on one parser, in the order ``--help`` lists them.
+commands; calibrate.importers: import; calibrate.published; calibrate.anchor; calibrate.loop; calibrate.vllm_check);
+this module only puts them on one parser, in the order ``--help`` lists them.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from calibrate.anchor import cli as anchor_cli
 from calibrate.importers import cli as importers_cli
 from calibrate.learning import cli as learning_cli
 from calibrate.loop import cli as loop_cli
@@ -54,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     importers_cli.add_parsers(sub)
     runs_cli.add_validate_parser(sub)
     published_cli.add_parsers(sub)
+    anchor_cli.add_parsers(sub)
     loop_cli.add_parsers(sub)
     vllm_check_cli.add_parsers(sub)
     return parser

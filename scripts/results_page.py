@@ -3,7 +3,7 @@ the date and the machine.
 
 Reference pages under docs/ link to a results page instead of holding its numbers, so a page is refreshed by running
 the command it names (it overwrites the page; nothing on it is edited by hand). Used by scripts/scaling.py,
-scripts/estimates.py, scripts/fast_thrash.py and scripts/gpu_roofline.py.
+scripts/estimates.py, scripts/fast_thrash.py, scripts/gpu_roofline.py and scripts/accuracy.py.
 """
 
 from __future__ import annotations

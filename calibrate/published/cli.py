@@ -1,7 +1,7 @@
 """``rlsim-calibrate published``: predict published RL step times and generation throughput, print the accuracy,
-and with ``--cv KEY`` the cross-validated accuracy (the package's other modules hold the work: steps, generation,
-costs, cv; this module prints and writes what they return). :func:`add_parsers` puts the command on
-``rlsim-calibrate``'s subcommands."""
+with ``--cv KEY`` the cross-validated accuracy and with ``--anchor`` the anchored one (the package's other modules
+hold the work: steps, generation, costs, cv, anchored; this module prints and writes what they return).
+:func:`add_parsers` puts the command on ``rlsim-calibrate``'s subcommands."""
 
 from __future__ import annotations
 
@@ -107,6 +107,8 @@ def cmd_published(args: argparse.Namespace) -> int:
         _published_tables(summary, step_df, gen_df, costs, out)
     if args.cv is not None:
         summary["cv"] = _published_cv(args, step_df, gen_df, base, out)
+    if args.anchor:
+        summary["anchored"] = _published_anchored(step_df, costs, args.costs, out)
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     print(f"wrote {out}/summary.json")
     return 0
@@ -161,7 +163,6 @@ def _published_cv(args: argparse.Namespace, step_df, gen_df, base: dict[str, flo
     import pandas as pd
 
     from calibrate.published import cv as pcv
-
     from calibrate.published.costs import prior_of
 
     key = args.cv.strip()
@@ -187,6 +188,24 @@ def _published_cv(args: argparse.Namespace, step_df, gen_df, base: dict[str, flo
     return result
 
 
+def _published_anchored(step_df, costs: dict[str, float], costs_name: str, out: Path) -> dict:
+    """Anchored accuracy of the step table (calibrate.published.anchored); DIR gets anchored.csv."""
+    # loaded when the command runs: rlsim-calibrate starts without pandas and scipy
+    import pandas as pd
+
+    from calibrate.published import anchored
+
+    if step_df is None:
+        raise CalibrateError("--anchor: no step-time table among the inputs (columns of rl_step_times_dev.csv)")
+    result = anchored.measure(step_df, costs, progress=lambda m: print(f"anchor: {m}", file=sys.stderr))
+    pairs = result.pop("pairs")
+    atomic_write_text(out / "anchored.csv", pd.DataFrame(pairs).to_csv(index=False))
+    print()
+    print(f"starting from the {costs_name} cost set")
+    print("\n".join(anchored.format_table(result)))
+    return result
+
+
 def add_parsers(sub: Any) -> None:
     """``published`` on ``sub`` (rlsim-calibrate's subparsers)."""
     pub = sub.add_parser(
@@ -208,8 +227,8 @@ def add_parsers(sub: Any) -> None:
         metavar="FIELD,FIELD",
         help="fit these coefficients, one set for every row of every table: costs fields, or BEHAVIOUR.FIELD for "
         "a named engine behaviour (rlsim/catalog/engines.yaml; a behaviour's own value takes precedence over the "
-        "costs field's default, so fit it under its name); writes DIR/fitted_costs.yaml (the values go into the catalog: "
-        "rlsim/catalog/fitted.yaml)",
+        "costs field's default, so fit it under its name); writes DIR/fitted_costs.yaml (the values go into "
+        "the catalog: rlsim/catalog/fitted.yaml)",
     )
     pub.add_argument(
         "--cv",
@@ -218,5 +237,12 @@ def add_parsers(sub: Any) -> None:
         "other groups and predict it; prints and writes (summary.json cv, DIR/cv.csv) the held-out accuracy beside "
         "the in-sample and no-fit (prior) figures. Each fold fits --fit's names if given, else the default set's, "
         "starting from their priors",
+    )
+    pub.add_argument(
+        "--anchor",
+        action="store_true",
+        help="anchored accuracy: within each group of step rows sharing model, release and GPU, anchor on each row's "
+        "step time in turn (rlsim-calibrate anchor's fit) and predict the others; prints per group, writes "
+        "DIR/anchored.csv and summary.json anchored (starts from the shipped values unless --costs names another set)",
     )
     pub.set_defaults(func=cmd_published)

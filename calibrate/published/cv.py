@@ -147,8 +147,8 @@ def cross_validate(
     """Leave-one-group-out accuracy of ``table`` ("step" or "generation") grouped by ``key``: per group the
     coefficients ``names`` fitted on the other groups (starting from ``base``) and the held-out rows' errors;
     ``overall`` pools every held-out prediction; ``in_sample`` fits on every row and scores the same rows;
-    ``shipped`` scores every row with the values rlsim uses (the catalog's); ``no_fit`` with each constant fitted on published rows at its prior (rlsim/catalog/
-    fitted.yaml). ``rows`` lists each row's held-out prediction."""
+    ``shipped`` scores every row with the values rlsim uses (the catalog's); ``no_fit`` with each constant
+    fitted on published rows at its prior (rlsim/catalog/fitted.yaml). ``rows`` lists each row's held-out prediction."""
     if not _has_key(df, key, table):
         return {"skipped": f"the {table} table has no column for --cv {key}"}
     fn = group_of(key, table)

@@ -26,7 +26,7 @@ from calibrate.published.tables import STEP_DEV_SET, data_path, error_summary, r
 from rlsim.errors import RlsimError
 from rlsim.frameworks.nemo_rl.recipe import NotExpressible, scenario_from_recipe
 from rlsim.phases import TIMED_PHASES
-from rlsim.scenario import from_dict
+from rlsim.scenario import Scenario, from_dict
 
 REQUIRED_COLUMNS = ("model", "gpu", "num_gpus", "policy_mode", "step_time_s")
 
@@ -85,12 +85,17 @@ def framework_note(fields: dict[str, Any]) -> str:
     return ""
 
 
-def predict_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -> tuple[float, dict[str, float]]:
-    """Predicted steady-state step time and mean phase times of one published row."""
+def row_scenario(fields: dict[str, Any], costs: dict[str, float] | None = None) -> Scenario:
+    """The scenario of one published row, simulated for ``steps_for`` steps, with ``costs`` in its costs section."""
     raw = scenario_from_recipe(fields, steps=steps_for(fields))
     if costs:
         raw["costs"] = dict(costs)
-    summary = rlsim.simulate(from_dict(raw)).summary()
+    return from_dict(raw)
+
+
+def predict_row(fields: dict[str, Any], costs: dict[str, float] | None = None) -> tuple[float, dict[str, float]]:
+    """Predicted steady-state step time and mean phase times of one published row."""
+    summary = rlsim.simulate(row_scenario(fields, costs)).summary()
     return summary["step_time_s"], {p.value: summary["phase_time_s"][p.value] for p in TIMED_PHASES}
 
 

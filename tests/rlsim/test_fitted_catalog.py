@@ -35,7 +35,8 @@ def test_every_fitted_constant_is_the_value_a_scenario_resolves_to() -> None:
             assert kind == "engines", name
             behaviour, _, key = rest.rpartition(".")
             assert behaviour in engines, f"{name}: no behaviour {behaviour!r} in engines.yaml"
-            assert engines[behaviour].get(key) == entry["value"], f"{name}: engines.yaml has {engines[behaviour].get(key)}"
+            got = engines[behaviour].get(key)
+            assert got == entry["value"], f"{name}: engines.yaml has {got}"
 
 
 def test_a_behaviour_marked_fitted_has_its_fitted_values_listed() -> None:
