@@ -523,6 +523,12 @@ class Training:
     # algorithm.mini_batches_per_step
     global_batch_size: int | None = field(default=None, metadata=bounds(ge=1))
     distributed_optimizer: bool = True
+    # Megatron's gradient buffer in fp32 (DDP grad_reduce_in_fp32; Megatron-LM's own scripts) or in bf16 (false:
+    # NeMo RL's distributed_data_parallel_config default); 4 or 2 bytes per parameter of the shard
+    grad_reduce_in_fp32: bool = True
+    # Megatron use_precision_aware_optimizer with bf16 weights (TE FusedAdam, store_param_remainders): the fp32
+    # master weight is the bf16 weight plus a 16-bit remainder, 2 bytes of optimizer state per parameter, not 4
+    precision_aware_optimizer: bool = False
     overlap_communication: bool = True  # DP reduce-scatter / all-gather overlapped with compute
     # full: keep each layer's input only (verl's enable_gradient_checkpointing, on by default there)
     activation_recompute: Literal["none", "selective", "full"] = "full"

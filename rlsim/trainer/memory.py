@@ -3,11 +3,13 @@ layouts the scenario refuses (divisibility of the parallel sizes, FP8 support, t
 
 Bytes per GPU (sources in rlsim.trainer.training's docstring): Megatron 6 bytes per parameter of a GPU's model shard for
 bf16 weights and fp32 gradients plus 12 / d for the distributed optimizer (18 without; Megatron-LM
-``docs/source/api-guide/dist_optimizer.md``), activations of p in-flight micro-batches of L/p layers (34 s h / t
-per layer with sequence parallel and flash attention, 2 s h / t under full recompute; Korthikanti et al. 2022) and
-the last stage's fp32 logits; FSDP 16 bytes per parameter sharded over the group plus two gathered layers and one
-micro-batch's activations; a PPO critic's state and a GPU-resident reference model's bf16 weights on top. Every
-refusal is a ScenarioError naming the field, the value and the fix.
+``docs/source/api-guide/dist_optimizer.md``); 4 with bf16 gradients (``grad_reduce_in_fp32`` off) and 10 / d under the
+precision-aware optimizer (master weights as 16-bit remainders), as NeMo RL runs Megatron; activations of p
+in-flight micro-batches of L/p layers (34 s h / t per layer with sequence parallel and flash attention, 2 s h / t
+under full recompute; Korthikanti et al. 2022) and the last stage's fp32 logits; FSDP 16 bytes per parameter
+sharded over the group plus two gathered layers and one micro-batch's activations; a PPO critic's state and a
+GPU-resident reference model's bf16 weights on top. Every refusal is a ScenarioError naming the field, the value
+and the fix.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from rlsim.trainer.training import (
 )
 
 if TYPE_CHECKING:
-    from rlsim.schema import ModelSpec, Scenario, Workload
+    from rlsim.schema import ModelSpec, Scenario, Training, Workload
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,19 @@ def _unpadded_quantile(w: Workload, micro: int) -> float:
     return worst
 
 
+def megatron_grad_bytes(tr: Training) -> float:
+    """Bytes per parameter of Megatron's gradient buffer: fp32, or bf16 without ``grad_reduce_in_fp32``."""
+    return 4.0 if tr.grad_reduce_in_fp32 else 2.0
+
+
+def megatron_optimizer_bytes(tr: Training) -> float:
+    """Bytes per parameter of Megatron's optimizer state: the fp32 Adam moments (8) and the master weight, fp32
+    (4) or, under the precision-aware optimizer with bf16 weights, the 16-bit remainder of it (2; Megatron-LM
+    ``distrib_optimizer.py``: ``master_param`` an int16 shard when ``store_param_remainders`` and bf16)."""
+    remainder = tr.precision_aware_optimizer and tr.precision == "bf16"
+    return 8.0 + (2.0 if remainder else 4.0)
+
+
 def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
     """Training memory per GPU for ``model`` (default: the policy) on the scenario's layout."""
     model = model or scenario.model
@@ -97,13 +112,14 @@ def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
         dense = (model.num_params - model.expert_params) / (lay.t * lay.p)
         expert = model.expert_params / (lay.e * lay.et * lay.p)
         params = dense + expert
-        weights_grads = 6.0 * params
+        weights_grads = (2.0 + megatron_grad_bytes(tr)) * params
+        state = megatron_optimizer_bytes(tr)
         if tr.offload_optimizer:
             opt = 0.0
         elif tr.distributed_optimizer:
-            opt = 12.0 * (dense / (lay.d * lay.c) + expert / lay.d_expert)
+            opt = state * (dense / (lay.d * lay.c) + expert / lay.d_expert)
         else:
-            opt = 12.0 * params
+            opt = state * params
         per_layer = 2.0 * h if tr.activation_recompute == "full" else per_layer_full
         tok = tokens_mb / (lay.c * lay.t)
         act = tok * per_layer * model.num_layers / lay.p * lay.p + logits  # p micro-batches of L/p layers

@@ -46,6 +46,8 @@ TABLE: tuple[Row, ...] = (
     Row(MG + "activation_checkpointing", False, "training.activation_recompute", "true -> full, false -> none"),
     Row(MG + "fp8_cfg.enabled", False, "training.precision", "true -> fp8"),
     Row(MG + "optimizer.lr", 5e-6, "learning.lr0", "Megatron; learning.reference_batch = B"),
+    Row(MG + "optimizer.use_precision_aware_optimizer", True, "training.precision_aware_optimizer", "bf16 remainders"),
+    Row(MG + "distributed_data_parallel_config.grad_reduce_in_fp32", False, "training.grad_reduce_in_fp32", "bf16"),
     Row(DT + "enabled", True, "training.backend", "fsdp (FSDP2); TP or CP > 1: a Megatron layout, noted"),
     Row(DT + "tensor_parallel_size", 1, "training.tensor_parallel_size", "DTensor TP"),
     Row(DT + "context_parallel_size", 1, "training.context_parallel_size", "DTensor CP"),
@@ -220,6 +222,8 @@ def _train_fields(src: Source, megatron: bool) -> dict[str, Any]:
             recipe_activation_checkpointing=bool(src.get(MG + "activation_checkpointing")),
             recipe_fp8_training=bool(src.get(MG + "fp8_cfg.enabled")),
             recipe_lr=as_float(src, MG + "optimizer.lr"),
+            recipe_precision_aware_optimizer=bool(src.get(MG + "optimizer.use_precision_aware_optimizer")),
+            recipe_grad_reduce_in_fp32=bool(src.get(MG + "distributed_data_parallel_config.grad_reduce_in_fp32")),
         )
     return dict(
         train_backend="dtensor",

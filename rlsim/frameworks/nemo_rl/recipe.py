@@ -50,6 +50,8 @@ Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read a
 * recipe_activation_checkpointing -> training.activation_recompute full / none (megatron setup:
   recompute_granularity full, uniform, 1 layer)
 * recipe_fp8_training -> training.precision fp8 (megatron_cfg.fp8_cfg)
+* recipe_grad_reduce_in_fp32, recipe_precision_aware_optimizer -> training.grad_reduce_in_fp32 (default false:
+  distributed_data_parallel_config), training.precision_aware_optimizer (default true: optimizer), Megatron only
 * recipe_kl > 0 -> algorithm.kl_reference, training.reference_on_host (the reference weights live in host memory and
   are swapped in (use_reference_model))
 * (always) -> algorithm.recompute_old_logprob ("policy logprobs" forward pass every step)
@@ -375,5 +377,8 @@ def _training(fields: dict[str, Any], max_seq: int, notes: list[str]) -> dict[st
         "context_parallel_size": cp,
         # the recipe's size where a row carries it (what ran; a table cell can disagree), else the table's
         "expert_parallel_size": int(_num(fields, "recipe_expert_parallel_size") or _num(fields, "train_ep", 1) or 1),
+        # the base recipe's (grpo_math_1B.yaml, v0.4.0-v0.7.0): bf16 gradient buffer, precision-aware optimizer
+        "grad_reduce_in_fp32": _flag(fields, "recipe_grad_reduce_in_fp32", False),
+        "precision_aware_optimizer": _flag(fields, "recipe_precision_aware_optimizer", True),
         **common,
     }
