@@ -55,6 +55,7 @@ class Answer:
     cost_usd: float | None = None
     extrapolated: bool = False
     steps_simulated: int | None = None
+    systems_error_pct: float | None = None  # the band's systems share (rlsim.run.systems_error)
 
     @classmethod
     def of(cls, summary: Mapping[str, Any]) -> Answer:
@@ -64,6 +65,8 @@ class Answer:
         lo, hi = band if band else (summary.get("time_to_target_low_s"), summary.get("time_to_target_high_s"))
         lo, hi = finite(lo), finite(hi)
         steps_sim = finite(summary.get("simulated_steps", summary.get("steps")))  # a sweep row: steps to target
+        se = summary.get("systems_error")
+        se_pct = finite(se.get("error_pct") if isinstance(se, Mapping) else summary.get("systems_error_pct"))
         return cls(
             samples_per_s=float(summary["samples_per_s"]),
             time_to_target_s=finite(summary.get("time_to_target_s")),
@@ -73,6 +76,7 @@ class Answer:
             cost_usd=finite(summary.get("cost_usd")),
             extrapolated=bool(summary.get("time_to_target_extrapolated") or False),
             steps_simulated=int(steps_sim) if steps_sim is not None else None,
+            systems_error_pct=se_pct,
         )
 
     @property
@@ -82,7 +86,8 @@ class Answer:
             return "-"
         text = hours(self.time_to_target_s)
         if self.band_s is not None:
-            text += f" (band {hours(self.band_s[0])} .. {hours(self.band_s[1])})"
+            systems = f", systems +-{self.systems_error_pct:.0f}% in it" if self.systems_error_pct is not None else ""
+            text += f" (band {hours(self.band_s[0])} .. {hours(self.band_s[1])}{systems})"
         if self.extrapolated:
             sim = f" after {self.steps_simulated} simulated steps" if self.steps_simulated else ""
             text += f", extrapolated{sim}"

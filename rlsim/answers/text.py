@@ -9,6 +9,7 @@ from rlsim.answers.answer import Answer, gpu_hours, hours
 from rlsim.answers.answer import samples as samples_text
 from rlsim.answers.thrash import thrash_text
 from rlsim.io.numbers import finite
+from rlsim.run.systems_error import WIDEN
 
 
 def _systems_row(summary: dict[str, Any]) -> list[tuple[str, str]]:
@@ -18,7 +19,7 @@ def _systems_row(summary: dict[str, Any]) -> list[tuple[str, str]]:
         return []
     text = f"+-{se['error_pct']:.0f}% in the band: {se['basis']}"
     if se["outside"]:
-        text += "; widened for " + "; ".join(se["outside"])
+        text += f"; x{WIDEN:g} for each of: " + "; ".join(se["outside"])
     return [("systems error", text)]
 
 

@@ -64,9 +64,9 @@ def systems_error(scenario: Scenario) -> SystemsError | None:
     outside = []
     for key in KEYS:
         if want[key] is None:
-            outside.append(f"no framework release named ({KEYS[0]})" if key == "release" else f"no {key}")
+            outside.append("the scenario names no framework release (software.framework, framework_version)")
         elif not any(r[key] == want[key] for r in rows):
-            outside.append(f"{key} {want[key]} has no development row")
+            outside.append(f"no development row has {key} {want[key]}")
     for keys in FALLBACK:
         pool = [r for r in rows if all(want[k] is not None and r[k] == want[k] for k in keys)]
         if len(pool) >= MIN_ROWS:
