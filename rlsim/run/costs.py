@@ -16,7 +16,8 @@ S2 = sum of squared sequence lengths, F and BW the pool's peak FLOP/s and HBM by
   the dense GEMMs' bandwidth (grouped expert GEMMs with few tokens per expert).
 * prefill of a round: ``o_prefill + (2 N_a * sum(c) + 2 L H d * sum(c^2)) / (e_pre * tp * F)`` (causal attention).
 * the engine's CPU work per iteration (``engine_coefficients``: a named behaviour or the costs fields) is added to
-  the decode iteration (serial engine) or put as a floor under it (``floor_s``, overlapped engine).
+  the decode iteration (serial engine) or put as a floor under it (``floor_s``, overlapped engine); a behaviour with
+  piecewise CUDA graphs adds ``eager_attention_s_per_layer x L`` (launch gaps around the eager attention).
 * log-prob / values passes and training: ``rlsim.trainer.training`` (Megatron or FSDP layout: compute, exposed
   communication, pipeline bubble, optimizer update; formulas and sources in its docstring).
 * weight sync: ``rlsim.trainer.sync`` (per-shard parallel transfer or broadcast, colocated copy and sleep / wake).
@@ -90,10 +91,12 @@ def engine_coefficients(scenario: Scenario) -> dict:
     out = {k: getattr(scenario.costs, k) for k in ENGINE_KEYS}
     out["cpu_overlap"] = scenario.engine.cpu_overlap
     out["gpu_scaled"] = ()
+    out["eager_attention_s_per_layer"] = 0.0  # full decode graphs unless the behaviour says otherwise
     name = engine_behaviour(scenario)
     if name is not None:
         entry = catalog.engine(name)
         out.update({k: float(entry[k]) for k in ENGINE_KEYS if k in entry})
+        out["eager_attention_s_per_layer"] = float(entry.get("eager_attention_s_per_layer", 0.0))
         out["cpu_overlap"] = bool(entry.get("cpu_overlap", out["cpu_overlap"]))
         out["gpu_scaled"] = tuple(entry.get("gpu_scaled", ()))
     return out
@@ -228,9 +231,11 @@ class RooflineCostModel:
             * scale["tp_rank_overhead_s"]
             * (self.scenario.engine.tensor_parallel_size - 1)
         )
+        # piecewise CUDA graphs: each layer's eager attention leaves launch gaps on the GPU, serial in either loop
+        gaps = cpu_cost["eager_attention_s_per_layer"] * self.scenario.model.num_layers
         if cpu_cost["cpu_overlap"]:
-            return {"overhead_s": tp_comm + 0.0 * b, "floor_s": cpu - tp_comm}
-        return {"overhead_s": cpu + tp_comm}
+            return {"overhead_s": tp_comm + gaps + 0.0 * b, "floor_s": cpu - tp_comm - gaps}
+        return {"overhead_s": cpu + tp_comm + gaps}
 
     def prefill_coefficients(self) -> PrefillCoefficients:
         c, m = self.costs, self.scenario.model

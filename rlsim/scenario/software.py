@@ -6,7 +6,8 @@ budget) and its batch limits by usage context (:func:`batch_defaults`: ``vllm se
 not), which the published-benchmark mapping applies; a scenario's own ``engine.max_num_seqs`` is what it says.
 
 An unknown version takes the nearest known one, the latest known at or below it (else the earliest known), with a
-one-line warning (:func:`warnings`, printed by ``rlsim run``). What the scenario sets itself wins: an explicit
+one-line warning (:func:`warnings`, printed by ``rlsim run``); one newer than every known release takes the latest
+known release's behaviours and its warning says so. What the scenario sets itself wins: an explicit
 ``engine.behaviour`` stays (:func:`behaviour`). Nothing is written into the scenario, so an override of
 ``software.*`` (a sweep over versions) takes effect like any other field.
 """
@@ -67,10 +68,16 @@ def nearest(kind: str, name: str, version: str, path: str) -> tuple[str, dict[st
     at_or_below = [r for r in releases if parse_version(r, path) <= want]
     pick = at_or_below[-1] if at_or_below else releases[0]
     warning = None
-    if parse_version(pick, path) != want:
+    known_text = f"({', '.join(releases)} known; rlsim/catalog/software.yaml)"
+    if want > parse_version(releases[-1], path):
+        warning = (
+            f"{name} {version} is newer than rlsim's software catalog knows: using the latest known release's "
+            f"behaviours, {pick}'s; what changed since is not modelled {known_text}"
+        )
+    elif parse_version(pick, path) != want:
         warning = (
             f"{name} {version} is not in rlsim's software catalog: using {pick}'s behaviours, the nearest known "
-            f"({', '.join(releases)} known; rlsim/catalog/software.yaml)"
+            + known_text
         )
     return pick, dict(known[pick]), warning
 
