@@ -88,6 +88,7 @@ def resolve(scenario: Scenario) -> tuple[str | None, list[str]]:
     sw = scenario.software
     warns: list[str] = []
     engine_version = sw.engine_version
+    framework: dict[str, Any] = {}
     if sw.framework is not None:
         if sw.framework_version is None:
             raise ScenarioError(
@@ -96,23 +97,39 @@ def resolve(scenario: Scenario) -> tuple[str | None, list[str]]:
                 f"is required with framework {sw.framework}",
                 "give the release, e.g. 0.5.0",
             )
-        release, entry, warning = nearest(
+        release, framework, warning = nearest(
             "frameworks", sw.framework, sw.framework_version, "software.framework_version"
         )
         warns += [warning] if warning else []
-        if entry.get("engine") != sw.engine:
+        if framework.get("engine") != sw.engine:
             raise ScenarioError(
                 "software.engine",
                 sw.engine,
-                f"is not what {sw.framework} {release} runs ({entry.get('engine')})",
-                f"set software.engine: {entry.get('engine')}",
+                f"is not what {sw.framework} {release} runs ({framework.get('engine')})",
+                f"set software.engine: {framework.get('engine')}",
             )
-        engine_version = engine_version or entry["engine_version"]
+        engine_version = engine_version or framework["engine_version"]
     if engine_version is None:
         return None, warns
     _, entry, warning = nearest("engines", sw.engine, engine_version, "software.engine_version")
     warns += [warning] if warning else []
+    overlap = entry.get("async_scheduling")  # the release's overlapped loop, on the executors that allow it
+    if overlap is not None and executor(scenario, framework) in overlap["executors"]:
+        return overlap["behaviour"], warns
     return entry["behaviour"], warns
+
+
+def executor(scenario: Scenario, framework: dict[str, Any]) -> str:
+    """The engine's executor (vLLM's ``distributed_executor_backend``): the framework release's rule
+    (``vllm_executor``: one for a single-GPU engine, one for more), else vLLM's own default: ``uni`` for one GPU,
+    ``mp`` within a node, ``ray`` across nodes (vllm/config/parallel.py)."""
+    gpus = scenario.engine.tensor_parallel_size
+    rule = framework.get("vllm_executor")
+    if rule is not None:
+        return rule["single_gpu" if gpus == 1 else "multi_gpu"]
+    if gpus == 1:
+        return "uni"
+    return "mp" if gpus <= scenario.hardware.node_gpus else "ray"
 
 
 def behaviour(scenario: Scenario) -> str | None:

@@ -20,9 +20,10 @@ def scn(**sw):
 
 def test_a_framework_release_pins_its_engine_and_behaviour():
     s = scn(framework="nemo-rl", framework_version="0.6.0")
-    assert engine_behaviour(s) == "vllm-v1" and s.engine.behaviour is None  # derived, not written in
+    # a TP 1 engine runs on vLLM's uni executor, where 0.17.1 schedules asynchronously
+    assert engine_behaviour(s) == "vllm-v1-async" and s.engine.behaviour is None  # derived, not written in
     assert software.warnings(s) == []
-    assert software.resolve(s) == ("vllm-v1", [])
+    assert software.resolve(s) == ("vllm-v1-async", [])
     assert "vllm==0.17.1" in software.table()["frameworks"]["nemo-rl"]["0.6.0"]["source"]
 
 
@@ -34,7 +35,7 @@ def test_a_framework_release_pins_its_engine_and_behaviour():
         ("0.9.2", "0.8.0", "vllm-v1-piecewise"),
         ("0.10.1", "0.10.0", "vllm-v1-piecewise"),
         ("v0.4.0", "0.5.4", "vllm-0.5"),
-        ("0.20", "0.17.1", "vllm-v1"),
+        ("0.20", "0.17.1", "vllm-v1-async"),  # one GPU: vLLM's uni executor schedules asynchronously
         ("0.11.2", "0.11.2", "vllm-v1"),
     ],
 )
@@ -102,7 +103,7 @@ def test_the_version_changes_what_an_iteration_costs():
 def test_an_explicit_behaviour_wins_and_overrides_take_effect():
     s = from_dict({**BASE, "engine": {"behaviour": "vllm-0.5"}, "software": {"engine_version": "0.11.2"}})
     assert engine_behaviour(s) == "vllm-0.5"
-    swept = with_overrides(scn(engine_version="0.5.4"), {"software.engine_version": "0.17.1"})
+    swept = with_overrides(scn(engine_version="0.5.4"), {"software.engine_version": "0.11.2"})
     assert engine_behaviour(swept) == "vllm-v1"
 
 
@@ -178,3 +179,42 @@ def test_nemo_rl_rows_take_the_llm_class_limit_of_their_gpu():
     assert llm_class_max_num_seqs("0.6.0", "GB200") == 1024
     assert llm_class_max_num_seqs("0.5.0", "A100-80GB") == 256
     assert llm_class_max_num_seqs(None, "custom", memory_bytes=48e9) == 256
+
+
+def _engine_scn(tp, **sw):
+    return from_dict(
+        {**BASE, "hardware": {"gpu": "H100-SXM", "num_gpus": 8}, "engine": {"tensor_parallel_size": tp}, "software": sw}
+    )
+
+
+@pytest.mark.parametrize(
+    "tp, sw, behaviour",
+    [
+        (1, {"framework": "nemo-rl", "framework_version": "0.6.0"}, "vllm-v1-async"),  # uni executor
+        (2, {"framework": "nemo-rl", "framework_version": "0.6.0"}, "vllm-v1"),  # NeMo RL's Ray executor
+        (1, {"framework": "nemo-rl", "framework_version": "0.5.0"}, "vllm-v1"),  # 0.11.2: off by default
+        (2, {"engine_version": "0.17.1"}, "vllm-v1-async"),  # vllm serve: mp within a node
+        (1, {"engine_version": "0.11.2"}, "vllm-v1"),
+    ],
+)
+def test_async_scheduling_only_where_the_executor_allows_it(tp, sw, behaviour):
+    s = _engine_scn(tp, **sw)
+    assert engine_behaviour(s) == behaviour
+    assert scheduler_rules(s) == scheduler_rules(_engine_scn(tp, engine_version="0.11.2"))  # the same scheduler
+
+
+def test_async_scheduling_overlaps_the_engine_cpu_work_with_the_gpu_step():
+    from rlsim.engine.iteration import decode_iteration_s
+
+    serial = RooflineCostModel.from_scenario(_engine_scn(1, framework="nemo-rl", framework_version="0.5.0"))
+    overlap = RooflineCostModel.from_scenario(_engine_scn(1, framework="nemo-rl", framework_version="0.6.0"))
+    d_serial, d_overlap = serial.decode_coefficients(), overlap.decode_coefficients()
+    v1 = catalog.engine("vllm-v1")
+    for b, context in ((8, 8 * 500.0), (256, 256 * 2000.0)):
+        cpu = v1["decode_iteration_overhead_s"] + v1["decode_per_seq_overhead_s"] * b
+        gpu = max(
+            d_serial.mem_intercept_s[b] + d_serial.mem_slope_s_per_token * context,
+            d_serial.compute_intercept_s[b] + d_serial.compute_slope_s_per_token * context,
+        )
+        assert decode_iteration_s(d_serial, b, context) == pytest.approx(gpu + cpu)
+        assert decode_iteration_s(d_overlap, b, context) == pytest.approx(max(gpu, cpu))
