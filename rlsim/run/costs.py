@@ -19,7 +19,8 @@ S2 = sum of squared sequence lengths, F and BW the pool's peak FLOP/s and HBM by
   the decode iteration (serial engine) or put as a floor under it (``floor_s``, overlapped engine); a behaviour with
   piecewise CUDA graphs adds ``eager_attention_s_per_layer x L`` (launch gaps around the eager attention).
 * log-prob / values passes and training: ``rlsim.trainer.training`` (Megatron or FSDP layout: compute, exposed
-  communication, pipeline bubble, optimizer update; formulas and sources in its docstring).
+  communication, pipeline bubble, optimizer update; formulas and sources in its docstring); a framework release's
+  host traffic around the log-prob pass (``logprob_host_s``: NeMo RL v0.4.0's optimizer to host and back).
 * weight sync: ``rlsim.trainer.sync`` (per-shard parallel transfer or broadcast, colocated copy and sleep / wake).
 * reward: ``o_reward + reward_s_per_sample * samples`` on the CPU, or a reward model's forward pass on its GPUs
   (``rlsim.trainer.training.reward_model_s``).
@@ -35,10 +36,11 @@ import numpy as np
 from rlsim import catalog
 from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients
 from rlsim.phases import Phase
-from rlsim.scenario import engine_behaviour
+from rlsim.scenario import engine_behaviour, software
 from rlsim.schema import Costs, ModelSpec, Scenario
 from rlsim.schema.specs import small_kernel_time_factor
 from rlsim.trainer import sync, training
+from rlsim.trainer.memory import memory
 
 
 class CostModel(Protocol):
@@ -67,6 +69,8 @@ class CostModel(Protocol):
     def on_pool(self, gpus: int) -> CostModel: ...
 
     def reference_swap_s(self, model: ModelSpec) -> float: ...
+
+    def logprob_host_s(self) -> float: ...
 
     def weight_sync_s(self) -> float: ...
 
@@ -286,6 +290,18 @@ class RooflineCostModel:
     def reference_swap_s(self, model: ModelSpec) -> float:
         """Host traffic of swapping a host-resident reference model in for the reference pass."""
         return training.reference_swap_s(self.scenario, model)
+
+    def logprob_host_s(self) -> float:
+        """Host traffic the framework release adds around the log-prob pass: NeMo RL v0.4.0 moves the optimizer
+        state to host memory before it and back before training, every step (software.yaml
+        ``offload_optimizer_every_step``); colocated, the weight sync's trainer offload already moves it."""
+        s = self.scenario
+        if not software.framework_behaviours(s).get("offload_optimizer_every_step"):
+            return 0.0
+        if s.hardware.placement == "colocated" and s.weight_sync.offload_trainer:
+            return 0.0
+        host_bw = s.hardware.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency
+        return 2.0 * memory(s).optimizer_bytes / host_bw
 
     def weight_sync_s(self) -> float:
         return sync.weight_sync_time(self.scenario).total_s

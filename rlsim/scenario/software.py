@@ -132,6 +132,16 @@ def executor(scenario: Scenario, framework: dict[str, Any]) -> str:
     return "mp" if gpus <= scenario.hardware.node_gpus else "ray"
 
 
+def framework_behaviours(scenario: Scenario) -> dict[str, Any]:
+    """What the framework release does that moves step time (its ``behaviours`` in software.yaml, each with its
+    source at the tag; the nearest known release's); {} without a framework."""
+    sw = scenario.software
+    if sw.framework is None or sw.framework_version is None:
+        return {}
+    entry = nearest("frameworks", sw.framework, sw.framework_version, "software.framework_version")[1]
+    return dict(entry.get("behaviours") or {})
+
+
 def behaviour(scenario: Scenario) -> str | None:
     """The named engine behaviour in force: the scenario's ``engine.behaviour``, else what its software selects."""
     if scenario.engine.behaviour is not None or (
