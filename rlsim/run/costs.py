@@ -272,7 +272,16 @@ class RooflineCostModel:
     def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float, num_sequences: int = 0) -> float:
         return training.phase_time(
             self.scenario, model, tokens, sq_tokens, forward_only=True, num_sequences=num_sequences
-        ).total_s
+        ).total_s + self._unfused_activation_s(model, tokens, forward_only=True)
+
+    def _unfused_activation_s(self, model: ModelSpec, tokens: float, forward_only: bool) -> float:
+        """The framework release trains ``model`` without the fused SwiGLU kernel (software.yaml
+        ``bias_activation_fusion``: model-name prefix -> false): its extra HBM traffic
+        (rlsim.trainer.training.unfused_swiglu_s)."""
+        fusion = software.framework_behaviours(self.scenario).get("bias_activation_fusion") or {}
+        names = (model.name.lower(), model.hf_id.lower().rsplit("/", 1)[-1])
+        unfused = any(not on and name.startswith(prefix.lower()) for prefix, on in fusion.items() for name in names)
+        return training.unfused_swiglu_s(self.scenario, model, tokens, forward_only) if unfused else 0.0
 
     def train_s(
         self,
@@ -285,7 +294,7 @@ class RooflineCostModel:
     ) -> float:
         return training.phase_time(
             self.scenario, model, tokens, sq_tokens, optimizer_steps, epochs, num_sequences=num_sequences
-        ).total_s
+        ).total_s + epochs * self._unfused_activation_s(model, tokens, forward_only=False)
 
     def reference_swap_s(self, model: ModelSpec) -> float:
         """Host traffic of swapping a host-resident reference model in for the reference pass."""
