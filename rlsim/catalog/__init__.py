@@ -95,8 +95,12 @@ _ENGINE_OVERRIDES: dict[str, dict[str, Any]] = {}
 
 def engine(name: str) -> dict[str, Any]:
     """The catalog entry of a named engine behaviour (KeyError if unknown), with any values set by
-    ``engine_overrides`` (calibrate fits a behaviour's coefficients that way)."""
+    ``engine_overrides`` (calibrate fits a behaviour's coefficients that way). A behaviour that ``extends`` another
+    takes that one's values (with its overrides) and replaces those it states."""
     entry = _get("engines", name)
+    parent = entry.pop("extends", None)
+    if parent is not None:
+        entry = {**engine(parent), **entry}
     entry.update(_ENGINE_OVERRIDES.get(name, {}))
     return entry
 

@@ -16,9 +16,11 @@ S2 = sum of squared sequence lengths, F and BW the pool's peak FLOP/s and HBM by
   the dense GEMMs' bandwidth (grouped expert GEMMs with few tokens per expert).
 * prefill of a round: ``o_prefill + (2 N_a * sum(c) + 2 L H d * sum(c^2)) / (e_pre * tp * F)`` (causal attention).
 * the engine's CPU work per iteration (``engine_coefficients``: a named behaviour or the costs fields) is added to
-  the decode iteration (serial engine) or put as a floor under it (``floor_s``, overlapped engine).
+  the decode iteration (serial engine) or put as a floor under it (``floor_s``, overlapped engine); a behaviour with
+  piecewise CUDA graphs adds ``eager_attention_s_per_layer x L`` (launch gaps around the eager attention).
 * log-prob / values passes and training: ``rlsim.trainer.training`` (Megatron or FSDP layout: compute, exposed
-  communication, pipeline bubble, optimizer update; formulas and sources in its docstring).
+  communication, pipeline bubble, optimizer update; formulas and sources in its docstring); a framework release's
+  host traffic around the log-prob pass (``logprob_host_s``: NeMo RL v0.4.0's optimizer to host and back).
 * weight sync: ``rlsim.trainer.sync`` (per-shard parallel transfer or broadcast, colocated copy and sleep / wake).
 * reward: ``o_reward + reward_s_per_sample * samples`` on the CPU, or a reward model's forward pass on its GPUs
   (``rlsim.trainer.training.reward_model_s``).
@@ -34,10 +36,11 @@ import numpy as np
 from rlsim import catalog
 from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients
 from rlsim.phases import Phase
-from rlsim.scenario import engine_behaviour
+from rlsim.scenario import engine_behaviour, software
 from rlsim.schema import Costs, ModelSpec, Scenario
 from rlsim.schema.specs import small_kernel_time_factor
 from rlsim.trainer import sync, training
+from rlsim.trainer.memory import memory
 
 
 class CostModel(Protocol):
@@ -67,6 +70,8 @@ class CostModel(Protocol):
 
     def reference_swap_s(self, model: ModelSpec) -> float: ...
 
+    def logprob_host_s(self) -> float: ...
+
     def weight_sync_s(self) -> float: ...
 
     def engine_pause_s(self) -> float: ...
@@ -92,11 +97,13 @@ def engine_coefficients(scenario: Scenario) -> dict:
     out = {k: getattr(scenario.costs, k) for k in ENGINE_KEYS}
     out["cpu_overlap"] = scenario.engine.cpu_overlap
     out["gpu_scaled"] = ()
+    out["eager_attention_s_per_layer"] = 0.0  # full decode graphs unless the behaviour says otherwise
     name = engine_behaviour(scenario)
     if name is not None:
         entry = catalog.engine(name)
         # a costs value set away from the schema default (the file, --set, a profile's fit) wins over the behaviour's
         out.update({k: float(entry[k]) for k in ENGINE_KEYS if k in entry and out[k] == getattr(DEFAULT_COSTS, k)})
+        out["eager_attention_s_per_layer"] = float(entry.get("eager_attention_s_per_layer", 0.0))
         out["cpu_overlap"] = bool(entry.get("cpu_overlap", out["cpu_overlap"]))
         out["gpu_scaled"] = tuple(entry.get("gpu_scaled", ()))
     return out
@@ -231,9 +238,11 @@ class RooflineCostModel:
             * scale["tp_rank_overhead_s"]
             * (self.scenario.engine.tensor_parallel_size - 1)
         )
+        # piecewise CUDA graphs: each layer's eager attention leaves launch gaps on the GPU, serial in either loop
+        gaps = cpu_cost["eager_attention_s_per_layer"] * self.scenario.model.num_layers
         if cpu_cost["cpu_overlap"]:
-            return {"overhead_s": tp_comm + 0.0 * b, "floor_s": cpu - tp_comm}
-        return {"overhead_s": cpu + tp_comm}
+            return {"overhead_s": tp_comm + gaps + 0.0 * b, "floor_s": cpu - tp_comm - gaps}
+        return {"overhead_s": cpu + tp_comm + gaps}
 
     def prefill_coefficients(self) -> PrefillCoefficients:
         c, m = self.costs, self.scenario.model
@@ -266,7 +275,16 @@ class RooflineCostModel:
     def forward_s(self, model: ModelSpec, tokens: float, sq_tokens: float, num_sequences: int = 0) -> float:
         return training.phase_time(
             self.scenario, model, tokens, sq_tokens, forward_only=True, num_sequences=num_sequences
-        ).total_s
+        ).total_s + self._unfused_activation_s(model, tokens, forward_only=True)
+
+    def _unfused_activation_s(self, model: ModelSpec, tokens: float, forward_only: bool) -> float:
+        """The framework release trains ``model`` without the fused SwiGLU kernel (software.yaml
+        ``bias_activation_fusion``: model-name prefix -> false): its extra HBM traffic
+        (rlsim.trainer.training.unfused_swiglu_s)."""
+        fusion = software.framework_behaviours(self.scenario).get("bias_activation_fusion") or {}
+        names = (model.name.lower(), model.hf_id.lower().rsplit("/", 1)[-1])
+        unfused = any(not on and name.startswith(prefix.lower()) for prefix, on in fusion.items() for name in names)
+        return training.unfused_swiglu_s(self.scenario, model, tokens, forward_only) if unfused else 0.0
 
     def train_s(
         self,
@@ -279,11 +297,23 @@ class RooflineCostModel:
     ) -> float:
         return training.phase_time(
             self.scenario, model, tokens, sq_tokens, optimizer_steps, epochs, num_sequences=num_sequences
-        ).total_s
+        ).total_s + epochs * self._unfused_activation_s(model, tokens, forward_only=False)
 
     def reference_swap_s(self, model: ModelSpec) -> float:
         """Host traffic of swapping a host-resident reference model in for the reference pass."""
         return training.reference_swap_s(self.scenario, model)
+
+    def logprob_host_s(self) -> float:
+        """Host traffic the framework release adds around the log-prob pass: NeMo RL v0.4.0 moves the optimizer
+        state to host memory before it and back before training, every step (software.yaml
+        ``offload_optimizer_every_step``); colocated, the weight sync's trainer offload already moves it."""
+        s = self.scenario
+        if not software.framework_behaviours(s).get("offload_optimizer_every_step"):
+            return 0.0
+        if s.hardware.placement == "colocated" and s.weight_sync.offload_trainer:
+            return 0.0
+        host_bw = s.hardware.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency
+        return 2.0 * memory(s).optimizer_bytes / host_bw
 
     def weight_sync_s(self) -> float:
         return sync.weight_sync_time(self.scenario).total_s

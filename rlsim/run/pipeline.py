@@ -301,7 +301,7 @@ def _passes(st: _State, setup: _TrainerSetup, work: _Work) -> list[tuple[list[tu
         tokens, sq_tokens = nseq * work.longest, nseq * work.longest * work.longest
     passes: list[tuple[Phase, float]] = []
     if alg.recompute_old_logprob:
-        passes.append((Phase.OLD_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens, nseq)))
+        passes.append((Phase.OLD_LOGPROB, cost.forward_s(s.model, tokens, sq_tokens, nseq) + cost.logprob_host_s()))
     side_fwd: _Side = []
     side_train: _Side = []
     if alg.kl_reference and setup.ref_cost is not None:

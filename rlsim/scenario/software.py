@@ -6,7 +6,8 @@ budget) and its batch limits by usage context (:func:`batch_defaults`: ``vllm se
 not), which the published-benchmark mapping applies; a scenario's own ``engine.max_num_seqs`` is what it says.
 
 An unknown version takes the nearest known one, the latest known at or below it (else the earliest known), with a
-one-line warning (:func:`warnings`, printed by ``rlsim run``). What the scenario sets itself wins: an explicit
+one-line warning (:func:`warnings`, printed by ``rlsim run``); one newer than every known release takes the latest
+known release's behaviours and its warning says so. What the scenario sets itself wins: an explicit
 ``engine.behaviour`` stays (:func:`behaviour`). Nothing is written into the scenario, so an override of
 ``software.*`` (a sweep over versions) takes effect like any other field.
 """
@@ -67,10 +68,16 @@ def nearest(kind: str, name: str, version: str, path: str) -> tuple[str, dict[st
     at_or_below = [r for r in releases if parse_version(r, path) <= want]
     pick = at_or_below[-1] if at_or_below else releases[0]
     warning = None
-    if parse_version(pick, path) != want:
+    known_text = f"({', '.join(releases)} known; rlsim/catalog/software.yaml)"
+    if want > parse_version(releases[-1], path):
+        warning = (
+            f"{name} {version} is newer than rlsim's software catalog knows: using the latest known release's "
+            f"behaviours, {pick}'s; what changed since is not modelled {known_text}"
+        )
+    elif parse_version(pick, path) != want:
         warning = (
             f"{name} {version} is not in rlsim's software catalog: using {pick}'s behaviours, the nearest known "
-            f"({', '.join(releases)} known; rlsim/catalog/software.yaml)"
+            + known_text
         )
     return pick, dict(known[pick]), warning
 
@@ -81,6 +88,7 @@ def resolve(scenario: Scenario) -> tuple[str | None, list[str]]:
     sw = scenario.software
     warns: list[str] = []
     engine_version = sw.engine_version
+    framework: dict[str, Any] = {}
     if sw.framework is not None:
         if sw.framework_version is None:
             raise ScenarioError(
@@ -89,23 +97,49 @@ def resolve(scenario: Scenario) -> tuple[str | None, list[str]]:
                 f"is required with framework {sw.framework}",
                 "give the release, e.g. 0.5.0",
             )
-        release, entry, warning = nearest(
+        release, framework, warning = nearest(
             "frameworks", sw.framework, sw.framework_version, "software.framework_version"
         )
         warns += [warning] if warning else []
-        if entry.get("engine") != sw.engine:
+        if framework.get("engine") != sw.engine:
             raise ScenarioError(
                 "software.engine",
                 sw.engine,
-                f"is not what {sw.framework} {release} runs ({entry.get('engine')})",
-                f"set software.engine: {entry.get('engine')}",
+                f"is not what {sw.framework} {release} runs ({framework.get('engine')})",
+                f"set software.engine: {framework.get('engine')}",
             )
-        engine_version = engine_version or entry["engine_version"]
+        engine_version = engine_version or framework["engine_version"]
     if engine_version is None:
         return None, warns
     _, entry, warning = nearest("engines", sw.engine, engine_version, "software.engine_version")
     warns += [warning] if warning else []
+    overlap = entry.get("async_scheduling")  # the release's overlapped loop, on the executors that allow it
+    if overlap is not None and executor(scenario, framework) in overlap["executors"]:
+        return overlap["behaviour"], warns
     return entry["behaviour"], warns
+
+
+def executor(scenario: Scenario, framework: dict[str, Any]) -> str:
+    """The engine's executor (vLLM's ``distributed_executor_backend``): the framework release's rule
+    (``vllm_executor``: one for a single-GPU engine, one for more), else vLLM's own default: ``uni`` for one GPU,
+    ``mp`` within a node, ``ray`` across nodes (vllm/config/parallel.py)."""
+    gpus = scenario.engine.tensor_parallel_size
+    rule = framework.get("vllm_executor")
+    if rule is not None:
+        return rule["single_gpu" if gpus == 1 else "multi_gpu"]
+    if gpus == 1:
+        return "uni"
+    return "mp" if gpus <= scenario.hardware.node_gpus else "ray"
+
+
+def framework_behaviours(scenario: Scenario) -> dict[str, Any]:
+    """What the framework release does that moves step time (its ``behaviours`` in software.yaml, each with its
+    source at the tag; the nearest known release's); {} without a framework."""
+    sw = scenario.software
+    if sw.framework is None or sw.framework_version is None:
+        return {}
+    entry = nearest("frameworks", sw.framework, sw.framework_version, "software.framework_version")[1]
+    return dict(entry.get("behaviours") or {})
 
 
 def behaviour(scenario: Scenario) -> str | None:

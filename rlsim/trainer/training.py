@@ -237,6 +237,39 @@ def _optimizer_s(scenario: Scenario, shard_params: float) -> float:
 # ---------------------------------------------------------------------------------------------------- time
 
 
+# An unfused SwiGLU (Megatron's glu: silu(x0) * x1 in two kernels, bias_activation_fusion off) against the fused
+# bias_swiglu kernel, in elements of the MLP intermediate I per token and layer. Forward: silu reads x0 and writes
+# s, the product reads s and x1 and writes the output (5 I) where the fused kernel reads x and writes the output
+# (3 I): 2 more. Backward: the product's two gradients (read 2 I, write I, twice), silu's (read the gradient and
+# x0, write I) and chunk's backward concatenating both into 2 I (read 2 I, write 2 I) (13 I) where the fused
+# backward reads the gradient and x and writes 2 I (5 I): 8 more.
+UNFUSED_SWIGLU_FORWARD_ELEMENTS = 2.0
+UNFUSED_SWIGLU_BACKWARD_ELEMENTS = 8.0
+
+
+def swiglu_width(model: ModelSpec) -> float:
+    """SwiGLU intermediate elements per token over all layers: dense layers' intermediate size, MoE layers' expert
+    intermediate size x (the k routed experts + the shared ones)."""
+    if not model.is_moe:
+        return float(model.num_layers * model.intermediate_size)
+    moe_layers = model.num_layers - model.num_dense_layers
+    per_moe = model.moe_intermediate_size * (model.num_experts_per_token + model.num_shared_experts)
+    return float(model.num_dense_layers * model.intermediate_size + moe_layers * per_moe)
+
+
+def unfused_swiglu_s(scenario: Scenario, model: ModelSpec, tokens: float, forward_only: bool) -> float:
+    """Seconds an unfused SwiGLU adds to a pass over ``tokens``: its extra HBM traffic (bf16 elements above),
+    spread over the training GPUs (t, p, c and d split the tokens and the intermediate), at the HBM peak. Training
+    runs the forward again under full activation recompute."""
+    if forward_only:
+        elements = UNFUSED_SWIGLU_FORWARD_ELEMENTS
+    else:
+        forwards = 2.0 if scenario.training.activation_recompute == "full" else 1.0
+        elements = forwards * UNFUSED_SWIGLU_FORWARD_ELEMENTS + UNFUSED_SWIGLU_BACKWARD_ELEMENTS
+    nbytes = elements * ACT_BYTES * swiglu_width(model) * tokens
+    return nbytes / (layout_of(scenario).n * scenario.hardware.gpu.hbm_bandwidth_bytes_per_s)
+
+
 def reference_weight_bytes(scenario: Scenario, model: ModelSpec) -> float:
     """bf16 weights of a frozen copy of ``model`` on one training GPU, sharded like the trained one."""
     lay = layout_of(scenario)

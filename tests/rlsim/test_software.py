@@ -20,9 +20,10 @@ def scn(**sw):
 
 def test_a_framework_release_pins_its_engine_and_behaviour():
     s = scn(framework="nemo-rl", framework_version="0.6.0")
-    assert engine_behaviour(s) == "vllm-v1" and s.engine.behaviour is None  # derived, not written in
+    # a TP 1 engine runs on vLLM's uni executor, where 0.17.1 schedules asynchronously
+    assert engine_behaviour(s) == "vllm-v1-async" and s.engine.behaviour is None  # derived, not written in
     assert software.warnings(s) == []
-    assert software.resolve(s) == ("vllm-v1", [])
+    assert software.resolve(s) == ("vllm-v1-async", [])
     assert "vllm==0.17.1" in software.table()["frameworks"]["nemo-rl"]["0.6.0"]["source"]
 
 
@@ -31,9 +32,10 @@ def test_a_framework_release_pins_its_engine_and_behaviour():
     [
         ("0.5.4", "0.5.4", "vllm-0.5"),
         ("0.7.3", "0.5.4", "vllm-0.5"),
-        ("0.9.2", "0.8.0", "vllm-v1"),
+        ("0.9.2", "0.8.0", "vllm-v1-piecewise"),
+        ("0.10.1", "0.10.0", "vllm-v1-piecewise"),
         ("v0.4.0", "0.5.4", "vllm-0.5"),
-        ("0.20", "0.17.1", "vllm-v1"),
+        ("0.20", "0.17.1", "vllm-v1-async"),  # one GPU: vLLM's uni executor schedules asynchronously
         ("0.11.2", "0.11.2", "vllm-v1"),
     ],
 )
@@ -43,8 +45,46 @@ def test_the_nearest_known_release_at_or_below_else_the_earliest(version, releas
     warns = software.warnings(s)
     if software.parse_version(version, "x") == software.parse_version(release, "x"):
         assert warns == []
+    elif version == "0.20":  # newer than every known release: the latest one's behaviours, and it says so
+        assert len(warns) == 1 and f"using the latest known release's behaviours, {release}'s" in warns[0]
     else:
         assert len(warns) == 1 and f"using {release}'s behaviours" in warns[0]
+
+
+def test_a_framework_release_newer_than_the_catalog_takes_the_latest_and_says_so():
+    s = scn(framework="nemo-rl", framework_version="0.9.0")
+    assert software.pinned_engine_version("nemo-rl", "0.9.0") == "0.17.1"
+    (warning,) = software.warnings(s)
+    assert "nemo-rl 0.9.0 is newer than rlsim's software catalog knows" in warning
+    assert "latest known release's behaviours, 0.6.0's" in warning
+
+
+def test_nemo_rl_0_4_pins_vllm_0_10_with_piecewise_graphs():
+    s = scn(framework="nemo-rl", framework_version="0.4.0")
+    assert software.resolve(s) == ("vllm-v1-piecewise", [])
+    assert software.pinned_engine_version("nemo-rl", "0.4.0") == "0.10.0"
+    assert software.batch_defaults("0.10.0", "llm_class", "H100-SXM") == {
+        "max_num_seqs": 1024,
+        "max_num_batched_tokens": 16384,
+    }
+    # the same engine loop and scheduler as vllm-v1 (it extends it), only the decode graphs differ
+    piecewise, full = catalog.engine("vllm-v1-piecewise"), catalog.engine("vllm-v1")
+    assert full["eager_attention_s_per_layer"] == 0.0 and piecewise["eager_attention_s_per_layer"] > 0
+    keys = ("decode_iteration_overhead_s", "decode_per_seq_overhead_s", "cpu_overlap", "block_size", "chunked_prefill")
+    assert all(piecewise[k] == full[k] for k in keys)
+
+
+def test_piecewise_graphs_add_the_eager_attention_per_layer_to_each_decode_iteration():
+    # oracle: vLLM 0.10.0 vs 0.11.2 differ in one mechanism, the decode graph; the difference per iteration is
+    # 1.2e-5 s (PR #20059: 0.33 ms over Qwen2.5-1.5B's 28 layers) x the model's layers, at every batch
+    old, new = scn(engine_version="0.10.0"), scn(engine_version="0.11.2")
+    d_old = RooflineCostModel.from_scenario(old).decode_coefficients()
+    d_new = RooflineCostModel.from_scenario(new).decode_coefficients()
+    layers = old.model.num_layers
+    assert layers == 28
+    for b in (1, 8, 64):
+        assert d_old.overhead_s[b] - d_new.overhead_s[b] == pytest.approx(0.33e-3 / 28 * layers, rel=0.02)
+    assert (d_old.mem_intercept_s == d_new.mem_intercept_s).all()
 
 
 def test_the_version_changes_what_an_iteration_costs():
@@ -63,7 +103,7 @@ def test_the_version_changes_what_an_iteration_costs():
 def test_an_explicit_behaviour_wins_and_overrides_take_effect():
     s = from_dict({**BASE, "engine": {"behaviour": "vllm-0.5"}, "software": {"engine_version": "0.11.2"}})
     assert engine_behaviour(s) == "vllm-0.5"
-    swept = with_overrides(scn(engine_version="0.5.4"), {"software.engine_version": "0.17.1"})
+    swept = with_overrides(scn(engine_version="0.5.4"), {"software.engine_version": "0.11.2"})
     assert engine_behaviour(swept) == "vllm-v1"
 
 
@@ -139,3 +179,42 @@ def test_nemo_rl_rows_take_the_llm_class_limit_of_their_gpu():
     assert llm_class_max_num_seqs("0.6.0", "GB200") == 1024
     assert llm_class_max_num_seqs("0.5.0", "A100-80GB") == 256
     assert llm_class_max_num_seqs(None, "custom", memory_bytes=48e9) == 256
+
+
+def _engine_scn(tp, **sw):
+    return from_dict(
+        {**BASE, "hardware": {"gpu": "H100-SXM", "num_gpus": 8}, "engine": {"tensor_parallel_size": tp}, "software": sw}
+    )
+
+
+@pytest.mark.parametrize(
+    "tp, sw, behaviour",
+    [
+        (1, {"framework": "nemo-rl", "framework_version": "0.6.0"}, "vllm-v1-async"),  # uni executor
+        (2, {"framework": "nemo-rl", "framework_version": "0.6.0"}, "vllm-v1"),  # NeMo RL's Ray executor
+        (1, {"framework": "nemo-rl", "framework_version": "0.5.0"}, "vllm-v1"),  # 0.11.2: off by default
+        (2, {"engine_version": "0.17.1"}, "vllm-v1-async"),  # vllm serve: mp within a node
+        (1, {"engine_version": "0.11.2"}, "vllm-v1"),
+    ],
+)
+def test_async_scheduling_only_where_the_executor_allows_it(tp, sw, behaviour):
+    s = _engine_scn(tp, **sw)
+    assert engine_behaviour(s) == behaviour
+    assert scheduler_rules(s) == scheduler_rules(_engine_scn(tp, engine_version="0.11.2"))  # the same scheduler
+
+
+def test_async_scheduling_overlaps_the_engine_cpu_work_with_the_gpu_step():
+    from rlsim.engine.iteration import decode_iteration_s
+
+    serial = RooflineCostModel.from_scenario(_engine_scn(1, framework="nemo-rl", framework_version="0.5.0"))
+    overlap = RooflineCostModel.from_scenario(_engine_scn(1, framework="nemo-rl", framework_version="0.6.0"))
+    d_serial, d_overlap = serial.decode_coefficients(), overlap.decode_coefficients()
+    v1 = catalog.engine("vllm-v1")
+    for b, context in ((8, 8 * 500.0), (256, 256 * 2000.0)):
+        cpu = v1["decode_iteration_overhead_s"] + v1["decode_per_seq_overhead_s"] * b
+        gpu = max(
+            d_serial.mem_intercept_s[b] + d_serial.mem_slope_s_per_token * context,
+            d_serial.compute_intercept_s[b] + d_serial.compute_slope_s_per_token * context,
+        )
+        assert decode_iteration_s(d_serial, b, context) == pytest.approx(gpu + cpu)
+        assert decode_iteration_s(d_overlap, b, context) == pytest.approx(max(gpu, cpu))

@@ -8,7 +8,7 @@ reads a recipe YAML itself: ``read(path)`` follows its ``defaults:`` chain, ``re
 interpolations (both in :mod:`rlsim.frameworks.nemo_rl.recipe_yaml`), and the TABLE's keys become the same fields, so
 both paths go through ``scenario_from_recipe`` (see "Recipe YAML" below).
 
-Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read at tags v0.5.0 / v0.6.0):
+Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read at tags v0.4.0 / v0.5.0 / v0.6.0):
 
 * model -> model (catalog name or alias)
 * gpu -> hardware.gpu (a catalog name it contains; "H100" -> H100-SXM)
@@ -31,9 +31,10 @@ Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read a
   SchedulerConfig.DEFAULT_MAX_NUM_SEQS, and 2048 batched tokens per iteration, DEFAULT_MAX_NUM_BATCHED_TOKENS);
   async GRPO always uses the async engine (vllm_worker_async.py)
 * recipe_fp8_generation -> engine.precision fp8 (vllm_cfg.precision)
-* the recipe's tag (or source_version) -> software {framework nemo-rl, framework_version}: the release's pinned vLLM
-  and its behaviour (rlsim/catalog/software.yaml: v0.5.0 pins vllm 0.11.2, v0.6.0 pins 0.17.1: the V1 engine,
-  vllm-v1); without a version (a recipe YAML) engine.behaviour vllm-v1
+* the recipe's tag (or source_version) -> software {framework nemo-rl, framework_version}: the release's pinned vLLM,
+  its behaviour and the release's own behaviours (rlsim/catalog/software.yaml: v0.4.0 pins vllm 0.10.0, piecewise
+  decode graphs, and moves the optimizer to host every step; v0.5.0 pins 0.11.2; v0.6.0 pins 0.17.1, async
+  scheduling on TP 1 engines); without a version (a recipe YAML) engine.behaviour vllm-v1
 * train_tp, train_pp, train_cp, train_ep -> training.backend megatron with these sizes, expert_tensor_parallel 1, no
   virtual stages (policy.megatron_cfg); recipe_expert_parallel_size (megatron_cfg.expert_model_parallel_size read
   from the recipe) wins over train_ep where the published table and the recipe disagree
