@@ -71,8 +71,8 @@ def _fig(s: dict[str, Any] | None) -> dict[str, Any] | None:
     if not s or not s.get("n_expressed"):
         return None
     return {
-        "median_abs_error_pct": round(s["median_abs_error_pct"], 1),
-        "bias_pct": round(s["bias_pct"], 1),
+        "median_abs_error_pct": round(s["median_abs_error_pct"], 2),
+        "bias_pct": round(s["bias_pct"], 2),
         "n_expressed": s["n_expressed"],
         "n_rows": s["n_rows"],
     }
@@ -132,7 +132,7 @@ def _anchored() -> dict[str, Any] | None:
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
     if "--anchor" not in sub.choices["published"]._option_string_actions:  # noqa: SLF001
         return None
-    result = _calibrate(["--anchor"])["summary"].get("anchor") or {}
+    result = _calibrate(["--anchor"])["summary"].get("anchored") or {}
     return {
         "overall": _fig(result.get("overall")),
         "groups": {g: _fig(s) for g, s in (result.get("groups") or {}).items()},

@@ -38,7 +38,7 @@ def test_the_development_set_expresses_at_least_50_of_its_52_step_rows():
 
 
 def _summary(errors):
-    return round(statistics.median(abs(e) for e in errors), 1), round(statistics.median(errors), 1)
+    return round(statistics.median(abs(e) for e in errors), 2), round(statistics.median(errors), 2)
 
 
 @pytest.mark.slow
