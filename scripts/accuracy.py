@@ -251,7 +251,10 @@ def systems_yaml(fig: dict[str, Any], cmd: str, when: str) -> str:
         "# rlsim fitted without the row's release (rlsim-calibrate published --cv version): the systems band of\n"
         "# every answer (rlsim/run/systems_error.py).\n"
     )
-    body = {"method": "leave one NeMo RL release out", "date": when, "rows": fig["held_out_rows"]}
+    body: dict[str, Any] = {"method": "leave one NeMo RL release out", "date": when, "rows": fig["held_out_rows"]}
+    anchored = (fig.get("anchored") or {}).get("overall")
+    if anchored:
+        body["anchored"] = {"median_abs_error_pct": anchored["median_abs_error_pct"], "pairs": anchored["n_expressed"]}
     return head + yaml.safe_dump(body, sort_keys=False)
 
 

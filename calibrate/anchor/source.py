@@ -94,7 +94,7 @@ def typed(step_time_s: float | None, phases: list[str]) -> Measured:
             out[name] = float(text)
         except ValueError:
             raise CalibrateError(f"--phase {item!r}: {text!r} is not a number of seconds") from None
-    return check(Measured(step_time_s=step_time_s, phases_s=out, source="typed on the command line"))
+    return check(Measured(step_time_s=step_time_s, phases_s=out, source="a step typed on the command line"))
 
 
 def check(m: Measured) -> Measured:

@@ -132,7 +132,7 @@ def predict(
         if before is not None:
             before(fp)
     result = answer(run_scn, timelines.get(systems, progress), profile, n_star, screened)
-    result.systems_error = systems_error(scn)
+    result.systems_error = systems_error(scn, anchored=profile is not None and "anchor" in profile.provenance)
     if with_band and n_star is not None and result.time_to_target is not None:  # a time-to-target needs n_star
         result.band_s = _band(systems, profile, n_star, result, timelines)
     return result

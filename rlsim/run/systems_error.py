@@ -7,8 +7,10 @@ the median |error| of the rows of its setting: all three keys matched where at l
 else the most specific subset of keys that has them (release and GPU, then GPU and family, GPU, release, family,
 then every row). Each key whose value no development row has (a release the catalog does not know, a GPU or a
 model family outside the set, a scenario that names no framework release) multiplies it by ``WIDEN``: outside the
-validated settings the model's error is not measured, and is taken as larger. The time-to-target band widens by
-(1 + error) both ways (rlsim.run.simulation); the answer names the rows the figure comes from.
+validated settings the model's error is not measured, and is taken as larger. A profile from ``rlsim-calibrate
+anchor`` takes the anchored figure instead (``anchored`` in the file: each published group's rows predicted from
+one of its rows). The time-to-target band widens by (1 + error) both ways (rlsim.run.simulation); the answer names
+the rows the figure comes from.
 """
 
 from __future__ import annotations
@@ -54,9 +56,18 @@ def setting(scenario: Scenario) -> dict[str, str | None]:
     return {"release": release, "gpu": scenario.hardware.gpu.name, "family": family}
 
 
-def systems_error(scenario: Scenario) -> SystemsError | None:
-    """The measured error for ``scenario``'s setting (module docstring); None when the catalog has no rows."""
+def systems_error(scenario: Scenario, anchored: bool = False) -> SystemsError | None:
+    """The measured error for ``scenario``'s setting (module docstring); None when the catalog has no rows. With
+    ``anchored`` (a profile from ``rlsim-calibrate anchor``: the job's own measured step) the anchored figure: the
+    published rows' error when each group's other rows are predicted from one anchored row."""
     data = catalog.systems_error()
+    anchor = data.get("anchored") or {}
+    if anchored and anchor.get("median_abs_error_pct") is not None:
+        basis = (
+            f"anchored on one step of the job: {anchor['pairs']} published rows predicted from another row of their "
+            "model, release and GPU"
+        )
+        return SystemsError(anchor["median_abs_error_pct"] / 100.0, basis)
     rows = data.get("rows") or []
     if not rows:
         return None

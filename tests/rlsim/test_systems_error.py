@@ -84,3 +84,15 @@ def test_the_paper_scenario_s_answer_states_its_systems_band_and_where_it_comes_
     text = capsys.readouterr().out
     assert f"systems +-{band['error_pct']:.0f}% in it" in text.splitlines()[0]
     assert "systems error" in text and "published rows" in text
+
+
+def test_an_anchored_profile_takes_the_anchored_figure(monkeypatch):
+    data = {
+        "method": "leave one out",
+        "rows": [dict(r) for r in ROWS],
+        "anchored": {"median_abs_error_pct": 6.5, "pairs": 76},
+    }
+    monkeypatch.setattr(catalog, "systems_error", lambda: data)
+    got = se.systems_error(_scenario(framework_version="0.9.0"), anchored=True)
+    assert got.error == pytest.approx(0.065) and got.outside == () and "anchored on one step" in got.basis
+    assert se.systems_error(_scenario(), anchored=False).error == pytest.approx(0.07)
