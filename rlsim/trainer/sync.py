@@ -77,8 +77,11 @@ def sender_bytes(scenario: Scenario) -> float:
 
 
 def engine_shard_bytes(scenario: Scenario) -> float:
-    """Bytes of weights each engine GPU receives (its tensor-parallel shard, training dtype)."""
-    return scenario.model.weight_bytes / scenario.engine.tensor_parallel_size
+    """Bytes of weights each engine GPU keeps, in the training dtype: its tensor-parallel shard; under expert
+    parallelism its share of the dense weights and of the experts (``Scenario.engine_weight_bytes_per_gpu``)."""
+    if not scenario.engine.expert_parallel:
+        return scenario.model.weight_bytes / scenario.engine.tensor_parallel_size
+    return scenario.model.weight_bytes * scenario.engine_weight_bytes_per_gpu / scenario.engine_weight_bytes
 
 
 def weight_sync_time(scenario: Scenario) -> SyncTime:
@@ -98,7 +101,7 @@ def weight_sync_time(scenario: Scenario) -> SyncTime:
         )
         copy = 2.0 * shard / hw.gpu.hbm_bandwidth_bytes_per_s  # read and write once at the HBM peak
         sleeps = scenario.weight_sync.engine_sleeps
-        host_bytes = 2.0 * scenario.engine_weight_bytes / scenario.engine.tensor_parallel_size if sleeps else 0.0
+        host_bytes = 2.0 * scenario.engine_weight_bytes_per_gpu if sleeps else 0.0
         if scenario.weight_sync.offload_trainer:
             mem = memory(scenario)
             host_bytes += 2.0 * (mem.weights_grads_bytes + mem.optimizer_bytes)
