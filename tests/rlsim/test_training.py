@@ -59,6 +59,7 @@ MODEL = {
 COSTS = {
     "collective_latency_s": 0,
     "link_efficiency": 1,
+    "host_link_efficiency": 1,  # the toy's host copies at the link's peak (the shipped default is a fit)
     "train_step_overhead_s": 0,
     "forward_overhead_s": 0,
     "weight_sync_latency_s": 0,
