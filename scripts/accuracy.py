@@ -204,7 +204,7 @@ def readme_block(fig: dict[str, Any]) -> list[str]:
         a = fig["anchored"]["overall"]
         lines.append(
             f"| step time | the rest of each model / release / GPU group, anchored on one of its rows | "
-            f"{_rows_label(a)} | {_cell(a)} (anchored) | | | |"
+            f"{_rows_label(a)} pairs | {_cell(a)} (anchored) | | | |"
         )
     s, n = fig["shipped"]["step_time"], fig["no_fit"]["step_time"]
     lines += [
@@ -236,9 +236,18 @@ def page(fig: dict[str, Any], cmd: str) -> list[str]:
                 values = ", ".join(f"{k} {v:g}" for k, v in s["fitted"].items())
                 lines.append(f"- {table.replace('_', ' ')}, without {g}: {values}")
     if "anchored" in fig:
-        lines += ["", "## Anchored on one step, by group", "", "| group | rows | anchored |", "|---|---|---|"]
+        lines += [
+            "",
+            "## Anchored on one step, by group",
+            "",
+            "Each row of a group anchors the others in turn (`rlsim-calibrate published --anchor`): a pair is one row",
+            "predicted from another's anchor.",
+            "",
+            "| model / release / GPU | pairs | anchored |",
+            "|---|---|---|",
+        ]
         for g, f in fig["anchored"]["groups"].items():
-            lines.append(f"| {g} | {_rows_label(f)} | {_cell(f)} |")
+            lines.append(f"| {g.replace(' | ', ' / ')} | {_rows_label(f)} | {_cell(f)} |")
     lines += ["", "## Rows no mapping expresses", ""] + [f"- {r}" for r in fig["not_expressed"]]
     return lines
 

@@ -110,22 +110,34 @@ def test_each_fold_starts_from_the_priors_and_prior_is_refused_with_cv(tmp_path,
     assert not (tmp_path / "b").exists()
 
 
-# Held-out accuracy of `rlsim-calibrate published --cv gpu` on the development set, recorded at this commit
-# (docs/results/published.md rounds the same figures): (median |error| %, median signed error %) per fold and over
-# all rows. A change that moves any of them, better or worse, fails here until the figures (and the page) are
-# brought up to date, so the accuracy the docs report is the accuracy the code has.
+# Held-out accuracy of `rlsim-calibrate published --cv gpu` on the development set, as scripts/accuracy.py recorded
+# it (docs/results/accuracy.json; docs/results/published.md rounds the same figures): (median |error| %, median
+# signed error %) per fold and over all rows. A change that moves any of them, better or worse, fails here until the
+# figures (and the page) are brought up to date, so the accuracy the docs report is the accuracy the code has.
 RECORDED_CV_GPU = {
-    "step_time": {"GB200": (7.83, 3.87), "H100-SXM": (10.79, 1.64), "overall": (9.23, 3.76)},
-    "generation": {"A100-80GB": (10.25, 7.88), "H100-SXM": (10.40, -8.85), "overall": (10.26, 1.97)},
+    "step_time": {"GB200": (9.73, 8.15), "H100-SXM": (13.11, -1.45), "overall": (11.26, 3.15)},
+    "generation": {"A100-80GB": (10.25, 7.88), "H100-SXM": (10.4, -8.85), "overall": (10.27, 1.97)},
+}
+# Leave one NeMo RL release out (`--cv version`), the three releases of the development set: the bar is
+# median |error| <= 12% and bias within +-7% for each held-out release; v0.4 and the bias of v0.5 / v0.6 do not
+# meet it yet (docs/results/published.md).
+RECORDED_CV_VERSION = {
+    "step_time": {
+        "NeMo RL v0.4": (14.69, -13.86),
+        "NeMo RL v0.5": (9.44, 8.21),
+        "NeMo RL v0.6": (10.7, 8.21),
+        "overall": (11.31, 5.08),
+    }
 }
 
 
 @pytest.mark.slow
-def test_held_out_accuracy_by_gpu_is_the_recorded_one(tmp_path, capsys):
-    assert main(["published", "-o", str(tmp_path), "--cv", "gpu"]) == 0
+@pytest.mark.parametrize("key, recorded", [("gpu", RECORDED_CV_GPU), ("version", RECORDED_CV_VERSION)])
+def test_held_out_accuracy_is_the_recorded_one(key, recorded, tmp_path, capsys):
+    assert main(["published", "-o", str(tmp_path), "--cv", key]) == 0
     capsys.readouterr()
     cv = json.loads((tmp_path / "summary.json").read_text())["cv"]
-    for table, folds in RECORDED_CV_GPU.items():
+    for table, folds in recorded.items():
         for fold, (median, bias) in folds.items():
             got = cv[table]["overall"] if fold == "overall" else cv[table]["groups"][fold]
             assert got["median_abs_error_pct"] == pytest.approx(median, abs=0.05), (table, fold)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from rlsim.trainer.sync import engine_shard_bytes, weight_sync_time
-from tests.rlsim.test_ep_refit import D, E, MOE
+from tests.rlsim.test_ep_refit import MOE, D, E
 from tests.rlsim.test_training import _scn
 
 
