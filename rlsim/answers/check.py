@@ -166,6 +166,9 @@ def length_overrides(scenario: Scenario, measured: Sequence[Mapping[str, Any]]) 
         else:
             over[f"workload.{name}_length"] = {"dist": "fixed", "tokens": round(mean)}
         notes.append(f"{name} lengths from the log: mean {mean:,.0f} tokens ({dist.dist})")
+        if name == "response":  # the answer names where its lengths come from (workload.length_source)
+            over["workload.length_source"] = "run_log"
+            over["workload.length_note"] = f"the log's median mean response, {mean:,.0f} tokens"
     return over, notes
 
 

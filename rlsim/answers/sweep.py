@@ -42,6 +42,7 @@ from rlsim.host.executor import run_tasks
 from rlsim.learning.model import samples_to_target
 from rlsim.run.costs import RooflineCostModel
 from rlsim.run.profile import Profile, profile_from_dict
+from rlsim.run.result import length_columns
 from rlsim.run.tasks import ConfigTask
 from rlsim.scenario import parse_scalar, split_assignment
 from rlsim.scenario.build import with_learning
@@ -168,6 +169,7 @@ def _fill_row(row: dict[str, Any], result: Any) -> list[dict[str, Any]]:
         samples_to_target_if_reached=s.get("samples_to_target_if_reached"),
         time_to_target_if_reached_s=s.get("time_to_target_if_reached_s"),
         warnings=" | ".join(s["warnings"]) or None,
+        **length_columns(s),  # assumed lengths: the answer at their range's ends (rlsim.run.length_range)
     )
     for phase, sec in s["phase_time_s"].items():
         row[f"phase_time_s/{phase}"] = sec

@@ -23,6 +23,29 @@ def _systems_row(summary: dict[str, Any]) -> list[tuple[str, str]]:
     return [("systems error", text)]
 
 
+def length_line(summary: dict[str, Any]) -> str | None:
+    """The length assumption and what it moves: "lengths assumed (why): step time X s at mean L; A s .. B s over
+    L_lo .. L_hi" (and the time to target's ends); None unless the lengths are assumed and were priced."""
+    a = summary.get("length_assumption")
+    if not a:
+        return None
+
+    def sec(x: float | None) -> str:
+        return f"{x:.2f} s" if x is not None else "refused"
+
+    line = (
+        f"lengths assumed ({a['note'] or 'no note'}): step time {a['step_time_s']:.2f} s at mean "
+        f"{a['mean_tokens']:.0f}; {sec(a['step_time_low_s'])} .. {sec(a['step_time_high_s'])} over "
+        f"{a['low_tokens']:.0f} .. {a['high_tokens']:.0f} tokens"
+    )
+    if a.get("time_to_target_s") is not None:
+        ends = [
+            hours(x) if x is not None else "refused" for x in (a["time_to_target_low_s"], a["time_to_target_high_s"])
+        ]
+        line += f"; time to target {hours(a['time_to_target_s'])}, {ends[0]} .. {ends[1]}"
+    return line
+
+
 def run_table(summary: dict[str, Any]) -> str:
     """A run's summary as the terminal shows it: the answer first, then what it is made of, then the phases."""
     rows = [
@@ -47,6 +70,10 @@ def run_table(summary: dict[str, Any]) -> str:
         ("generation tokens/s", f"{summary['generation_tokens_per_s']:.0f}"),
         ("tokens/s/GPU", f"{summary['tokens_per_s_per_gpu']:.0f}"),
         ("mean response", f"{summary['mean_response_tokens']:.0f} tokens"),
+        (
+            "lengths",
+            f"{summary.get('length_source', 'stated')}" + (f": {n}" if (n := summary.get("length_note")) else ""),
+        ),
         (
             "decode batch (mean)",
             f"{summary['mean_decode_batch']:.1f} seqs/iteration/replica, "
@@ -75,6 +102,8 @@ def run_table(summary: dict[str, Any]) -> str:
         ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    if (length := length_line(summary)) is not None:  # what the answer rests on, before the details
+        lines = [length, "", *lines]
     if summary.get("time_to_target_s") is not None:  # the answer first, then what it is made of
         lines = [f"answer: {Answer.of(summary).sentence()}", "", *lines]
     step = summary["step_time_s"]

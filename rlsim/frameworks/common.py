@@ -20,14 +20,15 @@ from typing import TYPE_CHECKING, Any
 from rlsim import catalog
 from rlsim.catalog import VARIANT_SUFFIXES
 from rlsim.frameworks.adapter import MISSING, EmitContext, EmitError, ImportConfigError, Source
+from rlsim.workload.lengths import lognormal_mean_for_clipped_mean
 from rlsim.workload.lr_rules import lr_for_batch
+from rlsim.workload.priors import response_prior
 
 if TYPE_CHECKING:
     from rlsim.schema.scenario import Scenario
 
 DEFAULT_GPU = "H100-SXM"  # assumption: neither verl nor TRL configs name the GPU type
 PROMPT_FRACTION = 0.5  # assumption: prompts fixed at half the framework's maximum prompt length
-RESPONSE_MEAN_FRACTION = 0.5  # assumption: mean response length before clipping, as a fraction of the maximum
 RESPONSE_SIGMA = 0.6  # assumption: standard deviation of log response length (as rlsim.frameworks.nemo_rl.recipe)
 
 
@@ -126,6 +127,7 @@ def assumed_workload(prompts: int, group: int, max_prompt: int, max_response: in
     """The scenario's workload section for P prompts of G responses from a config that gives only the length
     maxima (the distributions are :func:`length_assumptions`'), and the assumptions it makes."""
     prompt_length, response_length, notes = length_assumptions(max_prompt, max_response)
+    prior = response_prior(max_response)
     workload = {
         "prompts_per_step": prompts,
         "group_size": group,
@@ -133,22 +135,27 @@ def assumed_workload(prompts: int, group: int, max_prompt: int, max_response: in
         "response_length": response_length,
         "max_prompt_tokens": max_prompt,
         "max_response_tokens": max_response,
+        "length_source": "assumed",
+        "length_note": prior.note,
     }
     return workload, notes
 
 
 def length_assumptions(max_prompt: int, max_response: int) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    """Prompt and response length distributions for a config that gives only their maxima, and the assumptions."""
+    """Prompt and response length distributions for a config that gives only their maxima, and the assumptions:
+    prompts at PROMPT_FRACTION of their maximum, responses lognormal (sigma RESPONSE_SIGMA) whose clipped mean is
+    the reasoning prior's at the cap (rlsim.workload.priors)."""
     prompt_tokens = max(1, int(max_prompt * PROMPT_FRACTION))
-    mean = max(1.0, max_response * RESPONSE_MEAN_FRACTION)
+    prior = response_prior(max_response)
+    mean = lognormal_mean_for_clipped_mean(prior.mean_tokens, RESPONSE_SIGMA, max_response)
     prompt = {"dist": "fixed", "tokens": prompt_tokens}
     response = {"dist": "lognormal", "mean_tokens": mean, "sigma": RESPONSE_SIGMA}
     notes = [
         f"prompt lengths: fixed {prompt_tokens} tokens ({PROMPT_FRACTION:g} x the maximum {max_prompt}; the config "
         "gives only the maximum; --scenario-set workload.prompt_length.tokens=N to change)",
-        f"response lengths: lognormal, mean {mean:g} tokens before clipping at {max_response}, sigma "
-        f"{RESPONSE_SIGMA:g} (the config gives only the maximum; "
-        "--scenario-set workload.response_length.mean_tokens=N)",
+        f"response lengths: lognormal, sigma {RESPONSE_SIGMA:g}, mean {prior.mean_tokens:.0f} tokens after clipping "
+        f"at {max_response} ({mean:.0f} before): the {prior.note}; the config gives only the maximum; "
+        "--scenario-set workload.response_length.mean_tokens=N and workload.length_source=stated to state them",
     ]
     return prompt, response, notes
 

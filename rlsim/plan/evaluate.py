@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlsim.errors import RlsimError
 from rlsim.run.profile import profile_from_dict
-from rlsim.run.result import SimResult
+from rlsim.run.result import SimResult, length_columns
 from rlsim.run.reuse import Reuse
 from rlsim.run.tasks import ConfigTask, GroupsTask
 from rlsim.scenario.build import with_learning
@@ -75,6 +75,7 @@ def result_row(result: SimResult) -> dict[str, Any]:
         row[f"samples_multiplier/{mult}"] = value
     for phase, sec in phases.items():
         row[f"phase_time_s/{phase}"] = sec
+    row.update(length_columns(s))  # priced for the finalists only (their full runs carry the band)
     row["warnings"] = " | ".join(s["warnings"]) or None
     return row
 

@@ -160,11 +160,17 @@ class Profile:
         purpose: ``--set``, a sweep grid, a decide side) cover; a key inside a fitted field
         (``learning.metric.midpoint``) keeps that whole field."""
         kept = (*keep, *(overrides or {}))
-        return {
+        out = {
             k: v
             for k, v in {**self.learning_overrides(), **self.length_overrides()}.items()
             if not any(x == k or x.startswith(k + ".") or k.startswith(x + ".") for x in kept)
         }
+        # the fitted response lengths are measured (workload.length_source), unless the user's own replace them
+        if any(k.startswith("workload.response_length") for k in out) and "workload.length_source" not in kept:
+            out["workload.length_source"] = "measured"
+            out["workload.length_note"] = "fitted to the profile's runs (rlsim-calibrate fit --runs)"
+            out["workload.length_range_tokens"] = None
+        return out
 
     def with_fitted(
         self, scenario: Scenario, overrides: dict[str, Any] | None = None, keep: Iterable[str] = ()

@@ -17,6 +17,9 @@ Metric definitions (all seconds or per second):
 * ``probability_reaching_target``: the share of seeds that reach the target within ``budget_samples``
   (``run.max_steps`` x B); ``samples_to_target_if_reached`` / ``time_to_target_if_reached_s``: the median over
   those seeds (rlsim.learning.model.reach_within), what a set of real runs with that budget reports.
+* ``length_source``, ``length_note``: where the response lengths come from (workload.length_source);
+  ``length_assumption``: with assumed lengths and the band, the step time and time-to-target at the assumed mean and
+  at the range's low and high ends (rlsim.run.length_range); otherwise null.
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ class SimResult:
     # a sweep's screened run (rlsim.run.simulation.predict, screen_steps) past its last simulated step: per step to
     # the target (and the async drain), the step, cumulative samples, wall-clock at the steady step time, metric
     continued: list[dict[str, Any]] = field(default_factory=list)
+    # assumed lengths (workload.length_source): the answer at the range's ends (rlsim.run.length_range)
+    length_range: dict[str, Any] | None = None
 
     @property
     def steps(self) -> pd.DataFrame:
@@ -125,6 +130,9 @@ class SimResult:
             "profile": self.profile_info,
             "systems_error": self.systems_error.as_dict() if self.systems_error is not None else None,
             "warnings": list(self.warnings),
+            "length_source": s.workload.length_source,
+            "length_note": s.workload.length_note,
+            "length_assumption": self.length_range,
             **self._target_summary(),
         }
 
@@ -178,6 +186,22 @@ class SimResult:
 
     def summary_json(self) -> str:
         return json.dumps(self.summary(), indent=2, sort_keys=True)
+
+
+LENGTH_COLUMNS = (  # a sweep's and a plan's row: the answer at assumed lengths' low and high ends (None otherwise)
+    "step_time_at_low_length_s",
+    "step_time_at_high_length_s",
+    "time_to_target_at_low_length_s",
+    "time_to_target_at_high_length_s",
+)
+
+
+def length_columns(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's length columns from a run's summary: ``length_source`` and :data:`LENGTH_COLUMNS`, each None where
+    the lengths are not assumed or were not priced over their range (rlsim.run.length_range)."""
+    a = summary.get("length_assumption") or {}
+    keys = ("step_time_low_s", "step_time_high_s", "time_to_target_low_s", "time_to_target_high_s")
+    return {"length_source": summary.get("length_source"), **{c: a.get(k) for c, k in zip(LENGTH_COLUMNS, keys)}}
 
 
 def _counted(tokens: int | None) -> int:

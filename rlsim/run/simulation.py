@@ -19,6 +19,7 @@ from rlsim.learning.curve import metric_at
 from rlsim.learning.model import LearningModelError, SamplesToTarget, ceiling_spread, samples_to_target
 from rlsim.learning.target import band, learning_spread, steps_for_samples, time_to_target
 from rlsim.run.batches import window
+from rlsim.run.length_range import length_range
 from rlsim.run.profile import Profile, fitted_error, load_profile, operating_point
 from rlsim.run.result import SimResult
 from rlsim.run.systems_error import systems_error
@@ -135,6 +136,8 @@ def predict(
     result.systems_error = systems_error(scn, anchored=profile is not None and "anchor" in profile.provenance)
     if with_band and n_star is not None and result.time_to_target is not None:  # a time-to-target needs n_star
         result.band_s = _band(systems, profile, n_star, result, timelines)
+    if with_band and scn.workload.length_source == "assumed":  # the answer over the assumed lengths' range
+        result.length_range = length_range(systems, result, timelines, BAND_STEPS + 2 * scn.schedule.staleness)
     return result
 
 
@@ -169,7 +172,7 @@ def footprint(scenario: Scenario, with_band: bool = False, profile: Profile | No
     """The checked estimate (rlsim.host.footprint) of simulating ``scenario``'s steps, and with ``with_band`` the band's
     extra runs (:func:`_band`: one per extra seed; the nominal seed again, a lookup in the run's timeline where
     a shorter run is its start, ``prefix_exact``; two with shifted coefficients where ``profile`` has
-    uncertainties)."""
+    uncertainties; two at the ends of assumed lengths' range, rlsim.run.length_range)."""
     w = window(scenario)
 
     def whole(steps: int) -> int:  # streaming, a run simulates whole windows (rlsim.run.batches.step_requests)
@@ -179,6 +182,7 @@ def footprint(scenario: Scenario, with_band: bool = False, profile: Profile | No
     if with_band:
         runs = scenario.run.band_seeds - 1 + (0 if prefix_exact(scenario) else 1)
         runs += 2 if _shifted(profile) else 0
+        runs += 2 if scenario.workload.length_source == "assumed" else 0  # rlsim.run.length_range's two ends
         steps += runs * whole(min(scenario.run.steps, BAND_STEPS + 2 * scenario.schedule.staleness))
     # every generation round's requests are simulated (streaming: k + 1 steps' batches in one window, once)
     return check(estimate(scenario.generated_per_step, steps, w))

@@ -227,10 +227,36 @@ def validate_lengths(w: Workload) -> None:
         ),
     ):
         _validate_dist(key, d, cap)
+    _validate_assumed(w)
     rmin = {"fixed": w.response_length.tokens, "uniform": w.response_length.low}.get(w.response_length.dist)
     if rmin is not None and rmin < 1:
         raise ScenarioError(
             "workload.response_length", rmin, "gives responses of 0 tokens", "every response >= 1 token"
+        )
+
+
+def _validate_assumed(w: Workload) -> None:
+    """workload.length_range_tokens: low <= high inside (0, cap); assumed lengths: one fixed or lognormal form, the
+    one rlsim.run.length_range moves over the range."""
+    at = "workload.length_range_tokens"
+    rng = w.length_range_tokens
+    if rng is not None and not (len(rng) == 2 and 0 < rng[0] <= rng[1] < w.max_response_tokens):
+        raise ScenarioError(at, list(rng), "is not [low, high] with 0 < low <= high < max_response_tokens", "fix it")
+    if w.length_source != "assumed":
+        return
+    if w.response_length.dist not in ("fixed", "lognormal"):
+        raise ScenarioError(
+            "workload.response_length.dist",
+            w.response_length.dist,
+            "cannot be moved over an assumed range",
+            "give assumed lengths as fixed or lognormal",
+        )
+    if w.response_length_by_samples or w.response_length_drift is not None:
+        raise ScenarioError(
+            "workload.length_source",
+            "assumed",
+            "is a single assumed distribution, not a growth",
+            "set length_source: stated for lengths that grow as a source states them",
         )
 
 

@@ -203,6 +203,13 @@ class Workload:
     # learning.reference_batch (the same as samples at that batch; under the sqrt rule samples x (B_ref / B) ** 0.5),
     # for lengths that move with how far the optimizer has moved the policy
     length_progress: Literal["samples", "learning_rate"] = "samples"
+    # where the response lengths come from: "measured" (a profile's fit to a user's runs), "run_log" (a run's logged
+    # lengths, rlsim check), "stated" (the scenario's author or the source wrote them; a hand-written scenario's),
+    # "assumed" (only a cap was given: rlsim.workload.priors' prior, priced over its range too)
+    length_source: Literal["measured", "run_log", "stated", "assumed"] = "stated"
+    length_note: str = ""  # why, in a few words (the prior and its source, the run log, the table)
+    # assumed lengths: the plausible (low, high) mean response tokens after clipping; unset: the prior's at the cap
+    length_range_tokens: tuple[float, float] | None = None
 
     @property
     def responses_per_step(self) -> int:

@@ -11,6 +11,7 @@ learning rate (``workload.length_progress``, :func:`progress`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING
 
@@ -119,3 +120,24 @@ def lognormal_mean_for_clipped_mean(clipped_mean: float, sigma: float, cap: floa
         return m * norm.cdf(z - sigma) + cap * norm.sf(z) - clipped_mean
 
     return float(brentq(clipped, clipped_mean, clipped_mean * 1e3, xtol=1e-6))
+
+
+def clipped_mean(d: LengthDist, cap: float) -> float:
+    """Mean of ``fixed`` or ``lognormal`` lengths clipped at ``cap`` (tokens; rounding to whole tokens aside):
+    E[min(X, c)] = m Phi((ln c - mu - s^2) / s) + c (1 - Phi((ln c - mu) / s)); other forms: their mean, at most c."""
+    if d.dist != "lognormal":
+        return min(dist_mean(d), cap)
+    from scipy.stats import norm  # here, not at the top: scipy is slow to load
+
+    m, s = float(d.mean_tokens), float(d.sigma)  # type: ignore[arg-type]
+    z = (math.log(cap) - math.log(m) + s * s / 2.0) / s
+    return float(m * norm.cdf(z - s) + cap * norm.sf(z))
+
+
+def with_clipped_mean(d: LengthDist, cap: float, mean: float) -> LengthDist:
+    """``d`` (fixed or lognormal) moved so that its lengths clipped at ``cap`` average ``mean`` tokens."""
+    if d.dist == "fixed":
+        return dataclasses.replace(d, tokens=max(1, round(min(mean, cap))))
+    if d.dist != "lognormal":
+        raise ValueError(f"a {d.dist} length distribution has no single mean to move; give fixed or lognormal")
+    return dataclasses.replace(d, mean_tokens=lognormal_mean_for_clipped_mean(mean, float(d.sigma), cap))  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from rlsim.frameworks import sglang
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
 from rlsim.frameworks.common import DEFAULT_GPU, as_float, as_int, divisible, resolve_model
 from rlsim.frameworks.nemo_rl.recipe import PROMPT_TOKENS, NotExpressible, scenario_from_recipe
+from rlsim.workload.priors import response_prior
 
 VERSION_READ = "NeMo RL 81aa43d (v0.7.0)"
 G = "grpo."
@@ -25,7 +26,6 @@ SGLANG_VERSION = "0.5.12.post1"  # NeMo RL 7ea279a pyproject.toml: the sglang ex
 COL = "policy.generation.colocated."
 ASYNC = "grpo.async_grpo."
 AR = "async_rl."  # the single-controller loop's section (NeMo RL's SC entry point reads it instead of async_grpo)
-RESPONSE_MEAN_FRACTION = 0.5  # assumption: the clipped mean response length, as a fraction of the cap
 
 TABLE: tuple[Row, ...] = (
     Row(G + "num_prompts_per_step", 32, "workload.prompts_per_step", "P: prompts per step"),
@@ -287,8 +287,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "policy_mode": f"async-{staleness}off" if staleness else "on",
         "prompts_per_step": prompts,
         "gens_per_prompt": group,
-        "avg_gen_len": RESPONSE_MEAN_FRACTION * cap,
-        "avg_gen_len_source": f"assumed: {RESPONSE_MEAN_FRACTION:g} x the cap; the recipe gives only the maximum",
+        "avg_gen_len": response_prior(cap).mean_tokens,
+        "avg_gen_len_source": f"assumed: the {response_prior(cap).note}; the recipe gives only the maximum",
         "recipe_max_total_sequence_length": max_seq,
         "recipe_max_model_len": max_model_len,
         "max_new_tokens": max_new,

@@ -173,6 +173,15 @@ def gpu_name(text: str) -> str:
     raise NotExpressible(f"hardware {text!r} names no catalog GPU")
 
 
+def _length_source(fields: dict[str, Any], avg_gen: float) -> dict[str, str]:
+    """workload.length_source and length_note: a published row's mean is stated by the source; a recipe's mapping
+    (rlsim.frameworks.nemo_rl.mapping) assumes it from the prior at the cap and says so in avg_gen_len_source."""
+    why = str(fields.get("avg_gen_len_source") or "")
+    if why.startswith("assumed"):
+        return {"length_source": "assumed", "length_note": why.removeprefix("assumed: ")}
+    return {"length_source": "stated", "length_note": f"published mean {avg_gen:.0f} tokens ({why or 'the table'})"}
+
+
 def _max_response(fields: dict[str, Any], max_seq: int, avg_gen: float) -> int:
     """The response cap: the least of the sequence length and max_model_len less the prompt, and max_new_tokens."""
     max_model_len = int(_num(fields, "recipe_max_model_len") or max_seq)
@@ -290,6 +299,7 @@ def scenario_from_recipe(fields: dict[str, Any], steps: int | None = None) -> di
             "response_length": {"dist": "lognormal", "mean_tokens": response_mean, "sigma": RESPONSE_SIGMA},
             "max_prompt_tokens": PROMPT_TOKENS,
             "max_response_tokens": max_response,
+            **_length_source(fields, avg_gen),
         },
         "algorithm": {"name": "grpo", "kl_reference": kl, "recompute_old_logprob": True},
         "training": training,
