@@ -48,7 +48,7 @@ class SystemsError:
 
 
 def setting(scenario: Scenario) -> dict[str, str | None]:
-    """The scenario's release (``nemo-rl 0.5.0``, None where it names no framework release), GPU and family."""
+    """The scenario's release (``nemo-rl 0.5``: framework and major.minor; None where it names none), GPU and family."""
     sw = scenario.software
     minor = re.match(r"\d+(?:\.\d+)?", str(sw.framework_version or ""))  # releases compare by major.minor
     release = f"{sw.framework} {minor.group(0)}" if sw.framework and minor else None
