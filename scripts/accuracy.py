@@ -7,7 +7,7 @@ Runs ``rlsim-calibrate published`` four ways on the project's development set (c
 * ``--costs prior`` (every constant fitted on published rows at its prior, rlsim/catalog/fitted.yaml: no fit),
 * ``--cv version`` (leave one NeMo RL release out: each fold refits the step-time coefficients from their priors
   without the release it predicts) and ``--cv gpu`` (leave one GPU out),
-* ``--anchor`` (one-step anchoring within each group of model, release and GPU; where the command has it),
+* ``--anchor`` (one-step anchoring within each group of model, release and GPU),
 
 and writes, from their outputs only: docs/results/published.md (the whole page), the README's accuracy block
 (between ``<!-- accuracy:begin -->`` and ``<!-- accuracy:end -->``), docs/results/accuracy.json (the figures the
@@ -59,12 +59,7 @@ def _calibrate(args: list[str]) -> dict[str, Any]:
             import pandas as pd
 
             cv_rows = pd.read_csv(out / "cv.csv").to_dict("records")
-        rows = []
-        if (out / "published.csv").is_file():
-            import pandas as pd
-
-            rows = pd.read_csv(out / "published.csv").to_dict("records")
-    return {"summary": summary, "cv_rows": cv_rows, "rows": rows}
+    return {"summary": summary, "cv_rows": cv_rows}
 
 
 def _fig(s: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -118,20 +113,12 @@ def measure() -> dict[str, Any]:
         "not_expressed": [r["run"] for r in shipped["summary"]["step_time"]["not_expressed"]],
         "held_out_rows": _held_out_rows(by_version["cv_rows"]),
     }
-    anchored = _anchored()
-    if anchored is not None:
-        figures["anchored"] = anchored
+    figures["anchored"] = _anchored()
     return figures
 
 
-def _anchored() -> dict[str, Any] | None:
-    """The one-step anchored figures, where ``rlsim-calibrate published`` has ``--anchor``."""
-    from calibrate.cli import build_parser
-
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
-    if "--anchor" not in sub.choices["published"]._option_string_actions:  # noqa: SLF001
-        return None
+def _anchored() -> dict[str, Any]:
+    """The one-step anchored figures (``rlsim-calibrate published --anchor``)."""
     result = _calibrate(["--anchor"])["summary"].get("anchored") or {}
     return {
         "overall": _fig(result.get("overall")),
