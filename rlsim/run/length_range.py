@@ -51,7 +51,7 @@ def length_range(scenario: Scenario, nominal: SimResult, timelines: Timelines, s
         return SimResult(scn, timelines.get(scn).records, []).steady_step_time_s
 
     step0, step = steady(short), nominal.steady_step_time_s
-    ratios = []
+    ratios: list[float | None] = []
     for end in (low, high):
         try:
             ratios.append(steady(at_mean(short, end)) / step0)

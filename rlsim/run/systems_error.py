@@ -78,6 +78,7 @@ def systems_error(scenario: Scenario, anchored: bool = False) -> SystemsError | 
             outside.append("the scenario names no framework release (software.framework, framework_version)")
         elif not any(r[key] == want[key] for r in rows):
             outside.append(f"no development row has {key} {want[key]}")
+    keys: tuple[str, ...] = ()
     for keys in FALLBACK:
         pool = [r for r in rows if all(want[k] is not None and r[k] == want[k] for k in keys)]
         if len(pool) >= MIN_ROWS:

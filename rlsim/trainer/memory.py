@@ -14,6 +14,7 @@ and the fix.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -27,6 +28,7 @@ from rlsim.trainer.training import (
     packing_tokens,
     reference_weight_bytes,
 )
+from rlsim.workload.priors import response_prior
 
 if TYPE_CHECKING:
     from rlsim.schema import ModelSpec, Scenario, Training, Workload
@@ -58,12 +60,25 @@ def micro_batch_tokens(scenario: Scenario) -> float:
     """Tokens one training micro-batch holds at its peak: micro_batch_size x packing_tokens (the bins with
     packing, the padded cap without); with ``remove_padding``, the MICRO_TOKENS_QUANTILE quantile of the sum of
     micro_batch_size sequences' lengths drawn from the workload (each response phase; the largest; drift is not
-    applied), at most that cap."""
+    applied; assumed lengths at their range's low end, :func:`_checked_workload`), at most that cap."""
     tr = scenario.training
     cap = tr.micro_batch_size * packing_tokens(scenario)
     if tr.sequence_packing or not tr.remove_padding:
         return float(cap)
-    return min(float(cap), _unpadded_quantile(scenario.workload, tr.micro_batch_size))
+    return min(float(cap), _unpadded_quantile(_checked_workload(scenario.workload), tr.micro_batch_size))
+
+
+def _checked_workload(w: Workload) -> Workload:
+    """The lengths the memory check takes: assumed lengths (``workload.length_source: assumed``, a guess from the
+    cap) at the low end of their plausible range, so that a layout is refused only where it would not fit at any
+    length the prior allows; the answer still prices the assumed mean and shows the range (rlsim.run.length_range)."""
+    if w.length_source != "assumed":
+        return w
+    # here, not at the top: it loads numpy (start-up time)
+    from rlsim.workload.lengths import with_clipped_mean
+
+    low = w.length_range_tokens[0] if w.length_range_tokens else response_prior(w.max_response_tokens).low_tokens
+    return dataclasses.replace(w, response_length=with_clipped_mean(w.response_length, w.max_response_tokens, low))
 
 
 @functools.lru_cache(maxsize=256)

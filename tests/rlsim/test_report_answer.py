@@ -50,8 +50,8 @@ def test_run_report_states_the_answer_first(tmp_path, capsys):
     assert main(["report", str(out), "-o", str(out / "report.html")]) == 0
     text = _answer_part(_page_text(out / "report.html"))
     answer = Answer.of(summary)
-    assert answer.sentence() in text  # "time-to-target 11.85 h (band 10.42 h .. 13.62 h), 6.28 samples/s, ..."
-    assert re.search(r"time-to-target \d+\.\d\d h \(band \d+\.\d\d h \.\. \d+\.\d\d h\)", text)
+    assert answer.sentence() in text  # "time-to-target 11.85 h (band 8.70 h .. 16.31 h, systems +-20% in it), ..."
+    assert re.search(r"time-to-target \d+\.\d\d h \(band \d+\.\d\d h \.\. \d+\.\d\d h, systems \+-\d+% in it\)", text)
     assert "GPU-h" in text and "42297" not in text  # human units, no raw seconds
 
 
