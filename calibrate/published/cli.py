@@ -176,7 +176,8 @@ def _published_cv(args: argparse.Namespace, step_df, gen_df, base: dict[str, flo
         if df is None:
             continue
         fold_names = names or list(default)
-        start = {**base, **{n: prior_of(n) for n in fold_names if prior_of(n) is not None}}  # folds start at priors
+        priors = {n: prior_of(n) for n in fold_names}
+        start = {**base, **{n: v for n, v in priors.items() if v is not None}}  # folds start at their priors
         cv = pcv.cross_validate(
             table, df, key, fold_names, start, progress=lambda m: print(f"cv: {m}", file=sys.stderr)
         )

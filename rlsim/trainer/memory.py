@@ -68,10 +68,12 @@ def micro_batch_tokens(scenario: Scenario) -> float:
     return min(float(cap), _unpadded_quantile(_checked_workload(scenario.workload), tr.micro_batch_size))
 
 
+@functools.lru_cache(maxsize=256)
 def _checked_workload(w: Workload) -> Workload:
     """The lengths the memory check takes: assumed lengths (``workload.length_source: assumed``, a guess from the
     cap) at the low end of their plausible range, so that a layout is refused only where it would not fit at any
-    length the prior allows; the answer still prices the assumed mean and shows the range (rlsim.run.length_range)."""
+    length the prior allows; the answer still prices the assumed mean and shows the range (rlsim.run.length_range).
+    Cached: a plan checks the memory of hundreds of candidates that share a workload (the mean is solved for)."""
     if w.length_source != "assumed":
         return w
     # here, not at the top: it loads numpy (start-up time)
