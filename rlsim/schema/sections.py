@@ -446,6 +446,9 @@ class Costs:
     train_step_overhead_s: float = field(default=0.5, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))  # per optimizer step
     forward_overhead_s: float = field(default=0.2, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))  # per log-prob/values pass
     weight_sync_latency_s: float = field(default=1.0, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
+    # per collective of a per_tensor / bucketed weight sync: the Python-side call around it (the engine's
+    # load_weights, OpenRLHF's Ray call per engine, the launch); an assumption, not fitted
+    weight_sync_call_s: float = field(default=1e-3, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
     sleep_wake_overhead_s: float = field(default=2.0, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))  # colocated only
     # per step: dispatch and gather
     rollout_overhead_s: float = field(default=0.5, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
@@ -483,6 +486,25 @@ class Run:
     until_target: bool | None = None
     max_steps: int = field(default=100_000, metadata=bounds(ge=1, le=1_000_000))
     band_seeds: int = field(default=3, metadata=bounds(ge=1, le=100))  # simulation seeds for the band
+    # run overheads, reported beside time-to-target and not in it (rlsim.run.overheads). Evaluation every
+    # eval_every_steps steps (None: none), also before the first step (eval_at_start) and after the last when it
+    # is not a multiple (eval_at_end): eval_prompts prompts (None: workload.prompts_per_step) x eval_group_size
+    # responses generated on the engines at the workload's lengths
+    eval_every_steps: int | None = field(default=None, metadata=bounds(ge=1, le=1_000_000))
+    eval_at_start: bool = False
+    eval_at_end: bool = False
+    eval_prompts: int | None = field(default=None, metadata=bounds(ge=1, le=10_000_000))
+    eval_group_size: int = field(default=1, metadata=bounds(ge=1, le=1024))
+    # checkpoint saves every checkpoint_every_steps steps (None: none; checkpoint_at_end: also after a last step
+    # that is not a multiple): the trained weights and optimizer state written at storage_bytes_per_s
+    checkpoint_every_steps: int | None = field(default=None, metadata=bounds(ge=1, le=1_000_000))
+    checkpoint_at_end: bool = False
+    # start-up, once: engine_start_s (engine init, CUDA graphs) plus the weights read from storage; None: not priced
+    engine_start_s: float | None = field(default=None, metadata=bounds(ge=0, le=1e6))
+    # the job's aggregate storage bandwidth, written (checkpoints) and read (start-up): 1 GB/s, what a typical NFS
+    # server sustains for writes (1-2 GB/s aggregate; spheron.network, "Parallel File Systems for AI on GPU Cloud",
+    # 2026); set the cluster's own
+    storage_bytes_per_s: float = field(default=1e9, metadata=bounds(gt=0, le=1e15))
 
 
 @dataclass(frozen=True)
@@ -557,7 +579,19 @@ class WeightSync:
     # do: separate pools, one training rank broadcasts every tensor (nemo_rl/utils/packed_tensor.py,
     # packed_broadcast_producer with src=0); colocated, every rank exports full HF tensors
     # (megatron_policy_worker.py, export_hf_weights) and its engine keeps its slice
-    transfer: Literal["sharded", "broadcast"] = "sharded"
+    # per_tensor: the trainer gathers each tensor whole and one collective sends it to every engine GPU, tensor by
+    # tensor (verl's separate pools without a checkpoint engine, OpenRLHF's NCCL group or, colocated, CUDA IPC
+    # handles per parameter). bucketed: the same whole tensors packed into bucket_bytes buckets, one collective per
+    # bucket (slime's --update-weight-buffer-size, verl's update_weights_bucket_megabytes, a checkpoint engine)
+    transfer: Literal["sharded", "broadcast", "per_tensor", "bucketed"] = "sharded"
+    bucket_bytes: float = field(default=512 * 2**20, metadata=bounds(gt=0, le=1e12))  # bucketed: bytes per bucket
+    # bucketed, separate pools: a checkpoint engine (verl's fully-async checkpoint_engine, after MoonshotAI's): each
+    # trainer GPU copies its share of the whole tensors to host memory, then, bucket by bucket, back to the GPU and
+    # out to every engine GPU
+    host_staged: bool = False
+    # tensors the per_tensor / bucketed paths send (the HF checkpoint's); None: counted from the architecture
+    # (rlsim.trainer.sync_gathered.tensor_count)
+    tensors: int | None = field(default=None, metadata=bounds(ge=1, le=100_000_000))
     # colocated: the trainer's parameters, gradients and optimizer state go to host memory before generation and
     # come back after it (NeMo RL offload_before_refit / offload_after_refit)
     offload_trainer: bool = False

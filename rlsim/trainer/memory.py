@@ -278,6 +278,14 @@ def _check_hardware(scenario: Scenario) -> None:
             "only applies when trainer and engines share GPUs (colocated)",
             "remove it or set hardware.placement: colocated",
         )
+    ws = scenario.weight_sync
+    if ws.host_staged and (ws.transfer != "bucketed" or scenario.hardware.placement != "separate"):
+        raise ScenarioError(
+            "weight_sync.host_staged",
+            True,
+            "is a checkpoint engine's path: buckets (transfer bucketed) from the trainer's pool to the engines' pool",
+            "remove it, or set weight_sync.transfer: bucketed and hardware.placement: separate",
+        )
 
 
 def _check_global_batch(scenario: Scenario) -> None:
