@@ -20,6 +20,8 @@ Metric definitions (all seconds or per second):
 * ``length_source``, ``length_note``: where the response lengths come from (workload.length_source);
   ``length_assumption``: with assumed lengths and the band, the step time and time-to-target at the assumed mean and
   at the range's low and high ends (rlsim.run.length_range); otherwise null.
+* ``run_overheads``: evaluation, checkpoint and start-up seconds over the run's steps (to the target where there is
+  one), beside time-to-target and not in it (rlsim.run.overheads); null when the scenario sets none.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from rlsim.io.runlog import to_frame
 from rlsim.learning.model import reach_within, stall_at
 from rlsim.learning.target import TimeToTarget, time_at_samples
 from rlsim.phases import TIMED_PHASES
+from rlsim.run.overheads import RunOverheads
 from rlsim.run.pools import CPU, Span, pool_gpus
 from rlsim.run.systems_error import SystemsError
 from rlsim.schema import Scenario
@@ -60,6 +63,8 @@ class SimResult:
     continued: list[dict[str, Any]] = field(default_factory=list)
     # assumed lengths (workload.length_source): the answer at the range's ends (rlsim.run.length_range)
     length_range: dict[str, Any] | None = None
+    # evaluation, checkpoints and start-up beside the time-to-target, not in it (rlsim.run.overheads)
+    overheads: RunOverheads | None = None
 
     @property
     def steps(self) -> pd.DataFrame:
@@ -133,6 +138,7 @@ class SimResult:
             "length_source": s.workload.length_source,
             "length_note": s.workload.length_note,
             "length_assumption": self.length_range,
+            "run_overheads": self.overheads.as_dict() if self.overheads is not None else None,
             **self._target_summary(),
         }
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlsim.frameworks import sglang
+from rlsim.frameworks import run_keys, sglang
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
 from rlsim.frameworks.common import DEFAULT_GPU, as_float, as_int, divisible, resolve_model
 from rlsim.frameworks.nemo_rl.recipe import PROMPT_TOKENS, NotExpressible, scenario_from_recipe
@@ -88,6 +88,12 @@ TABLE: tuple[Row, ...] = (
     Row("loss_fn.reference_policy_kl_penalty", 0.01, "algorithm.kl_reference", "> 0: reference on host"),
     Row("loss_fn.force_on_policy_ratio", False, "(check)", "true needs train_global_batch_size = B"),
     Row("loss_fn.use_importance_sampling_correction", False, "(check)", "async needs it true (NeMo RL asserts)"),
+    Row(G + "val_period", 10, "run.eval_every_steps", "> 0: validation every N steps"),
+    Row(G + "val_at_start", False, "run.eval_at_start", "validation before the first step"),
+    Row(G + "val_at_end", False, "run.eval_at_end", "validation after the last step"),
+    Row(G + "max_val_samples", 256, "run.eval_prompts", "validation prompts, one response each"),
+    Row("checkpointing.enabled", True, "run.checkpoint_every_steps", "false: no saves"),
+    Row("checkpointing.save_period", 10, "run.checkpoint_every_steps", "a save every N steps and at the last"),
 )
 
 
@@ -313,6 +319,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         _sglang_engine(src, raw, notes)
     notes += [f"{a} (as rlsim-calibrate published maps NeMo RL recipes)" for a in raw.pop("assumptions", [])]
     _cpu_offload(src, raw, megatron, notes)
+    if run := run_keys.nemo_rl(src, notes):  # evaluation and checkpoints, beside the steps (rlsim.run.overheads)
+        raw.setdefault("run", {}).update(run)
     return raw, notes
 
 

@@ -48,6 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rlsim.frameworks import run_keys
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
 from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model
 from rlsim.frameworks.openrlhf.args import legacy_default, length_caps
@@ -114,6 +115,10 @@ TABLE: tuple[Row, ...] = (
     Row("ds.adam_offload", False, "training.offload_optimizer", "DeepSpeed CPU Adam"),
     Row("ds.tensor_parallel_size", 1, "training.tensor_parallel_size", "> 1: a Megatron layout (AutoTP), noted"),
     Row("ds.ring_attn_size", 1, "training.context_parallel_size", "> 1: a Megatron layout (ring attention), noted"),
+    Row("eval.steps", -1, "run.eval_every_steps", "> 0 with eval.dataset: evaluation every N steps"),
+    Row("eval.dataset", None, "run.eval_every_steps", "no dataset: no evaluation"),
+    Row("eval.n_samples_per_prompt", 4, "run.eval_group_size", "responses per evaluation prompt"),
+    Row("ckpt.save_steps", -1, "run.checkpoint_every_steps", "> 0: a save every N steps"),
 )
 
 
@@ -430,6 +435,10 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "training": training,
         "schedule": schedule,
         "learning": {"lr0": as_float(src, "actor.adam.lr"), "reference_batch": z.samples},
+        # broadcast_to_vllm: per parameter, ZeRO-3 gathers it whole and rank 0 broadcasts it to every vLLM rank, or
+        # (colocate_all) every rank shares a clone by CUDA IPC (openrlhf/trainer/ray/ppo_actor.py:103, 408-480 at
+        # v0.11.0; rlsim.trainer.sync_gathered)
+        "weight_sync": {"transfer": "per_tensor"},
     }
     # async: old log-probs recomputed by the actor; is_correction_enable weighs each token by the clamped exp(old -
     # vLLM's), AReaL's decoupled objective (3c3be62; rlsim.learning.staleness). Without it, neither measured form.
@@ -452,4 +461,6 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             f"({low:g}, {high:g}); the share kept depends on the data and the model: --scenario-set "
             "algorithm.dynamic_sampling.keep_rate=R (OpenRLHF logs dynamic_filtering_pass_rate, in percent)"
         )
+    if run := run_keys.openrlhf(src, notes):  # evaluation and checkpoints, beside the steps (rlsim.run.overheads)
+        sections["run"] = run
     return sections, notes

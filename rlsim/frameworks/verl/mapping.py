@@ -19,7 +19,8 @@ Batch semantics (facts from that commit):
   (ppo_mini_batch_size x n / GPUs) must be a multiple of it (verl asserts this). With ``use_dynamic_bsz`` the
   micro-batches are instead packed up to ``ppo_max_token_len_per_gpu`` tokens.
 * the hybrid engine colocates the trainer and the vLLM engine on all ``trainer.n_gpus_per_node x trainer.nnodes``
-  GPUs and alternates them synchronously (rlsim placement colocated, schedule sync-colocated).
+  GPUs and alternates them synchronously (rlsim placement colocated, schedule sync-colocated); its weight sync
+  gathers every parameter whole on every rank, one tensor at a time (``weight_sync.transfer: per_tensor``).
 * ``algorithm.adv_estimator`` gae trains a critic (rlsim algorithm ppo), grpo does not; ``use_kl_loss`` or
   ``use_kl_in_reward`` needs the reference model's log-probs (rlsim algorithm.kl_reference).
 
@@ -42,7 +43,7 @@ from typing import Any
 
 from rlsim import catalog
 from rlsim.catalog.hf_config import spec_from_path
-from rlsim.frameworks import sglang
+from rlsim.frameworks import run_keys, sglang
 from rlsim.frameworks.adapter import LAUNCH_NOTES, ImportConfigError, Row, Source, read_config
 from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model
 from rlsim.frameworks.launch import framework_command
@@ -102,6 +103,10 @@ TABLE: tuple[Row, ...] = (
     Row(REF_MG + "pipeline_model_parallel_size", 1, "(a note)", "the reference pass runs on the actor's layout"),
     Row(A + "fsdp_config.param_offload", False, "training.offload_params", "FSDP parameter offload"),
     Row(A + "fsdp_config.optimizer_offload", False, "training.offload_optimizer", "FSDP optimizer offload"),
+    Row("trainer.test_freq", -1, "run.eval_every_steps", "> 0: validation every N steps and at the last"),
+    Row("trainer.val_before_train", True, "run.eval_at_start", "validation before the first step"),
+    Row(R + "val_kwargs.n", 1, "run.eval_group_size", "responses per validation prompt"),
+    Row("trainer.save_freq", -1, "run.checkpoint_every_steps", "> 0: a save every N steps and at the last"),
 )
 
 ESTIMATORS = {"gae": "ppo", "grpo": "grpo"}
@@ -326,7 +331,13 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "training": training,
         "schedule": {"mode": "sync-colocated"},
         "learning": {"lr0": as_float(src, A + "optim.lr"), "reference_batch": prompts * group},
+        # the hybrid engine's rollout_mode: every rank gathers each parameter whole (FSDP full_tensor(), Megatron
+        # per_tensor_generator) and its engine loads its slice, tensor by tensor (fsdp_workers.py:697-746 at v0.7.0,
+        # :672-721 at v0.6.1; rlsim.trainer.sync_gathered)
+        "weight_sync": {"transfer": "per_tensor"},
     }
     if software_section is not None:
         sections["software"] = software_section
+    if run := run_keys.verl(src, notes):  # evaluation and checkpoints, beside the steps (rlsim.run.overheads)
+        sections["run"] = run
     return sections, notes
