@@ -23,7 +23,7 @@ What the frameworks run (docs/frameworks.md, "Weight sync per framework and mode
   (OpenRLHF/OpenRLHF@v0.11.0:openrlhf/trainer/ray/ppo_actor.py:103, 420-480). per_tensor.
 * slime: per pipeline stage, its first rank all-gathers the TP and EP shards and broadcasts 512 MiB buckets
   (``--update-weight-buffer-size``) to every engine GPU (THUDM/slime@v0.3.1:slime/backends/megatron_utils/
-  update_weight/update_weight_from_distributed.py:137-225; slime/utils/arguments.py:517-519). bucketed.
+  update_weight/update_weight_from_distributed.py:136-240; slime/utils/arguments.py:517-519). bucketed.
 
 The price (bytes and seconds; W the model's bytes in the training dtype, n_t the trainer's GPUs):
 
