@@ -34,6 +34,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rlsim.engine.rollout import simulate_rollout
+from rlsim.run.costs import RooflineCostModel
+from rlsim.scenario import scheduler_rules
+from rlsim.trainer.memory import megatron_optimizer_bytes
+from rlsim.trainer.sync import weight_sync_time
+from rlsim.workload.lengths import sample_step
+
 if TYPE_CHECKING:
     from rlsim.schema import ModelSpec, Scenario
 
@@ -88,8 +95,6 @@ def configured(scenario: Scenario) -> bool:
 
 def checkpoint_bytes(scenario: Scenario) -> float:
     """Bytes one save writes: the policy's (and a PPO critic's) weights and optimizer state."""
-    from rlsim.trainer.memory import megatron_optimizer_bytes  # here: it loads the trainer model
-
     tr = scenario.training
 
     def per_model(model: ModelSpec) -> float:
@@ -105,12 +110,6 @@ def checkpoint_bytes(scenario: Scenario) -> float:
 
 def eval_seconds(scenario: Scenario, steps: int) -> float:
     """One evaluation's generation on the scenario's engines (see the module docstring)."""
-    # here, not at the top: the engine kernel and the cost model load numba and numpy's compiled parts
-    from rlsim.engine.rollout import simulate_rollout
-    from rlsim.run.costs import RooflineCostModel
-    from rlsim.scenario import scheduler_rules
-    from rlsim.workload.lengths import sample_step
-
     r, w = scenario.run, scenario.workload
     prompts = r.eval_prompts or w.prompts_per_step
     evalw = dataclasses.replace(w, prompts_per_step=prompts, group_size=r.eval_group_size)
@@ -139,8 +138,6 @@ def run_overheads(scenario: Scenario, steps: int) -> RunOverheads | None:
     the scenario sets none of them."""
     if not configured(scenario):
         return None
-    from rlsim.trainer.sync import weight_sync_time
-
     r = scenario.run
     evaluations = occurrences(r.eval_every_steps, steps, r.eval_at_start, r.eval_at_end)
     checkpoints = occurrences(r.checkpoint_every_steps, steps, False, r.checkpoint_at_end)

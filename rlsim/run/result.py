@@ -39,13 +39,14 @@ from rlsim.io.runlog import to_frame
 from rlsim.learning.model import reach_within, stall_at
 from rlsim.learning.target import TimeToTarget, time_at_samples
 from rlsim.phases import TIMED_PHASES
-from rlsim.run.overheads import RunOverheads
 from rlsim.run.pools import CPU, Span, pool_gpus
 from rlsim.run.systems_error import SystemsError
 from rlsim.schema import Scenario
 
 if TYPE_CHECKING:  # pandas is imported by the tables that need it (rlsim.io.runlog.to_frame), not by `rlsim run --json`
     import pandas as pd
+
+    from rlsim.run.overheads import RunOverheads
 
 
 @dataclass

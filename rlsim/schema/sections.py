@@ -584,7 +584,7 @@ class WeightSync:
     # handles per parameter). bucketed: the same whole tensors packed into bucket_bytes buckets, one collective per
     # bucket (slime's --update-weight-buffer-size, verl's update_weights_bucket_megabytes, a checkpoint engine)
     transfer: Literal["sharded", "broadcast", "per_tensor", "bucketed"] = "sharded"
-    bucket_bytes: float = field(default=512 * 2**20, metadata=bounds(gt=0, le=1e12))  # bucketed: bytes per bucket
+    bucket_bytes: float = field(default=512.0 * 2**20, metadata=bounds(gt=0, le=1e12))  # bucketed: bytes per bucket
     # bucketed, separate pools: a checkpoint engine (verl's fully-async checkpoint_engine, after MoonshotAI's): each
     # trainer GPU copies its share of the whole tensors to host memory, then, bucket by bucket, back to the GPU and
     # out to every engine GPU
