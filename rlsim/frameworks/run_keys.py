@@ -16,6 +16,11 @@ mapping reads into ``run.eval_every_steps``, ``eval_at_start``, ``eval_at_end``,
 * OpenRLHF (OpenRLHF/OpenRLHF@v0.11.0): ``eval.steps`` > 0 with an ``eval.dataset`` (openrlhf/trainer/ppo_trainer.py:
   464-465, 559), ``eval.n_samples_per_prompt`` (4) responses each; ``ckpt.save_steps`` > 0 (ppo_trainer.py:393,
   466-467).
+* TRL (transformers' Trainer under GRPOTrainer): ``save_strategy`` "steps" with ``save_steps`` (500) and
+  ``eval_strategy`` "steps" with ``eval_steps``, both counted in optimizer steps (transformers TrainingArguments'
+  defaults: save_strategy "steps", save_steps 500, eval_strategy "no"); one rlsim step, a generation round, is
+  mini-batches x num_iterations optimizer steps (rlsim.frameworks.trl.mapping), so a period becomes that many
+  rounds, rounded; ``eval_on_start``. A fractional period (a share of the run) is not read.
 """
 
 from __future__ import annotations
@@ -98,4 +103,28 @@ def openrlhf(src: Source, notes: list[str]) -> dict[str, Any]:
         False,
     )  # fmt: skip
     _eval_note(run, "eval.steps", notes)
+    return run
+
+
+def _rounds(src: Source, key: str, per_round: int, notes: list[str]) -> int | None:
+    """A TRL period in optimizer steps as generation rounds (rlsim steps), or None (unset, or a share of the run)."""
+    value = src.get(key)
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return None
+    if value < 1:
+        notes.append(f"{key} {value}: a share of the run's steps is not read; --scenario-set the run field")
+        return None
+    rounds = max(1, round(value / per_round))
+    if rounds * per_round != value:
+        notes.append(f"{key} {value:g} optimizer steps read as every {rounds} rounds of {per_round} optimizer steps")
+    return rounds
+
+
+def trl(src: Source, per_round: int, group: int, notes: list[str]) -> dict[str, Any]:
+    save = _rounds(src, "save_steps", per_round, notes) if src.get("save_strategy") == "steps" else None
+    evals = _rounds(src, "eval_steps", per_round, notes) if src.get("eval_strategy") == "steps" else None
+    if src.get("eval_strategy") == "steps" and src.get("eval_steps") is None:
+        notes.append("eval_strategy steps without eval_steps (transformers then takes logging_steps): not read")
+    run = _section(evals, bool(src.get("eval_on_start")), False, None, group, save, False)
+    _eval_note(run, "eval_steps", notes)
     return run

@@ -13,6 +13,7 @@ from rlsim.frameworks import run_keys
 from rlsim.frameworks.adapter import Source
 from rlsim.frameworks.nemo_rl.mapping import TABLE as NEMO_TABLE
 from rlsim.frameworks.openrlhf.mapping import TABLE as OPENRLHF_TABLE
+from rlsim.frameworks.trl.mapping import TABLE as TRL_TABLE
 from rlsim.frameworks.verl.mapping import TABLE as VERL_TABLE
 from rlsim.run.overheads import occurrences, run_overheads
 from rlsim.run.simulation import simulate
@@ -126,3 +127,20 @@ def test_run_prints_the_overheads_beside_the_answer():
     assert text.startswith(f"run overheads over 20 steps (not in the time to target): evaluation 5 x {e:.1f} s = ")
     assert "checkpoints 3 x 6.0 s (12 GB each) = 18.0 s; start-up 31 s" in text
     assert "run overheads" not in run_table(simulate(_raw({"run.steps": 2})).summary())
+
+
+def test_trl_periods_in_optimizer_steps_become_generation_rounds():
+    # a round of 4 optimizer steps (steps_per_generation 8 / gradient_accumulation_steps 2, num_iterations 1): the
+    # default save every 500 optimizer steps is every 125 rounds; eval every 10 is 2.5 rounds, read as 2 (said)
+    notes: list[str] = []
+    src = Source({"eval_strategy": "steps", "eval_steps": 10, "eval_on_start": True}, TRL_TABLE, "trl")
+    assert run_keys.trl(src, 4, 8, notes) == {
+        "eval_every_steps": 2,
+        "eval_at_start": True,
+        "eval_at_end": False,
+        "eval_group_size": 8,
+        "checkpoint_every_steps": 125,
+        "checkpoint_at_end": False,
+    }
+    assert any("eval_steps 10 optimizer steps read as every 2 rounds" in n for n in notes)
+    assert run_keys.trl(Source({"save_strategy": "no"}, TRL_TABLE, "trl"), 4, 8, []) == {}
