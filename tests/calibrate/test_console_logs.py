@@ -102,3 +102,10 @@ def test_text_in_neither_format_is_refused_as_before(tmp_path):
     assert console_rows(path.read_text()) is None
     with pytest.raises(LogImportError, match="not valid JSON"):
         import_log(path, "verl", prompts_per_step=1, group_size=1)
+
+
+def test_a_summary_pasted_without_its_header_is_the_next_step():
+    text = NEMO_RL.split("===== Step 1/100", 1)[1].split("\n", 1)[1]  # from the validation block on
+    rows, _ = console_rows(text.replace("========================= Step 2/100 =========================\n", ""))
+    assert [r["step"] for _, r in rows] == [1, 2]
+    assert rows[0][1]["timing/train/total_step_time"] == 102.8 and rows[1][1]["timing/train/total_step_time"] == 90.0

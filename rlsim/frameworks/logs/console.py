@@ -12,7 +12,8 @@ Two printed formats are read, each as the framework writes it:
   one ``  • <timer>: Xs (P%)`` per timer; validation (``validate``) prints ``    • Accuracy: x`` and
   ``    • Total validation time: Xs``. They become the keys NeMo RL logs to its loggers (``timing/train/<timer>``,
   ``train/loss``, ``train/reward``, ``train/mean_gen_tokens_per_sample``, ``validation/accuracy``,
-  ``timing/validation/total_validation_time``), so the framework's own reader maps them.
+  ``timing/validation/total_validation_time``), so the framework's own reader maps them. A summary pasted without
+  its header is the step after the last one read (the first: step 1).
 
 :func:`console_rows` returns ``None`` for text in neither format (JSON Lines and CSV are read elsewhere).
 """
@@ -87,12 +88,17 @@ def _nemo_rl(lines: list[str]) -> tuple[list[tuple[int, dict[str, Any]]], list[t
             rows.append((lineno, row))
             timing = False
             continue
+        opens = line.endswith("Training Results:") or (line.endswith("Timing:") and "Validation" not in line)
+        if opens and "Initialization" not in line and (row is None or "timing/train/total_step_time" in row):
+            # a step summary pasted without its "Step K/N" header: the step after the last one read
+            row = {"step": rows[-1][1]["step"] + 1 if rows else 1}
+            rows.append((lineno, row))
         if row is None:
             continue  # worker initialization timing and set-up output before the first step
         if line.endswith("Timing:"):
             timing = not line.endswith("Validation Timing:")
             continue
-        if line.endswith("Results:"):
+        if line.endswith("Results:") or line.endswith("Metrics:"):
             timing = False
             continue
         item = NEMO_ITEM.match(raw)
