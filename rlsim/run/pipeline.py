@@ -29,8 +29,8 @@ from rlsim.errors import RlsimError
 from rlsim.host import threads
 from rlsim.io.records import RunLogRecord, run_log_record
 from rlsim.phases import Phase
-from rlsim.run.batches import per_batch, step_requests, window
 from rlsim.run import fully_async
+from rlsim.run.batches import per_batch, step_requests, window
 from rlsim.run.costs import CostModel, RooflineCostModel
 from rlsim.run.pools import (
     ALL_GPUS,

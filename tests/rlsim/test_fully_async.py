@@ -119,8 +119,12 @@ def test_one_update_a_sync_and_no_staleness_is_sync_separate():
     """sync_every 1, staleness_threshold 0, no partial rollout: each batch waits for the last step's weights, as
     sync-separate runs it; the same records with the roofline costs."""
     over = {"run.steps": 4, "schedule.max_staleness": 0}
-    sep = rlsim.simulate(rlsim.load_scenario(SCENARIOS / "dense8b_h100_async.yaml", {**over, "schedule.mode": "sync-separate"}))
-    fa = rlsim.simulate(rlsim.load_scenario(SCENARIOS / "dense8b_h100_async.yaml", {**over, "schedule.mode": "fully-async"}))
+    sep = rlsim.simulate(
+        rlsim.load_scenario(SCENARIOS / "dense8b_h100_async.yaml", {**over, "schedule.mode": "sync-separate"})
+    )
+    fa = rlsim.simulate(
+        rlsim.load_scenario(SCENARIOS / "dense8b_h100_async.yaml", {**over, "schedule.mode": "fully-async"})
+    )
     assert [r["wall_s"] for r in fa.records] == pytest.approx([r["wall_s"] for r in sep.records], rel=1e-12)
     assert all(r["staleness"] == 0 for r in fa.records)
 
@@ -145,7 +149,8 @@ def test_the_gate_and_the_lag_follow_verls_arithmetic():
 
 
 @pytest.mark.parametrize(
-    "key, value", [("schedule.sync_every", 2), ("schedule.staleness_threshold", 0.5), ("schedule.partial_rollout", True)]
+    "key, value",
+    [("schedule.sync_every", 2), ("schedule.staleness_threshold", 0.5), ("schedule.partial_rollout", True)],
 )
 def test_fully_async_fields_are_refused_under_other_modes(key, value):
     with pytest.raises(ScenarioError, match=key.replace(".", r"\.")):

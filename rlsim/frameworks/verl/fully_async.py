@@ -93,7 +93,9 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     hw = sections["hardware"]
     train_gpus = hw["num_gpus"]
     rollout_gpus = as_int(src, "rollout.nnodes") * as_int(src, "rollout.n_gpus_per_node")
-    hw.update(num_gpus=train_gpus + rollout_gpus, placement="separate", rollout_gpus=rollout_gpus, train_gpus=train_gpus)
+    hw.update(
+        num_gpus=train_gpus + rollout_gpus, placement="separate", rollout_gpus=rollout_gpus, train_gpus=train_gpus
+    )
     threshold = as_float(src, AT + "staleness_threshold")
     if threshold < 0:
         raise ImportConfigError(f"{src.name(AT + 'staleness_threshold')}: {threshold:g} must be 0 or more")
