@@ -5,6 +5,7 @@ import pytest
 
 from rlsim.frameworks.adapter import ImportConfigError
 from rlsim.frameworks.config_import import import_config
+from rlsim.frameworks.emit import emit
 from rlsim.frameworks.launch import framework_command
 from rlsim.scenario import from_dict
 
@@ -101,3 +102,12 @@ def test_a_script_that_runs_neither_entry_is_refused(tmp_path):
 def test_a_default_holding_an_expansion_of_its_own_is_read_whole():
     words, _ = framework_command('R=${R:-"/data/${USER_DIR:-x}/verl"}\npython -m a.b p=$R\n', "run.sh", ("a.b",))
     assert words == ["p=/data/x/verl"]
+
+
+def test_a_planned_fully_async_scenario_is_named_where_no_keys_express_it(tmp_path):
+    path = _script(tmp_path)
+    s, _ = _scenario(path)
+    notes = emit("verl", s, original=None).notes
+    assert any(
+        "schedule.mode fully-async (sync_every 4, staleness_threshold 0.1, partial_rollout true)" in n for n in notes
+    )
