@@ -111,3 +111,25 @@ def test_a_planned_fully_async_scenario_is_named_where_no_keys_express_it(tmp_pa
     assert any(
         "schedule.mode fully-async (sync_every 4, staleness_threshold 0.1, partial_rollout true)" in n for n in notes
     )
+
+
+def test_a_yaml_with_an_async_training_section_is_fully_async(tmp_path):
+    """A resolved fully_async_ppo_trainer.yaml: its async_training section marks it; trigger 2, require_batches 2."""
+    path = tmp_path / "fully_async.yaml"
+    path.write_text(
+        "data: {max_prompt_length: 1024, max_response_length: 4096, train_batch_size: 0}\n"
+        "algorithm: {adv_estimator: grpo}\n"
+        "actor_rollout_ref:\n"
+        "  model: {path: Qwen2.5-7B}\n"
+        "  actor: {ppo_mini_batch_size: 16, ppo_micro_batch_size_per_gpu: 2}\n"
+        "  rollout: {n: 8, tensor_model_parallel_size: 2}\n"
+        "trainer: {nnodes: 1, n_gpus_per_node: 8}\n"
+        "rollout: {nnodes: 1, n_gpus_per_node: 4}\n"
+        "async_training: {trigger_parameter_sync_step: 2, require_batches: 2, staleness_threshold: 0.0, "
+        "partial_rollout: false}\n"
+    )
+    s, _ = _scenario(path)
+    assert s.schedule.mode == "fully-async" and s.schedule.sync_every == 2 and not s.schedule.partial_rollout
+    assert s.workload.prompts_per_step == 32 and s.hardware.rollout_gpus == 4 and s.hardware.train_gpus == 8
+    assert s.engine.max_num_seqs == 128  # 16 prompts x 8 responses per server
+    assert s.schedule.staleness == 1  # 2 batches a window, less one
