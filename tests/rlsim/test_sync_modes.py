@@ -132,3 +132,15 @@ def test_an_moe_disaggregated_per_tensor_sync_sends_every_expert_to_every_engine
     assert t.transfer_s / sharded.transfer_s > 18
     # NeMo RL's packed broadcast (unchanged): the whole model over the NIC once
     assert weight_sync_time(_moe("broadcast")).transfer_s == pytest.approx(w / NIC)
+
+
+def test_verl_fully_async_imports_its_checkpoint_engine_or_the_per_tensor_broadcast(tmp_path):
+    """verl v0.7.0's fully-async config turns the checkpoint engine on with 4096 MiB buckets (recipe/
+    fully_async_policy/config/fully_async_ppo_trainer.yaml:31-36); off, rank 0 broadcasts tensor by tensor."""
+    from tests.rlsim.test_verl_fully_async_import import _scenario, _script
+
+    s, _ = _scenario(_script(tmp_path))
+    ws = s.weight_sync
+    assert (ws.transfer, ws.host_staged, ws.bucket_bytes) == ("bucketed", True, 4096 * 2**20)
+    off, _ = _scenario(_script(tmp_path, extra="async_training.checkpoint_engine.enable=False"))
+    assert off.weight_sync.transfer == "per_tensor" and not off.weight_sync.host_staged
