@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rlsim.errors import ScenarioError
+from rlsim.trainer import headroom, offload
 from rlsim.trainer.training import (
     ACT_BYTES,
     LOGIT_BYTES,
@@ -120,7 +121,7 @@ def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
     """Training memory per GPU for ``model`` (default: the policy) on the scenario's layout."""
     model = model or scenario.model
     tr, lay = scenario.training, layout_of(scenario)
-    budget = scenario.hardware.gpu.memory_bytes * tr.memory_fraction
+    budget = headroom.budget_bytes(scenario)
     tokens_mb = micro_batch_tokens(scenario)
     h = model.hidden_size
     per_layer_full = SEQ_PARALLEL_ACT_BYTES_PER_TOKEN_HIDDEN * h
@@ -131,12 +132,11 @@ def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
         params = dense + expert
         weights_grads = (2.0 + megatron_grad_bytes(tr)) * params
         state = megatron_optimizer_bytes(tr)
-        if tr.offload_optimizer:
-            opt = 0.0
-        elif tr.distributed_optimizer:
+        if tr.distributed_optimizer:
             opt = state * (dense / (lay.d * lay.c) + expert / lay.d_expert)
         else:
             opt = state * params
+        opt *= 1.0 - offload.cpu_adam_fraction(scenario)  # the hybrid optimizer's host share leaves the GPU
         per_layer = 2.0 * h if tr.activation_recompute == "full" else per_layer_full
         tok = tokens_mb / (lay.c * lay.t)
         act = tok * per_layer * model.num_layers / lay.p * lay.p + logits  # p micro-batches of L/p layers
@@ -145,7 +145,9 @@ def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
         return TrainMemory(weights_grads, opt, act, budget)
     n = lay.n
     shard = model.num_params / n
-    weights_grads = 0.0 if tr.offload_params else 8.0 * shard  # fp32 parameters and gradients, sharded
+    # fp32 parameters and gradients, sharded; under ZeRO-Offload (offload_optimizer alone) the fp32 master lives on
+    # the host and the GPU keeps the bf16 parameters and gradients (DeepSpeed@v0.19.5 stage_1_and_2.py)
+    weights_grads = 0.0 if tr.offload_params else (4.0 if tr.offload_optimizer else 8.0) * shard
     opt = 0.0 if (tr.offload_optimizer or tr.offload_params) else 8.0 * shard  # Adam moments
     layer_bytes = model.num_params / model.num_layers * ACT_BYTES
     per_layer = 2.0 * h if tr.activation_recompute == "full" else per_layer_full
@@ -166,6 +168,7 @@ def validate(scenario: Scenario) -> None:
     _check_hardware(scenario)
     _check_global_batch(scenario)
     check_memory(scenario)
+    offload.check_host_memory(scenario)
 
 
 def _check_padding(scenario: Scenario) -> None:
@@ -333,8 +336,8 @@ def check_memory(scenario: Scenario) -> None:
                 scenario.algorithm.critic_gpus,
                 f"holds the critic ({scenario.critic.name}) at {crit.total_bytes / 1e9:.1f} GB per GPU (weights and "
                 f"gradients {crit.weights_grads_bytes / 1e9:.1f}, optimizer {crit.optimizer_bytes / 1e9:.1f}, "
-                f"activations {crit.activation_bytes / 1e9:.1f}), over {scenario.training.memory_fraction:.0%} of a "
-                f"{scenario.hardware.gpu.name}",
+                f"activations {crit.activation_bytes / 1e9:.1f}), over the {crit.budget_bytes / 1e9:.1f} GB a "
+                f"{scenario.hardware.gpu.name} leaves it ({headroom.headroom(view).describe()})",
                 "raise it, or set training.offload_optimizer: true",
             )
     if scenario.algorithm.kl_reference and scenario.algorithm.reference_gpus:
@@ -345,13 +348,14 @@ def check_memory(scenario: Scenario) -> None:
             * (scenario.training.logprob_micro_batch_size or scenario.training.micro_batch_size)
         )
         need = reference_weight_bytes(view, scenario.model) + act
-        budget = scenario.hardware.gpu.memory_bytes * scenario.training.memory_fraction
+        budget = headroom.budget_bytes(view)
         if need > budget:
             raise ScenarioError(
                 "algorithm.reference_gpus",
                 scenario.algorithm.reference_gpus,
                 f"holds the reference model ({scenario.model.name}) at {need / 1e9:.1f} GB per GPU (weights and one "
-                f"forward micro-batch), over {scenario.training.memory_fraction:.0%} of a {scenario.hardware.gpu.name}",
+                f"forward micro-batch), over the {budget / 1e9:.1f} GB a {scenario.hardware.gpu.name} leaves it "
+                f"({headroom.headroom(view).describe()})",
                 "raise it",
             )
     tr = scenario.training
@@ -363,8 +367,8 @@ def check_memory(scenario: Scenario) -> None:
         f"needs {mem.total_bytes / gb:.1f} GB per training GPU for {model.name} (weights and gradients "
         f"{'with the critic and reference ' if mem.weights_grads_bytes > memory(scenario).weights_grads_bytes else ''}"
         f"{mem.weights_grads_bytes / gb:.1f}, optimizer {mem.optimizer_bytes / gb:.1f}, activations "
-        f"{mem.activation_bytes / gb:.1f}), over {tr.memory_fraction:.0%} of the "
-        f"{scenario.hardware.gpu.memory_bytes / gb:.0f} GB of a {scenario.hardware.gpu.name}"
+        f"{mem.activation_bytes / gb:.1f}), over the {mem.budget_bytes / gb:.1f} GB a {scenario.hardware.gpu.name} "
+        f"leaves the trainer ({headroom.headroom(scenario).describe()})"
     )
     if mem.activation_bytes > mem.weights_grads_bytes + mem.optimizer_bytes:
         if tr.activation_recompute != "full":
