@@ -557,8 +557,6 @@ class Training:
     # reports less the reserves of rlsim.trainer.headroom (non-PyTorch memory, a colocated engine's share,
     # allocator fragmentation)
     memory_fraction: float | None = field(default=None, metadata=bounds(gt=0, le=1))
-    # PyTorch's caching allocator with expandable_segments (verl's trainer_mode turns it on): no fragmentation reserve
-    expandable_segments: bool = False
     # the reference model waits in host memory and is swapped into the trainer's parameters for the reference
     # pass: policy weights out, reference in, policy back (NeMo RL use_reference_model)
     reference_on_host: bool = False

@@ -14,13 +14,13 @@ Each reserve and its source (docs/frameworks.md, "Offload and memory headroom"):
   graph pool, which level-1 sleep leaves resident (vllm-project/vllm pull 56373: "Level-1 cuMem sleep releases
   weights and KV cache, but leaves graph executables and native CUDA graph pools resident"; issue 47654 measured
   1.50e9 bytes of captured graphs): CUDA_GRAPH_BYTES.
-* Fragmentation of PyTorch's caching allocator: with its default segments, what it reserves over what it allocates
-  at the peak, DEFAULT_FRAGMENTATION (a DeepSpeed trainer's "Max_MA 46.18 GB ... Max_CA 51 GB", vllm-project/vllm
-  issue 17117: 51 / 46.18 - 1); NeMo RL leaves PYTORCH_CUDA_ALLOC_CONF unset (NVIDIA-NeMo/RL@v0.7.0
+* Fragmentation of PyTorch's caching allocator: what it reserves over what it allocates at the peak,
+  FRAGMENTATION (a DeepSpeed trainer's "Max_MA 46.18 GB ... Max_CA 51 GB", vllm-project/vllm issue 17117:
+  51 / 46.18 - 1), for every framework: NeMo RL leaves PYTORCH_CUDA_ALLOC_CONF unset (NVIDIA-NeMo/RL@v0.7.0
   nemo_rl/models/policy/workers/megatron_policy_worker.py:1463-1474 names expandable segments as a recipe option),
-  so do OpenRLHF and TRL. verl's trainer turns expandable segments on in trainer_mode (verl@v0.7.0
-  verl/workers/megatron_workers.py:716, fsdp_workers.py:771; v0.6.1 :618, :746): segments grow by mapping pages
-  into one address range, so blocks do not strand between segments; rlsim prices no fragmentation there.
+  so do OpenRLHF and TRL; verl's trainer turns expandable segments on (verl@v0.7.0
+  verl/workers/megatron_workers.py:716, fsdp_workers.py:771; v0.6.1 :618, :746), which strands less memory
+  between segments, but rlsim has no measurement of how much less and prices the same reserve.
 
 ``training.memory_fraction`` set: the flat share of ``gpu.memory_bytes`` instead (rlsim's rule before these). A CPU
 platform (rlsim-real's runs) has no CUDA reserves: 0.9 of its memory.
@@ -36,8 +36,7 @@ if TYPE_CHECKING:
 
 NON_TORCH_BYTES = 1.27 * 2**30
 CUDA_GRAPH_BYTES = 1.50e9
-DEFAULT_FRAGMENTATION = 51.0 / 46.18 - 1.0  # 0.104
-EXPANDABLE_FRAGMENTATION = 0.0
+FRAGMENTATION = 51.0 / 46.18 - 1.0  # 0.104
 CPU_PLATFORM_FRACTION = 0.9
 
 
@@ -81,9 +80,8 @@ def headroom(scenario: Scenario) -> Headroom:
         return Headroom(hw.gpu.memory_bytes, 0.0, 0.0, 0.0, hw.gpu.memory_bytes * CPU_PLATFORM_FRACTION)
     device = hw.engine_memory_bytes
     engine = engine_reserve_bytes(scenario)
-    frag = EXPANDABLE_FRAGMENTATION if tr.expandable_segments else DEFAULT_FRAGMENTATION
-    budget = max(0.0, device - NON_TORCH_BYTES - engine) / (1.0 + frag)
-    return Headroom(device, NON_TORCH_BYTES, engine, frag, budget)
+    budget = max(0.0, device - NON_TORCH_BYTES - engine) / (1.0 + FRAGMENTATION)
+    return Headroom(device, NON_TORCH_BYTES, engine, FRAGMENTATION, budget)
 
 
 def budget_bytes(scenario: Scenario) -> float:

@@ -260,8 +260,6 @@ def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> di
         training["offload_params"] = training["offload_optimizer"] = policy
         training["swap_params"] = not policy and bool(src.get(A + "fsdp_config.param_offload"))
         training["swap_optimizer"] = not policy and bool(src.get(A + "fsdp_config.optimizer_offload"))
-    # verl's trainer_mode turns expandable segments on (verl@v0.7.0 megatron_workers.py:716, fsdp_workers.py:771)
-    training["expandable_segments"] = True
     return training
 
 
