@@ -12,8 +12,10 @@ Each reserve and its source (docs/frameworks.md, "Offload and memory headroom"):
   memory CUDA reports (vLLM sizes its KV cache to fill it: vllm/v1/worker/gpu_worker.py determine_available_memory).
   One that sleeps (level 1: weights to the host, KV cache freed) keeps its process's non-torch memory and its CUDA
   graph pool, which level-1 sleep leaves resident (vllm-project/vllm pull 56373: "Level-1 cuMem sleep releases
-  weights and KV cache, but leaves graph executables and native CUDA graph pools resident"; issue 47654 measured
-  1.50e9 bytes of captured graphs): CUDA_GRAPH_BYTES.
+  weights and KV cache, but leaves graph executables and native CUDA graph pools resident"). The pool holds the
+  activations of the largest captured batch, whose size follows the hidden size at vLLM's fixed capture sizes; the
+  one measurement, 1,503,657,984 bytes for Kimi-K2.6 (hidden 7168) in vllm-project/vllm issue 47654, scales to
+  other models by hidden size: CUDA_GRAPH_BYTES_PER_HIDDEN.
 * Fragmentation of PyTorch's caching allocator: what it reserves over what it allocates at the peak,
   FRAGMENTATION (a DeepSpeed trainer's "Max_MA 46.18 GB ... Max_CA 51 GB", vllm-project/vllm issue 17117:
   51 / 46.18 - 1), for every framework: NeMo RL leaves PYTORCH_CUDA_ALLOC_CONF unset (NVIDIA-NeMo/RL@v0.7.0
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from rlsim.schema import Scenario
 
 NON_TORCH_BYTES = 1.27 * 2**30
-CUDA_GRAPH_BYTES = 1.50e9
+CUDA_GRAPH_BYTES_PER_HIDDEN = 1_503_657_984 / 7168
 FRAGMENTATION = 51.0 / 46.18 - 1.0  # 0.104
 CPU_PLATFORM_FRACTION = 0.9
 
@@ -67,7 +69,7 @@ def engine_reserve_bytes(scenario: Scenario) -> float:
         return 0.0
     if not scenario.weight_sync.engine_sleeps:
         return scenario.engine.gpu_memory_utilization * hw.engine_memory_bytes
-    return NON_TORCH_BYTES + CUDA_GRAPH_BYTES
+    return NON_TORCH_BYTES + CUDA_GRAPH_BYTES_PER_HIDDEN * scenario.model.hidden_size
 
 
 def headroom(scenario: Scenario) -> Headroom:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from rlsim.errors import ScenarioError
 from rlsim.trainer import headroom, offload
+from rlsim.trainer.offload import megatron_grad_bytes, megatron_optimizer_bytes
 from rlsim.trainer.training import (
     ACT_BYTES,
     LOGIT_BYTES,
@@ -32,7 +33,7 @@ from rlsim.trainer.training import (
 from rlsim.workload.priors import response_prior
 
 if TYPE_CHECKING:
-    from rlsim.schema import ModelSpec, Scenario, Training, Workload
+    from rlsim.schema import ModelSpec, Scenario, Workload
 
 
 @dataclass(frozen=True)
@@ -102,19 +103,6 @@ def _unpadded_quantile(w: Workload, micro: int) -> float:
         sums = (prompts + responses).reshape(_DRAWS, micro).sum(axis=1)
         worst = max(worst, float(np.quantile(sums, MICRO_TOKENS_QUANTILE)))
     return worst
-
-
-def megatron_grad_bytes(tr: Training) -> float:
-    """Bytes per parameter of Megatron's gradient buffer: fp32, or bf16 without ``grad_reduce_in_fp32``."""
-    return 4.0 if tr.grad_reduce_in_fp32 else 2.0
-
-
-def megatron_optimizer_bytes(tr: Training) -> float:
-    """Bytes per parameter of Megatron's optimizer state: the fp32 Adam moments (8) and the master weight, fp32
-    (4) or, under the precision-aware optimizer with bf16 weights, the 16-bit remainder of it (2; Megatron-LM
-    ``distrib_optimizer.py``: ``master_param`` an int16 shard when ``store_param_remainders`` and bf16)."""
-    remainder = tr.precision_aware_optimizer and tr.precision == "bf16"
-    return 8.0 + (2.0 if remainder else 4.0)
 
 
 def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
@@ -348,8 +336,7 @@ def check_memory(scenario: Scenario) -> None:
             * (scenario.training.logprob_micro_batch_size or scenario.training.micro_batch_size)
         )
         need = reference_weight_bytes(view, scenario.model) + act
-        budget = headroom.budget_bytes(view)
-        if need > budget:
+        if need > (budget := headroom.budget_bytes(view)):
             raise ScenarioError(
                 "algorithm.reference_gpus",
                 scenario.algorithm.reference_gpus,

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 from rlsim.errors import ScenarioError
 
 if TYPE_CHECKING:
-    from rlsim.schema import ModelSpec, Scenario
+    from rlsim.schema import ModelSpec, Scenario, Training
 
 # bytes per parameter over the host link in one CPU Adam step (gradient down + parameter up), by path
 HYBRID_LINK_BYTES = 4.0 + 4.0  # Megatron-Core HybridDeviceOptimizer: fp32 gradient down, fp32 parameter up
@@ -57,6 +57,20 @@ DEEPSPEED_HOST_BYTES = 18.0
 FSDP_SWAP_PARAM_BYTES = 4.0  # verl's FSDP actor keeps fp32 sharded parameters (mixed precision computes in bf16)
 FSDP_SWAP_OPTIMIZER_BYTES = 8.0  # exp_avg and exp_avg_sq, fp32
 MEGATRON_PARAM_BYTES = 2.0  # the bf16 parameter buffer
+BF16_BYTES = 2.0
+
+
+def megatron_grad_bytes(tr: Training) -> float:
+    """Bytes per parameter of Megatron's gradient buffer: fp32, or bf16 without ``grad_reduce_in_fp32``."""
+    return 4.0 if tr.grad_reduce_in_fp32 else 2.0
+
+
+def megatron_optimizer_bytes(tr: Training) -> float:
+    """Bytes per parameter of Megatron's optimizer state: the fp32 Adam moments (8) and the master weight, fp32
+    (4) or, under the precision-aware optimizer with bf16 weights, the 16-bit remainder of it (2; Megatron-LM
+    ``distrib_optimizer.py``: ``master_param`` an int16 shard when ``store_param_remainders`` and bf16)."""
+    remainder = tr.precision_aware_optimizer and tr.precision == "bf16"
+    return 8.0 + (2.0 if remainder else 4.0)
 
 
 def host_bandwidth(scenario: Scenario) -> float:
@@ -68,9 +82,9 @@ def host_bandwidth(scenario: Scenario) -> float:
 def cpu_adam_fraction(scenario: Scenario) -> float:
     """Share of a rank's optimizer state on the host and updated by CPU Adam (0 without offload_optimizer)."""
     tr = scenario.training
-    if not tr.offload_optimizer:
-        return 0.0
-    return tr.offload_optimizer_fraction if tr.backend == "megatron" else 1.0
+    if tr.backend == "megatron":
+        return tr.offload_optimizer_fraction if tr.offload_optimizer else 0.0
+    return 1.0 if (tr.offload_optimizer or tr.offload_params) else 0.0  # CPUOffloadPolicy steps on the CPU too
 
 
 def cpu_optimizer_s(scenario: Scenario, shard_params: float) -> float:
@@ -116,8 +130,6 @@ def swap_bytes(scenario: Scenario, model: ModelSpec) -> tuple[float, float]:
     if not (tr.swap_params or tr.swap_optimizer):
         return 0.0, 0.0
     if tr.backend == "megatron":
-        from rlsim.trainer.memory import megatron_optimizer_bytes  # here: memory imports training, which imports us
-
         shard, opt_shard = _megatron_shards(scenario, model)
         params = MEGATRON_PARAM_BYTES * shard
         opt = megatron_optimizer_bytes(tr) * opt_shard
@@ -139,32 +151,26 @@ def phase_swap_s(scenario: Scenario, model: ModelSpec, forward_only: bool) -> fl
 
 
 def trainer_host_bytes(scenario: Scenario) -> float:
-    """Bytes one training GPU's process keeps in host memory: the CPU optimizer's state, the swapped states, the
-    colocated weight sync's offloaded trainer state and a host-resident reference model."""
-    from rlsim.trainer.memory import memory  # here: memory imports training, which imports us
-    from rlsim.trainer.training import ACT_BYTES, reference_weight_bytes
-
+    """Bytes one training GPU's process keeps in host memory: the CPU optimizer's state, the swapped states, what
+    the colocated weight sync's trainer offload moves there (the bf16 weights and the optimizer state the GPU
+    holds; NeMo RL offload_before_refit / offload_after_refit) and a host-resident reference model (bf16)."""
     tr, model = scenario.training, scenario.model
-    total = 0.0
+    frac = cpu_adam_fraction(scenario)
     if tr.backend == "megatron":
         shard, opt_shard = _megatron_shards(scenario, model)
-        total += CPU_ADAM_HOST_BYTES * cpu_adam_fraction(scenario) * opt_shard
+        on_host = CPU_ADAM_HOST_BYTES * frac * opt_shard
+        gpu_optimizer = megatron_optimizer_bytes(tr) * (1.0 - frac) * opt_shard
     else:
-        shard = opt_shard = model.num_params / scenario.hardware.num_train_gpus
-        if tr.offload_params:
-            total += CPU_ADAM_HOST_BYTES * shard
-        elif tr.offload_optimizer:
-            total += DEEPSPEED_HOST_BYTES * shard
+        shard = model.num_params / scenario.hardware.num_train_gpus
+        cpu_adam = CPU_ADAM_HOST_BYTES if tr.offload_params else DEEPSPEED_HOST_BYTES
+        on_host = cpu_adam * shard if frac else 0.0
+        gpu_optimizer = 0.0 if frac else FSDP_SWAP_OPTIMIZER_BYTES * shard
     params, opt = swap_bytes(scenario, model)
-    total += params + opt
+    total = on_host + params + opt
     if scenario.hardware.placement == "colocated" and scenario.weight_sync.offload_trainer:
-        gpu = memory(scenario)
-        if not tr.swap_params:
-            total += ACT_BYTES * shard
-        if not tr.swap_optimizer:
-            total += gpu.optimizer_bytes
+        total += (0.0 if tr.swap_params else BF16_BYTES * shard) + (0.0 if tr.swap_optimizer else gpu_optimizer)
     if tr.reference_on_host and scenario.algorithm.kl_reference:
-        total += reference_weight_bytes(scenario, model)
+        total += BF16_BYTES * shard
     return total
 
 

@@ -240,13 +240,15 @@ def test_the_headroom_admits_a_trainer_the_flat_ninety_percent_refused():
 
 
 def test_a_colocated_engine_keeps_its_share_of_the_trainers_gpu():
-    """Colocated on an H100: an engine that sleeps keeps its own 1.27 GiB outside PyTorch and its 1.5e9-byte CUDA
-    graph pool, so the trainer has (85.0e9 - 2 x 1.27 GiB - 1.5e9) / 1.10434 = 73.14e9; one that does not sleep keeps
-    gpu_memory_utilization 0.6 of the 85.0e9: (85.0e9 - 1.27 GiB - 51e9) / 1.10434 = 29.55e9."""
+    """Colocated on an H100: an engine that sleeps keeps its own 1.27 GiB outside PyTorch and its CUDA graph pool,
+    1,503,657,984 bytes at hidden 7168 scaled to the toy's 1024 (2.148e8), so the trainer has (85.0e9 - 2 x 1.27 GiB
+    - 2.148e8) / 1.10434 = 74.30e9; one that does not sleep keeps gpu_memory_utilization 0.6 of the 85.0e9:
+    (85.0e9 - 1.27 GiB - 51e9) / 1.10434 = 29.55e9."""
     frag = 51 / 46.18
     sleeps = from_dict(_raw_h100())
-    assert headroom.budget_bytes(sleeps) == pytest.approx((85.0e9 - 2 * 1.27 * 2**30 - 1.5e9) / frag)
-    assert headroom.budget_bytes(sleeps) == pytest.approx(73.14e9, rel=1e-3)
+    graphs = 1_503_657_984 * 1024 / 7168
+    assert headroom.budget_bytes(sleeps) == pytest.approx((85.0e9 - 2 * 1.27 * 2**30 - graphs) / frag)
+    assert headroom.budget_bytes(sleeps) == pytest.approx(74.30e9, rel=1e-3)
     awake = from_dict(
         {**_raw_h100(), "weight_sync": {"engine_sleeps": False}, "engine": {"gpu_memory_utilization": 0.6}}
     )
