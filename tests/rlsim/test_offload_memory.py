@@ -144,7 +144,12 @@ def test_verl_megatron_offload_swaps_the_states_around_each_phase():
     brings both up and takes both down: 2 x 2.5e9 / 5e9 = 1.0 s; a log-prob pass moves the parameters only:
     2 x 1e9 / 5e9 = 0.4 s. Adam still runs on the GPU (28 x 1.25e8 / 1e12), and the update's peak memory is what
     it is without offload (everything is back on the GPU for it)."""
-    over = {**MEGATRON, "training.tensor_parallel_size": 2, "training.swap_params": True, "training.swap_optimizer": True}
+    over = {
+        **MEGATRON,
+        "training.tensor_parallel_size": 2,
+        "training.swap_params": True,
+        "training.swap_optimizer": True,
+    }
     s = _scn(over)
     assert _phase(s).host_swap_s == pytest.approx(2 * (1e9 + 1.5e9) / HOST_BW)
     assert _phase(s).host_swap_s == pytest.approx(1.0)

@@ -99,12 +99,17 @@ TABLE: tuple[Row, ...] = (
     Row(MG + "grad_offload", False, "(a note)", "moves nothing: the gradient buffer is freed with param_offload"),
     Row(MG + "optimizer_offload", False, "training.swap_optimizer", "master + moments to host between updates"),
     Row(A + "optim.override_optimizer_config.optimizer_cpu_offload", False, "training.offload_optimizer", "CPU Adam"),
-    Row(A + "optim.override_optimizer_config.optimizer_offload_fraction", 0.0, "training.offload_optimizer_fraction", "share"),
+    Row(
+        A + "optim.override_optimizer_config.optimizer_offload_fraction",
+        0.0,
+        "training.offload_optimizer_fraction",
+        "host share",
+    ),
     Row(REF_MG + "tensor_model_parallel_size", 1, "(a note)", "the reference pass runs on the actor's layout"),
     Row(REF_MG + "pipeline_model_parallel_size", 1, "(a note)", "the reference pass runs on the actor's layout"),
     Row(A + "fsdp_config.param_offload", False, "training.swap_params", "fp32 shard to host between phases"),
     Row(A + "fsdp_config.optimizer_offload", False, "training.swap_optimizer", "Adam moments to host between updates"),
-    Row(A + "fsdp_config.offload_policy", False, "training.offload_params, offload_optimizer", "FSDP2 CPUOffloadPolicy"),
+    Row(A + "fsdp_config.offload_policy", False, "training.offload_params, offload_optimizer", "FSDP2 CPU policy"),
 )
 
 ESTIMATORS = {"gae": "ppo", "grpo": "grpo"}
