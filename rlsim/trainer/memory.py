@@ -155,6 +155,7 @@ def validate(scenario: Scenario) -> None:
         _check_megatron_layout(scenario)
     _check_hardware(scenario)
     _check_global_batch(scenario)
+    _check_offload(scenario)
     check_memory(scenario)
     offload.check_host_memory(scenario)
 
@@ -175,6 +176,27 @@ def _check_padding(scenario: Scenario) -> None:
             True,
             "pads every sequence to the batch's longest, but sequence packing leaves no padding",
             f"set {at}.sequence_packing: false, or remove {at}.pad_to_longest",
+        )
+
+
+def _check_offload(scenario: Scenario) -> None:
+    """The offload fields agree: a host share only for Megatron's hybrid optimizer, and no swap of what
+    offload_params already keeps on the host."""
+    tr = scenario.training
+    if tr.backend == "fsdp" and tr.offload_optimizer_fraction != 1.0:
+        raise ScenarioError(
+            "training.offload_optimizer_fraction",
+            tr.offload_optimizer_fraction,
+            "is the host share of Megatron-Core's hybrid optimizer; backend fsdp offloads all of it or none",
+            "remove it, or set training.backend: megatron",
+        )
+    if tr.offload_params and (tr.swap_params or tr.swap_optimizer):
+        raise ScenarioError(
+            "training.swap_params" if tr.swap_params else "training.swap_optimizer",
+            True,
+            "swaps state that training.offload_params already keeps on the host (verl turns its swaps off under "
+            "FSDP2's offload_policy)",
+            "remove it, or set training.offload_params: false",
         )
 
 

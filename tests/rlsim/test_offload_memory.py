@@ -291,3 +291,12 @@ def test_the_frameworks_offload_keys_map_to_their_mechanisms():
     sets = {"actor_rollout_ref.actor.strategy": "fsdp2", fsdp + "offload_policy": True, fsdp + "param_offload": True}
     tr = import_config(verl, "verl", sets).scenario["training"]
     assert (tr["swap_params"], tr["offload_params"], tr["offload_optimizer"]) == (False, True, True)
+
+
+def test_offload_fields_that_contradict_each_other_are_refused():
+    with pytest.raises(ScenarioError, match="backend fsdp offloads all of it or none") as err:
+        _scn({"training.offload_optimizer": True, "training.offload_optimizer_fraction": 0.5})
+    assert err.value.field == "training.offload_optimizer_fraction"
+    with pytest.raises(ScenarioError, match="already keeps on the host") as err:
+        _scn({"training.offload_params": True, "training.swap_params": True})
+    assert err.value.field == "training.swap_params"
