@@ -36,6 +36,8 @@ class Hardware:
     # because no framework launch we read sets that up and the published GB200 runs behave so (docs/design.md,
     # "Topology"). Irrelevant where the domain is one node (DGX / HGX)
     multi_node_nvlink: bool | None = None
+    # host (CPU) memory of one node, bytes; None: the GPU catalog's host_memory_bytes (offloaded state must fit it)
+    host_memory_bytes: float | None = field(default=None, metadata=bounds(gt=0))
 
     @property
     def engine_memory_bytes(self) -> float:
@@ -573,9 +575,21 @@ class Training:
     # full: keep each layer's input only (verl's enable_gradient_checkpointing, on by default there)
     activation_recompute: Literal["none", "selective", "full"] = "full"
     precision: Literal["bf16", "fp8"] = "bf16"
-    offload_optimizer: bool = False  # optimizer states and update on the host (CPU Adam)
-    offload_params: bool = False  # fsdp only: parameters live on the host between uses
-    memory_fraction: float = field(default=0.9, metadata=bounds(gt=0, le=1))  # of each GPU the trainer may use
+    # optimizer states and update on the host (CPU Adam: Megatron-Core's HybridDeviceOptimizer, DeepSpeed's
+    # ZeRO-Offload, FSDP2's CPUOffloadPolicy with offload_params; rlsim.trainer.offload)
+    offload_optimizer: bool = False
+    # megatron: the share of a rank's optimizer state offload_optimizer puts on the host (Megatron-Core
+    # optimizer_offload_fraction; NeMo RL allows only 1.0); the rest steps on the GPU
+    offload_optimizer_fraction: float = field(default=1.0, metadata=bounds(ge=0, le=1))
+    offload_params: bool = False  # fsdp only: parameters live on the host between uses (FSDP2 CPUOffloadPolicy)
+    # verl's param_offload / optimizer_offload: the parameters (optimizer state) wait in host memory between phases
+    # and come back for each log-prob pass and update (the optimizer state for the update only); Adam on the GPU
+    swap_params: bool = False
+    swap_optimizer: bool = False
+    # flat share of each GPU's datasheet memory the trainer may use; None: the framework's headroom, what CUDA
+    # reports less the reserves of rlsim.trainer.headroom (non-PyTorch memory, a colocated engine's share,
+    # allocator fragmentation)
+    memory_fraction: float | None = field(default=None, metadata=bounds(gt=0, le=1))
     # the reference model waits in host memory and is swapped into the trainer's parameters for the reference
     # pass: policy weights out, reference in, policy back (NeMo RL use_reference_model)
     reference_on_host: bool = False

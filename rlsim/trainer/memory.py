@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rlsim.errors import ScenarioError
+from rlsim.trainer import headroom, offload
+from rlsim.trainer.offload import megatron_grad_bytes, megatron_optimizer_bytes
 from rlsim.trainer.training import (
     ACT_BYTES,
     LOGIT_BYTES,
@@ -31,7 +33,7 @@ from rlsim.trainer.training import (
 from rlsim.workload.priors import response_prior
 
 if TYPE_CHECKING:
-    from rlsim.schema import ModelSpec, Scenario, Training, Workload
+    from rlsim.schema import ModelSpec, Scenario, Workload
 
 
 @dataclass(frozen=True)
@@ -103,24 +105,11 @@ def _unpadded_quantile(w: Workload, micro: int) -> float:
     return worst
 
 
-def megatron_grad_bytes(tr: Training) -> float:
-    """Bytes per parameter of Megatron's gradient buffer: fp32, or bf16 without ``grad_reduce_in_fp32``."""
-    return 4.0 if tr.grad_reduce_in_fp32 else 2.0
-
-
-def megatron_optimizer_bytes(tr: Training) -> float:
-    """Bytes per parameter of Megatron's optimizer state: the fp32 Adam moments (8) and the master weight, fp32
-    (4) or, under the precision-aware optimizer with bf16 weights, the 16-bit remainder of it (2; Megatron-LM
-    ``distrib_optimizer.py``: ``master_param`` an int16 shard when ``store_param_remainders`` and bf16)."""
-    remainder = tr.precision_aware_optimizer and tr.precision == "bf16"
-    return 8.0 + (2.0 if remainder else 4.0)
-
-
 def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
     """Training memory per GPU for ``model`` (default: the policy) on the scenario's layout."""
     model = model or scenario.model
     tr, lay = scenario.training, layout_of(scenario)
-    budget = scenario.hardware.gpu.memory_bytes * tr.memory_fraction
+    budget = headroom.budget_bytes(scenario)
     tokens_mb = micro_batch_tokens(scenario)
     h = model.hidden_size
     per_layer_full = SEQ_PARALLEL_ACT_BYTES_PER_TOKEN_HIDDEN * h
@@ -131,12 +120,11 @@ def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
         params = dense + expert
         weights_grads = (2.0 + megatron_grad_bytes(tr)) * params
         state = megatron_optimizer_bytes(tr)
-        if tr.offload_optimizer:
-            opt = 0.0
-        elif tr.distributed_optimizer:
+        if tr.distributed_optimizer:
             opt = state * (dense / (lay.d * lay.c) + expert / lay.d_expert)
         else:
             opt = state * params
+        opt *= 1.0 - offload.cpu_adam_fraction(scenario)  # the hybrid optimizer's host share leaves the GPU
         per_layer = 2.0 * h if tr.activation_recompute == "full" else per_layer_full
         tok = tokens_mb / (lay.c * lay.t)
         act = tok * per_layer * model.num_layers / lay.p * lay.p + logits  # p micro-batches of L/p layers
@@ -145,7 +133,9 @@ def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
         return TrainMemory(weights_grads, opt, act, budget)
     n = lay.n
     shard = model.num_params / n
-    weights_grads = 0.0 if tr.offload_params else 8.0 * shard  # fp32 parameters and gradients, sharded
+    # fp32 parameters and gradients, sharded; under ZeRO-Offload (offload_optimizer alone) the fp32 master lives on
+    # the host and the GPU keeps the bf16 parameters and gradients (DeepSpeed@v0.19.5 stage_1_and_2.py)
+    weights_grads = 0.0 if tr.offload_params else (4.0 if tr.offload_optimizer else 8.0) * shard
     opt = 0.0 if (tr.offload_optimizer or tr.offload_params) else 8.0 * shard  # Adam moments
     layer_bytes = model.num_params / model.num_layers * ACT_BYTES
     per_layer = 2.0 * h if tr.activation_recompute == "full" else per_layer_full
@@ -165,7 +155,9 @@ def validate(scenario: Scenario) -> None:
         _check_megatron_layout(scenario)
     _check_hardware(scenario)
     _check_global_batch(scenario)
+    _check_offload(scenario)
     check_memory(scenario)
+    offload.check_host_memory(scenario)
 
 
 def _check_padding(scenario: Scenario) -> None:
@@ -184,6 +176,27 @@ def _check_padding(scenario: Scenario) -> None:
             True,
             "pads every sequence to the batch's longest, but sequence packing leaves no padding",
             f"set {at}.sequence_packing: false, or remove {at}.pad_to_longest",
+        )
+
+
+def _check_offload(scenario: Scenario) -> None:
+    """The offload fields agree: a host share only for Megatron's hybrid optimizer, and no swap of what
+    offload_params already keeps on the host."""
+    tr = scenario.training
+    if tr.backend == "fsdp" and tr.offload_optimizer_fraction != 1.0:
+        raise ScenarioError(
+            "training.offload_optimizer_fraction",
+            tr.offload_optimizer_fraction,
+            "is the host share of Megatron-Core's hybrid optimizer; backend fsdp offloads all of it or none",
+            "remove it, or set training.backend: megatron",
+        )
+    if tr.offload_params and (tr.swap_params or tr.swap_optimizer):
+        raise ScenarioError(
+            "training.swap_params" if tr.swap_params else "training.swap_optimizer",
+            True,
+            "swaps state that training.offload_params already keeps on the host (verl turns its swaps off under "
+            "FSDP2's offload_policy)",
+            "remove it, or set training.offload_params: false",
         )
 
 
@@ -341,8 +354,8 @@ def check_memory(scenario: Scenario) -> None:
                 scenario.algorithm.critic_gpus,
                 f"holds the critic ({scenario.critic.name}) at {crit.total_bytes / 1e9:.1f} GB per GPU (weights and "
                 f"gradients {crit.weights_grads_bytes / 1e9:.1f}, optimizer {crit.optimizer_bytes / 1e9:.1f}, "
-                f"activations {crit.activation_bytes / 1e9:.1f}), over {scenario.training.memory_fraction:.0%} of a "
-                f"{scenario.hardware.gpu.name}",
+                f"activations {crit.activation_bytes / 1e9:.1f}), over the {crit.budget_bytes / 1e9:.1f} GB a "
+                f"{scenario.hardware.gpu.name} leaves it ({headroom.headroom(view).describe()})",
                 "raise it, or set training.offload_optimizer: true",
             )
     if scenario.algorithm.kl_reference and scenario.algorithm.reference_gpus:
@@ -353,13 +366,13 @@ def check_memory(scenario: Scenario) -> None:
             * (scenario.training.logprob_micro_batch_size or scenario.training.micro_batch_size)
         )
         need = reference_weight_bytes(view, scenario.model) + act
-        budget = scenario.hardware.gpu.memory_bytes * scenario.training.memory_fraction
-        if need > budget:
+        if need > (budget := headroom.budget_bytes(view)):
             raise ScenarioError(
                 "algorithm.reference_gpus",
                 scenario.algorithm.reference_gpus,
                 f"holds the reference model ({scenario.model.name}) at {need / 1e9:.1f} GB per GPU (weights and one "
-                f"forward micro-batch), over {scenario.training.memory_fraction:.0%} of a {scenario.hardware.gpu.name}",
+                f"forward micro-batch), over the {budget / 1e9:.1f} GB a {scenario.hardware.gpu.name} leaves it "
+                f"({headroom.headroom(view).describe()})",
                 "raise it",
             )
     tr = scenario.training
@@ -371,8 +384,8 @@ def check_memory(scenario: Scenario) -> None:
         f"needs {mem.total_bytes / gb:.1f} GB per training GPU for {model.name} (weights and gradients "
         f"{'with the critic and reference ' if mem.weights_grads_bytes > memory(scenario).weights_grads_bytes else ''}"
         f"{mem.weights_grads_bytes / gb:.1f}, optimizer {mem.optimizer_bytes / gb:.1f}, activations "
-        f"{mem.activation_bytes / gb:.1f}), over {tr.memory_fraction:.0%} of the "
-        f"{scenario.hardware.gpu.memory_bytes / gb:.0f} GB of a {scenario.hardware.gpu.name}"
+        f"{mem.activation_bytes / gb:.1f}), over the {mem.budget_bytes / gb:.1f} GB a {scenario.hardware.gpu.name} "
+        f"leaves the trainer ({headroom.headroom(scenario).describe()})"
     )
     if mem.activation_bytes > mem.weights_grads_bytes + mem.optimizer_bytes:
         if tr.activation_recompute != "full":

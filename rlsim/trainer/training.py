@@ -49,15 +49,17 @@ times ``costs.link_efficiency``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
+
+from rlsim.trainer import offload
 
 if TYPE_CHECKING:
     from rlsim.schema import ModelSpec, Scenario
 
 ADAM_BYTES_PER_PARAM = 28.0  # fp32 master, m, v read+write, bf16 grad read, bf16 weight write
-OFFLOAD_BYTES_PER_PARAM = 6.0  # fp32 gradient to the host, bf16 parameter back
 ACT_BYTES = 2  # bf16 activations and communication buffers
 SEQ_PARALLEL_ACT_BYTES_PER_TOKEN_HIDDEN = 34.0  # Korthikanti et al. 2022, eq. 2 (flash attention: no 5as/h term)
 LOGIT_BYTES = 4  # fp32 logits of the last stage
@@ -116,6 +118,7 @@ class TrainTime:
     optimizer_s: float = 0.0
     overhead_s: float = 0.0
     micro_batches: int = 1  # per data-parallel rank and optimizer step
+    host_swap_s: float = 0.0  # verl's param / optimizer offload: the states up before the phase and down after it
 
     @property
     def total_s(self) -> float:
@@ -223,15 +226,12 @@ def _compute_s(
 
 
 def _optimizer_s(scenario: Scenario, shard_params: float) -> float:
-    hw = scenario.hardware
-    if scenario.training.offload_optimizer:
-        return (
-            OFFLOAD_BYTES_PER_PARAM
-            * shard_params
-            / (hw.gpu.host_link_bandwidth_bytes_per_s * scenario.costs.host_link_efficiency)
-            + shard_params / scenario.costs.cpu_adam_params_per_s
-        )
-    return ADAM_BYTES_PER_PARAM * shard_params / hw.gpu.hbm_bandwidth_bytes_per_s
+    """One optimizer step over a rank's ``shard_params``: GPU Adam streams its state through HBM; the share that
+    ``training.offload_optimizer`` puts on the host goes over the host link and through CPU Adam
+    (rlsim.trainer.offload.cpu_optimizer_s)."""
+    on_host = offload.cpu_adam_fraction(scenario)
+    gpu = ADAM_BYTES_PER_PARAM * (1.0 - on_host) * shard_params / scenario.hardware.gpu.hbm_bandwidth_bytes_per_s
+    return gpu + offload.cpu_optimizer_s(scenario, shard_params)
 
 
 # ---------------------------------------------------------------------------------------------------- time
@@ -301,8 +301,11 @@ def phase_time(
     """Seconds of a training phase (``forward_only``: one log-prob / values pass) over the step's ``tokens``
     (prompt + response, summed) and ``sq_tokens`` (sum of squared sequence lengths)."""
     if scenario.training.backend == "megatron":
-        return _megatron_time(scenario, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
-    return _fsdp_time(scenario, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
+        t = _megatron_time(scenario, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
+    else:
+        t = _fsdp_time(scenario, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
+    swap = offload.phase_swap_s(scenario, model, forward_only)
+    return dataclasses.replace(t, host_swap_s=swap) if swap else t
 
 
 def reward_model_s(scenario: Scenario, tokens: float, sq_tokens: float) -> float:

@@ -48,6 +48,8 @@ TABLE: tuple[Row, ...] = (
     Row(MG + "optimizer.lr", 5e-6, "learning.lr0", "Megatron; learning.reference_batch = B"),
     Row(MG + "optimizer.use_precision_aware_optimizer", True, "training.precision_aware_optimizer", "bf16 remainders"),
     Row(MG + "distributed_data_parallel_config.grad_reduce_in_fp32", False, "training.grad_reduce_in_fp32", "bf16"),
+    Row(MG + "optimizer.optimizer_cpu_offload", False, "training.offload_optimizer", "Megatron-Core hybrid CPU Adam"),
+    Row(MG + "optimizer.optimizer_offload_fraction", 0.0, "training.offload_optimizer_fraction", "its host share"),
     Row(DT + "enabled", True, "training.backend", "fsdp (FSDP2); TP or CP > 1: a Megatron layout, noted"),
     Row(DT + "tensor_parallel_size", 1, "training.tensor_parallel_size", "DTensor TP"),
     Row(DT + "context_parallel_size", 1, "training.context_parallel_size", "DTensor CP"),
@@ -266,6 +268,12 @@ def _cpu_offload(src: Source, raw: dict[str, Any], megatron: bool, notes: list[s
             )
         raw["training"].update(offload_params=True, offload_optimizer=True)
         notes.append(f"{DT}cpu_offload: parameters and optimizer states offloaded to the host (FSDP2)")
+    if megatron and src.get(MG + "optimizer.optimizer_cpu_offload"):
+        # Megatron-Core's HybridDeviceOptimizer; NeMo RL asserts a fraction of 1.0 (NVIDIA-NeMo/RL@v0.7.0
+        # nemo_rl/models/megatron/setup.py:880-893; v0.6.0 :518-531; v0.5.0 megatron_policy_worker.py:713-724)
+        fraction = as_float(src, MG + "optimizer.optimizer_offload_fraction")
+        raw["training"].update(offload_optimizer=True, offload_optimizer_fraction=fraction)
+        notes.append(f"{MG}optimizer.optimizer_cpu_offload: {fraction:.0%} of the optimizer state steps on the CPU")
 
 
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:

@@ -72,7 +72,10 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
             "Megatron workers are not mapped by rlsim; emitted for FSDP"
         )
     else:
-        d[A + "fsdp_config.param_offload"] = tr.offload_params
-        d[A + "fsdp_config.optimizer_offload"] = tr.offload_optimizer
+        d[A + "fsdp_config.param_offload"] = tr.swap_params
+        d[A + "fsdp_config.optimizer_offload"] = tr.swap_optimizer
+        if tr.offload_params or tr.offload_optimizer:  # FSDP2's CPUOffloadPolicy: CPU Adam
+            d[A + "strategy"] = "fsdp2"
+            d[A + "fsdp_config.offload_policy"] = True
     note_unexpressed(ctx, "verl", asynchronous=False, max_num_seqs=True, pp=tr.backend == "megatron")
     return d

@@ -33,7 +33,7 @@ Batch semantics (facts from that commit):
   ``megatron_actor``): the layout of ``actor.megatron.*`` over the GPUs, micro-batches per data-parallel rank, no
   recomputation unless ``override_transformer_config.recompute_granularity`` says so (:func:`_megatron`).
 
-Other verl keys (other advantage estimators, Megatron's offloads) are refused or listed as unused.
+Other verl keys (other advantage estimators) are refused or listed as unused.
 """
 
 from __future__ import annotations
@@ -96,13 +96,21 @@ TABLE: tuple[Row, ...] = (
     Row(MG + "use_distributed_optimizer", True, "training.distributed_optimizer", "strategy megatron"),
     Row(MG + "use_remove_padding", True, "training.remove_padding", "strategy megatron: thd (real tokens)"),
     Row(MG + "override_transformer_config.recompute_granularity", None, "training.activation_recompute", "null: none"),
-    Row(MG + "param_offload", False, "(refused)", "true refused: Megatron offload not modelled"),
-    Row(MG + "grad_offload", False, "(refused)", "true refused: Megatron offload not modelled"),
-    Row(MG + "optimizer_offload", False, "(refused)", "true refused: Megatron offload not modelled"),
+    Row(MG + "param_offload", False, "training.swap_params", "bf16 weights to host between phases"),
+    Row(MG + "grad_offload", False, "(a note)", "moves nothing: the gradient buffer is freed with param_offload"),
+    Row(MG + "optimizer_offload", False, "training.swap_optimizer", "master + moments to host between updates"),
+    Row(A + "optim.override_optimizer_config.optimizer_cpu_offload", False, "training.offload_optimizer", "CPU Adam"),
+    Row(
+        A + "optim.override_optimizer_config.optimizer_offload_fraction",
+        0.0,
+        "training.offload_optimizer_fraction",
+        "host share",
+    ),
     Row(REF_MG + "tensor_model_parallel_size", 1, "(a note)", "the reference pass runs on the actor's layout"),
     Row(REF_MG + "pipeline_model_parallel_size", 1, "(a note)", "the reference pass runs on the actor's layout"),
-    Row(A + "fsdp_config.param_offload", False, "training.offload_params", "FSDP parameter offload"),
-    Row(A + "fsdp_config.optimizer_offload", False, "training.offload_optimizer", "FSDP optimizer offload"),
+    Row(A + "fsdp_config.param_offload", False, "training.swap_params", "fp32 shard to host between phases"),
+    Row(A + "fsdp_config.optimizer_offload", False, "training.swap_optimizer", "Adam moments to host between updates"),
+    Row(A + "fsdp_config.offload_policy", False, "training.offload_params, offload_optimizer", "FSDP2 CPU policy"),
     Row("trainer.test_freq", -1, "run.eval_every_steps", "> 0: validation every N steps and at the last"),
     Row("trainer.val_before_train", True, "run.eval_at_start", "validation before the first step"),
     Row(R + "val_kwargs.n", 1, "run.eval_group_size", "responses per validation prompt"),
@@ -181,12 +189,8 @@ def _megatron(src: Source, mini_samples: int, gpus: int, moe: bool) -> tuple[dic
         raise ImportConfigError(
             f"{MG}override_transformer_config.recompute_granularity: {granularity!r} is not full, selective or null"
         )
-    for key in ("param_offload", "grad_offload", "optimizer_offload"):
-        if src.get(MG + key):
-            raise ImportConfigError(
-                f"{MG}{key}: offloading Megatron's {key.split('_')[0]} state is not modelled (rlsim offloads its fsdp "
-                f"layout only); --set {MG}{key}=false"
-            )
+    if src.get(MG + "grad_offload"):  # read at verl@v0.7.0 megatron_workers.py:343, used nowhere
+        notes.append(f"{MG}grad_offload: moves nothing in verl (the gradient buffer is freed with param_offload)")
     training: dict[str, Any] = {
         "backend": "megatron",
         "tensor_parallel_size": tp,
@@ -197,7 +201,14 @@ def _megatron(src: Source, mini_samples: int, gpus: int, moe: bool) -> tuple[dic
         "expert_tensor_parallel_size": int(etp) if etp is not None else (tp if moe else 1),
         "distributed_optimizer": bool(src.get(MG + "use_distributed_optimizer")),
         "activation_recompute": granularity or "none",
+        "swap_params": bool(src.get(MG + "param_offload")),
+        "swap_optimizer": bool(src.get(MG + "optimizer_offload")),
     }
+    cpu_adam = A + "optim.override_optimizer_config.optimizer_cpu_offload"
+    if src.get(cpu_adam):  # Megatron-Core's HybridDeviceOptimizer (megatron/core/optimizer/__init__.py:489-529)
+        training["offload_optimizer"] = True
+        fraction = src.get(A + "optim.override_optimizer_config.optimizer_offload_fraction")
+        training["offload_optimizer_fraction"] = float(fraction) if fraction is not None else 0.0
     per_rank = divisible(f"{A}ppo_mini_batch_size x {R}n", mini_samples, "the data-parallel size", dp)
     notes.append(
         f"{A}strategy megatron: TP {tp} x PP {pp} x CP {cp} over {gpus} GPUs, data-parallel {dp}; "
@@ -255,8 +266,12 @@ def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> di
             "gradients are more memory and compute than LoRA's)"
         )
     if strategy != "megatron":
-        training["offload_params"] = bool(src.get(A + "fsdp_config.param_offload"))
-        training["offload_optimizer"] = bool(src.get(A + "fsdp_config.optimizer_offload"))
+        # param_offload / optimizer_offload swap between phases (verl@v0.7.0 fsdp_workers.py:905-945); fsdp2's
+        # offload_policy is FSDP2's CPUOffloadPolicy and turns those two off (fsdp_workers.py:539-542)
+        policy = strategy == "fsdp2" and bool(src.get(A + "fsdp_config.offload_policy"))
+        training["offload_params"] = training["offload_optimizer"] = policy
+        training["swap_params"] = not policy and bool(src.get(A + "fsdp_config.param_offload"))
+        training["swap_optimizer"] = not policy and bool(src.get(A + "fsdp_config.optimizer_offload"))
     return training
 
 
