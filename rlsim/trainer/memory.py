@@ -148,8 +148,15 @@ def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
     weights_grads = 0.0 if tr.offload_params else 8.0 * shard  # fp32 parameters and gradients, sharded
     opt = 0.0 if (tr.offload_optimizer or tr.offload_params) else 8.0 * shard  # Adam moments
     layer_bytes = model.num_params / model.num_layers * ACT_BYTES
+    gathered = 2 * layer_bytes
+    if tr.zero_stage < 3:  # the bf16 parameters whole on every GPU (no gathered layers); ZeRO-1 the bf16 gradients
+        weights_grads += ACT_BYTES * model.num_params * (2.0 if tr.zero_stage == 1 else 1.0)
+        gathered = 0.0
     per_layer = 2.0 * h if tr.activation_recompute == "full" else per_layer_full
-    act = tokens_mb * per_layer * model.num_layers + tokens_mb * per_layer_full + logits + 2 * layer_bytes
+    if not tr.sequence_packing:  # a Ulysses group of c GPUs splits the micro-batch's sequences (packed bins are
+        tokens_mb /= lay.c  # per GPU already: verl packs c budgets per group)
+    logits = tokens_mb * model.vocab_size * LOGIT_BYTES
+    act = tokens_mb * per_layer * model.num_layers + tokens_mb * per_layer_full + logits + gathered
     return TrainMemory(weights_grads, opt, act, budget)
 
 
@@ -177,6 +184,14 @@ def _check_padding(scenario: Scenario) -> None:
             True,
             f"prices unpadded micro-batches, which {at}.pad_to_longest contradicts",
             f"remove one of {at}.remove_padding and {at}.pad_to_longest",
+        )
+    if tr.pad_to_cap and (tr.remove_padding or tr.pad_to_longest):
+        other = "remove_padding" if tr.remove_padding else "pad_to_longest"
+        raise ScenarioError(
+            f"{at}.pad_to_cap",
+            True,
+            f"pads every sequence to the caps, which {at}.{other} contradicts",
+            f"remove one of {at}.pad_to_cap and {at}.{other}",
         )
     if tr.pad_to_longest and tr.sequence_packing:
         raise ScenarioError(
@@ -209,6 +224,38 @@ def _check_fsdp_layout(scenario: Scenario) -> None:
         raise ScenarioError(
             f"{at}.distributed_optimizer", False, "has no meaning for backend fsdp (always sharded)", "remove it"
         )
+    _check_fsdp_options(scenario)
+
+
+def _check_fsdp_options(scenario: Scenario) -> None:
+    """Backend fsdp: Ulysses groups divide the GPUs and the attention heads; ZeRO-1/2 keep parameters on the GPU."""
+    tr, at = scenario.training, "training"
+    sp, n = tr.ulysses_sequence_parallel_size, scenario.hardware.num_train_gpus
+    if n % sp or scenario.model.num_attention_heads % sp:
+        raise ScenarioError(
+            f"{at}.ulysses_sequence_parallel_size",
+            sp,
+            f"must divide the training GPUs ({n}) and the attention heads ({scenario.model.num_attention_heads})",
+            "choose a divisor of both",
+        )
+    if tr.zero_stage < 3 and (tr.offload_params or sp > 1):
+        what = "offload_params" if tr.offload_params else "ulysses_sequence_parallel_size"
+        raise ScenarioError(
+            f"{at}.zero_stage",
+            tr.zero_stage,
+            f"keeps the parameters whole on every GPU, which {at}.{what} contradicts (ZeRO-3 / FSDP only)",
+            f"set {at}.zero_stage: 3, or remove {at}.{what}",
+        )
+
+
+def _check_fsdp_only(scenario: Scenario) -> None:
+    """Fields that only the fsdp backend reads."""
+    tr, at = scenario.training, "training"
+    for key, default in (("ulysses_sequence_parallel_size", 1), ("zero_stage", 3), ("pad_to_cap", False)):
+        if getattr(tr, key) != default:
+            raise ScenarioError(
+                f"{at}.{key}", getattr(tr, key), "is an fsdp option", f"set {at}.backend: fsdp or remove it"
+            )
 
 
 def _check_megatron_layout(scenario: Scenario) -> None:
@@ -218,6 +265,7 @@ def _check_megatron_layout(scenario: Scenario) -> None:
     at = "training"
     if tr.offload_params:
         raise ScenarioError(f"{at}.offload_params", True, "is an FSDP option", f"set {at}.backend: fsdp or remove it")
+    _check_fsdp_only(scenario)
     t, p, c = tr.tensor_parallel_size, tr.pipeline_parallel_size, tr.context_parallel_size
     if n % (t * p * c):
         raise ScenarioError(

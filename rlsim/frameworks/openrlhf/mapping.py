@@ -110,7 +110,8 @@ TABLE: tuple[Row, ...] = (
     Row("reward.num_gpus_per_node", 8, "reward.num_gpus", "GPUs of its own = nodes x GPUs per node"),
     Row("reward.remote_url", None, "(note)", "a remote reward: priced as the CPU reward"),
     Row("actor.gradient_checkpointing_enable", False, "training.activation_recompute", "true -> full, false -> none"),
-    Row("ds.zero_stage", 2, "training.backend", "fsdp (full sharding; stages below 3 noted)"),
+    Row("ds.zero_stage", 2, "training.zero_stage", "backend fsdp at this ZeRO stage (0: as 1, noted)"),
+    Row("ds.overlap_comm", False, "training.overlap_communication", "ZeRO-1/2 gradient reduction beside backward"),
     Row("ds.adam_offload", False, "training.offload_optimizer", "DeepSpeed CPU Adam"),
     Row("ds.tensor_parallel_size", 1, "training.tensor_parallel_size", "> 1: a Megatron layout (AutoTP), noted"),
     Row("ds.ring_attn_size", 1, "training.context_parallel_size", "> 1: a Megatron layout (ring attention), noted"),
@@ -366,8 +367,16 @@ def _training(src: Source, z: _Sizes, notes: list[str]) -> dict[str, Any]:
         raise ImportConfigError(
             f"{n('ds.zero_stage')}: {zero!r} must be 0, 1, 2 or 3; fix it in the file or with --set"
         )
-    if zero < 3:
-        notes.append(f"{n('ds.zero_stage')} {zero}: simulated as full sharding (ZeRO-3 / FSDP)")
+    if training["backend"] == "fsdp":  # ZeRO's communication and memory by stage (rlsim.trainer.training)
+        training["zero_stage"] = max(1, zero)
+        training["overlap_communication"] = bool(src.get("ds.overlap_comm"))
+        if zero == 0:
+            notes.append(
+                f"{n('ds.zero_stage')} 0: simulated as ZeRO-1 (gradients reduced once per step; the optimizer state "
+                "priced sharded, which stage 0 does not do)"
+            )
+    elif zero < 3:
+        notes.append(f"{n('ds.zero_stage')} {zero}: the Megatron layout's distributed optimizer stands for it")
     if src.get("train.dynamic_batch_enable"):
         training.update(
             sequence_packing=True, micro_batch_size=1, packing_tokens=as_int(src, "train.max_tokens_per_gpu")
