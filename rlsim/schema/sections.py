@@ -540,6 +540,11 @@ class Training:
     # 2 keeps the bf16 parameters whole and reduce-scatters gradients every micro-batch; 1 reduces gradients
     # once per optimizer step; 1 and 2 all-gather the updated parameters after each optimizer step
     zero_stage: int = field(default=3, metadata=bounds(ge=1, le=3))
+    # fsdp, zero_stage 3: free each layer's gathered parameters after its forward and gather them again for the
+    # backward (verl fsdp_config.reshard_after_forward, true by default); false keeps them through the backward
+    # (FSDP1 SHARD_GRAD_OP, FSDP2 reshard_after_forward=False): one gather per micro-batch and layer, the whole
+    # bf16 parameters held at the micro-batch's peak
+    reshard_after_forward: bool = True
     # responses per optimizer step (the frameworks' train global batch); None: responses per step divided by
     # algorithm.mini_batches_per_step
     global_batch_size: int | None = field(default=None, metadata=bounds(ge=1))

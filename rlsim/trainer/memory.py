@@ -148,7 +148,9 @@ def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
     weights_grads = 0.0 if tr.offload_params else 8.0 * shard  # fp32 parameters and gradients, sharded
     opt = 0.0 if (tr.offload_optimizer or tr.offload_params) else 8.0 * shard  # Adam moments
     layer_bytes = model.num_params / model.num_layers * ACT_BYTES
-    gathered = 2 * layer_bytes
+    # two gathered layers (the one computing, the one prefetched); without reshard_after_forward the forward keeps
+    # every layer it gathered until the backward frees it: the whole bf16 parameters at the peak
+    gathered = 2 * layer_bytes if tr.reshard_after_forward else ACT_BYTES * model.num_params
     if tr.zero_stage < 3:  # the bf16 parameters whole on every GPU (no gathered layers); ZeRO-1 the bf16 gradients
         weights_grads += ACT_BYTES * model.num_params * (2.0 if tr.zero_stage == 1 else 1.0)
         gathered = 0.0
@@ -251,7 +253,12 @@ def _check_fsdp_options(scenario: Scenario) -> None:
 def _check_fsdp_only(scenario: Scenario) -> None:
     """Fields that only the fsdp backend reads."""
     tr, at = scenario.training, "training"
-    for key, default in (("ulysses_sequence_parallel_size", 1), ("zero_stage", 3), ("pad_to_cap", False)):
+    for key, default in (
+        ("ulysses_sequence_parallel_size", 1),
+        ("zero_stage", 3),
+        ("pad_to_cap", False),
+        ("reshard_after_forward", True),
+    ):
         if getattr(tr, key) != default:
             raise ScenarioError(
                 f"{at}.{key}", getattr(tr, key), "is an fsdp option", f"set {at}.backend: fsdp or remove it"

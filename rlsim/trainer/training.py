@@ -443,8 +443,9 @@ def _fsdp_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_onl
             ag += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
             rs += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
         per_mb = max(0.0, ag - fwd_layer)
-        if not forward_only:
-            per_mb += max(0.0, ag + rs - (2.0 + recompute) * fwd_layer)
+        if not forward_only:  # the backward gathers again unless the forward kept the layer (reshard_after_forward)
+            again = ag if tr.reshard_after_forward else 0.0
+            per_mb += max(0.0, again + rs - (2.0 + recompute) * fwd_layer)
         # + the first layer's gather, never hidden; training: + the last reduce-scatter (the first layer's
         # gradients, the backward's end: no compute is left to hide it)
         comm = steps * (m * model.num_layers * per_mb + ag + (0.0 if forward_only else rs))

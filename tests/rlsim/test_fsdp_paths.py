@@ -16,7 +16,7 @@ from rlsim.scenario import from_dict, parse_overrides
 from rlsim.trainer import memory as training_memory
 from rlsim.trainer import training
 from tests.rlsim.test_import_config import ORL_HYBRID, ORL_MODEL, VERL_GRPO
-from tests.rlsim.test_training import EFF_FLOPS, LAYER_BYTES, N, W, L, _raw, _scn
+from tests.rlsim.test_training import EFF_FLOPS, LAYER_BYTES, L, N, W, _raw, _scn
 
 FSDP = {"training.backend": "fsdp", "training.activation_recompute": "none"}
 NVL, NIC = 1e11, 1e10
@@ -329,3 +329,25 @@ def test_zero_below_three_keeps_parameters_on_the_gpu():
 def test_raw_helper_is_the_toy():  # the toy's caps: packing_tokens 1,024 (the padded length above)
     assert _raw()["workload"]["max_prompt_tokens"] + _raw()["workload"]["max_response_tokens"] == 1024
     assert math.isclose(AG8, 2.1875e-3)
+
+
+# ------------------------------------------------------------------------------- 7. FSDP's reshard_after_forward
+
+
+def test_without_reshard_after_forward_the_backward_gathers_nothing():
+    """verl fsdp_config.reshard_after_forward false (FSDP1 SHARD_GRAD_OP, FSDP2 reshard_after_forward=False): the
+    backward keeps the forward's layer, so per micro-batch and layer (ag - fwd) + (rs - 2 fwd) is exposed, not
+    (ag - fwd) + (ag + rs - 2 fwd); the memory holds the whole bf16 parameters (2e9 bytes) in place of two layers.
+    1,024 tokens a micro-batch: fwd 0.512 ms, 16 micro-batches of 8 layers."""
+    over = {**FSDP, "training.sequence_packing": False, "training.micro_batch_size": 1}
+    kept = _scn({**over, "training.reshard_after_forward": False})
+    tokens = 8 * 1024 * 16
+    tt = training.phase_time(kept, kept.model, tokens, 0.0, num_sequences=128)
+    fwd = _fwd_layer(1024)
+    assert tt.fsdp_comm_s == pytest.approx(16 * L * ((AG8 - fwd) + (AG8 - 2 * fwd)) + 2 * AG8)
+    resharded = training_memory.memory(_scn(over)).activation_bytes
+    assert training_memory.memory(kept).activation_bytes - resharded == pytest.approx(W - 2 * LAYER_BYTES)
+    tr = from_dict(
+        import_config(VERL_GRPO, "verl", {"actor_rollout_ref.actor.fsdp_config.reshard_after_forward": False}).scenario
+    ).training
+    assert tr.reshard_after_forward is False
