@@ -545,6 +545,10 @@ class Training:
     # (FSDP1 SHARD_GRAD_OP, FSDP2 reshard_after_forward=False): one gather per micro-batch and layer, the whole
     # bf16 parameters held at the micro-batch's peak
     reshard_after_forward: bool = True
+    # fsdp, zero_stage 3: shard over groups of this many GPUs and replicate across the groups (hybrid sharding;
+    # verl fsdp_config.fsdp_size): gathers and reduce-scatters inside a group, then an all-reduce of each gradient
+    # shard across the groups; None: one group of all training GPUs
+    fsdp_shard_size: int | None = field(default=None, metadata=bounds(ge=1))
     # responses per optimizer step (the frameworks' train global batch); None: responses per step divided by
     # algorithm.mini_batches_per_step
     global_batch_size: int | None = field(default=None, metadata=bounds(ge=1))

@@ -27,6 +27,7 @@ from rlsim.trainer.training import (
     layout_of,
     packing_tokens,
     reference_weight_bytes,
+    shard_group,
 )
 from rlsim.workload.priors import response_prior
 
@@ -144,7 +145,7 @@ def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
             act += tok * per_layer_full  # one layer recomputed at a time
         return TrainMemory(weights_grads, opt, act, budget)
     n = lay.n
-    shard = model.num_params / n
+    shard = model.num_params / (shard_group(scenario) if tr.zero_stage == 3 else n)
     weights_grads = 0.0 if tr.offload_params else 8.0 * shard  # fp32 parameters and gradients, sharded
     opt = 0.0 if (tr.offload_optimizer or tr.offload_params) else 8.0 * shard  # Adam moments
     layer_bytes = model.num_params / model.num_layers * ACT_BYTES
@@ -240,6 +241,14 @@ def _check_fsdp_options(scenario: Scenario) -> None:
             f"must divide the training GPUs ({n}) and the attention heads ({scenario.model.num_attention_heads})",
             "choose a divisor of both",
         )
+    f = tr.fsdp_shard_size
+    if f is not None and (n % f or tr.zero_stage < 3):
+        raise ScenarioError(
+            f"{at}.fsdp_shard_size",
+            f,
+            f"must divide the training GPUs ({n}) and needs {at}.zero_stage 3 (hybrid sharding of FSDP)",
+            "choose a divisor of the training GPUs, or remove it",
+        )
     if tr.zero_stage < 3 and (tr.offload_params or sp > 1):
         what = "offload_params" if tr.offload_params else "ulysses_sequence_parallel_size"
         raise ScenarioError(
@@ -258,6 +267,7 @@ def _check_fsdp_only(scenario: Scenario) -> None:
         ("zero_stage", 3),
         ("pad_to_cap", False),
         ("reshard_after_forward", True),
+        ("fsdp_shard_size", None),
     ):
         if getattr(tr, key) != default:
             raise ScenarioError(

@@ -435,10 +435,13 @@ def _fsdp_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_onl
     recompute = 1.0 if tr.activation_recompute == "full" else 0.0
     fwd_layer = compute / (steps * m * model.num_layers) / (1.0 if forward_only else 3.0 + recompute)
     comm = 0.0
+    f = shard_group(s)
     if n > 1 and tr.zero_stage == 3:
         layer_bytes = model.num_params / model.num_layers * ACT_BYTES
-        ag = ring_s(s, layer_bytes, n, n)
+        ag = ring_s(s, layer_bytes, f, f)
         rs = ag
+        if f < n:  # hybrid sharding: each gradient shard all-reduced across the n / f replicas (their GPUs strided
+            rs += 2.0 * ring_s(s, layer_bytes / f, n // f, n)  # by f over all n), every backward
         if tr.offload_params:  # the shard comes up from the host before each gather
             ag += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
             rs += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
@@ -454,11 +457,19 @@ def _fsdp_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_onl
     opt = 0.0
     overhead = s.costs.forward_overhead_s if forward_only else steps * s.costs.train_step_overhead_s
     if not forward_only:
-        opt = steps * _optimizer_s(s, model.num_params / n)
+        opt = steps * _optimizer_s(s, model.num_params / (f if tr.zero_stage == 3 else n))
     sp = ulysses_s(s, model, tok_opt, m, forward_only) * steps
     return TrainTime(
         compute_s=compute, cp_comm_s=sp, fsdp_comm_s=comm, optimizer_s=opt, overhead_s=overhead, micro_batches=m
     )
+
+
+def shard_group(s: Scenario) -> int:
+    """GPUs an fsdp layout shards its parameters, gradients and optimizer state over: ``training.fsdp_shard_size``
+    (verl fsdp_config.fsdp_size: a (replicas, shard) device mesh and FSDP's hybrid sharding below the training GPUs,
+    volcengine/verl@v0.7.0:verl/workers/fsdp_workers.py:99-122), else all the training GPUs."""
+    n = s.hardware.num_train_gpus
+    return min(n, s.training.fsdp_shard_size or n)
 
 
 def padded_tokens(s: Scenario, tokens: float, num_sequences: int) -> float:

@@ -351,3 +351,42 @@ def test_without_reshard_after_forward_the_backward_gathers_nothing():
         import_config(VERL_GRPO, "verl", {"actor_rollout_ref.actor.fsdp_config.reshard_after_forward": False}).scenario
     ).training
     assert tr.reshard_after_forward is False
+
+
+def test_hybrid_sharding_gathers_inside_a_node_and_all_reduces_across():
+    """16 GPUs in two domains, verl fsdp_size 8: a layer's gather runs over the 8 GPUs of a node on NVLink (2.1875 ms
+    against 23.4375 ms over the NIC), and its gradient shard (2.5e8 / 8 bytes) is all-reduced across the 2 replicas
+    over the NIC, 2 x 1/2 x 3.125e7 / 1e10 = 3.125 ms. 16 micro-batches of 1,024 tokens (fwd 0.512 ms): per layer
+    (ag - fwd) + (ag + rs + allreduce - 2 fwd); the state is 16 bytes per parameter over 8, not 16."""
+    over = {
+        **FSDP,
+        "hardware.num_gpus": 16,
+        "training.sequence_packing": False,
+        "training.micro_batch_size": 1,
+        "costs.internode_latency_s": 0,
+    }
+    hybrid = _scn({**over, "training.fsdp_shard_size": 8})
+    tokens = 16 * 1024 * 16
+    tt = training.phase_time(hybrid, hybrid.model, tokens, 0.0, num_sequences=256)
+    fwd = _fwd_layer(1024)
+    ar = 2 * _ag(LAYER_BYTES / 8, 2, NIC)
+    assert ar == pytest.approx(3.125e-3)
+    rs = AG8 + ar
+    assert tt.fsdp_comm_s == pytest.approx(16 * L * ((AG8 - fwd) + (AG8 + rs - 2 * fwd)) + AG8 + rs)
+    assert tt.optimizer_s == pytest.approx(28 * N / 8 / 1e12)
+    mem = training_memory.memory(hybrid)
+    assert mem.weights_grads_bytes + mem.optimizer_bytes == pytest.approx(16 * N / 8)
+    with pytest.raises(ScenarioError, match="fsdp_shard_size"):
+        _scn({**over, "training.fsdp_shard_size": 5})
+    tr = from_dict(
+        import_config(
+            VERL_GRPO,
+            "verl",
+            {
+                "trainer.nnodes": 2,
+                "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 16,
+                "actor_rollout_ref.actor.fsdp_config.fsdp_size": 8,
+            },
+        ).scenario
+    ).training
+    assert tr.fsdp_shard_size == 8

@@ -75,6 +75,8 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
         d[A + "fsdp_config.param_offload"] = tr.offload_params
         d[A + "fsdp_config.optimizer_offload"] = tr.offload_optimizer
         d[M + "use_remove_padding"] = not tr.pad_to_cap
+        if tr.fsdp_shard_size is not None:
+            d[A + "fsdp_config.fsdp_size"] = tr.fsdp_shard_size
         if not tr.reshard_after_forward:
             d[A + "fsdp_config.reshard_after_forward"] = False
         if tr.ulysses_sequence_parallel_size > 1:

@@ -91,6 +91,7 @@ TABLE: tuple[Row, ...] = (
     Row(A + "fsdp_config.ulysses_sequence_parallel_size", 1, "training.ulysses_sequence_parallel_size", "v0.7"),
     Row(A + "entropy_from_logits_with_chunking", False, "(a note)", "entropy temporaries only: not priced"),
     Row(A + "fsdp_config.reshard_after_forward", True, "training.reshard_after_forward", "false: one gather a layer"),
+    Row(A + "fsdp_config.fsdp_size", -1, "training.fsdp_shard_size", "below the GPUs: hybrid sharding"),
     Row(M + "lora_rank", 0, "(a note)", "> 0: LoRA is not modelled; simulated as full fine-tuning"),
     Row(A + "strategy", "fsdp", "training.backend", "fsdp / fsdp2 -> fsdp; megatron -> megatron"),
     Row(MG + "tensor_model_parallel_size", 1, "training.tensor_parallel_size", "strategy megatron: TP"),
@@ -286,6 +287,12 @@ def _fsdp_options(src: Source, training: dict[str, Any], notes: list[str]) -> No
         training["ulysses_sequence_parallel_size"] = sp
     if not src.get(A + "fsdp_config.reshard_after_forward"):  # fsdp_workers.py:512 SHARD_GRAD_OP; fsdp2 kwarg :550
         training["reshard_after_forward"] = False
+    size = src.get(A + "fsdp_config.fsdp_size")
+    gpus = as_int(src, "trainer.n_gpus_per_node") * as_int(src, "trainer.nnodes")
+    if not isinstance(size, int) or isinstance(size, bool):
+        raise ImportConfigError(f"{A}fsdp_config.fsdp_size: {size!r} is not a whole number (-1: all GPUs)")
+    if 0 < size < gpus:  # fsdp_workers.py:99 create_device_mesh: a (replicas, shard) mesh, hybrid sharding
+        training["fsdp_shard_size"] = size
     if src.get(A + "entropy_from_logits_with_chunking"):
         notes.append(
             f"{A}entropy_from_logits_with_chunking: the entropy's fp32 temporaries in chunks of 2048 tokens "
