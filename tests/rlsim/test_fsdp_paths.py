@@ -390,3 +390,20 @@ def test_hybrid_sharding_gathers_inside_a_node_and_all_reduces_across():
         ).scenario
     ).training
     assert tr.fsdp_shard_size == 8
+
+
+def test_verl_refuses_a_token_budget_below_one_padded_sequence(tmp_path):
+    """verl asserts max_token_len (the budget x the Ulysses size) >= the padded width, max prompt + max response:
+    the fixture's 1,024 + 8,192 = 9,216 tokens do not fit a budget of 4,096, but do over a Ulysses group of 4."""
+    from rlsim.frameworks.adapter import ImportConfigError
+
+    sets = {
+        "data.max_prompt_length": 1024,
+        "data.max_response_length": 8192,
+        "actor_rollout_ref.actor.use_dynamic_bsz": True,
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": 4096,
+    }
+    with pytest.raises(ImportConfigError, match="ppo_max_token_len_per_gpu: 4096 x Ulysses size 1 is below"):
+        import_config(VERL_GRPO, "verl", sets)
+    ok = import_config(VERL_GRPO, "verl", {**sets, "actor_rollout_ref.actor.ulysses_sequence_parallel_size": 4})
+    assert ok.scenario["training"]["packing_tokens"] == 4096

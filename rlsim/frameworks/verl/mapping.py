@@ -210,6 +210,21 @@ def _megatron(src: Source, mini_samples: int, gpus: int, moe: bool) -> tuple[dic
     return training, per_rank, notes
 
 
+def _budget(src: Source, key: str, training: dict[str, Any]) -> int:
+    """A dynamic-batch token budget per GPU, which verl requires to hold one padded sequence (max prompt + max
+    response) per Ulysses group: rearrange_micro_batches asserts max_token_len >= the batch's width
+    (volcengine/verl@v0.7.0:verl/utils/seqlen_balancing.py:382, max_token_len = the key x the Ulysses size)."""
+    budget = as_int(src, key)
+    width = as_int(src, "data.max_prompt_length") + as_int(src, "data.max_response_length")
+    sp = int(training.get("ulysses_sequence_parallel_size", 1))
+    if budget * sp < width:
+        raise ImportConfigError(
+            f"{key}: {budget} x Ulysses size {sp} is below data.max_prompt_length + data.max_response_length "
+            f"({width}), which verl asserts against; raise it to {-(-width // sp)} or more"
+        )
+    return budget
+
+
 def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> dict[str, Any]:
     """The ``training`` section: the actor's strategy (fsdp, fsdp2 or megatron), its micro-batches and offloading."""
     training: dict[str, Any] = {"backend": "fsdp"}
@@ -222,19 +237,22 @@ def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> di
     if strategy == "megatron":
         training, per_rank, megatron_notes = _megatron(src, mini_samples, gpus, _is_moe(src.get(M + "path")))
         notes += megatron_notes
-    else:
+    else:  # Ulysses: fsdp_workers.py:171 reads actor.ulysses_sequence_parallel_size; v0.7.0 also has
+        # fsdp_config.ulysses_sequence_parallel_size, which actor.py:293 fills from it: the larger wins
         sp = max(
             as_int(src, A + "ulysses_sequence_parallel_size"),
             as_int(src, A + "fsdp_config.ulysses_sequence_parallel_size"),
         )
         dp = divisible("trainer.n_gpus_per_node x nnodes", gpus, f"{A}ulysses_sequence_parallel_size", sp)
+        if sp > 1:
+            training["ulysses_sequence_parallel_size"] = sp
         per_rank = divisible(f"{A}ppo_mini_batch_size x {R}n", mini_samples, "the data-parallel groups (GPUs / SP)", dp)
         gpus = dp  # verl divides the deprecated global micro-batch sizes by the data-parallel groups too
     if src.get(A + "use_dynamic_bsz"):
         training.update(sequence_packing=True, micro_batch_size=1)
-        training["packing_tokens"] = as_int(src, A + "ppo_max_token_len_per_gpu")
+        training["packing_tokens"] = _budget(src, A + "ppo_max_token_len_per_gpu", training)
         if src.given(R + "log_prob_max_token_len_per_gpu"):  # rollout.yaml:95 (v0.7.0): ppo_max_token_len's
-            training["logprob_packing_tokens"] = as_int(src, R + "log_prob_max_token_len_per_gpu")
+            training["logprob_packing_tokens"] = _budget(src, R + "log_prob_max_token_len_per_gpu", training)
         if src.given(R + "log_prob_use_dynamic_bsz") and not src.get(R + "log_prob_use_dynamic_bsz"):
             notes.append(f"{R}log_prob_use_dynamic_bsz false: the log-prob passes are packed like training in rlsim")
     else:
@@ -274,17 +292,11 @@ def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> di
 
 def _fsdp_options(src: Source, training: dict[str, Any], notes: list[str]) -> None:
     """verl's fsdp / fsdp2 actor: padding (``model.use_remove_padding`` false: every sequence padded to the caps,
-    training.pad_to_cap), Ulysses sequence parallel (fsdp_workers.py:171 reads ``actor.ulysses_sequence_parallel_size``;
-    v0.7.0 also has ``fsdp_config.ulysses_sequence_parallel_size``, which actor.py:293 fills from it: the larger
-    wins) and entropy chunking (a note: it changes the entropy's fp32 temporaries, which rlsim does not price)."""
+    training.pad_to_cap), resharding, hybrid sharding (``fsdp_config.fsdp_size``) and entropy chunking (a note:
+    it changes the entropy's fp32 temporaries, which rlsim does not price)."""
     if not src.get(M + "use_remove_padding"):
         training["remove_padding"] = False
         training["pad_to_cap"] = True
-    sp = max(
-        as_int(src, A + "ulysses_sequence_parallel_size"), as_int(src, A + "fsdp_config.ulysses_sequence_parallel_size")
-    )
-    if sp > 1:
-        training["ulysses_sequence_parallel_size"] = sp
     if not src.get(A + "fsdp_config.reshard_after_forward"):  # fsdp_workers.py:512 SHARD_GRAD_OP; fsdp2 kwarg :550
         training["reshard_after_forward"] = False
     size = src.get(A + "fsdp_config.fsdp_size")
