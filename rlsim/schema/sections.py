@@ -533,6 +533,9 @@ class Training:
     # linear layers and logits run on the padding (verl without use_remove_padding: its agent loop pads prompts
     # and responses to their caps); attention runs on the real tokens (flash attention unpads)
     pad_to_cap: bool = False
+    # without packing: each micro-batch padded to its longest sequence, the linear layers and logits run on the
+    # padding, attention on the real tokens (OpenRLHF without packing_samples; rlsim.trainer.padding)
+    pad_micro_batches: bool = False
     # fsdp: Ulysses sequence parallel (verl ulysses_sequence_parallel_size): each micro-batch split over this many
     # GPUs by sequence, with all-to-alls of q, k, v and the attention output around every attention layer
     ulysses_sequence_parallel_size: int = field(default=1, metadata=bounds(ge=1, le=1024))

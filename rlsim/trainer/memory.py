@@ -179,7 +179,8 @@ def validate(scenario: Scenario) -> None:
 
 
 def _check_padding(scenario: Scenario) -> None:
-    """``remove_padding``, ``pad_to_longest`` and ``sequence_packing``: at most one way to treat padding."""
+    """``remove_padding``, ``pad_to_longest``, ``pad_to_cap``, ``pad_micro_batches`` and ``sequence_packing``: at most
+    one way to treat padding."""
     tr, at = scenario.training, "training"
     if tr.remove_padding and tr.pad_to_longest:  # (with sequence packing it changes nothing: bins hold no padding)
         raise ScenarioError(
@@ -188,13 +189,20 @@ def _check_padding(scenario: Scenario) -> None:
             f"prices unpadded micro-batches, which {at}.pad_to_longest contradicts",
             f"remove one of {at}.remove_padding and {at}.pad_to_longest",
         )
-    if tr.pad_to_cap and (tr.remove_padding or tr.pad_to_longest):
-        other = "remove_padding" if tr.remove_padding else "pad_to_longest"
+    ways = [k for k in ("remove_padding", "pad_to_longest", "pad_to_cap", "pad_micro_batches") if getattr(tr, k)]
+    if len(ways) > 1:
         raise ScenarioError(
-            f"{at}.pad_to_cap",
+            f"{at}.{ways[-1]}",
             True,
-            f"pads every sequence to the caps, which {at}.{other} contradicts",
-            f"remove one of {at}.pad_to_cap and {at}.{other}",
+            f"treats padding one way, which {at}.{ways[0]} contradicts",
+            f"remove one of {at}.{ways[0]} and {at}.{ways[-1]}",
+        )
+    if tr.pad_micro_batches and tr.sequence_packing:
+        raise ScenarioError(
+            f"{at}.pad_micro_batches",
+            True,
+            "pads unpacked micro-batches, but sequence packing leaves no padding",
+            f"set {at}.sequence_packing: false, or remove {at}.pad_micro_batches",
         )
     if tr.pad_to_longest and tr.sequence_packing:
         raise ScenarioError(
@@ -266,6 +274,7 @@ def _check_fsdp_only(scenario: Scenario) -> None:
         ("ulysses_sequence_parallel_size", 1),
         ("zero_stage", 3),
         ("pad_to_cap", False),
+        ("pad_micro_batches", False),
         ("reshard_after_forward", True),
         ("fsdp_shard_size", None),
     ):

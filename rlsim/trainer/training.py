@@ -53,6 +53,8 @@ import math
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
+from rlsim.trainer.padding import padded_micro_batch_ratio
+
 if TYPE_CHECKING:
     from rlsim.schema import ModelSpec, Scenario
 
@@ -430,7 +432,7 @@ def _fsdp_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_onl
     passes = 1 if forward_only else epochs
     tok_opt = tokens * passes / steps
     m = _micro_batches(s, lay, tok_opt, num_sequences * passes / steps, forward_only)
-    linear = padded_tokens(s, tokens, num_sequences) * passes
+    linear = padded_tokens(s, tokens, num_sequences) * padded_micro_batch_ratio(s, forward_only) * passes
     compute, _ = _compute_s(s, model, tokens * passes, sq_tokens * passes, n, forward_only, linear_tokens=linear)
     recompute = 1.0 if tr.activation_recompute == "full" else 0.0
     fwd_layer = compute / (steps * m * model.num_layers) / (1.0 if forward_only else 3.0 + recompute)

@@ -157,7 +157,7 @@ def test_verl_import_maps_padding(tmp_path):
 
 def test_pad_to_cap_contradicts_remove_padding():
     over = {**FSDP, "training.sequence_packing": False, "training.pad_to_cap": True, "training.remove_padding": True}
-    with pytest.raises(ScenarioError, match="remove one of training.pad_to_cap and training.remove_padding"):
+    with pytest.raises(ScenarioError, match="remove one of training.remove_padding and training.pad_to_cap"):
         _scn(over)
 
 
@@ -407,3 +407,39 @@ def test_verl_refuses_a_token_budget_below_one_padded_sequence(tmp_path):
         import_config(VERL_GRPO, "verl", sets)
     ok = import_config(VERL_GRPO, "verl", {**sets, "actor_rollout_ref.actor.ulysses_sequence_parallel_size": 4})
     assert ok.scenario["training"]["packing_tokens"] == 4096
+
+
+def test_micro_batches_padded_to_their_longest():
+    """OpenRLHF without packing_samples right-pads a micro-batch to its longest sample. Prompts of 512, responses
+    uniform on 100..500: the longest of 2 responses averages 100 + 2/3 x 400 = 366.7, so 2 sequences cost
+    2 x 878.7 tokens in the linear layers against 2 x 812 real: x 1.0821. The log-prob pass's micro-batch of 1
+    has no padding. Packed micro-batches contradict it."""
+    over = {
+        **FSDP,
+        "training.sequence_packing": False,
+        "training.micro_batch_size": 2,
+        "training.logprob_micro_batch_size": 1,
+        "workload.response_length": {"dist": "uniform", "low": 100, "high": 500},
+    }
+    padded, plain = _scn({**over, "training.pad_micro_batches": True}), _scn(over)
+    tokens, seqs = 128 * 812, 128
+    ratio = (512 + 100 + 2 / 3 * 400) / 812
+    assert ratio == pytest.approx(1.0821, abs=1e-4)
+    tp = training.phase_time(padded, padded.model, tokens, 0.0, num_sequences=seqs)
+    tr = training.phase_time(plain, plain.model, tokens, 0.0, num_sequences=seqs)
+    assert tr.compute_s == pytest.approx(3 * 2 * N * tokens / (8 * EFF_FLOPS))
+    assert tp.compute_s / tr.compute_s == pytest.approx(ratio, rel=5e-3)
+    fo = training.phase_time(padded, padded.model, tokens, 0.0, forward_only=True, num_sequences=seqs)
+    assert fo.compute_s == pytest.approx(2 * N * tokens / (8 * EFF_FLOPS))
+    with pytest.raises(ScenarioError, match="sequence packing leaves no padding"):
+        _scn({**FSDP, "training.pad_micro_batches": True})
+
+
+def test_openrlhf_without_packing_pads_micro_batches():
+    def training_of(sets):
+        return from_dict(import_config(ORL_HYBRID, "openrlhf", parse_overrides([*ORL_MODEL, *sets])).scenario).training
+
+    off = training_of(["train.dynamic_batch_enable=false", "ds.packing_samples=false"])
+    on = training_of(["train.dynamic_batch_enable=false"])
+    assert off.pad_micro_batches and not off.remove_padding
+    assert on.remove_padding and not on.pad_micro_batches

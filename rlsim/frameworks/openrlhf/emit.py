@@ -72,6 +72,7 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
     else:
         d["train.dynamic_batch_enable"] = False
         d["train.micro_batch_size"] = tr.micro_batch_size
+        d["ds.packing_samples"] = tr.remove_padding
         plan_divisible(
             "OpenRLHF train.batch_size",
             train_batch,

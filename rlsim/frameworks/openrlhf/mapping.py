@@ -69,7 +69,7 @@ TABLE: tuple[Row, ...] = (
     Row("train.max_epochs", 1, "algorithm.epochs_per_step", "passes over the rollout"),
     Row("train.micro_batch_size", 1, "training.micro_batch_size", "samples per GPU per micro-step (flat: 4)"),
     Row("rollout.micro_batch_size", 1, "training.logprob_micro_batch_size", "make-experience passes (flat: 8)"),
-    Row("ds.packing_samples", False, "training.remove_padding", "alone: micro_batch_size samples each, unpadded"),
+    Row("ds.packing_samples", False, "training.remove_padding", "false: training.pad_micro_batches (to longest)"),
     Row("train.dynamic_batch_enable", False, "training.sequence_packing", "true: bins of train.max_tokens_per_gpu"),
     Row("train.max_tokens_per_gpu", 16192, "training.packing_tokens", "with dynamic batch"),
     Row("actor.num_nodes", 1, "hardware.train_gpus", "actor GPUs = nodes x GPUs per node"),
@@ -390,6 +390,8 @@ def _training(src: Source, z: _Sizes, notes: list[str]) -> dict[str, Any]:
                 f"{n('ds.packing_samples')} without dynamic batch: {z.micro} samples per micro-batch, packed without "
                 "padding (training.remove_padding)"
             )
+        elif training["backend"] == "fsdp":  # experience.py make_experience_batch: right-padded to the longest
+            training["pad_micro_batches"] = True
     training["logprob_micro_batch_size"] = z.rollout_micro
     training["activation_recompute"] = "full" if src.get("actor.gradient_checkpointing_enable") else "none"
     training["offload_optimizer"] = bool(src.get("ds.adam_offload"))
