@@ -443,3 +443,19 @@ def test_openrlhf_without_packing_pads_micro_batches():
     on = training_of(["train.dynamic_batch_enable=false"])
     assert off.pad_micro_batches and not off.remove_padding
     assert on.remove_padding and not on.pad_micro_batches
+
+
+def test_verl_megatron_budget_counts_the_context_parallel_group():
+    """verl's Megatron actor packs ppo_max_token_len_per_gpu x CP tokens per data-parallel rank
+    (megatron_actor.py:763): 12,000 x CP 2 = 24,000 a bin, the log-prob budget 30,000 x 2 = 60,000."""
+    sets = {
+        "actor_rollout_ref.actor.strategy": "megatron",
+        "actor_rollout_ref.actor.megatron.context_parallel_size": 2,
+        "actor_rollout_ref.actor.megatron.tensor_model_parallel_size": 2,
+        "actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity": "full",
+        "actor_rollout_ref.actor.use_dynamic_bsz": True,
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": 12000,
+        "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu": 30000,
+    }
+    tr = import_config(VERL_GRPO, "verl", sets).scenario["training"]
+    assert (tr["packing_tokens"], tr["logprob_packing_tokens"]) == (24000, 60000)

@@ -211,18 +211,22 @@ def _megatron(src: Source, mini_samples: int, gpus: int, moe: bool) -> tuple[dic
 
 
 def _budget(src: Source, key: str, training: dict[str, Any]) -> int:
-    """A dynamic-batch token budget per GPU, which verl requires to hold one padded sequence (max prompt + max
-    response) per Ulysses group: rearrange_micro_batches asserts max_token_len >= the batch's width
-    (volcengine/verl@v0.7.0:verl/utils/seqlen_balancing.py:382, max_token_len = the key x the Ulysses size)."""
+    """A dynamic-batch token budget: ``key`` per GPU, times the Ulysses size (fsdp: dp_actor.py:441, which rlsim's
+    fsdp micro-batching applies itself) or the context-parallel size (Megatron: megatron_actor.py:207 and :763 at
+    v0.7.0, :191 at v0.6.1; returned multiplied, as rlsim's Megatron bins are per data-parallel rank). verl requires
+    the product to hold one padded sequence (max prompt + max response): rearrange_micro_batches asserts
+    max_token_len >= the batch's width (volcengine/verl@v0.7.0:verl/utils/seqlen_balancing.py:382)."""
     budget = as_int(src, key)
     width = as_int(src, "data.max_prompt_length") + as_int(src, "data.max_response_length")
-    sp = int(training.get("ulysses_sequence_parallel_size", 1))
-    if budget * sp < width:
+    megatron = training.get("backend") == "megatron"
+    group = int(training.get("context_parallel_size" if megatron else "ulysses_sequence_parallel_size", 1))
+    if budget * group < width:
+        kind = "context-parallel" if megatron else "Ulysses"
         raise ImportConfigError(
-            f"{key}: {budget} x Ulysses size {sp} is below data.max_prompt_length + data.max_response_length "
-            f"({width}), which verl asserts against; raise it to {-(-width // sp)} or more"
+            f"{key}: {budget} x {kind} size {group} is below data.max_prompt_length + data.max_response_length "
+            f"({width}), which verl asserts against; raise it to {-(-width // group)} or more"
         )
-    return budget
+    return budget * group if megatron else budget
 
 
 def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> dict[str, Any]:
