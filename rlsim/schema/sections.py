@@ -309,16 +309,27 @@ class Software:
 
 @dataclass(frozen=True)
 class Schedule:
-    mode: Literal["sync-colocated", "sync-separate", "async"] = "sync-colocated"
+    mode: Literal["sync-colocated", "sync-separate", "async", "fully-async"] = "sync-colocated"
     max_staleness: int = field(default=0, metadata=bounds(ge=0, le=64))  # async: k >= 1
     # async only. streaming: the engines keep generating across step boundaries (up to k batches ahead of the
     # trainer), so a batch does not wait for its own stragglers with the engines half idle; in-flight weight
     # updates: new weights are loaded between engine iterations instead of after the engines drain
     streaming: bool = True
     in_flight_weight_updates: bool = True
+    # fully-async only (verl's fully-async trainer, rlsim.run.fully_async): a step is one trainer update on one batch
+    # (verl: require_batches mini-batches); the weights reach the rollout pool every sync_every updates (verl's
+    # trigger_parameter_sync_step); the rollout pool dispatches prompts up to (1 + staleness_threshold) x sync_every
+    # batches past the last weights it received (a fraction of a batch allowed); partial_rollout: a weight sync
+    # interrupts the responses in flight, which resume on the new weights, instead of waiting for them to finish
+    sync_every: int = field(default=1, metadata=bounds(ge=1, le=4096))
+    staleness_threshold: float = field(default=0.0, metadata=bounds(ge=0, le=64))
+    partial_rollout: bool = False
 
     @property
     def staleness(self) -> int:
+        """The largest lag, in steps, of a batch's weights behind the trainer's (the learning model's k)."""
+        if self.mode == "fully-async":  # the batches dispatched ahead, a started fraction counting whole, less one
+            return math.ceil(round((1.0 + self.staleness_threshold) * self.sync_every, 9)) - 1
         return self.max_staleness if self.mode == "async" else 0
 
 

@@ -116,11 +116,12 @@ ESTIMATORS = {"gae": "ppo", "grpo": "grpo"}
 ENTRY = "verl.trainer.main_ppo"
 
 
-def read(path: Path) -> dict[str, Any]:
+def read(path: Path, entries: tuple[str, ...] = (ENTRY,)) -> dict[str, Any]:
     """A verl config: the Hydra YAML (its ``defaults:`` list names verl's own config parts, whose defaults TABLE
-    holds), or a launch script / command line running ``python3 -m verl.trainer.main_ppo key=value ...``, whose
-    overrides (``key=value``, ``+key=value``, ``++key=value``) apply over verl's defaults
-    (rlsim.frameworks.launch reads the script as text; nothing in it is run)."""
+    holds), or a launch script / command line running ``python3 -m verl.trainer.main_ppo key=value ...`` (or
+    another of ``entries``: rlsim.frameworks.verl.fully_async), whose overrides (``key=value``, ``+key=value``,
+    ``++key=value``) apply over verl's defaults (rlsim.frameworks.launch reads the script as text; nothing in it
+    is run)."""
     if path.suffix in (".yaml", ".yml", ".json"):
         data = read_config(path, "verl")
         if isinstance(data.get("defaults"), list):
@@ -131,7 +132,8 @@ def read(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ImportConfigError(f"{path}: is not a file; give verl's config YAML or the launch script that runs it")
     text = read_text(path, "verl launch script")
-    words, notes = framework_command(text, path.name, (ENTRY,))
+    words, notes = framework_command(text, path.name, entries)
+    entry = " or ".join(entries)
     data: dict[str, Any] = {}
     for word in words:
         if word.startswith("--config-name"):
@@ -143,11 +145,11 @@ def read(path: Path) -> dict[str, Any]:
             continue
         key, eq, value = word.lstrip("+").partition("=")
         if not eq or not key:
-            raise ImportConfigError(f"{path.name}: {word!r} after {ENTRY} is not a Hydra override (key=value)")
+            raise ImportConfigError(f"{path.name}: {word!r} after {entry} is not a Hydra override (key=value)")
         data[key] = parse_scalar(value)
     if not data:
-        raise ImportConfigError(f"{path.name}: {ENTRY} runs with no key=value overrides; nothing to import")
-    data[LAUNCH_NOTES] = [f"read from the {ENTRY} command in {path.name}, over verl's defaults", *notes]
+        raise ImportConfigError(f"{path.name}: {entry} runs with no key=value overrides; nothing to import")
+    data[LAUNCH_NOTES] = [f"read from the {entry} command in {path.name}, over verl's defaults", *notes]
     return data
 
 
