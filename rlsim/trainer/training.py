@@ -445,8 +445,8 @@ def _fsdp_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_onl
         if f < n:  # hybrid sharding: each gradient shard all-reduced across the n / f replicas (their GPUs strided
             rs += 2.0 * ring_s(s, layer_bytes / f, n // f, n)  # by f over all n), every backward
         if tr.offload_params:  # the shard comes up from the host before each gather
-            ag += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
-            rs += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
+            ag += layer_bytes / f / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
+            rs += layer_bytes / f / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
         per_mb = max(0.0, ag - fwd_layer)
         if not forward_only:  # the backward gathers again unless the forward kept the layer (reshard_after_forward)
             again = ag if tr.reshard_after_forward else 0.0
