@@ -194,10 +194,13 @@ def test_ulysses_must_divide_the_heads_and_is_fsdp_only():
 
 
 def test_verl_import_reads_ulysses():
-    tr = from_dict(
-        import_config(VERL_GRPO, "verl", {"actor_rollout_ref.actor.ulysses_sequence_parallel_size": 2}).scenario
-    ).training
+    from rlsim.frameworks.adapter import ImportConfigError
+
+    sp = {"actor_rollout_ref.actor.ulysses_sequence_parallel_size": 2}
+    tr = from_dict(import_config(VERL_GRPO, "verl", sp).scenario).training
     assert tr.ulysses_sequence_parallel_size == 2
+    with pytest.raises(ImportConfigError, match="needs actor_rollout_ref.model.use_remove_padding true"):
+        import_config(VERL_GRPO, "verl", {**sp, "actor_rollout_ref.model.use_remove_padding": False})
 
 
 # ------------------------------------------------------------------------- 4. the update against the log-prob pass

@@ -243,13 +243,18 @@ def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> di
     if strategy == "megatron":
         training, per_rank, megatron_notes = _megatron(src, mini_samples, gpus, _is_moe(src.get(M + "path")))
         notes += megatron_notes
-    else:  # Ulysses: fsdp_workers.py:171 reads actor.ulysses_sequence_parallel_size; v0.7.0 also has
-        # fsdp_config.ulysses_sequence_parallel_size, which actor.py:293 fills from it: the larger wins
+    else:  # Ulysses: the legacy fsdp_workers.py:171 reads actor.ulysses_sequence_parallel_size, v0.7.0's engine
+        # workers fsdp_config's, which actor.py:293 fills from the actor's: the larger wins
         sp = max(
             as_int(src, A + "ulysses_sequence_parallel_size"),
             as_int(src, A + "fsdp_config.ulysses_sequence_parallel_size"),
         )
         dp = divisible("trainer.n_gpus_per_node x nnodes", gpus, f"{A}ulysses_sequence_parallel_size", sp)
+        if sp > 1 and not src.get(M + "use_remove_padding"):  # actor.py:300-304 (v0.7.0) raises
+            raise ImportConfigError(
+                f"{A}ulysses_sequence_parallel_size {sp} needs {M}use_remove_padding true (verl refuses sequence "
+                f"parallel on padded batches); --set {M}use_remove_padding=true"
+            )
         if sp > 1:
             training["ulysses_sequence_parallel_size"] = sp
         per_rank = divisible(f"{A}ppo_mini_batch_size x {R}n", mini_samples, "the data-parallel groups (GPUs / SP)", dp)
