@@ -561,6 +561,32 @@ class Training:
     remove_padding: bool = False
     # sequences (packed: bins) per micro-batch of the forward-only log-prob passes; None: micro_batch_size
     logprob_micro_batch_size: int | None = field(default=None, metadata=bounds(ge=1))
+    # with sequence packing: tokens per bin of the log-prob passes (verl log_prob_max_token_len_per_gpu);
+    # None: packing_tokens
+    logprob_packing_tokens: int | None = field(default=None, metadata=bounds(ge=1))
+    # fsdp, without remove_padding: every sequence padded to max_prompt_tokens + max_response_tokens and the
+    # linear layers and logits run on the padding (verl without use_remove_padding: its agent loop pads prompts
+    # and responses to their caps); attention runs on the real tokens (flash attention unpads)
+    pad_to_cap: bool = False
+    # without packing: each micro-batch padded to its longest sequence, the linear layers and logits run on the
+    # padding, attention on the real tokens (OpenRLHF without packing_samples; rlsim.trainer.padding)
+    pad_micro_batches: bool = False
+    # fsdp: Ulysses sequence parallel (verl ulysses_sequence_parallel_size): each micro-batch split over this many
+    # GPUs by sequence, with all-to-alls of q, k, v and the attention output around every attention layer
+    ulysses_sequence_parallel_size: int = field(default=1, metadata=bounds(ge=1, le=1024))
+    # fsdp: ZeRO stage (DeepSpeed, OpenRLHF --zero_stage): 3 shards parameters, gradients and optimizer (FSDP);
+    # 2 keeps the bf16 parameters whole and reduce-scatters gradients every micro-batch; 1 reduces gradients
+    # once per optimizer step; 1 and 2 all-gather the updated parameters after each optimizer step
+    zero_stage: int = field(default=3, metadata=bounds(ge=1, le=3))
+    # fsdp, zero_stage 3: free each layer's gathered parameters after its forward and gather them again for the
+    # backward (verl fsdp_config.reshard_after_forward, true by default); false keeps them through the backward
+    # (FSDP1 SHARD_GRAD_OP, FSDP2 reshard_after_forward=False): one gather per micro-batch and layer, the whole
+    # bf16 parameters held at the micro-batch's peak
+    reshard_after_forward: bool = True
+    # fsdp, zero_stage 3: shard over groups of this many GPUs and replicate across the groups (hybrid sharding;
+    # verl fsdp_config.fsdp_size): gathers and reduce-scatters inside a group, then an all-reduce of each gradient
+    # shard across the groups; None: one group of all training GPUs
+    fsdp_shard_size: int | None = field(default=None, metadata=bounds(ge=1))
     # responses per optimizer step (the frameworks' train global batch); None: responses per step divided by
     # algorithm.mini_batches_per_step
     global_batch_size: int | None = field(default=None, metadata=bounds(ge=1))

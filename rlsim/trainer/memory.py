@@ -29,6 +29,7 @@ from rlsim.trainer.training import (
     layout_of,
     packing_tokens,
     reference_weight_bytes,
+    shard_group,
 )
 from rlsim.workload.priors import response_prior
 
@@ -132,14 +133,23 @@ def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
             act += tok * per_layer_full  # one layer recomputed at a time
         return TrainMemory(weights_grads, opt, act, budget)
     n = lay.n
-    shard = model.num_params / n
+    shard = model.num_params / (shard_group(scenario) if tr.zero_stage == 3 else n)
     # fp32 parameters and gradients, sharded; under ZeRO-Offload (offload_optimizer alone) the fp32 master lives on
     # the host and the GPU keeps the bf16 parameters and gradients (DeepSpeed@v0.19.5 stage_1_and_2.py)
     weights_grads = 0.0 if tr.offload_params else (4.0 if tr.offload_optimizer else 8.0) * shard
     opt = 0.0 if (tr.offload_optimizer or tr.offload_params) else 8.0 * shard  # Adam moments
     layer_bytes = model.num_params / model.num_layers * ACT_BYTES
+    # two gathered layers (the one computing, the one prefetched); without reshard_after_forward the forward keeps
+    # every layer it gathered until the backward frees it: the whole bf16 parameters at the peak
+    gathered = 2 * layer_bytes if tr.reshard_after_forward else ACT_BYTES * model.num_params
+    if tr.zero_stage < 3:  # the bf16 parameters whole on every GPU (no gathered layers); ZeRO-1 the bf16 gradients
+        weights_grads += ACT_BYTES * model.num_params * (2.0 if tr.zero_stage == 1 else 1.0)
+        gathered = 0.0
     per_layer = 2.0 * h if tr.activation_recompute == "full" else per_layer_full
-    act = tokens_mb * per_layer * model.num_layers + tokens_mb * per_layer_full + logits + 2 * layer_bytes
+    if not tr.sequence_packing:  # a Ulysses group of c GPUs splits the micro-batch's sequences (packed bins are
+        tokens_mb /= lay.c  # per GPU already: verl packs c budgets per group)
+    logits = tokens_mb * model.vocab_size * LOGIT_BYTES
+    act = tokens_mb * per_layer * model.num_layers + tokens_mb * per_layer_full + logits + gathered
     return TrainMemory(weights_grads, opt, act, budget)
 
 
@@ -161,7 +171,8 @@ def validate(scenario: Scenario) -> None:
 
 
 def _check_padding(scenario: Scenario) -> None:
-    """``remove_padding``, ``pad_to_longest`` and ``sequence_packing``: at most one way to treat padding."""
+    """``remove_padding``, ``pad_to_longest``, ``pad_to_cap``, ``pad_micro_batches`` and ``sequence_packing``: at most
+    one way to treat padding."""
     tr, at = scenario.training, "training"
     if tr.remove_padding and tr.pad_to_longest:  # (with sequence packing it changes nothing: bins hold no padding)
         raise ScenarioError(
@@ -169,6 +180,21 @@ def _check_padding(scenario: Scenario) -> None:
             True,
             f"prices unpadded micro-batches, which {at}.pad_to_longest contradicts",
             f"remove one of {at}.remove_padding and {at}.pad_to_longest",
+        )
+    ways = [k for k in ("remove_padding", "pad_to_longest", "pad_to_cap", "pad_micro_batches") if getattr(tr, k)]
+    if len(ways) > 1:
+        raise ScenarioError(
+            f"{at}.{ways[-1]}",
+            True,
+            f"treats padding one way, which {at}.{ways[0]} contradicts",
+            f"remove one of {at}.{ways[0]} and {at}.{ways[-1]}",
+        )
+    if tr.pad_micro_batches and tr.sequence_packing:
+        raise ScenarioError(
+            f"{at}.pad_micro_batches",
+            True,
+            "pads unpacked micro-batches, but sequence packing leaves no padding",
+            f"set {at}.sequence_packing: false, or remove {at}.pad_micro_batches",
         )
     if tr.pad_to_longest and tr.sequence_packing:
         raise ScenarioError(
@@ -222,6 +248,53 @@ def _check_fsdp_layout(scenario: Scenario) -> None:
         raise ScenarioError(
             f"{at}.distributed_optimizer", False, "has no meaning for backend fsdp (always sharded)", "remove it"
         )
+    _check_fsdp_options(scenario)
+
+
+def _check_fsdp_options(scenario: Scenario) -> None:
+    """Backend fsdp: Ulysses groups divide the GPUs and the attention heads; ZeRO-1/2 keep parameters on the GPU."""
+    tr, at = scenario.training, "training"
+    sp, n = tr.ulysses_sequence_parallel_size, scenario.hardware.num_train_gpus
+    if n % sp or scenario.model.num_attention_heads % sp:
+        raise ScenarioError(
+            f"{at}.ulysses_sequence_parallel_size",
+            sp,
+            f"must divide the training GPUs ({n}) and the attention heads ({scenario.model.num_attention_heads})",
+            "choose a divisor of both",
+        )
+    f = tr.fsdp_shard_size
+    if f is not None and (n % f or tr.zero_stage < 3):
+        raise ScenarioError(
+            f"{at}.fsdp_shard_size",
+            f,
+            f"must divide the training GPUs ({n}) and needs {at}.zero_stage 3 (hybrid sharding of FSDP)",
+            "choose a divisor of the training GPUs, or remove it",
+        )
+    if tr.zero_stage < 3 and (tr.offload_params or sp > 1):
+        what = "offload_params" if tr.offload_params else "ulysses_sequence_parallel_size"
+        raise ScenarioError(
+            f"{at}.zero_stage",
+            tr.zero_stage,
+            f"keeps the parameters whole on every GPU, which {at}.{what} contradicts (ZeRO-3 / FSDP only)",
+            f"set {at}.zero_stage: 3, or remove {at}.{what}",
+        )
+
+
+def _check_fsdp_only(scenario: Scenario) -> None:
+    """Fields that only the fsdp backend reads."""
+    tr, at = scenario.training, "training"
+    for key, default in (
+        ("ulysses_sequence_parallel_size", 1),
+        ("zero_stage", 3),
+        ("pad_to_cap", False),
+        ("pad_micro_batches", False),
+        ("reshard_after_forward", True),
+        ("fsdp_shard_size", None),
+    ):
+        if getattr(tr, key) != default:
+            raise ScenarioError(
+                f"{at}.{key}", getattr(tr, key), "is an fsdp option", f"set {at}.backend: fsdp or remove it"
+            )
 
 
 def _check_megatron_layout(scenario: Scenario) -> None:
@@ -231,6 +304,7 @@ def _check_megatron_layout(scenario: Scenario) -> None:
     at = "training"
     if tr.offload_params:
         raise ScenarioError(f"{at}.offload_params", True, "is an FSDP option", f"set {at}.backend: fsdp or remove it")
+    _check_fsdp_only(scenario)
     t, p, c = tr.tensor_parallel_size, tr.pipeline_parallel_size, tr.context_parallel_size
     if n % (t * p * c):
         raise ScenarioError(

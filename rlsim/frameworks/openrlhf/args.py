@@ -62,6 +62,7 @@ LEGACY: dict[str, str] = {
     "gradient_checkpointing": "actor.gradient_checkpointing_enable",
     "zero_stage": "ds.zero_stage",
     "adam_offload": "ds.adam_offload",
+    "overlap_comm": "ds.overlap_comm",
     "ds_tensor_parallel_size": "ds.tensor_parallel_size",
     "ring_attn_size": "ds.ring_attn_size",
     "eval_steps": "eval.steps",

@@ -70,7 +70,7 @@ TABLE: tuple[Row, ...] = (
     Row("train.max_epochs", 1, "algorithm.epochs_per_step", "passes over the rollout"),
     Row("train.micro_batch_size", 1, "training.micro_batch_size", "samples per GPU per micro-step (flat: 4)"),
     Row("rollout.micro_batch_size", 1, "training.logprob_micro_batch_size", "make-experience passes (flat: 8)"),
-    Row("ds.packing_samples", False, "training.remove_padding", "alone: micro_batch_size samples each, unpadded"),
+    Row("ds.packing_samples", False, "training.remove_padding", "false: training.pad_micro_batches (to longest)"),
     Row("train.dynamic_batch_enable", False, "training.sequence_packing", "true: bins of train.max_tokens_per_gpu"),
     Row("train.max_tokens_per_gpu", 16192, "training.packing_tokens", "with dynamic batch"),
     Row("actor.num_nodes", 1, "hardware.train_gpus", "actor GPUs = nodes x GPUs per node"),
@@ -111,7 +111,8 @@ TABLE: tuple[Row, ...] = (
     Row("reward.num_gpus_per_node", 8, "reward.num_gpus", "GPUs of its own = nodes x GPUs per node"),
     Row("reward.remote_url", None, "(note)", "a remote reward: priced as the CPU reward"),
     Row("actor.gradient_checkpointing_enable", False, "training.activation_recompute", "true -> full, false -> none"),
-    Row("ds.zero_stage", 2, "training.backend", "fsdp (full sharding; stages below 3 noted)"),
+    Row("ds.zero_stage", 2, "training.zero_stage", "backend fsdp at this ZeRO stage (0: as 1, noted)"),
+    Row("ds.overlap_comm", False, "training.overlap_communication", "ZeRO-1/2 gradient reduction beside backward"),
     Row("ds.adam_offload", False, "training.offload_optimizer", "DeepSpeed CPU Adam"),
     Row("ds.tensor_parallel_size", 1, "training.tensor_parallel_size", "> 1: a Megatron layout (AutoTP), noted"),
     Row("ds.ring_attn_size", 1, "training.context_parallel_size", "> 1: a Megatron layout (ring attention), noted"),
@@ -371,8 +372,16 @@ def _training(src: Source, z: _Sizes, notes: list[str]) -> dict[str, Any]:
         raise ImportConfigError(
             f"{n('ds.zero_stage')}: {zero!r} must be 0, 1, 2 or 3; fix it in the file or with --set"
         )
-    if zero < 3:
-        notes.append(f"{n('ds.zero_stage')} {zero}: simulated as full sharding (ZeRO-3 / FSDP)")
+    if training["backend"] == "fsdp":  # ZeRO's communication and memory by stage (rlsim.trainer.training)
+        training["zero_stage"] = max(1, zero)
+        training["overlap_communication"] = bool(src.get("ds.overlap_comm"))
+        if zero == 0:
+            notes.append(
+                f"{n('ds.zero_stage')} 0: simulated as ZeRO-1 (gradients reduced once per step; the optimizer state "
+                "priced sharded, which stage 0 does not do)"
+            )
+    elif zero < 3:
+        notes.append(f"{n('ds.zero_stage')} {zero}: the Megatron layout's distributed optimizer stands for it")
     if src.get("train.dynamic_batch_enable"):
         training.update(
             sequence_packing=True, micro_batch_size=1, packing_tokens=as_int(src, "train.max_tokens_per_gpu")
@@ -386,6 +395,8 @@ def _training(src: Source, z: _Sizes, notes: list[str]) -> dict[str, Any]:
                 f"{n('ds.packing_samples')} without dynamic batch: {z.micro} samples per micro-batch, packed without "
                 "padding (training.remove_padding)"
             )
+        elif training["backend"] == "fsdp":  # experience.py make_experience_batch: right-padded to the longest
+            training["pad_micro_batches"] = True
     training["logprob_micro_batch_size"] = z.rollout_micro
     training["activation_recompute"] = "full" if src.get("actor.gradient_checkpointing_enable") else "none"
     training["offload_optimizer"] = bool(src.get("ds.adam_offload"))

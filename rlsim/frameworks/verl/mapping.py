@@ -84,7 +84,15 @@ TABLE: tuple[Row, ...] = (
     Row(M + "path", None, "model", "a catalog name, alias or hf_id (Instruct/Chat: the base architecture)"),
     Row("critic.model.path", None, "algorithm.critic_model", "gae only; default: the policy's architecture"),
     Row(M + "enable_gradient_checkpointing", True, "training.activation_recompute", "true -> full, false -> none"),
-    Row(M + "use_remove_padding", True, "training.remove_padding", "micro-batches of real tokens (memory check)"),
+    Row(M + "use_remove_padding", True, "training.remove_padding", "false: training.pad_to_cap (padded to caps)"),
+    Row(R + "log_prob_max_token_len_per_gpu", None, "training.logprob_packing_tokens", "None: ppo_max_token_len"),
+    Row(R + "log_prob_use_dynamic_bsz", None, "(a note)", "None: actor.use_dynamic_bsz; rlsim packs both alike"),
+    Row("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", None, "(a note)", "the ref pass takes rollout's"),
+    Row(A + "ulysses_sequence_parallel_size", 1, "training.ulysses_sequence_parallel_size", "fsdp: Ulysses SP"),
+    Row(A + "fsdp_config.ulysses_sequence_parallel_size", 1, "training.ulysses_sequence_parallel_size", "v0.7"),
+    Row(A + "entropy_from_logits_with_chunking", False, "(a note)", "entropy temporaries only: not priced"),
+    Row(A + "fsdp_config.reshard_after_forward", True, "training.reshard_after_forward", "false: one gather a layer"),
+    Row(A + "fsdp_config.fsdp_size", -1, "training.fsdp_shard_size", "below the GPUs: hybrid sharding"),
     Row(M + "lora_rank", 0, "(a note)", "> 0: LoRA is not modelled; simulated as full fine-tuning"),
     Row(A + "strategy", "fsdp", "training.backend", "fsdp / fsdp2 -> fsdp; megatron -> megatron"),
     Row(MG + "tensor_model_parallel_size", 1, "training.tensor_parallel_size", "strategy megatron: TP"),
@@ -220,6 +228,25 @@ def _megatron(src: Source, mini_samples: int, gpus: int, moe: bool) -> tuple[dic
     return training, per_rank, notes
 
 
+def _budget(src: Source, key: str, training: dict[str, Any]) -> int:
+    """A dynamic-batch token budget: ``key`` per GPU, times the Ulysses size (fsdp: dp_actor.py:441, which rlsim's
+    fsdp micro-batching applies itself) or the context-parallel size (Megatron: megatron_actor.py:207 and :763 at
+    v0.7.0, :191 at v0.6.1; returned multiplied, as rlsim's Megatron bins are per data-parallel rank). verl requires
+    the product to hold one padded sequence (max prompt + max response): rearrange_micro_batches asserts
+    max_token_len >= the batch's width (volcengine/verl@v0.7.0:verl/utils/seqlen_balancing.py:382)."""
+    budget = as_int(src, key)
+    width = as_int(src, "data.max_prompt_length") + as_int(src, "data.max_response_length")
+    megatron = training.get("backend") == "megatron"
+    group = int(training.get("context_parallel_size" if megatron else "ulysses_sequence_parallel_size", 1))
+    if budget * group < width:
+        kind = "context-parallel" if megatron else "Ulysses"
+        raise ImportConfigError(
+            f"{key}: {budget} x {kind} size {group} is below data.max_prompt_length + data.max_response_length "
+            f"({width}), which verl asserts against; raise it to {-(-width // group)} or more"
+        )
+    return budget * group if megatron else budget
+
+
 def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> dict[str, Any]:
     """The ``training`` section: the actor's strategy (fsdp, fsdp2 or megatron), its micro-batches and offloading."""
     training: dict[str, Any] = {"backend": "fsdp"}
@@ -232,11 +259,29 @@ def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> di
     if strategy == "megatron":
         training, per_rank, megatron_notes = _megatron(src, mini_samples, gpus, _is_moe(src.get(M + "path")))
         notes += megatron_notes
-    else:
-        per_rank = divisible(f"{A}ppo_mini_batch_size x {R}n", mini_samples, "trainer.n_gpus_per_node x nnodes", gpus)
+    else:  # Ulysses: the legacy fsdp_workers.py:171 reads actor.ulysses_sequence_parallel_size, v0.7.0's engine
+        # workers fsdp_config's, which actor.py:293 fills from the actor's: the larger wins
+        sp = max(
+            as_int(src, A + "ulysses_sequence_parallel_size"),
+            as_int(src, A + "fsdp_config.ulysses_sequence_parallel_size"),
+        )
+        dp = divisible("trainer.n_gpus_per_node x nnodes", gpus, f"{A}ulysses_sequence_parallel_size", sp)
+        if sp > 1 and not src.get(M + "use_remove_padding"):  # actor.py:300-304 (v0.7.0) raises
+            raise ImportConfigError(
+                f"{A}ulysses_sequence_parallel_size {sp} needs {M}use_remove_padding true (verl refuses sequence "
+                f"parallel on padded batches); --set {M}use_remove_padding=true"
+            )
+        if sp > 1:
+            training["ulysses_sequence_parallel_size"] = sp
+        per_rank = divisible(f"{A}ppo_mini_batch_size x {R}n", mini_samples, "the data-parallel groups (GPUs / SP)", dp)
+        gpus = dp  # verl divides the deprecated global micro-batch sizes by the data-parallel groups too
     if src.get(A + "use_dynamic_bsz"):
         training.update(sequence_packing=True, micro_batch_size=1)
-        training["packing_tokens"] = as_int(src, A + "ppo_max_token_len_per_gpu")
+        training["packing_tokens"] = _budget(src, A + "ppo_max_token_len_per_gpu", training)
+        if src.given(R + "log_prob_max_token_len_per_gpu"):  # rollout.yaml:95 (v0.7.0): ppo_max_token_len's
+            training["logprob_packing_tokens"] = _budget(src, R + "log_prob_max_token_len_per_gpu", training)
+        if src.given(R + "log_prob_use_dynamic_bsz") and not src.get(R + "log_prob_use_dynamic_bsz"):
+            notes.append(f"{R}log_prob_use_dynamic_bsz false: the log-prob passes are packed like training in rlsim")
     else:
         micro_key = A + "ppo_micro_batch_size_per_gpu"
         if src.given(A + "ppo_micro_batch_size"):  # verl divides the deprecated global size by the GPUs
@@ -272,7 +317,35 @@ def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> di
         training["offload_params"] = training["offload_optimizer"] = policy
         training["swap_params"] = not policy and bool(src.get(A + "fsdp_config.param_offload"))
         training["swap_optimizer"] = not policy and bool(src.get(A + "fsdp_config.optimizer_offload"))
+        _fsdp_options(src, training, notes)
     return training
+
+
+def _fsdp_options(src: Source, training: dict[str, Any], notes: list[str]) -> None:
+    """verl's fsdp / fsdp2 actor: padding (``model.use_remove_padding`` false: every sequence padded to the caps,
+    training.pad_to_cap), resharding, hybrid sharding (``fsdp_config.fsdp_size``) and entropy chunking (a note:
+    it changes the entropy's fp32 temporaries, which rlsim does not price)."""
+    if not src.get(M + "use_remove_padding"):
+        training["remove_padding"] = False
+        training["pad_to_cap"] = True
+    if not src.get(A + "fsdp_config.reshard_after_forward"):  # fsdp_workers.py:512 SHARD_GRAD_OP; fsdp2 kwarg :550
+        training["reshard_after_forward"] = False
+    size = src.get(A + "fsdp_config.fsdp_size")
+    gpus = as_int(src, "trainer.n_gpus_per_node") * as_int(src, "trainer.nnodes")
+    if not isinstance(size, int) or isinstance(size, bool):
+        raise ImportConfigError(f"{A}fsdp_config.fsdp_size: {size!r} is not a whole number (-1: all GPUs)")
+    if 0 < size < gpus:  # fsdp_workers.py:99 create_device_mesh: a (replicas, shard) mesh, hybrid sharding
+        training["fsdp_shard_size"] = size
+    if src.get(A + "entropy_from_logits_with_chunking"):
+        notes.append(
+            f"{A}entropy_from_logits_with_chunking: the entropy's fp32 temporaries in chunks of 2048 tokens "
+            "(verl/utils/torch_functional.py:241); same FLOPs, and rlsim's memory check prices the logits only"
+        )
+    if src.given("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"):
+        notes.append(
+            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu: the reference pass is micro-batched "
+            "like the old log-prob pass (training.logprob_micro_batch_size)"
+        )
 
 
 def _algorithm(src: Source, mini_batches: int, notes: list[str]) -> tuple[str, dict[str, Any]]:
