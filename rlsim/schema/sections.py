@@ -275,6 +275,14 @@ class Algorithm:
     # PPO: the critic on the reward model's own GPUs (reward.num_gpus; OpenRLHF colocate_critic_reward): its passes
     # there, its values after the reward model's forward, the GPUs counted once
     critic_with_reward: bool = False
+    # PPO: the critic's own micro-batching where its framework sets it apart from the actor's (verl's critic.*:
+    # model.use_remove_padding, false by default where the actor's is true; use_dynamic_bsz;
+    # ppo_max_token_len_per_gpu, 32768 by default; ppo_micro_batch_size_per_gpu); None: as the training section.
+    # Its values and training passes are priced with these in place of the training section's (Scenario.critic_view)
+    critic_pad_to_cap: bool | None = None
+    critic_sequence_packing: bool | None = None
+    critic_packing_tokens: int | None = field(default=None, metadata=bounds(ge=1))
+    critic_micro_batch_size: int | None = field(default=None, metadata=bounds(ge=1))
     dynamic_sampling: DynamicSampling | None = None  # DAPO: generation rounds until the batch fills
 
     @property

@@ -420,7 +420,7 @@ def check_memory(scenario: Scenario) -> None:
     """Refuse a layout whose training state does not fit, naming the field to change and how (and a PPO critic's
     on its own GPUs, algorithm.critic_gpus)."""
     if scenario.critic_pool_gpus:
-        view = scenario.pool_view(scenario.critic_pool_gpus)
+        view = scenario.pool_view(scenario.critic_pool_gpus).critic_view()
         crit = memory(view, scenario.critic)
         if not crit.fits:
             raise ScenarioError(

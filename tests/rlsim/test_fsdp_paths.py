@@ -455,3 +455,56 @@ def test_verl_megatron_budget_counts_the_context_parallel_group():
     }
     tr = import_config(VERL_GRPO, "verl", sets).scenario["training"]
     assert (tr["packing_tokens"], tr["logprob_packing_tokens"]) == (24000, 60000)
+
+
+# ---------------------------------------------------------------------- verl's critic: its own micro-batching
+
+
+def test_the_critic_is_priced_with_its_own_padding():
+    """verl's dp critic pads to the caps by default (critic.model.use_remove_padding false) while the actor packs:
+    128 sequences of 300 real tokens, caps 512 + 512. The critic's values pass costs 2 N x 128 x 1,024 FLOPs over the
+    8 GPUs (its linear layers on the padding), the actor's log-prob pass 2 N x 128 x 300 (no attention: sq 0)."""
+    s = _scn({**FSDP, "training.sequence_packing": False, "training.micro_batch_size": 4, "algorithm.name": "ppo"})
+    padded = _scn(
+        {
+            **FSDP,
+            "training.sequence_packing": False,
+            "training.micro_batch_size": 4,
+            "algorithm.name": "ppo",
+            "algorithm.critic_pad_to_cap": True,
+        }
+    )
+    assert s.critic_view() is s  # no critic setting of its own: the training section as it is
+    view = padded.critic_view()
+    assert view.training.pad_to_cap and not view.training.remove_padding and not padded.training.pad_to_cap
+    seqs, real = 128, 300
+    critic = training.phase_time(view, view.model, seqs * real, 0.0, forward_only=True, num_sequences=seqs)
+    actor = training.phase_time(padded, padded.model, seqs * real, 0.0, forward_only=True, num_sequences=seqs)
+    assert critic.compute_s == pytest.approx(2 * N * seqs * 1024 / (8 * EFF_FLOPS))
+    assert actor.compute_s == pytest.approx(2 * N * seqs * real / (8 * EFF_FLOPS))
+
+
+def test_the_critic_packs_in_its_own_budget():
+    """critic.ppo_max_token_len_per_gpu 8,000 against the actor's 3,000: 10,000 tokens a rank are ceil(1.25) = 2
+    critic micro-batches, ceil(3.33) = 4 of the actor's."""
+    over = {**FSDP, "training.sequence_packing": True, "training.packing_tokens": 3000, "algorithm.name": "ppo"}
+    s = _scn({**over, "algorithm.critic_packing_tokens": 8000})
+    tokens, seqs = 80_000, 8 * 40
+    view = s.critic_view()
+    assert training.phase_time(view, view.model, tokens, 0.0, num_sequences=seqs).micro_batches == 2
+    assert training.phase_time(s, s.model, tokens, 0.0, num_sequences=seqs).micro_batches == 4
+
+
+def test_verl_critic_keys_map_with_verls_defaults():
+    """verl@v0.7.0 dp_critic.yaml: model.use_remove_padding false (:44), use_dynamic_bsz the actor's (critic.yaml:62),
+    ppo_max_token_len_per_gpu 32768 (:65)."""
+    from tests.rlsim.test_import_config import VERL_PPO
+
+    alg = from_dict(import_config(VERL_PPO, "verl").scenario).algorithm
+    assert alg.critic_pad_to_cap is True
+    packed = from_dict(
+        import_config(VERL_PPO, "verl", {"actor_rollout_ref.actor.use_dynamic_bsz": True}).scenario
+    ).algorithm
+    assert packed.critic_sequence_packing and packed.critic_packing_tokens == 32768
+    unpadded = from_dict(import_config(VERL_PPO, "verl", {"critic.model.use_remove_padding": True}).scenario)
+    assert unpadded.algorithm.critic_pad_to_cap is False and not unpadded.critic_view().training.pad_to_cap

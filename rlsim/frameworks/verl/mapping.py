@@ -83,6 +83,11 @@ TABLE: tuple[Row, ...] = (
     Row("algorithm.use_kl_in_reward", False, "algorithm.kl_reference", "either KL option -> reference log-prob pass"),
     Row(M + "path", None, "model", "a catalog name, alias or hf_id (Instruct/Chat: the base architecture)"),
     Row("critic.model.path", None, "algorithm.critic_model", "gae only; default: the policy's architecture"),
+    Row("critic.strategy", None, "(a note)", "None: the actor's; megatron: priced with the actor's micro-batching"),
+    Row("critic.model.use_remove_padding", False, "algorithm.critic_pad_to_cap", "fsdp critic: false pads to caps"),
+    Row("critic.use_dynamic_bsz", None, "algorithm.critic_sequence_packing", "None: the actor's use_dynamic_bsz"),
+    Row("critic.ppo_max_token_len_per_gpu", 32768, "algorithm.critic_packing_tokens", "with dynamic bsz: its budget"),
+    Row("critic.ppo_micro_batch_size_per_gpu", None, "algorithm.critic_micro_batch_size", "without dynamic bsz"),
     Row(M + "enable_gradient_checkpointing", True, "training.activation_recompute", "true -> full, false -> none"),
     Row(M + "use_remove_padding", True, "training.remove_padding", "false: training.pad_to_cap (padded to caps)"),
     Row(R + "log_prob_max_token_len_per_gpu", None, "training.logprob_packing_tokens", "None: ppo_max_token_len"),
@@ -367,7 +372,27 @@ def _algorithm(src: Source, mini_batches: int, notes: list[str]) -> tuple[str, d
     if estimator == "gae" and src.given("critic.model.path"):
         algorithm["critic_model"], critic_notes = resolve_model(src.get("critic.model.path"), "critic.model.path")
         notes += [n.replace("model:", "critic model:", 1) for n in critic_notes]
+    if estimator == "gae":
+        _critic(src, algorithm, notes)
     return model, algorithm
+
+
+def _critic(src: Source, algorithm: dict[str, Any], notes: list[str]) -> None:
+    """verl's dp critic with micro-batching of its own (verl@v0.7.0 verl/trainer/config/critic/dp_critic.yaml):
+    ``model.use_remove_padding`` false by default (:44; dp_critic.py:69 then runs the batch padded to the caps),
+    ``use_dynamic_bsz`` the actor's unless set (critic.yaml:62) with its own budget ``ppo_max_token_len_per_gpu``,
+    32768 by default (:65), which its values pass shares (:68), else ``ppo_micro_batch_size_per_gpu``."""
+    if (src.get("critic.strategy") or src.get(A + "strategy")) == "megatron":
+        notes.append("critic.*: a Megatron critic is priced with the actor's micro-batching")
+        return
+    algorithm["critic_pad_to_cap"] = not bool(src.get("critic.model.use_remove_padding"))
+    dynamic = src.get("critic.use_dynamic_bsz")
+    packing = bool(src.get(A + "use_dynamic_bsz") if dynamic is None else dynamic)
+    algorithm["critic_sequence_packing"] = packing
+    if packing:
+        algorithm["critic_packing_tokens"] = as_int(src, "critic.ppo_max_token_len_per_gpu")
+    elif src.get("critic.ppo_micro_batch_size_per_gpu") is not None:
+        algorithm["critic_micro_batch_size"] = as_int(src, "critic.ppo_micro_batch_size_per_gpu")
 
 
 def _engine(src: Source, rollout_engine: str, notes: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None]:
