@@ -63,6 +63,7 @@ from real.config import TrainConfig
 from real.environment import apply_threads, environment
 from real.errors import RealError
 from real.models import load_policy, model_cache_dir, resolve_model
+from real.offload import make_optimizer
 from real.stale import StalePolicy
 from real.tasks import get_task, make_splits
 from real.timing import phase_timer
@@ -130,7 +131,13 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
     k = cfg.batch / cfg.reference_batch
     lr = cfg.lr0 * lr_scale(cfg.lr_rule, cfg.batch, cfg.reference_batch)
     betas = algos.adam_betas_for_batch(0.9, 0.999, k) if cfg.scale_adam_betas else (0.9, 0.999)
-    opt = torch.optim.Adam(policy.parameters(), lr=lr, betas=betas)
+    opt = make_optimizer(policy.parameters(), lr, betas, cfg.offload_optimizer)  # real.offload
+    if cfg.fully_async:  # generation in a process of its own, concurrent with training (real.fully_async)
+        # here, not at the top: it loads torch.multiprocessing (start-up time)
+        from real.fully_async import Setup, train_async
+
+        setup = Setup(model_dir, env, policy, tok, opt, task, train_split, eval_split, lr)
+        return train_async(cfg, run_dir, setup, progress, threads)
     ref_model = None
     if cfg.kl_coef > 0:
         ref_model, _ = load_policy(model_dir)
@@ -306,6 +313,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
                     else {}
                 ),
                 **extra,
+                **({"offload_s": opt.take_times()} if cfg.offload_optimizer else {}),
                 **({"eval_metric_initial": initial_eval} if step == 1 and initial_eval is not None else {}),
             )
             append_record(log, record)
