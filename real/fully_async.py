@@ -266,6 +266,8 @@ def train_async(cfg: TrainConfig, run_dir: Path, setup: Setup, progress: Any, th
                     with phase_timer(Phase.OLD_LOGPROB, timing), torch.no_grad():
                         centre = completion_logprobs(policy, ids, attn, targets, positions)
                     weights, kept = algos.behaviour_weights(centre, behaviour, mask, cfg.behav_weight_cap)
+                    # 0 up to rounding when the generator held the trainer's weights (lag 0): the sync's check
+                    extra["behaviour_max_abs_diff"] = float(((centre - behaviour).abs() * mask).max())
                     extra["behav_weight_filtered"] = float(1.0 - kept.sum() / mask.sum().clamp(min=1))
                 adv = algos.group_advantages(rewards, cfg.group_size).unsqueeze(1) * mask
                 with phase_timer(Phase.TRAIN_ACTOR, timing):

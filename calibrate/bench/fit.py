@@ -55,6 +55,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from calibrate import CalibrateError
+from calibrate.bench.optimizer import fit_optimizer
 from calibrate.bench.tables import bench_threads, provenance
 from rlsim import catalog
 from rlsim.engine.replica import simulate_replica
@@ -363,6 +364,10 @@ def fit_profile(
     max_batch = int(roll["concurrency"].max()) if len(roll) else 1
     max_ctx = int((roll["prompt_tokens"] + roll["response_tokens"]).max()) if len(roll) else 16
     scn = base_scenario(model, gpu, max_batch, max_ctx)
+    # the optimizer's costs first (rlsim-real bench optimizer): the train fit then holds them fixed, so its per-step
+    # overhead does not absorb the optimizer, and they join the train phase's parameters
+    optimizer, _ = fit_optimizer(table, scn)
+    scn = dataclasses.replace(scn, costs=dataclasses.replace(scn.costs, **optimizer))
     results = []
     for phase in FIT_PARAMS:
         rows = table[table["phase"] == phase]
@@ -390,5 +395,7 @@ def fit_profile(
             params["rollout_s_per_sample"] = FIXED["rollout_s_per_sample"]
         if r.phase == Phase.WEIGHT_SYNC:
             params["sleep_wake_overhead_s"] = FIXED["sleep_wake_overhead_s"]
+        if r.phase == Phase.TRAIN_ACTOR:
+            params.update(optimizer)
         phases[r.phase] = PhaseFit("roofline", params, r.uncertainty, r.fitted_range, r.held_out)
     return Profile(provenance=full_prov, phases=phases), results

@@ -231,7 +231,8 @@ def _optimizer_s(scenario: Scenario, shard_params: float) -> float:
             / (hw.gpu.host_link_bandwidth_bytes_per_s * scenario.costs.host_link_efficiency)
             + shard_params / scenario.costs.cpu_adam_params_per_s
         )
-    return ADAM_BYTES_PER_PARAM * shard_params / hw.gpu.hbm_bandwidth_bytes_per_s
+    hbm = hw.gpu.hbm_bandwidth_bytes_per_s * scenario.costs.optimizer_memory_efficiency
+    return ADAM_BYTES_PER_PARAM * shard_params / hbm
 
 
 # ---------------------------------------------------------------------------------------------------- time
