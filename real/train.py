@@ -26,6 +26,11 @@ Stale-policy runs (``--staleness K``, real.stale): the engine generates with the
 trainer; the behaviour log-probs are then computed too (timed in ``old_logprob``), and the loss is naive PPO's or
 AReaL's decoupled one (``--staleness-loss``). Each step logs its lag as ``staleness``.
 
+Fully-async runs (``--fully-async --staleness K [--sync-every N]``, real.fully_async): generation in a process of
+its own, concurrent with training, at most K policy versions ahead, the weights pushed every N updates. An
+offloaded optimizer (``--offload-optimizer``, real.offload): fp32 master weights and Adam's moments in host-side
+buffers, stepped there; each step logs its parts as ``offload_s``.
+
 Learning rate: ``lr0`` at ``reference_batch`` responses, scaled by the rule (sqrt / linear / none) for B = P x G;
 ``--scale-adam-betas`` also applies 1 - beta -> k (1 - beta) (Malladi et al. 2022).
 
