@@ -1,6 +1,7 @@
 """A fully-async run and an offloaded optimizer on the hf engine, predicted before measured (issue 57, must-show 2).
 
-    python scripts/cpu_async_offload.py -o out/cpu_async_offload [--rounds 3] [--cores-rounds N] [--predict-only]
+    python scripts/cpu_async_offload.py -o out/cpu_async_offload [--rounds 3] [--predict-only]
+        [--record DIR] [--earlier DIR]
 
 Two setups, each built as ``rlsim-calibrate loop`` builds its scenarios: benches on this machine (one torch
 thread), synchronous reference runs, ``rlsim-calibrate fit --runs ... --scenario-out``, then a prediction from that
@@ -21,12 +22,9 @@ them: this checks the systems side. Steps: ``predictions.json`` (with the time i
 there with ``--predict-only``, and a rerun never rewrites it), then ``--rounds`` rounds, each running every setup's
 synchronous control and its variant back to back (interleaved, so that the machine's drift falls on both), then
 the comparison: the median over rounds of each run's mean step time (steps 2..S, calibrate's definition), its
-range, and the load other processes put on the machine during each run. With ``--cores-rounds N``, a second
-prediction for the async run (``predictions_cores.json``, written before its runs; ``--predict-only`` stops
-there): the cores rule (CORES_RULE) picks, at each async run's start, between the async scenario on two devices
-and the setup's step on one shared device, and N more rounds of the async pair are compared with it. Writes
+range, and the load other processes put on the machine during each run. Writes
 docs/results/cpu_async_offload.md and, under ``--record`` (default calibrate/research/cpu_async_offload), the
-predictions and the measurements.
+predictions and the measurements; ``--earlier DIR`` adds an earlier iteration's record to the page.
 """
 
 from __future__ import annotations
@@ -93,6 +91,7 @@ SETUPS = {
     },
 }
 REFERENCE_SEEDS = (0, 1)
+DEFAULT_RECORD = ROOT / "calibrate" / "research" / "cpu_async_offload"
 
 
 def sh(module: str, args: list[str]) -> str:
@@ -228,12 +227,11 @@ def main() -> int:
     p.add_argument("-o", "--output", type=Path, required=True)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--predict-only", action="store_true", help="stop once predictions.json is written")
-    p.add_argument("--record", type=Path, default=ROOT / "calibrate" / "research" / "cpu_async_offload")
+    p.add_argument("--record", type=Path, default=DEFAULT_RECORD)
     p.add_argument(
-        "--cores-rounds",
-        type=int,
-        default=0,
-        help="then this many rounds of the async pair under the cores rule (predictions_cores.json, CORES_RULE)",
+        "--earlier",
+        type=Path,
+        help="an earlier iteration's record folder (predictions.json, measured.json), summarized on the page",
     )
     args = p.parse_args()
     if args.rounds < 1:
@@ -251,68 +249,9 @@ def main() -> int:
     runs = run_measure(out, args.rounds)
     lines, rows = compare(pred, runs)
     (record / "measured.json").write_text(json.dumps({"runs": runs, "comparison": rows}, indent=1) + "\n")
-    cores = None
-    if args.cores_rounds:
-        cores_path = record / "predictions_cores.json"
-        if not cores_path.is_file():
-            made = {
-                "written_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-                "rule": CORES_RULE,
-                "two_devices": pred["setups"]["async"]["variant"]["step_time_s"],
-                "one_device": pred["setups"]["async"]["sync"]["step_time_s"],
-            }
-            cores_path.write_text(json.dumps(made, indent=1) + "\n")
-            print(f"wrote {cores_path} before any run under its rule", flush=True)
-            if args.predict_only:
-                return 0
-        cores = run_cores(out, json.loads(cores_path.read_text()), args.cores_rounds)
-        (record / "measured_cores.json").write_text(json.dumps(cores, indent=1) + "\n")
-    write_page(pred, runs, lines, args, cores)
+    write_page(pred, runs, lines, args)
     print("\n".join(lines))
     return 0
-
-
-CORES_RULE = (
-    "at each async run's start, the cores other processes leave free are measured over 2 s "
-    "(rlsim.host.machine_load.free_cores); with 1.5 or more free the generator and the trainer have a core each "
-    "and the prediction is the async scenario's on two one-thread devices (two_devices); with fewer they share "
-    "one, which does the generator's and the trainer's work either way, and the prediction is the same setup's "
-    "synchronous step on one device (one_device)"
-)
-FREE_FOR_TWO = 1.5
-
-
-def run_cores(out: Path, made: dict, rounds: int) -> list[dict]:
-    """Rounds of the async setup's control and fully-async run, the prediction chosen by the cores rule at the
-    async run's start (recorded in choice.json before it runs)."""
-    from rlsim.host.machine_load import LoadMeter
-
-    rows = []
-    for r in range(rounds):
-        base = out / "async" / f"cores_round{r}"
-        control = train(base / "sync", "async", 200 + r, False)
-        choice_path = base / "choice.json"
-        if not choice_path.is_file():
-            meter = LoadMeter().start()
-            time.sleep(2.0)
-            other = meter.stop()["other_cpu_fraction"] or 0.0
-            free = 2 * (1.0 - other)  # of this 2-core machine
-            key = "two_devices" if free >= FREE_FOR_TWO else "one_device"
-            choice_path.write_text(json.dumps({"free_cores": free, "prediction": key, "predicted": made[key]}) + "\n")
-        choice = json.loads(choice_path.read_text())
-        variant = load_run(train(base / "variant", "async", 200 + r, True))
-        m = measured(variant, None)["step_time_s"]
-        rows.append(
-            {
-                **choice,
-                "measured": m,
-                "error": choice["predicted"] / m - 1,
-                "control": measured(load_run(control), None)["step_time_s"],
-                "other_cpu_fraction": load_summary(variant.records[1:])["median_other_cpu_fraction"],
-                "own_cores": _own_cores(variant.records),
-            }
-        )
-    return rows
 
 
 def round_lines(pred: dict, runs: dict) -> list[str]:
@@ -335,36 +274,71 @@ def round_lines(pred: dict, runs: dict) -> list[str]:
     return out
 
 
+def fit_load(pred: dict) -> str:
+    """The load under which each setup's benches and reference runs were measured (their profile's provenance)."""
+    parts = []
+    for name, setup in pred["setups"].items():
+        path = Path(setup["profile"])
+        if not path.is_file():
+            continue
+        prov = json.loads(path.read_text())["provenance"]
+        bench, refs = (prov.get(k, {}).get("median_other_cpu_fraction") for k in ("bench_load", "runs_load"))
+        if bench is not None and refs is not None:
+            parts.append(f"{name}: bench {bench:.0%}, reference runs {refs:.0%}")
+    return (
+        "Other processes' share of the machine while the prediction's inputs were measured (median): "
+        + "; ".join(parts)
+        + ". The prediction's speed is that of the machine under that load."
+    )
+
+
+QUIET = 0.2  # other processes' share under which a round counts as quiet (rlsim.host.machine_load.HIGH_OTHER_CPU)
+
+
+def ratio_by_load(pred: dict, runs: dict) -> str:
+    """Per setup, the median variant / control ratio over the quiet rounds (other processes under QUIET of the
+    machine during both runs) and over the others, beside the predicted ratio."""
+    parts = []
+    for name, kinds in runs.items():
+        want = pred["setups"][name]["variant"]["step_time_s"] / pred["setups"][name]["sync"]["step_time_s"]
+        quiet, loaded = [], []
+        for c, v in zip(kinds["sync"], kinds["variant"]):
+            shares = [x["load"]["median_other_cpu_fraction"] or 0.0 for x in (c, v)]
+            (quiet if max(shares) < QUIET else loaded).append(v["step_time_s"] / c["step_time_s"])
+        got = [
+            f"{label} rounds {np.median(xs):.2f} ({len(xs)})"
+            for label, xs in (("quiet", quiet), ("loaded", loaded))
+            if xs
+        ]
+        parts.append(f"{name} predicted {want:.2f}, " + ", ".join(got))
+    return "; ".join(parts) + f" (quiet: other processes under {QUIET:.0%} of the machine during both runs)"
+
+
 def offload_priced(pred: dict) -> dict[str, float]:
-    """What the prediction prices per training step for the offloaded step's parts (rlsim.trainer.training): the
-    mini-batches' optimizer steps x (6 B x P / (host link x efficiency), P / CPU Adam rate), and the device Adam
-    they replace (28 B x P / (memory bandwidth x efficiency)), from the profile the prediction used."""
+    """What the prediction prices per training step for the offloaded step's parts: the mini-batches' optimizer
+    steps x the copies and the host Adam, and the device Adam they replace (calibrate.bench.optimizer's unit times
+    over the profile's coefficients), from the profile and scenario the prediction used."""
+    from calibrate.bench.optimizer import _unit_times
     from rlsim.run.simulation import configure, systems_scenario
-    from rlsim.trainer.training import ADAM_BYTES_PER_PARAM, OFFLOAD_BYTES_PER_PARAM
 
     setup = pred["setups"]["offload"]
     profile = load_profile(setup["profile"])
     scn = systems_scenario(configure(setup["scenario"], profile, dict(setup["scenario_keys"])), profile)
-    gpu, c, p = scn.hardware.gpu, scn.costs, scn.model.num_params
-    steps = scn.optimizer_steps_per_step
+    c, p, steps = scn.costs, scn.model.num_params, scn.optimizer_steps_per_step
+    unit = _unit_times(scn, p)
     return {
         "parameters": p,
         "optimizer_steps": steps,
-        "copies_s": steps
-        * OFFLOAD_BYTES_PER_PARAM
-        * p
-        / (gpu.host_link_bandwidth_bytes_per_s * c.host_link_efficiency),
-        "host_adam_s": steps * p / c.cpu_adam_params_per_s,
-        "device_adam_s": steps
-        * ADAM_BYTES_PER_PARAM
-        * p
-        / (gpu.hbm_bandwidth_bytes_per_s * c.optimizer_memory_efficiency),
+        "copies_s": steps * unit["offload_copy"] / c.host_link_efficiency,
+        "host_adam_s": steps * unit["host_adam"] / c.cpu_adam_params_per_s,
+        "device_adam_s": steps * unit["optimizer"] / c.optimizer_memory_efficiency,
     }
 
 
-def write_page(pred: dict, runs: dict, lines: list[str], args: argparse.Namespace, cores: list | None) -> None:
+def write_page(pred: dict, runs: dict, lines: list[str], args: argparse.Namespace) -> None:
     argv = ["-o", str(args.output), "--rounds", str(args.rounds)]
-    argv += ["--cores-rounds", str(args.cores_rounds)] if args.cores_rounds else []
+    argv += ["--record", _rel(args.record)] if args.record != DEFAULT_RECORD else []
+    argv += ["--earlier", _rel(args.earlier)] if args.earlier else []
     page = results_page.header(
         "A fully-async run and an offloaded optimizer on the CPU: predicted before measured",
         results_page.command("cpu_async_offload", argv),
@@ -382,9 +356,11 @@ def write_page(pred: dict, runs: dict, lines: list[str], args: argparse.Namespac
         "is from /proc/stat over each step (the async run's generator counted as the run's own), the median over "
         "the run's steps and then over rounds; the cores a run's processes got are their CPU seconds over the "
         "steps' wall seconds. Setups, scenario keys and benches: scripts/cpu_async_offload.py; the predictions as "
-        "written: calibrate/research/cpu_async_offload/predictions.json; every run: measured.json beside it.",
+        f"written: {_rel(args.record)}/predictions.json; every run: measured.json beside it.",
         "",
         *lines,
+        "",
+        fit_load(pred),
         "",
         "## Round by round",
         "",
@@ -392,13 +368,11 @@ def write_page(pred: dict, runs: dict, lines: list[str], args: argparse.Namespac
         "",
         "## What the figures say",
         "",
-        f"The async scenario gives the generator and the trainer a core each (two one-thread devices). On this "
-        f"machine the fully-async runs' two processes together kept a median {own['variant']:.2f} cores busy, the "
-        f"synchronous controls {own['sync']:.2f}: other processes held most of the machine, so the generator and "
-        "the trainer shared what the control had alone, and every phase of the async run ran slower than in the "
-        "control (the trainer's wait for the generator was a median "
-        f"{np.median(waits):.4f} s per step). The overlap rlsim prices needs the second core, which these "
-        "measurements never had.",
+        "The async scenario gives the generator and the trainer a core each (two one-thread devices). The "
+        f"fully-async runs' two processes together kept a median {own['variant']:.2f} cores busy (the synchronous "
+        f"controls {own['sync']:.2f}), and the trainer waited a median {np.median(waits):.4f} s per step for the "
+        "generator. Variant / control, measured back to back, against the predicted ratio, by the load during the "
+        f"round: {ratio_by_load(pred, runs)}.",
         "",
         f"The offloaded optimizer (P = {priced['parameters']:,.0f} parameters, {priced['optimizer_steps']} "
         "optimizer steps per training step), per training step, priced against measured (median over rounds): "
@@ -406,30 +380,53 @@ def write_page(pred: dict, runs: dict, lines: list[str], args: argparse.Namespac
         f"(out {offload['copy_out']:.4f}, back {offload['copy_back']:.4f}); host Adam {priced['host_adam_s']:.4f} s "
         f"against {offload['host_adam']:.4f} s; in place of the device Adam priced at {priced['device_adam_s']:.4f} s.",
     ]
-    if cores:
-        made = json.loads((args.record / "predictions_cores.json").read_text())
-        page += [
-            "",
-            "## The async run under the cores rule",
-            "",
-            f"A second prediction, written {made['written_utc']} UTC after the rounds above and before the runs "
-            f"below, from the same profile: {made['rule']} (two devices {made['two_devices']:.4f} s, one device "
-            f"{made['one_device']:.4f} s).",
-            "",
-            "| round | free cores at the start | prediction | predicted step (s) | measured step (s) | error | "
-            "control step (s) | other processes' share (median) | cores the run's processes got |",
-            "|---|---|---|---|---|---|---|---|---|",
-            *(
-                f"| {i} | {c['free_cores']:.2f} | {c['prediction'].replace('_', ' ')} | {c['predicted']:.4f} | "
-                f"{c['measured']:.4f} | {c['error']:+.1%} | {c['control']:.4f} | {c['other_cpu_fraction'] or 0:.0%} | "
-                f"{c['own_cores']:.2f} |"
-                for i, c in enumerate(cores)
-            ),
-            "",
-            f"Median error {np.median([c['error'] for c in cores]):+.1%}, median |error| "
-            f"{np.median([abs(c['error']) for c in cores]):.1%} over {len(cores)} rounds.",
-        ]
+    if args.earlier:
+        page += earlier_lines(args.earlier)
     results_page.write(results_page.RESULTS / "cpu_async_offload.md", page)
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def earlier_lines(record: Path) -> list[str]:
+    """An earlier iteration's figures: each run's predicted and measured median step, the rounds' range and the
+    load, from its record folder."""
+    pred = json.loads((record / "predictions.json").read_text())
+    got = json.loads((record / "measured.json").read_text())
+    shares = [
+        x["load"]["median_other_cpu_fraction"] or 0.0
+        for kinds in got["runs"].values()
+        for items in kinds.values()
+        for x in items
+    ]
+    lo_share, hi_share = min(shares), max(shares)
+    out = [
+        "",
+        "## An earlier iteration",
+        "",
+        f"The same setups, benched and fitted under a sustained load (predictions written {pred['written_utc']} UTC, "
+        f"in {_rel(record)}), then measured over {len(got['runs']['async']['sync'])} rounds in which other "
+        f"processes took from {lo_share:.0%} to {hi_share:.0%} of the machine (per run, the median over its steps):",
+        "",
+        "| setup | run | predicted step (s) | measured median (s) | rounds' range (s) | error | "
+        "other processes' share (median) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key, row in got["comparison"].items():
+        name, kind = key.split("/")
+        items = got["runs"][name][kind]
+        share = float(np.median([x["load"]["median_other_cpu_fraction"] or 0.0 for x in items]))
+        lo, hi = row["range"]
+        label = "synchronous control" if kind == "sync" else f"`{pred['setups'][name]['variant_flags']}`"
+        out.append(
+            f"| {name} | {label} | {row['predicted']:.4f} | {row['measured_median']:.4f} | {lo:.4f}-{hi:.4f} | "
+            f"{row['error']:+.1%} | {share:.0%} |"
+        )
+    return out
 
 
 if __name__ == "__main__":
