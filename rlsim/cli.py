@@ -293,7 +293,10 @@ def _check_log(args: argparse.Namespace) -> tuple[str, dict[str, int]]:
     from rlsim.frameworks.logs.read import FORMAT_SPECS, FORMATS, timer_counts
 
     if not args.log.is_file():
-        raise _Usage(f"{args.log}: no such log file; give the path of the framework's metrics log (JSON Lines or CSV)")
+        raise _Usage(
+            f"{args.log}: no such log file; give the path of the framework's metrics log (JSON Lines, CSV or its"
+            " console output)"
+        )
     if args.format is not None and args.format not in FORMATS:
         raise _Usage(f"--format {args.format}: unknown log format; {suggest(args.format, FORMATS)}")
     counts = timer_counts(args.log)
@@ -394,7 +397,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _add_check(sub: Any) -> None:
     """``rlsim check``."""
     chk = sub.add_parser("check", help="a framework's metrics log against rlsim's prediction, phase by phase")
-    chk.add_argument("log", type=Path, help="the framework's metrics log (JSON Lines or CSV: wandb, file logger)")
+    chk.add_argument(
+        "log",
+        type=Path,
+        help="the framework's metrics log: JSON Lines or CSV (wandb, file logger) or console output (verl, NeMo RL)",
+    )
     src = chk.add_mutually_exclusive_group(required=True)
     src.add_argument("--config", type=Path, help="the run's framework config (as rlsim import-config reads it)")
     src.add_argument("--scenario", type=Path, help="an rlsim scenario YAML instead of a framework config")

@@ -730,8 +730,8 @@ def page(names: list[str], gpu: str, cmd: str, when: str | None = None, where: s
     lines += [
         "Each file was measured by `python scripts/gpu_roofline.py measure` on the GPU named in its section (torch "
         "only, CUDA graphs, median of interleaved repeats); rlsim's side is its roofline GPU term for the same model "
-        "on the same GPU (no CPU overheads). A ratio is rlsim / measured. calibrate/research/gpu_roofline/README.md says "
-        "what the numbers mean for the model.",
+        "on the same GPU (no CPU overheads). A ratio is rlsim / measured. calibrate/research/gpu_roofline/README.md "
+        "says what the numbers mean for the model.",
     ]
     for name in names:
         data = _read(name)

@@ -240,7 +240,8 @@ def scenario_for_row(fields: dict[str, Any], costs: dict[str, float] | None = No
     raw: dict[str, Any] = {
         "name": f"gen {name} tp{tp}",
         "model": model_name(name),
-        "hardware": {"gpu": gpu, "num_gpus": tp},
+        # host_memory_bytes: the placeholder trainer below offloads everything; no host memory is measured here
+        "hardware": {"gpu": gpu, "num_gpus": tp, "host_memory_bytes": 1e18},
         "engine": {
             "tensor_parallel_size": tp,
             **_served_limits(version, gpu),

@@ -284,6 +284,13 @@ def _facts(scn: Scenario, res: SimResult, profile: Profile | None, group: Sequen
             f"predicted with training.backend {tr.backend}, micro_batch_size {tr.micro_batch_size}, "
             f"activation_recompute {tr.activation_recompute}, offload_optimizer {str(tr.offload_optimizer).lower()}"
         )
+    critic = scn.critic_view().training
+    if scn.algorithm.name == "ppo" and {Phase.VALUES.value, Phase.TRAIN_CRITIC.value} & set(group):
+        packing = f"packed in {critic.packing_tokens or 'cap'}-token bins" if critic.sequence_packing else "unpacked"
+        out.append(
+            f"the critic's micro-batches: {packing}, micro_batch_size {critic.micro_batch_size}, "
+            + ("padded to the caps (verl critic.model.use_remove_padding false)" if critic.pad_to_cap else "no padding")
+        )
     return out
 
 
@@ -320,6 +327,10 @@ def _candidates(scn: Scenario, group: Sequence[str]) -> list[tuple[str, dict[str
                 out.append((f"training.micro_batch_size={mb}", {"training.micro_batch_size": mb}))
         if not tr.offload_optimizer:
             out.append(("training.offload_optimizer=true (CPU Adam)", {"training.offload_optimizer": True}))
+    if scn.algorithm.name == "ppo" and {Phase.VALUES.value, Phase.TRAIN_CRITIC.value} & set(group):
+        padded = scn.critic_view().training.pad_to_cap
+        label = "=false (unpadded)" if padded else "=true (padded to the caps)"
+        out.append((f"algorithm.critic_pad_to_cap{label}", {"algorithm.critic_pad_to_cap": not padded}))
     return out
 
 

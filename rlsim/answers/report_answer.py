@@ -29,6 +29,16 @@ def run_answer_html(summary: dict[str, Any]) -> str:
         ]
         if isinstance(summary.get("probability_reaching_target"), (int, float)):
             rows.append(("seeds reaching it", f"{summary['probability_reaching_target']:.0%} within the run's budget"))
+    o = summary.get("run_overheads")
+    if o:  # beside the time to target, not in it (rlsim.run.overheads)
+        rows.append(
+            (
+                "run overheads (not in the time to target)",
+                f"{hours(o['total_s'])} over {o['steps']} steps: evaluation {hours(o['eval_s'])} "
+                f"({o['evaluations']} runs), checkpoints {hours(o['checkpoint_s'])} ({o['checkpoints']} saves), "
+                f"start-up {hours(o['startup_s'])}",
+            )
+        )
     rows += [
         ("throughput", f"{a.samples_per_s:,.2f} samples/s"),
         ("step time", f"{summary.get('step_time_s', float('nan')):,.1f} s (steady state)"),

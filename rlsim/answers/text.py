@@ -46,6 +46,30 @@ def length_line(summary: dict[str, Any]) -> str | None:
     return line
 
 
+def overheads_line(summary: dict[str, Any]) -> str | None:
+    """Evaluation, checkpoints and start-up over the run (rlsim.run.overheads), beside time-to-target: "run
+    overheads (not in the time to target): evaluation N x S = T; ...; total T (time to target + overheads: H)";
+    None when the scenario sets none."""
+    o = summary.get("run_overheads")
+    if not o:
+        return None
+    parts = []
+    if o["evaluations"]:
+        parts.append(f"evaluation {o['evaluations']} x {o['eval_each_s']:.1f} s = {hours(o['eval_s'])}")
+    if o["checkpoints"]:
+        parts.append(
+            f"checkpoints {o['checkpoints']} x {o['checkpoint_each_s']:.1f} s "
+            f"({o['checkpoint_bytes'] / 1e9:.0f} GB each) = {hours(o['checkpoint_s'])}"
+        )
+    if o["startup_s"]:
+        parts.append(f"start-up {o['startup_s']:.0f} s")
+    line = f"run overheads over {o['steps']} steps (not in the time to target): " + "; ".join(parts or ["none"])
+    line += f"; total {hours(o['total_s'])}"
+    if summary.get("time_to_target_s") is not None:
+        line += f" (time to target + overheads: {hours(summary['time_to_target_s'] + o['total_s'])})"
+    return line
+
+
 def run_table(summary: dict[str, Any]) -> str:
     """A run's summary as the terminal shows it: the answer first, then what it is made of, then the phases."""
     rows = [
@@ -104,6 +128,8 @@ def run_table(summary: dict[str, Any]) -> str:
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     if (length := length_line(summary)) is not None:  # what the answer rests on, before the details
         lines = [length, "", *lines]
+    if (overheads := overheads_line(summary)) is not None:  # beside the answer, not in it
+        lines = [overheads, "", *lines]
     if summary.get("time_to_target_s") is not None:  # the answer first, then what it is made of
         lines = [f"answer: {Answer.of(summary).sentence()}", "", *lines]
     step = summary["step_time_s"]

@@ -235,6 +235,13 @@ def note_unexpressed(ctx: EmitContext, framework: str, *, asynchronous: bool, ma
         ctx.notes.append(
             f"schedule.mode async (max_staleness {s.schedule.max_staleness}): {framework} has no async schedule here"
         )
+    if s.schedule.mode == "fully-async":  # no emitter writes verl's fully_async_main keys (async_training.*)
+        sched = s.schedule
+        ctx.notes.append(
+            f"schedule.mode fully-async (sync_every {sched.sync_every}, staleness_threshold "
+            f"{sched.staleness_threshold:g}, partial_rollout {str(sched.partial_rollout).lower()}): not written as "
+            f"{framework} keys; verl runs it with fully_async_main and its async_training.* keys"
+        )
     if not max_num_seqs and ctx.changed(lambda x: x.engine.max_num_seqs, 256):
         ctx.notes.append(f"engine.max_num_seqs {s.engine.max_num_seqs}: {framework} has no key for it")
     if not pp and s.training.pipeline_parallel_size > 1:

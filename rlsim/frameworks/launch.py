@@ -132,7 +132,7 @@ class _Shell:
                 out.append(f'"{joined}"' if quoted else joined)
                 i += 1 + m.end()
                 continue
-            m = re.match(rf"\{{({_NAME})(:?[-=])(.*?)\}}", rest) or re.match(rf"\{{({_NAME})\}}", rest)
+            m = _default_form(rest) or re.match(rf"\{{({_NAME})\}}", rest)
             m = m or re.match(rf"({_NAME})", rest)
             if not m:
                 out.append(ch)
@@ -156,8 +156,21 @@ class _Shell:
         return "".join(out)
 
     def expand_word(self, text: str) -> str:
-        words = shlex.split(self.expand(text), comments=False)
-        return " ".join(words)
+        return " ".join(_split(self.expand(text), self.where))
+
+
+def _default_form(rest: str) -> re.Match[str] | None:
+    """``{NAME:-word}`` (or ``-``, ``:=``, ``=``) at the start of ``rest``, its word up to the brace that closes the
+    form: a word may hold expansions of its own (``${HOME:-"${ROOT}/x"}``)."""
+    head = re.match(rf"\{{({_NAME})(:?[-=])", rest)
+    if not head:
+        return None
+    depth = 0
+    for j in range(head.end(), len(rest)):
+        depth += {"{": 1, "}": -1}.get(rest[j], 0)
+        if depth < 0:
+            return re.compile(rf"\{{({_NAME})(:?[-=])(.{{{j - head.end()}}})\}}", re.S).match(rest)
+    return None
 
 
 def _matching(text: str, start: int) -> int:

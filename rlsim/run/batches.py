@@ -20,8 +20,13 @@ if TYPE_CHECKING:
 
 
 def window(scenario: Scenario) -> int:
-    """The batches simulated together, in one window: k + 1 under a streaming async schedule, else 1."""
-    k = scenario.schedule.staleness
+    """The batches simulated together, in one window: k + 1 under a streaming async schedule, else 1. Fully-async
+    (rlsim.run.fully_async): the sync_every batches generated between two weight syncs, whose stragglers the sync
+    waits for; with partial rollouts (no such wait) the k + 1 batches the rollout pool holds at once."""
+    sched = scenario.schedule
+    if sched.mode == "fully-async":
+        return sched.staleness + 1 if sched.partial_rollout and sched.staleness_threshold > 0 else sched.sync_every
+    k = sched.staleness
     return k + 1 if k > 0 and scenario.schedule.streaming else 1
 
 

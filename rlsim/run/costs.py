@@ -68,6 +68,8 @@ class CostModel(Protocol):
 
     def on_pool(self, gpus: int) -> CostModel: ...
 
+    def for_critic(self) -> CostModel: ...
+
     def reference_swap_s(self, model: ModelSpec) -> float: ...
 
     def logprob_host_s(self) -> float: ...
@@ -266,6 +268,12 @@ class RooflineCostModel:
         """The same costs on a pool of ``gpus`` GPUs of its own (the critic's or the reference model's): the pool's
         view of the scenario keeps its coefficients."""
         return RooflineCostModel(self.scenario.pool_view(gpus))
+
+    def for_critic(self) -> RooflineCostModel:
+        """The same costs as the PPO critic's passes see the scenario (Scenario.critic_view: its own padding and
+        micro-batching); this model itself where the critic has none of its own."""
+        view = self.scenario.critic_view()
+        return self if view is self.scenario else RooflineCostModel(view)
 
     def critic_scale(self, phase: str) -> float:
         """The PPO critic's ``values`` / ``train_critic`` pass against the policy's of the same shape."""

@@ -10,7 +10,9 @@ Processes (thin; every duration comes from a pure cost function):
 
 Schedules: ``sync-colocated`` (one pool of all GPUs; the engine sleeps while training, sleep/wake is paid in the
 weight sync), ``sync-separate`` (two pools, k = 0), ``async`` (two pools, rollouts for steps n+1..n+k overlap the
-training of step n). A step ends when its weight sync ends; its step time is the gap to the previous step's end.
+training of step n), ``fully-async`` (two pools; the rollout pool's process is rlsim.run.fully_async's, and the
+trainer syncs every ``schedule.sync_every`` steps). A step ends when its weight sync ends (or its update, between
+syncs); its step time is the gap to the previous step's end.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from rlsim.errors import RlsimError
 from rlsim.host import threads
 from rlsim.io.records import RunLogRecord, run_log_record
 from rlsim.phases import Phase
+from rlsim.run import fully_async
 from rlsim.run.batches import per_batch, step_requests, window
 from rlsim.run.costs import CostModel, RooflineCostModel
 from rlsim.run.pools import (
@@ -219,18 +222,19 @@ class _TrainerSetup:
     def of(cls, st: _State) -> _TrainerSetup:
         s, cost, alg = st.scenario, st.cost, st.scenario.algorithm
         in_flight = s.schedule.mode == "async" and s.schedule.in_flight_weight_updates
+        partial = s.schedule.mode == "fully-async" and s.schedule.partial_rollout  # the engines stall for the sync
         reward_track, reward_pool = CPU, None
         if s.reward.model is not None:  # the reward model's GPUs: its own pool, or the training pool's
             reward_track = REWARD_POOL if s.reward.num_gpus else st.train_track
             reward_pool = st.reward_pool if s.reward.num_gpus else st.train_pool
         return cls(
             colocated=s.hardware.placement == "colocated",
-            in_flight=in_flight,
+            in_flight=in_flight or partial,
             sync_s=cost.weight_sync_s(),
-            pause_s=cost.engine_pause_s() if in_flight else 0.0,
+            pause_s=cost.engine_pause_s() if in_flight else cost.weight_sync_s() if partial else 0.0,
             reward_track=reward_track,
             reward_pool=reward_pool,
-            critic_cost=cost.on_pool(s.critic_pool_gpus) if s.critic_pool_gpus else None,
+            critic_cost=cost.on_pool(s.critic_pool_gpus).for_critic() if s.critic_pool_gpus else None,
             critic_track=REWARD_POOL if alg.critic_with_reward else CRITIC_POOL,
             ref_cost=cost.on_pool(alg.reference_gpus) if alg.kl_reference and alg.reference_gpus else None,
         )
@@ -260,11 +264,14 @@ def _trainer(env: simpy.Environment, st: _State):
         yield train_req
         for actor_side, sides in _passes(st, setup, work):
             yield from _run_passes(env, st, n, timing, actor_side, sides)
-        yield from _weight_sync(env, st, setup, n, timing)
+        sync = n % st.scenario.schedule.sync_every == 0  # fully-async: every sync_every updates, else every step
+        if sync:
+            yield from _weight_sync(env, st, setup, n, timing)
         st.train_pool.release(train_req)
-        st.engine_version = n
-        changed, st.version_changed = st.version_changed, env.event()
-        changed.succeed()
+        if sync:
+            st.engine_version = n
+            changed, st.version_changed = st.version_changed, env.event()
+            changed.succeed()
         st.records.append(_record(st, b, timing, env.now))
         st.last_end_s = env.now
         if st.progress is not None:
@@ -312,7 +319,7 @@ def _passes(st: _State, setup: _TrainerSetup, work: _Work) -> list[tuple[list[tu
         passes.append((Phase.REF_LOGPROB, ref))
     train_passes: list[tuple[Phase, float]] = []
     if alg.name == "ppo":
-        cc = setup.critic_cost or cost
+        cc = setup.critic_cost or cost.for_critic()
         values = cc.forward_s(s.critic, tokens, sq_tokens, nseq) * cost.critic_scale(Phase.VALUES.value)
         train = cc.train_s(s.critic, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
         train *= cost.critic_scale(Phase.TRAIN_CRITIC.value)
@@ -431,7 +438,10 @@ def run_pipeline(
         reuse=reuse,
         free_generation=free_generation,
     )
-    env.process(_rollout(env, st))
+    if scenario.schedule.mode == "fully-async":
+        env.process(fully_async.rollouter(env, st, _generations(st), _Batch))
+    else:
+        env.process(_rollout(env, st))
     trainer = env.process(_trainer(env, st))
     env.run(until=trainer)
     add_utilization(scenario, st.records, st.spans)

@@ -20,6 +20,8 @@ Metric definitions (all seconds or per second):
 * ``length_source``, ``length_note``: where the response lengths come from (workload.length_source);
   ``length_assumption``: with assumed lengths and the band, the step time and time-to-target at the assumed mean and
   at the range's low and high ends (rlsim.run.length_range); otherwise null.
+* ``run_overheads``: evaluation, checkpoint and start-up seconds over the run's steps (to the target where there is
+  one), beside time-to-target and not in it (rlsim.run.overheads); null when the scenario sets none.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from rlsim.schema import Scenario
 if TYPE_CHECKING:  # pandas is imported by the tables that need it (rlsim.io.runlog.to_frame), not by `rlsim run --json`
     import pandas as pd
 
+    from rlsim.run.overheads import RunOverheads
+
 
 @dataclass
 class SimResult:
@@ -60,6 +64,8 @@ class SimResult:
     continued: list[dict[str, Any]] = field(default_factory=list)
     # assumed lengths (workload.length_source): the answer at the range's ends (rlsim.run.length_range)
     length_range: dict[str, Any] | None = None
+    # evaluation, checkpoints and start-up beside the time-to-target, not in it (rlsim.run.overheads)
+    overheads: RunOverheads | None = None
 
     @property
     def steps(self) -> pd.DataFrame:
@@ -133,6 +139,7 @@ class SimResult:
             "length_source": s.workload.length_source,
             "length_note": s.workload.length_note,
             "length_assumption": self.length_range,
+            "run_overheads": self.overheads.as_dict() if self.overheads is not None else None,
             **self._target_summary(),
         }
 

@@ -20,6 +20,7 @@ from rlsim.learning.model import LearningModelError, SamplesToTarget, ceiling_sp
 from rlsim.learning.target import band, learning_spread, steps_for_samples, time_to_target
 from rlsim.run.batches import window
 from rlsim.run.length_range import length_range
+from rlsim.run.overheads import run_overheads
 from rlsim.run.profile import Profile, fitted_error, load_profile, operating_point
 from rlsim.run.result import SimResult
 from rlsim.run.systems_error import systems_error
@@ -136,6 +137,8 @@ def predict(
     result.systems_error = systems_error(scn, anchored=profile is not None and "anchor" in profile.provenance)
     if with_band and n_star is not None and result.time_to_target is not None:  # a time-to-target needs n_star
         result.band_s = _band(systems, profile, n_star, result, timelines)
+    ttt = result.time_to_target
+    result.overheads = run_overheads(systems, ttt.steps_to_target if ttt is not None else len(result.records))
     if with_band and scn.workload.length_source == "assumed":  # the answer over the assumed lengths' range
         result.length_range = length_range(systems, result, timelines, BAND_STEPS + 2 * scn.schedule.staleness)
     return result

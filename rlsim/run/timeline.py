@@ -59,6 +59,8 @@ def prefix_exact(scenario: Scenario) -> bool:
     weight updates: a step's weight sync waits for the engines to be idle, so for the rollout of a later step
     already under way, which a longer run starts and a shorter one never does."""
     s = scenario.schedule
+    if s.mode == "fully-async":  # likewise a sync that waits for the responses in flight (no partial rollout)
+        return s.partial_rollout
     return not (s.mode == "async" and s.staleness > 0 and not s.in_flight_weight_updates)
 
 

@@ -71,7 +71,8 @@ def _validate_placement(scenario: Scenario) -> None:
 
 
 def _validate_schedule(scenario: Scenario) -> None:
-    """``schedule``: the mode's placement, and a staleness only (and at least 1) for mode async."""
+    """``schedule``: the mode's placement, a staleness only (and at least 1) for mode async, the fully-async fields
+    only for mode fully-async."""
     sched = scenario.schedule
     want = "colocated" if sched.mode == "sync-colocated" else "separate"
     if scenario.hardware.placement != want:
@@ -95,6 +96,15 @@ def _validate_schedule(scenario: Scenario) -> None:
             f"has no meaning for mode {sched.mode}",
             "set it to 0 or use mode async",
         )
+    fully = {"sync_every": 1, "staleness_threshold": 0.0, "partial_rollout": False}
+    for name, default in fully.items():
+        if sched.mode != "fully-async" and getattr(sched, name) != default:
+            raise ScenarioError(
+                f"schedule.{name}",
+                getattr(sched, name),
+                f"has no meaning for mode {sched.mode} (fully-async only)",
+                f"set it to {str(default).lower()} or use mode fully-async",
+            )
 
 
 def _validate_engine_layout(scenario: Scenario) -> None:
@@ -299,7 +309,7 @@ def _validate_dynamic_sampling(scenario: Scenario) -> None:
             f"max_gen_batches {ds.max_gen_batches} (NeMo RL stops the run with an error there)",
             "raise algorithm.dynamic_sampling.batch_multiplier or max_gen_batches",
         )
-    if scenario.schedule.mode == "async" and ds.mode == "rounds":
+    if scenario.schedule.mode in ("async", "fully-async") and ds.mode == "rounds":
         raise ScenarioError(
             "algorithm.dynamic_sampling",
             "set",

@@ -79,6 +79,24 @@ class Scenario:
         )
         return dataclasses.replace(self, hardware=hw)
 
+    def critic_view(self) -> Scenario:
+        """This scenario as the PPO critic's passes see it: the training section with the critic's own padding and
+        micro-batching (algorithm.critic_*) where they are set; the scenario itself where none is. Not validated."""
+        alg = self.algorithm
+        changes: dict[str, Any] = {}
+        if alg.critic_pad_to_cap is not None:  # verl: use_remove_padding false pads to the caps, true packs
+            changes.update(pad_to_cap=alg.critic_pad_to_cap, remove_padding=not alg.critic_pad_to_cap)
+        if alg.critic_sequence_packing is not None:
+            changes["sequence_packing"] = alg.critic_sequence_packing
+        if alg.critic_packing_tokens is not None:  # verl: forward_max_token_len_per_gpu follows the update's
+            changes.update(packing_tokens=alg.critic_packing_tokens, logprob_packing_tokens=alg.critic_packing_tokens)
+        if alg.critic_micro_batch_size is not None:
+            micro = alg.critic_micro_batch_size
+            changes.update(micro_batch_size=micro, logprob_micro_batch_size=micro)
+        if not changes:
+            return self
+        return dataclasses.replace(self, training=dataclasses.replace(self.training, **changes))
+
     @property
     def critic_pool_gpus(self) -> int:
         """GPUs a PPO critic has apart from the training pool: its own (algorithm.critic_gpus), the reward model's

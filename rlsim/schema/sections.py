@@ -36,6 +36,8 @@ class Hardware:
     # because no framework launch we read sets that up and the published GB200 runs behave so (docs/design.md,
     # "Topology"). Irrelevant where the domain is one node (DGX / HGX)
     multi_node_nvlink: bool | None = None
+    # host (CPU) memory of one node, bytes; None: the GPU catalog's host_memory_bytes (offloaded state must fit it)
+    host_memory_bytes: float | None = field(default=None, metadata=bounds(gt=0))
 
     @property
     def engine_memory_bytes(self) -> float:
@@ -273,6 +275,14 @@ class Algorithm:
     # PPO: the critic on the reward model's own GPUs (reward.num_gpus; OpenRLHF colocate_critic_reward): its passes
     # there, its values after the reward model's forward, the GPUs counted once
     critic_with_reward: bool = False
+    # PPO: the critic's own micro-batching where its framework sets it apart from the actor's (verl's critic.*:
+    # model.use_remove_padding, false by default where the actor's is true; use_dynamic_bsz;
+    # ppo_max_token_len_per_gpu, 32768 by default; ppo_micro_batch_size_per_gpu); None: as the training section.
+    # Its values and training passes are priced with these in place of the training section's (Scenario.critic_view)
+    critic_pad_to_cap: bool | None = None
+    critic_sequence_packing: bool | None = None
+    critic_packing_tokens: int | None = field(default=None, metadata=bounds(ge=1))
+    critic_micro_batch_size: int | None = field(default=None, metadata=bounds(ge=1))
     dynamic_sampling: DynamicSampling | None = None  # DAPO: generation rounds until the batch fills
 
     @property
@@ -309,16 +319,27 @@ class Software:
 
 @dataclass(frozen=True)
 class Schedule:
-    mode: Literal["sync-colocated", "sync-separate", "async"] = "sync-colocated"
+    mode: Literal["sync-colocated", "sync-separate", "async", "fully-async"] = "sync-colocated"
     max_staleness: int = field(default=0, metadata=bounds(ge=0, le=64))  # async: k >= 1
     # async only. streaming: the engines keep generating across step boundaries (up to k batches ahead of the
     # trainer), so a batch does not wait for its own stragglers with the engines half idle; in-flight weight
     # updates: new weights are loaded between engine iterations instead of after the engines drain
     streaming: bool = True
     in_flight_weight_updates: bool = True
+    # fully-async only (verl's fully-async trainer, rlsim.run.fully_async): a step is one trainer update on one batch
+    # (verl: require_batches mini-batches); the weights reach the rollout pool every sync_every updates (verl's
+    # trigger_parameter_sync_step); the rollout pool dispatches prompts up to (1 + staleness_threshold) x sync_every
+    # batches past the last weights it received (a fraction of a batch allowed); partial_rollout: a weight sync
+    # interrupts the responses in flight, which resume on the new weights, instead of waiting for them to finish
+    sync_every: int = field(default=1, metadata=bounds(ge=1, le=4096))
+    staleness_threshold: float = field(default=0.0, metadata=bounds(ge=0, le=64))
+    partial_rollout: bool = False
 
     @property
     def staleness(self) -> int:
+        """The largest lag, in steps, of a batch's weights behind the trainer's (the learning model's k)."""
+        if self.mode == "fully-async":  # the batches dispatched ahead, a started fraction counting whole, less one
+            return math.ceil(round((1.0 + self.staleness_threshold) * self.sync_every, 9)) - 1
         return self.max_staleness if self.mode == "async" else 0
 
 
@@ -446,6 +467,9 @@ class Costs:
     train_step_overhead_s: float = field(default=0.5, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))  # per optimizer step
     forward_overhead_s: float = field(default=0.2, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))  # per log-prob/values pass
     weight_sync_latency_s: float = field(default=1.0, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
+    # per collective of a per_tensor / bucketed weight sync: the Python-side call around it (the engine's
+    # load_weights, OpenRLHF's Ray call per engine, the launch); an assumption, not fitted
+    weight_sync_call_s: float = field(default=1e-3, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
     sleep_wake_overhead_s: float = field(default=2.0, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))  # colocated only
     # per step: dispatch and gather
     rollout_overhead_s: float = field(default=0.5, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
@@ -487,6 +511,25 @@ class Run:
     until_target: bool | None = None
     max_steps: int = field(default=100_000, metadata=bounds(ge=1, le=1_000_000))
     band_seeds: int = field(default=3, metadata=bounds(ge=1, le=100))  # simulation seeds for the band
+    # run overheads, reported beside time-to-target and not in it (rlsim.run.overheads). Evaluation every
+    # eval_every_steps steps (None: none), also before the first step (eval_at_start) and after the last when it
+    # is not a multiple (eval_at_end): eval_prompts prompts (None: workload.prompts_per_step) x eval_group_size
+    # responses generated on the engines at the workload's lengths
+    eval_every_steps: int | None = field(default=None, metadata=bounds(ge=1, le=1_000_000))
+    eval_at_start: bool = False
+    eval_at_end: bool = False
+    eval_prompts: int | None = field(default=None, metadata=bounds(ge=1, le=10_000_000))
+    eval_group_size: int = field(default=1, metadata=bounds(ge=1, le=1024))
+    # checkpoint saves every checkpoint_every_steps steps (None: none; checkpoint_at_end: also after a last step
+    # that is not a multiple): the trained weights and optimizer state written at storage_bytes_per_s
+    checkpoint_every_steps: int | None = field(default=None, metadata=bounds(ge=1, le=1_000_000))
+    checkpoint_at_end: bool = False
+    # start-up, once: engine_start_s (engine init, CUDA graphs) plus the weights read from storage; None: not priced
+    engine_start_s: float | None = field(default=None, metadata=bounds(ge=0, le=1e6))
+    # the job's aggregate storage bandwidth, written (checkpoints) and read (start-up): 1 GB/s, what a typical NFS
+    # server sustains for writes (1-2 GB/s aggregate; spheron.network, "Parallel File Systems for AI on GPU Cloud",
+    # 2026); set the cluster's own
+    storage_bytes_per_s: float = field(default=1e9, metadata=bounds(gt=0, le=1e15))
 
 
 @dataclass(frozen=True)
@@ -530,6 +573,32 @@ class Training:
     remove_padding: bool = False
     # sequences (packed: bins) per micro-batch of the forward-only log-prob passes; None: micro_batch_size
     logprob_micro_batch_size: int | None = field(default=None, metadata=bounds(ge=1))
+    # with sequence packing: tokens per bin of the log-prob passes (verl log_prob_max_token_len_per_gpu);
+    # None: packing_tokens
+    logprob_packing_tokens: int | None = field(default=None, metadata=bounds(ge=1))
+    # fsdp, without remove_padding: every sequence padded to max_prompt_tokens + max_response_tokens and the
+    # linear layers and logits run on the padding (verl without use_remove_padding: its agent loop pads prompts
+    # and responses to their caps); attention runs on the real tokens (flash attention unpads)
+    pad_to_cap: bool = False
+    # without packing: each micro-batch padded to its longest sequence, the linear layers and logits run on the
+    # padding, attention on the real tokens (OpenRLHF without packing_samples; rlsim.trainer.padding)
+    pad_micro_batches: bool = False
+    # fsdp: Ulysses sequence parallel (verl ulysses_sequence_parallel_size): each micro-batch split over this many
+    # GPUs by sequence, with all-to-alls of q, k, v and the attention output around every attention layer
+    ulysses_sequence_parallel_size: int = field(default=1, metadata=bounds(ge=1, le=1024))
+    # fsdp: ZeRO stage (DeepSpeed, OpenRLHF --zero_stage): 3 shards parameters, gradients and optimizer (FSDP);
+    # 2 keeps the bf16 parameters whole and reduce-scatters gradients every micro-batch; 1 reduces gradients
+    # once per optimizer step; 1 and 2 all-gather the updated parameters after each optimizer step
+    zero_stage: int = field(default=3, metadata=bounds(ge=1, le=3))
+    # fsdp, zero_stage 3: free each layer's gathered parameters after its forward and gather them again for the
+    # backward (verl fsdp_config.reshard_after_forward, true by default); false keeps them through the backward
+    # (FSDP1 SHARD_GRAD_OP, FSDP2 reshard_after_forward=False): one gather per micro-batch and layer, the whole
+    # bf16 parameters held at the micro-batch's peak
+    reshard_after_forward: bool = True
+    # fsdp, zero_stage 3: shard over groups of this many GPUs and replicate across the groups (hybrid sharding;
+    # verl fsdp_config.fsdp_size): gathers and reduce-scatters inside a group, then an all-reduce of each gradient
+    # shard across the groups; None: one group of all training GPUs
+    fsdp_shard_size: int | None = field(default=None, metadata=bounds(ge=1))
     # responses per optimizer step (the frameworks' train global batch); None: responses per step divided by
     # algorithm.mini_batches_per_step
     global_batch_size: int | None = field(default=None, metadata=bounds(ge=1))
@@ -544,9 +613,21 @@ class Training:
     # full: keep each layer's input only (verl's enable_gradient_checkpointing, on by default there)
     activation_recompute: Literal["none", "selective", "full"] = "full"
     precision: Literal["bf16", "fp8"] = "bf16"
-    offload_optimizer: bool = False  # optimizer states and update on the host (CPU Adam)
-    offload_params: bool = False  # fsdp only: parameters live on the host between uses
-    memory_fraction: float = field(default=0.9, metadata=bounds(gt=0, le=1))  # of each GPU the trainer may use
+    # optimizer states and update on the host (CPU Adam: Megatron-Core's HybridDeviceOptimizer, DeepSpeed's
+    # ZeRO-Offload, FSDP2's CPUOffloadPolicy with offload_params; rlsim.trainer.offload)
+    offload_optimizer: bool = False
+    # megatron: the share of a rank's optimizer state offload_optimizer puts on the host (Megatron-Core
+    # optimizer_offload_fraction; NeMo RL allows only 1.0); the rest steps on the GPU
+    offload_optimizer_fraction: float = field(default=1.0, metadata=bounds(ge=0, le=1))
+    offload_params: bool = False  # fsdp only: parameters live on the host between uses (FSDP2 CPUOffloadPolicy)
+    # verl's param_offload / optimizer_offload: the parameters (optimizer state) wait in host memory between phases
+    # and come back for each log-prob pass and update (the optimizer state for the update only); Adam on the GPU
+    swap_params: bool = False
+    swap_optimizer: bool = False
+    # flat share of each GPU's datasheet memory the trainer may use; None: the framework's headroom, what CUDA
+    # reports less the reserves of rlsim.trainer.headroom (non-PyTorch memory, a colocated engine's share,
+    # allocator fragmentation)
+    memory_fraction: float | None = field(default=None, metadata=bounds(gt=0, le=1))
     # the reference model waits in host memory and is swapped into the trainer's parameters for the reference
     # pass: policy weights out, reference in, policy back (NeMo RL use_reference_model)
     reference_on_host: bool = False
@@ -561,7 +642,19 @@ class WeightSync:
     # do: separate pools, one training rank broadcasts every tensor (nemo_rl/utils/packed_tensor.py,
     # packed_broadcast_producer with src=0); colocated, every rank exports full HF tensors
     # (megatron_policy_worker.py, export_hf_weights) and its engine keeps its slice
-    transfer: Literal["sharded", "broadcast"] = "sharded"
+    # per_tensor: the trainer gathers each tensor whole and one collective sends it to every engine GPU, tensor by
+    # tensor (verl's separate pools without a checkpoint engine, OpenRLHF's NCCL group or, colocated, CUDA IPC
+    # handles per parameter). bucketed: the same whole tensors packed into bucket_bytes buckets, one collective per
+    # bucket (slime's --update-weight-buffer-size, verl's update_weights_bucket_megabytes, a checkpoint engine)
+    transfer: Literal["sharded", "broadcast", "per_tensor", "bucketed"] = "sharded"
+    bucket_bytes: float = field(default=512.0 * 2**20, metadata=bounds(gt=0, le=1e12))  # bucketed: bytes per bucket
+    # bucketed, separate pools: a checkpoint engine (verl's fully-async checkpoint_engine, after MoonshotAI's): each
+    # trainer GPU copies its share of the whole tensors to host memory, then, bucket by bucket, back to the GPU and
+    # out to every engine GPU
+    host_staged: bool = False
+    # tensors the per_tensor / bucketed paths send (the HF checkpoint's); None: counted from the architecture
+    # (rlsim.trainer.sync_gathered.tensor_count)
+    tensors: int | None = field(default=None, metadata=bounds(ge=1, le=100_000_000))
     # colocated: the trainer's parameters, gradients and optimizer state go to host memory before generation and
     # come back after it (NeMo RL offload_before_refit / offload_after_refit)
     offload_trainer: bool = False

@@ -119,6 +119,8 @@ class GPUSpec:
     node_size: int | None = field(default=None, metadata=bounds(ge=1, le=100_000))
     # scale-out network per GPU, one direction (DGX H100: one 400 Gb/s NIC per GPU = 50 GB/s)
     nic_bandwidth_bytes_per_s: float = field(default=50e9, metadata=bounds(ge=MIN_RATE, le=MAX_RATE))
+    # host (CPU) memory of one node of that standard system, bytes; None: unknown (offload is not checked against it)
+    host_memory_bytes: float | None = field(default=None, metadata=bounds(ge=1e6, le=1e18))
     # What this GPU generation's software reaches, relative to Hopper (H100 SXM = 1), from published measurements
     # (rlsim/catalog/gpus.yaml gives each value's source): the costs' efficiencies are Hopper fractions of peak, and
     # these carry them to another generation instead of the peak ratio. train: Megatron / PyTorch training and

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rlsim.errors import ScenarioError
+from rlsim.trainer import headroom, offload
+from rlsim.trainer.offload import megatron_grad_bytes, megatron_optimizer_bytes
 from rlsim.trainer.training import (
     ACT_BYTES,
     LOGIT_BYTES,
@@ -27,11 +29,12 @@ from rlsim.trainer.training import (
     layout_of,
     packing_tokens,
     reference_weight_bytes,
+    shard_group,
 )
 from rlsim.workload.priors import response_prior
 
 if TYPE_CHECKING:
-    from rlsim.schema import ModelSpec, Scenario, Training, Workload
+    from rlsim.schema import ModelSpec, Scenario, Workload
 
 
 @dataclass(frozen=True)
@@ -103,24 +106,11 @@ def _unpadded_quantile(w: Workload, micro: int) -> float:
     return worst
 
 
-def megatron_grad_bytes(tr: Training) -> float:
-    """Bytes per parameter of Megatron's gradient buffer: fp32, or bf16 without ``grad_reduce_in_fp32``."""
-    return 4.0 if tr.grad_reduce_in_fp32 else 2.0
-
-
-def megatron_optimizer_bytes(tr: Training) -> float:
-    """Bytes per parameter of Megatron's optimizer state: the fp32 Adam moments (8) and the master weight, fp32
-    (4) or, under the precision-aware optimizer with bf16 weights, the 16-bit remainder of it (2; Megatron-LM
-    ``distrib_optimizer.py``: ``master_param`` an int16 shard when ``store_param_remainders`` and bf16)."""
-    remainder = tr.precision_aware_optimizer and tr.precision == "bf16"
-    return 8.0 + (2.0 if remainder else 4.0)
-
-
 def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
     """Training memory per GPU for ``model`` (default: the policy) on the scenario's layout."""
     model = model or scenario.model
     tr, lay = scenario.training, layout_of(scenario)
-    budget = scenario.hardware.gpu.memory_bytes * tr.memory_fraction
+    budget = headroom.budget_bytes(scenario)
     tokens_mb = micro_batch_tokens(scenario)
     h = model.hidden_size
     per_layer_full = SEQ_PARALLEL_ACT_BYTES_PER_TOKEN_HIDDEN * h
@@ -131,12 +121,11 @@ def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
         params = dense + expert
         weights_grads = (2.0 + megatron_grad_bytes(tr)) * params
         state = megatron_optimizer_bytes(tr)
-        if tr.offload_optimizer:
-            opt = 0.0
-        elif tr.distributed_optimizer:
+        if tr.distributed_optimizer:
             opt = state * (dense / (lay.d * lay.c) + expert / lay.d_expert)
         else:
             opt = state * params
+        opt *= 1.0 - offload.cpu_adam_fraction(scenario)  # the hybrid optimizer's host share leaves the GPU
         per_layer = 2.0 * h if tr.activation_recompute == "full" else per_layer_full
         tok = tokens_mb / (lay.c * lay.t)
         act = tok * per_layer * model.num_layers / lay.p * lay.p + logits  # p micro-batches of L/p layers
@@ -144,12 +133,23 @@ def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
             act += tok * per_layer_full  # one layer recomputed at a time
         return TrainMemory(weights_grads, opt, act, budget)
     n = lay.n
-    shard = model.num_params / n
-    weights_grads = 0.0 if tr.offload_params else 8.0 * shard  # fp32 parameters and gradients, sharded
+    shard = model.num_params / (shard_group(scenario) if tr.zero_stage == 3 else n)
+    # fp32 parameters and gradients, sharded; under ZeRO-Offload (offload_optimizer alone) the fp32 master lives on
+    # the host and the GPU keeps the bf16 parameters and gradients (DeepSpeed@v0.19.5 stage_1_and_2.py)
+    weights_grads = 0.0 if tr.offload_params else (4.0 if tr.offload_optimizer else 8.0) * shard
     opt = 0.0 if (tr.offload_optimizer or tr.offload_params) else 8.0 * shard  # Adam moments
     layer_bytes = model.num_params / model.num_layers * ACT_BYTES
+    # two gathered layers (the one computing, the one prefetched); without reshard_after_forward the forward keeps
+    # every layer it gathered until the backward frees it: the whole bf16 parameters at the peak
+    gathered = 2 * layer_bytes if tr.reshard_after_forward else ACT_BYTES * model.num_params
+    if tr.zero_stage < 3:  # the bf16 parameters whole on every GPU (no gathered layers); ZeRO-1 the bf16 gradients
+        weights_grads += ACT_BYTES * model.num_params * (2.0 if tr.zero_stage == 1 else 1.0)
+        gathered = 0.0
     per_layer = 2.0 * h if tr.activation_recompute == "full" else per_layer_full
-    act = tokens_mb * per_layer * model.num_layers + tokens_mb * per_layer_full + logits + 2 * layer_bytes
+    if not tr.sequence_packing:  # a Ulysses group of c GPUs splits the micro-batch's sequences (packed bins are
+        tokens_mb /= lay.c  # per GPU already: verl packs c budgets per group)
+    logits = tokens_mb * model.vocab_size * LOGIT_BYTES
+    act = tokens_mb * per_layer * model.num_layers + tokens_mb * per_layer_full + logits + gathered
     return TrainMemory(weights_grads, opt, act, budget)
 
 
@@ -165,11 +165,14 @@ def validate(scenario: Scenario) -> None:
         _check_megatron_layout(scenario)
     _check_hardware(scenario)
     _check_global_batch(scenario)
+    _check_offload(scenario)
     check_memory(scenario)
+    offload.check_host_memory(scenario)
 
 
 def _check_padding(scenario: Scenario) -> None:
-    """``remove_padding``, ``pad_to_longest`` and ``sequence_packing``: at most one way to treat padding."""
+    """``remove_padding``, ``pad_to_longest``, ``pad_to_cap``, ``pad_micro_batches`` and ``sequence_packing``: at most
+    one way to treat padding."""
     tr, at = scenario.training, "training"
     if tr.remove_padding and tr.pad_to_longest:  # (with sequence packing it changes nothing: bins hold no padding)
         raise ScenarioError(
@@ -178,12 +181,48 @@ def _check_padding(scenario: Scenario) -> None:
             f"prices unpadded micro-batches, which {at}.pad_to_longest contradicts",
             f"remove one of {at}.remove_padding and {at}.pad_to_longest",
         )
+    ways = [k for k in ("remove_padding", "pad_to_longest", "pad_to_cap", "pad_micro_batches") if getattr(tr, k)]
+    if len(ways) > 1:
+        raise ScenarioError(
+            f"{at}.{ways[-1]}",
+            True,
+            f"treats padding one way, which {at}.{ways[0]} contradicts",
+            f"remove one of {at}.{ways[0]} and {at}.{ways[-1]}",
+        )
+    if tr.pad_micro_batches and tr.sequence_packing:
+        raise ScenarioError(
+            f"{at}.pad_micro_batches",
+            True,
+            "pads unpacked micro-batches, but sequence packing leaves no padding",
+            f"set {at}.sequence_packing: false, or remove {at}.pad_micro_batches",
+        )
     if tr.pad_to_longest and tr.sequence_packing:
         raise ScenarioError(
             f"{at}.pad_to_longest",
             True,
             "pads every sequence to the batch's longest, but sequence packing leaves no padding",
             f"set {at}.sequence_packing: false, or remove {at}.pad_to_longest",
+        )
+
+
+def _check_offload(scenario: Scenario) -> None:
+    """The offload fields agree: a host share only for Megatron's hybrid optimizer, and no swap of what
+    offload_params already keeps on the host."""
+    tr = scenario.training
+    if tr.backend == "fsdp" and tr.offload_optimizer_fraction != 1.0:
+        raise ScenarioError(
+            "training.offload_optimizer_fraction",
+            tr.offload_optimizer_fraction,
+            "is the host share of Megatron-Core's hybrid optimizer; backend fsdp offloads all of it or none",
+            "remove it, or set training.backend: megatron",
+        )
+    if tr.offload_params and (tr.swap_params or tr.swap_optimizer):
+        raise ScenarioError(
+            "training.swap_params" if tr.swap_params else "training.swap_optimizer",
+            True,
+            "swaps state that training.offload_params already keeps on the host (verl turns its swaps off under "
+            "FSDP2's offload_policy)",
+            "remove it, or set training.offload_params: false",
         )
 
 
@@ -209,6 +248,53 @@ def _check_fsdp_layout(scenario: Scenario) -> None:
         raise ScenarioError(
             f"{at}.distributed_optimizer", False, "has no meaning for backend fsdp (always sharded)", "remove it"
         )
+    _check_fsdp_options(scenario)
+
+
+def _check_fsdp_options(scenario: Scenario) -> None:
+    """Backend fsdp: Ulysses groups divide the GPUs and the attention heads; ZeRO-1/2 keep parameters on the GPU."""
+    tr, at = scenario.training, "training"
+    sp, n = tr.ulysses_sequence_parallel_size, scenario.hardware.num_train_gpus
+    if n % sp or scenario.model.num_attention_heads % sp:
+        raise ScenarioError(
+            f"{at}.ulysses_sequence_parallel_size",
+            sp,
+            f"must divide the training GPUs ({n}) and the attention heads ({scenario.model.num_attention_heads})",
+            "choose a divisor of both",
+        )
+    f = tr.fsdp_shard_size
+    if f is not None and (n % f or tr.zero_stage < 3):
+        raise ScenarioError(
+            f"{at}.fsdp_shard_size",
+            f,
+            f"must divide the training GPUs ({n}) and needs {at}.zero_stage 3 (hybrid sharding of FSDP)",
+            "choose a divisor of the training GPUs, or remove it",
+        )
+    if tr.zero_stage < 3 and (tr.offload_params or sp > 1):
+        what = "offload_params" if tr.offload_params else "ulysses_sequence_parallel_size"
+        raise ScenarioError(
+            f"{at}.zero_stage",
+            tr.zero_stage,
+            f"keeps the parameters whole on every GPU, which {at}.{what} contradicts (ZeRO-3 / FSDP only)",
+            f"set {at}.zero_stage: 3, or remove {at}.{what}",
+        )
+
+
+def _check_fsdp_only(scenario: Scenario) -> None:
+    """Fields that only the fsdp backend reads."""
+    tr, at = scenario.training, "training"
+    for key, default in (
+        ("ulysses_sequence_parallel_size", 1),
+        ("zero_stage", 3),
+        ("pad_to_cap", False),
+        ("pad_micro_batches", False),
+        ("reshard_after_forward", True),
+        ("fsdp_shard_size", None),
+    ):
+        if getattr(tr, key) != default:
+            raise ScenarioError(
+                f"{at}.{key}", getattr(tr, key), "is an fsdp option", f"set {at}.backend: fsdp or remove it"
+            )
 
 
 def _check_megatron_layout(scenario: Scenario) -> None:
@@ -218,6 +304,7 @@ def _check_megatron_layout(scenario: Scenario) -> None:
     at = "training"
     if tr.offload_params:
         raise ScenarioError(f"{at}.offload_params", True, "is an FSDP option", f"set {at}.backend: fsdp or remove it")
+    _check_fsdp_only(scenario)
     t, p, c = tr.tensor_parallel_size, tr.pipeline_parallel_size, tr.context_parallel_size
     if n % (t * p * c):
         raise ScenarioError(
@@ -278,6 +365,14 @@ def _check_hardware(scenario: Scenario) -> None:
             "only applies when trainer and engines share GPUs (colocated)",
             "remove it or set hardware.placement: colocated",
         )
+    ws = scenario.weight_sync
+    if ws.host_staged and (ws.transfer != "bucketed" or scenario.hardware.placement != "separate"):
+        raise ScenarioError(
+            "weight_sync.host_staged",
+            True,
+            "is a checkpoint engine's path: buckets (transfer bucketed) from the trainer's pool to the engines' pool",
+            "remove it, or set weight_sync.transfer: bucketed and hardware.placement: separate",
+        )
 
 
 def _check_global_batch(scenario: Scenario) -> None:
@@ -325,7 +420,7 @@ def check_memory(scenario: Scenario) -> None:
     """Refuse a layout whose training state does not fit, naming the field to change and how (and a PPO critic's
     on its own GPUs, algorithm.critic_gpus)."""
     if scenario.critic_pool_gpus:
-        view = scenario.pool_view(scenario.critic_pool_gpus)
+        view = scenario.pool_view(scenario.critic_pool_gpus).critic_view()
         crit = memory(view, scenario.critic)
         if not crit.fits:
             raise ScenarioError(
@@ -333,8 +428,8 @@ def check_memory(scenario: Scenario) -> None:
                 scenario.algorithm.critic_gpus,
                 f"holds the critic ({scenario.critic.name}) at {crit.total_bytes / 1e9:.1f} GB per GPU (weights and "
                 f"gradients {crit.weights_grads_bytes / 1e9:.1f}, optimizer {crit.optimizer_bytes / 1e9:.1f}, "
-                f"activations {crit.activation_bytes / 1e9:.1f}), over {scenario.training.memory_fraction:.0%} of a "
-                f"{scenario.hardware.gpu.name}",
+                f"activations {crit.activation_bytes / 1e9:.1f}), over the {crit.budget_bytes / 1e9:.1f} GB a "
+                f"{scenario.hardware.gpu.name} leaves it ({headroom.headroom(view).describe()})",
                 "raise it, or set training.offload_optimizer: true",
             )
     if scenario.algorithm.kl_reference and scenario.algorithm.reference_gpus:
@@ -345,13 +440,13 @@ def check_memory(scenario: Scenario) -> None:
             * (scenario.training.logprob_micro_batch_size or scenario.training.micro_batch_size)
         )
         need = reference_weight_bytes(view, scenario.model) + act
-        budget = scenario.hardware.gpu.memory_bytes * scenario.training.memory_fraction
-        if need > budget:
+        if need > (budget := headroom.budget_bytes(view)):
             raise ScenarioError(
                 "algorithm.reference_gpus",
                 scenario.algorithm.reference_gpus,
                 f"holds the reference model ({scenario.model.name}) at {need / 1e9:.1f} GB per GPU (weights and one "
-                f"forward micro-batch), over {scenario.training.memory_fraction:.0%} of a {scenario.hardware.gpu.name}",
+                f"forward micro-batch), over the {budget / 1e9:.1f} GB a {scenario.hardware.gpu.name} leaves it "
+                f"({headroom.headroom(view).describe()})",
                 "raise it",
             )
     tr = scenario.training
@@ -363,8 +458,8 @@ def check_memory(scenario: Scenario) -> None:
         f"needs {mem.total_bytes / gb:.1f} GB per training GPU for {model.name} (weights and gradients "
         f"{'with the critic and reference ' if mem.weights_grads_bytes > memory(scenario).weights_grads_bytes else ''}"
         f"{mem.weights_grads_bytes / gb:.1f}, optimizer {mem.optimizer_bytes / gb:.1f}, activations "
-        f"{mem.activation_bytes / gb:.1f}), over {tr.memory_fraction:.0%} of the "
-        f"{scenario.hardware.gpu.memory_bytes / gb:.0f} GB of a {scenario.hardware.gpu.name}"
+        f"{mem.activation_bytes / gb:.1f}), over the {mem.budget_bytes / gb:.1f} GB a {scenario.hardware.gpu.name} "
+        f"leaves the trainer ({headroom.headroom(scenario).describe()})"
     )
     if mem.activation_bytes > mem.weights_grads_bytes + mem.optimizer_bytes:
         if tr.activation_recompute != "full":

@@ -14,6 +14,8 @@ weights at once, not the whole model through one GPU's link.
   a pipelined broadcast moves each byte over each link once, so the time is the larger of the two per-GPU
   volumes over the per-GPU bandwidth.
 
+``weight_sync.transfer: per_tensor`` and ``bucketed`` (verl, OpenRLHF, slime and checkpoint engines: whole tensors
+gathered on the trainer and sent to every engine GPU, one call per tensor or bucket) are rlsim.trainer.sync_gathered's.
 ``weight_sync.transfer: broadcast`` models what NeMo RL v0.5-v0.6 do instead: every GPU receives the whole model
 (separate pools: one training rank broadcasts every tensor; colocated: every rank assembles the full tensors and
 its engine keeps its slice). ``weight_sync.engine_sleeps: false`` (an engine without sleep mode) drops the
@@ -30,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
+from rlsim.trainer import sync_gathered as gathered
 from rlsim.trainer.memory import memory
 from rlsim.trainer.training import layout_of, link_bandwidth
 
@@ -90,10 +93,13 @@ def weight_sync_time(scenario: Scenario) -> SyncTime:
     span = trainer_copy_span(scenario)
     send = sender_bytes(scenario)
     domain = hw.nvlink_domain
+    transfer_mode = scenario.weight_sync.transfer
+    whole = transfer_mode in ("per_tensor", "bucketed")  # whole tensors, one call each (rlsim.trainer.sync_gathered)
     if hw.placement == "colocated":
-        # sharded: each GPU assembles its engine shard; broadcast: each GPU assembles every full tensor (NeMo RL's
-        # Megatron-Bridge export_hf_weights on every rank) and keeps its slice
-        need = shard if scenario.weight_sync.transfer == "sharded" else scenario.model.weight_bytes
+        # sharded: each GPU assembles its engine shard; broadcast, per_tensor, bucketed: each GPU assembles every
+        # full tensor (NeMo RL's Megatron-Bridge export_hf_weights, verl's full_tensor(), OpenRLHF's ZeRO-3 gather
+        # on every rank) and keeps its slice
+        need = shard if transfer_mode == "sharded" else scenario.model.weight_bytes
         remote = max(0.0, 1.0 - domain / span)  # the part held outside this NVLink domain
         transfer = max(
             need * remote / (hw.nic_bandwidth_bytes_per_s * scenario.costs.link_efficiency),
@@ -108,7 +114,13 @@ def weight_sync_time(scenario: Scenario) -> SyncTime:
         host = host_bytes / (hw.gpu.host_link_bandwidth_bytes_per_s * scenario.costs.host_link_efficiency) + (
             scenario.costs.sleep_wake_overhead_s if sleeps else 0.0
         )
-        return SyncTime(transfer, copy, host, scenario.costs.weight_sync_latency_s)
+        calls = gathered.calls_s(scenario, span) if whole else 0.0
+        return SyncTime(transfer, copy, host, scenario.costs.weight_sync_latency_s + calls)
+    if whole:  # the trainer gathers whole tensors, every engine GPU receives them all; the engines wait for all of
+        # it (verl pauses its rollouter around the whole sync: recipe/fully_async_policy/param_sync.py:97-124)
+        moved, staged, calls = gathered.separate_parts(scenario, span)
+        copy = 2.0 * shard / hw.gpu.hbm_bandwidth_bytes_per_s
+        return SyncTime(moved + staged + calls, copy, latency_s=scenario.costs.weight_sync_latency_s)
     bw = link_bandwidth(scenario, hw.num_gpus)
     if scenario.weight_sync.transfer == "broadcast":  # the whole model leaves one GPU; a pipelined broadcast moves it
         return SyncTime(transfer_s=scenario.model.weight_bytes / bw, latency_s=scenario.costs.weight_sync_latency_s)

@@ -49,15 +49,18 @@ times ``costs.link_efficiency``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
+
+from rlsim.trainer import offload
+from rlsim.trainer.padding import padded_micro_batch_ratio
 
 if TYPE_CHECKING:
     from rlsim.schema import ModelSpec, Scenario
 
 ADAM_BYTES_PER_PARAM = 28.0  # fp32 master, m, v read+write, bf16 grad read, bf16 weight write
-OFFLOAD_BYTES_PER_PARAM = 6.0  # fp32 gradient to the host, bf16 parameter back
 ACT_BYTES = 2  # bf16 activations and communication buffers
 SEQ_PARALLEL_ACT_BYTES_PER_TOKEN_HIDDEN = 34.0  # Korthikanti et al. 2022, eq. 2 (flash attention: no 5as/h term)
 LOGIT_BYTES = 4  # fp32 logits of the last stage
@@ -88,8 +91,8 @@ class Layout:
 
 def layout_of(scenario: Scenario) -> Layout:
     tr = scenario.training
-    if tr.backend == "fsdp":
-        return Layout(n=scenario.hardware.num_train_gpus)
+    if tr.backend == "fsdp":  # Ulysses groups split each micro-batch by sequence: c of them, d = n / c data groups
+        return Layout(n=scenario.hardware.num_train_gpus, c=tr.ulysses_sequence_parallel_size)
     return Layout(
         n=scenario.hardware.num_train_gpus,
         t=tr.tensor_parallel_size,
@@ -116,6 +119,7 @@ class TrainTime:
     optimizer_s: float = 0.0
     overhead_s: float = 0.0
     micro_batches: int = 1  # per data-parallel rank and optimizer step
+    host_swap_s: float = 0.0  # verl's param / optimizer offload: the states up before the phase and down after it
 
     @property
     def total_s(self) -> float:
@@ -185,27 +189,50 @@ def packing_tokens(scenario: Scenario) -> int:
 def _micro_batches(
     scenario: Scenario, lay: Layout, tokens_per_opt: float, seqs_per_opt: float, forward_only: bool
 ) -> int:
-    """Micro-batches per data-parallel rank in one optimizer step (or one log-prob pass)."""
+    """Micro-batches per data-parallel rank in one optimizer step (or one log-prob pass). Packed, by a token budget
+    as verl's dynamic batch size forms them (volcengine/verl@v0.7.0:verl/utils/seqlen_balancing.py:387, the same at
+    v0.6.1:300): ceil(the rank's tokens / the budget), never more than the rank's sequences; the budget of a
+    log-prob pass is ``logprob_packing_tokens`` (verl log_prob_max_token_len_per_gpu), and an fsdp Ulysses group
+    of c GPUs packs c budgets (dp_actor.py:441, max_token_len x ulysses size). verl balances the step's tokens over
+    the ranks first (ray_trainer.py:1106 _balance_batch), so every rank holds the mean. Unpacked: the rank's
+    sequences / micro_batch_size (the log-prob pass: logprob_micro_batch_size)."""
     tr = scenario.training
     mbs = (tr.logprob_micro_batch_size or tr.micro_batch_size) if forward_only else tr.micro_batch_size
     if tr.sequence_packing or seqs_per_opt <= 0:
-        return max(1, math.ceil(tokens_per_opt / lay.d / (mbs * packing_tokens(scenario))))
+        budget = (tr.logprob_packing_tokens if forward_only else None) or packing_tokens(scenario)
+        group = lay.c if tr.backend == "fsdp" else 1
+        m = math.ceil(tokens_per_opt / lay.d / (mbs * budget * group))
+        if seqs_per_opt > 0:
+            m = min(m, math.ceil(seqs_per_opt / lay.d))
+        return max(1, m)
     return max(1, math.ceil(seqs_per_opt / lay.d / mbs))
 
 
 def _compute_s(
-    scenario: Scenario, model: ModelSpec, tokens: float, sq_tokens: float, n: int, forward_only: bool
+    scenario: Scenario,
+    model: ModelSpec,
+    tokens: float,
+    sq_tokens: float,
+    n: int,
+    forward_only: bool,
+    linear_tokens: float | None = None,
 ) -> tuple[float, float]:
-    """(compute seconds, of which attention) over ``n`` GPUs for ``tokens`` trained (or forwarded) tokens."""
+    """(compute seconds, of which attention) over ``n`` GPUs for ``tokens`` trained (or forwarded) tokens; the
+    linear layers run on ``linear_tokens`` where padding makes them more (training.pad_to_cap). A recomputed
+    forward (activation recompute) is a forward: the log-prob pass's kernels, at ``forward_compute_efficiency``;
+    the forward and backward of training at ``train_compute_efficiency``."""
     gpu, tr = scenario.hardware.gpu, scenario.training
-    expert = 2.0 * active_expert_params(model) * tokens
-    dense = 2.0 * model.num_active_params * tokens - expert
+    lin = tokens if linear_tokens is None else linear_tokens
+    expert = 2.0 * active_expert_params(model) * lin
+    dense = 2.0 * model.num_active_params * lin - expert
     attn = 0.5 * 4.0 * model.num_layers * model.num_attention_heads * model.head_dim * sq_tokens
+    fwd_eff = scenario.costs.forward_compute_efficiency * gpu.train_efficiency_factor
     if forward_only:
         passes_linear, passes_attn, eff = 1.0, 1.0, scenario.costs.forward_compute_efficiency
+        re_linear = re_attn = 0.0
     else:
-        extra = {"none": (0.0, 0.0), "selective": (0.0, 1.0), "full": (1.0, 1.0)}[tr.activation_recompute]
-        passes_linear, passes_attn, eff = 3.0 + extra[0], 3.0 + extra[1], scenario.costs.train_compute_efficiency
+        re_linear, re_attn = {"none": (0.0, 0.0), "selective": (0.0, 1.0), "full": (1.0, 1.0)}[tr.activation_recompute]
+        passes_linear, passes_attn, eff = 3.0, 3.0, scenario.costs.train_compute_efficiency
     eff = eff * gpu.train_efficiency_factor  # the costs are Hopper fractions; this GPU generation's share of them
     if tr.precision == "fp8" and not forward_only:
         gemm_peak = (
@@ -216,23 +243,24 @@ def _compute_s(
     else:
         gemm_peak = gpu.bf16_flops_per_s * eff
     attn_peak = gpu.bf16_flops_per_s * eff
-    t_dense = passes_linear * dense / (n * gemm_peak)
-    t_expert = passes_linear * expert / (n * gemm_peak * scenario.costs.moe_compute_efficiency_factor)
-    t_attn = passes_attn * attn / (n * attn_peak)
+    # the recomputed forward: at the forward efficiency (FP8 GEMMs at the FP8 training peak, as the training ones)
+    re_gemm_peak = gemm_peak if tr.precision == "fp8" else gpu.bf16_flops_per_s * fwd_eff
+    re_attn_peak = gpu.bf16_flops_per_s * fwd_eff
+    moe = scenario.costs.moe_compute_efficiency_factor
+    t_dense = passes_linear * dense / (n * gemm_peak) + re_linear * dense / (n * re_gemm_peak)
+    t_expert = passes_linear * expert / (n * gemm_peak * moe) + re_linear * expert / (n * re_gemm_peak * moe)
+    t_attn = passes_attn * attn / (n * attn_peak) + re_attn * attn / (n * re_attn_peak)
     return t_dense + t_expert + t_attn, t_attn
 
 
 def _optimizer_s(scenario: Scenario, shard_params: float) -> float:
-    hw = scenario.hardware
-    if scenario.training.offload_optimizer:
-        return (
-            OFFLOAD_BYTES_PER_PARAM
-            * shard_params
-            / (hw.gpu.host_link_bandwidth_bytes_per_s * scenario.costs.host_link_efficiency)
-            + shard_params / scenario.costs.cpu_adam_params_per_s
-        )
-    hbm = hw.gpu.hbm_bandwidth_bytes_per_s * scenario.costs.optimizer_memory_efficiency
-    return ADAM_BYTES_PER_PARAM * shard_params / hbm
+    """One optimizer step over a rank's ``shard_params``: GPU Adam streams its state through HBM at
+    ``costs.optimizer_memory_efficiency`` of its bandwidth; the share that ``training.offload_optimizer`` puts on
+    the host goes over the host link and through CPU Adam (rlsim.trainer.offload.cpu_optimizer_s)."""
+    on_host = offload.cpu_adam_fraction(scenario)
+    hbm = scenario.hardware.gpu.hbm_bandwidth_bytes_per_s * scenario.costs.optimizer_memory_efficiency
+    gpu = ADAM_BYTES_PER_PARAM * (1.0 - on_host) * shard_params / hbm
+    return gpu + offload.cpu_optimizer_s(scenario, shard_params)
 
 
 # ---------------------------------------------------------------------------------------------------- time
@@ -302,8 +330,11 @@ def phase_time(
     """Seconds of a training phase (``forward_only``: one log-prob / values pass) over the step's ``tokens``
     (prompt + response, summed) and ``sq_tokens`` (sum of squared sequence lengths)."""
     if scenario.training.backend == "megatron":
-        return _megatron_time(scenario, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
-    return _fsdp_time(scenario, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
+        t = _megatron_time(scenario, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
+    else:
+        t = _fsdp_time(scenario, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences)
+    swap = offload.phase_swap_s(scenario, model, forward_only)
+    return dataclasses.replace(t, host_swap_s=swap) if swap else t
 
 
 def reward_model_s(scenario: Scenario, tokens: float, sq_tokens: float) -> float:
@@ -399,28 +430,93 @@ def _megatron_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward
 
 def _fsdp_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_only, num_sequences):
     lay = layout_of(s)
-    n, hw = lay.n, s.hardware
+    n, hw, tr = lay.n, s.hardware, s.training
     steps = 1 if forward_only else optimizer_steps
     passes = 1 if forward_only else epochs
     tok_opt = tokens * passes / steps
     m = _micro_batches(s, lay, tok_opt, num_sequences * passes / steps, forward_only)
-    compute, _ = _compute_s(s, model, tokens * passes, sq_tokens * passes, n, forward_only)
+    linear = padded_tokens(s, tokens, num_sequences) * padded_micro_batch_ratio(s, forward_only) * passes
+    compute, _ = _compute_s(s, model, tokens * passes, sq_tokens * passes, n, forward_only, linear_tokens=linear)
+    recompute = 1.0 if tr.activation_recompute == "full" else 0.0
+    fwd_layer = compute / (steps * m * model.num_layers) / (1.0 if forward_only else 3.0 + recompute)
     comm = 0.0
-    if n > 1:
+    f = shard_group(s)
+    if n > 1 and tr.zero_stage == 3:
         layer_bytes = model.num_params / model.num_layers * ACT_BYTES
-        ag = ring_s(s, layer_bytes, n, n)
+        ag = ring_s(s, layer_bytes, f, f)
         rs = ag
-        if s.training.offload_params:  # the shard comes up from the host before each gather
-            ag += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
-            rs += layer_bytes / n / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
-        recompute = 1.0 if s.training.activation_recompute == "full" else 0.0
-        fwd_layer = compute / (steps * m * model.num_layers) / (1.0 if forward_only else 3.0 + recompute)
+        if f < n:  # hybrid sharding: each gradient shard all-reduced across the n / f replicas (their GPUs strided
+            rs += 2.0 * ring_s(s, layer_bytes / f, n // f, n)  # by f over all n), every backward
+        if tr.offload_params:  # the shard comes up from the host before each gather
+            ag += layer_bytes / f / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
+            rs += layer_bytes / f / (hw.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency)
         per_mb = max(0.0, ag - fwd_layer)
-        if not forward_only:
-            per_mb += max(0.0, ag + rs - (2.0 + recompute) * fwd_layer)
-        comm = steps * (m * model.num_layers * per_mb + ag)  # + the first layer's gather, never hidden
+        if not forward_only:  # the backward gathers again unless the forward kept the layer (reshard_after_forward)
+            again = ag if tr.reshard_after_forward else 0.0
+            per_mb += max(0.0, again + rs - (2.0 + recompute) * fwd_layer)
+        # + the first layer's gather, never hidden; training: + the last reduce-scatter (the first layer's
+        # gradients, the backward's end: no compute is left to hide it)
+        comm = steps * (m * model.num_layers * per_mb + ag + (0.0 if forward_only else rs))
+    elif n > 1 and not forward_only:
+        comm = steps * zero12_comm_s(s, model, m, (2.0 + recompute) * fwd_layer * model.num_layers)
     opt = 0.0
     overhead = s.costs.forward_overhead_s if forward_only else steps * s.costs.train_step_overhead_s
     if not forward_only:
-        opt = steps * _optimizer_s(s, model.num_params / n)
-    return TrainTime(compute_s=compute, fsdp_comm_s=comm, optimizer_s=opt, overhead_s=overhead, micro_batches=m)
+        opt = steps * _optimizer_s(s, model.num_params / (f if tr.zero_stage == 3 else n))
+    sp = ulysses_s(s, model, tok_opt, m, forward_only) * steps
+    return TrainTime(
+        compute_s=compute, cp_comm_s=sp, fsdp_comm_s=comm, optimizer_s=opt, overhead_s=overhead, micro_batches=m
+    )
+
+
+def shard_group(s: Scenario) -> int:
+    """GPUs an fsdp layout shards its parameters, gradients and optimizer state over: ``training.fsdp_shard_size``
+    (verl fsdp_config.fsdp_size: a (replicas, shard) device mesh and FSDP's hybrid sharding below the training GPUs,
+    volcengine/verl@v0.7.0:verl/workers/fsdp_workers.py:99-122), else all the training GPUs."""
+    n = s.hardware.num_train_gpus
+    return min(n, s.training.fsdp_shard_size or n)
+
+
+def padded_tokens(s: Scenario, tokens: float, num_sequences: int) -> float:
+    """Tokens the linear layers run on: ``num_sequences`` x (max_prompt_tokens + max_response_tokens) under
+    ``training.pad_to_cap`` (verl without use_remove_padding: its agent loop pads every prompt and response to
+    their caps, volcengine/verl@v0.7.0:verl/experimental/agent_loop/agent_loop.py:546-570, v0.6.1:419-442, and
+    dp_actor.py:276 runs the model on the padded batch), else the real ``tokens``."""
+    w = s.workload
+    if s.training.pad_to_cap and num_sequences > 0:
+        return max(tokens, float(num_sequences) * (w.max_prompt_tokens + w.max_response_tokens))
+    return tokens
+
+
+def zero12_comm_s(s: Scenario, model: ModelSpec, m: int, backward_s: float) -> float:
+    """Exposed communication of one optimizer step under ZeRO-1 / ZeRO-2 (``training.zero_stage`` 1 or 2), the bf16
+    parameters whole on every GPU: the gradients reduce-scattered over the n GPUs, every micro-batch under ZeRO-2
+    (it reduces at each micro-step, deepspeedai/DeepSpeed@v0.19.5:deepspeed/runtime/engine.py:2857-2859 and
+    zero/stage_1_and_2.py:1737-1741) and once at the step's end under ZeRO-1 (engine.py:2861-2864); hidden behind
+    that micro-batch's backward (``backward_s``) when ``training.overlap_communication`` (DeepSpeed overlap_comm),
+    else serial; then the updated bf16 partitions all-gathered after the optimizer step
+    (stage_1_and_2.py:2370, all_gather_dp_groups), never hidden. Each collective moves (n-1)/n of the model's bf16
+    bytes whatever n is: this part does not shrink with more GPUs."""
+    n = layout_of(s).n
+    full = ring_s(s, model.num_params * ACT_BYTES, n, n)
+    reduce = max(0.0, full - backward_s) if s.training.overlap_communication else full
+    reductions = m if s.training.zero_stage == 2 else 1
+    return reductions * reduce + full
+
+
+def ulysses_s(s: Scenario, model: ModelSpec, tok_opt: float, m: int, forward_only: bool) -> float:
+    """Ulysses sequence parallel over c = ``training.ulysses_sequence_parallel_size`` GPUs (verl's fsdp
+    workers), one optimizer step: around every attention layer four all-to-alls, q, k and v gathered by sequence
+    and scattered by head before it, the output back after it (volcengine/verl@v0.7.0:
+    verl/models/transformers/monkey_patch.py:93-115); k and v repeated to c heads when the model has fewer KV
+    heads (monkey_patch.py:87). The backward runs them again, a full recompute once more; on the attention's
+    critical path, so exposed. Each GPU holds 1/c of a micro-batch's tokens."""
+    c = s.training.ulysses_sequence_parallel_size
+    if c <= 1:
+        return 0.0
+    tokens_gpu_mb = tok_opt / layout_of(s).n / m
+    hd, kv = model.head_dim, max(model.num_kv_heads, c)
+    per_layer = 2 * all_to_all_s(s, tokens_gpu_mb * model.num_attention_heads * hd * ACT_BYTES, c, c)
+    per_layer += 2 * all_to_all_s(s, tokens_gpu_mb * kv * hd * ACT_BYTES, c, c)
+    runs = 1.0 if forward_only else (3.0 if s.training.activation_recompute == "full" else 2.0)
+    return runs * m * model.num_layers * per_layer

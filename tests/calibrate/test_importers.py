@@ -379,7 +379,7 @@ def test_nemo_rl_mapping():
 
 def test_log_readers_live_in_rlsim_and_calibrate_keeps_its_entry_points():
     files = sorted(Path(__file__).parents[2].joinpath("rlsim", "frameworks", "logs").glob("*.py"))
-    assert {f.stem for f in files} == {"__init__", "core", "read", "verl", "openrlhf", "trl", "nemo_rl"}
+    assert {f.stem for f in files} == {"__init__", "core", "read", "verl", "openrlhf", "trl", "nemo_rl", "console"}
     from calibrate.importers import convert
     from rlsim.frameworks.logs import read
 

@@ -786,11 +786,16 @@ def test_verl_megatron_trainer_imports_its_layout():
     assert full.scenario["training"]["activation_recompute"] == "full"
 
 
-def test_verl_megatron_layouts_that_do_not_divide_or_offload_are_refused():
+def test_verl_megatron_layouts_that_do_not_divide_are_refused_and_offload_is_mapped():
     with pytest.raises(ImportConfigError, match="tensor x pipeline x context"):
         import_config(VERL_MEGATRON, "verl", {"actor_rollout_ref.actor.megatron.tensor_model_parallel_size": 3})
-    with pytest.raises(ImportConfigError, match="optimizer_offload.*--set"):
-        import_config(VERL_MEGATRON, "verl", {"actor_rollout_ref.actor.megatron.optimizer_offload": True})
+    # verl's Megatron offload swaps the states between phases (rlsim.trainer.offload), grad_offload moves nothing
+    mg = "actor_rollout_ref.actor.megatron."
+    sets = {mg + "param_offload": True, mg + "grad_offload": True, mg + "optimizer_offload": True}
+    out = import_config(VERL_MEGATRON, "verl", sets)
+    tr = out.scenario["training"]
+    assert tr["swap_params"] is True and tr["swap_optimizer"] is True and not tr.get("offload_optimizer")
+    assert any("grad_offload: moves nothing" in str(n) for n in out.scenario.get("assumptions", []))
 
 
 def test_a_verl_yaml_whose_defaults_name_the_megatron_actor_is_megatron(tmp_path):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlsim.frameworks.logs.console import console_rows
 from rlsim.io.files import read_text
 from rlsim.phases import Phase
 
@@ -186,7 +187,8 @@ def _csv_value(text: str) -> Any:
 
 
 def read_rows(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple[int, str]]]:
-    """(line number, flat metrics) per row of a JSON Lines or CSV log, and (line number, reason) per bad line."""
+    """(line number, flat metrics) per row of a JSON Lines or CSV log, or of a console log that
+    rlsim.frameworks.logs.console reads, and (line number, reason) per bad line."""
     rows: list[tuple[int, dict[str, Any]]] = []
     problems: list[tuple[int, str]] = []
     text = read_text(path, "log")
@@ -207,6 +209,10 @@ def read_rows(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple[
             if row:
                 rows.append((lineno, row))
         return rows, problems
+    if not any(line.lstrip().startswith("{") for line in text.splitlines()):
+        printed = console_rows(text)  # verl's console logger or NeMo RL's step summary, as pasted from a terminal
+        if printed is not None:
+            return printed
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue

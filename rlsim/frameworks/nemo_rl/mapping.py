@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlsim.frameworks import sglang
+from rlsim.frameworks import run_keys, sglang
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
 from rlsim.frameworks.common import DEFAULT_GPU, as_float, as_int, divisible, resolve_model
 from rlsim.frameworks.nemo_rl.recipe import PROMPT_TOKENS, NotExpressible, scenario_from_recipe
@@ -48,6 +48,8 @@ TABLE: tuple[Row, ...] = (
     Row(MG + "optimizer.lr", 5e-6, "learning.lr0", "Megatron; learning.reference_batch = B"),
     Row(MG + "optimizer.use_precision_aware_optimizer", True, "training.precision_aware_optimizer", "bf16 remainders"),
     Row(MG + "distributed_data_parallel_config.grad_reduce_in_fp32", False, "training.grad_reduce_in_fp32", "bf16"),
+    Row(MG + "optimizer.optimizer_cpu_offload", False, "training.offload_optimizer", "Megatron-Core hybrid CPU Adam"),
+    Row(MG + "optimizer.optimizer_offload_fraction", 0.0, "training.offload_optimizer_fraction", "its host share"),
     Row(DT + "enabled", True, "training.backend", "fsdp (FSDP2); TP or CP > 1: a Megatron layout, noted"),
     Row(DT + "tensor_parallel_size", 1, "training.tensor_parallel_size", "DTensor TP"),
     Row(DT + "context_parallel_size", 1, "training.context_parallel_size", "DTensor CP"),
@@ -88,6 +90,12 @@ TABLE: tuple[Row, ...] = (
     Row("loss_fn.reference_policy_kl_penalty", 0.01, "algorithm.kl_reference", "> 0: reference on host"),
     Row("loss_fn.force_on_policy_ratio", False, "(check)", "true needs train_global_batch_size = B"),
     Row("loss_fn.use_importance_sampling_correction", False, "(check)", "async needs it true (NeMo RL asserts)"),
+    Row(G + "val_period", 10, "run.eval_every_steps", "> 0: validation every N steps"),
+    Row(G + "val_at_start", False, "run.eval_at_start", "validation before the first step"),
+    Row(G + "val_at_end", False, "run.eval_at_end", "validation after the last step"),
+    Row(G + "max_val_samples", 256, "run.eval_prompts", "validation prompts, one response each"),
+    Row("checkpointing.enabled", True, "run.checkpoint_every_steps", "false: no saves"),
+    Row("checkpointing.save_period", 10, "run.checkpoint_every_steps", "a save every N steps and at the last"),
 )
 
 
@@ -260,6 +268,12 @@ def _cpu_offload(src: Source, raw: dict[str, Any], megatron: bool, notes: list[s
             )
         raw["training"].update(offload_params=True, offload_optimizer=True)
         notes.append(f"{DT}cpu_offload: parameters and optimizer states offloaded to the host (FSDP2)")
+    if megatron and src.get(MG + "optimizer.optimizer_cpu_offload"):
+        # Megatron-Core's HybridDeviceOptimizer; NeMo RL asserts a fraction of 1.0 (NVIDIA-NeMo/RL@v0.7.0
+        # nemo_rl/models/megatron/setup.py:880-893; v0.6.0 :518-531; v0.5.0 megatron_policy_worker.py:713-724)
+        fraction = as_float(src, MG + "optimizer.optimizer_offload_fraction")
+        raw["training"].update(offload_optimizer=True, offload_optimizer_fraction=fraction)
+        notes.append(f"{MG}optimizer.optimizer_cpu_offload: {fraction:.0%} of the optimizer state steps on the CPU")
 
 
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
@@ -313,6 +327,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         _sglang_engine(src, raw, notes)
     notes += [f"{a} (as rlsim-calibrate published maps NeMo RL recipes)" for a in raw.pop("assumptions", [])]
     _cpu_offload(src, raw, megatron, notes)
+    if run := run_keys.nemo_rl(src, notes):  # evaluation and checkpoints, beside the steps (rlsim.run.overheads)
+        raw.setdefault("run", {}).update(run)
     return raw, notes
 
 

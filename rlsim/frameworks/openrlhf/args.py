@@ -62,8 +62,13 @@ LEGACY: dict[str, str] = {
     "gradient_checkpointing": "actor.gradient_checkpointing_enable",
     "zero_stage": "ds.zero_stage",
     "adam_offload": "ds.adam_offload",
+    "overlap_comm": "ds.overlap_comm",
     "ds_tensor_parallel_size": "ds.tensor_parallel_size",
     "ring_attn_size": "ds.ring_attn_size",
+    "eval_steps": "eval.steps",
+    "eval_dataset": "eval.dataset",
+    "eval_n_samples_per_prompt": "eval.n_samples_per_prompt",
+    "save_steps": "ckpt.save_steps",
 }
 # the flat name a dotted key is written with (generate_max_len, v0.9.5's, for rollout.max_new_tokens)
 FLAT_NAMES: dict[str, str] = {dotted: flat for flat, dotted in LEGACY.items() if flat != "max_new_tokens"}

@@ -72,6 +72,7 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
     else:
         d["train.dynamic_batch_enable"] = False
         d["train.micro_batch_size"] = tr.micro_batch_size
+        d["ds.packing_samples"] = tr.remove_padding
         plan_divisible(
             "OpenRLHF train.batch_size",
             train_batch,
@@ -83,6 +84,10 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
         d["rollout.micro_batch_size"] = tr.logprob_micro_batch_size
     d["actor.gradient_checkpointing_enable"] = tr.activation_recompute != "none"
     d["ds.adam_offload"] = tr.offload_optimizer
+    if tr.backend == "fsdp":
+        d["ds.zero_stage"] = tr.zero_stage
+        if tr.zero_stage < 3:
+            d["ds.overlap_comm"] = tr.overlap_communication
     d["actor.adam.lr"] = planned_lr(s)
     note_unexpressed(ctx, "OpenRLHF", asynchronous=True, max_num_seqs=False, pp=False)
     return d

@@ -48,6 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rlsim.frameworks import run_keys
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
 from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model
 from rlsim.frameworks.openrlhf.args import legacy_default, length_caps
@@ -69,7 +70,7 @@ TABLE: tuple[Row, ...] = (
     Row("train.max_epochs", 1, "algorithm.epochs_per_step", "passes over the rollout"),
     Row("train.micro_batch_size", 1, "training.micro_batch_size", "samples per GPU per micro-step (flat: 4)"),
     Row("rollout.micro_batch_size", 1, "training.logprob_micro_batch_size", "make-experience passes (flat: 8)"),
-    Row("ds.packing_samples", False, "training.remove_padding", "alone: micro_batch_size samples each, unpadded"),
+    Row("ds.packing_samples", False, "training.remove_padding", "false: training.pad_micro_batches (to longest)"),
     Row("train.dynamic_batch_enable", False, "training.sequence_packing", "true: bins of train.max_tokens_per_gpu"),
     Row("train.max_tokens_per_gpu", 16192, "training.packing_tokens", "with dynamic batch"),
     Row("actor.num_nodes", 1, "hardware.train_gpus", "actor GPUs = nodes x GPUs per node"),
@@ -110,10 +111,15 @@ TABLE: tuple[Row, ...] = (
     Row("reward.num_gpus_per_node", 8, "reward.num_gpus", "GPUs of its own = nodes x GPUs per node"),
     Row("reward.remote_url", None, "(note)", "a remote reward: priced as the CPU reward"),
     Row("actor.gradient_checkpointing_enable", False, "training.activation_recompute", "true -> full, false -> none"),
-    Row("ds.zero_stage", 2, "training.backend", "fsdp (full sharding; stages below 3 noted)"),
+    Row("ds.zero_stage", 2, "training.zero_stage", "backend fsdp at this ZeRO stage (0: as 1, noted)"),
+    Row("ds.overlap_comm", False, "training.overlap_communication", "ZeRO-1/2 gradient reduction beside backward"),
     Row("ds.adam_offload", False, "training.offload_optimizer", "DeepSpeed CPU Adam"),
     Row("ds.tensor_parallel_size", 1, "training.tensor_parallel_size", "> 1: a Megatron layout (AutoTP), noted"),
     Row("ds.ring_attn_size", 1, "training.context_parallel_size", "> 1: a Megatron layout (ring attention), noted"),
+    Row("eval.steps", -1, "run.eval_every_steps", "> 0 with eval.dataset: evaluation every N steps"),
+    Row("eval.dataset", None, "run.eval_every_steps", "no dataset: no evaluation"),
+    Row("eval.n_samples_per_prompt", 4, "run.eval_group_size", "responses per evaluation prompt"),
+    Row("ckpt.save_steps", -1, "run.checkpoint_every_steps", "> 0: a save every N steps"),
 )
 
 
@@ -366,8 +372,16 @@ def _training(src: Source, z: _Sizes, notes: list[str]) -> dict[str, Any]:
         raise ImportConfigError(
             f"{n('ds.zero_stage')}: {zero!r} must be 0, 1, 2 or 3; fix it in the file or with --set"
         )
-    if zero < 3:
-        notes.append(f"{n('ds.zero_stage')} {zero}: simulated as full sharding (ZeRO-3 / FSDP)")
+    if training["backend"] == "fsdp":  # ZeRO's communication and memory by stage (rlsim.trainer.training)
+        training["zero_stage"] = max(1, zero)
+        training["overlap_communication"] = bool(src.get("ds.overlap_comm"))
+        if zero == 0:
+            notes.append(
+                f"{n('ds.zero_stage')} 0: simulated as ZeRO-1 (gradients reduced once per step; the optimizer state "
+                "priced sharded, which stage 0 does not do)"
+            )
+    elif zero < 3:
+        notes.append(f"{n('ds.zero_stage')} {zero}: the Megatron layout's distributed optimizer stands for it")
     if src.get("train.dynamic_batch_enable"):
         training.update(
             sequence_packing=True, micro_batch_size=1, packing_tokens=as_int(src, "train.max_tokens_per_gpu")
@@ -381,6 +395,8 @@ def _training(src: Source, z: _Sizes, notes: list[str]) -> dict[str, Any]:
                 f"{n('ds.packing_samples')} without dynamic batch: {z.micro} samples per micro-batch, packed without "
                 "padding (training.remove_padding)"
             )
+        elif training["backend"] == "fsdp":  # experience.py make_experience_batch: right-padded to the longest
+            training["pad_micro_batches"] = True
     training["logprob_micro_batch_size"] = z.rollout_micro
     training["activation_recompute"] = "full" if src.get("actor.gradient_checkpointing_enable") else "none"
     training["offload_optimizer"] = bool(src.get("ds.adam_offload"))
@@ -430,6 +446,10 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "training": training,
         "schedule": schedule,
         "learning": {"lr0": as_float(src, "actor.adam.lr"), "reference_batch": z.samples},
+        # broadcast_to_vllm: per parameter, ZeRO-3 gathers it whole and rank 0 broadcasts it to every vLLM rank, or
+        # (colocate_all) every rank shares a clone by CUDA IPC (openrlhf/trainer/ray/ppo_actor.py:103, 408-480 at
+        # v0.11.0; rlsim.trainer.sync_gathered)
+        "weight_sync": {"transfer": "per_tensor"},
     }
     # async: old log-probs recomputed by the actor; is_correction_enable weighs each token by the clamped exp(old -
     # vLLM's), AReaL's decoupled objective (3c3be62; rlsim.learning.staleness). Without it, neither measured form.
@@ -452,4 +472,6 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             f"({low:g}, {high:g}); the share kept depends on the data and the model: --scenario-set "
             "algorithm.dynamic_sampling.keep_rate=R (OpenRLHF logs dynamic_filtering_pass_rate, in percent)"
         )
+    if run := run_keys.openrlhf(src, notes):  # evaluation and checkpoints, beside the steps (rlsim.run.overheads)
+        sections["run"] = run
     return sections, notes

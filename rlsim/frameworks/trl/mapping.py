@@ -53,6 +53,7 @@ import dataclasses
 import difflib
 from typing import Any
 
+from rlsim.frameworks import run_keys
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
 from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model, version_tuple
 from rlsim.frameworks.trl.launch import accelerate_settings
@@ -106,6 +107,11 @@ TABLE: tuple[Row, ...] = (
     Row("learning_rate", 1e-6, "learning.lr0", "learning.reference_batch = completions per round"),
     Row("beta", 0.0, "algorithm.kl_reference", "beta > 0 loads the reference model"),
     Row("gradient_checkpointing", True, "training.activation_recompute", "true -> full, false -> none"),
+    Row("save_strategy", "steps", "run.checkpoint_every_steps", "steps: a save every save_steps; no: none"),
+    Row("save_steps", 500, "run.checkpoint_every_steps", "optimizer steps, as rounds of generation"),
+    Row("eval_strategy", "no", "run.eval_every_steps", "steps: evaluation every eval_steps"),
+    Row("eval_steps", None, "run.eval_every_steps", "optimizer steps, as rounds of generation"),
+    Row("eval_on_start", False, "run.eval_at_start", "an evaluation before the first step"),
 )
 
 
@@ -308,4 +314,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "schedule": {"mode": schedule},
         "learning": {"lr0": as_float(src, "learning_rate"), "reference_batch": r.optimizer_batch},
     }
+    # evaluation and checkpoints, beside the steps (rlsim.run.overheads)
+    if run := run_keys.trl(src, r.mini_batches * r.iterations, r.group, notes):
+        sections["run"] = run
     return sections, notes

@@ -1,6 +1,7 @@
 """verl (volcengine/verl) as a framework adapter (:data:`ADAPTER`): :mod:`~rlsim.frameworks.verl.mapping` reads a
 Hydra config or the launch script running ``verl.trainer.main_ppo`` into a scenario (its docstring says what was
-read, at which commit), :mod:`~rlsim.frameworks.verl.emit` writes a planned scenario back as verl keys.
+read, at which commit), :mod:`~rlsim.frameworks.verl.fully_async` one running the fully-async trainer
+(``fully_async_main``), :mod:`~rlsim.frameworks.verl.emit` writes a planned scenario back as verl keys.
 
 May import: rlsim.frameworks' shared modules (adapter, common, launch, sglang) and the layers below frameworks.
 """
@@ -11,23 +12,23 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Source
-from rlsim.frameworks.verl import emit, mapping
+from rlsim.frameworks.verl import emit, fully_async, mapping
 
 
 class Verl(FrameworkAdapter):
     """verl's PPO/GRPO trainer: Hydra ``key=value`` overrides; its metrics logs read by rlsim.frameworks.logs.verl."""
 
     name = "verl"
-    table = mapping.TABLE
+    table = mapping.TABLE + fully_async.TABLE
     version_read = mapping.VERSION_READ
     overrides = "hydra"
     log_importer = "rlsim.frameworks.logs.verl"
 
     def read(self, path: Path) -> dict[str, Any]:
-        return mapping.read(path)
+        return fully_async.read(path)
 
     def to_scenario(self, source: Source) -> tuple[dict[str, Any], list[str]]:
-        return mapping.to_scenario(source)
+        return fully_async.to_scenario(source) if fully_async.runs(source) else mapping.to_scenario(source)
 
     def emit_keys(self, ctx: EmitContext) -> dict[str, Any]:
         return emit.emit_keys(ctx)

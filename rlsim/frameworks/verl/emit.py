@@ -72,7 +72,21 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
             "Megatron workers are not mapped by rlsim; emitted for FSDP"
         )
     else:
-        d[A + "fsdp_config.param_offload"] = tr.offload_params
-        d[A + "fsdp_config.optimizer_offload"] = tr.offload_optimizer
+        d[A + "fsdp_config.param_offload"] = tr.swap_params
+        d[A + "fsdp_config.optimizer_offload"] = tr.swap_optimizer
+        if tr.offload_params or tr.offload_optimizer:  # FSDP2's CPUOffloadPolicy: CPU Adam
+            d[A + "strategy"] = "fsdp2"
+            d[A + "fsdp_config.offload_policy"] = True
+        d[M + "use_remove_padding"] = not tr.pad_to_cap
+        if tr.fsdp_shard_size is not None:
+            d[A + "fsdp_config.fsdp_size"] = tr.fsdp_shard_size
+        if not tr.reshard_after_forward:
+            d[A + "fsdp_config.reshard_after_forward"] = False
+        if tr.ulysses_sequence_parallel_size > 1:
+            d[A + "ulysses_sequence_parallel_size"] = tr.ulysses_sequence_parallel_size
+        if tr.sequence_packing and tr.logprob_packing_tokens is not None:
+            d[R + "log_prob_max_token_len_per_gpu"] = tr.logprob_packing_tokens
+        if tr.zero_stage < 3:
+            ctx.notes.append(f"training.zero_stage {tr.zero_stage}: verl's FSDP shards fully; emitted as FSDP")
     note_unexpressed(ctx, "verl", asynchronous=False, max_num_seqs=True, pp=tr.backend == "megatron")
     return d

@@ -19,7 +19,8 @@ Batch semantics (facts from that commit):
   (ppo_mini_batch_size x n / GPUs) must be a multiple of it (verl asserts this). With ``use_dynamic_bsz`` the
   micro-batches are instead packed up to ``ppo_max_token_len_per_gpu`` tokens.
 * the hybrid engine colocates the trainer and the vLLM engine on all ``trainer.n_gpus_per_node x trainer.nnodes``
-  GPUs and alternates them synchronously (rlsim placement colocated, schedule sync-colocated).
+  GPUs and alternates them synchronously (rlsim placement colocated, schedule sync-colocated); its weight sync
+  gathers every parameter whole on every rank, one tensor at a time (``weight_sync.transfer: per_tensor``).
 * ``algorithm.adv_estimator`` gae trains a critic (rlsim algorithm ppo), grpo does not; ``use_kl_loss`` or
   ``use_kl_in_reward`` needs the reference model's log-probs (rlsim algorithm.kl_reference).
 
@@ -32,7 +33,7 @@ Batch semantics (facts from that commit):
   ``megatron_actor``): the layout of ``actor.megatron.*`` over the GPUs, micro-batches per data-parallel rank, no
   recomputation unless ``override_transformer_config.recompute_granularity`` says so (:func:`_megatron`).
 
-Other verl keys (other advantage estimators, Megatron's offloads) are refused or listed as unused.
+Other verl keys (other advantage estimators) are refused or listed as unused.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from typing import Any
 
 from rlsim import catalog
 from rlsim.catalog.hf_config import spec_from_path
-from rlsim.frameworks import sglang
+from rlsim.frameworks import run_keys, sglang
 from rlsim.frameworks.adapter import LAUNCH_NOTES, ImportConfigError, Row, Source, read_config
 from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model
 from rlsim.frameworks.launch import framework_command
@@ -82,8 +83,21 @@ TABLE: tuple[Row, ...] = (
     Row("algorithm.use_kl_in_reward", False, "algorithm.kl_reference", "either KL option -> reference log-prob pass"),
     Row(M + "path", None, "model", "a catalog name, alias or hf_id (Instruct/Chat: the base architecture)"),
     Row("critic.model.path", None, "algorithm.critic_model", "gae only; default: the policy's architecture"),
+    Row("critic.strategy", None, "(a note)", "None: the actor's; megatron: priced with the actor's micro-batching"),
+    Row("critic.model.use_remove_padding", False, "algorithm.critic_pad_to_cap", "fsdp critic: false pads to caps"),
+    Row("critic.use_dynamic_bsz", None, "algorithm.critic_sequence_packing", "None: the actor's use_dynamic_bsz"),
+    Row("critic.ppo_max_token_len_per_gpu", 32768, "algorithm.critic_packing_tokens", "with dynamic bsz: its budget"),
+    Row("critic.ppo_micro_batch_size_per_gpu", None, "algorithm.critic_micro_batch_size", "without dynamic bsz"),
     Row(M + "enable_gradient_checkpointing", True, "training.activation_recompute", "true -> full, false -> none"),
-    Row(M + "use_remove_padding", True, "training.remove_padding", "micro-batches of real tokens (memory check)"),
+    Row(M + "use_remove_padding", True, "training.remove_padding", "false: training.pad_to_cap (padded to caps)"),
+    Row(R + "log_prob_max_token_len_per_gpu", None, "training.logprob_packing_tokens", "None: ppo_max_token_len"),
+    Row(R + "log_prob_use_dynamic_bsz", None, "(a note)", "None: actor.use_dynamic_bsz; rlsim packs both alike"),
+    Row("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu", None, "(a note)", "the ref pass takes rollout's"),
+    Row(A + "ulysses_sequence_parallel_size", 1, "training.ulysses_sequence_parallel_size", "fsdp: Ulysses SP"),
+    Row(A + "fsdp_config.ulysses_sequence_parallel_size", 1, "training.ulysses_sequence_parallel_size", "v0.7"),
+    Row(A + "entropy_from_logits_with_chunking", False, "(a note)", "entropy temporaries only: not priced"),
+    Row(A + "fsdp_config.reshard_after_forward", True, "training.reshard_after_forward", "false: one gather a layer"),
+    Row(A + "fsdp_config.fsdp_size", -1, "training.fsdp_shard_size", "below the GPUs: hybrid sharding"),
     Row(M + "lora_rank", 0, "(a note)", "> 0: LoRA is not modelled; simulated as full fine-tuning"),
     Row(A + "strategy", "fsdp", "training.backend", "fsdp / fsdp2 -> fsdp; megatron -> megatron"),
     Row(MG + "tensor_model_parallel_size", 1, "training.tensor_parallel_size", "strategy megatron: TP"),
@@ -95,24 +109,37 @@ TABLE: tuple[Row, ...] = (
     Row(MG + "use_distributed_optimizer", True, "training.distributed_optimizer", "strategy megatron"),
     Row(MG + "use_remove_padding", True, "training.remove_padding", "strategy megatron: thd (real tokens)"),
     Row(MG + "override_transformer_config.recompute_granularity", None, "training.activation_recompute", "null: none"),
-    Row(MG + "param_offload", False, "(refused)", "true refused: Megatron offload not modelled"),
-    Row(MG + "grad_offload", False, "(refused)", "true refused: Megatron offload not modelled"),
-    Row(MG + "optimizer_offload", False, "(refused)", "true refused: Megatron offload not modelled"),
+    Row(MG + "param_offload", False, "training.swap_params", "bf16 weights to host between phases"),
+    Row(MG + "grad_offload", False, "(a note)", "moves nothing: the gradient buffer is freed with param_offload"),
+    Row(MG + "optimizer_offload", False, "training.swap_optimizer", "master + moments to host between updates"),
+    Row(A + "optim.override_optimizer_config.optimizer_cpu_offload", False, "training.offload_optimizer", "CPU Adam"),
+    Row(
+        A + "optim.override_optimizer_config.optimizer_offload_fraction",
+        0.0,
+        "training.offload_optimizer_fraction",
+        "host share",
+    ),
     Row(REF_MG + "tensor_model_parallel_size", 1, "(a note)", "the reference pass runs on the actor's layout"),
     Row(REF_MG + "pipeline_model_parallel_size", 1, "(a note)", "the reference pass runs on the actor's layout"),
-    Row(A + "fsdp_config.param_offload", False, "training.offload_params", "FSDP parameter offload"),
-    Row(A + "fsdp_config.optimizer_offload", False, "training.offload_optimizer", "FSDP optimizer offload"),
+    Row(A + "fsdp_config.param_offload", False, "training.swap_params", "fp32 shard to host between phases"),
+    Row(A + "fsdp_config.optimizer_offload", False, "training.swap_optimizer", "Adam moments to host between updates"),
+    Row(A + "fsdp_config.offload_policy", False, "training.offload_params, offload_optimizer", "FSDP2 CPU policy"),
+    Row("trainer.test_freq", -1, "run.eval_every_steps", "> 0: validation every N steps and at the last"),
+    Row("trainer.val_before_train", True, "run.eval_at_start", "validation before the first step"),
+    Row(R + "val_kwargs.n", 1, "run.eval_group_size", "responses per validation prompt"),
+    Row("trainer.save_freq", -1, "run.checkpoint_every_steps", "> 0: a save every N steps and at the last"),
 )
 
 ESTIMATORS = {"gae": "ppo", "grpo": "grpo"}
 ENTRY = "verl.trainer.main_ppo"
 
 
-def read(path: Path) -> dict[str, Any]:
+def read(path: Path, entries: tuple[str, ...] = (ENTRY,)) -> dict[str, Any]:
     """A verl config: the Hydra YAML (its ``defaults:`` list names verl's own config parts, whose defaults TABLE
-    holds), or a launch script / command line running ``python3 -m verl.trainer.main_ppo key=value ...``, whose
-    overrides (``key=value``, ``+key=value``, ``++key=value``) apply over verl's defaults
-    (rlsim.frameworks.launch reads the script as text; nothing in it is run)."""
+    holds), or a launch script / command line running ``python3 -m verl.trainer.main_ppo key=value ...`` (or
+    another of ``entries``: rlsim.frameworks.verl.fully_async), whose overrides (``key=value``, ``+key=value``,
+    ``++key=value``) apply over verl's defaults (rlsim.frameworks.launch reads the script as text; nothing in it
+    is run)."""
     if path.suffix in (".yaml", ".yml", ".json"):
         data = read_config(path, "verl")
         if isinstance(data.get("defaults"), list):
@@ -123,7 +150,8 @@ def read(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ImportConfigError(f"{path}: is not a file; give verl's config YAML or the launch script that runs it")
     text = read_text(path, "verl launch script")
-    words, notes = framework_command(text, path.name, (ENTRY,))
+    words, notes = framework_command(text, path.name, entries)
+    entry = " or ".join(entries)
     data: dict[str, Any] = {}
     for word in words:
         if word.startswith("--config-name"):
@@ -135,11 +163,11 @@ def read(path: Path) -> dict[str, Any]:
             continue
         key, eq, value = word.lstrip("+").partition("=")
         if not eq or not key:
-            raise ImportConfigError(f"{path.name}: {word!r} after {ENTRY} is not a Hydra override (key=value)")
+            raise ImportConfigError(f"{path.name}: {word!r} after {entry} is not a Hydra override (key=value)")
         data[key] = parse_scalar(value)
     if not data:
-        raise ImportConfigError(f"{path.name}: {ENTRY} runs with no key=value overrides; nothing to import")
-    data[LAUNCH_NOTES] = [f"read from the {ENTRY} command in {path.name}, over verl's defaults", *notes]
+        raise ImportConfigError(f"{path.name}: {entry} runs with no key=value overrides; nothing to import")
+    data[LAUNCH_NOTES] = [f"read from the {entry} command in {path.name}, over verl's defaults", *notes]
     return data
 
 
@@ -174,12 +202,8 @@ def _megatron(src: Source, mini_samples: int, gpus: int, moe: bool) -> tuple[dic
         raise ImportConfigError(
             f"{MG}override_transformer_config.recompute_granularity: {granularity!r} is not full, selective or null"
         )
-    for key in ("param_offload", "grad_offload", "optimizer_offload"):
-        if src.get(MG + key):
-            raise ImportConfigError(
-                f"{MG}{key}: offloading Megatron's {key.split('_')[0]} state is not modelled (rlsim offloads its fsdp "
-                f"layout only); --set {MG}{key}=false"
-            )
+    if src.get(MG + "grad_offload"):  # read at verl@v0.7.0 megatron_workers.py:343, used nowhere
+        notes.append(f"{MG}grad_offload: moves nothing in verl (the gradient buffer is freed with param_offload)")
     training: dict[str, Any] = {
         "backend": "megatron",
         "tensor_parallel_size": tp,
@@ -190,7 +214,14 @@ def _megatron(src: Source, mini_samples: int, gpus: int, moe: bool) -> tuple[dic
         "expert_tensor_parallel_size": int(etp) if etp is not None else (tp if moe else 1),
         "distributed_optimizer": bool(src.get(MG + "use_distributed_optimizer")),
         "activation_recompute": granularity or "none",
+        "swap_params": bool(src.get(MG + "param_offload")),
+        "swap_optimizer": bool(src.get(MG + "optimizer_offload")),
     }
+    cpu_adam = A + "optim.override_optimizer_config.optimizer_cpu_offload"
+    if src.get(cpu_adam):  # Megatron-Core's HybridDeviceOptimizer (megatron/core/optimizer/__init__.py:489-529)
+        training["offload_optimizer"] = True
+        fraction = src.get(A + "optim.override_optimizer_config.optimizer_offload_fraction")
+        training["offload_optimizer_fraction"] = float(fraction) if fraction is not None else 0.0
     per_rank = divisible(f"{A}ppo_mini_batch_size x {R}n", mini_samples, "the data-parallel size", dp)
     notes.append(
         f"{A}strategy megatron: TP {tp} x PP {pp} x CP {cp} over {gpus} GPUs, data-parallel {dp}; "
@@ -200,6 +231,25 @@ def _megatron(src: Source, mini_samples: int, gpus: int, moe: bool) -> tuple[dic
     if any(src.get(REF_MG + k) != src.get(MG + k) for k in ref):
         notes.append(f"{REF_MG}*: the reference model's own layout is not modelled; its pass runs on the actor's")
     return training, per_rank, notes
+
+
+def _budget(src: Source, key: str, training: dict[str, Any]) -> int:
+    """A dynamic-batch token budget: ``key`` per GPU, times the Ulysses size (fsdp: dp_actor.py:441, which rlsim's
+    fsdp micro-batching applies itself) or the context-parallel size (Megatron: megatron_actor.py:207 and :763 at
+    v0.7.0, :191 at v0.6.1; returned multiplied, as rlsim's Megatron bins are per data-parallel rank). verl requires
+    the product to hold one padded sequence (max prompt + max response): rearrange_micro_batches asserts
+    max_token_len >= the batch's width (volcengine/verl@v0.7.0:verl/utils/seqlen_balancing.py:382)."""
+    budget = as_int(src, key)
+    width = as_int(src, "data.max_prompt_length") + as_int(src, "data.max_response_length")
+    megatron = training.get("backend") == "megatron"
+    group = int(training.get("context_parallel_size" if megatron else "ulysses_sequence_parallel_size", 1))
+    if budget * group < width:
+        kind = "context-parallel" if megatron else "Ulysses"
+        raise ImportConfigError(
+            f"{key}: {budget} x {kind} size {group} is below data.max_prompt_length + data.max_response_length "
+            f"({width}), which verl asserts against; raise it to {-(-width // group)} or more"
+        )
+    return budget * group if megatron else budget
 
 
 def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> dict[str, Any]:
@@ -214,11 +264,29 @@ def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> di
     if strategy == "megatron":
         training, per_rank, megatron_notes = _megatron(src, mini_samples, gpus, _is_moe(src.get(M + "path")))
         notes += megatron_notes
-    else:
-        per_rank = divisible(f"{A}ppo_mini_batch_size x {R}n", mini_samples, "trainer.n_gpus_per_node x nnodes", gpus)
+    else:  # Ulysses: the legacy fsdp_workers.py:171 reads actor.ulysses_sequence_parallel_size, v0.7.0's engine
+        # workers fsdp_config's, which actor.py:293 fills from the actor's: the larger wins
+        sp = max(
+            as_int(src, A + "ulysses_sequence_parallel_size"),
+            as_int(src, A + "fsdp_config.ulysses_sequence_parallel_size"),
+        )
+        dp = divisible("trainer.n_gpus_per_node x nnodes", gpus, f"{A}ulysses_sequence_parallel_size", sp)
+        if sp > 1 and not src.get(M + "use_remove_padding"):  # actor.py:300-304 (v0.7.0) raises
+            raise ImportConfigError(
+                f"{A}ulysses_sequence_parallel_size {sp} needs {M}use_remove_padding true (verl refuses sequence "
+                f"parallel on padded batches); --set {M}use_remove_padding=true"
+            )
+        if sp > 1:
+            training["ulysses_sequence_parallel_size"] = sp
+        per_rank = divisible(f"{A}ppo_mini_batch_size x {R}n", mini_samples, "the data-parallel groups (GPUs / SP)", dp)
+        gpus = dp  # verl divides the deprecated global micro-batch sizes by the data-parallel groups too
     if src.get(A + "use_dynamic_bsz"):
         training.update(sequence_packing=True, micro_batch_size=1)
-        training["packing_tokens"] = as_int(src, A + "ppo_max_token_len_per_gpu")
+        training["packing_tokens"] = _budget(src, A + "ppo_max_token_len_per_gpu", training)
+        if src.given(R + "log_prob_max_token_len_per_gpu"):  # rollout.yaml:95 (v0.7.0): ppo_max_token_len's
+            training["logprob_packing_tokens"] = _budget(src, R + "log_prob_max_token_len_per_gpu", training)
+        if src.given(R + "log_prob_use_dynamic_bsz") and not src.get(R + "log_prob_use_dynamic_bsz"):
+            notes.append(f"{R}log_prob_use_dynamic_bsz false: the log-prob passes are packed like training in rlsim")
     else:
         micro_key = A + "ppo_micro_batch_size_per_gpu"
         if src.given(A + "ppo_micro_batch_size"):  # verl divides the deprecated global size by the GPUs
@@ -248,9 +316,41 @@ def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> di
             "gradients are more memory and compute than LoRA's)"
         )
     if strategy != "megatron":
-        training["offload_params"] = bool(src.get(A + "fsdp_config.param_offload"))
-        training["offload_optimizer"] = bool(src.get(A + "fsdp_config.optimizer_offload"))
+        # param_offload / optimizer_offload swap between phases (verl@v0.7.0 fsdp_workers.py:905-945); fsdp2's
+        # offload_policy is FSDP2's CPUOffloadPolicy and turns those two off (fsdp_workers.py:539-542)
+        policy = strategy == "fsdp2" and bool(src.get(A + "fsdp_config.offload_policy"))
+        training["offload_params"] = training["offload_optimizer"] = policy
+        training["swap_params"] = not policy and bool(src.get(A + "fsdp_config.param_offload"))
+        training["swap_optimizer"] = not policy and bool(src.get(A + "fsdp_config.optimizer_offload"))
+        _fsdp_options(src, training, notes)
     return training
+
+
+def _fsdp_options(src: Source, training: dict[str, Any], notes: list[str]) -> None:
+    """verl's fsdp / fsdp2 actor: padding (``model.use_remove_padding`` false: every sequence padded to the caps,
+    training.pad_to_cap), resharding, hybrid sharding (``fsdp_config.fsdp_size``) and entropy chunking (a note:
+    it changes the entropy's fp32 temporaries, which rlsim does not price)."""
+    if not src.get(M + "use_remove_padding"):
+        training["remove_padding"] = False
+        training["pad_to_cap"] = True
+    if not src.get(A + "fsdp_config.reshard_after_forward"):  # fsdp_workers.py:512 SHARD_GRAD_OP; fsdp2 kwarg :550
+        training["reshard_after_forward"] = False
+    size = src.get(A + "fsdp_config.fsdp_size")
+    gpus = as_int(src, "trainer.n_gpus_per_node") * as_int(src, "trainer.nnodes")
+    if not isinstance(size, int) or isinstance(size, bool):
+        raise ImportConfigError(f"{A}fsdp_config.fsdp_size: {size!r} is not a whole number (-1: all GPUs)")
+    if 0 < size < gpus:  # fsdp_workers.py:99 create_device_mesh: a (replicas, shard) mesh, hybrid sharding
+        training["fsdp_shard_size"] = size
+    if src.get(A + "entropy_from_logits_with_chunking"):
+        notes.append(
+            f"{A}entropy_from_logits_with_chunking: the entropy's fp32 temporaries in chunks of 2048 tokens "
+            "(verl/utils/torch_functional.py:241); same FLOPs, and rlsim's memory check prices the logits only"
+        )
+    if src.given("actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"):
+        notes.append(
+            "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu: the reference pass is micro-batched "
+            "like the old log-prob pass (training.logprob_micro_batch_size)"
+        )
 
 
 def _algorithm(src: Source, mini_batches: int, notes: list[str]) -> tuple[str, dict[str, Any]]:
@@ -272,7 +372,27 @@ def _algorithm(src: Source, mini_batches: int, notes: list[str]) -> tuple[str, d
     if estimator == "gae" and src.given("critic.model.path"):
         algorithm["critic_model"], critic_notes = resolve_model(src.get("critic.model.path"), "critic.model.path")
         notes += [n.replace("model:", "critic model:", 1) for n in critic_notes]
+    if estimator == "gae":
+        _critic(src, algorithm, notes)
     return model, algorithm
+
+
+def _critic(src: Source, algorithm: dict[str, Any], notes: list[str]) -> None:
+    """verl's dp critic with micro-batching of its own (verl@v0.7.0 verl/trainer/config/critic/dp_critic.yaml):
+    ``model.use_remove_padding`` false by default (:44; dp_critic.py:69 then runs the batch padded to the caps),
+    ``use_dynamic_bsz`` the actor's unless set (critic.yaml:62) with its own budget ``ppo_max_token_len_per_gpu``,
+    32768 by default (:65), which its values pass shares (:68), else ``ppo_micro_batch_size_per_gpu``."""
+    if (src.get("critic.strategy") or src.get(A + "strategy")) == "megatron":
+        notes.append("critic.*: a Megatron critic is priced with the actor's micro-batching")
+        return
+    algorithm["critic_pad_to_cap"] = not bool(src.get("critic.model.use_remove_padding"))
+    dynamic = src.get("critic.use_dynamic_bsz")
+    packing = bool(src.get(A + "use_dynamic_bsz") if dynamic is None else dynamic)
+    algorithm["critic_sequence_packing"] = packing
+    if packing:
+        algorithm["critic_packing_tokens"] = as_int(src, "critic.ppo_max_token_len_per_gpu")
+    elif src.get("critic.ppo_micro_batch_size_per_gpu") is not None:
+        algorithm["critic_micro_batch_size"] = as_int(src, "critic.ppo_micro_batch_size_per_gpu")
 
 
 def _engine(src: Source, rollout_engine: str, notes: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -326,7 +446,13 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "training": training,
         "schedule": {"mode": "sync-colocated"},
         "learning": {"lr0": as_float(src, A + "optim.lr"), "reference_batch": prompts * group},
+        # the hybrid engine's rollout_mode: every rank gathers each parameter whole (FSDP full_tensor(), Megatron
+        # per_tensor_generator) and its engine loads its slice, tensor by tensor (fsdp_workers.py:697-746 at v0.7.0,
+        # :672-721 at v0.6.1; rlsim.trainer.sync_gathered)
+        "weight_sync": {"transfer": "per_tensor"},
     }
     if software_section is not None:
         sections["software"] = software_section
+    if run := run_keys.verl(src, notes):  # evaluation and checkpoints, beside the steps (rlsim.run.overheads)
+        sections["run"] = run
     return sections, notes
