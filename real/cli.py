@@ -25,6 +25,7 @@ from typing import Any
 from real.config import add_train_arguments, config_from_args
 from real.engines import route_vllm_logs_to_stderr
 from real.errors import RealError
+from real.offload import bench_optimizer
 from rlsim.cli import parse, run_command
 
 
@@ -166,9 +167,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         elif args.kind == "train":
             table = bench.bench_train(models[0], tokens, args.seq_len, args.repeats, args.warmup, args.micro_batches)
         elif args.kind == "optimizer":  # torch's Adam step, and the offloaded step's copies and host Adam
-            # here, not at the top: it loads torch (start-up time)
-            from real.offload import bench_optimizer
-
             table = bench_optimizer(models, args.repeats, args.warmup)
         else:
             table = bench.bench_sync(args.engine, models, args.repeats, args.warmup, args.number)

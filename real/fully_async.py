@@ -46,9 +46,11 @@ from typing import Any
 import numpy as np
 
 from real.config import TrainConfig
+from real.engines.hf import HFEngine
 from real.errors import RealError
 from real.tasks import get_task, make_splits
 from real.timing import phase_timer
+from real.update import batch_tensors, completion_logprobs, update_actor
 from rlsim.host.machine_load import LoadMeter
 from rlsim.io.files import atomic_write_text
 from rlsim.io.records import run_log_record
@@ -124,8 +126,6 @@ def _generator(cfg: TrainConfig, model_dir: str, shared: SharedWeights, out: Any
     import torch
     from transformers import AutoTokenizer
 
-    from real.engines.hf import HFEngine
-
     torch.set_num_threads(threads)
     task = get_task(cfg.task)
     train_split, _ = make_splits(task, cfg.seed, cfg.train_size, cfg.eval_size)
@@ -200,8 +200,6 @@ def train_async(cfg: TrainConfig, run_dir: Path, setup: Setup, progress: Any, th
     import torch.multiprocessing as mp
 
     from real import algos
-    from real.engines.hf import HFEngine
-    from real.update import batch_tensors, completion_logprobs, update_actor
 
     log_path = run_dir / "runlog.jsonl"
     if log_path.exists() and log_path.read_text().strip():

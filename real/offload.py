@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from real.models import load_policy
 from rlsim.host.machine_load import LoadMeter
 
 TILE = 1 << 16  # elements of the flat buffers Adam steps at a time (256 KiB of fp32)
@@ -139,7 +140,6 @@ def bench_optimizer(models: list[str | None], repeats: int = 7, warmup: int = 2)
     import torch
 
     from real.bench import _frame, _model, _row, provenance
-    from real.models import load_policy
 
     fns, configs, names = [], [], []
     for spec in models:

@@ -67,6 +67,7 @@ from real.checkpoint import load_checkpoint, prepare_run_dir, save_checkpoint, t
 from real.config import TrainConfig
 from real.environment import apply_threads, environment
 from real.errors import RealError
+from real.fully_async import Setup, train_async
 from real.models import load_policy, model_cache_dir, resolve_model
 from real.offload import make_optimizer
 from real.stale import StalePolicy
@@ -138,9 +139,6 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
     betas = algos.adam_betas_for_batch(0.9, 0.999, k) if cfg.scale_adam_betas else (0.9, 0.999)
     opt = make_optimizer(policy.parameters(), lr, betas, cfg.offload_optimizer)  # real.offload
     if cfg.fully_async:  # generation in a process of its own, concurrent with training (real.fully_async)
-        # here, not at the top: it loads torch.multiprocessing (start-up time)
-        from real.fully_async import Setup, train_async
-
         setup = Setup(model_dir, env, policy, tok, opt, task, train_split, eval_split, lr)
         return train_async(cfg, run_dir, setup, progress, threads)
     ref_model = None
