@@ -77,3 +77,35 @@ def test_an_offloaded_step_costs_its_copies_and_host_adam_in_place_of_the_device
     nominal = from_dict({**raw, "costs": {"host_link_efficiency": 0.5, "cpu_adam_params_per_s": 2e8}})
     t_nominal = RooflineCostModel(nominal).train_s(nominal.model, 1000.0, 1e5, 4, 1)
     assert t_on - t_nominal == pytest.approx(4 * 28 * p / 20e9 * (1 / 0.1 - 1), rel=1e-9)
+
+
+def test_the_train_fit_holds_the_fitted_optimizer_fixed():
+    """Train rows made by rlsim's own model at train_compute_efficiency 0.2, train_step_overhead_s 0.01 and an
+    on-device Adam at 0.05 of the memory bandwidth; optimizer rows at exactly 0.05 (28 B x P / (20e9 x 0.05)).
+    fit_profile recovers 0.2 and 0.01: had the train fit kept the nominal Adam (efficiency 1), its overhead would
+    have absorbed 28 x 3e5 / 20e9 x (1 / 0.05 - 1) = 7.98e-3 s more per step. The profile's train phase carries
+    the optimizer's coefficient."""
+    import dataclasses
+
+    from calibrate.bench.fit import fit_profile, predict
+
+    scn = base_scenario(MODEL, "CPU-2core", 16, 16)
+    truth = dataclasses.replace(
+        scn.costs, train_compute_efficiency=0.2, train_step_overhead_s=0.01, optimizer_memory_efficiency=0.05
+    )
+    tokens = [240, 480, 960, 1920, 3840]
+    train = pd.DataFrame(
+        [
+            {"phase": "train_actor", "device": "cpu (2 cores)", "tokens": t, "sequences": t // 12, "repeat": i}
+            for t in tokens
+            for i in range(3)
+        ]
+    )
+    train["time_s"] = predict("train_actor", scn, truth, train)
+    train["provenance"] = PROV
+    opt = pd.DataFrame(_rows("optimizer", [(p, [28 * p / (20e9 * 0.05)] * 3) for p in (1e6, 4e6)]))
+    profile, _ = fit_profile(pd.concat([train, opt], ignore_index=True), MODEL, "CPU-2core")
+    params = profile.phases["train_actor"].parameters
+    assert params["optimizer_memory_efficiency"] == pytest.approx(0.05, rel=1e-9)
+    assert params["train_compute_efficiency"] == pytest.approx(0.2, rel=1e-3)
+    assert params["train_step_overhead_s"] == pytest.approx(0.01, rel=1e-3)
