@@ -2,6 +2,8 @@
 generator really runs in a process of its own and gets the trainer's weights every N updates, the optimizer's
 state really lives outside the module, and bad flags are refused in one line (issue 57, must-show 2)."""
 
+import dataclasses
+import re
 import subprocess
 import sys
 
@@ -105,7 +107,10 @@ def test_a_run_with_the_offloaded_optimizer_logs_its_parts(tmp_path):
         mini_batches=2, micro_batches=1, offload_optimizer=True,
     )  # fmt: skip
     train(cfg, tmp_path / "run", threads="1")
+    # extended by a step: the run resumes from its checkpoint, the offloaded optimizer's state with it
+    train(dataclasses.replace(cfg, max_steps=3), tmp_path / "run", threads="1")
     log = list(read_jsonl(tmp_path / "run" / "runlog.jsonl"))
+    assert [r["step"] for r in log] == [1, 2, 3]
     for r in log:
         assert set(r["offload_s"]) == {"copy_out", "host_adam", "copy_back"}
         assert all(v > 0 for v in r["offload_s"].values())
@@ -125,7 +130,5 @@ def test_bad_async_flags_are_refused_in_one_line(tmp_path, flags, message):
     proc = subprocess.run([*CLI, "train", *flags, "-o", str(tmp_path / "r")], capture_output=True, text=True)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    import re
-
     assert re.search(message, proc.stderr), proc.stderr
     assert not (tmp_path / "r").exists()
