@@ -231,7 +231,10 @@ def main() -> int:
     p.add_argument(
         "--earlier",
         type=Path,
-        help="an earlier iteration's record folder (predictions.json, measured.json), summarized on the page",
+        action="append",
+        default=[],
+        help="an earlier iteration's record folder (predictions.json, measured.json), summarized on the page; "
+        "repeat it for several",
     )
     args = p.parse_args()
     if args.rounds < 1:
@@ -338,7 +341,7 @@ def offload_priced(pred: dict) -> dict[str, float]:
 def write_page(pred: dict, runs: dict, lines: list[str], args: argparse.Namespace) -> None:
     argv = ["-o", str(args.output), "--rounds", str(args.rounds)]
     argv += ["--record", _rel(args.record)] if args.record != DEFAULT_RECORD else []
-    argv += ["--earlier", _rel(args.earlier)] if args.earlier else []
+    argv += [a for d in args.earlier for a in ("--earlier", _rel(d))]
     page = results_page.header(
         "A fully-async run and an offloaded optimizer on the CPU: predicted before measured",
         results_page.command("cpu_async_offload", argv),
@@ -380,8 +383,8 @@ def write_page(pred: dict, runs: dict, lines: list[str], args: argparse.Namespac
         f"(out {offload['copy_out']:.4f}, back {offload['copy_back']:.4f}); host Adam {priced['host_adam_s']:.4f} s "
         f"against {offload['host_adam']:.4f} s; in place of the device Adam priced at {priced['device_adam_s']:.4f} s.",
     ]
-    if args.earlier:
-        page += earlier_lines(args.earlier)
+    for record in args.earlier:
+        page += earlier_lines(record)
     results_page.write(results_page.RESULTS / "cpu_async_offload.md", page)
 
 
@@ -406,16 +409,17 @@ def earlier_lines(record: Path) -> list[str]:
     lo_share, hi_share = min(shares), max(shares)
     out = [
         "",
-        "## An earlier iteration",
+        f"## An earlier iteration: {_rel(record)}",
         "",
-        f"The same setups, benched and fitted under a sustained load (predictions written {pred['written_utc']} UTC, "
-        f"in {_rel(record)}), then measured over {len(got['runs']['async']['sync'])} rounds in which other "
+        f"The same setups, benched and fitted under the load given below (predictions written {pred['written_utc']} "
+        f"UTC), then measured over {len(got['runs']['async']['sync'])} rounds in which other "
         f"processes took from {lo_share:.0%} to {hi_share:.0%} of the machine (per run, the median over its steps):",
         "",
         "| setup | run | predicted step (s) | measured median (s) | rounds' range (s) | error | "
         "other processes' share (median) |",
         "|---|---|---|---|---|---|---|",
     ]
+
     for key, row in got["comparison"].items():
         name, kind = key.split("/")
         items = got["runs"][name][kind]
@@ -426,6 +430,7 @@ def earlier_lines(record: Path) -> list[str]:
             f"| {name} | {label} | {row['predicted']:.4f} | {row['measured_median']:.4f} | {lo:.4f}-{hi:.4f} | "
             f"{row['error']:+.1%} | {share:.0%} |"
         )
+    out += ["", fit_load(pred)]
     return out
 
 
