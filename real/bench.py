@@ -258,7 +258,7 @@ def _row(
 ) -> dict[str, Any]:
     """One measured repeat of an in-process bench; the columns it does not name stay empty in the table."""
     return {
-        "phase": phase.value,
+        "phase": getattr(phase, "value", phase),  # a Phase, or an optimizer bench phase (real.offload)
         "engine": engine,
         "model": model,
         "device": prov["device"],

@@ -3,7 +3,7 @@ the commands, so ``rlsim-real --help`` is instant.
 
 ``rlsim-real train --task T --algo grpo|ppo --engine hf|vllm --prompts-per-step P --group-size G --lr-rule R
 --target X --max-steps N [--model M] -o RUN_DIR``
-``rlsim-real bench generation|train|sync --engine hf|vllm [--model M] [-o DIR]``
+``rlsim-real bench generation|train|sync|optimizer --engine hf|vllm [--model M] [-o DIR]``
 ``rlsim-real import-vllm-bench FILE... -o DIR``: read ``vllm bench latency|throughput`` JSON into the bench table.
 
 Bad input prints one line ``rlsim-real: error: ...`` and exits 2. ``train`` prints its summary as JSON on stdout
@@ -25,6 +25,7 @@ from typing import Any
 from real.config import add_train_arguments, config_from_args
 from real.engines import route_vllm_logs_to_stderr
 from real.errors import RealError
+from real.offload import bench_optimizer
 from rlsim.cli import parse, run_command
 
 
@@ -94,14 +95,14 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _add_bench(sub: Any) -> None:
-    p = sub.add_parser("bench", help="microbenchmarks: generation, train, sync")
-    p.add_argument("kind", choices=("generation", "train", "sync"))
+    p = sub.add_parser("bench", help="microbenchmarks: generation, train, sync, optimizer")
+    p.add_argument("kind", choices=("generation", "train", "sync", "optimizer"))
     p.add_argument("--engine", default="hf", choices=("hf", "vllm"))
     p.add_argument(
         "--model",
         action="append",
-        help="'tiny' (default), 'tiny:hidden_size=256', a local HF folder, or 'smollm2'; sync takes it several times "
-        "(model sizes, timed interleaved)",
+        help="'tiny' (default), 'tiny:hidden_size=256', a local HF folder, or 'smollm2'; sync and optimizer take it "
+        "several times (model sizes, timed interleaved)",
     )
     # the defaults are a grid that fits well (README: held-out error per phase): two prompt and two response
     # lengths at five batch sizes separate the prefill, decode and per-sequence terms; seven repeats per
@@ -147,8 +148,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.repeats < 1 or args.warmup < 0 or args.number < 1:
         raise RealError("--repeats and --number must be >= 1 and --warmup >= 0")
     models = args.model or [None]
-    if args.kind != "sync" and len(models) > 1:
-        raise RealError(f"--model given {len(models)} times; the {args.kind} bench takes one (sync takes several)")
+    if args.kind not in ("sync", "optimizer") and len(models) > 1:
+        raise RealError(
+            f"--model given {len(models)} times; the {args.kind} bench takes one (sync and optimizer take several)"
+        )
     # here, not at the top: it loads numpy (start-up time)
     from real.environment import apply_threads
 
@@ -163,6 +166,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             table = bench.bench_generation(args.engine, models[0], *grid, args.repeats, args.warmup)
         elif args.kind == "train":
             table = bench.bench_train(models[0], tokens, args.seq_len, args.repeats, args.warmup, args.micro_batches)
+        elif args.kind == "optimizer":  # torch's Adam step, and the offloaded step's copies and host Adam
+            table = bench_optimizer(models, args.repeats, args.warmup)
         else:
             table = bench.bench_sync(args.engine, models, args.repeats, args.warmup, args.number)
     print(bench.summarize(table).to_string(index=False, float_format=lambda x: f"{x:.4g}"))

@@ -62,6 +62,13 @@ class TrainConfig:
     # DAPO's dynamic sampling (GRPO): at most this many generation rounds of P prompts per step, groups whose rewards
     # all agree dropped, until P groups with a signal are kept; 0: off (every generated group is trained on)
     dynamic_sampling: int = 0
+    # generation in a process of its own, concurrent with training (real.fully_async); --staleness K then bounds
+    # how many policy versions a batch may lag (at least 1), and the trainer pushes its weights every sync_every
+    # updates (verl's trigger_parameter_sync_step)
+    fully_async: bool = False
+    sync_every: int = 1
+    # fp32 master weights and Adam's moments in host-side buffers, stepped there (real.offload; DeepSpeed's CPU Adam)
+    offload_optimizer: bool = False
 
     @property
     def batch(self) -> int:
@@ -103,6 +110,7 @@ class TrainConfig:
             raise RealError(f"--dynamic-sampling ({self.dynamic_sampling}) must be 0 (off) or a number of rounds")
         if self.dynamic_sampling and self.algo != "grpo":
             raise RealError("--dynamic-sampling filters GRPO's groups; use it with --algo grpo")
+        self._validate_async()
         if not self.behav_weight_cap > 1:
             raise RealError(f"--behav-weight-cap ({self.behav_weight_cap:g}) must be above 1 (AReaL's rule)")
         if self.reference_batch < 1:
@@ -134,6 +142,36 @@ class TrainConfig:
                 f"a mini-batch of {mini} responses is not divisible into --micro-batches "
                 f"{self.micro_batches}; choose a divisor of {mini}"
             )
+
+    def _validate_async(self) -> None:
+        """The rules of ``--fully-async`` and ``--sync-every`` (real.fully_async)."""
+        if self.sync_every < 1:
+            raise RealError(f"--sync-every ({self.sync_every}) must be at least 1 (updates between weight pushes)")
+        if not self.fully_async:
+            if self.sync_every != 1:
+                raise RealError(
+                    f"--sync-every {self.sync_every} needs --fully-async (a synchronous run loads every update)"
+                )
+            return
+        if self.staleness < 1:
+            raise RealError(
+                f"--fully-async needs --staleness K >= 1 (the most policy versions a batch may lag); got "
+                f"{self.staleness}: with 0 the generator could never run ahead of the trainer"
+            )
+        if self.sync_every > self.staleness + 1:
+            raise RealError(
+                f"--sync-every {self.sync_every} exceeds --staleness {self.staleness} + 1: the generator would wait "
+                f"for weights the trainer pushes only after batches it has not generated; use --sync-every "
+                f"{self.staleness + 1} or less, or raise --staleness"
+            )
+        for flag, bad, rule in (
+            ("--engine", self.engine != "hf", "hf (the generator process runs transformers' generate)"),
+            ("--algo", self.algo != "grpo", "grpo"),
+            ("--dynamic-sampling", self.dynamic_sampling != 0, "0"),
+            ("--kl-coef", self.kl_coef != 0, "0"),
+        ):
+            if bad:
+                raise RealError(f"--fully-async supports {flag} {rule} only; drop {flag} or --fully-async")
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
@@ -205,6 +243,24 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
         metavar="ROUNDS",
         help="GRPO: DAPO's dynamic sampling, at most ROUNDS generation rounds per step until P groups whose rewards "
         "differ are kept (0: off)",
+    )
+    p.add_argument(
+        "--fully-async",
+        action="store_true",
+        help="generate in a process of its own, concurrently with training (real/fully_async.py); --staleness K "
+        "then bounds the lag of each batch (K >= 1)",
+    )
+    p.add_argument(
+        "--sync-every",
+        type=int,
+        default=d.sync_every,
+        metavar="N",
+        help="--fully-async: the trainer pushes its weights to the generator every N updates (at most K + 1)",
+    )
+    p.add_argument(
+        "--offload-optimizer",
+        action="store_true",
+        help="fp32 master weights and Adam state in host-side buffers, stepped there (real/offload.py)",
     )
     p.add_argument("-o", "--output", type=Path, required=True, help="run directory (re-run to resume)")
 

@@ -26,6 +26,11 @@ Stale-policy runs (``--staleness K``, real.stale): the engine generates with the
 trainer; the behaviour log-probs are then computed too (timed in ``old_logprob``), and the loss is naive PPO's or
 AReaL's decoupled one (``--staleness-loss``). Each step logs its lag as ``staleness``.
 
+Fully-async runs (``--fully-async --staleness K [--sync-every N]``, real.fully_async): generation in a process of
+its own, concurrent with training, at most K policy versions ahead, the weights pushed every N updates. An
+offloaded optimizer (``--offload-optimizer``, real.offload): fp32 master weights and Adam's moments in host-side
+buffers, stepped there; each step logs its parts as ``offload_s``.
+
 Learning rate: ``lr0`` at ``reference_batch`` responses, scaled by the rule (sqrt / linear / none) for B = P x G;
 ``--scale-adam-betas`` also applies 1 - beta -> k (1 - beta) (Malladi et al. 2022).
 
@@ -62,7 +67,9 @@ from real.checkpoint import load_checkpoint, prepare_run_dir, save_checkpoint, t
 from real.config import TrainConfig
 from real.environment import apply_threads, environment
 from real.errors import RealError
+from real.fully_async import Setup, train_async
 from real.models import load_policy, model_cache_dir, resolve_model
+from real.offload import make_optimizer
 from real.stale import StalePolicy
 from real.tasks import get_task, make_splits
 from real.timing import phase_timer
@@ -130,7 +137,10 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
     k = cfg.batch / cfg.reference_batch
     lr = cfg.lr0 * lr_scale(cfg.lr_rule, cfg.batch, cfg.reference_batch)
     betas = algos.adam_betas_for_batch(0.9, 0.999, k) if cfg.scale_adam_betas else (0.9, 0.999)
-    opt = torch.optim.Adam(policy.parameters(), lr=lr, betas=betas)
+    opt = make_optimizer(policy.parameters(), lr, betas, cfg.offload_optimizer)  # real.offload
+    if cfg.fully_async:  # generation in a process of its own, concurrent with training (real.fully_async)
+        setup = Setup(model_dir, env, policy, tok, opt, task, train_split, eval_split, lr)
+        return train_async(cfg, run_dir, setup, progress, threads)
     ref_model = None
     if cfg.kl_coef > 0:
         ref_model, _ = load_policy(model_dir)
@@ -306,6 +316,7 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
                     else {}
                 ),
                 **extra,
+                **({"offload_s": opt.take_times()} if cfg.offload_optimizer else {}),
                 **({"eval_metric_initial": initial_eval} if step == 1 and initial_eval is not None else {}),
             )
             append_record(log, record)

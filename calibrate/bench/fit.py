@@ -55,12 +55,13 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from calibrate import CalibrateError
+from calibrate.bench.optimizer import fit_optimizer
 from calibrate.bench.tables import bench_threads, provenance
 from rlsim import catalog
 from rlsim.engine.replica import simulate_replica
 from rlsim.engine.scheduler import SchedulerRules
 from rlsim.host.machine_load import HIGH_OTHER_CPU, load_summary, sustained
-from rlsim.io.records import BENCH_PHASE_COLUMNS
+from rlsim.io.records import BENCH_PHASE_COLUMNS, OPTIMIZER_BENCH_PHASES
 from rlsim.phases import Phase
 from rlsim.run.costs import RooflineCostModel
 from rlsim.run.profile import PROVENANCE_KEYS, PhaseFit, Profile
@@ -81,7 +82,8 @@ FIT_PARAMS: dict[str, tuple[str, ...]] = {
 # coefficients a bench cannot see, fixed in a profile: the bench times engine.generate alone (no dispatch), and
 # an in-process engine does not sleep
 FIXED = {"rollout_overhead_s": 0.0, "rollout_s_per_sample": 0.0, "sleep_wake_overhead_s": 0.0}
-CONFIG_COLUMNS = {phase: list(cols) for phase, cols in BENCH_PHASE_COLUMNS.items()}  # rlsim.io.records
+# rlsim.io.records; the optimizer bench's phases are fitted apart (calibrate.bench.optimizer)
+CONFIG_COLUMNS = {p: list(cols) for p, cols in BENCH_PHASE_COLUMNS.items() if p not in OPTIMIZER_BENCH_PHASES}
 # vLLM's default max_num_seqs for the LLM class on CPUs and GPUs under 70 GB (1024 on H100-class GPUs:
 # vllm/engine/arg_utils.py, 0.32): for bench tables and runs that do not record the engine's own, whatever their
 # device. The software catalog holds the same default by GPU size (rlsim.scenario.software.batch_defaults), which
@@ -363,6 +365,10 @@ def fit_profile(
     max_batch = int(roll["concurrency"].max()) if len(roll) else 1
     max_ctx = int((roll["prompt_tokens"] + roll["response_tokens"]).max()) if len(roll) else 16
     scn = base_scenario(model, gpu, max_batch, max_ctx)
+    # the optimizer's costs first (rlsim-real bench optimizer): the train fit then holds them fixed, so its per-step
+    # overhead does not absorb the optimizer, and they join the train phase's parameters
+    optimizer, _ = fit_optimizer(table, scn)
+    scn = dataclasses.replace(scn, costs=dataclasses.replace(scn.costs, **optimizer))
     results = []
     for phase in FIT_PARAMS:
         rows = table[table["phase"] == phase]
@@ -390,5 +396,7 @@ def fit_profile(
             params["rollout_s_per_sample"] = FIXED["rollout_s_per_sample"]
         if r.phase == Phase.WEIGHT_SYNC:
             params["sleep_wake_overhead_s"] = FIXED["sleep_wake_overhead_s"]
+        if r.phase == Phase.TRAIN_ACTOR:
+            params.update(optimizer)
         phases[r.phase] = PhaseFit("roofline", params, r.uncertainty, r.fitted_range, r.held_out)
     return Profile(provenance=full_prov, phases=phases), results

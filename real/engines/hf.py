@@ -39,7 +39,11 @@ class HFEngine:
         seed: int,
         greedy: bool = False,
         ignore_eos: bool = False,
-    ) -> list[list[list[int]]]:
+        logprobs: bool = False,
+    ) -> list[list[list[int]]] | tuple[list[list[list[int]]], list[list[list[float]]]]:
+        """The completions; with ``logprobs``, also each completion token's log-probability under the sampling
+        distribution (log-softmax of the scores generate sampled from: the behaviour policy's, as vLLM returns them
+        with ``logprobs``), shaped like the completions."""
         # here, not at the top: it loads torch (start-up time)
         import torch
 
@@ -63,7 +67,15 @@ class HFEngine:
                 min_new_tokens=max_new_tokens if ignore_eos else None,
                 eos_token_id=self.eos_id,
                 pad_token_id=self.pad_id,
+                output_scores=logprobs,
+                return_dict_in_generate=logprobs,
             )
+        token_lp = None
+        if logprobs:
+            seqs = out.sequences[:, width:]
+            scores = torch.stack([torch.log_softmax(s.float(), -1) for s in out.scores], 1)
+            token_lp = scores.gather(2, seqs.unsqueeze(-1)).squeeze(-1).tolist()
+            out = out.sequences
         gen = out[:, width:].tolist()
         per_prompt = 1 if greedy else n
         result = []
@@ -77,7 +89,13 @@ class HFEngine:
                         break
                 group.append(seq)
             result.append(group * n if greedy else group)
-        return result
+        if token_lp is None:
+            return result
+        per = [
+            [token_lp[i * per_prompt + j % per_prompt][: len(seq)] for j, seq in enumerate(g)]
+            for i, g in enumerate(result)
+        ]
+        return result, per
 
     def close(self) -> None:
         self.model = None

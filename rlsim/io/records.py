@@ -277,4 +277,8 @@ BENCH_PHASE_COLUMNS: dict[str, tuple[str, ...]] = {
     Phase.TRAIN_ACTOR.value: ("tokens", "sequences"),
     Phase.OLD_LOGPROB.value: ("tokens", "sequences"),
     Phase.WEIGHT_SYNC.value: ("bytes",),
+    # rlsim-real bench optimizer (real/offload.py): torch's Adam step on the module, and the offloaded step's copies
+    # (gradients out, parameters back) and Adam on the host buffers; bytes: the trained parameters' bytes
+    **{phase: ("bytes",) for phase in ("optimizer", "offload_copy", "host_adam")},
 }
+OPTIMIZER_BENCH_PHASES = ("optimizer", "offload_copy", "host_adam")  # bench phases that are no run phase

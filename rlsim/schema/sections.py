@@ -486,6 +486,10 @@ class Costs:
     # generation rows (its Mixtral rows carry it): rlsim/catalog/fitted.yaml has its provenance and prior
     moe_decode_memory_efficiency_factor: float = field(default=0.67, metadata=bounds(gt=0, le=1))
     cpu_adam_params_per_s: float = field(default=1e9, metadata=bounds(gt=0))
+    # fraction of the device's memory bandwidth an Adam step on the device reaches (its fp32 master, moments and
+    # gradient read and written; rlsim.trainer.training). 1 unless fitted: rlsim-real bench optimizer on a CPU,
+    # whose per-tensor Adam reaches a few percent of the nominal bandwidth (calibrate.bench.optimizer)
+    optimizer_memory_efficiency: float = field(default=1.0, metadata=bounds(gt=0, le=1))
     # fraction of the host link's peak that copies between GPU and host memory reach (pinned buffers come close
     # to it, the prior 1.0; pageable memory, as plain tensor.to("cpu") uses, reaches a fraction). FITTED on the
     # published step rows: rlsim/catalog/fitted.yaml has its provenance and prior

@@ -254,11 +254,12 @@ def _compute_s(
 
 
 def _optimizer_s(scenario: Scenario, shard_params: float) -> float:
-    """One optimizer step over a rank's ``shard_params``: GPU Adam streams its state through HBM; the share that
-    ``training.offload_optimizer`` puts on the host goes over the host link and through CPU Adam
-    (rlsim.trainer.offload.cpu_optimizer_s)."""
+    """One optimizer step over a rank's ``shard_params``: GPU Adam streams its state through HBM at
+    ``costs.optimizer_memory_efficiency`` of its bandwidth; the share that ``training.offload_optimizer`` puts on
+    the host goes over the host link and through CPU Adam (rlsim.trainer.offload.cpu_optimizer_s)."""
     on_host = offload.cpu_adam_fraction(scenario)
-    gpu = ADAM_BYTES_PER_PARAM * (1.0 - on_host) * shard_params / scenario.hardware.gpu.hbm_bandwidth_bytes_per_s
+    hbm = scenario.hardware.gpu.hbm_bandwidth_bytes_per_s * scenario.costs.optimizer_memory_efficiency
+    gpu = ADAM_BYTES_PER_PARAM * (1.0 - on_host) * shard_params / hbm
     return gpu + offload.cpu_optimizer_s(scenario, shard_params)
 
 
