@@ -224,10 +224,15 @@ def compare(pred: dict, runs: dict) -> tuple[list[str], dict]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("-o", "--output", type=Path, required=True)
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("-o", "--output", type=Path, required=True, help="working folder for the benches' and runs' files")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every run (default 3)")
     p.add_argument("--predict-only", action="store_true", help="stop once predictions.json is written")
-    p.add_argument("--record", type=Path, default=DEFAULT_RECORD)
+    p.add_argument(
+        "--record",
+        type=Path,
+        default=DEFAULT_RECORD,
+        help="folder kept with the repository for predictions.json (written once) and measured.json",
+    )
     p.add_argument(
         "--earlier",
         type=Path,
