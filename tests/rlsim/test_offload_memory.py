@@ -48,11 +48,12 @@ MODEL = {
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
 
 
-def _scn(over: dict[str, Any] | None = None):
-    d: dict[str, Any] = {
-        "name": "toy",
+def _sections(name: str, gpu: Any) -> dict[str, Any]:
+    """The toy model's scenario on ``gpu`` (the toy GPU's fields, or a catalog name), without costs."""
+    return {
+        "name": name,
         "model": dict(MODEL),
-        "hardware": {"gpu": dict(GPU), "num_gpus": 8, "placement": "colocated"},
+        "hardware": {"gpu": gpu, "num_gpus": 8, "placement": "colocated"},
         "engine": {"tensor_parallel_size": 1},
         "workload": {
             "prompts_per_step": 16,
@@ -64,6 +65,12 @@ def _scn(over: dict[str, Any] | None = None):
         },
         "algorithm": {"name": "grpo"},
         "schedule": {"mode": "sync-colocated"},
+    }
+
+
+def _scn(over: dict[str, Any] | None = None):
+    d: dict[str, Any] = {
+        **_sections("toy", dict(GPU)),
         "costs": {
             "host_link_efficiency": 0.5,
             "cpu_adam_params_per_s": CPU_ADAM,
@@ -195,22 +202,7 @@ def test_offload_is_refused_only_when_a_nodes_host_memory_does_not_hold_it():
 
 
 def _raw_h100() -> dict[str, Any]:
-    return {
-        "name": "h100",
-        "model": dict(MODEL),
-        "hardware": {"gpu": "H100-SXM", "num_gpus": 8, "placement": "colocated"},
-        "engine": {"tensor_parallel_size": 1},
-        "workload": {
-            "prompts_per_step": 16,
-            "group_size": 8,
-            "prompt_length": {"dist": "fixed", "tokens": 512},
-            "response_length": {"dist": "fixed", "tokens": 512},
-            "max_prompt_tokens": 512,
-            "max_response_tokens": 512,
-        },
-        "algorithm": {"name": "grpo"},
-        "schedule": {"mode": "sync-colocated"},
-    }
+    return _sections("h100", "H100-SXM")
 
 
 def _h100(params: float, **sections: dict[str, Any]):
