@@ -215,6 +215,7 @@ class _TrainerSetup:
     reward_track: str
     reward_pool: simpy.Resource | None
     critic_cost: CostModel | None
+    critic_view_cost: CostModel  # the critic's passes on the training pool: its own micro-batching (for_critic)
     critic_track: str
     ref_cost: CostModel | None
 
@@ -235,6 +236,7 @@ class _TrainerSetup:
             reward_track=reward_track,
             reward_pool=reward_pool,
             critic_cost=cost.on_pool(s.critic_pool_gpus).for_critic() if s.critic_pool_gpus else None,
+            critic_view_cost=cost.for_critic() if alg.name == "ppo" else cost,
             critic_track=REWARD_POOL if alg.critic_with_reward else CRITIC_POOL,
             ref_cost=cost.on_pool(alg.reference_gpus) if alg.kl_reference and alg.reference_gpus else None,
         )
@@ -319,7 +321,7 @@ def _passes(st: _State, setup: _TrainerSetup, work: _Work) -> list[tuple[list[tu
         passes.append((Phase.REF_LOGPROB, ref))
     train_passes: list[tuple[Phase, float]] = []
     if alg.name == "ppo":
-        cc = setup.critic_cost or cost.for_critic()
+        cc = setup.critic_cost or setup.critic_view_cost
         values = cc.forward_s(s.critic, tokens, sq_tokens, nseq) * cost.critic_scale(Phase.VALUES.value)
         train = cc.train_s(s.critic, tokens, sq_tokens, opt_steps, alg.epochs_per_step, nseq)
         train *= cost.critic_scale(Phase.TRAIN_CRITIC.value)
