@@ -23,7 +23,7 @@ there with ``--predict-only``, and a rerun never rewrites it), then ``--rounds``
 synchronous control and its variant back to back (interleaved, so that the machine's drift falls on both), then
 the comparison: the median over rounds of each run's mean step time (steps 2..S, calibrate's definition), its
 range, and the load other processes put on the machine during each run. Writes
-docs/results/cpu_async_offload.md and, under ``--record`` (default calibrate/research/cpu_async_offload), the
+docs/results/cpu_async_offload.md and, under ``--record`` (default research/cpu_async_offload), the
 predictions and the measurements; ``--earlier DIR`` adds an earlier iteration's record to the page.
 """
 

@@ -26,7 +26,7 @@ efficiency the measurement implies (bytes or FLOPs over time over the catalog's 
     python scripts/gpu_roofline.py measure -o out/          # on the GPU machine (68-85 s for the three models, H200)
     python scripts/gpu_roofline.py measure --device cpu --tiny -o out/   # the same code on a CPU, tiny shapes
     python scripts/gpu_roofline.py compare out/gpu_roofline.json --gpu H200 [--markdown]
-    python scripts/gpu_roofline.py compare calibrate/research/gpu_roofline/h200_run*.json --write
+    python scripts/gpu_roofline.py compare research/gpu_roofline/h200_run*.json --write
 
 ``compare --write`` writes docs/results/gpu_roofline.md whole (scripts/results_page.py): per recorded file its device,
 torch and date, its ceilings, the ratio rlsim / measured by phase and every case.
@@ -730,7 +730,7 @@ def page(names: list[str], gpu: str, cmd: str, when: str | None = None, where: s
     lines += [
         "Each file was measured by `python scripts/gpu_roofline.py measure` on the GPU named in its section (torch "
         "only, CUDA graphs, median of interleaved repeats); rlsim's side is its roofline GPU term for the same model "
-        "on the same GPU (no CPU overheads). A ratio is rlsim / measured. calibrate/research/gpu_roofline/README.md "
+        "on the same GPU (no CPU overheads). A ratio is rlsim / measured. research/gpu_roofline/README.md "
         "says what the numbers mean for the model.",
     ]
     for name in names:

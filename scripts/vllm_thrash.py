@@ -11,9 +11,9 @@ blocks stay cached, as vLLM V1's) and once with freed blocks forgotten. Printed 
 count's relative error against vLLM's.
 
     python scripts/vllm_thrash.py --requests 680 --blocks 60 -o out/vllm_thrash.json
-    python scripts/vllm_thrash.py --vllm-from calibrate/research/vllm_thrash/r680_b60.json   # rlsim again, no vLLM
+    python scripts/vllm_thrash.py --vllm-from research/vllm_thrash/r680_b60.json   # rlsim again, no vLLM
 
-The recorded cases (calibrate/research/vllm_thrash/, tested in tests/rlsim/test_engine_v1.py) are tabled in
+The recorded cases (research/vllm_thrash/, tested in tests/rlsim/test_engine_v1.py) are tabled in
 docs/results/vllm.md; docs/design.md, "Freed blocks stay cached", says what they check.
 
 Run it as a script (vLLM's engine start needs ``if __name__ == "__main__"``); takes about a minute per case on

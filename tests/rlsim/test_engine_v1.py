@@ -349,9 +349,7 @@ def test_the_watermark_holds_back_an_admission_but_not_decode_growth(chunked):
         SchedulerRules(kv_watermark=1.0)
 
 
-@pytest.mark.parametrize(
-    "case", sorted((Path(__file__).resolve().parents[2] / "calibrate/research/vllm_thrash").glob("*.json"))
-)
+@pytest.mark.parametrize("case", sorted((Path(__file__).resolve().parents[2] / "research/vllm_thrash").glob("*.json")))
 def test_recorded_vllm_thrash_is_reproduced(case):
     """vLLM 0.32 on this CPU, under KV pressure, as scripts/vllm_thrash.py recorded it (docs/design.md, "Freed
     blocks stay cached"): the same requests in rlsim's kernel give vLLM's engine steps and preemptions exactly and
@@ -376,13 +374,13 @@ def test_recorded_vllm_thrash_is_reproduced(case):
 def test_the_max_num_seqs_that_stops_the_thrash_is_vllms():
     """The largest max_num_seqs at which rlsim's engine preempts nothing on the recorded case of 680 requests in
     120 blocks (what `rlsim run`'s thrash report searches for, rlsim.answers.thrash) is 24, and vLLM 0.32 run at
-    24 and 25 (calibrate/research/vllm_thrash/threshold) preempted 0 and 5 times, in the same steps as rlsim."""
+    24 and 25 (research/vllm_thrash/threshold) preempted 0 and 5 times, in the same steps as rlsim."""
     import argparse
     import json
 
     from scripts.vllm_thrash import lengths, run_rlsim
 
-    root = Path(__file__).resolve().parents[2] / "calibrate/research/vllm_thrash"
+    root = Path(__file__).resolve().parents[2] / "research/vllm_thrash"
     case = json.loads((root / "r680_b120.json").read_text())
     a = argparse.Namespace(**case["case"])
     prompts, responses, groups = lengths(
