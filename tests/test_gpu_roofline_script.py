@@ -191,8 +191,9 @@ def test_measure_on_the_cpu_writes_every_part(gr, tmp_path):
     assert {(r["batch"], r["context"], r["tokens"]) for r in rows if r["phase"] == "mixed"} == {(2, 8, 4), (4, 8, 8)}
 
 
-RESEARCH = load_script("gpu_roofline").ROOT / "docs" / "research" / "gpu_roofline"
+RESEARCH = load_script("gpu_roofline").ROOT / "research" / "gpu_roofline"
 RECORDED = sorted(RESEARCH.glob("h200_run?.json"))  # the decode runs (h200_run5_step.json: the training step only)
+assert RECORDED, f"no recorded H200 runs in {RESEARCH}"  # an empty parametrization would test nothing
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)

@@ -104,6 +104,11 @@ def guess_gpu(device: str) -> str:
     )
 
 
+# real/'s trainer keeps every activation (real/update.py: no activation checkpointing): its training pass is a
+# forward and a backward, which the bench and run scenarios say, so a fit prices the passes it measured
+REAL_RECOMPUTE = "none"
+
+
 def base_scenario(model: dict[str, Any] | str, gpu: str, max_batch: int, max_context: int) -> Scenario:
     """A one-device, colocated scenario in which bench points are predicted."""
     return from_dict(
@@ -120,6 +125,7 @@ def base_scenario(model: dict[str, Any] | str, gpu: str, max_batch: int, max_con
                 "response_length": {"dist": "fixed", "tokens": 1},
             },
             "schedule": {"mode": "sync-colocated"},
+            "training": {"activation_recompute": REAL_RECOMPUTE},
         }
     )
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from calibrate import CalibrateError
-from calibrate.bench.fit import MAX_NUM_SEQS_VLLM, guess_gpu
+from calibrate.bench.fit import MAX_NUM_SEQS_VLLM, REAL_RECOMPUTE, guess_gpu
 from calibrate.bench.tables import model_spec_from_folder
 from calibrate.learning.curve import samples_to_target
 from rlsim.host.machine_load import load_summary
@@ -200,7 +200,8 @@ def setup_scenario(run: Run, gpu: str | None = None, prompts_per_step: int | Non
         "run": {"steps": len(run.records), "max_steps": int(cfg["max_steps"]), "seed": 0},
         "weight_sync": {"engine_sleeps": sleeps},
         # rlsim-real's trainer pads the step's batch to its longest sequence (real/update.py batch_tensors)
-        "training": {"sequence_packing": False, "pad_to_longest": True},
+        # and keeps every activation (no checkpointing)
+        "training": {"sequence_packing": False, "pad_to_longest": True, "activation_recompute": REAL_RECOMPUTE},
     }
 
 
