@@ -109,3 +109,11 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 def adam_betas_for_batch(beta1: float, beta2: float, scale: float) -> tuple[float, float]:
     """Malladi et al. 2022 (arXiv 2205.10287): with the batch multiplied by k, 1 - beta -> k (1 - beta)."""
     return max(0.0, 1.0 - scale * (1.0 - beta1)), max(0.0, 1.0 - scale * (1.0 - beta2))
+
+
+def zero_variance_share(rewards, group_size: int) -> float:
+    """The share of the step's groups whose rewards are all equal: GRPO's normalized advantage is zero there, so
+    they train nothing (rlsim.learning.groups; measured here rather than inferred from the accuracy, since partial
+    credit gives a group unequal rewards while none of its answers is right)."""
+    r = rewards.view(-1, group_size)
+    return float((r.max(dim=1).values == r.min(dim=1).values).float().mean())

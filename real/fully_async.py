@@ -48,6 +48,7 @@ import numpy as np
 from real.config import TrainConfig
 from real.engines.hf import HFEngine
 from real.errors import RealError
+from real.records import step_fields
 from real.tasks import get_task, make_splits
 from real.timing import phase_timer
 from real.update import batch_tensors, completion_logprobs, update_actor
@@ -287,34 +288,15 @@ def train_async(cfg: TrainConfig, run_dir: Path, setup: Setup, progress: Any, th
                         eval_metric = last_eval = evaluate()
                 record = run_log_record(
                     run_id=run_dir.name,
-                    step=step,
-                    cumulative_samples=step * cfg.batch,
-                    prompts=cfg.prompts_per_step,
-                    responses=cfg.batch,
-                    prompt_tokens=int(sum(len(p) for p in flat_prompts)),
-                    response_tokens=int(sum(len(c) for c in completions)),
-                    response_tokens_max=max(len(c) for c in completions),
-                    response_length_counts=np.bincount(
-                        [len(c) for c in completions], minlength=cfg.max_new_tokens + 1
-                    ).tolist(),
+                    **step_fields(cfg, step, flat_prompts, completions),
                     **load,
                     lr=setup.lr,
                     reward_mean=float(rewards.mean()),
                     eval_metric=eval_metric,
                     wall_s=wall_s,
                     timing_s=timing,
-                    algo=cfg.algo,
-                    engine=cfg.engine,
-                    group_size=cfg.group_size,
                     accuracy_train=float(np.mean([setup.task.is_correct(e, t) for e, t in zip(flat, texts)])),
-                    zero_variance_groups=float(
-                        (
-                            rewards.view(-1, cfg.group_size).max(1).values
-                            == rewards.view(-1, cfg.group_size).min(1).values
-                        )
-                        .float()
-                        .mean()
-                    ),
+                    zero_variance_groups=algos.zero_variance_share(rewards, cfg.group_size),
                     wait_s=wait_s,
                     generator_wait_s=b["generator_wait_s"],
                     weights_load_s=b["weights_load_s"],

@@ -70,6 +70,7 @@ from real.errors import RealError
 from real.fully_async import Setup, train_async
 from real.models import load_policy, model_cache_dir, resolve_model
 from real.offload import make_optimizer
+from real.records import step_fields
 from real.stale import StalePolicy
 from real.tasks import get_task, make_splits
 from real.timing import phase_timer
@@ -282,29 +283,16 @@ def train(cfg: TrainConfig, run_dir: Path, progress: Any = None, threads: str = 
                     eval_metric = last_eval = evaluate()
             record = run_log_record(
                 run_id=run_id,
-                step=step,
-                cumulative_samples=step * cfg.batch,
-                prompts=cfg.prompts_per_step,
-                responses=cfg.batch,
-                prompt_tokens=int(sum(len(p) for p in flat_prompts)),
-                response_tokens=int(sum(len(c) for c in completions)),
-                response_tokens_max=max(len(c) for c in completions),  # the hf engine's batch runs this long
-                # responses of each length 0..max_new_tokens: calibrate's response-length model
-                response_length_counts=np.bincount(
-                    [len(c) for c in completions], minlength=cfg.max_new_tokens + 1
-                ).tolist(),
+                **step_fields(cfg, step, flat_prompts, completions),
                 **load,
                 lr=lr,
                 reward_mean=float(rewards.mean()),
                 eval_metric=eval_metric,
                 wall_s=wall_s,
                 timing_s=timing,
-                algo=cfg.algo,
-                engine=cfg.engine,
-                group_size=cfg.group_size,
                 accuracy_train=float(np.mean([task.is_correct(e, t) for e, t in zip(flat_examples, texts)])),
                 # over every generated group: with DAPO the trained ones all have a signal but the last round's fill
-                zero_variance_groups=_zero_variance_share(all_rewards, cfg.group_size),
+                zero_variance_groups=algos.zero_variance_share(all_rewards, cfg.group_size),
                 **(
                     {
                         "generated_responses": int(all_rewards.numel()),
@@ -406,11 +394,3 @@ def _batch_of(rounds, cfg):
         torch.cat([x[4] for x in chosen]),
         short,
     )
-
-
-def _zero_variance_share(rewards, group_size: int) -> float:
-    """The share of the step's groups whose rewards are all equal: GRPO's normalized advantage is zero there, so
-    they train nothing (rlsim.learning.groups; measured here rather than inferred from the accuracy, since partial
-    credit gives a group unequal rewards while none of its answers is right)."""
-    r = rewards.view(-1, group_size)
-    return float((r.max(dim=1).values == r.min(dim=1).values).float().mean())

@@ -92,8 +92,8 @@ def test_decoupled_weights_are_prox_over_behaviour_and_the_cap_leaves_tokens_out
 
 
 def test_the_share_of_groups_whose_rewards_all_agree():
-    from real.train import _zero_variance_share
+    from real.algos import zero_variance_share
 
     rewards = torch.tensor([1.0, 1.0, 0.0, 0.25, 0.5, 0.5, 0.0, 0.0])  # groups of 2: equal, unequal, equal, equal
-    assert _zero_variance_share(rewards, 2) == pytest.approx(0.75)
-    assert _zero_variance_share(rewards, 4) == 0.0
+    assert zero_variance_share(rewards, 2) == pytest.approx(0.75)
+    assert zero_variance_share(rewards, 4) == 0.0
