@@ -284,8 +284,8 @@ def _facts(scn: Scenario, res: SimResult, profile: Profile | None, group: Sequen
             f"predicted with training.backend {tr.backend}, micro_batch_size {tr.micro_batch_size}, "
             f"activation_recompute {tr.activation_recompute}, offload_optimizer {str(tr.offload_optimizer).lower()}"
         )
-    critic = scn.critic_view().training
     if scn.algorithm.name == "ppo" and {Phase.VALUES.value, Phase.TRAIN_CRITIC.value} & set(group):
+        critic = scn.critic_view().training
         packing = f"packed in {critic.packing_tokens or 'cap'}-token bins" if critic.sequence_packing else "unpacked"
         out.append(
             f"the critic's micro-batches: {packing}, micro_batch_size {critic.micro_batch_size}, "
