@@ -150,7 +150,9 @@ class Scenario:
             - self.engine_weight_bytes_per_gpu
         )
         # sliding-window layers hold the window of every sequence that may run (vLLM's hybrid KV cache manager)
-        kv_bytes = per_gpu * tp - self.engine.max_num_seqs * self.sliding_kv_bytes_per_seq
+        # and a hybrid's recurrent layers their fixed state (vLLM's MambaSpec: one state per running request)
+        fixed = self.sliding_kv_bytes_per_seq + self.model.recurrent_state_bytes
+        kv_bytes = per_gpu * tp - self.engine.max_num_seqs * fixed
         return max(0, int(kv_bytes // self.kv_bytes_per_token))
 
     @property
