@@ -31,7 +31,7 @@ from typing import Any
 from rlsim.errors import ScenarioError
 from rlsim.frameworks import registry
 from rlsim.frameworks.adapter import LAUNCH_NOTES, FrameworkAdapter, ImportConfigError, Row, Source
-from rlsim.frameworks.common import DEFAULT_GPU, short
+from rlsim.frameworks.common import DEFAULT_GPU, LAUNCH_DIR, short
 from rlsim.scenario import apply_overrides, from_dict
 
 
@@ -118,8 +118,14 @@ def import_config(
     ``scenario_set`` (dotted rlsim keys) and validate the scenario."""
     adapter, flat, spelling, legacy, read_notes = framework_flat(path, fmt, framework_set)
     source = Source(flat, mapping_table(adapter, flat), fmt, spelling=spelling, legacy=legacy)
-    sections, notes = adapter.to_scenario(source)
+    token = LAUNCH_DIR.set(path.resolve().parent)
+    try:
+        sections, notes = adapter.to_scenario(source)
+    finally:
+        LAUNCH_DIR.reset(token)
     sections.setdefault("hardware", {}).setdefault("gpu", DEFAULT_GPU)
+    # no framework config names the GPU type: the default stands in unless --scenario-set names one
+    gpu_assumed = sections["hardware"]["gpu"] == DEFAULT_GPU and "hardware.gpu" not in (scenario_set or {})
     gpu_note = f"hardware.gpu: {DEFAULT_GPU} (the {fmt} config does not name the GPU type; --scenario-set it)"
     gpu_notes = [] if "hardware.gpu" in (scenario_set or {}) else [gpu_note]
     unused = {source.name(k): flat[k] for k in source.unused()}
@@ -149,8 +155,14 @@ def import_config(
     try:
         from_dict(raw)
     except ScenarioError as exc:
+        assumed = (
+            f"; the file names no GPU, so {DEFAULT_GPU} was assumed (--scenario-set hardware.gpu=NAME for the one it "
+            "runs on)"
+            if gpu_assumed
+            else ""
+        )
         raise ImportConfigError(
-            f"the imported scenario is invalid: {exc} (set an rlsim field with --scenario-set {exc.field}=VALUE)"
+            f"the imported scenario is invalid: {exc} (set an rlsim field with --scenario-set {exc.field}=VALUE){assumed}"
         ) from None
     return Imported(raw, unused)
 
