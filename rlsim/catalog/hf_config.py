@@ -33,7 +33,7 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rlsim.catalog.hybrid import HYBRID, TEXT_OF, hybrid_spec
+from rlsim.catalog.hybrid import HYBRID, TEXT_OF, HybridConfigError, hybrid_spec
 from rlsim.errors import RlsimError
 
 DENSE = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text")
@@ -186,9 +186,15 @@ def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[st
     cfg, family = _text_family(cfg)
     if family in HYBRID:
         dtype = _DTYPES.get(str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16"), "bfloat16")
-        spec = hybrid_spec(cfg, family, 4 if dtype == "float32" else 2)
+        try:
+            spec = hybrid_spec(cfg, family, 4 if dtype == "float32" else 2)
+        except HybridConfigError as exc:
+            raise ModelConfigError(str(exc)) from None
         spec.pop("layer_params")
-        return {"name": name, "hf_id": hf_id, **spec, "dtype": dtype}
+        absent = dict.fromkeys(("num_experts", "num_experts_per_token", "moe_intermediate_size", "num_dense_layers"), 0)
+        absent |= dict.fromkeys(("num_shared_experts", "kv_lora_rank", "qk_rope_head_dim", "num_mtp_layers"), 0)
+        absent |= {"sliding_window": 0, "num_sliding_layers": 0}
+        return {"name": name, "hf_id": hf_id, **absent, **spec, "dtype": dtype}
     c = cfg
     h, layers = int(_need(c, "hidden_size", family)), int(_need(c, "num_hidden_layers", family))
     heads, vocab = int(_need(c, "num_attention_heads", family)), int(_need(c, "vocab_size", family))

@@ -46,10 +46,26 @@ _BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "bf16": 2, "fp16": 2, "fp32
 
 # the keys each family is read from, named when one is missing
 NEEDS = {
-    NEMOTRON_H: ("hidden_size", "vocab_size", "num_attention_heads", "hybrid_override_pattern", "mamba_num_heads",
-                 "mamba_head_dim", "ssm_state_size", "intermediate_size"),
-    "qwen3_next": ("hidden_size", "vocab_size", "num_hidden_layers", "num_attention_heads", "linear_num_key_heads",
-                   "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim"),
+    NEMOTRON_H: (
+        "hidden_size",
+        "vocab_size",
+        "num_attention_heads",
+        "hybrid_override_pattern",
+        "mamba_num_heads",
+        "mamba_head_dim",
+        "ssm_state_size",
+        "intermediate_size",
+    ),
+    "qwen3_next": (
+        "hidden_size",
+        "vocab_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "linear_num_key_heads",
+        "linear_num_value_heads",
+        "linear_key_head_dim",
+        "linear_value_head_dim",
+    ),
 }
 NEEDS["qwen3_5_text"] = NEEDS["qwen3_5_moe_text"] = NEEDS["qwen3_next"]
 

@@ -161,9 +161,8 @@ def import_config(
             if gpu_assumed
             else ""
         )
-        raise ImportConfigError(
-            f"the imported scenario is invalid: {exc} (set an rlsim field with --scenario-set {exc.field}=VALUE){assumed}"
-        ) from None
+        fix = f"(set an rlsim field with --scenario-set {exc.field}=VALUE)"
+        raise ImportConfigError(f"the imported scenario is invalid: {exc} {fix}{assumed}") from None
     return Imported(raw, unused)
 
 

@@ -77,7 +77,8 @@ class ModelSpec:
 
     @property
     def kv_bytes_per_token(self) -> int:
-        """K and V for every attention layer (:attr:`attention_layers`): 2 * layers * kv_heads * head_dim * dtype bytes (docs/reference.md section 6); with
+        """K and V for every attention layer (:attr:`attention_layers`):
+        2 * layers * kv_heads * head_dim * dtype bytes (docs/reference.md section 6); with
         MLA one latent per layer: layers * (kv_lora_rank + qk_rope_head_dim) * dtype bytes (DeepSeek-V2 paper,
         arXiv 2405.04434, section 2.1)."""
         if self.uses_mla:

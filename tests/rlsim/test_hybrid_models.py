@@ -8,7 +8,7 @@ import pytest
 import rlsim
 from rlsim import catalog
 from rlsim.catalog.hf_config import ModelConfigError, spec_from_config, spec_from_path
-from rlsim.catalog.hybrid import HybridConfigError, layer_mix
+from rlsim.catalog.hybrid import layer_mix
 from rlsim.frameworks.adapter import ImportConfigError
 from rlsim.frameworks.common import LAUNCH_DIR, resolve_model
 from rlsim.run.costs import RooflineCostModel
@@ -109,9 +109,9 @@ def test_an_unknown_text_config_is_refused_naming_its_type_and_keys():
     with pytest.raises(ModelConfigError, match="qwen9_vl \\(its text_config names none\\)"):
         spec_from_config(unnamed, "x")
     moe_blocks = {"model_type": "nemotron_h", "hybrid_override_pattern": "ME*", "hidden_size": 64, "vocab_size": 8}
-    with pytest.raises(HybridConfigError, match="mixture-of-experts blocks"):
+    with pytest.raises(ModelConfigError, match="mixture-of-experts blocks"):
         spec_from_config(moe_blocks, "x")
-    with pytest.raises(HybridConfigError, match="lacks mamba_num_heads"):
+    with pytest.raises(ModelConfigError, match="lacks mamba_num_heads"):
         spec_from_config({**moe_blocks, "hybrid_override_pattern": "M*-", "num_attention_heads": 4}, "x")
 
 
@@ -196,3 +196,16 @@ def test_memory_messages_state_the_gpu_memory_once_in_gb_and_gib():
         rlsim.load_scenario(SCENARIOS / "dense8b_h100_colocated.yaml", {"model": "Llama-3.1-70B"})
     text = str(err.value)
     assert "H100-SXM's 85.0 GB (79.2 GiB, as CUDA reports it)" in text and "80" not in text.split("GiB")[0][-30:]
+
+
+def test_a_spelled_out_hybrid_is_checked():
+    with pytest.raises(rlsim.ScenarioError, match="model.num_attention_layers"):
+        rlsim.load_scenario(
+            SCENARIOS / "dense8b_h100_colocated.yaml",
+            {"model": {"base": "Qwen3-8B", "num_attention_layers": 30, "num_recurrent_layers": 10}},
+        )
+    with pytest.raises(rlsim.ScenarioError, match="model.recurrent_state_bytes"):
+        rlsim.load_scenario(
+            SCENARIOS / "dense8b_h100_colocated.yaml",
+            {"model": {"base": "Qwen3-8B", "num_attention_layers": 4, "recurrent_state_bytes": 1e6}},
+        )
