@@ -209,3 +209,24 @@ def test_a_spelled_out_hybrid_is_checked():
             SCENARIOS / "dense8b_h100_colocated.yaml",
             {"model": {"base": "Qwen3-8B", "num_attention_layers": 4, "recurrent_state_bytes": 1e6}},
         )
+
+
+def test_an_import_refused_on_the_assumed_gpu_says_it_was_assumed(monkeypatch):
+    """verl's gpt-oss-20b example names no GPU: its memory refusal says H100-SXM was assumed and states the GPU's
+    memory once; naming the GPU drops the remark."""
+    from pathlib import Path
+
+    from rlsim.frameworks.config_import import import_config
+
+    configs = Path(__file__).parent / "fixtures" / "configs"
+    monkeypatch.chdir(configs)
+    script = configs / "verl_scripts" / "grpo_trainer__run_gptoss_20b.sh"
+    with pytest.raises(ImportConfigError) as err:
+        import_config(script, "verl")
+    text = str(err.value)
+    assert text.endswith("the file names no GPU, so H100-SXM was assumed (--scenario-set hardware.gpu=NAME for "
+                         "the one it runs on)")  # fmt: skip
+    assert text.count("85.0 GB (79.2 GiB, as CUDA reports it)") == 1 and "80.0 GB" not in text
+    with pytest.raises(ImportConfigError) as named:
+        import_config(script, "verl", {}, {"hardware.gpu": "H100-SXM"})
+    assert "was assumed" not in str(named.value)
