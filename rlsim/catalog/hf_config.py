@@ -243,7 +243,12 @@ def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[st
 
 
 def spec_from_path(path: str | Path) -> dict[str, Any]:
-    """The spec of the config.json at ``path`` (a file or a model folder), named after its folder."""
+    """The spec of the config.json at ``path`` (a file or a model folder), named after its folder (a hub cache
+    snapshot after its model: ``models--Qwen--Qwen3-8B/snapshots/REV`` -> ``Qwen3-8B``)."""
     cfg, file = read_config(path)
-    name = file.parent.name or "model"
-    return spec_from_config(cfg, name, str(cfg.get("_name_or_path") or ""))
+    name, hf_id = file.parent.name or "model", str(cfg.get("_name_or_path") or "")
+    repo = file.parent.parent.parent.name  # a hub cache snapshot: models--ORG--NAME/snapshots/REVISION/
+    if file.parent.parent.name == "snapshots" and repo.startswith("models--") and repo.count("--") >= 2:
+        org, _, name = repo.removeprefix("models--").partition("--")
+        hf_id = hf_id or f"{org}/{name}"
+    return spec_from_config(cfg, name, hf_id)

@@ -170,7 +170,8 @@ def test_a_model_in_the_local_hf_cache_is_read_never_downloaded(tmp_path, monkey
     monkeypatch.setenv("HF_HUB_CACHE", str(hub))
     path, notes = resolve_model("acme/Tiny-2L", "policy.model_name")
     assert path.endswith("snapshots/new/config.json") and "local Hugging Face cache" in notes[0]
-    assert spec_from_path(path)["hidden_size"] == 64
+    spec = spec_from_path(path)
+    assert (spec["hidden_size"], spec["name"], spec["hf_id"]) == (64, "Tiny-2L", "acme/Tiny-2L")
     monkeypatch.delenv("HF_HUB_CACHE")
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     assert resolve_model("acme/Tiny-2L", "m")[0] == path
