@@ -5,7 +5,8 @@ Each entry of tests/launch_corpus/expected_*.yaml names a file, its framework an
 responses per prompt (G) and GPUs the framework runs it with (``expect``), or ``expect: null`` where the file
 cannot give them; ``true_refusals`` lists keywords a true one-line refusal contains. Every file is imported as a
 user imports it: ``rlsim import-config FILE -o OUT`` from the file's folder, with no ``--format`` (the file says
-what it is) unless ``--with-format``. An outcome is one of
+what it is) unless ``--with-format``, and with ``--set num_processes=N`` where the entry's ``assume`` gives the
+process count of the launch its source documents (a bare TRL config does not hold it). An outcome is one of
 
 * ``right``: imported, and P, G and GPUs equal the expected ones;
 * ``refused, true``: refused in one line (exit 2) whose text contains one of the entry's ``true_refusals``;
@@ -47,6 +48,7 @@ CORPUS = ROOT / "tests" / "launch_corpus"
 PAGE = results_page.RESULTS / "launch_corpus.md"
 FIGURES = results_page.RESULTS / "launch_corpus.json"
 GOOD = ("right", "refused, true")
+LAUNCH_FACTS = ("num_processes",)  # an entry's `assume` keys given with --set (TRL: accelerate launch's count)
 OUTCOMES = ("right", "refused, true", "refused, untrue", "wrong", "traceback")
 
 
@@ -102,6 +104,9 @@ def score_one(name: str, entry: dict[str, Any], corpus: Path = CORPUS, with_form
         argv = ["import-config", str(path), "-o", str(target)]
         if with_format:
             argv[1:1] = ["--format", framework]
+        for key in LAUNCH_FACTS:  # what the launch command, not the file, says: passed as a user passes it
+            if key in (entry.get("assume") or {}):
+                argv += ["--set", f"{key}={entry['assume'][key]}"]
         try:
             os.chdir(path.parent)
             with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
