@@ -63,7 +63,7 @@ def test_mamba_state_bytes_by_hand():
 def test_hybrid_decode_step_priced_with_its_state_by_hand():
     """Nano 9B v2 on one H100, 64 sequences of 4,096 cached tokens: the step reads the weights once, the 4 attention
     layers' KV of every cached token, and each sequence's Mamba state, read and written back; at e_mem of the HBM
-    bandwidth. The KV cache loses max_num_seqs states of room."""
+    bandwidth. The KV pool gives up room for the states of the sequences it can run."""
     s = rlsim.load_scenario(SCENARIOS / "dense8b_h100_colocated.yaml", {"model": "NVIDIA-Nemotron-Nano-9B-v2"})
     assert s.engine.tensor_parallel_size == 1 and s.engine.kv_cache_dtype != "fp8"
     d = RooflineCostModel.from_scenario(s).decode_coefficients()
@@ -78,10 +78,13 @@ def test_hybrid_decode_step_priced_with_its_state_by_hand():
     # attention FLOPs per cached token over the 4 attention layers only: 4 x 4 x 40 heads x 128
     flops = s.hardware.gpu.bf16_flops_per_s * s.costs.decode_compute_efficiency
     assert d.compute_slope_s_per_token == pytest.approx(4 * 4 * 40 * 128 / flops)
-    # KV capacity: the engine's memory after weights, less one state per sequence that may run, over 16,384 B
-    hw, eng = s.hardware, s.engine
+    # KV capacity: the engine's memory after weights, less the states of the sequences that fit at the longest
+    # context (each its state + its KV), at most max_num_seqs; what is left over 16,384 B per token
+    hw, eng, w = s.hardware, s.engine, s.workload
     free = hw.engine_memory_bytes * (eng.gpu_memory_utilization - eng.activation_memory_fraction) - weights
-    assert s.kv_capacity_tokens == int((free - eng.max_num_seqs * state) // kv)
+    fit = int(free // (state + (w.max_prompt_tokens + w.max_response_tokens) * kv))
+    assert 0 < fit < eng.max_num_seqs  # here memory, not max_num_seqs, bounds the states
+    assert s.kv_capacity_tokens == int((free - min(fit, eng.max_num_seqs) * state) // kv)
 
 
 def test_gated_deltanet_moe_read_from_its_text_config():
