@@ -26,7 +26,10 @@ and a state of num_v_heads x head_k_dim x head_v_dim. The conv state is kept in 
 in ``mamba_ssm_cache_dtype`` when the config names one (Nemotron-H's ``float32``; vLLM's ``--mamba-ssm-cache-dtype``),
 else the model's. The spec records ``num_attention_layers`` (KV cache and attention FLOPs over the context),
 ``num_recurrent_layers`` and ``recurrent_state_bytes`` (per sequence, all recurrent layers); rlsim.run.costs
-prices decode with that state read and written back each step instead of a KV cache growing with the length.
+prices decode with that state read and written back each step instead of a KV cache growing with the length, and
+Scenario.recurrent_state_reserve_bytes takes the states of the sequences that can run from the KV pool.
+Not modelled per layer type: tensor-parallel all-reduces (two per layer, where a Nemotron-H block has one) and
+training activations (a transformer layer's, for every block).
 """
 
 from __future__ import annotations
