@@ -14,7 +14,9 @@ release (rlsim.frameworks.trl.releases).
 It also records which releases have each of GRPOConfig's own options (``options``: every field the tag's
 GRPOConfig and its TRL base config declare, less transformers' TrainingArguments fields, which every release
 accepts), so that a config's keys say which releases it fits, and the TrainingArguments field names
-(``training_arguments``, parsed from the installed transformers' ``training_args.py``, or ``--training-args``).
+(``training_arguments``, parsed from the installed transformers' ``training_args.py``, or ``--training-args``),
+and the options of TRL's trainers that are not RL (``other_trainers``: SFTConfig, DPOConfig, RewardConfig, KTOConfig
+over the same tags, less TrainingArguments' fields), so that an SFT or DPO config is told apart from a GRPO one.
 """
 
 from __future__ import annotations
@@ -129,6 +131,24 @@ def option_ranges(by_release: dict[str, set[str]]) -> dict[str, list[str]]:
     return out
 
 
+OTHER_TRAINERS = {"SFTConfig": "sft_config", "DPOConfig": "dpo_config", "RewardConfig": "reward_config"}
+OTHER_TRAINERS["KTOConfig"] = "kto_config"
+
+
+def other_trainer_options(repo: Path, tags: list[str], training_arguments: set[str]) -> dict[str, list[str]]:
+    """Config class -> its own options at any of ``tags`` (trl/trainer/<name>.py), less TrainingArguments'."""
+    out: dict[str, list[str]] = {}
+    for cls, module in OTHER_TRAINERS.items():
+        fields: set[str] = set()
+        for tag in tags:
+            source = _show(repo, tag, f"trl/trainer/{module}.py")
+            if source is not None:
+                base = _show(repo, tag, "trl/trainer/base_config.py") or ""
+                fields |= class_fields(source, (cls,)) | class_fields(base, BASES)
+        out[cls] = sorted(fields - training_arguments)
+    return out
+
+
 def training_argument_names(path: Path | None) -> tuple[set[str], str]:
     """transformers' TrainingArguments field names (``training_args.py`` parsed) and where they were read."""
     if path is None:
@@ -187,9 +207,12 @@ def main(argv: list[str] | None = None) -> int:
         f"# TrainingArguments defaults where GRPOConfig does not override them: {TRAINING_ARGUMENTS}\n"
         f"# Tags read: {', '.join(t for _, t in tags)}.\n"
         "# options: the releases that have each of GRPOConfig's own options (fields less TrainingArguments');\n"
-        f"# training_arguments: TrainingArguments' field names ({where}), accepted by every release.\n"
+        f"# training_arguments: TrainingArguments' field names ({where}), accepted by every release;\n"
+        "# other_trainers: the options of TRL's SFT, DPO, reward and KTO configs at those tags.\n"
     )
+    others = other_trainer_options(args.trl_git_dir, [t for _, t in tags], training_args)
     data = {"versions": versions, "options": options, "training_arguments": sorted(training_args)}
+    data["other_trainers"] = others
     args.output.write_text(header + yaml.safe_dump(data, sort_keys=False, width=120))
     print(f"wrote {args.output}: {len(versions)} releases, {tags[0][1]} .. {tags[-1][1]}")
     return 0

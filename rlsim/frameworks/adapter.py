@@ -11,6 +11,8 @@ An adapter says, for one framework (verl, TRL, OpenRLHF, NeMo RL, or one registe
   which reads the keys through a :class:`Source` and returns the scenario's sections;
 * the inverse: :meth:`~FrameworkAdapter.emit_keys`, the framework keys that express a planned scenario, given an
   :class:`EmitContext` (the plan and, when given, the original config);
+* how a file of its own is recognised without ``--format`` (:meth:`~FrameworkAdapter.detect`: its entry point, its
+  keys; rlsim.frameworks.detect);
 * how its overrides are written (``overrides``, ``new_key_prefix``, ``switch_flags``, ``launch_flags``), the
   module reading its metrics logs (``log_importer``, in :mod:`rlsim.frameworks.logs`) and its table in
   docs/import-config.md (:meth:`~FrameworkAdapter.docs_table`).
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import yaml
 
 from rlsim.errors import RlsimError
+from rlsim.frameworks.detect import Found, Probe
 from rlsim.io.files import load_yaml, read_text
 
 if TYPE_CHECKING:
@@ -201,6 +204,15 @@ class FrameworkAdapter(ABC):
     @abstractmethod
     def emit_keys(self, ctx: EmitContext) -> dict[str, Any]:
         """The framework keys (TABLE-spelled, dotted) that express ``ctx.scenario``; notes go to ``ctx.notes``."""
+
+    def detect(self, probe: Probe) -> Found | None:
+        """Whether ``probe`` is a file this adapter reads: a Found (``fmt`` this adapter's name) naming the entry
+        point or keys that say so, else None. Default: None (the adapter is used only when --format names it)."""
+        return None
+
+    def found(self, framework: str, evidence: str | None) -> Found | None:
+        """A Found for this adapter when ``evidence`` is not empty (a helper for :meth:`detect`)."""
+        return Found(framework, evidence, self.name) if evidence else None
 
     def read(self, path: Path) -> dict[str, Any]:
         """The nested keys a file holds. Default: a YAML or JSON mapping (:func:`read_config`). An adapter reading

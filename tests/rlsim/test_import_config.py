@@ -345,9 +345,12 @@ def test_wrong_format_is_refused_naming_the_frameworks(tmp_path, capsys):
         import_config(VERL_GRPO, "verlx")
 
 
-def test_a_verl_file_read_as_trl_is_refused_for_its_missing_model(tmp_path, capsys):
+def test_a_verl_file_read_as_trl_is_refused_naming_verl(tmp_path, capsys):
+    # issue 58: it was refused for a missing TRL key, a hint that leads to importing verl's file as TRL's defaults
     code, _ = _import(tmp_path, "trl", VERL_GRPO)
-    assert code == 2 and "model_name_or_path: not set" in capsys.readouterr().err
+    assert code == 2 and "this is a verl file (actor_rollout_ref keys), not trl; use --format verl" in (
+        capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Row, Source
-from rlsim.frameworks.trl import emit, launch, mapping
+from rlsim.frameworks.detect import Found, Probe
+from rlsim.frameworks.trl import emit, launch, mapping, releases
 
 
 class Trl(FrameworkAdapter):
@@ -26,6 +27,15 @@ class Trl(FrameworkAdapter):
     overrides = "flags"
     log_importer = "rlsim.frameworks.logs.trl"
     launch_flags = mapping.LAUNCH_FLAGS
+
+    def detect(self, probe: Probe) -> Found | None:
+        """``trl grpo``, an ``accelerate launch`` / ``torchrun`` of a GRPO script (open-r1's src/open_r1/grpo.py), or
+        a config with options only GRPOConfig has (trl_defaults.yaml: over every release, less the other trainers')."""
+        hit = probe.runs(r"\btrl\s+grpo\b", r"\b(?:accelerate\s+launch|torchrun)\b[^\n]*?[\w./-]*grpo[\w./-]*")
+        if hit:
+            return self.found("TRL", hit)
+        keys = sorted(set(probe.data) & releases.grpo_only_options()) if probe.data else []
+        return self.found("TRL", f"GRPOConfig keys: {', '.join(keys[:3])}" if keys else None)
 
     def read(self, path: Path) -> dict[str, Any]:
         return launch.read(path)

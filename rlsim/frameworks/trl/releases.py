@@ -53,6 +53,20 @@ def training_arguments() -> frozenset[str]:
     return frozenset(_data()["training_arguments"])
 
 
+@functools.cache
+def other_trainer_options() -> dict[str, frozenset[str]]:
+    """TRL's trainers that are not RL (SFTConfig, DPOConfig, ...) -> their options that no GRPOConfig has."""
+    grpo = set(_data()["options"])
+    return {cls: frozenset(set(keys) - grpo) for cls, keys in _data()["other_trainers"].items()}
+
+
+@functools.cache
+def grpo_only_options() -> frozenset[str]:
+    """GRPOConfig's options that none of TRL's other trainers has: a config setting one is a GRPO run's."""
+    others = set().union(*(set(keys) for keys in _data()["other_trainers"].values()))
+    return frozenset(set(_data()["options"]) - others)
+
+
 def _span(have: set[str]) -> str:
     order = sorted(have, key=version_tuple)
     return f"{order[0]}-{order[-1]}" if order else "none"
