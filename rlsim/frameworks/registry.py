@@ -110,7 +110,7 @@ def choose(path: Path, fmt: str | None) -> tuple[str, str | None]:
         )
     f = found[0]
     if f.trainer is not None:
-        raise ImportConfigError(f"{path.name}: this is {f.what()}, not an RL run; rlsim imports RL runs ({reads})")
+        raise ImportConfigError(f"{path.name}: this is {f.what()}, not an RL trainer's config; rlsim imports RL runs ({reads})")
     if f.fmt is None:
         raise ImportConfigError(f"{path.name}: this is {f.what()}; rlsim reads {reads}, not {f.framework}")
     if fmt is not None:
