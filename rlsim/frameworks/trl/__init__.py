@@ -34,7 +34,9 @@ class Trl(FrameworkAdapter):
         hit = probe.runs(r"\btrl\s+grpo\b", r"\b(?:accelerate\s+launch|torchrun)\b[^\n]*?[\w./-]*grpo[\w./-]*")
         if hit:
             return self.found("TRL", hit)
-        keys = sorted(set(probe.data) & releases.grpo_only_options()) if probe.data else []
+        # a config naming its model by pretrain is OpenRLHF's (which shares vllm_* names); TRL's is model_name_or_path
+        mine = probe.data and "pretrain" not in probe.data
+        keys = sorted(set(probe.data) & releases.grpo_only_options()) if mine else []
         return self.found("TRL", f"GRPOConfig keys: {', '.join(keys[:3])}" if keys else None)
 
     def read(self, path: Path) -> dict[str, Any]:
