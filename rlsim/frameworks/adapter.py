@@ -207,7 +207,8 @@ class FrameworkAdapter(ABC):
 
     def detect(self, probe: Probe) -> Found | None:
         """Whether ``probe`` is a file this adapter reads: a Found (``fmt`` this adapter's name) naming the entry
-        point or keys that say so, else None. Default: None (the adapter is used only when --format names it)."""
+        point or keys that say so (with ``trainer`` set: its framework's, but a trainer that is not RL), else None.
+        Default: None (the adapter is used only when --format names it)."""
         return None
 
     def found(self, framework: str, evidence: str | None) -> Found | None:

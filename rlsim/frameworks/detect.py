@@ -17,7 +17,8 @@ The signs, with the files they were read from:
   ``openrlhf.cli.train_sft`` / ``train_dpo`` / ``train_rm`` / ``train_kto`` / ``train_prm`` / ``train_kd``.
 * TRL: ``trl grpo``, ``accelerate launch`` / ``torchrun`` of a GRPO script; GRPOConfig's own keys
   (rlsim/frameworks/trl/trl_defaults.yaml, every release). Not RL: ``trl sft`` / ``dpo`` / ``reward`` / ``kto``, a
-  launched ``sft.py`` / ``dpo.py``, SFTConfig / DPOConfig / RewardConfig / KTOConfig keys (the same file).
+  launched ``sft.py`` / ``dpo.py``, SFTConfig / DPOConfig / RewardConfig / KTOConfig keys (the same file; the TRL
+  adapter's ``detect`` returns those, a Found with ``trainer`` set).
 * NeMo RL: ``examples/run_grpo*.py``; a recipe with ``grpo`` and ``policy`` or ``cluster`` (or a ``defaults:`` chain
   leading to one). Not RL: ``run_sft.py`` / ``run_dpo.py`` / ``run_rm.py`` / ``run_distillation*.py``, a recipe
   with ``sft`` / ``dpo`` / ``rm`` / ``distillation`` and no ``grpo``.
@@ -155,9 +156,11 @@ def _any_key(framework: str, suffix: str) -> Callable[[Probe], Found | None]:
 _SLIME_FLAGS = r"--(?:rollout-batch-size|n-samples-per-prompt|actor-num-gpus-per-node|rollout-num-gpus)\b"
 NOT_READ: dict[str, tuple[Callable[[Probe], Found | None], ...]] = {
     "slime": (
-        lambda p: Found("slime", f"train.py with {p.runs(_SLIME_FLAGS)}")
-        if p.runs(r"\btrain(?:_async)?\.py\b") and p.runs(_SLIME_FLAGS)
-        else None,
+        lambda p: (
+            Found("slime", f"train.py with {p.runs(_SLIME_FLAGS)}")
+            if p.runs(r"\btrain(?:_async)?\.py\b") and p.runs(_SLIME_FLAGS)
+            else None
+        ),
     ),
     "skyrl": (
         _entry("SkyRL", r"\bskyrl(?:_train|\.train)\.entrypoints(?:\.\w+)*"),
@@ -180,23 +183,6 @@ NOT_READ: dict[str, tuple[Callable[[Probe], Found | None], ...]] = {
 }
 
 
-def _trl_other_trainer(probe: Probe) -> Found | None:
-    """A TRL config holding another trainer's own keys and none of GRPOConfig's (trl_defaults.yaml)."""
-    if not probe.data:
-        return None
-    from rlsim.frameworks.trl.releases import grpo_only_options, other_trainer_options
-
-    top = set(probe.data)
-    if top & grpo_only_options():
-        return None
-    best = max(other_trainer_options().items(), key=lambda kv: len(top & kv[1]))
-    hits = sorted(top & best[1])
-    if not hits:
-        return None
-    trainer = best[0].removesuffix("Config").replace("Reward", "reward-model")
-    return Found("TRL", f"{best[0]} keys: {', '.join(hits[:4])}", trainer=f"{trainer} training")
-
-
 # trainers that are not RL, of every framework
 NOT_RL: tuple[Callable[[Probe], Found | None], ...] = (
     _entry("verl", r"\bverl\.trainer\.(?:fsdp_sft_trainer|sft_trainer)\b", trainer="SFT training"),
@@ -208,9 +194,10 @@ NOT_RL: tuple[Callable[[Probe], Found | None], ...] = (
     _entry("OpenRLHF", r"\bopenrlhf\.cli\.train_(?:rm|prm)\b", trainer="reward-model training"),
     _entry("OpenRLHF", r"\bopenrlhf\.cli\.train_kd\b", trainer="distillation"),
     _entry("TRL", r"\btrl\s+sft\b", r"\b(?:accelerate\s+launch|torchrun)\b.*\bsft\.py\b", trainer="SFT training"),
-    _entry("TRL", r"\btrl\s+(?:dpo|kto)\b", r"\b(?:accelerate\s+launch|torchrun)\b.*\bdpo\.py\b", trainer="DPO training"),
+    _entry(
+        "TRL", r"\btrl\s+(?:dpo|kto)\b", r"\b(?:accelerate\s+launch|torchrun)\b.*\bdpo\.py\b", trainer="DPO training"
+    ),
     _entry("TRL", r"\btrl\s+reward\b", trainer="reward-model training"),
-    _trl_other_trainer,
     _entry("NeMo RL", r"\brun_sft\w*\.py\b", trainer="SFT training"),
     _entry("NeMo RL", r"\brun_dpo\w*\.py\b", trainer="DPO training"),
     _entry("NeMo RL", r"\brun_rm\w*\.py\b", trainer="reward-model training"),

@@ -79,14 +79,17 @@ def recognise(path: Path) -> list[detect.Found]:
     probe = detect.Probe.of(path)
     if probe is None:
         return []
-    found = [f for a in adapters().values() if (f := a.detect(probe)) is not None]
-    found += [f for name, signs in detect.NOT_READ.items() if name not in _REGISTERED and (f := detect.first(probe, signs))]
+    mine = [f for a in adapters().values() if (f := a.detect(probe)) is not None]
+    found = [f for f in mine if f.trainer is None]
+    found += [
+        f for name, signs in detect.NOT_READ.items() if name not in _REGISTERED and (f := detect.first(probe, signs))
+    ]
     if found:
         unique: dict[str, detect.Found] = {}
         for f in found:
             unique.setdefault(f.framework, f)
         return list(unique.values())
-    other = detect.first(probe, detect.NOT_RL)
+    other = next((f for f in mine if f.trainer is not None), None) or detect.first(probe, detect.NOT_RL)
     return [other] if other else []
 
 
@@ -110,7 +113,9 @@ def choose(path: Path, fmt: str | None) -> tuple[str, str | None]:
         )
     f = found[0]
     if f.trainer is not None:
-        raise ImportConfigError(f"{path.name}: this is {f.what()}, not an RL trainer's config; rlsim imports RL runs ({reads})")
+        raise ImportConfigError(
+            f"{path.name}: this is {f.what()}, not an RL trainer's config; rlsim imports RL runs ({reads})"
+        )
     if f.fmt is None:
         raise ImportConfigError(f"{path.name}: this is {f.what()}; rlsim reads {reads}, not {f.framework}")
     if fmt is not None:

@@ -112,7 +112,10 @@ NOT_RL = {
     "verl_gen.sh": ("python3 -m verl.trainer.main_generation trainer.n_gpus_per_node=8\n", "a verl offline gener"),
     "trl_sft.sh": ("trl sft --config sft.yaml\n", "a TRL SFT training file (trl sft)"),
     "trl_dpo.yaml": ("model_name_or_path: Qwen/Qwen2.5-0.5B\nbeta: 0.1\nrpo_alpha: 0.5\n", "a TRL DPO training"),
-    "nemo_sft.yaml": ("sft:\n  max_num_steps: 100\npolicy:\n  model_name: m\ncluster:\n  gpus_per_node: 8\n", "a NeMo RL SFT"),
+    "nemo_sft.yaml": (
+        "sft:\n  max_num_steps: 100\npolicy:\n  model_name: m\ncluster:\n  gpus_per_node: 8\n",
+        "a NeMo RL SFT",
+    ),
     "nemo_sft.sh": ("uv run examples/run_sft.py --config examples/configs/sft.yaml\n", "a NeMo RL SFT training"),
 }
 
@@ -141,7 +144,8 @@ def test_two_frameworks_in_one_file_are_refused_naming_both(tmp_path):
     path = _file(
         tmp_path,
         "both.sh",
-        "python3 -m verl.trainer.main_ppo data.train_batch_size=8\npython3 -m openrlhf.cli.train_ppo_ray --pretrain x\n",
+        "python3 -m verl.trainer.main_ppo data.train_batch_size=8\n"
+        "python3 -m openrlhf.cli.train_ppo_ray --pretrain x\n",
     )
     with pytest.raises(ImportConfigError, match=r"looks like verl .* and OpenRLHF .*; pass --format to say which"):
         import_config(path, None)
@@ -158,10 +162,10 @@ def test_nothing_recognised_asks_for_format(tmp_path):
 
 def test_a_typo_in_a_trl_key_under_auto_detection_names_the_option(tmp_path):
     """The other keys say TRL; the misspelt one is no release's option, and TRL's parser would refuse it."""
-    path = _file(
-        tmp_path, "grpo.yaml", "model_name_or_path: Qwen/Qwen2.5-1.5B\nuse_vllm: true\nnum_generatons: 8\n"
-    )
-    with pytest.raises(ImportConfigError, match=r"^num_generatons: is not an option of any TRL release .*num_generations"):
+    path = _file(tmp_path, "grpo.yaml", "model_name_or_path: Qwen/Qwen2.5-1.5B\nuse_vllm: true\nnum_generatons: 8\n")
+    with pytest.raises(
+        ImportConfigError, match=r"^num_generatons: is not an option of any TRL release .*num_generations"
+    ):
         import_config(path, None, {"num_processes": 8})
     code = main(["import-config", str(path), "-o", str(tmp_path / "s.yaml")])
     assert code == 2

@@ -70,7 +70,10 @@ def test_every_release_reads_with_its_defaults(tmp_path, version):
 def test_a_0_14_config_with_num_iterations_null_reads_one_pass(tmp_path):
     data = {**BASE, "num_iterations": None, "max_prompt_length": 256}
     s, notes = _import(tmp_path, data, trl_version="0.14.0")
-    assert s.algorithm.epochs_per_step == 1 and "TRL 0.14.0 has no num_iterations: each generation round is used once" in notes
+    assert (
+        s.algorithm.epochs_per_step == 1
+        and "TRL 0.14.0 has no num_iterations: each generation round is used once" in notes
+    )
     s, _ = _import(tmp_path, data, trl_version="0.15.0", num_iterations=1)  # what 0.15 does: accepted
     assert s.algorithm.epochs_per_step == 1
     with pytest.raises(ImportConfigError, match=r"num_iterations: TRL 0.15.0 has no such option \(it is in 0.16.0-"):

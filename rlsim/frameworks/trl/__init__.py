@@ -37,7 +37,15 @@ class Trl(FrameworkAdapter):
         # a config naming its model by pretrain is OpenRLHF's (which shares vllm_* names); TRL's is model_name_or_path
         mine = probe.data and "pretrain" not in probe.data
         keys = sorted(set(probe.data) & releases.grpo_only_options()) if mine else []
-        return self.found("TRL", f"GRPOConfig keys: {', '.join(keys[:3])}" if keys else None)
+        if keys or not mine:
+            return self.found("TRL", f"GRPOConfig keys: {', '.join(keys[:3])}" if keys else None)
+        # another TRL trainer's config: its own keys, none of GRPOConfig's
+        cls, own = max(releases.other_trainer_options().items(), key=lambda kv: len(set(probe.data) & kv[1]))
+        hits = sorted(set(probe.data) & own)
+        if not hits:
+            return None
+        trainer = cls.removesuffix("Config").replace("Reward", "reward-model") + " training"
+        return Found("TRL", f"{cls} keys: {', '.join(hits[:4])}", self.name, trainer)
 
     def read(self, path: Path) -> dict[str, Any]:
         return launch.read(path)

@@ -57,8 +57,14 @@ from rlsim.frameworks import run_keys
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
 from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model, version_tuple
 from rlsim.frameworks.trl.launch import accelerate_settings
-from rlsim.frameworks.trl.releases import ABSENT_MEANS, check_release_keys, options, release_for, releases
-from rlsim.frameworks.trl.releases import training_arguments
+from rlsim.frameworks.trl.releases import (
+    ABSENT_MEANS,
+    check_release_keys,
+    options,
+    release_for,
+    releases,
+    training_arguments,
+)
 
 VERSION_READ = "TRL f2cd577 (v1.9.0-26) and the defaults of every release 0.14.0-1.9.0"
 LAUNCH = {
@@ -86,7 +92,7 @@ GA = "gradient_accumulation_steps"
 
 TABLE: tuple[Row, ...] = (
     Row("model_name_or_path", None, "model", "a catalog name, alias or hf_id (Instruct: the base architecture)"),
-    Row("trl_version", None, "(the defaults below)", "not a TRL key: --set it; unset: the newest release's"),
+    Row("trl_version", None, "(the defaults below)", "not a TRL key: --set it; unset: newest fitting the keys"),
     Row("accelerate_config", None, "hardware.num_gpus, training notes", "accelerate launch --config_file"),
     Row("num_processes", LAUNCH["num_processes"], "hardware.num_gpus (train GPUs)", "not a TRL key: --set it"),
     Row(PDB, 8, "training.micro_batch_size", "completions per micro-step per GPU (padded, not packed)"),
@@ -173,8 +179,8 @@ def _check_option_spelling(src: Source) -> None:
         near = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.85)
         if near:
             raise ImportConfigError(
-                f"{src.name(key)}: is not an option of any TRL release read (0.14.0-{max(releases(), key=version_tuple)}"
-                f"); did you mean {near[0]}?"
+                f"{src.name(key)}: is not an option of any TRL release read (0.14.0-"
+                f"{max(releases(), key=version_tuple)}); did you mean {near[0]}?"
             )
 
 
