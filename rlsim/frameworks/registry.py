@@ -13,6 +13,7 @@ trainers that are not RL; :func:`choose` picks the adapter or refuses in one lin
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import pkgutil
 import sys
@@ -106,7 +107,13 @@ def choose(path: Path, fmt: str | None) -> tuple[str, str | None]:
         raise ImportConfigError(f"{path.name}: looks like {both}; pass --format to say which (rlsim reads {reads})")
     if not found:
         if not path.is_file():
-            raise ImportConfigError(f"{path}: is not a file; give the framework's training config or launch script")
+            near = path.parent.is_dir() and difflib.get_close_matches(
+                path.name, [p.name for p in path.parent.iterdir()], 1
+            )
+            hint = f"did you mean {path.parent / near[0]}? " if near else ""
+            raise ImportConfigError(
+                f"{path}: is not a file; {hint}give the framework's training config or launch script"
+            )
         raise ImportConfigError(
             f"{path.name}: no framework recognised (by an entry point such as verl.trainer.main_ppo, "
             f"openrlhf.cli.train_ppo_ray, trl grpo, run_grpo_math.py, or a config's keys); pass --format ({reads})"

@@ -195,3 +195,16 @@ def test_an_adapter_registered_under_a_not_read_name_takes_its_files(tmp_path):
         assert registry.choose(path, None) == ("areal", "read as AReaL (--format areal): allocation_mode keys")
     finally:
         registry.unregister("areal")
+
+
+def test_plan_emits_in_the_originals_own_framework_without_emit(tmp_path, capsys):
+    config = CONFIGS / "verl_grpo_qwen3_8b.yaml"
+    scn = tmp_path / "verl.yaml"
+    assert main(["import-config", str(config), "-o", str(scn)]) == 0
+    out = tmp_path / "plan"
+    args = ["plan", str(scn), "--assume-learning", "paper", "--grid", "workload.prompts_per_step=1024"]
+    assert main([*args, "--schedules", "colocated", "-o", str(out), "--original", str(config)]) == 0
+    assert (out / "verl_overrides.sh").is_file() and "verl overrides for the winner" in capsys.readouterr().out
+    sft = _file(tmp_path, "sft.sh", "deepspeed --module openrlhf.cli.train_sft --pretrain x\n")
+    assert main([*args, "-o", str(out), "--original", str(sft)]) == 2
+    assert "an OpenRLHF SFT training file" in capsys.readouterr().err
