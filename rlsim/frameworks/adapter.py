@@ -24,6 +24,7 @@ so :mod:`rlsim.frameworks.config_import` and :mod:`rlsim.frameworks.emit` call e
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import yaml
 
 from rlsim.errors import RlsimError
-from rlsim.frameworks.detect import Found, Probe
+from rlsim.frameworks.detect import NOT_READ, Found, Probe, first
 from rlsim.io.files import load_yaml, read_text
 
 if TYPE_CHECKING:
@@ -208,8 +209,10 @@ class FrameworkAdapter(ABC):
     def detect(self, probe: Probe) -> Found | None:
         """Whether ``probe`` is a file this adapter reads: a Found (``fmt`` this adapter's name) naming the entry
         point or keys that say so (with ``trainer`` set: its framework's, but a trainer that is not RL), else None.
-        Default: None (the adapter is used only when --format names it)."""
-        return None
+        Default: the signs rlsim.frameworks.detect.NOT_READ keeps under the adapter's name (those it refused before
+        the adapter was registered), else None (the adapter is used only when --format names it)."""
+        found = first(probe, NOT_READ.get(self.name, ()))
+        return dataclasses.replace(found, fmt=self.name) if found else None
 
     def found(self, framework: str, evidence: str | None) -> Found | None:
         """A Found for this adapter when ``evidence`` is not empty (a helper for :meth:`detect`)."""

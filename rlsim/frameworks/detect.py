@@ -4,8 +4,9 @@ launch script runs or the keys a YAML / JSON / TOML config holds.
 Each adapter recognises its own files (:meth:`~rlsim.frameworks.adapter.FrameworkAdapter.detect`, given a
 :class:`Probe` of the file, returns a :class:`Found` or None); :data:`NOT_READ` recognises the frameworks rlsim does
 not read, and :data:`NOT_RL` the trainers that are not RL (SFT, DPO, reward models) of every framework, so that
-those are refused in one line naming what was recognised. :func:`rlsim.frameworks.registry.detect` asks them all; a
-framework that gets an adapter drops out of NOT_READ by its adapter's name (registering it is enough).
+those are refused in one line naming what was recognised. :func:`rlsim.frameworks.registry.recognise` asks them all;
+a framework that gets an adapter drops out of NOT_READ by its adapter's name (registering it is enough), and its
+signs there become that adapter's default ``detect``.
 
 Nothing is run: a script is searched as text (comments dropped, continued lines joined), a config parsed as data.
 The signs, with the files they were read from:

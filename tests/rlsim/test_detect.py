@@ -93,9 +93,11 @@ def test_a_framework_rlsim_does_not_read_is_refused_naming_it(tmp_path, name):
     path = _file(tmp_path, name, text)
     with pytest.raises(ImportConfigError, match=rf"^{name}: this is {_re(what)}; {READS}, not "):
         import_config(path, None)
-    # under a supported --format it is named too, never told to set that format's keys (issue 58: AReaL as verl)
-    with pytest.raises(ImportConfigError, match=rf"this is {_re(what)}; {READS}"):
-        import_config(path, "verl")
+    # under a supported --format it is named too, never told to set that format's keys (issue 58: AReaL as verl,
+    # slime as openrlhf told "'pkill' is not a --flag")
+    for fmt in ("verl", "openrlhf", "trl", "nemo-rl"):
+        with pytest.raises(ImportConfigError, match=rf"this is {_re(what)}; {READS}"):
+            import_config(path, fmt)
 
 
 def _re(text: str) -> str:
@@ -152,6 +154,13 @@ def test_two_frameworks_in_one_file_are_refused_naming_both(tmp_path):
     assert registry.choose(path, "verl") == ("verl", None)  # with --format, the one named is read
 
 
+def test_a_nemo_rl_launch_script_is_recognised_and_its_recipe_asked_for(tmp_path):
+    path = _file(tmp_path, "run.sh", "uv run examples/run_grpo_math.py --config examples/configs/grpo_math_1B.yaml\n")
+    assert registry.choose(path, None) == ("nemo-rl", "read as NeMo RL (--format nemo-rl): run_grpo_math.py")
+    with pytest.raises(ImportConfigError, match="rlsim reads NeMo RL's recipe YAML, not its launch script"):
+        import_config(path, None)
+
+
 def test_nothing_recognised_asks_for_format(tmp_path):
     path = _file(tmp_path, "run.sh", "echo hello\npython train.py --lr 1e-6\n")
     with pytest.raises(ImportConfigError, match=r"^run.sh: no framework recognised .*; pass --format \(verl, trl"):
@@ -195,6 +204,23 @@ def test_an_adapter_registered_under_a_not_read_name_takes_its_files(tmp_path):
         assert registry.choose(path, None) == ("areal", "read as AReaL (--format areal): allocation_mode keys")
     finally:
         registry.unregister("areal")
+
+
+class _Slime(_Areal):
+    name = "slime"
+    detect = FrameworkAdapter.detect  # none of its own: NOT_READ's signs for slime stand in
+
+
+def test_an_adapter_without_detect_is_found_by_the_signs_it_replaces(tmp_path):
+    path = _file(tmp_path, "slime.sh", NOT_READ["slime.sh"][0])
+    registry.register(_Slime())
+    try:
+        assert registry.choose(path, None) == (
+            "slime",
+            "read as slime (--format slime): train.py with --rollout-batch-size",
+        )
+    finally:
+        registry.unregister("slime")
 
 
 def test_plan_emits_in_the_originals_own_framework_without_emit(tmp_path, capsys):
