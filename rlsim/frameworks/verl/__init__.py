@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rlsim.frameworks import detect
 from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Source
-from rlsim.frameworks.detect import Found, Probe
 from rlsim.frameworks.verl import emit, fully_async, mapping
 
 
@@ -25,7 +25,7 @@ class Verl(FrameworkAdapter):
     overrides = "hydra"
     log_importer = "rlsim.frameworks.logs.verl"
 
-    def detect(self, probe: Probe) -> Found | None:
+    def detect(self, probe: detect.Probe) -> detect.Found | None:
         """verl's trainers (``verl.trainer.main_ppo``, ``fully_async_main``) or a config under ``actor_rollout_ref``
         (verl/trainer/config/ppo_trainer.yaml's section of the actor, rollout and reference)."""
         hit = probe.runs(r"\bverl\.trainer\.main_ppo\b", r"\bfully_async_policy\.fully_async_main\b")
