@@ -15,6 +15,7 @@ import rlsim
 from rlsim.frameworks.adapter import ImportConfigError
 from rlsim.frameworks.config_import import import_config
 from rlsim.frameworks.trl import releases
+from tests.conftest import load_script
 
 BASE = {"model_name_or_path": "Qwen/Qwen2.5-1.5B-Instruct", "num_generations": 8, "per_device_train_batch_size": 8}
 BASE["gradient_accumulation_steps"] = 1
@@ -94,3 +95,33 @@ def test_torchrun_and_trl_grpo_launches_are_read(tmp_path, monkeypatch):
     run.write_text("trl vllm-serve --model m\n")
     with pytest.raises(ImportConfigError, match="runs trl vllm-serve, not trl grpo"):
         import_config(run, "trl")
+
+
+def test_the_generator_records_runs_of_releases_per_option():
+    module = load_script("trl_defaults")
+    by_release = {"0.1.0": {"a"}, "0.2.0": {"a", "b"}, "0.3.0": {"b"}, "0.4.0": {"a"}}
+    assert module.option_ranges(by_release) == {"a": ["0.1.0-0.2.0", "0.4.0-0.4.0"], "b": ["0.2.0-0.3.0"]}
+    source = "class GRPOConfig(TrainingArguments):\n    beta: float = field(default=0.04)\n    vllm_mode: str\n"
+    assert module.class_fields(source, ("GRPOConfig",)) == {"beta", "vllm_mode"}
+
+
+MIRROR = Path("/work/.mirror/huggingface+trl/repo")
+
+
+def _same_transformers() -> bool:
+    """Whether the installed transformers is the one the committed table's TrainingArguments came from."""
+    import importlib.metadata
+
+    try:
+        installed = importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return f"transformers {installed} training_args.py" in releases.DEFAULTS_FILE.read_text()
+
+
+@pytest.mark.skipif(not MIRROR.is_dir(), reason="needs a clone of huggingface/trl with its tags")
+@pytest.mark.skipif(not _same_transformers(), reason="needs the transformers the table was generated with")
+def test_the_committed_table_is_what_the_tags_give(tmp_path):
+    out = tmp_path / "trl_defaults.yaml"
+    assert load_script("trl_defaults").main([str(MIRROR), "-o", str(out)]) == 0
+    assert yaml.safe_load(out.read_text()) == yaml.safe_load(releases.DEFAULTS_FILE.read_text())
