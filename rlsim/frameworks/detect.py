@@ -9,24 +9,29 @@ a framework that gets an adapter drops out of NOT_READ by its adapter's name (re
 signs there become that adapter's default ``detect``.
 
 Nothing is run: a script is searched as text (comments dropped, continued lines joined), a config parsed as data.
-The signs, with the files they were read from:
+The signs, with where they were read (the mirrors' commits):
 
-* verl: ``verl.trainer.main_ppo`` or ``fully_async_main`` (volcengine/verl examples/*/run_*.sh); keys under
-  ``actor_rollout_ref`` (verl/trainer/config/ppo_trainer.yaml). Not RL: ``fsdp_sft_trainer`` / ``sft_trainer``,
-  ``main_generation`` (offline generation), ``main_eval``.
-* OpenRLHF: ``openrlhf.cli.train_ppo_ray``; the argparse dests of train_ppo_ray (flat v0.9.5 or dotted). Not RL:
-  ``openrlhf.cli.train_sft`` / ``train_dpo`` / ``train_rm`` / ``train_kto`` / ``train_prm`` / ``train_kd``.
-* TRL: ``trl grpo``, ``accelerate launch`` / ``torchrun`` of a GRPO script; GRPOConfig's own keys
-  (rlsim/frameworks/trl/trl_defaults.yaml, every release). Not RL: ``trl sft`` / ``dpo`` / ``reward`` / ``kto``, a
-  launched ``sft.py`` / ``dpo.py``, SFTConfig / DPOConfig / RewardConfig / KTOConfig keys (the same file; the TRL
-  adapter's ``detect`` returns those, a Found with ``trainer`` set).
-* NeMo RL: ``examples/run_grpo*.py``; a recipe with ``grpo`` and ``policy`` or ``cluster`` (or a ``defaults:`` chain
-  leading to one). Not RL: ``run_sft.py`` / ``run_dpo.py`` / ``run_rm.py`` / ``run_distillation*.py``, a recipe
-  with ``sft`` / ``dpo`` / ``rm`` / ``distillation`` and no ``grpo``.
-* not read: slime (``train.py`` / ``train_async.py`` with slime's dashed flags such as ``--rollout-batch-size``,
-  THUDM/slime scripts/run-*.sh), SkyRL (``skyrl_train.entrypoints``; ``trainer`` and ``generator`` sections),
-  prime-rl (``rl @ X.toml`` / ``uv run rl``; TOML with ``[orchestrator]``), AReaL (``areal.launcher``;
-  ``allocation_mode``), ROLL (``roll.pipeline`` / ``start_*_pipeline.py``; ``device_mapping`` keys).
+* verl (volcengine/verl@b178a3c, v0.7.0-125): ``verl.trainer.main_ppo`` (verl/trainer/main_ppo.py), the fully-async
+  ``fully_async_main`` (verl/experimental/fully_async_policy/fully_async_main.py); keys under ``actor_rollout_ref``
+  (verl/trainer/config/ppo_trainer.yaml). Not RL: verl/trainer/fsdp_sft_trainer.py and sft_trainer.py,
+  main_generation.py (offline generation), main_eval.py.
+* OpenRLHF (OpenRLHF/OpenRLHF@3c3be62, v0.11.0): openrlhf/cli/train_ppo_ray.py; its argparse dests (flat v0.9.5 or
+  dotted). Not RL: openrlhf/cli/train_sft.py, train_dpo.py, train_rm.py (and train_kto / train_prm / train_kd of
+  earlier releases).
+* TRL (huggingface/trl, every tag v0.14.0..v1.9.0): ``trl grpo``, ``accelerate launch`` / ``torchrun`` of a GRPO
+  script; GRPOConfig's own keys (rlsim/frameworks/trl/trl_defaults.yaml). Not RL: ``trl sft`` / ``dpo`` /
+  ``reward`` / ``kto``, a launched ``sft.py`` / ``dpo.py``, SFTConfig / DPOConfig / RewardConfig / KTOConfig keys (the
+  same file; the TRL adapter's ``detect`` returns those, a Found with ``trainer`` set).
+* NeMo RL (NVIDIA-NeMo/RL@7ea279a): examples/run_grpo*.py; a recipe with ``grpo`` and ``policy`` or ``cluster`` (or a
+  ``defaults:`` chain leading to one). Not RL: examples/run_sft.py, run_dpo.py, run_rm.py, run_distillation.py, a
+  recipe with ``sft`` / ``dpo`` / ``rm`` / ``distillation`` beside ``policy`` and no ``grpo``.
+* not read: slime (THUDM/slime@624b824: train.py / train_async.py with its dashed flags, slime/utils/arguments.py:691
+  ``--rollout-batch-size``, :700 ``--n-samples-per-prompt``), SkyRL (NovaSky-AI/SkyRL@a956457:
+  skyrl/train/entrypoints/main_base.py, ``skyrl_train.entrypoints`` before; ``trainer`` and ``generator``
+  sections), prime-rl (PrimeIntellect-ai/prime-rl@559b447: pyproject.toml:51 the ``rl`` script, run as ``uv run rl``
+  or ``rl @ X.toml``; ``[orchestrator]``), AReaL (inclusionAI/AReaL@4aef98d: areal/infra/launcher/*.py, once
+  areal/launcher; areal/api/cli_args.py:2689 ``allocation_mode``, :2843 ``gconfig`` beside ``actor``), ROLL
+  (alibaba/ROLL@8eb27cc: examples/start_*_pipeline.py; roll/configs/worker_config.py:119 ``device_mapping``).
 """
 
 from __future__ import annotations
@@ -172,7 +177,7 @@ NOT_READ: dict[str, tuple[Callable[[Probe], Found | None], ...]] = {
         _keys("prime-rl", "orchestrator"),
     ),
     "areal": (
-        _entry("AReaL", r"\bareal\.launcher(?:\.\w+)*"),
+        _entry("AReaL", r"\bareal(?:\.infra)?\.launcher(?:\.\w+)*"),
         _keys("AReaL", "allocation_mode"),
         _keys("AReaL", "gconfig", "actor"),  # inclusionAI/AReaL examples/math/gsm8k_grpo.yaml
         _keys("AReaL", "scheduler.type"),  # its example scripts: --config X.yaml scheduler.type=local

@@ -111,6 +111,10 @@ NOT_RL = {
     "rm.sh": ("deepspeed --module openrlhf.cli.train_rm --pretrain x\n", "an OpenRLHF reward-model training file"),
     "dpo.sh": ("torchrun --nproc_per_node 8 -m openrlhf.cli.train_dpo --beta 0.1\n", "an OpenRLHF preference"),
     "verl_sft.sh": ("torchrun -m verl.trainer.fsdp_sft_trainer data.train_batch_size=256\n", "a verl SFT training"),
+    "verl_sft_gsm8k.sh": (  # a data path naming grpo is not a GRPO script
+        "torchrun --nproc_per_node=8 -m verl.trainer.fsdp_sft_trainer data.train_files=/d/gsm8k_grpo/train.parquet\n",
+        "a verl SFT training",
+    ),
     "verl_gen.sh": ("python3 -m verl.trainer.main_generation trainer.n_gpus_per_node=8\n", "a verl offline gener"),
     "trl_sft.sh": ("trl sft --config sft.yaml\n", "a TRL SFT training file (trl sft)"),
     "trl_dpo.yaml": ("model_name_or_path: Qwen/Qwen2.5-0.5B\nbeta: 0.1\nrpo_alpha: 0.5\n", "a TRL DPO training"),

@@ -31,7 +31,9 @@ class Trl(FrameworkAdapter):
     def detect(self, probe: Probe) -> Found | None:
         """``trl grpo``, an ``accelerate launch`` / ``torchrun`` of a GRPO script (open-r1's src/open_r1/grpo.py), or
         a config with options only GRPOConfig has (trl_defaults.yaml: over every release, less the other trainers')."""
-        hit = probe.runs(r"\btrl\s+grpo\b", r"\b(?:accelerate\s+launch|torchrun)\b[^\n]*?[\w./-]*grpo[\w./-]*")
+        launcher = r"\b(?:accelerate\s+launch|torchrun)\b[^\n]*?"
+        script = (launcher + r"\s[\w./-]*grpo\w*\.py\b", launcher + r"\s(?:-m|--module)\s+[\w.]*grpo\w*\b")
+        hit = probe.runs(r"\btrl\s+grpo\b", *script)
         if hit:
             return self.found("TRL", hit)
         # a config naming its model by pretrain is OpenRLHF's (which shares vllm_* names); TRL's is model_name_or_path
