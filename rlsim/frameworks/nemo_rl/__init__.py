@@ -39,8 +39,8 @@ class NemoRl(FrameworkAdapter):
         if "defaults" in probe.data and probe.has("grpo", "policy", "cluster", "loss_fn"):
             try:
                 merged = recipe_yaml.read(probe.path)
-            except ImportConfigError:
-                return None
+            except ImportConfigError:  # a broken chain: read it as NeMo RL's, whose reader names what is wrong
+                return self.found("NeMo RL", f"{', '.join(probe.has('grpo', 'policy', 'cluster'))} with defaults:")
             if "grpo" in merged and ("policy" in merged or "cluster" in merged):
                 return self.found("NeMo RL", "grpo, policy sections through its defaults chain")
         return None
