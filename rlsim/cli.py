@@ -503,7 +503,7 @@ def _add_import_config(sub: Any) -> None:
     imp.add_argument(
         "config",
         type=Path,
-        help="the framework's config (YAML or JSON; OpenRLHF also its train_ppo_ray command line; NeMo RL a recipe)",
+        help="the framework's config (YAML or JSON; NeMo RL a recipe) or the launch script that runs it",
     )
     imp.add_argument(
         "--format",
