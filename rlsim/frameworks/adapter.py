@@ -149,19 +149,32 @@ class EmitContext:
         return get(self.scenario) != was
 
 
-def read_config(path: Path, fmt: str) -> dict[str, Any]:
-    """The mapping a YAML or JSON framework config holds (the default :meth:`FrameworkAdapter.read`)."""
+def read_config(path: Path, fmt: str, last_duplicate: bool = False) -> dict[str, Any]:
+    """The mapping a YAML or JSON framework config holds (the default :meth:`FrameworkAdapter.read`). A key given
+    twice is refused, or with ``last_duplicate`` (a framework reading its YAML with ``yaml.safe_load``) takes its
+    last value, as that framework does."""
     if not path.is_file():
         raise ImportConfigError(f"{path}: is not a file; give the path of a {fmt} config (YAML or JSON)")
     text = read_text(path, f"{fmt} config")
     try:
         data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
-    except (yaml.YAMLError, json.JSONDecodeError):
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        problem = getattr(exc, "problem", None)
+        mark = getattr(exc, "problem_mark", None)
+        if last_duplicate and problem and problem.startswith("duplicate key") and "&" not in text:
+            return last_value_yaml(text)  # no anchors, so no aliases to expand: plain safe_load is bounded
         syntax = "JSON" if path.suffix == ".json" else "YAML"
-        raise ImportConfigError(f"{path}: is not valid {syntax}; fix its syntax") from None
+        where = f" ({problem}, line {mark.line + 1})" if problem and mark else ""
+        raise ImportConfigError(f"{path}: is not valid {syntax}{where}; fix its syntax") from None
     if not isinstance(data, dict):
         raise ImportConfigError(f"{path}: must hold a mapping of {fmt} config keys; see tests/rlsim/fixtures/configs/")
     return data
+
+
+def last_value_yaml(text: str) -> dict[str, Any]:
+    """``text`` as ``yaml.safe_load`` reads it (a key given twice: its last value); {} for anything but a mapping."""
+    data = yaml.safe_load(text)
+    return data if isinstance(data, dict) else {}
 
 
 def _cell(value: Any) -> str:

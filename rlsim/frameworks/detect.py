@@ -93,10 +93,13 @@ class Probe:
                     data = tomllib.loads(text)
                 else:
                     data = load_yaml(text)
-            except (ValueError, yaml.YAMLError):
-                return None
+            except (ValueError, yaml.YAMLError) as exc:
+                if "duplicate key" not in str(getattr(exc, "problem", "")) or "&" in text:
+                    return None
+                data = yaml.safe_load(text)  # a key given twice: what it is still shows (its reader decides)
             data = data if isinstance(data, dict) else {}
             return cls(path, "", data, frozenset(_flat_keys(data)))
+        text += _sourced(path, text)
         lines = text.replace("\\\r\n", " ").replace("\\\n", " ").splitlines()
         commands = "\n".join(re.sub(r"(^|\s)#.*$", "", line) for line in lines)
         return cls(path, commands, {}, frozenset(_script_keys(commands)))
@@ -112,6 +115,24 @@ class Probe:
     def has(self, *sections: str) -> list[str]:
         """Those of ``sections`` the config (or the script's overrides) sets: the key or a key under it."""
         return [s for s in sections if any(k == s or k.startswith(s + ".") for k in self.keys)]
+
+
+def _sourced(path: Path, text: str) -> str:
+    """The text of the scripts ``text`` sources (``source X.sh`` / ``. X.sh``) that lie beside ``path``, one level:
+    what they run counts as the script's (OpenRLHF's train_nonrl_slurm.sh sources train_dpo_llama.sh)."""
+    out = ""
+    assigned = dict(
+        re.findall(r"^\s*(?:(?:export|readonly|local|declare(?:\s+-\w+)?)\s+)?(\w+)=[\"']?([\w./-]*)", text, re.M)
+    )
+    for word in re.findall(r"^\s*(?:source|\.)\s+([\w./${}\"'-]+)", text, re.MULTILINE):
+        # a plain variable in the name (source ./${training_script}) takes the value the script assigns it
+        name = re.sub(r"\$\{?(\w+)\}?", lambda m: assigned.get(m.group(1), m.group(0)), word.strip("\"'"))
+        beside = path.parent / name
+        if not name.endswith(".sh"):
+            continue
+        if beside.is_file() and beside.resolve() != path.resolve():
+            out += "\n" + beside.read_text(encoding="utf-8", errors="replace")
+    return out
 
 
 def _flat_keys(data: dict[str, Any], prefix: str = "") -> list[str]:
@@ -199,6 +220,8 @@ NOT_RL: tuple[Callable[[Probe], Found | None], ...] = (
     _entry("OpenRLHF", r"\bopenrlhf\.cli\.train_(?:dpo|kto)\b", trainer="preference (DPO / KTO) training"),
     _entry("OpenRLHF", r"\bopenrlhf\.cli\.train_(?:rm|prm)\b", trainer="reward-model training"),
     _entry("OpenRLHF", r"\bopenrlhf\.cli\.train_kd\b", trainer="distillation"),
+    _entry("OpenRLHF", r"\bopenrlhf\.cli\.serve_rm\b", trainer="reward-model server (no training)"),
+    _entry("DeepSpeed", r"\bdeepspeed\.checkpoint\.\w+", trainer="checkpoint conversion (no training)"),
     _entry("TRL", r"\btrl\s+sft\b", r"\b(?:accelerate\s+launch|torchrun)\b.*\bsft\.py\b", trainer="SFT training"),
     _entry(
         "TRL", r"\btrl\s+(?:dpo|kto)\b", r"\b(?:accelerate\s+launch|torchrun)\b.*\bdpo\.py\b", trainer="DPO training"

@@ -115,6 +115,11 @@ NOT_RL = {
         "torchrun --nproc_per_node=8 -m verl.trainer.fsdp_sft_trainer data.train_files=/d/gsm8k_grpo/train.parquet\n",
         "a verl SFT training",
     ),
+    "serve_rm.sh": (
+        "python -m openrlhf.cli.serve_rm --reward_pretrain x --port 5000\n",
+        "an OpenRLHF reward-model serv",
+    ),
+    "ckpt.sh": ("python -m deepspeed.checkpoint.ds_to_universal --input_folder a\n", "a DeepSpeed checkpoint conver"),
     "verl_gen.sh": ("python3 -m verl.trainer.main_generation trainer.n_gpus_per_node=8\n", "a verl offline gener"),
     "trl_sft.sh": ("trl sft --config sft.yaml\n", "a TRL SFT training file (trl sft)"),
     "trl_dpo.yaml": ("model_name_or_path: Qwen/Qwen2.5-0.5B\nbeta: 0.1\nrpo_alpha: 0.5\n", "a TRL DPO training"),
@@ -169,6 +174,33 @@ def test_a_recipe_with_a_broken_defaults_chain_is_read_as_nemo_rl_and_the_chain_
     path = _file(tmp_path, "r.yaml", "defaults: ../nowhere.yaml\npolicy:\n  model_name: m\n")
     with pytest.raises(ImportConfigError, match=r"r.yaml: defaults: .*nowhere.yaml is not a file"):
         import_config(path, None)
+
+
+def test_a_script_it_sources_beside_it_counts(tmp_path):
+    """OpenRLHF's train_nonrl_slurm.sh: ``source ./${training_script} slurm`` with the name assigned above."""
+    _file(tmp_path, "train_dpo_llama.sh", 'training_commands="openrlhf.cli.train_dpo --beta 0.1"\n')
+    path = _file(
+        tmp_path, "slurm.sh", 'readonly training_script="train_dpo_llama.sh"\nsource ./${training_script} slurm\n'
+    )
+    with pytest.raises(ImportConfigError, match=r"an OpenRLHF preference \(DPO / KTO\) training file"):
+        import_config(path, None)
+
+
+def test_a_trl_key_given_twice_takes_its_last_value_as_trl_does(tmp_path):
+    """open-r1 8000dd2's Qwen2.5-7B-Instruct config_demo.yaml gives do_eval twice: TRL's yaml.safe_load keeps the
+    last value."""
+    text = "model_name_or_path: Qwen/Qwen2.5-1.5B\nuse_vllm: true\nvllm_mode: colocate\nnum_generations: 4\n"
+    path = _file(tmp_path, "grpo.yaml", text + "num_generations: 8\n")
+    s = rlsim.from_dict(import_config(path, None, {"num_processes": 8}).scenario)
+    assert s.workload.group_size == 8
+    verl = _file(tmp_path, "verl.yaml", "actor_rollout_ref:\n  rollout:\n    n: 4\ndata:\n  x: 1\ndata:\n  y: 2\n")
+    with pytest.raises(ImportConfigError, match=r"is not valid YAML \(duplicate key 'data', line 6\)"):
+        import_config(verl, "verl")  # verl reads its YAML through OmegaConf, which refuses a repeated key
+
+
+def test_a_nemo_rl_ppo_recipe_is_recognised_as_nemo_rl(tmp_path):
+    path = _file(tmp_path, "ppo.yaml", "ppo:\n  num_prompts_per_step: 32\npolicy:\n  model_name: m\ncluster:\n  x: 1\n")
+    assert registry.choose(path, None) == ("nemo-rl", "read as NeMo RL (--format nemo-rl): ppo, policy sections")
 
 
 def test_nothing_recognised_asks_for_format(tmp_path):

@@ -61,10 +61,11 @@ def test_keys_no_single_release_has_are_refused_naming_both(tmp_path):
 
 @pytest.mark.parametrize("version", sorted(releases.releases(), key=lambda v: tuple(map(int, v.split(".")))))
 def test_every_release_reads_with_its_defaults(tmp_path, version):
-    s, notes = _import(tmp_path, BASE, trl_version=version)
+    s, notes = _import(tmp_path, {**BASE, "gradient_checkpointing": True}, trl_version=version)
     assert any(n.startswith(f"trl_version {version}: TRL {version}'s defaults") for n in notes)
-    # before 0.17 a round is one micro-step's: 8 x 8 processes; from 0.17 one optimizer step's: 8 x 8 x 1
-    assert s.workload.prompts_per_step == 8 * 8 // 8
+    # before 0.17 a round is one micro-step's: 8 x 8 processes; from 0.17 one optimizer step's: 8 x 8 x 1; in 0.14
+    # per_device_train_batch_size counts prompts (8 per device x 8 processes), from 0.15 completions (/ 8 per prompt)
+    assert s.workload.prompts_per_step == (8 * 8 if version == "0.14.0" else 8 * 8 // 8)
     assert s.workload.max_response_tokens == releases.releases()[version]["max_completion_length"]
 
 
@@ -79,6 +80,23 @@ def test_a_0_14_config_with_num_iterations_null_reads_one_pass(tmp_path):
     assert s.algorithm.epochs_per_step == 1
     with pytest.raises(ImportConfigError, match=r"num_iterations: TRL 0.15.0 has no such option \(it is in 0.16.0-"):
         _import(tmp_path, data, trl_version="0.15.0", num_iterations=2)
+
+
+def test_in_0_14_the_per_device_batch_counts_prompts(tmp_path):
+    """open-r1 571661a's config_full (TRL main of 2025-02-06, 0.14 semantics): 1 prompt per device, 7 processes,
+    16 accumulated micro-steps, 8 completions per prompt."""
+    data = {**BASE, "per_device_train_batch_size": 1, "gradient_accumulation_steps": 16}
+    path = tmp_path / "grpo.yaml"
+    path.write_text(yaml.safe_dump(data))
+    imported = import_config(path, "trl", {"num_processes": 7, "trl_version": "0.14.0"})
+    s = rlsim.from_dict(imported.scenario)
+    assert s.workload.prompts_per_step == 1 * 7  # one micro-step's round: 1 prompt x 7 processes
+    assert s.training.micro_batch_size == 1 * 8  # completions per device per micro-step
+    assert s.learning.reference_batch == 1 * 7 * 8 * 16  # completions per optimizer step
+    assert (
+        "TRL 0.14.0: per_device_train_batch_size counts prompts; 1 x 8 = 8 completions"
+        in (imported.scenario["assumptions"])
+    )
 
 
 def test_torchrun_and_trl_grpo_launches_are_read(tmp_path, monkeypatch):

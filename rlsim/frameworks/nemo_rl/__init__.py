@@ -30,12 +30,13 @@ class NemoRl(FrameworkAdapter):
     new_key_prefix = "++"
 
     def detect(self, probe: Probe) -> Found | None:
-        """``examples/run_grpo*.py``, or a recipe with a ``grpo`` section beside ``policy`` or ``cluster``
+        """``examples/run_grpo*.py``, or a recipe with a ``grpo`` (or ``ppo``) section beside ``policy`` or ``cluster``
         (examples/configs/grpo_math_1B.yaml), itself or through its ``defaults:`` chain."""
         if hit := probe.runs(r"\brun_\w*grpo\w*\.py\b"):
             return self.found("NeMo RL", hit)
-        if probe.has("grpo") and probe.has("policy", "cluster"):
-            return self.found("NeMo RL", "grpo, " + probe.has("policy", "cluster")[0] + " sections")
+        algo = probe.has("grpo", "ppo")  # ppo: examples/configs/ppo_math_1B.yaml (NVIDIA-NeMo/RL@81aa43d)
+        if algo and probe.has("policy", "cluster"):
+            return self.found("NeMo RL", f"{algo[0]}, " + probe.has("policy", "cluster")[0] + " sections")
         if "defaults" in probe.data and probe.has("grpo", "policy", "cluster", "loss_fn"):
             try:
                 merged = recipe_yaml.read(probe.path)

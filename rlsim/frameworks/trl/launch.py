@@ -43,10 +43,11 @@ def _find(path_text: str, where: Path) -> Path:
 
 
 def read(path: Path) -> dict[str, Any]:
-    """A GRPOConfig as YAML / JSON, or a launch script or command line running ``accelerate launch ... --config
-    GRPO.yaml`` (module docstring)."""
+    """A GRPOConfig as YAML / JSON (a key given twice takes its last value, as TRL's ``yaml.safe_load`` of the
+    config does: huggingface/trl@v0.16.0:trl/scripts/utils.py:182), or a launch script or command line running
+    ``accelerate launch ... --config GRPO.yaml`` (module docstring)."""
     if path.suffix in (".yaml", ".yml", ".json"):
-        return read_config(path, "trl")
+        return read_config(path, "trl", last_duplicate=True)
     if not path.is_file():
         raise ImportConfigError(f"{path}: is not a file; give TRL's GRPO config (YAML / JSON) or its accelerate launch")
     text = read_text(path, "TRL launch script")
@@ -82,7 +83,7 @@ def read(path: Path) -> dict[str, Any]:
                 value = "true"
         key = key[2:].replace("-", "_")
         if key == "config":
-            data = read_config(_find(value, path), "trl")
+            data = read_config(_find(value, path), "trl", last_duplicate=True)
         else:
             overrides[key] = load_yaml(value) if value else value  # TRL's parser types them by the field
     data.update(overrides)

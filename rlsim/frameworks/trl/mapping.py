@@ -35,7 +35,8 @@ read from TRL's source at its tags by scripts/trl_defaults.py into trl_defaults.
 release, to 1.9.0); unset, the newest release's, said in a note. A release's behaviour follows from which options it
 has: before 0.18 there is no ``vllm_mode`` (vLLM ran on GPUs of its own: ``vllm_device`` in 0.14-0.15, ``trl
 vllm-serve`` in 0.16-0.17) and no ``steps_per_generation`` (0.17 generates once per optimizer step, over the
-accumulated batch; 0.14-0.16 generate every micro-step's completions apart); before 0.23 no importance-sampling
+accumulated batch; 0.14-0.16 generate every micro-step's completions apart; 0.14's per_device_train_batch_size
+counts prompts, each generating num_generations completions); before 0.23 no importance-sampling
 correction, so no old log-prob pass unless the batch is reused. A key the release does not have is refused in
 one line (TRL itself rejects it).
 
@@ -235,6 +236,11 @@ def _round(src: Source, version: str, has: dict[str, Any], procs: int, notes: li
     """The generation round: its completions, prompts, optimizer steps and passes, by the release's batch rules."""
     per_device, accum = as_int(src, PDB), as_int(src, GA)
     group = as_int(src, "num_generations")
+    if version_tuple(version) < (0, 15, 0):
+        # 0.14 counts prompts per device, each repeated num_generations times (huggingface/trl@v0.14.0:
+        # trl/trainer/grpo_config.py:159-165, grpo_trainer.py:469); 0.15 made it completions (cf97133, #2776)
+        notes.append(f"TRL {version}: {PDB} counts prompts; {per_device} x {group} = {per_device * group} completions")
+        per_device *= group
     if src.given(GEN) and src.given(SPG):
         raise ImportConfigError(f"{GEN} and {SPG} are both set; TRL allows one of them: remove one")
     if src.given(GEN):
