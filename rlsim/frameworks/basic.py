@@ -93,12 +93,10 @@ def sections(f: Facts, who: str) -> tuple[dict[str, Any], list[str]]:
         engine, _, sg_notes = sglang.engine_section(f.tp, f.gpu_memory_utilization, f.max_num_seqs, "0.5", who)
         notes += [n.replace("SGLang 0.5 ", f"SGLang ({f.engine_note or 'its pinned release'}) ") for n in sg_notes]
     else:
-        engine = {
-            "tensor_parallel_size": f.tp,
-            "gpu_memory_utilization": f.gpu_memory_utilization,
-            "max_num_seqs": f.max_num_seqs or 256,
-            "behaviour": "vllm-v1",
-        }
+        engine = {"tensor_parallel_size": f.tp, "gpu_memory_utilization": f.gpu_memory_utilization}
+        if f.max_num_seqs is not None:  # None: rlsim's vLLM default
+            engine["max_num_seqs"] = f.max_num_seqs
+        engine["behaviour"] = "vllm-v1"
     if f.colocated:
         gpus = max(f.rollout_gpus, f.train_gpus)
         hardware: dict[str, Any] = {"num_gpus": gpus, "placement": "colocated"}
@@ -236,3 +234,29 @@ SCRIPT_KEY = "__rlsim_script__"
 
 def _runs(text: str, entry: str) -> bool:
     return re.search(rf"(^|[\s/]){re.escape(entry)}(\s|$)", text, re.M) is not None
+
+
+def toml_text(data: dict[str, Any]) -> str:
+    """A nested mapping of scalars and lists as TOML (tables after the keys of their parent)."""
+    lines: list[str] = []
+
+    def scalar(value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (int, float)):
+            return repr(value)
+        if isinstance(value, (list, tuple)):
+            return "[" + ", ".join(scalar(v) for v in value) + "]"
+        return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    def table(node: dict[str, Any], prefix: str) -> None:
+        plain = {k: v for k, v in node.items() if not isinstance(v, dict)}
+        if prefix and (plain or not node):
+            lines.append(f"\n[{prefix}]")
+        lines.extend(f"{k} = {scalar(v)}" for k, v in plain.items() if v is not None)
+        for key, value in node.items():
+            if isinstance(value, dict):
+                table(value, f"{prefix}.{key}" if prefix else key)
+
+    table(data, "")
+    return "\n".join(lines).lstrip("\n") + "\n"
