@@ -145,9 +145,12 @@ def sections(f: Facts, who: str) -> tuple[dict[str, Any], list[str]]:
     return out, notes
 
 
-def with_defaults(defaults: dict[str, Any], keys: dict[str, Any]) -> dict[str, Any]:
-    """The documented defaults (keys with one) overlaid with ``keys``: an emitted file without an original carries
-    the framework's defaults for the keys the scenario does not set."""
+def with_defaults(ctx: EmitContext, defaults: dict[str, Any], keys: dict[str, Any]) -> dict[str, Any]:
+    """Without an original, the documented defaults (keys with one) overlaid with ``keys``: the emitted file
+    carries the framework's defaults for the keys the scenario does not set. With one, ``keys`` alone (the
+    original's own values stand for the rest)."""
+    if ctx.flat is not None:
+        return keys
     return {**{k: v for k, v in defaults.items() if v is not None}, **keys}
 
 

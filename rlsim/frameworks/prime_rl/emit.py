@@ -47,7 +47,7 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
     keep_original(ctx, d, "model.name", lambda x: x.model.name)
     keep_original(ctx, d, O + "seq_len", lambda x: x.workload.max_prompt_tokens + x.workload.max_response_tokens)
     note_unexpressed(ctx, "prime-rl", asynchronous=True, max_num_seqs=True, pp=True)
-    out = with_defaults(DEFAULTS, d)
+    out = with_defaults(ctx, DEFAULTS, d)
     if "model.name" in out:  # the shared name wins over the trainer's (rl.py:281)
         out.pop("trainer.model.name", None)
     if out.get(DP + "type") == "single_node":  # multi_node's keys are not single_node's (pydantic refuses them)

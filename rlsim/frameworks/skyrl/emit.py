@@ -50,4 +50,4 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
         ctx.notes.append(f"schedule.mode async: launch -m {ASYNC_ENTRY} (one-step off-policy)")
     keep_original(ctx, d, "trainer.policy.model.path", lambda x: x.model.name)
     note_unexpressed(ctx, "SkyRL", asynchronous=True, max_num_seqs=True, pp=True)
-    return with_defaults(DEFAULTS, d)
+    return with_defaults(ctx, DEFAULTS, d)

@@ -44,4 +44,4 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
     keep_original(ctx, d, "hf-checkpoint", lambda x: x.model.name)
     keep_original(ctx, d, "rollout-max-prompt-len", lambda x: x.workload.max_prompt_tokens)
     note_unexpressed(ctx, "slime", asynchronous=True, max_num_seqs=True, pp=True)
-    return with_defaults(DEFAULTS, d)
+    return with_defaults(ctx, DEFAULTS, d)
