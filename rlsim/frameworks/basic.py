@@ -151,7 +151,7 @@ def with_defaults(ctx: EmitContext, defaults: dict[str, Any], keys: dict[str, An
     original's own values stand for the rest)."""
     if ctx.flat is not None:
         return keys
-    return {**{k: v for k, v in defaults.items() if v is not None}, **keys}
+    return {**{k: v for k, v in defaults.items() if v is not None and v != ""}, **keys}
 
 
 _INTERP = re.compile(r"\$\{([A-Za-z_][\w.]*)\}")
