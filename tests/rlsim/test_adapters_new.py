@@ -228,3 +228,115 @@ def test_prime_rl_round_trip_writes_toml_with_the_defaults(tmp_path):
     assert facts(again) == facts(first)
     text = toml.read_text()
     assert "max_off_policy_steps = 8" in text and "freq = 1" in text  # orchestrator.py:532, trainer.py:35
+
+
+# ---------------------------------------------------------------------------------------------------- AReaL
+
+AREAL = CONFIGS / "areal_v1.0.4"
+
+
+def test_areal_gsm8k_grpo_yaml_and_its_launch_line():
+    """examples/math/gsm8k_grpo.yaml: train_dataset.batch_size 256 (P), gconfig.n_samples 4 (G), max_new_tokens
+    1024; rollout.backend sglang:d4p1t1 (4 servers of TP 1: 4 GPUs), actor.backend fsdp:d4p1t1 (4): 8 GPUs, apart;
+    max_head_offpolicyness 2 -> async, staleness 2; actor.path Qwen2.5-1.5B-Instruct; kl_ctl 0.0: no reference
+    pass although a ref section is given (rl_trainer.py:179). The quickstart's launch line (--config that YAML)
+    gives the same; its Ray example's overrides rollout.backend=sglang:d12p1t1 actor.backend=fsdp:d4p1t1 give
+    12 + 4 = 16."""
+    want = {
+        "P": 256, "G": 4, "gpus": 8, "placement": "separate", "rollout_gpus": 4, "train_gpus": 4, "tp": 1,
+        "response_cap": 1024, "model": "Qwen2.5-1.5B", "schedule": "async", "staleness": 2,
+    }  # fmt: skip
+    got = import_config(AREAL / "examples/math/gsm8k_grpo.yaml", "areal").scenario
+    assert facts(got) == want and not got["algorithm"]["kl_reference"]
+    assert facts(import_config(AREAL / "quickstart_launcher_local.sh", "areal").scenario) == want
+    ray = {"rollout.backend": "sglang:d12p1t1", "actor.backend": "fsdp:d4p1t1", "cluster.n_gpus_per_node": 4}
+    got = import_config(AREAL / "quickstart_launcher_local.sh", "areal", ray).scenario
+    assert (facts(got)["gpus"], facts(got)["rollout_gpus"], facts(got)["train_gpus"]) == (16, 12, 4)
+
+
+def test_areal_reads_the_deprecated_allocation_mode():
+    """allocation_mode sglang:d4p1t2+d8p1t1: generation 4 x 1 x 2 = 8 GPUs of TP 2, training 8 x 1 x 1 = 8: 16."""
+    sets = {"allocation_mode": "sglang:d4p1t2+d8p1t1", "rollout.backend": None, "actor.backend": None}
+    got = facts(import_config(AREAL / "examples/math/gsm8k_grpo.yaml", "areal", sets).scenario)
+    assert (got["gpus"], got["rollout_gpus"], got["train_gpus"], got["tp"]) == (16, 8, 8, 2)
+    with pytest.raises(ImportConfigError, match="rollout.backend: 'sglang:x4' is not an allocation string"):
+        import_config(AREAL / "examples/math/gsm8k_grpo.yaml", "areal", {"rollout.backend": "sglang:x4"})
+
+
+def test_areal_round_trip_carries_the_defaults(tmp_path):
+    first = import_config(AREAL / "examples/math/gsm8k_grpo.yaml", "areal").scenario
+    files = write_emitted(emit("areal", from_dict(first)), "areal", tmp_path)
+    patch = next(f for f in files if f.name == "areal_patch.yaml")
+    assert facts(import_config(patch, "areal").scenario) == facts(first)
+    data = yaml.safe_load(patch.read_text())
+    assert data["vllm"]["max_num_seqs"] == 256 and data["cluster"]["n_nodes"] == 32  # cli_args.py:1637, :2541
+    assert emit("areal", from_dict(first), original=AREAL / "examples/math/gsm8k_grpo.yaml").overrides == [
+        "sglang.max_running_requests=4096"  # unset in the file: SGLang's derived pool, as rlsim assumed it
+    ]
+
+
+# ---------------------------------------------------------------------------------------------------- ROLL
+
+ROLL = CONFIGS / "roll_v0.3.0"
+NO_JUDGE = {"rewards.llm_judge.device_mapping": None}
+
+
+def test_roll_device_mappings_parsed_never_evaluated():
+    from rlsim.frameworks.roll.mapping import devices
+
+    assert devices("list(range(0,16))", "k") == list(range(16))
+    assert devices("list(range(16, 24))", "k") == [16, 17, 18, 19, 20, 21, 22, 23]
+    assert devices("list(range(0,8,2))", "k") == [0, 2, 4, 6]
+    assert devices("list([0,1,2,3,8,9,10,11])", "k") == [0, 1, 2, 3, 8, 9, 10, 11]
+    assert devices("list(range(0,2)) + [4, 5]", "k") == [0, 1, 4, 5]
+    with pytest.raises(ImportConfigError, match="not a device list rlsim reads without running it"):
+        devices("__import__('os').system('true')", "actor_train.device_mapping")
+
+
+def test_roll_8gpus_colocated_with_engines_on_part_of_the_pool():
+    """rlvr_config_8gpus.yaml: rollout_batch_size 64 (P), num_return_sequences_in_group 8 (G), response_length
+    4096; actor_train list(range(0,8)) = 8 GPUs, actor_infer list(range(0,6)) = 6 within them: colocated, 6 vLLM
+    engines of TP 1; 64 x 8 = 512 samples over per_device 1 x accumulation 64 x 8 ranks = 512: one optimizer step;
+    async_generation_ratio unset (0): synchronous; init_kl_coef 0.2 by default: the reference pass. Its LLM judge
+    on GPUs 6-7 is refused naming rewards.llm_judge.device_mapping, then set null."""
+    with pytest.raises(ImportConfigError, match="^rewards.llm_judge.device_mapping: a reward worker on GPUs"):
+        import_config(ROLL / "rlvr_config_8gpus.yaml", "roll")
+    got = import_config(ROLL / "rlvr_config_8gpus.yaml", "roll", NO_JUDGE).scenario
+    assert facts(got) == {
+        "P": 64, "G": 8, "gpus": 8, "placement": "colocated", "rollout_gpus": None, "train_gpus": None, "tp": 1,
+        "response_cap": 4096, "model": "Qwen2.5-7B", "schedule": "sync-colocated", "staleness": 0,
+    }  # fmt: skip
+    assert got["engine"]["replicas"] == 6 and got["algorithm"]["mini_batches_per_step"] == 1
+    assert got["algorithm"]["kl_reference"]
+
+
+def test_roll_async_and_separate_pools():
+    """rlvr_config_async.yaml: actor_train list(range(0,16)) = 16, actor_infer list(range(16,24)) = 8 (disjoint):
+    24 GPUs apart; SGLang; async_generation_ratio 1 -> staleness 1; response_length 8192; P 64, G 8.
+    rlvr_qwen2.5_7B_seperate.yaml: actor_train list([0,1,2,3,8,9,10,11]) = 8, actor_infer list([4,5,12,13]) = 4:
+    12 apart; 64 x 8 = 512 samples over 1 x 32 x 8 ranks = 256: two optimizer steps; synchronous."""
+    got = import_config(ROLL / "rlvr_config_async.yaml", "roll", NO_JUDGE).scenario
+    assert facts(got) == {
+        "P": 64, "G": 8, "gpus": 24, "placement": "separate", "rollout_gpus": 8, "train_gpus": 16, "tp": 1,
+        "response_cap": 8192, "model": "Qwen2.5-7B", "schedule": "async", "staleness": 1,
+    }  # fmt: skip
+    got = import_config(ROLL / "rlvr_qwen2.5_7B_seperate.yaml", "roll", NO_JUDGE).scenario
+    assert facts(got) == {
+        "P": 64, "G": 8, "gpus": 12, "placement": "separate", "rollout_gpus": 4, "train_gpus": 8, "tp": 1,
+        "response_cap": 4096, "model": "Qwen2.5-7B", "schedule": "sync-separate", "staleness": 0,
+    }  # fmt: skip
+    assert got["algorithm"]["mini_batches_per_step"] == 2
+
+
+def test_roll_round_trip_carries_the_defaults(tmp_path):
+    for name in ("rlvr_config_8gpus.yaml", "rlvr_config_async.yaml", "rlvr_qwen2.5_7B_seperate.yaml"):
+        first = import_config(ROLL / name, "roll", NO_JUDGE).scenario
+        files = write_emitted(emit("roll", from_dict(first)), "roll", tmp_path / name)
+        patch = next(f for f in files if f.name == "roll_patch.yaml")
+        again = import_config(patch, "roll").scenario
+        assert facts(again) == facts(first)
+        assert again["algorithm"]["mini_batches_per_step"] == first["algorithm"]["mini_batches_per_step"]
+        data = yaml.safe_load(patch.read_text())
+        assert data["num_gpus_per_node"] == 8 and data["enable_reference"] is False  # base_config.py:244, :575
+        original = emit("roll", from_dict(first), original=ROLL / name, framework_set=["rewards.llm_judge.device_mapping=null"])
+        assert original.overrides == []

@@ -78,7 +78,7 @@ TABLE = rows(
         ("vllm.max_num_seqs", "engine.max_num_seqs", "vLLM"),
     ),
 )
-_PART = re.compile(r"([a-z])(\d+)")
+_PART = re.compile(r"([dptce])(\d+)")
 
 
 def allocation(text: str, key: str) -> tuple[str, dict[str, int]]:
