@@ -103,7 +103,9 @@ def sections(f: Facts, who: str) -> tuple[dict[str, Any], list[str]]:
         if f.rollout_gpus != gpus:  # engines on a part of the pool (ROLL: actor_infer's devices within actor_train's)
             engine["replicas"] = f.rollout_gpus // f.tp
         if f.train_gpus != gpus:
-            raise ImportConfigError(f"{who}: the trainer runs on {f.train_gpus} of {gpus} colocated GPUs; rlsim trains on all")
+            raise ImportConfigError(
+                f"{who}: the trainer runs on {f.train_gpus} of {gpus} colocated GPUs; rlsim trains on all"
+            )
     else:
         hardware = {
             "num_gpus": f.rollout_gpus + f.train_gpus,
@@ -125,7 +127,9 @@ def sections(f: Facts, who: str) -> tuple[dict[str, Any], list[str]]:
     else:
         schedule = {"mode": "sync-colocated" if f.colocated else "sync-separate"}
     if schedule["mode"] != "sync-colocated" and f.colocated:
-        raise ImportConfigError(f"{who}: an asynchronous schedule needs the rollout on GPUs of its own; rlsim has no colocated async")
+        raise ImportConfigError(
+            f"{who}: an asynchronous schedule needs the rollout on GPUs of its own; rlsim has no colocated async"
+        )
     out = {
         "model": f.model,
         "hardware": hardware,
@@ -170,7 +174,7 @@ def resolve_references(flat: dict[str, Any]) -> dict[str, Any]:
             if whole and whole[1] in out and whole[1] != key:
                 out[key], changed = out[whole[1]], True
                 continue
-            new = _INTERP.sub(lambda m: str(out[m[1]]) if m[1] in out and m[1] != key else m[0], value)
+            new = _INTERP.sub(lambda m, k=key: str(out[m[1]]) if m[1] in out and m[1] != k else m[0], value)
             if new != value:
                 out[key], changed = new, True
         if not changed:

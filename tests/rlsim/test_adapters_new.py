@@ -118,7 +118,9 @@ def test_slime_refusals_name_the_flag(tmp_path):
     script.write_text("python3 train.py --n-samples-per-prompt 8 --rollout-max-response-len 1024\n")
     with pytest.raises(ImportConfigError, match="--rollout-batch-size: not set"):
         import_config(script, "slime")
-    script.write_text("python3 train.py --rollout-batch-size 8 --rollout-max-response-len 1024 --hf-checkpoint Qwen/Qwen3-4B\n")
+    script.write_text(
+        "python3 train.py --rollout-batch-size 8 --rollout-max-response-len 1024 --hf-checkpoint Qwen/Qwen3-4B\n"
+    )
     with pytest.raises(ImportConfigError, match="--rollout-num-gpus: not set and no --colocate"):
         import_config(script, "slime")
     script.write_text("python3 train.py --rollout-batch-size 8 --colocate --debug-train-only\n")
@@ -338,5 +340,7 @@ def test_roll_round_trip_carries_the_defaults(tmp_path):
         assert again["algorithm"]["mini_batches_per_step"] == first["algorithm"]["mini_batches_per_step"]
         data = yaml.safe_load(patch.read_text())
         assert data["num_gpus_per_node"] == 8 and data["enable_reference"] is False  # base_config.py:244, :575
-        original = emit("roll", from_dict(first), original=ROLL / name, framework_set=["rewards.llm_judge.device_mapping=null"])
+        original = emit(
+            "roll", from_dict(first), original=ROLL / name, framework_set=["rewards.llm_judge.device_mapping=null"]
+        )
         assert original.overrides == []

@@ -38,7 +38,9 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
     if not s.algorithm.kl_reference:
         d["actor.kl_ctl"] = 0.0
     elif not ctx.has("actor.kl_ctl"):
-        ctx.notes.append("algorithm.kl_reference: give AReaL a ref section (the reference runs with kl_ctl > 0 and one)")
+        ctx.notes.append(
+            "algorithm.kl_reference: give AReaL a ref section (the reference runs with kl_ctl > 0 and one)"
+        )
     if hw.gpus_per_node:
         d["cluster.n_gpus_per_node"] = hw.gpus_per_node
     if ctx.has("allocation_mode") and not ctx.has("rollout.backend"):  # the original's deprecated form

@@ -135,7 +135,11 @@ def read(path: Path) -> dict[str, Any]:
 def _engine(src: Source, backend: str, tp: int) -> tuple[str, float, int | None]:
     if backend == "sglang":
         seqs = src.get("sglang.max_running_requests")
-        return "sglang", as_float(src, "sglang.mem_fraction_static"), None if seqs is None else as_int(src, "sglang.max_running_requests")
+        return (
+            "sglang",
+            as_float(src, "sglang.mem_fraction_static"),
+            None if seqs is None else as_int(src, "sglang.max_running_requests"),
+        )
     if backend == "vllm":
         return "vllm", as_float(src, "vllm.gpu_memory_utilization"), as_int(src, "vllm.max_num_seqs")
     raise ImportConfigError(f"rollout.backend: {backend!r} is not mapped (sglang or vllm)")
@@ -172,7 +176,9 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     notes += model_notes
     staleness = src.get("rollout.max_head_offpolicyness")
     if not isinstance(staleness, int) or isinstance(staleness, bool) or staleness < 0:
-        raise ImportConfigError(f"rollout.max_head_offpolicyness: {staleness!r} must be 0 or a whole number of versions")
+        raise ImportConfigError(
+            f"rollout.max_head_offpolicyness: {staleness!r} must be 0 or a whole number of versions"
+        )
     has_ref = any(k == "ref" or k.startswith("ref.") for k in src.flat)
     facts = Facts(
         model=model,

@@ -55,20 +55,20 @@ RECOGNISERS = Recognisers(
     keys=("orchestrator.group_size", "orchestrator.batch_size", "deployment.num_infer_gpus", "trainer.optim.lr"),
     suffixes=(".toml",),
 )
-O = "orchestrator."
+ORC = "orchestrator."
 DP = "deployment."
 V = "inference.vllm."
 DEFAULTS = load_defaults(__file__)
 TABLE = rows(
     DEFAULTS,
     (
-        (O + "batch_size", "workload.prompts_per_step", "samples per step: P = batch_size / group_size"),
-        (O + "token_batch_size", "(check)", "set: refused (token-based batching)"),
-        (O + "group_size", "workload.group_size", "G: rollouts per example"),
-        (O + "seq_len", "workload.max_prompt_tokens", "sequence cap (shared seq_len wins when this is unset)"),
+        (ORC + "batch_size", "workload.prompts_per_step", "samples per step: P = batch_size / group_size"),
+        (ORC + "token_batch_size", "(check)", "set: refused (token-based batching)"),
+        (ORC + "group_size", "workload.group_size", "G: rollouts per example"),
+        (ORC + "seq_len", "workload.max_prompt_tokens", "sequence cap (shared seq_len wins when this is unset)"),
         ("seq_len", "workload.max_prompt_tokens", "shared sequence cap"),
-        (O + "train.sampling.max_completion_tokens", "workload.max_response_tokens", "None: the sequence cap"),
-        (O + "max_off_policy_steps", "(a note)", "bounds a rollout spanning several updates"),
+        (ORC + "train.sampling.max_completion_tokens", "workload.max_response_tokens", "None: the sequence cap"),
+        (ORC + "max_off_policy_steps", "(a note)", "bounds a rollout spanning several updates"),
         (DP + "type", "hardware", "single_node or multi_node"),
         (DP + "gpus_per_node", "hardware.gpus_per_node", "multi_node: GPUs per node"),
         (DP + "num_train_gpus", "hardware.train_gpus", "single_node"),
@@ -193,20 +193,24 @@ def _gpus(src: Source) -> tuple[int, int, int]:
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections of a prime-rl config, and the assumptions made."""
     notes: list[str] = []
-    if src.given(O + "token_batch_size"):
-        raise ImportConfigError(f"{O}token_batch_size: token-based batching is not modelled; set {O}batch_size")
+    if src.given(ORC + "token_batch_size"):
+        raise ImportConfigError(f"{ORC}token_batch_size: token-based batching is not modelled; set {ORC}batch_size")
     if not any(k == "inference" or k.startswith("inference.") for k in src.flat):
         raise ImportConfigError("[inference]: absent, so rl starts no inference server; add [inference] to simulate it")
     src.used.update(k for k in src.flat if k == "inference")
-    samples, group = as_int(src, O + "batch_size"), as_int(src, O + "group_size")
-    prompts = divisible(f"{O}batch_size (samples)", samples, f"{O}group_size", group)
+    samples, group = as_int(src, ORC + "batch_size"), as_int(src, ORC + "group_size")
+    prompts = divisible(f"{ORC}batch_size (samples)", samples, f"{ORC}group_size", group)
     rollout, train, per_node = _gpus(src)
-    seq = as_int(src, O + "seq_len") if src.given(O + "seq_len") or not src.given("seq_len") else as_int(src, "seq_len")
-    if src.given(O + "train.sampling.max_completion_tokens"):
-        response = as_int(src, O + "train.sampling.max_completion_tokens")
+    seq = (
+        as_int(src, ORC + "seq_len")
+        if src.given(ORC + "seq_len") or not src.given("seq_len")
+        else as_int(src, "seq_len")
+    )
+    if src.given(ORC + "train.sampling.max_completion_tokens"):
+        response = as_int(src, ORC + "train.sampling.max_completion_tokens")
     else:
         response = seq
-        notes.append(f"{O}train.sampling.max_completion_tokens unset: responses capped at the sequence length {seq}")
+        notes.append(f"{ORC}train.sampling.max_completion_tokens unset: responses capped at the sequence length {seq}")
     prompt = seq - response if seq > response else seq
     if seq <= response:
         notes.append(f"prompt cap: the sequence length {seq} (the response cap {response} leaves none)")
@@ -218,7 +222,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         staleness = 0
     notes.append(
         f"prime-rl: the trainer runs one step ahead of inference (CHANGELOG.md:31): async, staleness {staleness}; "
-        f"{O}max_off_policy_steps {src.get(O + 'max_off_policy_steps')} bounds a rollout spanning several updates"
+        f"{ORC}max_off_policy_steps {src.get(ORC + 'max_off_policy_steps')} bounds a rollout spanning several updates"
     )
     max_seqs = src.get(V + "max_num_seqs")
     facts = Facts(

@@ -33,7 +33,9 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
     if hw.placement == "colocated" and s.engine.replicas:
         rollout = s.engine.replicas * tp
     split = _current(ctx, TC + "tensor_model_parallel_size") * _current(ctx, TC + "pipeline_model_parallel_size")
-    dp = plan_divisible("the train GPUs", train, "TP x PP x CP", split * _current(ctx, TC + "context_parallel_size"), "ROLL")
+    dp = plan_divisible(
+        "the train GPUs", train, "TP x PP x CP", split * _current(ctx, TC + "context_parallel_size"), "ROLL"
+    )
     steps = optimizer_steps_per_pass(s)
     per_step = plan_divisible("P x G", P * G, "the optimizer steps per step", steps, "ROLL")
     per_rank = plan_divisible("the samples per optimizer step", per_step, "the data-parallel ranks", dp, "ROLL")
@@ -55,9 +57,9 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
         TA + "per_device_train_batch_size": micro,
         TA + "gradient_accumulation_steps": per_rank // micro,
     }
-    d[SC + ("mem_fraction_static" if d[AI + "strategy_args.strategy_name"] == "sglang" else "gpu_memory_utilization")] = (
-        s.engine.gpu_memory_utilization
-    )
+    d[
+        SC + ("mem_fraction_static" if d[AI + "strategy_args.strategy_name"] == "sglang" else "gpu_memory_utilization")
+    ] = s.engine.gpu_memory_utilization
     first = 0 if hw.placement == "colocated" else train
     d[AT + "device_mapping"] = f"list(range(0,{train}))"
     d[AI + "device_mapping"] = f"list(range({first},{first + rollout}))"

@@ -179,7 +179,9 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         raise ImportConfigError("response_length: not set, nor sequence_length (ROLL requires one); set it")
     rollout, train, colocated, union = _pools(src)
     if union > (train if colocated else rollout + train):
-        notes.append(f"device mappings: {union} GPUs in all; the reference / critic GPUs beyond the pools are not priced apart")
+        notes.append(
+            f"device mappings: {union} GPUs in all; the reference / critic GPUs beyond the pools are not priced apart"
+        )
     engine = src.get(AI + "strategy_args.strategy_name")
     if engine not in ("vllm", "sglang"):
         raise ImportConfigError(f"{AI}strategy_args.strategy_name: {engine!r} is not mapped (vllm or sglang)")
@@ -191,7 +193,12 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     per_rank = as_int(src, TA + "per_device_train_batch_size") * as_int(src, TA + "gradient_accumulation_steps")
     split = as_int(src, TC + "tensor_model_parallel_size") * as_int(src, TC + "pipeline_model_parallel_size")
     dp = divisible(f"{AT}device_mapping GPUs", train, "TP x PP x CP", split * as_int(src, TC + "context_parallel_size"))
-    steps = divisible("rollout_batch_size x num_return_sequences_in_group", prompts * group, "samples per optimizer step (per_device_train_batch_size x gradient_accumulation_steps x data-parallel ranks)", per_rank * dp)
+    steps = divisible(
+        "rollout_batch_size x num_return_sequences_in_group",
+        prompts * group,
+        "samples per optimizer step (per_device_train_batch_size x gradient_accumulation_steps x data-parallel ranks)",
+        per_rank * dp,
+    )
     kl = bool(src.get("enable_reference")) or bool(src.get("use_kl_loss")) or as_float(src, "init_kl_coef") > 0
     model, model_notes = resolve_model(src.get("pretrain"), "pretrain")
     notes += model_notes

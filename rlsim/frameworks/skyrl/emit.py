@@ -16,7 +16,9 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
     """The SkyRL keys for ``ctx.scenario``, with notes in ``ctx.notes``."""
     s = ctx.scenario
     P, G = s.workload.prompts_per_step, s.workload.group_size
-    mini = plan_divisible("workload.prompts_per_step", P, "the optimizer steps per step", optimizer_steps_per_pass(s), "SkyRL")
+    mini = plan_divisible(
+        "workload.prompts_per_step", P, "the optimizer steps per step", optimizer_steps_per_pass(s), "SkyRL"
+    )
     hw, tp = s.hardware, s.engine.tensor_parallel_size
     engines = plan_divisible("the rollout GPUs", hw.num_rollout_gpus, "engine.tensor_parallel_size", tp, "SkyRL")
     per_node, nodes = node_layout(ctx, hw.num_train_gpus, PL + "policy_num_gpus_per_node", 8)

@@ -129,9 +129,13 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     algorithm_extra: dict[str, Any] = {}
     if not colocate:
         if kl and not src.get(PL + "colocate_policy_ref"):
-            algorithm_extra["reference_gpus"] = as_int(src, PL + "ref_num_nodes") * as_int(src, PL + "ref_num_gpus_per_node")
+            algorithm_extra["reference_gpus"] = as_int(src, PL + "ref_num_nodes") * as_int(
+                src, PL + "ref_num_gpus_per_node"
+            )
         if estimator == "gae":
-            algorithm_extra["critic_gpus"] = as_int(src, PL + "critic_num_nodes") * as_int(src, PL + "critic_num_gpus_per_node")
+            algorithm_extra["critic_gpus"] = as_int(src, PL + "critic_num_nodes") * as_int(
+                src, PL + "critic_num_gpus_per_node"
+            )
     backend = src.get(G_ + "backend")
     if backend not in ("vllm", "sglang"):
         raise ImportConfigError(f"{G_}backend: {backend!r} is not mapped (vllm or sglang)")

@@ -17,7 +17,9 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
     s = ctx.scenario
     P, G = s.workload.prompts_per_step, s.workload.group_size
     steps = optimizer_steps_per_pass(s)
-    gbs = plan_divisible("P x G", P * G, "the optimizer steps per step (global-batch-size counts samples)", steps, "slime")
+    gbs = plan_divisible(
+        "P x G", P * G, "the optimizer steps per step (global-batch-size counts samples)", steps, "slime"
+    )
     hw = s.hardware
     d: dict[str, Any] = {
         "rollout-batch-size": P,

@@ -93,7 +93,8 @@ _MODEL_FLAGS = (
     "untie-embeddings-and-output-weights",
 )
 TABLE = rows(DEFAULTS, _SPEC) + rows(
-    {}, tuple((k, "model", "MODEL_ARGS: the architecture, when hf-checkpoint is not in the catalog") for k in _MODEL_FLAGS)
+    {},
+    tuple((k, "model", "MODEL_ARGS: the architecture, when hf-checkpoint is not in the catalog") for k in _MODEL_FLAGS),
 )
 REFUSED = {
     "rollout-external-engine-addrs": "an external rollout engine",
@@ -221,7 +222,12 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     if src.given("num-steps-per-rollout"):
         steps = as_int(src, "num-steps-per-rollout")
     elif src.given("global-batch-size"):
-        steps = divisible("rollout-batch-size x n-samples-per-prompt", prompts * group, "global-batch-size", as_int(src, "global-batch-size"))
+        steps = divisible(
+            "rollout-batch-size x n-samples-per-prompt",
+            prompts * group,
+            "global-batch-size",
+            as_int(src, "global-batch-size"),
+        )
     else:
         steps = 1
         notes.append("global-batch-size and num-steps-per-rollout unset: one optimizer step per rollout assumed")
@@ -275,4 +281,3 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         notes.append(f"advantage-estimator {estimator}: critic-free, priced as grpo (same passes)")
     out, more = sections(facts, "slime")
     return out, notes + more
-
