@@ -127,7 +127,10 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     estimator = src.get("trainer.algorithm.advantage_estimator")
     kl = bool(src.get("trainer.algorithm.use_kl_loss")) or bool(src.get("trainer.algorithm.use_kl_in_reward"))
     algorithm_extra: dict[str, Any] = {}
-    if not colocate:
+    if colocate:  # every model on the one pool: the ref's and critic's sizes are the policy's (utils.py:345-370)
+        for key in ("critic_num_nodes", "critic_num_gpus_per_node", "ref_num_nodes", "ref_num_gpus_per_node"):
+            src.given(PL + key)
+    else:
         if kl and not src.get(PL + "colocate_policy_ref"):
             algorithm_extra["reference_gpus"] = as_int(src, PL + "ref_num_nodes") * as_int(
                 src, PL + "ref_num_gpus_per_node"
