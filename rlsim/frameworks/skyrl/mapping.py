@@ -98,6 +98,20 @@ def read(path: Path) -> dict[str, Any]:
     return hydra_launch(path, ENTRIES, "SkyRL")
 
 
+def _own_pools(src: Source, colocate: bool, estimator: Any, kl: bool) -> dict[str, Any]:
+    """The reference's and critic's pools of their own (algorithm fields), when the pools are apart."""
+    out: dict[str, Any] = {}
+    if colocate:  # every model on the one pool: the ref's and critic's sizes are the policy's (utils.py:345-370)
+        for key in ("critic_num_nodes", "critic_num_gpus_per_node", "ref_num_nodes", "ref_num_gpus_per_node"):
+            src.given(PL + key)
+        return out
+    if kl and not src.get(PL + "colocate_policy_ref"):
+        out["reference_gpus"] = as_int(src, PL + "ref_num_nodes") * as_int(src, PL + "ref_num_gpus_per_node")
+    if estimator == "gae":
+        out["critic_gpus"] = as_int(src, PL + "critic_num_nodes") * as_int(src, PL + "critic_num_gpus_per_node")
+    return out
+
+
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections of a SkyRL config, and the assumptions made."""
     src.used.add(ENTRY_KEY)
@@ -126,19 +140,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         )
     estimator = src.get("trainer.algorithm.advantage_estimator")
     kl = bool(src.get("trainer.algorithm.use_kl_loss")) or bool(src.get("trainer.algorithm.use_kl_in_reward"))
-    algorithm_extra: dict[str, Any] = {}
-    if colocate:  # every model on the one pool: the ref's and critic's sizes are the policy's (utils.py:345-370)
-        for key in ("critic_num_nodes", "critic_num_gpus_per_node", "ref_num_nodes", "ref_num_gpus_per_node"):
-            src.given(PL + key)
-    else:
-        if kl and not src.get(PL + "colocate_policy_ref"):
-            algorithm_extra["reference_gpus"] = as_int(src, PL + "ref_num_nodes") * as_int(
-                src, PL + "ref_num_gpus_per_node"
-            )
-        if estimator == "gae":
-            algorithm_extra["critic_gpus"] = as_int(src, PL + "critic_num_nodes") * as_int(
-                src, PL + "critic_num_gpus_per_node"
-            )
+    algorithm_extra = _own_pools(src, colocate, estimator, kl)
     backend = src.get(G_ + "backend")
     if backend not in ("vllm", "sglang"):
         raise ImportConfigError(f"{G_}backend: {backend!r} is not mapped (vllm or sglang)")
