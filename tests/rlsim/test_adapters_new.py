@@ -250,6 +250,7 @@ def test_areal_gsm8k_grpo_yaml_and_its_launch_line():
     }  # fmt: skip
     got = import_config(AREAL / "examples/math/gsm8k_grpo.yaml", "areal").scenario
     assert facts(got) == want and not got["algorithm"]["kl_reference"]
+    assert got["learning"]["staleness_loss"] == "decoupled_ppo"  # use_decoupled_loss: true
     assert facts(import_config(AREAL / "quickstart_launcher_local.sh", "areal").scenario) == want
     ray = {"rollout.backend": "sglang:d12p1t1", "actor.backend": "fsdp:d4p1t1", "cluster.n_gpus_per_node": 4}
     got = import_config(AREAL / "quickstart_launcher_local.sh", "areal", ray).scenario

@@ -35,6 +35,8 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
         f"{engine}.{'mem_fraction_static' if sglang else 'gpu_memory_utilization'}": s.engine.gpu_memory_utilization,
         f"{engine}.{'max_running_requests' if sglang else 'max_num_seqs'}": s.engine.max_num_seqs,
     }
+    if s.schedule.mode == "async" and s.learning.staleness_loss != "stretch":
+        d["actor.use_decoupled_loss"] = s.learning.staleness_loss == "decoupled_ppo"
     if not s.algorithm.kl_reference:
         d["actor.kl_ctl"] = 0.0
     elif not ctx.has("actor.kl_ctl"):

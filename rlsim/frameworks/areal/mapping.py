@@ -19,6 +19,8 @@ Facts:
   ``allocation_mode`` ``sglang:d4p1t1+d4p1t1`` gives both (generation + training). Rollout and training run on pools
   apart (decoupled), asynchronously: ``rollout.max_head_offpolicyness`` versions at most (:2034) is rlsim's
   staleness (0: synchronous, pools apart).
+* ``actor.use_decoupled_loss`` (false: cli_args.py:1485) picks AReaL's decoupled PPO objective over the naive one
+  under staleness: rlsim learning.staleness_loss decoupled_ppo / naive_ppo.
 * The reference model runs when ``actor.kl_ctl > 0`` and a ``ref`` section is given (rl_trainer.py:179); a
   ``critic`` section means PPO with a critic (cli_args.py:2850).
 * Engine: ``sglang.mem_fraction_static`` 0.9 / ``max_running_requests``; vLLM's ``gpu_memory_utilization`` 0.9 /
@@ -72,6 +74,7 @@ TABLE = rows(
         ("actor.optimizer.lr", "learning.lr0", "learning.reference_batch = P x G"),
         ("actor.ppo_n_minibatches", "algorithm.mini_batches_per_step", "optimizer steps per step"),
         ("actor.kl_ctl", "algorithm.kl_reference", "> 0 with a ref section: the reference pass"),
+        ("actor.use_decoupled_loss", "learning.staleness_loss", "async: true -> decoupled_ppo, false -> naive_ppo"),
         ("sglang.mem_fraction_static", "engine.gpu_memory_utilization", "SGLang"),
         ("sglang.max_running_requests", "engine.max_num_seqs", "SGLang; None: derived"),
         ("vllm.gpu_memory_utilization", "engine.gpu_memory_utilization", "vLLM"),
@@ -202,5 +205,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         gpus_per_node=as_int(src, "cluster.n_gpus_per_node"),
         engine_note="sglang 0.5.10.post1 in AReaL v1.0.4 pyproject.toml:149",
     )
+    if staleness:  # AReaL's two measured objectives (rlsim.learning.staleness: its staleness table)
+        loss = "decoupled_ppo" if src.get("actor.use_decoupled_loss") else "naive_ppo"
+        facts.extra["learning"] = {"staleness_loss": loss}
     out, more = sections(facts, "AReaL")
     return out, notes + more
