@@ -250,6 +250,11 @@ class FrameworkAdapter(ABC):
         absent key the same way. Default: ``table``."""
         return self.table
 
+    def render_patch(self, patch: dict[str, Any]) -> tuple[str, str] | None:
+        """The emitted patch in the framework's own file form, as (file suffix, text): prime-rl's TOML. Default:
+        None (YAML; OpenRLHF's JSON)."""
+        return None
+
     def docs_table(self) -> str:
         """The markdown table of the mapping in docs/import-config.md. Default: one row per table row (framework
         key, default, rlsim field, rule)."""

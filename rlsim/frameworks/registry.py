@@ -2,8 +2,9 @@
 ``--format`` / ``--emit`` names.
 
 The built-in adapters are the packages of ``rlsim/frameworks`` that define ``ADAPTER`` (verl, trl, openrlhf,
-nemo_rl), found by scanning the package on first use, so a new framework is its package plus its fixtures;
-:func:`register` adds one from elsewhere (a plugin, a test). ``python -m rlsim.frameworks.registry`` lists them.
+nemo_rl, slime, skyrl, prime_rl, areal, roll), found by scanning the package on first use, so a new framework
+is its package plus its fixtures; :func:`register` adds one from elsewhere (a plugin, a test).
+``python -m rlsim.frameworks.registry`` lists them.
 
 :func:`recognise` says what a file is without ``--format`` (rlsim.frameworks.detect): each adapter's ``detect``, then
 the frameworks rlsim does not read (``detect.NOT_READ``, less those an adapter of the same name now reads), then the
@@ -23,7 +24,8 @@ import rlsim.frameworks as package
 from rlsim.frameworks import detect
 from rlsim.frameworks.adapter import FrameworkAdapter, ImportConfigError
 
-BUILTIN_ORDER = ("verl", "trl", "openrlhf", "nemo-rl")  # the order the docs and --help list them
+# the order the docs and --help list them
+BUILTIN_ORDER = ("verl", "trl", "openrlhf", "nemo-rl", "slime", "skyrl", "prime-rl", "areal", "roll")
 
 _REGISTERED: dict[str, FrameworkAdapter] = {}
 _SCANNED = False

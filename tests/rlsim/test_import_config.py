@@ -337,10 +337,10 @@ def test_the_gpu_default_is_an_assumption_unless_set(tmp_path):
 def test_wrong_format_is_refused_naming_the_frameworks(tmp_path, capsys):
     """The formats are the registered adapters (rlsim.frameworks.registry), checked when the import runs: one line,
     exit 2, nothing written; a near miss is named."""
-    code, out = _import(tmp_path, "slime", VERL_GRPO)
+    code, out = _import(tmp_path, "colossal", VERL_GRPO)
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and not out.exists() and len(err) == 1
-    assert "--format 'slime' is not supported; use one of: verl, trl, openrlhf, nemo-rl" in err[0]
+    assert "--format 'colossal' is not supported; use one of: verl, trl, openrlhf, nemo-rl, slime" in err[0]
     with pytest.raises(ImportConfigError, match="--format 'verlx' is not supported; did you mean verl"):
         import_config(VERL_GRPO, "verlx")
 
