@@ -26,6 +26,7 @@ from real.config import add_train_arguments, config_from_args
 from real.engines import route_vllm_logs_to_stderr
 from real.errors import RealError
 from real.offload import bench_optimizer
+from real.openrlhf_log import write_openrlhf_log
 from rlsim.cli import parse, run_command
 
 
@@ -97,8 +98,6 @@ def cmd_train(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     if args.openrlhf_log is not None:
-        from real.openrlhf_log import write_openrlhf_log
-
         write_openrlhf_log(Path(args.output) / "runlog.jsonl", args.openrlhf_log)
     print(json.dumps(summary, indent=2, sort_keys=True))
     return 0

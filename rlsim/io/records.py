@@ -100,7 +100,7 @@ RUN_LOG_FIELDS: tuple[Field, ...] = (
     Field("source_format", "str", "verl, openrlhf, trl or nemo-rl (imported runs)"),
     Field("source_line", "int", "line of the step in the imported log", minimum=1),
     Field("source_metrics", "mapping", "the imported log's other numeric metrics of the step"),
-    Field("checkpoint_s", "number", "a checkpoint save timed inside the step, taken out of step_time_s (imported)", minimum=0),
+    Field("checkpoint_s", "number", "a checkpoint save timed in the step, out of step_time_s (imported)", minimum=0),
 )
 
 

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from rlsim.cli import main
+from rlsim.frameworks.logs import nemo_rl
 from rlsim.frameworks.logs.read import import_log
 
 PUBLIC = Path(__file__).resolve().parents[1] / "rlsim" / "fixtures" / "logs" / "public"
@@ -69,7 +70,7 @@ NAMED = {
     # (Hopper's fractions of peak on a PCIe card), and it flags generation (1.7x) and the refit (0.5x) too.
     "g4-gemma3-1b": (
         "train_actor",
-        "checkpointing is a run overhead in rlsim; of the phases, training is furthest off (no sm_120 efficiency factors)",
+        "checkpointing is a run overhead in rlsim; of the phases, training is furthest off (no sm_120 factors)",
     ),
 }
 
@@ -133,4 +134,23 @@ def test_rlsim_check_names_an_out_of_line_phase(log_id, capsys, monkeypatch):
     # agreement with the collector is recorded, not tuned: a reason is written wherever they differ
     assert (named == collector) == (why is None), (named, collector)
     if e["out_of_line"] == "checkpointing":
-        assert any(n.startswith("checkpointing: 6.49 s") for n in result["notes"])
+        # rlsim's price of one save (rlsim.run.overheads): Gemma-3-1B's 999,885,952 parameters x 12 bytes (FSDP fp32
+        # weights + Adam's two moments) = 12.0 GB at the default run.storage_bytes_per_s 1e9 B/s = 12.00 s
+        note = next(n for n in result["notes"] if n.startswith("checkpointing: "))
+        assert note.startswith("checkpointing: 6.49 s measured")
+        assert f"one save at {999_885_952 * 12 / 1e9:.2f} s (12.0 GB" in note
+
+
+def test_nemo_rl_checkpointing_is_taken_out_of_the_step_only_when_it_ran_inside_it():
+    row = {
+        "timing/train/total_step_time": 10.0,
+        "timing/train/policy_training": 4.0,
+        "timing/train/generation": 2.0,
+        "timing/train/checkpointing": 3.0,
+    }
+    m = nemo_rl.map_row(row)
+    assert m.checkpoint_s == 3.0
+    assert m.step_s == pytest.approx(10.0 - 3.0)  # 4 + 2 + 3 = 9 fit in 10: the save was inside the step timer
+    m = nemo_rl.map_row({**row, "timing/train/total_step_time": 7.0})
+    assert m.step_s == 7.0  # 4 + 2 + 3 = 9 do not fit in 7: the save was timed outside, the step is kept
+    assert nemo_rl.map_row({k: v for k, v in row.items() if "checkpointing" not in k}).checkpoint_s is None
