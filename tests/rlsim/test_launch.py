@@ -26,9 +26,7 @@ EXTRA=(
     trainer.val_before_train=False
     'trainer.logger=["console"]'
 )
-if [ "$x" = "y" ]; then
-    gen_tp=4
-fi
+gen_tp=4
 python3 -m verl.trainer.main_ppo \\
     trainer.nnodes=$NNODES data.max_prompt_length=${max_prompt_length} \\
     data.max_response_length=$resp \\

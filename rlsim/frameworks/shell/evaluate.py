@@ -1,0 +1,800 @@
+"""A launch script evaluated as bash would run it, without running anything (:func:`evaluate`): its statements in
+order over a :class:`~rlsim.frameworks.shell.expand.State`; ``if`` / ``case`` / ``[[ ]]`` / ``test`` / ``&&`` /
+``||`` decided by value where the values are known; where they are not, every branch is read from a copy of the
+state and the copies are merged (a variable the branches set differently becomes an Unknown naming the condition
+and the values); functions called with their arguments and ``local``; ``for`` / ``while`` loops run (at most
+10,000 turns); ``source`` / ``.`` of a file beside the script; ``bash -c`` and ``bash <<EOF`` read as scripts of
+their own; ``exit`` ends the branch. Every other command is never run: its words are expanded and, when one of them
+is the framework's entry point, they are the framework command (the last one the script reaches wins).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rlsim.frameworks.shell.expand import Expander, Refused, State, Undecided, Unknown, matches
+from rlsim.frameworks.shell.parse import errors, line_of, parse, text_of
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+_LOOP_LIMIT = 10_000
+_DEPTH_LIMIT = 64
+_DECL = ("export", "local", "declare", "typeset", "readonly")
+
+
+class _Exit(Exception):
+    pass
+
+
+class _Return(Exception):
+    pass
+
+
+class _Break(Exception):
+    def __init__(self, continuing: bool):
+        super().__init__("loop")
+        self.continuing = continuing
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A framework command the script runs: its words and the unknowns in them; ``branch`` when branches the
+    script cannot decide run different commands (the reason)."""
+
+    words: tuple[str, ...]
+    unknowns: tuple[Unknown, ...] = ()
+    branch: Unknown | None = None
+
+
+class Evaluator(Expander):
+    def __init__(self, where: str, markers: tuple[str, ...], base: Path | None, sets: dict[str, str]):
+        super().__init__(State(), where)
+        self.markers = markers
+        self.base = base
+        self.sets = sets
+        self.used_sets: set[str] = set()
+        self.depth = 0
+
+    # ---- statements ------------------------------------------------------------------------------------------
+    def run_script(self, text: str, where: str) -> None:
+        root = parse(text)
+        for bad in errors(root):
+            snippet = text_of(bad).strip().splitlines()[0][:60] if text_of(bad).strip() else "(missing)"
+            self.note(f"{where} line {line_of(bad)}: {snippet!r} is not bash the grammar reads; skipped")
+        try:
+            self.block(root.children)
+        except _Exit:
+            pass
+
+    def block(self, nodes: list[Node]) -> None:
+        for node in nodes:
+            if node.is_named and node.type not in ("comment", "heredoc_body", "ERROR"):
+                self.stmt(node)
+
+    def stmt(self, node: Node) -> None:
+        t = node.type
+        st = self.state
+        if t == "variable_assignment":
+            self.assignment(node)
+            st.status = True
+        elif t == "variable_assignments":
+            for child in node.named_children:
+                self.assignment(child)
+            st.status = True
+        elif t == "declaration_command":
+            self.declaration(node)
+        elif t == "unset_command":
+            for child in node.named_children:
+                name = text_of(child)
+                if not name.startswith("-"):
+                    st.vars.pop(name, None)
+                    st.unknown.pop(name, None)
+                    st.functions.pop(name, None)
+        elif t == "command":
+            self.command(node)
+        elif t == "redirected_statement":
+            self.redirected(node)
+        elif t in ("pipeline", "subshell", "compound_statement", "do_group"):
+            kids = node.named_children
+            if t == "compound_statement" and node.children and node.children[0].type == "((":
+                self.arith_statement(kids)
+            elif t == "subshell":
+                saved = st.copy()
+                try:
+                    self.block(kids)
+                except _Exit:
+                    pass
+                found = self.state.found
+                self.state = saved
+                self.state.found = found
+            else:
+                self.block(kids)
+        elif t == "list":
+            self.and_or(node)
+        elif t == "negated_command":
+            self.block(node.named_children)
+            st = self.state
+            st.status = None if st.status is None else not st.status
+        elif t == "test_command":
+            st.status = self.test_node(node)
+        elif t == "function_definition":
+            st.functions[text_of(node.child_by_field_name("name"))] = node.child_by_field_name("body")
+            st.status = True
+        elif t == "if_statement":
+            self.if_statement(node)
+        elif t == "case_statement":
+            self.case_statement(node)
+        elif t == "for_statement":
+            self.for_statement(node)
+        elif t == "c_style_for_statement":
+            self.c_for(node)
+        elif t == "while_statement":
+            self.while_statement(node)
+        # comments and anything else: nothing bash would change that the framework command depends on
+
+    def assignment(self, node: Node, local: bool = False) -> None:
+        target = node.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        append = any(c.type == "+=" for c in node.children)
+        index = None
+        if target is not None and target.type == "subscript":
+            name = text_of(target.child_by_field_name("name"))
+            index = text_of(target.child_by_field_name("index"))
+        else:
+            name = text_of(target) if target is not None else text_of(node).split("=")[0]
+        if local and self.state.frames and name not in self.state.frames[-1]:
+            self.state.frames[-1][name] = self.state.unknown.get(name, self.state.vars.get(name, None))
+        if value is not None and value.type == "array":
+            items = self.words(value.named_children)
+            if self.seen_since(items):
+                self.set_value(name, self._unknown_of(f"{name}=(...)"))
+                return
+            old = self.state.vars.get(name)
+            old = old if isinstance(old, list) else ([old] if old is not None else [])
+            self.set_value(name, (old + items) if append else items)
+            return
+        start = len(self.seen)
+        text = self.string(value) if value is not None else ""
+        if len(self.seen) > start:
+            unk = self._merge_unknowns(self.seen[start:])
+            if not any(u.kind == "branch" or (u.kind == "subst" and not u.roots) for u in self.seen[start:]):
+                self.set_value(name, text, tuple(dict.fromkeys(self.seen[start:])))  # kept as written
+                return
+            if unk.kind == "subst":
+                unk = Unknown("subst", f"${name} is set by a command substitution, which is not run", (name,))
+            self.set_value(name, unk)
+            return
+        if index is not None:
+            arr = self.state.vars.get(name)
+            arr = list(arr) if isinstance(arr, list) else ([arr] if arr is not None else [])
+            try:
+                pos = self.arith_text(index)
+            except Undecided as exc:
+                self.set_value(name, exc.unknowns[0])
+                return
+            while len(arr) <= pos:
+                arr.append("")
+            arr[pos] = (arr[pos] + text) if append else text
+            self.set_value(name, arr)
+            return
+        if append:
+            old = self.state.vars.get(name)
+            if isinstance(old, list):
+                self.set_value(name, [*old, text])
+                return
+            text = (old or "") + text
+        self.set_value(name, text)
+
+    def seen_since(self, items: Any) -> bool:
+        return False
+
+    def _unknown_of(self, what: str) -> Unknown:
+        return Unknown("other", f"{what} holds a value rlsim does not know")
+
+    def _merge_unknowns(self, unknowns: list[Unknown]) -> Unknown:
+        first = unknowns[0]
+        roots = tuple(dict.fromkeys(r for u in unknowns for r in u.roots))
+        return Unknown(first.kind, first.text, roots)
+
+    def set_value(self, name: str, value: Any, taint: tuple[Unknown, ...] = ()) -> None:
+        if (isinstance(value, Unknown) or taint) and name in self.sets:
+            self.used_sets.add(name)
+            self.note(f"{name}: the script sets it by what it cannot know; --set {name}={self.sets[name]} taken")
+            value, taint = self.sets[name], ()
+        self.assign(name, value, taint)
+
+    def declaration(self, node: Node) -> None:
+        kind = node.children[0].type
+        for child in node.named_children:
+            if child.type == "variable_assignment":
+                self.assignment(child, local=kind in ("local", "declare", "typeset") and bool(self.state.frames))
+                name_node = child.child_by_field_name("name")
+                name = text_of(name_node)
+            elif child.type == "variable_name":
+                name = text_of(child)
+                if kind in ("local", "declare", "typeset") and self.state.frames and name not in self.state.frames[-1]:
+                    self.state.frames[-1][name] = self.state.vars.get(name)
+                    self.state.vars.pop(name, None)
+                    self.state.unknown.pop(name, None)
+            else:
+                continue
+            if kind == "export":
+                self.state.exported.add(name.split("[")[0])
+        self.state.status = True
+
+    def arith_statement(self, nodes: list[Node]) -> None:
+        try:
+            self.state.status = bool(self.arith_nodes(nodes))
+        except Undecided:
+            self.state.status = None
+
+    def and_or(self, node: Node) -> None:
+        kids = node.children
+        self.stmt(kids[0])
+        op, right = kids[1].type, kids[2]
+        status = self.state.status
+        if status is None:
+            self.fork([lambda: self.stmt(right), lambda: None], f"`{text_of(kids[0])[:60]}`", line_of(node), self._cond_unknowns)
+        elif (op == "&&") == status:
+            self.stmt(right)
+
+    # ---- commands --------------------------------------------------------------------------------------------
+    def command(self, node: Node, heredoc: str | None = None) -> None:
+        st = self.state
+        prefix = [c for c in node.named_children if c.type == "variable_assignment"]
+        name_node = node.child_by_field_name("name")
+        args = [c for c, f in _fields(node) if f == "argument"]
+        start = len(self.seen)
+        words = (self.word(name_node) if name_node is not None else []) + self.words(args)
+        unknowns = self.seen[start:]
+        if not words:
+            for child in prefix:
+                self.assignment(child)
+            st.status = True
+            return
+        saved = {}
+        if prefix:  # A=B cmd: the assignments hold for the command only
+            for child in prefix:
+                n = text_of(child.child_by_field_name("name"))
+                saved[n] = (st.vars.get(n), st.unknown.get(n))
+                self.assignment(child)
+        try:
+            self.run_words(words, unknowns, node, heredoc)
+        finally:
+            for n, (v, u) in saved.items():
+                self.state.vars.pop(n, None)
+                self.state.unknown.pop(n, None)
+                if v is not None:
+                    self.state.vars[n] = v
+                if u is not None:
+                    self.state.unknown[n] = u
+
+    def run_words(self, words: list[str], unknowns: list[Unknown], node: Node, heredoc: str | None) -> None:
+        st = self.state
+        cmd = words[0]
+        st.status = True
+        if cmd in st.functions:
+            return self.call(cmd, words[1:], node)
+        if cmd in ("exit",):
+            raise _Exit
+        if cmd == "return":
+            raise _Return
+        if cmd in ("break", "continue"):
+            raise _Break(cmd == "continue")
+        if cmd in ("false",):
+            st.status = False
+            return
+        if cmd in ("test", "["):
+            st.status = self.test_words(words[1:-1] if cmd == "[" else words[1:], unknowns)
+            return
+        if cmd in ("source", ".") and len(words) > 1:
+            return self.source(words[1], words[2:], unknowns, node)
+        if cmd == "shift":
+            n = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
+            st.positional = st.positional[n:]
+            return
+        if cmd == "set" and "--" in words:
+            st.positional = words[words.index("--") + 1 :]
+            return
+        if cmd == "let":
+            for expr in words[1:]:
+                try:
+                    st.status = bool(self.arith_text(expr))
+                except Undecided:
+                    st.status = None
+            return
+        if cmd == "eval" and not unknowns:
+            return self.nested(" ".join(words[1:]), "eval", node)
+        inner = _inline_script(words)
+        if inner is not None:
+            return self.nested(inner, "bash -c", node, subshell=True)
+        if heredoc is not None and cmd.rsplit("/", 1)[-1] in ("bash", "sh") and len(words) == 1:
+            return self.nested(heredoc, "a here-document", node, subshell=True)
+        args = _entry(words, self.markers)
+        if args is not None:
+            st.found = Launch(tuple(args), tuple(unknowns))
+
+    def call(self, name: str, args: list[str], node: Node) -> None:
+        if self.depth > _DEPTH_LIMIT:
+            raise Refused(f"{self.where} line {line_of(node)}: {name} calls itself past {_DEPTH_LIMIT} levels")
+        st = self.state
+        body = st.functions[name]
+        saved_pos = st.positional
+        st.positional = list(args)
+        st.frames.append({})
+        self.depth += 1
+        try:
+            self.stmt(body)
+        except _Return:
+            pass
+        finally:
+            self.depth -= 1
+            st = self.state
+            frame = st.frames.pop() if st.frames else {}
+            for n, old in frame.items():
+                st.vars.pop(n, None)
+                st.unknown.pop(n, None)
+                if isinstance(old, Unknown):
+                    st.unknown[n] = old
+                elif old is not None:
+                    st.vars[n] = old
+            st.positional = saved_pos
+
+    def nested(self, text: str, what: str, node: Node, subshell: bool = False) -> None:
+        if self.depth > _DEPTH_LIMIT:
+            raise Refused(f"{self.where} line {line_of(node)}: {what} nests past {_DEPTH_LIMIT} levels")
+        root = parse(text)
+        saved = self.state.copy() if subshell else None
+        if subshell:  # a new bash: only what the script exported
+            st = self.state
+            st.vars = {k: v for k, v in st.vars.items() if k in st.exported and not isinstance(v, list)}
+            st.unknown = {k: v for k, v in st.unknown.items() if k in st.exported}
+            st.functions, st.positional, st.frames = {}, [], []
+        self.depth += 1
+        try:
+            self.block(root.children)
+        except _Exit:
+            pass
+        finally:
+            self.depth -= 1
+            if saved is not None:
+                found = self.state.found
+                self.state = saved
+                self.state.found = found
+
+    def source(self, name: str, args: list[str], unknowns: list[Unknown], node: Node) -> None:
+        path = self._find(name) if not unknowns else None
+        if path is None:
+            self.note(f"source {name}: not found beside {self.where}; read on without it")
+            return
+        saved = self.state.positional
+        if args:
+            self.state.positional = list(args)
+        self.depth += 1
+        try:
+            if self.depth > _DEPTH_LIMIT:
+                raise Refused(f"{self.where}: source nests past {_DEPTH_LIMIT} levels")
+            self.block(parse(path.read_text(errors="replace")).children)
+        finally:
+            self.depth -= 1
+            if args:
+                self.state.positional = saved
+
+    def _find(self, name: str) -> Path | None:
+        if self.base is None:
+            return None
+        given = Path(name)
+        if given.is_absolute():
+            return given if given.is_file() else None
+        for folder in [self.base, *self.base.parents][:6]:  # the script's folder, then the repository it sits in
+            if (folder / given).is_file():
+                return folder / given
+        return None
+
+    def redirected(self, node: Node) -> None:
+        body = node.child_by_field_name("body")
+        heredoc = None
+        for child in node.named_children:
+            if child.type == "heredoc_redirect":
+                heredoc = self.heredoc(child)
+        if body is None:
+            return
+        if body.type == "command":
+            self.command(body, heredoc)
+        else:
+            self.stmt(body)
+
+    def heredoc(self, node: Node) -> str:
+        start = next((c for c in node.named_children if c.type == "heredoc_start"), None)
+        body = next((c for c in node.named_children if c.type == "heredoc_body"), None)
+        if body is None:
+            return ""
+        if start is not None and re.search(r"['\"\\]", text_of(start)):
+            return text_of(body)  # a quoted delimiter: the body as written
+        out = ""
+        pos = body.start_byte
+        src = body.text or b""
+        for child in body.named_children:
+            out += src[pos - body.start_byte : child.start_byte - body.start_byte].decode()
+            if child.type != "heredoc_content":
+                out += self.string(child)
+            else:
+                out += text_of(child)
+            pos = child.end_byte
+        return out + src[pos - body.start_byte :].decode()
+
+    # ---- conditions and branches -----------------------------------------------------------------------------
+    _cond_unknowns: list[Unknown] = []
+
+    def if_statement(self, node: Node) -> None:
+        clauses: list[tuple[list[Node], list[Node]]] = []
+        cond: list[Node] = []
+        body: list[Node] = []
+        part = "cond"
+        for child in node.children:
+            if child.type in ("if", "fi", ";", "&"):
+                continue
+            if child.type == "then":
+                part = "body"
+            elif child.type in ("elif_clause", "else_clause"):
+                pass
+            elif part == "cond":
+                cond.append(child)
+            else:
+                body.append(child)
+        clauses.append((cond, body))
+        for child in node.named_children:
+            if child.type == "elif_clause":
+                c, b, part = [], [], "cond"
+                for k in child.children:
+                    if k.type == "then":
+                        part = "body"
+                    elif k.type not in ("elif", ";", "&"):
+                        (c if part == "cond" else b).append(k)
+                clauses.append((c, b))
+            elif child.type == "else_clause":
+                clauses.append(([], [k for k in child.children if k.type != "else"]))
+        self.clauses(clauses, node)
+
+    def clauses(self, clauses: list[tuple[list[Node], list[Node]]], node: Node) -> None:
+        for k, (cond, body) in enumerate(clauses):
+            if not cond:  # else
+                self.block(body)
+                return
+            start = len(self.seen)
+            self.block(cond)
+            status = self.state.status
+            if status is None:
+                unknowns = self.seen[start:] or [Unknown("other", "a condition rlsim cannot decide")]
+                rest = clauses[k + 1 :]
+                self.fork(
+                    [lambda b=body: self.block(b), lambda r=rest: self.clauses(r, node) if r else None],
+                    f"`{' '.join(text_of(c) for c in cond)[:60]}`",
+                    line_of(cond[0]),
+                    unknowns,
+                )
+                return
+            if status:
+                self.block(body)
+                return
+        self.state.status = True
+
+    def case_statement(self, node: Node) -> None:
+        value_node = node.child_by_field_name("value")
+        start = len(self.seen)
+        value = self.string(value_node)
+        unknowns = self.seen[start:]
+        items = [c for c in node.named_children if c.type == "case_item"]
+        parsed = []
+        for item in items:
+            pats, body, in_body = [], [], False
+            for k, f in _fields(item):
+                if f == "value" and not in_body:
+                    pats.append(k)
+                elif k.type == ")":
+                    in_body = True
+                elif in_body and k.is_named:
+                    body.append(k)
+            parsed.append((pats, body))
+        if unknowns:
+            branches = [lambda b=body: self.block(b) for _, b in parsed]
+            if not any(self.pattern([p]) == "*" for pats, _ in parsed for p in pats):
+                branches.append(lambda: None)
+            self.fork(branches, f"`case {text_of(value_node)}`", line_of(node), unknowns)
+            return
+        for pats, body in parsed:
+            if any(matches(value, self.pattern([p])) for p in pats):
+                self.block(body)
+                return
+
+    def fork(self, branches: list, what: str, line: int, unknowns: list[Unknown]) -> None:
+        """Every branch from a copy of the state; the copies merged (module docstring)."""
+        roots = tuple(dict.fromkeys(r for u in unknowns for r in u.roots))
+        for name in roots:
+            if name in self.sets:  # decided by --set NAME=value
+                self.used_sets.add(name)
+        base = self.state
+        results: list[State] = []
+        for run in branches:
+            self.state = base.copy()
+            try:
+                run()
+            except _Exit:
+                continue
+            results.append(self.state)
+        if not results:
+            self.state = base
+            raise _Exit
+        why = _why(unknowns, roots)
+        self.state = _merge(results, what, line, why, roots, base)
+
+    def test_node(self, node: Node) -> bool | None:
+        double = node.children[0].type == "[["
+        tokens: list[tuple[str, bool, bool]] = []  # text, an operator, quoted
+        start = len(self.seen)
+        self._tokens(node, tokens, double)
+        unknowns = self.seen[start:]
+        self._cond_unknowns = unknowns
+        if unknowns:
+            return None
+        return _test(tokens, double, self)
+
+    def _tokens(self, node: Node, out: list, double: bool) -> None:
+        for child in node.children:
+            t = child.type
+            if t in ("[", "]", "[[", "]]"):
+                continue
+            if t in ("binary_expression", "unary_expression", "parenthesized_expression", "negated_command"):
+                self._tokens(child, out, double)
+            elif t == "test_operator" or not child.is_named:
+                out.append((text_of(child), True, False))
+            elif double:
+                quoted = t in ("string", "raw_string", "ansi_c_string")
+                value = self.string(child)
+                out.append((value if quoted or t not in ("word", "extglob_pattern", "regex") else text_of(child), False, quoted))
+            else:
+                out += [(w, False, False) for w in self.word(child)]
+
+    def test_words(self, words: list[str], unknowns: list[Unknown]) -> bool | None:
+        self._cond_unknowns = unknowns
+        if unknowns:
+            return None
+        ops = {"!", "(", ")", "-a", "-o", "=", "==", "!=", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "<", ">"}
+        tokens = [(w, w in ops or bool(re.fullmatch(r"-[a-zA-Z]", w)), False) for w in words]
+        return _test(tokens, False, self)
+
+    def for_statement(self, node: Node) -> None:
+        var = text_of(node.child_by_field_name("variable"))
+        values = [c for c, f in _fields(node) if f == "value"]
+        body = node.child_by_field_name("body")
+        start = len(self.seen)
+        items = self.words(values) if values else list(self.state.positional)
+        if len(self.seen) > start:
+            self.fork([lambda: self.stmt(body), lambda: None], f"`for {var} in ...`", line_of(node), self.seen[start:])
+            return
+        for item in items[:_LOOP_LIMIT]:
+            self.assign(var, item)
+            try:
+                self.stmt(body)
+            except _Break as b:
+                if not b.continuing:
+                    break
+
+    def c_for(self, node: Node) -> None:
+        init, cond, update = (node.child_by_field_name(k) for k in ("initializer", "condition", "update"))
+        body = node.child_by_field_name("body")
+        try:
+            if init is not None:
+                self.arith(init)
+            for _ in range(_LOOP_LIMIT):
+                if cond is not None and not self.arith(cond):
+                    return
+                try:
+                    self.stmt(body)
+                except _Break as b:
+                    if not b.continuing:
+                        return
+                if update is not None:
+                    self.arith(update)
+        except Undecided as exc:
+            self.fork([lambda: self.stmt(body), lambda: None], "`for ((...))`", line_of(node), exc.unknowns)
+
+    def while_statement(self, node: Node) -> None:
+        until = node.children[0].type == "until"
+        conds = [c for c, f in _fields(node) if f == "condition" and c.is_named]
+        body = node.child_by_field_name("body")
+        for _ in range(_LOOP_LIMIT):
+            start = len(self.seen)
+            self.block(conds)
+            status = self.state.status
+            if status is None:
+                self.note(f"line {line_of(node)}: a loop whose condition rlsim cannot decide; its body read once")
+                self.fork([lambda: self.stmt(body), lambda: None], "`while ...`", line_of(node), self.seen[start:])
+                return
+            if status == until:
+                return
+            try:
+                self.stmt(body)
+            except _Break as b:
+                if not b.continuing:
+                    return
+        self.note(f"line {line_of(node)}: a loop ran {_LOOP_LIMIT} turns; read no further")
+
+
+def _fields(node: Node) -> list[tuple[Node, str | None]]:
+    return [(c, node.field_name_for_child(i)) for i, c in enumerate(node.children)]
+
+
+def _why(unknowns: list[Unknown], roots: tuple[str, ...]) -> str:
+    if roots:
+        return ", ".join(f"${r}" for r in roots) + " (not set by the script)"
+    return unknowns[0].text if unknowns else "a value rlsim cannot know"
+
+
+def _merge(results: list[State], what: str, line: int, why: str, roots: tuple[str, ...], base: State) -> State:
+    out = results[0]
+    if len(results) == 1:
+        return out
+    names = set().union(*(set(r.vars) | set(r.unknown) for r in results))
+    for name in names:
+        values = [(r.unknown.get(name, r.vars.get(name)), r.taint.get(name)) for r in results]
+        if all(v == values[0] for v in values):
+            continue
+        shown = " or ".join(dict.fromkeys(_show(v) for v, _ in values))
+        text = f"{name} is {shown} depending on {what} (line {line}), which reads {why}"
+        out.vars.pop(name, None)
+        out.taint.pop(name, None)
+        out.unknown[name] = Unknown("branch", text, roots)
+    for r in results[1:]:
+        for k, v in r.functions.items():
+            out.functions.setdefault(k, v)
+        out.exported |= r.exported
+    launches = [r.found for r in results]
+    if any(f != launches[0] for f in launches):
+        ran = [f for f in launches if f is not None and f != base.found] or [f for f in launches if f is not None]
+        if len(set(ran)) == 1 and all(f in (None, base.found, ran[0]) for f in launches) and base.found is None:
+            out.found = ran[0]
+        else:
+            out.found = Launch((), (), Unknown("branch", f"the command it runs depends on {what} (line {line}), which reads {why}", roots))
+    statuses = {r.status for r in results}
+    out.status = statuses.pop() if len(statuses) == 1 else None
+    return out
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, Unknown):
+        return "unknown"
+    if isinstance(value, list):
+        return "(" + " ".join(value) + ")"
+    return repr(value) if value == "" or " " in value else value
+
+
+def _inline_script(words: list[str]) -> str | None:
+    """The script of ``bash -c STRING`` anywhere in a command (after a launcher: ``srun ... bash -c``)."""
+    for k in range(len(words) - 2):
+        if words[k].rsplit("/", 1)[-1] in ("bash", "sh") and words[k + 1] == "-c":
+            return words[k + 2]
+    return None
+
+
+def _entry(words: list[str], markers: tuple[str, ...]) -> list[str] | None:
+    """The arguments after the entry point in a command's words; ``ray job submit ... -- COMMAND`` unwrapped, any
+    launcher before it (``srun``, ``torchrun``, ``python -m``, ``uv run``, ``nohup``, ``env A=B``) passed over."""
+    if "--" in words and any(w.rsplit("/", 1)[-1] == "ray" for w in words[: words.index("--")]):
+        words = words[words.index("--") + 1 :]
+    for k, w in enumerate(words):
+        if w in markers or any(w.endswith("/" + m) for m in markers):
+            return words[k + 1 :]
+    return None
+
+
+_BINARY = {"=", "==", "!=", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "<", ">", "=~", "-nt", "-ot", "-ef"}
+
+
+def _test(tokens: list[tuple[str, bool, bool]], double: bool, ev: Evaluator) -> bool | None:
+    """``test`` / ``[ ]`` / ``[[ ]]`` over expanded tokens (text, operator, quoted): ! ( ) -a -o && ||, unary and
+    binary operators; a file test is not decided (None)."""
+    pos = 0
+
+    def peek() -> tuple[str, bool, bool] | None:
+        return tokens[pos] if pos < len(tokens) else None
+
+    def take() -> tuple[str, bool, bool]:
+        nonlocal pos
+        pos += 1
+        return tokens[pos - 1]
+
+    def disj() -> bool | None:
+        left = conj()
+        while peek() is not None and peek()[1] and peek()[0] in ("-o", "||"):
+            take()
+            right = conj()
+            left = True if (left or right) else (None if None in (left, right) else False)
+        return left
+
+    def conj() -> bool | None:
+        left = neg()
+        while peek() is not None and peek()[1] and peek()[0] in ("-a", "&&"):
+            take()
+            right = neg()
+            left = False if (left is False or right is False) else (None if None in (left, right) else True)
+        return left
+
+    def neg() -> bool | None:
+        tok = peek()
+        if tok is not None and tok[1] and tok[0] == "!" and pos + 1 < len(tokens):
+            take()
+            value = neg()
+            return None if value is None else not value
+        return prim()
+
+    def prim() -> bool | None:
+        tok = peek()
+        if tok is None:
+            return False
+        if tok[1] and tok[0] == "(":
+            take()
+            value = disj()
+            if peek() is not None and peek()[0] == ")":
+                take()
+            return value
+        if pos + 2 < len(tokens) + 0 and tokens[pos + 1][1] and tokens[pos + 1][0] in _BINARY:
+            left = take()[0]
+            op = take()[0]
+            right, _, quoted = take()
+            return _binary(left, op, right, quoted, double, ev)
+        if tok[1] and re.fullmatch(r"-[a-zA-Z]", tok[0]) and pos + 1 < len(tokens):
+            op = take()[0]
+            operand = take()[0]
+            if op == "-n":
+                return operand != ""
+            if op == "-z":
+                return operand == ""
+            if op == "-v":
+                return operand in ev.state.vars
+            return None  # -f -d -e ...: the file system, not known
+        return take()[0] != ""
+
+    try:
+        value = disj()
+    except (IndexError, TypeError):
+        raise Refused(f"{ev.where}: a test rlsim cannot read ({' '.join(t[0] for t in tokens)[:60]})") from None
+    return value
+
+
+def _binary(left: str, op: str, right: str, quoted: bool, double: bool, ev: Evaluator) -> bool | None:
+    if op in ("=", "==", "!="):
+        same = matches(left, right) if double and not quoted else left == right
+        return same if op != "!=" else not same
+    if op == "=~":
+        try:
+            return re.search(right, left) is not None
+        except re.error:
+            return None
+    if op in ("<", ">"):
+        return (left < right) if op == "<" else (left > right)
+    if op in ("-nt", "-ot", "-ef"):
+        return None
+    try:
+        a = ev.arith_text(left) if double else int(left)
+        b = ev.arith_text(right) if double else int(right)
+    except ValueError:
+        raise Refused(f"{ev.where}: [ {left} {op} {right} ] compares a value that is not an integer") from None
+    return {"-eq": a == b, "-ne": a != b, "-lt": a < b, "-le": a <= b, "-gt": a > b, "-ge": a >= b}[op]
+
+
+def evaluate(text: str, where: str, markers: tuple[str, ...], base: Path | None = None, sets: dict[str, str] | None = None) -> Evaluator:
+    """The script evaluated (module docstring); the result holds the last framework command (``state.found``),
+    the notes and which ``sets`` it used."""
+    ev = Evaluator(where, markers, base, dict(sets or {}))
+    for name, value in ev.sets.items():
+        ev.state.vars[name] = value
+        ev.state.exported.add(name)
+    ev.run_script(text, where)
+    return ev
