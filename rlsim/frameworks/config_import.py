@@ -8,7 +8,9 @@ its own: OpenRLHF's argument lists, NeMo RL's ``defaults:`` chain), ``canonical`
 ``resolve`` (interpolations, after the overrides). This module does what the formats share:
 
 * read the file through the adapter and flatten it to dotted keys (``data.train_batch_size``);
-* apply the framework overrides (``--set KEY=VALUE``, dotted framework keys) before anything is mapped;
+* apply the framework overrides (``--set KEY=VALUE``, dotted framework keys) before anything is mapped; a
+  ``--set NAME=VALUE`` whose NAME a launch script uses as a shell variable sets it before the script is read
+  (rlsim.frameworks.launch.shell_sets);
 * track which keys the mapping read: every other key of the file is listed (stderr and ``assumptions``), never
   dropped silently; a key the mapping reads must be in the adapter's table (so the table is what the code does);
 * the rlsim-side facts the framework config lacks, as documented defaults the scenario lists under
@@ -32,6 +34,7 @@ from rlsim.errors import ScenarioError
 from rlsim.frameworks import registry
 from rlsim.frameworks.adapter import LAUNCH_NOTES, FrameworkAdapter, ImportConfigError, Row, Source
 from rlsim.frameworks.common import DEFAULT_GPU, LAUNCH_DIR, short
+from rlsim.frameworks.launch import shell_sets
 from rlsim.scenario import apply_overrides, from_dict
 
 
@@ -92,11 +95,13 @@ def framework_flat(
     check_format(fmt)
     fmt, how = registry.choose(path, fmt)
     adapter = registry.get(fmt)
-    data = adapter.read(path)
+    with shell_sets(framework_set or {}) as shell_names:  # --set NAME=value of a launch script's shell variable
+        data = adapter.read(path)
     read_notes = ([how] if how else []) + list(data.pop(LAUNCH_NOTES, []))
     flat, spelling = adapter.canonical(flatten(data), str(path.name))
     legacy = bool(spelling)
-    sets, set_spelling = adapter.canonical(flatten_sets(framework_set or {}), "--set")
+    framework_only = {k: v for k, v in (framework_set or {}).items() if k not in shell_names}
+    sets, set_spelling = adapter.canonical(flatten_sets(framework_only), "--set")
     spelling.update(set_spelling)
     _check_set_keys(adapter, fmt, flat, sets)
     for key, value in sets.items():

@@ -98,7 +98,7 @@ def parse_arguments(text: str, where: str = "arguments") -> dict[str, Any]:
     a flag given twice keeps its last value (as argparse does)."""
     notes: list[str] = []
     if MODULE in text:  # a launch script: its variables, arrays, bash -c and ray job submit read as text
-        words, notes = framework_command(text, where, (MODULE,))
+        words, notes = framework_command(text, where, (MODULE,), Path(where).parent)
     else:
         try:
             words = shlex.split(text.replace("\\\n", " "), comments=True)

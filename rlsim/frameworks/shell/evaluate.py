@@ -67,7 +67,7 @@ class Evaluator(Expander):
             self.note(f"{where} line {line_of(bad)}: {snippet!r} is not bash the grammar reads; skipped")
         try:
             self.block(root.children)
-        except _Exit:
+        except (_Exit, _Break, _Return):
             pass
 
     def block(self, nodes: list[Node]) -> None:
@@ -247,10 +247,14 @@ class Evaluator(Expander):
         st = self.state
         prefix = [c for c in node.named_children if c.type == "variable_assignment"]
         name_node = node.child_by_field_name("name")
-        args = [c for c, f in _fields(node) if f == "argument"]
-        start = len(self.seen)
-        words = (self.word(name_node) if name_node is not None else []) + self.words(args)
-        unknowns = self.seen[start:]
+        args = [c for c, f in _fields(node) if f == "argument" and c.type != "comment"]
+        words: list[str] = []
+        unknowns: list[list[Unknown]] = []  # per word, the unknowns it holds
+        for part in ([name_node] if name_node is not None else []) + args:
+            start = len(self.seen)
+            got = self.word(part)
+            words += got
+            unknowns += [self.seen[start:]] * len(got)
         if not words:
             for child in prefix:
                 self.assignment(child)
@@ -273,8 +277,9 @@ class Evaluator(Expander):
                 if u is not None:
                     self.state.unknown[n] = u
 
-    def run_words(self, words: list[str], unknowns: list[Unknown], node: Node, heredoc: str | None) -> None:
+    def run_words(self, words: list[str], per_word: list[list[Unknown]], node: Node, heredoc: str | None) -> None:
         st = self.state
+        unknowns = [u for us in per_word for u in us]
         cmd = words[0]
         st.status = True
         if cmd in st.functions:
@@ -314,9 +319,9 @@ class Evaluator(Expander):
             return self.nested(inner, "bash -c", node, subshell=True)
         if heredoc is not None and cmd.rsplit("/", 1)[-1] in ("bash", "sh") and len(words) == 1:
             return self.nested(heredoc, "a here-document", node, subshell=True)
-        args = _entry(words, self.markers)
-        if args is not None:
-            st.found = Launch(tuple(args), tuple(unknowns))
+        at = _entry(words, self.markers)
+        if at is not None:
+            st.found = Launch(tuple(words[at:]), tuple(dict.fromkeys(u for us in per_word[at:] for u in us)))
 
     def call(self, name: str, args: list[str], node: Node) -> None:
         if self.depth > _DEPTH_LIMIT:
@@ -501,7 +506,7 @@ class Evaluator(Expander):
                     body.append(k)
             parsed.append((pats, body))
         if unknowns:
-            branches = [lambda b=body: self.block(b) for _, b in parsed]
+            branches = [lambda b=b: self.block(b) for _, b in parsed]
             if not any(self.pattern([p]) == "*" for pats, _ in parsed for p in pats):
                 branches.append(lambda: None)
             self.fork(branches, f"`case {text_of(value_node)}`", line_of(node), unknowns)
@@ -525,6 +530,8 @@ class Evaluator(Expander):
                 run()
             except _Exit:
                 continue
+            except (_Break, _Return):
+                pass
             results.append(self.state)
         if not results:
             self.state = base
@@ -630,9 +637,8 @@ def _fields(node: Node) -> list[tuple[Node, str | None]]:
 
 
 def _why(unknowns: list[Unknown], roots: tuple[str, ...]) -> str:
-    if roots:
-        return ", ".join(f"${r}" for r in roots) + " (not set by the script)"
-    return unknowns[0].text if unknowns else "a value rlsim cannot know"
+    texts = list(dict.fromkeys(u.text if len(u.text) < 160 else u.text[:157] + "..." for u in unknowns))
+    return "; ".join(texts[:2]) or "a value rlsim cannot know"
 
 
 def _merge(results: list[State], what: str, line: int, why: str, roots: tuple[str, ...], base: State) -> State:
@@ -645,7 +651,7 @@ def _merge(results: list[State], what: str, line: int, why: str, roots: tuple[st
         if all(v == values[0] for v in values):
             continue
         shown = " or ".join(dict.fromkeys(_show(v) for v, _ in values))
-        text = f"{name} is {shown} depending on {what} (line {line}), which reads {why}"
+        text = f"{name} is {shown} depending on {what} (line {line}), where {why}"
         out.vars.pop(name, None)
         out.taint.pop(name, None)
         out.unknown[name] = Unknown("branch", text, roots)
@@ -659,7 +665,7 @@ def _merge(results: list[State], what: str, line: int, why: str, roots: tuple[st
         if len(set(ran)) == 1 and all(f in (None, base.found, ran[0]) for f in launches) and base.found is None:
             out.found = ran[0]
         else:
-            out.found = Launch((), (), Unknown("branch", f"the command it runs depends on {what} (line {line}), which reads {why}", roots))
+            out.found = Launch((), (), Unknown("branch", f"the command it runs depends on {what} (line {line}), where {why}", roots))
     statuses = {r.status for r in results}
     out.status = statuses.pop() if len(statuses) == 1 else None
     return out
@@ -683,14 +689,15 @@ def _inline_script(words: list[str]) -> str | None:
     return None
 
 
-def _entry(words: list[str], markers: tuple[str, ...]) -> list[str] | None:
+def _entry(words: list[str], markers: tuple[str, ...]) -> int | None:
     """The arguments after the entry point in a command's words; ``ray job submit ... -- COMMAND`` unwrapped, any
     launcher before it (``srun``, ``torchrun``, ``python -m``, ``uv run``, ``nohup``, ``env A=B``) passed over."""
+    start = 0
     if "--" in words and any(w.rsplit("/", 1)[-1] == "ray" for w in words[: words.index("--")]):
-        words = words[words.index("--") + 1 :]
-    for k, w in enumerate(words):
-        if w in markers or any(w.endswith("/" + m) for m in markers):
-            return words[k + 1 :]
+        start = words.index("--") + 1
+    for k in range(start, len(words)):
+        if words[k] in markers or any(words[k].endswith("/" + m) for m in markers):
+            return k + 1
     return None
 
 

@@ -51,7 +51,7 @@ def read(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ImportConfigError(f"{path}: is not a file; give TRL's GRPO config (YAML / JSON) or its accelerate launch")
     text = read_text(path, "TRL launch script")
-    entry, words, notes = _command(text, path.name)
+    entry, words, notes = _command(text, path.name, path.parent)
     launch: dict[str, Any] = {}
     i = 0
     flags = TORCHRUN_FLAGS if entry == "torchrun" else ACCELERATE_FLAGS
@@ -99,14 +99,16 @@ def read(path: Path) -> dict[str, Any]:
     return data
 
 
-def _command(text: str, where: str) -> tuple[str, list[str], list[str]]:
+def _command(text: str, where: str, base: Path | None = None) -> tuple[str, list[str], list[str]]:
     """(launcher, the words after ``accelerate launch`` / ``torchrun`` / ``trl grpo``, notes): the first launcher
     of ENTRIES the script runs."""
     for entry in ENTRIES:
         try:
-            words, notes = framework_command(text, where, (entry,))
-        except ImportConfigError:
-            continue
+            words, notes = framework_command(text, where, (entry,), base)
+        except ImportConfigError as exc:
+            if ": runs no " in str(exc):
+                continue
+            raise  # the launcher is there but its command cannot be read (a branch, a substitution)
         if entry == "accelerate":
             if not words or words[0] != "launch":
                 raise ImportConfigError(f"{where}: runs accelerate without launch; give the accelerate launch command")

@@ -150,7 +150,7 @@ def read(path: Path, entries: tuple[str, ...] = (ENTRY,)) -> dict[str, Any]:
     if not path.is_file():
         raise ImportConfigError(f"{path}: is not a file; give verl's config YAML or the launch script that runs it")
     text = read_text(path, "verl launch script")
-    words, notes = framework_command(text, path.name, entries)
+    words, notes = framework_command(text, path.name, entries, path.parent)
     entry = " or ".join(entries)
     data: dict[str, Any] = {}
     for word in words:
