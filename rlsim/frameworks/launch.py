@@ -69,7 +69,9 @@ def framework_command(
     from rlsim.frameworks.shell.expand import Refused
 
     given = _SETS.get() or {}
-    sets = {k: _shell_value(v) for k, v in given.items() if re.search(rf"(\$\{{?[#!]?{k}\b|\b{k}(\[[^]]*\])?\+?=)", text)}
+    sets = {
+        k: _shell_value(v) for k, v in given.items() if re.search(rf"(\$\{{?[#!]?{k}\b|\b{k}(\[[^]]*\])?\+?=)", text)
+    }
     used = _USED.get()
     if used is not None:
         used.update(sets)
@@ -87,7 +89,7 @@ def framework_command(
     notes = list(ev.notes) if any("no arguments" in n for n in ev.notes) else []
     notes = [n for n in ev.notes if "no arguments" not in n or notes]
     for unk in launch.unknowns:
-        if unk.kind == "branch":
+        if unk.kind in ("branch", "parse"):
             raise ImportConfigError(f"{where}: {unk.text}; {_pick(unk)}")
         if unk.kind == "subst" and "command substitution" in unk.text and not unk.roots and _direct(unk, launch):
             written = unk.text.split(" is a command substitution")[0]

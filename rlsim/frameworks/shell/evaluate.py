@@ -11,10 +11,10 @@ is the framework's entry point, they are the framework command (the last one the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlsim.frameworks.shell.decide import Launch, _merge, _test, _why
 from rlsim.frameworks.shell.expand import Expander, Refused, State, Undecided, Unknown, matches
 from rlsim.frameworks.shell.parse import errors, line_of, parse, text_of
 
@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 
 _LOOP_LIMIT = 10_000
 _DEPTH_LIMIT = 64
-_DECL = ("export", "local", "declare", "typeset", "readonly")
+_COMPOUND = {"if_statement", "case_statement", "for_statement", "c_style_for_statement", "while_statement",
+             "compound_statement", "subshell", "function_definition", "do_group", "elif_clause", "else_clause",
+             "case_item"}  # fmt: skip
 
 
 class _Exit(Exception):
@@ -40,16 +42,6 @@ class _Break(Exception):
         self.continuing = continuing
 
 
-@dataclass(frozen=True)
-class Launch:
-    """A framework command the script runs: its words and the unknowns in them; ``branch`` when branches the
-    script cannot decide run different commands (the reason)."""
-
-    words: tuple[str, ...]
-    unknowns: tuple[Unknown, ...] = ()
-    branch: Unknown | None = None
-
-
 class Evaluator(Expander):
     def __init__(self, where: str, markers: tuple[str, ...], base: Path | None, sets: dict[str, str]):
         super().__init__(State(), where)
@@ -62,9 +54,6 @@ class Evaluator(Expander):
     # ---- statements ------------------------------------------------------------------------------------------
     def run_script(self, text: str, where: str) -> None:
         root = parse(text)
-        for bad in errors(root):
-            snippet = text_of(bad).strip().splitlines()[0][:60] if text_of(bad).strip() else "(missing)"
-            self.note(f"{where} line {line_of(bad)}: {snippet!r} is not bash the grammar reads; skipped")
         try:
             self.block(root.children)
         except (_Exit, _Break, _Return):
@@ -72,8 +61,25 @@ class Evaluator(Expander):
 
     def block(self, nodes: list[Node]) -> None:
         for node in nodes:
-            if node.is_named and node.type not in ("comment", "heredoc_body", "ERROR"):
+            if not node.is_named or node.type in ("comment", "heredoc_body"):
+                continue
+            if node.type == "ERROR" or (node.has_error and node.type not in _COMPOUND):
+                self.broken(node)
+            else:
                 self.stmt(node)
+
+    def broken(self, node: Node) -> None:
+        """A statement bash's grammar cannot read: skipped, with a note; the variables it would set become
+        unknown, and a framework command in it is refused."""
+        bad = (errors(node) or [node])[0]
+        snippet = " ".join(text_of(node).split())[:60] or "(missing)"
+        text = f"line {line_of(bad)} ({snippet!r}) is not bash the grammar reads"
+        self.note(f"{self.where} {text}; skipped")
+        for name in re.findall(r"(?:^|[\s;(])([A-Za-z_]\w*)(?:\[[^]]*\])?\+?=", text_of(node)):
+            self.assign(name, Unknown("parse", f"${name} is set on {text}"))
+        if any(m in text_of(node) for m in self.markers):
+            self.state.found = Launch((), (), Unknown("parse", f"the command on {text}"))
+        self.state.status = None
 
     def stmt(self, node: Node) -> None:
         t = node.type
@@ -136,7 +142,7 @@ class Evaluator(Expander):
             self.while_statement(node)
         # comments and anything else: nothing bash would change that the framework command depends on
 
-    def assignment(self, node: Node, local: bool = False) -> None:
+    def assignment(self, node: Node, local: bool = False, given: Any = None) -> None:
         target = node.child_by_field_name("name")
         value = node.child_by_field_name("value")
         append = any(c.type == "+=" for c in node.children)
@@ -149,16 +155,26 @@ class Evaluator(Expander):
         if local and self.state.frames and name not in self.state.frames[-1]:
             self.state.frames[-1][name] = self.state.unknown.get(name, self.state.vars.get(name, None))
         if value is not None and value.type == "array":
+            start = len(self.seen)
             items = self.words(value.named_children)
-            if self.seen_since(items):
-                self.set_value(name, self._unknown_of(f"{name}=(...)"))
-                return
+            met = self.seen[start:]
             old = self.state.vars.get(name)
             old = old if isinstance(old, list) else ([old] if old is not None else [])
-            self.set_value(name, (old + items) if append else items)
+            if append and name in self.state.unknown:
+                return
+            if any(u.kind in ("branch", "parse") or (u.kind == "subst" and not u.roots) for u in met):
+                first = next(u for u in met if u.kind in ("branch", "parse", "subst"))
+                self.set_value(name, Unknown(first.kind, first.text, first.roots, first.values))
+                return
+            taint = tuple(dict.fromkeys((*self.state.taint.get(name, ()), *met) if append else met))
+            self.set_value(name, (old + items) if append else items, taint)
             return
         start = len(self.seen)
-        text = self.string(value) if value is not None else ""
+        if given is not None:
+            text = given[0]
+            self.seen.extend(given[1])
+        else:
+            text = self.string(value) if value is not None else ""
         if len(self.seen) > start:
             unk = self._merge_unknowns(self.seen[start:])
             if not any(u.kind == "branch" or (u.kind == "subst" and not u.roots) for u in self.seen[start:]):
@@ -189,12 +205,6 @@ class Evaluator(Expander):
             text = (old or "") + text
         self.set_value(name, text)
 
-    def seen_since(self, items: Any) -> bool:
-        return False
-
-    def _unknown_of(self, what: str) -> Unknown:
-        return Unknown("other", f"{what} holds a value rlsim does not know")
-
     def _merge_unknowns(self, unknowns: list[Unknown]) -> Unknown:
         first = unknowns[0]
         roots = tuple(dict.fromkeys(r for u in unknowns for r in u.roots))
@@ -209,9 +219,19 @@ class Evaluator(Expander):
 
     def declaration(self, node: Node) -> None:
         kind = node.children[0].type
-        for child in node.named_children:
+        values: dict[int, Any] = {}
+        for k, child in enumerate(node.named_children):  # every word expanded before any is assigned
+            value = child.child_by_field_name("value") if child.type == "variable_assignment" else None
+            if value is not None and value.type != "array":
+                start = len(self.seen)
+                values[k] = (self.string(value), self.seen[start:])
+        for k, child in enumerate(node.named_children):
             if child.type == "variable_assignment":
-                self.assignment(child, local=kind in ("local", "declare", "typeset") and bool(self.state.frames))
+                self.assignment(
+                    child,
+                    local=kind in ("local", "declare", "typeset") and bool(self.state.frames),
+                    given=values.get(k),
+                )
                 name_node = child.child_by_field_name("name")
                 name = text_of(name_node)
             elif child.type == "variable_name":
@@ -233,14 +253,31 @@ class Evaluator(Expander):
             self.state.status = None
 
     def and_or(self, node: Node) -> None:
-        kids = node.children
-        self.stmt(kids[0])
-        op, right = kids[1].type, kids[2]
-        status = self.state.status
-        if status is None:
-            self.fork([lambda: self.stmt(right), lambda: None], f"`{text_of(kids[0])[:60]}`", line_of(node), self._cond_unknowns)
-        elif (op == "&&") == status:
-            self.stmt(right)
+        """``a && b || c`` (left-associative): each command run or not by the status before it; a status rlsim
+        cannot decide forks the rest of the chain."""
+        items: list[tuple[str, Node]] = []
+        while node.type == "list":
+            kids = node.children
+            items.insert(0, (kids[1].type, kids[2]))
+            node = kids[0]
+        self.stmt(node)
+        self._chain(items, 0, node)
+
+    def _chain(self, items: list[tuple[str, Node]], i: int, first: Node) -> None:
+        while i < len(items):
+            status = self.state.status
+            if status is None:
+                branches = [lambda v=v, k=i: self._then_chain(v, items, k, first) for v in (True, False)]
+                self.fork(branches, f"`{text_of(first)[:60]}`", line_of(first), self._cond_unknowns)
+                return
+            op, cmd = items[i]
+            if (op == "&&") == status:
+                self.stmt(cmd)
+            i += 1
+
+    def _then_chain(self, status: bool, items: list[tuple[str, Node]], i: int, first: Node) -> None:
+        self.state.status = status
+        self._chain(items, i, first)
 
     # ---- commands --------------------------------------------------------------------------------------------
     def command(self, node: Node, heredoc: str | None = None) -> None:
@@ -283,6 +320,9 @@ class Evaluator(Expander):
         cmd = words[0]
         st.status = True
         if cmd in st.functions:
+            if isinstance(st.functions[cmd], Unknown):
+                st.doubt = st.functions[cmd]
+                return
             return self.call(cmd, words[1:], node)
         if cmd in ("exit",):
             raise _Exit
@@ -321,7 +361,7 @@ class Evaluator(Expander):
             return self.nested(heredoc, "a here-document", node, subshell=True)
         at = _entry(words, self.markers)
         if at is not None:
-            st.found = Launch(tuple(words[at:]), tuple(dict.fromkeys(u for us in per_word[at:] for u in us)))
+            st.found = Launch(tuple(words[at:]), tuple(dict.fromkeys(u for us in per_word[at:] for u in us)), st.doubt)
 
     def call(self, name: str, args: list[str], node: Node) -> None:
         if self.depth > _DEPTH_LIMIT:
@@ -562,7 +602,13 @@ class Evaluator(Expander):
             elif double:
                 quoted = t in ("string", "raw_string", "ansi_c_string")
                 value = self.string(child)
-                out.append((value if quoted or t not in ("word", "extglob_pattern", "regex") else text_of(child), False, quoted))
+                out.append(
+                    (
+                        value if quoted or t not in ("word", "extglob_pattern", "regex") else text_of(child),
+                        False,
+                        quoted,
+                    )
+                )
             else:
                 out += [(w, False, False) for w in self.word(child)]
 
@@ -636,51 +682,6 @@ def _fields(node: Node) -> list[tuple[Node, str | None]]:
     return [(c, node.field_name_for_child(i)) for i, c in enumerate(node.children)]
 
 
-def _why(unknowns: list[Unknown], roots: tuple[str, ...]) -> str:
-    texts = list(dict.fromkeys(u.text if len(u.text) < 160 else u.text[:157] + "..." for u in unknowns))
-    return "; ".join(texts[:2]) or "a value rlsim cannot know"
-
-
-def _merge(results: list[State], what: str, line: int, why: str, roots: tuple[str, ...], base: State) -> State:
-    out = results[0]
-    if len(results) == 1:
-        return out
-    names = set().union(*(set(r.vars) | set(r.unknown) for r in results))
-    for name in names:
-        values = [(r.unknown.get(name, r.vars.get(name)), r.taint.get(name)) for r in results]
-        if all(v == values[0] for v in values):
-            continue
-        shown = " or ".join(dict.fromkeys(_show(v) for v, _ in values))
-        text = f"{name} is {shown} depending on {what} (line {line}), where {why}"
-        out.vars.pop(name, None)
-        out.taint.pop(name, None)
-        out.unknown[name] = Unknown("branch", text, roots)
-    for r in results[1:]:
-        for k, v in r.functions.items():
-            out.functions.setdefault(k, v)
-        out.exported |= r.exported
-    launches = [r.found for r in results]
-    if any(f != launches[0] for f in launches):
-        ran = [f for f in launches if f is not None and f != base.found] or [f for f in launches if f is not None]
-        if len(set(ran)) == 1 and all(f in (None, base.found, ran[0]) for f in launches) and base.found is None:
-            out.found = ran[0]
-        else:
-            out.found = Launch((), (), Unknown("branch", f"the command it runs depends on {what} (line {line}), where {why}", roots))
-    statuses = {r.status for r in results}
-    out.status = statuses.pop() if len(statuses) == 1 else None
-    return out
-
-
-def _show(value: Any) -> str:
-    if value is None:
-        return "unset"
-    if isinstance(value, Unknown):
-        return "unknown"
-    if isinstance(value, list):
-        return "(" + " ".join(value) + ")"
-    return repr(value) if value == "" or " " in value else value
-
-
 def _inline_script(words: list[str]) -> str | None:
     """The script of ``bash -c STRING`` anywhere in a command (after a launcher: ``srun ... bash -c``)."""
     for k in range(len(words) - 2):
@@ -701,102 +702,9 @@ def _entry(words: list[str], markers: tuple[str, ...]) -> int | None:
     return None
 
 
-_BINARY = {"=", "==", "!=", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "<", ">", "=~", "-nt", "-ot", "-ef"}
-
-
-def _test(tokens: list[tuple[str, bool, bool]], double: bool, ev: Evaluator) -> bool | None:
-    """``test`` / ``[ ]`` / ``[[ ]]`` over expanded tokens (text, operator, quoted): ! ( ) -a -o && ||, unary and
-    binary operators; a file test is not decided (None)."""
-    pos = 0
-
-    def peek() -> tuple[str, bool, bool] | None:
-        return tokens[pos] if pos < len(tokens) else None
-
-    def take() -> tuple[str, bool, bool]:
-        nonlocal pos
-        pos += 1
-        return tokens[pos - 1]
-
-    def disj() -> bool | None:
-        left = conj()
-        while peek() is not None and peek()[1] and peek()[0] in ("-o", "||"):
-            take()
-            right = conj()
-            left = True if (left or right) else (None if None in (left, right) else False)
-        return left
-
-    def conj() -> bool | None:
-        left = neg()
-        while peek() is not None and peek()[1] and peek()[0] in ("-a", "&&"):
-            take()
-            right = neg()
-            left = False if (left is False or right is False) else (None if None in (left, right) else True)
-        return left
-
-    def neg() -> bool | None:
-        tok = peek()
-        if tok is not None and tok[1] and tok[0] == "!" and pos + 1 < len(tokens):
-            take()
-            value = neg()
-            return None if value is None else not value
-        return prim()
-
-    def prim() -> bool | None:
-        tok = peek()
-        if tok is None:
-            return False
-        if tok[1] and tok[0] == "(":
-            take()
-            value = disj()
-            if peek() is not None and peek()[0] == ")":
-                take()
-            return value
-        if pos + 2 < len(tokens) + 0 and tokens[pos + 1][1] and tokens[pos + 1][0] in _BINARY:
-            left = take()[0]
-            op = take()[0]
-            right, _, quoted = take()
-            return _binary(left, op, right, quoted, double, ev)
-        if tok[1] and re.fullmatch(r"-[a-zA-Z]", tok[0]) and pos + 1 < len(tokens):
-            op = take()[0]
-            operand = take()[0]
-            if op == "-n":
-                return operand != ""
-            if op == "-z":
-                return operand == ""
-            if op == "-v":
-                return operand in ev.state.vars
-            return None  # -f -d -e ...: the file system, not known
-        return take()[0] != ""
-
-    try:
-        value = disj()
-    except (IndexError, TypeError):
-        raise Refused(f"{ev.where}: a test rlsim cannot read ({' '.join(t[0] for t in tokens)[:60]})") from None
-    return value
-
-
-def _binary(left: str, op: str, right: str, quoted: bool, double: bool, ev: Evaluator) -> bool | None:
-    if op in ("=", "==", "!="):
-        same = matches(left, right) if double and not quoted else left == right
-        return same if op != "!=" else not same
-    if op == "=~":
-        try:
-            return re.search(right, left) is not None
-        except re.error:
-            return None
-    if op in ("<", ">"):
-        return (left < right) if op == "<" else (left > right)
-    if op in ("-nt", "-ot", "-ef"):
-        return None
-    try:
-        a = ev.arith_text(left) if double else int(left)
-        b = ev.arith_text(right) if double else int(right)
-    except ValueError:
-        raise Refused(f"{ev.where}: [ {left} {op} {right} ] compares a value that is not an integer") from None
-    return {"-eq": a == b, "-ne": a != b, "-lt": a < b, "-le": a <= b, "-gt": a > b, "-ge": a >= b}[op]
-
-
-def evaluate(text: str, where: str, markers: tuple[str, ...], base: Path | None = None, sets: dict[str, str] | None = None) -> Evaluator:
+def evaluate(
+    text: str, where: str, markers: tuple[str, ...], base: Path | None = None, sets: dict[str, str] | None = None
+) -> Evaluator:
     """The script evaluated (module docstring); the result holds the last framework command (``state.found``),
     the notes and which ``sets`` it used."""
     ev = Evaluator(where, markers, base, dict(sets or {}))

@@ -28,6 +28,7 @@ class Unknown:
     kind: str
     text: str
     roots: tuple[str, ...] = ()
+    values: tuple[str, ...] = ()  # branch: the values the branches give
 
 
 class Undecided(Exception):
@@ -56,6 +57,7 @@ class State:
     frames: list[dict[str, Any]] = field(default_factory=list)  # a function's locals: their outer values
     found: Any = None
     status: bool | None = True
+    doubt: Unknown | None = None  # the script may stop before here (an arithmetic error in one branch)
 
     def copy(self) -> State:
         new = copy.copy(self)
@@ -119,7 +121,11 @@ class Expander:
         if name.isdigit():
             if name != "0" and not st.frames:
                 self.note("the script is read as run with no arguments ($1, $@ ... empty)")
-            return self.script_name if name == "0" else (st.positional[int(name) - 1] if int(name) <= len(st.positional) else None)
+            return (
+                self.script_name
+                if name == "0"
+                else (st.positional[int(name) - 1] if int(name) <= len(st.positional) else None)
+            )
         if name in ("@", "*"):
             if not st.frames:
                 self.note("the script is read as run with no arguments ($1, $@ ... empty)")
@@ -212,6 +218,15 @@ class Expander:
                 f.add(text_of(node))
                 return
             f.add(value) if quoted else f.split(value)
+        elif t == "command_substitution" and re.fullmatch(r"\$\(\(.*\)\)", text_of(node), re.S):
+            # tree-sitter-bash 0.25 reads $((...)) inside ${X:+...} as $( (...) ); bash reads arithmetic
+            try:
+                value = str(self.arith_text(text_of(node)[3:-2]))
+            except Undecided as exc:
+                self.seen.extend(exc.unknowns)
+                f.add(text_of(node))
+                return
+            f.add(value) if quoted else f.split(value)
         elif t in ("command_substitution", "process_substitution"):
             self.unknown_text(node, Unknown("subst", f"{text_of(node)[:60]} is a command substitution, not run"), f)
         elif t == "brace_expression":
@@ -264,6 +279,8 @@ class Expander:
         else:
             name = text_of(target)
         value = self.lookup(name)
+        if isinstance(value, Unknown) and value.kind == "unset" and index in ("@", "*"):
+            value = []  # bash exports no arrays: one the script does not set is empty
         if not isinstance(value, Unknown):
             value = self.scalar(name, value, index)
         if prefix == "!":
@@ -277,7 +294,9 @@ class Expander:
             n = len(value) if isinstance(value, list) else len(value or "")
             return f.add(str(n))
         if not rest:
-            return self.emit(node, value, f, quoted, at=index in ("@", "*") or name in ("@", "*"), star=index == "*" or name == "*")
+            return self.emit(
+                node, value, f, quoted, at=index in ("@", "*") or name in ("@", "*"), star=index == "*" or name == "*"
+            )
         op = rest[0].type
         operand = rest[1:]
         if op in (":-", "-", ":=", "=", ":+", "+", ":?", "?"):
@@ -293,7 +312,9 @@ class Expander:
             if not unset:
                 return self.emit(node, value, f, quoted, at=index in ("@", "*"), star=index == "*")
             if op.endswith("?"):
-                return self.unknown_text(node, Unknown("other", f"{text_of(node)}: the script stops when {name} is unset"), f)
+                return self.unknown_text(
+                    node, Unknown("other", f"{text_of(node)}: the script stops when {name} is unset"), f
+                )
             if op.endswith("="):
                 sub = Fields()
                 self._gaps_range(node, operand, sub, True)
@@ -322,7 +343,9 @@ class Expander:
             items = [_substr(v, off, length) for v in items]
         else:
             return self.unknown_text(node, Unknown("other", f"{text_of(node)} is an expansion rlsim does not read"), f)
-        return self.emit(node, items if isinstance(value, list) else items[0], f, quoted, at=index in ("@", "*"), star=index == "*")
+        return self.emit(
+            node, items if isinstance(value, list) else items[0], f, quoted, at=index in ("@", "*"), star=index == "*"
+        )
 
     def _gaps_range(self, node: Node, parts: list[Node], f: Fields, quoted: bool) -> None:
         """The word of ``${X:-word}``: its parts with the literal text between them (up to the closing brace)."""
@@ -399,7 +422,8 @@ class Expander:
         if t == "number":
             return _number(text_of(node), self.where)
         if t in ("variable_name", "word"):
-            return self.arith_var(text_of(node), depth)
+            name = text_of(node)
+            return _number(name, self.where) if name[:1].isdigit() else self.arith_var(name, depth)
         if t in ("simple_expansion", "expansion", "string", "concatenation", "raw_string"):
             seen = len(self.seen)
             text = self.string(node)
@@ -459,7 +483,13 @@ class Expander:
         value = self.lookup(name)
         if isinstance(value, list):
             value = value[0] if value else ""
+        if isinstance(value, Unknown) and value.kind == "unset" and depth > 0:
+            return 0  # a name inside a variable's value: bash reads an unset one as 0
         if isinstance(value, Unknown):
+            if value.kind == "branch" and any(not re.fullmatch(r"\s*-?\d*\s*", v) for v in value.values):
+                self.state.doubt = Unknown(
+                    "branch", f"arithmetic over ${name} stops bash in one branch: {value.text}", value.roots
+                )
             raise Undecided([value])
         if value is None or value.strip() == "":
             return 0
@@ -467,6 +497,10 @@ class Expander:
             return int(value)
         if depth > 20:
             raise Refused(f"{self.where}: ${name} refers to itself in arithmetic")
+        if not re.fullmatch(r"[\w\s+\-*/%()<>=!&|^~?:,#]*", value):
+            raise Refused(f"{self.where}: ${name} holds {value!r}, which bash's arithmetic refuses (the script stops)")
+        for token in re.findall(r"(?<![\w#])\d[\w#]*", value):
+            _number(token, f"{self.where}: ${name}")
         tree = parse(f"(( {value} ))")
         if tree.has_error or not tree.named_children:
             raise Refused(f"{self.where}: ${name} holds {value!r}, not an integer expression")
