@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.frameworks.adapter import ImportConfigError
+from rlsim.frameworks.shell.evaluate import evaluate
+from rlsim.frameworks.shell.expand import Refused
 
 _SETS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("shell_sets", default=None)
 _USED: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("shell_sets_used", default=None)
@@ -65,9 +67,6 @@ def framework_command(
     """The words after the framework's entry point (``markers``: ``verl.trainer.main_ppo``) in the last command
     of the script that runs it, evaluated (module docstring), and notes on what was assumed. ``base``: the
     script's folder, for ``source``."""
-    from rlsim.frameworks.shell.evaluate import evaluate
-    from rlsim.frameworks.shell.expand import Refused
-
     given = _SETS.get() or {}
     sets = {
         k: _shell_value(v) for k, v in given.items() if re.search(rf"(\$\{{?[#!]?{k}\b|\b{k}(\[[^]]*\])?\+?=)", text)

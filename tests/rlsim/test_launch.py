@@ -130,3 +130,151 @@ def test_openrlhfs_slurm_script_is_read_through_srun_bash_c_and_ray_job_submit(t
     scn = rlsim.load_scenario(out)
     assert scn.workload.prompts_per_step == 1024 and scn.engine.tensor_parallel_size == 2
     assert scn.num_replicas == 4 and scn.algorithm.name == "ppo"
+
+
+# ---- bash evaluated, never run (rlsim.frameworks.shell): each construct with its words written out by hand -------
+
+V = "python3 -m verl.trainer.main_ppo"
+
+
+def _words(text: str, **sets: str) -> list[str]:
+    from rlsim.frameworks.launch import shell_sets
+
+    with shell_sets(sets):
+        return framework_command(text, "run.sh", ENTRY)[0]
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        # every parameter expansion: X=abc.def.sh; # shortest prefix to the first '.', ## longest to the last
+        (
+            "X=abc.def.sh\n" + V + " a=${X#*.} b=${X##*.} c=${X%.*} d=${X%%.*}",
+            ["a=def.sh", "b=sh", "c=abc.def", "d=abc"],
+        ),
+        ("X=a-b-c\n" + V + " a=${X/-/_} b=${X//-/_} c=${#X}", ["a=a_b-c", "b=a_b_c", "c=5"]),
+        # X set but empty: ':-' gives the default, '-' keeps the empty; ':+' / '+' the alternative
+        ("X=\n" + V + " a=${X:-8} b=${X-8}x c=${X:+1}y d=${X+1}", ["a=8", "b=x", "c=y", "d=1"]),
+        ("unset Y\n" + V + " a=${Y:=4} b=$Y c=${Y=9}", ["a=4", "b=4", "c=4"]),
+        # nested and quoted defaults (verl's NGPUS_PER_NODE and RAY_DATA_HOME forms)
+        (V + " n=${NGPUS_PER_NODE:-${GPUS_PER_NODE:-8}}", ["n=8"]),
+        ("GPUS_PER_NODE=4\n" + V + " n=${NGPUS_PER_NODE:-${GPUS_PER_NODE:-8}}", ["n=4"]),
+        ('R=${RAY_DATA_HOME:-"/data/verl"}\n' + V + ' f="${R}/x.parquet"', ["f=/data/verl/x.parquet"]),
+        # positional parameters: the script run with no arguments; set -- gives them
+        ("NUM_GPUS=${1:-8}\n" + V + " n=$((NUM_GPUS)) m=$#", ["n=8", "m=0"]),
+        ("set -- 2 4\nshift\n" + V + " n=$1 c=$#", ["n=4", "c=1"]),
+        # arithmetic: precedence, C division (toward zero), ** , ternary, (( )) and let
+        ("A=7\n" + V + " a=$((A / 2 * 3 + -7 / 2)) b=$((2 ** 3 ** 2)) c=$((A > 5 ? 1 : 0))", ["a=6", "b=512", "c=1"]),
+        ("N=2\nK=0\n(( N *= 4 ))\nlet 'M = N + 1' K++\n" + V + " n=$N m=$M k=$K", ["n=8", "m=9", "k=1"]),
+        # arrays: +=, "${A[@]}" one word per element, ${#A[@]}, ${A[1]}, "${A[*]}" one word
+        (
+            'A=(x "y z")\nA+=(w)\n' + V + ' "${A[@]}" n=${#A[@]} s=${A[1]} "j=${A[*]}"',
+            ["x", "y z", "w", "n=3", "s=y", "z", "j=x y z w"],
+        ),
+        # case and if by value; [[ ]] patterns, [ ], test, elif, && / ||
+        ('D=npu\ncase "$D" in\n npu|ascend) G=16 ;;\n *) G=8 ;;\nesac\n' + V + " n=$G", ["n=16"]),
+        ('D=h100\ncase "$D" in\n npu) G=16 ;;\n h*) G=8 ;;\nesac\n' + V + " n=$G", ["n=8"]),
+        (
+            'M=7B\nif [[ $M == *B && -n "$M" ]]; then T=1\nelif [ "$M" = 70B ]; then T=8\nelse T=2\nfi\n' + V + " t=$T",
+            ["t=1"],
+        ),
+        ('N=3\nQ=x\ntest "$N" -gt 4 && P=1 || P=2\nR=$P\n[ -z "$Q" ] || P=9\n' + V + " p=$P r=$R", ["p=9", "r=2"]),
+        # functions with local and arguments; the caller's variable restored after local
+        ("t=1\nf() {\n  local t=$1\n  G=$((t * 2))\n}\nf 4\n" + V + " g=$G t=$t", ["g=8", "t=1"]),
+        # export / declare / readonly; words of one export expanded before any is assigned
+        ("B=1\nexport B=2 C=$B\ndeclare -i D=5\nreadonly E=6\n" + V + " c=$C d=$D e=$E", ["c=1", "d=5", "e=6"]),
+        # loops, heredoc fed to bash, bash -c, eval
+        ("S=0\nfor i in 1 2 3; do S=$((S + i)); done\n" + V + " s=$S", ["s=6"]),
+        ("export P=5\nbash <<EOF\n" + V + " p=\\$P q=$P\nEOF", ["p=5", "q=5"]),
+        ('P=5\nbash -c "' + V + ' p=$P"', ["p=5"]),
+        ("C='" + V + ' p=3\'\neval "$C"', ["p=3"]),
+    ],
+)
+def test_bash_constructs_evaluate_to_the_words_bash_gives(script, expected):
+    assert _words(script) == expected
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "srun --nodes=2 --ntasks=2",
+        "torchrun --nproc_per_node=8",
+        "deepspeed --num_gpus 8",
+        "uv run --isolated",
+        "nohup",
+        "env A=B WANDB_MODE=offline",
+        "ray job submit --address=http://127.0.0.1:8265 --",
+        "A=B",
+    ],
+)
+def test_launchers_before_the_entry_point_are_passed_over(prefix):
+    assert _words(f"{prefix} {V} data.train_batch_size=8 > log.txt 2>&1 &") == ["data.train_batch_size=8"]
+
+
+NPU_CASE = """#!/bin/bash
+case "$DEVICE" in
+  npu) NGPUS_PER_NODE=16 ;;
+  *) NGPUS_PER_NODE=8 ;;
+esac
+RAY_DATA_HOME=${RAY_DATA_HOME:-"${HOME}/verl"}
+python3 -m verl.trainer.main_ppo trainer.n_gpus_per_node=$NGPUS_PER_NODE data.train_files="$RAY_DATA_HOME/d"
+"""
+
+
+def test_a_branch_on_a_variable_the_script_does_not_set_is_refused_or_picked_by_set():
+    """issue 58: verl's npu / cuda ``case`` applied every branch (16 GPUs instead of 8). Now: refused naming the
+    variable and both values; ``--set DEVICE=...`` picks the branch; a branch that changes nothing the command
+    uses is read on (the ``HOME`` default is left as written, no 'No closing quotation')."""
+    refusal = r"NGPUS_PER_NODE is 16 or 8 depending on `case \"\$DEVICE\"`.*--set DEVICE="
+    with pytest.raises(ImportConfigError, match=refusal):
+        _words(NPU_CASE)
+    assert _words(NPU_CASE, DEVICE="npu")[0] == "trainer.n_gpus_per_node=16"
+    assert _words(NPU_CASE, DEVICE="cuda") == ["trainer.n_gpus_per_node=8", "data.train_files=${HOME}/verl/d"]
+    both = 'if [ "$X" = y ]; then A=1; else A=1; fi\n' + V + " a=$A"
+    assert _words(both) == ["a=1"]  # both branches give 1: nothing to refuse
+    stops = '[ -z "$MODEL" ] && { echo set MODEL; exit 1; }\n' + V + " m=$MODEL"
+    assert _words(stops, MODEL="Qwen/Qwen3-8B") == ["m=Qwen/Qwen3-8B"]
+
+
+def test_set_of_a_shell_variable_reaches_the_script_through_import_config(tmp_path, capsys):
+    """``rlsim import-config --set DEVICE=npu``: DEVICE is a shell variable of the script, so it is set before the
+    script is read (not taken as a verl key); the other --set items stay verl keys."""
+    import rlsim
+
+    script = tmp_path / "run.sh"
+    script.write_text(
+        NPU_CASE.replace(
+            "trainer.n_gpus_per_node=$NGPUS_PER_NODE",
+            "trainer.n_gpus_per_node=$NGPUS_PER_NODE data.train_batch_size=64 actor_rollout_ref.rollout.n=4 "
+            "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B actor_rollout_ref.actor.ppo_mini_batch_size=16 "
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+        )
+    )
+    out = tmp_path / "s.yaml"
+    assert main(["import-config", "--format", "verl", str(script), "--set", "DEVICE=npu", "-o", str(out)]) == 0
+    scn = rlsim.load_scenario(out)
+    assert scn.hardware.num_gpus == 16 and scn.workload.prompts_per_step == 64
+    assert not any("key not used" in a and "DEVICE" in a for a in scn.assumptions)
+    assert main(["import-config", "--format", "verl", str(script), "-o", str(out)]) == 2
+    assert "pick the branch with --set DEVICE=VALUE" in capsys.readouterr().err
+
+
+def test_source_reads_a_file_beside_the_script_and_notes_a_missing_one(tmp_path):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "qwen.sh").write_text("MODEL_ARGS=(--num-layers 28)\nNGPUS=4\n")
+    script = 'source "models/qwen.sh"\n. ./absent.sh\n' + V + ' n=$NGPUS "${MODEL_ARGS[@]}"'
+    words, notes = framework_command(script, "run.sh", ENTRY, tmp_path)
+    assert words == ["n=4", "--num-layers", "28"]
+    assert any("absent.sh: not found" in n for n in notes)
+
+
+def test_what_rlsim_cannot_know_is_named():
+    """A command substitution on the command line is refused; a variable the script never sets stays as written
+    with a note; a parse error on the command's own line is refused in one line."""
+    with pytest.raises(ImportConfigError, match=r"command substitution \(`\.\.\.`\) is not run"):
+        _words(V + " n=`nproc`")
+    words, notes = framework_command(V + " trainer.nnodes=$NNODES", "run.sh", ENTRY)
+    assert words == ["trainer.nnodes=$NNODES"] and any("$NNODES is not set by the script" in n for n in notes)
+    with pytest.raises(ImportConfigError, match="not bash the grammar reads") as exc:
+        _words(V + ' a="unclosed')
+    assert "\n" not in str(exc.value)

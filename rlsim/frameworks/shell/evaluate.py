@@ -464,13 +464,13 @@ class Evaluator(Expander):
         pos = body.start_byte
         src = body.text or b""
         for child in body.named_children:
-            out += src[pos - body.start_byte : child.start_byte - body.start_byte].decode()
+            out += _unescape(src[pos - body.start_byte : child.start_byte - body.start_byte].decode())
             if child.type != "heredoc_content":
                 out += self.string(child)
             else:
-                out += text_of(child)
+                out += _unescape(text_of(child))
             pos = child.end_byte
-        return out + src[pos - body.start_byte :].decode()
+        return out + _unescape(src[pos - body.start_byte :].decode())
 
     # ---- conditions and branches -----------------------------------------------------------------------------
     _cond_unknowns: list[Unknown] = []
@@ -676,6 +676,11 @@ class Evaluator(Expander):
                 if not b.continuing:
                     return
         self.note(f"line {line_of(node)}: a loop ran {_LOOP_LIMIT} turns; read no further")
+
+
+def _unescape(text: str) -> str:
+    """A here-document's text: a backslash escapes only $ ` \\ and a newline."""
+    return re.sub(r"\\([$`\\\n])", lambda m: "" if m.group(1) == "\n" else m.group(1), text)
 
 
 def _fields(node: Node) -> list[tuple[Node, str | None]]:

@@ -300,27 +300,7 @@ class Expander:
         op = rest[0].type
         operand = rest[1:]
         if op in (":-", "-", ":=", "=", ":+", "+", ":?", "?"):
-            unset = value is None or (op.startswith(":") and value in ("", []))
-            if isinstance(value, Unknown):
-                if value.kind != "unset":
-                    return self.unknown_text(node, value, f)
-                unset = True  # the script's own default for a variable it does not set
-            if op.endswith("+"):
-                if not unset:
-                    self._gaps_range(node, operand, f, quoted)
-                return
-            if not unset:
-                return self.emit(node, value, f, quoted, at=index in ("@", "*"), star=index == "*")
-            if op.endswith("?"):
-                return self.unknown_text(
-                    node, Unknown("other", f"{text_of(node)}: the script stops when {name} is unset"), f
-                )
-            if op.endswith("="):
-                sub = Fields()
-                self._gaps_range(node, operand, sub, True)
-                self.assign(name, sub.cur)
-            self._gaps_range(node, operand, f, quoted)
-            return
+            return self._default(node, name, value, index, op, operand, f, quoted)
         if isinstance(value, Unknown):
             return self.unknown_text(node, value, f)
         items = value if isinstance(value, list) else [value or ""]
@@ -346,6 +326,33 @@ class Expander:
         return self.emit(
             node, items if isinstance(value, list) else items[0], f, quoted, at=index in ("@", "*"), star=index == "*"
         )
+
+    def _default(
+        self, node: Node, name: str, value: Any, index: str | None, op: str, operand: list, f: Fields, quoted: bool
+    ) -> None:
+        """``${X:-word}`` and the other forms that test whether X is set (``-`` ``=`` ``+`` ``?``, with or without
+        the colon that also tests for empty)."""
+        unset = value is None or (op.startswith(":") and value in ("", []))
+        if isinstance(value, Unknown):
+            if value.kind != "unset":
+                return self.unknown_text(node, value, f)
+            unset = True  # the script's own default for a variable it does not set
+        if op.endswith("+"):
+            if not unset:
+                self._gaps_range(node, operand, f, quoted)
+            return
+        if not unset:
+            return self.emit(node, value, f, quoted, at=index in ("@", "*"), star=index == "*")
+        if op.endswith("?"):
+            return self.unknown_text(
+                node, Unknown("other", f"{text_of(node)}: the script stops when {name} is unset"), f
+            )
+        if op.endswith("="):
+            sub = Fields()
+            self._gaps_range(node, operand, sub, True)
+            self.assign(name, sub.cur)
+        self._gaps_range(node, operand, f, quoted)
+        return
 
     def _gaps_range(self, node: Node, parts: list[Node], f: Fields, quoted: bool) -> None:
         """The word of ``${X:-word}``: its parts with the literal text between them (up to the closing brace)."""
@@ -468,6 +475,15 @@ class Expander:
                     value = _binop(op_t[:-1], self.arith_var(target, depth), value, self.where)
                 self.assign(target, str(value))
                 return value
+            if op_t == "**":  # right-associative in bash; the grammar nests it to the left
+                chain = [right]
+                while left.type == "binary_expression" and _op(left) == "**":
+                    chain.insert(0, left.child_by_field_name("right"))
+                    left = left.child_by_field_name("left")
+                value = self.arith(chain[-1], depth)
+                for node_ in reversed([left, *chain[:-1]]):
+                    value = _binop("**", self.arith(node_, depth), value, self.where)
+                return value
             a = self.arith(left, depth)
             if op_t == "&&":
                 return int(bool(a) and bool(self.arith(right, depth)))
@@ -511,6 +527,11 @@ class Expander:
         for node in nodes:
             value = self.arith(node, depth)
         return value
+
+
+def _op(node: Node) -> str:
+    op = node.child_by_field_name("operator")
+    return op.type if op is not None else node.children[1].type
 
 
 def _is_at(node: Node) -> bool:

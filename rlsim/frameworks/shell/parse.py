@@ -12,17 +12,13 @@ launch scripts are made of.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from tree_sitter import Node
+import tree_sitter_bash
+from tree_sitter import Language, Node, Parser
 
 
 @lru_cache(maxsize=1)
-def _parser():  # type: ignore[no-untyped-def]
-    import tree_sitter_bash
-    from tree_sitter import Language, Parser
-
+def _parser() -> Parser:
     return Parser(Language(tree_sitter_bash.language()))
 
 
