@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import difflib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,9 +108,14 @@ def _direct(unk: Any, launch: Any) -> bool:
 
 
 def _pick(unk: Any) -> str:
-    if unk.roots:
-        return "pick the branch with " + " / ".join(f"--set {r}=VALUE" for r in unk.roots)
-    return "write the value in the script"
+    if not unk.roots:
+        return "write the value in the script"
+    hint = ""
+    for name in _SETS.get() or {}:
+        near = difflib.get_close_matches(name, unk.roots, n=1, cutoff=0.75)
+        if near and name not in unk.roots:
+            hint = f" (--set {name}: not a variable of the script; did you mean {near[0]}?)"
+    return "pick the branch with " + " / ".join(f"--set {r}=VALUE" for r in unk.roots) + hint
 
 
 def _add(notes: list[str], text: str) -> None:

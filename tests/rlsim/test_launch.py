@@ -257,6 +257,8 @@ def test_set_of_a_shell_variable_reaches_the_script_through_import_config(tmp_pa
     assert not any("key not used" in a and "DEVICE" in a for a in scn.assumptions)
     assert main(["import-config", "--format", "verl", str(script), "-o", str(out)]) == 2
     assert "pick the branch with --set DEVICE=VALUE" in capsys.readouterr().err
+    assert main(["import-config", "--format", "verl", str(script), "--set", "DEVIE=npu", "-o", str(out)]) == 2
+    assert "--set DEVIE: not a variable of the script; did you mean DEVICE?" in capsys.readouterr().err
 
 
 def test_source_reads_a_file_beside_the_script_and_notes_a_missing_one(tmp_path):
