@@ -268,6 +268,11 @@ def test_source_reads_a_file_beside_the_script_and_notes_a_missing_one(tmp_path)
     words, notes = framework_command(script, "run.sh", ENTRY, tmp_path)
     assert words == ["n=4", "--num-layers", "28"]
     assert any("absent.sh: not found" in n for n in notes)
+    # slime's form: the folder from a command substitution, the file found where the layout puts it
+    script = 'SCRIPT_DIR="$(cd -- "$(dirname -- "$0")" && pwd)"\nsource "${SCRIPT_DIR}/models/qwen.sh"\n'
+    script += V + " n=$NGPUS"
+    words, notes = framework_command(script, "run.sh", ENTRY, tmp_path)
+    assert words == ["n=4"] and any("read as models/qwen.sh" in n for n in notes)
 
 
 def test_what_rlsim_cannot_know_is_named():

@@ -413,6 +413,11 @@ class Evaluator(Expander):
 
     def source(self, name: str, args: list[str], unknowns: list[Unknown], node: Node) -> None:
         path = self._find(name) if not unknowns else None
+        tail = re.sub(r"^.*\$\{?\w+\}?/", "", name)
+        if path is None and unknowns and tail != name:  # ${SCRIPT_DIR}/models/x.sh: the layout beside the script
+            path = self._find(tail)
+            if path is not None:
+                self.note(f"source {name}: read as {tail} beside {self.where} ({unknowns[0].text})")
         if path is None:
             self.note(f"source {name}: not found beside {self.where}; read on without it")
             return
