@@ -3,8 +3,9 @@
 People launch verl, OpenRLHF and TRL with shell scripts (``python3 -m verl.trainer.main_ppo key=value \\`` over
 many lines, variables with defaults, arrays, ``case`` on the device, functions, ``bash -c "..."``, ``ray job
 submit ... -- python3 -m ...``). :mod:`rlsim.frameworks.shell` parses the script with bash's grammar (tree-sitter
-with tree-sitter-bash; :mod:`~rlsim.frameworks.shell.parse` says why that grammar) and evaluates it without running
-anything (:mod:`~rlsim.frameworks.shell.evaluate`, :mod:`~rlsim.frameworks.shell.expand`):
+with tree-sitter-bash: it reads 213 of the 214 launch scripts of verl v0.7.0, OpenRLHF v0.11.0 and slime v0.3.1 where
+bashlex fails on 97, having no arrays and no ``$((...))``; :mod:`~rlsim.frameworks.shell.parse`) and evaluates it
+without running anything (:mod:`~rlsim.frameworks.shell.evaluate`, :mod:`~rlsim.frameworks.shell.expand`):
 
 * assignments (with ``export`` / ``local`` / ``declare`` / ``readonly``), arrays (``A=(...)``, ``A+=(...)``,
   ``"${A[@]}"``, ``${#A[@]}``), every parameter expansion (``:-`` ``-`` ``:=`` ``=`` ``:+`` ``+`` ``#`` ``##``
