@@ -68,7 +68,15 @@ def framework_command(
 ) -> tuple[list[str], list[str]]:
     """The words after the framework's entry point (``markers``: ``verl.trainer.main_ppo``) in the last command
     of the script that runs it, evaluated (module docstring), and notes on what was assumed. ``base``: the
-    script's folder, for ``source``."""
+    script's folder, for ``source``. A refusal and every note are one line (the script's own text in them too)."""
+    try:
+        words, notes = _command(text, where, markers, base)
+    except ImportConfigError as exc:
+        raise ImportConfigError(" ".join(str(exc).split())) from None
+    return words, [" ".join(n.split()) for n in notes]
+
+
+def _command(text: str, where: str, markers: tuple[str, ...], base: Path | None) -> tuple[list[str], list[str]]:
     given = _SETS.get() or {}
     sets = {
         k: _shell_value(v) for k, v in given.items() if re.search(rf"(\$\{{?[#!]?{k}\b|\b{k}(\[[^]]*\])?\+?=)", text)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tree_sitter import Node
 
 _LOOP_LIMIT = 10_000
+_STEP_LIMIT = 200_000  # statements evaluated in all: nested loops stop here
 _DEPTH_LIMIT = 64
 _COMPOUND = {"if_statement", "case_statement", "for_statement", "c_style_for_statement", "while_statement",
              "compound_statement", "subshell", "function_definition", "do_group", "elif_clause", "else_clause",
@@ -50,6 +51,7 @@ class Evaluator(Expander):
         self.sets = sets
         self.used_sets: set[str] = set()
         self.depth = 0
+        self.steps = 0
 
     # ---- statements ------------------------------------------------------------------------------------------
     def run_script(self, text: str, where: str) -> None:
@@ -84,6 +86,9 @@ class Evaluator(Expander):
     def stmt(self, node: Node) -> None:
         t = node.type
         st = self.state
+        self.steps += 1
+        if self.steps > _STEP_LIMIT:
+            raise Refused(f"{self.where} line {line_of(node)}: the script runs past {_STEP_LIMIT:,} statements (loops)")
         if t == "variable_assignment":
             self.assignment(node)
             st.status = True
