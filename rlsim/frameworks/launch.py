@@ -39,6 +39,7 @@ from typing import Any
 from rlsim.frameworks.adapter import ImportConfigError
 from rlsim.frameworks.shell.evaluate import evaluate
 from rlsim.frameworks.shell.expand import Refused
+from rlsim.frameworks.shell.parse import parse, variable_names
 
 _SETS: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("shell_sets", default=None)
 _USED: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("shell_sets_used", default=None)
@@ -78,9 +79,8 @@ def framework_command(
 
 def _command(text: str, where: str, markers: tuple[str, ...], base: Path | None) -> tuple[list[str], list[str]]:
     given = _SETS.get() or {}
-    sets = {
-        k: _shell_value(v) for k, v in given.items() if re.search(rf"(\$\{{?[#!]?{k}\b|\b{k}(\[[^]]*\])?\+?=)", text)
-    }
+    names = variable_names(parse(text)) if given else set()
+    sets = {k: _shell_value(v) for k, v in given.items() if k in names or re.search(rf"\$\{{?[#!]?{k}\b", text)}
     used = _USED.get()
     if used is not None:
         used.update(sets)
@@ -107,7 +107,9 @@ def _command(text: str, where: str, markers: tuple[str, ...], base: Path | None)
     for unk in launch.unknowns:
         _add(notes, f"{unk.text}; left as written")
     for name in sets:
-        _add(notes, f"--set {name}={sets[name]}: the script's shell variable {name}, set before it is read")
+        final = ev.state.vars.get(name, sets[name])
+        later = f"; the script then sets it itself ({name}={final})" if final != sets[name] else ""
+        _add(notes, f"--set {name}={sets[name]}: the script's shell variable {name}, set before it is read{later}")
     return [a for a in launch.words if a != ""], notes
 
 

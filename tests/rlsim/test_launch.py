@@ -261,6 +261,18 @@ def test_set_of_a_shell_variable_reaches_the_script_through_import_config(tmp_pa
     assert "--set DEVIE: not a variable of the script; did you mean DEVICE?" in capsys.readouterr().err
 
 
+def test_set_takes_only_the_scripts_own_variables():
+    """A ``--set`` name the script never assigns nor expands stays a framework key, even where a word of the
+    script looks like an assignment of it (``rollout.n=5``, ``--num_generations=8``)."""
+    from rlsim.frameworks.launch import shell_sets
+
+    script = "G=4\n" + V + " actor_rollout_ref.rollout.n=5 --num_generations=8 g=$G"
+    with shell_sets({"n": 7, "num_generations": 2, "G": 16}) as used:
+        words, notes = framework_command(script, "run.sh", ENTRY)
+    assert used == {"G"} and words[-1] == "g=4"  # G=4 in the script wins over --set G=16, said in a note
+    assert any("--set G=16" in n and "the script then sets it itself (G=4)" in n for n in notes)
+
+
 def test_source_reads_a_file_beside_the_script_and_notes_a_missing_one(tmp_path):
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "qwen.sh").write_text("MODEL_ARGS=(--num-layers 28)\nNGPUS=4\n")

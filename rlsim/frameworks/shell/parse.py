@@ -49,3 +49,16 @@ def errors(root: Node) -> list[Node]:
         if node.has_error:
             stack.extend(reversed(node.children))
     return out
+
+
+def variable_names(root: Node) -> set[str]:
+    """Every name the script assigns or expands (``variable_name`` nodes), not words that merely look alike
+    (``--num_generations=8``, ``rollout.n=5``)."""
+    out: set[str] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "variable_name":
+            out.add(text_of(node))
+        stack.extend(node.children)
+    return out
