@@ -91,6 +91,11 @@ def _command(text: str, where: str, markers: tuple[str, ...], base: Path | None)
     except RecursionError:
         raise ImportConfigError(f"{where}: nests deeper than rlsim reads; simplify the script") from None
     launch = ev.state.found
+    if launch is None and ev.stopped:
+        raise ImportConfigError(
+            f"{where}: stops at {ev.stopped} before it runs {' or '.join(markers)}; give what it checks "
+            "(--set NAME=VALUE of the script's variable)"
+        )
     if launch is None:
         raise ImportConfigError(f"{where}: runs no {' or '.join(markers)}; give the launch script or config that does")
     if launch.branch is not None:

@@ -61,8 +61,11 @@ def test_slime_qwen3_4b_colocated():
     --global-batch-size 256 (samples: 32 x 8 / 256 = 1 optimizer step); --actor-num-nodes 1 --actor-num-gpus-per-node
     ${NUM_GPUS}: NUM_GPUS=${NUM_GPUS:-${DETECTED_GPUS}} where nvidia-smi is not run, then the `-z`/`-le 0` branch
     sets 8, so 1 x 8 = 8 GPUs; --colocate: the engines on those 8; --rollout-num-gpus-per-engine 2 (TP 2);
-    --rollout-max-response-len 8192; train.py: synchronous; --hf-checkpoint /root/Qwen3-4B (the catalog's)."""
-    got = import_config(SLIME / "run-qwen3-4B.sh", "slime").scenario
+    --rollout-max-response-len 8192; train.py: synchronous; --hf-checkpoint /root/Qwen3-4B (the catalog's). The
+    GPU count depends on what nvidia-smi finds, which is not run: refused naming NUM_GPUS unless --set gives it."""
+    with pytest.raises(ImportConfigError, match=r"NUM_GPUS is 8 or .*--set NUM_GPUS=VALUE"):
+        import_config(SLIME / "run-qwen3-4B.sh", "slime")
+    got = import_config(SLIME / "run-qwen3-4B.sh", "slime", {"NUM_GPUS": 8}).scenario
     assert facts(got) == {
         "P": 32, "G": 8, "gpus": 8, "placement": "colocated", "rollout_gpus": None, "train_gpus": None, "tp": 2,
         "response_cap": 8192, "model": "Qwen3-4B", "schedule": "sync-colocated", "staleness": 0,
@@ -91,14 +94,14 @@ def test_slime_builds_a_model_outside_the_catalog_from_model_args():
     embeddings (no --untie-embeddings-and-output-weights). By hand: attention 2 x 2560 x 32 x 128 + 2 x 2560 x 8 x 128
     + 2 x 128 = 26,214,656; norms 2 x 2560 = 5,120; MLP 3 x 2560 x 9728 = 74,711,040; a layer 100,930,816, x 36 =
     3,633,509,376; embeddings 151936 x 2560 = 388,956,160; final norm 2,560: 4,022,468,096 (Qwen3-4B: 4.0B)."""
-    got = import_config(SLIME / "run-qwen3-4B.sh", "slime", {"hf-checkpoint": "/root/my-qwen"}).scenario
+    got = import_config(SLIME / "run-qwen3-4B.sh", "slime", {"hf-checkpoint": "/root/my-qwen", "NUM_GPUS": 8}).scenario
     assert got["model"]["num_params"] == 4_022_468_096
     assert got["model"]["num_layers"] == 36 and got["model"]["num_kv_heads"] == 8
 
 
 def test_slime_round_trip_carries_the_defaults(tmp_path):
     for path in (SLIME / "run-qwen3-4B.sh", SLIME / "examples/fully_async/run-qwen2.5-0.5B-fully_async.sh"):
-        first = import_config(path, "slime").scenario
+        first = import_config(path, "slime", {"NUM_GPUS": 8} if "4B" in path.name else None).scenario
         emitted = emit("slime", from_dict(first))
         entry = "train_async.py" if first["schedule"]["mode"] == "async" else "train.py"
         launch = tmp_path / f"emitted_{path.stem}.sh"

@@ -297,3 +297,12 @@ def test_what_rlsim_cannot_know_is_named():
     with pytest.raises(ImportConfigError, match="not bash the grammar reads") as exc:
         _words(V + ' a="unclosed')
     assert "\n" not in str(exc.value)
+
+
+def test_a_script_that_stops_before_the_command_says_where():
+    """``MASTER_ADDR=${MASTER_ADDR:-}`` then ``[ -z ... ] && exit 1``: run with an empty environment, bash stops
+    there (slime's run-qwen3-next-80B-A3B.sh); the refusal names the line and the check, and --set passes it."""
+    script = 'M=${MASTER_ADDR:-}\nif [ -z "${M}" ]; then\n  echo set it\n  exit 1\nfi\n' + V + " a=$M"
+    with pytest.raises(ImportConfigError, match=r"stops at line 4 \(exit 1 under `if \[ -z \"\$\{M\}\" \];`\)"):
+        _words(script)
+    assert _words(script, MASTER_ADDR="10.0.0.1") == ["a=10.0.0.1"]

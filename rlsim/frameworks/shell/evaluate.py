@@ -52,6 +52,7 @@ class Evaluator(Expander):
         self.used_sets: set[str] = set()
         self.depth = 0
         self.steps = 0
+        self.stopped = ""  # where the script's last exit was reached, and under which condition
 
     # ---- statements ------------------------------------------------------------------------------------------
     def run_script(self, text: str, where: str) -> None:
@@ -330,6 +331,7 @@ class Evaluator(Expander):
                 return
             return self.call(cmd, words[1:], node)
         if cmd in ("exit",):
+            self.stopped = _stop_text(node)
             raise _Exit
         if cmd == "return":
             raise _Return
@@ -686,6 +688,18 @@ class Evaluator(Expander):
                 if not b.continuing:
                     return
         self.note(f"line {line_of(node)}: a loop ran {_LOOP_LIMIT} turns; read no further")
+
+
+def _stop_text(node: Node) -> str:
+    """``line N (exit 1 under `if [ -z "$X" ]`)``: an exit and the condition it sits under."""
+    cond = node.parent
+    while cond is not None and cond.type not in ("if_statement", "list", "case_statement"):
+        cond = cond.parent
+    under = ""
+    if cond is not None:
+        under = " ".join(text_of(cond).split())
+        under = f" under `{under[: under.find('then') if 'then' in under else 60][:60].strip()}`"
+    return f"line {line_of(node)} ({' '.join(text_of(node).split())[:30]}{under})"
 
 
 def _unescape(text: str) -> str:

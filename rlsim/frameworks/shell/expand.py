@@ -138,8 +138,8 @@ class Expander:
             return Unknown("other", f"${name} is known only when the script runs", ())
         if name in st.unknown:
             return st.unknown[name]
-        if name in st.vars:
-            self.seen.extend(st.taint.get(name, ()))
+        if name in st.vars:  # a value holding unknowns: --set of the variable itself decides it too
+            self.seen.extend(Unknown(u.kind, u.text, (name, *u.roots), u.values) for u in st.taint.get(name, ()))
             return st.vars[name]
         return Unknown("unset", f"${name} is not set by the script", (name,))
 
