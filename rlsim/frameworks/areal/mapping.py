@@ -64,9 +64,12 @@ TABLE = rows(
         ("train_dataset.batch_size", "workload.prompts_per_step", "P: prompts per step"),
         ("train_dataset.max_length", "workload.max_prompt_tokens", "None: 1024 assumed (a note)"),
         ("gconfig.n_samples", "workload.group_size", "G: responses per prompt"),
+        ("n_trajs", "workload.group_size", "Terminal-Bench's workflow: G (n_samples set to 1)"),
+        ("train_dataset.type", "(check)", "sft refused: not an RL run"),
         ("gconfig.max_new_tokens", "workload.max_response_tokens", "the response cap"),
         ("rollout.backend", "hardware.rollout_gpus, engine.tensor_parallel_size", "sglang:dDpPtT: D x P x T GPUs"),
         ("actor.backend", "hardware.train_gpus", "fsdp:dDpPtT (or megatron:...): D x P x T (x C) GPUs"),
+        ("actor.backend (attn|ffn)", "training", "megatron:(attn:dptc|ffn:dept): attn's GPUs; t, p, c, e"),
         ("allocation_mode", "hardware", "deprecated: generation+training strings"),
         ("cluster.n_gpus_per_node", "hardware.gpus_per_node", "GPUs per node"),
         ("rollout.max_head_offpolicyness", "schedule.max_staleness", "0: sync (pools apart); k: async, k"),
@@ -84,15 +87,34 @@ TABLE = rows(
 _PART = re.compile(r"([dptce])(\d+)")
 
 
+_HYBRID = re.compile(r"^\s*(\w+)\s*:\s*\(?\s*attn\s*:\s*([a-z\d]+)\s*\|\s*ffn\s*:\s*([a-z\d]+)\s*\)?\s*$")
+
+
 def allocation(text: str, key: str) -> tuple[str, dict[str, int]]:
     """``sglang:d4p1t1`` -> ("sglang", {d: 4, p: 1, t: 1}); the backend may be absent (``d4p1t1``) or written with
-    a dot (older AReaL: ``sglang.d4p1t1``)."""
+    a dot (older AReaL: ``sglang.d4p1t1``). The hybrid MoE form ``megatron:(attn:d1p12t4|ffn:d1p12e4)`` (AReaL
+    v1.0.4 areal/api/alloc_mode.py:606-623 grammar, :943-1010 hybrid_train_para) gives the attention layout's
+    d, p, t, c (its product is the world size, alloc_mode.py:153-160) and the FFN's experts as ``e`` and expert
+    TP as ``et``."""
+    hybrid = _HYBRID.match(str(text))
+    if hybrid:
+        attn, ffn = dict(_dims(hybrid[2], key, text, "dptc")), dict(_dims(hybrid[3], key, text, "dept"))
+        if ffn.get("p", attn.get("p", 1)) != attn.get("p", 1):
+            raise ImportConfigError(f"{key}: {text!r}: attn and ffn pipeline sizes differ (AReaL refuses it)")
+        return hybrid[1], {**attn, "e": ffn.get("e", 1), "et": ffn.get("t", 1)}
     head, sep, dims = str(text).strip().rpartition(":") if ":" in str(text) else str(text).strip().rpartition(".")
     dims = dims if sep else str(text).strip()
     parts = dict((k, int(v)) for k, v in _PART.findall(dims))
     if not parts or _PART.sub("", dims):
         raise ImportConfigError(f"{key}: {text!r} is not an allocation string (backend:dNpNtN, e.g. sglang:d4p1t1)")
     return head, parts
+
+
+def _dims(dims: str, key: str, text: str, kinds: str) -> list[tuple[str, int]]:
+    parts = [(k, int(v)) for k, v in _PART.findall(dims)]
+    if not parts or _PART.sub("", dims) or any(k not in kinds for k, _ in parts):
+        raise ImportConfigError(f"{key}: {text!r} is not an allocation string (backend:dNpNtN, e.g. sglang:d4p1t1)")
+    return parts
 
 
 def _gpus(dims: dict[str, int]) -> int:
@@ -116,7 +138,7 @@ def read(path: Path) -> dict[str, Any]:
         data[LAUNCH_NOTES] = [f"{path.name} read over AReaL's defaults ({VERSION_READ})"]
         return data
     text = path.read_text(errors="replace")
-    script = re.search(r"(\S+\.py)\s+--config", text)
+    script = re.search(r"(\S+\.py)(?:\s|\\\n)+--config", text)  # a backslash-newline between them too
     entries = LAUNCHERS + ((script[1].rsplit("/", 1)[-1],) if script else ())
     data = hydra_launch(path, entries, "AReaL")
     data.pop(ENTRY_KEY, None)
@@ -151,6 +173,12 @@ def _engine(src: Source, backend: str, tp: int) -> tuple[str, float, int | None]
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections of an AReaL experiment, and the assumptions made."""
     notes: list[str] = []
+    if str(src.flat.get("train_dataset.type", "")).lower() == "sft":
+        src.used.add("train_dataset.type")
+        raise ImportConfigError(
+            "train_dataset.type: sft: an AReaL SFT config (only an actor, no rollout or gconfig; examples/math/"
+            "gsm8k_sft.py) is not an RL run; rlsim models RL experiments"
+        )
     legacy = src.get("allocation_mode")
     if legacy and not src.given("rollout.backend"):
         gen, _, train_text = str(legacy).partition("+")
@@ -170,6 +198,14 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     tp = gen_dims.get("t", 1)
     engine, mem, seqs = _engine(src, backend, tp)
     prompts, group = as_int(src, "train_dataset.batch_size"), as_int(src, "gconfig.n_samples")
+    if src.flat.get("n_trajs") is not None:  # examples/terminal_bench's AgentRLConfig (agent_rl_config.py:17)
+        n_trajs = as_int(src, "n_trajs")
+        notes.append(
+            f"n_trajs {n_trajs}: G from the workflow's own argument: examples/terminal_bench/train.py:17,45 runs "
+            f"CamelRLVRWorkflow, which sets gconfig.n_samples to 1 and runs n_trajs trajectories per task "
+            f"(workflow/camel_rlvr_workflow.py:41,64); gconfig.n_samples {group} is overridden"
+        )
+        group = n_trajs
     if src.given("train_dataset.max_length"):
         max_prompt = as_int(src, "train_dataset.max_length")
     else:
@@ -205,6 +241,15 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         gpus_per_node=as_int(src, "cluster.n_gpus_per_node"),
         engine_note="sglang 0.5.10.post1 in AReaL v1.0.4 pyproject.toml:149",
     )
+    if "e" in train_dims:  # the hybrid MoE form: the trainer's Megatron layout (the other forms count GPUs only)
+        facts.extra["training"] = {
+            "backend": "megatron",
+            "tensor_parallel_size": train_dims.get("t", 1),
+            "pipeline_parallel_size": train_dims.get("p", 1),
+            "context_parallel_size": train_dims.get("c", 1),
+            "expert_parallel_size": train_dims["e"],
+            "expert_tensor_parallel_size": train_dims["et"],
+        }
     if staleness:  # AReaL's two measured objectives (rlsim.learning.staleness: its staleness table)
         loss = "decoupled_ppo" if src.get("actor.use_decoupled_loss") else "naive_ppo"
         facts.extra["learning"] = {"staleness_loss": loss}

@@ -40,11 +40,12 @@ from typing import Any
 from rlsim.frameworks.adapter import LAUNCH_NOTES, ImportConfigError, Source, read_config
 from rlsim.frameworks.basic import Facts, Recognisers, load_defaults, rows, sections
 from rlsim.frameworks.common import as_float, as_int, divisible, resolve_model
+from rlsim.frameworks.roll import pipelines
 
 VERSION_READ = "ROLL v0.3.0 (7f9d4d3)"
 RECOGNISERS = Recognisers(
     "roll",
-    entry_points=("examples/start_rlvr_pipeline.py", "start_rlvr_pipeline"),
+    entry_points=("examples/start_rlvr_pipeline.py", "start_rlvr_pipeline", "start_agentic_pipeline"),
     keys=("num_return_sequences_in_group", "actor_infer.device_mapping", "actor_train.device_mapping"),
     suffixes=(".yaml",),
 )
@@ -73,6 +74,9 @@ TABLE = rows(
         (AI + "device_mapping", "hardware.rollout_gpus", "within actor_train's: colocated; disjoint: apart"),
         ("reference.device_mapping", "hardware.num_gpus", "counted in the union"),
         ("critic.device_mapping", "hardware.num_gpus", "counted in the union"),
+        ("rewards.<name>.device_mapping", "reward.model", "in actor_train's: on the training pool; else its own"),
+        ("rewards.<name>.model_args.model_name_or_path", "reward.model", "the judge / reward model"),
+        ("train_env_manager.group_size", "workload.group_size", "agentic: G; P = rollout_batch_size / it"),
         (AI + "strategy_args.strategy_name", "engine.behaviour", "vllm -> vllm-v1; sglang -> sglang-0.5"),
         (SC + "tensor_parallel_size", "engine.tensor_parallel_size", "vLLM TP (SGLang: tp_size)"),
         (SC + "gpu_memory_utilization", "engine.gpu_memory_utilization", "vLLM; None: 0.9"),
@@ -131,45 +135,62 @@ def _split_plus(text: str) -> list[str]:
 
 
 def read(path: Path) -> dict[str, Any]:
-    """A ROLL YAML (its ``hydra`` and ``defaults`` entries set aside)."""
+    """A ROLL YAML (its ``hydra`` and ``defaults`` entries set aside), or a launch script: the YAML it composes
+    (rlsim.frameworks.roll.pipelines.read_launch)."""
+    notes = []
+    if path.suffix == ".sh":
+        config = pipelines.read_launch(path)
+        notes.append(f"{path.name} composes {config.parent.name}/{config.name}")
+        path = config
     data = read_config(path, "roll")
     data.pop("hydra", None)
     data.pop("defaults", None)
-    data[LAUNCH_NOTES] = [f"{path.name} read over ROLL's defaults ({VERSION_READ})"]
+    data[LAUNCH_NOTES] = [*notes, f"{path.name} read over ROLL's defaults ({VERSION_READ})"]
     return data
 
 
-def _pools(src: Source) -> tuple[int, int, bool, int]:
-    """(rollout GPUs, train GPUs, colocated, all GPUs) from the roles' device mappings."""
+def _pools(src: Source, notes: list[str]) -> tuple[int, int, bool, int, dict[str, Any], int]:
+    """(rollout GPUs, train GPUs, colocated, all GPUs, the reward section, the actor's ranks) from the roles'
+    device mappings."""
     train = devices(src.get(AT + "device_mapping"), src.name(AT + "device_mapping"))
     infer = devices(src.get(AI + "device_mapping"), src.name(AI + "device_mapping"))
     if not train or not infer:
         missing = AT if not train else AI
         raise ImportConfigError(f"{missing}device_mapping: not set (the role would run on CPU); set list(range(0,8))")
-    union = set(train) | set(infer)
-    for role in ("reference.", "critic."):
-        union |= set(devices(src.get(role + "device_mapping"), src.name(role + "device_mapping")) or ())
-    for key, value in src.flat.items():  # a reward worker on GPUs: an LLM judge or reward model of its own
-        if key.startswith("rewards.") and key.endswith(".device_mapping") and value is not None:
-            src.used.add(key)
-            raise ImportConfigError(
-                f"{key}: a reward worker on GPUs of its own ({value}) is not modelled (rlsim scores with a rule on "
-                f"the CPU or OpenRLHF-style reward models); --set {key}=null to price the rule rewards alone"
-            )
+    roles = {r: set(devices(src.get(r + "device_mapping"), src.name(r + "device_mapping")) or ()) for r in _ROLES}
+    others = roles["reference."] | roles["critic."]
+    reward, reward_notes, _ = pipelines.judge(src, set(train), set(infer), others)
+    notes += reward_notes
+    union = len(set(train) | set(infer) | others)  # a reward pool of its own (own) is reward.num_gpus
     if set(infer) <= set(train):
-        return len(infer), len(train), True, len(union)
+        return len(infer), len(train), True, union, reward, len(train)
+    critic = roles["critic."]
+    if set(infer) & set(train) and critic and not critic & set(train) and set(infer) == set(train) | critic:
+        # example_ppo.yaml: the engines on all, the actor trains on one part while the critic trains on the other
+        notes.append(
+            f"{AI}device_mapping ({len(infer)} GPUs) spans {AT}device_mapping ({len(train)}) and "
+            f"critic.device_mapping ({len(critic)}), which ROLL trains at once: priced colocated on the "
+            f"{len(infer)}, the actor's and the critic's passes in turn on all of them (the same GPU-seconds where "
+            "the two models are the same size)"
+        )
+        return len(infer), len(infer), True, union, reward, len(train)
     if set(infer) & set(train):
         raise ImportConfigError(
             f"{AI}device_mapping and {AT}device_mapping share some GPUs but not all of the rollout's; rlsim models "
             "the rollout on the trainer's GPUs or on GPUs of its own"
         )
-    return len(infer), len(train), False, len(union)
+    return len(infer), len(train), False, union, reward, len(train)
+
+
+_ROLES = ("reference.", "critic.")
 
 
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections of a ROLL RLVR config, and the assumptions made."""
     notes: list[str] = []
-    prompts, group = as_int(src, "rollout_batch_size"), as_int(src, "num_return_sequences_in_group")
+    pipelines.refuse_other_pipelines(src)
+    batch = pipelines.agentic_batch(src, notes)
+    prompts, group = batch or (as_int(src, "rollout_batch_size"), as_int(src, "num_return_sequences_in_group"))
     max_prompt = as_int(src, "prompt_length")
     if src.given("response_length"):
         max_response = as_int(src, "response_length")
@@ -177,7 +198,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         max_response = as_int(src, "sequence_length") - max_prompt
     else:
         raise ImportConfigError("response_length: not set, nor sequence_length (ROLL requires one); set it")
-    rollout, train, colocated, union = _pools(src)
+    rollout, train, colocated, union, reward, ranks = _pools(src, notes)
     if union > (train if colocated else rollout + train):
         notes.append(
             f"device mappings: {union} GPUs in all; the reference / critic GPUs beyond the pools are not priced apart"
@@ -192,7 +213,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     ratio = as_float(src, "async_generation_ratio")
     per_rank = as_int(src, TA + "per_device_train_batch_size") * as_int(src, TA + "gradient_accumulation_steps")
     split = as_int(src, TC + "tensor_model_parallel_size") * as_int(src, TC + "pipeline_model_parallel_size")
-    dp = divisible(f"{AT}device_mapping GPUs", train, "TP x PP x CP", split * as_int(src, TC + "context_parallel_size"))
+    dp = divisible(f"{AT}device_mapping GPUs", ranks, "TP x PP x CP", split * as_int(src, TC + "context_parallel_size"))
     steps = divisible(
         "rollout_batch_size x num_return_sequences_in_group",
         prompts * group,
@@ -224,6 +245,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         epochs=as_int(src, "ppo_epochs"),
         gpus_per_node=as_int(src, "num_gpus_per_node"),
         engine_note="ROLL's pinned SGLang",
+        extra=reward,
     )
     out, more = sections(facts, "ROLL")
     return out, notes + more

@@ -44,7 +44,28 @@ VERSION_READ = "SkyRL skyrl_train-v0.4.0 (332c7cb)"
 ENTRY = "skyrl_train.entrypoints.main_base"
 ASYNC_ENTRY = "examples.async.main_async"
 FULLY_ASYNC_ENTRY = "examples.fully_async.main_fully_async"
-ENTRIES = (FULLY_ASYNC_ENTRY, ASYNC_ENTRY, ENTRY)
+# Example modules whose main builds BasePPOExp (or a subclass changing only its trainer's reward post-processing or
+# its generator) over the same ppo_base_config and runs its synchronous loop, as main_base does (skyrl-train/
+# examples/algorithms/dapo/main_dapo.py:72-84, mini_swe_agent/main_mini_swe.py:10-29, and the others named here at
+# the tag): read as main_base, their own work noted.
+BASE_LIKE = {
+    "examples.algorithms.dapo.main_dapo": "DAPO's soft overlong penalty on the rewards (a CPU step, not priced)",
+    "examples.tis_correction.main_tis_dapo": "DAPO's overlong penalty with TIS correction (not priced)",
+    "examples.flash_rl.main_dapo_flashrl": "DAPO with FlashRL's quantized rollout (priced unquantized)",
+    "examples.algorithms.custom_advantage_estimator.main_custom_adv_est": "a custom advantage (on the driver)",
+    "examples.algorithms.custom_policy_loss.main_custom_policy_loss": "a custom policy loss (same passes)",
+    "examples.llm_as_a_judge.main_llm_judge": "an LLM judge called over HTTP (its time not priced)",
+    "examples.multiply.main_multiply": "its own environment (a rule reward)",
+    "examples.mini_swe_agent.main_mini_swe": (
+        "mini-swe-agent's generator: a multi-turn agent trajectory in a sandbox, priced as one response up to "
+        "max_generate_length (sandbox steps and turn re-prefills not priced)"
+    ),
+    "examples.terminal_bench.entrypoints.main_tbench": (
+        "Terminal-Bench's generator: multi-turn agent trajectories, priced as one response each (sandbox steps not "
+        "priced)"
+    ),
+}
+ENTRIES = (FULLY_ASYNC_ENTRY, ASYNC_ENTRY, ENTRY, *BASE_LIKE)
 RECOGNISERS = Recognisers(
     "skyrl",
     entry_points=ENTRIES + ("skyrl_train.entrypoints",),
@@ -83,6 +104,8 @@ TABLE = rows(
         ("trainer.algorithm.advantage_estimator", "algorithm.name", "gae -> ppo (critic); others -> grpo"),
         ("trainer.algorithm.use_kl_loss", "algorithm.kl_reference", "either KL option: reference pass"),
         ("trainer.algorithm.use_kl_in_reward", "algorithm.kl_reference", "either KL option: reference pass"),
+        ("trainer.algorithm.dynamic_sampling.type", "algorithm.dynamic_sampling", "filter: rounds; replace refused"),
+        ("trainer.algorithm.dynamic_sampling.max_sample_batches", "algorithm.dynamic_sampling.max_gen_batches", ""),
         ("trainer.fully_async.max_staleness_steps", "schedule.staleness_threshold", "fully async: steps behind"),
         (G_ + "run_engines_locally", "(check)", "false (remote engines) refused"),
     ),
@@ -110,6 +133,24 @@ def _own_pools(src: Source, colocate: bool, estimator: Any, kl: bool) -> dict[st
     if estimator == "gae":
         out["critic_gpus"] = as_int(src, PL + "critic_num_nodes") * as_int(src, PL + "critic_num_gpus_per_node")
     return out
+
+
+def _dynamic_sampling(src: Source, entry: str) -> dict[str, Any]:
+    """``trainer.algorithm.dynamic_sampling.type`` filter: batches of train_batch_size prompts are generated and
+    their zero-std groups dropped until train_batch_size groups are kept, at most ``max_sample_batches`` (-1: no
+    limit) batches (skyrl_train/trainer.py:230-231, :1117-1175): rlsim's rounds with multiplier 1, the keep rate
+    the framework cannot say. replace (good groups copied over bad ones) is refused."""
+    kind = src.get("trainer.algorithm.dynamic_sampling.type")
+    if kind in (None, "null", "none"):
+        return {}
+    key = "trainer.algorithm.dynamic_sampling.type"
+    if kind != "filter" or entry == FULLY_ASYNC_ENTRY:
+        raise ImportConfigError(
+            f"{key}: {kind!r}{' with ' + entry if kind == 'filter' else ''} is not modelled (rlsim prices the filter "
+            "strategy of the synchronous trainers); set it null or filter"
+        )
+    most = as_int(src, "trainer.algorithm.dynamic_sampling.max_sample_batches")
+    return {"mode": "rounds", "batch_multiplier": 1, "max_gen_batches": most if most > 0 else 10_000}
 
 
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
@@ -147,6 +188,11 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     model, model_notes = resolve_model(src.get("trainer.policy.model.path"), "trainer.policy.model.path")
     notes += model_notes
     mode, staleness = "sync", 0
+    if entry in BASE_LIKE:
+        notes.append(f"{entry}: SkyRL's synchronous trainer (BasePPOExp, ppo_base_config) with {BASE_LIKE[entry]}")
+    sampling = _dynamic_sampling(src, entry)
+    if sampling:
+        algorithm_extra["dynamic_sampling"] = sampling
     if entry == ASYNC_ENTRY:
         mode, staleness = "async", 1
         notes.append(f"{ASYNC_ENTRY}: one-step off-policy (examples/async/README.md): rlsim async, staleness 1")

@@ -43,6 +43,7 @@ from rlsim.frameworks.adapter import LAUNCH_NOTES, ImportConfigError, Source
 from rlsim.frameworks.basic import Facts, Recognisers, load_defaults, rows, sections
 from rlsim.frameworks.common import as_float, as_int, divisible, resolve_model
 from rlsim.frameworks.launch import framework_command
+from rlsim.frameworks.slime import training as slime_training
 from rlsim.io.files import read_text
 from rlsim.scenario.overrides import parse_scalar
 
@@ -76,6 +77,8 @@ _SPEC = (
     ("lr", "learning.lr0", "learning.reference_batch = P x G"),
     ("update-weights-interval", "schedule.max_staleness", "train_async.py: steps between weight updates"),
     ("hf-checkpoint", "model", "catalog name; else the model built from MODEL_ARGS"),
+    ("dynamic-sampling-filter-path", "algorithm.dynamic_sampling", "set: streaming replacement (mode replace)"),
+    ("over-sampling-batch-size", "algorithm.dynamic_sampling", "prompts per submission (a note)"),
 )
 _MODEL_FLAGS = (
     "num-layers",
@@ -92,7 +95,7 @@ _MODEL_FLAGS = (
     "add-qkv-bias",
     "untie-embeddings-and-output-weights",
 )
-TABLE = rows(DEFAULTS, _SPEC) + rows(
+TABLE = rows(DEFAULTS, _SPEC + slime_training.SPEC) + rows(
     {},
     tuple((k, "model", "MODEL_ARGS: the architecture, when hf-checkpoint is not in the catalog") for k in _MODEL_FLAGS),
 )
@@ -276,7 +279,16 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         mini_batches=steps,
         gpus_per_node=per_node,
         engine_note=SGLANG_PIN,
+        extra={"training": slime_training.training(src)},
     )
+    if src.get("dynamic-sampling-filter-path"):  # sglang_rollout.py:393-446 at v0.3.1
+        over = as_int(src, "over-sampling-batch-size") if src.given("over-sampling-batch-size") else prompts
+        facts.extra["algorithm"] = {"dynamic_sampling": {"mode": "replace"}}
+        notes.append(
+            f"dynamic-sampling-filter-path: slime submits {over} prompts (over-sampling-batch-size) whenever fewer "
+            f"than {prompts} groups are kept or in flight, drops the groups the filter rejects and aborts the rest "
+            "once enough pass (sglang_rollout.py:404-446): priced as streaming replacement at the keep rate"
+        )
     if estimator not in ("ppo", "grpo"):
         notes.append(f"advantage-estimator {estimator}: critic-free, priced as grpo (same passes)")
     out, more = sections(facts, "slime")
