@@ -170,15 +170,45 @@ def _engine(src: Source, backend: str, tp: int) -> tuple[str, float, int | None]
     raise ImportConfigError(f"rollout.backend: {backend!r} is not mapped (sglang or vllm)")
 
 
-def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
-    """The scenario sections of an AReaL experiment, and the assumptions made."""
-    notes: list[str] = []
+def _refuse_sft(src: Source) -> None:
     if str(src.flat.get("train_dataset.type", "")).lower() == "sft":
         src.used.add("train_dataset.type")
         raise ImportConfigError(
             "train_dataset.type: sft: an AReaL SFT config (only an actor, no rollout or gconfig; examples/math/"
             "gsm8k_sft.py) is not an RL run; rlsim models RL experiments"
         )
+
+
+def _workflow_group(src: Source, group: int, notes: list[str]) -> int:
+    """G: ``gconfig.n_samples``, or a top-level ``n_trajs`` (examples/terminal_bench's AgentRLConfig,
+    agent_rl_config.py:17): train.py:17,45 hands it to CamelRLVRWorkflow, which sets gconfig.n_samples to 1 and
+    runs n_trajs trajectories per task (workflow/camel_rlvr_workflow.py:41,64)."""
+    if src.flat.get("n_trajs") is None:
+        return group
+    n_trajs = as_int(src, "n_trajs")
+    notes.append(
+        f"n_trajs {n_trajs}: G from the workflow's own argument: examples/terminal_bench/train.py:17,45 runs "
+        f"CamelRLVRWorkflow, which sets gconfig.n_samples to 1 and runs n_trajs trajectories per task "
+        f"(workflow/camel_rlvr_workflow.py:41,64); gconfig.n_samples {group} is overridden"
+    )
+    return n_trajs
+
+
+def _moe_layout(dims: dict[str, int]) -> dict[str, Any]:
+    return {
+        "backend": "megatron",
+        "tensor_parallel_size": dims.get("t", 1),
+        "pipeline_parallel_size": dims.get("p", 1),
+        "context_parallel_size": dims.get("c", 1),
+        "expert_parallel_size": dims["e"],
+        "expert_tensor_parallel_size": dims["et"],
+    }
+
+
+def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
+    """The scenario sections of an AReaL experiment, and the assumptions made."""
+    notes: list[str] = []
+    _refuse_sft(src)
     legacy = src.get("allocation_mode")
     if legacy and not src.given("rollout.backend"):
         gen, _, train_text = str(legacy).partition("+")
@@ -198,14 +228,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     tp = gen_dims.get("t", 1)
     engine, mem, seqs = _engine(src, backend, tp)
     prompts, group = as_int(src, "train_dataset.batch_size"), as_int(src, "gconfig.n_samples")
-    if src.flat.get("n_trajs") is not None:  # examples/terminal_bench's AgentRLConfig (agent_rl_config.py:17)
-        n_trajs = as_int(src, "n_trajs")
-        notes.append(
-            f"n_trajs {n_trajs}: G from the workflow's own argument: examples/terminal_bench/train.py:17,45 runs "
-            f"CamelRLVRWorkflow, which sets gconfig.n_samples to 1 and runs n_trajs trajectories per task "
-            f"(workflow/camel_rlvr_workflow.py:41,64); gconfig.n_samples {group} is overridden"
-        )
-        group = n_trajs
+    group = _workflow_group(src, group, notes)
     if src.given("train_dataset.max_length"):
         max_prompt = as_int(src, "train_dataset.max_length")
     else:
@@ -242,14 +265,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         engine_note="sglang 0.5.10.post1 in AReaL v1.0.4 pyproject.toml:149",
     )
     if "e" in train_dims:  # the hybrid MoE form: the trainer's Megatron layout (the other forms count GPUs only)
-        facts.extra["training"] = {
-            "backend": "megatron",
-            "tensor_parallel_size": train_dims.get("t", 1),
-            "pipeline_parallel_size": train_dims.get("p", 1),
-            "context_parallel_size": train_dims.get("c", 1),
-            "expert_parallel_size": train_dims["e"],
-            "expert_tensor_parallel_size": train_dims["et"],
-        }
+        facts.extra["training"] = _moe_layout(train_dims)
     if staleness:  # AReaL's two measured objectives (rlsim.learning.staleness: its staleness table)
         loss = "decoupled_ppo" if src.get("actor.use_decoupled_loss") else "naive_ppo"
         facts.extra["learning"] = {"staleness_loss": loss}

@@ -28,6 +28,7 @@ from typing import Any
 from rlsim.frameworks.adapter import ImportConfigError, Source
 from rlsim.frameworks.common import as_int, resolve_model
 from rlsim.frameworks.launch import framework_command
+from rlsim.frameworks.roll.devices import devices
 from rlsim.io.files import read_text
 
 STARTS = ("start_rlvr_pipeline.py", "start_agentic_pipeline.py")
@@ -108,8 +109,6 @@ def judge(src: Source, train: set[int], infer: set[int], others: set[int]) -> tu
     ]
     if not mapped:
         return {}, [], 0
-    from rlsim.frameworks.roll.mapping import devices  # mapping imports this module
-
     if len(mapped) > 1:
         raise ImportConfigError(
             f"{', '.join(mapped)}: more than one reward worker on GPUs; rlsim prices one reward model; --set all but "

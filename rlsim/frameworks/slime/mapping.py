@@ -212,6 +212,19 @@ def _model(src: Source, notes: list[str]) -> str | dict[str, Any]:
     return spec
 
 
+def _dynamic_sampling(src: Source, facts: Facts, notes: list[str]) -> None:
+    """``--dynamic-sampling-filter-path`` (sglang_rollout.py:393-446 at v0.3.1): streaming replacement."""
+    if not src.get("dynamic-sampling-filter-path"):
+        return
+    over = as_int(src, "over-sampling-batch-size") if src.given("over-sampling-batch-size") else facts.prompts
+    facts.extra["algorithm"] = {"dynamic_sampling": {"mode": "replace"}}
+    notes.append(
+        f"dynamic-sampling-filter-path: slime submits {over} prompts (over-sampling-batch-size) whenever fewer "
+        f"than {facts.prompts} groups are kept or in flight, drops the groups the filter rejects and aborts the "
+        "rest once enough pass (sglang_rollout.py:404-446): priced as streaming replacement at the keep rate"
+    )
+
+
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections for a slime launch, and the assumptions made."""
     src.used.add(ASYNC)
@@ -281,14 +294,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         engine_note=SGLANG_PIN,
         extra={"training": slime_training.training(src)},
     )
-    if src.get("dynamic-sampling-filter-path"):  # sglang_rollout.py:393-446 at v0.3.1
-        over = as_int(src, "over-sampling-batch-size") if src.given("over-sampling-batch-size") else prompts
-        facts.extra["algorithm"] = {"dynamic_sampling": {"mode": "replace"}}
-        notes.append(
-            f"dynamic-sampling-filter-path: slime submits {over} prompts (over-sampling-batch-size) whenever fewer "
-            f"than {prompts} groups are kept or in flight, drops the groups the filter rejects and aborts the rest "
-            "once enough pass (sglang_rollout.py:404-446): priced as streaming replacement at the keep rate"
-        )
+    _dynamic_sampling(src, facts, notes)
     if estimator not in ("ppo", "grpo"):
         notes.append(f"advantage-estimator {estimator}: critic-free, priced as grpo (same passes)")
     out, more = sections(facts, "slime")
