@@ -28,21 +28,19 @@ def pgg(s: dict) -> tuple[int, int, int, str]:
 # ---------------------------------------------------------------------------------------------------- ROLL
 
 
-JUDGE = {"rewards.llm_judge.model_args.model_name_or_path": "Qwen/Qwen2.5-7B-Instruct"}
-
-
 def test_roll_launch_script_composes_the_yaml_beside_it_with_its_judge_on_the_trainers_gpus():
     """run_rlvr_pipeline.sh: CONFIG_PATH=$(basename $(dirname $0)) = qwen2.5-7B-rlvr_megatron, --config_name
     rlvr_config -> examples/qwen2.5-7B-rlvr_megatron/rlvr_config.yaml. rollout_batch_size 64, G 8; actor_train
     list(range(0,16)) = 16, actor_infer list(range(0,12)) = 12 within: colocated 16, 12 engines of TP 1; the
     llm_judge's list(range(12,16)) lies in actor_train's 16 and outside actor_infer's: the reward model on the
     training pool (no num_gpus), TP 1 (its strategy_config names none); 64 x 8 = 512 samples over per_device 1 x
-    accumulation 32 x 16 ranks = 512: one optimizer step. Its judge virtuoussy/Qwen2.5-7B-Instruct-RLVR is not a
-    catalog name: refused naming the key, then given as Qwen2.5-7B-Instruct (Qwen2.5-7B's shapes)."""
+    accumulation 32 x 16 ranks = 512: one optimizer step. Its judge virtuoussy/Qwen2.5-7B-Instruct-RLVR is a
+    Qwen2.5-7B-Instruct fine-tune (rlsim/catalog/same_architecture.yaml); a judge outside the catalog is refused
+    naming its key."""
     script = ROLL / "qwen2.5-7B-rlvr_megatron" / "run_rlvr_pipeline.sh"
-    with pytest.raises(ImportConfigError, match="^rewards.llm_judge.model_args.model_name_or_path: 'virtuoussy/"):
-        import_config(script, "roll")
-    got = import_config(script, "roll", JUDGE).scenario
+    with pytest.raises(ImportConfigError, match="^rewards.llm_judge.model_args.model_name_or_path: 'acme/judge-x'"):
+        import_config(script, "roll", {"rewards.llm_judge.model_args.model_name_or_path": "acme/judge-x"})
+    got = import_config(script, "roll").scenario
     assert pgg(got) == (64, 8, 16, "colocated")
     assert got["engine"]["replicas"] == 12 and got["engine"]["tensor_parallel_size"] == 1
     assert got["reward"] == {"model": "Qwen2.5-7B", "tensor_parallel_size": 1}
@@ -54,11 +52,11 @@ def test_roll_judge_on_gpus_of_its_own_or_straddling_the_trainers():
     """The same YAML with the judge moved to list(range(16,20)) (no role's): reward.num_gpus 4, the trainer's 16
     GPUs unchanged; to list(range(14,18)) (two inside actor_train's 0-15, two outside): refused."""
     path = ROLL / "qwen2.5-7B-rlvr_megatron" / "rlvr_config.yaml"
-    own = import_config(path, "roll", {**JUDGE, "rewards.llm_judge.device_mapping": "list(range(16,20))"}).scenario
+    own = import_config(path, "roll", {"rewards.llm_judge.device_mapping": "list(range(16,20))"}).scenario
     assert own["reward"] == {"model": "Qwen2.5-7B", "tensor_parallel_size": 1, "num_gpus": 4}
     assert pgg(own) == (64, 8, 16, "colocated")
     with pytest.raises(ImportConfigError, match="lie partly in the trainer's"):
-        import_config(path, "roll", {**JUDGE, "rewards.llm_judge.device_mapping": "list(range(14,18))"})
+        import_config(path, "roll", {"rewards.llm_judge.device_mapping": "list(range(14,18))"})
 
 
 def test_roll_agentic_pipeline_counts_trajectories_in_env_groups():
@@ -91,7 +89,7 @@ def test_roll_ppo_with_actor_and_critic_splitting_the_rollouts_gpus():
         import_config(ROLL / "docs_examples" / "example_ppo.yaml", "roll", {"critic.device_mapping": "[8, 9]"})
 
 
-def test_roll_dpo_and_other_pipelines_are_refused_naming_them(tmp_path):
+def test_roll_dpo_and_other_pipelines_are_refused_naming_them(tmp_path, monkeypatch):
     with pytest.raises(ImportConfigError, match="a ROLL DPO config"):
         import_config(ROLL / "dpo_examples" / "qwen2.5-3B_dpo_megatron.yaml", "roll")
     script = tmp_path / "examples" / "x" / "run_dpo_pipeline.sh"
@@ -102,6 +100,12 @@ def test_roll_dpo_and_other_pipelines_are_refused_naming_them(tmp_path):
     script.write_text("CONFIG_PATH=$(pwd)\npython examples/start_rlvr_pipeline.py --config_path $CONFIG_PATH\n")
     with pytest.raises(ImportConfigError, match=r"--set CONFIG_PATH=FOLDER"):
         import_config(script, "roll")
+    script.write_text(
+        "C=$(basename $(dirname $0))\npython examples/start_rlvr_pipeline.py --config_path $C --config_name nope\n"
+    )
+    monkeypatch.chdir(script.parent)  # given by a relative path, as from its own folder
+    with pytest.raises(ImportConfigError, match=r"composes x/nope.yaml under the examples folder"):
+        import_config(Path("run_dpo_pipeline.sh"), "roll")
 
 
 # ---------------------------------------------------------------------------------------------------- SkyRL

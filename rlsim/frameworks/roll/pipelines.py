@@ -39,6 +39,7 @@ _SELF_DIR = re.compile(r"^\s*(?:export\s+)?(\w+)=[\"']?\$\(\s*basename\s+[\"']?\
 def read_launch(path: Path) -> Path:
     """The YAML a ROLL launch script composes (module docstring); refusals name what is missing."""
     text = read_text(path, "ROLL launch script")
+    path = path.resolve()  # its folder's name is the config path
     other = re.search(r"\bstart_(\w+?)_pipeline\.py\b", text)
     if other and f"start_{other[1]}_pipeline.py" not in STARTS:
         what = OTHER_STARTS.get(other[1], other[1])
