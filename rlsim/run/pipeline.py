@@ -114,17 +114,22 @@ def _generations(st: _State):
     streaming = width > 1
     decode, prefill = st.cost.decode_coefficients(), st.cost.prefill_coefficients()
     per_chunk = width * max(1, CHUNK_REQUESTS // (s.generated_per_step * width))
+    greedy = int(s.algorithm.greedy_baseline)
     drawn = step_requests(s, st.rng, st.reuse)
 
     def launch(count: int):  # the next count steps (chunks are launched in order)
-        sampled, requests, overheads, held, calls, scored = [], [], [], [], [], []
+        sampled, requests, overheads, held, calls, scored, groups = [], [], [], [], [], [], []
         for _ in range(count):
             prompts, responses, step_calls, batches, own = next(drawn)
             sampled.append((prompts, responses))
             requests.extend(step_calls)
             calls.append(len(step_calls))
-            # dynamic sampling scores every sample the batch generated, the trained ones and those filtered or left over
-            scored.append(None if s.algorithm.dynamic_sampling is None else _scored(own))
+            # ReMax's greedy call (last) holds one request per prompt: group size 1 (rlsim.run.batches.greedy_call)
+            groups.extend([s.workload.group_size] * (len(step_calls) - greedy) + [1] * min(greedy, len(step_calls)))
+            # dynamic sampling scores every sample the batch generated, the trained ones and those filtered or left
+            # over; ReMax its greedy responses too
+            filtered = s.algorithm.dynamic_sampling is not None or greedy
+            scored.append(_scored(own) if filtered else None)
             held.append(batches)
             overheads.append(st.cost.rollout_overhead_s(len(responses)))
         if st.free_generation:  # the lengths only: no engine, no time
@@ -132,7 +137,7 @@ def _generations(st: _State):
         call_overheads = [st.cost.rollout_overhead_s(len(c[1])) for c in requests]
         pending = launch_rollouts(
             requests,
-            s.workload.group_size,
+            groups if greedy else s.workload.group_size,
             s.num_replicas,
             s.engine.max_num_seqs,
             s.kv_capacity_tokens,
