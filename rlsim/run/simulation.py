@@ -19,6 +19,7 @@ from rlsim.learning.curve import metric_at
 from rlsim.learning.model import LearningModelError, SamplesToTarget, ceiling_spread, samples_to_target
 from rlsim.learning.target import band, learning_spread, steps_for_samples, time_to_target
 from rlsim.run.batches import window
+from rlsim.run.keep_range import keep_range
 from rlsim.run.length_range import length_range
 from rlsim.run.overheads import run_overheads
 from rlsim.run.profile import Profile, fitted_error, load_profile, operating_point
@@ -141,7 +142,14 @@ def predict(
     result.overheads = run_overheads(systems, ttt.steps_to_target if ttt is not None else len(result.records))
     if with_band and scn.workload.length_source == "assumed":  # the answer over the assumed lengths' range
         result.length_range = length_range(systems, result, timelines, BAND_STEPS + 2 * scn.schedule.staleness)
+    if with_band and _keep_assumed(scn):  # the answer over the assumed keep rate's range (rlsim.run.keep_range)
+        result.keep_range = keep_range(systems, result, timelines, BAND_STEPS + 2 * scn.schedule.staleness)
     return result
+
+
+def _keep_assumed(scenario: Scenario) -> bool:
+    ds = scenario.algorithm.dynamic_sampling
+    return ds is not None and ds.keep_rate_source == "assumed"
 
 
 def systems_scenario(scenario: Scenario, profile: Profile | None) -> Scenario:
@@ -186,6 +194,7 @@ def footprint(scenario: Scenario, with_band: bool = False, profile: Profile | No
         runs = scenario.run.band_seeds - 1 + (0 if prefix_exact(scenario) else 1)
         runs += 2 if _shifted(profile) else 0
         runs += 2 if scenario.workload.length_source == "assumed" else 0  # rlsim.run.length_range's two ends
+        runs += 2 if _keep_assumed(scenario) else 0  # rlsim.run.keep_range's two ends
         steps += runs * whole(min(scenario.run.steps, BAND_STEPS + 2 * scenario.schedule.staleness))
     # every generation round's requests are simulated (streaming: k + 1 steps' batches in one window, once)
     return check(estimate(scenario.generated_per_step, steps, w))

@@ -12,6 +12,7 @@ from rlsim.frameworks import run_keys, sglang
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
 from rlsim.frameworks.common import DEFAULT_GPU, as_float, as_int, divisible, resolve_model
 from rlsim.frameworks.nemo_rl.recipe import PROMPT_TOKENS, NotExpressible, scenario_from_recipe
+from rlsim.workload import keep_prior
 from rlsim.workload.priors import response_prior
 
 VERSION_READ = "NeMo RL 81aa43d (v0.7.0)"
@@ -83,7 +84,7 @@ TABLE: tuple[Row, ...] = (
     Row(AR + "sampler.max_lookahead_versions", 1, "schedule.max_staleness", "in_order: K"),
     Row(AR + "sampler.max_staleness_versions", 1, "schedule.max_staleness", "ready_first, weight_fifo, windowed: K"),
     Row(AR + "min_groups_for_streaming_train", None, "(a note)", "below P: partial batches, not modelled"),
-    Row(G + "use_dynamic_sampling", False, "algorithm.dynamic_sampling", "DAPO rounds; keep rate: --scenario-set"),
+    Row(G + "use_dynamic_sampling", False, "algorithm.dynamic_sampling", "DAPO rounds; keep rate assumed 1/3"),
     Row(G + "batch_multiplier", 1, "algorithm.dynamic_sampling.batch_multiplier", "prompts per round / P"),
     Row(G + "dynamic_sampling_max_gen_batches", 10, "algorithm.dynamic_sampling.max_gen_batches", "round limit"),
     Row(G + "max_rollout_turns", 1, "(refused)", "> 1 refused: multi-turn rollouts"),
@@ -202,12 +203,9 @@ def _optional_fields(
             recipe_dynamic_sampling=True,
             recipe_batch_multiplier=as_float(src, G + "batch_multiplier"),
             recipe_dynamic_sampling_max_gen_batches=as_int(src, G + "dynamic_sampling_max_gen_batches"),
-            keep_rate_from_scenario_set=True,
+            keep_rate_assumed=True,
         )
-        notes.append(
-            f"{G}use_dynamic_sampling: the filter's keep rate is data-dependent and not in the recipe; "
-            "--scenario-set algorithm.dynamic_sampling.keep_rate=R (fraction of prompt groups with reward std > 0)"
-        )
+        notes.append(keep_prior.note(f"{G}use_dynamic_sampling"))
     if src.get(PO + "dynamic_batching.enabled"):
         fields.update(_dynamic_batching(src, max_seq, megatron, notes))
     if src.given(GEN + "vllm_kwargs.max_num_seqs"):

@@ -19,7 +19,7 @@ class Verl(FrameworkAdapter):
     """verl's PPO/GRPO trainer: Hydra ``key=value`` overrides; its metrics logs read by rlsim.frameworks.logs.verl."""
 
     name = "verl"
-    table = mapping.TABLE + estimators.TABLE + fully_async.TABLE
+    table = mapping.TABLE + estimators.TABLE + estimators.FILTER_TABLE + fully_async.TABLE
     version_read = mapping.VERSION_READ
     overrides = "hydra"
     log_importer = "rlsim.frameworks.logs.verl"

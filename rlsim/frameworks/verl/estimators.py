@@ -30,6 +30,7 @@ from typing import Any
 
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
 from rlsim.frameworks.common import as_int, resolve_model
+from rlsim.workload import keep_prior
 
 A = "actor_rollout_ref.actor."
 RM = "reward_model."
@@ -129,3 +130,39 @@ def reward(src: Source, policy: str, notes: list[str]) -> dict[str, Any] | None:
     else:
         notes.append("reward model on the actor's GPUs, between the rollout and the log-prob passes")
     return out
+
+
+FG = "algorithm.filter_groups."
+FILTER_TABLE: tuple[Row, ...] = (
+    Row(FG + "enable", False, "algorithm.dynamic_sampling", "DAPO rounds (recipe.dapo.main_dapo); keep rate assumed"),
+    Row(FG + "max_num_gen_batches", 0, "algorithm.dynamic_sampling.max_gen_batches", "0: no limit"),
+    Row(FG + "metric", None, "(a note)", "the score whose spread keeps a group: acc, score, seq_reward, ..."),
+    Row("data.gen_batch_size", None, "algorithm.dynamic_sampling.batch_multiplier", "None: train_batch_size; / it"),
+)
+UNLIMITED_ROUNDS = 10_000  # max_num_gen_batches <= 0 keeps generating (dapo_ray_trainer.py:274): rlsim's bound
+
+
+def filter_groups(src: Source, notes: list[str]) -> dict[str, Any] | None:
+    """``algorithm.dynamic_sampling`` of verl's DAPO trainer (volcengine/verl@v0.7.0 recipe/dapo/dapo_ray_trainer.py
+    :229-288): each round generates ``data.gen_batch_size`` prompts (recipe/dapo/config/dapo_trainer.yaml:10, the
+    train batch by default), n responses each, scores them and keeps the groups whose ``filter_groups.metric``
+    varies, until ``data.train_batch_size`` groups are kept (the surplus cut); more than ``max_num_gen_batches``
+    rounds stop the run (0: no limit). No config states the keep rate: rlsim.workload.keep_prior's, marked assumed.
+    None without ``filter_groups.enable``."""
+    if not src.get(FG + "enable"):
+        return None
+    train = as_int(src, "data.train_batch_size")
+    gen = as_int(src, "data.gen_batch_size") if src.get("data.gen_batch_size") is not None else train
+    if gen < train:
+        raise ImportConfigError(
+            f"data.gen_batch_size: {gen} below data.train_batch_size ({train}) is not modelled (rlsim's rounds hold "
+            "the train batch or more); raise it to the train batch or above"
+        )
+    limit = as_int(src, FG + "max_num_gen_batches")
+    notes.append(f"{FG}metric {src.get(FG + 'metric')}: a group is kept when its scores differ (any metric alike)")
+    if src.given(FG + "enable"):
+        notes.append(f"{FG}enable: verl filters in recipe.dapo.main_dapo (verl.trainer.main_ppo does not read it)")
+    notes.append(keep_prior.note(FG + "enable"))
+    return keep_prior.assumed(
+        {"batch_multiplier": gen / train, "max_gen_batches": limit if limit > 0 else UNLIMITED_ROUNDS}
+    )

@@ -133,9 +133,10 @@ TABLE: tuple[Row, ...] = (
 )
 
 ENTRY = "verl.trainer.main_ppo"
+DAPO = "recipe.dapo.main_dapo"  # verl@v0.7.0 recipe/dapo: main_ppo's config with filter_groups (estimators)
 
 
-def read(path: Path, entries: tuple[str, ...] = (ENTRY,)) -> dict[str, Any]:
+def read(path: Path, entries: tuple[str, ...] = (ENTRY, DAPO)) -> dict[str, Any]:
     """A verl config: the Hydra YAML (its ``defaults:`` list names verl's own config parts, whose defaults TABLE
     holds), or a launch script / command line running ``python3 -m verl.trainer.main_ppo key=value ...`` (or
     another of ``entries``: rlsim.frameworks.verl.fully_async), whose overrides (``key=value``, ``+key=value``,
@@ -366,6 +367,8 @@ def _algorithm(src: Source, mini_batches: int, notes: list[str]) -> tuple[str, d
         "epochs_per_step": as_int(src, A + "ppo_epochs"),
         "kl_reference": any([bool(src.get(A + "use_kl_loss")), bool(src.get("algorithm.use_kl_in_reward"))]),
     }
+    if (dynamic := estimators.filter_groups(src, notes)) is not None:
+        algorithm["dynamic_sampling"] = dynamic
     critic = fields["name"] == "ppo"
     if critic and src.given("critic.model.path"):
         algorithm["critic_model"], critic_notes = resolve_model(src.get("critic.model.path"), "critic.model.path")
