@@ -61,7 +61,9 @@ def keep_line(summary: dict[str, Any]) -> str | None:
         f"{sec(a['step_time_low_s'])} .. {sec(a['step_time_high_s'])} over keep {a['low_keep']:g} .. {a['high_keep']:g}"
     )
     if a.get("time_to_target_s") is not None:
-        ends = [hours(x) if x is not None else "refused" for x in (a["time_to_target_low_s"], a["time_to_target_high_s"])]
+        ends = [
+            hours(x) if x is not None else "refused" for x in (a["time_to_target_low_s"], a["time_to_target_high_s"])
+        ]
         line += f"; time to target {hours(a['time_to_target_s'])}, {ends[0]} .. {ends[1]}"
     return line
 

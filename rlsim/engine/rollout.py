@@ -90,8 +90,8 @@ def launch_rollouts(
     replicas of many small steps fill the cores together where one small step would run on one. The first step
     that cannot run raises, as it would alone (inputs that are wrong whatever the replica, now; the others by
     :meth:`PendingRollouts.result`). ``group_size``: one for every step, or each step's (ReMax's greedy call
-    has groups of 1 beside the sampled calls' G). With a ``memo``, a call whose inputs equal an earlier one's that it kept gets
-    that call's results, and this call's are kept in it."""
+    has groups of 1 beside the sampled calls' G). With a ``memo``, a call whose inputs equal an earlier one's
+    that it kept gets that call's results, and this call's are kept in it."""
     arrays = []
     for prompt_tokens, response_tokens in steps:
         n = len(response_tokens)

@@ -18,8 +18,8 @@ from rlsim.errors import RlsimError, ScenarioError
 from rlsim.learning.model import samples_to_target
 from rlsim.run.result import SimResult
 from rlsim.run.timeline import Timelines
-from rlsim.schema import Scenario
 from rlsim.scenario.validation import validate
+from rlsim.schema import Scenario
 from rlsim.workload.keep_prior import KEEP_RANGE, SOURCE
 
 

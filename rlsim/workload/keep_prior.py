@@ -26,6 +26,7 @@ def assumed(fields: dict) -> dict:
 def note(flag: str) -> str:
     """The import's note for a filter enabled by ``flag`` without a keep rate."""
     return (
-        f"{flag}: keep rate assumed {ASSUMED_KEEP:.2f} ({SOURCE}); the run prices {KEEP_RANGE[0]:g} .. "
-        f"{KEEP_RANGE[1]:g} beside it; give yours with --scenario-set algorithm.dynamic_sampling.keep_rate=R"
+        f"{flag}: no keep rate in the file: keep rate assumed {ASSUMED_KEEP:.2f} unless given ({SOURCE}); the run "
+        f"prices {KEEP_RANGE[0]:g} .. {KEEP_RANGE[1]:g} beside it; give yours with --scenario-set "
+        "algorithm.dynamic_sampling.keep_rate=R"
     )

@@ -61,7 +61,9 @@ def test_critic_enable_decides_the_critic_whatever_the_estimator():
         verl(**{"critic.enable": "yes"})
 
 
-@pytest.mark.parametrize("key, value", [("policy_loss.loss_mode", "gspo"), ("loss_agg_mode", "seq-mean-token-sum-norm")])
+@pytest.mark.parametrize(
+    "key, value", [("policy_loss.loss_mode", "gspo"), ("loss_agg_mode", "seq-mean-token-sum-norm")]
+)
 def test_grpo_loss_variants_price_as_vanilla_with_a_note(key, value):
     full = "actor_rollout_ref.actor." + key
     imported = import_config(VERL_GRPO, "verl", {full: value})

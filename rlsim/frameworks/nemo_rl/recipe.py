@@ -106,8 +106,8 @@ from rlsim import catalog
 from rlsim.errors import RlsimError
 from rlsim.frameworks.common import version_after
 from rlsim.scenario import software
-from rlsim.workload.lengths import lognormal_mean_for_clipped_mean
 from rlsim.workload import keep_prior
+from rlsim.workload.lengths import lognormal_mean_for_clipped_mean
 
 PROMPT_TOKENS = 128  # assumption: math prompts of OpenMathInstruct-2 with NeMo RL's cot template
 RESPONSE_SIGMA = 0.6  # assumption: standard deviation of log response length (one value for every row)

@@ -99,7 +99,12 @@ TABLE: tuple[Row, ...] = (
     Row("rollout.vllm_generate_batch_size", None, "(check)", "> rollout.batch_size needs async (oversampling)"),
     Row("algo.advantage.estimator", "gae", "algorithm.name", "gae -> ppo (critic); the others -> grpo"),
     Row("algo.kl.init_coef", 0.01, "algorithm.kl_reference", "> 0: the reference model and its pass"),
-    Row("algo.dynamic_filtering_enable", False, "algorithm.dynamic_sampling", "true: mode replace; keep rate assumed 1/3"),
+    Row(
+        "algo.dynamic_filtering_enable",
+        False,
+        "algorithm.dynamic_sampling",
+        "true: mode replace; keep 1/3 assumed",
+    ),
     Row("algo.dynamic_filtering_range", (0.0, 1.0), "algorithm.dynamic_sampling", "mean rewards kept (a note)"),
     Row("data.max_len", 2048, "workload.max_prompt_tokens", "prompt + response cap"),
     Row("rollout.max_new_tokens", None, "workload.max_response_tokens", "None: max_len - prompt (half each assumed)"),

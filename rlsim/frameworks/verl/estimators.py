@@ -58,7 +58,12 @@ TABLE: tuple[Row, ...] = (
     Row(A + "policy_loss.loss_mode", "vanilla", "(a note)", "gspo, clip_cov, kl_cov, ...: same passes as vanilla"),
     Row(A + "loss_agg_mode", "token-mean", "(a note)", "Dr. GRPO's seq-mean-token-sum-norm: same passes"),
     Row(RM + "enable", False, "reward.model", "true: a reward model's forward over every sample"),
-    Row(RM + "model.path", "~/models/FsfairX-LLaMA3-RM-v0.1", "reward.model", "with enable: a catalog name or the policy's"),
+    Row(
+        RM + "model.path",
+        "~/models/FsfairX-LLaMA3-RM-v0.1",
+        "reward.model",
+        "with enable: a catalog name or the policy's",
+    ),
     Row(RM + "enable_resource_pool", False, "reward.num_gpus", "true: its own n_gpus_per_node x nnodes"),
     Row(RM + "n_gpus_per_node", 0, "reward.num_gpus", "with enable_resource_pool"),
     Row(RM + "nnodes", 0, "reward.num_gpus", "with enable_resource_pool"),
@@ -158,7 +163,9 @@ def filter_groups(src: Source, notes: list[str]) -> dict[str, Any] | None:
             f"data.gen_batch_size: {gen} below data.train_batch_size ({train}) is not modelled (rlsim's rounds hold "
             "the train batch or more); raise it to the train batch or above"
         )
-    limit = as_int(src, FG + "max_num_gen_batches")
+    limit = src.get(FG + "max_num_gen_batches")
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise ImportConfigError(f"{FG}max_num_gen_batches: {limit!r} is not a whole number (0: no limit); fix it")
     notes.append(f"{FG}metric {src.get(FG + 'metric')}: a group is kept when its scores differ (any metric alike)")
     if src.given(FG + "enable"):
         notes.append(f"{FG}enable: verl filters in recipe.dapo.main_dapo (verl.trainer.main_ppo does not read it)")
