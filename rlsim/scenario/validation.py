@@ -176,9 +176,9 @@ def _validate_engine_settings(scenario: Scenario) -> None:
 
 def _validate_group_size(scenario: Scenario) -> None:
     """``workload.group_size``: grpo normalizes advantages within a group, so it needs two responses or more;
-    ReMax (algorithm.greedy_baseline) takes its baseline from the greedy response instead."""
+    ReMax (algorithm.greedy_baseline) and batch-whitened REINFORCE (group_baseline false) do not."""
     alg = scenario.algorithm
-    if alg.name == "grpo" and not alg.greedy_baseline and scenario.workload.group_size < 2:
+    if alg.name == "grpo" and alg.group_baseline and not alg.greedy_baseline and scenario.workload.group_size < 2:
         raise ScenarioError(
             "workload.group_size",
             scenario.workload.group_size,

@@ -290,6 +290,9 @@ class Algorithm:
     # ReMax (verl adv_estimator remax, ray_trainer.py:1368-1400 at v0.7.0): after the sampled rollout, one greedy
     # response per prompt in a generation call of its own (P requests), scored by the reward, as its baseline
     greedy_baseline: bool = False
+    # false: the advantages' baseline is not the group's (REINFORCE / REINFORCE++ whiten over the batch: verl
+    # reinforce_plus_plus, OpenRLHF reinforce), so one response per prompt (group_size 1) is a valid critic-free run
+    group_baseline: bool = True
 
     @property
     def optimizer_steps_per_step(self) -> int:

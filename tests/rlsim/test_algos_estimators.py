@@ -149,3 +149,41 @@ def test_remax_is_refused_on_an_async_schedule():
     raw["hardware"] = {"gpu": "H100-SXM", "num_gpus": 2, "placement": "separate", "rollout_gpus": 1, "train_gpus": 1}
     with pytest.raises(ScenarioError, match="greedy_baseline"):
         from_dict(raw)
+
+
+def test_batch_whitened_reinforce_runs_one_response_per_prompt():
+    """REINFORCE++ whitens over the batch (verl core_algos.py:580-616; OpenRLHF asserts n > 1 only for the group
+    estimators, train_ppo_ray.py:612): rollout.n 1 imports, as remax does (its baseline the greedy response); a group
+    estimator at n 1 is refused."""
+    for estimator in ("reinforce_plus_plus", "remax"):
+        s = verl(**{"algorithm.adv_estimator": estimator, "actor_rollout_ref.rollout.n": 1})
+        assert s.workload.group_size == 1 and s.algorithm.group_baseline is False
+    with pytest.raises(ImportConfigError, match="group_size: 1 must be at least 2"):
+        verl(**{"algorithm.adv_estimator": "rloo", "actor_rollout_ref.rollout.n": 1})
+    sets = {"actor.model_name_or_path": "Llama-3.1-8B", "algo.advantage.estimator": "reinforce"}
+    s = from_dict(import_config(ORL_HYBRID, "openrlhf", sets).scenario)  # n_samples_per_prompt 1
+    assert (s.algorithm.name, s.workload.group_size, s.algorithm.group_baseline) == ("grpo", 1, False)
+
+
+def test_openrlhf_gspo_and_lora_are_noted_and_a_bad_loss_refused():
+    sets = {"actor.model_name_or_path": "Llama-3.1-8B", "actor.policy_loss_type": "gspo", "ds.lora.rank": 16}
+    notes = import_config(ORL_HYBRID, "openrlhf", sets).scenario["assumptions"]
+    assert any("gspo: sequence-level ratios" in a for a in notes) and any("ds.lora.rank 16" in a for a in notes)
+    with pytest.raises(ImportConfigError, match="is not ppo or gspo"):
+        import_config(ORL_HYBRID, "openrlhf", {**sets, "actor.policy_loss_type": "cispo"})
+
+
+NEMO_BASE = CONFIGS / "nemo_rl" / "grpo_math_1B.yaml"
+
+
+@pytest.mark.parametrize("name", ["grpo", "gdpo", "reinforce_plus_plus"])
+def test_nemo_rl_estimators_are_critic_free(name):
+    s = from_dict(import_config(NEMO_BASE, "nemo-rl", {"grpo.adv_estimator.name": name}).scenario)
+    assert s.algorithm.name == "grpo" and s.algorithm.critic_model is None
+
+
+def test_nemo_rl_opd_and_unknown_estimators_are_refused():
+    with pytest.raises(ImportConfigError, match="opd .on-policy distillation. runs teacher models"):
+        import_config(NEMO_BASE, "nemo-rl", {"grpo.adv_estimator.name": "opd"})
+    with pytest.raises(ImportConfigError, match="'gae' is not one of NeMo RL v0.7.0's"):
+        import_config(NEMO_BASE, "nemo-rl", {"grpo.adv_estimator.name": "gae"})

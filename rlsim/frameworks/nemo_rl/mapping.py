@@ -88,6 +88,7 @@ TABLE: tuple[Row, ...] = (
     Row(G + "batch_multiplier", 1, "algorithm.dynamic_sampling.batch_multiplier", "prompts per round / P"),
     Row(G + "dynamic_sampling_max_gen_batches", 10, "algorithm.dynamic_sampling.max_gen_batches", "round limit"),
     Row(G + "max_rollout_turns", 1, "(refused)", "> 1 refused: multi-turn rollouts"),
+    Row(G + "adv_estimator.name", "grpo", "algorithm.name", "grpo, gdpo, reinforce_plus_plus: grpo; opd refused"),
     Row("loss_fn.reference_policy_kl_penalty", 0.01, "algorithm.kl_reference", "> 0: reference on host"),
     Row("loss_fn.force_on_policy_ratio", False, "(check)", "true needs train_global_batch_size = B"),
     Row("loss_fn.use_importance_sampling_correction", False, "(check)", "async needs it true (NeMo RL asserts)"),
@@ -117,6 +118,26 @@ def _generation_backend(src: Source) -> bool:
             if src.given(S + key) and as_int(src, S + key) > 1:
                 raise ImportConfigError(f"{S}{key}: > 1 is not modelled; --set {S}{key}=1")
     return sg
+
+
+def _estimator(src: Source, notes: list[str]) -> None:
+    """``grpo.adv_estimator.name`` (NVIDIA-NeMo/RL@v0.7.0 nemo_rl/algorithms/grpo.py:1803-1834): grpo, gdpo
+    (per-reward normalization) and reinforce_plus_plus turn the scores into advantages on the driver, critic-free:
+    the passes of grpo. opd (on-policy distillation) adds teacher models' log-prob passes on worker groups of their
+    own, which rlsim does not model: refused."""
+    name = src.get(G + "adv_estimator.name")
+    known = ("grpo", "gdpo", "reinforce_plus_plus")
+    if name == "opd":
+        raise ImportConfigError(
+            f"{G}adv_estimator.name: opd (on-policy distillation) runs teacher models' log-prob passes on GPUs of "
+            "their own, which rlsim does not model; --set grpo.adv_estimator.name=grpo to price the student alone"
+        )
+    if name not in known:
+        raise ImportConfigError(
+            f"{G}adv_estimator.name: {name!r} is not one of NeMo RL v0.7.0's ({', '.join(known)}, opd)"
+        )
+    if name != "grpo":
+        notes.append(f"{G}adv_estimator.name {name}: advantages on the driver, critic-free: the passes of grpo")
 
 
 def _batch(src: Source) -> tuple[int, int, int]:
@@ -279,6 +300,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     of :func:`scenario_from_recipe` (the published mapping)."""
     notes: list[str] = []
     sg = _generation_backend(src)
+    _estimator(src, notes)
     prompts, group, gbs = _batch(src)
     per_node, nodes = as_int(src, "cluster.gpus_per_node"), as_int(src, "cluster.num_nodes")
     colocated = bool(src.get(COL + "enabled"))

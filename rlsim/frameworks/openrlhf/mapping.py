@@ -99,6 +99,8 @@ TABLE: tuple[Row, ...] = (
     Row("rollout.vllm_generate_batch_size", None, "(check)", "> rollout.batch_size needs async (oversampling)"),
     Row("algo.advantage.estimator", "gae", "algorithm.name", "gae -> ppo (critic); the others -> grpo"),
     Row("algo.kl.init_coef", 0.01, "algorithm.kl_reference", "> 0: the reference model and its pass"),
+    Row("actor.policy_loss_type", "ppo", "(a note)", "gspo: the loss's arithmetic only, the passes of ppo"),
+    Row("ds.lora.rank", 0, "(a note)", "> 0: LoRA is not modelled; simulated as full fine-tuning"),
     Row(
         "algo.dynamic_filtering_enable",
         False,
@@ -269,6 +271,16 @@ def _algorithm(src: Source, estimator: str, mini: int, kl: bool, notes: list[str
         "kl_reference": kl,
         "recompute_old_logprob": True,
     }
+    loss = src.get("actor.policy_loss_type")
+    if loss not in ("ppo", "gspo"):  # train_ppo_ray.py:420 at v0.11.0
+        raise ImportConfigError(f"{n('actor.policy_loss_type')}: {loss!r} is not ppo or gspo (OpenRLHF's choices)")
+    if loss == "gspo":
+        notes.append(f"{n('actor.policy_loss_type')} gspo: sequence-level ratios; the same passes as ppo")
+    lora = src.get("ds.lora.rank")
+    if isinstance(lora, int) and not isinstance(lora, bool) and lora > 0:
+        notes.append(f"{n('ds.lora.rank')} {lora}: LoRA is not modelled; simulated as full fine-tuning (more memory)")
+    if estimator == "reinforce":  # REINFORCE++ whitens over the batch: one sample per prompt is valid (v0.11.0
+        algorithm["group_baseline"] = False  # train_ppo_ray.py:612 asserts n > 1 for the group estimators only)
     if estimator == "gae":
         if src.given("critic.model_name_or_path"):
             algorithm["critic_model"], critic_notes = resolve_model(

@@ -36,7 +36,9 @@ A = "actor_rollout_ref.actor."
 RM = "reward_model."
 
 # estimator -> (critic by default, greedy baseline rollout): V/core_algos.py:88-107, V/utils.py:86-97,
-# V/ray_trainer.py:1368
+# V/ray_trainer.py:1368. BATCH: baselines that are not the group's (reinforce_plus_plus whitens over the batch,
+# core_algos.py:580-616; remax subtracts the greedy response's score, :619-652): one response per prompt is valid
+BATCH = ("reinforce_plus_plus", "remax")
 ESTIMATORS: dict[str, tuple[bool, bool]] = {
     "gae": (True, False),
     "grpo": (False, False),
@@ -98,6 +100,8 @@ def estimator(src: Source, notes: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"name": "ppo" if critic else "grpo"}
     if greedy:
         out["greedy_baseline"] = True
+    if name in BATCH:
+        out["group_baseline"] = False
     return out
 
 
