@@ -102,6 +102,12 @@ def _scored(calls: list[tuple[np.ndarray, np.ndarray]]) -> tuple[int, float, flo
     return len(seq), float(seq.sum()), float((seq * seq).sum())
 
 
+def _call_groups(s: Scenario, calls: int) -> list[int]:
+    """A step's generation calls' group sizes: G, but 1 for ReMax's greedy call, the last (rlsim.run.batches)."""
+    greedy = min(int(s.algorithm.greedy_baseline), calls)
+    return [s.workload.group_size] * (calls - greedy) + [1] * greedy
+
+
 def _generations(st: _State):
     """Each step's sampled lengths, rollout result and dispatch overhead, in step order. A rollout depends only on
     its step's lengths (and, streaming, on the batches beside it in the window), never on the simulated clock, so
@@ -124,12 +130,10 @@ def _generations(st: _State):
             sampled.append((prompts, responses))
             requests.extend(step_calls)
             calls.append(len(step_calls))
-            # ReMax's greedy call (last) holds one request per prompt: group size 1 (rlsim.run.batches.greedy_call)
-            groups.extend([s.workload.group_size] * (len(step_calls) - greedy) + [1] * min(greedy, len(step_calls)))
+            groups.extend(_call_groups(s, len(step_calls)))
             # dynamic sampling scores every sample the batch generated, the trained ones and those filtered or left
             # over; ReMax its greedy responses too
-            filtered = s.algorithm.dynamic_sampling is not None or greedy
-            scored.append(_scored(own) if filtered else None)
+            scored.append(_scored(own) if s.algorithm.dynamic_sampling is not None or greedy else None)
             held.append(batches)
             overheads.append(st.cost.rollout_overhead_s(len(responses)))
         if st.free_generation:  # the lengths only: no engine, no time
