@@ -187,3 +187,15 @@ def test_nemo_rl_opd_and_unknown_estimators_are_refused():
         import_config(NEMO_BASE, "nemo-rl", {"grpo.adv_estimator.name": "opd"})
     with pytest.raises(ImportConfigError, match="'gae' is not one of NeMo RL v0.7.0's"):
         import_config(NEMO_BASE, "nemo-rl", {"grpo.adv_estimator.name": "gae"})
+
+
+def test_nemo_rl_nemo_gym_is_priced_as_the_cpu_reward_with_a_note():
+    imported = import_config(NEMO_BASE, "nemo-rl", {"env.should_use_nemo_gym": True})
+    assert from_dict(imported.scenario).reward.model is None
+    assert any("Nemo Gym's resource servers" in a for a in imported.scenario["assumptions"])
+
+
+def test_an_exponent_without_a_dot_is_a_number_as_omegaconf_reads_it():
+    """PyYAML reads a plain 3e-6 as a string; OmegaConf (verl's and NeMo RL's loader) as a float."""
+    s = from_dict(import_config(NEMO_BASE, "nemo-rl", {"policy.optimizer.kwargs.lr": "3e-6"}).scenario)
+    assert s.learning.lr0 == pytest.approx(3e-6)

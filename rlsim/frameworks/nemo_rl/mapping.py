@@ -88,6 +88,7 @@ TABLE: tuple[Row, ...] = (
     Row(G + "batch_multiplier", 1, "algorithm.dynamic_sampling.batch_multiplier", "prompts per round / P"),
     Row(G + "dynamic_sampling_max_gen_batches", 10, "algorithm.dynamic_sampling.max_gen_batches", "round limit"),
     Row(G + "max_rollout_turns", 1, "(refused)", "> 1 refused: multi-turn rollouts"),
+    Row("env.should_use_nemo_gym", False, "(a note)", "Nemo Gym's servers score: the CPU reward; judges unpriced"),
     Row(G + "adv_estimator.name", "grpo", "algorithm.name", "grpo, gdpo, reinforce_plus_plus: grpo; opd refused"),
     Row("loss_fn.reference_policy_kl_penalty", 0.01, "algorithm.kl_reference", "> 0: reference on host"),
     Row("loss_fn.force_on_policy_ratio", False, "(check)", "true needs train_global_batch_size = B"),
@@ -138,6 +139,11 @@ def _estimator(src: Source, notes: list[str]) -> None:
         )
     if name != "grpo":
         notes.append(f"{G}adv_estimator.name {name}: advantages on the driver, critic-free: the passes of grpo")
+    if src.get("env.should_use_nemo_gym"):  # v0.7.0 examples/nemo_gym: responses through vLLM's HTTP server
+        notes.append(
+            "env.should_use_nemo_gym: Nemo Gym's resource servers score the responses, priced as the CPU reward "
+            "(costs.reward_*); a judge model they call is not priced; turns as grpo.max_rollout_turns says"
+        )
 
 
 def _batch(src: Source) -> tuple[int, int, int]:
