@@ -2,7 +2,7 @@
 the commands, so ``rlsim-real --help`` is instant.
 
 ``rlsim-real train --task T --algo grpo|ppo --engine hf|vllm --prompts-per-step P --group-size G --lr-rule R
---target X --max-steps N [--model M] -o RUN_DIR``
+--target X --max-steps N [--model M] [--openrlhf-log FILE] -o RUN_DIR``
 ``rlsim-real bench generation|train|sync|optimizer --engine hf|vllm [--model M] [-o DIR]``
 ``rlsim-real import-vllm-bench FILE... -o DIR``: read ``vllm bench latency|throughput`` JSON into the bench table.
 
@@ -26,6 +26,7 @@ from real.config import add_train_arguments, config_from_args
 from real.engines import route_vllm_logs_to_stderr
 from real.errors import RealError
 from real.offload import bench_optimizer
+from real.openrlhf_log import write_openrlhf_log
 from rlsim.cli import parse, run_command
 
 
@@ -33,6 +34,12 @@ def _add_train(sub: Any) -> None:
     p = sub.add_parser("train", help="a real GRPO or PPO run (writes the run log, checkpoints, config)")
     add_train_arguments(p)
     _add_threads(p)
+    p.add_argument(
+        "--openrlhf-log",
+        type=Path,
+        help="also write the step timings to this file as OpenRLHF's metrics log (real.openrlhf_log): this run in "
+        "OpenRLHF's format, not an OpenRLHF run",
+    )
     p.set_defaults(func=cmd_train)
 
 
@@ -90,6 +97,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    if args.openrlhf_log is not None:
+        write_openrlhf_log(Path(args.output) / "runlog.jsonl", args.openrlhf_log)
     print(json.dumps(summary, indent=2, sort_keys=True))
     return 0
 

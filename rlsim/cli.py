@@ -8,9 +8,9 @@
 ``rlsim sweep SCENARIO [--grid key=v1,v2 ...] [--executor local|ray] [--address ADDR] [-o DIR]``
     every combination (default: the scenario's sweep.grid), one row each; DIR gets sweep.csv/.parquet,
     curves.csv, engine_curves.csv, sweep.json and the resolved scenario.
-``rlsim import-config --format FMT FILE [--set KEY=VALUE ...] [--scenario-set KEY=VALUE ...] -o SCENARIO``
-    a scenario from a framework's own training config (FMT verl, trl, openrlhf or nemo-rl;
-    rlsim.frameworks.config_import); --set overrides framework
+``rlsim import-config [--format FMT] FILE [--set KEY=VALUE ...] [--scenario-set KEY=VALUE ...] -o SCENARIO``
+    a scenario from a framework's own training config (FMT verl, trl, openrlhf or nemo-rl; without it, the
+    framework the file's entry point or keys name: rlsim.frameworks.detect); --set overrides framework
     keys before mapping, --scenario-set scenario fields after it; unused framework keys are listed on stderr.
 ``rlsim plan SCENARIO [--objective time|cost|gpu-hours] [--gpus N | --max-gpus N] [--gpu-types A,B] ... [-o DIR]``
     the configuration that reaches the target first or cheapest, the Pareto front and why (rlsim.plan.cli);
@@ -274,7 +274,7 @@ def cmd_import_config(args: argparse.Namespace) -> int:
     imported = import_config(args.config, args.format, framework_set, scenario_set)
     if imported.unused:
         print(
-            f"rlsim: note: {len(imported.unused)} {args.format} key(s) of {args.config} not used (no rlsim field; "
+            f"rlsim: note: {len(imported.unused)} {imported.fmt} key(s) of {args.config} not used (no rlsim field; "
             f"listed under assumptions): {', '.join(imported.unused)}",
             file=sys.stderr,
         )
@@ -503,13 +503,12 @@ def _add_import_config(sub: Any) -> None:
     imp.add_argument(
         "config",
         type=Path,
-        help="the framework's config (YAML or JSON; OpenRLHF also its train_ppo_ray command line; NeMo RL a recipe)",
+        help="the framework's config (YAML or JSON; NeMo RL a recipe) or the launch script that runs it",
     )
     imp.add_argument(
         "--format",
-        required=True,
         help="the framework the file is for: verl, trl, openrlhf, nemo-rl, or another registered adapter "
-        "(python -m rlsim.frameworks.registry lists them)",
+        "(python -m rlsim.frameworks.registry lists them); default: the one its entry point or keys name",
     )
     imp.add_argument(
         "--set",

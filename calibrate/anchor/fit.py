@@ -37,7 +37,7 @@ from calibrate import CalibrateError
 from rlsim import catalog
 from rlsim.errors import RlsimError
 from rlsim.phases import Phase
-from rlsim.run.costs import ENGINE_KEYS
+from rlsim.run.costs import ENGINE_KEYS, engine_coefficients
 from rlsim.run.profile import PhaseFit, Profile
 from rlsim.scenario import engine_behaviour, with_overrides
 from rlsim.schema import Costs, Scenario
@@ -95,7 +95,7 @@ class Coefficient:
 @dataclass(frozen=True)
 class AnchorFit:
     """What :func:`anchor` found: the coefficients, the fields' values before and after (the profile writes the
-    after values), the step and phases predicted before and after, and notes (fields the engine behaviour holds)."""
+    after values), the step and phases predicted before and after, and notes (fields left out, and why)."""
 
     coefficients: list[Coefficient]
     before: dict[str, float]
@@ -122,7 +122,7 @@ def short_run(scenario: Scenario) -> Scenario:
 
 def predict(scenario: Scenario, values: dict[str, float]) -> tuple[float, dict[str, float]]:
     """Steady-state mean step time and phase times of ``scenario`` with ``values`` in its costs."""
-    scn = dataclasses.replace(scenario, costs=dataclasses.replace(scenario.costs, **values))
+    scn = dataclasses.replace(scenario, costs=dataclasses.replace(scenario.costs, **away_from_default(values)))
     summary = rlsim.simulate(scn).summary()
     return float(summary["step_time_s"]), {k: float(v) for k, v in summary["phase_time_s"].items()}
 
@@ -146,12 +146,30 @@ def scaled(base: dict[str, float], fields: tuple[str, ...], s: float) -> dict[st
 
 
 def held_by_behaviour(scenario: Scenario) -> dict[str, str]:
-    """Costs fields the scenario's named engine behaviour sets itself (a profile's value would not reach them)."""
+    """Costs fields the scenario's named engine behaviour sets (rlsim/catalog/engines.yaml): the scenario resolves
+    them to the behaviour's value unless its costs set them away from the schema default."""
     name = engine_behaviour(scenario)
     if name is None:
         return {}
     entry = catalog.engine(name)
     return {k: name for k in ENGINE_KEYS if k in entry}
+
+
+def resolved_costs(scenario: Scenario) -> dict[str, float]:
+    """Every ``Costs`` field at the value the scenario's run uses: its costs section, except the fields its engine
+    behaviour sets where the section leaves them at the default (``rlsim.run.costs.engine_coefficients``). The
+    anchor scales these, so a scale of 1 is the scenario as it runs."""
+    values = {f.name: float(getattr(scenario.costs, f.name)) for f in dataclasses.fields(Costs)}
+    resolved = engine_coefficients(scenario)
+    values.update({k: float(resolved[k]) for k in held_by_behaviour(scenario)})
+    return values
+
+
+def away_from_default(values: dict[str, float]) -> dict[str, float]:
+    """``values`` with any that equal the schema default nudged off it by one part in 10^9: a costs value at the
+    default is overridden by an engine behaviour's own, so a fitted value must never sit exactly on it."""
+    defaults = Costs()
+    return {k: (v * (1 + 1e-9) if v == getattr(defaults, k) else v) for k, v in values.items()}
 
 
 def phase_coefficients(scenario: Scenario, phases: list[str]) -> list[Coefficient]:
@@ -230,8 +248,7 @@ def anchor(
     """Fit the coefficients that ``measured`` supports (the module docstring) on ``scenario``'s step;
     ``step_coefficient`` is what a step time alone fits (another one only to compare them)."""
     scn = short_run(scenario)
-    held = held_by_behaviour(scn)
-    base = {f.name: float(getattr(scn.costs, f.name)) for f in dataclasses.fields(Costs)}
+    base = resolved_costs(scn)
     if measured.phases_s:
         coefs = phase_coefficients(scn, list(measured.phases_s))
         sweeps = 2
@@ -241,8 +258,7 @@ def anchor(
         raise CalibrateError("nothing measured: give a step time (--step-time S) or phases (--phase NAME=S)")
     notes = []
     for i, c in enumerate(coefs):
-        why = {f: f"engine behaviour {held[f]} sets it" for f in c.fields if f in held}
-        why.update({f: "0 in the scenario, which no scale moves" for f in c.fields if base[f] <= 0})
+        why = {f: "0 in the scenario, which no scale moves" for f in c.fields if base[f] <= 0}
         if why:
             notes.append(f"{c.name}: leaves out " + ", ".join(f"{f} ({w})" for f, w in why.items()))
         coefs[i] = dataclasses.replace(c, fields=tuple(f for f in c.fields if f not in why))
@@ -265,7 +281,7 @@ def anchor(
     return AnchorFit(
         coefficients=coefs,
         before={f: base[f] for f in fitted},
-        after={f: values.get(f, base[f]) for f in fitted},
+        after=away_from_default({f: values.get(f, base[f]) for f in fitted}),
         measured=measured,
         step_before_s=step_before,
         step_after_s=step_after,

@@ -30,6 +30,7 @@ from typing import Any
 
 from rlsim.errors import RlsimError, ScenarioError
 from rlsim.phases import TIMED_PHASES, Phase
+from rlsim.run.overheads import checkpoint_bytes
 from rlsim.run.profile import Profile
 from rlsim.run.result import SimResult
 from rlsim.run.simulation import configure, predict, systems_scenario
@@ -241,6 +242,7 @@ def check(
             f"the log's steps have {responses:g} responses, the configuration {scn.workload.responses_per_step} "
             "(prompts x group size): check that the log and the config are of the same run"
         )
+    notes += _checkpoint_notes(scn, measured)
     compared = {p for g in groups for p in g}
     untimed = tuple(
         f"{p.value} (predicted {_predicted(res, [p.value]):.2f} s)"
@@ -397,6 +399,23 @@ def _step_facts(
             "generation runs ahead of training (the framework's async switch, max staleness, separate GPUs)"
         )
     return tuple(out)
+
+
+def _checkpoint_notes(scn: Scenario, measured: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A save step's checkpoint write (``checkpoint_s``, taken out of the step by the importer) set beside rlsim's
+    price of one save, a run overhead (rlsim.run.overheads: the checkpoint's bytes at run.storage_bytes_per_s),
+    never a phase of the step."""
+    saves = [(int(r["step"]), float(r["checkpoint_s"])) for r in measured if r.get("checkpoint_s") is not None]
+    if not saves:
+        return []
+    nbytes = checkpoint_bytes(scn)
+    each = nbytes / scn.run.storage_bytes_per_s
+    steps = ", ".join(str(s) for s, _ in saves)
+    return [
+        f"checkpointing: {_median(s for _, s in saves):.2f} s measured at step(s) {steps}, a save, taken out of the "
+        f"step: a run overhead (rlsim run's run.checkpoint_every_steps), not a step phase; rlsim prices one save at "
+        f"{each:.2f} s ({nbytes / 1e9:.1f} GB at run.storage_bytes_per_s {scn.run.storage_bytes_per_s:.3g} B/s)"
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------- text

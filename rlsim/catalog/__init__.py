@@ -160,8 +160,10 @@ def gpu_names() -> list[str]:
     return list(_load("gpus"))
 
 
-# checkpoint suffixes whose architecture is the base model's (fine-tuned or re-cast weights, same config.json shapes)
-VARIANT_SUFFIXES = ("-Instruct", "-instruct", "-Chat", "-chat", "-it", "-bf16", "-BF16", "-fp8", "-FP8")
+# checkpoint suffixes whose architecture is the catalog model's (fine-tuned or re-cast weights, or the pretrained
+# base of an instruct release: the same config.json shapes, e.g. Qwen3-8B-Base and Qwen3-8B)
+VARIANT_SUFFIXES = ("-Instruct", "-instruct", "-Chat", "-chat", "-it", "-Base", "-base")
+VARIANT_SUFFIXES += ("-bf16", "-BF16", "-fp8", "-FP8")  # re-cast weights
 
 
 def nearest_names(value: str, names: list[str], n: int = 3) -> list[str]:

@@ -13,7 +13,13 @@ rlsim/catalog/hf_configs, each with its source, which the catalog serves as entr
 * mixture of experts: ``mixtral``, ``qwen2_moe`` (a shared expert with its gate), ``qwen3_moe``, ``gpt_oss``
   (biases on attention and experts, attention sinks, router bias), ``deepseek_v2`` / ``deepseek_v3`` (multi-head
   latent attention, shared experts, the first ``first_k_dense_replace`` layers dense; the multi-token-prediction
-  module, ``num_nextn_predict_layers``, is recorded as ``num_mtp_layers`` and not counted, as the catalog does).
+  module, ``num_nextn_predict_layers``, is recorded as ``num_mtp_layers`` and not counted, as the catalog does);
+* hybrids (rlsim.catalog.hybrid): ``nemotron_h`` (Mamba-2 / attention / MLP blocks) and ``qwen3_next``, Qwen3.5
+  (``qwen3_5`` / ``qwen3_5_moe``, read from their ``text_config``): gated linear attention with every n-th layer
+  full attention.
+
+A ``text_config`` is read by its own ``model_type``; one rlsim does not read is refused naming it (never read as
+another family: a Qwen3.5 MoE read as Gemma 3 came in as a 1.26B dense model).
 
 Sliding-window layers come from ``layer_types`` when the config lists them, else from the family's pattern
 (Gemma 2 every other layer, Gemma 3 all but every ``sliding_window_pattern``-th, Mistral / Mixtral / Phi-3 every
@@ -27,6 +33,7 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from rlsim.catalog.hybrid import HYBRID, TEXT_OF, HybridConfigError, hybrid_spec
 from rlsim.errors import RlsimError
 
 DENSE = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text")
@@ -110,15 +117,21 @@ class _Mlp(NamedTuple):
 
 
 def _text_family(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """The config to read and its family (a multimodal config's ``text_config``); an unread family is refused."""
+    """The config to read and its family: a multimodal config's ``text_config`` by its own ``model_type`` (Gemma 3's
+    when it names none); an unread family is refused naming it and the keys a spelled-out model needs, never read
+    as another family."""
     family = str(cfg.get("model_type") or "")
-    if family == "gemma3" or (isinstance(cfg.get("text_config"), dict) and family not in FAMILIES):
-        text = cfg.get("text_config") or {}
-        cfg, family = {**text, "torch_dtype": text.get("torch_dtype", cfg.get("torch_dtype"))}, "gemma3_text"
-    if family not in FAMILIES:
+    text = cfg.get("text_config")
+    if isinstance(text, dict) and (family == "gemma3" or family not in FAMILIES + HYBRID):
+        inner = str(text.get("model_type") or TEXT_OF.get(family) or ("gemma3_text" if family == "gemma3" else ""))
+        dtype = text.get("torch_dtype") or text.get("dtype") or cfg.get("torch_dtype") or cfg.get("dtype")
+        cfg, family = {**text, "torch_dtype": dtype}, inner or f"{family or '(none)'} (its text_config names none)"
+    if family not in FAMILIES + HYBRID:
         raise ModelConfigError(
-            f"config.json model_type {family or '(none)'!r} is not one rlsim reads ({', '.join(FAMILIES)}); spell "
-            "the model out in the scenario (model: {num_layers: ..., hidden_size: ..., num_params: ...})"
+            f"config.json model_type {family or '(none)'!r} is not one rlsim reads ({', '.join(FAMILIES + HYBRID)}); "
+            "spell the model out in the scenario (model: {num_layers: ..., hidden_size: ..., num_attention_heads: "
+            "..., num_kv_heads: ..., head_dim: ..., vocab_size: ..., num_params: ..., num_active_params: ...}, "
+            "and num_experts, num_experts_per_token, moe_intermediate_size for experts)"
         )
     return cfg, family
 
@@ -171,6 +184,17 @@ def _mlp(c: dict[str, Any], family: str, h: int, layers: int) -> _Mlp:
 def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[str, Any]:
     """An rlsim model spec (the mapping a scenario's ``model:`` takes) from a parsed config.json."""
     cfg, family = _text_family(cfg)
+    if family in HYBRID:
+        dtype = _DTYPES.get(str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16"), "bfloat16")
+        try:
+            spec = hybrid_spec(cfg, family, 4 if dtype == "float32" else 2)
+        except HybridConfigError as exc:
+            raise ModelConfigError(str(exc)) from None
+        spec.pop("layer_params")
+        absent = dict.fromkeys(("num_experts", "num_experts_per_token", "moe_intermediate_size", "num_dense_layers"), 0)
+        absent |= dict.fromkeys(("num_shared_experts", "kv_lora_rank", "qk_rope_head_dim", "num_mtp_layers"), 0)
+        absent |= {"sliding_window": 0, "num_sliding_layers": 0}
+        return {"name": name, "hf_id": hf_id, **absent, **spec, "dtype": dtype}
     c = cfg
     h, layers = int(_need(c, "hidden_size", family)), int(_need(c, "num_hidden_layers", family))
     heads, vocab = int(_need(c, "num_attention_heads", family)), int(_need(c, "vocab_size", family))
@@ -219,7 +243,12 @@ def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[st
 
 
 def spec_from_path(path: str | Path) -> dict[str, Any]:
-    """The spec of the config.json at ``path`` (a file or a model folder), named after its folder."""
+    """The spec of the config.json at ``path`` (a file or a model folder), named after its folder (a hub cache
+    snapshot after its model: ``models--Qwen--Qwen3-8B/snapshots/REV`` -> ``Qwen3-8B``)."""
     cfg, file = read_config(path)
-    name = file.parent.name or "model"
-    return spec_from_config(cfg, name, str(cfg.get("_name_or_path") or ""))
+    name, hf_id = file.parent.name or "model", str(cfg.get("_name_or_path") or "")
+    repo = file.parent.parent.parent.name  # a hub cache snapshot: models--ORG--NAME/snapshots/REVISION/
+    if file.parent.parent.name == "snapshots" and repo.startswith("models--") and repo.count("--") >= 2:
+        org, _, name = repo.removeprefix("models--").partition("--")
+        hf_id = hf_id or f"{org}/{name}"
+    return spec_from_config(cfg, name, hf_id)

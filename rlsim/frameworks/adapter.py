@@ -11,6 +11,8 @@ An adapter says, for one framework (verl, TRL, OpenRLHF, NeMo RL, or one registe
   which reads the keys through a :class:`Source` and returns the scenario's sections;
 * the inverse: :meth:`~FrameworkAdapter.emit_keys`, the framework keys that express a planned scenario, given an
   :class:`EmitContext` (the plan and, when given, the original config);
+* how a file of its own is recognised without ``--format`` (:meth:`~FrameworkAdapter.detect`: its entry point, its
+  keys; rlsim.frameworks.detect);
 * how its overrides are written (``overrides``, ``new_key_prefix``, ``switch_flags``, ``launch_flags``), the
   module reading its metrics logs (``log_importer``, in :mod:`rlsim.frameworks.logs`) and its table in
   docs/import-config.md (:meth:`~FrameworkAdapter.docs_table`).
@@ -22,6 +24,7 @@ so :mod:`rlsim.frameworks.config_import` and :mod:`rlsim.frameworks.emit` call e
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import yaml
 
 from rlsim.errors import RlsimError
+from rlsim.frameworks.detect import NOT_READ, Found, Probe, first
 from rlsim.io.files import load_yaml, read_text
 
 if TYPE_CHECKING:
@@ -145,19 +149,32 @@ class EmitContext:
         return get(self.scenario) != was
 
 
-def read_config(path: Path, fmt: str) -> dict[str, Any]:
-    """The mapping a YAML or JSON framework config holds (the default :meth:`FrameworkAdapter.read`)."""
+def read_config(path: Path, fmt: str, last_duplicate: bool = False) -> dict[str, Any]:
+    """The mapping a YAML or JSON framework config holds (the default :meth:`FrameworkAdapter.read`). A key given
+    twice is refused, or with ``last_duplicate`` (a framework reading its YAML with ``yaml.safe_load``) takes its
+    last value, as that framework does."""
     if not path.is_file():
         raise ImportConfigError(f"{path}: is not a file; give the path of a {fmt} config (YAML or JSON)")
     text = read_text(path, f"{fmt} config")
     try:
         data = json.loads(text) if path.suffix == ".json" else load_yaml(text)
-    except (yaml.YAMLError, json.JSONDecodeError):
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        problem = getattr(exc, "problem", None)
+        mark = getattr(exc, "problem_mark", None)
+        if last_duplicate and problem and problem.startswith("duplicate key") and "&" not in text:
+            return last_value_yaml(text)  # no anchors, so no aliases to expand: plain safe_load is bounded
         syntax = "JSON" if path.suffix == ".json" else "YAML"
-        raise ImportConfigError(f"{path}: is not valid {syntax}; fix its syntax") from None
+        where = f" ({problem}, line {mark.line + 1})" if problem and mark else ""
+        raise ImportConfigError(f"{path}: is not valid {syntax}{where}; fix its syntax") from None
     if not isinstance(data, dict):
         raise ImportConfigError(f"{path}: must hold a mapping of {fmt} config keys; see tests/rlsim/fixtures/configs/")
     return data
+
+
+def last_value_yaml(text: str) -> dict[str, Any]:
+    """``text`` as ``yaml.safe_load`` reads it (a key given twice: its last value); {} for anything but a mapping."""
+    data = yaml.safe_load(text)
+    return data if isinstance(data, dict) else {}
 
 
 def _cell(value: Any) -> str:
@@ -202,6 +219,18 @@ class FrameworkAdapter(ABC):
     def emit_keys(self, ctx: EmitContext) -> dict[str, Any]:
         """The framework keys (TABLE-spelled, dotted) that express ``ctx.scenario``; notes go to ``ctx.notes``."""
 
+    def detect(self, probe: Probe) -> Found | None:
+        """Whether ``probe`` is a file this adapter reads: a Found (``fmt`` this adapter's name) naming the entry
+        point or keys that say so (with ``trainer`` set: its framework's, but a trainer that is not RL), else None.
+        Default: the signs rlsim.frameworks.detect.NOT_READ keeps under the adapter's name (those it refused before
+        the adapter was registered), else None (the adapter is used only when --format names it)."""
+        found = first(probe, NOT_READ.get(self.name, ()))
+        return dataclasses.replace(found, fmt=self.name) if found else None
+
+    def found(self, framework: str, evidence: str | None) -> Found | None:
+        """A Found for this adapter when ``evidence`` is not empty (a helper for :meth:`detect`)."""
+        return Found(framework, evidence, self.name) if evidence else None
+
     def read(self, path: Path) -> dict[str, Any]:
         """The nested keys a file holds. Default: a YAML or JSON mapping (:func:`read_config`). An adapter reading
         launch scripts or its framework's own file forms overrides it, putting its notes under LAUNCH_NOTES."""
@@ -220,6 +249,11 @@ class FrameworkAdapter(ABC):
         """The table with the defaults of the framework release ``flat`` names, so that import and emit read an
         absent key the same way. Default: ``table``."""
         return self.table
+
+    def render_patch(self, patch: dict[str, Any]) -> tuple[str, str] | None:
+        """The emitted patch in the framework's own file form, as (file suffix, text): prime-rl's TOML. Default:
+        None (YAML; OpenRLHF's JSON)."""
+        return None
 
     def docs_table(self) -> str:
         """The markdown table of the mapping in docs/import-config.md. Default: one row per table row (framework

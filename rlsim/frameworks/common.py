@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlsim import catalog
-from rlsim.catalog import VARIANT_SUFFIXES
+from rlsim.catalog import VARIANT_SUFFIXES, hf_cache
 from rlsim.frameworks.adapter import MISSING, EmitContext, EmitError, ImportConfigError, Source
 from rlsim.workload.lengths import lognormal_mean_for_clipped_mean
 from rlsim.workload.lr_rules import lr_for_batch
@@ -76,10 +77,16 @@ def as_float(source: Source, key: str, what: str = "a number") -> float:
 # ---------------------------------------------------------------------------------------------- models
 
 
+# the folder of the file being imported (set by rlsim.frameworks.config_import): a model's config.json beside it is read
+LAUNCH_DIR: ContextVar[Path | None] = ContextVar("LAUNCH_DIR", default=None)
+
+
 def resolve_model(name: Any, key: str) -> tuple[str, list[str]]:
     """The catalog name for a Hugging Face model name or path (``Qwen/Qwen3-8B``, ``~/models/Qwen2.5-7B-Instruct``):
     the name, else its last path part, matched against catalog names, aliases and hf_ids (with or without the
-    organisation), else the last part without an Instruct/Chat suffix (same architecture as the base, noted)."""
+    organisation); else the model's own config.json: a local path, a folder beside the launch file, or the local
+    Hugging Face cache (rlsim.catalog.hf_cache; never downloaded); else the last part without an Instruct / Chat /
+    Base suffix (same architecture as the catalog model, noted)."""
     if not isinstance(name, str) or not name:
         raise ImportConfigError(
             f"{key}: not set; name the model, e.g. --set {key}=Qwen/Qwen2.5-7B (one of rlsim/catalog/models.yaml)"
@@ -89,13 +96,19 @@ def resolve_model(name: Any, key: str) -> tuple[str, list[str]]:
     for cand in (name, tail):
         if cand in forms:
             return forms[cand], []
+    local = Path(name).expanduser()
+    if (local / "config.json").is_file() or (local.suffix == ".json" and local.is_file()):
+        return str(local.resolve()), [f"model: {name} read from its config.json (rlsim.catalog.hf_config)"]
+    found = hf_cache.beside(name, LAUNCH_DIR.get())
+    where = "beside the launch file"
+    if found is None and not local.is_absolute():
+        found, where = hf_cache.cached_config(name), f"in the local Hugging Face cache ({hf_cache.cache_root()})"
+    if found is not None:
+        return str(found.resolve()), [f"model: {name} read from its config.json {where}: {found}"]
     for suffix in VARIANT_SUFFIXES:
         base = tail[: -len(suffix)]
         if tail.endswith(suffix) and base in forms:
             return forms[base], [f"model: {name} simulated as catalog model {forms[base]} (same architecture)"]
-    local = Path(name).expanduser()
-    if (local / "config.json").is_file() or (local.suffix == ".json" and local.is_file()):
-        return str(local.resolve()), [f"model: {name} read from its config.json (rlsim.catalog.hf_config)"]
     same = catalog.same_architecture()
     known = name if name in same else next((k for k in same if k.rsplit("/", 1)[-1] == tail), None)
     if known is not None:

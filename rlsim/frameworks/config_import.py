@@ -31,16 +31,18 @@ from typing import Any
 from rlsim.errors import ScenarioError
 from rlsim.frameworks import registry
 from rlsim.frameworks.adapter import LAUNCH_NOTES, FrameworkAdapter, ImportConfigError, Row, Source
-from rlsim.frameworks.common import DEFAULT_GPU, short
+from rlsim.frameworks.common import DEFAULT_GPU, LAUNCH_DIR, short
 from rlsim.scenario import apply_overrides, from_dict
 
 
 @dataclass(frozen=True)
 class Imported:
-    """The result of an import: the scenario's plain data (validated) and the framework keys it did not use."""
+    """The result of an import: the scenario's plain data (validated), the framework keys it did not use and the
+    format it was read as."""
 
     scenario: dict[str, Any]
     unused: dict[str, Any]
+    fmt: str = ""
 
 
 def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -71,20 +73,27 @@ def _check_set_keys(adapter: FrameworkAdapter, fmt: str, flat: dict[str, Any], s
             )
 
 
-def framework_flat(
-    path: Path, fmt: str, framework_set: dict[str, Any] | None = None
-) -> tuple[FrameworkAdapter, dict[str, Any], dict[str, str], bool, list[str]]:
-    """The adapter for ``fmt`` and the config as flat TABLE-spelled keys with ``framework_set`` applied and
-    interpolations resolved; also how each renamed key was spelled, whether the file used the legacy spelling,
-    and what reading a launch script assumed (rlsim.frameworks.launch)."""
+def check_format(fmt: str | None) -> None:
+    """Refuse a --format that names no adapter, with the near miss."""
     adapters = registry.adapters()
-    if fmt not in adapters:
+    if fmt is not None and fmt not in adapters:
         near = difflib.get_close_matches(fmt, list(adapters), n=1)
         hint = f"did you mean {near[0]}? " if near else ""
         raise ImportConfigError(f"--format {fmt!r} is not supported; {hint}use one of: {', '.join(adapters)}")
-    adapter = adapters[fmt]
+
+
+def framework_flat(
+    path: Path, fmt: str | None, framework_set: dict[str, Any] | None = None
+) -> tuple[FrameworkAdapter, dict[str, Any], dict[str, str], bool, list[str]]:
+    """The adapter for ``fmt`` (None: the one the file is recognised as, registry.choose) and the config as flat
+    TABLE-spelled keys with ``framework_set`` applied and interpolations resolved; also how each renamed key was
+    spelled, whether the file used the legacy spelling, and what reading it assumed (rlsim.frameworks.launch), the
+    recognition first."""
+    check_format(fmt)
+    fmt, how = registry.choose(path, fmt)
+    adapter = registry.get(fmt)
     data = adapter.read(path)
-    read_notes = list(data.pop(LAUNCH_NOTES, []))
+    read_notes = ([how] if how else []) + list(data.pop(LAUNCH_NOTES, []))
     flat, spelling = adapter.canonical(flatten(data), str(path.name))
     legacy = bool(spelling)
     sets, set_spelling = adapter.canonical(flatten_sets(framework_set or {}), "--set")
@@ -112,14 +121,24 @@ def flatten_sets(framework_set: dict[str, Any]) -> dict[str, Any]:
 
 
 def import_config(
-    path: Path, fmt: str, framework_set: dict[str, Any] | None = None, scenario_set: dict[str, Any] | None = None
+    path: Path,
+    fmt: str | None,
+    framework_set: dict[str, Any] | None = None,
+    scenario_set: dict[str, Any] | None = None,
 ) -> Imported:
-    """Read ``path`` as a ``fmt`` config, apply ``framework_set`` (dotted framework keys), map it, apply
-    ``scenario_set`` (dotted rlsim keys) and validate the scenario."""
+    """Read ``path`` as a ``fmt`` config (None: the framework the file is recognised as), apply ``framework_set``
+    (dotted framework keys), map it, apply ``scenario_set`` (dotted rlsim keys) and validate the scenario."""
     adapter, flat, spelling, legacy, read_notes = framework_flat(path, fmt, framework_set)
+    fmt = adapter.name
     source = Source(flat, mapping_table(adapter, flat), fmt, spelling=spelling, legacy=legacy)
-    sections, notes = adapter.to_scenario(source)
+    token = LAUNCH_DIR.set(path.resolve().parent)
+    try:
+        sections, notes = adapter.to_scenario(source)
+    finally:
+        LAUNCH_DIR.reset(token)
     sections.setdefault("hardware", {}).setdefault("gpu", DEFAULT_GPU)
+    # no framework config names the GPU type: the default stands in unless --scenario-set names one
+    gpu_assumed = sections["hardware"]["gpu"] == DEFAULT_GPU and "hardware.gpu" not in (scenario_set or {})
     gpu_note = f"hardware.gpu: {DEFAULT_GPU} (the {fmt} config does not name the GPU type; --scenario-set it)"
     gpu_notes = [] if "hardware.gpu" in (scenario_set or {}) else [gpu_note]
     unused = {source.name(k): flat[k] for k in source.unused()}
@@ -149,10 +168,15 @@ def import_config(
     try:
         from_dict(raw)
     except ScenarioError as exc:
-        raise ImportConfigError(
-            f"the imported scenario is invalid: {exc} (set an rlsim field with --scenario-set {exc.field}=VALUE)"
-        ) from None
-    return Imported(raw, unused)
+        assumed = (
+            f"; the file names no GPU, so {DEFAULT_GPU} was assumed (--scenario-set hardware.gpu=NAME for the one it "
+            "runs on)"
+            if gpu_assumed
+            else ""
+        )
+        fix = f"(set an rlsim field with --scenario-set {exc.field}=VALUE)"
+        raise ImportConfigError(f"the imported scenario is invalid: {exc} {fix}{assumed}") from None
+    return Imported(raw, unused, fmt)
 
 
 IMPORT_SET = "import-config --set "

@@ -109,7 +109,11 @@ def write_emitted(emitted: Emitted, fmt: str, out_dir: Path) -> list[Path]:
         raise EmitError(f"{out_dir}: is a file; give a directory for the emitted patch")
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = fmt.replace("-", "_")
-    if fmt == "openrlhf":
+    rendered = registry.get(fmt).render_patch(emitted.patch)
+    if rendered is not None:  # the framework's own file form (prime-rl: TOML)
+        patch = out_dir / f"{stem}_patch{rendered[0]}"
+        patch.write_text(rendered[1])
+    elif fmt == "openrlhf":
         patch = out_dir / f"{stem}_patch.json"
         patch.write_text(json.dumps(emitted.patch, indent=2) + "\n")
     else:

@@ -9,9 +9,9 @@ expanded, splitting words with the standard library's ``shlex``. It interprets n
   taken as if run, in order) and arrays ``NAME=(a b c)``, possibly over several lines;
 * expansion of ``$NAME``, ``${NAME}``, ``${NAME:-default}`` / ``${NAME-default}`` / ``${NAME:=default}``,
   ``"${NAME[@]}"`` and integer arithmetic ``$((...))`` (+ - * / % and parentheses over numbers and variables);
-  ``$@`` / ``$*`` / ``$1``.. (the script's own arguments) read as none, said in a note; a variable the script
-  never assigns stays as written (``${NNODES}``), said in a note, so a key that needs its value is refused by
-  the importer naming the key;
+  ``: "${NAME:=default}"`` assigns as bash does; ``$@`` / ``$*`` / ``$1``.. (the script's own arguments) read as
+  none, said in a note; a variable the script never assigns stays as written (``${NNODES}``), said in a note, so a
+  key that needs its value is refused by the importer naming the key;
 * command substitution (``$(...)``, backquotes) is never run: on the framework's command line it is refused in
   one line; a variable set by one (``WORK_DIR=$(pwd)``) stays as written where it is used, said in a note.
   Nothing else the script does (``source``, ``cd``, ``if`` conditions, functions, other commands) is run or
@@ -265,6 +265,12 @@ def _from_text(text: str, markers: tuple[str, ...], sh: _Shell) -> tuple[list[st
                 sh.substituted.discard(m.group(1))
             except ImportConfigError:
                 sh.substituted.add(m.group(1))
+            continue
+        if stripped.startswith(": ") and not runs:  # `: "${NAME:=default}"`: the null command's assignments
+            try:
+                sh.expand(stripped[2:])
+            except ImportConfigError:
+                pass
             continue
         if not runs:
             continue  # another command: never run, never read

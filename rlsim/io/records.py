@@ -100,6 +100,7 @@ RUN_LOG_FIELDS: tuple[Field, ...] = (
     Field("source_format", "str", "verl, openrlhf, trl or nemo-rl (imported runs)"),
     Field("source_line", "int", "line of the step in the imported log", minimum=1),
     Field("source_metrics", "mapping", "the imported log's other numeric metrics of the step"),
+    Field("checkpoint_s", "number", "a checkpoint save timed in the step, out of step_time_s (imported)", minimum=0),
 )
 
 
@@ -158,6 +159,7 @@ RunLogRecord = TypedDict(  # noqa: UP013
         "source_format": NotRequired[str],
         "source_line": NotRequired[int],
         "source_metrics": NotRequired[dict[str, Any]],
+        "checkpoint_s": NotRequired[float],
     },
 )
 

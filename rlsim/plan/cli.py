@@ -11,7 +11,7 @@ others lose), the Pareto front and what was pruned or not screened (its lower bo
 rlsim.plan.bound; ``--exhaustive`` screens it); ``-o DIR`` writes plan.csv, plan.json, report.html,
 scenario.resolved.yaml and winner.yaml (rlsim.plan.output); ``--emit FMT`` writes the winner in that framework's
 keys (a patch file and the equivalent command-line overrides), over ``--original`` (the framework config the
-scenario was imported from) when given.
+scenario was imported from) when given; ``--original`` alone emits in the framework its entry point or keys name.
 """
 
 from __future__ import annotations
@@ -90,7 +90,12 @@ def add_plan_parser(sub: Any) -> None:
         help="write the winner in this framework's keys (verl, trl, openrlhf, nemo-rl or another registered adapter; "
         "needs -o)",
     )
-    p.add_argument("--original", type=Path, help="with --emit: the framework config the scenario was imported from")
+    p.add_argument(
+        "--original",
+        type=Path,
+        help="the framework config the scenario was imported from, patched by --emit (without --emit: in its own "
+        "framework, as its entry point or keys name it)",
+    )
     p.add_argument("--json", action="store_true", help="print plan.json on stdout instead of the text answer")
     p.set_defaults(func=cmd_plan)
 
@@ -169,6 +174,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def _check_args(args: argparse.Namespace) -> None:
     """Flags that contradict each other or name what does not exist, refused before any work."""
+    if args.original is not None and not args.emit:  # the original's own framework (its entry point or keys)
+        if not args.original.is_file():
+            raise RlsimError(f"--original {args.original}: no such file; give the framework config you imported")
+        # here, not at the top: it loads rlsim.frameworks (start-up time)
+        from rlsim.frameworks import registry
+
+        args.emit = registry.choose(args.original, None)[0]
     if args.emit and args.output is None:
         raise RlsimError("--emit writes a patch file: give -o DIR")
     if args.emit:
@@ -181,8 +193,6 @@ def _check_args(args: argparse.Namespace) -> None:
             raise RlsimError(
                 f"--emit {args.emit!r} is not a framework rlsim writes; {hint}use one of: {', '.join(registry.names())}"
             )
-    if args.original is not None and not args.emit:
-        raise RlsimError("--original is the framework config --emit patches: give --emit FORMAT too")
     if args.original is not None and not args.original.is_file():
         raise RlsimError(f"--original {args.original}: no such file; give the framework config you imported")
     if args.finalists < 0:

@@ -13,7 +13,9 @@ S2 = sum of squared sequence lengths, F and BW the pool's peak FLOP/s and HBM by
   ``max((W(b) + K * kv_bytes) / (e_mem * tp * BW), (2 N_a b + 4 L H d K) / (e_dec * tp * F)) + o_iter + o_seq * b
   + tensor-parallel all-reduces`` where W(b) = weight bytes read; for MoE the routed experts read grow with b as
   1 - (1 - k/E)^b of them (each token picks k of E experts), streamed at ``moe_decode_memory_efficiency_factor`` of
-  the dense GEMMs' bandwidth (grouped expert GEMMs with few tokens per expert).
+  the dense GEMMs' bandwidth (grouped expert GEMMs with few tokens per expert). A hybrid (rlsim.catalog.hybrid)
+  counts L, kv_bytes and K's FLOPs over its attention layers only and adds ``2 b S`` bytes: each sequence's
+  recurrent state S (Mamba-2, Gated DeltaNet), read and written back every step whatever its length.
 * prefill of a round: ``o_prefill + (2 N_a * sum(c) + 2 L H d * sum(c^2)) / (e_pre * tp * F)`` (causal attention).
 * the engine's CPU work per iteration (``engine_coefficients``: a named behaviour or the costs fields) is added to
   the decode iteration (serial engine) or put as a floor under it (``floor_s``, overlapped engine); a behaviour with
@@ -119,9 +121,10 @@ def moe_weight_fraction(num_experts: int, experts_per_token: int, batch: np.ndar
 
 
 def attention_flops_per_token_context(m: ModelSpec, full_layers_only: bool = False) -> float:
-    """FLOPs of QK^T and AV for one query token against one cached token: 4 L H d over all layers, or over the
-    full-attention layers only (sliding-window layers see at most the window)."""
-    layers = m.num_layers * (1.0 - m.sliding_layer_fraction) if full_layers_only else m.num_layers
+    """FLOPs of QK^T and AV for one query token against one cached token: 4 L H d over the attention layers (a
+    hybrid's recurrent layers attend to nothing), or over the full-attention layers only (sliding-window layers see
+    at most the window)."""
+    layers = m.attention_layers * (1.0 - m.sliding_layer_fraction) if full_layers_only else m.attention_layers
     return 4.0 * layers * m.num_attention_heads * m.head_dim
 
 
@@ -196,7 +199,8 @@ class RooflineCostModel:
             comm = comm + 2 * moe_layers * self._all_to_all_s(sent, dp * self._tp)
         # sliding-window layers: each sequence reads and attends to the window (contexts beyond it)
         window_attn = attention_flops_per_token_context(m) * m.sliding_layer_fraction * m.sliding_window
-        mem_a = (weight_read + b * s.sliding_kv_bytes_per_seq) / bw
+        # a hybrid's recurrent layers read their fixed state and write it back each step (rlsim.catalog.hybrid)
+        mem_a = (weight_read + b * (s.sliding_kv_bytes_per_seq + 2.0 * m.recurrent_state_bytes)) / bw
         cmp_a = (2.0 * m.num_active_params * tokens + window_attn * tokens) / flops
         if k:
             head_params = m.vocab_size * m.hidden_size

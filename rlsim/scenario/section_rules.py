@@ -32,6 +32,20 @@ def validate_model(m: ModelSpec, path: str) -> None:
             f"must be between 1 and num_layers - 1 ({m.num_layers - 1}) with a sliding_window",
             "count the sliding-window layers; models whose every layer slides are not modelled",
         )
+    if m.num_attention_layers + m.num_recurrent_layers > m.num_layers:
+        raise ScenarioError(
+            f"{path}.num_attention_layers",
+            m.num_attention_layers,
+            f"with num_recurrent_layers ({m.num_recurrent_layers}) exceeds num_layers ({m.num_layers})",
+            "count each layer once: attention, recurrent (Mamba-2, Gated DeltaNet) or neither (an MLP block)",
+        )
+    if (m.recurrent_state_bytes > 0) != (m.num_recurrent_layers > 0):
+        raise ScenarioError(
+            f"{path}.recurrent_state_bytes",
+            m.recurrent_state_bytes,
+            f"is inconsistent with num_recurrent_layers ({m.num_recurrent_layers})",
+            "both are 0 without recurrent layers; give the state's bytes per sequence over all of them",
+        )
     if m.num_attention_heads % m.num_kv_heads:
         raise ScenarioError(
             f"{path}.num_kv_heads",

@@ -219,7 +219,7 @@ def _validate_engine_memory(scenario: Scenario) -> None:
             "model",
             scenario.model.name,
             f"needs {weights_per_gpu / 1e9:.1f} GB of weights per GPU at tensor_parallel_size {tp}, "
-            f"over the engine's {budget / 1e9:.1f} GB on {hw.gpu.name}",
+            f"over the engine's {budget / 1e9:.1f} GB of {hw.memory_text}",
             "raise engine.tensor_parallel_size, use a larger GPU or a smaller model",
         )
     rules = scheduler_rules(scenario)
@@ -352,7 +352,7 @@ def _validate_reward(scenario: Scenario) -> None:
         raise ScenarioError(
             "reward.tensor_parallel_size",
             tp,
-            f"leaves {per_gpu / 1e9:.1f} GB of {rw.model.name} weights per GPU, more than 90% of the "
-            f"{memory / 1e9:.0f} GB of a {scenario.hardware.gpu.name}",
+            f"leaves {per_gpu / 1e9:.1f} GB of {rw.model.name} weights per GPU, more than 90% of "
+            f"{scenario.hardware.memory_text}",
             f"raise it to {math.ceil(rw.model.num_params * rw.model.dtype_bytes / (0.9 * memory))} or more",
         )

@@ -152,7 +152,22 @@ class Scenario:
         )
         # sliding-window layers hold the window of every sequence that may run (vLLM's hybrid KV cache manager)
         kv_bytes = per_gpu * tp - self.engine.max_num_seqs * self.sliding_kv_bytes_per_seq
+        kv_bytes -= self.recurrent_state_reserve_bytes(kv_bytes)
         return max(0, int(kv_bytes // self.kv_bytes_per_token))
+
+    def recurrent_state_reserve_bytes(self, pool_bytes: float) -> float:
+        """A hybrid's recurrent state taken from the KV pool: vLLM's hybrid allocator gives each running request
+        its state as blocks of the same pool as the attention KV (a MambaSpec page per recurrent layer group; it
+        requires a block per max_num_seqs at start, which NeMo RL's grpo-nano-v2-12b-1n8g-megatron recipe caps
+        max_num_seqs for), so the requests that run at once share the pool with their states. Reserved: the
+        states of as many sequences as fit at the longest context (state + longest x KV bytes per token each), at
+        most max_num_seqs."""
+        state = self.model.recurrent_state_bytes
+        if state <= 0 or pool_bytes <= 0:
+            return 0.0
+        longest = self.workload.max_prompt_tokens + self.workload.max_response_tokens
+        fit = int(pool_bytes // (state + longest * self.kv_bytes_per_token))
+        return min(self.engine.max_num_seqs, fit) * state
 
     @property
     def kv_bytes_per_token(self) -> float:

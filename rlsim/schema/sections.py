@@ -45,6 +45,12 @@ class Hardware:
         return self.gpu.device_memory_bytes or self.gpu.memory_bytes
 
     @property
+    def memory_text(self) -> str:
+        """One GPU's memory as every message states it: what CUDA reports (engine_memory_bytes), GB and GiB."""
+        b = self.engine_memory_bytes
+        return f"{self.gpu.name}'s {b / 1e9:.1f} GB ({b / 2**30:.1f} GiB, as CUDA reports it)"
+
+    @property
     def node_gpus(self) -> int:
         """GPUs of one node (or compute tray)."""
         return self.gpus_per_node or self.gpu.node_size or self.gpu.nvlink_domain_size

@@ -53,6 +53,12 @@ class ModelSpec:
     # (Gemma 2 and gpt-oss: every other layer); the engine keeps only the window's KV for them
     sliding_window: int = field(default=0, metadata=bounds(ge=0, le=MAX_TOKENS))
     num_sliding_layers: int = field(default=0, metadata=bounds(ge=0))
+    # hybrids (rlsim.catalog.hybrid): the layers with attention, which alone hold a KV cache (0: every layer), and
+    # the recurrent layers (Mamba-2, Gated DeltaNet) that keep a fixed state per sequence instead: their number and
+    # the state's bytes per sequence over all of them, whatever the sequence's length
+    num_attention_layers: int = field(default=0, metadata=bounds(ge=0))
+    num_recurrent_layers: int = field(default=0, metadata=bounds(ge=0))
+    recurrent_state_bytes: float = field(default=0.0, metadata=bounds(ge=0))
     dtype: str = "bfloat16"
     tie_word_embeddings: bool = False
     hf_id: str = ""
@@ -71,12 +77,18 @@ class ModelSpec:
 
     @property
     def kv_bytes_per_token(self) -> int:
-        """K and V for every layer: 2 * layers * kv_heads * head_dim * dtype bytes (docs/reference.md section 6); with
+        """K and V for every attention layer (:attr:`attention_layers`):
+        2 * layers * kv_heads * head_dim * dtype bytes (docs/reference.md section 6); with
         MLA one latent per layer: layers * (kv_lora_rank + qk_rope_head_dim) * dtype bytes (DeepSeek-V2 paper,
         arXiv 2405.04434, section 2.1)."""
         if self.uses_mla:
             return self.num_layers * (self.kv_lora_rank + self.qk_rope_head_dim) * self.dtype_bytes
-        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * self.dtype_bytes
+        return 2 * self.attention_layers * self.num_kv_heads * self.head_dim * self.dtype_bytes
+
+    @property
+    def attention_layers(self) -> int:
+        """Layers with attention (and a KV cache): a hybrid's num_attention_layers, else every layer."""
+        return self.num_attention_layers or self.num_layers
 
     @property
     def sliding_layer_fraction(self) -> float:

@@ -53,7 +53,12 @@ class Headroom:
     budget_bytes: float
 
     def describe(self) -> str:
-        parts = [f"{self.device_bytes / 1e9:.1f} GB less {self.non_torch_bytes / 1e9:.1f} outside PyTorch"]
+        """The budget's arithmetic, the GPU's memory stated once (GB and GiB) as every memory message does."""
+        if not self.non_torch_bytes and not self.engine_bytes and not self.fragmentation:
+            b = self.device_bytes
+            return f"{self.budget_bytes / b:.0%} of the datasheet's {b / 1e9:.1f} GB ({b / 2**30:.1f} GiB)"
+        dev = f"{self.device_bytes / 1e9:.1f} GB ({self.device_bytes / 2**30:.1f} GiB, as CUDA reports it)"
+        parts = [f"{dev} less {self.non_torch_bytes / 1e9:.1f} outside PyTorch"]
         if self.engine_bytes:
             parts.append(f"{self.engine_bytes / 1e9:.1f} for the colocated engine")
         text = ", ".join(parts)

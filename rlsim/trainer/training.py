@@ -225,7 +225,7 @@ def _compute_s(
     lin = tokens if linear_tokens is None else linear_tokens
     expert = 2.0 * active_expert_params(model) * lin
     dense = 2.0 * model.num_active_params * lin - expert
-    attn = 0.5 * 4.0 * model.num_layers * model.num_attention_heads * model.head_dim * sq_tokens
+    attn = 0.5 * 4.0 * model.attention_layers * model.num_attention_heads * model.head_dim * sq_tokens
     fwd_eff = scenario.costs.forward_compute_efficiency * gpu.train_efficiency_factor
     if forward_only:
         passes_linear, passes_attn, eff = 1.0, 1.0, scenario.costs.forward_compute_efficiency

@@ -338,8 +338,8 @@ def test_a_plan_the_batch_rules_cannot_express_is_refused_naming_both_sides():
     planned = with_overrides(_imported("verl", path, []), {"algorithm.mini_batches_per_step": 5})
     with pytest.raises(EmitError, match=r"workload.prompts_per_step \(1024\) must be divisible by the optimizer"):
         emit("verl", planned, original=path)
-    with pytest.raises(EmitError, match="--emit 'slime' is not supported"):
-        emit("slime", planned)
+    with pytest.raises(EmitError, match="--emit 'colossal' is not supported"):
+        emit("colossal", planned)
 
 
 def test_write_emitted_writes_the_patch_the_overrides_and_the_notes(tmp_path):

@@ -112,4 +112,5 @@ def test_the_registry_lists_the_adapters_when_run():
     out = subprocess.run(
         [sys.executable, "-m", "rlsim.frameworks.registry"], capture_output=True, text=True, check=True
     )
-    assert [line.split(":")[0] for line in out.stdout.splitlines()] == ["verl", "trl", "openrlhf", "nemo-rl"]
+    names = ["verl", "trl", "openrlhf", "nemo-rl", "slime", "skyrl", "prime-rl", "areal", "roll"]
+    assert [line.split(":")[0] for line in out.stdout.splitlines()] == names

@@ -261,11 +261,12 @@ def test_contradiction_is_refused_naming_both_keys_and_writes_nothing(tmp_path, 
         assert key in lines[0]
 
 
-def test_model_outside_the_catalog_is_refused_naming_the_key(tmp_path, capsys):
-    code, out = _import(tmp_path, "trl", TRL_GSPO, ["num_processes=8"])
+def test_model_outside_the_catalog_is_refused_naming_the_key(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))  # nor in the local Hugging Face cache
+    code, out = _import(tmp_path, "trl", TRL_GSPO, ["num_processes=8", "model_name_or_path=Qwen/Qwen3-1.7B"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and not out.exists()
-    assert err[-1].startswith("rlsim: error: model_name_or_path: 'Qwen/Qwen3-0.6B' is not in rlsim's model catalog")
+    assert err[-1].startswith("rlsim: error: model_name_or_path: 'Qwen/Qwen3-1.7B' is not in rlsim's model catalog")
     assert "--set model_name_or_path=NAME" in err[-1] and "config.json" in err[-1]
 
 
@@ -336,17 +337,20 @@ def test_the_gpu_default_is_an_assumption_unless_set(tmp_path):
 def test_wrong_format_is_refused_naming_the_frameworks(tmp_path, capsys):
     """The formats are the registered adapters (rlsim.frameworks.registry), checked when the import runs: one line,
     exit 2, nothing written; a near miss is named."""
-    code, out = _import(tmp_path, "slime", VERL_GRPO)
+    code, out = _import(tmp_path, "colossal", VERL_GRPO)
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and not out.exists() and len(err) == 1
-    assert "--format 'slime' is not supported; use one of: verl, trl, openrlhf, nemo-rl" in err[0]
+    assert "--format 'colossal' is not supported; use one of: verl, trl, openrlhf, nemo-rl, slime" in err[0]
     with pytest.raises(ImportConfigError, match="--format 'verlx' is not supported; did you mean verl"):
         import_config(VERL_GRPO, "verlx")
 
 
-def test_a_verl_file_read_as_trl_is_refused_for_its_missing_model(tmp_path, capsys):
+def test_a_verl_file_read_as_trl_is_refused_naming_verl(tmp_path, capsys):
+    # issue 58: it was refused for a missing TRL key, a hint that leads to importing verl's file as TRL's defaults
     code, _ = _import(tmp_path, "trl", VERL_GRPO)
-    assert code == 2 and "model_name_or_path: not set" in capsys.readouterr().err
+    assert code == 2 and "this is a verl file (actor_rollout_ref keys), not trl; use --format verl" in (
+        capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -51,6 +51,7 @@ class Mapped:
     mean_response: float | None = None
     tokens_cumulative: float | None = None  # TRL num_tokens (prompt + response, cumulative)
     count_note: str | None = None
+    checkpoint_s: float | None = None  # a checkpoint save timed inside the step, taken out of step_s
 
 
 @dataclass(frozen=True)

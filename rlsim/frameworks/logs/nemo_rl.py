@@ -15,6 +15,8 @@ Sources: ``nemo_rl/algorithms/grpo.py`` (``grpo_train``: ``timer.time`` names ``
   ``timing/train/prepare_for_generation``                  weight_sync (refit / wake-up)
   ``timing/train/policy_training``                         train_actor
   ``timing/validation/total_validation_time``              eval
+  ``timing/train/checkpointing``                           checkpoint_s (a save step's write: a run overhead,
+                                                           subtracted from the step like validation)
   ``timing/train/total_step_time`` (required)              step time (validation subtracted when nested)
   ``train/reward`` / ``train/lr`` / ``validation/accuracy``  reward_mean / lr / eval_metric
   responses                                                ``train/total_num_tokens / (train/mean_prompt_length
@@ -26,7 +28,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlsim.frameworks.logs.core import Format, Mapped, first, is_number, lengths_and_count, need, opt, step_without_eval
+from rlsim.frameworks.logs.core import (
+    Format,
+    Mapped,
+    first,
+    is_number,
+    lengths_and_count,
+    need,
+    nested,
+    opt,
+    step_without_eval,
+)
 from rlsim.phases import Phase
 
 STEP_KEYS = ("step", "_step")  # NeMo RL passes its trainer step to wandb
@@ -48,8 +60,10 @@ OTHER_TIMERS = (
     "timing/train/data_processing",
     "timing/train/logprob_inference_prep",
     "timing/train/training_prep",
-    "timing/train/checkpointing",
 )
+# a save step's checkpoint write, timed inside total_step_time (grpo.py saves at multiples of
+# checkpointing.save_period): read as checkpoint_s, a run overhead (rlsim.run.overheads), not a step phase
+CHECKPOINT_TIMER = "timing/train/checkpointing"
 # run-log field -> the log keys it is read from, the first present wins
 FIELDS: dict[str, tuple[str, ...]] = {
     "reward_mean": ("train/reward",),
@@ -78,7 +92,13 @@ def map_row(row: dict[str, Any]) -> Mapped:
             for phase in phases:
                 timing[phase.value] = timing.get(phase.value, 0.0) + sec / len(phases)
     others = sum(timing.values()) + sum(need(row, k) for k in OTHER_TIMERS if k in row)
-    m = Mapped(timing, step_without_eval(row, step, timing, others, EVAL_TIMER, used), used)
+    save = need(row, CHECKPOINT_TIMER) if CHECKPOINT_TIMER in row else None
+    if save is not None:
+        used.add(CHECKPOINT_TIMER)
+    step_s = step_without_eval(row, step, timing, others + (save or 0.0), EVAL_TIMER, used)
+    if save is not None and nested(step_s, save, others):
+        step_s -= save
+    m = Mapped(timing, step_s, used, checkpoint_s=save)
     m.reward = first(row, FIELDS["reward_mean"], used)
     m.lr = first(row, FIELDS["lr"], used)
     m.eval_metric = opt(row, EVAL_METRIC)

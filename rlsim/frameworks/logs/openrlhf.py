@@ -3,8 +3,9 @@
 Sources: OpenRLHF/OpenRLHF ``openrlhf/trainer/ppo_trainer.py`` (``BasePPOTrainer.train_step``:
 ``timing/make_experience``, ``timing/ppo_train``, ``timing/broadcast``; ``PPOTrainer.fit``: ``timing/generation``
 and ``timing/step_total`` = sum of the ``timing/*`` values; ``_compute_rollout_stats``: ``rollout/reward_mean``,
-``rollout/response_length_mean``, ``rollout/num_samples``; ``compute_eval_metrics``: ``eval_<ds>_pass1``) and
-``openrlhf/trainer/ppo_utils/loggers.py`` (wandb prefixes ``train/`` and ``eval/``, ``train/global_step``). The
+``rollout/response_length_mean``, ``rollout/num_samples``; ``compute_eval_metrics``: ``eval_<ds>_pass1``) and the
+wandb logger (prefixes ``train/`` and ``eval/``, ``train/global_step``); checked at v0.11.0: ppo_trainer.py:215-258
+(train_step's timers), 540-541 (generation, step_total), 412-427 (rollout stats), utils/logging_utils.py:97-99. The
 ``train/`` prefix is dropped before mapping.
 
   ======================================  ==========================================

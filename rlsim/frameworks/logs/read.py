@@ -206,6 +206,8 @@ def run_log_record(
     ``eval_metric_initial`` goes into the first record only, as real runs log it with their first step.
     """
     extra = {"eval_metric_initial": eval_metric_initial} if eval_metric_initial is not None else {}
+    if mapped.checkpoint_s is not None:
+        extra["checkpoint_s"] = mapped.checkpoint_s
     return records.run_log_record(
         run_id=run_id,
         step=step,

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Source
+from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, ImportConfigError, Source
+from rlsim.frameworks.detect import Found, Probe
 from rlsim.frameworks.nemo_rl import emit, mapping, recipe_yaml
 
 
@@ -28,7 +29,29 @@ class NemoRl(FrameworkAdapter):
     log_importer = "rlsim.frameworks.logs.nemo_rl"
     new_key_prefix = "++"
 
+    def detect(self, probe: Probe) -> Found | None:
+        """``examples/run_grpo*.py``, or a recipe with a ``grpo`` (or ``ppo``) section beside ``policy`` or ``cluster``
+        (examples/configs/grpo_math_1B.yaml), itself or through its ``defaults:`` chain."""
+        if hit := probe.runs(r"\brun_\w*grpo\w*\.py\b"):
+            return self.found("NeMo RL", hit)
+        algo = probe.has("grpo", "ppo")  # ppo: examples/configs/ppo_math_1B.yaml (NVIDIA-NeMo/RL@81aa43d)
+        if algo and probe.has("policy", "cluster"):
+            return self.found("NeMo RL", f"{algo[0]}, " + probe.has("policy", "cluster")[0] + " sections")
+        if "defaults" in probe.data and probe.has("grpo", "policy", "cluster", "loss_fn"):
+            try:
+                merged = recipe_yaml.read(probe.path)
+            except ImportConfigError:  # a broken chain: read it as NeMo RL's, whose reader names what is wrong
+                return self.found("NeMo RL", f"{', '.join(probe.has('grpo', 'policy', 'cluster'))} with defaults:")
+            if "grpo" in merged and ("policy" in merged or "cluster" in merged):
+                return self.found("NeMo RL", "grpo, policy sections through its defaults chain")
+        return None
+
     def read(self, path: Path) -> dict[str, Any]:
+        if path.suffix not in (".yaml", ".yml", ".json") and path.is_file():
+            raise ImportConfigError(
+                f"{path.name}: rlsim reads NeMo RL's recipe YAML, not its launch script; give the recipe the script's "
+                "--config names (its key=value overrides as --set)"
+            )
         return recipe_yaml.read(path)
 
     def resolve(self, flat: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Source
+from rlsim.frameworks.detect import Found, Probe
 from rlsim.frameworks.openrlhf import args, emit, mapping
 
 
@@ -27,6 +28,18 @@ class OpenRlhf(FrameworkAdapter):
     log_importer = "rlsim.frameworks.logs.openrlhf"
     switch_flags = True
     legacy_defaults = args.LEGACY_DEFAULTS
+
+    def detect(self, probe: Probe) -> Found | None:
+        """``openrlhf.cli.train_ppo_ray``, or its arguments: the model (``pretrain``, ``actor.model_name_or_path``)
+        with the actor's GPUs, samples per prompt or vLLM engines, flat (v0.9.5) or dotted (openrlhf/cli/
+        train_ppo_ray.py's dests; ROLL shares pretrain and rollout_batch_size, not these)."""
+        if hit := probe.runs(r"\bopenrlhf\.cli\.train_ppo_ray\b"):
+            return self.found("OpenRLHF", hit)
+        batch = ("actor_num_gpus_per_node", "n_samples_per_prompt", "vllm_num_engines", "actor.num_gpus_per_node")
+        batch += ("rollout.n_samples_per_prompt", "vllm.num_engines")
+        model = probe.has("pretrain", "actor.model_name_or_path")
+        got = probe.has(*batch)
+        return self.found("OpenRLHF", f"{model[0]}, {got[0]} arguments" if model and got else None)
 
     def read(self, path: Path) -> dict[str, Any]:
         return args.read(path)

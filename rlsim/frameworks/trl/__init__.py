@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Row, Source
-from rlsim.frameworks.trl import emit, launch, mapping
+from rlsim.frameworks.detect import Found, Probe
+from rlsim.frameworks.trl import emit, launch, mapping, releases
 
 
 class Trl(FrameworkAdapter):
@@ -26,6 +27,27 @@ class Trl(FrameworkAdapter):
     overrides = "flags"
     log_importer = "rlsim.frameworks.logs.trl"
     launch_flags = mapping.LAUNCH_FLAGS
+
+    def detect(self, probe: Probe) -> Found | None:
+        """``trl grpo``, an ``accelerate launch`` / ``torchrun`` of a GRPO script (open-r1's src/open_r1/grpo.py), or
+        a config with options only GRPOConfig has (trl_defaults.yaml: over every release, less the other trainers')."""
+        launcher = r"\b(?:accelerate\s+launch|torchrun)\b[^\n]*?"
+        script = (launcher + r"\s[\w./-]*grpo\w*\.py\b", launcher + r"\s(?:-m|--module)\s+[\w.]*grpo\w*\b")
+        hit = probe.runs(r"\btrl\s+grpo\b", *script)
+        if hit:
+            return self.found("TRL", hit)
+        # a config naming its model by pretrain is OpenRLHF's (which shares vllm_* names); TRL's is model_name_or_path
+        mine = probe.data and "pretrain" not in probe.data
+        keys = sorted(set(probe.data) & releases.grpo_only_options()) if mine else []
+        if keys or not mine:
+            return self.found("TRL", f"GRPOConfig keys: {', '.join(keys[:3])}" if keys else None)
+        # another TRL trainer's config: its own keys, none of GRPOConfig's
+        cls, own = max(releases.other_trainer_options().items(), key=lambda kv: len(set(probe.data) & kv[1]))
+        hits = sorted(set(probe.data) & own)
+        if not hits:
+            return None
+        trainer = cls.removesuffix("Config").replace("Reward", "reward-model") + " training"
+        return Found("TRL", f"{cls} keys: {', '.join(hits[:4])}", self.name, trainer)
 
     def read(self, path: Path) -> dict[str, Any]:
         return launch.read(path)

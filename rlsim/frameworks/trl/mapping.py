@@ -35,7 +35,8 @@ read from TRL's source at its tags by scripts/trl_defaults.py into trl_defaults.
 release, to 1.9.0); unset, the newest release's, said in a note. A release's behaviour follows from which options it
 has: before 0.18 there is no ``vllm_mode`` (vLLM ran on GPUs of its own: ``vllm_device`` in 0.14-0.15, ``trl
 vllm-serve`` in 0.16-0.17) and no ``steps_per_generation`` (0.17 generates once per optimizer step, over the
-accumulated batch; 0.14-0.16 generate every micro-step's completions apart); before 0.23 no importance-sampling
+accumulated batch; 0.14-0.16 generate every micro-step's completions apart; 0.14's per_device_train_batch_size
+counts prompts, each generating num_generations completions); before 0.23 no importance-sampling
 correction, so no old log-prob pass unless the batch is reused. A key the release does not have is refused in
 one line (TRL itself rejects it).
 
@@ -57,7 +58,14 @@ from rlsim.frameworks import run_keys
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
 from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model, version_tuple
 from rlsim.frameworks.trl.launch import accelerate_settings
-from rlsim.frameworks.trl.releases import check_release_keys, release_for, releases
+from rlsim.frameworks.trl.releases import (
+    ABSENT_MEANS,
+    check_release_keys,
+    options,
+    release_for,
+    releases,
+    training_arguments,
+)
 
 VERSION_READ = "TRL f2cd577 (v1.9.0-26) and the defaults of every release 0.14.0-1.9.0"
 LAUNCH = {
@@ -85,7 +93,7 @@ GA = "gradient_accumulation_steps"
 
 TABLE: tuple[Row, ...] = (
     Row("model_name_or_path", None, "model", "a catalog name, alias or hf_id (Instruct: the base architecture)"),
-    Row("trl_version", None, "(the defaults below)", "not a TRL key: --set it; unset: the newest release's"),
+    Row("trl_version", None, "(the defaults below)", "not a TRL key: --set it; unset: newest fitting the keys"),
     Row("accelerate_config", None, "hardware.num_gpus, training notes", "accelerate launch --config_file"),
     Row("num_processes", LAUNCH["num_processes"], "hardware.num_gpus (train GPUs)", "not a TRL key: --set it"),
     Row(PDB, 8, "training.micro_batch_size", "completions per micro-step per GPU (padded, not packed)"),
@@ -144,11 +152,37 @@ def check_trainer(flat: dict[str, Any], where: str = "the config") -> None:
         )
 
 
+def config_keys(flat: dict[str, Any]) -> set[str]:
+    """The keys that say which releases a config fits: those set (not null), less a value every release takes
+    (num_iterations 1: releases.ABSENT_MEANS)."""
+    return {k for k, v in flat.items() if v is not None and not (k in ABSENT_MEANS and v == ABSENT_MEANS[k])}
+
+
 def table_for(flat: dict[str, Any]) -> tuple[Row, ...]:
-    """TABLE with the defaults of the release ``trl_version`` names (a key the release lacks: no default)."""
-    row = releases()[release_for(flat.get("trl_version"))[0]]
+    """TABLE with the defaults of the release ``trl_version`` names, else of the newest release whose options
+    hold the config's keys (a key the release lacks: what the release does, releases.ABSENT_MEANS, else none)."""
+    row = releases()[release_for(flat.get("trl_version"), config_keys(flat))[0]]
     versioned = {k for r in releases().values() for k in r} - {"commit"}
-    return tuple(dataclasses.replace(r, default=row.get(r.key)) if r.key in versioned else r for r in TABLE)
+    return tuple(
+        dataclasses.replace(r, default=row.get(r.key, ABSENT_MEANS.get(r.key))) if r.key in versioned else r
+        for r in TABLE
+    )
+
+
+def _check_option_spelling(src: Source) -> None:
+    """A key that is no release's GRPOConfig option nor a TrainingArguments field but nearly one (TRL's parser
+    refuses it where it runs) is refused naming the option it likely meant; a key far from all of them (open-r1's
+    script arguments, ModelConfig's) is listed as not used."""
+    known = set(options()) | training_arguments() | {row.key for row in TABLE}
+    for key in src.flat:
+        if key in known or "." in key:
+            continue
+        near = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.85)
+        if near:
+            raise ImportConfigError(
+                f"{src.name(key)}: is not an option of any TRL release read (0.14.0-"
+                f"{max(releases(), key=version_tuple)}); did you mean {near[0]}?"
+            )
 
 
 def _check_launch_spelling(src: Source) -> None:
@@ -202,6 +236,11 @@ def _round(src: Source, version: str, has: dict[str, Any], procs: int, notes: li
     """The generation round: its completions, prompts, optimizer steps and passes, by the release's batch rules."""
     per_device, accum = as_int(src, PDB), as_int(src, GA)
     group = as_int(src, "num_generations")
+    if version_tuple(version) < (0, 15, 0):
+        # 0.14 counts prompts per device, each repeated num_generations times (huggingface/trl@v0.14.0:
+        # trl/trainer/grpo_config.py:159-165, grpo_trainer.py:469); 0.15 made it completions (cf97133, #2776)
+        notes.append(f"TRL {version}: {PDB} counts prompts; {per_device} x {group} = {per_device * group} completions")
+        per_device *= group
     if src.given(GEN) and src.given(SPG):
         raise ImportConfigError(f"{GEN} and {SPG} are both set; TRL allows one of them: remove one")
     if src.given(GEN):
@@ -222,6 +261,8 @@ def _round(src: Source, version: str, has: dict[str, Any], procs: int, notes: li
     mini_batches = divisible(SPG, steps_per_gen, GA, accum) if steps_per_gen else 1
     optimizer_batch = generations if steps_per_gen else generations * accum
     iterations = as_int(src, "num_iterations")
+    if "num_iterations" not in has:
+        notes.append(f"TRL {version} has no num_iterations: each generation round is used once")
     return _Round(per_device, accum, group, steps_per_gen, prompts, mini_batches, optimizer_batch, iterations)
 
 
@@ -271,7 +312,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections for a TRL GRPOConfig, and the assumptions made."""
     check_trainer(src.flat)
     _check_launch_spelling(src)
-    version, notes = release_for(src.get("trl_version"))
+    _check_option_spelling(src)
+    version, notes = release_for(src.get("trl_version"), config_keys(src.flat))
     check_release_keys(src, version)
     has = releases()[version]
     procs, accel_notes = _processes(src, notes)

@@ -1,6 +1,7 @@
 """TRL's releases: the GRPOConfig defaults of every release from 0.14.0 (the first with GRPOTrainer), read from
 TRL's source at its tags by scripts/trl_defaults.py into ``trl_defaults.yaml``; which release a config's
-``trl_version`` selects, the keys a release lacks, and the table of what changes between releases
+``trl_version`` selects (without one: the newest release whose GRPOConfig has every option the config sets, from
+the file's ``options`` table), the keys a release lacks, and the table of what changes between releases
 (docs/import-config.md). What a release's options mean for the mapping is in :mod:`rlsim.frameworks.trl.mapping`.
 """
 
@@ -16,6 +17,10 @@ from rlsim.io.files import load_yaml, read_text
 
 DEFAULTS_FILE = Path(__file__).with_name("trl_defaults.yaml")
 FIRST_GRPO = "0.14.0"
+# what a release without the option does, where rlsim reads the option: 0.14-0.15 have no num_iterations and use
+# each generation round once (huggingface/trl@v0.14.0:trl/trainer/grpo_trainer.py:367-370, compute_loss on the
+# completions _prepare_inputs just generated; the reuse came in v0.16.0:trl/trainer/grpo_trainer.py:391)
+ABSENT_MEANS = {"num_iterations": 1}
 
 
 @functools.cache
@@ -25,15 +30,78 @@ def releases() -> dict[str, dict[str, Any]]:
     return {str(v): row for v, row in data["versions"].items()}
 
 
-def release_for(version: Any) -> tuple[str, list[str]]:
-    """The release whose defaults apply to ``version`` (the newest release at or below it), and notes."""
+@functools.cache
+def _data() -> dict[str, Any]:
+    return load_yaml(read_text(DEFAULTS_FILE, "TRL defaults"))
+
+
+def options() -> dict[str, set[str]]:
+    """GRPOConfig's own options -> the releases that have it (trl_defaults.yaml ``options``)."""
+    order = sorted(releases(), key=version_tuple)
+    out: dict[str, set[str]] = {}
+    for option, runs in _data()["options"].items():
+        have: set[str] = set()
+        for run in runs:
+            first, last = (version_tuple(v) for v in run.split("-"))
+            have |= {v for v in order if first <= version_tuple(v) <= last}
+        out[option] = have
+    return out
+
+
+def training_arguments() -> frozenset[str]:
+    """transformers' TrainingArguments fields: every release accepts them (trl_defaults.yaml)."""
+    return frozenset(_data()["training_arguments"])
+
+
+@functools.cache
+def other_trainer_options() -> dict[str, frozenset[str]]:
+    """TRL's trainers that are not RL (SFTConfig, DPOConfig, ...) -> their options that no GRPOConfig has."""
+    grpo = set(_data()["options"])
+    return {cls: frozenset(set(keys) - grpo) for cls, keys in _data()["other_trainers"].items()}
+
+
+@functools.cache
+def grpo_only_options() -> frozenset[str]:
+    """GRPOConfig's options that none of TRL's other trainers has: a config setting one is a GRPO run's."""
+    others = set().union(*(set(keys) for keys in _data()["other_trainers"].values()))
+    return frozenset(set(_data()["options"]) - others)
+
+
+def _span(have: set[str]) -> str:
+    order = sorted(have, key=version_tuple)
+    return f"{order[0]}-{order[-1]}" if order else "none"
+
+
+def release_for_keys(keys: set[str]) -> tuple[str, list[str]]:
+    """The newest release whose GRPOConfig has every option among ``keys`` (the keys the config sets), and the
+    note saying so; refused in one line when no single release has them all."""
+    known = sorted(releases(), key=version_tuple)
+    table = options()
+    mine = {k: table[k] for k in sorted(keys) if k in table}  # what every release does is no constraint
+    fits = [v for v in known if all(v in have for have in mine.values())]
+    if not fits:
+        narrow = sorted(mine.items(), key=lambda kv: len(kv[1]))
+        a, b = next((x, y) for x in narrow for y in narrow if not (x[1] & y[1]))
+        raise ImportConfigError(
+            f"{a[0]} (TRL {_span(a[1])}) and {b[0]} (TRL {_span(b[1])}): no TRL release has both options; remove "
+            "the one the TRL you run lacks, or --set trl_version to it"
+        )
+    chosen = fits[-1]
+    limits = [k for k, have in mine.items() if known[-1] not in have or known[0] not in have]
+    why = f" (options of {fits[0]}-{chosen} only: {', '.join(limits)})" if limits and chosen != known[-1] else ""
+    return chosen, [
+        f"trl_version: not given, so TRL {chosen}'s defaults, the newest release whose GRPOConfig has every option "
+        f"the config sets{why}; --set trl_version=X.Y.Z as installed where the config runs"
+    ]
+
+
+def release_for(version: Any, keys: set[str] | None = None) -> tuple[str, list[str]]:
+    """The release whose defaults apply to ``version`` (the newest release at or below it; without a version,
+    the newest whose options hold ``keys``: :func:`release_for_keys`), and notes."""
     known = sorted(releases(), key=version_tuple)
     newest = known[-1]
     if version is None:
-        return newest, [
-            f"trl_version: not given, so TRL {newest}'s defaults (the newest release read); --set trl_version=X.Y.Z "
-            "as installed where the config runs (open-r1 pins its TRL in setup.py)"
-        ]
+        return release_for_keys(keys or set())
     wanted = version_tuple(version)
     if wanted is None:
         raise ImportConfigError(f"trl_version: {version!r} is not a version; give it as 0.18.0")
@@ -56,6 +124,8 @@ def check_release_keys(src: Source, version: str) -> None:
     row = releases()[version]
     known = {k for r in releases().values() for k in r} - {"commit"}
     for key in sorted(known - set(row)):
+        if key in ABSENT_MEANS and src.flat.get(key) == ABSENT_MEANS[key]:
+            continue  # the release's own behaviour (num_iterations 1 before 0.16): said by the mapping
         if src.flat.get(key) is not None:
             since = [v for v in sorted(releases(), key=version_tuple) if key in releases()[v]]
             when = f"it is in {since[0]}-{since[-1]}" if since else "no release read has it"

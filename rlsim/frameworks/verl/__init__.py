@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rlsim.frameworks import detect
 from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Source
 from rlsim.frameworks.verl import emit, estimators, fully_async, mapping
 
@@ -23,6 +24,12 @@ class Verl(FrameworkAdapter):
     version_read = mapping.VERSION_READ
     overrides = "hydra"
     log_importer = "rlsim.frameworks.logs.verl"
+
+    def detect(self, probe: detect.Probe) -> detect.Found | None:
+        """verl's trainers (``verl.trainer.main_ppo``, ``fully_async_main``) or a config under ``actor_rollout_ref``
+        (verl/trainer/config/ppo_trainer.yaml's section of the actor, rollout and reference)."""
+        hit = probe.runs(r"\bverl\.trainer\.main_ppo\b", r"\bfully_async_policy\.fully_async_main\b")
+        return self.found("verl", hit or ("actor_rollout_ref keys" if probe.has("actor_rollout_ref") else None))
 
     def read(self, path: Path) -> dict[str, Any]:
         return fully_async.read(path)
