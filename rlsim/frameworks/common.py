@@ -59,9 +59,16 @@ def as_int(source: Source, key: str) -> int:
     return int(value)
 
 
+_EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
 def as_float(source: Source, key: str, what: str = "a number") -> float:
-    """``key``'s value as a finite number (one line naming the key otherwise)."""
+    """``key``'s value as a finite number (one line naming the key otherwise). A plain ``3e-6`` is a string to
+    YAML 1.1 (PyYAML) and a float to OmegaConf, whose loader adds an implicit float form without the dot (omegaconf
+    2.3 _utils.get_yaml_loader), as verl's and NeMo RL's configs are read: such a string is that float here."""
     value = source.get(key)
+    if isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):
+        value = float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ImportConfigError(f"{source.name(key)}: {short(value)} must be {what}; fix it in the file or with --set")
     return float(value)
