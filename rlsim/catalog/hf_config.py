@@ -176,7 +176,8 @@ def _mlp(c: dict[str, Any], family: str, h: int, layers: int) -> _Mlp:
     else:
         expert_width = int(c.get("moe_intermediate_size") or 0)
     per_expert = 3 * h * expert_width + (2 * expert_width + h if family == "gpt_oss" else 0)
-    biased = family in ("gpt_oss", "glm4_moe") or c.get("topk_method") == "noaux_tc"  # glm4_moe: e_score_correction_bias
+    # a bias per expert: gpt-oss's router, DeepSeek's noaux_tc and GLM-4.5's e_score_correction_bias
+    biased = family in ("gpt_oss", "glm4_moe") or c.get("topk_method") == "noaux_tc"
     router = h * experts + (experts if biased else 0)
     shared_experts, shared = 0, 0
     if family == "qwen2_moe" and c.get("shared_expert_intermediate_size"):

@@ -93,5 +93,6 @@ def fine_tune_base(name: str, key: str, forms: dict[str, str], same: dict[str, d
             f"{key}: {name!r} names more than one catalog model: {both}; --set {key}=NAME with the one it was "
             "fine-tuned from"
         )
-    (target, form), = found.items()
-    return target, f"model: {name} simulated as catalog model {target} (its name contains {form!r}: a fine-tune keeps its base's architecture)"
+    ((target, form),) = found.items()
+    note = f"model: {name} simulated as catalog model {target} (its name contains {form!r}: a fine-tune keeps its "
+    return target, note + "base's architecture)"
