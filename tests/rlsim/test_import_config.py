@@ -263,10 +263,10 @@ def test_contradiction_is_refused_naming_both_keys_and_writes_nothing(tmp_path, 
 
 def test_model_outside_the_catalog_is_refused_naming_the_key(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))  # nor in the local Hugging Face cache
-    code, out = _import(tmp_path, "trl", TRL_GSPO, ["num_processes=8", "model_name_or_path=Qwen/Qwen3-1.7B"])
+    code, out = _import(tmp_path, "trl", TRL_GSPO, ["num_processes=8", "model_name_or_path=Qwen/Qwen3-14B"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and not out.exists()
-    assert err[-1].startswith("rlsim: error: model_name_or_path: 'Qwen/Qwen3-1.7B' is not in rlsim's model catalog")
+    assert err[-1].startswith("rlsim: error: model_name_or_path: 'Qwen/Qwen3-14B' is not in rlsim's model catalog")
     assert "--set model_name_or_path=NAME" in err[-1] and "config.json" in err[-1]
 
 
