@@ -5,8 +5,9 @@ Each entry of tests/launch_corpus/expected_*.yaml names a file, its framework an
 responses per prompt (G) and GPUs the framework runs it with (``expect``), or ``expect: null`` where the file
 cannot give them; ``true_refusals`` lists keywords a true one-line refusal contains. Every file is imported as a
 user imports it: ``rlsim import-config FILE -o OUT`` from the file's folder, with no ``--format`` (the file says
-what it is) unless ``--with-format``, and with ``--set num_processes=N`` where the entry's ``assume`` gives the
-process count of the launch its source documents (a bare TRL config does not hold it). An outcome is one of
+what it is) unless ``--with-format``, and with the ``--set`` items of the launch the entry's ``assume`` documents
+(a bare TRL config holds neither the process count nor the vLLM server's GPUs: :func:`launch_sets`).
+An outcome is one of
 
 * ``right``: imported, and P, G and GPUs equal the expected ones;
 * ``refused, true``: refused in one line (exit 2) whose text contains one of the entry's ``true_refusals``;
@@ -48,7 +49,21 @@ CORPUS = ROOT / "tests" / "launch_corpus"
 PAGE = results_page.RESULTS / "launch_corpus.md"
 FIGURES = results_page.RESULTS / "launch_corpus.json"
 GOOD = ("right", "refused, true")
-LAUNCH_FACTS = ("num_processes",)  # an entry's `assume` keys given with --set (TRL: accelerate launch's count)
+
+
+def launch_sets(entry: dict[str, Any]) -> list[str]:
+    """The ``--set`` items for what an entry's ``assume`` says of the launch its source documents (TRL configs do
+    not hold it): ``accelerate launch --num_processes``, ``trl vllm-serve``'s GPUs (one server of that many
+    data-parallel ranks) and a ``--vllm_mode`` given on the command line."""
+    assume = entry.get("assume") or {}
+    sets = [f"num_processes={assume['num_processes']}"] if "num_processes" in assume else []
+    if "vllm_mode" in assume:
+        sets.append(f"vllm_mode={assume['vllm_mode']}")
+    if int(assume.get("vllm_gpus") or 0) > 1:
+        sets.append(f"vllm_server_data_parallel_size={assume['vllm_gpus']}")
+    return sets
+
+
 OUTCOMES = ("right", "refused, true", "refused, untrue", "wrong", "traceback")
 
 
@@ -104,9 +119,7 @@ def score_one(name: str, entry: dict[str, Any], corpus: Path = CORPUS, with_form
         argv = ["import-config", str(path), "-o", str(target)]
         if with_format:
             argv[1:1] = ["--format", framework]
-        for key in LAUNCH_FACTS:  # what the launch command, not the file, says: passed as a user passes it
-            if key in (entry.get("assume") or {}):
-                argv += ["--set", f"{key}={entry['assume'][key]}"]
+        argv += [f"--set={item}" for item in launch_sets(entry)]
         try:
             os.chdir(path.parent)
             with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):

@@ -180,6 +180,43 @@ def _small_memory(monkeypatch):
     monkeypatch.setattr(footprint, "available_bytes", lambda: footprint.BASE_BYTES + footprint.BYTES_PER_RESPONSE * 5e4)
 
 
+@pytest.fixture
+def said_first(monkeypatch):
+    """The order of a run's estimate and its simulation, as events (no clock): ``estimate`` when rlsim.cli's
+    before-hook gets the footprint and prints it (the README's promise: an estimate on stderr before any run over
+    a minute; LONG_S 0 here, so every run's is printed), ``simulate`` when a timeline's pipeline starts."""
+    from rlsim import cli
+    from rlsim.run import timeline
+
+    events: list[str] = []
+    say, pipeline = cli._say_if_long, timeline.run_pipeline
+    monkeypatch.setattr(cli, "LONG_S", 0.0)
+    monkeypatch.setattr(footprint, "LONG_S", 0.0)
+
+    def said(fp):
+        events.append("estimate")
+        say(fp)
+
+    def simulated(*args, **kwargs):
+        events.append("simulate")
+        return pipeline(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "_say_if_long", said)
+    monkeypatch.setattr(timeline, "run_pipeline", simulated)
+    return events
+
+
+def _said_first(events: list[str], err: str) -> str | None:
+    """What breaks the promise in a run case's events and stderr, or None."""
+    if "simulate" not in events:
+        return None
+    if "estimate" not in events or events.index("estimate") > events.index("simulate"):
+        return f"simulated before its estimate (events {events[:4]})"
+    if "rlsim: note:" not in err:
+        return "no estimate on stderr"
+    return None
+
+
 def _cases(cli: str) -> range:
     return range(max(1, round(TOTAL * SHARE[cli])))
 
@@ -209,7 +246,7 @@ def _report_count(cli: str, n: int, outcomes: dict[int, int]) -> None:
 
 
 @pytest.mark.slow
-def test_fuzz_rlsim(tmp_path):
+def test_fuzz_rlsim(tmp_path, said_first):
     from rlsim import cli
 
     docs = [(p, yaml.safe_load(p.read_text())) for p in SCENARIOS]
@@ -229,6 +266,13 @@ def test_fuzz_rlsim(tmp_path):
                 key = rng.choice(["workload.prompts_per_step", "workload.group_size", "run.seed", "engine.max_num_seqs",
                                   "learning.target", "hardware.num_gpus", "nope.key", "workload"])  # fmt: skip
                 argv += ["--set", f"{key}={rng.choice(['0', '-3', '1e400', 'nan', 'abc', '', '[1', '5', '1e9'])}"]
+            elif rng.random() < 0.03:  # the extremes: huge groups, a slow device with a small cache
+                argv += [
+                    "--set",
+                    f"workload.group_size={rng.choice([2000, 100000])}",
+                    "--set",
+                    "hardware.gpu=CPU-2core",
+                ]
         elif roll < 0.9:
             candidate = rng.choice(["workload.prompts_per_step=32", "x=1", "workload.group_size=0", "=",
                                     "learning.lr_rule=cubic", "workload.prompts_per_step=32,run.seed=1"])  # fmt: skip
@@ -250,9 +294,12 @@ def test_fuzz_rlsim(tmp_path):
                 victim.write_bytes(data)
                 what.append(f"{kind} {victim.name}")
             argv = ["report", str(out), "-o", str(tmp_path / f"r{i}.html")]
+        said_first.clear()
         rc, stdout, err, tb = _call(cli.main, argv)
         outcomes[rc] = outcomes.get(rc, 0) + 1
         problem = _check(rc, stdout, err, tb, "--json" in argv)
+        if problem is None and argv[0] == "run":  # a long run says so first: the estimate, before any step
+            problem = _said_first(said_first, err)
         if problem:
             failures.append(f"case {i} ({src.name}: {'; '.join(what)}; argv {argv[:1] + argv[2:]}): {problem}")
     _report_count("rlsim", len(cases), outcomes)
@@ -367,3 +414,32 @@ def test_the_mutator_changes_documents_and_is_reproducible():
     assert repr(a) == repr(b) and repr(a) != repr(c)
     changed = sum(repr(mutate(json.loads(json.dumps(doc)), random.Random(i), 1)[0]) != repr(doc) for i in range(50))
     assert changed >= 40
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_a_long_run_says_so_before_it_starts(monkeypatch, capsys):
+    """The issue's case: 100,000 responses per prompt ran past a minute with nothing on stderr (its engine thrashes,
+    and the plain rate per response said 28 s). Its estimate, with rlsim.run.probe's measured rate, is printed
+    before the first step is simulated; the simulation is stopped there, so no clock is read here."""
+    from rlsim import cli
+    from rlsim.run import timeline
+
+    monkeypatch.setattr(footprint, "available_bytes", lambda: 64 * 2**30)
+    events: list[str] = []
+    monkeypatch.setattr(timeline, "run_pipeline", lambda *a, **k: (events.append("simulate"), _raise())[1])
+    say = cli._say_if_long
+    monkeypatch.setattr(cli, "_say_if_long", lambda fp: (events.append(fp.seconds), say(fp)))
+    argv = ["run", str(ROOT / "scenarios" / "paper_grpo.yaml"), "--set", "workload.group_size=100000"]
+    with pytest.raises(_Stop):
+        cli.main(argv)
+    assert events[-1] == "simulate" and isinstance(events[0], float) and events[0] > footprint.LONG_S
+    assert "rlsim: note: 12,800,000 responses per step" in capsys.readouterr().err
+    # the plain rate alone (128 x 100,000 responses, the run's 24 steps and its band's) says under a minute
+    assert footprint.estimate(12_800_000, 24).seconds < footprint.LONG_S
+
+
+def _raise():
+    raise _Stop

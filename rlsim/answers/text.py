@@ -46,6 +46,28 @@ def length_line(summary: dict[str, Any]) -> str | None:
     return line
 
 
+def keep_line(summary: dict[str, Any]) -> str | None:
+    """The keep-rate assumption and what it moves: "keep rate assumed K (source): step time X s; A s .. B s over
+    K_lo .. K_hi" (and the time to target's ends); None unless the keep rate is assumed and was priced."""
+    a = summary.get("keep_assumption")
+    if not a:
+        return None
+
+    def sec(x: float | None) -> str:
+        return f"{x:.2f} s" if x is not None else "refused"
+
+    line = (
+        f"keep rate assumed {a['keep_rate']:.2f} ({a['source']}): step time {a['step_time_s']:.2f} s; "
+        f"{sec(a['step_time_low_s'])} .. {sec(a['step_time_high_s'])} over keep {a['low_keep']:g} .. {a['high_keep']:g}"
+    )
+    if a.get("time_to_target_s") is not None:
+        ends = [
+            hours(x) if x is not None else "refused" for x in (a["time_to_target_low_s"], a["time_to_target_high_s"])
+        ]
+        line += f"; time to target {hours(a['time_to_target_s'])}, {ends[0]} .. {ends[1]}"
+    return line
+
+
 def overheads_line(summary: dict[str, Any]) -> str | None:
     """Evaluation, checkpoints and start-up over the run (rlsim.run.overheads), beside time-to-target: "run
     overheads (not in the time to target): evaluation N x S = T; ...; total T (time to target + overheads: H)";
@@ -128,6 +150,8 @@ def run_table(summary: dict[str, Any]) -> str:
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     if (length := length_line(summary)) is not None:  # what the answer rests on, before the details
         lines = [length, "", *lines]
+    if (keep := keep_line(summary)) is not None:
+        lines = [keep, "", *lines]
     if (overheads := overheads_line(summary)) is not None:  # beside the answer, not in it
         lines = [overheads, "", *lines]
     if summary.get("time_to_target_s") is not None:  # the answer first, then what it is made of

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rlsim.host.footprint import SEARCH_STEPS  # steps of each short run of the search (after an async fill)
 from rlsim.scenario import with_overrides
 
 if TYPE_CHECKING:
     from rlsim.run.profile import Profile
     from rlsim.run.result import SimResult
     from rlsim.schema import Scenario
-
-SEARCH_STEPS = 6  # steps of each short run of the max_num_seqs search (after the pipeline's fill, if async)
 
 
 def _short(scenario: Scenario, max_num_seqs: int) -> Scenario:

@@ -7,13 +7,16 @@ agrees with the published count (tests/rlsim/test_hf_config.py: within 1% for ev
 rlsim/catalog/hf_configs, each with its source, which the catalog serves as entries). ``model_type`` selects the family:
 
 * dense, gated MLP: ``llama`` (Llama 2/3/3.1/3.2/3.3; ``attention_bias`` / ``mlp_bias`` counted when set),
+  ``seed_oss`` (``attention_bias`` on q, k, v; ``attention_out_bias`` on the output projection),
   ``mistral``, ``qwen2`` (bias on q, k, v), ``qwen3`` (q/k norms), ``phi3`` (fused q/k/v, same count), ``gemma2``
   and ``gemma3_text`` / ``gemma3`` (four norms per layer; Gemma 3 q/k norms; a multimodal config's
   ``text_config``, the vision tower not counted);
 * mixture of experts: ``mixtral``, ``qwen2_moe`` (a shared expert with its gate), ``qwen3_moe``, ``gpt_oss``
   (biases on attention and experts, attention sinks, router bias), ``deepseek_v2`` / ``deepseek_v3`` (multi-head
   latent attention, shared experts, the first ``first_k_dense_replace`` layers dense; the multi-token-prediction
-  module, ``num_nextn_predict_layers``, is recorded as ``num_mtp_layers`` and not counted, as the catalog does);
+  module, ``num_nextn_predict_layers``, is recorded as ``num_mtp_layers`` and not counted, as the catalog does),
+  ``glm4_moe`` (GLM-4.5: DeepSeek's dense-first layers and shared experts around grouped-query attention, biased
+  q, k, v when ``attention_bias``, an expert-score bias per router);
 * hybrids (rlsim.catalog.hybrid): ``nemotron_h`` (Mamba-2 / attention / MLP blocks) and ``qwen3_next``, Qwen3.5
   (``qwen3_5`` / ``qwen3_5_moe``, read from their ``text_config``): gated linear attention with every n-th layer
   full attention.
@@ -36,8 +39,12 @@ from typing import Any, NamedTuple
 from rlsim.catalog.hybrid import HYBRID, TEXT_OF, HybridConfigError, hybrid_spec
 from rlsim.errors import RlsimError
 
-DENSE = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text")
-MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3")
+DENSE = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text", "seed_oss")
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3", "glm4_moe")
+_DEEPSEEK_MOE = ("deepseek_v2", "deepseek_v3", "glm4_moe")  # first_k_dense_replace dense layers, shared experts
+# attention_bias biases q, k and v only: transformers 5.19.0 modeling_glm4_moe.py:197 (o_proj bias=False) and
+# modeling_seed_oss.py:178 (o_proj bias=attention_out_bias)
+_QKV_ONLY_BIAS = ("glm4_moe", "seed_oss")
 FAMILIES = DENSE + MOE + ("gemma3",)
 _GEMMA = ("gemma2", "gemma3_text")
 _QKV_BIAS = ("qwen2", "qwen2_moe")  # bias on q, k and v, with no config field saying so
@@ -96,7 +103,7 @@ def _moe_layers(c: dict[str, Any], family: str, layers: int) -> list[bool]:
         step = int(c.get("decoder_sparse_step") or 1)
         dense = set(c.get("mlp_only_layers") or ())
         return [i not in dense and (i + 1) % step == 0 for i in range(layers)]
-    if family in ("deepseek_v2", "deepseek_v3"):
+    if family in _DEEPSEEK_MOE:
         first, freq = int(c.get("first_k_dense_replace") or 0), int(c.get("moe_layer_freq") or 1)
         return [i >= first and i % freq == 0 for i in range(layers)]
     return [False] * layers
@@ -149,8 +156,9 @@ def _attention(c: dict[str, Any], family: str, h: int, heads: int, mla: bool) ->
     else:
         attn = 2 * h * heads * hd + 2 * h * kv * hd
         if family in _QKV_BIAS or c.get("attention_bias"):
-            attn += heads * hd + 2 * kv * hd + (h if c.get("attention_bias") else 0)
-        if family in _QK_NORM:
+            o_bias = c.get("attention_out_bias") if family in _QKV_ONLY_BIAS else c.get("attention_bias")
+            attn += heads * hd + 2 * kv * hd + (h if o_bias else 0)
+        if family in _QK_NORM or (family == "glm4_moe" and c.get("use_qk_norm")):
             attn += 2 * hd
         if family == "gpt_oss":
             attn += heads  # attention sinks
@@ -168,12 +176,14 @@ def _mlp(c: dict[str, Any], family: str, h: int, layers: int) -> _Mlp:
     else:
         expert_width = int(c.get("moe_intermediate_size") or 0)
     per_expert = 3 * h * expert_width + (2 * expert_width + h if family == "gpt_oss" else 0)
-    router = h * experts + (experts if family == "gpt_oss" or c.get("topk_method") == "noaux_tc" else 0)
+    # a bias per expert: gpt-oss's router, DeepSeek's noaux_tc and GLM-4.5's e_score_correction_bias
+    biased = family in ("gpt_oss", "glm4_moe") or c.get("topk_method") == "noaux_tc"
+    router = h * experts + (experts if biased else 0)
     shared_experts, shared = 0, 0
     if family == "qwen2_moe" and c.get("shared_expert_intermediate_size"):
         width = int(c["shared_expert_intermediate_size"])
         shared, shared_experts = 3 * h * width + h, round(width / expert_width) if expert_width else 0
-    elif family in ("deepseek_v2", "deepseek_v3"):
+    elif family in _DEEPSEEK_MOE:
         shared_experts = int(c.get("n_shared_experts") or 0)
         shared = shared_experts * 3 * h * expert_width
     dense_mlp = 3 * h * dense_width + (2 * dense_width + h if c.get("mlp_bias") else 0)

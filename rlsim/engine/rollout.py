@@ -73,7 +73,7 @@ def simulate_rollout(
 
 def launch_rollouts(
     steps: Sequence[tuple[np.ndarray, np.ndarray]],
-    group_size: int,
+    group_size: int | Sequence[int],
     replicas: int,
     max_num_seqs: int,
     kv_capacity_tokens: int,
@@ -89,8 +89,8 @@ def launch_rollouts(
     of every step is independent (each starts empty), so the results are the bits of one call per step, and the
     replicas of many small steps fill the cores together where one small step would run on one. The first step
     that cannot run raises, as it would alone (inputs that are wrong whatever the replica, now; the others by
-    :meth:`PendingRollouts.result`). With a ``memo``, a call whose inputs equal an earlier one's that it kept gets
-    that call's results, and this call's are kept in it."""
+    :meth:`PendingRollouts.result`); ``group_size`` one, or one per step (ReMax's greedy call: 1). With a ``memo``, a
+    call whose inputs equal an earlier one's that it kept gets that call's results, and this call's are kept in it."""
     arrays = []
     for prompt_tokens, response_tokens in steps:
         n = len(response_tokens)
@@ -102,9 +102,10 @@ def launch_rollouts(
         arrays.append((prompt, response))
     if len(overhead_s) != len(arrays):
         raise ValueError(f"{len(overhead_s)} overheads for {len(arrays)} steps: give one per step")
+    sizes = _group_sizes(group_size, len(arrays))
     key = None
     if memo is not None:
-        engine = (group_size, replicas, max_num_seqs, kv_capacity_tokens, decode, prefill, rules)
+        engine = (tuple(sizes), replicas, max_num_seqs, kv_capacity_tokens, decode, prefill, rules)
         key = memo.key(arrays, engine)
         kept = memo.get(key, arrays)
         if kept is not None:  # the kernel's rows; each step's tokens summed from these lengths, overheads added
@@ -125,7 +126,7 @@ def launch_rollouts(
         code = kernel().deal_round_robin(
             prompt,
             response,
-            group_size,
+            sizes[k],
             replicas,
             *(d[lo:hi] for d in dealt),
             bounds[r0 : r0 + replicas + 1],
@@ -150,6 +151,14 @@ def launch_rollouts(
     )
     pending = PendingRollouts(run, dealt, bounds, replicas, overhead_s)
     return pending if memo is None else _Remembered(pending, memo, key, arrays)
+
+
+def _group_sizes(group_size: int | Sequence[int], steps: int) -> list[int]:
+    """Each step's group size: one for all, or one per step."""
+    sizes = [group_size] * steps if isinstance(group_size, int) else [int(g) for g in group_size]
+    if len(sizes) != steps:
+        raise ValueError(f"{len(sizes)} group sizes for {steps} steps: give one, or one per step")
+    return sizes
 
 
 @dataclass(frozen=True)

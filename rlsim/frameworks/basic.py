@@ -1,8 +1,9 @@
 """What the adapters of slime, SkyRL, prime-rl, AReaL and ROLL share: a framework's documented defaults read from
 the package's ``defaults.yaml`` (:func:`load_defaults`, :func:`rows`), the scenario's sections from the few facts
 those adapters map (:class:`Facts` -> :func:`sections`), the emit side's defaults-first key set
-(:func:`with_defaults`) and the format's recognisers kept as data (:class:`Recognisers`: the entry points and
-characteristic keys that identify a file as that framework's, for the registry's detection hook).
+(:func:`with_defaults`), the format's recognisers kept as data (:class:`Recognisers`: the entry points and
+characteristic keys that identify a file as that framework's, for the registry's detection hook) and the adapter
+class whose work is its package's ``mapping`` and ``emit`` modules (:class:`PackageAdapter`).
 
 Each of those frameworks launches its rollout engines (vLLM or SGLang) beside a trainer; what differs is where the
 batch, group, pools and engine come from, which each package's ``mapping`` says with its sources.
@@ -14,12 +15,21 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from rlsim.frameworks import sglang
-from rlsim.frameworks.adapter import LAUNCH_NOTES, MISSING, EmitContext, ImportConfigError, Row
+from rlsim.frameworks.adapter import (
+    LAUNCH_NOTES,
+    MISSING,
+    EmitContext,
+    FrameworkAdapter,
+    ImportConfigError,
+    Row,
+    Source,
+)
 from rlsim.frameworks.common import assumed_workload
 from rlsim.frameworks.launch import framework_command
 from rlsim.io.files import read_text
@@ -38,6 +48,32 @@ class Recognisers:
     entry_points: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()
     suffixes: tuple[str, ...] = ()
+
+
+class PackageAdapter(FrameworkAdapter):
+    """An adapter whose reading and mapping are its package's ``mapping`` module (``read``, ``to_scenario``,
+    ``TABLE``, ``VERSION_READ``, ``RECOGNISERS``) and whose emitting is its ``emit`` module (``emit_keys``): a
+    subclass names the two modules (``mapping = ...``, ``emitter = ...``) and its format's override style."""
+
+    mapping: ModuleType
+    emitter: ModuleType
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        module = cls.__dict__.get("mapping")
+        if module is not None:
+            cls.table = module.TABLE
+            cls.version_read = module.VERSION_READ
+            cls.recognisers = module.RECOGNISERS
+
+    def read(self, path: Path) -> dict[str, Any]:
+        return self.mapping.read(path)  # type: ignore[no-any-return]
+
+    def to_scenario(self, source: Source) -> tuple[dict[str, Any], list[str]]:
+        return self.mapping.to_scenario(source)  # type: ignore[no-any-return]
+
+    def emit_keys(self, ctx: EmitContext) -> dict[str, Any]:
+        return self.emitter.emit_keys(ctx)  # type: ignore[no-any-return]
 
 
 def load_defaults(package_file: str) -> dict[str, Any]:

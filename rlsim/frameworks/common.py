@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlsim import catalog
 from rlsim.catalog import VARIANT_SUFFIXES, hf_cache
+from rlsim.frameworks import model_match
 from rlsim.frameworks.adapter import MISSING, EmitContext, EmitError, ImportConfigError, Source
 from rlsim.workload.lengths import lognormal_mean_for_clipped_mean
 from rlsim.workload.lr_rules import lr_for_batch
@@ -59,9 +60,16 @@ def as_int(source: Source, key: str) -> int:
     return int(value)
 
 
+_EXPONENT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
 def as_float(source: Source, key: str, what: str = "a number") -> float:
-    """``key``'s value as a finite number (one line naming the key otherwise)."""
+    """``key``'s value as a finite number (one line naming the key otherwise). A plain ``3e-6`` is a string to
+    YAML 1.1 (PyYAML) and a float to OmegaConf, whose loader adds an implicit float form without the dot (omegaconf
+    2.3 _utils.get_yaml_loader), as verl's and NeMo RL's configs are read: such a string is that float here."""
     value = source.get(key)
+    if isinstance(value, str) and _EXPONENT.fullmatch(value.strip()):
+        value = float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ImportConfigError(f"{source.name(key)}: {short(value)} must be {what}; fix it in the file or with --set")
     return float(value)
@@ -79,7 +87,8 @@ def resolve_model(name: Any, key: str) -> tuple[str, list[str]]:
     the name, else its last path part, matched against catalog names, aliases and hf_ids (with or without the
     organisation); else the model's own config.json: a local path, a folder beside the launch file, or the local
     Hugging Face cache (rlsim.catalog.hf_cache; never downloaded); else the last part without an Instruct / Chat /
-    Base suffix (same architecture as the catalog model, noted)."""
+    Base suffix (same architecture as the catalog model, noted); else a vision-language family is refused and a
+    fine-tune resolves to the catalog model its name contains (rlsim.frameworks.model_match)."""
     if not isinstance(name, str) or not name:
         raise ImportConfigError(
             f"{key}: not set; name the model, e.g. --set {key}=Qwen/Qwen2.5-7B (one of rlsim/catalog/models.yaml)"
@@ -111,6 +120,10 @@ def resolve_model(name: Any, key: str) -> tuple[str, list[str]]:
             f"model: {name} simulated as catalog model {entry['as']} (same architecture: "
             f"rlsim/catalog/same_architecture.yaml gives the source{note})"
         ]
+    model_match.refuse_vision_language(name, key, forms)
+    base, note = model_match.fine_tune_base(name, key, forms, same)
+    if base:
+        return base, [note]
     near = catalog.nearest_names(tail, catalog.model_names(aliases=False))
     hint = f"did you mean {' or '.join(near)}? " if near else ""
     raise ImportConfigError(

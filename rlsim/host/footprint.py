@@ -44,6 +44,7 @@ SECONDS_PER_RESPONSE = 0.09e-6  # per response the kernel simulates
 SECONDS_PER_STEP = 0.075e-3  # the Python around each step
 SECONDS_PER_RUN = 0.5e-3
 LONG_S = 60.0  # an estimated run time above which the CLI says how long it will take before starting
+SEARCH_STEPS = 6  # steps of each short run of rlsim.answers.thrash's max_num_seqs search (rlsim.run.probe counts it)
 FALLBACK_AVAILABLE_BYTES = 8 * 2**30  # when /proc/meminfo cannot be read (not Linux)
 
 
@@ -67,12 +68,15 @@ class Footprint:
         )
 
 
-def estimate(responses_per_step: int, steps: int, window: int = 1) -> Footprint:
+def estimate(
+    responses_per_step: int, steps: int, window: int = 1, seconds_per_response: float = SECONDS_PER_RESPONSE
+) -> Footprint:
     """The estimated peak memory and time of simulating ``steps`` steps in all, their requests simulated in windows
     of ``window`` batches (k + 1 under a streaming async schedule; module docstring): the window sets the memory,
-    the steps the time."""
+    the steps the time; ``seconds_per_response`` where a probe measured more (rlsim.run.probe: a thrashing engine)."""
     memory = BASE_BYTES + BYTES_PER_RESPONSE * float(responses_per_step) * float(window)
-    seconds = SECONDS_PER_RUN + float(steps) * (SECONDS_PER_STEP + SECONDS_PER_RESPONSE * float(responses_per_step))
+    per_response = max(SECONDS_PER_RESPONSE, seconds_per_response)
+    seconds = SECONDS_PER_RUN + float(steps) * (SECONDS_PER_STEP + per_response * float(responses_per_step))
     return Footprint(int(responses_per_step), int(steps), memory, seconds, int(window))
 
 

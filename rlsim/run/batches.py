@@ -65,6 +65,21 @@ def _round(
     return prompts, responses
 
 
+def greedy_call(
+    scenario: Scenario, prompts: np.ndarray, rng: np.random.Generator, cumulative_samples: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """ReMax's baseline call (algorithm.greedy_baseline; verl@v0.7.0 verl/trainer/ppo/ray_trainer.py:1368-1400: the
+    step's prompt batch generated again with do_sample false, before the batch is repeated n times): each trained
+    prompt once, its one response drawn from the step's length distribution (a greedy response is one sample of
+    the policy's lengths). Its own call, one request per group (rlsim.run.pipeline gives it group size 1)."""
+    w = scenario.workload
+    one = dataclasses.replace(w, group_size=1)
+    _, responses = sample_step(one, rng, cumulative_samples)
+    if scenario.engine.static_batching:
+        responses = np.full_like(responses, responses.max())
+    return prompts[:: w.group_size].copy(), responses
+
+
 def step_requests(
     scenario: Scenario, rng: np.random.Generator, reuse: Reuse | None = None
 ) -> Iterator[tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]], int, list]]:
@@ -74,7 +89,7 @@ def step_requests(
     calls (what it generated, for dynamic sampling's scores). Under dynamic sampling in rounds (synchronous only) a
     step is ``rounds`` calls, each scored and filtered before the next, and under streaming replacement one call of
     ceil(P / keep_rate) groups; it trains on the first P x G samples generated (the kept groups' lengths are drawn
-    like any others').
+    like any others'). ReMax (algorithm.greedy_baseline, synchronous only) adds :func:`greedy_call` last.
 
     Streaming, the engines hold k + 1 batches at once and start a request as soon as a slot frees, so a batch
     shares the straggler tail with the batches in flight beside it. The steps are taken k + 1 at a time: steps
@@ -93,10 +108,11 @@ def step_requests(
     def draw() -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
         nonlocal n
         n += 1
-        calls = [
-            _round(scenario, rng, progress(scenario.workload, scenario.learning, n - 1), reuse) for _ in range(rounds)
-        ]
+        done = progress(scenario.workload, scenario.learning, n - 1)
+        calls = [_round(scenario, rng, done, reuse) for _ in range(rounds)]
         prompts, responses = (np.concatenate(x)[:batch] for x in zip(*calls))
+        if scenario.algorithm.greedy_baseline:  # ReMax: one greedy response per trained prompt, a call after the rest
+            calls.append(greedy_call(scenario, prompts, rng, done))
         return prompts, responses, calls
 
     while width == 1:

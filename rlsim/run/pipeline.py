@@ -102,6 +102,12 @@ def _scored(calls: list[tuple[np.ndarray, np.ndarray]]) -> tuple[int, float, flo
     return len(seq), float(seq.sum()), float((seq * seq).sum())
 
 
+def _call_groups(s: Scenario, calls: int) -> list[int]:
+    """A step's generation calls' group sizes: G, but 1 for ReMax's greedy call, the last (rlsim.run.batches)."""
+    greedy = min(int(s.algorithm.greedy_baseline), calls)
+    return [s.workload.group_size] * (calls - greedy) + [1] * greedy
+
+
 def _generations(st: _State):
     """Each step's sampled lengths, rollout result and dispatch overhead, in step order. A rollout depends only on
     its step's lengths (and, streaming, on the batches beside it in the window), never on the simulated clock, so
@@ -114,17 +120,20 @@ def _generations(st: _State):
     streaming = width > 1
     decode, prefill = st.cost.decode_coefficients(), st.cost.prefill_coefficients()
     per_chunk = width * max(1, CHUNK_REQUESTS // (s.generated_per_step * width))
+    greedy = int(s.algorithm.greedy_baseline)
     drawn = step_requests(s, st.rng, st.reuse)
 
     def launch(count: int):  # the next count steps (chunks are launched in order)
-        sampled, requests, overheads, held, calls, scored = [], [], [], [], [], []
+        sampled, requests, overheads, held, calls, scored, groups = [], [], [], [], [], [], []
         for _ in range(count):
             prompts, responses, step_calls, batches, own = next(drawn)
             sampled.append((prompts, responses))
             requests.extend(step_calls)
             calls.append(len(step_calls))
-            # dynamic sampling scores every sample the batch generated, the trained ones and those filtered or left over
-            scored.append(None if s.algorithm.dynamic_sampling is None else _scored(own))
+            groups.extend(_call_groups(s, len(step_calls)))
+            # dynamic sampling scores every sample the batch generated, the trained ones and those filtered or left
+            # over; ReMax its greedy responses too
+            scored.append(_scored(own) if s.algorithm.dynamic_sampling is not None or greedy else None)
             held.append(batches)
             overheads.append(st.cost.rollout_overhead_s(len(responses)))
         if st.free_generation:  # the lengths only: no engine, no time
@@ -132,7 +141,7 @@ def _generations(st: _State):
         call_overheads = [st.cost.rollout_overhead_s(len(c[1])) for c in requests]
         pending = launch_rollouts(
             requests,
-            s.workload.group_size,
+            groups if greedy else s.workload.group_size,
             s.num_replicas,
             s.engine.max_num_seqs,
             s.kv_capacity_tokens,

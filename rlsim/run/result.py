@@ -64,6 +64,9 @@ class SimResult:
     continued: list[dict[str, Any]] = field(default_factory=list)
     # assumed lengths (workload.length_source): the answer at the range's ends (rlsim.run.length_range)
     length_range: dict[str, Any] | None = None
+    # an assumed keep rate (algorithm.dynamic_sampling.keep_rate_source): the answer at its range's ends
+    # (rlsim.run.keep_range); in the summary as keep_assumption only when set
+    keep_range: dict[str, Any] | None = None
     # evaluation, checkpoints and start-up beside the time-to-target, not in it (rlsim.run.overheads)
     overheads: RunOverheads | None = None
 
@@ -139,6 +142,7 @@ class SimResult:
             "length_source": s.workload.length_source,
             "length_note": s.workload.length_note,
             "length_assumption": self.length_range,
+            **({"keep_assumption": self.keep_range} if self.keep_range is not None else {}),
             "run_overheads": self.overheads.as_dict() if self.overheads is not None else None,
             **self._target_summary(),
         }

@@ -19,8 +19,10 @@ from rlsim.learning.curve import metric_at
 from rlsim.learning.model import LearningModelError, SamplesToTarget, ceiling_spread, samples_to_target
 from rlsim.learning.target import band, learning_spread, steps_for_samples, time_to_target
 from rlsim.run.batches import window
+from rlsim.run.keep_range import keep_range
 from rlsim.run.length_range import length_range
 from rlsim.run.overheads import run_overheads
+from rlsim.run.probe import PROBE_ABOVE_S, probe, search_steps
 from rlsim.run.profile import Profile, fitted_error, load_profile, operating_point
 from rlsim.run.result import SimResult
 from rlsim.run.systems_error import systems_error
@@ -141,7 +143,14 @@ def predict(
     result.overheads = run_overheads(systems, ttt.steps_to_target if ttt is not None else len(result.records))
     if with_band and scn.workload.length_source == "assumed":  # the answer over the assumed lengths' range
         result.length_range = length_range(systems, result, timelines, BAND_STEPS + 2 * scn.schedule.staleness)
+    if with_band and _keep_assumed(scn):  # the answer over the assumed keep rate's range (rlsim.run.keep_range)
+        result.keep_range = keep_range(systems, result, timelines, BAND_STEPS + 2 * scn.schedule.staleness)
     return result
+
+
+def _keep_assumed(scenario: Scenario) -> bool:
+    ds = scenario.algorithm.dynamic_sampling
+    return ds is not None and ds.keep_rate_source == "assumed"
 
 
 def systems_scenario(scenario: Scenario, profile: Profile | None) -> Scenario:
@@ -175,7 +184,10 @@ def footprint(scenario: Scenario, with_band: bool = False, profile: Profile | No
     """The checked estimate (rlsim.host.footprint) of simulating ``scenario``'s steps, and with ``with_band`` the band's
     extra runs (:func:`_band`: one per extra seed; the nominal seed again, a lookup in the run's timeline where
     a shorter run is its start, ``prefix_exact``; two with shifted coefficients where ``profile`` has
-    uncertainties; two at the ends of assumed lengths' range, rlsim.run.length_range)."""
+    uncertainties; two at the ends of assumed lengths' range, rlsim.run.length_range; two at an assumed keep rate's,
+    rlsim.run.keep_range). A run estimated at PROBE_ABOVE_S or more is probed (rlsim.run.probe): its engine's
+    measured rate per response where larger, and where it preempts the max_num_seqs search ``rlsim run`` makes then
+    (rlsim.answers.thrash)."""
     w = window(scenario)
 
     def whole(steps: int) -> int:  # streaming, a run simulates whole windows (rlsim.run.batches.step_requests)
@@ -186,9 +198,15 @@ def footprint(scenario: Scenario, with_band: bool = False, profile: Profile | No
         runs = scenario.run.band_seeds - 1 + (0 if prefix_exact(scenario) else 1)
         runs += 2 if _shifted(profile) else 0
         runs += 2 if scenario.workload.length_source == "assumed" else 0  # rlsim.run.length_range's two ends
+        runs += 2 if _keep_assumed(scenario) else 0  # rlsim.run.keep_range's two ends
         steps += runs * whole(min(scenario.run.steps, BAND_STEPS + 2 * scenario.schedule.staleness))
     # every generation round's requests are simulated (streaming: k + 1 steps' batches in one window, once)
-    return check(estimate(scenario.generated_per_step, steps, w))
+    fp = check(estimate(scenario.generated_per_step, steps, w))
+    if fp.seconds < PROBE_ABOVE_S:
+        return fp
+    measured = probe(scenario)  # a thrashing engine costs the kernel far more per response (rlsim.run.probe)
+    steps += search_steps(scenario) if measured.preempts else 0  # rlsim run searches after a run that preempts
+    return check(estimate(scenario.generated_per_step, steps, w, measured.seconds_per_response))
 
 
 def _samples_to_target(scenario: Scenario) -> SamplesToTarget | None:

@@ -77,6 +77,9 @@ def as_overrides(overrides: Mapping[str, Any] | Iterable[str] | None) -> dict[st
     return parse_overrides(overrides)
 
 
+KEEP = "algorithm.dynamic_sampling.keep_rate"
+
+
 def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """``raw`` (a scenario's plain data) with each dotted key set; ``raw`` itself is left as it is. A catalog name
     on the way (``model: Qwen2.5-7B``, ``hardware.gpu``) becomes ``{base: NAME}`` so one of its numbers can be
@@ -84,6 +87,8 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Mapping[str, Any]) -> dic
     out = dict(raw)
     for key, value in overrides.items():
         _set_path(out, key, value)
+        if key == KEEP and KEEP + "_source" not in overrides:  # a keep rate set is given, no longer assumed
+            _set_path(out, KEEP + "_source", "given")
     return out
 
 

@@ -175,8 +175,10 @@ def _validate_engine_settings(scenario: Scenario) -> None:
 
 
 def _validate_group_size(scenario: Scenario) -> None:
-    """``workload.group_size``: grpo normalizes advantages within a group, so it needs two responses or more."""
-    if scenario.algorithm.name == "grpo" and scenario.workload.group_size < 2:
+    """``workload.group_size``: grpo normalizes advantages within a group, so it needs two responses or more;
+    ReMax (algorithm.greedy_baseline) and batch-whitened REINFORCE (group_baseline false) do not."""
+    alg = scenario.algorithm
+    if alg.name == "grpo" and alg.group_baseline and not alg.greedy_baseline and scenario.workload.group_size < 2:
         raise ScenarioError(
             "workload.group_size",
             scenario.workload.group_size,
@@ -298,6 +300,14 @@ def _validate_critic_pool(scenario: Scenario) -> None:
 
 
 def _validate_dynamic_sampling(scenario: Scenario) -> None:
+    if scenario.algorithm.greedy_baseline and scenario.schedule.mode not in ("sync-colocated", "sync-separate"):
+        raise ScenarioError(
+            "algorithm.greedy_baseline",
+            True,
+            f"(ReMax) is modelled for the synchronous schedules only (verl runs it in its synchronous trainer), not "
+            f"schedule.mode {scenario.schedule.mode}",
+            "use schedule.mode sync-colocated or sync-separate, or remove it",
+        )
     ds = scenario.algorithm.dynamic_sampling
     if ds is None:
         return

@@ -57,11 +57,12 @@ class Scenario:
     @property
     def generated_per_step(self) -> int:
         """Responses the engines generate per step: P x G, or under dynamic sampling every round's
-        ceil(batch_multiplier x P) x G."""
+        ceil(batch_multiplier x P) x G; with algorithm.greedy_baseline (ReMax) P more."""
         w, ds = self.workload, self.algorithm.dynamic_sampling
+        greedy = w.prompts_per_step if self.algorithm.greedy_baseline else 0  # ReMax's greedy call
         if ds is None:
-            return w.responses_per_step
-        return ds.prompts_per_call(w.prompts_per_step) * w.group_size * ds.rounds()
+            return w.responses_per_step + greedy
+        return ds.prompts_per_call(w.prompts_per_step) * w.group_size * ds.rounds() + greedy
 
     @property
     def total_gpus(self) -> int:

@@ -244,6 +244,9 @@ class DynamicSampling:
     # running slots stay full (a replacement waits for a slot either way), short by the replacements' own tail
     # otherwise
     mode: Literal["rounds", "replace"] = "rounds"
+    # assumed: the config enables the filter without a keep rate, so the import took rlsim.learning.keep.ASSUMED_KEEP
+    # (its source there) and the answer says so and prices KEEP_RANGE's ends beside it (rlsim.run.keep_range)
+    keep_rate_source: Literal["given", "assumed"] = "given"
 
     def rounds(self) -> int:
         """Generation rounds per step: the first r with r x multiplier x keep_rate >= 1 (expected kept groups);
@@ -290,6 +293,12 @@ class Algorithm:
     critic_packing_tokens: int | None = field(default=None, metadata=bounds(ge=1))
     critic_micro_batch_size: int | None = field(default=None, metadata=bounds(ge=1))
     dynamic_sampling: DynamicSampling | None = None  # DAPO: generation rounds until the batch fills
+    # ReMax (verl adv_estimator remax, ray_trainer.py:1368-1400 at v0.7.0): after the sampled rollout, one greedy
+    # response per prompt in a generation call of its own (P requests), scored by the reward, as its baseline
+    greedy_baseline: bool = False
+    # false: the advantages' baseline is not the group's (REINFORCE / REINFORCE++ whiten over the batch: verl
+    # reinforce_plus_plus, OpenRLHF reinforce), so one response per prompt (group_size 1) is a valid critic-free run
+    group_baseline: bool = True
 
     @property
     def optimizer_steps_per_step(self) -> int:

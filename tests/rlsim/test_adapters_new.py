@@ -193,9 +193,8 @@ def test_prime_rl_readme_command_composes_the_toml():
     """README.md:166 `uv run rl @ configs/basic/reverse-text/rl.toml`: batch_size 128 samples, group_size 16, so
     P = 128 / 16 = 8, G 16; deployment 1 trainer + 1 inference GPU (apart): 2; vLLM TP 1 (default);
     max_completion_tokens 128, seq_len 2048 -> prompts up to 1920; async, one step ahead. Its model,
-    PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT, is outside the catalog: refused naming model.name, then set."""
-    with pytest.raises(ImportConfigError, match="^model.name: 'PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT'"):
-        import_config(PRIME / "readme_rl_command.sh", "prime-rl")
+    PrimeIntellect/Qwen3-0.6B-Reverse-Text-SFT, is a fine-tune of the catalog's Qwen3-0.6B (said in a note); set."""
+    assert facts(import_config(PRIME / "readme_rl_command.sh", "prime-rl").scenario)["model"] == "Qwen3-0.6B"
     got = import_config(PRIME / "readme_rl_command.sh", "prime-rl", {"model.name": "Qwen/Qwen2.5-0.5B"}).scenario
     assert facts(got) == {
         "P": 8, "G": 16, "gpus": 2, "placement": "separate", "rollout_gpus": 1, "train_gpus": 1, "tp": 1,
@@ -222,6 +221,23 @@ def test_prime_rl_multi_node_and_overlays(tmp_path):
     with pytest.raises(ImportConfigError, match="write '@ x.toml'"):
         command.write_text("uv run rl @x.toml\n")
         import_config(command, "prime-rl")
+
+
+def test_prime_rl_v0_8_0_spells_the_engine_tp_as_inference_parallel_tp(tmp_path):
+    """prime-rl v0.8.0 sets each vLLM server's TP with [inference.parallel] tp (configs/inference.py:26-27); the
+    release read spells it [inference.vllm] tensor_parallel_size. batch_size 64 samples / group_size 8: P 8, G 8;
+    1 + 4 GPUs apart; TP 4 from either spelling, both at once refused."""
+    base = "[model]\nname = 'Qwen/Qwen2.5-0.5B'\n[orchestrator]\nbatch_size = 64\ngroup_size = 8\n"
+    base += "[deployment]\nnum_train_gpus = 1\nnum_infer_gpus = 4\n"
+    old = tmp_path / "old.toml"
+    old.write_text(base + "[inference.parallel]\ntp = 4\n")
+    got = import_config(old, None)
+    assert (facts(got.scenario)["P"], facts(got.scenario)["G"], facts(got.scenario)["tp"]) == (8, 8, 4)
+    assert any("v0.8.0's spelling" in a for a in got.scenario["assumptions"])
+    both = tmp_path / "both.toml"
+    both.write_text(base + "[inference.parallel]\ntp = 4\n[inference.vllm]\ntensor_parallel_size = 4\n")
+    with pytest.raises(ImportConfigError, match="two releases' spellings"):
+        import_config(both, None)
 
 
 def test_prime_rl_round_trip_writes_toml_with_the_defaults(tmp_path):

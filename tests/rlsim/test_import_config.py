@@ -263,10 +263,10 @@ def test_contradiction_is_refused_naming_both_keys_and_writes_nothing(tmp_path, 
 
 def test_model_outside_the_catalog_is_refused_naming_the_key(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))  # nor in the local Hugging Face cache
-    code, out = _import(tmp_path, "trl", TRL_GSPO, ["num_processes=8", "model_name_or_path=Qwen/Qwen3-1.7B"])
+    code, out = _import(tmp_path, "trl", TRL_GSPO, ["num_processes=8", "model_name_or_path=Qwen/Qwen3-14B"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and not out.exists()
-    assert err[-1].startswith("rlsim: error: model_name_or_path: 'Qwen/Qwen3-1.7B' is not in rlsim's model catalog")
+    assert err[-1].startswith("rlsim: error: model_name_or_path: 'Qwen/Qwen3-14B' is not in rlsim's model catalog")
     assert "--set model_name_or_path=NAME" in err[-1] and "config.json" in err[-1]
 
 
@@ -518,15 +518,17 @@ def test_openrlhf_one_key_in_both_spellings_is_refused(tmp_path):
         import_config(both, "openrlhf")
 
 
-def test_openrlhf_without_vllm_or_dynamic_filtering_without_its_keep_rate_is_refused():
+def test_openrlhf_without_vllm_is_refused_and_dynamic_filtering_assumes_its_keep_rate():
     with pytest.raises(ImportConfigError, match="vllm.num_engines: not set"):
         import_config(ORL_HYBRID, "openrlhf", {"vllm.num_engines": 0, "actor.model_name_or_path": "Llama-3.1-8B"})
-    with pytest.raises(ImportConfigError, match="--scenario-set algorithm.dynamic_sampling.keep_rate"):
-        import_config(ORL_HYBRID, "openrlhf", {"algo.dynamic_filtering_enable": True})
-    imp = import_config(
-        ORL_HYBRID, "openrlhf", {"algo.dynamic_filtering_enable": True}, {"algorithm.dynamic_sampling.keep_rate": 0.25}
-    )
-    assert imp.scenario["algorithm"]["dynamic_sampling"] == {"mode": "replace", "keep_rate": 0.25}
+    sets = {"algo.dynamic_filtering_enable": True, "actor.model_name_or_path": "Llama-3.1-8B"}
+    imp = import_config(ORL_HYBRID, "openrlhf", sets)
+    assumed = {"mode": "replace", "keep_rate": 1 / 3, "keep_rate_source": "assumed"}
+    assert imp.scenario["algorithm"]["dynamic_sampling"] == assumed
+    assert any("keep rate assumed 0.33" in a for a in imp.scenario["assumptions"])
+    imp = import_config(ORL_HYBRID, "openrlhf", sets, {"algorithm.dynamic_sampling.keep_rate": 0.25})
+    given = {"mode": "replace", "keep_rate": 0.25, "keep_rate_source": "given"}
+    assert imp.scenario["algorithm"]["dynamic_sampling"] == given
     assert any("streaming replacement" in a for a in imp.scenario["assumptions"])
 
 
@@ -632,7 +634,7 @@ def test_nemo_rl_dynamic_sampling_maps_with_its_keep_rate_given(tmp_path):
     assert code == 0
     ds = load_scenario(out).algorithm.dynamic_sampling
     assert (ds.keep_rate, ds.batch_multiplier, ds.max_gen_batches, ds.rounds()) == (0.3, 2.0, 4, 2)
-    assert "keep rate is data-dependent" in out.read_text()
+    assert ds.keep_rate_source == "given" and "no keep rate in the file" in out.read_text()
     # a keep rate that needs more rounds than the recipe allows: refused naming both
     code, _ = _import(tmp_path, "nemo-rl", NEMO_BASE, sets, ["algorithm.dynamic_sampling.keep_rate=0.1"])
     assert code == 2
@@ -664,7 +666,6 @@ def test_nemo_rl_override_marker_replaces_the_parents_section(tmp_path):
             ["policy.generation.colocated.enabled=false", "cluster.gpus_per_node=8"],
             ["resources.gpus_per_node"],
         ),
-        (NEMO_BASE, ["grpo.use_dynamic_sampling=true"], ["--scenario-set algorithm.dynamic_sampling.keep_rate"]),
     ],
     ids=[
         "on-policy-ratio",
@@ -674,7 +675,6 @@ def test_nemo_rl_override_marker_replaces_the_parents_section(tmp_path):
         "async-colocated",
         "gen-nodes",
         "one-node-gen-gpus",
-        "dynamic-sampling",
     ],
 )
 def test_nemo_rl_contradiction_is_refused_naming_the_keys(tmp_path, capsys, path, sets, keys):

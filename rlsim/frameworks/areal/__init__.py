@@ -9,34 +9,22 @@ frameworks.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Source
 from rlsim.frameworks.areal import emit, mapping
-from rlsim.frameworks.basic import resolve_references
+from rlsim.frameworks.basic import PackageAdapter, resolve_references
 
 
-class Areal(FrameworkAdapter):
+class Areal(PackageAdapter):
     """AReaL's experiments: OmegaConf YAML with Hydra-style ``key=value`` overrides."""
 
     name = "areal"
-    table = mapping.TABLE
-    version_read = mapping.VERSION_READ
     overrides = "hydra"
-    recognisers = mapping.RECOGNISERS
-
-    def read(self, path: Path) -> dict[str, Any]:
-        return mapping.read(path)
+    mapping = mapping
+    emitter = emit
 
     def resolve(self, flat: dict[str, Any]) -> dict[str, Any]:
         return resolve_references(flat)
-
-    def to_scenario(self, source: Source) -> tuple[dict[str, Any], list[str]]:
-        return mapping.to_scenario(source)
-
-    def emit_keys(self, ctx: EmitContext) -> dict[str, Any]:
-        return emit.emit_keys(ctx)
 
 
 ADAPTER = Areal()

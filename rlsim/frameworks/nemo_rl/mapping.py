@@ -12,6 +12,7 @@ from rlsim.frameworks import run_keys, sglang
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
 from rlsim.frameworks.common import DEFAULT_GPU, as_float, as_int, divisible, resolve_model
 from rlsim.frameworks.nemo_rl.recipe import PROMPT_TOKENS, NotExpressible, scenario_from_recipe
+from rlsim.workload import keep_prior
 from rlsim.workload.priors import response_prior
 
 VERSION_READ = "NeMo RL 81aa43d (v0.7.0)"
@@ -83,10 +84,12 @@ TABLE: tuple[Row, ...] = (
     Row(AR + "sampler.max_lookahead_versions", 1, "schedule.max_staleness", "in_order: K"),
     Row(AR + "sampler.max_staleness_versions", 1, "schedule.max_staleness", "ready_first, weight_fifo, windowed: K"),
     Row(AR + "min_groups_for_streaming_train", None, "(a note)", "below P: partial batches, not modelled"),
-    Row(G + "use_dynamic_sampling", False, "algorithm.dynamic_sampling", "DAPO rounds; keep rate: --scenario-set"),
+    Row(G + "use_dynamic_sampling", False, "algorithm.dynamic_sampling", "DAPO rounds; keep rate assumed 1/3"),
     Row(G + "batch_multiplier", 1, "algorithm.dynamic_sampling.batch_multiplier", "prompts per round / P"),
     Row(G + "dynamic_sampling_max_gen_batches", 10, "algorithm.dynamic_sampling.max_gen_batches", "round limit"),
     Row(G + "max_rollout_turns", 1, "(refused)", "> 1 refused: multi-turn rollouts"),
+    Row("env.should_use_nemo_gym", False, "(a note)", "Nemo Gym's servers score: the CPU reward; judges unpriced"),
+    Row(G + "adv_estimator.name", "grpo", "algorithm.name", "grpo, gdpo, reinforce_plus_plus: grpo; opd refused"),
     Row("loss_fn.reference_policy_kl_penalty", 0.01, "algorithm.kl_reference", "> 0: reference on host"),
     Row("loss_fn.force_on_policy_ratio", False, "(check)", "true needs train_global_batch_size = B"),
     Row("loss_fn.use_importance_sampling_correction", False, "(check)", "async needs it true (NeMo RL asserts)"),
@@ -116,6 +119,31 @@ def _generation_backend(src: Source) -> bool:
             if src.given(S + key) and as_int(src, S + key) > 1:
                 raise ImportConfigError(f"{S}{key}: > 1 is not modelled; --set {S}{key}=1")
     return sg
+
+
+def _estimator(src: Source, notes: list[str]) -> None:
+    """``grpo.adv_estimator.name`` (NVIDIA-NeMo/RL@v0.7.0 nemo_rl/algorithms/grpo.py:1803-1834): grpo, gdpo
+    (per-reward normalization) and reinforce_plus_plus turn the scores into advantages on the driver, critic-free:
+    the passes of grpo. opd (on-policy distillation) adds teacher models' log-prob passes on worker groups of their
+    own, which rlsim does not model: refused."""
+    name = src.get(G + "adv_estimator.name")
+    known = ("grpo", "gdpo", "reinforce_plus_plus")
+    if name == "opd":
+        raise ImportConfigError(
+            f"{G}adv_estimator.name: opd (on-policy distillation) runs teacher models' log-prob passes on GPUs of "
+            "their own, which rlsim does not model; --set grpo.adv_estimator.name=grpo to price the student alone"
+        )
+    if name not in known:
+        raise ImportConfigError(
+            f"{G}adv_estimator.name: {name!r} is not one of NeMo RL v0.7.0's ({', '.join(known)}, opd)"
+        )
+    if name != "grpo":
+        notes.append(f"{G}adv_estimator.name {name}: advantages on the driver, critic-free: the passes of grpo")
+    if src.get("env.should_use_nemo_gym"):  # v0.7.0 examples/nemo_gym: responses through vLLM's HTTP server
+        notes.append(
+            "env.should_use_nemo_gym: Nemo Gym's resource servers score the responses, priced as the CPU reward "
+            "(costs.reward_*); a judge model they call is not priced; turns as grpo.max_rollout_turns says"
+        )
 
 
 def _batch(src: Source) -> tuple[int, int, int]:
@@ -202,12 +230,9 @@ def _optional_fields(
             recipe_dynamic_sampling=True,
             recipe_batch_multiplier=as_float(src, G + "batch_multiplier"),
             recipe_dynamic_sampling_max_gen_batches=as_int(src, G + "dynamic_sampling_max_gen_batches"),
-            keep_rate_from_scenario_set=True,
+            keep_rate_assumed=True,
         )
-        notes.append(
-            f"{G}use_dynamic_sampling: the filter's keep rate is data-dependent and not in the recipe; "
-            "--scenario-set algorithm.dynamic_sampling.keep_rate=R (fraction of prompt groups with reward std > 0)"
-        )
+        notes.append(keep_prior.note(f"{G}use_dynamic_sampling"))
     if src.get(PO + "dynamic_batching.enabled"):
         fields.update(_dynamic_batching(src, max_seq, megatron, notes))
     if src.given(GEN + "vllm_kwargs.max_num_seqs"):
@@ -281,6 +306,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     of :func:`scenario_from_recipe` (the published mapping)."""
     notes: list[str] = []
     sg = _generation_backend(src)
+    _estimator(src, notes)
     prompts, group, gbs = _batch(src)
     per_node, nodes = as_int(src, "cluster.gpus_per_node"), as_int(src, "cluster.num_nodes")
     colocated = bool(src.get(COL + "enabled"))

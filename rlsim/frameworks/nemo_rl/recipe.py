@@ -106,6 +106,7 @@ from rlsim import catalog
 from rlsim.errors import RlsimError
 from rlsim.frameworks.common import version_after
 from rlsim.scenario import software
+from rlsim.workload import keep_prior
 from rlsim.workload.lengths import lognormal_mean_for_clipped_mean
 
 PROMPT_TOKENS = 128  # assumption: math prompts of OpenMathInstruct-2 with NeMo RL's cot template
@@ -340,7 +341,7 @@ def _dynamic_sampling(fields: dict[str, Any]) -> dict[str, Any] | None:
     """``algorithm.dynamic_sampling`` of a DAPO row (recipe_dynamic_sampling): the recipe's batch_multiplier and
     dynamic_sampling_max_gen_batches, and the filter's keep rate, which no recipe or table publishes (it depends on
     the data and the model): a ``dynamic_sampling_keep_rate`` column, or the row is refused naming it. The import
-    of a recipe YAML leaves it for ``--scenario-set algorithm.dynamic_sampling.keep_rate=R``."""
+    of a recipe YAML (``keep_rate_assumed``) takes rlsim.workload.keep_prior's, marked assumed."""
     if not _flag(fields, "recipe_dynamic_sampling"):
         return None
     out: dict[str, Any] = {
@@ -350,7 +351,9 @@ def _dynamic_sampling(fields: dict[str, Any]) -> dict[str, Any] | None:
     keep = _num(fields, "dynamic_sampling_keep_rate")
     if keep is not None:
         out["keep_rate"] = keep
-    elif not fields.get("keep_rate_from_scenario_set"):
+    elif fields.get("keep_rate_assumed"):
+        out = keep_prior.assumed(out)
+    else:
         raise NotExpressible(
             "dynamic sampling (DAPO): the filter's keep rate (prompt groups with reward std > 0) is not published; "
             "add a dynamic_sampling_keep_rate column (NeMo RL logs dynamic_sampling_num_gen_batches)"

@@ -52,6 +52,7 @@ from rlsim.frameworks import run_keys
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
 from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model
 from rlsim.frameworks.openrlhf.args import legacy_default, length_caps
+from rlsim.workload import keep_prior
 
 VERSION_READ = "OpenRLHF 3c3be62 (v0.11.0; flat names of v0.9.5 c0e2ee2)"
 ESTIMATORS = {
@@ -98,7 +99,14 @@ TABLE: tuple[Row, ...] = (
     Row("rollout.vllm_generate_batch_size", None, "(check)", "> rollout.batch_size needs async (oversampling)"),
     Row("algo.advantage.estimator", "gae", "algorithm.name", "gae -> ppo (critic); the others -> grpo"),
     Row("algo.kl.init_coef", 0.01, "algorithm.kl_reference", "> 0: the reference model and its pass"),
-    Row("algo.dynamic_filtering_enable", False, "algorithm.dynamic_sampling", "true: mode replace; keep rate given"),
+    Row("actor.policy_loss_type", "ppo", "(a note)", "gspo: the loss's arithmetic only, the passes of ppo"),
+    Row("ds.lora.rank", 0, "(a note)", "> 0: LoRA is not modelled; simulated as full fine-tuning"),
+    Row(
+        "algo.dynamic_filtering_enable",
+        False,
+        "algorithm.dynamic_sampling",
+        "true: mode replace; keep 1/3 assumed",
+    ),
     Row("algo.dynamic_filtering_range", (0.0, 1.0), "algorithm.dynamic_sampling", "mean rewards kept (a note)"),
     Row("data.max_len", 2048, "workload.max_prompt_tokens", "prompt + response cap"),
     Row("rollout.max_new_tokens", None, "workload.max_response_tokens", "None: max_len - prompt (half each assumed)"),
@@ -263,6 +271,16 @@ def _algorithm(src: Source, estimator: str, mini: int, kl: bool, notes: list[str
         "kl_reference": kl,
         "recompute_old_logprob": True,
     }
+    loss = src.get("actor.policy_loss_type")
+    if loss not in ("ppo", "gspo"):  # train_ppo_ray.py:420 at v0.11.0
+        raise ImportConfigError(f"{n('actor.policy_loss_type')}: {loss!r} is not ppo or gspo (OpenRLHF's choices)")
+    if loss == "gspo":
+        notes.append(f"{n('actor.policy_loss_type')} gspo: sequence-level ratios; the same passes as ppo")
+    lora = src.get("ds.lora.rank")
+    if isinstance(lora, int) and not isinstance(lora, bool) and lora > 0:
+        notes.append(f"{n('ds.lora.rank')} {lora}: LoRA is not modelled; simulated as full fine-tuning (more memory)")
+    if estimator == "reinforce":  # REINFORCE++ whitens over the batch: one sample per prompt is valid (v0.11.0
+        algorithm["group_baseline"] = False  # train_ppo_ray.py:612 asserts n > 1 for the group estimators only)
     if estimator == "gae":
         if src.given("critic.model_name_or_path"):
             algorithm["critic_model"], critic_notes = resolve_model(
@@ -466,12 +484,12 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         # samples_generator.py _generate_vllm (3c3be62): a group whose mean reward falls outside the range is
         # dropped and one new prompt dispatched at once, until rollout.batch_size groups pass
         low, high = src.get("algo.dynamic_filtering_range") or (0.0, 1.0)
-        algorithm["dynamic_sampling"] = {"mode": "replace"}
+        algorithm["dynamic_sampling"] = keep_prior.assumed({"mode": "replace"})
         notes.append(
             f"{n('algo.dynamic_filtering_enable')}: streaming replacement of groups whose mean reward is outside "
-            f"({low:g}, {high:g}); the share kept depends on the data and the model: --scenario-set "
-            "algorithm.dynamic_sampling.keep_rate=R (OpenRLHF logs dynamic_filtering_pass_rate, in percent)"
+            f"({low:g}, {high:g}) (OpenRLHF logs the share kept as dynamic_filtering_pass_rate, in percent)"
         )
+        notes.append(keep_prior.note(n("algo.dynamic_filtering_enable")))
     if run := run_keys.openrlhf(src, notes):  # evaluation and checkpoints, beside the steps (rlsim.run.overheads)
         sections["run"] = run
     return sections, notes

@@ -10,31 +10,19 @@ frameworks.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Source
-from rlsim.frameworks.basic import toml_text
+from rlsim.frameworks.basic import PackageAdapter, toml_text
 from rlsim.frameworks.prime_rl import emit, mapping
 
 
-class PrimeRl(FrameworkAdapter):
+class PrimeRl(PackageAdapter):
     """prime-rl's ``rl`` entrypoint: TOML files and ``--a.b value`` flags."""
 
     name = "prime-rl"
-    table = mapping.TABLE
-    version_read = mapping.VERSION_READ
     overrides = "flags"
-    recognisers = mapping.RECOGNISERS
-
-    def read(self, path: Path) -> dict[str, Any]:
-        return mapping.read(path)
-
-    def to_scenario(self, source: Source) -> tuple[dict[str, Any], list[str]]:
-        return mapping.to_scenario(source)
-
-    def emit_keys(self, ctx: EmitContext) -> dict[str, Any]:
-        return emit.emit_keys(ctx)
+    mapping = mapping
+    emitter = emit
 
     def render_patch(self, patch: dict[str, Any]) -> tuple[str, str]:
         return ".toml", toml_text(patch)

@@ -77,6 +77,7 @@ TABLE = rows(
         (DP + "num_infer_nodes", "hardware.rollout_gpus", "multi_node: x replicas x gpus_per_node"),
         (DP + "num_infer_replicas", "hardware.rollout_gpus", "multi_node"),
         (V + "tensor_parallel_size", "engine.tensor_parallel_size", "per vLLM server"),
+        ("inference.parallel.tp", "engine.tensor_parallel_size", "the same, as v0.8.0 spells it (default 1)"),
         (V + "gpu_memory_utilization", "engine.gpu_memory_utilization", "of each GPU"),
         (V + "max_num_seqs", "engine.max_num_seqs", "None: rlsim's vLLM default"),
         ("model.name", "model", "shared; else trainer.model.name"),
@@ -86,6 +87,22 @@ TABLE = rows(
         ("trainer.model.ac.freq", "training.activation_recompute", "on by default, every freq-th layer: full"),
     ),
 )
+
+
+def _tensor_parallel(src: Source, notes: list[str]) -> int:
+    """Each vLLM server's tensor-parallel size: ``inference.vllm.tensor_parallel_size`` (the release read), or
+    ``inference.parallel.tp`` as releases up to v0.8.0 spell it (prime-rl@v0.8.0
+    packages/prime-rl-configs/src/prime_rl/configs/inference.py:26-27, passed to vLLM as tensor_parallel_size at
+    :579); both given is refused."""
+    old = "inference.parallel.tp"
+    if not src.given(old):
+        return as_int(src, V + "tensor_parallel_size")
+    if src.given(V + "tensor_parallel_size"):
+        raise ImportConfigError(
+            f"{old} and {V}tensor_parallel_size: the same setting in two releases' spellings; keep one"
+        )
+    notes.append(f"{old}: prime-rl v0.8.0's spelling of {V}tensor_parallel_size")
+    return as_int(src, old)
 
 
 def _toml(path: Path) -> dict[str, Any]:
@@ -234,7 +251,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         rollout_gpus=rollout,
         train_gpus=train,
         colocated=False,
-        tp=as_int(src, V + "tensor_parallel_size"),
+        tp=_tensor_parallel(src, notes),
         gpu_memory_utilization=as_float(src, V + "gpu_memory_utilization"),
         max_num_seqs=as_int(src, V + "max_num_seqs") if max_seqs is not None else None,
         mode="async" if staleness else "sync",

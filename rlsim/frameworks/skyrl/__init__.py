@@ -10,30 +10,17 @@ frameworks.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Source
+from rlsim.frameworks.basic import PackageAdapter
 from rlsim.frameworks.skyrl import emit, mapping
 
 
-class SkyRl(FrameworkAdapter):
+class SkyRl(PackageAdapter):
     """SkyRL's trainer: Hydra ``key=value`` overrides over ppo_base_config.yaml."""
 
     name = "skyrl"
-    table = mapping.TABLE
-    version_read = mapping.VERSION_READ
     overrides = "hydra"
-    recognisers = mapping.RECOGNISERS
-
-    def read(self, path: Path) -> dict[str, Any]:
-        return mapping.read(path)
-
-    def to_scenario(self, source: Source) -> tuple[dict[str, Any], list[str]]:
-        return mapping.to_scenario(source)
-
-    def emit_keys(self, ctx: EmitContext) -> dict[str, Any]:
-        return emit.emit_keys(ctx)
+    mapping = mapping
+    emitter = emit
 
 
 ADAPTER = SkyRl()

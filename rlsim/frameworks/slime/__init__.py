@@ -9,32 +9,19 @@ frameworks.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Source
+from rlsim.frameworks.basic import PackageAdapter
 from rlsim.frameworks.slime import emit, mapping
 
 
-class Slime(FrameworkAdapter):
+class Slime(PackageAdapter):
     """slime's ``train.py`` / ``train_async.py``: argparse ``--flag value`` words whose booleans are store_true
     flags."""
 
     name = "slime"
-    table = mapping.TABLE
-    version_read = mapping.VERSION_READ
     overrides = "flags"
     switch_flags = True
-    recognisers = mapping.RECOGNISERS
-
-    def read(self, path: Path) -> dict[str, Any]:
-        return mapping.read(path)
-
-    def to_scenario(self, source: Source) -> tuple[dict[str, Any], list[str]]:
-        return mapping.to_scenario(source)
-
-    def emit_keys(self, ctx: EmitContext) -> dict[str, Any]:
-        return emit.emit_keys(ctx)
+    mapping = mapping
+    emitter = emit
 
 
 ADAPTER = Slime()

@@ -13,14 +13,14 @@ from typing import Any
 
 from rlsim.frameworks import detect
 from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Source
-from rlsim.frameworks.verl import emit, fully_async, mapping
+from rlsim.frameworks.verl import emit, estimators, fully_async, mapping
 
 
 class Verl(FrameworkAdapter):
     """verl's PPO/GRPO trainer: Hydra ``key=value`` overrides; its metrics logs read by rlsim.frameworks.logs.verl."""
 
     name = "verl"
-    table = mapping.TABLE + fully_async.TABLE
+    table = mapping.TABLE + estimators.TABLE + estimators.FILTER_TABLE + fully_async.TABLE
     version_read = mapping.VERSION_READ
     overrides = "hydra"
     log_importer = "rlsim.frameworks.logs.verl"

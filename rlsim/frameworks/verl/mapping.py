@@ -21,7 +21,8 @@ Batch semantics (facts from that commit):
 * the hybrid engine colocates the trainer and the vLLM engine on all ``trainer.n_gpus_per_node x trainer.nnodes``
   GPUs and alternates them synchronously (rlsim placement colocated, schedule sync-colocated); its weight sync
   gathers every parameter whole on every rank, one tensor at a time (``weight_sync.transfer: per_tensor``).
-* ``algorithm.adv_estimator`` gae trains a critic (rlsim algorithm ppo), grpo does not; ``use_kl_loss`` or
+* ``algorithm.adv_estimator`` gae trains a critic (rlsim algorithm ppo), the others do not (unless
+  ``critic.enable``), remax adds a greedy rollout (rlsim.frameworks.verl.estimators); ``use_kl_loss`` or
   ``use_kl_in_reward`` needs the reference model's log-probs (rlsim algorithm.kl_reference).
 
 * ``rollout.name`` sglang: SGLang 0.5.6 (verl's pin) with ``gpu_memory_utilization`` as its ``mem_fraction_static``
@@ -33,7 +34,7 @@ Batch semantics (facts from that commit):
   ``megatron_actor``): the layout of ``actor.megatron.*`` over the GPUs, micro-batches per data-parallel rank, no
   recomputation unless ``override_transformer_config.recompute_granularity`` says so (:func:`_megatron`).
 
-Other verl keys (other advantage estimators) are refused or listed as unused.
+Other verl keys are refused or listed as unused.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from rlsim.frameworks import run_keys, sglang
 from rlsim.frameworks.adapter import LAUNCH_NOTES, ImportConfigError, Row, Source, read_config
 from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model
 from rlsim.frameworks.launch import framework_command
+from rlsim.frameworks.verl import estimators
 from rlsim.io.files import read_text
 from rlsim.scenario.overrides import parse_scalar
 
@@ -78,7 +80,7 @@ TABLE: tuple[Row, ...] = (
     Row("data.max_prompt_length", 512, "workload.max_prompt_tokens", "and the assumed prompt length"),
     Row("data.max_response_length", 512, "workload.max_response_tokens", "and the assumed response lengths"),
     Row(A + "optim.lr", 1e-6, "learning.lr0", "learning.reference_batch = B (lr0 holds at this config's batch)"),
-    Row("algorithm.adv_estimator", "gae", "algorithm.name", "gae -> ppo (critic), grpo -> grpo; others refused"),
+    Row("algorithm.adv_estimator", "gae", "algorithm.name", "gae -> ppo (critic); remax: greedy_baseline; else grpo"),
     Row(A + "use_kl_loss", False, "algorithm.kl_reference", "either KL option -> reference log-prob pass"),
     Row("algorithm.use_kl_in_reward", False, "algorithm.kl_reference", "either KL option -> reference log-prob pass"),
     Row(M + "path", None, "model", "a catalog name, alias or hf_id (Instruct/Chat: the base architecture)"),
@@ -130,11 +132,11 @@ TABLE: tuple[Row, ...] = (
     Row("trainer.save_freq", -1, "run.checkpoint_every_steps", "> 0: a save every N steps and at the last"),
 )
 
-ESTIMATORS = {"gae": "ppo", "grpo": "grpo"}
 ENTRY = "verl.trainer.main_ppo"
+DAPO = "recipe.dapo.main_dapo"  # verl@v0.7.0 recipe/dapo: main_ppo's config with filter_groups (estimators)
 
 
-def read(path: Path, entries: tuple[str, ...] = (ENTRY,)) -> dict[str, Any]:
+def read(path: Path, entries: tuple[str, ...] = (ENTRY, DAPO)) -> dict[str, Any]:
     """A verl config: the Hydra YAML (its ``defaults:`` list names verl's own config parts, whose defaults TABLE
     holds), or a launch script / command line running ``python3 -m verl.trainer.main_ppo key=value ...`` (or
     another of ``entries``: rlsim.frameworks.verl.fully_async), whose overrides (``key=value``, ``+key=value``,
@@ -354,25 +356,24 @@ def _fsdp_options(src: Source, training: dict[str, Any], notes: list[str]) -> No
 
 
 def _algorithm(src: Source, mini_batches: int, notes: list[str]) -> tuple[str, dict[str, Any]]:
-    """(model, the ``algorithm`` section): the policy's catalog model, the estimator's algorithm and gae's critic."""
-    estimator = src.get("algorithm.adv_estimator")
-    if estimator not in ESTIMATORS:
-        raise ImportConfigError(
-            f"algorithm.adv_estimator: {estimator!r} is not mapped (only {', '.join(ESTIMATORS)}); "
-            "--set algorithm.adv_estimator=grpo for a critic-free estimator of the same cost"
-        )
+    """(model, the ``algorithm`` section): the policy's catalog model, the estimator's passes
+    (rlsim.frameworks.verl.estimators) and the critic's model and micro-batching where one runs."""
+    fields = estimators.estimator(src, notes)
     model, model_notes = resolve_model(src.get(M + "path"), M + "path")
     notes += model_notes
     algorithm: dict[str, Any] = {
-        "name": ESTIMATORS[estimator],
+        **fields,
         "mini_batches_per_step": mini_batches,
         "epochs_per_step": as_int(src, A + "ppo_epochs"),
         "kl_reference": any([bool(src.get(A + "use_kl_loss")), bool(src.get("algorithm.use_kl_in_reward"))]),
     }
-    if estimator == "gae" and src.given("critic.model.path"):
+    if (dynamic := estimators.filter_groups(src, notes)) is not None:
+        algorithm["dynamic_sampling"] = dynamic
+    critic = fields["name"] == "ppo"
+    if critic and src.given("critic.model.path"):
         algorithm["critic_model"], critic_notes = resolve_model(src.get("critic.model.path"), "critic.model.path")
         notes += [n.replace("model:", "critic model:", 1) for n in critic_notes]
-    if estimator == "gae":
+    if critic:
         _critic(src, algorithm, notes)
     return model, algorithm
 
@@ -453,6 +454,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     }
     if software_section is not None:
         sections["software"] = software_section
+    if (reward := estimators.reward(src, model, notes)) is not None:
+        sections["reward"] = reward
     if run := run_keys.verl(src, notes):  # evaluation and checkpoints, beside the steps (rlsim.run.overheads)
         sections["run"] = run
     return sections, notes
