@@ -126,12 +126,16 @@ def test_skyrl_example_mains_building_baseppoexp_read_as_main_base():
 
 def test_skyrl_dynamic_sampling_filter_is_rounds_and_replace_refused():
     """trainer.algorithm.dynamic_sampling.type filter: whole batches of train_batch_size prompts until 512 groups
-    pass, at most max_sample_batches (the script's 30): rounds, multiplier 1, at most 30; replace refused."""
+    pass, at most max_sample_batches (the script's 30): rounds, multiplier 1, at most 30; no keep rate in the file:
+    1/3 assumed (DAPO's own 3x generation batch), marked so, unless given (0.5 here); replace refused."""
     sets = {"trainer.algorithm.dynamic_sampling.type": "filter"}
-    got = import_config(SKYRL / "run_dapo_qwen2.5_32b_aime.sh", "skyrl", sets, KEEP).scenario
+    got = import_config(SKYRL / "run_dapo_qwen2.5_32b_aime.sh", "skyrl", sets).scenario
     assert got["algorithm"]["dynamic_sampling"] == {
-        "mode": "rounds", "batch_multiplier": 1, "max_gen_batches": 30, "keep_rate": 0.5
+        "mode": "rounds", "batch_multiplier": 1, "max_gen_batches": 30,
+        "keep_rate": 1 / 3, "keep_rate_source": "assumed",
     }  # fmt: skip
+    given = import_config(SKYRL / "run_dapo_qwen2.5_32b_aime.sh", "skyrl", sets, KEEP).scenario
+    assert given["algorithm"]["dynamic_sampling"]["keep_rate"] == 0.5
     with pytest.raises(ImportConfigError, match="dynamic_sampling.type: 'replace' is not modelled"):
         import_config(
             SKYRL / "run_dapo_qwen2.5_32b_aime.sh", "skyrl", {"trainer.algorithm.dynamic_sampling.type": "replace"}
@@ -144,15 +148,12 @@ def test_skyrl_dynamic_sampling_filter_is_rounds_and_replace_refused():
 def test_areal_hybrid_moe_allocation():
     """config_235b_moe_airline.yaml: rollout.backend sglang:d4t8 = 4 x 8 = 32 GPUs, TP 8; actor.backend
     megatron:(attn:d1p12t4|ffn:d1p12e4): attention d1 x p12 x t4 = 48 GPUs, FFN experts 4, expert TP 1 (no t in
-    the ffn part), PP 12; 32 + 48 = 80 apart. train_dataset.batch_size 16, n_samples 16. (lr 5e-6 given as 5.0e-6:
-    PyYAML reads the file's 5e-6 as a string; an H200 because 235B's Adam over 48 GPUs is ~92 GB on an H100.)"""
+    the ffn part), PP 12; 32 + 48 = 80 apart. train_dataset.batch_size 16, n_samples 16. (On an H200: 235B's Adam
+    state over 48 GPUs, 235e9 x 12 bytes / 48 = 59 GB beside the weights and gradients, leaves an H100 short.)"""
     from rlsim.frameworks.areal.mapping import allocation
 
     got = import_config(
-        AREAL / "tau2" / "config_235b_moe_airline.yaml",
-        "areal",
-        {"actor.optimizer.lr": 5.0e-6},
-        {"hardware.gpu": "H200"},
+        AREAL / "tau2" / "config_235b_moe_airline.yaml", "areal", None, {"hardware.gpu": "H200"}
     ).scenario
     assert pgg(got) == (16, 16, 80, "separate")
     assert (got["hardware"]["rollout_gpus"], got["hardware"]["train_gpus"]) == (32, 48)
@@ -199,12 +200,16 @@ def test_slime_deepseek_r1_context_parallel_budget_and_dynamic_sampling():
     """run-deepseek-r1.sh: 16 nodes x 8 = 128 GPUs --colocate; P 128, G 8; TP 8, PP 4, CP 4, EP 32, expert TP 1;
     --max-tokens-per-gpu 16384 x CP 4 = 65536 tokens per data-parallel bin (dp_schedule.py:28-30);
     --dynamic-sampling-filter-path with --over-sampling-batch-size 256: streaming replacement (mode replace);
-    --num-steps-per-rollout 4."""
-    got = import_config(SLIME / "run-deepseek-r1.sh", "slime", None, KEEP).scenario
+    no keep rate in the file: 1/3 assumed, marked so; --num-steps-per-rollout 4."""
+    got = import_config(SLIME / "run-deepseek-r1.sh", "slime").scenario
     assert pgg(got) == (128, 8, 128, "colocated")
     tr = got["training"]
     assert (tr["tensor_parallel_size"], tr["pipeline_parallel_size"], tr["context_parallel_size"]) == (8, 4, 4)
     assert (tr["expert_parallel_size"], tr["expert_tensor_parallel_size"], tr["packing_tokens"]) == (32, 1, 65536)
-    assert got["algorithm"]["dynamic_sampling"]["mode"] == "replace"
+    assert got["algorithm"]["dynamic_sampling"] == {
+        "mode": "replace",
+        "keep_rate": 1 / 3,
+        "keep_rate_source": "assumed",
+    }
     assert got["algorithm"]["mini_batches_per_step"] == 4
     assert any("slime submits 256 prompts" in a for a in got["assumptions"])

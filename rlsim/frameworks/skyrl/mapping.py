@@ -39,6 +39,7 @@ from typing import Any
 from rlsim.frameworks.adapter import ImportConfigError, Source, read_config
 from rlsim.frameworks.basic import ENTRY_KEY, Facts, Recognisers, hydra_launch, load_defaults, rows, sections
 from rlsim.frameworks.common import as_float, as_int, divisible, resolve_model
+from rlsim.workload import keep_prior
 
 VERSION_READ = "SkyRL skyrl_train-v0.4.0 (332c7cb)"
 ENTRY = "skyrl_train.entrypoints.main_base"
@@ -135,11 +136,12 @@ def _own_pools(src: Source, colocate: bool, estimator: Any, kl: bool) -> dict[st
     return out
 
 
-def _dynamic_sampling(src: Source, entry: str) -> dict[str, Any]:
+def _dynamic_sampling(src: Source, entry: str, notes: list[str]) -> dict[str, Any]:
     """``trainer.algorithm.dynamic_sampling.type`` filter: batches of train_batch_size prompts are generated and
     their zero-std groups dropped until train_batch_size groups are kept, at most ``max_sample_batches`` (-1: no
     limit) batches (skyrl_train/trainer.py:230-231, :1117-1175): rlsim's rounds with multiplier 1, the keep rate
-    the framework cannot say. replace (good groups copied over bad ones) is refused."""
+    the framework cannot say (rlsim.workload.keep_prior's, marked assumed). replace (good groups copied over bad
+    ones) is refused."""
     kind = src.get("trainer.algorithm.dynamic_sampling.type")
     if kind in (None, "null", "none"):
         return {}
@@ -150,7 +152,10 @@ def _dynamic_sampling(src: Source, entry: str) -> dict[str, Any]:
             "strategy of the synchronous trainers); set it null or filter"
         )
     most = as_int(src, "trainer.algorithm.dynamic_sampling.max_sample_batches")
-    return {"mode": "rounds", "batch_multiplier": 1, "max_gen_batches": most if most > 0 else 10_000}
+    notes.append(keep_prior.note(key))
+    return keep_prior.assumed(
+        {"mode": "rounds", "batch_multiplier": 1, "max_gen_batches": most if most > 0 else 10_000}
+    )
 
 
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
@@ -190,7 +195,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     mode, staleness = "sync", 0
     if entry in BASE_LIKE:
         notes.append(f"{entry}: SkyRL's synchronous trainer (BasePPOExp, ppo_base_config) with {BASE_LIKE[entry]}")
-    sampling = _dynamic_sampling(src, entry)
+    sampling = _dynamic_sampling(src, entry, notes)
     if sampling:
         algorithm_extra["dynamic_sampling"] = sampling
     if entry == ASYNC_ENTRY:

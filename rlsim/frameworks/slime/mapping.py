@@ -46,6 +46,7 @@ from rlsim.frameworks.launch import framework_command
 from rlsim.frameworks.slime import training as slime_training
 from rlsim.io.files import read_text
 from rlsim.scenario.overrides import parse_scalar
+from rlsim.workload import keep_prior
 
 VERSION_READ = "slime v0.3.1 (a6272da)"
 SGLANG_PIN = "sglang 0.5.9 in slime v0.3.1 docker/Dockerfile.gb10:107"
@@ -217,7 +218,8 @@ def _dynamic_sampling(src: Source, facts: Facts, notes: list[str]) -> None:
     if not src.get("dynamic-sampling-filter-path"):
         return
     over = as_int(src, "over-sampling-batch-size") if src.given("over-sampling-batch-size") else facts.prompts
-    facts.extra["algorithm"] = {"dynamic_sampling": {"mode": "replace"}}
+    facts.extra["algorithm"] = {"dynamic_sampling": keep_prior.assumed({"mode": "replace"})}
+    notes.append(keep_prior.note("dynamic-sampling-filter-path"))
     notes.append(
         f"dynamic-sampling-filter-path: slime submits {over} prompts (over-sampling-batch-size) whenever fewer "
         f"than {facts.prompts} groups are kept or in flight, drops the groups the filter rejects and aborts the "
