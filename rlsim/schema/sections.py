@@ -643,6 +643,9 @@ class Training:
     # comma-separated: all-linear, or q_proj k_proj v_proj o_proj gate_proj up_proj down_proj (Hugging Face / PEFT)
     # and linear_qkv linear_proj linear_fc1 linear_fc2 (Megatron, fused: one adapter each)
     lora_target_modules: str = "all-linear"
+    # LoRA: the reference log-probs come from the base with the adapters off, no copy held (verl, TRL); false: a
+    # reference model of its own (OpenRLHF, NeMo RL)
+    lora_reference_in_base: bool = True
     # fsdp: the dtype the actor is loaded in (verl fsdp_config.model_dtype), hence of its parameters, gradients and
     # Adam moments: 16 bytes per parameter in fp32, 8 in bf16
     param_dtype: Literal["fp32", "bf16"] = "fp32"

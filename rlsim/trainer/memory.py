@@ -427,7 +427,7 @@ def resident_memory(scenario: Scenario) -> TrainMemory:
     if (
         scenario.algorithm.kl_reference
         and not scenario.training.reference_on_host
-        and not scenario.training.lora_rank  # LoRA: the base with the adapters off is the reference
+        and not (scenario.training.lora_rank and scenario.training.lora_reference_in_base)
         and not scenario.algorithm.reference_gpus
     ):
         extra += reference_weight_bytes(scenario, scenario.model)

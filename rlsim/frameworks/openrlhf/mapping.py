@@ -114,6 +114,8 @@ TABLE: tuple[Row, ...] = (
     Row("ds.zero_stage", 2, "training.zero_stage", "backend fsdp at this ZeRO stage (0: as 1, noted)"),
     Row("ds.overlap_comm", False, "training.overlap_communication", "ZeRO-1/2 gradient reduction beside backward"),
     Row("ds.adam_offload", False, "training.offload_optimizer", "DeepSpeed CPU Adam"),
+    Row("ds.lora.rank", 0, "training.lora_rank", "> 0: LoRA (actor and critic); the reference stays its own"),
+    Row("ds.lora.target_modules", "all-linear", "training.lora_target_modules", "PEFT module names"),
     Row("ds.tensor_parallel_size", 1, "training.tensor_parallel_size", "> 1: a Megatron layout (AutoTP), noted"),
     Row("ds.ring_attn_size", 1, "training.context_parallel_size", "> 1: a Megatron layout (ring attention), noted"),
     Row("eval.steps", -1, "run.eval_every_steps", "> 0 with eval.dataset: evaluation every N steps"),
@@ -400,6 +402,13 @@ def _training(src: Source, z: _Sizes, notes: list[str]) -> dict[str, Any]:
     training["logprob_micro_batch_size"] = z.rollout_micro
     training["activation_recompute"] = "full" if src.get("actor.gradient_checkpointing_enable") else "none"
     training["offload_optimizer"] = bool(src.get("ds.adam_offload"))
+    if as_int(src, "ds.lora.rank") > 0:  # models/actor.py:177 PEFT; the reference without (ray/launcher.py:105-118)
+        targets = src.get("ds.lora.target_modules")
+        training.update(
+            lora_rank=as_int(src, "ds.lora.rank"),
+            lora_target_modules=targets if isinstance(targets, str) else ",".join(map(str, targets)),
+            lora_reference_in_base=False,
+        )
     return training
 
 
