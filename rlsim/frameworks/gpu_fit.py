@@ -8,14 +8,12 @@ from typing import Any
 
 from rlsim import catalog
 from rlsim.errors import ScenarioError
+from rlsim.scenario import from_dict
 
 
 def fitting_gpus(raw: dict[str, Any], tried: str, most: int = 2) -> list[str]:
     """Up to ``most`` catalog GPUs, smallest memory first, on which ``raw`` (a scenario's plain data) validates
     with hardware.gpu replaced; none but ``tried`` and GPUs without memory (CPU entries) are skipped."""
-    # here, not at the top: rlsim.scenario imports the frameworks' registry at start-up
-    from rlsim.scenario import from_dict
-
     def memory(name: str) -> float:
         return float(catalog.gpu(name).get("memory_bytes") or 0.0)
 

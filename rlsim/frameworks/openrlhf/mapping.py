@@ -402,10 +402,11 @@ def _training(src: Source, z: _Sizes, notes: list[str]) -> dict[str, Any]:
     training["logprob_micro_batch_size"] = z.rollout_micro
     training["activation_recompute"] = "full" if src.get("actor.gradient_checkpointing_enable") else "none"
     training["offload_optimizer"] = bool(src.get("ds.adam_offload"))
-    if as_int(src, "ds.lora.rank") > 0:  # models/actor.py:177 PEFT; the reference without (ray/launcher.py:105-118)
+    rank = src.get("ds.lora.rank")
+    if isinstance(rank, int) and not isinstance(rank, bool) and rank > 0:  # models/actor.py:177 PEFT; the reference without (ray/launcher.py:105-118)
         targets = src.get("ds.lora.target_modules")
         training.update(
-            lora_rank=as_int(src, "ds.lora.rank"),
+            lora_rank=rank,
             lora_target_modules=targets if isinstance(targets, str) else ",".join(map(str, targets)),
             lora_reference_in_base=False,
         )

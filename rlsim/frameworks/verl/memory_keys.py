@@ -9,12 +9,13 @@ reference model's offload (read at volcengine/verl b178a3c, the mapping's commit
   megatron_workers.py:839-841), so no reference copy is held.
 * ``actor.fsdp_config.model_dtype`` (fp32 by default for the actor, fsdp_workers.py:324): bf16 loads the actor in
   bf16, its gradients and Adam moments with it -> training.param_dtype.
-* fsdp, ``actor.entropy_coeff`` 0 and ``calculate_entropy`` false (dp_actor.py:573): the log-probs come from the
-  bf16 logits through flash-attn's cross entropy with an in-place backward (dp_actor.py:262,
+* fsdp with ``model.use_remove_padding``, ``actor.entropy_coeff`` 0 and ``calculate_entropy`` false (dp_actor.py:573):
+  the log-probs come from the bf16 logits (dp_actor.py:258) through flash-attn's cross entropy with an in-place backward (:262,
   ``verl/utils/torch_functional.py`` logprobs_from_logits) -> training.inplace_logprobs; ``use_fused_kernels``
   computes them without whole logits at all (taken as the same bound).
-* ``ref.fsdp_config.param_offload`` / ``ref.megatron.param_offload``: the reference weights wait on the host and
-  come to the GPU for the reference pass (megatron_workers.py:844-855) -> training.reference_on_host.
+* the reference weights wait on the host and come to the GPU for the reference pass -> training.reference_on_host:
+  fsdp always (FSDP CPU offload, fsdp_workers.py:524-526, 552), megatron with ``ref.megatron.param_offload``
+  (megatron_workers.py:844-855).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ ROWS = (
     Row(A + "entropy_coeff", 0, "training.inplace_logprobs", "fsdp, 0: bf16 logits, in-place cross entropy"),
     Row(A + "calculate_entropy", False, "training.inplace_logprobs", "true: entropy from the logits (not in place)"),
     Row(M + "use_fused_kernels", False, "training.inplace_logprobs", "fsdp: log-probs without whole logits"),
-    Row(REF + "fsdp_config.param_offload", False, "training.reference_on_host", "reference weights on the host"),
+    Row(REF + "fsdp_config.param_offload", False, "training.reference_on_host", "fsdp: on the host regardless"),
     Row(REF + "megatron.param_offload", False, "training.reference_on_host", "reference weights on the host"),
 )
 
@@ -67,8 +68,10 @@ def read(src: Source, training: dict[str, Any], notes: list[str], strategy: str)
             f"{rank_key} {rank}: LoRA; its weight sync is priced as the whole model's (verl syncs the adapters "
             "alone once the base is on the engines)"
         )
-    ref_key = REF + ("megatron.param_offload" if megatron else "fsdp_config.param_offload")
-    if src.get(ref_key) and not rank:
+    # fsdp: verl wraps the reference in FSDP's CPU offload whatever the flag says (fsdp_workers.py:524-526, fsdp2
+    # :552 "We force reference policy to use CPUOffload to save memory"); megatron: by ref.megatron.param_offload
+    if not rank and (not megatron or src.get(REF + "megatron.param_offload")):
+        src.get(REF + "fsdp_config.param_offload")  # read: the fsdp reference is on the host either way
         training["reference_on_host"] = True
     if megatron:
         return
@@ -78,5 +81,6 @@ def read(src: Source, training: dict[str, Any], notes: list[str], strategy: str)
     if dtype is not None and _DTYPES[str(dtype)] == "bf16":
         training["param_dtype"] = "bf16"
     entropy = src.get(A + "calculate_entropy") or (src.get(A + "entropy_coeff") or 0) != 0
-    if src.get(M + "use_fused_kernels") or not entropy:
+    # the padded path slices the response's logits and the kernel's reshape copies the slice (not in place)
+    if src.get(M + "use_remove_padding") and (src.get(M + "use_fused_kernels") or not entropy):
         training["inplace_logprobs"] = True
