@@ -236,3 +236,24 @@ def test_openrlhf_and_nemo_rl_lora_keep_their_own_reference():
     want = {"lora_target_modules": "all-linear", "lora_reference_in_base": False}
     assert o.scenario["training"] | want == o.scenario["training"] and o.scenario["training"]["lora_rank"] == 16
     assert n.scenario["training"] | want == n.scenario["training"] and n.scenario["training"]["lora_rank"] == 8
+
+
+def test_slime_trains_with_megatrons_flags():
+    """run-qwen3-30B-A3B.sh: TP 4, EP 8, expert TP 1, full recompute, dynamic batch of 20,480 tokens, CPU Adam with
+    the precision-aware optimizer, the reference on the host (--use-kl-loss); run-deepseek-r1.sh: bins of
+    --max-tokens-per-gpu 16,384 x CP 4 = 65,536 tokens (dp_schedule.py:120)."""
+    tr = _import("slime/scripts/run-qwen3-30B-A3B.sh")["training"]
+    want = {
+        "backend": "megatron",
+        "tensor_parallel_size": 4,
+        "expert_parallel_size": 8,
+        "expert_tensor_parallel_size": 1,
+        "activation_recompute": "full",
+        "packing_tokens": 20480,
+        "offload_optimizer": True,
+        "precision_aware_optimizer": True,
+        "reference_on_host": True,
+        "distributed_optimizer": True,
+    }
+    assert {k: tr[k] for k in want} == want
+    assert _import("slime/scripts/run-deepseek-r1.sh")["training"]["packing_tokens"] == 16384 * 4
