@@ -13,7 +13,8 @@ from rlsim.scenario import from_dict
 
 def fitting_gpus(raw: dict[str, Any], tried: str, most: int = 2) -> list[str]:
     """Up to ``most`` catalog GPUs, smallest memory first, on which ``raw`` (a scenario's plain data) validates
-    with hardware.gpu replaced; none but ``tried`` and GPUs without memory (CPU entries) are skipped."""
+    with hardware.gpu replaced, skipping ``tried`` and entries without device memory (CPU entries)."""
+
     def memory(name: str) -> float:
         return float(catalog.gpu(name).get("memory_bytes") or 0.0)
 

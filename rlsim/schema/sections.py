@@ -637,6 +637,9 @@ class Training:
     # the reference model waits in host memory and is swapped into the trainer's parameters for the reference
     # pass: policy weights out, reference in, policy back (NeMo RL use_reference_model)
     reference_on_host: bool = False
+    # with reference_on_host: the reference's shard streams up layer by layer for its forward (FSDP CPU offload, as
+    # verl wraps its reference): one bf16 shard over the host link, not the swap's three
+    reference_streamed: bool = False
     # LoRA (rlsim.trainer.lora): adapters of this rank on lora_target_modules train, the base weights stay frozen in
     # bf16 (no gradients, no optimizer state) and serve as the reference model; 0: full fine-tuning
     lora_rank: int = field(default=0, metadata=bounds(ge=0, le=65536))

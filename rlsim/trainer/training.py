@@ -314,7 +314,8 @@ def reference_swap_s(scenario: Scenario, model: ModelSpec) -> float:
     if not scenario.training.reference_on_host:
         return 0.0
     host_bw = scenario.hardware.gpu.host_link_bandwidth_bytes_per_s * scenario.costs.host_link_efficiency
-    return 3.0 * reference_weight_bytes(scenario, model) / host_bw
+    copies = 1.0 if scenario.training.reference_streamed else 3.0  # streamed: FSDP CPU offload, up once
+    return copies * reference_weight_bytes(scenario, model) / host_bw
 
 
 def phase_time(

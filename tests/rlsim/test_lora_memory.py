@@ -257,3 +257,13 @@ def test_slime_trains_with_megatrons_flags():
     }
     assert {k: tr[k] for k in want} == want
     assert _import("slime/scripts/run-deepseek-r1.sh")["training"]["packing_tokens"] == 16384 * 4
+
+
+def test_a_streamed_reference_crosses_the_host_link_once():
+    """reference_on_host: the swap moves 3 bf16 shards (policy out, reference in, policy back); verl's FSDP CPU offload
+    streams the reference's shard up once. Shard 2 x N / 8 = 2.5e8 bytes over 1e10 x costs.host_link_efficiency."""
+    host = {"training.reference_on_host": True, "algorithm.kl_reference": True, "costs.host_link_efficiency": 0.5}
+    swap = _scn(host)
+    streamed = _scn({**host, "training.reference_streamed": True})
+    assert training.reference_swap_s(swap, swap.model) == pytest.approx(3 * 2.5e8 / 5e9)
+    assert training.reference_swap_s(streamed, streamed.model) == pytest.approx(2.5e8 / 5e9)

@@ -403,7 +403,8 @@ def _training(src: Source, z: _Sizes, notes: list[str]) -> dict[str, Any]:
     training["activation_recompute"] = "full" if src.get("actor.gradient_checkpointing_enable") else "none"
     training["offload_optimizer"] = bool(src.get("ds.adam_offload"))
     rank = src.get("ds.lora.rank")
-    if isinstance(rank, int) and not isinstance(rank, bool) and rank > 0:  # models/actor.py:177 PEFT; the reference without (ray/launcher.py:105-118)
+    # LoRA: PEFT adapters (models/actor.py:177); the reference model is launched without them (ray/launcher.py:105-118)
+    if isinstance(rank, int) and not isinstance(rank, bool) and rank > 0:
         targets = src.get("ds.lora.target_modules")
         training.update(
             lora_rank=rank,

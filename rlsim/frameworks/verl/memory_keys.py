@@ -9,10 +9,11 @@ reference model's offload (read at volcengine/verl b178a3c, the mapping's commit
   megatron_workers.py:839-841), so no reference copy is held.
 * ``actor.fsdp_config.model_dtype`` (fp32 by default for the actor, fsdp_workers.py:324): bf16 loads the actor in
   bf16, its gradients and Adam moments with it -> training.param_dtype.
-* fsdp with ``model.use_remove_padding``, ``actor.entropy_coeff`` 0 and ``calculate_entropy`` false (dp_actor.py:573):
-  the log-probs come from the bf16 logits (dp_actor.py:258) through flash-attn's cross entropy with an in-place backward (:262,
-  ``verl/utils/torch_functional.py`` logprobs_from_logits) -> training.inplace_logprobs; ``use_fused_kernels``
-  computes them without whole logits at all (taken as the same bound).
+* fsdp with ``model.use_remove_padding``, ``actor.entropy_coeff`` 0 and ``calculate_entropy`` false
+  (dp_actor.py:573): the log-probs come from the bf16 logits (dp_actor.py:258) through flash-attn's cross entropy
+  with an in-place backward (:262, ``verl/utils/torch_functional.py`` logprobs_from_logits) ->
+  training.inplace_logprobs; ``use_fused_kernels`` computes them without whole logits (taken as the same bound).
+  The padded path slices the logits and the kernel's reshape copies the slice: not in place.
 * the reference weights wait on the host and come to the GPU for the reference pass -> training.reference_on_host:
   fsdp always (FSDP CPU offload, fsdp_workers.py:524-526, 552), megatron with ``ref.megatron.param_offload``
   (megatron_workers.py:844-855).
@@ -73,6 +74,7 @@ def read(src: Source, training: dict[str, Any], notes: list[str], strategy: str)
     if not rank and (not megatron or src.get(REF + "megatron.param_offload")):
         src.get(REF + "fsdp_config.param_offload")  # read: the fsdp reference is on the host either way
         training["reference_on_host"] = True
+        training["reference_streamed"] = not megatron  # FSDP CPU offload streams each layer's shard up
     if megatron:
         return
     dtype = src.get(A + "fsdp_config.model_dtype")
