@@ -43,6 +43,7 @@ from rlsim.frameworks.adapter import LAUNCH_NOTES, ImportConfigError, Source
 from rlsim.frameworks.basic import Facts, Recognisers, load_defaults, rows, sections
 from rlsim.frameworks.common import as_float, as_int, divisible, resolve_model
 from rlsim.frameworks.launch import framework_command
+from rlsim.frameworks.slime import training as slime_training
 from rlsim.io.files import read_text
 from rlsim.scenario.overrides import parse_scalar
 
@@ -92,9 +93,15 @@ _MODEL_FLAGS = (
     "add-qkv-bias",
     "untie-embeddings-and-output-weights",
 )
-TABLE = rows(DEFAULTS, _SPEC) + rows(
-    {},
-    tuple((k, "model", "MODEL_ARGS: the architecture, when hf-checkpoint is not in the catalog") for k in _MODEL_FLAGS),
+TABLE = (
+    rows(DEFAULTS, _SPEC)
+    + rows(
+        {},
+        tuple(
+            (k, "model", "MODEL_ARGS: the architecture, when hf-checkpoint is not in the catalog") for k in _MODEL_FLAGS
+        ),
+    )
+    + slime_training.ROWS
 )
 REFUSED = {
     "rollout-external-engine-addrs": "an external rollout engine",
@@ -280,4 +287,5 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     if estimator not in ("ppo", "grpo"):
         notes.append(f"advantage-estimator {estimator}: critic-free, priced as grpo (same passes)")
     out, more = sections(facts, "slime")
+    out["training"] = {**out.get("training", {}), **slime_training.training(src, facts.kl_reference)}
     return out, notes + more
