@@ -106,6 +106,18 @@ TABLE: tuple[Row, ...] = (
 )
 
 
+def _not_ppo(src: Source) -> None:
+    """NeMo RL's PPO (``examples/run_ppo.py``, its ``ppo:`` section and a ``value:`` model) has a value model and its
+    passes, which this GRPO mapping does not read: refused rather than read as GRPO with no critic."""
+    if any(k.startswith("ppo.") for k in src.flat) and not any(k.startswith(G) for k in src.flat):
+        value = src.flat.get("value.model_name")
+        raise ImportConfigError(
+            "this is a NeMo RL PPO config (a ppo: section" + (f", value model {value}" if value else "") + "); "
+            "rlsim reads NeMo RL's GRPO (grpo:) configs: its PPO value model and passes are not mapped "
+            "(verl's and OpenRLHF's PPO are)"
+        )
+
+
 def _generation_backend(src: Source) -> bool:
     """Whether generation is SGLang (else vLLM); multi-turn rollouts and backends or layouts not modelled refused."""
     if as_int(src, G + "max_rollout_turns") > 1:
@@ -309,6 +321,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections for a NeMo RL GRPO recipe YAML, and the assumptions made: its keys become the fields
     of :func:`scenario_from_recipe` (the published mapping)."""
     notes: list[str] = []
+    _not_ppo(src)
     sg = _generation_backend(src)
     _estimator(src, notes)
     prompts, group, gbs = _batch(src)
