@@ -209,10 +209,27 @@ def test_verl_gptoss_reads_the_bf16_actor_the_inplace_logits_and_the_offloaded_r
     assert (tr["param_dtype"], tr["inplace_logprobs"], tr["reference_on_host"]) == ("bf16", True, True)
 
 
-def test_a_refusal_on_the_assumed_gpu_names_a_catalog_gpu_where_it_is_valid():
-    """run_qwen3-235b_megatron_96gb.sh is written for 96 GB GPUs; on the assumed H100 it does not fit."""
-    with pytest.raises(ImportConfigError, match=r"H100-SXM was assumed.*valid on a H20 \(96 GB\)"):
-        _import("verl/examples__grpo_trainer__run_qwen3-235b_megatron_96gb.sh")
+def test_a_refusal_on_the_assumed_gpu_names_the_catalog_gpus_where_it_validates(monkeypatch):
+    """fitting_gpus tries every catalog GPU, smallest memory first, and names those the scenario validates on; a
+    GPU whose entry does not know its node's host memory is tried with the assumed GPU's (DGX H100: 2 TB), so a
+    host-memory refusal is not passed over by a GPU that cannot make the check."""
+    from rlsim import catalog
+    from rlsim.errors import ScenarioError
+    from rlsim.frameworks import gpu_fit
+
+    tried: dict[str, dict] = {}
+
+    def fake_from_dict(raw):
+        hw = raw["hardware"]
+        tried[hw["gpu"]] = hw
+        if hw["gpu"] not in ("H200", "B200"):
+            raise ScenarioError("hardware.gpu", hw["gpu"], "does not fit")
+
+    monkeypatch.setattr(gpu_fit, "from_dict", fake_from_dict)
+    assert gpu_fit.fitting_gpus({"hardware": {"num_gpus": 8}}, "H100-SXM") == ["H200 (141 GB)", "B200 (180 GB)"]
+    assert not catalog.gpu("H20").get("host_memory_bytes") and tried["H20"]["host_memory_bytes"] == 2e12
+    assert "host_memory_bytes" not in tried["B200"]  # its own entry knows it
+    assert "H100-SXM" not in tried
 
 
 def test_trl_use_peft_and_a_bad_verl_rank():
