@@ -34,6 +34,7 @@ from rlsim.errors import ScenarioError
 from rlsim.frameworks import registry
 from rlsim.frameworks.adapter import LAUNCH_NOTES, FrameworkAdapter, ImportConfigError, Row, Source
 from rlsim.frameworks.common import DEFAULT_GPU, LAUNCH_DIR, short
+from rlsim.frameworks.gpu_fit import fitting_gpus
 from rlsim.frameworks.launch import shell_sets
 from rlsim.scenario import apply_overrides, from_dict
 
@@ -179,6 +180,8 @@ def import_config(
             if gpu_assumed
             else ""
         )
+        if gpu_assumed and (fits := fitting_gpus(raw, DEFAULT_GPU)):
+            assumed += f"; it is valid on a {' or a '.join(fits)}"
         fix = f"(set an rlsim field with --scenario-set {exc.field}=VALUE)"
         raise ImportConfigError(f"the imported scenario is invalid: {exc} {fix}{assumed}") from None
     return Imported(raw, unused, fmt)

@@ -646,6 +646,24 @@ class Training:
     # the reference model waits in host memory and is swapped into the trainer's parameters for the reference
     # pass: policy weights out, reference in, policy back (NeMo RL use_reference_model)
     reference_on_host: bool = False
+    # with reference_on_host: the reference's shard streams up layer by layer for its forward (FSDP CPU offload, as
+    # verl wraps its reference): one bf16 shard over the host link, not the swap's three
+    reference_streamed: bool = False
+    # LoRA (rlsim.trainer.lora): adapters of this rank on lora_target_modules train, the base weights stay frozen in
+    # bf16 (no gradients, no optimizer state) and serve as the reference model; 0: full fine-tuning
+    lora_rank: int = field(default=0, metadata=bounds(ge=0, le=65536))
+    # comma-separated: all-linear, or q_proj k_proj v_proj o_proj gate_proj up_proj down_proj (Hugging Face / PEFT)
+    # and linear_qkv linear_proj linear_fc1 linear_fc2 (Megatron, fused: one adapter each)
+    lora_target_modules: str = "all-linear"
+    # LoRA: the reference log-probs come from the base with the adapters off, no copy held (verl, TRL); false: a
+    # reference model of its own (OpenRLHF, NeMo RL)
+    lora_reference_in_base: bool = True
+    # fsdp: the dtype the actor is loaded in (verl fsdp_config.model_dtype), hence of its parameters, gradients and
+    # Adam moments: 16 bytes per parameter in fp32, 8 in bf16
+    param_dtype: Literal["fp32", "bf16"] = "fp32"
+    # log-probs from the bf16 logits by an in-place cross entropy (flash-attn's, as verl's dp_actor uses without
+    # entropy): the logits are held once in bf16, 2 bytes per token and vocabulary entry instead of 4
+    inplace_logprobs: bool = False
 
 
 @dataclass(frozen=True)

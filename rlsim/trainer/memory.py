@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rlsim.errors import ScenarioError
-from rlsim.trainer import headroom, offload
+from rlsim.trainer import headroom, lora, offload
 from rlsim.trainer.offload import megatron_grad_bytes, megatron_optimizer_bytes
 from rlsim.trainer.training import (
     ACT_BYTES,
@@ -114,17 +114,21 @@ def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
     tokens_mb = micro_batch_tokens(scenario)
     h = model.hidden_size
     per_layer_full = SEQ_PARALLEL_ACT_BYTES_PER_TOKEN_HIDDEN * h
-    logits = tokens_mb / lay.c / lay.t * model.vocab_size * LOGIT_BYTES
+    logit_bytes = ACT_BYTES if tr.inplace_logprobs else LOGIT_BYTES
+    logits = tokens_mb / lay.c / lay.t * model.vocab_size * logit_bytes
     if tr.backend == "megatron":
         dense = (model.num_params - model.expert_params) / (lay.t * lay.p)
         expert = model.expert_params / (lay.e * lay.et * lay.p)
         params = dense + expert
-        weights_grads = (2.0 + megatron_grad_bytes(tr)) * params
+        # LoRA: the base frozen in bf16, the adapters' weights, gradients and optimizer state (rlsim.trainer.lora)
+        t_dense, t_expert = lora.trained(model, tr, dense, expert, lay.t * lay.p, lay.e * lay.et * lay.p)
+        adapters = (t_dense + t_expert) if tr.lora_rank else 0.0
+        weights_grads = 2.0 * (params + adapters) + megatron_grad_bytes(tr) * (t_dense + t_expert)
         state = megatron_optimizer_bytes(tr)
         if tr.distributed_optimizer:
-            opt = state * (dense / (lay.d * lay.c) + expert / lay.d_expert)
+            opt = state * (t_dense / (lay.d * lay.c) + t_expert / lay.d_expert)
         else:
-            opt = state * params
+            opt = state * (t_dense + t_expert)
         opt *= 1.0 - offload.cpu_adam_fraction(scenario)  # the hybrid optimizer's host share leaves the GPU
         per_layer = 2.0 * h if tr.activation_recompute == "full" else per_layer_full
         tok = tokens_mb / (lay.c * lay.t)
@@ -133,22 +137,32 @@ def memory(scenario: Scenario, model: ModelSpec | None = None) -> TrainMemory:
             act += tok * per_layer_full  # one layer recomputed at a time
         return TrainMemory(weights_grads, opt, act, budget)
     n = lay.n
-    shard = model.num_params / (shard_group(scenario) if tr.zero_stage == 3 else n)
-    # fp32 parameters and gradients, sharded; under ZeRO-Offload (offload_optimizer alone) the fp32 master lives on
-    # the host and the GPU keeps the bf16 parameters and gradients (DeepSpeed@v0.19.5 stage_1_and_2.py)
-    weights_grads = 0.0 if tr.offload_params else (4.0 if tr.offload_optimizer else 8.0) * shard
-    opt = 0.0 if (tr.offload_optimizer or tr.offload_params) else 8.0 * shard  # Adam moments
+    group = shard_group(scenario) if tr.zero_stage == 3 else n
+    shard = model.num_params / group
+    # parameters and gradients in the loaded dtype (param_dtype: fp32, or bf16 as verl's fsdp_config.model_dtype
+    # bfloat16 loads them, verl@v0.7.0 fsdp_workers.py:324), sharded; under ZeRO-Offload (offload_optimizer alone)
+    # the fp32 master lives on the host and the GPU keeps the bf16 parameters and gradients (DeepSpeed@v0.19.5
+    # stage_1_and_2.py)
+    pb = 4.0 if tr.param_dtype == "fp32" else 2.0
+    weights_grads = 0.0 if tr.offload_params else (4.0 if tr.offload_optimizer else 2.0 * pb) * shard
+    opt = 0.0 if (tr.offload_optimizer or tr.offload_params) else 2.0 * pb * shard  # Adam moments
+    if tr.lora_rank:  # the frozen base in its loaded dtype, the adapters trained as above (rlsim.trainer.lora)
+        adapters = sum(lora.adapter_params(model, tr)) / group
+        base = 0.0 if tr.offload_params else (pb * shard if tr.zero_stage == 3 else 0.0)
+        weights_grads = base + (0.0 if tr.offload_params else 2.0 * pb * adapters)
+        opt = 0.0 if (tr.offload_optimizer or tr.offload_params) else 2.0 * pb * adapters
     layer_bytes = model.num_params / model.num_layers * ACT_BYTES
     # two gathered layers (the one computing, the one prefetched); without reshard_after_forward the forward keeps
     # every layer it gathered until the backward frees it: the whole bf16 parameters at the peak
     gathered = 2 * layer_bytes if tr.reshard_after_forward else ACT_BYTES * model.num_params
     if tr.zero_stage < 3:  # the bf16 parameters whole on every GPU (no gathered layers); ZeRO-1 the bf16 gradients
-        weights_grads += ACT_BYTES * model.num_params * (2.0 if tr.zero_stage == 1 else 1.0)
+        grads = model.num_params if not tr.lora_rank else sum(lora.adapter_params(model, tr))
+        weights_grads += ACT_BYTES * (model.num_params + (grads if tr.zero_stage == 1 else 0.0))
         gathered = 0.0
     per_layer = 2.0 * h if tr.activation_recompute == "full" else per_layer_full
     if not tr.sequence_packing:  # a Ulysses group of c GPUs splits the micro-batch's sequences (packed bins are
         tokens_mb /= lay.c  # per GPU already: verl packs c budgets per group)
-    logits = tokens_mb * model.vocab_size * LOGIT_BYTES
+    logits = tokens_mb * model.vocab_size * logit_bytes
     act = tokens_mb * per_layer * model.num_layers + tokens_mb * per_layer_full + logits + gathered
     return TrainMemory(weights_grads, opt, act, budget)
 
@@ -166,6 +180,8 @@ def validate(scenario: Scenario) -> None:
     _check_hardware(scenario)
     _check_global_batch(scenario)
     _check_offload(scenario)
+    if scenario.training.lora_rank:
+        lora.target_modules(scenario.training)  # names it knows
     check_memory(scenario)
     offload.check_host_memory(scenario)
 
@@ -290,6 +306,7 @@ def _check_fsdp_only(scenario: Scenario) -> None:
         ("pad_micro_batches", False),
         ("reshard_after_forward", True),
         ("fsdp_shard_size", None),
+        ("param_dtype", "fp32"),
     ):
         if getattr(tr, key) != default:
             raise ScenarioError(
@@ -410,6 +427,7 @@ def resident_memory(scenario: Scenario) -> TrainMemory:
     if (
         scenario.algorithm.kl_reference
         and not scenario.training.reference_on_host
+        and not (scenario.training.lora_rank and scenario.training.lora_reference_in_base)
         and not scenario.algorithm.reference_gpus
     ):
         extra += reference_weight_bytes(scenario, scenario.model)
@@ -490,9 +508,7 @@ def check_memory(scenario: Scenario) -> None:
         if model.is_moe and model.expert_params > 0.5 * model.num_params
         else ("pipeline_parallel_size")
     )
+    offload = "" if tr.offload_optimizer else ", or set training.offload_optimizer: true"
     raise ScenarioError(
-        f"training.{key}",
-        getattr(tr, key),
-        what,
-        f"raise training.{key} or training.tensor_parallel_size, or set training.offload_optimizer: true",
+        f"training.{key}", getattr(tr, key), what, f"raise training.{key} or training.tensor_parallel_size{offload}"
     )

@@ -54,7 +54,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
-from rlsim.trainer import offload
+from rlsim.trainer import lora, offload
 from rlsim.trainer.padding import padded_micro_batch_ratio
 
 if TYPE_CHECKING:
@@ -232,7 +232,7 @@ def _compute_s(
         re_linear = re_attn = 0.0
     else:
         re_linear, re_attn = {"none": (0.0, 0.0), "selective": (0.0, 1.0), "full": (1.0, 1.0)}[tr.activation_recompute]
-        passes_linear, passes_attn, eff = 3.0, 3.0, scenario.costs.train_compute_efficiency
+        passes_linear, passes_attn, eff = lora.linear_passes(tr), 3.0, scenario.costs.train_compute_efficiency
     eff = eff * gpu.train_efficiency_factor  # the costs are Hopper fractions; this GPU generation's share of them
     if tr.precision == "fp8" and not forward_only:
         gemm_peak = (
@@ -314,7 +314,8 @@ def reference_swap_s(scenario: Scenario, model: ModelSpec) -> float:
     if not scenario.training.reference_on_host:
         return 0.0
     host_bw = scenario.hardware.gpu.host_link_bandwidth_bytes_per_s * scenario.costs.host_link_efficiency
-    return 3.0 * reference_weight_bytes(scenario, model) / host_bw
+    copies = 1.0 if scenario.training.reference_streamed else 3.0  # streamed: FSDP CPU offload, up once
+    return copies * reference_weight_bytes(scenario, model) / host_bw
 
 
 def phase_time(
@@ -396,6 +397,10 @@ def _megatron_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward
     if not forward_only:
         dense_params = (model.num_params - model.expert_params) / (lay.t * lay.p)
         expert_params = model.expert_params / (lay.e * lay.et * lay.p)
+        # LoRA: only the adapters' gradients are reduced and stepped (rlsim.trainer.lora)
+        dense_params, expert_params = lora.trained(
+            model, s.training, dense_params, expert_params, lay.t * lay.p, lay.e * lay.et * lay.p
+        )
         g_dense, g_exp = lay.d * lay.c, lay.d_expert
         span = lay.n // lay.p
         rs = ring_s(s, dense_params * ACT_BYTES, g_dense, span) + ring_s(s, expert_params * ACT_BYTES, g_exp, span)
@@ -438,13 +443,18 @@ def _fsdp_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_onl
     linear = padded_tokens(s, tokens, num_sequences) * padded_micro_batch_ratio(s, forward_only) * passes
     compute, _ = _compute_s(s, model, tokens * passes, sq_tokens * passes, n, forward_only, linear_tokens=linear)
     recompute = 1.0 if tr.activation_recompute == "full" else 0.0
-    fwd_layer = compute / (steps * m * model.num_layers) / (1.0 if forward_only else 3.0 + recompute)
+    fwd_layer = compute / (steps * m * model.num_layers) / (1.0 if forward_only else lora.linear_passes(tr) + recompute)
     comm = 0.0
     f = shard_group(s)
     if n > 1 and tr.zero_stage == 3:
         layer_bytes = model.num_params / model.num_layers * ACT_BYTES
         ag = ring_s(s, layer_bytes, f, f)
-        rs = ag
+        # LoRA: only the adapters' gradients are reduce-scattered (rlsim.trainer.lora)
+        rs = (
+            ag
+            if not tr.lora_rank
+            else ring_s(s, sum(lora.trained(model, tr, 0, 0, 1, 1)) * ACT_BYTES / model.num_layers, f, f)
+        )
         if f < n:  # hybrid sharding: each gradient shard all-reduced across the n / f replicas (their GPUs strided
             rs += 2.0 * ring_s(s, layer_bytes / f, n // f, n)  # by f over all n), every backward
         if tr.offload_params:  # the shard comes up from the host before each gather
@@ -462,7 +472,9 @@ def _fsdp_time(s, model, tokens, sq_tokens, optimizer_steps, epochs, forward_onl
     opt = 0.0
     overhead = s.costs.forward_overhead_s if forward_only else steps * s.costs.train_step_overhead_s
     if not forward_only:
-        opt = steps * _optimizer_s(s, model.num_params / (f if tr.zero_stage == 3 else n))
+        opt = steps * _optimizer_s(
+            s, sum(lora.trained(model, tr, model.num_params, 0, 1, 1)) / (f if tr.zero_stage == 3 else n)
+        )
     sp = ulysses_s(s, model, tok_opt, m, forward_only) * steps
     return TrainTime(
         compute_s=compute, cp_comm_s=sp, fsdp_comm_s=comm, optimizer_s=opt, overhead_s=overhead, micro_batches=m

@@ -165,10 +165,11 @@ def test_batch_whitened_reinforce_runs_one_response_per_prompt():
     assert (s.algorithm.name, s.workload.group_size, s.algorithm.group_baseline) == ("grpo", 1, False)
 
 
-def test_openrlhf_gspo_and_lora_are_noted_and_a_bad_loss_refused():
+def test_openrlhf_gspo_is_noted_lora_read_and_a_bad_loss_refused():
     sets = {"actor.model_name_or_path": "Llama-3.1-8B", "actor.policy_loss_type": "gspo", "ds.lora.rank": 16}
-    notes = import_config(ORL_HYBRID, "openrlhf", sets).scenario["assumptions"]
-    assert any("gspo: sequence-level ratios" in a for a in notes) and any("ds.lora.rank 16" in a for a in notes)
+    got = import_config(ORL_HYBRID, "openrlhf", sets).scenario
+    assert any("gspo: sequence-level ratios" in a for a in got["assumptions"])
+    assert got["training"]["lora_rank"] == 16  # LoRA is a training mode (rlsim/trainer/lora.py), not a note
     with pytest.raises(ImportConfigError, match="is not ppo or gspo"):
         import_config(ORL_HYBRID, "openrlhf", {**sets, "actor.policy_loss_type": "cispo"})
 

@@ -296,3 +296,15 @@ def test_plan_emits_in_the_originals_own_framework_without_emit(tmp_path, capsys
     sft = _file(tmp_path, "sft.sh", "deepspeed --module openrlhf.cli.train_sft --pretrain x\n")
     assert main([*args, "-o", str(out), "--original", str(sft)]) == 2
     assert "an OpenRLHF SFT training file" in capsys.readouterr().err
+
+
+def test_a_nemo_rl_ppo_config_is_refused_not_read_as_grpo(tmp_path):
+    """NeMo RL's PPO recipe (ppo: and value: sections) was read by the GRPO mapping with no critic: silently the
+    wrong algorithm. It is refused naming the value model."""
+    text = (
+        "ppo:\n  num_prompts_per_step: 32\n  num_generations_per_prompt: 16\npolicy:\n  model_name: Qwen/Qwen2.5-1.5B\n"
+        "value:\n  model_name: Qwen/Qwen2.5-1.5B\ncluster:\n  gpus_per_node: 1\n  num_nodes: 1\n"
+    )
+    path = _file(tmp_path, "ppo.yaml", text)
+    with pytest.raises(ImportConfigError, match=r"NeMo RL PPO config \(a ppo: section, value model Qwen/Qwen2\.5"):
+        import_config(path, "nemo-rl")

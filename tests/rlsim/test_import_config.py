@@ -19,6 +19,7 @@ from rlsim.frameworks.nemo_rl.recipe_yaml import read as read_recipe
 from rlsim.frameworks.openrlhf.args import parse_arguments
 from rlsim.run.simulation import simulate
 from rlsim.scenario import engine_behaviour, from_dict, load_scenario
+from rlsim.trainer.memory import memory
 
 CONFIGS = Path(__file__).parent / "fixtures" / "configs"
 VERL_GRPO = CONFIGS / "verl_grpo_qwen3_8b.yaml"
@@ -725,8 +726,12 @@ def test_verl_removes_padding_by_default_as_verl_does(tmp_path):
     script = CONFIGS / "verl_scripts" / "grpo_trainer__run_qwen2-7b.sh"  # use_remove_padding=True, micro 40
     code, out = _import(tmp_path, "verl", script)
     assert code == 0 and load_scenario(out).training.remove_padding
-    sets = ["actor_rollout_ref.model.use_remove_padding=false"]  # padded, 40 x 1536 tokens: over an H100
-    assert _import(tmp_path, "verl", script, sets)[0] == 2
+    sets = ["actor_rollout_ref.model.use_remove_padding=false"]  # padded to 40 x 1536 tokens, fp32 logits
+    unpadded = load_scenario(out)
+    code, out = _import(tmp_path, "verl", script, sets)
+    padded = load_scenario(out)
+    assert code == 0 and padded.training.pad_to_cap and unpadded.training.inplace_logprobs
+    assert memory(padded).activation_bytes > memory(unpadded).activation_bytes
 
 
 SC = CONFIGS / "nemo_rl_7ea279a" / "examples" / "configs"

@@ -56,6 +56,10 @@ TABLE: tuple[Row, ...] = (
     Row(DT + "context_parallel_size", 1, "training.context_parallel_size", "DTensor CP"),
     Row(DT + "activation_checkpointing", False, "training.activation_recompute", "true -> full, false -> none"),
     Row(DT + "cpu_offload", False, "training.offload_params, offload_optimizer", "FSDP2 CPU offload (fsdp layout)"),
+    Row(DT + "lora_cfg.enabled", False, "training.lora_rank", "true: LoRA of rank lora_cfg.dim (DTensor)"),
+    Row(DT + "lora_cfg.dim", 8, "training.lora_rank", "the adapters' rank"),
+    Row(DT + "lora_cfg.match_all_linear", True, "training.lora_target_modules", "true: all-linear"),
+    Row(DT + "lora_cfg.target_modules", [], "training.lora_target_modules", "without match_all_linear"),
     Row(PO + "optimizer.kwargs.lr", 5e-6, "learning.lr0", "DTensor; learning.reference_batch = B"),
     Row(GEN + "backend", "vllm", "engine.behaviour", "vllm -> vllm-v1; sglang -> sglang-0.5; others refused"),
     Row(GEN + "max_new_tokens", None, "workload.max_response_tokens", "cap: least of it, max_model_len - prompt"),
@@ -100,6 +104,18 @@ TABLE: tuple[Row, ...] = (
     Row("checkpointing.enabled", True, "run.checkpoint_every_steps", "false: no saves"),
     Row("checkpointing.save_period", 10, "run.checkpoint_every_steps", "a save every N steps and at the last"),
 )
+
+
+def _not_ppo(src: Source) -> None:
+    """NeMo RL's PPO (``examples/run_ppo.py``, its ``ppo:`` section and a ``value:`` model) has a value model and its
+    passes, which this GRPO mapping does not read: refused rather than read as GRPO with no critic."""
+    if any(k.startswith("ppo.") for k in src.flat) and not any(k.startswith(G) for k in src.flat):
+        value = src.flat.get("value.model_name")
+        raise ImportConfigError(
+            "this is a NeMo RL PPO config (a ppo: section" + (f", value model {value}" if value else "") + "); "
+            "rlsim reads NeMo RL's GRPO (grpo:) configs: its PPO value model and passes are not mapped "
+            "(verl's and OpenRLHF's PPO are)"
+        )
 
 
 def _generation_backend(src: Source) -> bool:
@@ -305,6 +321,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections for a NeMo RL GRPO recipe YAML, and the assumptions made: its keys become the fields
     of :func:`scenario_from_recipe` (the published mapping)."""
     notes: list[str] = []
+    _not_ppo(src)
     sg = _generation_backend(src)
     _estimator(src, notes)
     prompts, group, gbs = _batch(src)
@@ -353,6 +370,14 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         _sglang_engine(src, raw, notes)
     notes += [f"{a} (as rlsim-calibrate published maps NeMo RL recipes)" for a in raw.pop("assumptions", [])]
     _cpu_offload(src, raw, megatron, notes)
+    if not megatron and src.get(DT + "lora_cfg.enabled"):  # automodel/setup.py:663-672; the reference stays its own
+        targets = src.get(DT + "lora_cfg.target_modules")
+        every = src.get(DT + "lora_cfg.match_all_linear") or not targets
+        raw["training"].update(
+            lora_rank=as_int(src, DT + "lora_cfg.dim"),
+            lora_target_modules="all-linear" if every else ",".join(map(str, targets)),
+            lora_reference_in_base=False,
+        )
     if run := run_keys.nemo_rl(src, notes):  # evaluation and checkpoints, beside the steps (rlsim.run.overheads)
         raw.setdefault("run", {}).update(run)
     return raw, notes

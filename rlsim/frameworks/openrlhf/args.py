@@ -62,6 +62,8 @@ LEGACY: dict[str, str] = {
     "gradient_checkpointing": "actor.gradient_checkpointing_enable",
     "zero_stage": "ds.zero_stage",
     "adam_offload": "ds.adam_offload",
+    "lora_rank": "ds.lora.rank",
+    "target_modules": "ds.lora.target_modules",
     "overlap_comm": "ds.overlap_comm",
     "ds_tensor_parallel_size": "ds.tensor_parallel_size",
     "ring_attn_size": "ds.ring_attn_size",

@@ -100,7 +100,6 @@ TABLE: tuple[Row, ...] = (
     Row("algo.advantage.estimator", "gae", "algorithm.name", "gae -> ppo (critic); the others -> grpo"),
     Row("algo.kl.init_coef", 0.01, "algorithm.kl_reference", "> 0: the reference model and its pass"),
     Row("actor.policy_loss_type", "ppo", "(a note)", "gspo: the loss's arithmetic only, the passes of ppo"),
-    Row("ds.lora.rank", 0, "(a note)", "> 0: LoRA is not modelled; simulated as full fine-tuning"),
     Row(
         "algo.dynamic_filtering_enable",
         False,
@@ -122,6 +121,8 @@ TABLE: tuple[Row, ...] = (
     Row("ds.zero_stage", 2, "training.zero_stage", "backend fsdp at this ZeRO stage (0: as 1, noted)"),
     Row("ds.overlap_comm", False, "training.overlap_communication", "ZeRO-1/2 gradient reduction beside backward"),
     Row("ds.adam_offload", False, "training.offload_optimizer", "DeepSpeed CPU Adam"),
+    Row("ds.lora.rank", 0, "training.lora_rank", "> 0: LoRA (actor and critic); the reference stays its own"),
+    Row("ds.lora.target_modules", "all-linear", "training.lora_target_modules", "PEFT module names"),
     Row("ds.tensor_parallel_size", 1, "training.tensor_parallel_size", "> 1: a Megatron layout (AutoTP), noted"),
     Row("ds.ring_attn_size", 1, "training.context_parallel_size", "> 1: a Megatron layout (ring attention), noted"),
     Row("eval.steps", -1, "run.eval_every_steps", "> 0 with eval.dataset: evaluation every N steps"),
@@ -276,9 +277,6 @@ def _algorithm(src: Source, estimator: str, mini: int, kl: bool, notes: list[str
         raise ImportConfigError(f"{n('actor.policy_loss_type')}: {loss!r} is not ppo or gspo (OpenRLHF's choices)")
     if loss == "gspo":
         notes.append(f"{n('actor.policy_loss_type')} gspo: sequence-level ratios; the same passes as ppo")
-    lora = src.get("ds.lora.rank")
-    if isinstance(lora, int) and not isinstance(lora, bool) and lora > 0:
-        notes.append(f"{n('ds.lora.rank')} {lora}: LoRA is not modelled; simulated as full fine-tuning (more memory)")
     if estimator == "reinforce":  # REINFORCE++ whitens over the batch: one sample per prompt is valid (v0.11.0
         algorithm["group_baseline"] = False  # train_ppo_ray.py:612 asserts n > 1 for the group estimators only)
     if estimator == "gae":
@@ -418,6 +416,15 @@ def _training(src: Source, z: _Sizes, notes: list[str]) -> dict[str, Any]:
     training["logprob_micro_batch_size"] = z.rollout_micro
     training["activation_recompute"] = "full" if src.get("actor.gradient_checkpointing_enable") else "none"
     training["offload_optimizer"] = bool(src.get("ds.adam_offload"))
+    rank = src.get("ds.lora.rank")
+    # LoRA: PEFT adapters (models/actor.py:177); the reference model is launched without them (ray/launcher.py:105-118)
+    if isinstance(rank, int) and not isinstance(rank, bool) and rank > 0:
+        targets = src.get("ds.lora.target_modules")
+        training.update(
+            lora_rank=rank,
+            lora_target_modules=targets if isinstance(targets, str) else ",".join(map(str, targets)),
+            lora_reference_in_base=False,
+        )
     return training
 
 

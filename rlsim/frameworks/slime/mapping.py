@@ -96,9 +96,15 @@ _MODEL_FLAGS = (
     "add-qkv-bias",
     "untie-embeddings-and-output-weights",
 )
-TABLE = rows(DEFAULTS, _SPEC + slime_training.SPEC) + rows(
-    {},
-    tuple((k, "model", "MODEL_ARGS: the architecture, when hf-checkpoint is not in the catalog") for k in _MODEL_FLAGS),
+TABLE = (
+    rows(DEFAULTS, _SPEC)
+    + rows(
+        {},
+        tuple(
+            (k, "model", "MODEL_ARGS: the architecture, when hf-checkpoint is not in the catalog") for k in _MODEL_FLAGS
+        ),
+    )
+    + slime_training.ROWS
 )
 REFUSED = {
     "rollout-external-engine-addrs": "an external rollout engine",
@@ -294,10 +300,10 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         mini_batches=steps,
         gpus_per_node=per_node,
         engine_note=SGLANG_PIN,
-        extra={"training": slime_training.training(src)},
     )
     _dynamic_sampling(src, facts, notes)
     if estimator not in ("ppo", "grpo"):
         notes.append(f"advantage-estimator {estimator}: critic-free, priced as grpo (same passes)")
     out, more = sections(facts, "slime")
+    out["training"] = {**out.get("training", {}), **slime_training.training(src, facts.kl_reference)}
     return out, notes + more

@@ -1,62 +1,65 @@
-"""slime's trainer layout as rlsim's ``training`` section: slime trains with Megatron (``--train-backend``
-megatron, its only choice: THUDM/slime@v0.3.1 slime/utils/arguments.py:1539) and turns the distributed optimizer
-on itself (slime/backends/megatron_utils/arguments.py:149); the script's Megatron flags give the layout.
+"""slime's trainer: the Megatron flags of a slime launch as rlsim's ``training`` section (slime trains with
+Megatron-LM; its flags pass through Megatron's argument parser, read at THUDM/slime@v0.3.1 a6272da).
 
-* ``--tensor-model-parallel-size``, ``--pipeline-model-parallel-size``, ``--context-parallel-size``,
-  ``--expert-model-parallel-size`` (1 each in Megatron-LM), ``--expert-tensor-parallel-size`` (None: the TP,
-  NVIDIA/Megatron-LM@core_v0.19.0 megatron/training/arguments.py:569-570).
-* ``--recompute-granularity`` full / selective (Megatron's default: none).
-* ``--optimizer-cpu-offload`` (Megatron-LM arguments.py:2781): Adam's state and step on the CPU, rlsim
-  training.offload_optimizer.
-* ``--use-dynamic-batch-size`` with ``--max-tokens-per-gpu``: micro-batches packed to at most max_tokens_per_gpu
-  x CP tokens each (slime/utils/dp_schedule.py:28-30; arguments.py:1809 requires the budget), rlsim's packed bins
-  of that many tokens per data-parallel rank; otherwise ``--micro-batch-size`` sequences (1: arguments.py:706).
+* Layout: ``--tensor-model-parallel-size``, ``--pipeline-model-parallel-size``, ``--context-parallel-size``,
+  ``--expert-model-parallel-size``, ``--expert-tensor-parallel-size`` (Megatron's defaults: 1; the expert TP
+  defaults to the TP); slime always turns on the distributed optimizer and bf16
+  (``slime/backends/megatron_utils/arguments.py:147-150``).
+* Micro-batches: ``--use-dynamic-batch-size`` packs bins of ``--max-tokens-per-gpu`` x the CP size tokens
+  (``slime/utils/dp_schedule.py:120``), else ``--micro-batch-size`` sequences.
+* ``--recompute-granularity`` full / selective (Megatron's), none without it.
+* ``--optimizer-cpu-offload`` puts ``--optimizer-offload-fraction`` (1.0) of the optimizer on the host
+  (Megatron-Core's hybrid optimizer); ``--use-precision-aware-optimizer`` keeps the master as bf16 remainders.
+* The reference model (``--ref-load``) waits in pinned host memory and is swapped into the actor's parameters for
+  its pass (``slime/utils/tensor_backper.py:59``, ``backends/megatron_utils/actor.py:123-126, 429``):
+  training.reference_on_host.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rlsim.frameworks.adapter import ImportConfigError, Source
-from rlsim.frameworks.common import as_int
+from rlsim.frameworks.adapter import Row, Source
+from rlsim.frameworks.common import as_float, as_int
 
-SPEC = (
-    ("tensor-model-parallel-size", "training.tensor_parallel_size", "Megatron TP"),
-    ("pipeline-model-parallel-size", "training.pipeline_parallel_size", "Megatron PP"),
-    ("context-parallel-size", "training.context_parallel_size", "Megatron CP"),
-    ("expert-model-parallel-size", "training.expert_parallel_size", "Megatron EP"),
-    ("expert-tensor-parallel-size", "training.expert_tensor_parallel_size", "None: the TP (Megatron)"),
-    ("recompute-granularity", "training.activation_recompute", "full / selective; None: none"),
-    ("optimizer-cpu-offload", "training.offload_optimizer", "Adam on the CPU"),
-    ("use-dynamic-batch-size", "training.sequence_packing", "true: bins of max-tokens-per-gpu x CP tokens"),
-    ("max-tokens-per-gpu", "training.packing_tokens", "with use-dynamic-batch-size (required then)"),
-    ("micro-batch-size", "training.micro_batch_size", "sequences per micro-batch, unpacked"),
+ROWS = (
+    Row("tensor-model-parallel-size", 1, "training.tensor_parallel_size", "Megatron TP"),
+    Row("pipeline-model-parallel-size", 1, "training.pipeline_parallel_size", "Megatron PP"),
+    Row("context-parallel-size", 1, "training.context_parallel_size", "Megatron CP"),
+    Row("expert-model-parallel-size", 1, "training.expert_parallel_size", "Megatron EP"),
+    Row("expert-tensor-parallel-size", None, "training.expert_tensor_parallel_size", "None: the TP"),
+    Row("use-dynamic-batch-size", False, "training.sequence_packing", "bins of max-tokens-per-gpu x CP tokens"),
+    Row("max-tokens-per-gpu", None, "training.packing_tokens", "with dynamic batch size (x the CP size)"),
+    Row("micro-batch-size", 1, "training.micro_batch_size", "without dynamic batch size"),
+    Row("recompute-granularity", None, "training.activation_recompute", "full / selective; None: none"),
+    Row("optimizer-cpu-offload", False, "training.offload_optimizer", "Megatron-Core hybrid CPU Adam"),
+    Row("optimizer-offload-fraction", 1.0, "training.offload_optimizer_fraction", "its host share"),
+    Row("use-precision-aware-optimizer", False, "training.precision_aware_optimizer", "bf16 master remainders"),
 )
 
 
-def training(src: Source) -> dict[str, Any]:
-    """The ``training`` section of a slime launch (module docstring)."""
-    tp = as_int(src, "tensor-model-parallel-size")
-    cp = as_int(src, "context-parallel-size")
-    etp = src.get("expert-tensor-parallel-size")
-    recompute = src.get("recompute-granularity")
-    if recompute not in (None, "full", "selective"):
-        raise ImportConfigError(f"--recompute-granularity: {recompute!r} is not full or selective; fix it")
+def training(src: Source, kl_reference: bool) -> dict[str, Any]:
+    """The ``training`` section of a slime launch."""
+    tp, cp = as_int(src, "tensor-model-parallel-size"), as_int(src, "context-parallel-size")
     out: dict[str, Any] = {
         "backend": "megatron",
         "tensor_parallel_size": tp,
         "pipeline_parallel_size": as_int(src, "pipeline-model-parallel-size"),
         "context_parallel_size": cp,
         "expert_parallel_size": as_int(src, "expert-model-parallel-size"),
-        "expert_tensor_parallel_size": tp if etp is None else as_int(src, "expert-tensor-parallel-size"),
+        "expert_tensor_parallel_size": as_int(src, "expert-tensor-parallel-size")
+        if src.get("expert-tensor-parallel-size") is not None
+        else tp,
         "distributed_optimizer": True,
-        "activation_recompute": recompute or "none",
-        "offload_optimizer": bool(src.get("optimizer-cpu-offload")),
+        "precision_aware_optimizer": bool(src.get("use-precision-aware-optimizer")),
+        "reference_on_host": kl_reference,
     }
-    if src.get("use-dynamic-batch-size"):
-        if not src.given("max-tokens-per-gpu"):
-            raise ImportConfigError("--max-tokens-per-gpu: not set with --use-dynamic-batch-size (slime requires it)")
+    if src.get("use-dynamic-batch-size") and src.get("max-tokens-per-gpu") is not None:
         out.update(sequence_packing=True, micro_batch_size=1, packing_tokens=as_int(src, "max-tokens-per-gpu") * cp)
     else:
-        out.update(sequence_packing=False, micro_batch_size=as_int(src, "micro-batch-size"))
+        out.update(sequence_packing=False, remove_padding=True, micro_batch_size=as_int(src, "micro-batch-size"))
+    granularity = src.get("recompute-granularity")
+    out["activation_recompute"] = granularity if granularity in ("full", "selective") else "none"
+    if src.get("optimizer-cpu-offload"):
+        out.update(offload_optimizer=True, offload_optimizer_fraction=as_float(src, "optimizer-offload-fraction"))
     return out

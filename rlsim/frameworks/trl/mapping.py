@@ -115,6 +115,9 @@ TABLE: tuple[Row, ...] = (
     Row("learning_rate", 1e-6, "learning.lr0", "learning.reference_batch = completions per round"),
     Row("beta", 0.0, "algorithm.kl_reference", "beta > 0 loads the reference model"),
     Row("gradient_checkpointing", True, "training.activation_recompute", "true -> full, false -> none"),
+    Row("use_peft", False, "training.lora_rank", "true: LoRA of rank lora_r (ModelConfig)"),
+    Row("lora_r", 16, "training.lora_rank", "the adapters' rank"),
+    Row("lora_target_modules", None, "training.lora_target_modules", "None: PEFT's q_proj, v_proj"),
     Row("save_strategy", "steps", "run.checkpoint_every_steps", "steps: a save every save_steps; no: none"),
     Row("save_steps", 500, "run.checkpoint_every_steps", "optimizer steps, as rounds of generation"),
     Row("eval_strategy", "no", "run.eval_every_steps", "steps: evaluation every eval_steps"),
@@ -356,6 +359,16 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "schedule": {"mode": schedule},
         "learning": {"lr0": as_float(src, "learning_rate"), "reference_batch": r.optimizer_batch},
     }
+    if src.get("use_peft"):  # model_config.py:103-121 (f2cd577); the reference is the base (grpo_trainer.py:959)
+        targets = src.get("lora_target_modules")
+        if targets is None:
+            notes.append("lora_target_modules None: PEFT's default for Llama / Qwen models, q_proj and v_proj")
+        sections["training"].update(
+            lora_rank=as_int(src, "lora_r"),
+            lora_target_modules="q_proj,v_proj"
+            if targets is None
+            else (targets if isinstance(targets, str) else ",".join(map(str, targets))),
+        )
     # evaluation and checkpoints, beside the steps (rlsim.run.overheads)
     if run := run_keys.trl(src, r.mini_batches * r.iterations, r.group, notes):
         sections["run"] = run

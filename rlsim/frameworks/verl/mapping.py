@@ -48,7 +48,7 @@ from rlsim.frameworks import run_keys, sglang
 from rlsim.frameworks.adapter import LAUNCH_NOTES, ImportConfigError, Row, Source, read_config
 from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model
 from rlsim.frameworks.launch import framework_command
-from rlsim.frameworks.verl import estimators
+from rlsim.frameworks.verl import estimators, memory_keys
 from rlsim.io.files import read_text
 from rlsim.scenario.overrides import parse_scalar
 
@@ -100,7 +100,7 @@ TABLE: tuple[Row, ...] = (
     Row(A + "entropy_from_logits_with_chunking", False, "(a note)", "entropy temporaries only: not priced"),
     Row(A + "fsdp_config.reshard_after_forward", True, "training.reshard_after_forward", "false: one gather a layer"),
     Row(A + "fsdp_config.fsdp_size", -1, "training.fsdp_shard_size", "below the GPUs: hybrid sharding"),
-    Row(M + "lora_rank", 0, "(a note)", "> 0: LoRA is not modelled; simulated as full fine-tuning"),
+    *memory_keys.ROWS,
     Row(A + "strategy", "fsdp", "training.backend", "fsdp / fsdp2 -> fsdp; megatron -> megatron"),
     Row(MG + "tensor_model_parallel_size", 1, "training.tensor_parallel_size", "strategy megatron: TP"),
     Row(MG + "pipeline_model_parallel_size", 1, "training.pipeline_parallel_size", "strategy megatron: PP"),
@@ -311,12 +311,7 @@ def _training(src: Source, mini_samples: int, gpus: int, notes: list[str]) -> di
             training["logprob_micro_batch_size"] = as_int(src, R + "log_prob_micro_batch_size_per_gpu")
     if strategy != "megatron":  # Megatron recomputes by override_transformer_config (_megatron)
         training["activation_recompute"] = "full" if src.get(M + "enable_gradient_checkpointing") else "none"
-    lora = src.get(M + "lora_rank")
-    if isinstance(lora, int) and not isinstance(lora, bool) and lora > 0:
-        notes.append(
-            f"{M}lora_rank {lora}: LoRA is not modelled; simulated as full fine-tuning (its optimizer state and weight "
-            "gradients are more memory and compute than LoRA's)"
-        )
+    memory_keys.read(src, training, notes, strategy)  # LoRA, the actor's dtype, the logits, the reference
     if strategy != "megatron":
         # param_offload / optimizer_offload swap between phases (verl@v0.7.0 fsdp_workers.py:905-945); fsdp2's
         # offload_policy is FSDP2's CPUOffloadPolicy and turns those two off (fsdp_workers.py:539-542)
