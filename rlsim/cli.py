@@ -272,6 +272,8 @@ def cmd_import_config(args: argparse.Namespace) -> int:
     if args.output.exists() and args.output.is_dir():
         raise _Usage(f"-o {args.output}: is a directory; give a file name such as scenario.yaml")
     imported = import_config(args.config, args.format, framework_set, scenario_set)
+    for warning in imported.warnings:
+        print(f"rlsim: note: {warning}", file=sys.stderr)
     if imported.unused:
         print(
             f"rlsim: note: {len(imported.unused)} {imported.fmt} key(s) of {args.config} not used (no rlsim field; "

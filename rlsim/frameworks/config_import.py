@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from rlsim.errors import ScenarioError
 from rlsim.frameworks import registry
 from rlsim.frameworks.adapter import LAUNCH_NOTES, FrameworkAdapter, ImportConfigError, Row, Source
 from rlsim.frameworks.common import DEFAULT_GPU, LAUNCH_DIR, short
-from rlsim.frameworks.gpu_fit import fitting_gpus
+from rlsim.frameworks.gpu_fit import fitting_hardware, label
 from rlsim.frameworks.launch import shell_sets
 from rlsim.scenario import apply_overrides, from_dict
 
@@ -47,6 +47,7 @@ class Imported:
     scenario: dict[str, Any]
     unused: dict[str, Any]
     fmt: str = ""
+    warnings: list[str] = field(default_factory=list)  # what the user must see on stderr (a GPU stood in)
 
 
 def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -171,19 +172,31 @@ def import_config(
     if scenario_set:
         raw = apply_overrides(raw, scenario_set)
         raw["assumptions"] = [*raw["assumptions"], *(f"--scenario-set {k}={v}" for k, v in scenario_set.items())]
+    warnings: list[str] = []
     try:
         from_dict(raw)
     except ScenarioError as exc:
-        assumed = (
-            f"; the file names no GPU, so {DEFAULT_GPU} was assumed (--scenario-set hardware.gpu=NAME for the one it "
-            "runs on)"
-            if gpu_assumed
-            else ""
+        if not (gpu_assumed and (fits := fitting_hardware(raw, DEFAULT_GPU, most=1))):
+            assumed = (
+                f"; the file names no GPU, so {DEFAULT_GPU} was assumed (--scenario-set hardware.gpu=NAME for the one "
+                "it runs on)"
+                if gpu_assumed
+                else ""
+            )
+            fix = f"(set an rlsim field with --scenario-set {exc.field}=VALUE)"
+            raise ImportConfigError(f"the imported scenario is invalid: {exc} {fix}{assumed}") from None
+        # the file names no GPU and the default does not hold it: the smallest catalog GPU that does stands in
+        hardware = fits[0]
+        note = (
+            f"hardware.gpu: {label(hardware)}, the smallest catalog GPU that holds this run (the file names no GPU and "
+            f"{DEFAULT_GPU}, the default, does not: {exc.problem}); --scenario-set hardware.gpu=NAME for yours"
         )
-        if gpu_assumed and (fits := fitting_gpus(raw, DEFAULT_GPU)):
-            assumed += f"; it is valid on a {' or a '.join(fits)}"
-        fix = f"(set an rlsim field with --scenario-set {exc.field}=VALUE)"
-        raise ImportConfigError(f"the imported scenario is invalid: {exc} {fix}{assumed}") from None
+        if "host_memory_bytes" in hardware and "host_memory_bytes" not in raw.get("hardware", {}):
+            note += f"; host memory per node {hardware['host_memory_bytes'] / 1e9:.0f} GB as on a {DEFAULT_GPU} node"
+        raw["hardware"] = hardware
+        raw["assumptions"] = [note if a == gpu_note else a for a in raw["assumptions"]]
+        warnings.append(note)
+    return Imported(raw, unused, fmt, warnings)
     return Imported(raw, unused, fmt)
 
 

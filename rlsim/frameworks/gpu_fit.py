@@ -1,6 +1,6 @@
-"""When an imported scenario is refused on the GPU that stood in for the one the file does not name: the catalog GPUs
-on which the same scenario validates, so that the refusal can say where the file fits (a launch file written for
-96 GB GPUs refused on the assumed 80 GB H100 names the H20)."""
+"""When an imported scenario does not validate on the GPU that stands in for the one the file does not name: the
+catalog GPUs on which it does (a launch file written for 96 GB GPUs, refused on the assumed 80 GB H100, fits the
+H20), for the import to take the smallest of them and say so."""
 
 from __future__ import annotations
 
@@ -11,16 +11,12 @@ from rlsim.errors import ScenarioError
 from rlsim.scenario import from_dict
 
 
-def fitting_gpus(raw: dict[str, Any], tried: str, most: int = 2) -> list[str]:
-    """Up to ``most`` catalog GPUs, smallest memory first, on which ``raw`` (a scenario's plain data) validates
-    with hardware.gpu replaced, skipping ``tried`` and entries without device memory (CPU entries). A GPU whose
-    catalog entry does not know its node's host memory is tried with ``tried``'s (the scenario's own, if it sets
-    one): without any, its host-memory check is not made, and an offloaded 671B trainer refused for a DGX H100's
-    2 TB would "fit" an A100."""
-
-    def memory(name: str) -> float:
-        return float(catalog.gpu(name).get("memory_bytes") or 0.0)
-
+def fitting_hardware(raw: dict[str, Any], tried: str, most: int = 2) -> list[dict[str, Any]]:
+    """Up to ``most`` hardware sections, smallest GPU memory first, with which ``raw`` (a scenario's plain data)
+    validates: hardware.gpu replaced by each catalog GPU, skipping ``tried`` and entries without device memory (CPU
+    entries). A GPU whose catalog entry does not know its node's host memory is tried with ``tried``'s (the
+    scenario's own, if it sets one): without any, its host-memory check is not made, and an offloaded 671B trainer
+    refused for a DGX H100's 2 TB would "fit" an A100."""
     host = catalog.gpu(tried).get("host_memory_bytes") if tried in catalog.gpu_names() else None
     found = []
     for name in sorted((g for g in catalog.gpu_names() if g != tried and memory(g) > 0), key=memory):
@@ -31,7 +27,17 @@ def fitting_gpus(raw: dict[str, Any], tried: str, most: int = 2) -> list[str]:
             from_dict({**raw, "hardware": hardware})
         except ScenarioError:
             continue
-        found.append(f"{name} ({memory(name) / 1e9:.0f} GB)")
+        found.append(hardware)
         if len(found) == most:
             break
     return found
+
+
+def memory(name: str) -> float:
+    """A catalog GPU's device memory in bytes (0 for an entry without it)."""
+    return float(catalog.gpu(name).get("memory_bytes") or 0.0)
+
+
+def label(hardware: dict[str, Any]) -> str:
+    """``NAME (N GB)`` for a hardware section's catalog GPU."""
+    return f"{hardware['gpu']} ({memory(hardware['gpu']) / 1e9:.0f} GB)"

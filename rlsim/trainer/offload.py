@@ -125,7 +125,9 @@ def _megatron_shards(scenario: Scenario, model: ModelSpec) -> tuple[float, float
 
 
 def swap_bytes(scenario: Scenario, model: ModelSpec) -> tuple[float, float]:
-    """(parameter bytes, optimizer bytes) one training GPU swaps to the host between phases (each way)."""
+    """(parameter bytes, optimizer bytes) one training GPU swaps to the host between phases (each way). Only the
+    optimizer state the GPU holds is swapped: the share a CPU optimizer keeps on the host (``cpu_adam_fraction``:
+    verl's Megatron ``optimizer_offload`` beside ``override_optimizer_config.optimizer_cpu_offload``) never moves."""
     tr = scenario.training
     if not (tr.swap_params or tr.swap_optimizer):
         return 0.0, 0.0
@@ -136,6 +138,7 @@ def swap_bytes(scenario: Scenario, model: ModelSpec) -> tuple[float, float]:
     else:
         shard = model.num_params / scenario.hardware.num_train_gpus
         params, opt = FSDP_SWAP_PARAM_BYTES * shard, FSDP_SWAP_OPTIMIZER_BYTES * shard
+    opt *= 1.0 - cpu_adam_fraction(scenario)
     return (params if tr.swap_params else 0.0), (opt if tr.swap_optimizer else 0.0)
 
 

@@ -215,23 +215,45 @@ def test_a_spelled_out_hybrid_is_checked():
         )
 
 
-def test_an_import_refused_on_the_assumed_gpu_says_it_was_assumed(monkeypatch):
-    """verl's gpt-oss-20b example names no GPU: its memory refusal says H100-SXM was assumed and states the GPU's
-    memory once; naming the GPU drops the remark."""
+def test_an_import_the_assumed_gpu_does_not_hold_takes_the_smallest_that_does(monkeypatch):
+    """verl's gpt-oss-20b example names no GPU; with an fp32 actor it does not fit the default H100-SXM. The import
+    takes the smallest catalog GPU that holds it and says why, stating the H100's memory once; with the GPU named
+    (--scenario-set hardware.gpu=H100-SXM) nothing stands in and the memory refusal stands."""
     from pathlib import Path
 
+    from rlsim import catalog
     from rlsim.frameworks.config_import import import_config
 
     configs = Path(__file__).parent / "fixtures" / "configs"
     monkeypatch.chdir(configs)
     script = configs / "verl_scripts" / "grpo_trainer__run_gptoss_20b.sh"
     fp32 = {"actor_rollout_ref.actor.fsdp_config.model_dtype": "fp32"}  # the script's bf16 actor fits (memory_keys)
-    with pytest.raises(ImportConfigError) as err:
-        import_config(script, "verl", fp32)
-    text = str(err.value)
-    assert ("the file names no GPU, so H100-SXM was assumed (--scenario-set hardware.gpu=NAME for "
-            "the one it runs on); it is valid on a ") in text  # fmt: skip
-    assert text.count("85.0 GB (79.2 GiB, as CUDA reports it)") == 1 and "80.0 GB" not in text
+    got = import_config(script, "verl", fp32)
+    gpu = got.scenario["hardware"]["gpu"]
+    assert catalog.gpu(gpu)["memory_bytes"] > catalog.gpu("H100-SXM")["memory_bytes"]
+    (note,) = got.warnings
+    assert note.startswith(f"hardware.gpu: {gpu} (") and "the smallest catalog GPU that holds this run" in note
+    assert "H100-SXM, the default, does not: " in note and note in got.scenario["assumptions"]
+    assert note.count("85.0 GB (79.2 GiB, as CUDA reports it)") == 1 and "80.0 GB" not in note
     with pytest.raises(ImportConfigError) as named:
         import_config(script, "verl", fp32, {"hardware.gpu": "H100-SXM"})
-    assert "was assumed" not in str(named.value)
+    assert "was assumed" not in str(named.value) and "smallest catalog GPU" not in str(named.value)
+
+
+def test_the_cli_says_which_gpu_stood_in_and_no_gpu_stands_in_for_another_fault(tmp_path, capsys):
+    """From the public corpus: verl's Seed-OSS-36B script (fp32 actor, 93 GB a GPU) imports on the smallest catalog
+    GPU that holds it, said on stderr. On one GPU (engine TP 2 cannot divide it) no GPU validates: the refusal is
+    the fault's, with the assumed GPU said."""
+    from pathlib import Path
+
+    from rlsim.cli import main
+
+    script = Path(__file__).resolve().parents[1] / "launch_corpus/verl/examples__grpo_trainer__run_seed_oss_36b.sh"
+    assert main(["import-config", str(script), "-o", str(tmp_path / "s.yaml")]) == 0
+    err = capsys.readouterr().err
+    assert "rlsim: note: hardware.gpu: " in err and "the smallest catalog GPU that holds this run" in err
+    one = ["--set", "trainer.n_gpus_per_node=1"]
+    assert main(["import-config", str(script), *one, "-o", str(tmp_path / "b.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "engine.tensor_parallel_size: 2 must divide the rollout GPUs (1)" in err and len(err.splitlines()) == 1
+    assert err.endswith("H100-SXM was assumed (--scenario-set hardware.gpu=NAME for the one it runs on)")

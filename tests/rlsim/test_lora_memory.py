@@ -210,7 +210,7 @@ def test_verl_gptoss_reads_the_bf16_actor_the_inplace_logits_and_the_offloaded_r
 
 
 def test_a_refusal_on_the_assumed_gpu_names_the_catalog_gpus_where_it_validates(monkeypatch):
-    """fitting_gpus tries every catalog GPU, smallest memory first, and names those the scenario validates on; a
+    """fitting_hardware tries every catalog GPU, smallest memory first, and names those the scenario validates on; a
     GPU whose entry does not know its node's host memory is tried with the assumed GPU's (DGX H100: 2 TB), so a
     host-memory refusal is not passed over by a GPU that cannot make the check."""
     from rlsim import catalog
@@ -226,7 +226,8 @@ def test_a_refusal_on_the_assumed_gpu_names_the_catalog_gpus_where_it_validates(
             raise ScenarioError("hardware.gpu", hw["gpu"], "does not fit")
 
     monkeypatch.setattr(gpu_fit, "from_dict", fake_from_dict)
-    assert gpu_fit.fitting_gpus({"hardware": {"num_gpus": 8}}, "H100-SXM") == ["H200 (141 GB)", "B200 (180 GB)"]
+    fits = gpu_fit.fitting_hardware({"hardware": {"num_gpus": 8}}, "H100-SXM")
+    assert [gpu_fit.label(h) for h in fits] == ["H200 (141 GB)", "B200 (180 GB)"]
     assert not catalog.gpu("H20").get("host_memory_bytes") and tried["H20"]["host_memory_bytes"] == 2e12
     assert "host_memory_bytes" not in tried["B200"]  # its own entry knows it
     assert "H100-SXM" not in tried

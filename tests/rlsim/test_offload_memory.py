@@ -125,6 +125,20 @@ def test_a_hybrid_fraction_splits_the_step_and_the_memory():
     assert offload.trainer_host_bytes(s) == pytest.approx(16 * 6.25e7)
 
 
+def test_a_swap_moves_only_the_optimizer_state_the_gpu_holds():
+    """verl's Megatron optimizer_offload (swap) beside a CPU optimizer: the host-resident share never moves. The toy
+    trainer's rank holds 1e9 / 8 = 1.25e8 parameters of optimizer state at 12 bytes: 1.5e9 bytes; at fraction 0.5 the
+    swap moves half, 7.5e8 bytes; at 1.0 none, and the host then holds 16 x 1.25e8 (CPU Adam) + the 2 x 1e9 bf16
+    parameter swap = 4e9 bytes, not the optimizer twice."""
+    swap = {**MEGATRON, "training.swap_optimizer": True, "training.swap_params": True}
+    assert offload.swap_bytes(_scn(swap), _scn(swap).model) == pytest.approx((2e9, 1.5e9))
+    half = _scn({**swap, "training.offload_optimizer": True, "training.offload_optimizer_fraction": 0.5})
+    assert offload.swap_bytes(half, half.model) == pytest.approx((2e9, 7.5e8))
+    full = _scn({**swap, "training.offload_optimizer": True})
+    assert offload.swap_bytes(full, full.model) == pytest.approx((2e9, 0.0))
+    assert offload.trainer_host_bytes(full) == pytest.approx(16 * 1.25e8 + 2e9)
+
+
 def test_deepspeed_cpu_adam_moves_an_fp32_gradient_down_and_a_bf16_parameter_up():
     """OpenRLHF's --adam_offload (ZeRO-Offload) on the fsdp backend over 8 GPUs: shard 1.25e8; 4 + 2 bytes per
     parameter over the link (0.15 s) and CPU Adam (0.0625 s): 0.2125 s. The GPU keeps bf16 parameters and gradients
