@@ -1,7 +1,7 @@
 """The docs read as reference: every relative link and anchor in README.md, CHANGELOG.md and docs/ resolves; docs/
-without its generated results and tables stays within 2,000 lines and design.md within 250; no dated session narration outside
-CHANGELOG.md and docs/results/; every results page opens with the command, date and machine that produced it. Each
-checker is tried on a case it must refuse, so the test can fail."""
+without its generated results and tables stays within 2,000 lines and design.md within 250; no dated session
+narration outside CHANGELOG.md and docs/results/; every results page opens with the command, date and machine that
+produced it. Each checker is tried on a case it must refuse, so the test can fail."""
 
 import re
 from pathlib import Path

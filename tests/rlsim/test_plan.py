@@ -248,7 +248,7 @@ def test_cli_writes_the_plan_and_the_winner_runs_as_a_scenario(tmp_path):
     "extra, words",
     [
         (["--emit", "verl"], "--emit writes a patch file"),
-        (["--original", "x.yaml"], "--original is the framework config"),
+        (["--original", "x.yaml"], "--original x.yaml: no such file"),  # alone: emits in its own framework
         (["--objective", "cost", "--gpu-types", "H800"], "--price H800="),
         (["--gpus", "8", "--max-gpus", "64"], "--gpus"),
         (["--price", "H100-SXM=-1"], "H100-SXM"),
