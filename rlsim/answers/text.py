@@ -23,27 +23,31 @@ def _systems_row(summary: dict[str, Any]) -> list[tuple[str, str]]:
     return [("systems error", text)]
 
 
-def length_line(summary: dict[str, Any]) -> str | None:
-    """The length assumption and what it moves: "lengths assumed (why): step time X s at mean L; A s .. B s over
-    L_lo .. L_hi" (and the time to target's ends); None unless the lengths are assumed and were priced."""
-    a = summary.get("length_assumption")
-    if not a:
-        return None
+def _seconds(x: float | None) -> str:
+    return f"{x:.2f} s" if x is not None else "refused"
 
-    def sec(x: float | None) -> str:
-        return f"{x:.2f} s" if x is not None else "refused"
 
-    line = (
-        f"lengths assumed ({a['note'] or 'no note'}): step time {a['step_time_s']:.2f} s at mean "
-        f"{a['mean_tokens']:.0f}; {sec(a['step_time_low_s'])} .. {sec(a['step_time_high_s'])} over "
-        f"{a['low_tokens']:.0f} .. {a['high_tokens']:.0f} tokens"
-    )
+def _range_line(head: str, a: dict[str, Any], over: str) -> str:
+    """``head``, then the step time's ends ``over`` the assumption's range and the time to target's ends (an end
+    that cannot run reads "refused")."""
+    line = f"{head}; {_seconds(a['step_time_low_s'])} .. {_seconds(a['step_time_high_s'])} over {over}"
     if a.get("time_to_target_s") is not None:
         ends = [
             hours(x) if x is not None else "refused" for x in (a["time_to_target_low_s"], a["time_to_target_high_s"])
         ]
         line += f"; time to target {hours(a['time_to_target_s'])}, {ends[0]} .. {ends[1]}"
     return line
+
+
+def length_line(summary: dict[str, Any]) -> str | None:
+    """The length assumption and what it moves: "lengths assumed (why): step time X s at mean L; A s .. B s over
+    L_lo .. L_hi" (and the time to target's ends); None unless the lengths are assumed and were priced."""
+    a = summary.get("length_assumption")
+    if not a:
+        return None
+    head = f"lengths assumed ({a['note'] or 'no note'}): step time {a['step_time_s']:.2f} s"
+    head += f" at mean {a['mean_tokens']:.0f}"
+    return _range_line(head, a, f"{a['low_tokens']:.0f} .. {a['high_tokens']:.0f} tokens")
 
 
 def keep_line(summary: dict[str, Any]) -> str | None:
@@ -52,20 +56,8 @@ def keep_line(summary: dict[str, Any]) -> str | None:
     a = summary.get("keep_assumption")
     if not a:
         return None
-
-    def sec(x: float | None) -> str:
-        return f"{x:.2f} s" if x is not None else "refused"
-
-    line = (
-        f"keep rate assumed {a['keep_rate']:.2f} ({a['source']}): step time {a['step_time_s']:.2f} s; "
-        f"{sec(a['step_time_low_s'])} .. {sec(a['step_time_high_s'])} over keep {a['low_keep']:g} .. {a['high_keep']:g}"
-    )
-    if a.get("time_to_target_s") is not None:
-        ends = [
-            hours(x) if x is not None else "refused" for x in (a["time_to_target_low_s"], a["time_to_target_high_s"])
-        ]
-        line += f"; time to target {hours(a['time_to_target_s'])}, {ends[0]} .. {ends[1]}"
-    return line
+    head = f"keep rate assumed {a['keep_rate']:.2f} ({a['source']}): step time {a['step_time_s']:.2f} s"
+    return _range_line(head, a, f"keep {a['low_keep']:g} .. {a['high_keep']:g}")
 
 
 def overheads_line(summary: dict[str, Any]) -> str | None:
