@@ -7,7 +7,6 @@ on 8 GPUs. Every expected number is worked out here from those inputs and the me
 
 from __future__ import annotations
 
-import copy
 import os
 from pathlib import Path
 from typing import Any
@@ -17,9 +16,10 @@ import pytest
 from rlsim.errors import ScenarioError
 from rlsim.frameworks.adapter import ImportConfigError
 from rlsim.frameworks.config_import import import_config
-from rlsim.scenario import from_dict
+from rlsim.scenario import apply_overrides, from_dict
 from rlsim.trainer import lora, training
 from rlsim.trainer import memory as training_memory
+from tests.rlsim.test_offload_memory import GPU, _sections
 
 N = 1e9
 MODEL = {
@@ -34,16 +34,6 @@ MODEL = {
     "num_params": N,
     "num_active_params": N,
 }
-GPU = {
-    "name": "toy",
-    "bf16_flops_per_s": 1e15,
-    "hbm_bandwidth_bytes_per_s": 1e12,
-    "memory_bytes": 1e12,
-    "link_bandwidth_bytes_per_s": 1e11,
-    "nic_bandwidth_bytes_per_s": 1e10,
-    "host_link_bandwidth_bytes_per_s": 1e10,
-    "nvlink_domain_size": 8,
-}
 CORPUS = Path(__file__).parents[1] / "launch_corpus"
 
 # all-linear at rank 8, per layer: q, k, v, o each 8 x (1024 + 1024) = 16,384; gate, up each 8 x (1024 + 4096)
@@ -52,32 +42,14 @@ ALL_LINEAR_R8 = 8 * (4 * 8 * (1024 + 1024) + 3 * 8 * (1024 + 4096))
 
 
 def _scn(over: dict[str, Any] | None = None):
+    """The toy model (with its MLP width) in test_offload_memory's toy scenario, ``over`` applied as dotted keys."""
     d: dict[str, Any] = {
-        "name": "toy",
+        **_sections("toy", dict(GPU)),
         "model": dict(MODEL),
-        "hardware": {"gpu": dict(GPU), "num_gpus": 8, "placement": "colocated"},
-        "engine": {"tensor_parallel_size": 1},
-        "workload": {
-            "prompts_per_step": 16,
-            "group_size": 8,
-            "prompt_length": {"dist": "fixed", "tokens": 512},
-            "response_length": {"dist": "fixed", "tokens": 512},
-            "max_prompt_tokens": 512,
-            "max_response_tokens": 512,
-        },
-        "algorithm": {"name": "grpo"},
-        "schedule": {"mode": "sync-colocated"},
         "costs": {"train_step_overhead_s": 0, "forward_overhead_s": 0, "train_compute_efficiency": 0.5},
         "run": {"steps": 2},
     }
-    d = copy.deepcopy(d)
-    for dotted, value in (over or {}).items():
-        *head, last = dotted.split(".")
-        node = d
-        for part in head:
-            node = node.setdefault(part, {})
-        node[last] = value
-    return from_dict(d)
+    return from_dict(apply_overrides(d, over or {}))
 
 
 LORA8 = {"training.lora_rank": 8}
