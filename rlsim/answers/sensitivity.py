@@ -1,0 +1,344 @@
+"""How much an answer rests on the learning side: the break-even samples penalty and the winner under each preset.
+
+Time-to-target is T = N* / q: samples-to-target (the learning side) over throughput (the systems side). ``decide``,
+``sweep`` and ``plan`` rank configurations by T (or by cost or GPU-hours, both proportional to T); this module
+says, for the recommended configuration (the *winner*):
+
+* **break-even samples penalty**: against the runner-up, the best configuration whose learning inputs differ (another
+  batch, responses per prompt, LR rule, staleness or learning key: configurations that differ only in the systems
+  side need the same samples under any learning model), the factor by which the winner's N* may grow, its
+  throughput fixed, before it stops winning: f = T_runner-up / T_winner (objective over objective). Against the
+  reference configuration (a sweep's reference batch, a plan's own configuration, a decision's baseline) the
+  planner's form of the same rule (docs/reference.md section 1; the seed paper's rule): the winner's throughput gain
+  q_w / q_ref against its samples penalty N*_w / N*_ref; it wins while the gain exceeds the penalty.
+* **the winner under each learning preset** that applies (rlsim.learning.presets): every candidate re-ranked with
+  the preset's learning.* overrides, on its already simulated throughput: a preset changes N*, not the step time,
+  so T' = T x N*' / N* (N* from rlsim.learning.model for the candidate's batch, G, LR rule and staleness under the
+  scenario's model and under the preset's). A candidate the preset says never reaches the target drops out.
+* **the band**: where no fitted learning model says otherwise (no profile with a learning model fitted on runs, no
+  measured batch table or ceilings: :func:`fitted_learning`), the winner's time-to-target band widens to cover its
+  time-to-target under every preset ("band: the seeds' spread and the presets' spread").
+* **an async run that names no loss**: a winner with staleness k > 0 whose ``learning.staleness_loss`` is the
+  default ``stretch`` with penalty 0 learns as if staleness were free; it gets a one-line warning and the
+  plausible losses join the presets (the staleness presets that apply, else the losses of rlsim.learning.staleness:
+  naive_ppo, decoupled_ppo), so the band covers them.
+
+Everything here is learning-side arithmetic on rows already simulated: nothing is simulated again.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlsim.answers.answer import hours
+from rlsim.errors import RlsimError
+from rlsim.learning.model import samples_to_target
+from rlsim.learning.presets import applicable
+from rlsim.learning.staleness import LOSSES
+from rlsim.schema import Scenario
+
+# the override keys that can move samples-to-target (everything else is the systems side)
+LEARNING_PREFIXES = ("learning.", "workload.prompts_per_step", "workload.group_size", "schedule.", "algorithm.")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One configuration an answer ranked: its label, its overrides over the scenario and its simulated numbers.
+    ``objective``: what the answer minimizes (time-to-target by default; a plan's cost or GPU-hours, each
+    proportional to it)."""
+
+    label: str
+    overrides: dict[str, Any]
+    samples_per_s: float
+    time_to_target_s: float
+    samples_to_target: float
+    objective: float | None = None
+    band_s: tuple[float, float] | None = None
+
+    @property
+    def score(self) -> float:
+        return self.time_to_target_s if self.objective is None else self.objective
+
+    def learning_key(self) -> tuple[tuple[str, str], ...]:
+        """The overrides that can move N*: candidates with the same key need the same samples under any model."""
+        return tuple(sorted((k, repr(v)) for k, v in self.overrides.items() if k.startswith(LEARNING_PREFIXES)))
+
+
+@dataclass
+class _Model:
+    """One learning model to rank under: a preset's name and, per candidate, T' / T (None: never reaches)."""
+
+    name: str
+    source: str
+    factors: list[float | None]
+
+
+@dataclass
+class Sensitivity:
+    """The learning side of one answer (module docstring); :meth:`as_dict` is what the JSON outputs hold."""
+
+    winner: str
+    winner_time_s: float
+    runner_up: str | None
+    break_even: float | None  # f = score(runner-up) / score(winner)
+    reference: dict[str, Any] | None  # label, gain, penalty, break_even against the reference configuration
+    presets: list[dict[str, Any]] = field(default_factory=list)
+    band_s: tuple[float, float] | None = None  # the winner's band widened by the presets' spread (None: fitted)
+    fitted: bool = False
+    loss_warning: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "winner": self.winner,
+            "winner_time_to_target_s": self.winner_time_s,
+            "runner_up": self.runner_up,
+            "break_even_samples_factor": self.break_even,
+            "reference": self.reference,
+            "presets": self.presets,
+            "band_s": list(self.band_s) if self.band_s is not None else None,
+            "fitted_learning": self.fitted,
+            "async_loss_warning": self.loss_warning,
+        }
+
+
+def fitted_learning(scenario: Scenario, profile: Any = None) -> bool:
+    """Whether a curve fitted on runs says how the batch moves N*: a profile with a learning model (rlsim-calibrate
+    fit), or a learning section with a measured batch table (batch_multiplier form table) or ceilings per batch
+    (fit-learning). Then the presets' spread does not widen the band."""
+    learning = scenario.learning
+    if profile is not None and profile.learning_overrides():
+        return True
+    return learning.batch_multiplier.form == "table" or learning.ceilings is not None
+
+
+def loss_unnamed(scenario: Scenario) -> bool:
+    """An asynchronous run (staleness k > 0) whose loss is the default: the stretch with penalty 0 (free)."""
+    learning = scenario.learning
+    return (
+        scenario.schedule.staleness > 0
+        and learning.staleness_loss == "stretch"
+        and learning.staleness_penalty_per_step == 0
+    )
+
+
+def _n_star(scn: Scenario) -> float:
+    ds = scn.algorithm.dynamic_sampling
+    return samples_to_target(
+        scn.learning,
+        scn.workload.responses_per_step,
+        scn.schedule.staleness,
+        scn.workload.group_size,
+        ds.keep_rate if ds is not None else None,
+    ).samples
+
+
+class _Scenarios:
+    """The base scenario with a candidate's learning-side overrides, built once per distinct key."""
+
+    def __init__(self, base: Scenario) -> None:
+        # here, not at the top: rlsim.run.simulation loads simpy (start-up time)
+        from rlsim.run.simulation import configure
+
+        self.base, self.configure, self.cache = base, configure, {}
+
+    def get(self, c: Candidate, extra: dict[str, Any] | None = None, name: str = "") -> Scenario:
+        over = {k: v for k, v in c.overrides.items() if k.startswith(LEARNING_PREFIXES)}
+        key = (c.learning_key(), name)
+        if key not in self.cache:
+            scn = self.configure(self.base, None, over) if over else self.base
+            self.cache[key] = self.configure(scn, None, extra) if extra else scn
+        return self.cache[key]
+
+    def anchor(self, c: Candidate) -> Scenario:
+        """What a preset is anchored at: the base scenario with the candidate's learning.* overrides only (its LR
+        rule, say), at the scenario's own batch."""
+        over = {k: v for k, v in c.overrides.items() if k.startswith("learning.")}
+        key = (tuple(sorted((k, repr(v)) for k, v in over.items())), "anchor")
+        if key not in self.cache:
+            self.cache[key] = self.configure(self.base, None, over) if over else self.base
+        return self.cache[key]
+
+
+def _factors(models: _Scenarios, cands: Sequence[Candidate], name: str, build: Any) -> list[float | None]:
+    """Per candidate, N* under the model that ``build(scenario)`` gives over N* under the scenario's own."""
+    out: list[float | None] = []
+    for c in cands:
+        try:
+            own = models.get(c)
+            extra = build(models.anchor(c))
+            if not extra:
+                out.append(1.0)
+                continue
+            scn = models.get(c, extra, name)
+            out.append(_n_star(scn) / _n_star(own))
+        except RlsimError:  # the preset says it never reaches the target (or the combination is refused)
+            out.append(None)
+    return out
+
+
+def plausible_losses(base: Scenario) -> list[tuple[str, str, Any]]:
+    """(name, source, build) of the losses an async run that names none may train with: the staleness presets
+    that apply to it, else the losses of rlsim.learning.staleness (naive_ppo, decoupled_ppo)."""
+    staleness = [p for p in applicable(base) if p.knob == "staleness"]
+    if staleness:
+        return [(p.name, p.source, p.build) for p in staleness]
+    return [
+        (f"loss {name}", loss.source, lambda scn, name=name: {"learning.staleness_loss": name})
+        for name, loss in LOSSES.items()
+    ]
+
+
+def _best(cands: Sequence[Candidate], scores: Sequence[float | None], exclude_key: Any = None) -> int | None:
+    ok = [
+        i
+        for i, s in enumerate(scores)
+        if s is not None and math.isfinite(s) and (exclude_key is None or cands[i].learning_key() != exclude_key)
+    ]
+    return min(ok, key=lambda i: (scores[i], i)) if ok else None
+
+
+def analyse(
+    base: Scenario,
+    cands: Sequence[Candidate],
+    winner: int,
+    reference: int | None = None,
+    profile: Any = None,
+    admit: Any = None,
+) -> Sensitivity:
+    """The learning side of an answer whose ``winner`` (an index into ``cands``) was picked by score; ``reference``:
+    the configuration the answer compares against (module docstring); ``admit(candidate, time_s, score)``: whether a
+    re-ranked candidate still meets the answer's constraints (a plan's deadline and budget)."""
+    win = cands[winner]
+    scores = [c.score for c in cands]
+    runner = _best(cands, scores, win.learning_key())
+    ref = None
+    if reference is not None and reference != winner:
+        r = cands[reference]
+        gain = win.samples_per_s / r.samples_per_s
+        penalty = win.samples_to_target / r.samples_to_target
+        ref = {"label": r.label, "gain": gain, "penalty": penalty, "break_even": r.score / win.score}
+    fitted = fitted_learning(base, profile)
+    models = _Scenarios(base)
+    presets = [(p.name, p.source, p.build) for p in applicable(base)]
+    warning = None
+    if loss_unnamed(models.get(win)):
+        losses = plausible_losses(base)
+        presets += [x for x in losses if x[0] not in {p[0] for p in presets}]
+        warning = loss_warning(models.get(win).schedule.staleness, [x[0] for x in losses])
+    rows = []
+    times = [win.time_to_target_s]
+    for name, source, build in presets:
+        factors = _factors(models, cands, name, build)
+        new = [c.score * f if f is not None else None for c, f in zip(cands, factors)]
+        if admit is not None:
+            new = [s if s is not None and admit(c, c.time_to_target_s * f, s) else None
+                   for c, s, f in zip(cands, new, factors)]  # fmt: skip
+        best = _best(cands, new)
+        row: dict[str, Any] = {"preset": name, "source": source}
+        if factors[winner] is not None:
+            times.append(win.time_to_target_s * factors[winner])
+        row["recommended_time_s"] = win.time_to_target_s * factors[winner] if factors[winner] is not None else None
+        if best is None:
+            row.update(winner=None, time_to_target_s=None, break_even_samples_factor=None, winner_changes=True)
+        else:
+            second = _best(cands, new, cands[best].learning_key())
+            f = factors[best]
+            row.update(
+                winner=cands[best].label,
+                time_to_target_s=cands[best].time_to_target_s * f if f is not None else None,
+                break_even_samples_factor=(new[second] / new[best]) if second is not None else None,
+                winner_changes=cands[best].learning_key() != win.learning_key(),
+            )
+        rows.append(row)
+    band = None
+    if not fitted and win.band_s is not None:
+        unreachable = any(r["recommended_time_s"] is None for r in rows)
+        band = (min(win.band_s[0], *times), math.inf if unreachable else max(win.band_s[1], *times))
+    return Sensitivity(
+        winner=win.label,
+        winner_time_s=win.time_to_target_s,
+        runner_up=cands[runner].label if runner is not None else None,
+        break_even=scores[runner] / win.score if runner is not None else None,
+        reference=ref,
+        presets=rows,
+        band_s=band,
+        fitted=fitted,
+        loss_warning=warning,
+    )
+
+
+def loss_warning(k: int, losses: Iterable[str]) -> str:
+    """The one line an async run that names no loss gets."""
+    return (
+        f"asynchronous (staleness k={k}) with no staleness loss named: learning.staleness_loss stretch with penalty 0 "
+        f"charges nothing for staleness; the answer's band covers the plausible losses ({', '.join(losses)}); set "
+        "learning.staleness_loss to the loss you train with"
+    )
+
+
+# ---------------------------------------------------------------------------------------------- text and HTML
+
+
+def _factor(x: float | None) -> str:
+    return f"{x:.2f}x" if x is not None else "-"
+
+
+def _hours(x: float | None) -> str:
+    return hours(x) if x is not None and math.isfinite(x) else "never"
+
+
+def lines(sens: dict[str, Any], what: str = "time-to-target") -> list[str]:
+    """The sensitivity in a few lines for the terminal: break-even, the reference view, the winner under each
+    preset (a changed winner marked), the band and the async loss warning."""
+    out = []
+    if sens.get("break_even_samples_factor") is not None:
+        out.append(
+            f"break-even: {sens['winner']} keeps winning while it needs under "
+            f"{_factor(sens['break_even_samples_factor'])} its samples to target (runner-up: {sens['runner_up']})"
+        )
+    ref = sens.get("reference")
+    if ref:
+        verdict = "wins" if ref["gain"] > ref["penalty"] else "loses"
+        out.append(
+            f"against {ref['label']}: throughput gain {ref['gain']:.2f}x vs samples penalty {ref['penalty']:.2f}x: it "
+            f"{verdict} (break-even {_factor(ref['break_even'])} its samples)"
+        )
+    for row in sens.get("presets", []):
+        mark = "  <- winner changes" if row["winner_changes"] else ""
+        out.append(
+            f"under preset {row['preset']}: {row['winner'] or 'none reaches the target'}, "
+            f"{_hours(row['time_to_target_s'])} {what}, break-even {_factor(row['break_even_samples_factor'])}{mark}"
+        )
+    band = sens.get("band_s")
+    if band is not None:
+        out.append(
+            f"band: the seeds' spread and the presets' spread: {_hours(band[0])} .. {_hours(band[1])} "
+            f"for {sens['winner']}"
+        )
+    elif sens.get("fitted_learning"):
+        out.append("band: the seeds' spread (a fitted learning model: the presets do not widen it)")
+    if sens.get("async_loss_warning"):
+        out.append(f"warning: {sens['async_loss_warning']}")
+    return out
+
+
+def table_html(sens: dict[str, Any]) -> str:
+    """The sensitivity table of a report: one row per preset (winner, its time-to-target, break-even, whether the
+    winner changes), the break-even sentence above it and the band below."""
+    head = "".join(f"<p class='note'>{html.escape(x)}</p>" for x in lines({**sens, "presets": []}))
+    rows = "".join(
+        f"<tr><th>{html.escape(r['preset'])}</th><td>{html.escape(r['winner'] or 'none reaches the target')}</td>"
+        f"<td>{html.escape(_hours(r['time_to_target_s']))}</td>"
+        f"<td>{html.escape(_factor(r['break_even_samples_factor']))}</td>"
+        f"<td>{'yes' if r['winner_changes'] else 'no'}</td></tr>"
+        for r in sens.get("presets", [])
+    )
+    table = (
+        "<table class='sensitivity'><tr><th>preset</th><th>winner</th><th>its time-to-target</th>"
+        f"<th>break-even samples penalty</th><th>winner changes</th></tr>{rows}</table>"
+    )
+    return head + table
