@@ -155,6 +155,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     # here, not at the top: it loads numpy, pandas (start-up time)
+    from rlsim.answers.sensitivity import lines as sensitivity_lines
     from rlsim.answers.sweep import parse_grid, sweep
 
     overrides = parse_overrides(args.set or [])
@@ -201,6 +202,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for note in notes:
         if note:
             print("\n" + note)
+    if result.sensitivity is not None:  # how much the answer rests on the learning side
+        print("\n" + "\n".join(sensitivity_lines(result.sensitivity)))
     if args.output is not None:
         _write_sweep(args.output, scenario, grid, args.executor, result)
     failed = table["error"].notna().sum() if "error" in table else 0
@@ -225,6 +228,7 @@ def _write_sweep(out: Path, scenario: Any, grid: dict[str, list[Any]], executor:
         "screen_thrash": result.screen_thrash,  # None: every row with the scenario's own thrash model
         "screened": result.screened,  # rows to the target ran at most their band's window (column extrapolated)
         "resimulated": list(result.resimulated),
+        "learning_sensitivity": result.sensitivity,  # rlsim.answers.sensitivity
     }
     files = {
         "scenario.resolved.yaml": lambda p: p.write_text(dump_yaml(scenario)),

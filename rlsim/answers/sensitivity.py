@@ -146,10 +146,11 @@ class _Scenarios:
         self.base, self.configure, self.cache = base, configure, {}
 
     def get(self, c: Candidate, extra: dict[str, Any] | None = None, name: str = "") -> Scenario:
-        over = {k: v for k, v in c.overrides.items() if k.startswith(LEARNING_PREFIXES)}
+        """The candidate's scenario (all its overrides: valid together, as simulated), under ``extra``; one per
+        learning key (those with the same key need the same samples)."""
         key = (c.learning_key(), name)
         if key not in self.cache:
-            scn = self.configure(self.base, None, over) if over else self.base
+            scn = self.configure(self.base, None, c.overrides) if c.overrides else self.base
             self.cache[key] = self.configure(scn, None, extra) if extra else scn
         return self.cache[key]
 
@@ -283,8 +284,19 @@ def loss_warning(k: int, losses: Iterable[str]) -> str:
 # ---------------------------------------------------------------------------------------------- text and HTML
 
 
+SHORT = {"prompts_per_step": "P", "group_size": "G", "lr_rule": "LR", "max_staleness": "k", "gpu": "GPU"}
+
+
+def label(config: int, overrides: dict[str, Any]) -> str:
+    """``config 4 (P=1024, LR=sqrt)``: a configuration's number and the values that tell it apart."""
+    parts = [f"{SHORT.get(k.split('.')[-1], k.split('.')[-1])}={v}" for k, v in overrides.items()]
+    return f"config {config}" + (f" ({', '.join(parts)})" if parts else "")
+
+
 def _factor(x: float | None) -> str:
-    return f"{x:.2f}x" if x is not None else "-"
+    if x is None:
+        return "-"
+    return f"{x:.3f}x" if abs(x - 1.0) < 0.05 else f"{x:.2f}x"
 
 
 def _hours(x: float | None) -> str:
