@@ -99,6 +99,7 @@ def _say_if_long(fp: Footprint) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     # here, not at the top: it loads numpy, simpy (start-up time)
+    from rlsim.answers.sensitivity import run_loss_warning
     from rlsim.run.simulation import configure, planned_steps, predict
 
     overrides = parse_overrides(args.set or [])
@@ -125,6 +126,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     for w in result.warnings:
         print(f"rlsim: warning: {w}", file=sys.stderr)
+    if (loss := run_loss_warning(scenario, summary, profile)) is not None:  # async, no loss named
+        print(f"rlsim: warning: {loss}", file=sys.stderr)
     if args.output is not None:
         write_outputs(result, args.output)
     if args.json:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,7 +188,7 @@ def plausible_losses(base: Scenario) -> list[tuple[str, str, Any]]:
     if staleness:
         return [(p.name, p.source, p.build) for p in staleness]
     return [
-        (f"loss {name}", loss.source, lambda scn, name=name: {"learning.staleness_loss": name})
+        (f"{name} loss", loss.source, lambda scn, name=name: {"learning.staleness_loss": name})
         for name, loss in LOSSES.items()
     ]
 
@@ -225,11 +225,11 @@ def analyse(
     fitted = fitted_learning(base, profile)
     models = _Scenarios(base)
     presets = [(p.name, p.source, p.build) for p in applicable(base)]
-    warning = None
+    losses: list[str] = []
     if loss_unnamed(models.get(win)):
-        losses = plausible_losses(base)
-        presets += [x for x in losses if x[0] not in {p[0] for p in presets}]
-        warning = loss_warning(models.get(win).schedule.staleness, [x[0] for x in losses])
+        plausible = plausible_losses(base)
+        presets += [x for x in plausible if x[0] not in {p[0] for p in presets}]
+        losses = [x[0] for x in plausible]
     rows = []
     times = [win.time_to_target_s]
     for name, source, build in presets:
@@ -255,6 +255,10 @@ def analyse(
                 winner_changes=cands[best].learning_key() != win.learning_key(),
             )
         rows.append(row)
+    warning = None
+    if losses:
+        under = {r["preset"]: r["recommended_time_s"] for r in rows}
+        warning = loss_warning(models.get(win).schedule.staleness, [(x, under[x]) for x in losses])
     band = None
     if not fitted and win.band_s is not None:
         unreachable = any(r["recommended_time_s"] is None for r in rows)
@@ -272,13 +276,36 @@ def analyse(
     )
 
 
-def loss_warning(k: int, losses: Iterable[str]) -> str:
-    """The one line an async run that names no loss gets."""
+def loss_warning(k: int, losses: Sequence[tuple[str, float | None]]) -> str:
+    """The one line an async run that names no loss gets: what it assumes, and the recommended configuration's
+    time-to-target under each plausible loss."""
+    under = ", ".join(f"{name} {_hours(t)}" for name, t in losses)
     return (
-        f"asynchronous (staleness k={k}) with no staleness loss named: learning.staleness_loss stretch with penalty 0 "
-        f"charges nothing for staleness; the answer's band covers the plausible losses ({', '.join(losses)}); set "
+        f"async (staleness k={k}) names no staleness loss: learning.staleness_loss stretch with penalty 0 makes "
+        f"staleness free; under the plausible losses the recommended configuration needs {under}; set "
         "learning.staleness_loss to the loss you train with"
     )
+
+
+def run_loss_warning(scenario: Scenario, summary: dict[str, Any], profile: Any = None) -> str | None:
+    """``rlsim run``'s one line for an async run that names no loss: the warning, the time-to-target under each
+    plausible loss and the band that covers them; None otherwise (or without a time-to-target)."""
+    if not loss_unnamed(scenario) or summary.get("time_to_target_s") is None:
+        return None
+    band = summary.get("time_to_target_band_s")
+    one = Candidate(
+        "this run",
+        {},
+        summary["samples_per_s"],
+        summary["time_to_target_s"],
+        summary["samples_to_target"],
+        band_s=tuple(band) if band else None,
+    )
+    sens = analyse(scenario, [one], 0, profile=profile)
+    text = str(sens.loss_warning).replace("the recommended configuration", "this run")
+    if sens.band_s is not None:
+        text += f" (band with them {_hours(sens.band_s[0])} .. {_hours(sens.band_s[1])})"
+    return text
 
 
 # ---------------------------------------------------------------------------------------------- text and HTML
@@ -321,8 +348,9 @@ def lines(sens: dict[str, Any], what: str = "time-to-target") -> list[str]:
         )
     for row in sens.get("presets", []):
         mark = "  <- winner changes" if row["winner_changes"] else ""
+        kind = "" if row["preset"].endswith(" loss") else "preset "
         out.append(
-            f"under preset {row['preset']}: {row['winner'] or 'none reaches the target'}, "
+            f"under {kind}{row['preset']}: {row['winner'] or 'none reaches the target'}, "
             f"{_hours(row['time_to_target_s'])} {what}, break-even {_factor(row['break_even_samples_factor'])}{mark}"
         )
     band = sens.get("band_s")
@@ -339,8 +367,9 @@ def lines(sens: dict[str, Any], what: str = "time-to-target") -> list[str]:
 
 
 def table_html(sens: dict[str, Any]) -> str:
-    """The sensitivity table of a report: one row per preset (winner, its time-to-target, break-even, whether the
-    winner changes), the break-even sentence above it and the band below."""
+    """A report's sensitivity table: one row per learning preset (the winner under it, its time-to-target, its
+    break-even samples penalty, whether the winner changes), with the break-even, the reference view, the band and
+    the async loss warning above it."""
     head = "".join(f"<p class='note'>{html.escape(x)}</p>" for x in lines({**sens, "presets": []}))
     rows = "".join(
         f"<tr><th>{html.escape(r['preset'])}</th><td>{html.escape(r['winner'] or 'none reaches the target')}</td>"
@@ -349,8 +378,14 @@ def table_html(sens: dict[str, Any]) -> str:
         f"<td>{'yes' if r['winner_changes'] else 'no'}</td></tr>"
         for r in sens.get("presets", [])
     )
+    caption = (
+        "<p class='note'>Each learning preset that applies (rlsim.learning.presets), every configuration re-ranked "
+        "on its simulated throughput (time-to-target scales with samples-to-target). Break-even: how many times its "
+        "samples to target the winner may need before the runner-up (another batch, G, LR rule or staleness) "
+        "beats it.</p>"
+    )
     table = (
-        "<table class='sensitivity'><tr><th>preset</th><th>winner</th><th>its time-to-target</th>"
+        "<table class='sensitivity'><tr><th>learning preset</th><th>winner</th><th>its time-to-target</th>"
         f"<th>break-even samples penalty</th><th>winner changes</th></tr>{rows}</table>"
     )
-    return head + table
+    return head + caption + table

@@ -269,17 +269,7 @@ def plan_report(
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
         "<h2>Answer</h2>" + answer_html(result, patch),
-        *(
-            [
-                "<h2>How much the answer rests on the learning side</h2><p class='note'>each learning preset that "
-                "applies, every configuration screened re-ranked on its simulated throughput (time-to-target scales "
-                "with samples-to-target); break-even: how many times its samples to target the winner may need "
-                "before the runner-up (another batch, G, LR rule or staleness) beats it</p>"
-                + table_html(result.sensitivity)
-            ]
-            if result.sensitivity is not None
-            else []
-        ),
+        *(["<h2>The learning side</h2>" + table_html(result.sensitivity)] if result.sensitivity is not None else []),
         "<h2>Why</h2><details><summary>the whole explanation, as the terminal printed it</summary><pre>"
         + html.escape("\n".join(explanation))
         + "</pre></details>",
