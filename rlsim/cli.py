@@ -562,20 +562,34 @@ def main(argv: list[str] | None = None) -> int:
 
 def parse(parser: argparse.ArgumentParser, args: list[str]) -> argparse.Namespace:
     """``parser.parse_args(args)``, except that an option the subcommand does not know is refused with the nearest
-    one it does (``--fulll``: did you mean --full?), on the subcommand's usage line."""
+    one it does (``--fulll``: did you mean --full?), on the subcommand's usage line, before a required option that
+    the misspelt one meant is reported missing (``--candiate``)."""
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    own = sub.choices.get(args[0]) if sub is not None and args else None
+    if own is not None:
+        known = _known(own)  # argparse takes a unique prefix of an option too (--cand for --candidate)
+        words = [a for a in args[1:] if a.startswith("--") and a != "--"]
+        _refuse_unknown(own, [a for a in words if not any(k.startswith(a.split("=")[0]) for k in known)])
     ns, extra = parser.parse_known_args(args)
+    if extra:
+        _refuse_unknown(own or parser, extra)
+    return ns
+
+
+def _known(parser: argparse.ArgumentParser) -> list[str]:
+    return sorted(o for o in parser._option_string_actions if o.startswith("--"))
+
+
+def _refuse_unknown(own: argparse.ArgumentParser, extra: list[str]) -> None:
+    """``own.error`` naming the unknown arguments and the nearest known option of each (exits); none: returns."""
     if not extra:
-        return ns
-    sub = next((a.choices.get(ns.command) for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-    own = sub or parser
-    known = sorted(o for o in own._option_string_actions if o.startswith("--"))
+        return
     hints = []
     for word in extra:
-        near = difflib.get_close_matches(word.split("=")[0], known, n=1) if word.startswith("--") else []
+        near = difflib.get_close_matches(word.split("=")[0], _known(own), n=1) if word.startswith("--") else []
         if near:
             hints.append(f"did you mean {near[0]} for {word}?")
     own.error(f"unrecognized arguments: {' '.join(extra)}" + (f" ({' '.join(hints)})" if hints else ""))
-    raise AssertionError("unreachable")  # error() exits
 
 
 if __name__ == "__main__":

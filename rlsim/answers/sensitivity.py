@@ -385,7 +385,7 @@ def table_html(sens: dict[str, Any]) -> str:
         "beats it.</p>"
     )
     table = (
-        "<table class='sensitivity'><tr><th>learning preset</th><th>winner</th><th>its time-to-target</th>"
+        "<table class='sensitivity' style='margin-bottom: 1.5em'><tr><th>learning preset</th><th>winner</th><th>its time-to-target</th>"
         f"<th>break-even samples penalty</th><th>winner changes</th></tr>{rows}</table>"
     )
     return head + caption + table

@@ -244,3 +244,14 @@ def _report_table(page):
         [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<t[hd]>(.*?)</t[hd]>", row, re.S)]
         for row in re.findall(r"<tr>(.*?)</tr>", table.group(0), re.S)
     ]
+
+
+def test_a_misspelt_required_option_is_named_not_reported_missing(capsys):
+    from rlsim.cli import main
+
+    argv = ["decide", PAPER, "--baseline", "workload.prompts_per_step=128", "--candiate", "workload.prompts_per_step=1"]
+    with pytest.raises(SystemExit) as exc:
+        main([str(a) for a in argv])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == "rlsim decide: error: unrecognized arguments: --candiate (did you mean --candidate for --candiate?)"
