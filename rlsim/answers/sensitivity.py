@@ -165,19 +165,19 @@ class _Scenarios:
 
 
 def _factors(models: _Scenarios, cands: Sequence[Candidate], name: str, build: Any) -> list[float | None]:
-    """Per candidate, N* under the model that ``build(scenario)`` gives over N* under the scenario's own."""
+    """Per candidate, N* under the model that ``build(scenario)`` gives over N* under the scenario's own (one
+    computation per learning key: a plan's thousands of rows hold a few dozen)."""
+    done: dict[Any, float | None] = {}
     out: list[float | None] = []
     for c in cands:
-        try:
-            own = models.get(c)
-            extra = build(models.anchor(c))
-            if not extra:
-                out.append(1.0)
-                continue
-            scn = models.get(c, extra, name)
-            out.append(_n_star(scn) / _n_star(own))
-        except RlsimError:  # the preset says it never reaches the target (or the combination is refused)
-            out.append(None)
+        key = c.learning_key()
+        if key not in done:
+            try:
+                extra = build(models.anchor(c))
+                done[key] = _n_star(models.get(c, extra, name)) / _n_star(models.get(c)) if extra else 1.0
+            except RlsimError:  # the preset says it never reaches the target (or the combination is refused)
+                done[key] = None
+        out.append(done[key])
     return out
 
 
@@ -385,7 +385,8 @@ def table_html(sens: dict[str, Any]) -> str:
         "beats it.</p>"
     )
     table = (
-        "<table class='sensitivity' style='margin-bottom: 1.5em'><tr><th>learning preset</th><th>winner</th><th>its time-to-target</th>"
-        f"<th>break-even samples penalty</th><th>winner changes</th></tr>{rows}</table>"
+        "<table class='sensitivity' style='margin-bottom: 1.5em'><tr><th>learning preset</th><th>winner</th>"
+        "<th>its time-to-target</th><th>break-even samples penalty</th><th>winner changes</th></tr>"
+        f"{rows}</table>"
     )
     return head + caption + table
