@@ -227,7 +227,7 @@ def analyse(
     presets = [(p.name, p.source, p.build) for p in applicable(base)]
     losses: list[str] = []
     if loss_unnamed(models.get(win)):
-        plausible = plausible_losses(base)
+        plausible = plausible_losses(models.get(win))  # the winner's: async even where the scenario is not
         presets += [x for x in plausible if x[0] not in {p[0] for p in presets}]
         losses = [x[0] for x in plausible]
     rows = []
@@ -338,6 +338,11 @@ def lines(sens: dict[str, Any], what: str = "time-to-target") -> list[str]:
         out.append(
             f"break-even: {sens['winner']} keeps winning while it needs under "
             f"{_factor(sens['break_even_samples_factor'])} its samples to target (runner-up: {sens['runner_up']})"
+        )
+    elif sens.get("runner_up") is None and sens.get("presets"):
+        out.append(
+            "break-even: every configuration compared needs the same samples to target (the same batch, G, LR rule "
+            "and staleness): the answer does not rest on the learning model"
         )
     ref = sens.get("reference")
     if ref:

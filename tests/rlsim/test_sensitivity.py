@@ -255,3 +255,14 @@ def test_a_misspelt_required_option_is_named_not_reported_missing(capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == "rlsim decide: error: unrecognized arguments: --candiate (did you mean --candidate for --candiate?)"
+
+
+def test_an_answer_between_the_same_samples_does_not_rest_on_the_learning_model():
+    base = rlsim.load_scenario(PAPER, SYNC)
+    cands = [
+        Candidate("H100", {"hardware.gpu": "H100-SXM"}, N / (10 * H), 10 * H, N),
+        Candidate("H200", {"hardware.gpu": "H200"}, N / (8 * H), 8 * H, N),
+    ]
+    s = analyse(base, cands, winner=1)
+    assert s.runner_up is None and s.break_even is None
+    assert "the answer does not rest on the learning model" in "\n".join(lines(s.as_dict()))
