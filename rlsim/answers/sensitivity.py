@@ -99,7 +99,8 @@ class Sensitivity:
             "break_even_samples_factor": self.break_even,
             "reference": self.reference,
             "presets": self.presets,
-            "band_s": list(self.band_s) if self.band_s is not None else None,
+            # a preset under which the winner never reaches the target leaves the band open above: null
+            "band_s": [x if math.isfinite(x) else None for x in self.band_s] if self.band_s is not None else None,
             "fitted_learning": self.fitted,
             "async_loss_warning": self.loss_warning,
         }
@@ -352,11 +353,12 @@ def lines(sens: dict[str, Any], what: str = "time-to-target") -> list[str]:
             f"{verdict} (break-even {_factor(ref['break_even'])} its samples)"
         )
     for row in sens.get("presets", []):
-        mark = "  <- winner changes" if row["winner_changes"] else ""
         kind = "" if row["preset"].endswith(" loss") else "preset "
+        who = "the same winner" if not row["winner_changes"] else (row["winner"] or "none reaches the target")
+        mark = "  <- winner changes" if row["winner_changes"] else ""
         out.append(
-            f"under {kind}{row['preset']}: {row['winner'] or 'none reaches the target'}, "
-            f"{_hours(row['time_to_target_s'])} {what}, break-even {_factor(row['break_even_samples_factor'])}{mark}"
+            f"under {kind}{row['preset']}: {who}, {_hours(row['time_to_target_s'])} {what}, "
+            f"break-even {_factor(row['break_even_samples_factor'])}{mark}"
         )
     band = sens.get("band_s")
     if band is not None:

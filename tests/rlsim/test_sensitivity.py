@@ -168,7 +168,7 @@ def test_decide_states_break_even_and_the_winner_under_each_preset(flip, capsys)
     assert rows["critical_b1024"]["break_even_samples_factor"] == pytest.approx(4.5 * tc / tb)
     text = _run(argv, capsys)
     assert f"break-even: candidate keeps winning while it needs under {tb / tc:.2f}x its samples" in text
-    assert "under preset seed: candidate" in text and "under preset critical_b1024: baseline" in text
+    assert "under preset seed: the same winner" in text and "under preset critical_b1024: baseline" in text
     assert "<- winner changes" in text and "warning: async (staleness k=1) names no staleness loss" in text
 
 
