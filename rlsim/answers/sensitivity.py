@@ -144,7 +144,8 @@ class _Scenarios:
         # here, not at the top: rlsim.run.simulation loads simpy (start-up time)
         from rlsim.run.simulation import configure
 
-        self.base, self.configure, self.cache = base, configure, {}
+        self.base, self.configure = base, configure
+        self.cache: dict[Any, Scenario] = {}
 
     def get(self, c: Candidate, extra: dict[str, Any] | None = None, name: str = "") -> Scenario:
         """The candidate's scenario (all its overrides: valid together, as simulated), under ``extra``; one per
@@ -235,24 +236,28 @@ def analyse(
     times = [win.time_to_target_s]
     for name, source, build in presets:
         factors = _factors(models, cands, name, build)
-        new = [c.score * f if f is not None else None for c, f in zip(cands, factors)]
-        if admit is not None:
-            new = [s if s is not None and admit(c, c.time_to_target_s * f, s) else None
-                   for c, s, f in zip(cands, new, factors)]  # fmt: skip
+        # per candidate its time-to-target and score under the preset (None: it never reaches the target, or it
+        # breaks the answer's constraints)
+        t_new = [c.time_to_target_s * f if f is not None else None for c, f in zip(cands, factors)]
+        new: list[float | None] = []
+        for c, f, t in zip(cands, factors, t_new):
+            score = c.score * f if f is not None and t is not None else None
+            new.append(score if score is not None and (admit is None or admit(c, t, score)) else None)
         best = _best(cands, new)
-        row: dict[str, Any] = {"preset": name, "source": source}
-        if factors[winner] is not None:
-            times.append(win.time_to_target_s * factors[winner])
-        row["recommended_time_s"] = win.time_to_target_s * factors[winner] if factors[winner] is not None else None
-        if best is None:
+        mine = t_new[winner]
+        row: dict[str, Any] = {"preset": name, "source": source, "recommended_time_s": mine}
+        if mine is not None:
+            times.append(mine)
+        top = new[best] if best is not None else None
+        if best is None or top is None:
             row.update(winner=None, time_to_target_s=None, break_even_samples_factor=None, winner_changes=True)
         else:
             second = _best(cands, new, cands[best].learning_key())
-            f = factors[best]
+            other = new[second] if second is not None else None
             row.update(
                 winner=cands[best].label,
-                time_to_target_s=cands[best].time_to_target_s * f if f is not None else None,
-                break_even_samples_factor=(new[second] / new[best]) if second is not None else None,
+                time_to_target_s=t_new[best],
+                break_even_samples_factor=other / top if other is not None else None,
                 winner_changes=cands[best].learning_key() != win.learning_key(),
             )
         rows.append(row)
@@ -375,8 +380,8 @@ def lines(sens: dict[str, Any], what: str = "time-to-target") -> list[str]:
 
 def table_html(sens: dict[str, Any]) -> str:
     """A report's sensitivity table: one row per learning preset (the winner under it, its time-to-target, its
-    break-even samples penalty, whether the winner changes), with the break-even, the reference view, the band and
-    the async loss warning above it."""
+    break-even samples penalty, whether the winner changes), then the break-even, the reference view, the band and
+    the async loss warning."""
     head = "".join(f"<p class='note'>{html.escape(x)}</p>" for x in lines({**sens, "presets": []}))
     rows = "".join(
         f"<tr><th>{html.escape(r['preset'])}</th><td>{html.escape(r['winner'] or 'none reaches the target')}</td>"
@@ -392,8 +397,8 @@ def table_html(sens: dict[str, Any]) -> str:
         "beats it.</p>"
     )
     table = (
-        "<table class='sensitivity' style='margin-bottom: 1.5em'><tr><th>learning preset</th><th>winner</th>"
+        "<table class='sensitivity'><tr><th>learning preset</th><th>winner</th>"
         "<th>its time-to-target</th><th>break-even samples penalty</th><th>winner changes</th></tr>"
         f"{rows}</table>"
     )
-    return head + caption + table
+    return caption + table + head

@@ -23,7 +23,7 @@ def plan_sensitivity(result: Any, base: Scenario, profile: Any = None) -> dict[s
     cands, configs, cost = [], [], {}
     for r in ok.itertuples():
         over = result.overrides(int(r.config))
-        band = (getattr(r, "time_to_target_low_s", None), getattr(r, "time_to_target_high_s", None))
+        band: tuple[Any, Any] = (getattr(r, "time_to_target_low_s", None), getattr(r, "time_to_target_high_s", None))
         c = Candidate(
             label(int(r.config), {k: over.get(k) for k in axes}),
             over,
