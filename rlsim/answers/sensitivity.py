@@ -28,6 +28,7 @@ Everything here is learning-side arithmetic on rows already simulated: nothing i
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 from collections.abc import Sequence
@@ -39,10 +40,20 @@ from rlsim.errors import RlsimError
 from rlsim.learning.model import samples_to_target
 from rlsim.learning.presets import applicable
 from rlsim.learning.staleness import LOSSES
+from rlsim.scenario.build import with_learning
 from rlsim.schema import Scenario
 
 # the override keys that can move samples-to-target (everything else is the systems side)
 LEARNING_PREFIXES = ("learning.", "workload.prompts_per_step", "workload.group_size", "schedule.", "algorithm.")
+# those a candidate's scenario takes without being validated whole again (_Scenarios)
+LIGHT = (
+    "workload.prompts_per_step",
+    "workload.group_size",
+    "schedule.mode",
+    "schedule.max_staleness",
+    "schedule.sync_every",
+    "schedule.staleness_threshold",
+)
 
 
 @dataclass(frozen=True)
@@ -138,7 +149,10 @@ def _n_star(scn: Scenario) -> float:
 
 
 class _Scenarios:
-    """The base scenario with a candidate's learning-side overrides, built once per distinct key."""
+    """The base scenario with a candidate's learning-side overrides, built once per distinct key. The candidates
+    were validated when they were simulated: where their learning-side overrides are the batch, G, flat schedule
+    keys and learning.* keys, the scenario is the base with those fields replaced and only the learning section
+    validated again (rlsim.scenario.build.with_learning); otherwise it is built and validated whole."""
 
     def __init__(self, base: Scenario) -> None:
         # here, not at the top: rlsim.run.simulation loads simpy (start-up time)
@@ -147,13 +161,36 @@ class _Scenarios:
         self.base, self.configure = base, configure
         self.cache: dict[Any, Scenario] = {}
 
+    def _with(self, scn: Scenario, over: dict[str, Any]) -> Scenario:
+        """``scn`` with learning-side ``over`` (light where it can be: class docstring)."""
+        over = {k: v for k, v in over.items() if k.startswith(LEARNING_PREFIXES)}
+        if not over:
+            return scn
+        if not all(k.startswith("learning.") or k in LIGHT for k in over):
+            return self.configure(scn, None, over)
+        learning = {k: v for k, v in over.items() if k.startswith("learning.")}
+        out = with_learning(scn, learning) if learning else scn
+        work = {k.split(".", 1)[1]: v for k, v in over.items() if k.startswith("workload.")}
+        sched = {k.split(".", 1)[1]: v for k, v in over.items() if k.startswith("schedule.")}
+        return dataclasses.replace(
+            out,
+            workload=dataclasses.replace(out.workload, **work) if work else out.workload,
+            schedule=dataclasses.replace(out.schedule, **sched) if sched else out.schedule,
+        )
+
     def get(self, c: Candidate, extra: dict[str, Any] | None = None, name: str = "") -> Scenario:
-        """The candidate's scenario (all its overrides: valid together, as simulated), under ``extra``; one per
-        learning key (those with the same key need the same samples)."""
+        """The candidate's scenario under ``extra`` (a preset's overrides); one per learning key (those with the
+        same key need the same samples)."""
         key = (c.learning_key(), name)
         if key not in self.cache:
-            scn = self.configure(self.base, None, c.overrides) if c.overrides else self.base
-            self.cache[key] = self.configure(scn, None, extra) if extra else scn
+            if not name:
+                self.cache[key] = self._with(self.base, c.overrides)
+            elif not extra:
+                self.cache[key] = self.get(c)
+            elif all(k.startswith("learning.") for k in extra):
+                self.cache[key] = with_learning(self.get(c), extra)
+            else:
+                self.cache[key] = self.configure(self.get(c), None, extra)
         return self.cache[key]
 
     def anchor(self, c: Candidate) -> Scenario:
@@ -162,7 +199,7 @@ class _Scenarios:
         over = {k: v for k, v in c.overrides.items() if k.startswith("learning.")}
         key = (tuple(sorted((k, repr(v)) for k, v in over.items())), "anchor")
         if key not in self.cache:
-            self.cache[key] = self.configure(self.base, None, over) if over else self.base
+            self.cache[key] = with_learning(self.base, over) if over else self.base
         return self.cache[key]
 
 
