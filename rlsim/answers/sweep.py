@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rlsim.answers.answer import reference_row
+from rlsim.answers.sensitivity import Candidate, analyse, label
 from rlsim.engine.iteration import decode_iteration_s
 from rlsim.errors import RlsimError, ScenarioError
 from rlsim.host.executor import run_tasks
@@ -289,10 +291,6 @@ def sweep_sensitivity(
 ) -> dict[str, Any] | None:
     """The learning side of a sweep's answer (rlsim.answers.sensitivity): its fastest row against the runner-up
     and the reference batch (rlsim.answers.answer.reference_row), and under each preset; None without a target."""
-    # here, not at the top: the sweep's workers import this module and never need these
-    from rlsim.answers.answer import reference_row
-    from rlsim.answers.sensitivity import Candidate, analyse, label
-
     if "time_to_target_s" not in table or "error" not in table:
         return None
     ok = table[table["error"].isna() & table["time_to_target_s"].notna()]

@@ -35,6 +35,7 @@ from rlsim.host.workers_pool import kept_pools
 from rlsim.plan.bound import Pruning
 from rlsim.plan.evaluate import evaluate_full, evaluate_groups, forget_reuse
 from rlsim.plan.prices import MissingPrice, price_for
+from rlsim.plan.sensitivity import plan_sensitivity
 from rlsim.plan.space import Config, Space, baseline_config, build_space, configurations
 from rlsim.run.profile import Profile
 from rlsim.run.tasks import ConfigTask, GroupsTask
@@ -225,8 +226,7 @@ def plan(
     result = PlanResult(
         scenario, space, objective, table, overrides, baseline, winner, front, price_table, constraints, notes
     )
-    # here, not at the top: a screen worker imports this module (start-up time)
-    from rlsim.plan.sensitivity import plan_sensitivity
+    # here, not at the top: it loads simpy (start-up time)
     from rlsim.run.simulation import configure
 
     result.sensitivity = plan_sensitivity(result, configure(scenario, profile, {}, explicit), profile)
