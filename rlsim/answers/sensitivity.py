@@ -8,13 +8,14 @@ says, for the recommended configuration (the *winner*):
   batch, responses per prompt, LR rule, staleness or learning key: configurations that differ only in the systems
   side need the same samples under any learning model), the factor by which the winner's N* may grow, its
   throughput fixed, before it stops winning: f = T_runner-up / T_winner (objective over objective). Against the
-  reference configuration (a sweep's reference batch, a plan's own configuration, a decision's baseline) the
-  planner's form of the same rule (docs/reference.md section 1; the seed paper's rule): the winner's throughput gain
+  reference configuration (a sweep's reference batch, a plan's own configuration; a decision states it already)
+  the planner's form of the same rule (docs/reference.md section 1; the seed paper's rule): the winner's throughput gain
   q_w / q_ref against its samples penalty N*_w / N*_ref; it wins while the gain exceeds the penalty.
 * **the winner under each learning preset** that applies (rlsim.learning.presets): every candidate re-ranked with
   the preset's learning.* overrides, on its already simulated throughput: a preset changes N*, not the step time,
   so T' = T x N*' / N* (N* from rlsim.learning.model for the candidate's batch, G, LR rule and staleness under the
-  scenario's model and under the preset's). A candidate the preset says never reaches the target drops out.
+  scenario's model and under the preset's; the pipeline's fill scales with it, a small part of T). A candidate the
+  preset says never reaches the target drops out.
 * **the band**: where no fitted learning model says otherwise (no profile with a learning model fitted on runs, no
   measured batch table or ceilings: :func:`fitted_learning`), the winner's time-to-target band widens to cover its
   time-to-target under every preset ("band: the seeds' spread and the presets' spread").
@@ -77,15 +78,6 @@ class Candidate:
     def learning_key(self) -> tuple[tuple[str, str], ...]:
         """The overrides that can move N*: candidates with the same key need the same samples under any model."""
         return tuple(sorted((k, repr(v)) for k, v in self.overrides.items() if k.startswith(LEARNING_PREFIXES)))
-
-
-@dataclass
-class _Model:
-    """One learning model to rank under: a preset's name and, per candidate, T' / T (None: never reaches)."""
-
-    name: str
-    source: str
-    factors: list[float | None]
 
 
 @dataclass
