@@ -55,6 +55,8 @@ KNOB_WORDS = {
     "staleness": "staleness k",
 }
 
+UNITS = {"batch": " responses per step", "group": " responses per prompt", "staleness": " steps", "lr": " (eta / eta*)"}
+
 
 @dataclass(frozen=True)
 class Moved:
@@ -158,7 +160,7 @@ def clearing_words(
         if table is not None and table.gain is not None:
             kept[knob] = at_value(table, knob, xs[knob]).gain
     words = []
-    for knob, share in kept.items():
+    for knob in kept:
         others = math.prod(v for k, v in kept.items() if k != knob)
         where = _spans(getattr(learning.family, knob), knob, need / others)
         scale = {"batch": learning.reference_batch, "group": learning.reference_group_size or 1}.get(knob, 1)
@@ -191,7 +193,12 @@ def _spans(table: FamilyTable, knob: str, need: float) -> list[tuple[float | Non
 
 
 def _span_words(spans: list[tuple[float | None, float | None]], scale: float, knob: str) -> str:
-    unit = {"batch": " responses per step", "group": " responses per prompt", "staleness": " steps", "lr": " (eta / eta*)"}[knob]
+    unit = {
+        "batch": " responses per step",
+        "group": " responses per prompt",
+        "staleness": " steps",
+        "lr": " (eta / eta*)",
+    }[knob]
     words = []
     for lo, hi in spans:
         if lo is None and hi is None:

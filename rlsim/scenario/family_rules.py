@@ -27,7 +27,10 @@ def validate_family(lr: Learning) -> None:
         return
     if lr.metric is None:
         raise ScenarioError(
-            "learning.family", None, "moves the metric curve, but learning.metric is not set", "give the curve and target"
+            "learning.family",
+            None,
+            "moves the metric curve, but learning.metric is not set",
+            "give the curve and target",
         )
     if fam.group is not None and lr.reference_group_size is None:
         raise ScenarioError(
