@@ -42,6 +42,7 @@ from calibrate.learning.curve import SigmoidFit, first_crossing, fit_sigmoid_che
 from calibrate.learning.groups import run_group_size
 from calibrate.learning.staleness import run_initial, run_staleness
 from rlsim.learning.curve import sigmoid_fraction
+from rlsim.run.profile import LEARNING_VERSION
 
 PARAMS = ("mid_samples", "exponent", "gain")
 MIN_BOOT_RUNS = 5  # runs at every knob value for the bootstrap over seeds; fewer: the fit's covariance alone
@@ -351,8 +352,6 @@ def with_family(learning: dict[str, Any], family: FamilyFit) -> dict[str, Any]:
 def family_learning(family: FamilyFit, runs: Sequence[Sequence[Mapping[str, Any]]], target: float) -> dict[str, Any]:
     """A profile's ``learning`` dict from a family over G or staleness at one batch: the reference value's curve,
     the seeds' spread there, and the table."""
-    from rlsim.run.profile import LEARNING_VERSION
-
     ref = _check_reference(family, target)
     batch = run_batch(runs[0], 0)
     hits = [
