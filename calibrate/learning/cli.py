@@ -84,6 +84,8 @@ def cmd_fit_learning(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     if family is not None:
         print("\n".join(family.lines()))
+        for note in family.notes:
+            print(f"note: {note}")
         print("the profile's batch term is the family table (learning.family.batch; batch_multiplier invariant)")
     print(f"\nwrote {args.output} (learning fitted on {len(runs)} runs at reference batch {fit.reference_batch})")
     return 0
