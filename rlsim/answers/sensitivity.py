@@ -111,21 +111,25 @@ class Sensitivity:
 
 def fitted_learning(scenario: Scenario, profile: Any = None) -> bool:
     """Whether a curve fitted on runs says how the batch moves N*: a profile with a learning model (rlsim-calibrate
-    fit), or a learning section with a measured batch table (batch_multiplier form table) or ceilings per batch
-    (fit-learning). Then the presets' spread does not widen the band."""
+    fit), or a learning section with a measured batch table (batch_multiplier form table), ceilings per batch or a
+    batch family table fitted on runs (fit-learning). Then the presets' spread does not widen the band."""
     learning = scenario.learning
     if profile is not None and profile.learning_overrides():
         return True
-    return learning.batch_multiplier.form == "table" or learning.ceilings is not None
+    batch = learning.family.batch  # rlsim-calibrate fit-learning --family batch writes its source so
+    fitted_family = batch is not None and batch.source.startswith("rlsim-calibrate fit-learning")
+    return learning.batch_multiplier.form == "table" or learning.ceilings is not None or fitted_family
 
 
 def loss_unnamed(scenario: Scenario) -> bool:
-    """An asynchronous run (staleness k > 0) whose loss is the default: the stretch with penalty 0 (free)."""
+    """An asynchronous run (staleness k > 0) whose loss is the default: the stretch with penalty 0 (free) and no
+    staleness table (learning.family.staleness)."""
     learning = scenario.learning
     return (
         scenario.schedule.staleness > 0
         and learning.staleness_loss == "stretch"
         and learning.staleness_penalty_per_step == 0
+        and learning.family.staleness is None
     )
 
 
@@ -317,8 +321,8 @@ def loss_warning(k: int, losses: Sequence[tuple[str, float | None]]) -> str:
     under = ", ".join(f"{name} {_hours(t)}" for name, t in losses)
     return (
         f"async (staleness k={k}) names no staleness loss: learning.staleness_loss stretch with penalty 0 makes "
-        f"staleness free; under the plausible losses the recommended configuration needs {under}; set "
-        "learning.staleness_loss to the loss you train with"
+        f"staleness free; under the plausible losses the recommended configuration needs {under}; name the loss you "
+        "train with (learning.staleness_loss, or its table in learning.family.staleness)"
     )
 
 

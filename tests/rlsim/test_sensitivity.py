@@ -32,18 +32,26 @@ def critical_batch(scenario):
     return {"learning.batch_multiplier": {"form": "critical_batch", "critical_batch": 1024.0, "critical_power": 1.0}}
 
 
+CRITICAL = LearningPreset(
+    name="critical_b1024",
+    knob="batch",
+    source="test",
+    summary="critical batch 1024",
+    build=critical_batch,
+    applies=lambda scenario: scenario.learning.metric is not None,
+)
+
+
 @pytest.fixture
 def flip(monkeypatch):
-    """The registry with the seed's preset and the critical-batch test preset."""
-    preset = LearningPreset(
-        name="critical_b1024",
-        knob="batch",
-        source="test",
-        summary="critical batch 1024",
-        build=critical_batch,
-        applies=lambda scenario: scenario.learning.metric is not None,
-    )
-    monkeypatch.setattr(presets, "REGISTRY", {**presets.REGISTRY, "critical_b1024": preset})
+    """The registry (the published presets, rlsim.learning.presets) with the critical-batch test preset added."""
+    monkeypatch.setattr(presets, "REGISTRY", {**presets.REGISTRY, "critical_b1024": CRITICAL})
+
+
+@pytest.fixture
+def isolated(monkeypatch):
+    """The seed's preset and the critical-batch test preset alone: the oracle tests' numbers are theirs."""
+    monkeypatch.setattr(presets, "REGISTRY", {"seed": presets.REGISTRY["seed"], "critical_b1024": CRITICAL})
 
 
 def _cands():
@@ -59,7 +67,7 @@ def _cands():
     return out
 
 
-def test_break_even_is_the_runner_ups_time_over_the_winners(flip):
+def test_break_even_is_the_runner_ups_time_over_the_winners(isolated):
     base = rlsim.load_scenario(PAPER, SYNC)
     s = analyse(base, _cands(), winner=2, reference=0)
     # by hand: winner P=1024 at 6 h, runner-up P=512 at 7 h: its N* may grow 7 / 6 = 1.1667x before P=512 wins
@@ -70,7 +78,7 @@ def test_break_even_is_the_runner_ups_time_over_the_winners(flip):
     assert s.reference["break_even"] == pytest.approx(10.0 / 6.0)
 
 
-def test_a_preset_with_a_small_critical_batch_flips_the_winner(flip):
+def test_a_preset_with_a_small_critical_batch_flips_the_winner(isolated):
     base = rlsim.load_scenario(PAPER, SYNC)
     s = analyse(base, _cands(), winner=2, reference=0)
     rows = {r["preset"]: r for r in s.presets}
@@ -92,7 +100,7 @@ def test_a_preset_with_a_small_critical_batch_flips_the_winner(flip):
     assert "band: the seeds' spread and the presets' spread: 5.00 h .. 27.00 h for P=1024" in text
 
 
-def test_a_fitted_learning_model_keeps_the_band(flip):
+def test_a_fitted_learning_model_keeps_the_band(isolated):
     table = {"form": "table", "batches": [512.0, 8192.0], "samples_to_target": [N, N]}
     base = rlsim.load_scenario(PAPER, {**SYNC, "learning.batch_multiplier": table})
     assert fitted_learning(base)
@@ -101,7 +109,9 @@ def test_a_fitted_learning_model_keeps_the_band(flip):
     assert "the presets do not widen it" in "\n".join(lines(s.as_dict()))
 
 
-def test_an_async_run_that_names_no_loss_is_warned_with_the_plausible_losses():
+def test_an_async_run_that_names_no_loss_is_warned_with_the_plausible_losses(monkeypatch):
+    # no staleness preset registered: the losses of rlsim.learning.staleness are the plausible ones
+    monkeypatch.setattr(presets, "REGISTRY", {"seed": presets.REGISTRY["seed"]})
     base = rlsim.load_scenario(PAPER, {"schedule.max_staleness": 6})
     assert loss_unnamed(base)
     one = [Candidate("this run", {}, N / (10 * H), 10 * H, N, band_s=(8 * H, 13 * H))]
@@ -159,9 +169,26 @@ def test_decide_states_break_even_and_the_winner_under_each_preset(flip, capsys)
     assert sens["winner"] == "candidate" and sens["runner_up"] == "baseline"
     assert sens["break_even_samples_factor"] == pytest.approx(tb / tc)
     rows = {r["preset"]: r for r in sens["presets"]}
-    # the paper scenario is async k = 1 with no loss named: both plausible losses keep all the gain at k = 1
-    assert list(rows) == ["seed", "critical_b1024", "naive_ppo loss", "decoupled_ppo loss"]
-    assert rows["seed"]["winner"] == "candidate" and rows["naive_ppo loss"]["time_to_target_s"] == pytest.approx(tc)
+    # the paper scenario is async k = 1 with no loss named: the staleness presets are the plausible losses
+    assert {"seed", "scalerl_batch", "naive_ppo", "decoupled_ppo", "m2po", "critical_b1024"} <= set(rows)
+    assert rows["seed"]["winner"] == "candidate" and rows["m2po"]["time_to_target_s"] == pytest.approx(tc)
+    # naive PPO keeps (41.8 - 29.3) / (42.0 - 29.3) of the gain at k = 1 (AReaL Table 3): on the paper's curve
+    # (A - R0 = 0.2, t - R0 = 0.15, b = 1.5) N* grows by ((0.2 / 0.15 - 1) / (0.2 c / 0.15 - 1)) ** (1 / 1.5), on
+    # both sides alike (both at k = 1), so the candidate still wins
+    c = 12.5 / 12.7
+    grow = ((0.2 / 0.15 - 1) / (0.2 * c / 0.15 - 1)) ** (1 / 1.5)
+    assert rows["naive_ppo"]["time_to_target_s"] == pytest.approx(tc * grow)
+    assert rows["naive_ppo"]["winner"] == "candidate"
+    # ScaleRL's batch preset (Table 1): B = 8192 is 8x the reference, beyond its table's end (2048 / 768), held
+    # there: S_mid x 10909 / 2542, b x 1.70 / 1.92, A shifted +0.035 (share of the gain 1 + 0.035 / 0.2). With
+    # N* = S_mid / ((A - R0) / (t - R0) - 1) ** (1 / b): the candidate needs 3.16x its samples, 25.7 h against the
+    # baseline's 11.84 h (at the reference batch, unchanged): the winner changes, break-even 2.17x
+    b = 1.5 * 1.70 / 1.92
+    scalerl = (10909 / 2542) * (((1 + 0.035 / 0.2) * 0.2 / 0.15 - 1) ** (-1 / b)) / ((0.2 / 0.15 - 1) ** (-1 / 1.5))
+    assert scalerl == pytest.approx(3.164, abs=1e-3)
+    assert rows["scalerl_batch"]["recommended_time_s"] == pytest.approx(tc * scalerl)
+    assert rows["scalerl_batch"]["winner"] == "baseline" and rows["scalerl_batch"]["winner_changes"]
+    assert rows["scalerl_batch"]["break_even_samples_factor"] == pytest.approx(tc * scalerl / tb)
     # by hand: m(8192) = 4.5 against m(1024) = 1: the candidate needs 4.5 T_c > T_b, so the baseline wins
     assert rows["critical_b1024"]["recommended_time_s"] == pytest.approx(4.5 * tc)
     assert rows["critical_b1024"]["winner"] == "baseline" and rows["critical_b1024"]["winner_changes"]
@@ -170,6 +197,7 @@ def test_decide_states_break_even_and_the_winner_under_each_preset(flip, capsys)
     assert f"break-even: candidate keeps winning while it needs under {tb / tc:.2f}x its samples" in text
     assert "under preset seed: the same winner" in text and "under preset critical_b1024: baseline" in text
     assert "<- winner changes" in text and "warning: async (staleness k=1) names no staleness loss" in text
+    assert "the recommended configuration needs naive_ppo " in text
 
 
 def test_sweep_states_break_even_against_the_runner_up_and_the_reference(tmp_path, capsys):
