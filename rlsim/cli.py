@@ -99,6 +99,7 @@ def _say_if_long(fp: Footprint) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     # here, not at the top: it loads numpy, simpy (start-up time)
+    from rlsim.answers.sensitivity import run_loss_warning
     from rlsim.run.simulation import configure, planned_steps, predict
 
     overrides = parse_overrides(args.set or [])
@@ -125,6 +126,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     for w in result.warnings:
         print(f"rlsim: warning: {w}", file=sys.stderr)
+    if (loss := run_loss_warning(scenario, summary, profile)) is not None:  # async, no loss named
+        print(f"rlsim: warning: {loss}", file=sys.stderr)
     if args.output is not None:
         write_outputs(result, args.output)
     if args.json:
@@ -155,6 +158,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     # here, not at the top: it loads numpy, pandas (start-up time)
+    from rlsim.answers.sensitivity import lines as sensitivity_lines
     from rlsim.answers.sweep import parse_grid, sweep
 
     overrides = parse_overrides(args.set or [])
@@ -201,6 +205,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for note in notes:
         if note:
             print("\n" + note)
+    if result.sensitivity is not None:  # how much the answer rests on the learning side
+        print("\n" + "\n".join(sensitivity_lines(result.sensitivity)))
     if args.output is not None:
         _write_sweep(args.output, scenario, grid, args.executor, result)
     failed = table["error"].notna().sum() if "error" in table else 0
@@ -225,6 +231,7 @@ def _write_sweep(out: Path, scenario: Any, grid: dict[str, list[Any]], executor:
         "screen_thrash": result.screen_thrash,  # None: every row with the scenario's own thrash model
         "screened": result.screened,  # rows to the target ran at most their band's window (column extrapolated)
         "resimulated": list(result.resimulated),
+        "learning_sensitivity": result.sensitivity,  # rlsim.answers.sensitivity
     }
     files = {
         "scenario.resolved.yaml": lambda p: p.write_text(dump_yaml(scenario)),
@@ -555,20 +562,34 @@ def main(argv: list[str] | None = None) -> int:
 
 def parse(parser: argparse.ArgumentParser, args: list[str]) -> argparse.Namespace:
     """``parser.parse_args(args)``, except that an option the subcommand does not know is refused with the nearest
-    one it does (``--fulll``: did you mean --full?), on the subcommand's usage line."""
+    one it does (``--fulll``: did you mean --full?), on the subcommand's usage line, before a required option that
+    the misspelt one meant is reported missing (``--candiate``)."""
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    own = sub.choices.get(args[0]) if sub is not None and args else None
+    if own is not None:
+        known = _known(own)  # argparse takes a unique prefix of an option too (--cand for --candidate)
+        words = [a for a in args[1:] if a.startswith("--") and a != "--"]
+        _refuse_unknown(own, [a for a in words if not any(k.startswith(a.split("=")[0]) for k in known)])
     ns, extra = parser.parse_known_args(args)
+    if extra:
+        _refuse_unknown(own or parser, extra)
+    return ns
+
+
+def _known(parser: argparse.ArgumentParser) -> list[str]:
+    return sorted(o for o in parser._option_string_actions if o.startswith("--"))
+
+
+def _refuse_unknown(own: argparse.ArgumentParser, extra: list[str]) -> None:
+    """``own.error`` naming the unknown arguments and the nearest known option of each (exits); none: returns."""
     if not extra:
-        return ns
-    sub = next((a.choices.get(ns.command) for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-    own = sub or parser
-    known = sorted(o for o in own._option_string_actions if o.startswith("--"))
+        return
     hints = []
     for word in extra:
-        near = difflib.get_close_matches(word.split("=")[0], known, n=1) if word.startswith("--") else []
+        near = difflib.get_close_matches(word.split("=")[0], _known(own), n=1) if word.startswith("--") else []
         if near:
             hints.append(f"did you mean {near[0]} for {word}?")
     own.error(f"unrecognized arguments: {' '.join(extra)}" + (f" ({' '.join(hints)})" if hints else ""))
-    raise AssertionError("unreachable")  # error() exits
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlsim.answers.answer import Answer, hours
+from rlsim.answers.sensitivity import Candidate, analyse
+from rlsim.answers.sensitivity import lines as sensitivity_lines
 from rlsim.learning.model import LearningModelError
 from rlsim.run.profile import Profile
 from rlsim.run.result import SimResult
@@ -40,6 +42,8 @@ class Decision:
     throughput_ratio: float  # q_c / q_b
     samples_ratio: float  # N*_c / N*_b
     speedup: float  # throughput_ratio / samples_ratio
+    # the learning side of the verdict: break-even, the winner under each preset (rlsim.answers.sensitivity)
+    sensitivity: dict[str, Any] | None = None
 
     @property
     def verdict(self) -> bool:
@@ -53,6 +57,7 @@ class Decision:
             "speedup": self.speedup,
             "baseline": {"overrides": self.baseline_overrides, **_side(self.baseline)},
             "candidate": {"overrides": self.candidate_overrides, **_side(self.candidate)},
+            "learning_sensitivity": self.sensitivity,
         }
 
     def text(self) -> str:
@@ -79,6 +84,8 @@ class Decision:
             f"samples penalty N*_c/N*_b = {self.samples_ratio:.3f}",
             f"speedup (gain / penalty)  = {self.speedup:.3f}",
         ]
+        if self.sensitivity is not None:
+            lines += sensitivity_lines(self.sensitivity)
         return "\n".join(lines)
 
 
@@ -131,4 +138,20 @@ def decide(
     sb, sc = results[0].summary(), results[1].summary()
     q_ratio = sc["samples_per_s"] / sb["samples_per_s"]
     n_ratio = sc["samples_to_target"] / sb["samples_to_target"]
-    return Decision(sb, sc, dict(baseline), dict(candidate), q_ratio, n_ratio, q_ratio / n_ratio)
+    sides = [_candidate(name, over, s) for name, over, s in (("baseline", baseline, sb), ("candidate", candidate, sc))]
+    winner = 1 if sides[1].time_to_target_s < sides[0].time_to_target_s else 0
+    base = configure(scenario, profile, {}, explicit)
+    sens = analyse(base, sides, winner, profile=profile).as_dict()
+    return Decision(sb, sc, dict(baseline), dict(candidate), q_ratio, n_ratio, q_ratio / n_ratio, sens)
+
+
+def _candidate(name: str, overrides: dict[str, Any], summary: dict[str, Any]) -> Candidate:
+    band = summary.get("time_to_target_band_s")
+    return Candidate(
+        name,
+        dict(overrides),
+        summary["samples_per_s"],
+        summary["time_to_target_s"],
+        summary["samples_to_target"],
+        band_s=tuple(band) if band else None,
+    )

@@ -35,6 +35,7 @@ from rlsim import __version__
 from rlsim.answers.answer import Answer, samples
 from rlsim.answers.figures import ReportError, run_figures, sweep_figures
 from rlsim.answers.report_answer import check_html, run_answer_html, sweep_answer_html
+from rlsim.answers.sensitivity import table_html
 from rlsim.answers.text import any_set, extrapolated_rows, thrashed_again, yes_no
 from rlsim.io.files import read_json, read_text, read_yaml_mapping
 
@@ -194,7 +195,10 @@ def build_report(directory: str | Path) -> tuple[str, list[tuple[str, Any]]]:
         engines = _read_table(d / "engine_curves.csv") if (d / "engine_curves.csv").is_file() else pd.DataFrame()
         figs = sweep_figures(table, curves, engines, scenario, meta.get("grid", {}))
         title = f"rlsim sweep: {scenario.get('name')}"
-        summary_html = sweep_answer_html(table, scenario) + _table_html(table)
+        summary_html = sweep_answer_html(table, scenario)
+        if meta.get("learning_sensitivity"):  # how much the answer rests on the learning side
+            summary_html += "<h3>The learning side</h3>" + table_html(meta["learning_sensitivity"])
+        summary_html += _table_html(table)
     elif (d / "summary.json").is_file() and (d / "steps.csv").is_file():
         meta = read_json(d / "summary.json", _RERUN)
         scenario = read_yaml_mapping(d / "scenario.resolved.yaml", _RERUN)

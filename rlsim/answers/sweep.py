@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rlsim.answers.answer import reference_row
+from rlsim.answers.sensitivity import Candidate, analyse, label
 from rlsim.engine.iteration import decode_iteration_s
 from rlsim.errors import RlsimError, ScenarioError
 from rlsim.host.executor import run_tasks
@@ -64,6 +66,8 @@ class SweepResult:
     screen_thrash: str | None = None  # the thrash model the rows were screened with, None: the scenario's own
     resimulated: tuple[int, ...] = ()  # configurations simulated again, in full with the scenario's own thrash model
     screened: bool = False  # rows ran at most their band's window, the rest extrapolated (column extrapolated)
+    # the learning side of the answer: break-even, the winner under each preset (rlsim.answers.sensitivity)
+    sensitivity: dict[str, Any] | None = None
 
 
 def parse_grid(items: Iterable[str]) -> dict[str, list[Any]]:
@@ -265,10 +269,11 @@ def sweep(
     for o in outputs:  # in configuration order: the first configuration of an engine setup gives its curve
         if o["engine"] is not None:
             engines.setdefault(tuple(o["engine"]["key"]), o["engine"]["curve"])
+    table = pd.DataFrame(rows)
     return SweepResult(
         scenario=scenario,
         grid=grid,
-        table=pd.DataFrame(rows),
+        table=table,
         curves=pd.DataFrame(
             curves, columns=["config", "step", "cumulative_samples", "wall_s", "eval_metric", "extrapolated"]
         ),
@@ -277,7 +282,38 @@ def sweep(
         screen_thrash=screen_thrash if screened else None,
         resimulated=tuple(again),
         screened=screen,
+        sensitivity=sweep_sensitivity(configure(scenario, profile, {}, explicit), table, grid, profile),
     )
+
+
+def sweep_sensitivity(
+    base: Scenario, table: pd.DataFrame, grid: dict[str, list[Any]], profile: Profile | None = None
+) -> dict[str, Any] | None:
+    """The learning side of a sweep's answer (rlsim.answers.sensitivity): its fastest row against the runner-up
+    and the reference batch (rlsim.answers.answer.reference_row), and under each preset; None without a target."""
+    if "time_to_target_s" not in table or "error" not in table:
+        return None
+    ok = table[table["error"].isna() & table["time_to_target_s"].notna()]
+    if ok.empty:
+        return None
+    cands = []
+    for _, r in ok.iterrows():
+        band = (r.get("time_to_target_low_s"), r.get("time_to_target_high_s"))
+        cands.append(
+            Candidate(
+                label(int(r["config"]), {k: r[k] for k in grid if len(grid[k]) > 1}),
+                {k: r[k] for k in grid},
+                float(r["samples_per_s"]),
+                float(r["time_to_target_s"]),
+                float(r["samples_to_target"]),
+                band_s=(float(band[0]), float(band[1])) if all(pd.notna(x) for x in band) else None,
+            )
+        )
+    configs = [int(c) for c in ok["config"]]
+    winner = min(range(len(cands)), key=lambda i: (cands[i].time_to_target_s, i))
+    ref_config = int(reference_row(table, base.to_dict())["config"])
+    ref = configs.index(ref_config) if ref_config in configs else None
+    return analyse(base, cands, winner, ref, profile).as_dict()
 
 
 def _simulate(

@@ -18,11 +18,17 @@ from typing import Any
 import pandas as pd
 
 from rlsim.answers.answer import Answer
+from rlsim.answers.sensitivity import lines as sensitivity_lines
 from rlsim.learning.model import LearningModelError, ceiling_at, clearing_batches, samples_to_target
 from rlsim.learning.staleness import retained_gain
 from rlsim.plan.search import PlanResult
 from rlsim.plan.space import schedule_overrides
 
+OBJECTIVE_WORD = {
+    "time": "time-to-target",
+    "cost": "time-to-target (ranked by cost)",
+    "gpu-hours": "time-to-target (ranked by GPU-hours)",
+}
 TIE = 0.01  # speedups and gains within 1% of 1 are a tie (the screen is good to about 2%)
 # what a gain below 1 means under each objective
 TOO = {
@@ -168,6 +174,8 @@ def explain(result: PlanResult) -> list[str]:
                 f"{head}  -> loses (speedup {r.speedup:.2f}): its samples penalty exceeds its {word}"
                 + (f" ({TOO[result.objective]})" if slower and r.samples_penalty >= 1.0 else "")
             )
+    if result.sensitivity is not None:  # how much the answer rests on the learning side
+        lines += sensitivity_lines(result.sensitivity, OBJECTIVE_WORD[result.objective])
     return lines
 
 

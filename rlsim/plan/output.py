@@ -26,6 +26,7 @@ from rlsim import __version__
 from rlsim.answers.answer import Answer, gpu_hours, samples
 from rlsim.answers.figures import PHASE_COLORS, plotly_modules
 from rlsim.answers.report import CSS
+from rlsim.answers.sensitivity import table_html
 from rlsim.io.files import atomic_write, atomic_write_text
 from rlsim.phases import TIMED_PHASES
 from rlsim.plan.explain import describe
@@ -98,6 +99,7 @@ def plan_json(result: PlanResult, explanation: list[str], command: str) -> dict[
         "pareto": [brief(i) for i in result.pareto],
         "explanation": explanation,
         "notes": result.notes,
+        "learning_sensitivity": result.sensitivity,  # rlsim.plan.sensitivity
     }
 
 
@@ -267,6 +269,7 @@ def plan_report(
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
         f"<style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>",
         "<h2>Answer</h2>" + answer_html(result, patch),
+        *(["<h2>The learning side</h2>" + table_html(result.sensitivity)] if result.sensitivity is not None else []),
         "<h2>Why</h2><details><summary>the whole explanation, as the terminal printed it</summary><pre>"
         + html.escape("\n".join(explanation))
         + "</pre></details>",

@@ -35,6 +35,7 @@ from rlsim.host.workers_pool import kept_pools
 from rlsim.plan.bound import Pruning
 from rlsim.plan.evaluate import evaluate_full, evaluate_groups, forget_reuse
 from rlsim.plan.prices import MissingPrice, price_for
+from rlsim.plan.sensitivity import plan_sensitivity
 from rlsim.plan.space import Config, Space, baseline_config, build_space, configurations
 from rlsim.run.profile import Profile
 from rlsim.run.tasks import ConfigTask, GroupsTask
@@ -70,6 +71,8 @@ class PlanResult:
     prices: dict[str, dict[str, Any]]  # GPU -> price record (usd_per_gpu_hour, source, date, offer, overridden)
     constraints: dict[str, float | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # the learning side of the answer: break-even, the winner under each preset (rlsim.plan.sensitivity)
+    sensitivity: dict[str, Any] | None = None
 
     def row(self, config: int) -> pd.Series:
         return self.table.loc[self.table["config"] == config].iloc[0]
@@ -220,9 +223,14 @@ def plan(
     constraints = {"deadline_h": deadline_h, "budget_usd": budget_usd}
     notes = _notes(missing, space, scenario.learning.reference_group_size is not None)
     overrides = [c.overrides for c in configs]
-    return PlanResult(
+    result = PlanResult(
         scenario, space, objective, table, overrides, baseline, winner, front, price_table, constraints, notes
     )
+    # here, not at the top: it loads simpy (start-up time)
+    from rlsim.run.simulation import configure
+
+    result.sensitivity = plan_sensitivity(result, configure(scenario, profile, {}, explicit), profile)
+    return result
 
 
 def _check_prices(missing: list[str], objective: str, budget_usd: float | None) -> None:
