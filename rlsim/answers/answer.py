@@ -11,6 +11,8 @@ says the rest was extrapolated.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -56,6 +58,17 @@ class Answer:
     extrapolated: bool = False
     steps_simulated: int | None = None
     systems_error_pct: float | None = None  # the band's systems share (rlsim.run.systems_error)
+    # the band widened by the learning presets' spread (rlsim.answers.sensitivity; inf: a preset never reaches it)
+    learning_band_s: tuple[float, float] | None = None
+
+    def with_learning(self, sensitivity: Mapping[str, Any] | None, label: str | None = None) -> Answer:
+        """This answer with the presets' band of ``sensitivity`` (rlsim.answers.sensitivity's dict), when the band is
+        the one of this configuration (``label``: its label there; None: the winner's)."""
+        band = (sensitivity or {}).get("band_s")
+        if band is None or (label is not None and sensitivity.get("winner") != label):  # type: ignore[union-attr]
+            return self
+        lo, hi = (math.inf if x is None else float(x) for x in band)
+        return dataclasses.replace(self, learning_band_s=(lo, hi))
 
     @classmethod
     def of(cls, summary: Mapping[str, Any]) -> Answer:
@@ -87,7 +100,11 @@ class Answer:
         text = hours(self.time_to_target_s)
         if self.band_s is not None:
             systems = f", systems +-{self.systems_error_pct:.0f}% in it" if self.systems_error_pct is not None else ""
-            text += f" (band {hours(self.band_s[0])} .. {hours(self.band_s[1])}{systems})"
+            presets = ""
+            if self.learning_band_s is not None:
+                lo, hi = self.learning_band_s
+                presets = f"; {hours(lo)} .. {hours(hi) if math.isfinite(hi) else 'never'} with the learning presets"
+            text += f" (band {hours(self.band_s[0])} .. {hours(self.band_s[1])}{systems}{presets})"
         if self.extrapolated:
             sim = f" after {self.steps_simulated} simulated steps" if self.steps_simulated else ""
             text += f", extrapolated{sim}"

@@ -64,6 +64,10 @@ class Decision:
         """The verdict first, in a sentence, then each side's answer (rlsim.answers.answer) and the rule's three
         ratios."""
         ab, ac = Answer.of(self.baseline), Answer.of(self.candidate)
+        if self.verdict:  # the winner's band with the learning presets' spread (rlsim.answers.sensitivity)
+            ac = ac.with_learning(self.sensitivity)
+        else:
+            ab = ab.with_learning(self.sensitivity)
         if self.verdict:
             head = (
                 f"verdict: yes - the candidate reaches the target in {hours(ac.time_to_target_s)} against "

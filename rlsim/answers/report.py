@@ -195,7 +195,7 @@ def build_report(directory: str | Path) -> tuple[str, list[tuple[str, Any]]]:
         engines = _read_table(d / "engine_curves.csv") if (d / "engine_curves.csv").is_file() else pd.DataFrame()
         figs = sweep_figures(table, curves, engines, scenario, meta.get("grid", {}))
         title = f"rlsim sweep: {scenario.get('name')}"
-        summary_html = sweep_answer_html(table, scenario)
+        summary_html = sweep_answer_html(table, scenario, meta.get("learning_sensitivity"))
         if meta.get("learning_sensitivity"):  # how much the answer rests on the learning side
             summary_html += "<h3>The learning side</h3>" + table_html(meta["learning_sensitivity"])
         summary_html += _table_html(table)

@@ -48,8 +48,9 @@ def run_answer_html(summary: dict[str, Any]) -> str:
     return f"<p class='answer'>{html.escape(a.sentence())}</p><table>{body}</table>"
 
 
-def sweep_answer_html(table: pd.DataFrame, scenario: dict[str, Any]) -> str:
-    """The sweep's answer first: the fastest configuration against the scenario's own, in a sentence."""
+def sweep_answer_html(table: pd.DataFrame, scenario: dict[str, Any], sensitivity: dict[str, Any] | None = None) -> str:
+    """The sweep's answer first: the fastest configuration against the scenario's own, in a sentence (its band
+    with the learning presets' spread of ``sensitivity``, rlsim.answers.sensitivity, whose winner it is)."""
     ok = table[table["error"].isna() & table["time_to_target_s"].notna()] if "time_to_target_s" in table else None
     if ok is None or ok.empty:
         best = table[table["error"].isna()].sort_values("samples_per_s", ascending=False)
@@ -59,7 +60,7 @@ def sweep_answer_html(table: pd.DataFrame, scenario: dict[str, Any]) -> str:
     best = ok.sort_values("time_to_target_s").iloc[0]
 
     ref = reference_row(table, scenario)
-    text = f"Fastest to the target: {_config_text(best)}: {Answer.of(best).sentence()}."
+    text = f"Fastest to the target: {_config_text(best)}: {Answer.of(best).with_learning(sensitivity).sentence()}."
     if ref is not None and ref["config"] != best["config"] and pd.notna(ref.get("time_to_target_s")):
         q = best["samples_per_s"] / ref["samples_per_s"]
         n = best["samples_to_target"] / ref["samples_to_target"]

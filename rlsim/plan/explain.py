@@ -128,7 +128,8 @@ def explain(result: PlanResult) -> list[str]:
         lines.append(f"your configuration ({describe(base)}) is not feasible: {why}")
     else:
         lines.append(f"your configuration: {describe(base)}")
-        lines.append(f"  {_numbers(base)} ({base['fidelity']} simulation)")
+        own = Answer.of(base).with_learning(result.sensitivity) if result.winner == result.baseline else None
+        lines.append(f"  {own.sentence() if own else _numbers(base)} ({base['fidelity']} simulation)")
         lines.append(f"  {_bound(base)}")
     if result.winner is None:
         lines.append("no configuration meets the constraints; loosen --deadline-h / --budget-usd or widen the search")
@@ -138,7 +139,7 @@ def explain(result: PlanResult) -> list[str]:
         lines.append("the winner is your configuration: no configuration searched beats it")
     else:
         lines.append(f"winner: {describe(win)}")
-        lines.append(f"  {_numbers(win)} ({win['fidelity']} simulation)")
+        lines.append(f"  {Answer.of(win).with_learning(result.sensitivity).sentence()} ({win['fidelity']} simulation)")
         lines.append(f"  {_bound(win)}")
         if base["status"] == "ok" and base["feasible"]:
             r = ratios(win, base, result.objective)

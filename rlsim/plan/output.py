@@ -194,7 +194,10 @@ def answer_html(result: PlanResult, patch: list[str] | None = None) -> str:
     if result.winner is None:
         return "<p class='answer'>No configuration meets the constraints; plan.csv says why each was refused.</p>"
     base, win = result.row(result.baseline), result.row(result.winner)
-    ab, aw = Answer.of(base), Answer.of(win)
+    # the winner's band with the learning presets' spread (rlsim.answers.sensitivity), as the text says it
+    ab, aw = Answer.of(base), Answer.of(win).with_learning(result.sensitivity)
+    if result.winner == result.baseline:
+        ab = aw
     if result.winner == result.baseline:
         text = f"Keep your configuration: no configuration searched beats it. {ab.sentence()}."
     else:

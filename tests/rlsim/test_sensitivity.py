@@ -198,6 +198,12 @@ def test_decide_states_break_even_and_the_winner_under_each_preset(flip, capsys)
     assert "under preset seed: the same winner" in text and "under preset critical_b1024: baseline" in text
     assert "<- winner changes" in text and "warning: async (staleness k=1) names no staleness loss" in text
     assert "the recommended configuration needs naive_ppo " in text
+    # the winner's own line carries the band the presets widen, from its seeds' low end to its slowest preset's
+    lo = min(d["candidate"]["time_to_target_band_s"][0], *(r["recommended_time_s"] for r in sens["presets"]))
+    hi = max(d["candidate"]["time_to_target_band_s"][1], *(r["recommended_time_s"] for r in sens["presets"]))
+    assert sens["band_s"] == pytest.approx([lo, hi])
+    assert f"; {lo / 3600:.2f} h .. {hi / 3600:.2f} h with the learning presets)" in text.splitlines()[2]
+    assert "with the learning presets" not in text.splitlines()[1]  # the loser's band is its own
 
 
 def test_sweep_states_break_even_against_the_runner_up_and_the_reference(tmp_path, capsys):
