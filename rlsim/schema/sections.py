@@ -342,6 +342,10 @@ class Schedule:
     # updates: new weights are loaded between engine iterations instead of after the engines drain
     streaming: bool = True
     in_flight_weight_updates: bool = True
+    # async only. collector: batches (a batch's requests go to the engines together, k + 1 batches held at once:
+    # streaming) or prompt_groups (NeMo RL's AsyncTrajectoryCollector, rlsim.run.collector: one prompt group at a
+    # time, at most prompts_per_step x max_staleness groups in flight, the next step's groups started as slots free)
+    collector: Literal["batches", "prompt_groups"] = "batches"
     # fully-async only (verl's fully-async trainer, rlsim.run.fully_async): a step is one trainer update on one batch
     # (verl: require_batches mini-batches); the weights reach the rollout pool every sync_every updates (verl's
     # trigger_parameter_sync_step); the rollout pool dispatches prompts up to (1 + staleness_threshold) x sync_every
