@@ -21,7 +21,9 @@ v0.5.0, A = nemo_rl/algorithms/async_utils.py, G = nemo_rl/algorithms/grpo.py):
   ``in_flight_weight_updates`` (every async performance recipe sets it, examples/configs/recipes/llm/performance/
   grpo-*-async-*off.yaml:6) the groups in flight keep generating and the weights load between engine iterations
   (the engines stall for the transfer: rlsim.run.pipeline's in-flight pause); without it the refit waits for every
-  group in flight (``wait_for_pending_generations``, A:603-623): the sync waits for the rollout pool.
+  group in flight (``wait_for_pending_generations``, A:603-623): the sync waits for the rollout pool (the drain
+  is priced as the batch's share of its window's tail, not a whole tail: every async performance recipe updates
+  in flight).
 
 How rlsim prices it: the engines' work is simulated in windows of :func:`window` batches, each batch's requests in
 step order, a replica running at most :func:`engine_seqs` requests at once (its max_num_seqs, and its share of the
