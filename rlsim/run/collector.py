@@ -29,9 +29,9 @@ How rlsim prices it: the engines' work is simulated in windows of :func:`window`
 step order, a replica running at most :func:`engine_seqs` requests at once (its max_num_seqs, and its share of the
 P x k groups in flight: NeMo RL sends each response to the next replica in turn, nemo_rl/models/generation/vllm/
 vllm_generation.py:547-563, nemo_rl/experience/rollouts.py:786-856; rlsim's engine deals whole groups, the same
-share on average); a window's makespan is spent in equal shares by its batches, so a batch pays 1 / window of one straggler tail
-(the steady stream pays none). Request-level slots are an approximation: the collector frees a group's slot only
-when the group's last response ends, the engines a request's slot when it ends.
+share on average); a window's makespan is spent in equal shares by its batches, so a batch pays 1 / window of one
+straggler tail (the steady stream pays none). Request-level slots are an approximation: the collector frees a
+group's slot only when the group's last response ends, the engines a request's slot when it ends.
 """
 
 from __future__ import annotations

@@ -108,9 +108,19 @@ def test_a_deep_collector_window_is_k_plus_1_batches_and_its_cap_p_times_k_group
 
 def test_nemo_rl_async_rows_collect_prompt_groups():
     row = {
-        "model": "Qwen/Qwen3-30B-A3B", "gpu": "H100", "num_gpus": 32, "colocated": False, "gen_gpus": 16,
-        "train_gpus": 16, "policy_mode": "async-1off", "prompts_per_step": 64, "gens_per_prompt": 32,
-        "avg_gen_len": 3200, "max_seq_len": 4096, "gen_tp": 2, "source_version": "NeMo RL v0.5 perf table",
+        "model": "Qwen/Qwen3-30B-A3B",
+        "gpu": "H100",
+        "num_gpus": 32,
+        "colocated": False,
+        "gen_gpus": 16,
+        "train_gpus": 16,
+        "policy_mode": "async-1off",
+        "prompts_per_step": 64,
+        "gens_per_prompt": 32,
+        "avg_gen_len": 3200,
+        "max_seq_len": 4096,
+        "gen_tp": 2,
+        "source_version": "NeMo RL v0.5 perf table",
     }
     assert scenario_from_recipe(row)["schedule"]["collector"] == "prompt_groups"
     assert "collector" not in scenario_from_recipe({**row, "policy_mode": "on", "colocated": True})["schedule"]
