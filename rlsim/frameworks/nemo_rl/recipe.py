@@ -378,7 +378,7 @@ def _training(fields: dict[str, Any], max_seq: int, notes: list[str]) -> dict[st
         "distributed_optimizer": True,
     }
     if packing:  # NeMo RL's bins hold max_total_sequence_length tokens (dynamic batching: its token budget)
-        common["packing_tokens"] = int(_num(fields, "recipe_packing_tokens", max_seq))
+        common["packing_tokens"] = int(_num(fields, "recipe_packing_tokens", max_seq) or max_seq)
     backend = str(fields.get("train_backend") or "megatron").strip()
     if backend == "dtensor" and tp == cp == 1:
         return {"backend": "fsdp", **common}
