@@ -4,6 +4,7 @@ engines hold at most P x k groups, and the stream of groups runs across step bou
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -132,3 +133,19 @@ def test_a_collector_outside_an_async_schedule_is_refused_with_the_fix():
             SCENARIOS / "dense8b_h100_async.yaml",
             {"schedule.mode": "sync-separate", "schedule.max_staleness": 0, "schedule.collector": "prompt_groups"},
         )
+
+
+def test_a_nemo_rl_async_recipe_imports_as_the_collector_and_a_batch_collector_emits_a_note():
+    from rlsim.frameworks.config_import import import_config
+    from rlsim.frameworks.emit import emit
+    from rlsim.scenario import from_dict, with_overrides
+
+    path = (
+        Path(__file__).parent
+        / "fixtures/configs/nemo_rl/recipes/llm/performance/grpo-llama3.1-8b-instruct-2n8g-async-1off.yaml"
+    )
+    imported = from_dict(import_config(path, "nemo-rl", []).scenario)
+    assert imported.schedule.collector == "prompt_groups"
+    planned = with_overrides(imported, {"schedule.collector": "batches"})
+    notes = emit("nemo-rl", planned, original=path).notes
+    assert any(n.startswith("schedule.collector batches: NeMo RL's async GRPO collects prompt groups") for n in notes)
