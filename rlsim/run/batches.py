@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rlsim.engine.rollout import RolloutResult
+from rlsim.run import collector
 from rlsim.schema import Scenario
 from rlsim.workload.lengths import progress, sample_step
 
@@ -24,6 +25,8 @@ def window(scenario: Scenario) -> int:
     (rlsim.run.fully_async): the sync_every batches generated between two weight syncs, whose stragglers the sync
     waits for; with partial rollouts (no such wait) the k + 1 batches the rollout pool holds at once."""
     sched = scenario.schedule
+    if collector.collects_groups(scenario):  # NeMo RL's prompt-group collector: a longer window (rlsim.run.collector)
+        return collector.window(scenario)
     if sched.mode == "fully-async":
         return sched.staleness + 1 if sched.partial_rollout and sched.staleness_threshold > 0 else sched.sync_every
     k = sched.staleness

@@ -10,7 +10,8 @@ Processes (thin; every duration comes from a pure cost function):
 
 Schedules: ``sync-colocated`` (one pool of all GPUs; the engine sleeps while training, sleep/wake is paid in the
 weight sync), ``sync-separate`` (two pools, k = 0), ``async`` (two pools, rollouts for steps n+1..n+k overlap the
-training of step n), ``fully-async`` (two pools; the rollout pool's process is rlsim.run.fully_async's, and the
+training of step n; with ``schedule.collector: prompt_groups`` the rollout pool's process is rlsim.run.collector's),
+``fully-async`` (two pools; the rollout pool's process is rlsim.run.fully_async's, and the
 trainer syncs every ``schedule.sync_every`` steps). A step ends when its weight sync ends (or its update, between
 syncs); its step time is the gap to the previous step's end.
 """
@@ -29,7 +30,7 @@ from rlsim.errors import RlsimError
 from rlsim.host import threads
 from rlsim.io.records import RunLogRecord, run_log_record
 from rlsim.phases import Phase
-from rlsim.run import fully_async
+from rlsim.run import collector, fully_async
 from rlsim.run.batches import per_batch, step_requests, window
 from rlsim.run.costs import CostModel, RooflineCostModel
 from rlsim.run.pools import (
@@ -143,7 +144,7 @@ def _generations(st: _State):
             requests,
             groups if greedy else s.workload.group_size,
             s.num_replicas,
-            s.engine.max_num_seqs,
+            collector.engine_seqs(s),  # max_num_seqs, less under a prompt-group collector's in-flight limit
             s.kv_capacity_tokens,
             decode,
             prefill,
@@ -451,6 +452,8 @@ def run_pipeline(
     )
     if scenario.schedule.mode == "fully-async":
         env.process(fully_async.rollouter(env, st, _generations(st), _Batch))
+    elif collector.collects_groups(scenario):
+        env.process(collector.rollouter(env, st, _generations(st), _Batch))
     else:
         env.process(_rollout(env, st))
     trainer = env.process(_trainer(env, st))

@@ -96,6 +96,13 @@ def _validate_schedule(scenario: Scenario) -> None:
             f"has no meaning for mode {sched.mode}",
             "set it to 0 or use mode async",
         )
+    if sched.mode != "async" and sched.collector != "batches":
+        raise ScenarioError(
+            "schedule.collector",
+            sched.collector,
+            f"has no meaning for mode {sched.mode} (async only)",
+            "set it to batches or use mode async",
+        )
     fully = {"sync_every": 1, "staleness_threshold": 0.0, "partial_rollout": False}
     for name, default in fully.items():
         if sched.mode != "fully-async" and getattr(sched, name) != default:

@@ -342,6 +342,10 @@ class Schedule:
     # updates: new weights are loaded between engine iterations instead of after the engines drain
     streaming: bool = True
     in_flight_weight_updates: bool = True
+    # async only. collector: batches (a batch's requests go to the engines together, k + 1 batches held at once:
+    # streaming) or prompt_groups (NeMo RL's AsyncTrajectoryCollector, rlsim.run.collector: one prompt group at a
+    # time, at most prompts_per_step x max_staleness groups in flight, the next step's groups started as slots free)
+    collector: Literal["batches", "prompt_groups"] = "batches"
     # fully-async only (verl's fully-async trainer, rlsim.run.fully_async): a step is one trainer update on one batch
     # (verl: require_batches mini-batches); the weights reach the rollout pool every sync_every updates (verl's
     # trigger_parameter_sync_step); the rollout pool dispatches prompts up to (1 + staleness_threshold) x sync_every
@@ -512,7 +516,7 @@ class Costs:
     # fraction of the host link's peak that copies between GPU and host memory reach (pinned buffers come close
     # to it, the prior 1.0; pageable memory, as plain tensor.to("cpu") uses, reaches a fraction). FITTED on the
     # published step rows: rlsim/catalog/fitted.yaml has its provenance and prior
-    host_link_efficiency: float = field(default=0.080, metadata=bounds(gt=0, le=1))
+    host_link_efficiency: float = field(default=0.0727, metadata=bounds(gt=0, le=1))
     # the PPO critic's passes against the policy's passes of the same shape (rlsim prices the critic as the policy's
     # architecture): a value head in place of the LM head, a value loss in place of the policy loss. 1 unless fitted
     # from runs that time the critic's phases (rlsim-calibrate fit: the critic's own in-loop factors)

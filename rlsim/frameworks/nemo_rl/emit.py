@@ -86,6 +86,11 @@ def _emit_generation(ctx: EmitContext, d: dict[str, Any]) -> None:
         d["loss_fn.use_importance_sampling_correction"] = True
         if not s.schedule.streaming:
             ctx.notes.append("schedule.streaming false: NeMo RL's async GRPO streams rollouts")
+        if s.schedule.collector != "prompt_groups":
+            ctx.notes.append(
+                "schedule.collector batches: NeMo RL's async GRPO collects prompt groups, P x k in flight "
+                "(rlsim.run.collector); its step time can differ from this scenario's"
+            )
     async_engine = is_async or ctx.current(V + "async_engine") is True
     d[V + "tensor_parallel_size"] = s.engine.tensor_parallel_size
     d[V + "gpu_memory_utilization"] = s.engine.gpu_memory_utilization

@@ -358,6 +358,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "recipe_sequence_packing": bool(src.get(PO + "sequence_packing.enabled")),
         "recipe_kl": as_float(src, "loss_fn.reference_policy_kl_penalty"),
     }
+    if staleness and not is_async:  # the single controller's sampler, not async GRPO's prompt-group collector
+        fields["recipe_async_collector"] = "batches"
     _optional_fields(src, fields, max_seq, megatron, is_async, notes)
     fields.update(_train_fields(src, megatron))
     try:

@@ -15,7 +15,7 @@ Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read a
 * num_gpus, colocated, gen_gpus, train_gpus -> hardware.num_gpus, placement, rollout_gpus, train_gpus (cluster and
   generation.colocated.resources)
 * policy_mode on / async-Koff -> schedule sync-colocated or sync-separate / async, max_staleness K
-  (grpo.async_grpo.max_trajectory_age_steps)
+  (grpo.async_grpo.max_trajectory_age_steps), collector prompt_groups (AsyncTrajectoryCollector: rlsim.run.collector)
 * prompts_per_step, gens_per_prompt -> workload.prompts_per_step, group_size (grpo.num_prompts_per_step,
   num_generations_per_prompt)
 * avg_gen_len, max_seq_len -> workload.response_length: lognormal (sigma ``RESPONSE_SIGMA``) whose mean after
@@ -205,7 +205,11 @@ def _schedule(fields: dict[str, Any]) -> tuple[str, bool, dict[str, Any], bool]:
     elif mode.startswith("async-") and mode.endswith("off") and mode[6:-3].isdigit():
         if colocated:
             raise NotExpressible("async GRPO needs separate generation and training GPUs (colocated is true)")
-        schedule = {"mode": "async", "max_staleness": int(mode[6:-3])}
+        # AsyncTrajectoryCollector: one prompt group at a time, P x k groups in flight (nemo_rl/algorithms/
+        # async_utils.py:281-287, :451-506 at v0.4.0 / v0.5.0 / v0.6.0; async_utils/trajectory_collector.py:105-109
+        # at v0.7.0): rlsim.run.collector
+        collector = str(fields.get("recipe_async_collector") or "prompt_groups")  # batches: the single controller
+        schedule = {"mode": "async", "max_staleness": int(mode[6:-3]), "collector": collector}
         if fields.get("recipe_in_flight_weight_updates") is not None:
             schedule["in_flight_weight_updates"] = _flag(fields, "recipe_in_flight_weight_updates")
         async_engine = True  # NeMo RL's async GRPO requires vllm_cfg.async_engine
@@ -374,7 +378,7 @@ def _training(fields: dict[str, Any], max_seq: int, notes: list[str]) -> dict[st
         "distributed_optimizer": True,
     }
     if packing:  # NeMo RL's bins hold max_total_sequence_length tokens (dynamic batching: its token budget)
-        common["packing_tokens"] = int(_num(fields, "recipe_packing_tokens", max_seq))
+        common["packing_tokens"] = int(_num(fields, "recipe_packing_tokens", max_seq) or max_seq)
     backend = str(fields.get("train_backend") or "megatron").strip()
     if backend == "dtensor" and tp == cp == 1:
         return {"backend": "fsdp", **common}
