@@ -92,17 +92,17 @@ TASKS = {
     "smollm2": Task(
         key="smollm2",
         train=tuple(
-            "--task words --model smollm2 --algo grpo --engine hf --group-size 4 --lr-rule sqrt --lr0 5e-6 "
-            "--reference-batch 32 --eval-size 80 --max-new-tokens 4 --threads 1".split()
+            "--task words --model smollm2 --algo grpo --engine hf --group-size 4 --lr-rule sqrt --lr0 1e-5 "
+            "--reference-batch 32 --eval-size 64 --max-new-tokens 4 --threads 1".split()
         ),
         group=4,
-        fit=(8, 32),
-        held=(16, 64),
+        fit=(4, 16),
+        held=(8, 32),
         target=0.8,
-        fit_samples=512,
-        held_samples=768,
-        eval_samples=32,
-        reference_batch=8,
+        fit_samples=256,
+        held_samples=384,
+        eval_samples=16,
+        reference_batch=4,
     ),
 }
 SCENARIO = "scenarios/small_1gpu.yaml"  # any scenario: only its learning side is read (the profile replaces it)
@@ -182,7 +182,7 @@ def predict(out: Path, task: Task, label: str) -> dict:
         "commit": commit.stdout.strip(),
         "target": task.target,
         "fit_batches": list(task.fit),
-        "fit_command": "rlsim-calibrate " + shlex.join(fit_cmd[3:]),
+        "fit_command": ("rlsim-calibrate " + shlex.join(fit_cmd[3:])).replace(str(out), "OUT"),
         "fit_output": proc.stdout,
         "profile_learning": json.loads(profile.read_text())["learning"],
         "held": {},
@@ -197,7 +197,7 @@ def predict(out: Path, task: Task, label: str) -> dict:
             raise SystemExit(f"rlsim run failed at B={b}:\n{proc.stderr[-2000:]}")
         res = json.loads(proc.stdout)
         pred["held"][str(b)] = {
-            "command": "rlsim " + shlex.join(cmd[3:]),
+            "command": ("rlsim " + shlex.join(cmd[3:])).replace(str(out), "OUT"),
             **{k: res.get(k) for k in ("samples_to_target", "samples_to_target_if_reached")},
             "probability_reaching_target": res.get("probability_reaching_target"),
             "warnings": res.get("warnings"),
@@ -256,23 +256,37 @@ def summary(out: Path) -> dict:
         rows = []
         for b in sorted({*task.fit, *task.held}):
             m = measured(out, task, b)
-            row = {"batch": b, "role": "fit" if b in task.fit else "held-out", "measured": m, "predicted": {}}
+            predicted: dict[str, dict] = {}
+            row = {"batch": b, "role": "fit" if b in task.fit else "held-out", "measured": m, "predicted": predicted}
             for p in preds:
                 if str(b) in p["held"]:
                     n = p["held"][str(b)]["samples_to_target"]
                     got = m and m["median_reaching"]
                     err = n / got - 1 if n is not None and got else None
-                    row["predicted"][p["label"]] = {"samples": n, "error": err}
+                    predicted[p["label"]] = {"samples": n, "error": err}
             rows.append(row)
         res[task.key] = {
             "target": task.target,
             "train": " ".join(task.train),
             "budget_samples": {"fit": task.fit_samples, "held-out": task.held_samples},
             "held_started": start,
-            "predictions": [{k: p[k] for k in ("label", "written", "commit", "fit_command")} for p in preds],
+            "predictions": [_brief(p) for p in preds],
             "rows": rows,
         }
     return res
+
+
+def _brief(pred: dict) -> dict:
+    """What the page shows of a prediction: when, from what, the fit's summary lines and the commands."""
+    keep = ("critical batch", "ceiling", "B_simple", "note")
+    lines = [ln.strip() for ln in pred["fit_output"].splitlines() if ln.strip().startswith(keep)]
+    learning = pred["profile_learning"]
+    out = {k: pred[k] for k in ("label", "written", "commit", "fit_command")}
+    out["fit_summary"] = lines
+    out["fit_samples_to_target"] = {b: v["samples"] for b, v in learning["samples_to_target"].items()}
+    out["samples_spread"] = learning.get("samples_spread")
+    out["held"] = pred["held"]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- page
@@ -296,16 +310,20 @@ def page(out: Path, argv: list[str]) -> list[str]:
     ]
     for key, t in data.items():
         task = TASKS[key]
-        lines += [f"## {key}", "", f"`rlsim-real train {t['train']}` + `--prompts-per-step B/{task.group} --group-size"]
         budget = t["budget_samples"]
-        lines[-1] += f" {task.group}`; {budget['fit']:,} samples per fit run and {budget['held-out']:,} per held-out"
-        lines[-1] += f" run (stopped at the target); target {t['target']:g} eval accuracy."
+        lines += [f"## {key}", "", f"Target {t['target']:g} eval accuracy; {budget['fit']:,} samples per fit run,"]
+        lines[-1] += f" {budget['held-out']:,} per held-out run (stopped at the target); seeds S = 0, 1, ...:"
         lines += [""]
+        for b in sorted({*task.fit, *task.held}):
+            cmd = shlex.join(train_args(task, b, 0, b in task.held)).replace("--seed 0", "--seed S")
+            lines.append(f"- B = {b}: `rlsim-real train {cmd} -o OUT/{key}/runs/B{b}_sS`")
         for p in t["predictions"]:
             before = t["held_started"] is None or p["written"] < t["held_started"]
             when = "before the held-out runs started" if before else "AFTER the held-out runs started"
             lines += [f"- prediction `{p['label']}`: written {p['written']} (commit {p['commit']}), {when}.",
-                      f"  Fit: `{p['fit_command']}`"]  # fmt: skip
+                      f"  Fit: `{p['fit_command']}`; it printed:"]  # fmt: skip
+            lines += [f"  `{ln}`" for ln in p["fit_summary"]]
+            lines += [f"  At B = {b}: `{h['command']}`" for b, h in p["held"].items()]
         if t["held_started"]:
             lines += [f"- held-out runs started {t['held_started']}."]
         labels = [p["label"] for p in t["predictions"]]
@@ -333,6 +351,19 @@ def page(out: Path, argv: list[str]) -> list[str]:
                 load = m["other_cpu_fraction_median"]
                 cells += ["-" if load is None else f"{load:.2f}", f"{m['wall_s_median']:.0f} ({m['steps_median']:.0f})"]
             lines.append("| " + " | ".join(cells) + " |")
+        for lab in labels:
+            verdict = [
+                f"B = {r['batch']} {'within' if abs(e) <= 0.25 else 'outside'} 25% ({e:+.1%}, {m['reaching']} seeds)"
+                for r in t["rows"]
+                if (m := r["measured"]) and (e := (r["predicted"].get(lab) or {}).get("error")) is not None
+            ]
+            if verdict:
+                lines += [
+                    "",
+                    f"Prediction `{lab}` against the median of the seeds reaching the target: "
+                    + "; ".join(verdict)
+                    + ".",
+                ]
         lines += ["", "Samples to target per seed:", ""]
         for r in t["rows"]:
             if r["measured"]:
