@@ -48,8 +48,17 @@ def cmd_fit_learning(args: argparse.Namespace) -> int:
     rules = {_run_lr_rule(p) for p in args.runs} - {None}
     if len(rules) > 1:
         raise CalibrateError(f"the runs used LR rules {', '.join(sorted(rules))}; fit the runs of one rule")
+    knob = _family_knob(args, runs)
+    if knob in ("group", "staleness"):  # runs at one batch: the family alone
+        return _fit_family_only(args, profile, runs, knob)
     fit = fit_learning(runs, args.target, args.reference_batch, lr_rule=rules.pop() if rules else None)
     learning = fit.to_profile_learning()
+    family = None
+    if knob == "batch":
+        from calibrate.learning.family import fit_family, with_family
+
+        family = fit_family(runs, args.target, "batch", fit.reference_batch, boots=args.boots)
+        learning = with_family(learning, family)
     _write_learning(args, profile, learning, "learning_runs", learning_command=" ".join(sys.argv))
     cb = fit.critical_batch
     sigma = cb.to_dict()["uncertainty"]["critical_batch"]
@@ -72,7 +81,47 @@ def cmd_fit_learning(args: argparse.Namespace) -> int:
             print(f"  B={b} left out: {why}")
     for note in fit.notes:
         print(f"note: {note}")
+    if family is not None:
+        print("\n".join(family.lines()))
+        print("the profile's batch term is the family table (learning.family.batch; batch_multiplier invariant)")
     print(f"\nwrote {args.output} (learning fitted on {len(runs)} runs at reference batch {fit.reference_batch})")
+    return 0
+
+
+def _family_knob(args: argparse.Namespace, runs: list[list[dict]]) -> str | None:
+    """The knob --family fits over: the one given, or (auto) the one knob whose value differs between the runs."""
+    if not args.family:
+        return None
+    from calibrate.learning.family import varying_knobs
+
+    varying = varying_knobs(runs)
+    if args.family != "auto":
+        if args.family != "batch" and "batch" in varying:
+            raise CalibrateError(
+                f"--family {args.family} fits runs at one batch; these run at several: give the runs of one batch"
+            )
+        return args.family
+    if len(varying) != 1:
+        which = ", ".join(varying) if varying else "none"
+        raise CalibrateError(
+            f"--family: the knobs that differ between the runs are {which}; name one (--family batch, group or "
+            "staleness) with runs that differ in it"
+        )
+    return varying[0]
+
+
+def _fit_family_only(args: argparse.Namespace, profile: Profile, runs: list[list[dict]], knob: str) -> int:
+    """fit-learning --family group / staleness: the reference value's curve and the family table, from runs at one
+    batch (calibrate.learning.family)."""
+    from calibrate.learning.family import family_learning, fit_family
+
+    family = fit_family(runs, args.target, knob, args.reference, boots=args.boots)
+    learning = family_learning(family, runs, args.target)
+    _write_learning(args, profile, learning, "learning_runs", learning_command=" ".join(sys.argv))
+    print("\n".join(family.lines()))
+    for note in family.notes:
+        print(f"note: {note}")
+    print(f"\nwrote {args.output} (learning.family.{knob} from {len(runs)} runs, reference {family.reference:g})")
     return 0
 
 
@@ -199,6 +248,16 @@ def add_parsers(sub: Any) -> None:
     fl.add_argument("--reference-batch", type=int, help="responses per step of the curve kept (default: smallest)")
     fl.add_argument("--profile", type=Path, required=True, help="profile JSON to add the learning model to")
     fl.add_argument("-o", "--output", type=Path, required=True, help="profile JSON to write (may be --profile)")
+    fl.add_argument(
+        "--family",
+        nargs="?",
+        const="auto",
+        choices=("auto", "batch", "group", "staleness"),
+        help="fit the curve family over the knob that differs between the runs (or the one named): which of S_mid, "
+        "b and A it moves, written as learning.family.<knob>",
+    )
+    fl.add_argument("--reference", type=float, help="with --family group/staleness: the reference G or staleness")
+    fl.add_argument("--boots", type=int, default=100, help="with --family: bootstrap resamples over seeds (0: none)")
     fl.set_defaults(func=cmd_fit_learning)
 
     fs = _profile_fit(

@@ -21,6 +21,8 @@ Pieces (docs/reference.md sections 3-5):
   - the staleness term for async schedules: ``(1 + staleness_penalty_per_step) ** (k - staleness_free_steps)``
     beyond the free steps (the ``stretch`` form), or by the loss trained with (``staleness_loss``,
     rlsim.learning.staleness): a lower ceiling, threshold-like in the maximum staleness.
+* ``family``: tables per knob (batch, responses per prompt, LR rule, staleness) that move S_mid, b and A
+  (rlsim.learning.family); N* is the moved sigmoid's inverse at the target, the multipliers above stretching it.
 * ``ceiling_batches`` / ``ceilings``: the ceiling that moves with the batch. ScaleRL (arXiv 2510.13786) finds
   larger batches slower early and higher at the end, small batches stagnating: the batch moves the asymptote A,
   not only the samples axis. Measured at several batches (``rlsim-calibrate fit-learning``, where the batches'
@@ -82,6 +84,7 @@ from statistics import NormalDist
 import numpy as np
 
 from rlsim.errors import RlsimError
+from rlsim.learning.family import clearing_words, moved_curve
 from rlsim.learning.groups import group_multiplier
 from rlsim.learning.staleness import retained_gain, with_staleness
 from rlsim.schema import BatchMultiplier, Learning, MetricCurve
@@ -200,6 +203,8 @@ class SamplesToTarget:
     ceiling_multiplier: float | None = None
     # DAPO's dynamic sampling: keep_rate ** learning.filtered_signal_power; None: no filter
     filter_multiplier: float | None = None
+    # N* on the curve learning.family moves (rlsim.learning.family) over N* on the curve before; None: no table
+    family_multiplier: float | None = None
 
     @property
     def multiplier(self) -> float:
@@ -210,6 +215,7 @@ class SamplesToTarget:
             * self.group_multiplier
             * (1.0 if self.ceiling_multiplier is None else self.ceiling_multiplier)
             * (1.0 if self.filter_multiplier is None else self.filter_multiplier)
+            * (1.0 if self.family_multiplier is None else self.family_multiplier)
         )
 
 
@@ -229,7 +235,13 @@ def samples_to_target(
     ref = reference_samples_to_target(learning.metric, learning.target)
     base, cmul = ceiling_curve(learning, batch, ref)
     bmul, warnings = batch_multiplier(learning.batch_multiplier, batch, learning.reference_batch)
-    lmul = lr_multiplier(learning, batch)
+    # the curve family (rlsim.learning.family) moves S_mid, b and A; an LR table replaces the untuned-LR penalty
+    moved, family_warnings = moved_curve(learning, base, batch, mean_staleness, group_size)
+    warnings = warnings + list(family_warnings)
+    famul = None if moved is base else family_samples(learning, base, moved, batch, mean_staleness, group_size)
+    n_moved = ref * cmul * (famul or 1.0)  # N* on the moved curve
+    base = moved
+    lmul = 1.0 if learning.family.lr is not None else lr_multiplier(learning, batch)
     if learning.staleness_loss == "stretch":
         beyond = max(0.0, mean_staleness - learning.staleness_free_steps)
         smul = (1.0 + learning.staleness_penalty_per_step) ** beyond
@@ -237,7 +249,7 @@ def samples_to_target(
     else:  # threshold-like, by the loss (rlsim.learning.staleness): the curve's ceiling moves
         curve = with_staleness(base, learning.staleness_loss, mean_staleness, learning.staleness_form)
         try:
-            smul = reference_samples_to_target(curve, learning.target) / (ref * cmul)
+            smul = reference_samples_to_target(curve, learning.target) / n_moved
         except LearningModelError:
             kept = retained_gain(learning.staleness_loss, mean_staleness, learning.staleness_form)
             raise LearningModelError(
@@ -247,8 +259,8 @@ def samples_to_target(
                 "schedule.max_staleness or train with a loss that tolerates it (decoupled_ppo loses nothing up to 4)"
             ) from None
         curve_mul = bmul * lmul
-    gmul = 1.0
-    if learning.reference_group_size is not None and group_size is not None:
+    gmul = 1.0  # a group table (learning.family.group) replaces the informative-share term
+    if learning.reference_group_size is not None and group_size is not None and learning.family.group is None:
         gmul = group_multiplier(
             learning.metric,
             ref,
@@ -259,7 +271,7 @@ def samples_to_target(
         )
     fmul = None if keep_rate is None else float(keep_rate) ** learning.filtered_signal_power
     return SamplesToTarget(
-        ref * cmul * bmul * lmul * smul * gmul * (fmul or 1.0),
+        n_moved * bmul * lmul * smul * gmul * (fmul or 1.0),
         ref,
         bmul,
         lmul,
@@ -270,7 +282,31 @@ def samples_to_target(
         gmul,
         None if learning.ceilings is None else cmul,  # (ceiling_at is None exactly when no table is set)
         fmul,
+        famul,
     )
+
+
+def family_samples(
+    learning: Learning,
+    base: MetricCurve,
+    moved: MetricCurve,
+    batch: float,
+    mean_staleness: float,
+    group_size: int | None,
+) -> float:
+    """N* on ``moved`` (``base`` moved by learning.family) over N* on ``base``; where the moved ceiling does not
+    clear the target, LearningModelError naming the knob values at which it does."""
+    target = learning.target
+    assert target is not None  # samples_to_target checked it
+    lo, hi = sorted((moved.initial, moved.asymptote))
+    if not lo < target < hi:
+        where = clearing_words(learning, base, target, batch, mean_staleness, group_size)
+        at = f"a batch of {batch:g} responses" + (f", staleness {mean_staleness:g}" if mean_staleness else "")
+        raise LearningModelError(
+            f"learning.family moves the curve's ceiling to {moved.asymptote:.4g} at {at}, short of the target "
+            f"{target:g}, so this configuration never reaches it; {where}"
+        )
+    return reference_samples_to_target(moved, target) / reference_samples_to_target(base, target)
 
 
 def ceiling_at(learning: Learning, batch: float) -> float | None:

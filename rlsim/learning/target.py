@@ -62,6 +62,8 @@ def time_to_target(
     }
     if n_star.ceiling_multiplier is not None:  # learning.ceilings: the batch's ceiling against the reference curve's
         multipliers["ceiling"] = n_star.ceiling_multiplier
+    if n_star.family_multiplier is not None:  # learning.family: the moved curve's N* against the curve before
+        multipliers["family"] = n_star.family_multiplier
     if n_star.filter_multiplier is not None:  # DAPO's dynamic sampling: trained samples per unfiltered ones
         multipliers["filter"] = n_star.filter_multiplier
     t, extrapolated = time_at_samples(records, batch, n_star.samples, steady_step_time_s)

@@ -85,6 +85,7 @@ LEARNING_KEYS = (
     "prompt_concentration",
     "group_correlation",
     "filtered_signal_power",
+    "family",
 )
 # the keys of a profile's lengths section that replace the scenario's (rlsim.scenario.Workload fields)
 LENGTH_KEYS = (

@@ -10,6 +10,7 @@ import dataclasses
 import math
 
 from rlsim.errors import ScenarioError
+from rlsim.scenario.family_rules import validate_family
 from rlsim.schema.sections import Learning, LengthDist, Workload
 from rlsim.schema.specs import DTYPE_BYTES, ModelSpec
 
@@ -111,6 +112,7 @@ def validate_learning(lr: Learning) -> None:
         if any(not 0 <= q < 1 for q in qs):
             raise ScenarioError("learning.stall_shares", qs, "must lie in [0, 1)", "give shares of seeds")
     _validate_ceilings(lr)
+    validate_family(lr)
     if lr.stall_form == "signal_free_steps" and lr.initial_success is None:
         raise ScenarioError(
             "learning.initial_success",
@@ -191,7 +193,7 @@ def _validate_ceilings(lr: Learning) -> None:
 def _validate_staleness_and_groups(lr: Learning) -> None:
     """learning.reference_group_size needs a pass-rate metric; learning.staleness_form needs a loss and three
     constants in range."""
-    if lr.reference_group_size is not None and lr.metric is not None:
+    if lr.reference_group_size is not None and lr.metric is not None and lr.family.group is None:
         lo, hi = sorted((lr.metric.initial, lr.metric.asymptote))
         if lo < 0 or hi > 1:
             raise ScenarioError(

@@ -11,6 +11,7 @@ are rlsim.scenario's, above the layers it uses.
 May import: nothing of rlsim.
 """
 
+from rlsim.schema.family import CurveFamily, FamilyTable
 from rlsim.schema.scenario import Scenario, to_plain
 from rlsim.schema.sections import (
     Algorithm,
@@ -45,9 +46,11 @@ __all__ = [
     "Algorithm",
     "BatchMultiplier",
     "Costs",
+    "CurveFamily",
     "Drift",
     "DynamicSampling",
     "Engine",
+    "FamilyTable",
     "GPUSpec",
     "Hardware",
     "LengthDist",

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from rlsim.schema.family import CurveFamily
 from rlsim.schema.specs import MAX_OVERHEAD_S, MAX_TOKENS, GPUSpec, ModelSpec, bounds
 
 # how the learning rate follows the batch (learning.lr_rule, learning.invariant_rule; rlsim.workload.lr_rules)
@@ -453,6 +454,9 @@ class Learning:
     # keep_rate ** this (0.5: Adam at a fixed LR, a step's progress as the square root of that batch; 0: filtering
     # changes nothing per trained sample; 1: per generated sample; rlsim.learning.model)
     filtered_signal_power: float = field(default=0.5, metadata=bounds(ge=0, le=1))
+    # how the batch, responses per prompt, the LR rule and staleness move the curve's midpoint, exponent and ceiling
+    # (tables per knob, rlsim.learning.family); unset: the seed paper's member, the batch stretching samples alone
+    family: CurveFamily = CurveFamily()
 
 
 @dataclass(frozen=True)
