@@ -93,16 +93,16 @@ TASKS = {
         key="smollm2",
         train=tuple(
             "--task words --model smollm2 --algo grpo --engine hf --group-size 4 --lr-rule sqrt --lr0 1e-5 "
-            "--reference-batch 32 --eval-size 64 --max-new-tokens 4 --threads 1".split()
+            "--reference-batch 32 --eval-size 40 --max-new-tokens 4 --threads 1".split()
         ),
         group=4,
-        fit=(4, 16),
-        held=(8, 32),
+        fit=(8, 32),
+        held=(16, 64),
         target=0.8,
-        fit_samples=256,
-        held_samples=384,
+        fit_samples=192,
+        held_samples=320,
         eval_samples=16,
-        reference_batch=4,
+        reference_batch=8,
     ),
 }
 SCENARIO = "scenarios/small_1gpu.yaml"  # any scenario: only its learning side is read (the profile replaces it)
@@ -163,15 +163,17 @@ def finished(out: Path, task: Task, batch: int) -> list[Path]:
 # ---------------------------------------------------------------------------------------------- predict
 
 
-def predict(out: Path, task: Task, label: str) -> dict:
-    """fit-learning on the fit runs, then ``rlsim run`` with its profile at each held-out batch."""
+def predict(out: Path, task: Task, label: str, family: bool = False) -> dict:
+    """fit-learning on the fit runs (with ``--family batch`` when ``family``: the curve family's table, S_mid, b
+    and the ceiling per batch; else the critical-batch form), then ``rlsim run`` with its profile at each held-out
+    batch."""
     tdir = out / task.key
     runs = [d for b in task.fit for d in finished(out, task, b)]
     base, profile = tdir / "base_profile.json", tdir / f"profile_{label}.json"
     base.write_text(json.dumps(_base_profile(), indent=1) + "\n")
     fit_cmd = [*cli("calibrate.cli"), "fit-learning", "--target", str(task.target)]
     fit_cmd += ["--reference-batch", str(task.reference_batch), "--profile", str(base), "-o", str(profile)]
-    fit_cmd += [str(d) for d in runs]
+    fit_cmd += [*(["--family", "batch"] if family else []), *map(str, runs)]
     proc = subprocess.run(fit_cmd, capture_output=True, text=True, cwd=ROOT, env=env())
     if proc.returncode != 0:
         raise SystemExit(f"fit-learning failed:\n{proc.stderr[-2000:]}")
@@ -323,7 +325,9 @@ def page(out: Path, argv: list[str]) -> list[str]:
             lines += [f"- prediction `{p['label']}`: written {p['written']} (commit {p['commit']}), {when}.",
                       f"  Fit: `{p['fit_command']}`; it printed:"]  # fmt: skip
             lines += [f"  `{ln}`" for ln in p["fit_summary"]]
-            lines += [f"  At B = {b}: `{h['command']}`" for b, h in p["held"].items()]
+            for b, h in p["held"].items():
+                said = [w for w in h.get("warnings") or [] if "learning" in w]
+                lines += [f"  At B = {b}: `{h['command']}`" + "".join(f" (it warned: {w})" for w in said)]
         if t["held_started"]:
             lines += [f"- held-out runs started {t['held_started']}."]
         labels = [p["label"] for p in t["predictions"]]
@@ -385,6 +389,7 @@ def main() -> int:
     p.add_argument("--seeds", type=int, default=6)
     p.add_argument("--jobs", type=int, default=2, help="runs at once")
     p.add_argument("--label", default="main", help="predict: the prediction's name (one file per label)")
+    p.add_argument("--family", action="store_true", help="predict: fit-learning --family batch (the curve family)")
     p.add_argument("--write", action="store_true", help="page: write docs/results/learning_family.md and .json")
     args = p.parse_args()
     out, tasks = args.output, [TASKS[k] for k in (args.task or sorted(TASKS))]
@@ -405,7 +410,7 @@ def main() -> int:
             path = tdir / f"predictions_{args.label}.json"
             if path.exists():
                 raise SystemExit(f"{path} exists: a prediction is written once; pass another --label")
-            path.write_text(json.dumps(predict(out, task, args.label), indent=1) + "\n")
+            path.write_text(json.dumps(predict(out, task, args.label, args.family), indent=1) + "\n")
             print(f"{now()} wrote {path}", flush=True)
         else:
             if not list(tdir.glob("predictions_*.json")):
