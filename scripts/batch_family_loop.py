@@ -67,7 +67,7 @@ class Task:
     fit: tuple[int, ...]
     held: tuple[int, ...]
     target: float
-    fit_samples: int  # a fit run's budget (run to the end, past the target)
+    fit_samples: tuple[int, ...]  # each fit batch's budget per run (run to the end, past the target)
     held_samples: int  # a held-out run's budget (stopped at the target)
     eval_samples: int  # samples between evaluations (eval every max(1, round(eval_samples / B)) steps)
     reference_batch: int  # fit-learning's --reference-batch (one of ``fit``)
@@ -84,7 +84,7 @@ TASKS = {
         fit=(32, 512),
         held=(128, 1024),
         target=0.8,
-        fit_samples=24_576,
+        fit_samples=(24_576, 24_576),
         held_samples=32_768,
         eval_samples=512,
         reference_batch=32,
@@ -99,7 +99,7 @@ TASKS = {
         fit=(8, 32),
         held=(16, 64),
         target=0.8,
-        fit_samples=192,
+        fit_samples=(160, 224),
         held_samples=320,
         eval_samples=16,
         reference_batch=8,
@@ -125,7 +125,7 @@ def cli(module: str) -> list[str]:
 
 
 def train_args(task: Task, batch: int, seed: int, held: bool) -> list[str]:
-    steps = (task.held_samples if held else task.fit_samples) // batch
+    steps = (task.held_samples if held else task.fit_samples[task.fit.index(batch)]) // batch
     every = max(1, round(task.eval_samples / batch))
     out = [*task.train, "--prompts-per-step", str(batch // task.group), "--max-steps", str(steps)]
     out += ["--eval-every", str(every), "--seed", str(seed)]
@@ -270,7 +270,7 @@ def summary(out: Path) -> dict:
         res[task.key] = {
             "target": task.target,
             "train": " ".join(task.train),
-            "budget_samples": {"fit": task.fit_samples, "held-out": task.held_samples},
+            "budget_samples": {"fit": dict(zip(task.fit, task.fit_samples)), "held-out": task.held_samples},
             "held_started": start,
             "predictions": [_brief(p) for p in preds],
             "rows": rows,
@@ -313,7 +313,8 @@ def page(out: Path, argv: list[str]) -> list[str]:
     for key, t in data.items():
         task = TASKS[key]
         budget = t["budget_samples"]
-        lines += [f"## {key}", "", f"Target {t['target']:g} eval accuracy; {budget['fit']:,} samples per fit run,"]
+        fits = ", ".join(f"{v:,} at B = {b}" for b, v in budget["fit"].items())
+        lines += [f"## {key}", "", f"Target {t['target']:g} eval accuracy; samples per fit run {fits};"]
         lines[-1] += f" {budget['held-out']:,} per held-out run (stopped at the target); seeds S = 0, 1, ...:"
         lines += [""]
         for b in sorted({*task.fit, *task.held}):
