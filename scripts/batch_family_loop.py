@@ -265,7 +265,8 @@ def summary(out: Path) -> dict:
                     n = p["held"][str(b)]["samples_to_target"]
                     got = m and m["median_reaching"]
                     err = n / got - 1 if n is not None and got else None
-                    predicted[p["label"]] = {"samples": n, "error": err}
+                    reach = p["held"][str(b)]["probability_reaching_target"]
+                    predicted[p["label"]] = {"samples": n, "error": err, "reaching": reach}
             rows.append(row)
         res[task.key] = {
             "target": task.target,
@@ -280,8 +281,7 @@ def summary(out: Path) -> dict:
 
 def _brief(pred: dict) -> dict:
     """What the page shows of a prediction: when, from what, the fit's summary lines and the commands."""
-    keep = ("critical batch", "ceiling", "B_simple", "note")
-    lines = [ln.strip() for ln in pred["fit_output"].splitlines() if ln.strip().startswith(keep)]
+    lines = [ln.rstrip() for ln in pred["fit_output"].splitlines() if ln.strip() and not ln.startswith("wrote")]
     learning = pred["profile_learning"]
     out = {k: pred[k] for k in ("label", "written", "commit", "fit_command")}
     out["fit_summary"] = lines
@@ -324,8 +324,8 @@ def page(out: Path, argv: list[str]) -> list[str]:
             before = t["held_started"] is None or p["written"] < t["held_started"]
             when = "before the held-out runs started" if before else "AFTER the held-out runs started"
             lines += [f"- prediction `{p['label']}`: written {p['written']} (commit {p['commit']}), {when}.",
-                      f"  Fit: `{p['fit_command']}`; it printed:"]  # fmt: skip
-            lines += [f"  `{ln}`" for ln in p["fit_summary"]]
+                      f"  Fit: `{p['fit_command']}`; it printed:", "", "  ```"]  # fmt: skip
+            lines += [f"  {ln}" for ln in p["fit_summary"]] + ["  ```", ""]
             for b, h in p["held"].items():
                 said = [w for w in h.get("warnings") or [] if "learning" in w]
                 lines += [f"  At B = {b}: `{h['command']}`" + "".join(f" (it warned: {w})" for w in said)]
@@ -349,7 +349,8 @@ def page(out: Path, argv: list[str]) -> list[str]:
                     cells.append("-")
                 else:
                     err = "" if pr["error"] is None else f" ({pr['error']:+.1%})"
-                    cells.append(_n(pr["samples"]) + err)
+                    reach = "" if pr["reaching"] is None else f"; reaching {pr['reaching']:.2f}"
+                    cells.append(_n(pr["samples"]) + err + reach)
             if m is None:
                 cells += ["-", "-"]
             else:
