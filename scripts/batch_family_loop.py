@@ -163,12 +163,15 @@ def finished(out: Path, task: Task, batch: int) -> list[Path]:
 # ---------------------------------------------------------------------------------------------- predict
 
 
-def predict(out: Path, task: Task, label: str, family: bool = False) -> dict:
+def predict(out: Path, task: Task, label: str, family: bool = False, learners: bool = False) -> dict:
     """fit-learning on the fit runs (with ``--family batch`` when ``family``: the curve family's table, S_mid, b
     and the ceiling per batch; else the critical-batch form), then ``rlsim run`` with its profile at each held-out
-    batch."""
+    batch. ``learners``: only the fit runs that reach the target (fit-learning pools every seed of a batch into its
+    curve, a seed stuck on a plateau below the target included, while its samples-to-target is the learners')."""
     tdir = out / task.key
     runs = [d for b in task.fit for d in finished(out, task, b)]
+    if learners:
+        runs = [d for d in runs if _crossing(d, task.target) is not None]
     base, profile = tdir / "base_profile.json", tdir / f"profile_{label}.json"
     base.write_text(json.dumps(_base_profile(), indent=1) + "\n")
     fit_cmd = [*cli("calibrate.cli"), "fit-learning", "--target", str(task.target)]
@@ -177,13 +180,14 @@ def predict(out: Path, task: Task, label: str, family: bool = False) -> dict:
     proc = subprocess.run(fit_cmd, capture_output=True, text=True, cwd=ROOT, env=env())
     if proc.returncode != 0:
         raise SystemExit(f"fit-learning failed:\n{proc.stderr[-2000:]}")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True, cwd=ROOT)
     pred = {
         "label": label,
         "written": now(),
         "commit": commit.stdout.strip(),
         "target": task.target,
         "fit_batches": list(task.fit),
+        "fit_runs": "the seeds reaching the target" if learners else "every seed",
         "fit_command": ("rlsim-calibrate " + shlex.join(fit_cmd[3:])).replace(str(out), "OUT"),
         "fit_output": proc.stdout,
         "profile_learning": json.loads(profile.read_text())["learning"],
@@ -206,6 +210,11 @@ def predict(out: Path, task: Task, label: str, family: bool = False) -> dict:
         }
         print(f"   B={b}: samples to {task.target:g} {res.get('samples_to_target')}", flush=True)
     return pred
+
+
+def _crossing(d: Path, target: float) -> float | None:
+    """A run's first crossing of ``target`` in samples (None: never)."""
+    return first_crossing(*run_points(list(read_jsonl(d / "runlog.jsonl")), 0), target)
 
 
 def _base_profile() -> dict:
@@ -284,6 +293,7 @@ def _brief(pred: dict) -> dict:
     lines = [ln.rstrip() for ln in pred["fit_output"].splitlines() if ln.strip() and not ln.startswith("wrote")]
     learning = pred["profile_learning"]
     out = {k: pred[k] for k in ("label", "written", "commit", "fit_command")}
+    out["fit_runs"] = pred.get("fit_runs", "every seed")
     out["fit_summary"] = lines
     out["fit_samples_to_target"] = {b: v["samples"] for b, v in learning["samples_to_target"].items()}
     out["samples_spread"] = learning.get("samples_spread")
@@ -323,7 +333,8 @@ def page(out: Path, argv: list[str]) -> list[str]:
         for p in t["predictions"]:
             before = t["held_started"] is None or p["written"] < t["held_started"]
             when = "before the held-out runs started" if before else "AFTER the held-out runs started"
-            lines += [f"- prediction `{p['label']}`: written {p['written']} (commit {p['commit']}), {when}.",
+            lines += [f"- prediction `{p['label']}` (fitted on {p['fit_runs']}): written {p['written']} (commit"
+                      f" {p['commit']}), {when}.",
                       f"  Fit: `{p['fit_command']}`; it printed:", "", "  ```"]  # fmt: skip
             lines += [f"  {ln}" for ln in p["fit_summary"]] + ["  ```", ""]
             for b, h in p["held"].items():
@@ -392,6 +403,7 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=2, help="runs at once")
     p.add_argument("--label", default="main", help="predict: the prediction's name (one file per label)")
     p.add_argument("--family", action="store_true", help="predict: fit-learning --family batch (the curve family)")
+    p.add_argument("--learners", action="store_true", help="predict: fit on the seeds that reach the target only")
     p.add_argument("--write", action="store_true", help="page: write docs/results/learning_family.md and .json")
     args = p.parse_args()
     out, tasks = args.output, [TASKS[k] for k in (args.task or sorted(TASKS))]
@@ -412,7 +424,8 @@ def main() -> int:
             path = tdir / f"predictions_{args.label}.json"
             if path.exists():
                 raise SystemExit(f"{path} exists: a prediction is written once; pass another --label")
-            path.write_text(json.dumps(predict(out, task, args.label, args.family), indent=1) + "\n")
+            pred = predict(out, task, args.label, args.family, args.learners)
+            path.write_text(json.dumps(pred, indent=1) + "\n")
             print(f"{now()} wrote {path}", flush=True)
         else:
             if not list(tdir.glob("predictions_*.json")):
