@@ -343,10 +343,9 @@ def page(out: Path, argv: list[str]) -> list[str]:
         if t["held_started"]:
             lines += [f"- held-out runs started {t['held_started']}."]
         labels = [p["label"] for p in t["predictions"]]
-        head = "| B | role | seeds reaching | measured median (reaching) | " + " | ".join(
-            f"predicted `{lab}` (error)" for lab in labels
-        )
-        lines += ["", head + " | load | run s (steps) |", "|---" * (6 + len(labels)) + "|"]
+        head = ["B", "role", "seeds reaching", "measured median (reaching)"]
+        head += [f"predicted `{lab}` (error)" for lab in labels] + ["load", "run s (steps)"]
+        lines += ["", "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
         for r in t["rows"]:
             m = r["measured"]
             cells = [str(r["batch"]), r["role"]]
