@@ -248,11 +248,22 @@ def measured(out: Path, task: Task, batch: int) -> dict | None:
         "reaching": len(reached),
         "samples": hits,
         "median_reaching": float(np.median(reached)) if reached else None,
+        "median_reaching_range": _median_range(reached),
         "median_all": float(np.median([math.inf if h is None else h for h in hits])),
         "other_cpu_fraction_median": float(np.median(load)) if load else None,
         "wall_s_median": float(np.median(wall)),
         "steps_median": float(np.median(steps)),
     }
+
+
+def _median_range(values: list[float], draws: int = 2000) -> list[float] | None:
+    """The 16th and 84th percentiles of the median of ``values`` resampled with replacement (seeded): how far the
+    seeds alone move the measured median."""
+    if len(values) < 2:
+        return None
+    rng = np.random.default_rng(0)
+    meds = np.median(rng.choice(np.asarray(values), size=(draws, len(values))), axis=1)
+    return [float(np.percentile(meds, 16)), float(np.percentile(meds, 84))]
 
 
 def summary(out: Path) -> dict:
@@ -317,7 +328,11 @@ def page(out: Path, argv: list[str]) -> list[str]:
         "predictions (with their UTC time and commands) are written and committed before the held-out runs start.",
         "Measured: the median first crossing of the target over the seeds that reach it (held-out runs stop there).",
         "Error = predicted / measured - 1. Load: `other_cpu_fraction`, the CPU share other processes took over a",
-        "step, median over the runs' steps. Run outputs stay out of git (the `-o` folder).",
+        "step, median over the runs' steps (it counts the loop's other run). Run outputs stay out of git (the `-o`",
+        "folder). Four predictions per task, written together: the curve family (`--family batch`) and the",
+        "critical-batch form, each fitted on every seed and on the seeds that reach the target (`--learners`:",
+        "fit-learning pools a batch's stalled seeds into its curve while its samples-to-target is the learners').",
+        "The prediction of record is `family` (fit-learning --family batch on every seed, as a user runs it).",
         "",
     ]
     for key, t in data.items():
@@ -343,7 +358,7 @@ def page(out: Path, argv: list[str]) -> list[str]:
         if t["held_started"]:
             lines += [f"- held-out runs started {t['held_started']}."]
         labels = [p["label"] for p in t["predictions"]]
-        head = ["B", "role", "seeds reaching", "measured median (reaching)"]
+        head = ["B", "role", "seeds reaching", "measured median (reaching; seeds' 68% range)"]
         head += [f"predicted `{lab}` (error)" for lab in labels] + ["load", "run s (steps)"]
         lines += ["", "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
         for r in t["rows"]:
@@ -352,7 +367,9 @@ def page(out: Path, argv: list[str]) -> list[str]:
             if m is None:
                 cells += ["not run", "-"]
             else:
-                cells += [f"{m['reaching']} of {m['seeds']}", _n(m["median_reaching"])]
+                rng = m["median_reaching_range"]
+                spread = f" ({_n(rng[0])}-{_n(rng[1])})" if rng else ""
+                cells += [f"{m['reaching']} of {m['seeds']}", _n(m["median_reaching"]) + spread]
             for lab in labels:
                 pr = r["predicted"].get(lab)
                 if pr is None:
