@@ -8,6 +8,8 @@ sections 3-5):
   from a fitted curve;
 * ``batch``: the critical-batch fit ``E(B) = E_min (1 + B / B_crit) ** p`` and the measured table;
 * ``ceiling``: whether the curve's ceiling moves with the batch;
+* ``family``: the curve family over a knob (batch, G or staleness): which of S_mid, b and A it moves, and the table
+  of ``learning.family`` (``fit-learning --family``);
 * ``invariance``: how far apart learning curves at different batches are along samples;
 * ``noise``: the two-batch gradient-noise estimates per step and B_simple pooled over runs;
 * ``seeds``: samples-to-target over seeds, its spread and stall share;

@@ -55,6 +55,7 @@ def cmd_fit_learning(args: argparse.Namespace) -> int:
     learning = fit.to_profile_learning()
     family = None
     if knob == "batch":
+        # loaded when the command runs: rlsim-calibrate starts without scipy
         from calibrate.learning.family import fit_family, with_family
 
         family = fit_family(runs, args.target, "batch", fit.reference_batch, boots=args.boots)
@@ -83,6 +84,8 @@ def cmd_fit_learning(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     if family is not None:
         print("\n".join(family.lines()))
+        for note in family.notes:
+            print(f"note: {note}")
         print("the profile's batch term is the family table (learning.family.batch; batch_multiplier invariant)")
     print(f"\nwrote {args.output} (learning fitted on {len(runs)} runs at reference batch {fit.reference_batch})")
     return 0
@@ -92,6 +95,7 @@ def _family_knob(args: argparse.Namespace, runs: list[list[dict]]) -> str | None
     """The knob --family fits over: the one given, or (auto) the one knob whose value differs between the runs."""
     if not args.family:
         return None
+    # loaded when the command runs: rlsim-calibrate starts without scipy
     from calibrate.learning.family import varying_knobs
 
     varying = varying_knobs(runs)
@@ -113,6 +117,7 @@ def _family_knob(args: argparse.Namespace, runs: list[list[dict]]) -> str | None
 def _fit_family_only(args: argparse.Namespace, profile: Profile, runs: list[list[dict]], knob: str) -> int:
     """fit-learning --family group / staleness: the reference value's curve and the family table, from runs at one
     batch (calibrate.learning.family)."""
+    # loaded when the command runs: rlsim-calibrate starts without scipy
     from calibrate.learning.family import family_learning, fit_family
 
     family = fit_family(runs, args.target, knob, args.reference, boots=args.boots)

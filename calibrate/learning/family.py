@@ -9,15 +9,17 @@ runs start from one model. Each value's parameters are then read against the ref
 S_mid_v / S_mid_ref, b_v / b_ref and (A_v - R0) / (A_ref - R0), the share of the gain kept; those ratios are the
 table's columns (rlsim normalizes at the reference, where they are 1).
 
-Uncertainty: the fit's linearized covariance (calibrate.learning.curve), the two curves' errors of the log
-parameter in quadrature; with five or more runs at every value also a bootstrap over seeds (the runs at each value
-resampled with replacement, ``boots`` times, each resample refitted from the full fit's optimum: the standard
-deviation of each log ratio over the resamples), and the larger of the two is used (a bootstrap over few seeds
-understates the spread: on 3 seeds a value 1.7 covariance errors off came out 3.4 bootstrap errors off).
-``method`` says which. A parameter moves when its log ratios differ from 0 beyond
-their errors: chi-square = sum over the non-reference values of (log ratio / its sd)^2 on as many degrees of
-freedom, p below ``LEVEL`` (the ceiling test's level, calibrate.learning.ceiling). An asymptote on a bound of the fit
-(a curve that has not flattened) is not determined and does not count toward the ceiling's test.
+Uncertainty: the fit's linearized covariance (calibrate.learning.curve), the two curves' errors of the log parameter
+in quadrature; with five or more runs at every value also a bootstrap over seeds (the runs at each value resampled
+with replacement, ``boots`` times, each resample refitted from the full fit's optimum: the standard deviation of
+each log ratio over the resamples), and the larger of the two is used (a bootstrap over few seeds understates the
+spread: on 3 seeds a value 1.7 covariance errors off came out 3.4 bootstrap errors off). ``method`` says which.
+Seeds that never reach the target at a value where others do are left out of that value's curve (they make the stall
+share fit-learning measures, and would pull a curve of the seeds that learn down); where none reaches it, all are
+kept (a ceiling below the target is what the table must show). A parameter moves when its log ratios differ from 0
+beyond their errors: chi-square = sum over the non-reference values of (log ratio / its sd)^2 on as many degrees of
+freedom, p below ``LEVEL`` (the ceiling test's level, calibrate.learning.ceiling). An asymptote on a bound of the
+fit (a curve that has not flattened) is not determined and does not count toward the ceiling's test.
 
 The table written: the S_mid column always (the seed paper's member moves it alone), the exponent and gain
 columns where they move; a column that does not move is left out (1 at every value). rlsim holds the table at its
@@ -42,6 +44,7 @@ from calibrate.learning.curve import SigmoidFit, first_crossing, fit_sigmoid_che
 from calibrate.learning.groups import run_group_size
 from calibrate.learning.staleness import run_initial, run_staleness
 from rlsim.learning.curve import sigmoid_fraction
+from rlsim.run.profile import LEARNING_VERSION
 
 PARAMS = ("mid_samples", "exponent", "gain")
 MIN_BOOT_RUNS = 5  # runs at every knob value for the bootstrap over seeds; fewer: the fit's covariance alone
@@ -199,6 +202,15 @@ def fit_family(
     r0 = float(np.mean([f if f is not None else p[1][0] for f, p in zip(firsts, points)]))
     idx = {v: [i for i, x in enumerate(vals) if x == v] for v in distinct}
     notes: list[str] = []
+    crossed = [first_crossing(*p, target) for p in points]
+    for v in distinct:  # seeds that stall describe the stall share (fit-learning's), not the curve of those that learn
+        stalled = [i for i in idx[v] if crossed[i] is None]
+        if stalled and len(stalled) < len(idx[v]):
+            idx[v] = [i for i in idx[v] if crossed[i] is not None]
+            notes.append(
+                f"{knob} {v:g}: {len(stalled)} of {len(stalled) + len(idx[v])} runs never reached {target:g}; their "
+                "points are left out of its curve (the stall share is fit-learning's)"
+            )
     curves: dict[float, SigmoidFit] = {}
     for v in distinct:
         s, m = _pooled(points, idx[v])
@@ -212,8 +224,7 @@ def fit_family(
         raise CalibrateError(f"fewer than two {knob} values have a curve to fit; run longer or evaluate more often")
     stt = {}
     for v in curves:
-        hits = [first_crossing(*points[i], target) for i in idx[v]]
-        got = [h for h in hits if h is not None and h > 0]
+        got = [crossed[i] for i in idx[v] if crossed[i] is not None and crossed[i] > 0]  # type: ignore[operator]
         stt[v] = float(np.median(got)) if got else None
     boot = all(len(idx[v]) >= MIN_BOOT_RUNS for v in curves) and boots > 0
     if boot:
@@ -351,8 +362,6 @@ def with_family(learning: dict[str, Any], family: FamilyFit) -> dict[str, Any]:
 def family_learning(family: FamilyFit, runs: Sequence[Sequence[Mapping[str, Any]]], target: float) -> dict[str, Any]:
     """A profile's ``learning`` dict from a family over G or staleness at one batch: the reference value's curve,
     the seeds' spread there, and the table."""
-    from rlsim.run.profile import LEARNING_VERSION
-
     ref = _check_reference(family, target)
     batch = run_batch(runs[0], 0)
     hits = [

@@ -124,6 +124,8 @@ def moved_curve(
     A - R0 scaled by the product of the shares kept) and the tables' edge warnings; ``curve`` itself when no table
     is set."""
     fam = learning.family
+    if fam.batch is None and fam.group is None and fam.lr is None and fam.staleness is None:
+        return curve, ()  # the default, and a plan's thousands of calls: nothing to read
     xs = knob_values(learning, batch, staleness, group_size)
     mid = exp = gain = 1.0
     warnings = []

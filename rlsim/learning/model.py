@@ -30,7 +30,8 @@ Pieces (docs/reference.md sections 3-5):
   and replaces ``metric.asymptote`` at the batch run; the ceiling term is the ratio of N* on that curve to N* on
   the reference curve, the other terms stretch it along samples, and a batch whose ceiling does not get past the
   target never reaches it (LearningModelError saying from which batch on the ceiling clears it). Unset (the
-  default: ScaleRL publishes no asymptote per batch to set one from) every batch shares ``metric.asymptote``.
+  default) every batch shares ``metric.asymptote``. ScaleRL's per-batch fits move C_mid and b with A (its Table 1);
+  ``family`` carries all three, this table the ceiling alone.
 * ``filtered_signal_power``: DAPO's dynamic sampling (``algorithm.dynamic_sampling``, its ``keep_rate`` the share of
   groups whose rewards differ) trains each step on groups that all carry a signal, where an unfiltered step's
   batch carries it in keep_rate x B of its B responses (the rest get zero advantage). With Adam at a fixed LR in

@@ -1,11 +1,11 @@
 """Staleness by loss: how much of its learning an asynchronous run keeps at a bounded staleness, by the loss it
 trains with (``learning.staleness_loss``; docs/learning.md, "Staleness").
 
-The seed paper's smooth stretch, ``(1 + staleness_penalty_per_step) ** k`` on the samples, stays the ``stretch``
-form. The published evidence (AReaL, Fu et al., NeurIPS 2025, arXiv 2505.24298; its repository's
-blog/AReaL_v0_3.md, Table 3: R1-Distill-Qwen-1.5B, math, 1,000 PPO steps, AIME24 mean of 32 samples) says
-staleness acts on what the run reaches, not only on how fast, that it depends on the loss, and that it is
-threshold-like: up to some staleness nothing is lost, beyond it the loss grows and levels off. Read off that
+rlsim's smooth stretch (the seed paper reports no staleness result), ``(1 + staleness_penalty_per_step) ** k`` on
+the samples, stays the ``stretch`` form. The published evidence (AReaL, Fu et al., NeurIPS 2025, arXiv 2505.24298;
+its repository's blog/AReaL_v0_3.md, Table 3: R1-Distill-Qwen-1.5B, math, 1,000 PPO steps, AIME24 mean of 32
+samples) says staleness acts on what the run reaches, not only on how fast, that it depends on the loss, and that it
+is threshold-like: up to some staleness nothing is lost, beyond it the loss grows and levels off. Read off that
 table at 1,000 steps, AIME24 for maximum staleness 0 / 1 / 2 / 4 / 8 / 16 / unbounded:
 
 * naive PPO (importance ratio against the behaviour policy): 42.0 / 41.8 / 40.0 / 23.3 / 35.7 / 35.8 / 34.0;
@@ -19,8 +19,9 @@ score at k follows from the score at staleness 0 alone. The constants are fitted
 the check against it is in-sample): naive PPO loses half its gain (L = 0.5) with half of that gone one step past
 k = 1 (its 23.3 at k = 4 is a dip the fit leaves out, as the later points recover); the decoupled objective
 loses nothing up to k = 4 and 45% as k grows without bound, half of that 14.3 steps past k = 4. Where the forms
-stop holding: one model, one task, one budget of steps; other losses (M2PO, VCPO, the asynchronous online DPO of
-Noukhovitch et al.) report matching on-policy results at lags of 2-256 updates and are not in the table.
+stop holding: one model, one task, one budget of steps; robust losses are not in the table: M2PO (arXiv
+2510.01161) matches on-policy at a lag of 256 updates, VCPO (arXiv 2602.17616) up to 128, OAPL (arXiv 2602.19362)
+past 400 (the ``m2po`` preset, rlsim.learning.presets).
 `rlsim import-config` sets the form where it imports an async mode (NeMo RL's async GRPO and OpenRLHF's async
 with its importance-sampling correction: decoupled_ppo), and ``rlsim-calibrate fit-staleness`` picks it from a
 user's runs at several stalenesses (calibrate/learning/staleness.py), with the constants fitted to them when

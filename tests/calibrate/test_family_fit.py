@@ -129,3 +129,15 @@ def test_fit_learning_family_over_staleness_at_one_batch(tmp_path):
     assert proc.returncode == 0, proc.stderr
     table = load_profile(out).learning["family"]["staleness"]
     assert table["values"] == [0.0, 4.0] and table["gain"][1] == pytest.approx(0.8, abs=0.03)
+
+
+def test_a_stalled_seed_is_left_out_of_its_values_curve_and_the_knob_must_be_one():
+    flat = [dict(r, eval_metric=R0 if r["eval_metric"] is not None else None) for r in run_log(1024, 9)]
+    runs = [run_log(b, s) for b in (256, 1024) for s in range(2)] + [flat]
+    fam = fit_family(runs, TARGET, "batch", 1024)
+    assert fam.runs == {256: 2, 1024: 2} and "1 of 3 runs never reached 0.6" in fam.notes[0]
+    assert fam.curves[1024].asymptote == pytest.approx(0.80, abs=0.01)  # not pulled down by the flat seed
+    from calibrate import CalibrateError
+
+    with pytest.raises(CalibrateError, match="two or more values"):
+        fit_family([run_log(256, 0), run_log(256, 1)], TARGET, "batch")

@@ -212,3 +212,22 @@ def test_staleness_and_group_tables_move_the_curve_by_their_knobs():
     g = scenario(reference_group_size=8, **{"family.group": {"values": [1, 2], "mid_samples": [1, 0.8]}})
     n = samples_to_target(g.learning, 1024, 0, 16)
     assert n.samples == pytest.approx(0.8 * 1e5 / 1.5, rel=1e-9) and n.group_multiplier == 1.0
+
+
+def test_an_lr_table_replaces_the_untuned_penalty():
+    # lr_rule none against the sqrt rule at B 4,096 (4x the reference): eta / eta* = 1 / sqrt(4) = 0.5. Without a
+    # table: 1.67 ** (2 |log2 0.5|) = 1.67^2 = 2.7889 x 66,666.7; with S_mid x1.5 at 0.5: N* = 1.5 x 66,666.7 = 1e5
+    plain = scenario(table={"values": [1, 4], "mid_samples": [1, 1]}, lr_rule="none")
+    assert samples_to_target(plain.learning, 4096).samples == pytest.approx(1.67**2 * 1e5 / 1.5, rel=1e-9)
+    s = rlsim.load_scenario(
+        SCENARIOS / "small_1gpu.yaml",
+        {
+            "learning.metric": {"initial": 0.2, "asymptote": 0.7, "mid_samples": 1e5, "exponent": 1.0},
+            "learning.target": 0.4,
+            "learning.reference_batch": 1024,
+            "learning.lr_rule": "none",
+            "learning.family.lr": {"values": [0.5, 1], "mid_samples": [1.5, 1]},
+        },
+    )
+    n = samples_to_target(s.learning, 4096)
+    assert n.samples == pytest.approx(1e5, rel=1e-9) and n.lr_multiplier == 1.0
