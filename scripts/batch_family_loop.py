@@ -214,7 +214,17 @@ def predict(out: Path, task: Task, label: str, family: bool = False, learners: b
 
 def _crossing(d: Path, target: float) -> float | None:
     """A run's first crossing of ``target`` in samples (None: never)."""
-    return first_crossing(*run_points(list(read_jsonl(d / "runlog.jsonl")), 0), target)
+    return _first(list(read_jsonl(d / "runlog.jsonl")), target)
+
+
+def _first(recs: list[dict], target: float) -> float | None:
+    """The first crossing of ``target`` over a run log's evaluations (fit-learning's, interpolated linearly between
+    evaluations), for a run of any length: a held-out run stopped at the target may hold only one or two."""
+    pts = [(r["cumulative_samples"], r["eval_metric"]) for r in recs if r.get("eval_metric") is not None]
+    if len(pts) >= 3:
+        return first_crossing(*run_points(recs, 0), target)
+    s, m = (np.array(x, dtype=float) for x in zip(*pts)) if pts else (np.zeros(0), np.zeros(0))
+    return first_crossing(s, m, target)
 
 
 def _base_profile() -> dict:
@@ -236,9 +246,9 @@ def measured(out: Path, task: Task, batch: int) -> dict | None:
     if not dirs:
         return None
     hits, load, wall, steps = [], [], [], []
-    for i, d in enumerate(dirs):
+    for d in dirs:
         recs = list(read_jsonl(d / "runlog.jsonl"))
-        hits.append(first_crossing(*run_points(recs, i), task.target))
+        hits.append(_first(recs, task.target))
         load += [r["other_cpu_fraction"] for r in recs if r.get("other_cpu_fraction") is not None]
         wall.append(json.loads((d / "summary.json").read_text())["wall_s"])
         steps.append(recs[-1]["step"])
@@ -424,7 +434,7 @@ def main() -> int:
     args = p.parse_args()
     out, tasks = args.output, [TASKS[k] for k in (args.task or sorted(TASKS))]
     if args.stage == "page":
-        lines = page(out, ["page", "-o", "OUT"])
+        lines = page(out, ["page", "-o", "OUT", "--write"])
         if args.write:
             results_page.write(PAGE, lines)
             SUMMARY.write_text(json.dumps(summary(out), indent=1, default=str) + "\n")
