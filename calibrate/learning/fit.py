@@ -222,11 +222,17 @@ def fit_learning(
     spreads = []
     for b in distinct:
         idx = [i for i, x in enumerate(batch_of) if x == b]
-        s = np.concatenate([points[i][0] for i in idx])
-        m = np.concatenate([points[i][1] for i in idx])
-        order = np.argsort(s, kind="stable")
-        r0 = float(np.mean([points[i][1][0] for i in idx]))
         measured = [run_fits[i].samples_to_target for i in idx]
+        # the batch's curve is the learners' where some seeds reached the target: a stalled seed is the stall share's
+        # (below), and pooled into the curve it would stretch N* past what the learners needed (as --family does)
+        learned = [i for i, x in zip(idx, measured) if x is not None and x > 0]
+        pool = learned or idx
+        if len(pool) < len(idx):
+            notes.append(f"B={b}: the curve from the {len(pool)} of {len(idx)} runs that reached the target")
+        s = np.concatenate([points[i][0] for i in pool])
+        m = np.concatenate([points[i][1] for i in pool])
+        order = np.argsort(s, kind="stable")
+        r0 = float(np.mean([points[i][1][0] for i in pool]))
         try:
             curves[b] = fit_sigmoid_checked(s[order], m[order], r0, exclude_fraction, upper)
         except CalibrateError as exc:
