@@ -37,14 +37,7 @@ group's slot only when the group's last response ends, the engines a request's s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from typing import Any
 
-import numpy as np
-import simpy
-
-from rlsim.engine.rollout import RolloutResult
-from rlsim.phases import Phase
 from rlsim.schema import Scenario
 
 # batches per simulated window: the collector's stream never drains in a run's steady state, a window drains once,
@@ -73,34 +66,3 @@ def engine_seqs(scenario: Scenario) -> int:
         return scenario.engine.max_num_seqs
     share = math.ceil(in_flight_groups(scenario) * scenario.workload.group_size / scenario.num_replicas)
     return max(1, min(scenario.engine.max_num_seqs, share))
-
-
-def rollouter(
-    env: simpy.Environment,
-    st: Any,
-    generations: Iterator[tuple[np.ndarray, np.ndarray, RolloutResult, Any]],
-    make_batch: Callable[..., Any],
-):
-    """The rollout pool's process: batch n's groups start once the engines hold weights that target step n
-    (version >= n - 1 - k), and take the batch's share of its window's engine time; weight updates that land while
-    they generate stall the engines (in-flight updates). ``st`` is rlsim.run.pipeline's state; ``make_batch`` builds
-    its batch record."""
-    s = st.scenario
-    k = s.schedule.staleness
-    for n in range(1, s.run.steps + 1):
-        while st.engine_version < n - 1 - k:  # every target of the engines' weights generated: wait for the next
-            yield st.version_changed
-        with st.rollout_pool.request() as req:
-            yield req
-            start = env.now
-            st.engine_pause_s = 0.0  # updates that landed while the engines were idle cost them nothing
-            version = st.engine_version  # the weights the batch's first groups started with
-            prompts, responses, res, scored = next(generations)
-            duration = res.rollout_s
-            yield env.timeout(duration)
-            while st.engine_pause_s > 0:  # in-flight weight updates that landed while the groups generated
-                pause, st.engine_pause_s = st.engine_pause_s, 0.0
-                yield env.timeout(pause)
-                duration += pause
-            st.span(Phase.ROLLOUT, n, st.rollout_track, start, duration)
-        yield st.batches.put(make_batch(n, version, prompts, responses, res, duration, scored))

@@ -452,9 +452,7 @@ def run_pipeline(
     )
     if scenario.schedule.mode == "fully-async":
         env.process(fully_async.rollouter(env, st, _generations(st), _Batch))
-    elif collector.collects_groups(scenario):
-        env.process(collector.rollouter(env, st, _generations(st), _Batch))
-    else:
+    else:  # a prompt-group collector's rollouts differ only in their window and engine cap (rlsim.run.collector)
         env.process(_rollout(env, st))
     trainer = env.process(_trainer(env, st))
     env.run(until=trainer)
