@@ -38,7 +38,7 @@ from typing import Any
 
 from rlsim.answers.answer import hours
 from rlsim.errors import RlsimError
-from rlsim.learning.model import samples_to_target
+from rlsim.learning.model import LearningModelError, scenario_samples_to_target
 from rlsim.learning.presets import applicable
 from rlsim.learning.staleness import LOSSES
 from rlsim.scenario.build import with_learning
@@ -134,14 +134,10 @@ def loss_unnamed(scenario: Scenario) -> bool:
 
 
 def _n_star(scn: Scenario) -> float:
-    ds = scn.algorithm.dynamic_sampling
-    return samples_to_target(
-        scn.learning,
-        scn.workload.responses_per_step,
-        scn.schedule.staleness,
-        scn.workload.group_size,
-        ds.keep_rate if ds is not None else None,
-    ).samples
+    n = scenario_samples_to_target(scn)
+    if n is None:  # no metric curve: nothing to re-rank (the answers call this only with a target)
+        raise LearningModelError("learning.metric is needed for samples-to-target")
+    return n.samples
 
 
 class _Scenarios:

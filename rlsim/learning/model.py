@@ -88,7 +88,7 @@ from rlsim.errors import RlsimError
 from rlsim.learning.family import clearing_words, moved_curve
 from rlsim.learning.groups import group_multiplier
 from rlsim.learning.staleness import retained_gain, with_staleness
-from rlsim.schema import BatchMultiplier, Learning, MetricCurve
+from rlsim.schema import BatchMultiplier, Learning, MetricCurve, Scenario
 from rlsim.workload.lr_rules import lr_scale
 
 
@@ -308,6 +308,21 @@ def family_samples(
             f"{target:g}, so this configuration never reaches it; {where}"
         )
     return reference_samples_to_target(moved, target) / reference_samples_to_target(base, target)
+
+
+def scenario_samples_to_target(scenario: Scenario) -> SamplesToTarget | None:
+    """N* of a whole scenario: its batch, staleness, responses per prompt and dynamic sampling's keep rate; None
+    without a metric curve."""
+    if scenario.learning.metric is None:
+        return None
+    ds = scenario.algorithm.dynamic_sampling
+    return samples_to_target(
+        scenario.learning,
+        scenario.workload.responses_per_step,
+        scenario.schedule.staleness,
+        scenario.workload.group_size,
+        ds.keep_rate if ds is not None else None,
+    )
 
 
 def ceiling_at(learning: Learning, batch: float) -> float | None:

@@ -16,7 +16,12 @@ from typing import Any, TypeGuard
 from rlsim.errors import ScenarioError
 from rlsim.host.footprint import Footprint, check, estimate
 from rlsim.learning.curve import metric_at
-from rlsim.learning.model import LearningModelError, SamplesToTarget, ceiling_spread, samples_to_target
+from rlsim.learning.model import (
+    LearningModelError,
+    SamplesToTarget,
+    ceiling_spread,
+    scenario_samples_to_target,
+)
 from rlsim.learning.target import band, learning_spread, steps_for_samples, time_to_target
 from rlsim.run.batches import window
 from rlsim.run.keep_range import keep_range
@@ -124,7 +129,7 @@ def predict(
     rlsim.answers.sweep); the result's time_to_target then says it was extrapolated, without a warning."""
     timelines = timelines if timelines is not None else Timelines()
     scn = resolve_until_target(scn, to_target)
-    n_star = _samples_to_target(scn)
+    n_star = scenario_samples_to_target(scn)
     run_scn = _with_steps_to_target(scn, n_star)
     screened = False
     if screen_steps and scn.run.until_target and run_scn.run.steps > screen_steps:
@@ -177,7 +182,7 @@ def resolve_until_target(scenario: Scenario, to_target: bool = False) -> Scenari
 def planned_steps(scn: Scenario, to_target: bool = False) -> int:
     """The steps :func:`predict` will run for ``scn`` (to the target where it goes there)."""
     scn = resolve_until_target(scn, to_target)
-    return _with_steps_to_target(scn, _samples_to_target(scn)).run.steps
+    return _with_steps_to_target(scn, scenario_samples_to_target(scn)).run.steps
 
 
 def footprint(scenario: Scenario, with_band: bool = False, profile: Profile | None = None) -> Footprint:
@@ -207,19 +212,6 @@ def footprint(scenario: Scenario, with_band: bool = False, profile: Profile | No
     measured = probe(scenario)  # a thrashing engine costs the kernel far more per response (rlsim.run.probe)
     steps += search_steps(scenario) if measured.preempts else 0  # rlsim run searches after a run that preempts
     return check(estimate(scenario.generated_per_step, steps, w, measured.seconds_per_response))
-
-
-def _samples_to_target(scenario: Scenario) -> SamplesToTarget | None:
-    if scenario.learning.metric is None:
-        return None
-    ds = scenario.algorithm.dynamic_sampling
-    return samples_to_target(
-        scenario.learning,
-        scenario.workload.responses_per_step,
-        scenario.schedule.staleness,
-        scenario.workload.group_size,
-        ds.keep_rate if ds is not None else None,
-    )
 
 
 def _with_steps_to_target(scenario: Scenario, n_star: SamplesToTarget | None) -> Scenario:
@@ -263,7 +255,7 @@ def _attach_learning(result: SimResult, n_star: SamplesToTarget, screened: bool 
     the steps simulated fall short of the target (not for a sweep's screen: ``screened``)."""
     scn, records = result.scenario, result.records
     curve = n_star.curve or scn.learning.metric  # a staleness loss lowers the ceiling (rlsim.learning.staleness)
-    assert curve is not None  # n_star is learning.metric's (_samples_to_target)
+    assert curve is not None  # n_star is learning.metric's (scenario_samples_to_target)
     mul = n_star.curve_multiplier if n_star.curve_multiplier is not None else n_star.multiplier
     metrics = metric_at(curve, [r["cumulative_samples"] for r in records], mul)
     for rec, value in zip(records, metrics):
