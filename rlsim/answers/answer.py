@@ -61,11 +61,11 @@ class Answer:
     # the band widened by the learning presets' spread (rlsim.answers.sensitivity; inf: a preset never reaches it)
     learning_band_s: tuple[float, float] | None = None
 
-    def with_learning(self, sensitivity: Mapping[str, Any] | None, label: str | None = None) -> Answer:
-        """This answer with the presets' band of ``sensitivity`` (rlsim.answers.sensitivity's dict), when the band is
-        the one of this configuration (``label``: its label there; None: the winner's)."""
+    def with_learning(self, sensitivity: Mapping[str, Any] | None) -> Answer:
+        """This answer, the winner's, with the presets' band of ``sensitivity`` (rlsim.answers.sensitivity's dict;
+        None or no band: unchanged)."""
         band = (sensitivity or {}).get("band_s")
-        if band is None or (label is not None and sensitivity.get("winner") != label):  # type: ignore[union-attr]
+        if band is None:
             return self
         lo, hi = (math.inf if x is None else float(x) for x in band)
         return dataclasses.replace(self, learning_band_s=(lo, hi))
