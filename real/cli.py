@@ -3,7 +3,7 @@ the commands, so ``rlsim-real --help`` is instant.
 
 ``rlsim-real train --task T --algo grpo|ppo --engine hf|vllm --prompts-per-step P --group-size G --lr-rule R
 --target X --max-steps N [--model M] [--openrlhf-log FILE] -o RUN_DIR``
-``rlsim-real bench generation|train|sync|optimizer --engine hf|vllm [--model M] [-o DIR]``
+``rlsim-real bench generation|train|sync|optimizer|detokenize --engine hf|vllm [--model M] [-o DIR]``
 ``rlsim-real import-vllm-bench FILE... -o DIR``: read ``vllm bench latency|throughput`` JSON into the bench table.
 
 Bad input prints one line ``rlsim-real: error: ...`` and exits 2. ``train`` prints its summary as JSON on stdout
@@ -24,6 +24,7 @@ from typing import Any
 
 from real.config import add_train_arguments, config_from_args
 from real.engines import route_vllm_logs_to_stderr
+from real.detokenize import bench_detokenize, per_token_s, table_vllm_version
 from real.errors import RealError
 from real.offload import bench_optimizer
 from real.openrlhf_log import write_openrlhf_log
@@ -104,8 +105,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _add_bench(sub: Any) -> None:
-    p = sub.add_parser("bench", help="microbenchmarks: generation, train, sync, optimizer")
-    p.add_argument("kind", choices=("generation", "train", "sync", "optimizer"))
+    p = sub.add_parser("bench", help="microbenchmarks: generation, train, sync, optimizer, detokenize")
+    p.add_argument("kind", choices=("generation", "train", "sync", "optimizer", "detokenize"))
     p.add_argument("--engine", default="hf", choices=("hf", "vllm"))
     p.add_argument(
         "--model",
@@ -121,6 +122,7 @@ def _add_bench(sub: Any) -> None:
     p.add_argument("--response-tokens", default="8,32", help="generation: response lengths, EOS ignored (comma list)")
     p.add_argument("--tokens", default="512,1024,2048,3072,4096,6144", help="train: tokens per step (comma list)")
     p.add_argument("--seq-len", type=int, default=32, help="train: tokens per sequence")
+    p.add_argument("--steps", type=int, default=32, help="detokenize: tokens per sequence (one per step)")
     p.add_argument(
         "--micro-batches", type=int, default=2, help="train: gradient accumulation (rlsim-real train's default)"
     )
@@ -169,6 +171,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         grid.append(_ints(args.response_tokens, "--response-tokens"))
     elif args.kind == "train":
         tokens = _ints(args.tokens, "--tokens")
+    elif args.kind == "detokenize":
+        grid = [_ints(args.concurrency, "--concurrency"), _ints(str(args.steps), "--steps")]
     print(f"threads: {apply_threads(args.threads)}", file=sys.stderr)  # after the input is checked
     with _stdout_to_stderr():  # the table below is the result; the engines' output goes to stderr
         if args.kind == "generation":
@@ -177,9 +181,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
             table = bench.bench_train(models[0], tokens, args.seq_len, args.repeats, args.warmup, args.micro_batches)
         elif args.kind == "optimizer":  # torch's Adam step, and the offloaded step's copies and host Adam
             table = bench_optimizer(models, args.repeats, args.warmup)
+        elif args.kind == "detokenize":  # vLLM's output processing with and without a tokenizer (real.detokenize)
+            table = bench_detokenize(models[0], grid[0], grid[1][0], args.repeats, args.warmup)
         else:
             table = bench.bench_sync(args.engine, models, args.repeats, args.warmup, args.number)
     print(bench.summarize(table).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    if args.kind == "detokenize":
+        cost = per_token_s(table)
+        print(
+            f"\nper generated token: vLLM {table_vllm_version(table)} output processing with a tokenizer less "
+            f"without {cost['vllm_marginal_s'] * 1e6:.2f} us; the two tokenizer calls of vLLM 0.10.0 "
+            f"{cost['tokenizer_calls_s'] * 1e6:.2f} us (costs.detokenize_per_token_s)"
+        )
     if args.output is not None:
         bench.write_table(table, args.output)
         print(f"\nwrote {args.output}/bench.csv, bench.parquet, provenance.json")

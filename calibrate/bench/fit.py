@@ -61,7 +61,7 @@ from rlsim import catalog
 from rlsim.engine.replica import simulate_replica
 from rlsim.engine.scheduler import SchedulerRules
 from rlsim.host.machine_load import HIGH_OTHER_CPU, load_summary, sustained
-from rlsim.io.records import BENCH_PHASE_COLUMNS, OPTIMIZER_BENCH_PHASES
+from rlsim.io.records import BENCH_PHASE_COLUMNS, DETOKENIZE_BENCH_PHASES, OPTIMIZER_BENCH_PHASES
 from rlsim.phases import Phase
 from rlsim.run.costs import RooflineCostModel
 from rlsim.run.profile import PROVENANCE_KEYS, PhaseFit, Profile
@@ -82,8 +82,13 @@ FIT_PARAMS: dict[str, tuple[str, ...]] = {
 # coefficients a bench cannot see, fixed in a profile: the bench times engine.generate alone (no dispatch), and
 # an in-process engine does not sleep
 FIXED = {"rollout_overhead_s": 0.0, "rollout_s_per_sample": 0.0, "sleep_wake_overhead_s": 0.0}
-# rlsim.io.records; the optimizer bench's phases are fitted apart (calibrate.bench.optimizer)
-CONFIG_COLUMNS = {p: list(cols) for p, cols in BENCH_PHASE_COLUMNS.items() if p not in OPTIMIZER_BENCH_PHASES}
+# rlsim.io.records; the optimizer bench's phases are fitted apart (calibrate.bench.optimizer), the detokenize
+# bench's read by rlsim-real itself (real.detokenize)
+CONFIG_COLUMNS = {
+    p: list(cols)
+    for p, cols in BENCH_PHASE_COLUMNS.items()
+    if p not in OPTIMIZER_BENCH_PHASES + DETOKENIZE_BENCH_PHASES
+}
 # vLLM's default max_num_seqs for the LLM class on CPUs and GPUs under 70 GB (1024 on H100-class GPUs:
 # vllm/engine/arg_utils.py, 0.32): for bench tables and runs that do not record the engine's own, whatever their
 # device. The software catalog holds the same default by GPU size (rlsim.scenario.software.batch_defaults), which

@@ -282,5 +282,9 @@ BENCH_PHASE_COLUMNS: dict[str, tuple[str, ...]] = {
     # rlsim-real bench optimizer (real/offload.py): torch's Adam step on the module, and the offloaded step's copies
     # (gradients out, parameters back) and Adam on the host buffers; bytes: the trained parameters' bytes
     **{phase: ("bytes",) for phase in ("optimizer", "offload_copy", "host_adam")},
+    # rlsim-real bench detokenize (real/detokenize.py): vLLM's output processing with and without a tokenizer, and
+    # the tokenizer calls alone; tokens: sequences x steps
+    **{phase: ("concurrency", "tokens") for phase in ("detokenize", "no_detokenize", "tokenizer_calls")},
 }
 OPTIMIZER_BENCH_PHASES = ("optimizer", "offload_copy", "host_adam")  # bench phases that are no run phase
+DETOKENIZE_BENCH_PHASES = ("detokenize", "no_detokenize", "tokenizer_calls")  # priced apart (real.detokenize)
