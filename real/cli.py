@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from real.config import add_train_arguments, config_from_args
-from real.engines import route_vllm_logs_to_stderr
 from real.detokenize import bench_detokenize, per_token_s, table_vllm_version
+from real.engines import route_vllm_logs_to_stderr
 from real.errors import RealError
 from real.offload import bench_optimizer
 from real.openrlhf_log import write_openrlhf_log

@@ -20,14 +20,17 @@ per token around the log-prob than 0.10.0, so the two differ; docs/calibrate.md 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rlsim.io.records import DETOKENIZE_BENCH_PHASES as DETOKENIZE_PHASES
+
 PROMPT = list(range(10, 42))  # 32 prompt token ids; the prompt is not detokenized per step
 
 
 def _requests(tokenizer: Any, sequences: int, steps: int) -> Any:
     """An output processor of the installed vLLM with ``sequences`` requests added (``logprobs=0``)."""
+    # here, not at the top: it loads vLLM (start-up time of rlsim-real)
     from vllm.sampling_params import SamplingParams
     from vllm.v1.engine import EngineCoreRequest
     from vllm.v1.engine.output_processor import OutputProcessor
@@ -52,6 +55,7 @@ def _requests(tokenizer: Any, sequences: int, steps: int) -> Any:
 
 
 def _token_ids(vocab: int, sequences: int, steps: int, seed: int = 0) -> list[list[int]]:
+    # here, not at the top: it loads numpy (start-up time of rlsim-real)
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -60,25 +64,24 @@ def _token_ids(vocab: int, sequences: int, steps: int, seed: int = 0) -> list[li
 
 def _processor_fn(tokenizer: Any, ids: list[list[int]]) -> Any:
     """One call: a fresh output processor and every step's outputs through it (the outputs are built before)."""
+    # here, not at the top: they load numpy, vLLM (start-up time of rlsim-real)
     import numpy as np
     from vllm.v1.engine import EngineCoreOutput
     from vllm.v1.outputs import LogprobsLists
 
     steps, sequences = len(ids), len(ids[0])
     outputs = [
-        [
-            (tid, LogprobsLists(np.array([[tid]]), np.array([[-0.5]], dtype=np.float32), np.array([1])))
-            for tid in row
-        ]
+        [(tid, LogprobsLists(np.array([[tid]]), np.array([[-0.5]], dtype=np.float32), np.array([1]))) for tid in row]
         for row in ids
     ]
 
     def run() -> None:
         processor = _requests(tokenizer, sequences, steps)
         for row in outputs:
-            processor.process_outputs(
-                [EngineCoreOutput(request_id=str(i), new_token_ids=[t], new_logprobs=lp) for i, (t, lp) in enumerate(row)]
-            )
+            step = [
+                EngineCoreOutput(request_id=str(i), new_token_ids=[t], new_logprobs=lp) for i, (t, lp) in enumerate(row)
+            ]
+            processor.process_outputs(step)
 
     return run
 
@@ -86,6 +89,7 @@ def _processor_fn(tokenizer: Any, ids: list[list[int]]) -> Any:
 def _calls_fn(tokenizer: Any, ids: list[list[int]]) -> Any:
     """One call: an incremental decode stream per sequence and one ``decode([id])`` per token (vLLM 0.10.0's two
     tokenizer calls per generated token)."""
+    # here, not at the top: it loads tokenizers (start-up time of rlsim-real)
     from tokenizers.decoders import DecodeStream
 
     inner = tokenizer.backend_tokenizer if hasattr(tokenizer, "backend_tokenizer") else tokenizer._tokenizer
@@ -128,11 +132,13 @@ def bench_detokenize(model: str | None, concurrency: list[int], steps: int, repe
 def per_token_s(table: Any) -> dict[str, float]:
     """Seconds per token: the installed vLLM's marginal output-processing cost of a tokenizer (``detokenize`` less
     ``no_detokenize``, medians per concurrency, then the median over concurrencies) and the tokenizer calls'."""
+    # here, not at the top: it loads numpy (start-up time of rlsim-real)
     import numpy as np
 
-    med = table.groupby(["phase", "concurrency"])["time_s"].median() / table.groupby(["phase", "concurrency"])[
-        "tokens"
-    ].first()
+    med = (
+        table.groupby(["phase", "concurrency"])["time_s"].median()
+        / table.groupby(["phase", "concurrency"])["tokens"].first()
+    )
     levels = sorted(set(table["concurrency"]))
     marginal = [med[("detokenize", n)] - med[("no_detokenize", n)] for n in levels]
     calls = [med[("tokenizer_calls", n)] for n in levels]
@@ -141,8 +147,6 @@ def per_token_s(table: Any) -> dict[str, float]:
 
 def table_vllm_version(table: Any) -> str:
     """The vLLM version the table was measured with (its provenance)."""
-    import json
-
     for value in table["provenance"].dropna().unique():
         return str(json.loads(value).get("engine_version") or "unknown")
     return "unknown"

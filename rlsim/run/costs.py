@@ -113,6 +113,20 @@ def engine_coefficients(scenario: Scenario) -> dict:
     return out
 
 
+def detokenize_s_per_seq(scenario: Scenario) -> float:
+    """Host seconds per generated token that an engine iteration adds for detokenizing: only with the engine core
+    in the caller's process (``engine.in_process``), where output processing runs between GPU steps; whether it
+    detokenizes is ``engine.detokenize``, else the framework release's choice (software.yaml ``detokenize``), else
+    vLLM's default (on)."""
+    engine = scenario.engine
+    if not engine.in_process:
+        return 0.0
+    on = engine.detokenize
+    if on is None:
+        on = bool(software.framework_behaviours(scenario).get("detokenize", True))
+    return scenario.costs.detokenize_per_token_s if on else 0.0
+
+
 def moe_weight_fraction(num_experts: int, experts_per_token: int, batch: np.ndarray) -> np.ndarray:
     """Expected fraction of a layer's experts touched by ``batch`` tokens routed to k of E experts uniformly."""
     if num_experts == 0:
@@ -244,6 +258,8 @@ class RooflineCostModel:
             * scale["tp_rank_overhead_s"]
             * (self.scenario.engine.tensor_parallel_size - 1)
         )
+        # an in-process engine core detokenizes each iteration's new tokens before the next iteration (host CPU)
+        cpu = cpu + detokenize_s_per_seq(self.scenario) * self.tokens_per_iteration * b
         # piecewise CUDA graphs: each layer's eager attention leaves launch gaps on the GPU, serial in either loop
         gaps = cpu_cost["eager_attention_s_per_layer"] * self.scenario.model.num_layers
         if cpu_cost["cpu_overlap"]:

@@ -116,6 +116,14 @@ class Engine:
     # overlaps them, costing only what exceeds the GPU step (true: vLLM >= 0.6 multi-step scheduling and
     # asynchronous output processing, and the V1 engine)
     cpu_overlap: bool = False
+    # in_process: the engine core runs in the caller's process (vLLM's LLM class with
+    # VLLM_ENABLE_V1_MULTIPROCESSING=0, as NeMo RL runs its synchronous engine), so each iteration's output
+    # processing follows its GPU step (costs.detokenize_per_token_s per generated token when it detokenizes);
+    # false: a separate engine-core process (vLLM V1's default, AsyncLLM always) overlaps it. detokenize: vLLM
+    # turns each new token into text (false: skip_tokenizer_init); None: the framework release's choice
+    # (rlsim/catalog/software.yaml `detokenize`), else vLLM's default, on
+    in_process: bool = False
+    detokenize: bool | None = None
     # KV cache element type: auto (the model dtype) or fp8 (one byte per element; vLLM --kv-cache-dtype fp8)
     kv_cache_dtype: Literal["auto", "fp8"] = "auto"
     # a named engine behaviour (rlsim/catalog/engines.yaml: vllm-0.5, vllm-v1) whose CPU-work coefficients and
@@ -480,6 +488,10 @@ class Costs:
     decode_iteration_overhead_s: float = field(default=0.004, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
     decode_per_seq_overhead_s: float = field(default=2e-6, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
     prefill_overhead_s: float = field(default=0.002, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
+    # host CPU per generated token of an in-process engine that detokenizes (engine.in_process, engine.detokenize):
+    # the incremental decode and the sampled token's text, vLLM 0.10.0's two tokenizer calls, measured by
+    # `rlsim-real bench detokenize` (real/detokenize.py; docs/calibrate.md) with a byte-level BPE tokenizer
+    detokenize_per_token_s: float = field(default=5.0e-6, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))
     # engine CPU work per iteration per tensor-parallel rank beyond the first (the driver sends each step's
     # inputs to every worker)
     tp_rank_overhead_s: float = field(default=0.0, metadata=bounds(ge=0, le=MAX_OVERHEAD_S))

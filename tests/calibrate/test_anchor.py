@@ -124,11 +124,11 @@ RECORDED_ANCHORED = {
     "DeepSeek-V3 (671B MoE) | NeMo RL v0.6 | GB200": (4.05, 3.49),
     "Qwen/Qwen3-235B-A22B | NeMo RL v0.6 | GB200": (8.06, 5.85),
     "Qwen/Qwen3-30B-A3B | NeMo RL v0.6 | GB200": (50.1, 19.3),
-    "meta-llama/Llama-3.1-8B-Instruct | NeMo RL v0.4 | H100-SXM": (2.55, -1.18),
+    "meta-llama/Llama-3.1-8B-Instruct | NeMo RL v0.4 | H100-SXM": (3.97, -1.84),
     "DeepSeek-V3 (671B MoE) | NeMo RL v0.4 | H100-SXM": (5.71, 0.63),
     "Qwen/Qwen3-235B-A22B | NeMo RL v0.4 | H100-SXM": (21.14, 8.71),
-    "Qwen/Qwen3-30B-A3B | NeMo RL v0.4 | H100-SXM": (44.02, 11.67),
-    "Qwen/Qwen3-32B | NeMo RL v0.4 | H100-SXM": (13.83, 1.87),
+    "Qwen/Qwen3-30B-A3B | NeMo RL v0.4 | H100-SXM": (41.5, 11.0),
+    "Qwen/Qwen3-32B | NeMo RL v0.4 | H100-SXM": (12.59, 1.7),
     "overall": (7.92, 2.77),
 }
 

@@ -31,6 +31,9 @@ Mapping (recipe field -> scenario field, and what NeMo RL does behind it, read a
   SchedulerConfig.DEFAULT_MAX_NUM_SEQS, and 2048 batched tokens per iteration, DEFAULT_MAX_NUM_BATCHED_TOKENS);
   async GRPO always uses the async engine (vllm_worker_async.py)
 * recipe_fp8_generation -> engine.precision fp8 (vllm_cfg.precision)
+* recipe_vllm_async_engine false -> engine.in_process (vllm.LLM's engine core in the worker's process:
+  VLLM_ENABLE_V1_MULTIPROCESSING=0); recipe_detokenize (stop_strings, or vllm_cfg.skip_tokenizer_init false) ->
+  engine.detokenize true, else the release's choice (software.yaml ``detokenize``: forced on at v0.4.0)
 * the recipe's tag (or source_version) -> software {framework nemo-rl, framework_version}: the release's pinned vLLM,
   its behaviour and the release's own behaviours (rlsim/catalog/software.yaml: v0.4.0 pins vllm 0.10.0, piecewise
   decode graphs, and moves the optimizer to host every step; v0.5.0 pins 0.11.2; v0.6.0 pins 0.17.1, async
@@ -247,6 +250,14 @@ def _engine(fields: dict[str, Any], version: str | None, gpu: str, async_engine:
     }
     if version is None:
         engine["behaviour"] = "vllm-v1"
+    # vllm.LLM runs its engine core in NeMo RL's worker process (VLLM_ENABLE_V1_MULTIPROCESSING=0,
+    # nemo_rl/models/generation/vllm/vllm_worker.py:110 at v0.4.0, :112 at v0.5.0 / v0.6.0); AsyncLLM always
+    # starts its own engine-core process
+    engine["in_process"] = not async_engine
+    if _flag(fields, "recipe_detokenize", False):  # stop strings or skip_tokenizer_init false in the config
+        engine["detokenize"] = True
+    elif version is None:  # no release named: the latest's choice, skip_tokenizer_init without stop strings
+        engine["detokenize"] = False
     if async_engine:
         engine["max_num_batched_tokens"] = VLLM_ASYNC_ENGINE_MAX_NUM_BATCHED_TOKENS
     return engine
