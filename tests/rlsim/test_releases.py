@@ -41,7 +41,7 @@ def test_the_release_of_a_published_row_reaches_the_scenario():
     s = recipe("0.4.0")
     assert (s.software.framework, s.software.framework_version) == ("nemo-rl", "0.4.0")
     assert software.framework_behaviours(s)["offload_optimizer_every_step"] is True
-    assert software.framework_behaviours(recipe("0.5.0")) == {}
+    assert software.framework_behaviours(recipe("0.5.0")) == {"detokenize": False}  # skip_tokenizer_init
 
 
 def test_v0_4_moves_the_optimizer_state_to_the_host_and_back_every_step():

@@ -254,13 +254,22 @@ def _engine(fields: dict[str, Any], version: str | None, gpu: str, async_engine:
     # nemo_rl/models/generation/vllm/vllm_worker.py:110 at v0.4.0, :112 at v0.5.0 / v0.6.0); AsyncLLM always
     # starts its own engine-core process
     engine["in_process"] = not async_engine
-    if _flag(fields, "recipe_detokenize", False):  # stop strings or skip_tokenizer_init false in the config
-        engine["detokenize"] = True
-    elif version is None:  # no release named: the latest's choice, skip_tokenizer_init without stop strings
-        engine["detokenize"] = False
+    engine["detokenize"] = _detokenizes(fields, version)
     if async_engine:
         engine["max_num_batched_tokens"] = VLLM_ASYNC_ENGINE_MAX_NUM_BATCHED_TOKENS
     return engine
+
+
+def _detokenizes(fields: dict[str, Any], version: str | None) -> bool:
+    """Whether vLLM detokenizes: the config asks for text (stop strings, skip_tokenizer_init false), else the
+    release's choice (software.yaml ``detokenize``; no release named: the latest known's)."""
+    if _flag(fields, "recipe_detokenize", False):
+        return True
+    if version is None:
+        known = software.table()["frameworks"]["nemo-rl"]
+        version = max(known, key=lambda r: software.parse_version(r, "software.framework_version"))
+    entry = software.nearest("frameworks", "nemo-rl", version, "software.framework_version")[1]
+    return bool((entry.get("behaviours") or {}).get("detokenize", False))
 
 
 def _recipe_training(fields: dict[str, Any], max_seq: int, notes: list[str]) -> tuple[dict[str, Any], bool]:
