@@ -177,7 +177,7 @@ def _mlp(c: dict[str, Any], family: str, h: int, layers: int) -> _Mlp:
         expert_width = int(c.get("moe_intermediate_size") or 0)
     per_expert = 3 * h * expert_width + (2 * expert_width + h if family == "gpt_oss" else 0)
     # a bias per expert: gpt-oss's router, DeepSeek's noaux_tc and GLM-4.5's e_score_correction_bias
-    biased = family in ("gpt_oss", "glm4_moe") or c.get("topk_method") == "noaux_tc"
+    biased = family == "gpt_oss" or _biased(c, family)
     router = h * experts + (experts if biased else 0)
     shared_experts, shared = 0, 0
     if family == "qwen2_moe" and c.get("shared_expert_intermediate_size"):
@@ -189,6 +189,12 @@ def _mlp(c: dict[str, Any], family: str, h: int, layers: int) -> _Mlp:
     dense_mlp = 3 * h * dense_width + (2 * dense_width + h if c.get("mlp_bias") else 0)
     moe_mlp = experts * per_expert + router + shared
     return _Mlp(moe, experts, top_k, dense_width, expert_width, per_expert, shared_experts, dense_mlp, moe_mlp)
+
+
+def _biased(c: dict[str, Any], family: str) -> bool:
+    """Whether the router carries a per-expert score-correction bias (DeepSeek noaux_tc, GLM-4.5's
+    e_score_correction_bias)."""
+    return family == "glm4_moe" or c.get("topk_method") == "noaux_tc"
 
 
 def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[str, Any]:
@@ -203,6 +209,7 @@ def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[st
         spec.pop("layer_params")
         absent = dict.fromkeys(("num_experts", "num_experts_per_token", "moe_intermediate_size", "num_dense_layers"), 0)
         absent |= dict.fromkeys(("num_shared_experts", "kv_lora_rank", "qk_rope_head_dim", "num_mtp_layers"), 0)
+        absent["routing_groups"] = 0
         absent |= {"sliding_window": 0, "num_sliding_layers": 0}
         return {"name": name, "hf_id": hf_id, **absent, **spec, "dtype": dtype}
     c = cfg
@@ -240,6 +247,8 @@ def spec_from_config(cfg: dict[str, Any], name: str, hf_id: str = "") -> dict[st
         "moe_intermediate_size": expert_width if n_moe else 0,
         "num_dense_layers": layers - n_moe if n_moe else 0,
         "num_shared_experts": mlp.shared_experts,
+        # a biased router vLLM sends through grouped_topk (DeepSeek noaux_tc, GLM-4.5): n_group (rlsim.run.moe_decode)
+        "routing_groups": int(c.get("n_group") or 1) if n_moe and family in _DEEPSEEK_MOE and _biased(c, family) else 0,
         "kv_lora_rank": int(c["kv_lora_rank"]) if mla else 0,
         "qk_rope_head_dim": int(c["qk_rope_head_dim"]) if mla else 0,
         "num_mtp_layers": int(c.get("num_nextn_predict_layers") or 0),

@@ -19,7 +19,10 @@ S2 = sum of squared sequence lengths, F and BW the pool's peak FLOP/s and HBM by
 * prefill of a round: ``o_prefill + (2 N_a * sum(c) + 2 L H d * sum(c^2)) / (e_pre * tp * F)`` (causal attention).
 * the engine's CPU work per iteration (``engine_coefficients``: a named behaviour or the costs fields) is added to
   the decode iteration (serial engine) or put as a floor under it (``floor_s``, overlapped engine); a behaviour with
-  piecewise CUDA graphs adds ``eager_attention_s_per_layer x L`` (launch gaps around the eager attention).
+  piecewise CUDA graphs adds ``eager_attention_s_per_layer x L`` (launch gaps around the eager attention). Two MoE
+  behaviours (rlsim.run.moe_decode): ``shared_expert_overlap_max_tokens`` takes the shorter of the shared and routed
+  experts' roofline times per MoE layer off iterations of that many tokens or fewer (a second CUDA stream), and
+  ``unfused_grouped_topk_s_per_layer`` adds GPU time per MoE layer to models with ``routing_groups``.
 * log-prob / values passes and training: ``rlsim.trainer.training`` (Megatron or FSDP layout: compute, exposed
   communication, pipeline bubble, optimizer update; formulas and sources in its docstring); a framework release's
   host traffic around the log-prob pass (``logprob_host_s``: NeMo RL v0.4.0's optimizer to host and back).
@@ -38,6 +41,7 @@ import numpy as np
 from rlsim import catalog
 from rlsim.engine.iteration import DecodeCoefficients, PrefillCoefficients
 from rlsim.phases import Phase
+from rlsim.run import moe_decode
 from rlsim.scenario import engine_behaviour, software
 from rlsim.schema import Costs, ModelSpec, Scenario
 from rlsim.schema.specs import small_kernel_time_factor
@@ -102,12 +106,16 @@ def engine_coefficients(scenario: Scenario) -> dict:
     out["cpu_overlap"] = scenario.engine.cpu_overlap
     out["gpu_scaled"] = ()
     out["eager_attention_s_per_layer"] = 0.0  # full decode graphs unless the behaviour says otherwise
+    out["shared_expert_overlap_max_tokens"] = 0  # the shared experts after the routed ones (rlsim.run.moe_decode)
+    out["unfused_grouped_topk_s_per_layer"] = 0.0
     name = engine_behaviour(scenario)
     if name is not None:
         entry = catalog.engine(name)
         # a costs value set away from the schema default (the file, --set, a profile's fit) wins over the behaviour's
         out.update({k: float(entry[k]) for k in ENGINE_KEYS if k in entry and out[k] == getattr(DEFAULT_COSTS, k)})
         out["eager_attention_s_per_layer"] = float(entry.get("eager_attention_s_per_layer", 0.0))
+        out["shared_expert_overlap_max_tokens"] = int(entry.get("shared_expert_overlap_max_tokens", 0))
+        out["unfused_grouped_topk_s_per_layer"] = float(entry.get("unfused_grouped_topk_s_per_layer", 0.0))
         out["cpu_overlap"] = bool(entry.get("cpu_overlap", out["cpu_overlap"]))
         out["gpu_scaled"] = tuple(entry.get("gpu_scaled", ()))
     return out
@@ -216,6 +224,13 @@ class RooflineCostModel:
         # a hybrid's recurrent layers read their fixed state and write it back each step (rlsim.catalog.hybrid)
         mem_a = (weight_read + b * (s.sliding_kv_bytes_per_seq + 2.0 * m.recurrent_state_bytes)) / bw
         cmp_a = (2.0 * m.num_active_params * tokens + window_attn * tokens) / flops
+        # a release that runs the shared experts on a second stream beside the routed ones hides the shorter of the
+        # two: both lines drop by it (exactly the iteration's max less it, as the max is at least the hidden time)
+        hidden = moe_decode.shared_expert_hidden_s(
+            m, tokens, per_param, expert_read / c.moe_decode_memory_efficiency_factor, bw, flops,
+            eng["shared_expert_overlap_max_tokens"],
+        )  # fmt: skip
+        mem_a, cmp_a = np.maximum(mem_a - hidden, 0.0), np.maximum(cmp_a - hidden, 0.0)
         if k:
             head_params = m.vocab_size * m.hidden_size
             module_bytes = (s.engine_weight_bytes / m.num_layers + head_params * per_param) * m.num_mtp_layers
@@ -262,6 +277,11 @@ class RooflineCostModel:
         cpu = cpu + detokenize_s_per_seq(self.scenario) * self.tokens_per_iteration * b
         # piecewise CUDA graphs: each layer's eager attention leaves launch gaps on the GPU, serial in either loop
         gaps = cpu_cost["eager_attention_s_per_layer"] * self.scenario.model.num_layers
+        # an unfused grouped top-k router's kernels (rlsim.run.moe_decode): GPU work, serial with the layer
+        topk_scale = slow if "unfused_grouped_topk_s_per_layer" in cpu_cost["gpu_scaled"] else 1.0
+        gaps = gaps + moe_decode.grouped_topk_s(
+            self.scenario.model, cpu_cost["unfused_grouped_topk_s_per_layer"] * topk_scale
+        )
         if cpu_cost["cpu_overlap"]:
             return {"overhead_s": tp_comm + gaps + 0.0 * b, "floor_s": cpu - tp_comm - gaps}
         return {"overhead_s": cpu + tp_comm + gaps}

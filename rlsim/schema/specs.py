@@ -44,6 +44,9 @@ class ModelSpec:
     # MoE layers: how many layers keep a dense MLP, and the always-active shared experts of each MoE layer
     num_dense_layers: int = field(default=0, metadata=bounds(ge=0))
     num_shared_experts: int = field(default=0, metadata=bounds(ge=0))
+    # expert groups of a group-limited router with a score-correction bias (DeepSeek-V3 n_group, topk_method
+    # noaux_tc), which vLLM routes through grouped_topk (rlsim.run.moe_decode); 0: plain top-k routing
+    routing_groups: int = field(default=0, metadata=bounds(ge=0))
     # multi-head latent attention (DeepSeek-V2/V3): the KV cache holds one latent of kv_lora_rank plus the
     # decoupled RoPE key (qk_rope_head_dim) per token per layer, shared by all heads
     kv_lora_rank: int = field(default=0, metadata=bounds(ge=0))
