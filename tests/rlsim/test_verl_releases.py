@@ -10,6 +10,7 @@ import yaml
 
 from rlsim import catalog
 from rlsim.cli import main
+from rlsim.errors import ScenarioError
 from rlsim.frameworks.config_import import import_config
 from rlsim.run.costs import detokenize_s_per_seq
 from rlsim.run.simulation import simulate
@@ -157,13 +158,20 @@ def test_unknown_release_takes_the_nearest_with_the_one_line_warning(tmp_path, c
     )
 
 
-@pytest.mark.parametrize("typo", ["0.x6", "latest"])
-def test_a_typoed_release_is_refused_naming_the_key(tmp_path, capsys, typo):
+@pytest.mark.parametrize(
+    ("typo", "words"),
+    [
+        ("0.x6", "verl_version: '0.x6' is not a version; --set verl_version=X.Y.Z"),
+        ("latest", "verl_version: 'latest' is not a version; --set verl_version=X.Y.Z"),
+        ("0.10", "verl_version: 0.1 reads as a number; write the release as X.Y.Z"),
+    ],
+)
+def test_a_typoed_release_is_refused_naming_the_key(tmp_path, capsys, typo, words):
     out = tmp_path / "s.yaml"
     code = main(["import-config", "--format", "verl", str(VERL_GRPO), "--set", f"verl_version={typo}", "-o", str(out)])
     assert code != 0
     err = capsys.readouterr().err
-    assert f"verl_version: '{typo}' is not a version; --set verl_version=X.Y.Z" in err
+    assert words in err
     assert "Traceback" not in err
 
 
@@ -177,3 +185,11 @@ def test_sync_mode_is_refused_at_0_7():
     """verl/workers/config/rollout.py:225-230 at v0.7.0: sync mode was removed."""
     with pytest.raises(Exception, match="not a rollout mode of verl 0.7.0; use async"):
         _scenario("0.7.0", ["actor_rollout_ref.rollout.mode=sync"])
+
+
+def test_an_engine_the_release_does_not_pin_is_refused_naming_the_fix():
+    """NeMo RL's releases pin vLLM only; verl's pin vLLM and SGLang (other_engines)."""
+    raw, _ = _scenario("0.6.1", ["actor_rollout_ref.rollout.name=sglang"])
+    raw["software"] = {"framework": "nemo-rl", "framework_version": "0.5.0", "engine": "sglang"}
+    with pytest.raises(ScenarioError, match=r"software.engine: 'sglang' is not what nemo-rl 0.5.0 runs \(vllm\)"):
+        software.resolve(from_dict(raw))

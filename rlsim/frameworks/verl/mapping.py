@@ -34,6 +34,9 @@ Batch semantics (facts from that commit):
   ``megatron_actor``): the layout of ``actor.megatron.*`` over the GPUs, micro-batches per data-parallel rank, no
   recomputation unless ``override_transformer_config.recompute_granularity`` says so (:func:`_megatron`).
 
+* ``verl_version`` (not a verl key: ``--set verl_version=0.6.1``) names the release the config runs on: its pinned
+  engines and the defaults it differs in from b178a3c (rlsim.frameworks.verl.releases).
+
 Other verl keys are refused or listed as unused.
 """
 

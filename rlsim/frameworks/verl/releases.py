@@ -69,6 +69,8 @@ SGLANG_BUCKETS_FROM = (0, 5, 0)  # SGLang's weight update in update_weights_buck
 def release(version: Any) -> tuple[str, str | None]:
     """The known verl release for ``version`` (software.yaml; the nearest known one) and the one-line warning when
     it is not known itself; a version that does not parse is refused naming verl_version."""
+    if isinstance(version, float):  # --set verl_version=0.10 parses as the number 0.1
+        raise ImportConfigError(f"{KEY}: {version!r} reads as a number; write the release as X.Y.Z, e.g. 0.6.1")
     if version_tuple(version) is None:  # stricter than the catalog's parse: 0.x6 is a typo, not 0.0.0
         raise ImportConfigError(f"{KEY}: {str(version)!r} is not a version; --set {KEY}=X.Y.Z, e.g. 0.6.1")
     found, _, warning = software.nearest("frameworks", "verl", str(version), "software.framework_version")
