@@ -36,7 +36,7 @@ from rlsim.frameworks.adapter import LAUNCH_NOTES, FrameworkAdapter, ImportConfi
 from rlsim.frameworks.common import DEFAULT_GPU, LAUNCH_DIR, short
 from rlsim.frameworks.gpu_fit import fitting_hardware, label
 from rlsim.frameworks.launch import shell_sets
-from rlsim.scenario import apply_overrides, from_dict
+from rlsim.scenario import apply_overrides, from_dict, software
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ def import_config(
         raw["assumptions"] = [*raw["assumptions"], *(f"--scenario-set {k}={v}" for k, v in scenario_set.items())]
     warnings: list[str] = []
     try:
-        from_dict(raw)
+        warnings += software.warnings(from_dict(raw))  # a release the catalog lacks: the nearest known one's
     except ScenarioError as exc:
         if not (gpu_assumed and (fits := fitting_hardware(raw, DEFAULT_GPU, most=1))):
             assumed = (

@@ -101,14 +101,16 @@ def resolve(scenario: Scenario) -> tuple[str | None, list[str]]:
             "frameworks", sw.framework, sw.framework_version, "software.framework_version"
         )
         warns += [warning] if warning else []
-        if framework.get("engine") != sw.engine:
+        # the engine the release runs, and others it pins for another rollout backend (verl's sglang extra)
+        pins = {framework.get("engine"): framework.get("engine_version"), **(framework.get("other_engines") or {})}
+        if sw.engine not in pins:
             raise ScenarioError(
                 "software.engine",
                 sw.engine,
-                f"is not what {sw.framework} {release} runs ({framework.get('engine')})",
+                f"is not what {sw.framework} {release} runs ({', '.join(map(str, pins))})",
                 f"set software.engine: {framework.get('engine')}",
             )
-        engine_version = engine_version or framework["engine_version"]
+        engine_version = engine_version or pins[sw.engine]
     if engine_version is None:
         return None, warns
     _, entry, warning = nearest("engines", sw.engine, engine_version, "software.engine_version")

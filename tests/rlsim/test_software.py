@@ -32,7 +32,7 @@ def test_a_framework_release_pins_its_engine_and_behaviour():
     [
         ("0.5.4", "0.5.4", "vllm-0.5"),
         ("0.7.3", "0.5.4", "vllm-0.5"),
-        ("0.9.2", "0.8.0", "vllm-v1-piecewise"),
+        ("0.9.2", "0.8.5", "vllm-v1-piecewise"),
         ("0.10.1", "0.10.0", "vllm-v1-piecewise"),
         ("v0.4.0", "0.5.4", "vllm-0.5"),
         ("0.20", "0.17.1", "vllm-v1-async"),  # one GPU: vLLM's uni executor schedules asynchronously
@@ -112,7 +112,7 @@ def test_an_explicit_behaviour_wins_and_overrides_take_effect():
     [
         ({"engine_version": "latest"}, "is not a version"),
         ({"framework": "nemo-rl"}, "framework_version: None is required"),
-        ({"framework": "verl", "framework_version": "0.7.0"}, "has no versions in the software catalog"),
+        ({"framework": "openrlhf", "framework_version": "0.9.0"}, "has no versions in the software catalog"),
     ],
 )
 def test_bad_software_is_refused_naming_the_field(sw, words):

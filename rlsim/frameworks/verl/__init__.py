@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.frameworks import detect
-from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Source
-from rlsim.frameworks.verl import emit, estimators, fully_async, mapping
+from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Row, Source
+from rlsim.frameworks.verl import emit, estimators, fully_async, mapping, releases
 
 
 class Verl(FrameworkAdapter):
     """verl's PPO/GRPO trainer: Hydra ``key=value`` overrides; its metrics logs read by rlsim.frameworks.logs.verl."""
 
     name = "verl"
-    table = mapping.TABLE + estimators.TABLE + estimators.FILTER_TABLE + fully_async.TABLE
+    table = mapping.TABLE + estimators.TABLE + estimators.FILTER_TABLE + fully_async.TABLE + releases.ROWS
     version_read = mapping.VERSION_READ
     overrides = "hydra"
     log_importer = "rlsim.frameworks.logs.verl"
@@ -36,6 +36,9 @@ class Verl(FrameworkAdapter):
 
     def to_scenario(self, source: Source) -> tuple[dict[str, Any], list[str]]:
         return fully_async.to_scenario(source) if fully_async.runs(source) else mapping.to_scenario(source)
+
+    def table_for(self, flat: dict[str, Any]) -> tuple[Row, ...]:
+        return releases.table_for(self.table, flat)  # the defaults of the release verl_version names
 
     def emit_keys(self, ctx: EmitContext) -> dict[str, Any]:
         return emit.emit_keys(ctx)

@@ -34,6 +34,9 @@ Batch semantics (facts from that commit):
   ``megatron_actor``): the layout of ``actor.megatron.*`` over the GPUs, micro-batches per data-parallel rank, no
   recomputation unless ``override_transformer_config.recompute_granularity`` says so (:func:`_megatron`).
 
+* ``verl_version`` (not a verl key: ``--set verl_version=0.6.1``) names the release the config runs on: its pinned
+  engines and the defaults it differs in from b178a3c (rlsim.frameworks.verl.releases).
+
 Other verl keys are refused or listed as unused.
 """
 
@@ -48,7 +51,7 @@ from rlsim.frameworks import run_keys, sglang
 from rlsim.frameworks.adapter import LAUNCH_NOTES, ImportConfigError, Row, Source, read_config
 from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model
 from rlsim.frameworks.launch import framework_command
-from rlsim.frameworks.verl import estimators, memory_keys
+from rlsim.frameworks.verl import estimators, memory_keys, releases
 from rlsim.io.files import read_text
 from rlsim.scenario.overrides import parse_scalar
 
@@ -453,4 +456,5 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         sections["reward"] = reward
     if run := run_keys.verl(src, notes):  # evaluation and checkpoints, beside the steps (rlsim.run.overheads)
         sections["run"] = run
+    releases.apply(src, sections, notes)  # verl_version: the release's engines and defaults
     return sections, notes
