@@ -715,3 +715,7 @@ class WeightSync:
     # freed) and wakes for the sync, paying those copies and costs.sleep_wake_overhead_s; false: it keeps its
     # weights where they are (transformers' generate, vLLM without sleep mode, an engine on a CPU)
     engine_sleeps: bool = True
+    # vLLM's sleep level: 1 backs the engine's weights up to pinned host memory and restores them on waking (the
+    # host copies priced); 2 discards them, the weight sync that follows loads them anew (no host copy; verl from
+    # v0.6.0: verl/third_party/vllm/__init__.py VLLM_SLEEP_LEVEL)
+    sleep_level: Literal[1, 2] = 1

@@ -179,14 +179,14 @@ def trainer_host_bytes(scenario: Scenario) -> float:
 
 def node_host_bytes(scenario: Scenario) -> tuple[float, int, float, float]:
     """(host bytes one node holds, training GPUs on that node, per training GPU, per engine GPU): colocated, every
-    GPU of a node trains and (when the engine sleeps: vLLM's level-1 sleep backs its weights up to pinned host
-    memory, vllm device_allocator/cumem.py sleep) keeps its engine's weight shard there."""
+    GPU of a node trains and (when the engine sleeps at level 1: vLLM's level-1 sleep backs its weights up to pinned
+    host memory, vllm device_allocator/cumem.py sleep; level 2 discards them) keeps its engine's weight shard there."""
     hw = scenario.hardware
     per_train = trainer_host_bytes(scenario)
     per_engine = 0.0
     if hw.placement == "colocated":
         gpus = min(hw.node_gpus, hw.num_gpus)
-        if scenario.weight_sync.engine_sleeps:
+        if scenario.weight_sync.engine_sleeps and scenario.weight_sync.sleep_level == 1:
             per_engine = scenario.engine_weight_bytes_per_gpu
     else:
         gpus = min(hw.node_gpus, hw.num_train_gpus)

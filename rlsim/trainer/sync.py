@@ -19,10 +19,10 @@ gathered on the trainer and sent to every engine GPU, one call per tensor or buc
 ``weight_sync.transfer: broadcast`` models what NeMo RL v0.5-v0.6 do instead: every GPU receives the whole model
 (separate pools: one training rank broadcasts every tensor; colocated: every rank assembles the full tensors and
 its engine keeps its slice). ``weight_sync.engine_sleeps: false`` (an engine without sleep mode) drops the
-engine's host copies and the fixed part. ``weight_sync.offload_trainer`` adds, when colocated, the trainer's weights,
-gradients and optimizer state going to host memory before generation and back after it. Host copies run at
-``costs.host_link_efficiency`` of the PCIe peak. The coefficients are the scenario's (``s.costs``, a
-profile's folded in).
+engine's host copies and the fixed part, ``weight_sync.sleep_level: 2`` (weights discarded) the host copies only.
+``weight_sync.offload_trainer`` adds, when colocated, the trainer's weights, gradients and optimizer state going to
+host memory before generation and back after it. Host copies run at ``costs.host_link_efficiency`` of the PCIe
+peak. The coefficients are the scenario's (``s.costs``, a profile's folded in).
 
 Units: bytes and seconds. Bytes moved are the training dtype's (an FP8 engine quantizes on load).
 """
@@ -107,7 +107,8 @@ def weight_sync_time(scenario: Scenario) -> SyncTime:
         )
         copy = 2.0 * shard / hw.gpu.hbm_bandwidth_bytes_per_s  # read and write once at the HBM peak
         sleeps = scenario.weight_sync.engine_sleeps
-        host_bytes = 2.0 * scenario.engine_weight_bytes_per_gpu if sleeps else 0.0
+        backed_up = sleeps and scenario.weight_sync.sleep_level == 1  # level 2 discards the weights
+        host_bytes = 2.0 * scenario.engine_weight_bytes_per_gpu if backed_up else 0.0
         if scenario.weight_sync.offload_trainer:
             mem = memory(scenario)
             host_bytes += 2.0 * (mem.weights_grads_bytes + mem.optimizer_bytes)

@@ -193,3 +193,32 @@ def test_an_engine_the_release_does_not_pin_is_refused_naming_the_fix():
     raw["software"] = {"framework": "nemo-rl", "framework_version": "0.5.0", "engine": "sglang"}
     with pytest.raises(ScenarioError, match=r"software.engine: 'sglang' is not what nemo-rl 0.5.0 runs \(vllm\)"):
         software.resolve(from_dict(raw))
+
+
+@pytest.mark.parametrize(
+    "version, sets, level",
+    [
+        (None, [], 2),  # b178a3c: the hybrid engine sleeps at VLLM_SLEEP_LEVEL, 2 with vLLM >= 0.8.5
+        (None, ["actor_rollout_ref.rollout.layered_summon=true"], 1),
+        ("0.5.0", [], 1),  # sleep(level=1) up to v0.5.0
+        ("0.6.0", [], 2),
+        ("0.7.0", [], 2),
+    ],
+)
+def test_the_sleep_level_decides_whether_the_engine_weights_go_to_host_memory(version, sets, level):
+    raw, s = _scenario(version, sets)
+    assert s.weight_sync.sleep_level == level
+    assert s.engine.max_num_batched_tokens == 8192  # verl's rollout.max_num_batched_tokens, passed to vLLM
+    # oracle: level 1 copies the engine's weight shard to host memory and back, 2 x its bytes over the host link
+    # at costs.host_link_efficiency; level 2 discards it
+    other = from_dict({**raw, "weight_sync": {**raw["weight_sync"], "sleep_level": 3 - level}})
+    one, two = (other, s) if level == 2 else (s, other)
+    shard = s.engine_weight_bytes_per_gpu
+    link = s.hardware.gpu.host_link_bandwidth_bytes_per_s * s.costs.host_link_efficiency
+    assert weight_sync_time(one).host_s - weight_sync_time(two).host_s == pytest.approx(2 * shard / link, rel=1e-9)
+
+
+def test_a_bad_sleep_level_names_the_field():
+    raw, _ = _scenario(None)
+    with pytest.raises(ScenarioError, match="sleep_level"):
+        from_dict({**raw, "weight_sync": {**raw["weight_sync"], "sleep_level": 3}})

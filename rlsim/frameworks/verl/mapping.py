@@ -77,6 +77,8 @@ TABLE: tuple[Row, ...] = (
     Row(R + "tensor_model_parallel_size", 2, "engine.tensor_parallel_size", "vLLM TP per replica"),
     Row(R + "gpu_memory_utilization", 0.5, "engine.gpu_memory_utilization", "of each GPU; SGLang mem_fraction_static"),
     Row(R + "max_num_seqs", 256, "engine.max_num_seqs", "running sequences; SGLang max_running_requests"),
+    Row(R + "max_num_batched_tokens", 8192, "engine.max_num_batched_tokens", "vLLM: tokens per iteration"),
+    Row(R + "layered_summon", False, "weight_sync.sleep_level", "vLLM: false -> 2 (weights discarded), true -> 1"),
     Row(R + "name", "vllm", "engine.behaviour", "vllm -> vllm-v1 (the V1 engine); sglang -> sglang-0.5"),
     Row("trainer.n_gpus_per_node", 8, "hardware.num_gpus, hardware.gpus_per_node", "num_gpus = per node x nnodes"),
     Row("trainer.nnodes", 1, "hardware.num_gpus", "placement colocated, schedule sync-colocated (hybrid engine)"),
@@ -410,6 +412,8 @@ def _engine(src: Source, rollout_engine: str, notes: list[str]) -> tuple[dict[st
         "tensor_parallel_size": as_int(src, R + "tensor_model_parallel_size"),
         "gpu_memory_utilization": as_float(src, R + "gpu_memory_utilization"),
         "max_num_seqs": as_int(src, R + "max_num_seqs"),
+        # verl passes it to vLLM (vllm_rollout_spmd.py at v0.4.0-v0.6.1, vllm_async_server.py at v0.7.0)
+        "max_num_batched_tokens": as_int(src, R + "max_num_batched_tokens"),
         "behaviour": "vllm-v1",
     }, None
 
@@ -450,6 +454,11 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         # :672-721 at v0.6.1; rlsim.trainer.sync_gathered)
         "weight_sync": {"transfer": "per_tensor"},
     }
+    if rollout_engine == "vllm" and not src.get(R + "layered_summon"):
+        # the hybrid engine sleeps at VLLM_SLEEP_LEVEL, 2 with vLLM >= 0.8.5: its weights are discarded, not copied
+        # to host memory (b178a3c verl/third_party/vllm/__init__.py:33-49, vllm_rollout.py:91-95,
+        # vllm_async_server.py:567-569); layered_summon keeps level 1
+        sections["weight_sync"]["sleep_level"] = 2
     if software_section is not None:
         sections["software"] = software_section
     if (reward := estimators.reward(src, model, notes)) is not None:

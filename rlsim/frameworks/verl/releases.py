@@ -63,6 +63,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "0.7.0": {M + "use_remove_padding": True, R + "max_num_seqs": 1024, R + "mode": "async"},
 }
 PASSES_MAX_NUM_SEQS_FROM = (0, 6, 0)  # verl hands rollout.max_num_seqs to vLLM from v0.6.0
+# the hybrid engine sleeps at level 1 up to v0.5.0 (v0.4.0:vllm_rollout_spmd.py:175, sharding_manager/
+# fsdp_vllm.py:212; v0.5.0:fsdp_vllm.py:240), at VLLM_SLEEP_LEVEL 2 from v0.6.0 with vLLM >= 0.8.5
+# (v0.6.0:verl/third_party/vllm/__init__.py:33-49, vllm_rollout_spmd.py:106-108)
+SLEEP_LEVEL_2_FROM = (0, 6, 0)
 SGLANG_BUCKETS_FROM = (0, 5, 0)  # SGLang's weight update in update_weights_bucket_megabytes buckets from v0.5.0
 
 
@@ -110,6 +114,8 @@ def apply(src: Source, sections: dict[str, Any], notes: list[str]) -> None:
         raise ImportConfigError(f"{R}mode: {mode!r} is not a rollout mode of verl {known}; use {allowed}")
     if mode == "sync":  # vllm.LLM with the external_launcher executor, detokenize=False
         engine.update(in_process=True, detokenize=False)
+    if at < SLEEP_LEVEL_2_FROM:  # sleep(level=1): the weights backed up to host memory and back
+        sections["weight_sync"]["sleep_level"] = 1
     if at < PASSES_MAX_NUM_SEQS_FROM:
         pinned = software.pinned_engine_version("verl", known)
         engine["max_num_seqs"] = software.batch_defaults(pinned, "llm_class", DEFAULT_GPU)["max_num_seqs"]
