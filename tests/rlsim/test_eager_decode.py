@@ -78,7 +78,11 @@ def test_at_batch_256_the_gpu_roofline_hides_the_launches():
 def test_an_overlapped_loop_puts_cpu_work_and_launches_on_one_host_thread():
     # oracle: vllm-v1-async-eager at batch 1: the floor is the CPU work (4.002 ms) + the launches (9.28 ms)
     s = from_dict(
-        {"model": "Llama-3.1-8B", "hardware": HW, "engine": {"behaviour": "vllm-v1-async", "enforce_eager": True, "max_num_seqs": 8}}
+        {
+            "model": "Llama-3.1-8B",
+            "hardware": HW,
+            "engine": {"behaviour": "vllm-v1-async", "enforce_eager": True, "max_num_seqs": 8},
+        }
     )
     assert engine_behaviour(s) == "vllm-v1-async-eager"
     assert _iteration_s(s, 1, 1000) == pytest.approx(4.0e-3 + 2.0e-6 + LAYERS * HOST_S, rel=1e-9)
