@@ -19,7 +19,9 @@ S2 = sum of squared sequence lengths, F and BW the pool's peak FLOP/s and HBM by
 * prefill of a round: ``o_prefill + (2 N_a * sum(c) + 2 L H d * sum(c^2)) / (e_pre * tp * F)`` (causal attention).
 * the engine's CPU work per iteration (``engine_coefficients``: a named behaviour or the costs fields) is added to
   the decode iteration (serial engine) or put as a floor under it (``floor_s``, overlapped engine); a behaviour with
-  piecewise CUDA graphs adds ``eager_attention_s_per_layer x L`` (launch gaps around the eager attention). Two MoE
+  piecewise CUDA graphs adds ``eager_attention_s_per_layer x L`` (launch gaps around the eager attention); one
+  without CUDA graphs (``engine.enforce_eager``) puts ``eager_host_s_per_layer x L`` (the host's kernel launches) as a
+  floor under the GPU step: ``max(GPU step, host launches) + serial CPU work``. Two MoE
   behaviours (rlsim.run.moe_decode): ``shared_expert_overlap_max_tokens`` takes the shorter of the shared and routed
   experts' roofline times per MoE layer off iterations of that many tokens or fewer (a second CUDA stream), and
   ``unfused_grouped_topk_s_per_layer`` adds GPU time per MoE layer to models with ``routing_groups``.
@@ -108,6 +110,7 @@ def engine_coefficients(scenario: Scenario) -> dict:
     out["eager_attention_s_per_layer"] = 0.0  # full decode graphs unless the behaviour says otherwise
     out["shared_expert_overlap_max_tokens"] = 0  # the shared experts after the routed ones (rlsim.run.moe_decode)
     out["unfused_grouped_topk_s_per_layer"] = 0.0
+    out["eager_host_s_per_layer"] = 0.0  # CUDA graphs: no host launch floor
     name = engine_behaviour(scenario)
     if name is not None:
         entry = catalog.engine(name)
@@ -116,6 +119,7 @@ def engine_coefficients(scenario: Scenario) -> dict:
         out["eager_attention_s_per_layer"] = float(entry.get("eager_attention_s_per_layer", 0.0))
         out["shared_expert_overlap_max_tokens"] = int(entry.get("shared_expert_overlap_max_tokens", 0))
         out["unfused_grouped_topk_s_per_layer"] = float(entry.get("unfused_grouped_topk_s_per_layer", 0.0))
+        out["eager_host_s_per_layer"] = float(entry.get("eager_host_s_per_layer", 0.0))
         out["cpu_overlap"] = bool(entry.get("cpu_overlap", out["cpu_overlap"]))
         out["gpu_scaled"] = tuple(entry.get("gpu_scaled", ()))
     return out
@@ -282,8 +286,14 @@ class RooflineCostModel:
         gaps = gaps + moe_decode.grouped_topk_s(
             self.scenario.model, cpu_cost["unfused_grouped_topk_s_per_layer"] * topk_scale
         )
+        # no CUDA graphs (enforce_eager): the GPU step cannot end before the host has launched every layer's
+        # kernels, a floor under its GPU time (roofline, all-reduces, gaps); host CPU, not scaled by the GPU
+        host = cpu_cost["eager_host_s_per_layer"] * self.scenario.model.num_layers
         if cpu_cost["cpu_overlap"]:
-            return {"overhead_s": tp_comm + gaps + 0.0 * b, "floor_s": cpu - tp_comm - gaps}
+            # the overlapped CPU work and the launches share the host thread
+            return {"overhead_s": tp_comm + gaps + 0.0 * b, "floor_s": cpu + host - tp_comm - gaps}
+        if host > 0.0:
+            return {"overhead_s": cpu + tp_comm + gaps, "floor_s": host - tp_comm - gaps + 0.0 * b}
         return {"overhead_s": cpu + tp_comm + gaps}
 
     def prefill_coefficients(self) -> PrefillCoefficients:

@@ -145,12 +145,37 @@ def framework_behaviours(scenario: Scenario) -> dict[str, Any]:
 
 
 def behaviour(scenario: Scenario) -> str | None:
-    """The named engine behaviour in force: the scenario's ``engine.behaviour``, else what its software selects."""
+    """The named engine behaviour in force: the scenario's ``engine.behaviour``, else what its software selects;
+    with ``engine.enforce_eager`` that behaviour's eager variant (:func:`eager_variant`)."""
     if scenario.engine.behaviour is not None or (
         scenario.software.framework is None and scenario.software.engine_version is None
     ):
-        return scenario.engine.behaviour
-    return resolve(scenario)[0]
+        return eager_variant(scenario, scenario.engine.behaviour)
+    return eager_variant(scenario, resolve(scenario)[0])
+
+
+def eager_variant(scenario: Scenario, name: str | None) -> str | None:
+    """``name`` itself, or with ``engine.enforce_eager`` the behaviour its ``eager`` key names (engines.yaml: the
+    same release decoding without CUDA graphs; an eager behaviour names itself). A ScenarioError where there is
+    no behaviour or it has no eager variant."""
+    if not scenario.engine.enforce_eager:
+        return name
+    if name is None:
+        raise ScenarioError(
+            "engine.enforce_eager",
+            True,
+            "needs a named engine behaviour to make eager",
+            "set engine.behaviour: vllm-v1-eager, or software.engine / engine_version",
+        )
+    variant = catalog.engine(name).get("eager")
+    if variant is None:
+        raise ScenarioError(
+            "engine.enforce_eager",
+            True,
+            f"has no eager variant of engine behaviour {name} (rlsim/catalog/engines.yaml `eager`)",
+            "remove engine.enforce_eager, or set engine.behaviour: vllm-v1-eager",
+        )
+    return str(variant)
 
 
 def warnings(scenario: Scenario) -> list[str]:

@@ -163,7 +163,8 @@ def _validate_engine_layout(scenario: Scenario) -> None:
 
 
 def _validate_engine_settings(scenario: Scenario) -> None:
-    """``engine.behaviour`` names a catalog entry; the activation reserve stays below the memory utilization."""
+    """``engine.behaviour`` names a catalog entry (with ``enforce_eager``, one with an eager variant); the
+    activation reserve stays below the memory utilization."""
     eng = scenario.engine
     if eng.behaviour is not None and eng.behaviour not in catalog.engine_names():
         raise ScenarioError(
@@ -172,6 +173,8 @@ def _validate_engine_settings(scenario: Scenario) -> None:
             "is not a named engine behaviour",
             suggest(eng.behaviour, catalog.engine_names()) + " (rlsim/catalog/engines.yaml), or remove it",
         )
+    if eng.enforce_eager:
+        software.behaviour(scenario)  # a ScenarioError where the behaviour has no eager variant
     if eng.activation_memory_fraction >= eng.gpu_memory_utilization:
         raise ScenarioError(
             "engine.activation_memory_fraction",

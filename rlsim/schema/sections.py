@@ -130,6 +130,10 @@ class Engine:
     # overlap replace costs.decode_iteration_overhead_s / decode_per_seq_overhead_s / tp_rank_overhead_s and
     # engine.cpu_overlap; None: those fields as given
     behaviour: str | None = None
+    # enforce_eager: decode without CUDA graphs (vLLM's enforce_eager): the engine's behaviour becomes its eager
+    # variant (engines.yaml `eager`: vllm-v1 and vllm-v1-piecewise -> vllm-v1-eager style entries), whose host
+    # launches of every layer's kernels put a floor under each decode iteration's GPU time
+    enforce_eager: bool = False
     # How the engine schedules and pages its KV cache (rlsim/engine/replica.py). None: the named behaviour's value, else
     # vLLM V1's default. block_size: tokens per KV block (vLLM --block-size: 16 on GPUs, 128 on CPU).
     block_size: int | None = field(default=None, metadata=bounds(ge=1, le=4096))

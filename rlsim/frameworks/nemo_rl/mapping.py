@@ -71,6 +71,7 @@ TABLE: tuple[Row, ...] = (
     Row(GEN + "stop_strings", None, "engine.detokenize", "set: true; else the release's (v0.4.0: true)"),
     Row(V + "skip_tokenizer_init", None, "engine.detokenize", "false: true; else the release's (v0.4.0: true)"),
     Row(V + "precision", None, "engine.precision", "fp8 -> fp8, else bf16"),
+    Row(V + "enforce_eager", False, "engine.enforce_eager", "true: no CUDA graphs (vllm_worker.py:397 at v0.4.0)"),
     Row(GEN + "vllm_kwargs.max_num_seqs", None, "engine.max_num_seqs", "else vLLM's default for the engine"),
     Row(S + "tp_size", 1, "engine.tensor_parallel_size", "backend sglang: TP per engine"),
     Row(S + "pp_size", 1, "engine", "backend sglang: > 1 refused (not modelled)"),
@@ -373,6 +374,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         raw.pop(key, None)
     if sg:  # the engine NeMo RL's sglang_cfg starts (nemo_rl/models/generation/sglang at 7ea279a)
         _sglang_engine(src, raw, notes)
+    elif src.get(V + "enforce_eager"):  # to vllm.LLM (v0.6.0:nemo_rl/models/generation/vllm/vllm_worker.py:554)
+        raw["engine"]["enforce_eager"] = True
     notes += [f"{a} (as rlsim-calibrate published maps NeMo RL recipes)" for a in raw.pop("assumptions", [])]
     _cpu_offload(src, raw, megatron, notes)
     if not megatron and src.get(DT + "lora_cfg.enabled"):  # automodel/setup.py:663-672; the reference stays its own

@@ -42,6 +42,7 @@ LEGACY: dict[str, str] = {
     "vllm_tensor_parallel_size": "vllm.tensor_parallel_size",
     "vllm_gpu_memory_utilization": "vllm.gpu_memory_utilization",
     "enable_prefix_caching": "vllm.enable_prefix_caching",
+    "enforce_eager": "vllm.enforce_eager",
     "async_train": "train.async_enable",
     "async_queue_size": "train.async_queue_size",
     "vllm_generate_batch_size": "rollout.vllm_generate_batch_size",
