@@ -222,3 +222,22 @@ def test_a_bad_sleep_level_names_the_field():
     raw, _ = _scenario(None)
     with pytest.raises(ScenarioError, match="sleep_level"):
         from_dict({**raw, "weight_sync": {**raw["weight_sync"], "sleep_level": 3}})
+
+
+@pytest.mark.parametrize(
+    "version, eager, behaviour",
+    [
+        (None, False, "vllm-v1"),  # b178a3c: rollout.enforce_eager false
+        ("0.4.0", True, "vllm-v1-piecewise-eager"),  # true up to v0.5.0: vLLM 0.8.5 without CUDA graphs
+        ("0.5.0", True, "vllm-v1-piecewise-eager"),
+        ("0.6.0", False, "vllm-v1-piecewise"),
+        ("0.7.0", False, "vllm-v1"),
+    ],
+)
+def test_enforce_eager_by_release_selects_the_eager_engine(version, eager, behaviour):
+    raw, s = _scenario(version)
+    assert s.engine.enforce_eager is eager and software.behaviour(s) == behaviour
+    # a config that turns it off at v0.5.0 gets the release's graphs back
+    if eager:
+        _, off = _scenario(version, ["actor_rollout_ref.rollout.enforce_eager=false"])
+        assert not off.engine.enforce_eager and software.behaviour(off) == "vllm-v1-piecewise"

@@ -78,6 +78,7 @@ TABLE: tuple[Row, ...] = (
     Row(R + "gpu_memory_utilization", 0.5, "engine.gpu_memory_utilization", "of each GPU; SGLang mem_fraction_static"),
     Row(R + "max_num_seqs", 256, "engine.max_num_seqs", "running sequences; SGLang max_running_requests"),
     Row(R + "max_num_batched_tokens", 8192, "engine.max_num_batched_tokens", "vLLM: tokens per iteration"),
+    Row(R + "enforce_eager", False, "engine.enforce_eager", "vLLM: true -> no CUDA graphs (true up to v0.5.0)"),
     Row(R + "layered_summon", False, "weight_sync.sleep_level", "vLLM: false -> 2 (weights discarded), true -> 1"),
     Row(R + "name", "vllm", "engine.behaviour", "vllm -> vllm-v1 (the V1 engine); sglang -> sglang-0.5"),
     Row("trainer.n_gpus_per_node", 8, "hardware.num_gpus, hardware.gpus_per_node", "num_gpus = per node x nnodes"),
@@ -412,8 +413,9 @@ def _engine(src: Source, rollout_engine: str, notes: list[str]) -> tuple[dict[st
         "tensor_parallel_size": as_int(src, R + "tensor_model_parallel_size"),
         "gpu_memory_utilization": as_float(src, R + "gpu_memory_utilization"),
         "max_num_seqs": as_int(src, R + "max_num_seqs"),
-        # verl passes it to vLLM (vllm_rollout_spmd.py at v0.4.0-v0.6.1, vllm_async_server.py at v0.7.0)
+        # verl passes both to vLLM (vllm_rollout_spmd.py at v0.4.0-v0.6.1, vllm_async_server.py:274-278 at b178a3c)
         "max_num_batched_tokens": as_int(src, R + "max_num_batched_tokens"),
+        "enforce_eager": bool(src.get(R + "enforce_eager")),
         "behaviour": "vllm-v1",
     }, None
 

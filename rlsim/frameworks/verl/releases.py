@@ -29,8 +29,13 @@ Read at the tags of volcengine/verl (cited as tag:path:line):
   verl/workers/rollout/sglang_rollout/sglang_rollout.py:174-187): weight_sync bucketed. vLLM loads per tensor at
   every tag (``model.load_weights(weights)``: v0.6.1:vllm_rollout_spmd.py:473-496, v0.7.0:vllm_rollout.py:234-268).
 
-What moves between these releases without a field rlsim prices (enforce_eager true up to v0.5.0, and others) is
-listed with file:line in /work/helpers/verl_releases.md.
+* ``rollout.enforce_eager`` defaults true up to v0.5.0 and false from v0.6.0 (see DEFAULTS): engine.enforce_eager,
+  vLLM's decode without CUDA graphs (the eager variant of the pinned vLLM's behaviour, rlsim/catalog/engines.yaml).
+* The hybrid engine sleeps at level 1 up to v0.5.0 and at level 2 from v0.6.0 (SLEEP_LEVEL_2_FROM):
+  weight_sync.sleep_level.
+
+What moves between these releases without a field rlsim prices is listed with file:line in
+calibrate/published/data/verl_releases.md.
 """
 
 from __future__ import annotations
@@ -54,10 +59,13 @@ ROWS: tuple[Row, ...] = (
 
 # the config defaults of each release that differ from b178a3c's (mapping.TABLE) and that rlsim prices
 _SYNC_ERA = {M + "use_remove_padding": False, R + "max_num_seqs": 1024, R + "mode": "sync"}
+# rollout.enforce_eager defaults true up to v0.5.0 (v0.4.0:ppo_trainer.yaml:112, v0.4.1:ppo_trainer.yaml:419,
+# v0.5.0:rollout/rollout.yaml:35; passed to LLM, v0.4.0:vllm_rollout_spmd.py:156), false from v0.6.0 (rollout.yaml:38)
+_EAGER_ERA = {**_SYNC_ERA, R + "enforce_eager": True}
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "0.4.0": _SYNC_ERA,
-    "0.4.1": _SYNC_ERA,
-    "0.5.0": _SYNC_ERA,
+    "0.4.0": _EAGER_ERA,
+    "0.4.1": _EAGER_ERA,
+    "0.5.0": _EAGER_ERA,
     "0.6.0": _SYNC_ERA,
     "0.6.1": _SYNC_ERA,
     "0.7.0": {M + "use_remove_padding": True, R + "max_num_seqs": 1024, R + "mode": "async"},
