@@ -64,6 +64,7 @@ from rlsim.frameworks.trl.releases import (
     options,
     release_for,
     releases,
+    software_section,
     training_arguments,
 )
 
@@ -109,6 +110,7 @@ TABLE: tuple[Row, ...] = (
     Row("vllm_server_tensor_parallel_size", 1, "engine.tensor_parallel_size", "server mode; not a TRL key"),
     Row("vllm_server_data_parallel_size", 1, "hardware.rollout_gpus", "server mode: TP x DP GPUs; not a TRL key"),
     Row("vllm_server_gpu_memory_utilization", 0.9, "engine.gpu_memory_utilization", "server mode; not a TRL key"),
+    Row("vllm_enable_sleep_mode", False, "weight_sync.engine_sleeps, sleep_level", "colocate: sleep(level=2)"),
     Row("vllm_importance_sampling_correction", True, "algorithm.recompute_old_logprob", "with vLLM"),
     Row("max_prompt_length", None, "workload.max_prompt_tokens", "TRL < 0.28 only; and the assumed prompt length"),
     Row("max_completion_length", 256, "workload.max_response_tokens", "and the assumed response lengths"),
@@ -311,6 +313,19 @@ def _generation(
     return use_vllm, engine, hardware, schedule
 
 
+def _weight_sync(src: Source, colocated: bool) -> dict[str, Any]:
+    """vLLM's weight update: one call per parameter at every release read, the gathered full tensor
+    (``load_weights([(name, param)])`` colocated, ``vllm_client.update_named_param`` to the server: huggingface/
+    trl@v0.25.0:trl/trainer/grpo_trainer.py _move_model_to_vllm, v1.0.0:trl/generation/vllm_generation.py:400-404,
+    428-431, 480-513). The colocated engine sleeps between rounds only with vllm_enable_sleep_mode (default false,
+    0.23.0-1.9.0), and then at level 2: weights discarded, no host copy (v0.25.0:grpo_trainer.py:616,1298;
+    v1.0.0:vllm_generation.py:360,723)."""
+    if not colocated:  # the server's GPUs are its own: nothing to sleep for
+        return {"transfer": "per_tensor"}
+    sleeps = bool(src.get("vllm_enable_sleep_mode"))
+    return {"transfer": "per_tensor", "engine_sleeps": sleeps, **({"sleep_level": 2} if sleeps else {})}
+
+
 def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     """The scenario sections for a TRL GRPOConfig, and the assumptions made."""
     check_trainer(src.flat)
@@ -359,6 +374,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
         "schedule": {"mode": schedule},
         "learning": {"lr0": as_float(src, "learning_rate"), "reference_batch": r.optimizer_batch},
     }
+    if use_vllm:  # weights loaded one tensor at a time, both modes; the colocated engine sleeps only when asked
+        sections["weight_sync"] = _weight_sync(src, hardware["placement"] == "colocated")
     if src.get("use_peft"):  # model_config.py:103-121 (f2cd577); the reference is the base (grpo_trainer.py:959)
         targets = src.get("lora_target_modules")
         if targets is None:
@@ -372,4 +389,5 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     # evaluation and checkpoints, beside the steps (rlsim.run.overheads)
     if run := run_keys.trl(src, r.mini_batches * r.iterations, r.group, notes):
         sections["run"] = run
+    software_section(src, sections, notes)  # with trl_version: the release's vLLM names the engine's behaviour
     return sections, notes

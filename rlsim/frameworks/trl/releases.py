@@ -14,6 +14,7 @@ from typing import Any
 from rlsim.frameworks.adapter import ImportConfigError, Source
 from rlsim.frameworks.common import version_tuple
 from rlsim.io.files import load_yaml, read_text
+from rlsim.scenario import software
 
 DEFAULTS_FILE = Path(__file__).with_name("trl_defaults.yaml")
 FIRST_GRPO = "0.14.0"
@@ -102,6 +103,8 @@ def release_for(version: Any, keys: set[str] | None = None) -> tuple[str, list[s
     newest = known[-1]
     if version is None:
         return release_for_keys(keys or set())
+    if isinstance(version, float):  # --set trl_version=0.20 parses as the number 0.2
+        raise ImportConfigError(f"trl_version: {version!r} reads as a number; write the release as X.Y.Z, e.g. 0.27.0")
     wanted = version_tuple(version)
     if wanted is None:
         raise ImportConfigError(f"trl_version: {version!r} is not a version; give it as 0.18.0")
@@ -153,3 +156,19 @@ def release_changes_table() -> str:
             lines.append(f"| {version} | {text} |")
         before = row
     return "\n".join(lines) + "\n"
+
+
+def software_section(src: Source, sections: dict[str, Any], notes: list[str]) -> None:
+    """With ``trl_version`` and vLLM: ``software: {framework: trl, framework_version}``, whose entry in
+    rlsim/catalog/software.yaml (``frameworks.trl``) names the vLLM the release's ``vllm`` extra installs and so the
+    engine's behaviour (the importer's fixed ``vllm-v1`` is dropped); a release the catalog lacks takes the nearest
+    known one with its one-line warning. Without vLLM (transformers generate) no engine release applies."""
+    version = src.get("trl_version")
+    engine = sections["engine"]
+    if version is None or engine.get("static_batching"):
+        return
+    found, entry, warning = software.nearest("frameworks", "trl", str(version), "software.framework_version")
+    notes += [warning] if warning else []
+    engine.pop("behaviour", None)
+    sections["software"] = {"framework": "trl", "framework_version": str(version), "engine": "vllm"}
+    notes.append(f"trl_version {version}: vLLM {entry['engine_version']} (TRL {found}'s vllm extra, software.yaml)")
