@@ -61,6 +61,7 @@ from rlsim.frameworks.trl.launch import accelerate_settings
 from rlsim.frameworks.trl.releases import (
     ABSENT_MEANS,
     check_release_keys,
+    colocated_limits,
     options,
     release_for,
     releases,
@@ -340,6 +341,8 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     model, model_notes = resolve_model(src.get("model_name_or_path"), "model_name_or_path")
     notes += model_notes
     use_vllm, engine, hardware, schedule = _generation(src, version, has, procs, notes)
+    if use_vllm and hardware["placement"] == "colocated":  # the LLM's limits as GRPOTrainer builds it
+        engine.update(colocated_limits(version, r.per_device, engine["tensor_parallel_size"], r.steps_per_gen))
     recompute = r.accum % (max(1, r.steps_per_gen) * r.iterations) != 0 or (
         use_vllm and bool(src.get("vllm_importance_sampling_correction"))
     )

@@ -24,6 +24,12 @@ FIRST_GRPO = "0.14.0"
 ABSENT_MEANS = {"num_iterations": 1}
 
 
+# the colocated engine's token budget: vllm.LLM(max_num_batched_tokens=4096) from 0.19.0
+# (huggingface/trl@v0.19.0:trl/trainer/grpo_trainer.py:668, v0.25.0:grpo_trainer.py:609,
+# v1.0.0:trl/generation/vllm_generation.py:354, v1.9.0:vllm_generation.py:363); 0.18.0 passes none (vLLM's own)
+BATCHED_TOKENS_FROM = (0, 19, 0)
+
+
 @functools.cache
 def releases() -> dict[str, dict[str, Any]]:
     """TRL release -> its GRPOConfig defaults and commit (trl_defaults.yaml, by scripts/trl_defaults.py)."""
@@ -172,3 +178,14 @@ def software_section(src: Source, sections: dict[str, Any], notes: list[str]) ->
     engine.pop("behaviour", None)
     sections["software"] = {"framework": "trl", "framework_version": str(version), "engine": "vllm"}
     notes.append(f"trl_version {version}: vLLM {entry['engine_version']} (TRL {found}'s vllm extra, software.yaml)")
+
+
+def colocated_limits(version: str, per_device: int, tp: int, steps_per_gen: int) -> dict[str, int]:
+    """The colocated vLLM's batch limits as GRPOTrainer builds it at every release with ``vllm_mode`` (0.18.0+):
+    max_num_seqs = per_device_train_batch_size x vllm_tensor_parallel_size x steps_per_generation
+    (v0.18.0:trl/trainer/grpo_trainer.py:651-653, v0.25.0:grpo_trainer.py:601-603, v1.0.0:grpo_trainer.py:742-744,
+    v1.9.0:grpo_trainer.py:1091-1093), and from 0.19.0 max_num_batched_tokens 4096 (:data:`BATCHED_TOKENS_FROM`)."""
+    limits = {"max_num_seqs": per_device * tp * max(1, steps_per_gen)}
+    if version_tuple(version) >= BATCHED_TOKENS_FROM:
+        limits["max_num_batched_tokens"] = 4096
+    return limits
