@@ -171,3 +171,11 @@ def test_the_colocated_engine_takes_grpo_trainers_limits_and_4096_tokens_from_0_
     assert new.workload.prompt_length.tokens * 32 == 8192
     a, b = (simulate(x).summary()["phase_time_s"]["rollout"] for x in (old, new))
     assert b == pytest.approx(a, rel=1e-9)
+
+
+@pytest.mark.parametrize(("version", "seqs"), [("0.19.0", 8 * 1 * 1), ("0.20.0", 8 * 1 * 4)])
+def test_the_colocated_max_num_seqs_counts_generation_steps_from_0_20(tmp_path, version, seqs):
+    """per_device 8, vllm TP 1, gradient_accumulation_steps 1, steps_per_generation 4: up to 0.19.1 the limit
+    multiplies gradient_accumulation_steps (8 x 1 x 1), from 0.20.0 steps_per_generation (8 x 1 x 4)."""
+    _, s = _scenario(tmp_path, version, vllm_mode="colocate", steps_per_generation=4)
+    assert s.engine.max_num_seqs == seqs

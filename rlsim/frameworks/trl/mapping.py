@@ -38,7 +38,9 @@ vllm-serve`` in 0.16-0.17) and no ``steps_per_generation`` (0.17 generates once 
 accumulated batch; 0.14-0.16 generate every micro-step's completions apart; 0.14's per_device_train_batch_size
 counts prompts, each generating num_generations completions); before 0.23 no importance-sampling
 correction, so no old log-prob pass unless the batch is reused. A key the release does not have is refused in
-one line (TRL itself rejects it).
+one line (TRL itself rejects it). With ``trl_version`` and vLLM the scenario gets ``software: {framework: trl}``:
+the vLLM the release's ``vllm`` extra installs (rlsim/catalog/software.yaml ``frameworks.trl``) names the engine's
+behaviour (rlsim.frameworks.trl.releases.software_section).
 
 Launch: the file may also be the shell script or command line that runs ``accelerate launch [options] SCRIPT
 --config GRPO.yaml [--key value ...]`` (open-r1's and TRL's documented form; rlsim.frameworks.launch reads it as
@@ -342,7 +344,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
     notes += model_notes
     use_vllm, engine, hardware, schedule = _generation(src, version, has, procs, notes)
     if use_vllm and hardware["placement"] == "colocated":  # the LLM's limits as GRPOTrainer builds it
-        engine.update(colocated_limits(version, r.per_device, engine["tensor_parallel_size"], r.steps_per_gen))
+        engine.update(colocated_limits(version, r.per_device, engine["tensor_parallel_size"], r.steps_per_gen, r.accum))
     recompute = r.accum % (max(1, r.steps_per_gen) * r.iterations) != 0 or (
         use_vllm and bool(src.get("vllm_importance_sampling_correction"))
     )

@@ -3,6 +3,8 @@ TRL's source at its tags by scripts/trl_defaults.py into ``trl_defaults.yaml``; 
 ``trl_version`` selects (without one: the newest release whose GRPOConfig has every option the config sets, from
 the file's ``options`` table), the keys a release lacks, and the table of what changes between releases
 (docs/import-config.md). What a release's options mean for the mapping is in :mod:`rlsim.frameworks.trl.mapping`.
+The vLLM a release installs is in rlsim/catalog/software.yaml ``frameworks.trl`` (:func:`software_section`); what
+moves step time between releases without an rlsim field is listed in /work/helpers/trl_releases.md.
 """
 
 from __future__ import annotations
@@ -180,12 +182,14 @@ def software_section(src: Source, sections: dict[str, Any], notes: list[str]) ->
     notes.append(f"trl_version {version}: vLLM {entry['engine_version']} (TRL {found}'s vllm extra, software.yaml)")
 
 
-def colocated_limits(version: str, per_device: int, tp: int, steps_per_gen: int) -> dict[str, int]:
+def colocated_limits(version: str, per_device: int, tp: int, steps_per_gen: int, accum: int) -> dict[str, int]:
     """The colocated vLLM's batch limits as GRPOTrainer builds it at every release with ``vllm_mode`` (0.18.0+):
-    max_num_seqs = per_device_train_batch_size x vllm_tensor_parallel_size x steps_per_generation
-    (v0.18.0:trl/trainer/grpo_trainer.py:651-653, v0.25.0:grpo_trainer.py:601-603, v1.0.0:grpo_trainer.py:742-744,
+    max_num_seqs = per_device_train_batch_size x vllm_tensor_parallel_size x gradient_accumulation_steps up to
+    0.19.1 (v0.18.0:trl/trainer/grpo_trainer.py:651-653, v0.19.1:grpo_trainer.py:661-663), x steps_per_generation
+    from 0.20.0 (v0.20.0:grpo_trainer.py:839-841, v0.25.0:grpo_trainer.py:601-603, v1.0.0:grpo_trainer.py:742-744,
     v1.9.0:grpo_trainer.py:1091-1093), and from 0.19.0 max_num_batched_tokens 4096 (:data:`BATCHED_TOKENS_FROM`)."""
-    limits = {"max_num_seqs": per_device * tp * max(1, steps_per_gen)}
+    rounds = max(1, steps_per_gen) if version_tuple(version) >= (0, 20, 0) else accum
+    limits = {"max_num_seqs": per_device * tp * rounds}
     if version_tuple(version) >= BATCHED_TOKENS_FROM:
         limits["max_num_batched_tokens"] = 4096
     return limits
