@@ -4,7 +4,7 @@ TRL's source at its tags by scripts/trl_defaults.py into ``trl_defaults.yaml``; 
 the file's ``options`` table), the keys a release lacks, and the table of what changes between releases
 (docs/import-config.md). What a release's options mean for the mapping is in :mod:`rlsim.frameworks.trl.mapping`.
 The vLLM a release installs is in rlsim/catalog/software.yaml ``frameworks.trl`` (:func:`software_section`); what
-moves step time between releases without an rlsim field is listed in /work/helpers/trl_releases.md.
+moves step time between releases without an rlsim field is listed in calibrate/published/data/trl_releases.md.
 """
 
 from __future__ import annotations
