@@ -81,8 +81,10 @@ def emit(fmt: str, scenario: Scenario, original: Path | None = None, framework_s
         _, flat, spelling, legacy, _ = framework_flat(Path(original), fmt, sets)
         base = from_dict(import_config(Path(original), fmt, sets).scenario)
     # the original's release's defaults (TRL's trl_version): an absent key reads as the import read it
-    table = {row.key: row.default for row in mapping_table(adapter, flat)}
-    if legacy:  # the original's old spelling has its own defaults (OpenRLHF's flat names)
+    rows = mapping_table(adapter, flat)
+    table = {row.key: row.default for row in rows}
+    if legacy and rows is adapter.table:  # the old spelling's own defaults (OpenRLHF's flat names), unless a
+        # named release gives its own (openrlhf_version)
         table.update(adapter.legacy_defaults)
     ctx = EmitContext(fmt, scenario, flat, spelling, legacy, base, table)
     desired = adapter.emit_keys(ctx)

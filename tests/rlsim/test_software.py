@@ -35,7 +35,8 @@ def test_a_framework_release_pins_its_engine_and_behaviour():
         ("0.9.2", "0.8.5", "vllm-v1-piecewise"),
         ("0.10.1", "0.10.0", "vllm-v1-piecewise"),
         ("v0.4.0", "0.5.4", "vllm-0.5"),
-        ("0.20", "0.17.1", "vllm-v1-async"),  # one GPU: vLLM's uni executor schedules asynchronously
+        ("0.20", "0.19.1", "vllm-v1-async"),  # one GPU: vLLM's uni executor schedules asynchronously
+        ("0.30", "0.27.1", "vllm-v1-async"),
         ("0.11.2", "0.11.2", "vllm-v1"),
     ],
 )
@@ -45,7 +46,7 @@ def test_the_nearest_known_release_at_or_below_else_the_earliest(version, releas
     warns = software.warnings(s)
     if software.parse_version(version, "x") == software.parse_version(release, "x"):
         assert warns == []
-    elif version == "0.20":  # newer than every known release: the latest one's behaviours, and it says so
+    elif version == "0.30":  # newer than every known release: the latest one's behaviours, and it says so
         assert len(warns) == 1 and f"using the latest known release's behaviours, {release}'s" in warns[0]
     else:
         assert len(warns) == 1 and f"using {release}'s behaviours" in warns[0]
@@ -112,7 +113,7 @@ def test_an_explicit_behaviour_wins_and_overrides_take_effect():
     [
         ({"engine_version": "latest"}, "is not a version"),
         ({"framework": "nemo-rl"}, "framework_version: None is required"),
-        ({"framework": "openrlhf", "framework_version": "0.9.0"}, "has no versions in the software catalog"),
+        ({"framework": "slime", "framework_version": "0.9.0"}, "has no versions in the software catalog"),
     ],
 )
 def test_bad_software_is_refused_naming_the_field(sw, words):

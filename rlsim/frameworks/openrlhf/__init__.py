@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Source
+from rlsim.frameworks.adapter import EmitContext, FrameworkAdapter, Row, Source
 from rlsim.frameworks.detect import Found, Probe
-from rlsim.frameworks.openrlhf import args, emit, mapping
+from rlsim.frameworks.openrlhf import args, emit, mapping, releases
 
 
 class OpenRlhf(FrameworkAdapter):
@@ -22,7 +22,7 @@ class OpenRlhf(FrameworkAdapter):
     the flat v0.9.5 names with that release's defaults; its metrics logs read by rlsim.frameworks.logs.openrlhf."""
 
     name = "openrlhf"
-    table = mapping.TABLE
+    table = mapping.TABLE + releases.ROWS
     version_read = mapping.VERSION_READ
     overrides = "flags"
     log_importer = "rlsim.frameworks.logs.openrlhf"
@@ -49,6 +49,9 @@ class OpenRlhf(FrameworkAdapter):
 
     def to_scenario(self, source: Source) -> tuple[dict[str, Any], list[str]]:
         return mapping.to_scenario(source)
+
+    def table_for(self, flat: dict[str, Any]) -> tuple[Row, ...]:
+        return releases.table_for(self.table, flat)  # the defaults of the release openrlhf_version names
 
     def emit_keys(self, ctx: EmitContext) -> dict[str, Any]:
         return emit.emit_keys(ctx)

@@ -158,8 +158,10 @@ def canonical(flat: dict[str, Any], where: str) -> tuple[dict[str, Any], dict[st
 
 
 def legacy_default(src: Source, key: str) -> Any:
-    """``key``'s value, absent: the flat spelling's default (LEGACY_DEFAULTS) for a legacy file, else the TABLE's."""
-    return src.get(key, LEGACY_DEFAULTS[key]) if src.legacy else src.get(key)
+    """``key``'s value, absent: the flat spelling's default (LEGACY_DEFAULTS) for a legacy file, else the TABLE's
+    (with openrlhf_version: that release's)."""
+    named = src.get("openrlhf_version") is not None  # a named release's defaults win (releases.table_for)
+    return src.get(key, LEGACY_DEFAULTS[key]) if src.legacy and not named else src.get(key)
 
 
 def length_caps(src: Source) -> tuple[int, int, list[str]]:

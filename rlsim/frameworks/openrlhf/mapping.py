@@ -51,6 +51,7 @@ from typing import Any
 from rlsim.frameworks import run_keys
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
 from rlsim.frameworks.common import as_float, as_int, assumed_workload, divisible, resolve_model
+from rlsim.frameworks.openrlhf import releases
 from rlsim.frameworks.openrlhf.args import legacy_default, length_caps
 from rlsim.workload import keep_prior
 
@@ -499,6 +500,7 @@ def to_scenario(src: Source) -> tuple[dict[str, Any], list[str]]:
             f"({low:g}, {high:g}) (OpenRLHF logs the share kept as dynamic_filtering_pass_rate, in percent)"
         )
         notes.append(keep_prior.note(n("algo.dynamic_filtering_enable")))
+    releases.apply(src, sections, notes)  # openrlhf_version: the release's vLLM and defaults
     if run := run_keys.openrlhf(src, notes):  # evaluation and checkpoints, beside the steps (rlsim.run.overheads)
         sections["run"] = run
     return sections, notes

@@ -1,0 +1,86 @@
+"""OpenRLHF releases v0.8.11 .. v0.11.0 for the importer: ``openrlhf_version`` (not an OpenRLHF argument;
+``--set openrlhf_version=0.9.5``) names the release the arguments run on. The release's pinned vLLM comes from
+rlsim/catalog/software.yaml (the scenario gets ``software: {framework: openrlhf, framework_version}``, which selects
+the engine's behaviour: vLLM 0.10.2's piecewise graphs at v0.8.11, 0.11.0's full decode graphs at v0.9.0, 0.17.0's
+async scheduling on a one-GPU engine from v0.9.5); this module holds what the release's own defaults change in the
+imported scenario, each a field rlsim prices. Without ``openrlhf_version`` the mapping reads v0.11.0 (dotted
+names) or v0.9.5 (flat names, rlsim.frameworks.openrlhf.args.LEGACY_DEFAULTS) and names no release.
+
+Read at the tags of OpenRLHF/OpenRLHF (cited as tag:path:line):
+
+* ``train.micro_batch_size`` (flat ``micro_train_batch_size``) defaults 4 and ``rollout.micro_batch_size``
+  (``micro_rollout_batch_size``) 8 up to v0.9.x (v0.8.11:openrlhf/cli/train_ppo_ray.py:338 and :323,
+  v0.9.0:train_ppo_ray.py:338 and :323, v0.9.5:train_ppo_ray.py:352 and :337, v0.9.10:train_ppo_ray.py:387 and
+  :368), 1 and 1 from v0.10.0, still in the flat spelling there (v0.10.0:train_ppo_ray.py:388 and :369;
+  v0.10.2 and v0.11.0, dotted: train_ppo_ray.py:393 and :377): training.micro_batch_size and
+  training.logprob_micro_batch_size (without dynamic batching).
+
+Unchanged at these tags, so not release facts: ``vllm_sync_backend`` nccl (v0.8.11:train_ppo_ray.py:233,
+v0.11.0:train_ppo_ray.py:240), ``enforce_eager`` false (v0.8.11:train_ppo_ray.py:236, v0.11.0:train_ppo_ray.py:243),
+``packing_samples`` false (v0.8.11:train_ppo_ray.py:302, v0.11.0:train_ppo_ray.py:356), ``n_samples_per_prompt`` 1
+(v0.8.11:train_ppo_ray.py:352, v0.11.0:train_ppo_ray.py:414), ``vllm_enable_sleep`` off and, on, level 1
+(``sleep(level=1)``: v0.8.11:openrlhf/trainer/ray/vllm_engine.py:88-89,193-194; v0.11.0:vllm_engine.py:138-139,
+310-311), colocation and async off. What moves step time between the releases without a field rlsim prices is
+listed with file:line in /work/helpers/openrlhf_releases.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from rlsim.frameworks.adapter import ImportConfigError, Row, Source
+from rlsim.frameworks.common import version_tuple
+from rlsim.scenario import software
+
+KEY = "openrlhf_version"
+
+ROWS: tuple[Row, ...] = (
+    Row(KEY, None, "software.framework_version", "not an OpenRLHF argument: --set it; unset: no release"),
+)
+
+_FOUR_EIGHT = {"train.micro_batch_size": 4, "rollout.micro_batch_size": 8}  # v0.9.x and earlier
+_ONE_ONE = {"train.micro_batch_size": 1, "rollout.micro_batch_size": 1}  # v0.10.0 and later
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "0.8.11": _FOUR_EIGHT,
+    "0.9.0": _FOUR_EIGHT,
+    "0.9.5": _FOUR_EIGHT,
+    "0.10.0": _ONE_ONE,
+    "0.10.2": _ONE_ONE,
+    "0.11.0": _ONE_ONE,
+}
+
+
+def release(version: Any) -> tuple[str, str | None]:
+    """The known OpenRLHF release for ``version`` (software.yaml; the nearest known one) and the one-line warning
+    when it is not known itself; a version that does not parse is refused naming openrlhf_version."""
+    if isinstance(version, float):  # --set openrlhf_version=0.10 parses as the number 0.1
+        raise ImportConfigError(f"{KEY}: {version!r} reads as a number; write the release as X.Y.Z, e.g. 0.9.5")
+    if version_tuple(version) is None:
+        raise ImportConfigError(f"{KEY}: {str(version)!r} is not a version; --set {KEY}=X.Y.Z, e.g. 0.9.5")
+    found, _, warning = software.nearest("frameworks", "openrlhf", str(version), "software.framework_version")
+    return found, warning
+
+
+def table_for(table: tuple[Row, ...], flat: dict[str, Any]) -> tuple[Row, ...]:
+    """``table`` with the defaults of the release ``openrlhf_version`` names (the same object without one)."""
+    if flat.get(KEY) is None:
+        return table
+    changed = DEFAULTS[release(flat[KEY])[0]]
+    return tuple(replace(row, default=changed[row.key]) if row.key in changed else row for row in table)
+
+
+def apply(src: Source, sections: dict[str, Any], notes: list[str]) -> None:
+    """With ``openrlhf_version``: the release's software section (its pinned vLLM, with OpenRLHF's executor rule,
+    selects the engine's behaviour in place of the mapping's vllm-v1)."""
+    if src.get(KEY) is None:
+        return
+    version = str(src.get(KEY))
+    known, warning = release(version)
+    notes += [warning] if warning else []
+    sections["engine"].pop("behaviour", None)  # the release's pinned vLLM names it (rlsim/catalog/software.yaml)
+    sections["software"] = {"framework": "openrlhf", "framework_version": version, "engine": "vllm"}
+    notes.append(
+        f"OpenRLHF {known}: vLLM {software.pinned_engine_version('openrlhf', known)} (setup.py), its behaviour "
+        "from rlsim/catalog/software.yaml"
+    )
