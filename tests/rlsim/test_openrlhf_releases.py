@@ -153,3 +153,15 @@ def test_a_misspelt_key_names_openrlhf_version(tmp_path, capsys):
     args = ["import-config", "--format", "openrlhf", str(HYBRID), "--set", "openrlhf_versoin=0.9.5"]
     assert main([*args, "-o", str(tmp_path / "s.yaml")]) != 0
     assert "did you mean openrlhf_version?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("version", "patch"), [("0.9.5", {}), ("0.10.0", {"micro_train_batch_size": 4})])
+def test_emit_reads_an_absent_key_with_the_named_release_default(version, patch):
+    """v0.10.0 still spells its flags flat but defaults micro_train_batch_size to 1: a planned 4 must be written;
+    at v0.9.5 4 is the default and nothing is."""
+    from rlsim.frameworks.emit import emit
+
+    sets = [f"{k}={str(v).lower()}" for k, v in SMALL.items()] + [f"openrlhf_version={version}"]
+    raw, _ = _scenario(version)
+    raw["training"]["micro_batch_size"] = 4
+    assert emit("openrlhf", from_dict(raw), HYBRID, sets).patch == patch
