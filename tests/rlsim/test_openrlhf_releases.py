@@ -23,6 +23,7 @@ SMALL = {
     "train_batch_size": 64,
     "use_dynamic_batch": False,
     "packing_samples": False,
+    "enforce_eager": False,  # the fixture's true: test_enforce_eager_...
 }
 
 
@@ -117,6 +118,18 @@ def test_piecewise_graphs_at_0_8_11_price_a_slower_rollout_than_0_9_0():
     assert t_old["phase_time_s"]["train_actor"] == t_new["phase_time_s"]["train_actor"]
 
 
+@pytest.mark.parametrize(("version", "eager"), [("0.8.11", "vllm-v1-piecewise-eager"), ("0.9.0", "vllm-v1-eager")])
+def test_enforce_eager_reaches_the_engine_and_prices_a_slower_rollout(version, eager):
+    """--enforce_eager (the fixture's, from the v0.9.5 hybrid-engine example) is passed to vLLM at every tag
+    (v0.8.11:train_ppo_ray.py:236 -> vllm_engine.py:174; v0.11.0:train_ppo_ray.py:243 -> vllm_engine.py:268): the
+    release's behaviour turns eager, and decode runs without graphs, slower."""
+    _, graphs = _scenario(version)
+    _, s = _scenario(version, {"enforce_eager": True})
+    assert s.engine.enforce_eager and not graphs.engine.enforce_eager
+    assert software.behaviour(s) == eager
+    assert simulate(s).summary()["phase_time_s"]["rollout"] > simulate(graphs).summary()["phase_time_s"]["rollout"]
+
+
 def test_unknown_release_takes_the_nearest_with_the_one_line_warning(tmp_path, capsys):
     out = tmp_path / "s.yaml"
     args = ["import-config", "--format", "openrlhf", str(HYBRID), "-o", str(out)]
@@ -165,3 +178,13 @@ def test_emit_reads_an_absent_key_with_the_named_release_default(version, patch)
     raw, _ = _scenario(version)
     raw["training"]["micro_batch_size"] = 4
     assert emit("openrlhf", from_dict(raw), HYBRID, sets).patch == patch
+
+
+def test_emit_writes_a_planned_enforce_eager():
+    """A plan that turns vLLM's graphs off writes the flag (the v0.9.5 spelling of the file, enforce_eager)."""
+    from rlsim.frameworks.emit import emit
+
+    sets = [f"{k}={str(v).lower()}" for k, v in SMALL.items()]
+    raw, _ = _scenario(None)
+    raw["engine"]["enforce_eager"] = True
+    assert emit("openrlhf", from_dict(raw), HYBRID, sets).patch == {"enforce_eager": True}

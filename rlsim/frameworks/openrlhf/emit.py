@@ -37,6 +37,7 @@ def emit_keys(ctx: EmitContext) -> dict[str, Any]:
     d["vllm.gpu_memory_utilization"] = s.engine.gpu_memory_utilization
     if s.engine.prefix_caching is not None:
         d["vllm.enable_prefix_caching"] = s.engine.prefix_caching
+    d["vllm.enforce_eager"] = s.engine.enforce_eager
     if s.num_replicas * tp != hw.num_rollout_gpus:
         ctx.notes.append(
             f"engine.replicas {s.num_replicas} x TP {tp} != {hw.num_rollout_gpus} rollout GPUs: OpenRLHF's engines "
