@@ -118,6 +118,34 @@ def test_piecewise_graphs_at_0_8_11_price_a_slower_rollout_than_0_9_0():
     assert t_old["phase_time_s"]["train_actor"] == t_new["phase_time_s"]["train_actor"]
 
 
+@pytest.mark.parametrize(
+    ("version", "sets", "seqs", "tokens"),
+    [
+        ("0.8.11", {}, 1024, 16384),  # sync: vllm.LLM, the LLM-class limits on an H100 (>= 70 GiB)
+        ("0.9.0", {}, 1024, 16384),
+        ("0.9.0", {"async_train": True}, 128, 2048),  # --async_train: AsyncLLMEngine, vLLM's scheduler defaults
+        ("0.9.5", {}, 128, 2048),  # AsyncLLMEngine always
+        ("0.11.0", {}, 128, 2048),
+    ],
+)
+def test_the_engine_class_of_the_release_sets_vllm_batch_limits(version, sets, seqs, tokens):
+    _, s = _scenario(version, sets)
+    assert (s.engine.max_num_seqs, s.engine.max_num_batched_tokens) == (seqs, tokens)
+
+
+def test_asyncllm_limits_at_0_9_5_price_a_slower_rollout_than_vllm_llm_at_0_9_0():
+    """v0.9.0 and v0.9.5 at TP 2 run the same behaviour (vllm-v1 on Ray) and micro batches; they differ in the
+    engine class. 256 x 4 samples over 4 engines: 256 sequences per engine, one batch under v0.9.0's 1024 cap, at
+    least two waves of at most 128 under v0.9.5's: each wave's iterations no slower than the full batch's, so the
+    rollout takes longer, and less than twice as long."""
+    big = {"rollout_batch_size": 256, "train_batch_size": 256}
+    _, old = _scenario("0.9.0", big)
+    _, new = _scenario("0.9.5", big)
+    assert 1024 // old.engine.replicas == 256 > new.engine.max_num_seqs == 128
+    ratio = simulate(new).summary()["phase_time_s"]["rollout"] / simulate(old).summary()["phase_time_s"]["rollout"]
+    assert 1.0 < ratio < 2.0
+
+
 @pytest.mark.parametrize(("version", "eager"), [("0.8.11", "vllm-v1-piecewise-eager"), ("0.9.0", "vllm-v1-eager")])
 def test_enforce_eager_reaches_the_engine_and_prices_a_slower_rollout(version, eager):
     """--enforce_eager (the fixture's, from the v0.9.5 hybrid-engine example) is passed to vLLM at every tag

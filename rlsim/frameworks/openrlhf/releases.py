@@ -8,6 +8,16 @@ names) or v0.9.5 (flat names, rlsim.frameworks.openrlhf.args.LEGACY_DEFAULTS) an
 
 Read at the tags of OpenRLHF/OpenRLHF (cited as tag:path:line):
 
+* The engine class, and with it vLLM's batch limits (OpenRLHF passes neither max_num_seqs nor
+  max_num_batched_tokens): v0.8.11 and v0.9.0 run ``vllm.LLM`` in sync mode (openrlhf/trainer/ray/vllm_engine.py:71)
+  and ``AsyncLLMEngine.from_engine_args`` under ``--async_train`` (train_ppo_ray.py:56, vllm_engine_async.py:28-29);
+  from v0.9.5 always ``AsyncLLMEngine`` (v0.9.5:vllm_engine.py:62-63, v0.11.0:vllm_engine.py:63-64). ``vllm.LLM``
+  takes the LLM-class limits (1024 sequences, 16384 tokens on a GPU of >= 70 GiB: software.batch_defaults);
+  AsyncLLM's usage context ENGINE_CONTEXT is not in vLLM's table, so SchedulerConfig's 128 sequences and 2048
+  tokens apply (vllm 0.10.2 vllm/config/scheduler.py:185-190 and vllm/utils/__init__.py:87, 0.11.0
+  scheduler.py:168-173 and utils/__init__.py:88, 0.17.0
+  vllm/config/scheduler.py:42-43 with vllm/engine/arg_utils.py:2118-2124; v1/engine/async_llm.py:59 / :79 the
+  default usage context): engine.max_num_seqs and engine.max_num_batched_tokens.
 * ``train.micro_batch_size`` (flat ``micro_train_batch_size``) defaults 4 and ``rollout.micro_batch_size``
   (``micro_rollout_batch_size``) 8 up to v0.9.x (v0.8.11:openrlhf/cli/train_ppo_ray.py:338 and :323,
   v0.9.0:train_ppo_ray.py:338 and :323, v0.9.5:train_ppo_ray.py:352 and :337, v0.9.10:train_ppo_ray.py:387 and
@@ -30,7 +40,7 @@ from dataclasses import replace
 from typing import Any
 
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
-from rlsim.frameworks.common import version_tuple
+from rlsim.frameworks.common import DEFAULT_GPU, version_tuple
 from rlsim.scenario import software
 
 KEY = "openrlhf_version"
@@ -39,6 +49,9 @@ ROWS: tuple[Row, ...] = (
     Row(KEY, None, "software.framework_version", "not an OpenRLHF argument: --set it; unset: no release"),
 )
 
+ASYNC_LLM_ONLY_FROM = (0, 9, 5)  # AsyncLLMEngine in sync mode too
+# vLLM's SchedulerConfig defaults, which AsyncLLM (usage context ENGINE_CONTEXT) keeps (see the docstring)
+ASYNC_ENGINE_MAX_NUM_SEQS, ASYNC_ENGINE_MAX_NUM_BATCHED_TOKENS = 128, 2048
 _FOUR_EIGHT = {"train.micro_batch_size": 4, "rollout.micro_batch_size": 8}  # v0.9.x and earlier
 _ONE_ONE = {"train.micro_batch_size": 1, "rollout.micro_batch_size": 1}  # v0.10.0 and later
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -72,7 +85,7 @@ def table_for(table: tuple[Row, ...], flat: dict[str, Any]) -> tuple[Row, ...]:
 
 def apply(src: Source, sections: dict[str, Any], notes: list[str]) -> None:
     """With ``openrlhf_version``: the release's software section (its pinned vLLM, with OpenRLHF's executor rule,
-    selects the engine's behaviour in place of the mapping's vllm-v1)."""
+    selects the engine's behaviour in place of the mapping's vllm-v1) and the batch limits of its engine class."""
     if src.get(KEY) is None:
         return
     version = str(src.get(KEY))
@@ -80,7 +93,22 @@ def apply(src: Source, sections: dict[str, Any], notes: list[str]) -> None:
     notes += [warning] if warning else []
     sections["engine"].pop("behaviour", None)  # the release's pinned vLLM names it (rlsim/catalog/software.yaml)
     sections["software"] = {"framework": "openrlhf", "framework_version": version, "engine": "vllm"}
+    pinned = software.pinned_engine_version("openrlhf", known)
+    notes.append(f"OpenRLHF {known}: vLLM {pinned} (setup.py), its behaviour from rlsim/catalog/software.yaml")
+    engine = sections["engine"]
+    at = software.parse_version(known, "software.framework_version")
+    if at >= ASYNC_LLM_ONLY_FROM or src.get("train.async_enable"):
+        engine.update(
+            max_num_seqs=ASYNC_ENGINE_MAX_NUM_SEQS, max_num_batched_tokens=ASYNC_ENGINE_MAX_NUM_BATCHED_TOKENS
+        )
+        notes.append(
+            f"OpenRLHF {known}: AsyncLLMEngine without a usage context, vLLM's scheduler defaults: "
+            f"{ASYNC_ENGINE_MAX_NUM_SEQS} sequences, {ASYNC_ENGINE_MAX_NUM_BATCHED_TOKENS} tokens per iteration"
+        )
+        return
+    engine.update(software.batch_defaults(pinned, "llm_class", DEFAULT_GPU))  # vllm.LLM
     notes.append(
-        f"OpenRLHF {known}: vLLM {software.pinned_engine_version('openrlhf', known)} (setup.py), its behaviour "
-        "from rlsim/catalog/software.yaml"
+        f"OpenRLHF {known}: vllm.LLM's limits of vLLM {pinned}, {engine['max_num_seqs']} sequences and "
+        f"{engine['max_num_batched_tokens']} tokens on a GPU of >= 70 GiB (below: --scenario-set "
+        "engine.max_num_seqs=256 engine.max_num_batched_tokens=8192)"
     )
