@@ -31,7 +31,7 @@ v0.11.0:train_ppo_ray.py:240), ``enforce_eager`` false (v0.8.11:train_ppo_ray.py
 (v0.8.11:train_ppo_ray.py:352, v0.11.0:train_ppo_ray.py:414), ``vllm_enable_sleep`` off and, on, level 1
 (``sleep(level=1)``: v0.8.11:openrlhf/trainer/ray/vllm_engine.py:88-89,193-194; v0.11.0:vllm_engine.py:138-139,
 310-311), colocation and async off. What moves step time between the releases without a field rlsim prices is
-listed with file:line in /work/helpers/openrlhf_releases.md.
+listed with file:line in calibrate/published/data/openrlhf_releases.md.
 """
 
 from __future__ import annotations
