@@ -125,7 +125,7 @@ def engine_coefficients(scenario: Scenario) -> dict:
     return out
 
 
-def detokenize_s_per_seq(scenario: Scenario) -> float:
+def detokenize_s_per_token(scenario: Scenario) -> float:
     """Host seconds per generated token that an engine iteration adds for detokenizing: only with the engine core
     in the caller's process (``engine.in_process``), where output processing runs between GPU steps; whether it
     detokenizes is ``engine.detokenize``, else the framework release's choice (software.yaml ``detokenize``), else
@@ -278,7 +278,7 @@ class RooflineCostModel:
             * (self.scenario.engine.tensor_parallel_size - 1)
         )
         # an in-process engine core detokenizes each iteration's new tokens before the next iteration (host CPU)
-        cpu = cpu + detokenize_s_per_seq(self.scenario) * self.tokens_per_iteration * b
+        cpu = cpu + detokenize_s_per_token(self.scenario) * self.tokens_per_iteration * b
         # piecewise CUDA graphs: each layer's eager attention leaves launch gaps on the GPU, serial in either loop
         gaps = cpu_cost["eager_attention_s_per_layer"] * self.scenario.model.num_layers
         # an unfused grouped top-k router's kernels (rlsim.run.moe_decode): GPU work, serial with the layer

@@ -10,7 +10,7 @@ import pytest
 from rlsim.errors import ScenarioError
 from rlsim.frameworks.config_import import import_config
 from rlsim.frameworks.nemo_rl.recipe import scenario_from_recipe
-from rlsim.run.costs import RooflineCostModel, detokenize_s_per_seq
+from rlsim.run.costs import RooflineCostModel, detokenize_s_per_token
 from rlsim.scenario import from_dict, parse_overrides
 
 NEMO_BASE = Path(__file__).parent / "fixtures" / "configs" / "nemo_rl" / "grpo_math_1B.yaml"
@@ -39,21 +39,21 @@ def test_the_release_decides_unless_the_scenario_says():
     v04 = scn({"in_process": True}, framework="nemo-rl", framework_version="0.4.0")
     v05 = scn({"in_process": True}, framework="nemo-rl", framework_version="0.5.0")
     v06 = scn({"in_process": True}, framework="nemo-rl", framework_version="0.6.0")
-    assert detokenize_s_per_seq(v04) == 5.0e-6
-    assert detokenize_s_per_seq(v05) == 0.0 and detokenize_s_per_seq(v06) == 0.0
+    assert detokenize_s_per_token(v04) == 5.0e-6
+    assert detokenize_s_per_token(v05) == 0.0 and detokenize_s_per_token(v06) == 0.0
     # stop strings in a v0.5 config: vLLM must detokenize; a plain vLLM engine in process detokenizes by default
     assert (
-        detokenize_s_per_seq(
+        detokenize_s_per_token(
             scn({"in_process": True, "detokenize": True}, framework="nemo-rl", framework_version="0.5.0")
         )
         == 5.0e-6
     )
-    assert detokenize_s_per_seq(scn({"in_process": True}, engine_version="0.11.2")) == 5.0e-6
-    assert detokenize_s_per_seq(scn({"in_process": True, "detokenize": False}, engine_version="0.11.2")) == 0.0
-    assert detokenize_s_per_seq(scn(engine_version="0.11.2")) == 0.0  # its own process: overlapped
+    assert detokenize_s_per_token(scn({"in_process": True}, engine_version="0.11.2")) == 5.0e-6
+    assert detokenize_s_per_token(scn({"in_process": True, "detokenize": False}, engine_version="0.11.2")) == 0.0
+    assert detokenize_s_per_token(scn(engine_version="0.11.2")) == 0.0  # its own process: overlapped
     # the per-token cost is a costs field a profile or --set can change
     s = from_dict({**BASE, "engine": {"in_process": True}, "costs": {"detokenize_per_token_s": 2e-5}})
-    assert detokenize_s_per_seq(s) == 2e-5
+    assert detokenize_s_per_token(s) == 2e-5
 
 
 def test_bad_values_name_the_field():
@@ -84,7 +84,7 @@ def test_nemo_rl_runs_its_synchronous_engine_in_process_and_async_grpo_in_its_ow
     sync = from_dict(scenario_from_recipe({**RECIPE, "policy_mode": "on", "colocated": True}, steps=2))
     asy = from_dict(scenario_from_recipe({**RECIPE, "policy_mode": "async-1off", "colocated": False}, steps=2))
     assert sync.engine.in_process and not asy.engine.in_process
-    assert detokenize_s_per_seq(sync) == 5.0e-6 and detokenize_s_per_seq(asy) == 0.0
+    assert detokenize_s_per_token(sync) == 5.0e-6 and detokenize_s_per_token(asy) == 0.0
     # AsyncLLM in a synchronous run (vllm_cfg.async_engine true, as DeepSeek-V3's recipe): its own process
     big = from_dict(
         scenario_from_recipe(
@@ -105,4 +105,4 @@ def test_nemo_rl_runs_its_synchronous_engine_in_process_and_async_grpo_in_its_ow
 def test_a_nemo_rl_config_detokenizes_for_stop_strings_or_when_told(sets, detokenize):
     s = from_dict(import_config(NEMO_BASE, "nemo-rl", parse_overrides(sets), None).scenario)
     assert s.engine.in_process and s.engine.detokenize is detokenize
-    assert detokenize_s_per_seq(s) == (5.0e-6 if detokenize else 0.0)
+    assert detokenize_s_per_token(s) == (5.0e-6 if detokenize else 0.0)

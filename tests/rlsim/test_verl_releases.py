@@ -12,7 +12,7 @@ from rlsim import catalog
 from rlsim.cli import main
 from rlsim.errors import ScenarioError
 from rlsim.frameworks.config_import import import_config
-from rlsim.run.costs import detokenize_s_per_seq
+from rlsim.run.costs import detokenize_s_per_token
 from rlsim.run.simulation import simulate
 from rlsim.scenario import from_dict, software
 from rlsim.scenario.overrides import parse_scalar
@@ -89,7 +89,7 @@ def test_max_num_seqs_reaches_vllm_from_0_6_and_sync_mode_runs_vllm_in_process(v
     assert s.engine.max_num_seqs == max_num_seqs
     assert s.engine.in_process is in_process
     # sync mode asks vLLM for no text (SamplingParams detokenize=False): no detokenizing in the loop either way
-    assert detokenize_s_per_seq(s) == 0.0
+    assert detokenize_s_per_token(s) == 0.0
 
 
 def test_rollout_max_num_seqs_default_is_1024_at_the_releases_and_256_after():
