@@ -10,6 +10,7 @@ Bad input raises :class:`~rlsim.frameworks.adapter.ImportConfigError` (a plan th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -22,6 +23,7 @@ from rlsim import catalog
 from rlsim.catalog import VARIANT_SUFFIXES, hf_cache
 from rlsim.frameworks import model_match
 from rlsim.frameworks.adapter import MISSING, EmitContext, EmitError, ImportConfigError, Source
+from rlsim.scenario import software
 from rlsim.workload.lengths import lognormal_mean_for_clipped_mean
 from rlsim.workload.lr_rules import lr_for_batch
 from rlsim.workload.priors import response_prior
@@ -198,6 +200,28 @@ def version_tuple(text: Any) -> tuple[int, int, int] | None:
     parse_version, which reads the software catalog's versions and takes ``1`` or any suffix."""
     m = _VERSION.fullmatch(str(text).strip())
     return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
+
+
+def known_release(framework: str, key: str, version: Any, example: str) -> tuple[str, str | None]:
+    """The known release of ``framework`` for the ``version`` a config names with the non-framework key ``key``
+    (``--set verl_version=0.5.0``): the nearest known one in rlsim/catalog/software.yaml and the one-line warning
+    when it is not known itself. A version that does not parse is refused naming ``key`` (``example`` shows the
+    form)."""
+    if isinstance(version, float):  # --set KEY=0.10 parses as the number 0.1
+        raise ImportConfigError(f"{key}: {version!r} reads as a number; write the release as X.Y.Z, e.g. {example}")
+    if version_tuple(version) is None:  # stricter than the catalog's parse: 0.x6 is a typo, not 0.0.0
+        raise ImportConfigError(f"{key}: {str(version)!r} is not a version; --set {key}=X.Y.Z, e.g. {example}")
+    found, _, warning = software.nearest("frameworks", framework, str(version), "software.framework_version")
+    return found, warning
+
+
+def release_table(table: tuple[Any, ...], flat: dict[str, Any], key: str, release: Any, defaults: dict) -> tuple:
+    """``table`` (mapping Rows) with the defaults of the release the config's ``key`` names (``release(version)``
+    gives the known release, ``defaults[release]`` its defaults by key); the same table without one."""
+    if flat.get(key) is None:
+        return table
+    changed = defaults[release(flat[key])[0]]
+    return tuple(dataclasses.replace(row, default=changed[row.key]) if row.key in changed else row for row in table)
 
 
 def version_after(text: str, marker: str) -> str | None:

@@ -36,11 +36,10 @@ listed with file:line in calibrate/published/data/openrlhf_releases.md.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from rlsim.frameworks.adapter import ImportConfigError, Row, Source
-from rlsim.frameworks.common import DEFAULT_GPU, version_tuple
+from rlsim.frameworks.adapter import Row, Source
+from rlsim.frameworks.common import DEFAULT_GPU, known_release, release_table
 from rlsim.scenario import software
 
 KEY = "openrlhf_version"
@@ -65,22 +64,14 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 def release(version: Any) -> tuple[str, str | None]:
-    """The known OpenRLHF release for ``version`` (software.yaml; the nearest known one) and the one-line warning
-    when it is not known itself; a version that does not parse is refused naming openrlhf_version."""
-    if isinstance(version, float):  # --set openrlhf_version=0.10 parses as the number 0.1
-        raise ImportConfigError(f"{KEY}: {version!r} reads as a number; write the release as X.Y.Z, e.g. 0.9.5")
-    if version_tuple(version) is None:
-        raise ImportConfigError(f"{KEY}: {str(version)!r} is not a version; --set {KEY}=X.Y.Z, e.g. 0.9.5")
-    found, _, warning = software.nearest("frameworks", "openrlhf", str(version), "software.framework_version")
-    return found, warning
+    """The known openrlhf release for ``version`` and the one-line warning when it is not known itself
+    (rlsim.frameworks.common.known_release)."""
+    return known_release("openrlhf", KEY, version, "0.9.5")
 
 
 def table_for(table: tuple[Row, ...], flat: dict[str, Any]) -> tuple[Row, ...]:
     """``table`` with the defaults of the release ``openrlhf_version`` names (the same object without one)."""
-    if flat.get(KEY) is None:
-        return table
-    changed = DEFAULTS[release(flat[KEY])[0]]
-    return tuple(replace(row, default=changed[row.key]) if row.key in changed else row for row in table)
+    return release_table(table, flat, KEY, release, DEFAULTS)
 
 
 def apply(src: Source, sections: dict[str, Any], notes: list[str]) -> None:

@@ -40,11 +40,10 @@ calibrate/published/data/verl_releases.md.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from rlsim.frameworks.adapter import ImportConfigError, Row, Source
-from rlsim.frameworks.common import DEFAULT_GPU, as_int, version_tuple
+from rlsim.frameworks.common import DEFAULT_GPU, as_int, known_release, release_table
 from rlsim.scenario import software
 
 KEY = "verl_version"
@@ -79,22 +78,14 @@ SGLANG_BUCKETS_FROM = (0, 5, 0)  # SGLang's weight update in update_weights_buck
 
 
 def release(version: Any) -> tuple[str, str | None]:
-    """The known verl release for ``version`` (software.yaml; the nearest known one) and the one-line warning when
-    it is not known itself; a version that does not parse is refused naming verl_version."""
-    if isinstance(version, float):  # --set verl_version=0.10 parses as the number 0.1
-        raise ImportConfigError(f"{KEY}: {version!r} reads as a number; write the release as X.Y.Z, e.g. 0.6.1")
-    if version_tuple(version) is None:  # stricter than the catalog's parse: 0.x6 is a typo, not 0.0.0
-        raise ImportConfigError(f"{KEY}: {str(version)!r} is not a version; --set {KEY}=X.Y.Z, e.g. 0.6.1")
-    found, _, warning = software.nearest("frameworks", "verl", str(version), "software.framework_version")
-    return found, warning
+    """The known verl release for ``version`` and the one-line warning when it is not known itself
+    (rlsim.frameworks.common.known_release)."""
+    return known_release("verl", KEY, version, "0.6.1")
 
 
 def table_for(table: tuple[Row, ...], flat: dict[str, Any]) -> tuple[Row, ...]:
     """``table`` with the defaults of the release ``verl_version`` names (unchanged without one)."""
-    if flat.get(KEY) is None:
-        return table
-    changed = DEFAULTS[release(flat[KEY])[0]]
-    return tuple(replace(row, default=changed[row.key]) if row.key in changed else row for row in table)
+    return release_table(table, flat, KEY, release, DEFAULTS)
 
 
 def apply(src: Source, sections: dict[str, Any], notes: list[str]) -> None:
