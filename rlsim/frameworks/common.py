@@ -202,15 +202,23 @@ def version_tuple(text: Any) -> tuple[int, int, int] | None:
     return (int(m[1]), int(m[2]), int(m[3] or 0)) if m else None
 
 
+def release_text(key: str, version: Any, example: str) -> tuple[int, int, int]:
+    """The release a config's ``--set KEY=X.Y.Z`` names, as (major, minor, patch); refused naming ``key`` when it
+    parsed as a number (``0.10`` reads as 0.1) or is not a version (``example`` shows the form)."""
+    if isinstance(version, float):
+        raise ImportConfigError(f"{key}: {version!r} reads as a number; write the release as X.Y.Z, e.g. {example}")
+    parsed = version_tuple(version)  # stricter than the catalog's parse: 0.x6 is a typo, not 0.0.0
+    if parsed is None:
+        raise ImportConfigError(f"{key}: {str(version)!r} is not a version; --set {key}=X.Y.Z, e.g. {example}")
+    return parsed
+
+
 def known_release(framework: str, key: str, version: Any, example: str) -> tuple[str, str | None]:
     """The known release of ``framework`` for the ``version`` a config names with the non-framework key ``key``
     (``--set verl_version=0.5.0``): the nearest known one in rlsim/catalog/software.yaml and the one-line warning
     when it is not known itself. A version that does not parse is refused naming ``key`` (``example`` shows the
     form)."""
-    if isinstance(version, float):  # --set KEY=0.10 parses as the number 0.1
-        raise ImportConfigError(f"{key}: {version!r} reads as a number; write the release as X.Y.Z, e.g. {example}")
-    if version_tuple(version) is None:  # stricter than the catalog's parse: 0.x6 is a typo, not 0.0.0
-        raise ImportConfigError(f"{key}: {str(version)!r} is not a version; --set {key}=X.Y.Z, e.g. {example}")
+    release_text(key, version, example)
     found, _, warning = software.nearest("frameworks", framework, str(version), "software.framework_version")
     return found, warning
 

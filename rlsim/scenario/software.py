@@ -140,8 +140,16 @@ def framework_behaviours(scenario: Scenario) -> dict[str, Any]:
     sw = scenario.software
     if sw.framework is None or sw.framework_version is None:
         return {}
-    entry = nearest("frameworks", sw.framework, sw.framework_version, "software.framework_version")[1]
-    return dict(entry.get("behaviours") or {})
+    return release_behaviours(sw.framework, sw.framework_version)
+
+
+def release_behaviours(framework: str, version: str | None) -> dict[str, Any]:
+    """The ``behaviours`` of ``framework``'s release ``version`` in software.yaml (the nearest known release's;
+    None: the latest known's), for an importer that must decide a scenario field the release decides."""
+    path = "software.framework_version"
+    if version is None:
+        version = max(table()["frameworks"][framework], key=lambda r: parse_version(r, path))
+    return dict(nearest("frameworks", framework, version, path)[1].get("behaviours") or {})
 
 
 def behaviour(scenario: Scenario) -> str | None:

@@ -136,7 +136,7 @@ def test_a_release_after_the_newest_known_takes_1_0_with_the_one_line_warning(tm
 @pytest.mark.parametrize(
     ("typo", "words"),
     [
-        ("0.x6", "trl_version: '0.x6' is not a version; give it as 0.18.0"),
+        ("0.x6", "trl_version: '0.x6' is not a version; --set trl_version=X.Y.Z"),
         ("0.20", "trl_version: 0.2 reads as a number; write the release as X.Y.Z"),
     ],
 )

@@ -265,11 +265,7 @@ def _detokenizes(fields: dict[str, Any], version: str | None) -> bool:
     release's choice (software.yaml ``detokenize``; no release named: the latest known's)."""
     if _flag(fields, "recipe_detokenize", False):
         return True
-    if version is None:
-        known = software.table()["frameworks"]["nemo-rl"]
-        version = max(known, key=lambda r: software.parse_version(r, "software.framework_version"))
-    entry = software.nearest("frameworks", "nemo-rl", version, "software.framework_version")[1]
-    return bool((entry.get("behaviours") or {}).get("detokenize", False))
+    return bool(software.release_behaviours("nemo-rl", version).get("detokenize", False))
 
 
 def _recipe_training(fields: dict[str, Any], max_seq: int, notes: list[str]) -> tuple[dict[str, Any], bool]:

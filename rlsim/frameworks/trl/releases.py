@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.frameworks.adapter import ImportConfigError, Source
-from rlsim.frameworks.common import version_tuple
+from rlsim.frameworks.common import known_release, release_text, version_tuple
 from rlsim.io.files import load_yaml, read_text
 from rlsim.scenario import software
 
@@ -111,11 +111,7 @@ def release_for(version: Any, keys: set[str] | None = None) -> tuple[str, list[s
     newest = known[-1]
     if version is None:
         return release_for_keys(keys or set())
-    if isinstance(version, float):  # --set trl_version=0.20 parses as the number 0.2
-        raise ImportConfigError(f"trl_version: {version!r} reads as a number; write the release as X.Y.Z, e.g. 0.27.0")
-    wanted = version_tuple(version)
-    if wanted is None:
-        raise ImportConfigError(f"trl_version: {version!r} is not a version; give it as 0.18.0")
+    wanted = release_text("trl_version", version, "0.27.0")
     if wanted < version_tuple(FIRST_GRPO):
         raise ImportConfigError(
             f"trl_version: TRL {version} has no GRPOTrainer (it came in {FIRST_GRPO}); use a later TRL"
@@ -175,7 +171,8 @@ def software_section(src: Source, sections: dict[str, Any], notes: list[str]) ->
     engine = sections["engine"]
     if version is None or engine.get("static_batching"):
         return
-    found, entry, warning = software.nearest("frameworks", "trl", str(version), "software.framework_version")
+    found, warning = known_release("trl", "trl_version", version, "0.27.0")
+    entry = software.table()["frameworks"]["trl"][found]
     notes += [warning] if warning else []
     engine.pop("behaviour", None)
     sections["software"] = {"framework": "trl", "framework_version": str(version), "engine": "vllm"}
