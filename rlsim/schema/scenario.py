@@ -185,10 +185,25 @@ class Scenario:
         return self._kv_bytes_all_layers * self.model.sliding_layer_fraction * min(self.model.sliding_window, longest)
 
     @property
+    def kv_replication(self) -> float:
+        """How many times a replica's tensor-parallel ranks together hold each token's K/V over the model's one
+        copy: a rank keeps max(1, kv_heads // TP) KV heads, replicating them when TP exceeds the heads (vLLM
+        ModelConfig.get_num_kv_heads, vllm/config.py in 0.10.0; SGLang the same), and with MLA every rank keeps
+        the whole latent (get_num_kv_heads returns 1: "during decode it becomes MQA"). Each rank also reads its
+        copy in decode attention."""
+        tp = self.engine.tensor_parallel_size
+        m = self.model
+        if m.uses_mla:
+            return float(tp)
+        return tp * max(1, m.num_kv_heads // tp) / m.num_kv_heads
+
+    @property
     def _kv_bytes_all_layers(self) -> float:
+        """Bytes per token over the replica's ranks (:attr:`kv_replication` copies) at the cache's element size."""
+        per_copy = float(self.model.kv_bytes_per_token)
         if self.engine.kv_cache_dtype == "fp8":
-            return self.model.kv_bytes_per_token / self.model.dtype_bytes
-        return float(self.model.kv_bytes_per_token)
+            per_copy /= self.model.dtype_bytes
+        return per_copy * self.kv_replication
 
     def to_dict(self) -> dict[str, Any]:
         return to_plain(self)

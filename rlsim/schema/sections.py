@@ -532,7 +532,7 @@ class Costs:
     # fraction of the host link's peak that copies between GPU and host memory reach (pinned buffers come close
     # to it, the prior 1.0; pageable memory, as plain tensor.to("cpu") uses, reaches a fraction). FITTED on the
     # published step rows: rlsim/catalog/fitted.yaml has its provenance and prior
-    host_link_efficiency: float = field(default=0.0729, metadata=bounds(gt=0, le=1))
+    host_link_efficiency: float = field(default=0.0722, metadata=bounds(gt=0, le=1))
     # the PPO critic's passes against the policy's passes of the same shape (rlsim prices the critic as the policy's
     # architecture): a value head in place of the LM head, a value loss in place of the policy loss. 1 unless fitted
     # from runs that time the critic's phases (rlsim-calibrate fit: the critic's own in-loop factors)
