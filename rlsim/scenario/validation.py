@@ -19,6 +19,7 @@ from rlsim.trainer import memory as training_memory
 
 if TYPE_CHECKING:
     from rlsim.schema.scenario import Scenario
+    from rlsim.schema.specs import ModelSpec
 
 
 def validate(scenario: Scenario) -> None:
@@ -114,6 +115,29 @@ def _validate_schedule(scenario: Scenario) -> None:
             )
 
 
+def _validate_tp_heads(model: ModelSpec, tp: int) -> None:
+    """vLLM splits the attention heads over the engine's TP ranks and refuses a TP that does not divide them; the KV
+    heads are split when TP divides them and replicated when they divide TP (ModelConfig.verify_with_parallel_config,
+    vllm/config/model.py in 0.11.2, and the models' attention layers); MLA keeps one latent whatever the TP."""
+    if tp <= 1:
+        return
+    heads, kv = model.num_attention_heads, model.num_kv_heads
+    if heads % tp:
+        raise ScenarioError(
+            "engine.tensor_parallel_size",
+            tp,
+            f"must divide {model.name}'s {heads} attention heads (vLLM refuses it)",
+            f"choose a divisor of {heads}",
+        )
+    if not model.uses_mla and ((kv >= tp and kv % tp) or (kv < tp and tp % kv)):
+        raise ScenarioError(
+            "engine.tensor_parallel_size",
+            tp,
+            f"and {model.name}'s {kv} KV heads must divide one another (vLLM splits or replicates whole heads)",
+            f"choose a TP that divides {kv} or a multiple of it",
+        )
+
+
 def _validate_engine_layout(scenario: Scenario) -> None:
     """The engine's parallel sizes, MTP speculation and replicas against the model and the rollout GPUs."""
     hw, eng = scenario.hardware, scenario.engine
@@ -125,6 +149,7 @@ def _validate_engine_layout(scenario: Scenario) -> None:
             f"must divide the rollout GPUs ({hw.num_rollout_gpus})",
             "choose a divisor",
         )
+    _validate_tp_heads(scenario.model, tp)
     if eng.data_parallel_size > 1 and not eng.expert_parallel:
         raise ScenarioError(
             "engine.data_parallel_size",

@@ -188,9 +188,10 @@ class Scenario:
     def kv_replication(self) -> float:
         """How many times a replica's tensor-parallel ranks together hold each token's K/V over the model's one
         copy: a rank keeps max(1, kv_heads // TP) KV heads, replicating them when TP exceeds the heads (vLLM
-        ModelConfig.get_num_kv_heads, vllm/config.py in 0.10.0; SGLang the same), and with MLA every rank keeps
-        the whole latent (get_num_kv_heads returns 1: "during decode it becomes MQA"). Each rank also reads its
-        copy in decode attention."""
+        ModelConfig.get_num_kv_heads: vllm/config.py:1351-1363 in 0.10.0, vllm/config/model.py in 0.11.2 and 0.17.1;
+        SGLang the same), and with MLA every rank keeps the whole latent (get_num_kv_heads returns 1, "during
+        decode it becomes MQA"; decode context parallelism, which would split it, is off by default). Each rank
+        also reads its copy in decode attention. The engine's TP is validated to split or replicate whole heads."""
         tp = self.engine.tensor_parallel_size
         m = self.model
         if m.uses_mla:

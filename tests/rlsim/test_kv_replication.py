@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from rlsim.errors import ScenarioError
 from rlsim.run.costs import RooflineCostModel, engine_coefficients
 from rlsim.scenario import from_dict
 
@@ -65,3 +66,26 @@ def test_each_rank_reads_its_own_copy_in_decode():
         gpu = s.hardware.gpu
         eff = engine_coefficients(s)["decode_memory_efficiency"] * gpu.memory_efficiency_factor
         assert d.mem_slope_s_per_token == pytest.approx(rank_bytes / (gpu.hbm_bandwidth_bytes_per_s * eff), rel=1e-9)
+
+
+def test_llama_past_its_kv_heads_counts_two_copies():
+    s = _scenario("Llama-3.1-8B", 16)  # 8 KV heads over 16 ranks: each head on two
+    assert s.kv_replication == 2
+    assert s.kv_bytes_per_token == 16 * (2 * 32 * 1 * 128 * 2)
+
+
+@pytest.mark.parametrize(
+    "model, tp, what",
+    [("Llama-3.1-8B", 3, "32 attention heads"), ("Llama-3.1-8B", 6, "32 attention heads"), ("Qwen2.5-0.5B", 7, "KV")],
+)
+def test_a_tp_that_splits_heads_is_refused(model, tp, what):
+    """vLLM refuses a TP that does not divide the attention heads, and splits or replicates whole KV heads."""
+    with pytest.raises(ScenarioError, match=what):
+        from_dict(
+            {
+                "model": model,
+                "hardware": {"gpu": "H100-SXM", "num_gpus": 168},
+                "engine": {"tensor_parallel_size": tp},
+                "training": {"offload_optimizer": True, "offload_params": True},
+            }
+        )
