@@ -227,7 +227,7 @@ def test_prime_rl_v0_8_0_spells_the_engine_tp_as_inference_parallel_tp(tmp_path)
     """prime-rl v0.8.0 sets each vLLM server's TP with [inference.parallel] tp (configs/inference.py:26-27); the
     release read spells it [inference.vllm] tensor_parallel_size. batch_size 64 samples / group_size 8: P 8, G 8;
     1 + 4 GPUs apart; TP 4 from either spelling, both at once refused."""
-    base = "[model]\nname = 'Qwen/Qwen2.5-0.5B'\n[orchestrator]\nbatch_size = 64\ngroup_size = 8\n"
+    base = "[model]\nname = 'Qwen/Qwen2.5-1.5B'\n[orchestrator]\nbatch_size = 64\ngroup_size = 8\n"
     base += "[deployment]\nnum_train_gpus = 1\nnum_infer_gpus = 4\n"
     old = tmp_path / "old.toml"
     old.write_text(base + "[inference.parallel]\ntp = 4\n")
