@@ -9,7 +9,9 @@ Runs ``rlsim-calibrate published`` four ways on the project's development set (c
   without the release it predicts) and ``--cv gpu`` (leave one GPU out),
 * ``--anchor`` (one-step anchoring within each group of model, release and GPU),
 
-and writes, from their outputs only: docs/results/published.md (the whole page), the README's accuracy block
+pairs the shipped run's rows that ran the same recipe file in two releases (``release_pairs``: how much faster the
+newer release measured against how much faster rlsim predicts it, the part of a release's change that rlsim's
+release behaviours carry) and writes, from their outputs only: docs/results/published.md (the whole page), the README's accuracy block
 (between ``<!-- accuracy:begin -->`` and ``<!-- accuracy:end -->``), docs/results/accuracy.json (the figures the
 tests read) and rlsim/catalog/systems_error.yaml (each step row's held-out error by release, GPU and family: the
 systems band every answer carries, rlsim.run.systems_error). Nothing there is typed by hand.
@@ -24,7 +26,9 @@ import argparse
 import contextlib
 import io
 import json
+import math
 import re
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -43,7 +47,8 @@ BEGIN, END = "<!-- accuracy:begin -->", "<!-- accuracy:end -->"
 
 
 def _calibrate(args: list[str]) -> dict[str, Any]:
-    """``rlsim-calibrate published ARGS -o TMP`` in this process; its summary.json and its cv.csv rows."""
+    """``rlsim-calibrate published ARGS -o TMP`` in this process; its summary.json, its cv.csv rows and its
+    published.csv rows (each step row's measured and predicted time)."""
     from calibrate.cli import main
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,12 +59,11 @@ def _calibrate(args: list[str]) -> dict[str, Any]:
         if code != 0:
             raise SystemExit(f"rlsim-calibrate published {' '.join(args)} exited {code}")
         summary = json.loads((out / "summary.json").read_text())
-        cv_rows = []
-        if (out / "cv.csv").is_file():
-            import pandas as pd
+        import pandas as pd
 
-            cv_rows = pd.read_csv(out / "cv.csv").to_dict("records")
-    return {"summary": summary, "cv_rows": cv_rows}
+        cv_rows = pd.read_csv(out / "cv.csv").to_dict("records") if (out / "cv.csv").is_file() else []
+        rows = pd.read_csv(out / "published.csv").to_dict("records") if (out / "published.csv").is_file() else []
+    return {"summary": summary, "cv_rows": cv_rows, "rows": rows}
 
 
 def _fig(s: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -112,6 +116,7 @@ def measure() -> dict[str, Any]:
         "cv_gpu": _cv_figures(by_gpu["summary"]["cv"]),
         "not_expressed": [r["run"] for r in shipped["summary"]["step_time"]["not_expressed"]],
         "held_out_rows": _held_out_rows(by_version["cv_rows"]),
+        "release_pairs": _release_pairs(shipped["rows"]),
     }
     figures["anchored"] = _anchored()
     return figures
@@ -152,6 +157,51 @@ def _held_out_rows(cv_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "error_pct": round(float(r["held_out_error_pct"]), 2),
             }
         )
+    return out
+
+
+def _release_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`release_pairs` over the development set's step rows (their recipe and release from its CSV)."""
+    from calibrate.published import steps
+
+    data = steps.read_rows([steps.dev_set_path()]).set_index("row")
+    recipes = {int(r["row"]): data.loc[int(r["row"])].to_dict() for r in rows}
+    return release_pairs(rows, recipes)
+
+
+def _release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version))
+
+
+def release_pairs(rows: list[dict[str, Any]], fields: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each recipe file (the name at its tag, ``grpo-deepseek-v3-32n8g.yaml``) that ran in two consecutive releases
+    of the table, both rows expressed: the newer row's step time over the older's as measured and as rlsim predicts
+    it. ``rows``: published.csv records (``row``, ``measured_step_s``, ``predicted_step_s``, ``expressed``);
+    ``fields``: each row's development-set fields (``recipe``, and the release as framework_version reads it)."""
+    from rlsim.frameworks.nemo_rl.recipe import framework_version
+
+    by_recipe: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        f = fields[int(r["row"])]
+        recipe, version = str(f.get("recipe") or "").rsplit("/", 1)[-1], framework_version(f)
+        predicted = float(r.get("predicted_step_s", "nan"))
+        expressed = str(r.get("expressed")).lower() == "true" and not math.isnan(predicted)
+        if recipe and version and expressed:
+            by_recipe.setdefault(recipe, {})[version] = r
+    out = []
+    for recipe, releases in sorted(by_recipe.items()):
+        order = sorted(releases, key=_release_key)
+        for old, new in zip(order, order[1:]):
+            a, b = releases[old], releases[new]
+            out.append(
+                {
+                    "recipe": recipe,
+                    "from": old,
+                    "to": new,
+                    "measured_ratio": round(float(b["measured_step_s"]) / float(a["measured_step_s"]), 3),
+                    "predicted_ratio": round(float(b["predicted_step_s"]) / float(a["predicted_step_s"]), 3),
+                }
+            )
     return out
 
 
@@ -239,7 +289,40 @@ def page(fig: dict[str, Any], cmd: str) -> list[str]:
         ]
         for g, f in fig["anchored"]["groups"].items():
             lines.append(f"| {g.replace(' | ', ' / ')} | {_rows_label(f)} | {_cell(f)} |")
+    lines += release_section(fig.get("release_pairs") or [])
     lines += ["", "## Rows no mapping expresses", ""] + [f"- {r}" for r in fig["not_expressed"]]
+    return lines
+
+
+def release_section(pairs: list[dict[str, Any]]) -> list[str]:
+    """The page's "same recipe across releases" section: per release step, the median measured and predicted
+    ratio, then every pair."""
+    if not pairs:
+        return []
+    lines = [
+        "",
+        "## The same recipe across releases",
+        "",
+        "A recipe file that ran in two consecutive releases, both rows expressed: the newer release's step time over",
+        "the older's, measured and as rlsim predicts it with the shipped set (each row at its own release's",
+        "behaviours, rlsim/catalog/software.yaml, and its own published lengths). Where the predicted ratio stays",
+        "near 1 and the measured one does not, the release changed something rlsim's release behaviours do not carry.",
+        "",
+        "| releases | recipes | measured, median | predicted, median |",
+        "|---|---|---|---|",
+    ]
+    steps: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for p in pairs:
+        steps.setdefault((p["from"], p["to"]), []).append(p)
+    for (old, new), ps in sorted(steps.items(), key=lambda kv: _release_key(kv[0][0])):
+        measured = statistics.median(p["measured_ratio"] for p in ps)
+        predicted = statistics.median(p["predicted_ratio"] for p in ps)
+        lines.append(f"| {old} -> {new} | {len(ps)} | {measured:.3f} | {predicted:.3f} |")
+    lines += ["", "| recipe | releases | measured | predicted |", "|---|---|---|---|"]
+    for p in pairs:
+        lines.append(
+            f"| {p['recipe']} | {p['from']} -> {p['to']} | {p['measured_ratio']:.3f} | {p['predicted_ratio']:.3f} |"
+        )
     return lines
 
 

@@ -77,3 +77,38 @@ def test_the_generation_rows_with_the_shipped_set_give_the_reported_figures():
         shipped["median_abs_error_pct"],
         shipped["bias_pct"],
     )
+
+
+def test_release_pairs_pair_consecutive_releases_of_one_recipe_file():
+    """Pairs follow the recipe file at its tag across consecutive releases, skip unexpressed rows and recipes seen
+    in one release only, and divide the newer row's time by the older's."""
+
+    def row(n, measured, predicted, expressed=True):
+        return {"row": n, "measured_step_s": measured, "predicted_step_s": predicted, "expressed": expressed}
+
+    tag = "NVIDIA-NeMo/RL@v{}:examples/configs/recipes/llm/performance/{}"
+    fields = {
+        0: {"recipe": tag.format("0.5.0", "a.yaml")},
+        1: {"recipe": tag.format("0.4.0", "a.yaml")},
+        2: {"recipe": tag.format("0.6.0", "a.yaml")},
+        3: {"recipe": tag.format("0.5.0", "b.yaml")},
+        4: {"recipe": tag.format("0.4.0", "c.yaml")},
+        5: {"recipe": tag.format("0.5.0", "c.yaml")},
+    }
+    rows = [
+        row(0, 90.0, 100.0),
+        row(1, 100.0, 100.0),
+        row(2, 81.0, 95.0),
+        row(3, 50.0, 50.0),
+        row(4, 10.0, 10.0),
+        row(5, 9.0, float("nan"), expressed=False),
+    ]
+    pairs = accuracy.release_pairs(rows, fields)
+    assert [(p["recipe"], p["from"], p["to"]) for p in pairs] == [("a.yaml", "0.4.0", "0.5.0"), ("a.yaml", "0.5.0", "0.6.0")]
+    assert [(p["measured_ratio"], p["predicted_ratio"]) for p in pairs] == [(0.9, 1.0), (0.9, 0.95)]
+
+
+def test_the_page_shows_the_recorded_release_pairs():
+    page = (ROOT / "docs" / "results" / "published.md").read_text()
+    section = accuracy.release_section(FIGURES["release_pairs"])
+    assert FIGURES["release_pairs"] and "\n".join(section) in page
