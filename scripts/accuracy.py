@@ -11,10 +11,11 @@ Runs ``rlsim-calibrate published`` four ways on the project's development set (c
 
 pairs the shipped run's rows that ran the same recipe file in two releases (``release_pairs``: how much faster the
 newer release measured against how much faster rlsim predicts it, the part of a release's change that rlsim's
-release behaviours carry) and writes, from their outputs only: docs/results/published.md (the whole page), the README's accuracy block
-(between ``<!-- accuracy:begin -->`` and ``<!-- accuracy:end -->``), docs/results/accuracy.json (the figures the
-tests read) and rlsim/catalog/systems_error.yaml (each step row's held-out error by release, GPU and family: the
-systems band every answer carries, rlsim.run.systems_error). Nothing there is typed by hand.
+release behaviours carry) and writes, from their outputs only: docs/results/published.md (the whole page), the
+README's accuracy block (between ``<!-- accuracy:begin -->`` and ``<!-- accuracy:end -->``),
+docs/results/accuracy.json (the figures the tests read) and rlsim/catalog/systems_error.yaml (each step row's
+held-out error by release, GPU and family: the systems band every answer carries, rlsim.run.systems_error). Nothing
+there is typed by hand.
 
     python scripts/accuracy.py            # measure and print the tables
     python scripts/accuracy.py --write    # and write the files above
@@ -169,6 +170,14 @@ def _release_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return release_pairs(rows, recipes)
 
 
+def vllm_engine_class(fields: dict[str, Any]) -> str:
+    """The vLLM front end a NeMo RL row ran: ``AsyncLLM`` (``vllm_cfg.async_engine``, which async GRPO requires; its
+    engine core in a background process, outputs streamed to the worker) or ``LLM`` (the synchronous class, its
+    engine core in the worker's process): rlsim/frameworks/nemo_rl/recipe.py reads the same two fields."""
+    flag = str(fields.get("recipe_vllm_async_engine", "")).strip().lower() in ("true", "1", "1.0", "yes")
+    return "AsyncLLM" if str(fields.get("policy_mode", "on")).strip() != "on" or flag else "LLM"
+
+
 def _release_key(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version))
 
@@ -187,7 +196,7 @@ def release_pairs(rows: list[dict[str, Any]], fields: dict[int, dict[str, Any]])
         predicted = float(r.get("predicted_step_s", "nan"))
         expressed = str(r.get("expressed")).lower() == "true" and not math.isnan(predicted)
         if recipe and version and expressed:
-            by_recipe.setdefault(recipe, {})[version] = r
+            by_recipe.setdefault(recipe, {})[version] = {**r, "engine": vllm_engine_class(f)}
     out = []
     for recipe, releases in sorted(by_recipe.items()):
         order = sorted(releases, key=_release_key)
@@ -198,6 +207,7 @@ def release_pairs(rows: list[dict[str, Any]], fields: dict[int, dict[str, Any]])
                     "recipe": recipe,
                     "from": old,
                     "to": new,
+                    "engine": a["engine"] if a["engine"] == b["engine"] else f"{a['engine']} -> {b['engine']}",
                     "measured_ratio": round(float(b["measured_step_s"]) / float(a["measured_step_s"]), 3),
                     "predicted_ratio": round(float(b["predicted_step_s"]) / float(a["predicted_step_s"]), 3),
                 }
@@ -308,20 +318,22 @@ def release_section(pairs: list[dict[str, Any]]) -> list[str]:
         "behaviours, rlsim/catalog/software.yaml, and its own published lengths). Where the predicted ratio stays",
         "near 1 and the measured one does not, the release changed something rlsim's release behaviours do not carry.",
         "",
-        "| releases | recipes | measured, median | predicted, median |",
-        "|---|---|---|---|",
+        "| releases | vLLM front end | recipes | measured, median | predicted, median |",
+        "|---|---|---|---|---|",
     ]
-    steps: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    steps: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for p in pairs:
-        steps.setdefault((p["from"], p["to"]), []).append(p)
-    for (old, new), ps in sorted(steps.items(), key=lambda kv: _release_key(kv[0][0])):
+        steps.setdefault((p["from"], p["to"], "every"), []).append(p)
+        steps.setdefault((p["from"], p["to"], p["engine"]), []).append(p)
+    for (old, new, engine), ps in sorted(steps.items(), key=lambda kv: (_release_key(kv[0][0]), kv[0][2] != "every")):
         measured = statistics.median(p["measured_ratio"] for p in ps)
         predicted = statistics.median(p["predicted_ratio"] for p in ps)
-        lines.append(f"| {old} -> {new} | {len(ps)} | {measured:.3f} | {predicted:.3f} |")
-    lines += ["", "| recipe | releases | measured | predicted |", "|---|---|---|---|"]
+        lines.append(f"| {old} -> {new} | {engine} | {len(ps)} | {measured:.3f} | {predicted:.3f} |")
+    lines += ["", "| recipe | vLLM front end | releases | measured | predicted |", "|---|---|---|---|---|"]
     for p in pairs:
         lines.append(
-            f"| {p['recipe']} | {p['from']} -> {p['to']} | {p['measured_ratio']:.3f} | {p['predicted_ratio']:.3f} |"
+            f"| {p['recipe']} | {p['engine']} | {p['from']} -> {p['to']} | {p['measured_ratio']:.3f} "
+            f"| {p['predicted_ratio']:.3f} |"
         )
     return lines
 

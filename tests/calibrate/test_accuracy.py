@@ -88,9 +88,9 @@ def test_release_pairs_pair_consecutive_releases_of_one_recipe_file():
 
     tag = "NVIDIA-NeMo/RL@v{}:examples/configs/recipes/llm/performance/{}"
     fields = {
-        0: {"recipe": tag.format("0.5.0", "a.yaml")},
-        1: {"recipe": tag.format("0.4.0", "a.yaml")},
-        2: {"recipe": tag.format("0.6.0", "a.yaml")},
+        0: {"recipe": tag.format("0.5.0", "a.yaml"), "policy_mode": "on", "recipe_vllm_async_engine": True},
+        1: {"recipe": tag.format("0.4.0", "a.yaml"), "policy_mode": "on", "recipe_vllm_async_engine": True},
+        2: {"recipe": tag.format("0.6.0", "a.yaml"), "policy_mode": "on", "recipe_vllm_async_engine": False},
         3: {"recipe": tag.format("0.5.0", "b.yaml")},
         4: {"recipe": tag.format("0.4.0", "c.yaml")},
         5: {"recipe": tag.format("0.5.0", "c.yaml")},
@@ -104,8 +104,19 @@ def test_release_pairs_pair_consecutive_releases_of_one_recipe_file():
         row(5, 9.0, float("nan"), expressed=False),
     ]
     pairs = accuracy.release_pairs(rows, fields)
-    assert [(p["recipe"], p["from"], p["to"]) for p in pairs] == [("a.yaml", "0.4.0", "0.5.0"), ("a.yaml", "0.5.0", "0.6.0")]
+    assert [(p["recipe"], p["from"], p["to"]) for p in pairs] == [
+        ("a.yaml", "0.4.0", "0.5.0"),
+        ("a.yaml", "0.5.0", "0.6.0"),
+    ]
     assert [(p["measured_ratio"], p["predicted_ratio"]) for p in pairs] == [(0.9, 1.0), (0.9, 0.95)]
+    assert [p["engine"] for p in pairs] == ["AsyncLLM", "AsyncLLM -> LLM"]
+
+
+def test_the_vllm_front_end_is_asyncllm_for_async_grpo_and_the_async_engine_flag():
+    assert accuracy.vllm_engine_class({"policy_mode": "async-1off"}) == "AsyncLLM"
+    assert accuracy.vllm_engine_class({"policy_mode": "on", "recipe_vllm_async_engine": True}) == "AsyncLLM"
+    assert accuracy.vllm_engine_class({"policy_mode": "on", "recipe_vllm_async_engine": False}) == "LLM"
+    assert accuracy.vllm_engine_class({"policy_mode": "on", "recipe_vllm_async_engine": float("nan")}) == "LLM"
 
 
 def test_the_page_shows_the_recorded_release_pairs():
