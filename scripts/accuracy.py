@@ -170,6 +170,16 @@ def _release_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return release_pairs(rows, recipes)
 
 
+def _family(fields: dict[str, Any]) -> str:
+    """``moe`` or ``dense`` by the catalog's model (its experts); ``unknown`` for a model the catalog lacks."""
+    from rlsim import catalog
+
+    try:
+        return "moe" if catalog.model(str(fields.get("model", "")).strip()).get("num_experts", 0) else "dense"
+    except KeyError:
+        return "unknown"
+
+
 def vllm_engine_class(fields: dict[str, Any]) -> str:
     """The vLLM front end a NeMo RL row ran: ``AsyncLLM`` (``vllm_cfg.async_engine``, which async GRPO requires; its
     engine core in a background process, outputs streamed to the worker) or ``LLM`` (the synchronous class, its
@@ -196,7 +206,7 @@ def release_pairs(rows: list[dict[str, Any]], fields: dict[int, dict[str, Any]])
         predicted = float(r.get("predicted_step_s", "nan"))
         expressed = str(r.get("expressed")).lower() == "true" and not math.isnan(predicted)
         if recipe and version and expressed:
-            by_recipe.setdefault(recipe, {})[version] = {**r, "engine": vllm_engine_class(f)}
+            by_recipe.setdefault(recipe, {})[version] = {**r, "engine": vllm_engine_class(f), "family": _family(f)}
     out = []
     for recipe, releases in sorted(by_recipe.items()):
         order = sorted(releases, key=_release_key)
@@ -208,6 +218,7 @@ def release_pairs(rows: list[dict[str, Any]], fields: dict[int, dict[str, Any]])
                     "from": old,
                     "to": new,
                     "engine": a["engine"] if a["engine"] == b["engine"] else f"{a['engine']} -> {b['engine']}",
+                    "family": b["family"],
                     "measured_ratio": round(float(b["measured_step_s"]) / float(a["measured_step_s"]), 3),
                     "predicted_ratio": round(float(b["predicted_step_s"]) / float(a["predicted_step_s"]), 3),
                 }
@@ -318,22 +329,29 @@ def release_section(pairs: list[dict[str, Any]]) -> list[str]:
         "behaviours, rlsim/catalog/software.yaml, and its own published lengths). Where the predicted ratio stays",
         "near 1 and the measured one does not, the release changed something rlsim's release behaviours do not carry.",
         "",
-        "| releases | vLLM front end | recipes | measured, median | predicted, median |",
+        "The recipes split two ways below, by the vLLM front end (AsyncLLM or the LLM class) and by the model's",
+        "family; most AsyncLLM recipes are MoE models, so the two splits overlap.",
+        "",
+        "| releases | recipes of | recipes | measured, median | predicted, median |",
         "|---|---|---|---|---|",
     ]
-    steps: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    steps: dict[tuple[str, str, int, str], list[dict[str, Any]]] = {}
     for p in pairs:
-        steps.setdefault((p["from"], p["to"], "every"), []).append(p)
-        steps.setdefault((p["from"], p["to"], p["engine"]), []).append(p)
-    for (old, new, engine), ps in sorted(steps.items(), key=lambda kv: (_release_key(kv[0][0]), kv[0][2] != "every")):
+        for order, label in ((0, "every kind"), (1, p["engine"]), (2, p.get("family", "unknown"))):
+            steps.setdefault((p["from"], p["to"], order, label), []).append(p)
+    for (old, new, _, label), ps in sorted(steps.items(), key=lambda kv: (_release_key(kv[0][0]), kv[0][2:])):
         measured = statistics.median(p["measured_ratio"] for p in ps)
         predicted = statistics.median(p["predicted_ratio"] for p in ps)
-        lines.append(f"| {old} -> {new} | {engine} | {len(ps)} | {measured:.3f} | {predicted:.3f} |")
-    lines += ["", "| recipe | vLLM front end | releases | measured | predicted |", "|---|---|---|---|---|"]
+        lines.append(f"| {old} -> {new} | {label} | {len(ps)} | {measured:.3f} | {predicted:.3f} |")
+    lines += [
+        "",
+        "| recipe | vLLM front end | family | releases | measured | predicted |",
+        "|---|---|---|---|---|---|",
+    ]
     for p in pairs:
         lines.append(
-            f"| {p['recipe']} | {p['engine']} | {p['from']} -> {p['to']} | {p['measured_ratio']:.3f} "
-            f"| {p['predicted_ratio']:.3f} |"
+            f"| {p['recipe']} | {p['engine']} | {p.get('family', 'unknown')} | {p['from']} -> {p['to']} "
+            f"| {p['measured_ratio']:.3f} | {p['predicted_ratio']:.3f} |"
         )
     return lines
 

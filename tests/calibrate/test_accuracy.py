@@ -110,6 +110,7 @@ def test_release_pairs_pair_consecutive_releases_of_one_recipe_file():
     ]
     assert [(p["measured_ratio"], p["predicted_ratio"]) for p in pairs] == [(0.9, 1.0), (0.9, 0.95)]
     assert [p["engine"] for p in pairs] == ["AsyncLLM", "AsyncLLM -> LLM"]
+    assert [p["family"] for p in pairs] == ["unknown", "unknown"]  # no model named: not in the catalog
 
 
 def test_the_vllm_front_end_is_asyncllm_for_async_grpo_and_the_async_engine_flag():
