@@ -193,10 +193,11 @@ def _release_key(version: str) -> tuple[int, ...]:
 
 
 def release_pairs(rows: list[dict[str, Any]], fields: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each recipe file (the name at its tag, ``grpo-deepseek-v3-32n8g.yaml``) that ran in two consecutive releases
-    of the table, both rows expressed: the newer row's step time over the older's as measured and as rlsim predicts
-    it. ``rows``: published.csv records (``row``, ``measured_step_s``, ``predicted_step_s``, ``expressed``);
-    ``fields``: each row's development-set fields (``recipe``, and the release as framework_version reads it)."""
+    """Each recipe file (the name at its tag, ``grpo-deepseek-v3-32n8g.yaml``) that ran in more than one release of
+    the table, each release paired with the next one the file ran in, both rows expressed: the newer row's step time
+    over the older's as measured and as rlsim predicts it. ``rows``: published.csv records (``row``,
+    ``measured_step_s``, ``predicted_step_s``, ``expressed``); ``fields``: each row's development-set fields
+    (``recipe``, and the release as framework_version reads it)."""
     from rlsim.frameworks.nemo_rl.recipe import framework_version
 
     by_recipe: dict[str, dict[str, dict[str, Any]]] = {}
@@ -324,10 +325,11 @@ def release_section(pairs: list[dict[str, Any]]) -> list[str]:
         "",
         "## The same recipe across releases",
         "",
-        "A recipe file that ran in two consecutive releases, both rows expressed: the newer release's step time over",
-        "the older's, measured and as rlsim predicts it with the shipped set (each row at its own release's",
-        "behaviours, rlsim/catalog/software.yaml, and its own published lengths). Where the predicted ratio stays",
-        "near 1 and the measured one does not, the release changed something rlsim's release behaviours do not carry.",
+        "A recipe file that ran in two releases (each paired with the next release it ran in), both rows expressed:",
+        "the newer release's step time over the older's, measured and as rlsim predicts it with the shipped set (each",
+        "row at its own release's behaviours, rlsim/catalog/software.yaml, and its own published lengths). Where the",
+        "predicted ratio stays near 1 and the measured one does not, the release changed something rlsim's release",
+        "behaviours do not carry.",
         "",
         "The recipes split two ways below, by the vLLM front end (AsyncLLM or the LLM class) and by the model's",
         "family; most AsyncLLM recipes are MoE models, so the two splits overlap.",
