@@ -106,6 +106,9 @@ def _cv_figures(cv: dict[str, Any]) -> dict[str, Any]:
 
 
 def measure() -> dict[str, Any]:
+    from calibrate.published import steps
+
+    data = {int(rec["row"]): rec for rec in steps.read_rows([steps.dev_set_path()]).to_dict("records")}
     shipped = _calibrate([])
     prior = _calibrate(["--costs", "prior"])
     by_version = _calibrate(["--cv", "version"])
@@ -116,8 +119,8 @@ def measure() -> dict[str, Any]:
         "cv_version": _cv_figures(by_version["summary"]["cv"]),
         "cv_gpu": _cv_figures(by_gpu["summary"]["cv"]),
         "not_expressed": [r["run"] for r in shipped["summary"]["step_time"]["not_expressed"]],
-        "held_out_rows": _held_out_rows(by_version["cv_rows"]),
-        "release_pairs": _release_pairs(shipped["rows"]),
+        "held_out_rows": _held_out_rows(by_version["cv_rows"], data),
+        "release_pairs": release_pairs(shipped["rows"], data),
     }
     figures["anchored"] = _anchored()
     return figures
@@ -132,42 +135,30 @@ def _anchored() -> dict[str, Any]:
     }
 
 
-def _held_out_rows(cv_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each expressed step row's held-out error with its release, GPU and family (systems_error.yaml's rows)."""
+def _held_out_rows(cv_rows: list[dict[str, Any]], data: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each expressed step row's held-out error with its release, GPU and family (systems_error.yaml's rows);
+    ``data``: the development set's rows by row number."""
     import pandas as pd
 
-    from calibrate.published import steps
-    from rlsim import catalog
     from rlsim.frameworks.nemo_rl.recipe import framework_version, gpu_name
 
-    data = steps.read_rows([steps.dev_set_path()]).set_index("row")
     out = []
     for r in cv_rows:
         if r["table"] != "step" or pd.isna(r["held_out_error_pct"]):
             continue
-        rec = data.loc[int(r["row"])].to_dict()
+        rec = data[int(r["row"])]
         version = framework_version(rec) or ""
         minor = re.match(r"\d+(?:\.\d+)?", version)
-        experts = catalog.model(str(rec["model"]).strip()).get("num_experts", 0)
         out.append(
             {
                 "row": int(r["row"]),
                 "release": f"nemo-rl {minor.group(0)}" if minor else None,
                 "gpu": gpu_name(rec["gpu"]),
-                "family": "moe" if experts else "dense",
+                "family": _family(rec),
                 "error_pct": round(float(r["held_out_error_pct"]), 2),
             }
         )
     return out
-
-
-def _release_pairs(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """:func:`release_pairs` over the development set's step rows (their recipe and release from its CSV)."""
-    from calibrate.published import steps
-
-    data = steps.read_rows([steps.dev_set_path()]).set_index("row")
-    recipes = {int(r["row"]): data.loc[int(r["row"])].to_dict() for r in rows}
-    return release_pairs(rows, recipes)
 
 
 def _family(fields: dict[str, Any]) -> str:
@@ -180,14 +171,6 @@ def _family(fields: dict[str, Any]) -> str:
         return "unknown"
 
 
-def vllm_engine_class(fields: dict[str, Any]) -> str:
-    """The vLLM front end a NeMo RL row ran: ``AsyncLLM`` (``vllm_cfg.async_engine``, which async GRPO requires; its
-    engine core in a background process, outputs streamed to the worker) or ``LLM`` (the synchronous class, its
-    engine core in the worker's process): rlsim/frameworks/nemo_rl/recipe.py reads the same two fields."""
-    flag = str(fields.get("recipe_vllm_async_engine", "")).strip().lower() in ("true", "1", "1.0", "yes")
-    return "AsyncLLM" if str(fields.get("policy_mode", "on")).strip() != "on" or flag else "LLM"
-
-
 def _release_key(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version))
 
@@ -198,7 +181,7 @@ def release_pairs(rows: list[dict[str, Any]], fields: dict[int, dict[str, Any]])
     over the older's as measured and as rlsim predicts it. ``rows``: published.csv records (``row``,
     ``measured_step_s``, ``predicted_step_s``, ``expressed``); ``fields``: each row's development-set fields
     (``recipe``, and the release as framework_version reads it)."""
-    from rlsim.frameworks.nemo_rl.recipe import framework_version
+    from rlsim.frameworks.nemo_rl.recipe import framework_version, vllm_async_engine
 
     by_recipe: dict[str, dict[str, dict[str, Any]]] = {}
     for r in rows:
@@ -207,7 +190,8 @@ def release_pairs(rows: list[dict[str, Any]], fields: dict[int, dict[str, Any]])
         predicted = float(r.get("predicted_step_s", "nan"))
         expressed = str(r.get("expressed")).lower() == "true" and not math.isnan(predicted)
         if recipe and version and expressed:
-            by_recipe.setdefault(recipe, {})[version] = {**r, "engine": vllm_engine_class(f), "family": _family(f)}
+            engine = "AsyncLLM" if vllm_async_engine(f) else "LLM"
+            by_recipe.setdefault(recipe, {})[version] = {**r, "engine": engine, "family": _family(f)}
     out = []
     for recipe, releases in sorted(by_recipe.items()):
         order = sorted(releases, key=_release_key)

@@ -114,10 +114,12 @@ def test_release_pairs_pair_consecutive_releases_of_one_recipe_file():
 
 
 def test_the_vllm_front_end_is_asyncllm_for_async_grpo_and_the_async_engine_flag():
-    assert accuracy.vllm_engine_class({"policy_mode": "async-1off"}) == "AsyncLLM"
-    assert accuracy.vllm_engine_class({"policy_mode": "on", "recipe_vllm_async_engine": True}) == "AsyncLLM"
-    assert accuracy.vllm_engine_class({"policy_mode": "on", "recipe_vllm_async_engine": False}) == "LLM"
-    assert accuracy.vllm_engine_class({"policy_mode": "on", "recipe_vllm_async_engine": float("nan")}) == "LLM"
+    from rlsim.frameworks.nemo_rl.recipe import vllm_async_engine
+
+    assert vllm_async_engine({"policy_mode": "async-1off"})
+    assert vllm_async_engine({"policy_mode": "on", "recipe_vllm_async_engine": True})
+    assert not vllm_async_engine({"policy_mode": "on", "recipe_vllm_async_engine": False})
+    assert not vllm_async_engine({"policy_mode": "on", "recipe_vllm_async_engine": float("nan")})
 
 
 def test_the_page_shows_the_recorded_release_pairs():

@@ -198,13 +198,21 @@ def _max_response(fields: dict[str, Any], max_seq: int, avg_gen: float) -> int:
     return max_response
 
 
+def vllm_async_engine(fields: dict[str, Any]) -> bool:
+    """Whether the row's vLLM runs its async engine (AsyncLLM): async GRPO requires ``vllm_cfg.async_engine``; a
+    synchronous row runs it where the recipe sets ``recipe_vllm_async_engine``, else the LLM class."""
+    if str(fields.get("policy_mode", "on")).strip() != "on":
+        return True
+    return _flag(fields, "recipe_vllm_async_engine", False)
+
+
 def _schedule(fields: dict[str, Any]) -> tuple[str, bool, dict[str, Any], bool]:
     """(policy_mode, colocated, the ``schedule`` section, whether vLLM runs its async engine)."""
     mode = str(fields.get("policy_mode", "on")).strip()
     colocated = _flag(fields, "colocated", True)
     if mode == "on":
         schedule: dict[str, Any] = {"mode": "sync-colocated" if colocated else "sync-separate"}
-        async_engine = _flag(fields, "recipe_vllm_async_engine", False)
+        async_engine = vllm_async_engine(fields)
     elif mode.startswith("async-") and mode.endswith("off") and mode[6:-3].isdigit():
         if colocated:
             raise NotExpressible("async GRPO needs separate generation and training GPUs (colocated is true)")
@@ -215,7 +223,7 @@ def _schedule(fields: dict[str, Any]) -> tuple[str, bool, dict[str, Any], bool]:
         schedule = {"mode": "async", "max_staleness": int(mode[6:-3]), "collector": collector}
         if fields.get("recipe_in_flight_weight_updates") is not None:
             schedule["in_flight_weight_updates"] = _flag(fields, "recipe_in_flight_weight_updates")
-        async_engine = True  # NeMo RL's async GRPO requires vllm_cfg.async_engine
+        async_engine = vllm_async_engine(fields)  # True: NeMo RL's async GRPO requires vllm_cfg.async_engine
     else:
         raise NotExpressible(f"policy_mode {mode!r} is neither 'on' nor 'async-<k>off'")
     return mode, colocated, schedule, async_engine
